@@ -1,0 +1,114 @@
+//! The 32-byte BLAKE3 digest used for records, blobs and snapshots, written as 64
+//! lowercase hex digits wherever it is persisted.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A BLAKE3 digest.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Hash(pub [u8; 32]);
+
+impl Hash {
+    /// The `prev` of the first record.
+    pub const ZERO: Hash = Hash([0; 32]);
+
+    /// The plain BLAKE3 hash of `bytes` (what `b3sum` prints), used for blobs and files.
+    pub fn of(bytes: &[u8]) -> Hash {
+        Hash(*blake3::hash(bytes).as_bytes())
+    }
+
+    /// Lowercase hex, 64 digits.
+    pub fn to_hex(&self) -> String {
+        let mut out = [0u8; 64];
+        encode_hex(&self.0, &mut out);
+        // Hex digits are ASCII, so this cannot fail.
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// Parses exactly 64 lowercase hex digits.
+    pub fn from_hex(hex: &[u8]) -> Option<Hash> {
+        if hex.len() != 64 {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        for (i, pair) in hex.chunks_exact(2).enumerate() {
+            out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+        }
+        Some(Hash(out))
+    }
+
+    /// The first `n` hex digits, for display.
+    pub fn short(&self, n: usize) -> String {
+        let mut hex = self.to_hex();
+        hex.truncate(n);
+        hex
+    }
+}
+
+pub(crate) fn encode_hex(bytes: &[u8; 32], out: &mut [u8; 64]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for (i, b) in bytes.iter().enumerate() {
+        out[2 * i] = DIGITS[(b >> 4) as usize];
+        out[2 * i + 1] = DIGITS[(b & 0xf) as usize];
+    }
+}
+
+fn nibble(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    }
+}
+
+impl fmt::Display for Hash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for Hash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Hash({})", self.short(16))
+    }
+}
+
+/// The error of parsing a [`Hash`] from text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a hash: expected 64 lowercase hex digits")]
+pub struct ParseHashError;
+
+impl FromStr for Hash {
+    type Err = ParseHashError;
+    fn from_str(s: &str) -> Result<Hash, ParseHashError> {
+        Hash::from_hex(s.as_bytes()).ok_or(ParseHashError)
+    }
+}
+
+impl serde::Serialize for Hash {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_hex())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Hash {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Hash, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trip_and_rejects() {
+        let h = Hash::of(b"abc");
+        assert_eq!(h.to_hex(), blake3::hash(b"abc").to_hex().as_str());
+        assert_eq!(h.to_hex().parse::<Hash>(), Ok(h));
+        assert_eq!("ABC".parse::<Hash>(), Err(ParseHashError));
+        let upper = h.to_hex().to_uppercase();
+        assert_eq!(upper.parse::<Hash>(), Err(ParseHashError));
+    }
+}

@@ -1,0 +1,43 @@
+//! The store of cairn: the append-only, hash-chained session log, the content-addressed
+//! blob store and snapshot files.
+//!
+//! The store knows nothing of tools or event kinds: an event is an opaque JSON object.
+//! Each record is one line, self-checking (its own BLAKE3 hash) and chained (its `prev`);
+//! `docs/FORMAT.md` describes the bytes exactly.
+//!
+//! ```
+//! use cairn_store::{LogWriter, LogReader, Options, verify_path, VerifyOptions, log_path};
+//! let dir = tempfile::tempdir()?;
+//! let mut log = LogWriter::create(dir.path(), Options::default())?;
+//! log.append(&serde_json::json!({"type": "note", "text": "hello"}))?;
+//! log.sync()?;
+//! drop(log);
+//! let records: Vec<_> = LogReader::open(dir.path())?.records()?.collect::<Result<_, _>>()?;
+//! assert_eq!(records.len(), 1);
+//! assert!(verify_path(&log_path(dir.path()), &VerifyOptions::default())?.is_clean());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod blob;
+mod error;
+mod hash;
+mod lock;
+mod log;
+mod reader;
+mod record;
+mod snapshot;
+mod verify;
+
+pub use blob::{BlobCheck, BlobRef, BlobStore, hash_reader};
+pub use error::{Error, Result};
+pub use hash::{Hash, ParseHashError};
+pub use log::{
+    Appended, Durability, Head, LOCK_FILE, LOG_FILE, LogWriter, Options, QUARANTINE_DIR, Recovery,
+    log_path, now_ts,
+};
+pub use reader::{INDEX_FILE, LogReader, Record, Records, TailState};
+pub use record::{
+    BadLine, Fields, HASH_CONTEXT, RECORD_BYTES_MAX, SUFFIX_BYTES, check_line, record_hash,
+};
+pub use snapshot::{SNAPSHOT_DIR, Snapshot, SnapshotMeta, SnapshotStore, SnapshotWarning};
+pub use verify::{Problem, ProblemKind, VerifyOptions, VerifyReport, verify_bytes, verify_path};

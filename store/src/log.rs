@@ -1,0 +1,533 @@
+//! The session log writer and the recovery that runs when a log is opened.
+//!
+//! Opening reads from the end: it finds the last complete line, checks its own hash and
+//! that it chains to the line before, and treats what follows as a torn tail. The cost
+//! does not depend on the size of the log. A torn tail (a last line cut short,
+//! zero-filled, without its newline, or failing its own hash) is moved to
+//! `quarantine/` and cut off; anything worse is corruption and is refused.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, IoContext, Result};
+use crate::hash::Hash;
+use crate::lock::WriterLock;
+use crate::record::{self, PREFIX, RECORD_BYTES_MAX};
+
+/// The log file inside a session directory.
+pub const LOG_FILE: &str = "events.jsonl";
+/// The writer lock file inside a session directory.
+pub const LOCK_FILE: &str = "events.lock";
+/// Where torn tails go, inside a session directory.
+pub const QUARANTINE_DIR: &str = "quarantine";
+
+/// When appended records reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    /// `fdatasync` after every record.
+    Always,
+    /// `fdatasync` at each explicit [`LogWriter::sync`] (group commit at tool boundaries).
+    #[default]
+    Batch,
+    /// Never synced by cairn; the operating system writes it back when it likes.
+    None,
+}
+
+impl std::str::FromStr for Durability {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "always" => Ok(Durability::Always),
+            "batch" => Ok(Durability::Batch),
+            "none" => Ok(Durability::None),
+            _ => Err(format!(
+                "unknown durability '{s}': expected always, batch or none"
+            )),
+        }
+    }
+}
+
+/// Settings of a log.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub durability: Durability,
+    /// The largest record accepted, newline included.
+    pub record_bytes_max: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            durability: Durability::Batch,
+            record_bytes_max: RECORD_BYTES_MAX,
+        }
+    }
+}
+
+/// The last record of a log: enough to anchor it elsewhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Head {
+    pub seq: u64,
+    pub hash: Hash,
+}
+
+/// What one append wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    pub seq: u64,
+    pub hash: Hash,
+    /// Byte offset of the line in the log.
+    pub offset: u64,
+}
+
+/// What opening a log for append found and repaired.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Recovery {
+    pub head: Option<Head>,
+    /// Bytes moved to quarantine (0 when the tail was clean).
+    pub quarantined_bytes: u64,
+    pub quarantine_file: Option<PathBuf>,
+    /// The log's length after repair.
+    pub log_bytes: u64,
+}
+
+/// The one writer of a session log.
+#[derive(Debug)]
+pub struct LogWriter {
+    path: PathBuf,
+    file: File,
+    _lock: WriterLock,
+    options: Options,
+    next_seq: u64,
+    prev: Hash,
+    len: u64,
+    dirty: bool,
+    failed: Option<String>,
+    event_buf: Vec<u8>,
+    line_buf: Vec<u8>,
+}
+
+/// The path of the log file of session directory `dir`.
+pub fn log_path(dir: &Path) -> PathBuf {
+    dir.join(LOG_FILE)
+}
+
+/// The current time as the log writes it: RFC 3339, UTC, microseconds.
+pub fn now_ts() -> String {
+    format!("{:.6}", jiff::Timestamp::now())
+}
+
+impl LogWriter {
+    /// Creates a new, empty log in `dir` (created if needed). Fails if one exists.
+    pub fn create(dir: &Path, options: Options) -> Result<LogWriter> {
+        fs::create_dir_all(dir).at(dir)?;
+        let lock = WriterLock::acquire(&dir.join(LOCK_FILE))?;
+        let path = log_path(dir);
+        let file = OpenOptions::new()
+            .append(true)
+            .read(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => Error::Format {
+                    path: path.clone(),
+                    what: "a log already exists here; open it instead of creating it".into(),
+                },
+                _ => Error::Io {
+                    path: path.clone(),
+                    source: e,
+                },
+            })?;
+        sync_dir(dir)?;
+        Ok(LogWriter::new(path, file, lock, options, None, 0))
+    }
+
+    /// Opens an existing log for append, repairing a torn tail (see the module docs).
+    pub fn open(dir: &Path, options: Options) -> Result<(LogWriter, Recovery)> {
+        let path = log_path(dir);
+        check_is_log_file(&path)?;
+        let lock = WriterLock::acquire(&dir.join(LOCK_FILE))?;
+        let file = OpenOptions::new()
+            .append(true)
+            .read(true)
+            .open(&path)
+            .at(&path)?;
+        let len = file.metadata().at(&path)?.len();
+        let tail = scan_tail(&file, &path, len, options.record_bytes_max)?;
+        let mut recovery = Recovery {
+            head: tail.head,
+            quarantined_bytes: 0,
+            quarantine_file: None,
+            log_bytes: tail.good_len,
+        };
+        if tail.good_len < len {
+            let qdir = dir.join(QUARANTINE_DIR);
+            fs::create_dir_all(&qdir).at(&qdir)?;
+            let mut bytes = vec![0; usize::try_from(len - tail.good_len).unwrap_or(usize::MAX)];
+            file.read_exact_at(&mut bytes, tail.good_len).at(&path)?;
+            let qpath = qdir.join(format!(
+                "{}-{}.tail",
+                tail.good_len,
+                jiff::Timestamp::now().as_nanosecond()
+            ));
+            let mut q = File::create_new(&qpath).at(&qpath)?;
+            q.write_all(&bytes).at(&qpath)?;
+            q.sync_all().at(&qpath)?;
+            sync_dir(&qdir)?;
+            file.set_len(tail.good_len).at(&path)?;
+            file.sync_all().at(&path)?;
+            recovery.quarantined_bytes = len - tail.good_len;
+            recovery.quarantine_file = Some(qpath);
+        }
+        let writer = LogWriter::new(path, file, lock, options, tail.head, tail.good_len);
+        Ok((writer, recovery))
+    }
+
+    fn new(
+        path: PathBuf,
+        file: File,
+        lock: WriterLock,
+        options: Options,
+        head: Option<Head>,
+        len: u64,
+    ) -> LogWriter {
+        LogWriter {
+            path,
+            file,
+            _lock: lock,
+            options,
+            next_seq: head.map_or(0, |h| h.seq + 1),
+            prev: head.map_or(Hash::ZERO, |h| h.hash),
+            len,
+            dirty: false,
+            failed: None,
+            event_buf: Vec::with_capacity(1024),
+            line_buf: Vec::with_capacity(1024),
+        }
+    }
+
+    /// Appends `event` (which must serialize to a JSON object) stamped with the current time.
+    pub fn append<T: Serialize + ?Sized>(&mut self, event: &T) -> Result<Appended> {
+        self.append_at(&now_ts(), event)
+    }
+
+    /// Appends `event` with the given timestamp (RFC 3339).
+    pub fn append_at<T: Serialize + ?Sized>(&mut self, ts: &str, event: &T) -> Result<Appended> {
+        if let Some(what) = &self.failed {
+            return Err(Error::Poisoned {
+                path: self.path.clone(),
+                what: what.clone(),
+            });
+        }
+        self.event_buf.clear();
+        serde_json::to_writer(&mut self.event_buf, event).map_err(|e| Error::Format {
+            path: self.path.clone(),
+            what: format!("event does not serialize to JSON: {e}"),
+        })?;
+        if self.event_buf.first() != Some(&b'{') {
+            return Err(Error::Format {
+                path: self.path.clone(),
+                what: "an event must be a JSON object".into(),
+            });
+        }
+        if ts.is_empty()
+            || !ts
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b":.-+".contains(&b))
+        {
+            return Err(Error::Format {
+                path: self.path.clone(),
+                what: format!("timestamp {ts:?} is not RFC 3339"),
+            });
+        }
+        self.line_buf.clear();
+        let hash = record::encode(
+            &self.prev,
+            self.next_seq,
+            ts,
+            &self.event_buf,
+            &mut self.line_buf,
+        );
+        if self.line_buf.len() > self.options.record_bytes_max {
+            return Err(Error::Format {
+                path: self.path.clone(),
+                what: format!(
+                    "record of {} bytes is over record_bytes_max ({} bytes); store large payloads as blobs",
+                    self.line_buf.len(),
+                    self.options.record_bytes_max
+                ),
+            });
+        }
+        if let Err(e) = self.file.write_all(&self.line_buf) {
+            self.failed = Some(format!("write failed: {e}"));
+            return Err(e).at(&self.path);
+        }
+        if self.options.durability == Durability::Always {
+            self.sync_now()?;
+        } else {
+            self.dirty = true;
+        }
+        let appended = Appended {
+            seq: self.next_seq,
+            hash,
+            offset: self.len,
+        };
+        self.len += self.line_buf.len() as u64;
+        self.next_seq += 1;
+        self.prev = hash;
+        Ok(appended)
+    }
+
+    /// Makes every appended record durable (a no-op with durability `none`). Place one
+    /// at each tool boundary: this is the group commit of `batch`.
+    pub fn sync(&mut self) -> Result<()> {
+        if let Some(what) = &self.failed {
+            return Err(Error::Poisoned {
+                path: self.path.clone(),
+                what: what.clone(),
+            });
+        }
+        if self.dirty && self.options.durability != Durability::None {
+            self.sync_now()?;
+        }
+        Ok(())
+    }
+
+    fn sync_now(&mut self) -> Result<()> {
+        if let Err(e) = self.file.sync_data() {
+            // What reached the disk is unknown after a failed fsync: never retry.
+            self.failed = Some(format!("fsync failed: {e}"));
+            return Err(e).at(&self.path);
+        }
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// The last record written, if any.
+    pub fn head(&self) -> Option<Head> {
+        self.next_seq.checked_sub(1).map(|seq| Head {
+            seq,
+            hash: self.prev,
+        })
+    }
+
+    /// The seq the next append gets.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The log file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The length of the log in bytes.
+    pub fn len_bytes(&self) -> u64 {
+        self.len
+    }
+
+    /// Syncs and releases the lock.
+    pub fn close(mut self) -> Result<()> {
+        self.sync()
+    }
+}
+
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).at(dir)
+}
+
+/// Refuses directories, missing files and files that are plainly not logs.
+pub(crate) fn check_is_log_file(path: &Path) -> Result<()> {
+    let meta = fs::metadata(path).at(path)?;
+    if meta.is_dir() {
+        return Err(Error::Format {
+            path: path.to_path_buf(),
+            what: "is a directory, not a log file".into(),
+        });
+    }
+    let file = File::open(path).at(path)?;
+    let mut first = [0u8; 9];
+    let n = read_some_at(&file, &mut first, 0).at(path)?;
+    let first = &first[..n];
+    if first.iter().any(|&b| b != 0) && !PREFIX.starts_with(first) {
+        return Err(Error::Format {
+            path: path.to_path_buf(),
+            what: "not a cairn log: the first line does not start with {\"prev\":\"".into(),
+        });
+    }
+    Ok(())
+}
+
+fn read_some_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64)? {
+            0 => break,
+            n => done += n,
+        }
+    }
+    Ok(done)
+}
+
+/// What the end of a log looks like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tail {
+    /// Length of the log up to and including the last good record.
+    pub good_len: u64,
+    pub head: Option<Head>,
+}
+
+const BACK_BLOCK: u64 = 64 * 1024;
+
+/// Finds the last good record of the first `len` bytes of `file` by reading backwards.
+pub(crate) fn scan_tail(
+    file: &File,
+    path: &Path,
+    len: u64,
+    record_bytes_max: usize,
+) -> Result<Tail> {
+    // Zero-filled space after a crash: skip it first.
+    let mut end = len;
+    let mut buf = Vec::new();
+    while end > 0 {
+        let n = end.min(BACK_BLOCK);
+        buf.resize(n as usize, 0);
+        file.read_exact_at(&mut buf, end - n).at(path)?;
+        match buf.iter().rposition(|&b| b != 0) {
+            Some(i) => {
+                end = end - n + i as u64 + 1;
+                break;
+            }
+            None => end -= n,
+        }
+    }
+    if end == 0 {
+        return Ok(Tail {
+            good_len: 0,
+            head: None,
+        });
+    }
+    let mut last = [0u8; 1];
+    file.read_exact_at(&mut last, end - 1).at(path)?;
+    let max = record_bytes_max as u64;
+    let (mut cut, mut dropped) = if last[0] == b'\n' {
+        (end, false)
+    } else {
+        let (start, _) = line_ending_at(file, path, end, max)?;
+        (start, true)
+    };
+    loop {
+        if cut == 0 {
+            return Ok(Tail {
+                good_len: 0,
+                head: None,
+            });
+        }
+        let (s1, l1) = line_ending_at(file, path, cut - 1, max)?;
+        match record::check_line(&l1) {
+            Ok(f1) => {
+                if s1 == 0 {
+                    if f1.seq != 0 || f1.prev != Hash::ZERO {
+                        return Err(corruption(
+                            file,
+                            path,
+                            s1,
+                            Some(f1.seq),
+                            "the first record must have seq 0 and a zero prev",
+                        ));
+                    }
+                } else {
+                    let (s0, l0) = line_ending_at(file, path, s1 - 1, max)?;
+                    match record::check_line(&l0) {
+                        Ok(f0) if f0.hash == f1.prev && f0.seq.checked_add(1) == Some(f1.seq) => {}
+                        Ok(_) => {
+                            return Err(corruption(
+                                file,
+                                path,
+                                s1,
+                                Some(f1.seq),
+                                "the last record does not chain to the one before it",
+                            ));
+                        }
+                        Err(bad) => return Err(corruption(file, path, s0, bad.seq, &bad.what)),
+                    }
+                }
+                return Ok(Tail {
+                    good_len: cut,
+                    head: Some(Head {
+                        seq: f1.seq,
+                        hash: f1.hash,
+                    }),
+                });
+            }
+            Err(bad) if dropped => {
+                // One crash tears at most one record: a second bad one is corruption.
+                return Err(corruption(file, path, s1, bad.seq, &bad.what));
+            }
+            Err(_) => {
+                dropped = true;
+                cut = s1;
+            }
+        }
+    }
+}
+
+/// The line whose bytes end at `end` (exclusive, newline not included): its start and
+/// its bytes. Fails when no line start is found within `max` bytes.
+fn line_ending_at(file: &File, path: &Path, end: u64, max: u64) -> Result<(u64, Vec<u8>)> {
+    let mut start = end;
+    let mut bytes: Vec<u8> = Vec::new();
+    loop {
+        if start == 0 {
+            return Ok((0, bytes));
+        }
+        let n = start.min(BACK_BLOCK);
+        let mut block = vec![0u8; n as usize];
+        file.read_exact_at(&mut block, start - n).at(path)?;
+        if let Some(i) = block.iter().rposition(|&b| b == b'\n') {
+            let line_start = start - n + i as u64 + 1;
+            block.drain(..=i);
+            block.extend_from_slice(&bytes);
+            return Ok((line_start, block));
+        }
+        block.extend_from_slice(&bytes);
+        bytes = block;
+        start -= n;
+        if end - start > max {
+            return Err(corruption(
+                file,
+                path,
+                start,
+                None,
+                &format!("a line is longer than record_bytes_max ({max} bytes)"),
+            ));
+        }
+    }
+}
+
+/// A corruption error at byte `offset`, with its line number (counted: an error path).
+fn corruption(file: &File, path: &Path, offset: u64, seq: Option<u64>, what: &str) -> Error {
+    let mut line = 1u64;
+    let mut pos = 0u64;
+    let mut block = vec![0u8; 1 << 20];
+    while pos < offset {
+        let n = (offset - pos).min(block.len() as u64) as usize;
+        if file.read_exact_at(&mut block[..n], pos).is_err() {
+            break;
+        }
+        line += block[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        pos += n as u64;
+    }
+    Error::Corruption {
+        path: path.to_path_buf(),
+        seq,
+        line,
+        offset,
+        what: what.to_string(),
+    }
+}
