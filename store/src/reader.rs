@@ -57,18 +57,27 @@ pub struct TailState {
 /// A read-only view of a session log.
 #[derive(Debug)]
 pub struct LogReader {
-    dir: PathBuf,
+    /// The index cache, kept only beside a session's `events.jsonl`.
+    index: Option<PathBuf>,
     path: PathBuf,
     record_bytes_max: usize,
 }
 
 impl LogReader {
-    /// Opens the log of session directory `dir` for reading.
-    pub fn open(dir: &Path) -> Result<LogReader> {
-        let path = log_path(dir);
+    /// Opens a log for reading: `path` is a session directory (its `events.jsonl`) or a
+    /// log file. Random access keeps an index beside a session's log; other log files
+    /// are scanned.
+    pub fn open(path: &Path) -> Result<LogReader> {
+        let (path, index) = if path.is_dir() {
+            (log_path(path), Some(path.join(INDEX_FILE)))
+        } else {
+            let index = (path.file_name() == Some(std::ffi::OsStr::new(crate::log::LOG_FILE)))
+                .then(|| path.with_file_name(INDEX_FILE));
+            (path.to_path_buf(), index)
+        };
         check_is_log_file(&path)?;
         Ok(LogReader {
-            dir: dir.to_path_buf(),
+            index,
             path,
             record_bytes_max: RECORD_BYTES_MAX,
         })
@@ -141,7 +150,10 @@ impl LogReader {
     /// Byte offset of record `seq`, through the index (extended or rebuilt as needed;
     /// a cache that cannot be written falls back to a scan). Its line is `seq + 1`.
     fn offset_of(&self, seq: u64) -> Result<Option<u64>> {
-        let idx_path = self.dir.join(INDEX_FILE);
+        let Some(idx_path) = &self.index else {
+            return self.scan_for(seq);
+        };
+        let idx_path = idx_path.as_path();
         let log = File::open(&self.path).at(&self.path)?;
         let log_len = log.metadata().at(&self.path)?.len();
         let mut entries = valid_index_entries(&idx_path, &log, log_len);

@@ -116,7 +116,12 @@ pub fn verify_path(path: &Path, options: &VerifyOptions) -> Result<VerifyReport>
         }
         v.push(&mut buf, &chunk[..n]);
     }
-    Ok(v.finish(&buf))
+    let report = v.finish(&buf);
+    if report.head.is_none() && report.bytes > 0 {
+        // Not one good record: tell "not a log at all" apart from a damaged log.
+        crate::log::check_is_log_file(path)?;
+    }
+    Ok(report)
 }
 
 /// Verifies a log held in memory.
