@@ -1,1 +1,37 @@
-//! placeholder filled by later issues
+//! The engine of cairn: the events of a session, the fold that derives everything the
+//! engine knows from them, the tool catalogue and the runtime that runs every call
+//! through the log.
+//!
+//! ```no_run
+//! use cairn_engine::{Catalog, Engine, EngineConfig, Home};
+//! let home = Home::at(std::path::Path::new("/tmp/cairn-home"));
+//! let mut engine = Engine::start(&home, std::path::Path::new("."), EngineConfig::new(Catalog::Thoth))?;
+//! let out = engine.call("read_file", serde_json::json!({"path": "README.md"}))?;
+//! println!("{}", out.output);
+//! engine.end("done")?;
+//! # Ok::<(), cairn_engine::EngineError>(())
+//! ```
+
+mod catalog;
+pub mod diff;
+mod engine;
+mod error;
+pub mod event;
+mod limits;
+pub mod manifest;
+mod paths;
+pub mod project;
+mod recorder;
+pub mod state;
+mod tool;
+pub mod tools;
+
+pub use catalog::{Catalog, Registry};
+pub use engine::{CallOutcome, Engine, EngineConfig, cap_output};
+pub use error::{EngineError, Result};
+pub use event::Event;
+pub use limits::Limits;
+pub use paths::{PathError, WsPath, resolve};
+pub use project::{Home, Project, SessionRef, find_session};
+pub use state::{Record, State};
+pub use tool::{Ctx, Tool, ToolOutput, TypedTool, parse_input};

@@ -1,0 +1,132 @@
+//! The two catalog profiles and the registry. Each profile exposes one seed agent's
+//! tools under their exact names and input fields; both are backed by the same
+//! implementations in `tools/`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::limits::Limits;
+use crate::tool::Tool;
+use crate::tools;
+
+/// A catalog profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Catalog {
+    Thndrs,
+    Thoth,
+}
+
+impl Catalog {
+    pub const ALL: [Catalog; 2] = [Catalog::Thndrs, Catalog::Thoth];
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Catalog::Thndrs => "thndrs",
+            Catalog::Thoth => "thoth",
+        }
+    }
+
+    /// The limits this catalog's agent uses by default.
+    pub fn limits(&self) -> Limits {
+        match self {
+            Catalog::Thndrs => Limits::thndrs(),
+            Catalog::Thoth => Limits::thoth(),
+        }
+    }
+}
+
+impl std::str::FromStr for Catalog {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Catalog, String> {
+        match s {
+            "thndrs" => Ok(Catalog::Thndrs),
+            "thoth" => Ok(Catalog::Thoth),
+            _ => Err(format!("unknown catalog '{s}': expected thndrs or thoth")),
+        }
+    }
+}
+
+/// The tools of one catalog, in the order they are offered.
+pub struct Registry {
+    catalog: Catalog,
+    tools: Vec<Box<dyn Tool>>,
+}
+
+impl Registry {
+    pub fn new(catalog: Catalog) -> Registry {
+        let tools: Vec<Box<dyn Tool>> = match catalog {
+            Catalog::Thndrs => vec![
+                Box::new(tools::find_files::FindFiles),
+                Box::new(tools::list_searchable_files::ListSearchableFiles),
+                Box::new(tools::search_text::SearchText),
+                Box::new(tools::read_file_range::ReadFileRange),
+                Box::new(tools::create_file::CreateFile),
+                Box::new(tools::replace_range::ReplaceRange),
+                Box::new(tools::write_patch::WritePatch),
+            ],
+            Catalog::Thoth => vec![
+                Box::new(tools::read_file::ReadFile),
+                Box::new(tools::list_dir::ListDir),
+                Box::new(tools::glob::Glob),
+                Box::new(tools::grep::Grep),
+                Box::new(tools::write_file::WriteFile),
+                Box::new(tools::edit_file::EditFile),
+            ],
+        };
+        Registry { catalog, tools }
+    }
+
+    pub fn catalog(&self) -> Catalog {
+        self.catalog
+    }
+
+    pub fn get(&self, name: &str) -> Option<&dyn Tool> {
+        self.tools.iter().find(|t| t.name() == name).map(|t| t.as_ref())
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|t| t.name()).collect()
+    }
+
+    pub fn tools(&self) -> impl Iterator<Item = &dyn Tool> {
+        self.tools.iter().map(|t| t.as_ref())
+    }
+
+    /// The catalog as provider tool schemas: name, description, input schema.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::Value::Array(
+            self.tools()
+                .map(|t| {
+                    serde_json::json!({
+                        "name": t.name(),
+                        "description": t.description(),
+                        "mutating": t.is_mutating(),
+                        "input_schema": t.schema(),
+                    })
+                })
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_every_schema_is_an_object_schema() {
+        for c in Catalog::ALL {
+            let r = Registry::new(c);
+            let mut names = r.names();
+            names.sort();
+            let before = names.len();
+            names.dedup();
+            assert_eq!(before, names.len(), "duplicate tool names in {}", c.name());
+            for t in r.tools() {
+                let s = t.schema();
+                assert_eq!(s["type"], "object", "{}: {s}", t.name());
+                assert!(s["properties"].is_object(), "{}: {s}", t.name());
+            }
+        }
+    }
+}

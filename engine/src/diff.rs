@@ -1,0 +1,67 @@
+//! Unified diffs with line numbers, as every change is shown to the model and to people.
+
+use similar::{ChangeTag, TextDiff};
+
+/// A unified diff of `before` → `after` for `path`, with old and new line numbers in
+/// front of each line, 3 lines of context, cut after `lines_max` lines with a note.
+pub fn unified(path: &str, before: &str, after: &str, lines_max: usize) -> String {
+    let diff = TextDiff::from_lines(before, after);
+    let mut out = Vec::new();
+    out.push(format!("--- a/{path}"));
+    out.push(format!("+++ b/{path}"));
+    for group in diff.grouped_ops(3) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let old = first.old_range().start..last.old_range().end;
+        let new = first.new_range().start..last.new_range().end;
+        out.push(format!(
+            "@@ -{},{} +{},{} @@",
+            old.start + 1,
+            old.len(),
+            new.start + 1,
+            new.len()
+        ));
+        for op in &group {
+            for change in diff.iter_changes(op) {
+                let num = |n: Option<usize>| n.map_or(String::new(), |n| (n + 1).to_string());
+                let sign = match change.tag() {
+                    ChangeTag::Delete => '-',
+                    ChangeTag::Insert => '+',
+                    ChangeTag::Equal => ' ',
+                };
+                let text = change.value().trim_end_matches(['\n', '\r']);
+                out.push(format!(
+                    "{:>5} {:>5} {sign}{text}",
+                    num(change.old_index()),
+                    num(change.new_index())
+                ));
+                if change.missing_newline() {
+                    out.push("\\ No newline at end of file".into());
+                }
+            }
+        }
+    }
+    if out.len() > lines_max {
+        let more = out.len() - lines_max;
+        out.truncate(lines_max);
+        out.push(format!("…({more} more diff lines)"));
+    }
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_both_sides_and_caps() {
+        let d = unified("a.txt", "one\ntwo\nthree\n", "one\n2\nthree\n", 120);
+        assert_eq!(
+            d,
+            "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n    1     1  one\n    2       -two\n          2 +2\n    3     3  three"
+        );
+        let capped = unified("a.txt", "one\ntwo\nthree\n", "one\n2\nthree\n", 4);
+        assert!(capped.ends_with("…(4 more diff lines)"), "{capped}");
+    }
+}

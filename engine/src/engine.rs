@@ -1,0 +1,324 @@
+//! The engine: starts a session in a workspace and runs tool calls through it.
+//!
+//! Record, then act: `tool_started` is appended before any side effect, `file_read` /
+//! `file_write` when they happen, `tool_finished` after, then the log is synced (group
+//! commit at the tool boundary). Every decision is taken from the folded state and the
+//! facts the call's records carry, so that replay can take it again.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use cairn_store::{BlobStore, Durability, Head, LogWriter, Options, SnapshotStore};
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{Catalog, Registry};
+use crate::error::{EngineError, Result, io_at};
+use crate::event::{Event, FORMAT_VERSION, Parent, Refusal, Rule, SessionStarted, Status, ToolFinished};
+use crate::limits::Limits;
+use crate::manifest;
+use crate::project::{Home, Project, new_session_id};
+use crate::recorder::Recorder;
+use crate::state::{State, repeat_key};
+use crate::tool::{Ctx, ToolOutput};
+
+/// How a session is set up.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EngineConfig {
+    pub catalog: Catalog,
+    pub durability: Durability,
+    /// Records between snapshots (0: only at session end).
+    pub snapshot_every: u64,
+    /// Records between checkpoints (0: none).
+    pub checkpoint_every: u64,
+    pub limits: Limits,
+}
+
+impl EngineConfig {
+    /// The defaults for a catalog.
+    pub fn new(catalog: Catalog) -> EngineConfig {
+        EngineConfig {
+            catalog,
+            durability: Durability::Batch,
+            snapshot_every: 1000,
+            checkpoint_every: 1000,
+            limits: catalog.limits(),
+        }
+    }
+}
+
+/// The result of one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallOutcome {
+    pub call: String,
+    pub tool: String,
+    pub status: Status,
+    /// What the model is given.
+    pub output: String,
+    pub refusal: Option<Refusal>,
+}
+
+/// A running session.
+pub struct Engine {
+    id: String,
+    dir: PathBuf,
+    root: PathBuf,
+    home: PathBuf,
+    project: Project,
+    config: EngineConfig,
+    registry: Registry,
+    rec: Recorder,
+}
+
+impl Engine {
+    /// Starts a new session in `workspace`: scans it into a manifest (contents as
+    /// blobs) and records `session_started`.
+    pub fn start(home: &Home, workspace: &Path, config: EngineConfig) -> Result<Engine> {
+        Engine::start_with_parent(home, workspace, config, None)
+    }
+
+    /// Starts a session that names a parent (a fork or a replay).
+    pub fn start_with_parent(home: &Home, workspace: &Path, config: EngineConfig, parent: Option<Parent>) -> Result<Engine> {
+        let root = workspace.canonicalize().map_err(|e| {
+            EngineError::Config(format!("workspace {}: {e} (give an existing folder)", workspace.display()))
+        })?;
+        if !root.is_dir() {
+            return Err(EngineError::Config(format!("workspace {} is not a folder", root.display())));
+        }
+        if home.root.starts_with(&root) && home.root != root {
+            // Allowed, but the home must never be part of the manifest or reachable by tools.
+        } else if root.starts_with(&home.root) {
+            return Err(EngineError::Config(format!(
+                "workspace {} is inside the cairn home {}: choose another workspace or CAIRN_HOME",
+                root.display(),
+                home.root.display()
+            )));
+        }
+        let project = home.project(&root);
+        std::fs::create_dir_all(project.sessions_dir()).map_err(io_at(&project.dir))?;
+        let ws_note = project.dir.join("workspace");
+        if !ws_note.exists() {
+            std::fs::write(&ws_note, root.to_string_lossy().as_bytes()).map_err(io_at(&ws_note))?;
+        }
+        // Blobs are made durable in groups (one syncfs) before the records naming them.
+        let blobs = BlobStore::open(&project.blobs_dir())?.without_sync();
+        let mut files = manifest::scan(&root, &blobs, &project.manifest_cache())?;
+        if let Ok(inner) = home.root.strip_prefix(&root) {
+            let inner = inner.to_string_lossy().to_string();
+            files.retain(|f| !f.path.starts_with(&inner));
+        }
+        let manifest_blob = blobs.put(&manifest::to_jsonl(&files))?;
+        let id = new_session_id();
+        let dir = project.session_dir(&id);
+        let log = LogWriter::create(
+            &dir,
+            Options {
+                durability: config.durability,
+                ..Options::default()
+            },
+        )?;
+        let registry = Registry::new(config.catalog);
+        let mut rec = Recorder::new(
+            log,
+            State::default(),
+            blobs,
+            SnapshotStore::new(&dir),
+            config.durability,
+            config.snapshot_every,
+            config.checkpoint_every,
+        );
+        rec.note_blobs_written();
+        let started = SessionStarted {
+            id: id.clone(),
+            format_version: FORMAT_VERSION,
+            engine_version: env!("CARGO_PKG_VERSION").to_string(),
+            workspace: root.to_string_lossy().into_owned(),
+            catalog: config.catalog.name().to_string(),
+            tools: registry.names().iter().map(|s| s.to_string()).collect(),
+            manifest: manifest_blob,
+            manifest_files: files.len() as u64,
+            config: serde_json::to_value(&config).unwrap_or_default(),
+            parent,
+        };
+        rec.append(&Event::SessionStarted(started))?;
+        rec.sync()?;
+        Ok(Engine {
+            id,
+            dir,
+            root,
+            home: home.root.clone(),
+            project,
+            config,
+            registry,
+            rec,
+        })
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The session folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The project folder.
+    pub fn project(&self) -> &Project {
+        &self.project
+    }
+
+    /// The folded state.
+    pub fn state(&self) -> &State {
+        &self.rec.state
+    }
+
+    /// The tools offered.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Records a user message.
+    pub fn user_message(&mut self, text: &str) -> Result<()> {
+        self.rec.append(&Event::UserMessage { text: text.to_string() })?;
+        self.rec.sync()
+    }
+
+    /// Runs one tool call through the engine and records it.
+    pub fn call(&mut self, tool: &str, input: serde_json::Value) -> Result<CallOutcome> {
+        let started = Instant::now();
+        let call = format!("c{}", self.rec.state.calls_started + 1);
+        let limits = self.config.limits.clone();
+        let input_bytes = input.to_string().len();
+        // Decided on the state before this call's own records.
+        let repeats = self.rec.state.repeats.get(&repeat_key(tool, &input)).map_or(0, |c| c.count);
+        self.rec.append(&Event::ToolStarted {
+            call: call.clone(),
+            tool: tool.to_string(),
+            input: input.clone(),
+        })?;
+        let output = match self.registry.get(tool) {
+            None => ToolOutput::error(format!(
+                "unknown tool '{tool}'; this catalog has: {}",
+                self.registry.names().join(", ")
+            )),
+            Some(_) if input_bytes > limits.input_bytes_max => ToolOutput::refused(
+                Rule::Input,
+                None,
+                None,
+                format!(
+                    "input of {input_bytes} bytes is over input_bytes_max ({} bytes)",
+                    limits.input_bytes_max
+                ),
+            ),
+            Some(t) => match t.validate(&input) {
+                Err(e) => ToolOutput::refused(Rule::Input, None, None, e),
+                Ok(()) if repeats >= limits.repeat_calls_max => ToolOutput::refused(
+                    Rule::Repeat,
+                    None,
+                    None,
+                    format!(
+                        "blocked: this exact {tool} call was already made {repeats} times and nothing changed since that could give a different answer; use the result you have, or change the input"
+                    ),
+                ),
+                Ok(()) => {
+                    let mut ctx = Ctx {
+                        call: call.clone(),
+                        root: &self.root,
+                        home: &self.home,
+                        limits: &limits,
+                        rec: &mut self.rec,
+                    };
+                    t.run(&mut ctx, &input)?
+                }
+            },
+        };
+        let (text, cut) = cap_output(&output.text, limits.output_bytes_max, limits.output_lines_max);
+        let output_blob = if cut {
+            Some(self.rec.put_blob(output.text.as_bytes())?)
+        } else {
+            None
+        };
+        self.rec.append(&Event::ToolFinished(ToolFinished {
+            call: call.clone(),
+            status: output.status,
+            output: text.clone(),
+            output_blob,
+            elapsed_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            refusal: output.refusal.clone(),
+        }))?;
+        self.rec.sync()?;
+        Ok(CallOutcome {
+            call,
+            tool: tool.to_string(),
+            status: output.status,
+            output: text,
+            refusal: output.refusal,
+        })
+    }
+
+    /// Ends the session: records `session_ended`, saves a snapshot, syncs.
+    pub fn end(mut self, reason: &str) -> Result<Head> {
+        self.rec.append(&Event::SessionEnded { reason: reason.to_string() })?;
+        self.rec.snapshot()?;
+        self.rec.sync()?;
+        self.rec
+            .log
+            .head()
+            .ok_or_else(|| EngineError::Config("the session log is empty".into()))
+    }
+}
+
+/// Cuts `text` to `lines_max` lines and `bytes_max` bytes (on a character boundary),
+/// with a marker saying what was cut. Returns whether anything was.
+pub fn cap_output(text: &str, bytes_max: usize, lines_max: usize) -> (String, bool) {
+    let total_lines = text.lines().count();
+    let mut out = String::new();
+    let mut cut = false;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        if i >= lines_max || out.len() + line.len() > bytes_max {
+            cut = true;
+            let mut room = bytes_max.saturating_sub(out.len());
+            if i < lines_max && room > 0 {
+                while !line.is_char_boundary(room.min(line.len())) {
+                    room -= 1;
+                }
+                out.push_str(&line[..room.min(line.len())]);
+            }
+            break;
+        }
+        out.push_str(line);
+    }
+    if cut {
+        let shown = out.lines().count();
+        out.push_str(&format!(
+            "\n…(output cut: {} of {} bytes and {shown} of {total_lines} lines shown; the whole output is kept in the session's blobs)",
+            out.len(),
+            text.len()
+        ));
+    }
+    (out, cut)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cap_output_at_and_past_the_limits() {
+        assert_eq!(cap_output("abc\ndef\n", 8, 2), ("abc\ndef\n".to_string(), false));
+        let (t, cut) = cap_output("abc\ndef\n", 7, 2);
+        assert!(cut);
+        assert!(t.starts_with("abc\ndef\n…(output cut: 7 of 8 bytes and 2 of 2 lines shown"), "{t}");
+        let (t, cut) = cap_output("a\nb\nc\n", 100, 2);
+        assert!(cut);
+        assert!(t.starts_with("a\nb\n\n…(output cut: 4 of 6 bytes and 2 of 3 lines shown"), "{t}");
+        let (t, _) = cap_output("ééé", 3, 10);
+        assert!(t.starts_with("é\n…"), "{t}");
+    }
+}

@@ -1,0 +1,277 @@
+//! The events of a session: one `type`-tagged JSON object per record. Variants and
+//! fields are only ever added (new fields are optional), so every cairn reads every
+//! older log; a record whose type this version does not know is reported, not fatal.
+
+use cairn_store::{BlobRef, Hash};
+use serde::{Deserialize, Serialize};
+
+/// The version of the event format written in `session_started`.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One event of a session log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    SessionStarted(SessionStarted),
+    UserMessage {
+        text: String,
+    },
+    ModelTurn {
+        provider: String,
+        model: String,
+        text: String,
+        #[serde(default)]
+        tool_calls: Vec<serde_json::Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<serde_json::Value>,
+    },
+    ToolStarted {
+        call: String,
+        tool: String,
+        /// The input as given (redacted), after validation.
+        input: serde_json::Value,
+    },
+    PermissionRequested {
+        call: String,
+        key: String,
+        detail: String,
+    },
+    PermissionDecided {
+        call: String,
+        key: String,
+        answer: Answer,
+        source: AnswerSource,
+    },
+    FileRead(FileRead),
+    FileWrite(FileWrite),
+    ShellExec(serde_json::Value),
+    MemoryWritten {
+        text: String,
+    },
+    ToolFinished(ToolFinished),
+    Checkpoint {
+        /// BLAKE3 of the folded state after the record before this one.
+        state_hash: Hash,
+        /// The seq the state was folded up to.
+        at_seq: u64,
+    },
+    SessionResumed {
+        previous_head: Hash,
+        #[serde(default)]
+        findings: Vec<serde_json::Value>,
+    },
+    SessionEnded {
+        reason: String,
+    },
+}
+
+impl Event {
+    /// The `type` tag of this event.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::SessionStarted(_) => "session_started",
+            Event::UserMessage { .. } => "user_message",
+            Event::ModelTurn { .. } => "model_turn",
+            Event::ToolStarted { .. } => "tool_started",
+            Event::PermissionRequested { .. } => "permission_requested",
+            Event::PermissionDecided { .. } => "permission_decided",
+            Event::FileRead(_) => "file_read",
+            Event::FileWrite(_) => "file_write",
+            Event::ShellExec(_) => "shell_exec",
+            Event::MemoryWritten { .. } => "memory_written",
+            Event::ToolFinished(_) => "tool_finished",
+            Event::Checkpoint { .. } => "checkpoint",
+            Event::SessionResumed { .. } => "session_resumed",
+            Event::SessionEnded { .. } => "session_ended",
+        }
+    }
+
+    /// Every event type this version knows.
+    pub const KINDS: &'static [&'static str] = &[
+        "session_started",
+        "user_message",
+        "model_turn",
+        "tool_started",
+        "permission_requested",
+        "permission_decided",
+        "file_read",
+        "file_write",
+        "shell_exec",
+        "memory_written",
+        "tool_finished",
+        "checkpoint",
+        "session_resumed",
+        "session_ended",
+    ];
+}
+
+/// The first record of every session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionStarted {
+    pub id: String,
+    pub format_version: u32,
+    pub engine_version: String,
+    /// The workspace root, absolute.
+    pub workspace: String,
+    /// The catalog profile (`thndrs` or `thoth`).
+    pub catalog: String,
+    /// The tool names offered, in order.
+    pub tools: Vec<String>,
+    /// The workspace manifest (JSON Lines of path, size, mode, hash) as a blob.
+    pub manifest: BlobRef,
+    pub manifest_files: u64,
+    pub config: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<Parent>,
+}
+
+/// Where a forked or replayed session comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Parent {
+    pub session: String,
+    pub seq: u64,
+    pub hash: Hash,
+}
+
+/// A permission answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    Once,
+    Always,
+    Deny,
+}
+
+/// Who answered a permission request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerSource {
+    User,
+    AllowList,
+    Policy,
+}
+
+/// Lines of a file the agent saw.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRead {
+    pub call: String,
+    /// Workspace-relative, `/`-separated.
+    pub path: String,
+    /// 1-based inclusive line ranges returned to the model.
+    pub ranges: Vec<(u32, u32)>,
+    pub total_lines: u32,
+    /// BLAKE3 of the file's content when it was read.
+    pub hash: Hash,
+}
+
+/// How a file was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteOp {
+    Create,
+    Replace,
+    Edit,
+    Delete,
+    /// A change made outside cairn's file tools (a shell command), found by a scan.
+    External,
+}
+
+/// A change to a file of the workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileWrite {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
+    pub op: WriteOp,
+    pub path: String,
+    /// Content before (none when the file did not exist).
+    pub before: Option<BlobRef>,
+    /// Content after (none when the file was deleted).
+    pub after: Option<BlobRef>,
+    /// Line count after the write.
+    #[serde(default)]
+    pub lines_after: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<u32>,
+    pub status: WriteStatus,
+}
+
+/// Whether a write was installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteStatus {
+    /// Recorded before the install: the write may or may not have happened.
+    Intent,
+    Ok,
+    Failed,
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Error,
+    Denied,
+    Blocked,
+    Timeout,
+    Cancelled,
+    Interrupted,
+}
+
+impl Status {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Error => "error",
+            Status::Denied => "denied",
+            Status::Blocked => "blocked",
+            Status::Timeout => "timeout",
+            Status::Cancelled => "cancelled",
+            Status::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// A rule that refused a call, with the facts it decided on, so that the decision can
+/// be recomputed from the fold and this record alone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub rule: Rule,
+    pub path: Option<String>,
+    /// The file's hash observed when deciding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<Hash>,
+}
+
+/// The rules that can refuse a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// An edit of a file not read at its current content.
+    ReadBeforeEdit,
+    /// An overwrite without every line read.
+    ReadBeforeOverwrite,
+    /// `expected_before_hash` differs from the file.
+    StaleWrite,
+    /// The same call a third time with nothing changed.
+    Repeat,
+    /// A path outside the workspace.
+    Confinement,
+    /// The input did not match the tool's schema.
+    Input,
+}
+
+/// The end of a call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolFinished {
+    pub call: String,
+    pub status: Status,
+    /// What the model was given (capped).
+    pub output: String,
+    /// The whole output, when the cap cut it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_blob: Option<BlobRef>,
+    pub elapsed_us: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Refusal>,
+}

@@ -1,0 +1,70 @@
+//! Every limit of the engine, named with its unit. The two catalogs start from the
+//! defaults of the agents they come from (`../shared/seeds/NOTES.md`).
+
+use serde::{Deserialize, Serialize};
+
+/// The limits in force for a session (recorded in `session_started`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Files larger than this are refused by the read tools.
+    pub read_file_bytes_max: u64,
+    /// Lines returned by one read.
+    pub read_lines_max: u32,
+    /// Lines returned by `read_file_range` without an `end_line`.
+    pub read_range_default_lines: u32,
+    /// Characters of one line in read and search output.
+    pub line_chars_max: usize,
+    /// Bytes of one tool output given to the model.
+    pub output_bytes_max: usize,
+    /// Lines of one tool output given to the model.
+    pub output_lines_max: usize,
+    /// Entries of a listing (find, glob, list_dir).
+    pub list_entries_max: usize,
+    /// Matches of a content search.
+    pub search_matches_max: usize,
+    /// Characters of one search match line.
+    pub match_chars_max: usize,
+    /// Context lines around a match.
+    pub context_lines_max: usize,
+    /// Lines of a diff shown in a tool result.
+    pub diff_lines_max: usize,
+    /// Bytes of a tool input.
+    pub input_bytes_max: usize,
+    /// Identical calls allowed before the next is blocked.
+    pub repeat_calls_max: u32,
+    /// Bytes of a file written by a write tool.
+    pub write_bytes_max: usize,
+}
+
+impl Limits {
+    /// thndrs: 100 results, 64 KiB output, 512 characters a line.
+    pub fn thndrs() -> Limits {
+        Limits {
+            read_file_bytes_max: 2_000_000,
+            read_lines_max: 600,
+            read_range_default_lines: 20,
+            line_chars_max: 512,
+            output_bytes_max: 65_536,
+            output_lines_max: 2_000,
+            list_entries_max: 100,
+            search_matches_max: 100,
+            match_chars_max: 512,
+            context_lines_max: 10,
+            diff_lines_max: 120,
+            input_bytes_max: 1 << 20,
+            repeat_calls_max: 2,
+            write_bytes_max: 16 << 20,
+        }
+    }
+
+    /// thoth: 600 lines and 500 characters a read, 500 entries a listing, 100 matches
+    /// of 250 characters, 10 context lines.
+    pub fn thoth() -> Limits {
+        Limits {
+            line_chars_max: 500,
+            list_entries_max: 500,
+            match_chars_max: 250,
+            ..Limits::thndrs()
+        }
+    }
+}

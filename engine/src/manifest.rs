@@ -1,0 +1,196 @@
+//! The workspace manifest: every file the ignore rules admit, with size, mode and
+//! BLAKE3, each file's content stored as a blob. A per-project cache keyed on path,
+//! size and mtime (like git's index) saves re-hashing files that did not change.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::Mutex;
+
+use cairn_store::{BlobStore, Hash};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{EngineError, Result, io_at};
+
+/// One file of the workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestEntry {
+    /// Workspace-relative, `/`-separated.
+    pub path: String,
+    pub size: u64,
+    /// Unix permission bits.
+    pub mode: u32,
+    pub hash: Hash,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct CacheEntry {
+    path: String,
+    size: u64,
+    mtime_ns: i64,
+    mode: u32,
+    hash: Hash,
+}
+
+struct Seen {
+    path: String,
+    size: u64,
+    mtime_ns: i64,
+    mode: u32,
+}
+
+/// Lists the files of `root` the ignore rules admit (hidden files included, `.git`
+/// left out), sorted by path; without hashing them.
+fn walk(root: &Path) -> Vec<Seen> {
+    let seen = Mutex::new(Vec::new());
+    ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .git_ignore(true)
+        .git_global(false)
+        .git_exclude(true)
+        .require_git(false)
+        .parents(false)
+        .follow_links(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build_parallel()
+        .run(|| {
+            let seen = &seen;
+            Box::new(move |entry| {
+                let Ok(entry) = entry else {
+                    return ignore::WalkState::Continue;
+                };
+                if entry.file_type().is_some_and(|t| t.is_file())
+                    && let (Ok(meta), Ok(rel)) = (entry.metadata(), entry.path().strip_prefix(root))
+                {
+                    let item = Seen {
+                        path: rel.to_string_lossy().replace('\\', "/"),
+                        size: meta.len(),
+                        mtime_ns: meta.mtime().saturating_mul(1_000_000_000).saturating_add(meta.mtime_nsec()),
+                        mode: meta.mode() & 0o7777,
+                    };
+                    if let Ok(mut s) = seen.lock() {
+                        s.push(item);
+                    }
+                }
+                ignore::WalkState::Continue
+            })
+        });
+    let mut seen = seen.into_inner().unwrap_or_default();
+    seen.sort_by(|a, b| a.path.cmp(&b.path));
+    seen
+}
+
+/// Scans the workspace: hashes (and stores as blobs) what the cache does not vouch
+/// for, rewrites the cache, and returns the manifest sorted by path.
+pub fn scan(root: &Path, blobs: &BlobStore, cache_file: &Path) -> Result<Vec<ManifestEntry>> {
+    let cache = read_cache(cache_file);
+    let seen = walk(root);
+    let mut entries: Vec<Option<ManifestEntry>> = vec![None; seen.len()];
+    let mut todo = Vec::new();
+    for (i, s) in seen.iter().enumerate() {
+        match cache.get(&s.path) {
+            Some(c) if c.size == s.size && c.mtime_ns == s.mtime_ns && blobs.has(&c.hash) => {
+                entries[i] = Some(ManifestEntry {
+                    path: s.path.clone(),
+                    size: s.size,
+                    mode: s.mode,
+                    hash: c.hash,
+                });
+            }
+            _ => todo.push(i),
+        }
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    let results: Vec<(usize, Result<ManifestEntry>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let todo = &todo;
+                let seen = &seen;
+                scope.spawn(move || {
+                    todo.iter()
+                        .skip(t)
+                        .step_by(threads)
+                        .map(|&i| {
+                            let s = &seen[i];
+                            let r = blobs.put_file(&root.join(&s.path)).map(|b| ManifestEntry {
+                                path: s.path.clone(),
+                                size: b.len,
+                                mode: s.mode,
+                                hash: b.hash,
+                            });
+                            (i, r.map_err(EngineError::from))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    });
+    for (i, r) in results {
+        match r {
+            Ok(e) => entries[i] = Some(e),
+            // A file that vanished or cannot be read while scanning is left out.
+            Err(_) => entries[i] = None,
+        }
+    }
+    let manifest: Vec<ManifestEntry> = entries.into_iter().flatten().collect();
+    let by_path: HashMap<&str, &Seen> = seen.iter().map(|s| (s.path.as_str(), s)).collect();
+    write_cache(cache_file, manifest.iter().filter_map(|m| {
+        by_path.get(m.path.as_str()).map(|s| CacheEntry {
+            path: m.path.clone(),
+            size: m.size,
+            mtime_ns: s.mtime_ns,
+            mode: m.mode,
+            hash: m.hash,
+        })
+    }))?;
+    Ok(manifest)
+}
+
+/// The manifest as JSON Lines (what is stored as the manifest blob).
+pub fn to_jsonl(manifest: &[ManifestEntry]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for e in manifest {
+        if serde_json::to_writer(&mut out, e).is_ok() {
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+/// Parses a manifest blob.
+pub fn from_jsonl(bytes: &[u8]) -> Result<Vec<ManifestEntry>> {
+    bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).map_err(|e| EngineError::Config(format!("bad manifest entry: {e}"))))
+        .collect()
+}
+
+fn read_cache(path: &Path) -> HashMap<String, CacheEntry> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return HashMap::new();
+    };
+    bytes
+        .split(|&b| b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<CacheEntry>(l).ok())
+        .map(|e| (e.path.clone(), e))
+        .collect()
+}
+
+fn write_cache(path: &Path, entries: impl Iterator<Item = CacheEntry>) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io_at(dir))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io_at(dir))?;
+    {
+        let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+        for e in entries {
+            serde_json::to_writer(&mut w, &e).map_err(|e| EngineError::Config(e.to_string()))?;
+            w.write_all(b"\n").map_err(io_at(path))?;
+        }
+        w.flush().map_err(io_at(path))?;
+    }
+    tmp.persist(path).map_err(|e| e.error).map_err(io_at(path))?;
+    Ok(())
+}

@@ -1,0 +1,183 @@
+//! Where cairn keeps its data: `$CAIRN_HOME` (default `~/.cairn`), one folder per
+//! workspace under `projects/<key>/` with its sessions, blobs and caches. Never inside
+//! the workspace, so the agent's tools cannot reach it.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{EngineError, Result};
+
+/// The cairn home.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Home {
+    pub root: PathBuf,
+}
+
+impl Home {
+    /// `$CAIRN_HOME`, or `~/.cairn`.
+    pub fn from_env() -> Result<Home> {
+        if let Some(h) = std::env::var_os("CAIRN_HOME").filter(|h| !h.is_empty()) {
+            return Ok(Home::at(Path::new(&h)));
+        }
+        match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            Some(h) => Ok(Home::at(&Path::new(&h).join(".cairn"))),
+            None => Err(EngineError::Config(
+                "neither CAIRN_HOME nor HOME is set: set CAIRN_HOME to a folder for cairn's data".into(),
+            )),
+        }
+    }
+
+    /// A home at `root` (made absolute).
+    pub fn at(root: &Path) -> Home {
+        let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+        Home {
+            root: root.canonicalize().unwrap_or(root),
+        }
+    }
+
+    /// The project folder of a (canonical) workspace.
+    pub fn project(&self, workspace: &Path) -> Project {
+        Project {
+            dir: self.root.join("projects").join(project_key(workspace)),
+        }
+    }
+
+    /// Every project folder.
+    pub fn projects(&self) -> Vec<Project> {
+        let Ok(entries) = std::fs::read_dir(self.root.join("projects")) else {
+            return Vec::new();
+        };
+        let mut out: Vec<Project> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_dir())
+            .map(|e| Project { dir: e.path() })
+            .collect();
+        out.sort_by(|a, b| a.dir.cmp(&b.dir));
+        out
+    }
+}
+
+/// The folder of one workspace's data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Project {
+    pub dir: PathBuf,
+}
+
+impl Project {
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.dir.join("sessions")
+    }
+    pub fn blobs_dir(&self) -> PathBuf {
+        self.dir.join("blobs")
+    }
+    pub fn session_dir(&self, id: &str) -> PathBuf {
+        self.sessions_dir().join(id)
+    }
+    pub fn manifest_cache(&self) -> PathBuf {
+        self.dir.join("manifest-cache.jsonl")
+    }
+
+    /// Session ids of this project, oldest first (ids sort by start time).
+    pub fn sessions(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.sessions_dir()) else {
+            return Vec::new();
+        };
+        let mut out: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().join(cairn_store::LOG_FILE).is_file())
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+/// `sanitised-path-<8 hex>`: readable, and unique through the hash of the full path.
+pub fn project_key(workspace: &Path) -> String {
+    let text = workspace.to_string_lossy();
+    let mut name: String = text
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '_' { c } else { '-' })
+        .collect();
+    name = name.trim_matches('-').to_string();
+    if name.len() > 48 {
+        name = name[name.len() - 48..].trim_start_matches('-').to_string();
+    }
+    format!("{name}-{}", cairn_store::Hash::of(text.as_bytes()).short(8))
+}
+
+/// A new session id: UTC start time (so ids sort by age) and 6 random hex digits.
+pub fn new_session_id() -> String {
+    let now = jiff::Timestamp::now();
+    let stamp = now.strftime("%Y%m%dT%H%M%S").to_string();
+    let mut seed = [0u8; 8];
+    let _ = getrandom_bytes(&mut seed);
+    let noise = cairn_store::Hash::of(&[&seed[..], &now.as_nanosecond().to_le_bytes()[..]].concat()).short(6);
+    format!("{stamp}-{noise}")
+}
+
+fn getrandom_bytes(buf: &mut [u8]) -> std::io::Result<()> {
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom")?.read_exact(buf)
+}
+
+/// Where a session lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRef {
+    pub id: String,
+    pub dir: PathBuf,
+    pub project: Project,
+}
+
+/// Finds a session by id, unique id prefix, session folder path, or `last` (the newest
+/// session of `workspace`'s project, or of all projects when it has none).
+pub fn find_session(home: &Home, spec: &str, workspace: Option<&Path>) -> Result<SessionRef> {
+    let path = Path::new(spec);
+    if path.join(cairn_store::LOG_FILE).is_file() {
+        let dir = path.canonicalize().unwrap_or(path.to_path_buf());
+        let id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let project = Project {
+            dir: dir.parent().and_then(|p| p.parent()).unwrap_or(&dir).to_path_buf(),
+        };
+        return Ok(SessionRef { id, dir, project });
+    }
+    let all: Vec<(Project, String)> = home
+        .projects()
+        .into_iter()
+        .flat_map(|p| p.sessions().into_iter().map(move |s| (p.clone(), s)))
+        .collect();
+    if spec == "last" {
+        let own = workspace.map(|w| home.project(&w.canonicalize().unwrap_or(w.to_path_buf())));
+        let pick = all
+            .iter()
+            .filter(|(p, _)| own.as_ref().is_none_or(|o| o == p))
+            .max_by(|a, b| a.1.cmp(&b.1))
+            .or_else(|| all.iter().max_by(|a, b| a.1.cmp(&b.1)));
+        return match pick {
+            Some((p, s)) => Ok(SessionRef {
+                id: s.clone(),
+                dir: p.session_dir(s),
+                project: p.clone(),
+            }),
+            None => Err(EngineError::NotFound(format!(
+                "no sessions in {} yet: run `cairn demo` or `cairn run --script FILE`",
+                home.root.display()
+            ))),
+        };
+    }
+    let matches: Vec<&(Project, String)> = all.iter().filter(|(_, s)| s.starts_with(spec)).collect();
+    match matches.as_slice() {
+        [(p, s)] => Ok(SessionRef {
+            id: s.clone(),
+            dir: p.session_dir(s),
+            project: p.clone(),
+        }),
+        [] => Err(EngineError::NotFound(format!(
+            "no session matches '{spec}' (give an id, a unique prefix, a session folder, or `last`; `cairn sessions` lists them)"
+        ))),
+        many => Err(EngineError::NotFound(format!(
+            "'{spec}' matches {} sessions ({}): give more of the id",
+            many.len(),
+            many.iter().take(5).map(|(_, s)| s.as_str()).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}

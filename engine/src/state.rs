@@ -1,0 +1,338 @@
+//! The state of a session: a pure fold of its log. `State::apply` reads no clock, does
+//! no I/O and draws no random number; the live engine and replay call the same function
+//! on the same records and must reach the same state.
+
+use std::collections::BTreeMap;
+
+use rkyv::{Archive, Deserialize as RDeserialize, Serialize as RSerialize};
+
+use crate::event::{Event, FileWrite, Status, WriteOp, WriteStatus};
+
+/// The version of the archived state in snapshot files; bump it when `State` changes.
+pub const STATE_FORMAT_VERSION: u32 = 1;
+
+/// One record as the engine sees it: the store's envelope with a parsed event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub seq: u64,
+    pub ts: String,
+    pub hash: cairn_store::Hash,
+    pub event: Event,
+}
+
+/// What the session knows about one file.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Archive, RSerialize, RDeserialize, serde::Serialize)]
+pub struct FileKnowledge {
+    /// The last content hash the session saw (read or wrote); `None` once deleted.
+    pub hash: Option<[u8; 32]>,
+    /// The content hash `ranges` were read at.
+    pub read_hash: Option<[u8; 32]>,
+    /// Merged, sorted, 1-based inclusive line ranges read at `read_hash`.
+    pub ranges: Vec<(u32, u32)>,
+    /// Line count at `read_hash`.
+    pub total_lines: u32,
+}
+
+impl FileKnowledge {
+    /// True when the file was read (any part) at content `hash`.
+    pub fn read_at(&self, hash: &[u8; 32]) -> bool {
+        self.read_hash.as_ref() == Some(hash)
+    }
+
+    /// The line ranges of `1..=total_lines` not yet read.
+    pub fn missing(&self) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        let mut next = 1u32;
+        for &(a, b) in &self.ranges {
+            if a > next {
+                out.push((next, a - 1));
+            }
+            next = next.max(b.saturating_add(1));
+        }
+        if next <= self.total_lines {
+            out.push((next, self.total_lines));
+        }
+        out
+    }
+}
+
+/// Identical calls seen since the last change that could alter their answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Archive, RSerialize, RDeserialize, serde::Serialize)]
+pub struct RepeatCounter {
+    pub count: u32,
+    /// Paths the call names; empty for searches and listings (any write clears those).
+    pub paths: Vec<String>,
+}
+
+/// A call started and not finished.
+#[derive(Debug, Clone, PartialEq, Eq, Archive, RSerialize, RDeserialize, serde::Serialize)]
+pub struct OpenCall {
+    pub tool: String,
+    pub seq: u64,
+    pub input: String,
+}
+
+/// Everything the engine knows, derived from the log.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Archive, RSerialize, RDeserialize, serde::Serialize)]
+pub struct State {
+    pub session: Option<String>,
+    pub workspace: Option<String>,
+    pub catalog: Option<String>,
+    /// The seq of the last record folded.
+    pub last_seq: Option<u64>,
+    pub files: BTreeMap<String, FileKnowledge>,
+    pub repeats: BTreeMap<String, RepeatCounter>,
+    pub open_calls: BTreeMap<String, OpenCall>,
+    pub calls_started: u64,
+    pub calls_by_status: BTreeMap<String, u64>,
+    /// Permission grants ("always") by key; filled by the permissions work.
+    pub allow: BTreeMap<String, String>,
+    /// Background processes by id; filled by the shell work.
+    pub processes: BTreeMap<String, String>,
+    /// Facts saved with `remember`.
+    pub memory: Vec<String>,
+    /// User messages and model turns, as JSON, for continuing with a model.
+    pub conversation: Vec<String>,
+    pub unknown_events: u64,
+    pub ended: bool,
+}
+
+impl State {
+    /// Folds one record into the state.
+    pub fn apply(&mut self, record: &Record) {
+        self.last_seq = Some(record.seq);
+        match &record.event {
+            Event::SessionStarted(s) => {
+                self.session = Some(s.id.clone());
+                self.workspace = Some(s.workspace.clone());
+                self.catalog = Some(s.catalog.clone());
+            }
+            Event::UserMessage { text } => {
+                // A new request: what was pointless to repeat may be useful again.
+                self.repeats.clear();
+                self.conversation
+                    .push(serde_json::json!({"role": "user", "text": text}).to_string());
+            }
+            Event::ModelTurn { text, tool_calls, .. } => {
+                self.conversation.push(
+                    serde_json::json!({"role": "assistant", "text": text, "tool_calls": tool_calls}).to_string(),
+                );
+            }
+            Event::ToolStarted { call, tool, input } => {
+                self.calls_started += 1;
+                let key = repeat_key(tool, input);
+                let counter = self.repeats.entry(key).or_default();
+                counter.count += 1;
+                counter.paths = named_paths(input);
+                self.open_calls.insert(
+                    call.clone(),
+                    OpenCall {
+                        tool: tool.clone(),
+                        seq: record.seq,
+                        input: input.to_string(),
+                    },
+                );
+            }
+            Event::FileRead(r) => {
+                let k = self.files.entry(r.path.clone()).or_default();
+                if k.read_hash != Some(r.hash.0) {
+                    k.ranges.clear();
+                }
+                k.hash = Some(r.hash.0);
+                k.read_hash = Some(r.hash.0);
+                k.total_lines = r.total_lines;
+                for &range in &r.ranges {
+                    merge_range(&mut k.ranges, range);
+                }
+            }
+            Event::FileWrite(w) => self.apply_write(w),
+            Event::MemoryWritten { text } => self.memory.push(text.clone()),
+            Event::ToolFinished(f) => {
+                self.open_calls.remove(&f.call);
+                *self.calls_by_status.entry(f.status.as_str().to_string()).or_default() += 1;
+                if f.status == Status::Blocked {
+                    // A blocked call did not run: it does not count as an attempt.
+                }
+            }
+            Event::SessionEnded { .. } => self.ended = true,
+            Event::SessionResumed { .. } => self.ended = false,
+            Event::PermissionRequested { .. }
+            | Event::PermissionDecided { .. }
+            | Event::ShellExec(_)
+            | Event::Checkpoint { .. } => {}
+        }
+    }
+
+    /// Notes a record whose event this version cannot parse.
+    pub fn apply_unknown(&mut self, seq: u64) {
+        self.last_seq = Some(seq);
+        self.unknown_events += 1;
+    }
+
+    fn apply_write(&mut self, w: &FileWrite) {
+        if w.status != WriteStatus::Ok {
+            return;
+        }
+        // Answers about this path, and searches and listings, may differ now.
+        self.repeats
+            .retain(|_, c| !c.paths.is_empty() && !c.paths.iter().any(|p| p == &w.path));
+        let k = self.files.entry(w.path.clone()).or_default();
+        match (&w.after, w.op) {
+            (None, _) => {
+                *k = FileKnowledge::default();
+            }
+            (Some(after), WriteOp::External) => {
+                // Changed behind the agent's back: it must read the file again.
+                k.hash = Some(after.hash.0);
+                k.read_hash = None;
+                k.ranges.clear();
+                k.total_lines = w.lines_after;
+            }
+            (Some(after), _) => {
+                // Writing a file counts as having read all of it.
+                k.hash = Some(after.hash.0);
+                k.read_hash = Some(after.hash.0);
+                k.total_lines = w.lines_after;
+                k.ranges = if w.lines_after == 0 {
+                    Vec::new()
+                } else {
+                    vec![(1, w.lines_after)]
+                };
+            }
+        }
+    }
+
+    /// Archives the state (rkyv) for a snapshot or a checkpoint hash.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match rkyv::to_bytes::<rkyv::rancor::Error>(self) {
+            Ok(b) => b.to_vec(),
+            // Serialising plain owned data into memory cannot fail short of allocation.
+            Err(e) => panic!("state archive failed: {e}"),
+        }
+    }
+
+    /// Loads an archived state, validating it.
+    pub fn from_bytes(bytes: &[u8]) -> Result<State, String> {
+        let mut aligned = rkyv::util::AlignedVec::<16>::with_capacity(bytes.len());
+        aligned.extend_from_slice(bytes);
+        rkyv::from_bytes::<State, rkyv::rancor::Error>(&aligned).map_err(|e| e.to_string())
+    }
+
+    /// BLAKE3 of the archived state: what `checkpoint` records.
+    pub fn hash(&self) -> cairn_store::Hash {
+        cairn_store::Hash::of(&self.to_bytes())
+    }
+}
+
+/// Inserts a range into a sorted list of disjoint ranges, merging touching ones.
+pub fn merge_range(ranges: &mut Vec<(u32, u32)>, (a, b): (u32, u32)) {
+    if a > b {
+        return;
+    }
+    let (mut a, mut b) = (a, b);
+    let mut out = Vec::with_capacity(ranges.len() + 1);
+    let mut placed = false;
+    for &(x, y) in ranges.iter() {
+        if y.saturating_add(1) < a {
+            out.push((x, y));
+        } else if b.saturating_add(1) < x {
+            if !placed {
+                out.push((a, b));
+                placed = true;
+            }
+            out.push((x, y));
+        } else {
+            a = a.min(x);
+            b = b.max(y);
+        }
+    }
+    if !placed {
+        out.push((a, b));
+    }
+    out.sort_unstable();
+    *ranges = out;
+}
+
+/// The key of the repeated-call counter: tool and canonical input.
+pub fn repeat_key(tool: &str, input: &serde_json::Value) -> String {
+    let canonical = canonical_json(input);
+    format!("{tool}:{}", cairn_store::Hash::of(canonical.as_bytes()).short(32))
+}
+
+/// JSON with object keys sorted at every level: equal values give equal text.
+pub fn canonical_json(v: &serde_json::Value) -> String {
+    fn sort(v: &serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::Object(m) => {
+                let mut keys: Vec<_> = m.keys().collect();
+                keys.sort();
+                let mut out = serde_json::Map::new();
+                for k in keys {
+                    out.insert(k.clone(), sort(&m[k]));
+                }
+                serde_json::Value::Object(out)
+            }
+            serde_json::Value::Array(a) => serde_json::Value::Array(a.iter().map(sort).collect()),
+            other => other.clone(),
+        }
+    }
+    sort(v).to_string()
+}
+
+/// The workspace paths a call's input names (`path`, and `path` of each patch).
+pub fn named_paths(input: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(p) = input.get("path").and_then(|p| p.as_str()) {
+        out.push(normalise_rel(p));
+    }
+    if let Some(patches) = input.get("patches").and_then(|p| p.as_array()) {
+        for p in patches {
+            if let Some(p) = p.get("path").and_then(|p| p.as_str()) {
+                out.push(normalise_rel(p));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A relative path with `.` segments and duplicate slashes removed (no I/O).
+pub fn normalise_rel(p: &str) -> String {
+    let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
+    parts.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_range_joins_touching_and_overlapping() {
+        let mut r = Vec::new();
+        for x in [(5, 7), (1, 2), (3, 4), (10, 12), (6, 11)] {
+            merge_range(&mut r, x);
+        }
+        assert_eq!(r, vec![(1, 12)]);
+        let mut r = vec![(1, 2), (8, 9)];
+        merge_range(&mut r, (4, 5));
+        assert_eq!(r, vec![(1, 2), (4, 5), (8, 9)]);
+    }
+
+    #[test]
+    fn missing_lists_the_gaps() {
+        let k = FileKnowledge {
+            ranges: vec![(2, 3), (6, 6)],
+            total_lines: 8,
+            ..Default::default()
+        };
+        assert_eq!(k.missing(), vec![(1, 1), (4, 5), (7, 8)]);
+    }
+
+    #[test]
+    fn canonical_json_ignores_key_order() {
+        let a: serde_json::Value = serde_json::from_str(r#"{"b":1,"a":{"y":2,"x":3}}"#).unwrap();
+        let b: serde_json::Value = serde_json::from_str(r#"{"a":{"x":3,"y":2},"b":1}"#).unwrap();
+        assert_eq!(repeat_key("t", &a), repeat_key("t", &b));
+    }
+}

@@ -1,0 +1,175 @@
+//! The tool trait and what a tool sees while it runs. A tool is one type in one file
+//! (`tools/`), listed once in the registry. A tool never writes to the log directly:
+//! it asks its [`Ctx`] to record side effects, which folds them into the state too.
+
+use std::path::Path;
+
+use cairn_store::{BlobRef, BlobStore, Hash};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+use crate::error::Result;
+use crate::event::{Event, FileRead, Refusal, Rule, Status};
+use crate::limits::Limits;
+use crate::paths::{PathError, WsPath, resolve};
+use crate::recorder::Recorder;
+use crate::state::State;
+
+/// What a call gives back to the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub status: Status,
+    pub text: String,
+    pub refusal: Option<Refusal>,
+}
+
+impl ToolOutput {
+    pub fn ok(text: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            status: Status::Ok,
+            text: text.into(),
+            refusal: None,
+        }
+    }
+
+    pub fn error(text: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            status: Status::Error,
+            text: text.into(),
+            refusal: None,
+        }
+    }
+
+    /// A call a rule refused, with the facts it decided on.
+    pub fn refused(rule: Rule, path: Option<&str>, observed: Option<Hash>, text: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            status: if rule == Rule::Repeat { Status::Blocked } else { Status::Error },
+            text: text.into(),
+            refusal: Some(Refusal {
+                rule,
+                path: path.map(str::to_string),
+                observed,
+            }),
+        }
+    }
+}
+
+/// A tool as the engine sees it.
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    /// The JSON Schema of the input.
+    fn schema(&self) -> serde_json::Value;
+    /// True when the tool can change the workspace.
+    fn is_mutating(&self) -> bool;
+    /// Checks the input against the schema; the error names the field.
+    fn validate(&self, input: &serde_json::Value) -> Result<(), String>;
+    /// Runs the call. `Err` only when the engine itself fails (the log); a tool's own
+    /// failure is an output with status `error`.
+    fn run(&self, ctx: &mut Ctx<'_>, input: &serde_json::Value) -> Result<ToolOutput>;
+}
+
+/// A tool with a typed input; implements [`Tool`].
+pub trait TypedTool: Send + Sync + 'static {
+    type Input: DeserializeOwned + JsonSchema;
+    const NAME: &'static str;
+    const DESCRIPTION: &'static str;
+    const MUTATING: bool;
+    fn run(&self, ctx: &mut Ctx<'_>, input: Self::Input) -> Result<ToolOutput>;
+}
+
+/// Parses an input, naming the field at fault.
+pub fn parse_input<I: DeserializeOwned>(tool: &str, input: &serde_json::Value) -> Result<I, String> {
+    serde_path_to_error::deserialize(input).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        if path == "." || path.is_empty() {
+            format!("invalid input for {tool}: {inner}")
+        } else {
+            format!("invalid input for {tool}: field `{path}`: {inner}")
+        }
+    })
+}
+
+impl<T: TypedTool> Tool for T {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+    fn description(&self) -> &'static str {
+        T::DESCRIPTION
+    }
+    fn schema(&self) -> serde_json::Value {
+        let mut schema = serde_json::to_value(schemars::schema_for!(T::Input)).unwrap_or_default();
+        if let Some(map) = schema.as_object_mut() {
+            map.remove("$schema");
+            map.remove("title");
+        }
+        schema
+    }
+    fn is_mutating(&self) -> bool {
+        T::MUTATING
+    }
+    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
+        parse_input::<T::Input>(T::NAME, input).map(|_| ())
+    }
+    fn run(&self, ctx: &mut Ctx<'_>, input: &serde_json::Value) -> Result<ToolOutput> {
+        match parse_input::<T::Input>(T::NAME, input) {
+            Ok(i) => TypedTool::run(self, ctx, i),
+            Err(e) => Ok(ToolOutput::refused(Rule::Input, None, None, e)),
+        }
+    }
+}
+
+/// What a running tool can see and do.
+pub struct Ctx<'a> {
+    /// The call id.
+    pub call: String,
+    /// The workspace root (canonical).
+    pub root: &'a Path,
+    /// The cairn home (never touched by tools).
+    pub home: &'a Path,
+    pub limits: &'a Limits,
+    pub(crate) rec: &'a mut Recorder,
+}
+
+impl Ctx<'_> {
+    /// The folded state so far.
+    pub fn state(&self) -> &State {
+        &self.rec.state
+    }
+
+    /// Resolves a path inside the workspace, or the refusal to return.
+    pub fn resolve(&self, path: &str) -> Result<WsPath, ToolOutput> {
+        resolve(self.root, self.home, path).map_err(|e| match e {
+            PathError::Outside(m) => ToolOutput::refused(Rule::Confinement, Some(path), None, m),
+            PathError::Invalid(m) => ToolOutput::error(m),
+        })
+    }
+
+    /// The project's blob store.
+    pub fn blobs(&self) -> &BlobStore {
+        &self.rec.blobs
+    }
+
+    /// Stores bytes as a blob (made durable before the records that name it).
+    pub fn put_blob(&mut self, bytes: &[u8]) -> Result<BlobRef> {
+        self.rec.put_blob(bytes)
+    }
+
+    /// Appends a side-effect event for this call and folds it.
+    pub fn record(&mut self, event: Event) -> Result<()> {
+        self.rec.append(&event).map(|_| ())
+    }
+
+    /// Records that the model was shown `ranges` of `path`.
+    pub fn record_read(&mut self, rel: &str, ranges: Vec<(u32, u32)>, total_lines: u32, hash: Hash) -> Result<()> {
+        let call = self.call.clone();
+        self.record(Event::FileRead(FileRead {
+            call,
+            path: rel.to_string(),
+            ranges,
+            total_lines,
+            hash,
+        }))
+    }
+}

@@ -1,0 +1,26 @@
+//! edit_file (stub: being written).
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::error::Result;
+use crate::tool::{Ctx, ToolOutput, TypedTool};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// placeholder
+    pub path: String,
+}
+
+pub struct EditFile;
+
+impl TypedTool for EditFile {
+    type Input = Input;
+    const NAME: &'static str = "edit_file";
+    const DESCRIPTION: &'static str = "stub";
+    const MUTATING: bool = true;
+    fn run(&self, _ctx: &mut Ctx<'_>, _input: Input) -> Result<ToolOutput> {
+        Ok(ToolOutput::error("not yet"))
+    }
+}

@@ -1,0 +1,19 @@
+//! The tools, one type per file. Shared mechanics live in `text` (loading files to
+//! read), `write` (rules and atomic installs) and `search` (walking and matching).
+
+pub mod create_file;
+pub mod edit_file;
+pub mod find_files;
+pub mod glob;
+pub mod grep;
+pub mod list_dir;
+pub mod list_searchable_files;
+pub mod read_file;
+pub mod read_file_range;
+pub mod replace_range;
+pub mod search;
+pub mod search_text;
+pub mod text;
+pub mod write;
+pub mod write_file;
+pub mod write_patch;

@@ -1,0 +1,1 @@
+//! Walking and matching shared by the search tools (being written).

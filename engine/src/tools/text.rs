@@ -1,0 +1,121 @@
+//! Loading a file to show it to the model: confinement, size limit, binary refusal,
+//! lossy UTF-8 with a note, and numbered line output.
+
+use cairn_store::Hash;
+
+use crate::paths::WsPath;
+use crate::tool::{Ctx, ToolOutput};
+
+/// A text file as read.
+pub struct TextFile {
+    pub ws: WsPath,
+    pub text: String,
+    /// True when invalid UTF-8 was replaced.
+    pub lossy: bool,
+    pub hash: Hash,
+    pub total_lines: u32,
+}
+
+/// Bytes looked at to tell binary from text.
+pub const SNIFF_BYTES: usize = 8192;
+
+/// True when the bytes look binary (a NUL in the first [`SNIFF_BYTES`]).
+pub fn is_binary(bytes: &[u8]) -> bool {
+    bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0)
+}
+
+/// Lines of `text`: split on `\n`, a final newline does not start another line.
+pub fn lines(text: &str) -> Vec<&str> {
+    if text.is_empty() {
+        return Vec::new();
+    }
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    body.split('\n').collect()
+}
+
+/// Loads `path` for reading, or the answer that explains why not.
+pub fn load(ctx: &Ctx<'_>, path: &str, how_to_narrow: &str) -> Result<TextFile, ToolOutput> {
+    let ws = ctx.resolve(path)?;
+    let meta = std::fs::metadata(&ws.abs).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ToolOutput::error(format!("no such file: {}", ws.rel)),
+        _ => ToolOutput::error(format!("cannot read {}: {e}", ws.rel)),
+    })?;
+    if meta.is_dir() {
+        return Err(ToolOutput::error(format!("{} is a directory, not a file; list it instead", ws.rel)));
+    }
+    if meta.len() > ctx.limits.read_file_bytes_max {
+        return Err(ToolOutput::error(format!(
+            "{} is {} bytes, over read_file_bytes_max ({} bytes); {how_to_narrow}",
+            ws.rel,
+            meta.len(),
+            ctx.limits.read_file_bytes_max
+        )));
+    }
+    let bytes = std::fs::read(&ws.abs).map_err(|e| ToolOutput::error(format!("cannot read {}: {e}", ws.rel)))?;
+    if is_binary(&bytes) {
+        return Err(ToolOutput::error(format!(
+            "{} is a binary file ({} bytes); the read tools show text only",
+            ws.rel,
+            bytes.len()
+        )));
+    }
+    let hash = Hash::of(&bytes);
+    let (text, lossy) = match String::from_utf8(bytes) {
+        Ok(t) => (t, false),
+        Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), true),
+    };
+    let total_lines = u32::try_from(lines(&text).len()).unwrap_or(u32::MAX);
+    Ok(TextFile {
+        ws,
+        text,
+        lossy,
+        hash,
+        total_lines,
+    })
+}
+
+/// Shows lines `first..=last` (1-based) numbered, each cut to `chars_max`; returns the
+/// text and the range shown (`None` when nothing was).
+pub fn show(file: &TextFile, first: u32, last: u32, chars_max: usize) -> (String, Option<(u32, u32)>) {
+    let all = lines(&file.text);
+    let mut out = String::new();
+    if all.is_empty() {
+        out.push_str("(empty file)\n");
+        return (out, None);
+    }
+    let last = last.min(file.total_lines);
+    if first > last {
+        return (out, None);
+    }
+    for n in first..=last {
+        let line = all[(n - 1) as usize].trim_end_matches('\r');
+        let shown: String = if line.chars().count() > chars_max {
+            let mut s: String = line.chars().take(chars_max).collect();
+            s.push_str(&format!("…({} more characters)", line.chars().count() - chars_max));
+            s
+        } else {
+            line.to_string()
+        };
+        out.push_str(&format!("{n:>6}\t{shown}\n"));
+    }
+    (out, Some((first, last)))
+}
+
+/// The footer of a read: what was shown, how to read on, the content hash.
+pub fn footer(file: &TextFile, shown: Option<(u32, u32)>, read_on: impl Fn(u32) -> String) -> String {
+    let mut out = String::new();
+    if file.lossy {
+        out.push_str("(the file is not valid UTF-8: invalid bytes are shown as \u{FFFD})\n");
+    }
+    match shown {
+        Some((a, b)) if b < file.total_lines => out.push_str(&format!(
+            "(lines {a}-{b} of {}; {})\n",
+            file.total_lines,
+            read_on(b + 1)
+        )),
+        Some((a, b)) => out.push_str(&format!("(lines {a}-{b} of {}, end of file)\n", file.total_lines)),
+        None => out.push_str(&format!("({} lines)\n", file.total_lines)),
+    }
+    out.push_str(&format!("hash: {}", file.hash));
+    out
+}

@@ -1,0 +1,1 @@
+//! Write rules and atomic installs (being written).
