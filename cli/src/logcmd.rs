@@ -8,8 +8,13 @@ use cairn_store::{LogReader, VerifyOptions, log_path, verify_path};
 
 use crate::out;
 
-/// A log file, or the log of a session directory.
+/// A log file, the log of a session directory, or of a session named by id, prefix or
+/// `last`.
 fn log_file(path: &Path) -> Result<PathBuf> {
+    if !path.exists() {
+        let dir = crate::sessioncmd::session_dir(&path.to_string_lossy())?;
+        return Ok(log_path(&dir));
+    }
     if path.is_dir() {
         let file = log_path(path);
         if !file.is_file() {

@@ -3,6 +3,7 @@
 
 mod logcmd;
 mod out;
+mod sessioncmd;
 
 use std::process::ExitCode;
 
@@ -23,7 +24,7 @@ enum Command {
     /// Check a log's integrity: every record's hash, the chain, seq and JSON.
     /// Exit 0 clean, 1 problems found, 2 could not run.
     Verify {
-        /// A log file or a session directory.
+        /// A session (id, unique prefix, `last`), a session folder or a log file.
         path: std::path::PathBuf,
         /// Print a machine-readable report.
         #[arg(long)]
@@ -31,7 +32,7 @@ enum Command {
     },
     /// Print a log's records, one line each (seq, time, type, summary).
     Log {
-        /// A log file or a session directory.
+        /// A session (id, unique prefix, `last`), a session folder or a log file.
         path: std::path::PathBuf,
         /// Pass the records through as JSON Lines.
         #[arg(long)]
@@ -39,10 +40,52 @@ enum Command {
     },
     /// Print the last seq and its record hash, to anchor a log elsewhere.
     Head {
-        /// A log file or a session directory.
+        /// A session (id, unique prefix, `last`), a session folder or a log file.
         path: std::path::PathBuf,
         #[arg(long)]
         json: bool,
+    },
+    /// Run a session driven by a script (JSON Lines: {"tool":…,"input":…} or {"user":…}).
+    /// Prints the session id. Exit 0 even when tools fail; 2 when the script is unreadable.
+    Run {
+        /// The script to run.
+        #[arg(long)]
+        script: std::path::PathBuf,
+        /// The workspace folder.
+        #[arg(long, default_value = ".")]
+        workspace: std::path::PathBuf,
+        /// The tool catalog: thndrs or thoth.
+        #[arg(long, default_value = "thoth")]
+        catalog: cairn_engine::Catalog,
+    },
+    /// List recorded sessions, newest first.
+    Sessions {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One line per call of a session: seq, tool, status, elapsed, summary.
+    Show {
+        /// A session: id, unique prefix, folder, or `last`.
+        session: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a tool catalog.
+    Tools {
+        /// thndrs or thoth (default: both).
+        #[arg(long)]
+        catalog: Option<cairn_engine::Catalog>,
+        #[arg(long, conflicts_with = "markdown")]
+        json: bool,
+        /// The Markdown of docs/TOOLS.md.
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// Set up a sample project and run a scripted session in it per catalog.
+    Demo {
+        /// Where to put the sample projects (new or empty; default: a fresh temp folder).
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
     },
 }
 
@@ -52,6 +95,19 @@ fn main() -> ExitCode {
         Command::Verify { path, json } => logcmd::verify(&path, json),
         Command::Log { path, json } => logcmd::log(&path, json),
         Command::Head { path, json } => logcmd::head(&path, json),
+        Command::Run {
+            script,
+            workspace,
+            catalog,
+        } => sessioncmd::run_script(&script, &workspace, catalog),
+        Command::Sessions { json } => sessioncmd::sessions(json),
+        Command::Show { session, json } => sessioncmd::show(&session, json),
+        Command::Tools {
+            catalog,
+            json,
+            markdown,
+        } => sessioncmd::tools(catalog, json, markdown),
+        Command::Demo { dir } => sessioncmd::demo(dir.as_deref()),
     };
     match result {
         Ok(code) => code,

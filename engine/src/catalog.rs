@@ -81,7 +81,10 @@ impl Registry {
     }
 
     pub fn get(&self, name: &str) -> Option<&dyn Tool> {
-        self.tools.iter().find(|t| t.name() == name).map(|t| t.as_ref())
+        self.tools
+            .iter()
+            .find(|t| t.name() == name)
+            .map(|t| t.as_ref())
     }
 
     pub fn names(&self) -> Vec<&'static str> {
@@ -107,6 +110,53 @@ impl Registry {
                 .collect(),
         )
     }
+}
+
+/// The catalogs as Markdown: `docs/TOOLS.md` is this text.
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# Tools\n\nGenerated from the registry by `cairn tools --markdown`; a test fails when this file is stale.\n",
+    );
+    for c in Catalog::ALL {
+        let r = Registry::new(c);
+        out.push_str(&format!("\n## Catalog `{}`\n", c.name()));
+        for t in r.tools() {
+            out.push_str(&format!(
+                "\n### `{}`{}\n\n{}\n\n| field | type | required | description |\n|---|---|---|---|\n",
+                t.name(),
+                if t.is_mutating() { " (writes)" } else { "" },
+                t.description()
+            ));
+            let schema = t.schema();
+            let required: Vec<&str> = schema["required"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+                .unwrap_or_default();
+            if let Some(props) = schema["properties"].as_object() {
+                for (name, p) in props {
+                    let ty = p["type"].clone();
+                    let ty = match ty {
+                        serde_json::Value::String(s) => s,
+                        serde_json::Value::Array(a) => a
+                            .iter()
+                            .filter_map(|v| v.as_str())
+                            .filter(|s| *s != "null")
+                            .collect::<Vec<_>>()
+                            .join(" | "),
+                        _ => "object".to_string(),
+                    };
+                    let desc = p["description"].as_str().unwrap_or("").replace('\n', " ");
+                    let req = if required.contains(&name.as_str()) {
+                        "yes"
+                    } else {
+                        "no"
+                    };
+                    out.push_str(&format!("| `{name}` | {ty} | {req} | {desc} |\n"));
+                }
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

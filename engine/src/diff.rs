@@ -62,6 +62,6 @@ mod tests {
             "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n    1     1  one\n    2       -two\n          2 +2\n    3     3  three"
         );
         let capped = unified("a.txt", "one\ntwo\nthree\n", "one\n2\nthree\n", 4);
-        assert!(capped.ends_with("…(4 more diff lines)"), "{capped}");
+        assert!(capped.ends_with("…(3 more diff lines)"), "{capped}");
     }
 }

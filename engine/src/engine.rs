@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Catalog, Registry};
 use crate::error::{EngineError, Result, io_at};
-use crate::event::{Event, FORMAT_VERSION, Parent, Refusal, Rule, SessionStarted, Status, ToolFinished};
+use crate::event::{
+    Event, FORMAT_VERSION, Parent, Refusal, Rule, SessionStarted, Status, ToolFinished,
+};
 use crate::limits::Limits;
 use crate::manifest;
 use crate::project::{Home, Project, new_session_id};
@@ -77,12 +79,23 @@ impl Engine {
     }
 
     /// Starts a session that names a parent (a fork or a replay).
-    pub fn start_with_parent(home: &Home, workspace: &Path, config: EngineConfig, parent: Option<Parent>) -> Result<Engine> {
+    pub fn start_with_parent(
+        home: &Home,
+        workspace: &Path,
+        config: EngineConfig,
+        parent: Option<Parent>,
+    ) -> Result<Engine> {
         let root = workspace.canonicalize().map_err(|e| {
-            EngineError::Config(format!("workspace {}: {e} (give an existing folder)", workspace.display()))
+            EngineError::Config(format!(
+                "workspace {}: {e} (give an existing folder)",
+                workspace.display()
+            ))
         })?;
         if !root.is_dir() {
-            return Err(EngineError::Config(format!("workspace {} is not a folder", root.display())));
+            return Err(EngineError::Config(format!(
+                "workspace {} is not a folder",
+                root.display()
+            )));
         }
         if home.root.starts_with(&root) && home.root != root {
             // Allowed, but the home must never be part of the manifest or reachable by tools.
@@ -185,7 +198,9 @@ impl Engine {
 
     /// Records a user message.
     pub fn user_message(&mut self, text: &str) -> Result<()> {
-        self.rec.append(&Event::UserMessage { text: text.to_string() })?;
+        self.rec.append(&Event::UserMessage {
+            text: text.to_string(),
+        })?;
         self.rec.sync()
     }
 
@@ -196,7 +211,12 @@ impl Engine {
         let limits = self.config.limits.clone();
         let input_bytes = input.to_string().len();
         // Decided on the state before this call's own records.
-        let repeats = self.rec.state.repeats.get(&repeat_key(tool, &input)).map_or(0, |c| c.count);
+        let repeats = self
+            .rec
+            .state
+            .repeats
+            .get(&repeat_key(tool, &input))
+            .map_or(0, |c| c.count);
         self.rec.append(&Event::ToolStarted {
             call: call.clone(),
             tool: tool.to_string(),
@@ -238,7 +258,11 @@ impl Engine {
                 }
             },
         };
-        let (text, cut) = cap_output(&output.text, limits.output_bytes_max, limits.output_lines_max);
+        let (text, cut) = cap_output(
+            &output.text,
+            limits.output_bytes_max,
+            limits.output_lines_max,
+        );
         let output_blob = if cut {
             Some(self.rec.put_blob(output.text.as_bytes())?)
         } else {
@@ -264,7 +288,9 @@ impl Engine {
 
     /// Ends the session: records `session_ended`, saves a snapshot, syncs.
     pub fn end(mut self, reason: &str) -> Result<Head> {
-        self.rec.append(&Event::SessionEnded { reason: reason.to_string() })?;
+        self.rec.append(&Event::SessionEnded {
+            reason: reason.to_string(),
+        })?;
         self.rec.snapshot()?;
         self.rec.sync()?;
         self.rec
@@ -311,13 +337,22 @@ mod tests {
 
     #[test]
     fn cap_output_at_and_past_the_limits() {
-        assert_eq!(cap_output("abc\ndef\n", 8, 2), ("abc\ndef\n".to_string(), false));
+        assert_eq!(
+            cap_output("abc\ndef\n", 8, 2),
+            ("abc\ndef\n".to_string(), false)
+        );
         let (t, cut) = cap_output("abc\ndef\n", 7, 2);
         assert!(cut);
-        assert!(t.starts_with("abc\ndef\n…(output cut: 7 of 8 bytes and 2 of 2 lines shown"), "{t}");
+        assert!(
+            t.starts_with("abc\ndef\n…(output cut: 7 of 8 bytes and 2 of 2 lines shown"),
+            "{t}"
+        );
         let (t, cut) = cap_output("a\nb\nc\n", 100, 2);
         assert!(cut);
-        assert!(t.starts_with("a\nb\n\n…(output cut: 4 of 6 bytes and 2 of 3 lines shown"), "{t}");
+        assert!(
+            t.starts_with("a\nb\n\n…(output cut: 4 of 6 bytes and 2 of 3 lines shown"),
+            "{t}"
+        );
         let (t, _) = cap_output("ééé", 3, 10);
         assert!(t.starts_with("é\n…"), "{t}");
     }

@@ -13,20 +13,23 @@
 //! ```
 
 mod catalog;
+pub mod demo;
 pub mod diff;
 mod engine;
 mod error;
 pub mod event;
+pub mod fold;
 mod limits;
 pub mod manifest;
 mod paths;
 pub mod project;
 mod recorder;
+pub mod script;
 pub mod state;
 mod tool;
 pub mod tools;
 
-pub use catalog::{Catalog, Registry};
+pub use catalog::{Catalog, Registry, markdown as catalog_markdown};
 pub use engine::{CallOutcome, Engine, EngineConfig, cap_output};
 pub use error::{EngineError, Result};
 pub use event::Event;

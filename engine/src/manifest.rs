@@ -66,7 +66,10 @@ fn walk(root: &Path) -> Vec<Seen> {
                     let item = Seen {
                         path: rel.to_string_lossy().replace('\\', "/"),
                         size: meta.len(),
-                        mtime_ns: meta.mtime().saturating_mul(1_000_000_000).saturating_add(meta.mtime_nsec()),
+                        mtime_ns: meta
+                            .mtime()
+                            .saturating_mul(1_000_000_000)
+                            .saturating_add(meta.mtime_nsec()),
                         mode: meta.mode() & 0o7777,
                     };
                     if let Ok(mut s) = seen.lock() {
@@ -101,7 +104,9 @@ pub fn scan(root: &Path, blobs: &BlobStore, cache_file: &Path) -> Result<Vec<Man
             _ => todo.push(i),
         }
     }
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
     let results: Vec<(usize, Result<ManifestEntry>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
@@ -125,7 +130,10 @@ pub fn scan(root: &Path, blobs: &BlobStore, cache_file: &Path) -> Result<Vec<Man
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
     });
     for (i, r) in results {
         match r {
@@ -136,15 +144,18 @@ pub fn scan(root: &Path, blobs: &BlobStore, cache_file: &Path) -> Result<Vec<Man
     }
     let manifest: Vec<ManifestEntry> = entries.into_iter().flatten().collect();
     let by_path: HashMap<&str, &Seen> = seen.iter().map(|s| (s.path.as_str(), s)).collect();
-    write_cache(cache_file, manifest.iter().filter_map(|m| {
-        by_path.get(m.path.as_str()).map(|s| CacheEntry {
-            path: m.path.clone(),
-            size: m.size,
-            mtime_ns: s.mtime_ns,
-            mode: m.mode,
-            hash: m.hash,
-        })
-    }))?;
+    write_cache(
+        cache_file,
+        manifest.iter().filter_map(|m| {
+            by_path.get(m.path.as_str()).map(|s| CacheEntry {
+                path: m.path.clone(),
+                size: m.size,
+                mtime_ns: s.mtime_ns,
+                mode: m.mode,
+                hash: m.hash,
+            })
+        }),
+    )?;
     Ok(manifest)
 }
 
@@ -164,7 +175,10 @@ pub fn from_jsonl(bytes: &[u8]) -> Result<Vec<ManifestEntry>> {
     bytes
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
-        .map(|l| serde_json::from_slice(l).map_err(|e| EngineError::Config(format!("bad manifest entry: {e}"))))
+        .map(|l| {
+            serde_json::from_slice(l)
+                .map_err(|e| EngineError::Config(format!("bad manifest entry: {e}")))
+        })
         .collect()
 }
 
@@ -191,6 +205,8 @@ fn write_cache(path: &Path, entries: impl Iterator<Item = CacheEntry>) -> Result
         }
         w.flush().map_err(io_at(path))?;
     }
-    tmp.persist(path).map_err(|e| e.error).map_err(io_at(path))?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .map_err(io_at(path))?;
     Ok(())
 }

@@ -32,7 +32,9 @@ impl PathError {
 /// not yet existing), which is always refused.
 pub fn resolve(root: &Path, home: &Path, input: &str) -> Result<WsPath, PathError> {
     if input.is_empty() {
-        return Err(PathError::Invalid("the path is empty: give a path relative to the workspace root".into()));
+        return Err(PathError::Invalid(
+            "the path is empty: give a path relative to the workspace root".into(),
+        ));
     }
     if input.contains('\0') {
         return Err(PathError::Invalid("the path contains a NUL byte".into()));
@@ -68,7 +70,11 @@ pub fn resolve(root: &Path, home: &Path, input: &str) -> Result<WsPath, PathErro
         }
     }
     let rel = parts.join("/");
-    let lexical = if rel.is_empty() { root.to_path_buf() } else { root.join(&rel) };
+    let lexical = if rel.is_empty() {
+        root.to_path_buf()
+    } else {
+        root.join(&rel)
+    };
     // Resolve symlinks of the longest existing ancestor; what does not exist yet cannot
     // be a link.
     let mut existing = lexical.clone();
@@ -76,7 +82,10 @@ pub fn resolve(root: &Path, home: &Path, input: &str) -> Result<WsPath, PathErro
     let canonical = loop {
         match existing.canonicalize() {
             Ok(c) => break c,
-            Err(_) => match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
+            Err(_) => match (
+                existing.file_name().map(|n| n.to_os_string()),
+                existing.parent(),
+            ) {
                 (Some(name), Some(parent)) => {
                     rest.push(name);
                     existing = parent.to_path_buf();
@@ -116,13 +125,34 @@ mod tests {
         std::fs::create_dir(root.join("sub")).unwrap();
         std::os::unix::fs::symlink("/etc", root.join("sub/out")).unwrap();
         assert_eq!(resolve(&root, &home, "sub/../a.txt").unwrap().rel, "a.txt");
-        assert!(matches!(resolve(&root, &home, "../x"), Err(PathError::Outside(_))));
-        assert!(matches!(resolve(&root, &home, "sub/out/passwd"), Err(PathError::Outside(_))));
-        assert!(matches!(resolve(&root, &home, "/etc/passwd"), Err(PathError::Outside(_))));
-        assert!(matches!(resolve(&root, &home, ""), Err(PathError::Invalid(_))));
-        assert!(matches!(resolve(&root, &home, "a\0b"), Err(PathError::Invalid(_))));
-        assert!(matches!(resolve(&root, &home, ".cairn-home/x"), Err(PathError::Outside(_))));
+        assert!(matches!(
+            resolve(&root, &home, "../x"),
+            Err(PathError::Outside(_))
+        ));
+        assert!(matches!(
+            resolve(&root, &home, "sub/out/passwd"),
+            Err(PathError::Outside(_))
+        ));
+        assert!(matches!(
+            resolve(&root, &home, "/etc/passwd"),
+            Err(PathError::Outside(_))
+        ));
+        assert!(matches!(
+            resolve(&root, &home, ""),
+            Err(PathError::Invalid(_))
+        ));
+        assert!(matches!(
+            resolve(&root, &home, "a\0b"),
+            Err(PathError::Invalid(_))
+        ));
+        assert!(matches!(
+            resolve(&root, &home, ".cairn-home/x"),
+            Err(PathError::Outside(_))
+        ));
         let inside = root.join("sub/new.txt");
-        assert_eq!(resolve(&root, &home, inside.to_str().unwrap()).unwrap().rel, "sub/new.txt");
+        assert_eq!(
+            resolve(&root, &home, inside.to_str().unwrap()).unwrap().rel,
+            "sub/new.txt"
+        );
     }
 }

@@ -21,7 +21,8 @@ impl Home {
         match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
             Some(h) => Ok(Home::at(&Path::new(&h).join(".cairn"))),
             None => Err(EngineError::Config(
-                "neither CAIRN_HOME nor HOME is set: set CAIRN_HOME to a folder for cairn's data".into(),
+                "neither CAIRN_HOME nor HOME is set: set CAIRN_HOME to a folder for cairn's data"
+                    .into(),
             )),
         }
     }
@@ -96,7 +97,13 @@ pub fn project_key(workspace: &Path) -> String {
     let text = workspace.to_string_lossy();
     let mut name: String = text
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '_' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     name = name.trim_matches('-').to_string();
     if name.len() > 48 {
@@ -111,7 +118,9 @@ pub fn new_session_id() -> String {
     let stamp = now.strftime("%Y%m%dT%H%M%S").to_string();
     let mut seed = [0u8; 8];
     let _ = getrandom_bytes(&mut seed);
-    let noise = cairn_store::Hash::of(&[&seed[..], &now.as_nanosecond().to_le_bytes()[..]].concat()).short(6);
+    let noise =
+        cairn_store::Hash::of(&[&seed[..], &now.as_nanosecond().to_le_bytes()[..]].concat())
+            .short(6);
     format!("{stamp}-{noise}")
 }
 
@@ -134,9 +143,16 @@ pub fn find_session(home: &Home, spec: &str, workspace: Option<&Path>) -> Result
     let path = Path::new(spec);
     if path.join(cairn_store::LOG_FILE).is_file() {
         let dir = path.canonicalize().unwrap_or(path.to_path_buf());
-        let id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let id = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let project = Project {
-            dir: dir.parent().and_then(|p| p.parent()).unwrap_or(&dir).to_path_buf(),
+            dir: dir
+                .parent()
+                .and_then(|p| p.parent())
+                .unwrap_or(&dir)
+                .to_path_buf(),
         };
         return Ok(SessionRef { id, dir, project });
     }
@@ -164,7 +180,8 @@ pub fn find_session(home: &Home, spec: &str, workspace: Option<&Path>) -> Result
             ))),
         };
     }
-    let matches: Vec<&(Project, String)> = all.iter().filter(|(_, s)| s.starts_with(spec)).collect();
+    let matches: Vec<&(Project, String)> =
+        all.iter().filter(|(_, s)| s.starts_with(spec)).collect();
     match matches.as_slice() {
         [(p, s)] => Ok(SessionRef {
             id: s.clone(),
@@ -177,7 +194,11 @@ pub fn find_session(home: &Home, spec: &str, workspace: Option<&Path>) -> Result
         many => Err(EngineError::NotFound(format!(
             "'{spec}' matches {} sessions ({}): give more of the id",
             many.len(),
-            many.iter().take(5).map(|(_, s)| s.as_str()).collect::<Vec<_>>().join(", ")
+            many.iter()
+                .take(5)
+                .map(|(_, s)| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
     }
 }

@@ -21,7 +21,9 @@ pub struct Record {
 }
 
 /// What the session knows about one file.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Archive, RSerialize, RDeserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Default, Archive, RSerialize, RDeserialize, serde::Serialize,
+)]
 pub struct FileKnowledge {
     /// The last content hash the session saw (read or wrote); `None` once deleted.
     pub hash: Option<[u8; 32]>,
@@ -57,7 +59,9 @@ impl FileKnowledge {
 }
 
 /// Identical calls seen since the last change that could alter their answer.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Archive, RSerialize, RDeserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Default, Archive, RSerialize, RDeserialize, serde::Serialize,
+)]
 pub struct RepeatCounter {
     pub count: u32,
     /// Paths the call names; empty for searches and listings (any write clears those).
@@ -73,7 +77,9 @@ pub struct OpenCall {
 }
 
 /// Everything the engine knows, derived from the log.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Archive, RSerialize, RDeserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Default, Archive, RSerialize, RDeserialize, serde::Serialize,
+)]
 pub struct State {
     pub session: Option<String>,
     pub workspace: Option<String>,
@@ -113,7 +119,9 @@ impl State {
                 self.conversation
                     .push(serde_json::json!({"role": "user", "text": text}).to_string());
             }
-            Event::ModelTurn { text, tool_calls, .. } => {
+            Event::ModelTurn {
+                text, tool_calls, ..
+            } => {
                 self.conversation.push(
                     serde_json::json!({"role": "assistant", "text": text, "tool_calls": tool_calls}).to_string(),
                 );
@@ -149,7 +157,10 @@ impl State {
             Event::MemoryWritten { text } => self.memory.push(text.clone()),
             Event::ToolFinished(f) => {
                 self.open_calls.remove(&f.call);
-                *self.calls_by_status.entry(f.status.as_str().to_string()).or_default() += 1;
+                *self
+                    .calls_by_status
+                    .entry(f.status.as_str().to_string())
+                    .or_default() += 1;
                 if f.status == Status::Blocked {
                     // A blocked call did not run: it does not count as an attempt.
                 }
@@ -256,7 +267,10 @@ pub fn merge_range(ranges: &mut Vec<(u32, u32)>, (a, b): (u32, u32)) {
 /// The key of the repeated-call counter: tool and canonical input.
 pub fn repeat_key(tool: &str, input: &serde_json::Value) -> String {
     let canonical = canonical_json(input);
-    format!("{tool}:{}", cairn_store::Hash::of(canonical.as_bytes()).short(32))
+    format!(
+        "{tool}:{}",
+        cairn_store::Hash::of(canonical.as_bytes()).short(32)
+    )
 }
 
 /// JSON with object keys sorted at every level: equal values give equal text.
@@ -299,7 +313,10 @@ pub fn named_paths(input: &serde_json::Value) -> Vec<String> {
 
 /// A relative path with `.` segments and duplicate slashes removed (no I/O).
 pub fn normalise_rel(p: &str) -> String {
-    let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
+    let parts: Vec<&str> = p
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
     parts.join("/")
 }
 

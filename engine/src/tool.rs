@@ -41,9 +41,18 @@ impl ToolOutput {
     }
 
     /// A call a rule refused, with the facts it decided on.
-    pub fn refused(rule: Rule, path: Option<&str>, observed: Option<Hash>, text: impl Into<String>) -> ToolOutput {
+    pub fn refused(
+        rule: Rule,
+        path: Option<&str>,
+        observed: Option<Hash>,
+        text: impl Into<String>,
+    ) -> ToolOutput {
         ToolOutput {
-            status: if rule == Rule::Repeat { Status::Blocked } else { Status::Error },
+            status: if rule == Rule::Repeat {
+                Status::Blocked
+            } else {
+                Status::Error
+            },
             text: text.into(),
             refusal: Some(Refusal {
                 rule,
@@ -79,7 +88,10 @@ pub trait TypedTool: Send + Sync + 'static {
 }
 
 /// Parses an input, naming the field at fault.
-pub fn parse_input<I: DeserializeOwned>(tool: &str, input: &serde_json::Value) -> Result<I, String> {
+pub fn parse_input<I: DeserializeOwned>(
+    tool: &str,
+    input: &serde_json::Value,
+) -> Result<I, String> {
     serde_path_to_error::deserialize(input).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
@@ -162,7 +174,13 @@ impl Ctx<'_> {
     }
 
     /// Records that the model was shown `ranges` of `path`.
-    pub fn record_read(&mut self, rel: &str, ranges: Vec<(u32, u32)>, total_lines: u32, hash: Hash) -> Result<()> {
+    pub fn record_read(
+        &mut self,
+        rel: &str,
+        ranges: Vec<(u32, u32)>,
+        total_lines: u32,
+        hash: Hash,
+    ) -> Result<()> {
         let call = self.call.clone();
         self.record(Event::FileRead(FileRead {
             call,

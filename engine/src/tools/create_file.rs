@@ -1,16 +1,20 @@
-//! create_file (stub: being written).
+//! create_file (thndrs): a new file with full content; never overwrites.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
+use crate::event::WriteOp;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
+use crate::tools::write;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// placeholder
+    /// Path relative to the workspace root.
     pub path: String,
+    /// Full file content.
+    pub content: String,
 }
 
 pub struct CreateFile;
@@ -18,9 +22,37 @@ pub struct CreateFile;
 impl TypedTool for CreateFile {
     type Input = Input;
     const NAME: &'static str = "create_file";
-    const DESCRIPTION: &'static str = "stub";
+    const DESCRIPTION: &'static str = "Create a new file with full content. Fails if the file already exists; creates parent directories when needed; a failed create leaves no partial target.";
     const MUTATING: bool = true;
-    fn run(&self, _ctx: &mut Ctx<'_>, _input: Input) -> Result<ToolOutput> {
-        Ok(ToolOutput::error("not yet"))
+
+    fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
+        create(ctx, &input.path, &input.content)
     }
+}
+
+/// Creates `path` with `content`, refusing to overwrite.
+pub fn create(ctx: &mut Ctx<'_>, path: &str, content: &str) -> Result<ToolOutput> {
+    let ws = match ctx.resolve(path) {
+        Ok(ws) => ws,
+        Err(out) => return Ok(out),
+    };
+    match write::current(&ws) {
+        Err(out) => return Ok(out),
+        Ok(Some(_)) => {
+            return Ok(ToolOutput::error(format!(
+                "{} already exists; create_file never overwrites (edit it, or replace it after reading it)",
+                ws.rel
+            )));
+        }
+        Ok(None) => {}
+    }
+    let summary = format!("created {} ({} bytes)", ws.rel, content.len());
+    write::install(
+        ctx,
+        &ws,
+        WriteOp::Create,
+        None,
+        content.as_bytes(),
+        &summary,
+    )
 }

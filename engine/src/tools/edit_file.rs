@@ -1,16 +1,25 @@
-//! edit_file (stub: being written).
+//! edit_file (thoth): exact string replacement in a file the agent has read.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
+use crate::event::WriteOp;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
+use crate::tools::write;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// placeholder
+    /// Path relative to the workspace root.
     pub path: String,
+    /// Exact text to replace.
+    pub old_string: String,
+    /// The text to put in its place.
+    pub new_string: String,
+    /// Replace every occurrence instead of requiring exactly one.
+    #[serde(default)]
+    pub replace_all: bool,
 }
 
 pub struct EditFile;
@@ -18,9 +27,51 @@ pub struct EditFile;
 impl TypedTool for EditFile {
     type Input = Input;
     const NAME: &'static str = "edit_file";
-    const DESCRIPTION: &'static str = "stub";
+    const DESCRIPTION: &'static str = "Exact string replacement in a file. Rejected unless the file was read first (at its current content).";
     const MUTATING: bool = true;
-    fn run(&self, _ctx: &mut Ctx<'_>, _input: Input) -> Result<ToolOutput> {
-        Ok(ToolOutput::error("not yet"))
+
+    fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
+        edit(
+            ctx,
+            &input.path,
+            &input.old_string,
+            &input.new_string,
+            input.replace_all,
+        )
     }
+}
+
+/// The edit both catalogs share.
+pub fn edit(ctx: &mut Ctx<'_>, path: &str, old: &str, new: &str, all: bool) -> Result<ToolOutput> {
+    let ws = match ctx.resolve(path) {
+        Ok(ws) => ws,
+        Err(out) => return Ok(out),
+    };
+    let cur = match write::current(&ws) {
+        Err(out) => return Ok(out),
+        Ok(None) => return Ok(ToolOutput::error(format!("no such file: {}", ws.rel))),
+        Ok(Some(c)) => c,
+    };
+    if let Err(out) = write::require_read(ctx, &ws.rel, &cur.hash) {
+        return Ok(out);
+    }
+    let Ok(content) = std::str::from_utf8(&cur.bytes) else {
+        return Ok(ToolOutput::error(format!(
+            "{} is not valid UTF-8; string edits would corrupt it",
+            ws.rel
+        )));
+    };
+    let updated = match write::edit_string(&ws.rel, content, old, new, all) {
+        Ok(u) => u,
+        Err(out) => return Ok(out),
+    };
+    let summary = format!("edited {}", ws.rel);
+    write::install(
+        ctx,
+        &ws,
+        WriteOp::Edit,
+        Some(&cur),
+        updated.as_bytes(),
+        &summary,
+    )
 }

@@ -23,12 +23,15 @@ pub struct ReadFile;
 impl TypedTool for ReadFile {
     type Input = Input;
     const NAME: &'static str = "read_file";
-    const DESCRIPTION: &'static str =
-        "Read a file with line numbers; use offset/limit for big files. Refuses files over 2 MB: use grep instead.";
+    const DESCRIPTION: &'static str = "Read a file with line numbers; use offset/limit for big files. Refuses files over 2 MB: use grep instead.";
     const MUTATING: bool = false;
 
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
-        let file = match text::load(ctx, &input.path, "use grep to find the lines you need, then read with offset/limit") {
+        let file = match text::load(
+            ctx,
+            &input.path,
+            "use grep to find the lines you need, then read with offset/limit",
+        ) {
             Ok(f) => f,
             Err(out) => return Ok(out),
         };
@@ -36,7 +39,10 @@ impl TypedTool for ReadFile {
         if input.limit == Some(0) {
             return Ok(ToolOutput::error("limit must be at least 1"));
         }
-        let limit = input.limit.unwrap_or(ctx.limits.read_lines_max).min(ctx.limits.read_lines_max);
+        let limit = input
+            .limit
+            .unwrap_or(ctx.limits.read_lines_max)
+            .min(ctx.limits.read_lines_max);
         if file.total_lines > 0 && first > file.total_lines {
             return Ok(ToolOutput::error(format!(
                 "offset {first} is past the end of {} ({} lines)",
@@ -46,7 +52,12 @@ impl TypedTool for ReadFile {
         let last = first.saturating_add(limit - 1);
         let (body, shown) = text::show(&file, first, last, ctx.limits.line_chars_max);
         let footer = text::footer(&file, shown, |next| format!("read on with offset={next}"));
-        ctx.record_read(&file.ws.rel, shown.into_iter().collect(), file.total_lines, file.hash)?;
+        ctx.record_read(
+            &file.ws.rel,
+            shown.into_iter().collect(),
+            file.total_lines,
+            file.hash,
+        )?;
         Ok(ToolOutput::ok(format!("{body}{footer}")))
     }
 }

@@ -29,7 +29,9 @@ impl TypedTool for ReadFileRange {
 
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         if input.start_line == 0 {
-            return Ok(ToolOutput::error("start_line is 1-indexed: the first line is 1"));
+            return Ok(ToolOutput::error(
+                "start_line is 1-indexed: the first line is 1",
+            ));
         }
         if let Some(end) = input.end_line
             && end < input.start_line
@@ -39,7 +41,11 @@ impl TypedTool for ReadFileRange {
                 input.start_line
             )));
         }
-        let file = match text::load(ctx, &input.path, "use search_text to find the lines you need") {
+        let file = match text::load(
+            ctx,
+            &input.path,
+            "use search_text to find the lines you need",
+        ) {
             Ok(f) => f,
             Err(out) => return Ok(out),
         };
@@ -50,16 +56,25 @@ impl TypedTool for ReadFileRange {
             )));
         }
         let max = ctx.limits.read_lines_max;
-        let wanted_end = input
-            .end_line
-            .unwrap_or(input.start_line.saturating_add(ctx.limits.read_range_default_lines - 1));
+        let wanted_end = input.end_line.unwrap_or(
+            input
+                .start_line
+                .saturating_add(ctx.limits.read_range_default_lines - 1),
+        );
         let last = wanted_end.min(input.start_line.saturating_add(max - 1));
         let (body, shown) = text::show(&file, input.start_line, last, ctx.limits.line_chars_max);
-        let mut footer = text::footer(&file, shown, |next| format!("read on with start_line={next}"));
+        let mut footer = text::footer(&file, shown, |next| {
+            format!("read on with start_line={next}")
+        });
         if wanted_end > last {
             footer.push_str(&format!("\n(range cut to read_lines_max = {max} lines)"));
         }
-        ctx.record_read(&file.ws.rel, shown.into_iter().collect(), file.total_lines, file.hash)?;
+        ctx.record_read(
+            &file.ws.rel,
+            shown.into_iter().collect(),
+            file.total_lines,
+            file.hash,
+        )?;
         Ok(ToolOutput::ok(format!("{body}{footer}")))
     }
 }

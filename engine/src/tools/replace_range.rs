@@ -1,16 +1,21 @@
-//! replace_range (stub: being written).
+//! replace_range (thndrs): one unique exact occurrence of a string replaced.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
+use crate::tools::edit_file;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// placeholder
+    /// Path relative to the workspace root.
     pub path: String,
+    /// Exact string to find; must occur once.
+    pub old_string: String,
+    /// Replacement string.
+    pub new_string: String,
 }
 
 pub struct ReplaceRange;
@@ -18,9 +23,16 @@ pub struct ReplaceRange;
 impl TypedTool for ReplaceRange {
     type Input = Input;
     const NAME: &'static str = "replace_range";
-    const DESCRIPTION: &'static str = "stub";
+    const DESCRIPTION: &'static str = "Replace one unique exact string occurrence in an existing file. Fails if old_string appears zero or multiple times; failed edits leave the file unchanged.";
     const MUTATING: bool = true;
-    fn run(&self, _ctx: &mut Ctx<'_>, _input: Input) -> Result<ToolOutput> {
-        Ok(ToolOutput::error("not yet"))
+
+    fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
+        edit_file::edit(
+            ctx,
+            &input.path,
+            &input.old_string,
+            &input.new_string,
+            false,
+        )
     }
 }

@@ -41,7 +41,10 @@ pub fn load(ctx: &Ctx<'_>, path: &str, how_to_narrow: &str) -> Result<TextFile, 
         _ => ToolOutput::error(format!("cannot read {}: {e}", ws.rel)),
     })?;
     if meta.is_dir() {
-        return Err(ToolOutput::error(format!("{} is a directory, not a file; list it instead", ws.rel)));
+        return Err(ToolOutput::error(format!(
+            "{} is a directory, not a file; list it instead",
+            ws.rel
+        )));
     }
     if meta.len() > ctx.limits.read_file_bytes_max {
         return Err(ToolOutput::error(format!(
@@ -51,7 +54,8 @@ pub fn load(ctx: &Ctx<'_>, path: &str, how_to_narrow: &str) -> Result<TextFile, 
             ctx.limits.read_file_bytes_max
         )));
     }
-    let bytes = std::fs::read(&ws.abs).map_err(|e| ToolOutput::error(format!("cannot read {}: {e}", ws.rel)))?;
+    let bytes = std::fs::read(&ws.abs)
+        .map_err(|e| ToolOutput::error(format!("cannot read {}: {e}", ws.rel)))?;
     if is_binary(&bytes) {
         return Err(ToolOutput::error(format!(
             "{} is a binary file ({} bytes); the read tools show text only",
@@ -76,7 +80,12 @@ pub fn load(ctx: &Ctx<'_>, path: &str, how_to_narrow: &str) -> Result<TextFile, 
 
 /// Shows lines `first..=last` (1-based) numbered, each cut to `chars_max`; returns the
 /// text and the range shown (`None` when nothing was).
-pub fn show(file: &TextFile, first: u32, last: u32, chars_max: usize) -> (String, Option<(u32, u32)>) {
+pub fn show(
+    file: &TextFile,
+    first: u32,
+    last: u32,
+    chars_max: usize,
+) -> (String, Option<(u32, u32)>) {
     let all = lines(&file.text);
     let mut out = String::new();
     if all.is_empty() {
@@ -91,7 +100,10 @@ pub fn show(file: &TextFile, first: u32, last: u32, chars_max: usize) -> (String
         let line = all[(n - 1) as usize].trim_end_matches('\r');
         let shown: String = if line.chars().count() > chars_max {
             let mut s: String = line.chars().take(chars_max).collect();
-            s.push_str(&format!("…({} more characters)", line.chars().count() - chars_max));
+            s.push_str(&format!(
+                "…({} more characters)",
+                line.chars().count() - chars_max
+            ));
             s
         } else {
             line.to_string()
@@ -102,7 +114,11 @@ pub fn show(file: &TextFile, first: u32, last: u32, chars_max: usize) -> (String
 }
 
 /// The footer of a read: what was shown, how to read on, the content hash.
-pub fn footer(file: &TextFile, shown: Option<(u32, u32)>, read_on: impl Fn(u32) -> String) -> String {
+pub fn footer(
+    file: &TextFile,
+    shown: Option<(u32, u32)>,
+    read_on: impl Fn(u32) -> String,
+) -> String {
     let mut out = String::new();
     if file.lossy {
         out.push_str("(the file is not valid UTF-8: invalid bytes are shown as \u{FFFD})\n");
@@ -113,7 +129,10 @@ pub fn footer(file: &TextFile, shown: Option<(u32, u32)>, read_on: impl Fn(u32) 
             file.total_lines,
             read_on(b + 1)
         )),
-        Some((a, b)) => out.push_str(&format!("(lines {a}-{b} of {}, end of file)\n", file.total_lines)),
+        Some((a, b)) => out.push_str(&format!(
+            "(lines {a}-{b} of {}, end of file)\n",
+            file.total_lines
+        )),
         None => out.push_str(&format!("({} lines)\n", file.total_lines)),
     }
     out.push_str(&format!("hash: {}", file.hash));

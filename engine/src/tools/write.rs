@@ -1,1 +1,452 @@
-//! Write rules and atomic installs (being written).
+//! What every write tool shares: the read-before-write rules, exact and near-miss
+//! matching of `old_string`, and the atomic install that is recorded before and after
+//! it happens (a `file_write` with status `intent`, then `ok` or `failed`).
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use cairn_store::Hash;
+
+use crate::diff;
+use crate::error::Result;
+use crate::event::{Event, FileWrite, Rule, WriteOp, WriteStatus};
+use crate::paths::WsPath;
+use crate::tool::{Ctx, ToolOutput};
+use crate::tools::text;
+
+/// A file as it is before a write.
+pub struct Current {
+    pub bytes: Vec<u8>,
+    pub hash: Hash,
+    pub mode: u32,
+}
+
+/// The file at `ws` as it is now (`None` when it does not exist), or the answer
+/// explaining why it cannot be written.
+pub fn current(ws: &WsPath) -> Result<Option<Current>, ToolOutput> {
+    match std::fs::metadata(&ws.abs) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ToolOutput::error(format!("cannot read {}: {e}", ws.rel))),
+        Ok(m) if m.is_dir() => Err(ToolOutput::error(format!(
+            "{} is a directory, not a file",
+            ws.rel
+        ))),
+        Ok(m) => {
+            let bytes = std::fs::read(&ws.abs)
+                .map_err(|e| ToolOutput::error(format!("cannot read {}: {e}", ws.rel)))?;
+            Ok(Some(Current {
+                hash: Hash::of(&bytes),
+                bytes,
+                mode: m.permissions().mode() & 0o7777,
+            }))
+        }
+    }
+}
+
+/// An edit needs the file read at its current content.
+pub fn require_read(ctx: &Ctx<'_>, rel: &str, now: &Hash) -> Result<(), ToolOutput> {
+    let known = ctx.state().files.get(rel);
+    if known.is_some_and(|k| k.read_at(&now.0)) {
+        return Ok(());
+    }
+    let why = match known.and_then(|k| k.read_hash) {
+        Some(_) => format!("{rel} changed since you last read it; read it again before editing"),
+        None => format!("read {rel} before editing it"),
+    };
+    Err(ToolOutput::refused(
+        Rule::ReadBeforeEdit,
+        Some(rel),
+        Some(*now),
+        why,
+    ))
+}
+
+/// An overwrite needs every line of the current content read.
+pub fn require_full_read(ctx: &Ctx<'_>, rel: &str, now: &Hash) -> Result<(), ToolOutput> {
+    let known = ctx.state().files.get(rel);
+    let refuse = |why: String| {
+        Err(ToolOutput::refused(
+            Rule::ReadBeforeOverwrite,
+            Some(rel),
+            Some(*now),
+            why,
+        ))
+    };
+    match known {
+        Some(k) if k.read_at(&now.0) => {
+            let missing = k.missing();
+            if missing.is_empty() {
+                Ok(())
+            } else {
+                let list: Vec<String> = missing
+                    .iter()
+                    .map(|&(a, b)| {
+                        if a == b {
+                            a.to_string()
+                        } else {
+                            format!("{a}-{b}")
+                        }
+                    })
+                    .collect();
+                refuse(format!(
+                    "overwriting {rel} needs every line read first; not read: lines {} of {}",
+                    list.join(", "),
+                    k.total_lines
+                ))
+            }
+        }
+        Some(k) if k.read_hash.is_some() => refuse(format!(
+            "{rel} changed since you last read it; read all of it again before overwriting"
+        )),
+        _ => refuse(format!(
+            "overwriting {rel} needs every line read first; you have not read it"
+        )),
+    }
+}
+
+/// A `expected_before_hash` guard.
+pub fn check_expected(
+    rel: &str,
+    expected: Option<&str>,
+    now: Option<&Hash>,
+) -> Result<(), ToolOutput> {
+    let Some(expected) = expected else {
+        return Ok(());
+    };
+    let current = now.map_or("none (the file does not exist)".to_string(), |h| h.to_hex());
+    if now.map(|h| h.to_hex()).as_deref() == Some(expected.trim()) {
+        return Ok(());
+    }
+    Err(ToolOutput::refused(
+        Rule::StaleWrite,
+        Some(rel),
+        now.copied(),
+        format!(
+            "stale write refused: {rel} has hash {current}, expected {expected}; read it again"
+        ),
+    ))
+}
+
+/// Normalises a string for the near-miss match: trailing white space dropped, smart
+/// quotes, Unicode dashes and non-breaking spaces made plain.
+fn loose(s: &str) -> String {
+    s.trim_end()
+        .chars()
+        .map(|c| match c {
+            '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' => '\'',
+            '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' => '"',
+            '\u{2010}'..='\u{2015}' | '\u{2212}' => '-',
+            '\u{00A0}' | '\u{2007}' | '\u{202F}' => ' ',
+            c => c,
+        })
+        .collect()
+}
+
+/// Where `old` matches `content`: byte ranges.
+pub enum Found {
+    /// Exact occurrences.
+    Exact(Vec<std::ops::Range<usize>>),
+    /// One whole-line near match (byte range of whole lines).
+    Loose(std::ops::Range<usize>),
+    /// Nothing; the closest line, if any, for a hint.
+    None(Option<(u32, String)>),
+}
+
+/// Finds `old` in `content`, exactly, else as whole lines loosely.
+pub fn find(content: &str, old: &str) -> Found {
+    let exact: Vec<_> = content
+        .match_indices(old)
+        .map(|(i, m)| i..i + m.len())
+        .collect();
+    if !exact.is_empty() {
+        return Found::Exact(exact);
+    }
+    let old_lines: Vec<String> = old.trim_end_matches('\n').split('\n').map(loose).collect();
+    let mut starts = Vec::new();
+    let mut pos = 0;
+    let file_lines: Vec<&str> = content.split_inclusive('\n').collect();
+    for l in &file_lines {
+        starts.push(pos);
+        pos += l.len();
+    }
+    starts.push(pos);
+    let loose_file: Vec<String> = file_lines.iter().map(|l| loose(l)).collect();
+    let mut hits = Vec::new();
+    if !old_lines.is_empty() && old_lines.len() <= loose_file.len() {
+        for i in 0..=loose_file.len() - old_lines.len() {
+            if loose_file[i..i + old_lines.len()] == old_lines[..] {
+                hits.push(i);
+            }
+        }
+    }
+    if let [i] = hits[..] {
+        let end = starts[i + old_lines.len()];
+        // Keep the last line's own newline outside the replaced range.
+        let end = if content[..end].ends_with("\r\n") {
+            end - 2
+        } else if content[..end].ends_with('\n') {
+            end - 1
+        } else {
+            end
+        };
+        return Found::Loose(starts[i]..end);
+    }
+    let first = old_lines.first().cloned().unwrap_or_default();
+    let best = loose_file
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            (
+                similar::TextDiff::from_chars(l.as_str(), first.as_str()).ratio(),
+                i,
+            )
+        })
+        .filter(|(r, _)| *r >= 0.6)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    Found::None(best.map(|(_, i)| (i as u32 + 1, file_lines[i].trim_end().to_string())))
+}
+
+/// 1-based line number of byte offset `at`.
+pub fn line_of(content: &str, at: usize) -> usize {
+    content[..at].matches('\n').count() + 1
+}
+
+/// Converts `\n` in `s` to the file's line ending when the file uses CRLF.
+pub fn follow_line_endings(content: &str, s: &str) -> String {
+    if content.contains("\r\n") && !s.contains("\r\n") {
+        s.replace('\n', "\r\n")
+    } else {
+        s.to_string()
+    }
+}
+
+/// Records and installs new content for a file; returns the answer with its diff.
+/// `before` is `None` for a create (which never overwrites).
+pub fn install(
+    ctx: &mut Ctx<'_>,
+    ws: &WsPath,
+    op: WriteOp,
+    before: Option<&Current>,
+    after: &[u8],
+    summary: &str,
+) -> Result<ToolOutput> {
+    if after.len() > ctx.limits.write_bytes_max {
+        return Ok(ToolOutput::error(format!(
+            "the new content of {} is {} bytes, over write_bytes_max ({} bytes)",
+            ws.rel,
+            after.len(),
+            ctx.limits.write_bytes_max
+        )));
+    }
+    let before_blob = match before {
+        Some(c) => Some(ctx.put_blob(&c.bytes)?),
+        None => None,
+    };
+    let after_blob = ctx.put_blob(after)?;
+    let lines_after =
+        u32::try_from(text::lines(&String::from_utf8_lossy(after)).len()).unwrap_or(u32::MAX);
+    let mode = before.map(|c| c.mode);
+    let write = |status| FileWrite {
+        call: Some(ctx.call.clone()),
+        op,
+        path: ws.rel.clone(),
+        before: before_blob,
+        after: Some(after_blob),
+        lines_after,
+        mode,
+        status,
+    };
+    let intent = write(WriteStatus::Intent);
+    let mut done = write(WriteStatus::Ok);
+    ctx.record(Event::FileWrite(intent))?;
+    let installed = match before {
+        None => create_no_clobber(&ws.abs, after),
+        Some(c) => replace_atomic(&ws.abs, after, c.mode),
+    };
+    if let Err(e) = installed {
+        done.status = WriteStatus::Failed;
+        ctx.record(Event::FileWrite(done))?;
+        return Ok(ToolOutput::error(format!(
+            "could not write {}: {e}",
+            ws.rel
+        )));
+    }
+    ctx.record(Event::FileWrite(done))?;
+    let old = before
+        .map(|c| String::from_utf8_lossy(&c.bytes).into_owned())
+        .unwrap_or_default();
+    let new = String::from_utf8_lossy(after);
+    let d = diff::unified(&ws.rel, &old, &new, ctx.limits.diff_lines_max);
+    Ok(ToolOutput::ok(format!(
+        "{summary}\nhash: {}\n{d}",
+        after_blob.hash
+    )))
+}
+
+/// Writes a temporary file beside `dest`, syncs it, and links it into place: fails if
+/// `dest` appeared meanwhile, and leaves nothing behind on failure (folders it made
+/// included).
+fn create_no_clobber(dest: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let parent = dest.parent().unwrap_or(Path::new("."));
+    let mut made: Vec<PathBuf> = Vec::new();
+    let mut p = parent.to_path_buf();
+    while !p.exists() {
+        made.push(p.clone());
+        if !p.pop() {
+            break;
+        }
+    }
+    let result = (|| {
+        std::fs::create_dir_all(parent)?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".cairn-tmp-")
+            .tempfile_in(parent)?;
+        tmp.write_all(bytes)?;
+        tmp.as_file().sync_all()?;
+        std::fs::hard_link(tmp.path(), dest)?;
+        drop(tmp);
+        sync_parent(dest)
+    })();
+    if result.is_err() {
+        for dir in &made {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+    result
+}
+
+/// Writes a temporary file beside `dest` with `mode`, syncs it and renames it over.
+fn replace_atomic(dest: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    let parent = dest.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".cairn-tmp-")
+        .tempfile_in(parent)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(dest).map_err(|e| e.error)?;
+    sync_parent(dest)
+}
+
+fn sync_parent(dest: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dest.parent().unwrap_or(Path::new(".")))?.sync_all()
+}
+
+/// Replaces the single occurrence of `old` by `new` in `content`, or explains why not.
+/// `all` replaces every occurrence instead.
+pub fn edit_string(
+    rel: &str,
+    content: &str,
+    old: &str,
+    new: &str,
+    all: bool,
+) -> Result<String, ToolOutput> {
+    if old.is_empty() {
+        return Err(ToolOutput::error(
+            "old_string is empty: give the exact text to replace",
+        ));
+    }
+    let old = follow_line_endings(content, old);
+    let new = follow_line_endings(content, new);
+    if old == new {
+        return Err(ToolOutput::error(
+            "no changes made: old_string and new_string are the same",
+        ));
+    }
+    match find(content, &old) {
+        Found::Exact(hits) if hits.len() == 1 || all => {
+            let mut out = String::with_capacity(content.len() + new.len());
+            let mut last = 0;
+            for h in &hits {
+                out.push_str(&content[last..h.start]);
+                out.push_str(&new);
+                last = h.end;
+            }
+            out.push_str(&content[last..]);
+            Ok(out)
+        }
+        Found::Exact(hits) => {
+            let lines: Vec<String> = hits
+                .iter()
+                .take(5)
+                .map(|h| line_of(content, h.start).to_string())
+                .collect();
+            let more = if hits.len() > 5 {
+                format!(" and {} more", hits.len() - 5)
+            } else {
+                String::new()
+            };
+            Err(ToolOutput::error(format!(
+                "old_string occurs {} times in {rel} (lines {}{more}); include more surrounding text to make it unique",
+                hits.len(),
+                lines.join(", ")
+            )))
+        }
+        Found::Loose(range) => {
+            let mut out = String::with_capacity(content.len() + new.len());
+            out.push_str(&content[..range.start]);
+            out.push_str(new.trim_end_matches(['\n', '\r']));
+            out.push_str(&content[range.end..]);
+            Ok(out)
+        }
+        Found::None(hint) => {
+            let hint = hint.map_or(String::new(), |(n, l)| {
+                format!("; did you mean line {n}: `{l}`?")
+            });
+            Err(ToolOutput::error(format!(
+                "old_string was not found in {rel}{hint}"
+            )))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(content: &str, old: &str, new: &str, expected: Result<&str, &str>) {
+        let got = edit_string("f", content, old, new, false).map_err(|o| o.text);
+        assert_eq!(got.as_deref(), expected.map_err(str::to_string).as_deref());
+    }
+
+    #[test]
+    fn edits_exact_loose_crlf_and_misses() {
+        check("a\nb\nc\n", "b", "B", Ok("a\nB\nc\n"));
+        check("a\r\nb\r\nc\r\n", "a\nb", "x\ny", Ok("x\r\ny\r\nc\r\n"));
+        check("\u{feff}a\nb\n", "a", "z", Ok("\u{feff}z\nb\n"));
+        check(
+            "say \u{201C}hi\u{201D}  \nnext\n",
+            "say \"hi\"",
+            "say \"yo\"",
+            Ok("say \"yo\"\nnext\n"),
+        );
+        check(
+            "x\nx\n",
+            "x",
+            "y",
+            Err(
+                "old_string occurs 2 times in f (lines 1, 2); include more surrounding text to make it unique",
+            ),
+        );
+        check(
+            "fn main() {}\n",
+            "fn mian() {}",
+            "",
+            Err("old_string was not found in f; did you mean line 1: `fn main() {}`?"),
+        );
+        check(
+            "abc",
+            "",
+            "x",
+            Err("old_string is empty: give the exact text to replace"),
+        );
+        check(
+            "abc",
+            "b",
+            "b",
+            Err("no changes made: old_string and new_string are the same"),
+        );
+    }
+}

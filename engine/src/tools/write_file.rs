@@ -1,16 +1,20 @@
-//! write_file (stub: being written).
+//! write_file (thoth): create a file, or overwrite one whose every line was read.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
+use crate::event::WriteOp;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
+use crate::tools::{create_file, write};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// placeholder
+    /// Path relative to the workspace root.
     pub path: String,
+    /// The whole new content.
+    pub content: String,
 }
 
 pub struct WriteFile;
@@ -18,9 +22,38 @@ pub struct WriteFile;
 impl TypedTool for WriteFile {
     type Input = Input;
     const NAME: &'static str = "write_file";
-    const DESCRIPTION: &'static str = "stub";
+    const DESCRIPTION: &'static str =
+        "Create a new file. Overwriting an existing file requires having read every line of it.";
     const MUTATING: bool = true;
-    fn run(&self, _ctx: &mut Ctx<'_>, _input: Input) -> Result<ToolOutput> {
-        Ok(ToolOutput::error("not yet"))
+
+    fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
+        let ws = match ctx.resolve(&input.path) {
+            Ok(ws) => ws,
+            Err(out) => return Ok(out),
+        };
+        match write::current(&ws) {
+            Err(out) => Ok(out),
+            Ok(None) => create_file::create(ctx, &input.path, &input.content),
+            Ok(Some(cur)) => {
+                if let Err(out) = write::require_full_read(ctx, &ws.rel, &cur.hash) {
+                    return Ok(out);
+                }
+                if cur.bytes == input.content.as_bytes() {
+                    return Ok(ToolOutput::error(format!(
+                        "no changes made: {} already has this content",
+                        ws.rel
+                    )));
+                }
+                let summary = format!("wrote {} ({} bytes)", ws.rel, input.content.len());
+                write::install(
+                    ctx,
+                    &ws,
+                    WriteOp::Replace,
+                    Some(&cur),
+                    input.content.as_bytes(),
+                    &summary,
+                )
+            }
+        }
     }
 }

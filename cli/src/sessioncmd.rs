@@ -1,0 +1,285 @@
+//! The session verbs: `run --script`, `sessions`, `show`, `tools`, `demo`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use cairn_engine::event::{Event, Status};
+use cairn_engine::{CallOutcome, Catalog, Engine, EngineConfig, Home, Registry, fold, script};
+use cairn_store::LogReader;
+
+use crate::out;
+
+/// A session folder from an id, prefix, path or `last`.
+pub fn session_dir(spec: &str) -> Result<PathBuf> {
+    let home = Home::from_env()?;
+    let cwd = std::env::current_dir().ok();
+    Ok(cairn_engine::find_session(&home, spec, cwd.as_deref())?.dir)
+}
+
+fn progress(o: &CallOutcome) {
+    let first = o.output.lines().next().unwrap_or("");
+    let first: String = first.chars().take(60).collect();
+    eprintln!(
+        "{:<5} {:<22} {:<8} {first}",
+        o.call,
+        o.tool,
+        o.status.as_str()
+    );
+}
+
+pub fn run_script(script_path: &Path, workspace: &Path, catalog: Catalog) -> Result<ExitCode> {
+    let text = std::fs::read_to_string(script_path)
+        .with_context(|| format!("cannot read script {}", script_path.display()))?;
+    let steps = script::parse(&text)?;
+    let home = Home::from_env()?;
+    let mut engine = Engine::start(&home, workspace, EngineConfig::new(catalog))?;
+    let id = engine.id().to_string();
+    script::run(&mut engine, &steps, progress)?;
+    engine.end("script finished")?;
+    out::line(&id)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a session's log says about it, for listings.
+struct Summary {
+    id: String,
+    workspace: String,
+    catalog: String,
+    started: String,
+    records: u64,
+    calls: u64,
+    state: &'static str,
+}
+
+fn summarise(dir: &Path) -> Result<Summary> {
+    let reader = LogReader::open(dir)?;
+    let mut s = Summary {
+        id: dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        workspace: String::new(),
+        catalog: String::new(),
+        started: String::new(),
+        records: 0,
+        calls: 0,
+        state: "interrupted",
+    };
+    for r in reader.records()? {
+        let r = r?;
+        s.records += 1;
+        match fold::parse(&r).map(|x| x.event) {
+            Ok(Event::SessionStarted(st)) => {
+                s.workspace = st.workspace;
+                s.catalog = st.catalog;
+                s.started = r.ts.clone();
+            }
+            Ok(Event::ToolStarted { .. }) => s.calls += 1,
+            Ok(Event::SessionEnded { .. }) => s.state = "finished",
+            Ok(Event::SessionResumed { .. }) => s.state = "resumed",
+            _ => {}
+        }
+    }
+    Ok(s)
+}
+
+pub fn sessions(json: bool) -> Result<ExitCode> {
+    let home = Home::from_env()?;
+    let mut all = Vec::new();
+    for p in home.projects() {
+        for id in p.sessions() {
+            all.push(p.session_dir(&id));
+        }
+    }
+    all.sort_by(|a, b| b.file_name().cmp(&a.file_name()));
+    for dir in all {
+        let s = match summarise(&dir) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("cairn: {}: {e}", dir.display());
+                continue;
+            }
+        };
+        if json {
+            out::line(
+                &serde_json::json!({
+                    "id": s.id, "dir": dir, "workspace": s.workspace, "catalog": s.catalog,
+                    "started": s.started, "records": s.records, "calls": s.calls, "state": s.state,
+                })
+                .to_string(),
+            )?;
+        } else {
+            out::line(&format!(
+                "{}  {:<11} {:>4} calls  {:<7} {}",
+                s.id, s.state, s.calls, s.catalog, s.workspace
+            ))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn show(spec: &str, json: bool) -> Result<ExitCode> {
+    let dir = session_dir(spec)?;
+    let reader = LogReader::open(&dir)?;
+    let mut started: std::collections::HashMap<String, (u64, String, serde_json::Value)> =
+        Default::default();
+    for r in reader.records()? {
+        let r = r?;
+        let rec = match fold::parse(&r) {
+            Ok(rec) => rec,
+            Err(u) => {
+                out::line(&format!("{:>6}  ?  {}", u.seq, u.what))?;
+                continue;
+            }
+        };
+        match rec.event {
+            Event::SessionStarted(s) if !json => {
+                out::line(&format!(
+                    "session {} ({} catalog) in {}",
+                    s.id, s.catalog, s.workspace
+                ))?;
+                if let Some(p) = s.parent {
+                    out::line(&format!(
+                        "  parent: {} at seq {} ({})",
+                        p.session,
+                        p.seq,
+                        p.hash.short(12)
+                    ))?;
+                }
+            }
+            Event::UserMessage { text } if !json => {
+                out::line(&format!("{:>6}  user: {text}", rec.seq))?
+            }
+            Event::ToolStarted { call, tool, input } => {
+                started.insert(call, (rec.seq, tool, input));
+            }
+            Event::ToolFinished(f) => {
+                let (seq, tool, input) = started.remove(&f.call).unwrap_or((
+                    rec.seq,
+                    "?".into(),
+                    serde_json::Value::Null,
+                ));
+                if json {
+                    out::line(
+                        &serde_json::json!({
+                            "seq": seq, "call": f.call, "tool": tool, "status": f.status,
+                            "elapsed_us": f.elapsed_us, "input": input, "output": f.output,
+                            "refusal": f.refusal,
+                        })
+                        .to_string(),
+                    )?;
+                } else {
+                    let summary = if f.status == Status::Ok {
+                        input_summary(&input)
+                    } else {
+                        f.output.lines().next().unwrap_or("").to_string()
+                    };
+                    let summary: String = summary.chars().take(70).collect();
+                    out::line(&format!(
+                        "{seq:>6}  {tool:<22} {:<8} {:>9}  {summary}",
+                        f.status.as_str(),
+                        elapsed(f.elapsed_us)
+                    ))?;
+                }
+            }
+            Event::SessionEnded { reason } if !json => {
+                out::line(&format!("{:>6}  ended: {reason}", rec.seq))?
+            }
+            _ => {}
+        }
+    }
+    if !json {
+        for (call, (seq, tool, _)) in started {
+            out::line(&format!("{seq:>6}  {tool:<22} unfinished ({call})"))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn elapsed(us: u64) -> String {
+    if us >= 1_000_000 {
+        format!("{:.2}s", us as f64 / 1e6)
+    } else if us >= 1000 {
+        format!("{:.1}ms", us as f64 / 1e3)
+    } else {
+        format!("{us}µs")
+    }
+}
+
+fn input_summary(input: &serde_json::Value) -> String {
+    let Some(map) = input.as_object() else {
+        return input.to_string();
+    };
+    map.iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k}={}", s.replace('\n', "⏎")),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn tools(catalog: Option<Catalog>, json: bool, markdown: bool) -> Result<ExitCode> {
+    if markdown {
+        print!("{}", cairn_engine::catalog_markdown());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let catalogs = catalog.map_or(Catalog::ALL.to_vec(), |c| vec![c]);
+    for c in catalogs {
+        let r = Registry::new(c);
+        if json {
+            out::line(&serde_json::json!({"catalog": c.name(), "tools": r.to_json()}).to_string())?;
+        } else {
+            out::line(&format!("{}:", c.name()))?;
+            for t in r.tools() {
+                let first = t.description().split(". ").next().unwrap_or("");
+                out::line(&format!("  {:<22} {first}", t.name()))?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn demo(dir: Option<&Path>) -> Result<ExitCode> {
+    let home = Home::from_env()?;
+    let base = match dir {
+        Some(d) => {
+            if d.exists()
+                && std::fs::read_dir(d)
+                    .map(|mut e| e.next().is_some())
+                    .unwrap_or(true)
+            {
+                anyhow::bail!(
+                    "{} is not empty: give a new or empty folder for the demo",
+                    d.display()
+                );
+            }
+            d.to_path_buf()
+        }
+        None => {
+            let stamp = cairn_engine::project::new_session_id();
+            std::env::temp_dir().join(format!("cairn-demo-{stamp}"))
+        }
+    };
+    eprintln!("sample projects in {}", base.display());
+    let runs = cairn_engine::demo::run(&home, &base, |c, o| {
+        eprint!("{:<7}", c.name());
+        progress(o);
+    })?;
+    out::line("")?;
+    for r in &runs {
+        let refused = r.outcomes.iter().filter(|o| o.status != Status::Ok).count();
+        out::line(&format!(
+            "{} session {}: {} calls ({} refused or failed), workspace {}",
+            r.catalog.name(),
+            r.session,
+            r.outcomes.len(),
+            refused,
+            r.workspace.display()
+        ))?;
+    }
+    out::line(&format!("data in {}", home.root.display()))?;
+    out::line("next: cairn show last · cairn verify last · cairn log last · cairn sessions")?;
+    Ok(ExitCode::SUCCESS)
+}
