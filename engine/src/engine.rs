@@ -217,10 +217,16 @@ impl Engine {
             .repeats
             .get(&repeat_key(tool, &input))
             .map_or(0, |c| c.count);
+        // An input too large to run is also too large to record: its size stands in.
+        let recorded_input = if input_bytes > limits.input_bytes_max {
+            serde_json::json!({"input_bytes": input_bytes, "note": "over input_bytes_max; not recorded"})
+        } else {
+            input.clone()
+        };
         self.rec.append(&Event::ToolStarted {
             call: call.clone(),
             tool: tool.to_string(),
-            input: input.clone(),
+            input: recorded_input,
         })?;
         let output = match self.registry.get(tool) {
             None => ToolOutput::error(format!(

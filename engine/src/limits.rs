@@ -28,7 +28,7 @@ pub struct Limits {
     pub context_lines_max: usize,
     /// Lines of a diff shown in a tool result.
     pub diff_lines_max: usize,
-    /// Bytes of a tool input.
+    /// Bytes of a tool input (kept well under the log's record limit).
     pub input_bytes_max: usize,
     /// Identical calls allowed before the next is blocked.
     pub repeat_calls_max: u32,
@@ -51,7 +51,7 @@ impl Limits {
             match_chars_max: 512,
             context_lines_max: 10,
             diff_lines_max: 120,
-            input_bytes_max: 1 << 20,
+            input_bytes_max: 512 * 1024,
             repeat_calls_max: 2,
             write_bytes_max: 16 << 20,
         }
