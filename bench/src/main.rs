@@ -1,1 +1,98 @@
-fn main() {}
+//! `cairn-bench`: the benchmark harness of cairn.
+//!
+//! `cairn-bench store` measures the store on one machine in one run: append throughput
+//! per durability mode, `cairn verify` against `b3sum`, open + torn-tail repair time and
+//! peak memory of verify and of a streaming read. See `bench/README.md`.
+//!
+//! The hidden subcommands (`__verify`, `__read`) are what the harness re-executes itself
+//! as, so that the peak memory of one operation is measured alone in its own process.
+
+mod child;
+mod events;
+mod report;
+mod store;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "cairn-bench", about = "benchmark harness of cairn", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Benchmark the store: appends, verify (against b3sum), open + repair, memory.
+    Store(store::StoreArgs),
+    /// Verify one log in process and print `records bytes clean` (used for memory).
+    #[command(name = "__verify", hide = true)]
+    Verify {
+        path: PathBuf,
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+    /// Run a command and print `wall_secs cpu_secs max_rss_bytes code` (see `child::run`).
+    #[command(name = "__measure", hide = true)]
+    Measure {
+        stdout: PathBuf,
+        stderr: PathBuf,
+        #[arg(last = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
+    /// Stream every record of a session directory and print `records bytes`.
+    #[command(name = "__read", hide = true)]
+    Read { dir: PathBuf },
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Store(args) => store::run(&args),
+        Command::Verify { path, threads } => {
+            let mut options = cairn_store::VerifyOptions::default();
+            if let Some(t) = threads {
+                options.threads = t;
+            }
+            let report = cairn_store::verify_path(&path, &options)
+                .with_context(|| format!("verifying {}", path.display()))?;
+            println!("{} {} {}", report.records, report.bytes, report.is_clean());
+            Ok(())
+        }
+        Command::Measure {
+            stdout,
+            stderr,
+            command,
+        } => {
+            let (program, args) = command.split_first().context("no command to measure")?;
+            let mut cmd = std::process::Command::new(program);
+            cmd.args(args);
+            let run = child::run_direct(cmd, &stdout, &stderr)?;
+            println!("{}", child::Measured::line(&run));
+            Ok(())
+        }
+        Command::Read { dir } => {
+            let started = Instant::now();
+            let reader = cairn_store::LogReader::open(&dir)
+                .with_context(|| format!("opening {}", dir.display()))?;
+            let (mut records, mut event_bytes) = (0u64, 0u64);
+            for r in reader.records()? {
+                let r = r?;
+                records += 1;
+                event_bytes += r.event.get().len() as u64;
+            }
+            if records == 0 {
+                bail!("{}: no records", dir.display());
+            }
+            println!(
+                "{records} {event_bytes} {:.6}",
+                started.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
+    }
+}

@@ -156,12 +156,12 @@ impl LogReader {
         let idx_path = idx_path.as_path();
         let log = File::open(&self.path).at(&self.path)?;
         let log_len = log.metadata().at(&self.path)?.len();
-        let mut entries = valid_index_entries(&idx_path, &log, log_len);
+        let mut entries = valid_index_entries(idx_path, &log, log_len);
         if seq >= entries {
             let (start_seq, start_offset) = match entries {
                 0 => (0, 0),
                 n => {
-                    let off = read_entry(&idx_path, n - 1).unwrap_or(0);
+                    let off = read_entry(idx_path, n - 1).unwrap_or(0);
                     let mut end = [0u8; 1];
                     let mut o = off;
                     // Skip the indexed line itself.
@@ -192,7 +192,7 @@ impl LogReader {
                 }
             }
             if !appended.is_empty() {
-                if write_entries(&idx_path, entries, &appended).is_err() {
+                if write_entries(idx_path, entries, &appended).is_err() {
                     // A read-only place: scan instead of caching.
                     return self.scan_for(seq);
                 }
@@ -202,7 +202,7 @@ impl LogReader {
         if seq >= entries {
             return Ok(None);
         }
-        match read_entry(&idx_path, seq) {
+        match read_entry(idx_path, seq) {
             Some(offset) => Ok(Some(offset)),
             None => self.scan_for(seq),
         }

@@ -163,7 +163,7 @@ impl SnapshotStore {
                 out.push((seq, path));
             }
         }
-        out.sort_by(|a, b| b.0.cmp(&a.0));
+        out.sort_by_key(|e| std::cmp::Reverse(e.0));
         Ok(out)
     }
 
