@@ -15,11 +15,13 @@ pub fn unified(path: &str, before: &str, after: &str, lines_max: usize) -> Strin
         };
         let old = first.old_range().start..last.old_range().end;
         let new = first.new_range().start..last.new_range().end;
+        // An empty side starts at the line before it, as in diff(1): `@@ -0,0 +1,3 @@`.
+        let start = |r: &std::ops::Range<usize>| if r.is_empty() { r.start } else { r.start + 1 };
         out.push(format!(
             "@@ -{},{} +{},{} @@",
-            old.start + 1,
+            start(&old),
             old.len(),
-            new.start + 1,
+            start(&new),
             new.len()
         ));
         for op in &group {
@@ -60,6 +62,10 @@ mod tests {
         assert_eq!(
             d,
             "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n    1     1  one\n    2       -two\n          2 +2\n    3     3  three"
+        );
+        assert_eq!(
+            unified("n.txt", "", "a\n", 120),
+            "--- a/n.txt\n+++ b/n.txt\n@@ -0,0 +1,1 @@\n          1 +a"
         );
         let capped = unified("a.txt", "one\ntwo\nthree\n", "one\n2\nthree\n", 4);
         assert!(capped.ends_with("…(3 more diff lines)"), "{capped}");

@@ -131,7 +131,7 @@ impl State {
                 let key = repeat_key(tool, input);
                 let counter = self.repeats.entry(key).or_default();
                 counter.count += 1;
-                counter.paths = named_paths(input);
+                counter.paths = named_paths(input, self.workspace.as_deref());
                 self.open_calls.insert(
                     call.clone(),
                     OpenCall {
@@ -293,16 +293,25 @@ pub fn canonical_json(v: &serde_json::Value) -> String {
     sort(v).to_string()
 }
 
-/// The workspace paths a call's input names (`path`, and `path` of each patch).
-pub fn named_paths(input: &serde_json::Value) -> Vec<String> {
+/// The workspace paths a call's input names (`path`, and `path` of each patch), spelt as
+/// the tools record them: an absolute path inside `workspace` made relative, `.` and
+/// `..` applied (no I/O, so a symlink in the path is not followed).
+pub fn named_paths(input: &serde_json::Value, workspace: Option<&str>) -> Vec<String> {
+    let rel = |p: &str| {
+        let inside = workspace.and_then(|w| std::path::Path::new(p).strip_prefix(w).ok());
+        match inside.and_then(|r| r.to_str()) {
+            Some(r) => normalise_rel(r),
+            None => normalise_rel(p),
+        }
+    };
     let mut out = Vec::new();
     if let Some(p) = input.get("path").and_then(|p| p.as_str()) {
-        out.push(normalise_rel(p));
+        out.push(rel(p));
     }
     if let Some(patches) = input.get("patches").and_then(|p| p.as_array()) {
         for p in patches {
             if let Some(p) = p.get("path").and_then(|p| p.as_str()) {
-                out.push(normalise_rel(p));
+                out.push(rel(p));
             }
         }
     }
@@ -311,12 +320,22 @@ pub fn named_paths(input: &serde_json::Value) -> Vec<String> {
     out
 }
 
-/// A relative path with `.` segments and duplicate slashes removed (no I/O).
+/// A relative path with `.` segments and duplicate slashes removed and `..` applied
+/// (no I/O). A path that climbs out with `..` is kept as given: it names no file of the
+/// workspace.
 pub fn normalise_rel(p: &str) -> String {
-    let parts: Vec<&str> = p
-        .split('/')
-        .filter(|s| !s.is_empty() && *s != ".")
-        .collect();
+    let mut parts: Vec<&str> = Vec::new();
+    for s in p.split('/') {
+        match s {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return p.to_string();
+                }
+            }
+            s => parts.push(s),
+        }
+    }
     parts.join("/")
 }
 

@@ -33,7 +33,7 @@ impl Default for VerifyOptions {
     fn default() -> Self {
         VerifyOptions {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            chunk_bytes: 4 << 20,
+            chunk_bytes: 8 << 20,
             record_bytes_max: RECORD_BYTES_MAX,
             problems_max: 10_000,
         }
@@ -108,15 +108,48 @@ pub fn verify_path(path: &Path, options: &VerifyOptions) -> Result<VerifyReport>
     let mut file = File::open(path).at(path)?;
     let mut v = Verifier::new(*options);
     let mut buf: Vec<u8> = Vec::with_capacity(options.chunk_bytes + options.record_bytes_max);
-    let mut chunk = vec![0u8; options.chunk_bytes.max(1)];
-    loop {
-        let n = file.read(&mut chunk).at(path)?;
-        if n == 0 {
-            break;
+    let chunk_bytes = options.chunk_bytes.max(1);
+    // A reader thread keeps the next chunk coming while the workers hash this one.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(2);
+    let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let report = std::thread::scope(|s| -> Result<VerifyReport> {
+        s.spawn(move || {
+            loop {
+                let mut chunk = back_rx
+                    .try_recv()
+                    .unwrap_or_else(|_| vec![0u8; chunk_bytes]);
+                chunk.resize(chunk_bytes, 0);
+                let mut filled = 0;
+                let result = loop {
+                    match file.read(&mut chunk[filled..]) {
+                        Ok(0) => break Ok(()),
+                        Ok(n) => {
+                            filled += n;
+                            if filled == chunk.len() {
+                                break Ok(());
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => break Err(e),
+                    }
+                };
+                chunk.truncate(filled);
+                let end = filled == 0 || result.is_err();
+                if tx.send(result.map(|()| chunk)).is_err() || end {
+                    return;
+                }
+            }
+        });
+        for chunk in rx {
+            let chunk = chunk.at(path)?;
+            if chunk.is_empty() {
+                break;
+            }
+            v.push(&mut buf, &chunk);
+            let _ = back_tx.send(chunk);
         }
-        v.push(&mut buf, &chunk[..n]);
-    }
-    let report = v.finish(&buf);
+        Ok(v.finish(&buf))
+    })?;
     if report.head.is_none() && report.bytes > 0 {
         // Not one good record: tell "not a log at all" apart from a damaged log.
         crate::log::check_is_log_file(path)?;
@@ -326,7 +359,7 @@ impl Verifier {
         self.next_line(len);
     }
 
-    fn finish(mut self, rest: &[u8]) -> VerifyReport {
+    fn finish(&mut self, rest: &[u8]) -> VerifyReport {
         if let Some(skipped) = self.skipping {
             let seq = self.expected_seq;
             self.problem(Some(seq), ProblemKind::TooLong, format!("a final line of {skipped} bytes without a newline is longer than record_bytes_max"));
@@ -342,13 +375,16 @@ impl Verifier {
         if self.report.bytes == 0 {
             self.problem(None, ProblemKind::Empty, "empty log: no records".into());
         }
-        self.report
+        std::mem::replace(&mut self.report, Verifier::new(self.options).report)
     }
 }
 
 fn summarise(region: &[u8], record_bytes_max: usize) -> Vec<(u32, Summary)> {
     let mut out = Vec::with_capacity(region.len() / 256 + 1);
-    for line in region.split_inclusive(|&b| b == b'\n') {
+    let mut start = 0;
+    for nl in memchr::memchr_iter(b'\n', region) {
+        let line = &region[start..=nl];
+        start = nl + 1;
         let body = &line[..line.len() - 1];
         let summary = if line.len() > record_bytes_max {
             Summary::Bad {

@@ -66,7 +66,7 @@ impl TypedTool for ReadFileRange {
         let mut footer = text::footer(&file, shown, |next| {
             format!("read on with start_line={next}")
         });
-        if wanted_end > last {
+        if wanted_end.min(file.total_lines) > last {
             footer.push_str(&format!("\n(range cut to read_lines_max = {max} lines)"));
         }
         ctx.record_read(

@@ -43,7 +43,7 @@ pub fn load(ctx: &Ctx<'_>, path: &str, how_to_narrow: &str) -> Result<TextFile, 
     if meta.is_dir() {
         return Err(ToolOutput::error(format!(
             "{} is a directory, not a file; list it instead",
-            ws.rel
+            if ws.rel.is_empty() { "." } else { &ws.rel }
         )));
     }
     if meta.len() > ctx.limits.read_file_bytes_max {

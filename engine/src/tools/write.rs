@@ -30,7 +30,7 @@ pub fn current(ws: &WsPath) -> Result<Option<Current>, ToolOutput> {
         Err(e) => Err(ToolOutput::error(format!("cannot read {}: {e}", ws.rel))),
         Ok(m) if m.is_dir() => Err(ToolOutput::error(format!(
             "{} is a directory, not a file",
-            ws.rel
+            if ws.rel.is_empty() { "." } else { &ws.rel }
         ))),
         Ok(m) => {
             let bytes = std::fs::read(&ws.abs)
@@ -164,8 +164,13 @@ pub fn find(content: &str, old: &str) -> Found {
     }
     let old_lines: Vec<String> = old.trim_end_matches('\n').split('\n').map(loose).collect();
     let mut starts = Vec::new();
-    let mut pos = 0;
-    let file_lines: Vec<&str> = content.split_inclusive('\n').collect();
+    // A BOM is no part of the first line: it stays in place.
+    let mut pos = if content.starts_with('\u{feff}') {
+        '\u{feff}'.len_utf8()
+    } else {
+        0
+    };
+    let file_lines: Vec<&str> = content[pos..].split_inclusive('\n').collect();
     for l in &file_lines {
         starts.push(pos);
         pos += l.len();
@@ -299,8 +304,11 @@ fn create_no_clobber(dest: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
     let result = (|| {
         std::fs::create_dir_all(parent)?;
+        // A new file gets the mode any new file gets (0o666 under the umask), not the
+        // temporary file's private 0o600.
         let mut tmp = tempfile::Builder::new()
             .prefix(".cairn-tmp-")
+            .permissions(std::fs::Permissions::from_mode(0o666))
             .tempfile_in(parent)?;
         tmp.write_all(bytes)?;
         tmp.as_file().sync_all()?;

@@ -77,19 +77,18 @@ fn plan(ctx: &mut Ctx<'_>, patches: &[Patch]) -> Result<Plan, ToolOutput> {
     if whole > 0 && patches.len() > 1 {
         return err("a call holds one create or replace patch, or one or more edit patches of one file; split this batch".into());
     }
-    if let Some((i, p)) = patches
-        .iter()
-        .enumerate()
-        .find(|(_, p)| p.path != first.path)
-    {
-        return err(format!(
-            "patch {} is for {} but patch 1 is for {}: edits in one call must target one file",
-            i + 1,
-            p.path,
-            first.path
-        ));
-    }
     let ws = ctx.resolve(&first.path)?;
+    // One file however it is spelt (`a.txt`, `./a.txt`, an absolute path).
+    for (i, p) in patches.iter().enumerate().skip(1) {
+        if p.path != first.path && ctx.resolve(&p.path)?.rel != ws.rel {
+            return err(format!(
+                "patch {} is for {} but patch 1 is for {}: edits in one call must target one file",
+                i + 1,
+                p.path,
+                first.path
+            ));
+        }
+    }
     let cur = write::current(&ws)?;
     let now = cur.as_ref().map(|c| c.hash);
     match first.op {
