@@ -1,16 +1,21 @@
-//! list_dir (stub: being written).
+//! list_dir (thoth): the entries of one folder, sorted, folders with a trailing `/`,
+//! files with their size. Hidden entries are shown (`.git` never is); entries the
+//! ignore rules leave out of glob and grep are marked `ignored`.
+
+use std::collections::BTreeSet;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
+use crate::tools::search::{self, WalkOptions};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// placeholder
-    pub pattern: Option<String>,
+    /// Folder to list, relative to the workspace root (default: the workspace root).
+    pub path: Option<String>,
 }
 
 pub struct ListDir;
@@ -18,9 +23,94 @@ pub struct ListDir;
 impl TypedTool for ListDir {
     type Input = Input;
     const NAME: &'static str = "list_dir";
-    const DESCRIPTION: &'static str = "stub";
+    const DESCRIPTION: &'static str = "List a directory: one entry a line, sorted by name, folders with a trailing /, files with their size in bytes, symlinks with their target. Entries ignored by .gitignore/.ignore are marked. Capped.";
     const MUTATING: bool = false;
-    fn run(&self, _ctx: &mut Ctx<'_>, _input: Input) -> Result<ToolOutput> {
-        Ok(ToolOutput::error("not yet"))
+
+    fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
+        let base = match search::folder(ctx, input.path.as_deref(), "read it with read_file") {
+            Ok(f) => f,
+            Err(out) => return Ok(out),
+        };
+        let reader = match std::fs::read_dir(&base.ws.abs) {
+            Ok(r) => r,
+            Err(e) => {
+                return Ok(ToolOutput::error(format!(
+                    "cannot list {}: {e}",
+                    base.display()
+                )));
+            }
+        };
+        let walked = search::walk(
+            ctx,
+            &base,
+            WalkOptions {
+                hidden: true,
+                follow_symlinks: false,
+                depth_max: Some(1),
+            },
+        );
+        let admitted: BTreeSet<&str> = walked.entries.iter().map(|e| e.rel.as_str()).collect();
+        let mut lines: Vec<(String, String)> = Vec::new();
+        for entry in reader {
+            let Ok(entry) = entry else { continue };
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let abs = entry.path();
+            if name == ".git" || abs.starts_with(ctx.home) {
+                continue;
+            }
+            let rel = if base.rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{}/{name}", base.rel)
+            };
+            let ignored = !admitted.contains(rel.as_str());
+            let Ok(meta) = std::fs::symlink_metadata(&abs) else {
+                continue;
+            };
+            let t = meta.file_type();
+            let mut facts: Vec<String> = Vec::new();
+            let shown = if t.is_dir() {
+                format!("{rel}/")
+            } else if t.is_symlink() {
+                let target = std::fs::read_link(&abs)
+                    .map_or_else(|_| "?".to_string(), |p| p.to_string_lossy().into_owned());
+                facts.push("symlink".into());
+                format!("{rel} -> {target}")
+            } else if t.is_file() {
+                facts.push(format!("{} bytes", meta.len()));
+                rel
+            } else {
+                facts.push("special file".into());
+                rel
+            };
+            if ignored {
+                facts.push("ignored".into());
+            }
+            let line = if facts.is_empty() {
+                shown
+            } else {
+                format!("{shown} ({})", facts.join(", "))
+            };
+            lines.push((name, line));
+        }
+        lines.sort();
+        let lines: Vec<String> = lines.into_iter().map(|(_, l)| l).collect();
+        let mut out = if lines.is_empty() {
+            vec![format!("{} is empty", base.display())]
+        } else {
+            search::capped_list(
+                &lines,
+                ctx.limits.list_entries_max,
+                ("entry", "entries"),
+                "list a subfolder, or use glob to find what you need",
+            )
+        };
+        if walked.base_ignored {
+            out.push(format!(
+                "({} is ignored by the workspace's ignore rules: glob and grep skip it unless their path names it)",
+                base.display()
+            ));
+        }
+        Ok(ToolOutput::ok(out.join("\n")))
     }
 }

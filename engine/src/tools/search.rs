@@ -1,1 +1,1009 @@
-//! Walking and matching shared by the search tools (being written).
+//! Walking and matching shared by the search and listing tools.
+//!
+//! The walk always starts at the workspace root, so `.gitignore`/`.ignore` rules are
+//! anchored where the manifest anchors them (with or without a git repository), and is
+//! pruned to the folder asked for. Hidden entries are left out unless asked for (a
+//! folder the call names is never "hidden"), `.git` and the cairn home never appear,
+//! and symlinks are only followed when asked, and then never out of the workspace.
+//!
+//! Content search runs in process with ripgrep's crates, one file at a time in sorted
+//! order (files in parallel, results merged in order), so a capped answer always shows
+//! the same first matches and replay compares equal.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use globset::{GlobBuilder, GlobMatcher};
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{
+    BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
+};
+
+use crate::paths::WsPath;
+use crate::tool::{Ctx, ToolOutput};
+use crate::tools::text;
+
+/// Threads used to sniff and search files.
+const THREADS_MAX: usize = 8;
+
+/// What a walk admits.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WalkOptions {
+    /// Include entries whose name starts with `.` (`.git` never appears).
+    pub hidden: bool,
+    /// Follow symlinks (never out of the workspace).
+    pub follow_symlinks: bool,
+    /// Levels below the base folder to descend; 1 = its direct entries.
+    pub depth_max: Option<usize>,
+}
+
+/// The kind of a walked entry (of the link's target when symlinks are followed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    Symlink,
+    Other,
+}
+
+/// One entry of a walk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// Workspace-relative, `/`-separated.
+    pub rel: String,
+    pub abs: PathBuf,
+    pub kind: Kind,
+}
+
+/// The result of a walk.
+#[derive(Debug, Default)]
+pub struct Walked {
+    /// Entries below the base folder, sorted by path.
+    pub entries: Vec<Found>,
+    /// Symlinks that lead outside the workspace, left unfollowed (sorted).
+    pub escaping_links: Vec<String>,
+    /// The base folder is ignored by the workspace's ignore rules; it was walked
+    /// because the call named it, with only the rules found inside it.
+    pub base_ignored: bool,
+}
+
+impl Walked {
+    /// The files, in path order.
+    pub fn files(&self) -> impl Iterator<Item = &Found> {
+        self.entries.iter().filter(|e| e.kind == Kind::File)
+    }
+
+    /// Notes about how the walk went, one per line (empty when there is nothing to say).
+    pub fn notes(&self, base_rel: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.base_ignored {
+            out.push(format!(
+                "({base_rel} is ignored by the workspace's ignore rules; it was walked because the call names it)"
+            ));
+        }
+        if !self.escaping_links.is_empty() {
+            out.push(format!(
+                "({} leading outside the workspace not followed: {})",
+                plural(self.escaping_links.len(), "symlink", "symlinks"),
+                self.escaping_links.join(", ")
+            ));
+        }
+        out
+    }
+}
+
+/// A folder inside the workspace to walk.
+pub struct Folder {
+    pub ws: WsPath,
+    /// Workspace-relative path of the folder with symlinks resolved ("" for the root).
+    pub rel: String,
+}
+
+impl Folder {
+    /// How to name the folder in a message.
+    pub fn display(&self) -> &str {
+        if self.rel.is_empty() {
+            "the workspace root"
+        } else {
+            &self.rel
+        }
+    }
+}
+
+/// What a path given to a search tool turned out to be.
+pub enum Target {
+    Folder(Folder),
+    File(Found),
+}
+
+/// Resolves an optional `path` input (default: the workspace root) to a folder or file.
+pub fn target(ctx: &Ctx<'_>, path: Option<&str>) -> Result<Target, ToolOutput> {
+    let given = match path {
+        None => ".",
+        Some(p) if p.trim().is_empty() => ".",
+        Some(p) => p,
+    };
+    let ws = ctx.resolve(given)?;
+    let meta = std::fs::metadata(&ws.abs).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            ToolOutput::error(format!("no such file or folder: {}", ws.rel))
+        }
+        _ => ToolOutput::error(format!("cannot open {}: {e}", ws.rel)),
+    })?;
+    let rel = rel_of(ctx.root, &ws.abs).unwrap_or_default();
+    if rel.split('/').any(|c| c == ".git") {
+        return Err(ToolOutput::error(format!(
+            "{rel}: the search and listing tools never look into .git"
+        )));
+    }
+    if meta.is_dir() {
+        Ok(Target::Folder(Folder { ws, rel }))
+    } else if meta.is_file() {
+        Ok(Target::File(Found {
+            rel,
+            abs: ws.abs,
+            kind: Kind::File,
+        }))
+    } else {
+        Err(ToolOutput::error(format!(
+            "{} is neither a file nor a folder",
+            ws.rel
+        )))
+    }
+}
+
+/// Resolves an optional `path` input that must be a folder.
+pub fn folder(ctx: &Ctx<'_>, path: Option<&str>, file_hint: &str) -> Result<Folder, ToolOutput> {
+    match target(ctx, path)? {
+        Target::Folder(f) => Ok(f),
+        Target::File(f) => Err(ToolOutput::error(format!(
+            "{} is a file, not a folder; {file_hint}",
+            f.rel
+        ))),
+    }
+}
+
+/// Workspace-relative `/`-separated path of `abs`, if it is inside `root`.
+pub fn rel_of(root: &Path, abs: &Path) -> Option<String> {
+    let rel = abs.strip_prefix(root).ok()?;
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    Some(parts.join("/"))
+}
+
+/// Walks `base` (a folder inside the workspace) with the workspace's ignore rules.
+pub fn walk(ctx: &Ctx<'_>, base: &Folder, opts: WalkOptions) -> Walked {
+    let first = walk_from(ctx.root, ctx.root, ctx.home, &base.rel, opts);
+    if first.base_seen {
+        return first.walked;
+    }
+    // The folder itself is ignored: a call that names it still gets to look inside,
+    // as ripgrep does with a path given on its command line.
+    let mut second = walk_from(ctx.root, &base.ws.abs, ctx.home, &base.rel, opts).walked;
+    second.base_ignored = true;
+    second
+}
+
+struct WalkRun {
+    walked: Walked,
+    base_seen: bool,
+}
+
+fn walk_from(root: &Path, start: &Path, home: &Path, base_rel: &str, opts: WalkOptions) -> WalkRun {
+    let base_depth = if base_rel.is_empty() {
+        0
+    } else {
+        base_rel.split('/').count()
+    };
+    let start_depth = rel_of(root, start).map_or(0, |r| {
+        if r.is_empty() {
+            0
+        } else {
+            r.split('/').count()
+        }
+    });
+    let seen = Arc::new(AtomicBool::new(
+        base_rel.is_empty() || start_depth == base_depth,
+    ));
+    let escaping = Arc::new(Mutex::new(Vec::new()));
+    let mut builder = ignore::WalkBuilder::new(start);
+    builder
+        .hidden(false)
+        .ignore(true)
+        .git_ignore(true)
+        .git_global(false)
+        .git_exclude(true)
+        .require_git(false)
+        .parents(false)
+        .follow_links(opts.follow_symlinks)
+        .max_depth(opts.depth_max.map(|d| base_depth - start_depth + d));
+    {
+        let root = root.to_path_buf();
+        let home = home.to_path_buf();
+        let base_rel = base_rel.to_string();
+        let seen = Arc::clone(&seen);
+        let escaping = Arc::clone(&escaping);
+        builder.filter_entry(move |e| {
+            if e.file_name() == ".git" {
+                return false;
+            }
+            let path = e.path();
+            if path.starts_with(&home) {
+                return false;
+            }
+            let Some(rel) = rel_of(&root, path) else {
+                return false;
+            };
+            match relation(&rel, &base_rel) {
+                Relation::Outside => return false,
+                Relation::Ancestor => return true,
+                Relation::Base => {
+                    seen.store(true, Ordering::Relaxed);
+                    return true;
+                }
+                Relation::Inside => {}
+            }
+            if !opts.hidden && e.file_name().to_string_lossy().starts_with('.') {
+                return false;
+            }
+            if opts.follow_symlinks && e.path_is_symlink() {
+                let inside = std::fs::canonicalize(path)
+                    .is_ok_and(|t| t.starts_with(&root) && !t.starts_with(&home));
+                if !inside {
+                    if let Ok(mut v) = escaping.lock() {
+                        v.push(rel);
+                    }
+                    return false;
+                }
+            }
+            true
+        });
+    }
+    let found = Mutex::new(Vec::new());
+    builder.build_parallel().run(|| {
+        let found = &found;
+        let root = root.to_path_buf();
+        let base_rel = base_rel.to_string();
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                // Unreadable folders, loops and dangling links are left out.
+                return ignore::WalkState::Continue;
+            };
+            if entry.depth() == 0 {
+                return ignore::WalkState::Continue;
+            }
+            let Some(rel) = rel_of(&root, entry.path()) else {
+                return ignore::WalkState::Continue;
+            };
+            if relation(&rel, &base_rel) != Relation::Inside {
+                return ignore::WalkState::Continue;
+            }
+            let kind = match entry.file_type() {
+                Some(t) if t.is_file() => Kind::File,
+                Some(t) if t.is_dir() => Kind::Dir,
+                Some(t) if t.is_symlink() => Kind::Symlink,
+                _ => Kind::Other,
+            };
+            if let Ok(mut v) = found.lock() {
+                v.push(Found {
+                    rel,
+                    abs: entry.into_path(),
+                    kind,
+                });
+            }
+            ignore::WalkState::Continue
+        })
+    });
+    let mut entries = found.into_inner().unwrap_or_default();
+    entries.sort_by(|a, b| a.rel.cmp(&b.rel));
+    entries.dedup_by(|a, b| a.rel == b.rel);
+    let mut escaping_links = escaping.lock().map(|v| v.clone()).unwrap_or_default();
+    escaping_links.sort();
+    escaping_links.dedup();
+    WalkRun {
+        walked: Walked {
+            entries,
+            escaping_links,
+            base_ignored: false,
+        },
+        base_seen: seen.load(Ordering::Relaxed),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Relation {
+    Ancestor,
+    Base,
+    Inside,
+    Outside,
+}
+
+fn relation(rel: &str, base: &str) -> Relation {
+    if base.is_empty() {
+        return if rel.is_empty() {
+            Relation::Base
+        } else {
+            Relation::Inside
+        };
+    }
+    if rel == base {
+        Relation::Base
+    } else if is_under(base, rel) {
+        Relation::Ancestor
+    } else if is_under(rel, base) {
+        Relation::Inside
+    } else {
+        Relation::Outside
+    }
+}
+
+/// True when `path` is strictly below `folder` (both relative, `/`-separated).
+fn is_under(path: &str, folder: &str) -> bool {
+    folder.is_empty()
+        || (path.len() > folder.len()
+            && path.starts_with(folder)
+            && path.as_bytes()[folder.len()] == b'/')
+}
+
+/// True when a pattern names a hidden entry explicitly (a path component starting with
+/// `.`, such as `.github/**` or `**/.env*`): that counts as asking for hidden files.
+pub fn names_hidden(pattern: &str) -> bool {
+    pattern
+        .split('/')
+        .any(|c| c.starts_with('.') && c != "." && c != "..")
+}
+
+/// A glob matched against file paths, ripgrep style: without a `/` it matches the file
+/// name at any depth; with one, the path relative to the folder searched (or to the
+/// workspace root); a trailing `/` means everything below that folder.
+#[derive(Debug, Clone)]
+pub struct PathGlob {
+    matcher: GlobMatcher,
+    by_name: bool,
+}
+
+impl PathGlob {
+    /// Compiles `pattern`; the error says what is wrong with it.
+    pub fn new(pattern: &str) -> Result<PathGlob, String> {
+        let mut p = pattern.trim();
+        while let Some(rest) = p.strip_prefix("./") {
+            p = rest;
+        }
+        let p = p.trim_start_matches('/');
+        if p.is_empty() {
+            return Err(format!(
+                "invalid glob `{pattern}`: it is empty; use `**/*` for every file"
+            ));
+        }
+        let p = match p.strip_suffix('/') {
+            Some(dir) => format!("{dir}/**"),
+            None => p.to_string(),
+        };
+        let by_name = !p.contains('/');
+        let glob = GlobBuilder::new(&p)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map_err(|e| format!("invalid glob `{pattern}`: {}", e.kind()))?;
+        Ok(PathGlob {
+            matcher: glob.compile_matcher(),
+            by_name,
+        })
+    }
+
+    /// True when the file at workspace-relative `rel` matches; `base` is the folder
+    /// searched ("" for the root).
+    pub fn matches(&self, rel: &str, base: &str) -> bool {
+        if self.by_name {
+            let name = rel.rsplit('/').next().unwrap_or(rel);
+            return self.matcher.is_match(name);
+        }
+        let in_base = if base.is_empty() {
+            rel
+        } else {
+            rel.strip_prefix(base)
+                .map_or(rel, |r| r.trim_start_matches('/'))
+        };
+        self.matcher.is_match(in_base) || (in_base != rel && self.matcher.is_match(rel))
+    }
+}
+
+/// An extension filter: `rs`, `.rs` and `tar.gz` all work; case is ignored.
+#[derive(Debug, Clone)]
+pub struct Extensions(Vec<String>);
+
+impl Extensions {
+    /// `None` when the list is absent or empty (no filter).
+    pub fn new(list: Option<&[String]>) -> Result<Option<Extensions>, String> {
+        let Some(list) = list.filter(|l| !l.is_empty()) else {
+            return Ok(None);
+        };
+        let mut out = Vec::with_capacity(list.len());
+        for e in list {
+            let e = e.trim().trim_start_matches('.');
+            if e.is_empty() || e.contains('/') {
+                return Err(format!(
+                    "invalid extension `{e}` in extensions: give extensions such as \"rs\" or \"tar.gz\""
+                ));
+            }
+            out.push(format!(".{}", e.to_ascii_lowercase()));
+        }
+        Ok(Some(Extensions(out)))
+    }
+
+    pub fn matches(&self, rel: &str) -> bool {
+        let name = rel.rsplit('/').next().unwrap_or(rel).to_ascii_lowercase();
+        self.0
+            .iter()
+            .any(|e| name.len() > e.len() && name.ends_with(e.as_str()))
+    }
+}
+
+/// Renders a capped listing: the first `max` paths, then a note on the rest.
+/// `what` names one item and several, e.g. `("file", "files")`.
+pub fn capped_list(items: &[String], max: usize, what: (&str, &str), hint: &str) -> Vec<String> {
+    let mut out: Vec<String> = items.iter().take(max).cloned().collect();
+    if items.len() > max {
+        out.push(format!(
+            "…({} not shown; {hint})",
+            plural(
+                items.len() - max,
+                &format!("more {}", what.0),
+                &format!("more {}", what.1)
+            )
+        ));
+    }
+    out
+}
+
+/// `1 file`, `2 files`.
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// Cuts a line to `chars_max` characters, saying how many were left out.
+pub fn cut_line(line: &str, chars_max: usize) -> String {
+    match line.char_indices().nth(chars_max) {
+        None => line.to_string(),
+        Some((at, _)) => format!(
+            "{}…({})",
+            &line[..at],
+            plural(
+                line[at..].chars().count(),
+                "more character",
+                "more characters"
+            )
+        ),
+    }
+}
+
+/// Why a file was not searched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    Binary,
+    TooBig,
+    Unreadable,
+}
+
+/// Files left out of a search, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Skipped {
+    pub binary: usize,
+    pub too_big: usize,
+    pub unreadable: usize,
+}
+
+impl Skipped {
+    pub fn add(&mut self, s: Skip) {
+        match s {
+            Skip::Binary => self.binary += 1,
+            Skip::TooBig => self.too_big += 1,
+            Skip::Unreadable => self.unreadable += 1,
+        }
+    }
+
+    /// `(skipped: 2 binary files, 1 file over read_file_bytes_max = 10 bytes)`, or `None`.
+    pub fn note(&self, bytes_max: u64) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.binary > 0 {
+            parts.push(plural(self.binary, "binary file", "binary files"));
+        }
+        if self.too_big > 0 {
+            parts.push(format!(
+                "{} over read_file_bytes_max = {bytes_max} bytes",
+                plural(self.too_big, "file", "files")
+            ));
+        }
+        if self.unreadable > 0 {
+            parts.push(format!(
+                "{} unreadable",
+                plural(self.unreadable, "file", "files")
+            ));
+        }
+        (!parts.is_empty()).then(|| format!("(skipped: {})", parts.join(", ")))
+    }
+}
+
+/// Threads worth starting for `jobs` jobs.
+fn worker_threads(jobs: usize) -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(THREADS_MAX)
+        .min(jobs)
+}
+
+/// Runs `f` over `items` on a few threads; results come back in the items' order.
+fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = worker_threads(items.len());
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut slots: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut local = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        local.push((i, f(item)));
+                    }
+                    local
+                })
+            })
+            .collect();
+        for h in handles {
+            match h.join() {
+                Ok(done) => {
+                    for (i, r) in done {
+                        slots[i] = Some(r);
+                    }
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+    });
+    slots
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| r.unwrap_or_else(|| panic!("par_map: item {i} was never processed")))
+        .collect()
+}
+
+/// Sniffs `files` and keeps those worth a content search (text, within the size
+/// limit), in order, with the count of those left out.
+pub fn searchable<'a>(files: &[&'a Found], bytes_max: u64) -> (Vec<&'a Found>, Skipped) {
+    let verdicts = par_map(files, |f| sniff(&f.abs, bytes_max));
+    let mut keep = Vec::new();
+    let mut skipped = Skipped::default();
+    for (f, v) in files.iter().zip(verdicts) {
+        match v {
+            None => keep.push(*f),
+            Some(s) => skipped.add(s),
+        }
+    }
+    (keep, skipped)
+}
+
+fn sniff(abs: &Path, bytes_max: u64) -> Option<Skip> {
+    let Ok(meta) = std::fs::metadata(abs) else {
+        return Some(Skip::Unreadable);
+    };
+    if meta.len() > bytes_max {
+        return Some(Skip::TooBig);
+    }
+    let Ok(file) = std::fs::File::open(abs) else {
+        return Some(Skip::Unreadable);
+    };
+    let mut head = Vec::with_capacity(text::SNIFF_BYTES);
+    if file
+        .take(text::SNIFF_BYTES as u64)
+        .read_to_end(&mut head)
+        .is_err()
+    {
+        return Some(Skip::Unreadable);
+    }
+    text::is_binary(&head).then_some(Skip::Binary)
+}
+
+/// Compiles a line regex; the error says what is wrong with it.
+pub fn regex(pattern: &str, case_insensitive: bool) -> Result<RegexMatcher, String> {
+    RegexMatcherBuilder::new()
+        .case_insensitive(case_insensitive)
+        .line_terminator(Some(b'\n'))
+        .build(pattern)
+        .map_err(|e| format!("invalid regex `{pattern}`: {e}"))
+}
+
+/// What a content search is asked to do.
+pub struct LineSearch<'a> {
+    pub matcher: &'a RegexMatcher,
+    /// Context lines before and after each match (already clamped).
+    pub context: usize,
+    pub matches_max: usize,
+    pub chars_max: usize,
+    pub bytes_max: u64,
+}
+
+/// The result of a content search.
+#[derive(Debug, Default)]
+pub struct SearchReport {
+    /// `path:line:text` for matches, `path-line-text` for context, `--` between groups.
+    pub lines: Vec<String>,
+    /// Matching lines found, shown or not.
+    pub matches: usize,
+    pub shown: usize,
+    pub files_searched: usize,
+    pub skipped: Skipped,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HitKind {
+    Match,
+    Before,
+    After,
+    Break,
+}
+
+#[derive(Debug, Default)]
+struct FileHits {
+    matches: usize,
+    hits: Vec<(HitKind, u64, String)>,
+    skip: Option<Skip>,
+}
+
+/// Collects up to `store_max` matching lines with their context and counts the rest.
+struct Collect {
+    store_max: usize,
+    chars_max: usize,
+    matches: usize,
+    full: bool,
+    hits: Vec<(HitKind, u64, String)>,
+}
+
+impl Collect {
+    fn push(&mut self, kind: HitKind, n: u64, bytes: &[u8]) {
+        let line = String::from_utf8_lossy(bytes);
+        let line = line.trim_end_matches('\n').trim_end_matches('\r');
+        self.hits.push((kind, n, cut_line(line, self.chars_max)));
+    }
+}
+
+impl Sink for Collect {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, std::io::Error> {
+        let first = m.line_number().unwrap_or(0);
+        for (i, line) in m.lines().enumerate() {
+            self.matches += 1;
+            if self.matches <= self.store_max {
+                self.push(HitKind::Match, first + i as u64, line);
+            } else {
+                self.full = true;
+            }
+        }
+        Ok(true)
+    }
+
+    fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, std::io::Error> {
+        if !self.full {
+            let kind = match c.kind() {
+                SinkContextKind::Before => HitKind::Before,
+                _ => HitKind::After,
+            };
+            self.push(kind, c.line_number().unwrap_or(0), c.bytes());
+        }
+        Ok(true)
+    }
+
+    fn context_break(&mut self, _: &Searcher) -> Result<bool, std::io::Error> {
+        if !self.full {
+            self.hits.push((HitKind::Break, 0, String::new()));
+        }
+        Ok(true)
+    }
+}
+
+fn search_file(q: &LineSearch<'_>, abs: &Path, store_max: usize) -> FileHits {
+    let skipped = |s| FileHits {
+        skip: Some(s),
+        ..FileHits::default()
+    };
+    let Ok(meta) = std::fs::metadata(abs) else {
+        return skipped(Skip::Unreadable);
+    };
+    if meta.len() > q.bytes_max {
+        return skipped(Skip::TooBig);
+    }
+    let Ok(bytes) = std::fs::read(abs) else {
+        return skipped(Skip::Unreadable);
+    };
+    if bytes.len() as u64 > q.bytes_max {
+        return skipped(Skip::TooBig);
+    }
+    if text::is_binary(&bytes) {
+        return skipped(Skip::Binary);
+    }
+    // Files past the cap are only counted: no context is gathered for them.
+    let context = if store_max > 0 { q.context } else { 0 };
+    let mut searcher = SearcherBuilder::new()
+        .line_number(true)
+        .before_context(context)
+        .after_context(context)
+        .binary_detection(BinaryDetection::none())
+        .build();
+    let mut sink = Collect {
+        store_max,
+        chars_max: q.chars_max,
+        matches: 0,
+        full: false,
+        hits: Vec::new(),
+    };
+    if searcher.search_slice(q.matcher, &bytes, &mut sink).is_err() {
+        return skipped(Skip::Unreadable);
+    }
+    FileHits {
+        matches: sink.matches,
+        hits: sink.hits,
+        skip: None,
+    }
+}
+
+/// Searches `files` (in the order given, which is path order) line by line.
+///
+/// Files are searched in parallel and merged strictly in order, so the answer is the
+/// one a sequential search gives. A file is searched with room for as many matches as
+/// the cap still allowed when it started; the cap only fills as files merge, so that
+/// is always enough, and once the cap is full the remaining files are only counted.
+pub fn search(q: &LineSearch<'_>, files: &[&Found]) -> SearchReport {
+    let merge = Mutex::new(Merge {
+        slots: (0..files.len()).map(|_| None).collect(),
+        next: 0,
+        report: SearchReport::default(),
+    });
+    let shown = AtomicUsize::new(0);
+    let next = AtomicUsize::new(0);
+    let work = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(f) = files.get(i) else { break };
+            let store_max = q.matches_max.saturating_sub(shown.load(Ordering::Acquire));
+            let hits = search_file(q, &f.abs, store_max);
+            let mut m = match merge.lock() {
+                Ok(m) => m,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            m.slots[i] = Some(hits);
+            m.drain(files, q);
+            shown.store(m.report.shown, Ordering::Release);
+        }
+    };
+    let threads = worker_threads(files.len());
+    if threads <= 1 {
+        work();
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads).map(|_| scope.spawn(work)).collect();
+            for h in handles {
+                if let Err(panic) = h.join() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        });
+    }
+    let m = match merge.into_inner() {
+        Ok(m) => m,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    assert_eq!(m.next, files.len(), "search: every file is merged");
+    m.report
+}
+
+/// Search results waiting to be merged in path order.
+struct Merge {
+    slots: Vec<Option<FileHits>>,
+    /// The first file not merged yet.
+    next: usize,
+    report: SearchReport,
+}
+
+impl Merge {
+    /// Merges every finished file that follows the merged ones.
+    fn drain(&mut self, files: &[&Found], q: &LineSearch<'_>) {
+        while let Some(r) = self.slots.get_mut(self.next).and_then(Option::take) {
+            let rel = &files[self.next].rel;
+            self.next += 1;
+            let report = &mut self.report;
+            if let Some(s) = r.skip {
+                report.skipped.add(s);
+                continue;
+            }
+            report.files_searched += 1;
+            report.matches += r.matches;
+            let room = q.matches_max - report.shown;
+            if r.matches == 0 || room == 0 {
+                continue;
+            }
+            if q.context > 0 && !report.lines.is_empty() {
+                report.lines.push("--".to_string());
+            }
+            for (kind, n, line) in take_matches(r.hits, room) {
+                match kind {
+                    HitKind::Match => {
+                        report.shown += 1;
+                        report.lines.push(format!("{rel}:{n}:{line}"));
+                    }
+                    HitKind::Before | HitKind::After => {
+                        report.lines.push(format!("{rel}-{n}-{line}"))
+                    }
+                    HitKind::Break => report.lines.push("--".to_string()),
+                }
+            }
+        }
+    }
+}
+
+/// The hits up to and including the `n`th match and its after-context.
+fn take_matches(hits: Vec<(HitKind, u64, String)>, n: usize) -> Vec<(HitKind, u64, String)> {
+    let mut out = Vec::with_capacity(hits.len());
+    let mut seen = 0;
+    for h in hits {
+        if h.0 == HitKind::Match {
+            if seen == n {
+                break;
+            }
+            seen += 1;
+        }
+        out.push(h);
+    }
+    // Context gathered for a match that is not shown goes with it.
+    while out
+        .last()
+        .is_some_and(|h| matches!(h.0, HitKind::Before | HitKind::Break))
+    {
+        out.pop();
+    }
+    out
+}
+
+/// The text of a search answer: matches, then notes.
+pub fn render_search(
+    report: &SearchReport,
+    limits_bytes_max: u64,
+    notes: &[String],
+    no_match_hint: &str,
+) -> String {
+    let mut out: Vec<String> = report.lines.clone();
+    if report.matches == 0 {
+        let mut line = format!(
+            "no matches ({} searched)",
+            plural(report.files_searched, "file", "files")
+        );
+        if !no_match_hint.is_empty() {
+            line.push_str(&format!("; {no_match_hint}"));
+        }
+        out.push(line);
+    } else if report.matches > report.shown {
+        let more = report.matches - report.shown;
+        out.push(format!(
+            "…({} not shown; narrow the pattern or add a glob)",
+            plural(more, "more match", "more matches")
+        ));
+    }
+    out.extend(notes.iter().cloned());
+    if let Some(n) = report.skipped.note(limits_bytes_max) {
+        out.push(n);
+    }
+    out.join("\n")
+}
+
+/// The context lines to use: the request clamped to `context_lines_max`, with a note
+/// when it was.
+pub fn clamp_context(
+    field: &str,
+    asked: Option<u32>,
+    limits: &crate::limits::Limits,
+) -> (usize, Vec<String>) {
+    let asked = asked.map_or(0, |n| n as usize);
+    if asked > limits.context_lines_max {
+        (
+            limits.context_lines_max,
+            vec![format!(
+                "({field} {asked} clamped to context_lines_max = {})",
+                limits.context_lines_max
+            )],
+        )
+    } else {
+        (asked, Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_line_counts_characters() {
+        assert_eq!(cut_line("héllo", 5), "héllo");
+        assert_eq!(cut_line("héllo", 2), "hé…(3 more characters)");
+        assert_eq!(cut_line("héllo", 4), "héll…(1 more character)");
+        assert_eq!(cut_line("", 0), "");
+    }
+
+    #[test]
+    fn path_globs_match_names_anywhere_and_paths_from_the_base() {
+        let g = PathGlob::new("*.rs").unwrap();
+        assert!(g.matches("a/b/c.rs", ""));
+        assert!(!g.matches("a/b/c.rsx", ""));
+        let g = PathGlob::new("b/*.rs").unwrap();
+        assert!(g.matches("a/b/c.rs", "a"));
+        assert!(!g.matches("a/b/c.rs", ""));
+        assert!(!g.matches("a/b/d/c.rs", "a"));
+        let g = PathGlob::new("./a/").unwrap();
+        assert!(g.matches("a/b/c.rs", ""));
+        assert!(PathGlob::new("a/{b").is_err());
+        assert!(PathGlob::new("").is_err());
+    }
+
+    #[test]
+    fn hidden_components_are_named_explicitly() {
+        assert!(names_hidden(".github/**"));
+        assert!(names_hidden("**/.env*"));
+        assert!(!names_hidden("./src/*.rs"));
+        assert!(!names_hidden("../x"));
+        assert!(!names_hidden("*.rs"));
+    }
+
+    #[test]
+    fn extensions_ignore_dots_and_case() {
+        let e = Extensions::new(Some(&["RS".to_string(), ".tar.gz".to_string()]))
+            .unwrap()
+            .unwrap();
+        assert!(e.matches("a/b.rs"));
+        assert!(e.matches("x.TAR.GZ"));
+        assert!(!e.matches("rs"));
+        assert!(!e.matches("a.gz"));
+        assert!(Extensions::new(Some(&[".".to_string()])).is_err());
+        assert!(Extensions::new(Some(&[])).unwrap().is_none());
+    }
+
+    #[test]
+    fn take_matches_drops_context_of_matches_not_shown() {
+        let h = |k, n: u64| (k, n, String::new());
+        let hits = vec![
+            h(HitKind::Match, 1),
+            h(HitKind::After, 2),
+            h(HitKind::Break, 0),
+            h(HitKind::Before, 5),
+            h(HitKind::Match, 6),
+        ];
+        assert_eq!(
+            take_matches(hits, 1),
+            vec![h(HitKind::Match, 1), h(HitKind::After, 2)]
+        );
+    }
+
+    #[test]
+    fn skipped_note_names_every_reason() {
+        let s = Skipped {
+            binary: 2,
+            too_big: 1,
+            unreadable: 0,
+        };
+        assert_eq!(
+            s.note(10).unwrap(),
+            "(skipped: 2 binary files, 1 file over read_file_bytes_max = 10 bytes)"
+        );
+        assert_eq!(Skipped::default().note(10), None);
+    }
+}
