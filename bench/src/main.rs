@@ -8,6 +8,7 @@
 //! as, so that the peak memory of one operation is measured alone in its own process.
 
 mod child;
+mod engine;
 mod events;
 mod report;
 mod store;
@@ -29,6 +30,8 @@ struct Cli {
 enum Command {
     /// Benchmark the store: appends, verify (against b3sum), open + repair, memory.
     Store(store::StoreArgs),
+    /// Benchmark the engine: search against rg/fd, recording overhead, session start.
+    Engine(engine::EngineArgs),
     /// Verify one log in process and print `records bytes clean` (used for memory).
     #[command(name = "__verify", hide = true)]
     Verify {
@@ -53,6 +56,7 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Store(args) => store::run(&args),
+        Command::Engine(args) => engine::run(&args),
         Command::Verify { path, threads } => {
             let mut options = cairn_store::VerifyOptions::default();
             if let Some(t) = threads {

@@ -8,6 +8,7 @@ pub enum Unit {
     RecordsPerSec,
     MegabytesPerSec,
     Millis,
+    Micros,
     Megabytes,
     Ratio,
 }
@@ -18,6 +19,7 @@ impl Unit {
             Unit::RecordsPerSec => "records/s",
             Unit::MegabytesPerSec => "MB/s",
             Unit::Millis => "ms",
+            Unit::Micros => "µs",
             Unit::Megabytes => "MB",
             Unit::Ratio => "×",
         }
@@ -30,6 +32,7 @@ impl Unit {
             Unit::MegabytesPerSec => format!("{v:.1}"),
             Unit::Millis if v < 10.0 => format!("{v:.3}"),
             Unit::Millis => format!("{v:.1}"),
+            Unit::Micros => format!("{v:.1}"),
             Unit::Megabytes => format!("{v:.1}"),
             Unit::Ratio => format!("{v:.2}"),
         }

@@ -238,18 +238,18 @@ pub fn run(args: &StoreArgs) -> Result<()> {
     Ok(())
 }
 
-fn progress(what: &str) {
+pub(crate) fn progress(what: &str) {
     eprintln!("cairn-bench: {what}");
 }
 
-fn loadavg() -> String {
+pub(crate) fn loadavg() -> String {
     fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "unknown".into())
 }
 
 /// The machine, as `nproc`, `lscpu`, `free`, `df` and `uname` describe it.
-fn machine(dir: &Path) -> String {
+pub(crate) fn machine(dir: &Path) -> String {
     let mut out = String::new();
     let cap = |p: &str, a: &[&str]| child::capture(p, a).unwrap_or_else(|| "unknown".into());
     let _ = writeln!(out, "$ nproc\n{}", cap("nproc", &[]));

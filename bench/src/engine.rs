@@ -1,0 +1,447 @@
+//! `cairn-bench engine`: the engine's search tools against `rg` and `fd`, the cost of
+//! recording one trivial call, and session start on a 50,000-file tree (see
+//! `bench/README.md`).
+
+use std::fmt::Write as _;
+use std::fs;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail, ensure};
+use cairn_engine::{Catalog, Engine, EngineConfig, Home};
+use cairn_store::Durability;
+use serde_json::json;
+
+use crate::child;
+use crate::report::{Row, Section, Target, Unit, table};
+use crate::store::{loadavg, machine, progress};
+
+/// Flags of `cairn-bench engine`.
+#[derive(Debug, clap::Args)]
+pub struct EngineArgs {
+    /// The tree searched by rg/fd and the engine (default: ~/.cargo/registry/src).
+    #[arg(long)]
+    tree: Option<PathBuf>,
+    /// Runs of each timed measurement; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    repeat: usize,
+    /// Calls per run in the recording-overhead figure.
+    #[arg(long, default_value_t = 2000)]
+    calls: usize,
+    /// Files of the generated tree for the session-start figure.
+    #[arg(long, default_value_t = 50_000)]
+    files: usize,
+    /// Where to create the scratch directory (default: the system temporary directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Also write the report to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+fn config(durability: Durability, high_caps: bool) -> EngineConfig {
+    let mut c = EngineConfig::new(Catalog::Thndrs);
+    c.durability = durability;
+    // The benchmark repeats identical calls on purpose.
+    c.limits.repeat_calls_max = u32::MAX;
+    if high_caps {
+        c.limits.search_matches_max = usize::MAX;
+        c.limits.list_entries_max = usize::MAX;
+        // The text put in `tool_finished` must stay under the log's 1 MiB record limit;
+        // the full output goes to a blob, as for any output over the cap.
+        c.limits.output_bytes_max = 512 * 1024;
+        c.limits.output_lines_max = usize::MAX;
+    }
+    c
+}
+
+fn finder(names: &[&str]) -> Option<String> {
+    names
+        .iter()
+        .find(|n| {
+            Command::new(n)
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+        .map(|n| n.to_string())
+}
+
+/// Runs a command with its stdout drained through a pipe (not /dev/null, which rg
+/// detects and answers by stopping at the first match); returns (seconds, lines).
+fn time_process(program: &str, args: &[&str]) -> Result<(f64, usize)> {
+    let started = Instant::now();
+    let mut child = Command::new(program)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("running {program}"))?;
+    let mut buf = Vec::with_capacity(1 << 20);
+    if let Some(mut out) = child.stdout.take() {
+        out.read_to_end(&mut buf)?;
+    }
+    let status = child.wait()?;
+    let secs = started.elapsed().as_secs_f64();
+    ensure!(
+        status.code().is_some_and(|c| c <= 1),
+        "{program} {args:?} failed: {status}"
+    );
+    Ok((secs, buf.iter().filter(|&&b| b == b'\n').count()))
+}
+
+fn time_call(engine: &mut Engine, tool: &str, input: serde_json::Value) -> Result<(f64, String)> {
+    let started = Instant::now();
+    let out = engine.call(tool, input)?;
+    let secs = started.elapsed().as_secs_f64();
+    Ok((secs, out.output))
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().last().unwrap_or("").chars().take(80).collect()
+}
+
+pub fn run(args: &EngineArgs) -> Result<()> {
+    ensure!(args.repeat > 0, "--repeat must be at least 1");
+    let date = child::capture("date", &["-u", "+%Y-%m-%d %H:%M:%S UTC"]).unwrap_or_default();
+    let load_before = loadavg();
+    let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
+    fs::create_dir_all(&base)?;
+    let scratch = tempfile::Builder::new()
+        .prefix("cairn-bench-engine-")
+        .tempdir_in(&base)?;
+    let s = scratch.path().to_path_buf();
+    let tree = match &args.tree {
+        Some(t) => t.clone(),
+        None => {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cargo/registry/src")
+        }
+    };
+    ensure!(tree.is_dir(), "{} is not a folder", tree.display());
+    let du = child::capture("du", &["-sb", &tree.to_string_lossy()]).unwrap_or_default();
+    let tree_bytes: f64 = du
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0.0);
+    let tree_files = child::capture(
+        "sh",
+        &["-c", &format!("find '{}' -type f | wc -l", tree.display())],
+    )
+    .unwrap_or_default();
+    let mut notes = vec![format!(
+        "search tree {}: {:.0} MB (du -sb), {} files{}",
+        tree.display(),
+        tree_bytes / 1e6,
+        tree_files.trim(),
+        if tree_bytes < 200e6 {
+            " — **smaller than the 200 MB asked for**"
+        } else {
+            ""
+        }
+    )];
+
+    let mut sections = vec![search_section(args, &s, &tree, &mut notes)?];
+    sections.push(overhead_section(args, &s, &mut notes)?);
+    sections.push(start_section(args, &s, &mut notes)?);
+    let load_after = loadavg();
+
+    let mut out = String::new();
+    let _ = writeln!(out, "# cairn-bench engine — {date}\n");
+    out.push_str("## Machine\n\n```text\n");
+    out.push_str(&machine(&base));
+    let _ = writeln!(out, "load average before: {load_before}");
+    let _ = writeln!(out, "load average after:  {load_after}");
+    out.push_str("```\n\n## Results\n\n");
+    out.push_str(&table(&sections));
+    out.push_str("\n## Notes\n\n");
+    for n in &notes {
+        let _ = writeln!(out, "- {n}");
+    }
+    print!("{out}");
+    if let Some(path) = &args.out {
+        fs::write(path, &out).with_context(|| path.display().to_string())?;
+    }
+    drop(scratch);
+    Ok(())
+}
+
+fn search_section(
+    args: &EngineArgs,
+    s: &Path,
+    tree: &Path,
+    notes: &mut Vec<String>,
+) -> Result<Section> {
+    let rg = finder(&["rg"]).context("rg not found: apt-get install -y ripgrep")?;
+    let fd = finder(&["fd", "fdfind"]).context("fd not found: apt-get install -y fd-find")?;
+    let home_dir = s.join("home-search");
+    let home = Home::at(&home_dir);
+    progress("starting an engine session on the search tree (not timed)");
+    let t = Instant::now();
+    let mut high = Engine::start(&home, tree, config(Durability::Batch, true))?;
+    notes.push(format!(
+        "untimed setup: first Engine::start on the search tree (scan + hash into blobs) took {:.1} s",
+        t.elapsed().as_secs_f64()
+    ));
+    let mut capped = Engine::start(&home, tree, config(Durability::Batch, false))?;
+    let dir = tree.to_string_lossy().to_string();
+
+    let mut rows = Vec::new();
+    let searches: [(&str, &str); 4] = [
+        ("literal", "fn main"),
+        ("regex", r"impl\s+\w+\s+for"),
+        ("case-insensitive", "(?i)error"),
+        ("many matches", "use"),
+    ];
+    for (label, pattern) in searches {
+        progress(&format!("search_text vs rg: {pattern}"));
+        let mut r_rg = Row::new(format!("rg `{pattern}` ({label})"), Unit::Millis);
+        let mut r_high = Row::new(format!("search_text `{pattern}`, caps high"), Unit::Millis);
+        let mut r_cap = Row::new(
+            format!("search_text `{pattern}`, default caps"),
+            Unit::Millis,
+        );
+        let mut r_ratio = Row::new(
+            format!("ratio cairn (caps high) / rg, `{pattern}`"),
+            Unit::Ratio,
+        )
+        .target(Target::Below(1.2));
+        let mut lines = (0, String::new());
+        for _ in 0..args.repeat {
+            let (t_rg, n) = time_process(
+                &rg,
+                &[
+                    "-n",
+                    "--no-require-git",
+                    "--max-filesize",
+                    "2M",
+                    pattern,
+                    &dir,
+                ],
+            )?;
+            let (t_high, o) = time_call(&mut high, "search_text", json!({"pattern": pattern}))?;
+            let (t_cap, _) = time_call(&mut capped, "search_text", json!({"pattern": pattern}))?;
+            r_rg.push(t_rg * 1e3);
+            r_high.push(t_high * 1e3);
+            r_cap.push(t_cap * 1e3);
+            r_ratio.push(t_high / t_rg);
+            lines = (n, first_line(&o));
+        }
+        notes.push(format!(
+            "`{pattern}`: rg printed {} lines; search_text's last output line: `{}`",
+            lines.0, lines.1
+        ));
+        rows.extend([r_rg, r_high, r_cap, r_ratio]);
+    }
+    let finds: [(&str, Vec<&str>, &str); 2] = [
+        ("glob `*.rs`", vec!["-t", "f", "-g", "*.rs"], "*.rs"),
+        (
+            "name contains `test`",
+            vec!["-t", "f", "-F", "-i", "test"],
+            "test",
+        ),
+    ];
+    for (label, fd_args, pattern) in finds {
+        progress(&format!("find_files vs fd: {label}"));
+        let mut r_fd = Row::new(format!("fd {} ({label})", fd_args.join(" ")), Unit::Millis);
+        let mut r_high = Row::new(format!("find_files `{pattern}`, caps high"), Unit::Millis);
+        let mut r_cap = Row::new(
+            format!("find_files `{pattern}`, default caps"),
+            Unit::Millis,
+        );
+        let mut r_ratio = Row::new(
+            format!("ratio cairn (caps high) / fd, {label}"),
+            Unit::Ratio,
+        )
+        .target(Target::Below(1.2));
+        let mut lines = (0, String::new());
+        for _ in 0..args.repeat {
+            let mut a = fd_args.clone();
+            a.push(&dir);
+            let (t_fd, n) = time_process(&fd, &a)?;
+            let (t_high, o) = time_call(&mut high, "find_files", json!({"pattern": pattern}))?;
+            let (t_cap, _) = time_call(&mut capped, "find_files", json!({"pattern": pattern}))?;
+            r_fd.push(t_fd * 1e3);
+            r_high.push(t_high * 1e3);
+            r_cap.push(t_cap * 1e3);
+            r_ratio.push(t_high / t_fd);
+            lines = (n, first_line(&o));
+        }
+        notes.push(format!(
+            "find_files {label}: fd printed {} paths; find_files' last output line: `{}`",
+            lines.0, lines.1
+        ));
+        rows.extend([r_fd, r_high, r_cap, r_ratio]);
+    }
+    drop(high);
+    drop(capped);
+    let _ = fs::remove_dir_all(&home_dir);
+    Ok(Section {
+        title: "search_text vs rg, find_files vs fd (warm page cache)".into(),
+        rows,
+    })
+}
+
+fn percentile(samples: &mut [f64], p: f64) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    let i = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[i]
+}
+
+/// What `read_file_range` does, without the engine: read, pick lines, number them.
+fn bare_read(path: &Path, start: usize, end: usize) -> Result<String> {
+    let text = fs::read_to_string(path)?;
+    let mut out = String::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .skip(start - 1)
+        .take(end - start + 1)
+    {
+        let _ = writeln!(out, "{:>6}\t{line}", i + 1);
+    }
+    Ok(out)
+}
+
+fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Result<Section> {
+    progress("recording overhead of read_file_range");
+    let ws = s.join("small-ws");
+    fs::create_dir_all(&ws)?;
+    let file_lines = 200usize;
+    let mut text = String::new();
+    for i in 0..file_lines {
+        let _ = writeln!(text, "line {i}: let value_{i} = compute({i}) + offset;");
+    }
+    fs::write(ws.join("small.rs"), &text)?;
+    let home_dir = s.join("home-overhead");
+    let home = Home::at(&home_dir);
+    let mut batch = Engine::start(&home, &ws, config(Durability::Batch, false))?;
+    let mut none = Engine::start(&home, &ws, config(Durability::None, false))?;
+    let names = ["batch", "none", "bare"];
+    let mut p50: Vec<Row> = names
+        .iter()
+        .map(|n| Row::new(format!("read_file_range p50, {n}"), Unit::Micros))
+        .collect();
+    let mut p99: Vec<Row> = names
+        .iter()
+        .map(|n| Row::new(format!("read_file_range p99, {n}"), Unit::Micros))
+        .collect();
+    let mut over50 = Row::new("overhead p50 (batch − bare)", Unit::Micros);
+    let mut over99 =
+        Row::new("overhead p99 (batch − bare)", Unit::Micros).target(Target::Below(50.0));
+    let mut over99_none = Row::new("overhead p99 (none − bare)", Unit::Micros);
+    let path = ws.join("small.rs");
+    for _ in 0..args.repeat {
+        let mut t: [Vec<f64>; 3] = Default::default();
+        for i in 0..args.calls {
+            let start = i % (file_lines - 10) + 1;
+            let end = start + 9;
+            let input = json!({"path": "small.rs", "start_line": start, "end_line": end});
+            for (k, engine) in [&mut batch, &mut none].into_iter().enumerate() {
+                let (secs, out) = time_call(engine, "read_file_range", input.clone())?;
+                if i == 0 && !out.contains(&format!("{start}\t")) {
+                    bail!("read_file_range gave an unexpected answer: {out}");
+                }
+                t[k].push(secs * 1e6);
+            }
+            let started = Instant::now();
+            let out = bare_read(&path, start, end)?;
+            t[2].push(started.elapsed().as_secs_f64() * 1e6);
+            std::hint::black_box(out);
+        }
+        let mut q = [0.0; 6];
+        for k in 0..3 {
+            q[k] = percentile(&mut t[k], 0.5);
+            q[k + 3] = percentile(&mut t[k], 0.99);
+            p50[k].push(q[k]);
+            p99[k].push(q[k + 3]);
+        }
+        over50.push(q[0] - q[2]);
+        over99.push(q[3] - q[5]);
+        over99_none.push(q[4] - q[5]);
+    }
+    notes.push(format!(
+        "read_file_range: {} calls per run of 10 lines of a {file_lines}-line file, start_line cycling \
+         1..{}; repeat_calls_max raised so the repeat breaker never blocks (no user messages sent); \
+         the three variants take turns call by call; percentiles per run, median over runs",
+        args.calls,
+        file_lines - 10
+    ));
+    drop(batch);
+    drop(none);
+    let _ = fs::remove_dir_all(&home_dir);
+    let mut rows = Vec::new();
+    rows.extend(p50);
+    rows.extend(p99);
+    rows.extend([over50, over99, over99_none]);
+    Ok(Section {
+        title: "recording overhead of one trivial call".into(),
+        rows,
+    })
+}
+
+fn generate_tree(root: &Path, files: usize) -> Result<()> {
+    let per_dir = 50;
+    for i in 0..files {
+        let d = root.join(format!(
+            "d{:02}/s{:03}",
+            i / per_dir / 20 % 100,
+            i / per_dir
+        ));
+        if i % per_dir == 0 {
+            fs::create_dir_all(&d)?;
+        }
+        let mut body = format!("// generated file {i}\n");
+        while body.len() < 300 {
+            let _ = writeln!(body, "pub fn f_{i}_{}() -> u64 {{ {} }}", body.len(), i * 7);
+        }
+        fs::write(d.join(format!("f{i}.rs")), body)?;
+    }
+    Ok(())
+}
+
+fn start_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Result<Section> {
+    let tree = s.join("gen-tree");
+    progress(&format!("generating {} files", args.files));
+    let t = Instant::now();
+    generate_tree(&tree, args.files)?;
+    notes.push(format!(
+        "session start: generated {} files of 300–360 bytes in folders of 50 (d00..d49/s000..s999 for 50,000) (took {:.1} s); \
+         cold = fresh home (scan, hash and store every file as a blob, syncfs), warm = second \
+         start with the same home (manifest cache hit); durability batch",
+        args.files,
+        t.elapsed().as_secs_f64()
+    ));
+    let mut cold = Row::new(
+        format!("Engine::start, {} files, cold", args.files),
+        Unit::Millis,
+    );
+    let mut warm = Row::new(
+        format!("Engine::start, {} files, warm", args.files),
+        Unit::Millis,
+    )
+    .target(Target::Below(300.0));
+    for round in 0..args.repeat {
+        progress(&format!("session start round {}", round + 1));
+        let home_dir = s.join(format!("home-start-{round}"));
+        let home = Home::at(&home_dir);
+        let t = Instant::now();
+        let e = Engine::start(&home, &tree, config(Durability::Batch, false))?;
+        cold.push(t.elapsed().as_secs_f64() * 1e3);
+        drop(e);
+        let t = Instant::now();
+        let e = Engine::start(&home, &tree, config(Durability::Batch, false))?;
+        warm.push(t.elapsed().as_secs_f64() * 1e3);
+        drop(e);
+        let _ = fs::remove_dir_all(&home_dir);
+    }
+    let _ = fs::remove_dir_all(&tree);
+    Ok(Section {
+        title: "session start".into(),
+        rows: vec![cold, warm],
+    })
+}
