@@ -203,7 +203,13 @@ impl LogReader {
             return Ok(None);
         }
         match read_entry(idx_path, seq) {
-            Some(offset) => Ok(Some(offset)),
+            // Only the last entry was checked: one before it can be stale (a repair, then
+            // records of other sizes) and point into the middle of another line.
+            Some(offset) if is_line_of(&log, offset, seq) => Ok(Some(offset)),
+            Some(_) => {
+                let _ = std::fs::remove_file(idx_path);
+                self.scan_for(seq)
+            }
             None => self.scan_for(seq),
         }
     }
@@ -248,16 +254,7 @@ fn valid_index_entries(idx_path: &Path, log: &File, log_len: u64) -> u64 {
     let Some(off) = read_entry(idx_path, n - 1) else {
         return 0;
     };
-    let mut line = vec![0u8; 128];
-    let got = log.read_at(&mut line, off).unwrap_or(0);
-    line.truncate(got);
-    let expected = format!("\",\"seq\":{},", n - 1);
-    let good = (off == 0 || {
-        let mut b = [0u8; 1];
-        log.read_exact_at(&mut b, off - 1).is_ok() && b[0] == b'\n'
-    }) && line.starts_with(record::PREFIX)
-        && line.get(73..73 + expected.len()) == Some(expected.as_bytes());
-    if good {
+    if is_line_of(log, off, n - 1) {
         if let Ok(f) = OpenOptions::new().write(true).open(idx_path) {
             let _ = f.set_len(8 + n * 8);
         }
@@ -266,6 +263,19 @@ fn valid_index_entries(idx_path: &Path, log: &File, log_len: u64) -> u64 {
         let _ = std::fs::remove_file(idx_path);
         0
     }
+}
+
+/// True when a line of `log` starts at `off` and holds record `seq`.
+fn is_line_of(log: &File, off: u64, seq: u64) -> bool {
+    let mut line = vec![0u8; 128];
+    let got = log.read_at(&mut line, off).unwrap_or(0);
+    line.truncate(got);
+    let expected = format!("\",\"seq\":{seq},");
+    (off == 0 || {
+        let mut b = [0u8; 1];
+        log.read_exact_at(&mut b, off - 1).is_ok() && b[0] == b'\n'
+    }) && line.starts_with(record::PREFIX)
+        && line.get(73..73 + expected.len()) == Some(expected.as_bytes())
 }
 
 fn read_entry(idx_path: &Path, i: u64) -> Option<u64> {
@@ -358,8 +368,10 @@ impl Iterator for Records {
         if self.done {
             return None;
         }
+        // The limit counts the newline, which `read_line_bounded` leaves out.
+        let body_max = self.record_bytes_max.saturating_sub(1);
         let (consumed, newline, too_long) =
-            match read_line_bounded(&mut self.reader, &mut self.buf, self.record_bytes_max) {
+            match read_line_bounded(&mut self.reader, &mut self.buf, body_max) {
                 Ok(r) => r,
                 Err(e) => {
                     self.done = true;

@@ -119,7 +119,12 @@ pub fn check_line(line: &[u8]) -> Result<Fields<'_>, BadLine> {
     // a writer that wrote something else.
     let fields =
         parse_hashed(hashed).ok_or_else(|| bad("malformed record envelope", seq, Some(written)))?;
-    if fields.3.first() != Some(&b'{') || serde_json::from_slice::<IgnoredAny>(fields.3).is_err() {
+    // JSON is UTF-8, but serde_json skips the strings of an `IgnoredAny` without checking
+    // them, and the reader would then turn the bytes into other text: check first.
+    if fields.3.first() != Some(&b'{')
+        || std::str::from_utf8(fields.3).is_err()
+        || serde_json::from_slice::<IgnoredAny>(fields.3).is_err()
+    {
         return Err(bad(
             "event is not a well-formed JSON object",
             seq,

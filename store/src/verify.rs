@@ -169,7 +169,7 @@ pub fn verify_bytes(bytes: &[u8], options: &VerifyOptions) -> VerifyReport {
 
 enum Summary {
     Good { seq: u64, prev: Hash, hash: Hash },
-    Bad { what: String },
+    Bad { kind: ProblemKind, what: String },
 }
 
 struct Verifier {
@@ -349,9 +349,9 @@ impl Verifier {
                 self.last_good_seq = Some(seq);
                 self.report.head = Some(Head { seq, hash });
             }
-            Summary::Bad { what } => {
+            Summary::Bad { kind, what } => {
                 let seq = self.expected_seq;
-                self.problem(Some(seq), ProblemKind::BadRecord, what);
+                self.problem(Some(seq), kind, what);
                 self.expected_seq += 1;
                 self.after_bad = true;
             }
@@ -388,6 +388,7 @@ fn summarise(region: &[u8], record_bytes_max: usize) -> Vec<(u32, Summary)> {
         let body = &line[..line.len() - 1];
         let summary = if line.len() > record_bytes_max {
             Summary::Bad {
+                kind: ProblemKind::TooLong,
                 what: format!(
                     "line of {} bytes is longer than record_bytes_max ({record_bytes_max} bytes)",
                     line.len()
@@ -400,7 +401,10 @@ fn summarise(region: &[u8], record_bytes_max: usize) -> Vec<(u32, Summary)> {
                     prev: f.prev,
                     hash: f.hash,
                 },
-                Err(bad) => Summary::Bad { what: bad.what },
+                Err(bad) => Summary::Bad {
+                    kind: ProblemKind::BadRecord,
+                    what: bad.what,
+                },
             }
         };
         out.push((u32::try_from(line.len()).unwrap_or(u32::MAX), summary));
