@@ -1,0 +1,169 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The `cairn` binary end to end: exit codes, the demo, scripts, and the session verbs.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn cairn(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(args)
+        .env("CAIRN_HOME", home)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn demo_then_show_and_verify_last() {
+    let home = tempfile::tempdir().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("demo");
+    let out = cairn(home.path(), &["demo", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("next: cairn show last"));
+    let out = cairn(home.path(), &["verify", "last"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).starts_with("clean: "));
+    let out = cairn(home.path(), &["show", "last"]);
+    assert_eq!(out.status.code(), Some(0));
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains("write_patch") && shown.contains("stale write refused"),
+        "{shown}"
+    );
+    let out = cairn(home.path(), &["sessions", "--json"]);
+    assert_eq!(text(&out.stdout).lines().count(), 2);
+    // A demo folder that is not empty is refused.
+    let out = cairn(home.path(), &["demo", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).starts_with("cairn: "),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn run_script_records_calls_and_bad_scripts_exit_2_with_the_line() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "one\ntwo\n").unwrap();
+    let script = ws.path().join("s.jsonl");
+    std::fs::write(
+        &script,
+        "{\"user\":\"go\"}\n{\"tool\":\"read_file\",\"input\":{\"path\":\"a.txt\"}}\n{\"tool\":\"edit_file\",\"input\":{\"path\":\"missing.txt\",\"old_string\":\"a\",\"new_string\":\"b\"}}\n",
+    )
+    .unwrap();
+    let ws_arg = ws.path().to_str().unwrap();
+    let out = cairn(
+        home.path(),
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            ws_arg,
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "tool errors are part of the session: {}",
+        text(&out.stderr)
+    );
+    let id = text(&out.stdout).trim().to_string();
+    let out = cairn(home.path(), &["show", &id[..10], "--json"]);
+    let calls: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let statuses: Vec<&str> = calls
+        .iter()
+        .map(|c| c["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["ok", "error"]);
+
+    std::fs::write(&script, "{\"user\":\"go\"}\n{\"tool\": 3}\n").unwrap();
+    let out = cairn(
+        home.path(),
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            ws_arg,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).starts_with("cairn: script line 2: "),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn verify_exit_codes_clean_problems_and_could_not_run() {
+    let home = tempfile::tempdir().unwrap();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data");
+    let out = cairn(
+        home.path(),
+        &["verify", data.join("vector-three.jsonl").to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let out = cairn(
+        home.path(),
+        &[
+            "verify",
+            "--json",
+            data.join("vector-torn.jsonl").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["report"]["problems"][0]["kind"], "torn_tail");
+    let out = cairn(
+        home.path(),
+        &[
+            "verify",
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("Cargo.toml")
+                .to_str()
+                .unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("not a cairn log"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = cairn(home.path(), &["verify", "nosuchsession"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no session"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = cairn(
+        home.path(),
+        &["head", data.join("vector-three.jsonl").to_str().unwrap()],
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "2 b97506cb1b64a9bd468081cc6ebcfd5e628e50fd4be322a0a870a108982ed5f0\n"
+    );
+}
+
+#[test]
+fn tools_markdown_is_docs_tools_md() {
+    let home = tempfile::tempdir().unwrap();
+    let out = cairn(home.path(), &["tools", "--markdown"]);
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/TOOLS.md"))
+            .unwrap();
+    assert_eq!(text(&out.stdout), docs);
+}
