@@ -108,9 +108,15 @@ pub fn verify_path(path: &Path, options: &VerifyOptions) -> Result<VerifyReport>
     let mut file = File::open(path).at(path)?;
     let mut v = Verifier::new(*options);
     let mut buf: Vec<u8> = Vec::with_capacity(options.chunk_bytes + options.record_bytes_max);
-    let chunk_bytes = options.chunk_bytes.max(1);
+    // Small logs get small buffers; big ones a full chunk.
+    let file_len = file.metadata().at(path)?.len();
+    let chunk_bytes = options
+        .chunk_bytes
+        .max(1)
+        .min(usize::try_from(file_len).unwrap_or(usize::MAX).max(1));
     // A reader thread keeps the next chunk coming while the workers hash this one.
-    let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(2);
+    // Buffers go back and forth, so reading never allocates or zeroes after the first two.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<(Vec<u8>, usize)>>(2);
     let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<u8>>();
     let report = std::thread::scope(|s| -> Result<VerifyReport> {
         s.spawn(move || {
@@ -118,7 +124,6 @@ pub fn verify_path(path: &Path, options: &VerifyOptions) -> Result<VerifyReport>
                 let mut chunk = back_rx
                     .try_recv()
                     .unwrap_or_else(|_| vec![0u8; chunk_bytes]);
-                chunk.resize(chunk_bytes, 0);
                 let mut filled = 0;
                 let result = loop {
                     match file.read(&mut chunk[filled..]) {
@@ -133,19 +138,18 @@ pub fn verify_path(path: &Path, options: &VerifyOptions) -> Result<VerifyReport>
                         Err(e) => break Err(e),
                     }
                 };
-                chunk.truncate(filled);
                 let end = filled == 0 || result.is_err();
-                if tx.send(result.map(|()| chunk)).is_err() || end {
+                if tx.send(result.map(|()| (chunk, filled))).is_err() || end {
                     return;
                 }
             }
         });
         for chunk in rx {
-            let chunk = chunk.at(path)?;
-            if chunk.is_empty() {
+            let (chunk, filled) = chunk.at(path)?;
+            if filled == 0 {
                 break;
             }
-            v.push(&mut buf, &chunk);
+            v.push(&mut buf, &chunk[..filled]);
             let _ = back_tx.send(chunk);
         }
         Ok(v.finish(&buf))
