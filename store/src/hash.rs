@@ -30,11 +30,16 @@ impl Hash {
         if hex.len() != 64 {
             return None;
         }
+        // A table lookup per digit, checked once at the end: this runs twice per record
+        // in verify, so it must not branch per character.
         let mut out = [0u8; 32];
+        let mut bad = 0u8;
         for (i, pair) in hex.chunks_exact(2).enumerate() {
-            out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+            let (hi, lo) = (HEX_VALUE[pair[0] as usize], HEX_VALUE[pair[1] as usize]);
+            bad |= (hi | lo) & 0x80;
+            out[i] = (hi << 4) | (lo & 0x0f);
         }
-        Some(Hash(out))
+        (bad == 0).then_some(Hash(out))
     }
 
     /// The first `n` hex digits, for display.
@@ -53,13 +58,21 @@ pub(crate) fn encode_hex(bytes: &[u8; 32], out: &mut [u8; 64]) {
     }
 }
 
-fn nibble(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
+/// The value of each lowercase hex digit; 0x80 marks every other byte.
+const HEX_VALUE: [u8; 256] = {
+    let mut t = [0x80u8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
     }
-}
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
 
 impl fmt::Display for Hash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

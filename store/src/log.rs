@@ -235,11 +235,7 @@ impl LogWriter {
                 what: "an event must be a JSON object".into(),
             });
         }
-        if ts.is_empty()
-            || !ts
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b":.-+".contains(&b))
-        {
+        if ts.is_empty() || !ts.bytes().all(crate::record::is_ts_byte) {
             return Err(Error::Format {
                 path: self.path.clone(),
                 what: format!("timestamp {ts:?} is not RFC 3339"),

@@ -100,25 +100,26 @@ pub fn check_line(line: &[u8]) -> Result<Fields<'_>, BadLine> {
         None
     };
     let hashed = &line[..line.len() - SUFFIX_BYTES];
-    let seq = parse_seq(hashed);
+    // The seq is only parsed up front on error paths: the good path parses it once below.
+    let seq = || parse_seq(hashed);
     let Some(written) = written else {
         return Err(bad(
             "record does not end with ,\"hash\":\"<64 hex>\"}",
-            seq,
+            seq(),
             None,
         ));
     };
     if record_hash(hashed) != written {
         return Err(bad(
             "record hash does not match its content",
-            seq,
+            seq(),
             Some(written),
         ));
     }
     // The hash proves these bytes are what a writer wrote; the layout checks below catch
     // a writer that wrote something else.
-    let fields =
-        parse_hashed(hashed).ok_or_else(|| bad("malformed record envelope", seq, Some(written)))?;
+    let fields = parse_hashed(hashed)
+        .ok_or_else(|| bad("malformed record envelope", seq(), Some(written)))?;
     // JSON is UTF-8, but serde_json skips the strings of an `IgnoredAny` without checking
     // them, and the reader would then turn the bytes into other text: check first.
     if fields.3.first() != Some(&b'{')
@@ -127,7 +128,7 @@ pub fn check_line(line: &[u8]) -> Result<Fields<'_>, BadLine> {
     {
         return Err(bad(
             "event is not a well-formed JSON object",
-            seq,
+            Some(fields.1),
             Some(written),
         ));
     }
@@ -138,6 +139,11 @@ pub fn check_line(line: &[u8]) -> Result<Fields<'_>, BadLine> {
         event: fields.3,
         hash: written,
     })
+}
+
+/// The bytes allowed in a timestamp: `[0-9A-Za-z:.+-]`.
+pub(crate) fn is_ts_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b':' | b'.' | b'-' | b'+')
 }
 
 fn parse_seq(hashed: &[u8]) -> Option<u64> {
@@ -165,11 +171,7 @@ fn parse_hashed(hashed: &[u8]) -> Option<(Hash, u64, &str, &[u8])> {
     let rest = rest[digits..].strip_prefix(TS_KEY)?;
     let ts_len = rest.iter().position(|&b| b == b'"')?;
     let ts = std::str::from_utf8(&rest[..ts_len]).ok()?;
-    if ts.is_empty()
-        || !ts
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b":.-+".contains(&b))
-    {
+    if ts.is_empty() || !ts.bytes().all(crate::record::is_ts_byte) {
         return None;
     }
     let event = rest[ts_len..].strip_prefix(EVENT_KEY)?;

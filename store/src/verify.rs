@@ -33,7 +33,7 @@ impl Default for VerifyOptions {
     fn default() -> Self {
         VerifyOptions {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            chunk_bytes: 8 << 20,
+            chunk_bytes: 4 << 20,
             record_bytes_max: RECORD_BYTES_MAX,
             problems_max: 10_000,
         }
@@ -225,7 +225,7 @@ impl Verifier {
     }
 
     /// Adds `data` to the carried bytes in `buf` and checks every complete line.
-    fn push(&mut self, buf: &mut Vec<u8>, mut data: &[u8]) {
+    fn push(&mut self, carry: &mut Vec<u8>, mut data: &[u8]) {
         self.report.bytes += data.len() as u64;
         if let Some(skipped) = self.skipping {
             match data.iter().position(|&b| b == b'\n') {
@@ -239,17 +239,38 @@ impl Verifier {
                 }
             }
         }
-        buf.extend_from_slice(data);
-        match buf.iter().rposition(|&b| b == b'\n') {
+        // Lines are checked where they lie in `data`; only a line cut by the chunk
+        // boundary is copied, into `carry`.
+        let max = self.options.record_bytes_max;
+        if !carry.is_empty() {
+            match memchr::memchr(b'\n', data) {
+                None => {
+                    carry.extend_from_slice(data);
+                    if carry.len() > max {
+                        self.skipping = Some(carry.len() as u64);
+                        carry.clear();
+                    }
+                    return;
+                }
+                Some(i) => {
+                    carry.extend_from_slice(&data[..=i]);
+                    let line = std::mem::take(carry);
+                    self.lines(&line);
+                    data = &data[i + 1..];
+                }
+            }
+        }
+        let rest = match memchr::memrchr(b'\n', data) {
             Some(last) => {
-                self.lines(&buf[..=last]);
-                buf.drain(..=last);
+                self.lines(&data[..=last]);
+                &data[last + 1..]
             }
-            None if buf.len() > self.options.record_bytes_max => {
-                self.skipping = Some(buf.len() as u64);
-                buf.clear();
-            }
-            None => {}
+            None => data,
+        };
+        if rest.len() > max {
+            self.skipping = Some(rest.len() as u64);
+        } else {
+            carry.extend_from_slice(rest);
         }
     }
 
@@ -287,7 +308,7 @@ impl Verifier {
         for t in 1..=threads {
             let mut end = region.len() * t / threads;
             if t < threads {
-                end = match region[end.max(start)..].iter().position(|&b| b == b'\n') {
+                end = match memchr::memchr(b'\n', &region[end.max(start)..]) {
                     Some(i) => end.max(start) + i + 1,
                     None => region.len(),
                 };
@@ -300,15 +321,19 @@ impl Verifier {
         let summaries: Vec<Vec<(u32, Summary)>> = if threads == 1 {
             vec![summarise(region, max)]
         } else {
+            // This thread takes the first part itself.
             std::thread::scope(|s| {
-                let handles: Vec<_> = parts
+                let handles: Vec<_> = parts[1..]
                     .iter()
                     .map(|p| s.spawn(move || summarise(p, max)))
                     .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                    .collect()
+                let mut all = vec![summarise(parts[0], max)];
+                all.extend(
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))),
+                );
+                all
             })
         };
         for (len, summary) in summaries.into_iter().flatten() {
