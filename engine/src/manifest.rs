@@ -93,7 +93,8 @@ pub fn scan(root: &Path, blobs: &BlobStore, cache_file: &Path) -> Result<Vec<Man
     let mut todo = Vec::new();
     for (i, s) in seen.iter().enumerate() {
         match cache.get(&s.path) {
-            Some(c) if c.size == s.size && c.mtime_ns == s.mtime_ns && blobs.has(&c.hash) => {
+            // Blobs are never deleted, so a cache hit needs no look at the blob store.
+            Some(c) if c.size == s.size && c.mtime_ns == s.mtime_ns => {
                 entries[i] = Some(ManifestEntry {
                     path: s.path.clone(),
                     size: s.size,
@@ -143,6 +144,10 @@ pub fn scan(root: &Path, blobs: &BlobStore, cache_file: &Path) -> Result<Vec<Man
         }
     }
     let manifest: Vec<ManifestEntry> = entries.into_iter().flatten().collect();
+    if todo.is_empty() && cache.len() == manifest.len() {
+        // Nothing moved: the cache is already right.
+        return Ok(manifest);
+    }
     let by_path: HashMap<&str, &Seen> = seen.iter().map(|s| (s.path.as_str(), s)).collect();
     write_cache(
         cache_file,
