@@ -57,6 +57,18 @@ enum Command {
         /// The tool catalog: thndrs or thoth.
         #[arg(long, default_value = "thoth")]
         catalog: cairn_engine::Catalog,
+        /// Who answers permission requests: ask (the terminal; denied when there is
+        /// none), always (allow each once), never (deny).
+        #[arg(long, default_value = "ask")]
+        approve: sessioncmd::Approve,
+    },
+    /// Review or clear the allow list of the current project.
+    Allow {
+        #[command(subcommand)]
+        action: AllowAction,
+        /// The workspace whose project it is.
+        #[arg(long, default_value = ".", global = true)]
+        workspace: std::path::PathBuf,
     },
     /// List recorded sessions, newest first.
     Sessions {
@@ -89,6 +101,17 @@ enum Command {
     },
 }
 
+#[derive(Debug, Subcommand)]
+enum AllowAction {
+    /// The keys allowed for good (`shell:git`, `web_fetch:host`, `edit_file`, `tool@dir`).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Clear the allow list (recorded in the project's allow log).
+    Reset,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -99,7 +122,12 @@ fn main() -> ExitCode {
             script,
             workspace,
             catalog,
-        } => sessioncmd::run_script(&script, &workspace, catalog),
+            approve,
+        } => sessioncmd::run_script(&script, &workspace, catalog, approve),
+        Command::Allow { action, workspace } => match action {
+            AllowAction::List { json } => sessioncmd::allow_list(&workspace, json),
+            AllowAction::Reset => sessioncmd::allow_reset(&workspace),
+        },
         Command::Sessions { json } => sessioncmd::sessions(json),
         Command::Show { session, json } => sessioncmd::show(&session, json),
         Command::Tools {

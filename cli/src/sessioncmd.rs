@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use cairn_engine::event::{Event, Status};
+use cairn_engine::event::{Answer, Event, Status};
+use cairn_engine::permission::{AllowList, Approver, Policy, Request};
 use cairn_engine::{CallOutcome, Catalog, Engine, EngineConfig, Home, Registry, fold, script};
 use cairn_store::LogReader;
 
@@ -28,12 +29,75 @@ fn progress(o: &CallOutcome) {
     );
 }
 
-pub fn run_script(script_path: &Path, workspace: &Path, catalog: Catalog) -> Result<ExitCode> {
+/// `--approve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Approve {
+    Ask,
+    Always,
+    Never,
+}
+
+/// Asks on the terminal, showing exactly what is being allowed; denies when there is
+/// no terminal, saying how to allow.
+struct TerminalApprover;
+
+impl Approver for TerminalApprover {
+    fn answer(&mut self, r: &Request) -> (Answer, bool) {
+        use std::io::{BufRead, IsTerminal, Write};
+        if !std::io::stdin().is_terminal() {
+            eprintln!(
+                "cairn: {} needs permission for {} and there is no terminal to ask: denied (use --approve always, or \"approve\" in the script step)",
+                r.call, r.key
+            );
+            return (Answer::Deny, false);
+        }
+        let mut err = std::io::stderr();
+        let _ = writeln!(
+            err,
+            "\n{} {} asks for {}{}:",
+            r.call,
+            r.tool,
+            r.key,
+            if r.guarded {
+                " (guarded: asks every time)"
+            } else {
+                ""
+            }
+        );
+        let _ = writeln!(err, "{}", r.detail);
+        loop {
+            let _ = write!(err, "allow? [y] once  [a] always  [n] deny: ");
+            let _ = err.flush();
+            let mut line = String::new();
+            if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+                return (Answer::Deny, true);
+            }
+            match line.trim() {
+                "y" | "Y" => return (Answer::Once, true),
+                "a" | "A" => return (Answer::Always, true),
+                "n" | "N" => return (Answer::Deny, true),
+                _ => {}
+            }
+        }
+    }
+}
+
+pub fn run_script(
+    script_path: &Path,
+    workspace: &Path,
+    catalog: Catalog,
+    approve: Approve,
+) -> Result<ExitCode> {
     let text = std::fs::read_to_string(script_path)
         .with_context(|| format!("cannot read script {}", script_path.display()))?;
     let steps = script::parse(&text)?;
     let home = Home::from_env()?;
     let mut engine = Engine::start(&home, workspace, EngineConfig::new(catalog))?;
+    engine.set_approver(match approve {
+        Approve::Ask => Box::new(TerminalApprover),
+        Approve::Always => Box::new(Policy::AllowAll),
+        Approve::Never => Box::new(Policy::DenyAll),
+    });
     let id = engine.id().to_string();
     script::run(&mut engine, &steps, progress)?;
     engine.end("script finished")?;
@@ -281,5 +345,34 @@ pub fn demo(dir: Option<&Path>) -> Result<ExitCode> {
     }
     out::line(&format!("data in {}", home.root.display()))?;
     out::line("next: cairn show last · cairn verify last · cairn log last · cairn sessions")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn project_of(workspace: &Path) -> Result<cairn_engine::Project> {
+    let root = workspace
+        .canonicalize()
+        .with_context(|| format!("workspace {}", workspace.display()))?;
+    Ok(Home::from_env()?.project(&root))
+}
+
+pub fn allow_list(workspace: &Path, json: bool) -> Result<ExitCode> {
+    let project = project_of(workspace)?;
+    let keys = AllowList::new(&project.dir).load()?;
+    if json {
+        out::line(&serde_json::json!({"project": project.dir, "keys": keys}).to_string())?;
+    } else if keys.is_empty() {
+        out::line("the allow list is empty")?;
+    } else {
+        for k in keys {
+            out::line(&k)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn allow_reset(workspace: &Path) -> Result<ExitCode> {
+    let project = project_of(workspace)?;
+    AllowList::new(&project.dir).reset()?;
+    out::line("the allow list is empty now")?;
     Ok(ExitCode::SUCCESS)
 }

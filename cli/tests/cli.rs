@@ -58,33 +58,40 @@ fn run_script_records_calls_and_bad_scripts_exit_2_with_the_line() {
     )
     .unwrap();
     let ws_arg = ws.path().to_str().unwrap();
-    let out = cairn(
-        home.path(),
-        &[
-            "run",
-            "--script",
-            script.to_str().unwrap(),
-            "--workspace",
-            ws_arg,
-        ],
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "tool errors are part of the session: {}",
-        text(&out.stderr)
-    );
-    let id = text(&out.stdout).trim().to_string();
-    let out = cairn(home.path(), &["show", &id[..10], "--json"]);
-    let calls: Vec<serde_json::Value> = text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let statuses: Vec<&str> = calls
-        .iter()
-        .map(|c| c["status"].as_str().unwrap())
-        .collect();
-    assert_eq!(statuses, ["ok", "error"]);
+    let run = |approve: &str| {
+        let out = cairn(
+            home.path(),
+            &[
+                "run",
+                "--script",
+                script.to_str().unwrap(),
+                "--workspace",
+                ws_arg,
+                "--approve",
+                approve,
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "tool errors are part of the session: {}",
+            text(&out.stderr)
+        );
+        let id = text(&out.stdout).trim().to_string();
+        let out = cairn(home.path(), &["show", &id, "--json"]);
+        let calls: Vec<serde_json::Value> = text(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        calls
+            .iter()
+            .map(|c| c["status"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(run("always"), ["ok", "error"]);
+    assert_eq!(run("never"), ["ok", "denied"]);
+    // No terminal to ask: denied, with a message saying how to allow.
+    assert_eq!(run("ask"), ["ok", "denied"]);
 
     std::fs::write(&script, "{\"user\":\"go\"}\n{\"tool\": 3}\n").unwrap();
     let out = cairn(

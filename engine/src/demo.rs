@@ -1,7 +1,7 @@
 //! `cairn demo`: a small sample project and two built-in scripts, one per catalog,
 //! that exercise every file and search tool, including the rules that refuse calls
 //! (an edit without a read, an overwrite without a full read, a blocked repeat, a
-//! stale write, a path outside the workspace).
+//! stale write) and a permission denied for a path outside the workspace.
 
 use std::path::{Path, PathBuf};
 
@@ -49,7 +49,7 @@ pub const THOTH_SCRIPT: &str = r#"{"user": "Capitalise the greeting and tidy the
 {"tool": "read_file", "input": {"path": "README.md"}}
 {"tool": "read_file", "input": {"path": "README.md"}}
 {"tool": "write_file", "input": {"path": "docs/CHANGES.md", "content": "- capitalised the greeting\n"}}
-{"tool": "read_file", "input": {"path": "../outside.txt"}}
+{"tool": "read_file", "input": {"path": "../outside.txt"}, "approve": "deny"}
 "#;
 
 /// The thndrs-catalog script.

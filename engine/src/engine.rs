@@ -14,12 +14,15 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{Catalog, Registry};
 use crate::error::{EngineError, Result, io_at};
 use crate::event::{
-    Event, FORMAT_VERSION, Parent, Refusal, Rule, SessionStarted, Status, ToolFinished,
+    Answer, AnswerSource, Event, FORMAT_VERSION, Parent, Refusal, Rule, SessionStarted, Status,
+    ToolFinished,
 };
 use crate::limits::Limits;
 use crate::manifest;
+use crate::permission::{AllowList, Approver, Need, Policy, Request, is_guarded};
 use crate::project::{Home, Project, new_session_id};
 use crate::recorder::Recorder;
+use crate::redact::{Counts, Redactor};
 use crate::state::{State, repeat_key};
 use crate::tool::{Ctx, ToolOutput};
 
@@ -33,6 +36,9 @@ pub struct EngineConfig {
     /// Records between checkpoints (0: none).
     pub checkpoint_every: u64,
     pub limits: Limits,
+    /// Command-line patterns (regular expressions) that always ask, even when allowed.
+    #[serde(default = "crate::permission::default_guarded")]
+    pub guarded_commands: Vec<String>,
 }
 
 impl EngineConfig {
@@ -44,6 +50,7 @@ impl EngineConfig {
             snapshot_every: 1000,
             checkpoint_every: 1000,
             limits: catalog.limits(),
+            guarded_commands: crate::permission::default_guarded(),
         }
     }
 }
@@ -69,6 +76,9 @@ pub struct Engine {
     config: EngineConfig,
     registry: Registry,
     rec: Recorder,
+    approver: Box<dyn Approver>,
+    redactor: Redactor,
+    allow_list: AllowList,
 }
 
 impl Engine {
@@ -130,6 +140,8 @@ impl Engine {
             },
         )?;
         let registry = Registry::new(config.catalog);
+        let allow_list = AllowList::new(&project.dir);
+        let allowed = allow_list.load()?;
         let mut rec = Recorder::new(
             log,
             State::default(),
@@ -151,6 +163,7 @@ impl Engine {
             manifest_files: files.len() as u64,
             config: serde_json::to_value(&config).unwrap_or_default(),
             parent,
+            allow: allowed.into_iter().collect(),
         };
         rec.append(&Event::SessionStarted(started))?;
         rec.sync()?;
@@ -163,7 +176,28 @@ impl Engine {
             config,
             registry,
             rec,
+            approver: Box::new(Policy::Workspace),
+            redactor: Redactor::from_env(),
+            allow_list,
         })
+    }
+
+    /// Sets who answers permission requests. The default ([`Policy::Workspace`]) allows
+    /// every request inside the workspace once and nothing outside it, which suits a
+    /// library caller that checks calls itself; `cairn run` asks.
+    pub fn set_approver(&mut self, approver: Box<dyn Approver>) {
+        self.approver = approver;
+    }
+
+    /// Replaces the redactor (the default knows this process's secret-looking
+    /// environment variables).
+    pub fn set_redactor(&mut self, redactor: Redactor) {
+        self.redactor = redactor;
+    }
+
+    /// The project's allow list.
+    pub fn allow_list(&self) -> &AllowList {
+        &self.allow_list
     }
 
     /// The session id.
@@ -196,16 +230,26 @@ impl Engine {
         &self.registry
     }
 
-    /// Records a user message.
+    /// Records a user message (redacted).
     pub fn user_message(&mut self, text: &str) -> Result<()> {
-        self.rec.append(&Event::UserMessage {
-            text: text.to_string(),
-        })?;
+        let text = self.redactor.redact(text, &mut Counts::new()).into_owned();
+        self.rec.append(&Event::UserMessage { text })?;
         self.rec.sync()
     }
 
     /// Runs one tool call through the engine and records it.
     pub fn call(&mut self, tool: &str, input: serde_json::Value) -> Result<CallOutcome> {
+        self.call_with(tool, input, None)
+    }
+
+    /// Runs one tool call with a given permission answer (a script's `approve`), used
+    /// instead of asking the approver when the call needs one.
+    pub fn call_with(
+        &mut self,
+        tool: &str,
+        input: serde_json::Value,
+        answer: Option<Answer>,
+    ) -> Result<CallOutcome> {
         let started = Instant::now();
         let call = format!("c{}", self.rec.state.calls_started + 1);
         let limits = self.config.limits.clone();
@@ -217,11 +261,12 @@ impl Engine {
             .repeats
             .get(&repeat_key(tool, &input))
             .map_or(0, |c| c.count);
+        let mut redactions = Counts::new();
         // An input too large to run is also too large to record: its size stands in.
         let recorded_input = if input_bytes > limits.input_bytes_max {
             serde_json::json!({"input_bytes": input_bytes, "note": "over input_bytes_max; not recorded"})
         } else {
-            input.clone()
+            self.redactor.redact_json(&input, &mut redactions)
         };
         self.rec.append(&Event::ToolStarted {
             call: call.clone(),
@@ -253,24 +298,39 @@ impl Engine {
                     ),
                 ),
                 Ok(()) => {
-                    let mut ctx = Ctx {
-                        call: call.clone(),
-                        root: &self.root,
-                        home: &self.home,
-                        limits: &limits,
-                        rec: &mut self.rec,
-                    };
-                    t.run(&mut ctx, &input)?
+                    let need = self.need(tool, t.permission(&input), &input);
+                    match self.decide(&call, tool, need, answer)? {
+                        Err(denied) => denied,
+                        Ok(once_dir) => {
+                            let mut outside_ok = self.allowed_dirs(tool);
+                            outside_ok.extend(once_dir);
+                            let mut ctx = Ctx {
+                                call: call.clone(),
+                                root: &self.root,
+                                home: &self.home,
+                                limits: &limits,
+                                rec: &mut self.rec,
+                                outside_ok,
+                            };
+                            let registry = &self.registry;
+                            match registry.get(tool) {
+                                Some(t) => t.run(&mut ctx, &input)?,
+                                None => ToolOutput::error(format!("unknown tool '{tool}'")),
+                            }
+                        }
+                    }
                 }
             },
         };
-        let (text, cut) = cap_output(
-            &output.text,
-            limits.output_bytes_max,
-            limits.output_lines_max,
-        );
+        // What the model sees, what the log keeps and the blob of the whole output are
+        // all redacted.
+        let full = self
+            .redactor
+            .redact(&output.text, &mut redactions)
+            .into_owned();
+        let (text, cut) = cap_output(&full, limits.output_bytes_max, limits.output_lines_max);
         let output_blob = if cut {
-            Some(self.rec.put_blob(output.text.as_bytes())?)
+            Some(self.rec.put_blob(full.as_bytes())?)
         } else {
             None
         };
@@ -281,6 +341,7 @@ impl Engine {
             output_blob,
             elapsed_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
             refusal: output.refusal.clone(),
+            redactions,
         }))?;
         self.rec.sync()?;
         Ok(CallOutcome {
@@ -290,6 +351,148 @@ impl Engine {
             output: text,
             refusal: output.refusal,
         })
+    }
+
+    /// The call's need, widened to a `tool@folder` question when a path it names lies
+    /// outside the workspace (and not in the cairn home, which is never reachable).
+    fn need(&self, tool: &str, need: Need, input: &serde_json::Value) -> Need {
+        let mut raws: Vec<&str> = input
+            .get("path")
+            .and_then(|v| v.as_str())
+            .into_iter()
+            .collect();
+        if let Some(patches) = input.get("patches").and_then(|p| p.as_array()) {
+            raws.extend(
+                patches
+                    .iter()
+                    .filter_map(|p| p.get("path").and_then(|v| v.as_str())),
+            );
+        }
+        for raw in raws {
+            if let Err(crate::paths::PathError::Outside(_)) =
+                crate::paths::resolve(&self.root, &self.home, raw)
+                && let Some(target) = crate::paths::target(&self.root, raw)
+                && !target.starts_with(&self.home)
+            {
+                let dir = target
+                    .parent()
+                    .unwrap_or(&target)
+                    .to_string_lossy()
+                    .into_owned();
+                let what = match &need {
+                    Need::Ask { detail, .. } => detail.clone(),
+                    Need::Auto => serde_json::to_string_pretty(input).unwrap_or_default(),
+                };
+                return Need::Ask {
+                    key: format!("{tool}@{dir}"),
+                    detail: format!("{tool} outside the workspace, in {dir}:\n{what}"),
+                    guarded: false,
+                };
+            }
+        }
+        need
+    }
+
+    /// Folders outside the workspace allowed for good for `tool`.
+    fn allowed_dirs(&self, tool: &str) -> Vec<PathBuf> {
+        let prefix = format!("{tool}@");
+        self.rec
+            .state
+            .allow
+            .keys()
+            .filter_map(|k| k.strip_prefix(&prefix))
+            .map(PathBuf::from)
+            .collect()
+    }
+
+    /// Takes the permission decision for a call and records it before the call acts.
+    /// `Ok` carries a folder outside the workspace allowed for this call only.
+    fn decide(
+        &mut self,
+        call: &str,
+        tool: &str,
+        need: Need,
+        given: Option<Answer>,
+    ) -> Result<Result<Option<PathBuf>, ToolOutput>> {
+        let Need::Ask {
+            key,
+            detail,
+            guarded,
+        } = need
+        else {
+            return Ok(Ok(None));
+        };
+        let guarded = guarded
+            || (key.starts_with("shell:") && is_guarded(&self.config.guarded_commands, &detail));
+        let outside = key
+            .split_once('@')
+            .filter(|(t, _)| *t == tool)
+            .map(|(_, d)| PathBuf::from(d));
+        if !guarded && self.rec.state.allow.contains_key(&key) {
+            self.rec.append(&Event::PermissionDecided {
+                call: call.to_string(),
+                key,
+                answer: Answer::Always,
+                source: AnswerSource::AllowList,
+            })?;
+            return Ok(Ok(None));
+        }
+        let detail = self
+            .redactor
+            .redact(&detail, &mut Counts::new())
+            .into_owned();
+        self.rec.append(&Event::PermissionRequested {
+            call: call.to_string(),
+            key: key.clone(),
+            detail: detail.clone(),
+            tool: tool.to_string(),
+            guarded,
+        })?;
+        let request = Request {
+            call: call.to_string(),
+            tool: tool.to_string(),
+            key: key.clone(),
+            detail,
+            guarded,
+        };
+        let (answer, by_person) = match given {
+            Some(a) => (a, true),
+            None => self.approver.answer(&request),
+        };
+        self.rec.append(&Event::PermissionDecided {
+            call: call.to_string(),
+            key: key.clone(),
+            answer,
+            source: if by_person {
+                AnswerSource::User
+            } else {
+                AnswerSource::Policy
+            },
+        })?;
+        match answer {
+            // A policy that keeps a call inside the workspace lets it run confined: the
+            // tool then refuses the outside path itself, as confinement does.
+            Answer::Deny if !by_person && outside.is_some() => Ok(Ok(None)),
+            Answer::Deny => {
+                let how = if by_person {
+                    String::new()
+                } else {
+                    " (the approval policy denies it: run with --approve ask or --approve always, or give the script step \"approve\": \"once\")".to_string()
+                };
+                Ok(Err(ToolOutput {
+                    status: Status::Denied,
+                    text: format!(
+                        "denied: permission for {key} was refused{how}; the call did not run. Adjust the plan or ask the user."
+                    ),
+                    refusal: None,
+                }))
+            }
+            Answer::Always => {
+                self.allow_list.grant(&key, &self.id, call)?;
+                Ok(Ok(outside))
+            }
+            Answer::Once => Ok(Ok(outside)),
+        }
     }
 
     /// Ends the session: records `session_ended`, saves a snapshot, syncs.

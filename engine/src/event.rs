@@ -34,7 +34,13 @@ pub enum Event {
     PermissionRequested {
         call: String,
         key: String,
+        /// Exactly what is being allowed: the command line, the host, the change.
         detail: String,
+        #[serde(default)]
+        tool: String,
+        /// A guarded pattern matched: asked even though the key may be allowed.
+        #[serde(default)]
+        guarded: bool,
     },
     PermissionDecided {
         call: String,
@@ -123,6 +129,9 @@ pub struct SessionStarted {
     pub config: serde_json::Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<Parent>,
+    /// The project's allow list when the session started.
+    #[serde(default)]
+    pub allow: Vec<String>,
 }
 
 /// Where a forked or replayed session comes from.
@@ -274,4 +283,7 @@ pub struct ToolFinished {
     pub elapsed_us: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<Refusal>,
+    /// Secrets redacted from the input and output, by kind.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub redactions: std::collections::BTreeMap<String, u32>,
 }

@@ -113,6 +113,42 @@ pub fn resolve(root: &Path, home: &Path, input: &str) -> Result<WsPath, PathErro
     Ok(WsPath { abs, rel })
 }
 
+/// Where `input` points, absolute and normalised (symlinks resolved as far as they
+/// exist): what an out-of-workspace permission is asked for.
+pub fn target(root: &Path, input: &str) -> Option<PathBuf> {
+    if input.is_empty() || input.contains('\0') {
+        return None;
+    }
+    let joined = root.join(input);
+    let mut parts: Vec<std::ffi::OsString> = Vec::new();
+    for c in joined.components() {
+        match c {
+            Component::Normal(s) => parts.push(s.to_os_string()),
+            Component::ParentDir => {
+                parts.pop();
+            }
+            _ => {}
+        }
+    }
+    let mut lexical = PathBuf::from("/");
+    for p in &parts {
+        lexical.push(p);
+    }
+    let mut existing = lexical.clone();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(c) = existing.canonicalize() {
+            let mut out = c;
+            for name in rest.iter().rev() {
+                out.push(name);
+            }
+            return Some(out);
+        }
+        rest.push(existing.file_name()?.to_os_string());
+        existing = existing.parent()?.to_path_buf();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

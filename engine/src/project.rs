@@ -112,7 +112,8 @@ pub fn project_key(workspace: &Path) -> String {
     format!("{name}-{}", cairn_store::Hash::of(text.as_bytes()).short(8))
 }
 
-/// A new session id: UTC start time (so ids sort by age) and 6 random hex digits.
+/// A new session id: UTC start time to the microsecond (so ids sort by age, even two
+/// started in the same second) and 6 random hex digits.
 pub fn new_session_id() -> String {
     let now = jiff::Timestamp::now();
     let stamp = now.strftime("%Y%m%dT%H%M%S").to_string();
@@ -121,7 +122,7 @@ pub fn new_session_id() -> String {
     let noise =
         cairn_store::Hash::of(&[&seed[..], &now.as_nanosecond().to_le_bytes()[..]].concat())
             .short(6);
-    format!("{stamp}-{noise}")
+    format!("{stamp}.{:06}-{noise}", now.subsec_microsecond())
 }
 
 fn getrandom_bytes(buf: &mut [u8]) -> std::io::Result<()> {

@@ -90,8 +90,17 @@ pub fn run(
     for (_, step) in steps {
         match step {
             Step::User(text) => engine.user_message(text)?,
-            Step::Tool { tool, input, .. } => {
-                let out = engine.call(tool, input.clone())?;
+            Step::Tool {
+                tool,
+                input,
+                approve,
+            } => {
+                let answer = approve.as_deref().map(|a| match a {
+                    "always" => crate::event::Answer::Always,
+                    "deny" => crate::event::Answer::Deny,
+                    _ => crate::event::Answer::Once,
+                });
+                let out = engine.call_with(tool, input.clone(), answer)?;
                 each(&out);
                 outcomes.push(out);
             }

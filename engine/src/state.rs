@@ -91,7 +91,8 @@ pub struct State {
     pub open_calls: BTreeMap<String, OpenCall>,
     pub calls_started: u64,
     pub calls_by_status: BTreeMap<String, u64>,
-    /// Permission grants ("always") by key; filled by the permissions work.
+    /// Keys allowed for good: the project's allow list at the start, then every
+    /// "always" answer (key → the call that granted it, or "project").
     pub allow: BTreeMap<String, String>,
     /// Background processes by id; filled by the shell work.
     pub processes: BTreeMap<String, String>,
@@ -112,6 +113,11 @@ impl State {
                 self.session = Some(s.id.clone());
                 self.workspace = Some(s.workspace.clone());
                 self.catalog = Some(s.catalog.clone());
+                self.allow = s
+                    .allow
+                    .iter()
+                    .map(|k| (k.clone(), "project".to_string()))
+                    .collect();
             }
             Event::UserMessage { text } => {
                 // A new request: what was pointless to repeat may be useful again.
@@ -167,6 +173,14 @@ impl State {
             }
             Event::SessionEnded { .. } => self.ended = true,
             Event::SessionResumed { .. } => self.ended = false,
+            Event::PermissionDecided {
+                call,
+                key,
+                answer: crate::event::Answer::Always,
+                ..
+            } => {
+                self.allow.insert(key.clone(), call.clone());
+            }
             Event::PermissionRequested { .. }
             | Event::PermissionDecided { .. }
             | Event::ShellExec(_)

@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::event::{Event, FileRead, Refusal, Rule, Status};
 use crate::limits::Limits;
 use crate::paths::{PathError, WsPath, resolve};
+use crate::permission::Need;
 use crate::recorder::Recorder;
 use crate::state::State;
 
@@ -76,6 +77,8 @@ pub trait Tool: Send + Sync {
     /// Runs the call. `Err` only when the engine itself fails (the log); a tool's own
     /// failure is an output with status `error`.
     fn run(&self, ctx: &mut Ctx<'_>, input: &serde_json::Value) -> Result<ToolOutput>;
+    /// What the call needs before it may act (input already validated).
+    fn permission(&self, input: &serde_json::Value) -> Need;
 }
 
 /// A tool with a typed input; implements [`Tool`].
@@ -85,6 +88,20 @@ pub trait TypedTool: Send + Sync + 'static {
     const DESCRIPTION: &'static str;
     const MUTATING: bool;
     fn run(&self, ctx: &mut Ctx<'_>, input: Self::Input) -> Result<ToolOutput>;
+    /// By default a tool that writes asks first (key: its name, detail: its input) and
+    /// one that only reads runs at once, as the thoth seed's table has it.
+    fn permission(&self, input: &Self::Input, raw: &serde_json::Value) -> Need {
+        let _ = input;
+        if Self::MUTATING {
+            Need::Ask {
+                key: Self::NAME.to_string(),
+                detail: serde_json::to_string_pretty(raw).unwrap_or_default(),
+                guarded: false,
+            }
+        } else {
+            Need::Auto
+        }
+    }
 }
 
 /// Parses an input, naming the field at fault.
@@ -130,6 +147,12 @@ impl<T: TypedTool> Tool for T {
             Err(e) => Ok(ToolOutput::refused(Rule::Input, None, None, e)),
         }
     }
+    fn permission(&self, input: &serde_json::Value) -> Need {
+        match parse_input::<T::Input>(T::NAME, input) {
+            Ok(i) => TypedTool::permission(self, &i, input),
+            Err(_) => Need::Auto,
+        }
+    }
 }
 
 /// What a running tool can see and do.
@@ -142,6 +165,8 @@ pub struct Ctx<'a> {
     pub home: &'a Path,
     pub limits: &'a Limits,
     pub(crate) rec: &'a mut Recorder,
+    /// Folders outside the workspace this call may touch (granted permissions).
+    pub(crate) outside_ok: Vec<std::path::PathBuf>,
 }
 
 impl Ctx<'_> {
@@ -152,9 +177,19 @@ impl Ctx<'_> {
 
     /// Resolves a path inside the workspace, or the refusal to return.
     pub fn resolve(&self, path: &str) -> Result<WsPath, ToolOutput> {
-        resolve(self.root, self.home, path).map_err(|e| match e {
-            PathError::Outside(m) => ToolOutput::refused(Rule::Confinement, Some(path), None, m),
-            PathError::Invalid(m) => ToolOutput::error(m),
+        resolve(self.root, self.home, path).or_else(|e| match e {
+            PathError::Outside(m) => {
+                // A folder outside the workspace the user allowed for this tool.
+                if let Some(t) = crate::paths::target(self.root, path)
+                    && !t.starts_with(self.home)
+                    && self.outside_ok.iter().any(|d| t.starts_with(d))
+                {
+                    let rel = t.to_string_lossy().into_owned();
+                    return Ok(WsPath { abs: t, rel });
+                }
+                Err(ToolOutput::refused(Rule::Confinement, Some(path), None, m))
+            }
+            PathError::Invalid(m) => Err(ToolOutput::error(m)),
         })
     }
 

@@ -135,6 +135,14 @@ fn demo_runs_every_rule_and_its_sessions_verify_clean() {
     let home = Home::at(home.path());
     let runs = cairn_engine::demo::run(&home, base.path(), |_, _| {}).unwrap();
     assert_eq!(runs.len(), 2);
+    // The thoth script's read outside the workspace asks, and the script denies it.
+    let denied: Vec<&str> = runs
+        .iter()
+        .flat_map(|r| &r.outcomes)
+        .filter(|o| o.status == cairn_engine::event::Status::Denied)
+        .map(|o| o.tool.as_str())
+        .collect();
+    assert_eq!(denied, ["read_file"]);
     let mut rules = BTreeSet::new();
     for run in &runs {
         let dir = cairn_engine::find_session(&home, &run.session, None)
@@ -164,7 +172,6 @@ fn demo_runs_every_rule_and_its_sessions_verify_clean() {
     assert_eq!(
         rules,
         set(&[
-            "Confinement",
             "ReadBeforeEdit",
             "ReadBeforeOverwrite",
             "Repeat",

@@ -375,6 +375,9 @@ fn check_log(e: &Engine) {
                     blob(e, b);
                 }
             }
+            Event::PermissionRequested { call, .. } | Event::PermissionDecided { call, .. } => {
+                assert_eq!(open.as_ref(), Some(call), "{ev:?} outside its call");
+            }
             _ => assert_eq!(open, None, "{ev:?} inside a call"),
         }
     }

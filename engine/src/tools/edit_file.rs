@@ -30,6 +30,19 @@ impl TypedTool for EditFile {
     const DESCRIPTION: &'static str = "Exact string replacement in a file. Rejected unless the file was read first (at its current content).";
     const MUTATING: bool = true;
 
+    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
+        crate::permission::Need::Ask {
+            key: Self::NAME.to_string(),
+            detail: format!(
+                "{} {}:\n{}",
+                Self::NAME,
+                input.path,
+                crate::diff::unified(&input.path, &input.old_string, &input.new_string, 120)
+            ),
+            guarded: false,
+        }
+    }
+
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         edit(
             ctx,

@@ -26,6 +26,10 @@ impl TypedTool for ReadFile {
     const DESCRIPTION: &'static str = "Read a file with line numbers; use offset/limit for big files. Refuses files over 2 MB: use grep instead.";
     const MUTATING: bool = false;
 
+    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
+        crate::permission::read_need(Self::NAME, &input.path)
+    }
+
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         let file = match text::load(
             ctx,

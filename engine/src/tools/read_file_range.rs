@@ -27,6 +27,10 @@ impl TypedTool for ReadFileRange {
         "Read a 1-indexed line range from a file. Prefer targeted ranges over reading large files.";
     const MUTATING: bool = false;
 
+    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
+        crate::permission::read_need(Self::NAME, &input.path)
+    }
+
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         if input.start_line == 0 {
             return Ok(ToolOutput::error(

@@ -26,6 +26,19 @@ impl TypedTool for ReplaceRange {
     const DESCRIPTION: &'static str = "Replace one unique exact string occurrence in an existing file. Fails if old_string appears zero or multiple times; failed edits leave the file unchanged.";
     const MUTATING: bool = true;
 
+    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
+        crate::permission::Need::Ask {
+            key: Self::NAME.to_string(),
+            detail: format!(
+                "{} {}:\n{}",
+                Self::NAME,
+                input.path,
+                crate::diff::unified(&input.path, &input.old_string, &input.new_string, 120)
+            ),
+            guarded: false,
+        }
+    }
+
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         edit_file::edit(
             ctx,

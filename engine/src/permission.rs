@@ -1,0 +1,253 @@
+//! Permissions: which calls ask first, who answers, and the per-project allow list.
+//!
+//! A call either runs at once (`Need::Auto`) or needs an answer for a key: the program
+//! for a shell command (`shell:git`), the host for a fetch (`web_fetch:example.org`),
+//! the tool for a write (`edit_file`), or `tool@folder` for a path outside the
+//! workspace. "Always" is scoped to that key. Guarded command lines (destructive git
+//! operations, `rm -rf` of the workspace or home) always ask, even when allowed.
+//!
+//! The allow list outlives sessions: a hash-chained project log (the store's format)
+//! records grants and resets; `allow.json` is its projection, rewritten atomically and
+//! rebuilt from the log when missing or edited by hand.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use cairn_store::{LogReader, LogWriter, Options};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{EngineError, Result, io_at};
+use crate::event::Answer;
+
+/// What a call needs before it may act.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Need {
+    Auto,
+    Ask {
+        key: String,
+        /// What is being allowed, in full: the command line, the host, the diff.
+        detail: String,
+        /// True when a guarded pattern matched: asks even when the key is allowed.
+        guarded: bool,
+    },
+}
+
+/// A question to whoever answers permission requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub call: String,
+    pub tool: String,
+    pub key: String,
+    pub detail: String,
+    pub guarded: bool,
+}
+
+/// Answers permission requests (a terminal prompt, a policy, a script).
+pub trait Approver: Send {
+    /// The answer, and whether a person gave it (`true`) or a policy did.
+    fn answer(&mut self, request: &Request) -> (Answer, bool);
+}
+
+/// A fixed policy: `--approve always` or `--approve never`, or the library default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Every request allowed once (nothing is added to the allow list).
+    AllowAll,
+    /// Every request denied.
+    DenyAll,
+    /// Everything inside the workspace allowed once; nothing outside it (`tool@dir`
+    /// keys denied, so the call runs confined). The engine's default.
+    Workspace,
+}
+
+impl Approver for Policy {
+    fn answer(&mut self, r: &Request) -> (Answer, bool) {
+        match self {
+            Policy::AllowAll => (Answer::Once, false),
+            Policy::DenyAll => (Answer::Deny, false),
+            Policy::Workspace if r.key.starts_with(&format!("{}@", r.tool)) => {
+                (Answer::Deny, false)
+            }
+            Policy::Workspace => (Answer::Once, false),
+        }
+    }
+}
+
+/// True for files that usually hold credentials (`.env*`, `*.pem`, `*.key`, `id_rsa`…):
+/// reading one asks first, as thoth does.
+pub fn credential_like(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.starts_with(".env")
+        || name.ends_with(".pem")
+        || name.ends_with(".key")
+        || name.starts_with("id_rsa")
+        || name.starts_with("id_ed25519")
+        || name.starts_with("id_ecdsa")
+}
+
+/// What a read of `path` needs: auto, or a question for a credential-like file.
+pub fn read_need(tool: &str, path: &str) -> Need {
+    if credential_like(path) {
+        Need::Ask {
+            key: format!("read_credentials:{}", crate::state::normalise_rel(path)),
+            detail: format!("{tool} wants to read {path}, which looks like a credentials file"),
+            guarded: false,
+        }
+    } else {
+        Need::Auto
+    }
+}
+
+/// The default guarded command patterns.
+pub fn default_guarded() -> Vec<String> {
+    [
+        r"\bgit\s+push\b.*(\s--force\b|\s-f\b|\s--force-with-lease\b)",
+        r"\bgit\s+reset\s+--hard\b",
+        r"\bgit\s+clean\s+-[a-zA-Z]*(f[a-zA-Z]*d|d[a-zA-Z]*f)",
+        r"\bgit\s+checkout\s+--\s+\.",
+        r"\brm\s+-[a-zA-Z]*[rR][a-zA-Z]*\s+(-[a-zA-Z]+\s+)*(/|~|\$HOME|\.|\./|\*)\s*$",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// True when `command` matches one of the guarded patterns (invalid ones are ignored).
+pub fn is_guarded(patterns: &[String], command: &str) -> bool {
+    patterns
+        .iter()
+        .filter_map(|p| regex::Regex::new(p).ok())
+        .any(|re| re.is_match(command))
+}
+
+/// The allow list of one project.
+#[derive(Debug, Clone)]
+pub struct AllowList {
+    dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum AllowEvent {
+    Grant {
+        key: String,
+        #[serde(default)]
+        session: String,
+        #[serde(default)]
+        call: String,
+    },
+    Reset,
+}
+
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+struct Projection {
+    keys: Vec<String>,
+}
+
+impl AllowList {
+    /// The allow list kept in project folder `project_dir`.
+    pub fn new(project_dir: &Path) -> AllowList {
+        AllowList {
+            dir: project_dir.to_path_buf(),
+        }
+    }
+
+    fn log_dir(&self) -> PathBuf {
+        self.dir.join("allow")
+    }
+
+    /// The projection's path.
+    pub fn json_path(&self) -> PathBuf {
+        self.dir.join("allow.json")
+    }
+
+    /// The keys allowed now, folded from the project log; `allow.json` is rewritten
+    /// when it is missing or differs.
+    pub fn load(&self) -> Result<BTreeSet<String>> {
+        let keys = self.fold()?;
+        self.project(&keys)?;
+        Ok(keys)
+    }
+
+    fn fold(&self) -> Result<BTreeSet<String>> {
+        let mut keys = BTreeSet::new();
+        if !cairn_store::log_path(&self.log_dir()).is_file() {
+            return Ok(keys);
+        }
+        for r in LogReader::open(&self.log_dir())?.records()? {
+            match serde_json::from_str::<AllowEvent>(r?.event.get()) {
+                Ok(AllowEvent::Grant { key, .. }) => {
+                    keys.insert(key);
+                }
+                Ok(AllowEvent::Reset) => keys.clear(),
+                Err(_) => {}
+            }
+        }
+        Ok(keys)
+    }
+
+    fn project(&self, keys: &BTreeSet<String>) -> Result<()> {
+        let want = Projection {
+            keys: keys.iter().cloned().collect(),
+        };
+        let path = self.json_path();
+        let current = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Projection>(&b).ok());
+        if current.as_ref() == Some(&want) {
+            return Ok(());
+        }
+        std::fs::create_dir_all(&self.dir).map_err(io_at(&self.dir))?;
+        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir).map_err(io_at(&self.dir))?;
+        serde_json::to_writer_pretty(tmp.as_file_mut(), &want)
+            .map_err(|e| EngineError::Config(e.to_string()))?;
+        tmp.as_file().sync_all().map_err(io_at(&path))?;
+        tmp.persist(&path)
+            .map_err(|e| e.error)
+            .map_err(io_at(&path))?;
+        Ok(())
+    }
+
+    fn append(&self, event: &AllowEvent) -> Result<BTreeSet<String>> {
+        let dir = self.log_dir();
+        let options = Options {
+            durability: cairn_store::Durability::Always,
+            ..Options::default()
+        };
+        // Another session of the project may hold the log for a moment: wait a little.
+        let mut tries = 0;
+        let mut log = loop {
+            let opened = if cairn_store::log_path(&dir).is_file() {
+                LogWriter::open(&dir, options).map(|(w, _)| w)
+            } else {
+                LogWriter::create(&dir, options)
+            };
+            match opened {
+                Err(cairn_store::Error::Locked { .. }) if tries < 50 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => break other?,
+            }
+        };
+        log.append(event)?;
+        log.close()?;
+        let keys = self.fold()?;
+        self.project(&keys)?;
+        Ok(keys)
+    }
+
+    /// Records an "always" answer.
+    pub fn grant(&self, key: &str, session: &str, call: &str) -> Result<BTreeSet<String>> {
+        self.append(&AllowEvent::Grant {
+            key: key.to_string(),
+            session: session.to_string(),
+            call: call.to_string(),
+        })
+    }
+
+    /// Clears the allow list (recorded, so the history stays).
+    pub fn reset(&self) -> Result<BTreeSet<String>> {
+        self.append(&AllowEvent::Reset)
+    }
+}
