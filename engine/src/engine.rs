@@ -501,6 +501,7 @@ impl Engine {
             reason: reason.to_string(),
         })?;
         self.rec.snapshot()?;
+        self.rec.wait_snapshot()?;
         self.rec.sync()?;
         self.rec
             .log

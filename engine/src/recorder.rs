@@ -26,6 +26,14 @@ pub struct Recorder {
     since_checkpoint: u64,
     blobs_unsynced: bool,
     blob_root: PathBuf,
+    pending_snapshot: Option<std::thread::JoinHandle<cairn_store::Result<()>>>,
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        // A snapshot is a cache: one that failed is simply not there.
+        let _ = self.wait_snapshot();
+    }
 }
 
 impl Recorder {
@@ -51,6 +59,7 @@ impl Recorder {
             since_checkpoint: 0,
             blobs_unsynced: false,
             blob_root,
+            pending_snapshot: None,
         }
     }
 
@@ -104,7 +113,23 @@ impl Recorder {
                 seq: head.seq,
                 record_hash: head.hash,
             };
-            self.snapshots.save(&meta, &self.state.to_bytes())?;
+            // Written off the call path: a snapshot is a cache, and its fsyncs would
+            // otherwise land on the call that happens to cross the interval.
+            self.wait_snapshot()?;
+            let bytes = self.state.to_bytes();
+            let store = self.snapshots.clone();
+            self.pending_snapshot = Some(std::thread::spawn(move || store.save(&meta, &bytes).map(|_| ())));
+        }
+        Ok(())
+    }
+
+    /// Waits for the snapshot being written, if any.
+    pub(crate) fn wait_snapshot(&mut self) -> Result<()> {
+        if let Some(h) = self.pending_snapshot.take() {
+            match h.join() {
+                Ok(r) => r?,
+                Err(e) => std::panic::resume_unwind(e),
+            }
         }
         Ok(())
     }

@@ -79,7 +79,8 @@ proptest! {
         prop_assert!(full.unknown.is_empty());
         prop_assert_eq!(&full.state, &live);
         let snap = fold::fold_with_snapshot(&dir).unwrap();
-        if full.records >= snapshot_every {
+        // One snapshot may still be being written; the one before it is on disk.
+        if full.records >= 2 * snapshot_every {
             prop_assert!(snap.from_snapshot.is_some(), "snapshots are taken every {} records", snapshot_every);
         }
         prop_assert_eq!(&snap.state, &live);
