@@ -405,12 +405,14 @@ fn spawn_reader(
 
 /// The part of a stream the model sees, built as the bytes go by in bounded memory:
 /// at most `lines_max` lines of at most `chars_max` characters and `bytes_max` bytes
-/// in all, with markers saying what was cut.
+/// of output in all (whole lines; the markers saying what was cut come on top).
 pub struct Preview {
     bytes_max: usize,
     lines_max: usize,
     chars_max: usize,
     shown: String,
+    /// Bytes of `shown` that are output, not markers.
+    shown_bytes: usize,
     shown_lines: usize,
     total_lines: u64,
     /// The start of the current line (at most `4 * chars_max + 4` bytes).
@@ -427,6 +429,7 @@ impl Preview {
             lines_max,
             chars_max,
             shown: String::new(),
+            shown_bytes: 0,
             shown_lines: 0,
             total_lines: 0,
             line: Vec::new(),
@@ -498,15 +501,17 @@ impl Preview {
                 used += chunk.invalid().len();
             }
         }
+        let content = text.len() + 1;
         let cut = line_bytes.saturating_sub(used as u64);
         if cut > 0 {
             text.push_str(&format!("…(+{cut} bytes)"));
         }
         text.push('\n');
-        if self.shown.len() + text.len() > self.bytes_max {
+        if self.shown_bytes + content > self.bytes_max {
             self.full = true;
             return;
         }
+        self.shown_bytes += content;
         self.shown.push_str(&text);
         self.shown_lines += 1;
     }
