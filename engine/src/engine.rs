@@ -14,8 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{Catalog, Registry};
 use crate::error::{EngineError, Result, io_at};
 use crate::event::{
-    Event, ExecStatus, FORMAT_VERSION, Parent, Refusal, Rule, SessionStarted, Status,
-    ToolFinished,
+    Event, ExecStatus, FORMAT_VERSION, Parent, Refusal, Rule, SessionStarted, Status, ToolFinished,
 };
 use crate::limits::Limits;
 use crate::manifest;

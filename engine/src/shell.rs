@@ -236,8 +236,10 @@ fn foreground(
     let mut rec = exec_record(&ctx.call, argv, &cwd.rel, ProcKind::Foreground);
     rec.timeout_ms = Some(timeout_ms);
     std::fs::create_dir_all(&ctx.rt.tmp_dir).map_err(io_at(&ctx.rt.tmp_dir))?;
-    let tmp_out = tempfile::NamedTempFile::new_in(&ctx.rt.tmp_dir).map_err(io_at(&ctx.rt.tmp_dir))?;
-    let tmp_err = tempfile::NamedTempFile::new_in(&ctx.rt.tmp_dir).map_err(io_at(&ctx.rt.tmp_dir))?;
+    let tmp_out =
+        tempfile::NamedTempFile::new_in(&ctx.rt.tmp_dir).map_err(io_at(&ctx.rt.tmp_dir))?;
+    let tmp_err =
+        tempfile::NamedTempFile::new_in(&ctx.rt.tmp_dir).map_err(io_at(&ctx.rt.tmp_dir))?;
     let started = Instant::now();
     let mut cmd = command(argv, &cwd.abs);
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -248,8 +250,14 @@ fn foreground(
     let pid = pid_of(&child);
     rec.pid = Some(child.id());
     let readers = [
-        child.stdout.take().map(|p| spawn_reader(p, tmp_out, &limits)),
-        child.stderr.take().map(|p| spawn_reader(p, tmp_err, &limits)),
+        child
+            .stdout
+            .take()
+            .map(|p| spawn_reader(p, tmp_out, &limits)),
+        child
+            .stderr
+            .take()
+            .map(|p| spawn_reader(p, tmp_err, &limits)),
     ];
     if let Err(e) = ctx.record(Event::ShellExec(rec.clone())) {
         // The log failed: nothing may run unrecorded.
@@ -530,7 +538,12 @@ impl Preview {
 }
 
 fn background(ctx: &mut Ctx<'_>, argv: &[String], cwd: &WsPath) -> Result<ToolOutput> {
-    let running = ctx.state().processes.values().filter(|p| p.is_running()).count();
+    let running = ctx
+        .state()
+        .processes
+        .values()
+        .filter(|p| p.is_running())
+        .count();
     if running >= ctx.limits.shell_background_max {
         return Ok(ToolOutput::error(format!(
             "{running} background processes are running, the most a session may have (shell_background_max); cancel one first"
@@ -838,11 +851,7 @@ fn poll_wait(pid: libc::pid_t, deadline: Instant) -> bool {
 
 /// Stops the child's whole process group (SIGTERM, `grace_ms`, SIGKILL; SIGKILL at
 /// once when `grace_ms` is 0) and reaps the child.
-fn stop_group(
-    child: &mut Child,
-    pid: libc::pid_t,
-    grace_ms: u64,
-) -> std::io::Result<ExitStatus> {
+fn stop_group(child: &mut Child, pid: libc::pid_t, grace_ms: u64) -> std::io::Result<ExitStatus> {
     if grace_ms > 0 && !exited_unreaped(pid) {
         killpg(pid, libc::SIGTERM);
         wait_exit(pid, Instant::now() + Duration::from_millis(grace_ms));
@@ -893,13 +902,25 @@ mod tests {
         for step in [1, 2, 3, 7, 1000] {
             assert_eq!(preview(b"a\nb\n", 100, 10, 10, step), "a\nb\n");
             assert_eq!(preview(b"a\nb", 100, 10, 10, step), "a\nb\n");
-            assert_eq!(preview(b"a\nb\nc\n", 100, 2, 10, step), "a\nb\n…(1 more lines)\n");
+            assert_eq!(
+                preview(b"a\nb\nc\n", 100, 2, 10, step),
+                "a\nb\n…(1 more lines)\n"
+            );
             assert_eq!(preview(b"abcdef\n", 100, 2, 3, step), "abc…(+3 bytes)\n");
-            assert_eq!(preview("éééé\n".as_bytes(), 100, 2, 2, step), "éé…(+4 bytes)\n");
-            assert_eq!(preview(b"a\xff\xfeb\n", 100, 2, 10, step), "a\u{fffd}\u{fffd}b\n");
+            assert_eq!(
+                preview("éééé\n".as_bytes(), 100, 2, 2, step),
+                "éé…(+4 bytes)\n"
+            );
+            assert_eq!(
+                preview(b"a\xff\xfeb\n", 100, 2, 10, step),
+                "a\u{fffd}\u{fffd}b\n"
+            );
             // At the byte cap, then one past it.
             assert_eq!(preview(b"ab\ncd\n", 6, 10, 10, step), "ab\ncd\n");
-            assert_eq!(preview(b"ab\ncd\n", 5, 10, 10, step), "ab\n…(1 more lines)\n");
+            assert_eq!(
+                preview(b"ab\ncd\n", 5, 10, 10, step),
+                "ab\n…(1 more lines)\n"
+            );
         }
     }
 

@@ -176,7 +176,12 @@ fn own_zombies() -> Vec<u32> {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
         if fields.first() == Some(&"Z") && fields.get(1) == Some(&me.as_str()) {
             out.push(pid);
         }
@@ -212,12 +217,18 @@ fn exit_codes_signals_and_both_streams_are_recorded_and_shown() {
     let mut e = w.engine(Catalog::Thndrs);
 
     let o = call(&mut e, "run_shell", json!({"argv": ["true"]}));
-    assert_eq!((o.status, norm(&o.output)), (Status::Ok, "exit code 0 in N ms\n".into()));
+    assert_eq!(
+        (o.status, norm(&o.output)),
+        (Status::Ok, "exit code 0 in N ms\n".into())
+    );
     let (s, f) = last_pair(&e);
     assert_eq!(s.argv, ["true"]);
     assert_eq!(s.kind, ProcKind::Foreground);
     assert_eq!(s.timeout_ms, Some(120_000));
-    assert_eq!((f.status, f.exit_code, f.signal), (ExecStatus::Ok, Some(0), None));
+    assert_eq!(
+        (f.status, f.exit_code, f.signal),
+        (ExecStatus::Ok, Some(0), None)
+    );
     assert!(!alive(f.pid.unwrap()));
 
     let o = call(
@@ -239,16 +250,34 @@ fn exit_codes_signals_and_both_streams_are_recorded_and_shown() {
     assert_eq!(blob(&e, &f.stdout.unwrap()), b"out\n");
     assert_eq!(blob(&e, &f.stderr.unwrap()), b"err\n");
 
-    let o = call(&mut e, "run_shell", json!({"argv": ["sh", "-c", "kill -9 $$"]}));
-    assert_eq!((o.status, norm(&o.output)), (Status::Error, "killed by signal 9 in N ms\n".into()));
+    let o = call(
+        &mut e,
+        "run_shell",
+        json!({"argv": ["sh", "-c", "kill -9 $$"]}),
+    );
+    assert_eq!(
+        (o.status, norm(&o.output)),
+        (Status::Error, "killed by signal 9 in N ms\n".into())
+    );
     let (_, f) = last_pair(&e);
-    assert_eq!((f.status, f.exit_code, f.signal), (ExecStatus::Failed, None, Some(9)));
+    assert_eq!(
+        (f.status, f.exit_code, f.signal),
+        (ExecStatus::Failed, None, Some(9))
+    );
 
     // cwd relative to the workspace; stdin is closed.
-    let o = call(&mut e, "run_shell", json!({"argv": ["sh", "-c", "pwd; cat; echo eof"], "cwd": "sub"}));
+    let o = call(
+        &mut e,
+        "run_shell",
+        json!({"argv": ["sh", "-c", "pwd; cat; echo eof"], "cwd": "sub"}),
+    );
     assert_eq!(
         norm(&o.output),
-        format!("exit code 0 in N ms\n--- stdout ({} bytes) ---\n{}/sub\neof\n", w.root.display().to_string().len() + 9, w.root.display())
+        format!(
+            "exit code 0 in N ms\n--- stdout ({} bytes) ---\n{}/sub\neof\n",
+            w.root.display().to_string().len() + 9,
+            w.root.display()
+        )
     );
     assert_eq!(last_pair(&e).0.cwd, "sub");
     check_log(&e);
@@ -258,25 +287,53 @@ fn exit_codes_signals_and_both_streams_are_recorded_and_shown() {
 fn not_found_empty_argv_bad_cwd_and_bad_timeouts_are_answered() {
     let w = ws(&[("f.txt", "x\n")]);
     let mut e = w.engine(Catalog::Thndrs);
-    let o = call(&mut e, "run_shell", json!({"argv": ["cairn-no-such-program"]}));
+    let o = call(
+        &mut e,
+        "run_shell",
+        json!({"argv": ["cairn-no-such-program"]}),
+    );
     assert_eq!(o.status, Status::Error);
-    assert!(o.output.starts_with("command not found: cairn-no-such-program"), "{}", o.output);
+    assert!(
+        o.output
+            .starts_with("command not found: cairn-no-such-program"),
+        "{}",
+        o.output
+    );
     let x = execs(&e);
     assert_eq!(x.len(), 1, "one record: it never started");
-    assert_eq!((x[0].phase, x[0].status, x[0].pid), (Phase::Finished, ExecStatus::Failed, None));
+    assert_eq!(
+        (x[0].phase, x[0].status, x[0].pid),
+        (Phase::Finished, ExecStatus::Failed, None)
+    );
 
     let o = call(&mut e, "run_shell", json!({"argv": []}));
     assert_eq!(o.refusal.unwrap().rule, Rule::Input);
     let o = call(&mut e, "run_shell", json!({"argv": [""]}));
     assert_eq!(o.refusal.unwrap().rule, Rule::Input);
-    let o = call(&mut e, "run_shell", json!({"argv": ["true"], "timeout_ms": 0}));
+    let o = call(
+        &mut e,
+        "run_shell",
+        json!({"argv": ["true"], "timeout_ms": 0}),
+    );
     assert_eq!(o.refusal.unwrap().rule, Rule::Input);
     for cwd in ["..", "../..", "/", "/tmp"] {
         let o = call(&mut e, "run_shell", json!({"argv": ["pwd"], "cwd": cwd}));
-        assert_eq!(o.refusal.map(|r| r.rule), Some(Rule::Confinement), "{cwd}: {}", o.output);
+        assert_eq!(
+            o.refusal.map(|r| r.rule),
+            Some(Rule::Confinement),
+            "{cwd}: {}",
+            o.output
+        );
     }
-    let o = call(&mut e, "run_shell", json!({"argv": ["pwd"], "cwd": "f.txt"}));
-    assert_eq!((o.status, o.output.as_str()), (Status::Error, "cwd f.txt is not a folder of the workspace"));
+    let o = call(
+        &mut e,
+        "run_shell",
+        json!({"argv": ["pwd"], "cwd": "f.txt"}),
+    );
+    assert_eq!(
+        (o.status, o.output.as_str()),
+        (Status::Error, "cwd f.txt is not a folder of the workspace")
+    );
     let o = call(&mut e, "run_shell", json!({"argv": ["pwd"], "cwd": "nope"}));
     assert_eq!(o.status, Status::Error);
     assert_eq!(execs(&e).len(), 1, "nothing else ran");
@@ -289,8 +346,17 @@ fn not_found_empty_argv_bad_cwd_and_bad_timeouts_are_answered() {
     assert_eq!(last_pair(&t).1.exit_code, Some(127));
     assert_eq!(o.status, Status::Error);
     // Over the maximum: cut to it, and said so.
-    let o = call(&mut t, "shell", json!({"command": "true", "timeout_ms": 700_000}));
-    assert!(o.output.starts_with("note: timeout_ms 700000 is over the maximum; 600000 was used\n"), "{}", o.output);
+    let o = call(
+        &mut t,
+        "shell",
+        json!({"command": "true", "timeout_ms": 700_000}),
+    );
+    assert!(
+        o.output
+            .starts_with("note: timeout_ms 700000 is over the maximum; 600000 was used\n"),
+        "{}",
+        o.output
+    );
     assert_eq!(last_pair(&t).0.timeout_ms, Some(600_000));
     check_log(&e);
     check_log(&t);
@@ -308,14 +374,22 @@ fn a_timeout_kills_the_whole_group_grandchildren_included_even_if_they_ignore_si
     );
     let took = t0.elapsed();
     assert_eq!(o.status, Status::Timeout);
-    assert!(o.output.starts_with("timeout: killed after 200 ms (the whole process group)"), "{}", o.output);
+    assert!(
+        o.output
+            .starts_with("timeout: killed after 200 ms (the whole process group)"),
+        "{}",
+        o.output
+    );
     let grandchild: u32 = o.output.lines().nth(2).unwrap().trim().parse().unwrap();
     let (_, f) = last_pair(&e);
     assert_eq!((f.status, f.signal), (ExecStatus::Timeout, Some(9)));
     assert!(gone(f.pid.unwrap()), "the leader is gone");
     assert!(gone(grandchild), "the grandchild {grandchild} is gone");
     // 200 ms, then 100 ms of grace for SIGTERM, then SIGKILL.
-    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(5), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
 
     // A leader that exits at once takes what it left in its group with it.
     let o = sh(&mut e, "sleep 30 & echo $!");
@@ -329,7 +403,11 @@ fn a_timeout_kills_the_whole_group_grandchildren_included_even_if_they_ignore_si
 fn non_utf8_output_is_shown_lossily_and_kept_exactly() {
     let w = ws(&[]);
     let mut e = w.engine(Catalog::Thndrs);
-    let o = call(&mut e, "run_shell", json!({"argv": ["printf", "a\\377\\376b\\nok\\n"]}));
+    let o = call(
+        &mut e,
+        "run_shell",
+        json!({"argv": ["printf", "a\\377\\376b\\nok\\n"]}),
+    );
     assert_eq!(
         norm(&o.output),
         "exit code 0 in N ms\n--- stdout (8 bytes) ---\na\u{fffd}\u{fffd}b\nok\n"
@@ -359,7 +437,10 @@ fn capped(format: &str) -> (String, Vec<u8>) {
 #[test]
 fn output_at_and_past_each_cap() {
     // Lines: 3 at the cap, 4 past it.
-    assert_eq!(capped("a\\nb\\nc\\n"), ("a\nb\nc\n".into(), b"a\nb\nc\n".to_vec()));
+    assert_eq!(
+        capped("a\\nb\\nc\\n"),
+        ("a\nb\nc\n".into(), b"a\nb\nc\n".to_vec())
+    );
     assert_eq!(capped("a\\nb\\nc\\nd\\n").0, "a\nb\nc\n…(1 more lines)\n");
     // Characters a line: 4 at the cap, 5 past it (bytes of the rest are named).
     assert_eq!(capped("abcd\\n").0, "abcd\n");
@@ -367,7 +448,10 @@ fn output_at_and_past_each_cap() {
     assert_eq!(capped("ééééé\\n").0, "éééé…(+2 bytes)\n");
     // Bytes: 12 at the cap, 13 past it (whole lines only).
     assert_eq!(capped("abc\\ndef\\nghi\\n").0, "abc\ndef\nghi\n");
-    assert_eq!(capped("abc\\ndef\\nghij\\n").0, "abc\ndef\n…(1 more lines)\n");
+    assert_eq!(
+        capped("abc\\ndef\\nghij\\n").0,
+        "abc\ndef\n…(1 more lines)\n"
+    );
     // No newline at the end is still a line.
     assert_eq!(capped("x\\ny").0, "x\ny\n");
 }
@@ -377,11 +461,19 @@ fn a_big_output_is_kept_whole_in_bounded_memory() {
     let bytes = cairn_tests::env_u64("CAIRN_SHELL_BIG_BYTES", 64 << 20);
     let dir = cairn_tests::ram_tempdir();
     let out = std::process::Command::new(HELPER)
-        .args(["shell-big", &dir.path().display().to_string(), &bytes.to_string()])
+        .args([
+            "shell-big",
+            &dir.path().display().to_string(),
+            &bytes.to_string(),
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let field = |k: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(k).map(|v| v.trim().to_string()))
@@ -390,7 +482,10 @@ fn a_big_output_is_kept_whole_in_bounded_memory() {
     assert_eq!(field("status "), "ok");
     let peak: u64 = field("peak_rss_kib ").parse().unwrap();
     eprintln!("shell output of {bytes} bytes: peak RSS {peak} KiB");
-    assert!(peak < 24 * 1024, "peak RSS {peak} KiB for {bytes} bytes of output");
+    assert!(
+        peak < 24 * 1024,
+        "peak RSS {peak} KiB for {bytes} bytes of output"
+    );
     let home = Home::at(&dir.path().join("home"));
     let s = cairn_engine::find_session(&home, &field("session "), None).unwrap();
     let finished = events_at(&s.dir)
@@ -409,16 +504,29 @@ fn a_big_output_is_kept_whole_in_bounded_memory() {
             _ => None,
         })
         .unwrap();
-    assert!(tool_output.contains("more lines)"), "{}", &tool_output[..200]);
+    assert!(
+        tool_output.contains("more lines)"),
+        "{}",
+        &tool_output[..200]
+    );
 }
 
 #[test]
 fn changes_a_command_makes_are_external_writes_and_need_a_new_read() {
-    let w = ws(&[("a.txt", "one x\n"), ("b.txt", "bee\n"), ("c.txt", "sea\n"), ("keep.txt", "k\n")]);
+    let w = ws(&[
+        ("a.txt", "one x\n"),
+        ("b.txt", "bee\n"),
+        ("c.txt", "sea\n"),
+        ("keep.txt", "k\n"),
+    ]);
     let mut e = w.engine(Catalog::Thoth);
     call(&mut e, "read_file", json!({"path": "a.txt"}));
     // A file tool's own write is not seen again as external.
-    call(&mut e, "write_file", json!({"path": "new.txt", "content": "fresh\n"}));
+    call(
+        &mut e,
+        "write_file",
+        json!({"path": "new.txt", "content": "fresh\n"}),
+    );
     let o = sh(&mut e, "true");
     assert_eq!(norm(&o.output), "exit code 0 in N ms\n");
     assert!(externals(&e).is_empty(), "{:?}", externals(&e));
@@ -431,7 +539,7 @@ fn changes_a_command_makes_are_external_writes_and_need_a_new_read() {
         norm(&o.output),
         "exit code 0 in N ms\nfiles changed by the command (read them again before editing):\n  changed a.txt\n  deleted b.txt\n  created b2.txt\n  deleted c.txt\n  created n.txt\n"
     );
-    let got: Vec<(String, Option<Vec<u8>>, Option<Vec<u8>>, u32)> = externals(&e)
+    let got: Vec<Change> = externals(&e)
         .iter()
         .map(|x| {
             assert_eq!(x.status, WriteStatus::Ok);
@@ -471,6 +579,9 @@ fn changes_a_command_makes_are_external_writes_and_need_a_new_read() {
     check_log(&e);
 }
 
+/// An external write as path, content before, content after, lines after.
+type Change = (String, Option<Vec<u8>>, Option<Vec<u8>>, u32);
+
 /// Waits up to 5 s for `f` to hold.
 fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     let until = Instant::now() + Duration::from_secs(5);
@@ -498,13 +609,21 @@ fn background_start_list_log_cancel_natural_exit_and_end() {
     assert_eq!(p1.argv[..2], ["sh", "-c"]);
     assert!(!p1.started_at.is_empty());
     let log = PathBuf::from(&p1.log);
-    assert!(log.starts_with(e.dir()), "the log is in the session folder: {log:?}");
+    assert!(
+        log.starts_with(e.dir()),
+        "the log is in the session folder: {log:?}"
+    );
     assert!(!log.starts_with(&w.root));
     assert!(o.output.contains(&p1.log));
     let pid1 = p1.pid.unwrap();
     assert!(alive(pid1));
     // Its output grows in its log while other calls go on.
-    let lines = || std::fs::read_to_string(&log).unwrap_or_default().lines().count();
+    let lines = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
     eventually("a first line", || lines() >= 1);
     let first = lines();
     call(&mut e, "list_dir", json!({}));
@@ -523,8 +642,14 @@ fn background_start_list_log_cancel_natural_exit_and_end() {
     let p2 = &e.processes()[1];
     assert_eq!((p2.status.as_str(), p2.exit_code), ("ok", Some(0)));
     let x = externals(&e);
-    assert_eq!((x.len(), x[0].path.as_str(), x[0].call.as_ref()), (1, "made.txt", None));
-    let fin = execs(&e).into_iter().find(|x| x.id.as_deref() == Some("p2") && x.phase == Phase::Finished).unwrap();
+    assert_eq!(
+        (x.len(), x[0].path.as_str(), x[0].call.as_ref()),
+        (1, "made.txt", None)
+    );
+    let fin = execs(&e)
+        .into_iter()
+        .find(|x| x.id.as_deref() == Some("p2") && x.phase == Phase::Finished)
+        .unwrap();
     assert_eq!(blob(&e, &fin.log_blob.unwrap()), b"bye\n");
     assert!(!own_zombies().contains(&pid2));
 
@@ -532,9 +657,17 @@ fn background_start_list_log_cancel_natural_exit_and_end() {
     assert_eq!(e.cancel_process("p1").unwrap(), ExecStatus::Cancelled);
     assert!(gone(pid1));
     assert_eq!(e.processes()[0].status, "cancelled");
-    assert!(e.cancel_process("p1").unwrap_err().to_string().contains("it ended: cancelled"));
+    assert!(
+        e.cancel_process("p1")
+            .unwrap_err()
+            .to_string()
+            .contains("it ended: cancelled")
+    );
     assert!(e.cancel_process("p9").is_err());
-    let fin = execs(&e).into_iter().find(|x| x.id.as_deref() == Some("p1") && x.phase == Phase::Finished).unwrap();
+    let fin = execs(&e)
+        .into_iter()
+        .find(|x| x.id.as_deref() == Some("p1") && x.phase == Phase::Finished)
+        .unwrap();
     assert!(blob(&e, &fin.log_blob.unwrap()).starts_with(b"tick 0\n"));
 
     // The end of the session stops the rest, grandchildren included.
@@ -544,8 +677,14 @@ fn background_start_list_log_cancel_natural_exit_and_end() {
     let p3 = e.processes()[2].clone();
     let p4 = e.processes()[3].clone();
     let log3 = PathBuf::from(&p3.log);
-    eventually("the grandchild pid", || std::fs::read_to_string(&log3).is_ok_and(|s| s.ends_with('\n')));
-    let grandchild: u32 = std::fs::read_to_string(&log3).unwrap().trim().parse().unwrap();
+    eventually("the grandchild pid", || {
+        std::fs::read_to_string(&log3).is_ok_and(|s| s.ends_with('\n'))
+    });
+    let grandchild: u32 = std::fs::read_to_string(&log3)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     assert!(alive(grandchild) && alive(p3.pid.unwrap()) && alive(p4.pid.unwrap()));
     check_log(&e);
     let dir = e.dir().to_path_buf();
@@ -560,7 +699,15 @@ fn background_start_list_log_cancel_natural_exit_and_end() {
         .values()
         .map(|p| (p.id.as_str(), p.status.as_str()))
         .collect();
-    assert_eq!(table, [("p1", "cancelled"), ("p2", "ok"), ("p3", "cancelled"), ("p4", "cancelled")]);
+    assert_eq!(
+        table,
+        [
+            ("p1", "cancelled"),
+            ("p2", "ok"),
+            ("p3", "cancelled"),
+            ("p4", "cancelled")
+        ]
+    );
 }
 
 fn sh_bg(e: &mut Engine, command: &str) -> String {
@@ -571,7 +718,11 @@ fn sh_bg(e: &mut Engine, command: &str) -> String {
 fn a_dropped_engine_leaves_no_process_behind() {
     let w = ws(&[]);
     let mut e = w.engine(Catalog::Thndrs);
-    call(&mut e, "run_shell", json!({"argv": ["sleep", "30"], "background": true}));
+    call(
+        &mut e,
+        "run_shell",
+        json!({"argv": ["sleep", "30"], "background": true}),
+    );
     let pid = e.processes()[0].pid.unwrap();
     assert!(alive(pid));
     drop(e);
