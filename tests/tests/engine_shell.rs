@@ -729,3 +729,25 @@ fn a_dropped_engine_leaves_no_process_behind() {
     assert!(gone(pid));
     assert!(own_zombies().is_empty());
 }
+
+/// Regression: a same-size change within the mtime tick of the last scan (as `sed -i`
+/// right after a write makes) was hidden by the manifest cache's size+mtime check.
+#[test]
+fn a_same_size_change_in_the_same_mtime_tick_is_still_seen() {
+    let w = ws(&[("a.txt", "one x\n")]);
+    let path = w.root.join("a.txt");
+    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let mut e = w.engine(Catalog::Thoth);
+    std::fs::write(&path, "one y\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    sh(&mut e, "true");
+    let x = externals(&e);
+    assert_eq!(x.len(), 1, "{x:?}");
+    assert_eq!(blob(&e, &x[0].after.unwrap()), b"one y\n");
+    check_log(&e);
+}
