@@ -11,6 +11,7 @@ mod child;
 mod engine;
 mod events;
 mod report;
+mod shell;
 mod store;
 
 use std::path::PathBuf;
@@ -32,6 +33,8 @@ enum Command {
     Store(store::StoreArgs),
     /// Benchmark the engine: search against rg/fd, recording overhead, session start.
     Engine(engine::EngineArgs),
+    /// Benchmark the shell tools: a foreground `run_shell true` against spawning `true`.
+    Shell(shell::ShellArgs),
     /// Verify one log in process and print `records bytes clean` (used for memory).
     #[command(name = "__verify", hide = true)]
     Verify {
@@ -57,6 +60,7 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Store(args) => store::run(&args),
         Command::Engine(args) => engine::run(&args),
+        Command::Shell(args) => shell::run(&args),
         Command::Verify { path, threads } => {
             let mut options = cairn_store::VerifyOptions::default();
             if let Some(t) = threads {

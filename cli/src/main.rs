@@ -3,6 +3,7 @@
 
 mod logcmd;
 mod out;
+mod pscmd;
 mod sessioncmd;
 
 use std::process::ExitCode;
@@ -82,6 +83,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The background processes of a session (live or finished): id, pid, status,
+    /// exit, start time, command and log file.
+    Ps {
+        /// A session: id, unique prefix, folder, or `last` (the default).
+        #[arg(default_value = "last")]
+        session: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a tool catalog.
     Tools {
         /// thndrs or thoth (default: both).
@@ -130,6 +140,7 @@ fn main() -> ExitCode {
         },
         Command::Sessions { json } => sessioncmd::sessions(json),
         Command::Show { session, json } => sessioncmd::show(&session, json),
+        Command::Ps { session, json } => pscmd::ps(&session, json),
         Command::Tools {
             catalog,
             json,

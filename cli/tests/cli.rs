@@ -174,3 +174,45 @@ fn tools_markdown_is_docs_tools_md() {
             .unwrap();
     assert_eq!(text(&out.stdout), docs);
 }
+
+#[test]
+fn ps_lists_the_background_processes_of_a_session() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let script = ws.path().join("s.jsonl");
+    std::fs::write(
+        &script,
+        "{\"tool\":\"shell\",\"input\":{\"command\":\"sleep 30\",\"background\":true}}\n{\"tool\":\"shell\",\"input\":{\"command\":\"echo hi\"}}\n",
+    )
+    .unwrap();
+    let ws_arg = ws.path().to_str().unwrap();
+    let out = cairn(
+        home.path(),
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            ws_arg,
+            "--approve",
+            "always",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = cairn(home.path(), &["ps"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    let row = shown.lines().nth(1).unwrap();
+    assert!(
+        row.starts_with("p1 ") && row.contains(" cancelled ") && row.contains("sh -c 'sleep 30'"),
+        "{shown}"
+    );
+    let out = cairn(home.path(), &["ps", "last", "--json"]);
+    let table: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(table[0]["id"], "p1");
+    assert_eq!(table[0]["status"], "cancelled");
+    assert_eq!(
+        table[0]["argv"],
+        serde_json::json!(["sh", "-c", "sleep 30"])
+    );
+}

@@ -63,6 +63,7 @@ impl Registry {
                 Box::new(tools::create_file::CreateFile),
                 Box::new(tools::replace_range::ReplaceRange),
                 Box::new(tools::write_patch::WritePatch),
+                Box::new(tools::run_shell::RunShell),
             ],
             Catalog::Thoth => vec![
                 Box::new(tools::read_file::ReadFile),
@@ -71,6 +72,7 @@ impl Registry {
                 Box::new(tools::grep::Grep),
                 Box::new(tools::write_file::WriteFile),
                 Box::new(tools::edit_file::EditFile),
+                Box::new(tools::shell::Shell),
             ],
         };
         Registry { catalog, tools }

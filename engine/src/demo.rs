@@ -50,6 +50,7 @@ pub const THOTH_SCRIPT: &str = r#"{"user": "Capitalise the greeting and tidy the
 {"tool": "read_file", "input": {"path": "README.md"}}
 {"tool": "write_file", "input": {"path": "docs/CHANGES.md", "content": "- capitalised the greeting\n"}}
 {"tool": "read_file", "input": {"path": "../outside.txt"}, "approve": "deny"}
+{"tool": "shell", "input": {"command": "wc -l notes.txt"}}
 "#;
 
 /// The thndrs-catalog script.
@@ -65,6 +66,7 @@ pub const THNDRS_SCRIPT: &str = r#"{"user": "Add a farewell next to the greeting
 {"tool": "create_file", "input": {"path": "src/bin/bye.rs", "content": "fn main() {\n    println!(\"bye\");\n}\n"}}
 {"tool": "create_file", "input": {"path": "src/bin/bye.rs", "content": "fn main() {}\n"}}
 {"tool": "write_patch", "input": {"patches": [{"op": "create", "path": "CHANGELOG.md", "content": "- farewell\n"}]}}
+{"tool": "run_shell", "input": {"argv": ["ls", "src"]}}
 "#;
 
 /// Writes the sample project into `dir` (which must be empty or absent).

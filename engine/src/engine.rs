@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{Catalog, Registry};
 use crate::error::{EngineError, Result, io_at};
 use crate::event::{
-    Answer, AnswerSource, Event, FORMAT_VERSION, Parent, Refusal, Rule, SessionStarted, Status,
-    ToolFinished,
+    Answer, AnswerSource, Event, ExecStatus, FORMAT_VERSION, Parent, Refusal, Rule, SessionStarted,
+    Status, ToolFinished,
 };
 use crate::limits::Limits;
 use crate::manifest;
@@ -23,7 +23,8 @@ use crate::permission::{AllowList, Approver, Need, Policy, Request, is_guarded};
 use crate::project::{Home, Project, new_session_id};
 use crate::recorder::Recorder;
 use crate::redact::{Counts, Redactor};
-use crate::state::{State, repeat_key};
+use crate::shell::{self, Runtime};
+use crate::state::{Process, State, repeat_key};
 use crate::tool::{Ctx, ToolOutput};
 
 /// How a session is set up.
@@ -79,6 +80,7 @@ pub struct Engine {
     approver: Box<dyn Approver>,
     redactor: Redactor,
     allow_list: AllowList,
+    rt: Runtime,
 }
 
 impl Engine {
@@ -125,9 +127,13 @@ impl Engine {
         // Blobs are made durable in groups (one syncfs) before the records naming them.
         let blobs = BlobStore::open(&project.blobs_dir())?.without_sync();
         let mut files = manifest::scan(&root, &blobs, &project.manifest_cache())?;
-        if let Ok(inner) = home.root.strip_prefix(&root) {
-            let inner = inner.to_string_lossy().to_string();
-            files.retain(|f| !f.path.starts_with(&inner));
+        let home_inner = home
+            .root
+            .strip_prefix(&root)
+            .ok()
+            .map(|inner| inner.to_string_lossy().to_string());
+        if let Some(inner) = &home_inner {
+            files.retain(|f| !f.path.starts_with(inner.as_str()));
         }
         let manifest_blob = blobs.put(&manifest::to_jsonl(&files))?;
         let id = new_session_id();
@@ -167,6 +173,14 @@ impl Engine {
         };
         rec.append(&Event::SessionStarted(started))?;
         rec.sync()?;
+        let rt = Runtime {
+            session_dir: dir.clone(),
+            tmp_dir: project.dir.join("tmp"),
+            manifest_cache: project.manifest_cache(),
+            home_inner,
+            manifest: files.into_iter().map(|f| (f.path.clone(), f)).collect(),
+            bg: Default::default(),
+        };
         Ok(Engine {
             id,
             dir,
@@ -179,6 +193,7 @@ impl Engine {
             approver: Box::new(Policy::Workspace),
             redactor: Redactor::from_env(),
             allow_list,
+            rt,
         })
     }
 
@@ -232,6 +247,7 @@ impl Engine {
 
     /// Records a user message (redacted).
     pub fn user_message(&mut self, text: &str) -> Result<()> {
+        self.poll_background()?;
         let text = self.redactor.redact(text, &mut Counts::new()).into_owned();
         self.rec.append(&Event::UserMessage { text })?;
         self.rec.sync()
@@ -250,6 +266,7 @@ impl Engine {
         input: serde_json::Value,
         answer: Option<Answer>,
     ) -> Result<CallOutcome> {
+        self.poll_background()?;
         let started = Instant::now();
         let call = format!("c{}", self.rec.state.calls_started + 1);
         let limits = self.config.limits.clone();
@@ -311,6 +328,7 @@ impl Engine {
                                 limits: &limits,
                                 rec: &mut self.rec,
                                 outside_ok,
+                                rt: &mut self.rt,
                             };
                             let registry = &self.registry;
                             match registry.get(tool) {
@@ -495,8 +513,53 @@ impl Engine {
         }
     }
 
-    /// Ends the session: records `session_ended`, saves a snapshot, syncs.
+    /// Records the end of every background process that has exited since the last
+    /// look (and what it changed in the workspace); returns their ids. Called at the
+    /// start of every call and user message, and by `end`.
+    pub fn poll_background(&mut self) -> Result<Vec<String>> {
+        if self.rt.bg.is_empty() {
+            return Ok(Vec::new());
+        }
+        let done = shell::poll(&mut self.rec, &mut self.rt, &self.root)?;
+        if !done.is_empty() {
+            self.rec.sync()?;
+        }
+        Ok(done)
+    }
+
+    /// The background processes of this session, as the log knows them.
+    pub fn processes(&self) -> Vec<Process> {
+        self.rec.state.processes.values().cloned().collect()
+    }
+
+    /// Stops a running background process and its whole process group, reaps it and
+    /// records it as cancelled (or as what it ended with, when it had already exited).
+    pub fn cancel_process(&mut self, id: &str) -> Result<ExecStatus> {
+        let grace = self.config.limits.shell_kill_grace_ms;
+        match shell::cancel(&mut self.rec, &mut self.rt, &self.root, id, grace)? {
+            Some(status) => {
+                self.rec.sync()?;
+                Ok(status)
+            }
+            None => Err(EngineError::NotFound(format!(
+                "no running background process '{id}'{}",
+                match self.rec.state.processes.get(id) {
+                    Some(p) => format!(" (it ended: {})", p.status),
+                    None => String::from(" (`processes` lists them)"),
+                }
+            ))),
+        }
+    }
+
+    /// Ends the session: records the end of finished background processes, cancels and
+    /// reaps those still running, records `session_ended`, saves a snapshot, syncs.
     pub fn end(mut self, reason: &str) -> Result<Head> {
+        self.poll_background()?;
+        let running: Vec<String> = self.rt.bg.keys().cloned().collect();
+        let grace = self.config.limits.shell_kill_grace_ms;
+        for id in running {
+            shell::cancel(&mut self.rec, &mut self.rt, &self.root, &id, grace)?;
+        }
         self.rec.append(&Event::SessionEnded {
             reason: reason.to_string(),
         })?;

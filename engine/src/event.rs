@@ -50,7 +50,7 @@ pub enum Event {
     },
     FileRead(FileRead),
     FileWrite(FileWrite),
-    ShellExec(serde_json::Value),
+    ShellExec(ShellExec),
     MemoryWritten {
         text: String,
     },
@@ -286,4 +286,102 @@ pub struct ToolFinished {
     /// Secrets redacted from the input and output, by kind.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub redactions: std::collections::BTreeMap<String, u32>,
+}
+
+/// How a process was run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcKind {
+    /// The call waits for it.
+    Foreground,
+    /// The call returns at once; its end is recorded when it exits.
+    Background,
+}
+
+/// Which end of a process a `shell_exec` records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Started,
+    Finished,
+}
+
+/// The state of a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecStatus {
+    /// Started and not yet finished.
+    Running,
+    /// Exited with code 0.
+    Ok,
+    /// Exited with another code, was killed by a signal it did not get from cairn, or
+    /// could not be started.
+    Failed,
+    /// Killed by cairn when its time ran out.
+    Timeout,
+    /// Killed by cairn on request or at the end of the session.
+    Cancelled,
+}
+
+impl ExecStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ExecStatus::Running => "running",
+            ExecStatus::Ok => "ok",
+            ExecStatus::Failed => "failed",
+            ExecStatus::Timeout => "timeout",
+            ExecStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// A process run by a shell tool: recorded once when it starts (phase `started`,
+/// status `running`) and once when it ends (phase `finished`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShellExec {
+    /// The call that started the process.
+    pub call: String,
+    /// The process-table id of a background process (`p1`, `p2`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// What ran: the program and its arguments (`sh -c LINE` for `shell`).
+    pub argv: Vec<String>,
+    /// The working folder, workspace-relative (`""` is the root).
+    pub cwd: String,
+    /// The OS process id (also the process group id); none when it did not start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    pub kind: ProcKind,
+    pub phase: Phase,
+    pub status: ExecStatus,
+    /// The time limit in force, in milliseconds (foreground only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The signal that ended the process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdout_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_bytes: Option<u64>,
+    /// The whole standard output (foreground).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdout: Option<BlobRef>,
+    /// The whole standard error (foreground).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<BlobRef>,
+    /// The log file of a background process (stdout and stderr), absolute; it lives in
+    /// the session folder, never in the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+    /// The log's content when the process ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_blob: Option<BlobRef>,
+    /// Why the process could not start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// The limits in force for a session (recorded in `session_started`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Limits {
     /// Files larger than this are refused by the read tools.
     pub read_file_bytes_max: u64,
@@ -34,6 +35,26 @@ pub struct Limits {
     pub repeat_calls_max: u32,
     /// Bytes of a file written by a write tool.
     pub write_bytes_max: usize,
+    /// Time a foreground shell command gets when the call names none, in milliseconds.
+    pub shell_timeout_ms: u64,
+    /// The most time a call may ask for, in milliseconds (more is cut to this).
+    pub shell_timeout_ms_max: u64,
+    /// Time between SIGTERM and SIGKILL when a process group is stopped, in milliseconds.
+    pub shell_kill_grace_ms: u64,
+    /// Bytes of each output stream (stdout, stderr) shown to the model.
+    pub shell_output_bytes_max: usize,
+    /// Lines of each output stream shown to the model.
+    pub shell_output_lines_max: usize,
+    /// Characters of one output line shown to the model.
+    pub shell_line_chars_max: usize,
+    /// Background processes running at once in a session.
+    pub shell_background_max: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits::thndrs()
+    }
 }
 
 impl Limits {
@@ -54,6 +75,13 @@ impl Limits {
             input_bytes_max: 512 * 1024,
             repeat_calls_max: 2,
             write_bytes_max: 16 << 20,
+            shell_timeout_ms: 120_000,
+            shell_timeout_ms_max: 600_000,
+            shell_kill_grace_ms: 500,
+            shell_output_bytes_max: 64 * 1024,
+            shell_output_lines_max: 200,
+            shell_line_chars_max: 512,
+            shell_background_max: 16,
         }
     }
 

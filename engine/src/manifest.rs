@@ -84,9 +84,23 @@ fn walk(root: &Path) -> Vec<Seen> {
     seen
 }
 
+/// A file modified this close to a scan (or after it) may change again within the same
+/// mtime tick (file times come from a coarse clock, a few ms a tick) with its size
+/// unchanged, as `sed -i` does: the cache must not vouch for it next time (git's
+/// "racily clean" entries).
+const RACY_NS: i64 = 100_000_000;
+
+/// The mtime a cache entry gets when it must be hashed again next time.
+const SMUDGED: i64 = i64::MIN;
+
 /// Scans the workspace: hashes (and stores as blobs) what the cache does not vouch
 /// for, rewrites the cache, and returns the manifest sorted by path.
 pub fn scan(root: &Path, blobs: &BlobStore, cache_file: &Path) -> Result<Vec<ManifestEntry>> {
+    let started_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(i64::MAX, |d| {
+            i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
+        });
     let cache = read_cache(cache_file);
     let seen = walk(root);
     let mut entries: Vec<Option<ManifestEntry>> = vec![None; seen.len()];
@@ -144,7 +158,8 @@ pub fn scan(root: &Path, blobs: &BlobStore, cache_file: &Path) -> Result<Vec<Man
         }
     }
     let manifest: Vec<ManifestEntry> = entries.into_iter().flatten().collect();
-    if todo.is_empty() && cache.len() == manifest.len() {
+    let racy = |mtime_ns: i64| mtime_ns >= started_ns.saturating_sub(RACY_NS);
+    if todo.is_empty() && cache.len() == manifest.len() && !seen.iter().any(|s| racy(s.mtime_ns)) {
         // Nothing moved: the cache is already right.
         return Ok(manifest);
     }
@@ -155,7 +170,11 @@ pub fn scan(root: &Path, blobs: &BlobStore, cache_file: &Path) -> Result<Vec<Man
             by_path.get(m.path.as_str()).map(|s| CacheEntry {
                 path: m.path.clone(),
                 size: m.size,
-                mtime_ns: s.mtime_ns,
+                mtime_ns: if racy(s.mtime_ns) {
+                    SMUDGED
+                } else {
+                    s.mtime_ns
+                },
                 mode: m.mode,
                 hash: m.hash,
             })

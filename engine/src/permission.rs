@@ -98,6 +98,29 @@ pub fn read_need(tool: &str, path: &str) -> Need {
     }
 }
 
+/// What a command needs: a question keyed on its program (`shell:git`), showing the
+/// whole command line.
+pub fn shell_need(program: &str, command_line: &str, context: &str) -> Need {
+    let name = std::path::Path::new(program)
+        .file_name()
+        .map_or(program.to_string(), |n| n.to_string_lossy().into_owned());
+    Need::Ask {
+        key: format!("shell:{name}"),
+        detail: format!("{command_line}{context}"),
+        guarded: false,
+    }
+}
+
+/// The program a `sh -c` command line runs first: its first word that is not a
+/// variable assignment.
+pub fn first_program(command: &str) -> String {
+    command
+        .split_whitespace()
+        .find(|w| !w.contains('=') || w.starts_with('='))
+        .unwrap_or("")
+        .to_string()
+}
+
 /// The default guarded command patterns.
 pub fn default_guarded() -> Vec<String> {
     [

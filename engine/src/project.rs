@@ -112,8 +112,8 @@ pub fn project_key(workspace: &Path) -> String {
     format!("{name}-{}", cairn_store::Hash::of(text.as_bytes()).short(8))
 }
 
-/// A new session id: UTC start time to the microsecond (so ids sort by age, even two
-/// started in the same second) and 6 random hex digits.
+/// A new session id: UTC start time to the microsecond (so ids sort by age, even for
+/// sessions started within one second, as the demo's are) and 6 random hex digits.
 pub fn new_session_id() -> String {
     let now = jiff::Timestamp::now();
     let stamp = now.strftime("%Y%m%dT%H%M%S").to_string();

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use rkyv::{Archive, Deserialize as RDeserialize, Serialize as RSerialize};
 
-use crate::event::{Event, FileWrite, Status, WriteOp, WriteStatus};
+use crate::event::{Event, FileWrite, Phase, ProcKind, ShellExec, Status, WriteOp, WriteStatus};
 
 /// The version of the archived state in snapshot files; bump it when `State` changes.
-pub const STATE_FORMAT_VERSION: u32 = 1;
+pub const STATE_FORMAT_VERSION: u32 = 2;
 
 /// One record as the engine sees it: the store's envelope with a parsed event.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,6 +76,35 @@ pub struct OpenCall {
     pub input: String,
 }
 
+/// A background process as the log knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Archive, RSerialize, RDeserialize, serde::Serialize)]
+pub struct Process {
+    pub id: String,
+    /// The call that started it.
+    pub call: String,
+    /// The OS process id (and process group id).
+    pub pid: Option<u32>,
+    pub argv: Vec<String>,
+    /// Workspace-relative working folder.
+    pub cwd: String,
+    /// The `ts` of its `started` record.
+    pub started_at: String,
+    /// `running`, `ok`, `failed`, `timeout` or `cancelled`.
+    pub status: String,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// The `ts` of its `finished` record.
+    pub finished_at: Option<String>,
+    /// Its log file (stdout and stderr), in the session folder.
+    pub log: String,
+}
+
+impl Process {
+    pub fn is_running(&self) -> bool {
+        self.status == "running"
+    }
+}
+
 /// Everything the engine knows, derived from the log.
 #[derive(
     Debug, Clone, PartialEq, Eq, Default, Archive, RSerialize, RDeserialize, serde::Serialize,
@@ -94,8 +123,8 @@ pub struct State {
     /// Keys allowed for good: the project's allow list at the start, then every
     /// "always" answer (key → the call that granted it, or "project").
     pub allow: BTreeMap<String, String>,
-    /// Background processes by id; filled by the shell work.
-    pub processes: BTreeMap<String, String>,
+    /// Background processes by id (`p1`, `p2`, …), from their `shell_exec` records.
+    pub processes: BTreeMap<String, Process>,
     /// Facts saved with `remember`.
     pub memory: Vec<String>,
     /// User messages and model turns, as JSON, for continuing with a model.
@@ -171,6 +200,7 @@ impl State {
                     // A blocked call did not run: it does not count as an attempt.
                 }
             }
+            Event::ShellExec(x) => self.apply_shell(x, &record.ts),
             Event::SessionEnded { .. } => self.ended = true,
             Event::SessionResumed { .. } => self.ended = false,
             Event::PermissionDecided {
@@ -183,7 +213,6 @@ impl State {
             }
             Event::PermissionRequested { .. }
             | Event::PermissionDecided { .. }
-            | Event::ShellExec(_)
             | Event::Checkpoint { .. } => {}
         }
     }
@@ -192,6 +221,52 @@ impl State {
     pub fn apply_unknown(&mut self, seq: u64) {
         self.last_seq = Some(seq);
         self.unknown_events += 1;
+    }
+
+    fn apply_shell(&mut self, x: &ShellExec, ts: &str) {
+        // Foreground runs leave no trace in the table: their end is in the same call.
+        let (ProcKind::Background, Some(id)) = (x.kind, &x.id) else {
+            return;
+        };
+        match x.phase {
+            Phase::Started => {
+                self.processes.insert(
+                    id.clone(),
+                    Process {
+                        id: id.clone(),
+                        call: x.call.clone(),
+                        pid: x.pid,
+                        argv: x.argv.clone(),
+                        cwd: x.cwd.clone(),
+                        started_at: ts.to_string(),
+                        status: x.status.as_str().to_string(),
+                        exit_code: None,
+                        signal: None,
+                        finished_at: None,
+                        log: x.log.clone().unwrap_or_default(),
+                    },
+                );
+            }
+            Phase::Finished => {
+                let p = self.processes.entry(id.clone()).or_insert_with(|| Process {
+                    id: id.clone(),
+                    call: x.call.clone(),
+                    pid: x.pid,
+                    argv: x.argv.clone(),
+                    cwd: x.cwd.clone(),
+                    started_at: String::new(),
+                    status: String::new(),
+                    exit_code: None,
+                    signal: None,
+                    finished_at: None,
+                    log: x.log.clone().unwrap_or_default(),
+                });
+                p.status = x.status.as_str().to_string();
+                p.exit_code = x.exit_code;
+                p.signal = x.signal;
+                p.finished_at = Some(ts.to_string());
+            }
+        }
     }
 
     fn apply_write(&mut self, w: &FileWrite) {

@@ -9,11 +9,12 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::error::Result;
-use crate::event::{Event, FileRead, Refusal, Rule, Status};
+use crate::event::{Event, FileRead, Refusal, Rule, Status, WriteStatus};
 use crate::limits::Limits;
 use crate::paths::{PathError, WsPath, resolve};
 use crate::permission::Need;
 use crate::recorder::Recorder;
+use crate::shell::Runtime;
 use crate::state::State;
 
 /// What a call gives back to the model.
@@ -167,6 +168,8 @@ pub struct Ctx<'a> {
     pub(crate) rec: &'a mut Recorder,
     /// Folders outside the workspace this call may touch (granted permissions).
     pub(crate) outside_ok: Vec<std::path::PathBuf>,
+    /// Background children and the workspace manifest (the shell tools' runtime).
+    pub(crate) rt: &'a mut Runtime,
 }
 
 impl Ctx<'_> {
@@ -205,6 +208,12 @@ impl Ctx<'_> {
 
     /// Appends a side-effect event for this call and folds it.
     pub fn record(&mut self, event: Event) -> Result<()> {
+        if let Event::FileWrite(w) = &event
+            && w.status == WriteStatus::Ok
+        {
+            // Keeps the manifest in step, so the next scan does not call it external.
+            self.rt.note_write(w);
+        }
         self.rec.append(&event).map(|_| ())
     }
 

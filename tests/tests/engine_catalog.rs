@@ -24,7 +24,7 @@ fn set(items: &[&str]) -> BTreeSet<String> {
 #[test]
 fn thndrs_catalog_has_the_seed_tools_and_fields() {
     let r = Registry::new(Catalog::Thndrs);
-    // run_shell, web_search and read_url join with the shell and web work.
+    // web_search and read_url join with the web work.
     assert_eq!(
         r.names(),
         [
@@ -34,7 +34,8 @@ fn thndrs_catalog_has_the_seed_tools_and_fields() {
             "read_file_range",
             "create_file",
             "replace_range",
-            "write_patch"
+            "write_patch",
+            "run_shell"
         ]
     );
     assert_eq!(
@@ -72,6 +73,10 @@ fn thndrs_catalog_has_the_seed_tools_and_fields() {
         set(&["path", "old_string", "new_string"])
     );
     assert_eq!(fields(&r, "write_patch"), set(&["patches"]));
+    assert_eq!(
+        fields(&r, "run_shell"),
+        set(&["argv", "cwd", "timeout_ms", "background"])
+    );
     let patch = &r.get("write_patch").unwrap().schema();
     let text = patch.to_string();
     for f in [
@@ -92,7 +97,7 @@ fn thndrs_catalog_has_the_seed_tools_and_fields() {
 #[test]
 fn thoth_catalog_has_the_seed_tools_and_fields() {
     let r = Registry::new(Catalog::Thoth);
-    // shell, web_search, web_fetch, remember and problems join with later work.
+    // web_search, web_fetch, remember and problems join with later work.
     assert_eq!(
         r.names(),
         [
@@ -101,7 +106,8 @@ fn thoth_catalog_has_the_seed_tools_and_fields() {
             "glob",
             "grep",
             "write_file",
-            "edit_file"
+            "edit_file",
+            "shell"
         ]
     );
     assert_eq!(fields(&r, "read_file"), set(&["path", "offset", "limit"]));
@@ -109,6 +115,10 @@ fn thoth_catalog_has_the_seed_tools_and_fields() {
     assert_eq!(
         fields(&r, "edit_file"),
         set(&["path", "old_string", "new_string", "replace_all"])
+    );
+    assert_eq!(
+        fields(&r, "shell"),
+        set(&["command", "timeout_ms", "background"])
     );
     assert!(fields(&r, "grep").contains("pattern"));
     assert!(fields(&r, "glob").contains("pattern"));

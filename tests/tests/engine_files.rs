@@ -2070,14 +2070,14 @@ fn bad_input_to_thoth_tools_is_answered_and_changes_nothing() {
             "nope",
             json!({"path": "a.txt"}),
             err(
-                "unknown tool 'nope'; this catalog has: read_file, list_dir, glob, grep, write_file, edit_file",
+                "unknown tool 'nope'; this catalog has: read_file, list_dir, glob, grep, write_file, edit_file, shell",
             ),
         ),
         (
             "create_file",
             json!({"path": "n.txt", "content": "x"}),
             err(
-                "unknown tool 'create_file'; this catalog has: read_file, list_dir, glob, grep, write_file, edit_file",
+                "unknown tool 'create_file'; this catalog has: read_file, list_dir, glob, grep, write_file, edit_file, shell",
             ),
         ),
         (
@@ -2351,7 +2351,7 @@ fn bad_input_to_thndrs_tools_is_answered_and_changes_nothing() {
             "read_file",
             json!({"path": "a.txt"}),
             err(
-                "unknown tool 'read_file'; this catalog has: find_files, list_searchable_files, search_text, read_file_range, create_file, replace_range, write_patch",
+                "unknown tool 'read_file'; this catalog has: find_files, list_searchable_files, search_text, read_file_range, create_file, replace_range, write_patch, run_shell",
             ),
         ),
         (

@@ -359,3 +359,82 @@ fn reading_a_credentials_file_asks_first() {
         ]
     );
 }
+
+#[test]
+fn shell_asks_per_program_and_guarded_commands_ask_even_when_allowed() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut e = engine(home.path(), ws.path());
+    e.set_approver(Box::new(Scripted {
+        answers: vec![Answer::Always, Answer::Deny, Answer::Once],
+        asked: asked.clone(),
+    }));
+    // "Always" for `echo` covers every later echo, whatever its arguments.
+    assert_eq!(
+        e.call("shell", json!({"command": "echo one"}))
+            .unwrap()
+            .status,
+        Status::Ok
+    );
+    assert_eq!(
+        e.call("shell", json!({"command": "echo two"}))
+            .unwrap()
+            .status,
+        Status::Ok
+    );
+    assert_eq!(
+        e.call("shell", json!({"command": "FOO=1 echo three"}))
+            .unwrap()
+            .status,
+        Status::Ok
+    );
+    // Another program asks again.
+    assert_eq!(
+        e.call("shell", json!({"command": "true"})).unwrap().status,
+        Status::Denied
+    );
+    // A guarded command line asks even though its program is allowed.
+    e.call("shell", json!({"command": "echo git push --force"}))
+        .unwrap();
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked, ["shell:echo", "shell:true", "shell:echo"]);
+    let requests: Vec<(String, bool, String)> = cairn_store::LogReader::open(e.dir())
+        .unwrap()
+        .records()
+        .unwrap()
+        .filter_map(
+            |r| match cairn_engine::fold::parse(&r.unwrap()).unwrap().event {
+                Event::PermissionRequested {
+                    key,
+                    guarded,
+                    detail,
+                    ..
+                } => Some((key, guarded, detail)),
+                _ => None,
+            },
+        )
+        .collect();
+    assert_eq!(
+        requests.last().unwrap(),
+        &(
+            "shell:echo".to_string(),
+            true,
+            "echo git push --force".to_string()
+        )
+    );
+    // The thndrs twin keys on argv[0]'s file name and shows the whole quoted line.
+    let mut cfg = EngineConfig::new(Catalog::Thndrs);
+    cfg.limits.repeat_calls_max = 5;
+    let mut t = Engine::start(&Home::at(home.path()), ws.path(), cfg).unwrap();
+    let asked2 = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    t.set_approver(Box::new(Scripted {
+        answers: vec![Answer::Once],
+        asked: asked2.clone(),
+    }));
+    let out = t
+        .call("run_shell", json!({"argv": ["/usr/bin/printf", "a b"]}))
+        .unwrap();
+    assert_eq!(out.status, Status::Ok, "{}", out.output);
+    assert_eq!(*asked2.lock().unwrap(), ["shell:printf"]);
+}

@@ -1,0 +1,72 @@
+//! run_shell (thndrs): a program and its arguments, no shell involved.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::error::Result;
+use crate::shell::{self, Spec};
+use crate::tool::{Ctx, ToolOutput, TypedTool};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Non-empty array: the program followed by its arguments (no shell: pipes, globs
+    /// and quotes are not interpreted).
+    pub argv: Vec<String>,
+    /// Working directory relative to the workspace root (default: the root).
+    pub cwd: Option<String>,
+    /// Timeout in milliseconds (default 120000, at most 600000); the whole process
+    /// group is killed when it runs out.
+    pub timeout_ms: Option<u64>,
+    /// Start a long-lived process and return at once with its process id and the path
+    /// of its log file.
+    #[serde(default)]
+    pub background: bool,
+}
+
+pub struct RunShell;
+
+impl TypedTool for RunShell {
+    type Input = Input;
+    const NAME: &'static str = "run_shell";
+    const DESCRIPTION: &'static str = "Run a local program in the workspace and capture stdout, stderr, status, and timing. Output is capped per stream (64 KiB, 200 lines, 512 characters a line); the whole output is kept. Files the command changes must be read again before editing.";
+    const MUTATING: bool = true;
+
+    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
+        let line = input
+            .argv
+            .iter()
+            .map(|a| {
+                if a.is_empty()
+                    || a.contains(|c: char| c.is_whitespace() || "'\"\\$`|&;<>()*?".contains(c))
+                {
+                    format!("'{}'", a.replace('\'', "'\\''"))
+                } else {
+                    a.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut context = String::new();
+        if let Some(cwd) = &input.cwd {
+            context.push_str(&format!("\n(in {cwd})"));
+        }
+        if input.background {
+            context.push_str("\n(in the background)");
+        }
+        let program = input.argv.first().map_or("", String::as_str);
+        crate::permission::shell_need(program, &line, &context)
+    }
+
+    fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
+        shell::run(
+            ctx,
+            Spec {
+                argv: input.argv,
+                cwd: input.cwd,
+                timeout_ms: input.timeout_ms,
+                background: input.background,
+            },
+        )
+    }
+}
