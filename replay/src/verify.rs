@@ -200,6 +200,9 @@ struct Pending {
     intents: Vec<String>,
     /// Writes of this call with status `ok`.
     wrote_ok: u32,
+    /// The content hash of its last read, or of its last write with status `ok`: what
+    /// a `hash:` line of its output must say.
+    last_hash: Option<Hash>,
 }
 
 struct Verifier {
@@ -376,11 +379,14 @@ impl Verifier {
                         repeats,
                         intents: Vec::new(),
                         wrote_ok: 0,
+                        last_hash: None,
                     },
                 );
             }
             Event::FileRead(r) => {
-                if !self.pending.contains_key(&r.call) {
+                if let Some(p) = self.pending.get_mut(&r.call) {
+                    p.last_hash = Some(r.hash);
+                } else {
                     self.problem(
                         ProblemKind::Structure,
                         format!("file_read of {} outside its call {}", r.path, r.call),
@@ -496,6 +502,7 @@ impl Verifier {
         };
         if w.status == WriteStatus::Ok {
             p.wrote_ok += 1;
+            p.last_hash = w.after.map(|a| a.hash);
         }
         // The rules are checked once per write: at its intent, or at the write itself
         // when no intent came first.
@@ -681,6 +688,21 @@ impl Verifier {
                 }
                 _ => {}
             }
+        }
+        // The content hash an output reports is the one its records name.
+        if f.status == Status::Ok
+            && let Some(h) = p.last_hash
+            && let Some(said) = f.output.lines().rev().find_map(|l| l.strip_prefix("hash: "))
+            && said.trim() != h.to_hex()
+        {
+            wrong(
+                self,
+                format!(
+                    "the output reports content hash {} but the call's records name {}",
+                    said.trim(),
+                    h.to_hex()
+                ),
+            );
         }
         // Caps: the output given to the model is the capped whole output.
         let (lines_max, bytes_max) = (self.limits.output_lines_max, self.limits.output_bytes_max);
