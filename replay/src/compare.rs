@@ -108,7 +108,9 @@ impl Norm {
 fn status_of(c: &Call) -> String {
     c.finished
         .as_ref()
-        .map_or("unfinished".to_string(), |(_, f)| f.status.as_str().to_string())
+        .map_or("unfinished".to_string(), |(_, f)| {
+            f.status.as_str().to_string()
+        })
 }
 
 fn refusal_of(c: &Call) -> String {
@@ -188,17 +190,17 @@ pub(crate) fn compare_calls(
     let oa = norm.text(&a.tool, &output_of(a, a_blobs), false);
     let ob = norm.text(&b.tool, &output_of(b, b_blobs), true);
     if oa != ob {
-        out.push(FieldDiff::new(Field::Output, &label, with_nl(oa), with_nl(ob)));
+        out.push(FieldDiff::new(
+            Field::Output,
+            &label,
+            with_nl(oa),
+            with_nl(ob),
+        ));
     }
     let wa: Vec<String> = a.writes.iter().map(|(_, w)| write_line(w)).collect();
     let wb: Vec<String> = b.writes.iter().map(|(_, w)| write_line(w)).collect();
     if wa != wb {
-        let mut d = FieldDiff::new(
-            Field::FileWrites,
-            &label,
-            lines(&wa),
-            lines(&wb),
-        );
+        let mut d = FieldDiff::new(Field::FileWrites, &label, lines(&wa), lines(&wb));
         // The content of writes whose result differs.
         let after = |c: &Call| -> Vec<(String, Option<cairn_store::BlobRef>)> {
             c.writes

@@ -144,14 +144,14 @@ pub fn diff(a: &Path, b: &Path) -> Result<DiffReport> {
                 // Pair calls of the same tool in order: an input that changed.
                 let mut j = new_index;
                 let end = new_index + new_len;
-                for i in old_index..old_index + old_len {
-                    match (j..end).find(|&x| cb[x].tool == ca[i].tool) {
+                for (i, a) in ca.iter().enumerate().skip(old_index).take(old_len) {
+                    match (j..end).find(|&x| cb[x].tool == a.tool) {
                         Some(x) => {
                             report.only_b.extend(cb[j..x].iter().map(CallRef::of));
                             matched(i, x, &mut report);
                             j = x + 1;
                         }
-                        None => report.only_a.push(CallRef::of(&ca[i])),
+                        None => report.only_a.push(CallRef::of(a)),
                     }
                 }
                 report.only_b.extend(cb[j..end].iter().map(CallRef::of));

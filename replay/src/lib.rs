@@ -30,6 +30,4 @@ pub use diff::{CallRef, ChangedCall, DiffReport, FileChange, FileDiff, diff};
 pub use error::{ReplayError, Result};
 pub use rerun::{Divergence, ReplayOptions, ReplayReport, ShellMode, replay};
 pub use session::{Call, FileAt, Session, apply_write, blob_store_of, calls};
-pub use verify::{
-    Interrupted, Problem, ProblemKind, Report, VerifyOptions, verify, verify_with,
-};
+pub use verify::{Interrupted, Problem, ProblemKind, Report, VerifyOptions, verify, verify_with};

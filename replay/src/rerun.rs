@@ -39,7 +39,9 @@ impl std::str::FromStr for ShellMode {
         match s {
             "rerun" => Ok(ShellMode::Rerun),
             "recorded" => Ok(ShellMode::Recorded),
-            _ => Err(format!("unknown shell mode '{s}': expected rerun or recorded")),
+            _ => Err(format!(
+                "unknown shell mode '{s}': expected rerun or recorded"
+            )),
         }
     }
 }
@@ -149,12 +151,7 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
     };
     let (_tmp, root) = match &options.keep_workspace {
         Some(d) => {
-            if d.exists()
-                && std::fs::read_dir(d)
-                    .map_err(io_at(d))?
-                    .next()
-                    .is_some()
-            {
+            if d.exists() && std::fs::read_dir(d).map_err(io_at(d))?.next().is_some() {
                 return Err(ReplayError::NotEmpty(d.clone()));
             }
             std::fs::create_dir_all(d).map_err(io_at(d))?;
@@ -296,4 +293,3 @@ fn workspace_divergence(a: &Session, b: &Session) -> Divergence {
         },
     }
 }
-

@@ -5,9 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use cairn_engine::event::{
-    Event, FileRead, FileWrite, SessionStarted, ToolFinished, WriteStatus,
-};
+use cairn_engine::event::{Event, FileRead, FileWrite, SessionStarted, ToolFinished, WriteStatus};
 use cairn_engine::manifest;
 use cairn_engine::{EngineConfig, Record};
 use cairn_store::{BlobStore, Hash, Head, LogReader};
@@ -29,13 +27,14 @@ pub struct Session {
 
 /// The blob store of the project a session folder belongs to.
 pub fn blob_store_of(session_dir: &Path) -> Result<BlobStore> {
-    let project = session_dir
-        .parent()
-        .and_then(Path::parent)
-        .ok_or_else(|| ReplayError::Session {
-            path: session_dir.to_path_buf(),
-            what: "not inside a project folder (<project>/sessions/<id>)".into(),
-        })?;
+    let project =
+        session_dir
+            .parent()
+            .and_then(Path::parent)
+            .ok_or_else(|| ReplayError::Session {
+                path: session_dir.to_path_buf(),
+                what: "not inside a project folder (<project>/sessions/<id>)".into(),
+            })?;
     let root = project.join("blobs");
     if !root.is_dir() {
         return Err(ReplayError::Session {
@@ -53,10 +52,7 @@ pub fn check_session_dir(dir: &Path) -> Result<()> {
     } else {
         Err(ReplayError::Session {
             path: dir.to_path_buf(),
-            what: format!(
-                "not a session folder (no {} in it)",
-                cairn_store::LOG_FILE
-            ),
+            what: format!("not a session folder (no {} in it)", cairn_store::LOG_FILE),
         })
     }
 }

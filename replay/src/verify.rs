@@ -309,10 +309,7 @@ impl Verifier {
         let rec = match cairn_engine::fold::parse(raw) {
             Ok(rec) => rec,
             Err(u) => {
-                let known = u
-                    .kind
-                    .as_deref()
-                    .is_some_and(|k| Event::KINDS.contains(&k));
+                let known = u.kind.as_deref().is_some_and(|k| Event::KINDS.contains(&k));
                 let kind = if known {
                     ProblemKind::BadEvent
                 } else {
@@ -332,7 +329,10 @@ impl Verifier {
         if raw.seq == 0 && !matches!(rec.event, Event::SessionStarted(_)) {
             self.problem(
                 ProblemKind::Structure,
-                format!("the first record is {}, not session_started", rec.event.kind()),
+                format!(
+                    "the first record is {}, not session_started",
+                    rec.event.kind()
+                ),
             );
         }
         match &rec.event {
@@ -468,7 +468,9 @@ impl Verifier {
         }
         if w.path.is_empty()
             || w.path.starts_with('/')
-            || w.path.split('/').any(|s| s == ".." || s == "." || s.is_empty())
+            || w.path
+                .split('/')
+                .any(|s| s == ".." || s == "." || s.is_empty())
         {
             self.problem(
                 ProblemKind::FileWrite,
@@ -565,7 +567,10 @@ impl Verifier {
         let Some(p) = self.pending.remove(&f.call) else {
             self.problem(
                 ProblemKind::Structure,
-                format!("tool_finished of call {} that did not start (or finished twice)", f.call),
+                format!(
+                    "tool_finished of call {} that did not start (or finished twice)",
+                    f.call
+                ),
             );
             return;
         };
@@ -648,16 +653,14 @@ impl Verifier {
         if let Some(r) = &f.refusal {
             let known = r.path.as_ref().and_then(|path| self.state.files.get(path));
             match (r.rule, r.observed) {
-                (Rule::ReadBeforeEdit, Some(h)) if known.is_some_and(|k| k.read_at(&h.0)) => {
-                    wrong(
-                        self,
-                        format!(
-                            "refused by read-before-edit, but the fold says {} was read at {}",
-                            r.path.as_deref().unwrap_or("?"),
-                            h.short(16)
-                        ),
-                    )
-                }
+                (Rule::ReadBeforeEdit, Some(h)) if known.is_some_and(|k| k.read_at(&h.0)) => wrong(
+                    self,
+                    format!(
+                        "refused by read-before-edit, but the fold says {} was read at {}",
+                        r.path.as_deref().unwrap_or("?"),
+                        h.short(16)
+                    ),
+                ),
                 (Rule::ReadBeforeOverwrite, Some(h))
                     if known.is_some_and(|k| k.read_at(&h.0) && k.missing().is_empty()) =>
                 {
@@ -692,7 +695,11 @@ impl Verifier {
         // The content hash an output reports is the one its records name.
         if f.status == Status::Ok
             && let Some(h) = p.last_hash
-            && let Some(said) = f.output.lines().rev().find_map(|l| l.strip_prefix("hash: "))
+            && let Some(said) = f
+                .output
+                .lines()
+                .rev()
+                .find_map(|l| l.strip_prefix("hash: "))
             && said.trim() != h.to_hex()
         {
             wrong(
@@ -755,7 +762,10 @@ impl Verifier {
                     Ok(st) if st == self.state => {}
                     Ok(_) => self.problem(
                         ProblemKind::Snapshot,
-                        format!("snapshot {} differs from the fold at seq {seq}", path.display()),
+                        format!(
+                            "snapshot {} differs from the fold at seq {seq}",
+                            path.display()
+                        ),
                     ),
                     Err(e) => self.problem(
                         ProblemKind::Snapshot,

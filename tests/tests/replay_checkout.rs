@@ -48,13 +48,34 @@ fn recorded() -> Recorded {
     let start = snapshot(&root);
     let mut engine = Engine::start(&home, &root, quick_config(Catalog::Thndrs)).unwrap();
     let steps = [
-        ("read_file_range", json!({"path": "src/lib.rs", "start_line": 1})),
-        ("replace_range", json!({"path": "src/lib.rs", "old_string": "a()", "new_string": "b()"})),
-        ("create_file", json!({"path": "docs/new.md", "content": "# new\n"})),
-        ("replace_range", json!({"path": "notes.txt", "old_string": "one", "new_string": "1"})),
-        ("read_file_range", json!({"path": "notes.txt", "start_line": 1})),
-        ("write_patch", json!({"patches": [{"op": "replace", "path": "notes.txt", "content": "done\n"}]})),
-        ("write_patch", json!({"patches": [{"op": "edit", "path": "src/lib.rs", "old_string": "b()", "new_string": "c()"}]})),
+        (
+            "read_file_range",
+            json!({"path": "src/lib.rs", "start_line": 1}),
+        ),
+        (
+            "replace_range",
+            json!({"path": "src/lib.rs", "old_string": "a()", "new_string": "b()"}),
+        ),
+        (
+            "create_file",
+            json!({"path": "docs/new.md", "content": "# new\n"}),
+        ),
+        (
+            "replace_range",
+            json!({"path": "notes.txt", "old_string": "one", "new_string": "1"}),
+        ),
+        (
+            "read_file_range",
+            json!({"path": "notes.txt", "start_line": 1}),
+        ),
+        (
+            "write_patch",
+            json!({"patches": [{"op": "replace", "path": "notes.txt", "content": "done\n"}]}),
+        ),
+        (
+            "write_patch",
+            json!({"patches": [{"op": "edit", "path": "src/lib.rs", "old_string": "b()", "new_string": "c()"}]}),
+        ),
     ];
     let mut after_call = Vec::new();
     for (tool, input) in steps {
@@ -126,7 +147,11 @@ fn missing_blobs_are_listed_and_nothing_is_written() {
     let leftovers: Vec<_> = std::fs::read_dir(&r.base)
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with(".cairn-checkout"))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".cairn-checkout")
+        })
         .collect();
     assert!(leftovers.is_empty());
 }

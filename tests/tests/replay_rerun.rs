@@ -30,7 +30,10 @@ fn demo_sessions_replay_identically_as_child_sessions() {
         let diff = cairn_replay::diff(dir, &r.replay_dir).unwrap();
         assert!(diff.is_empty(), "{diff:#?}");
         // The original is untouched.
-        assert_eq!(cairn_replay::Session::load(dir).unwrap().records, original.records);
+        assert_eq!(
+            cairn_replay::Session::load(dir).unwrap().records,
+            original.records
+        );
     }
 }
 
@@ -43,7 +46,10 @@ fn session(tmp: &std::path::Path, home: &Home) -> std::path::PathBuf {
         &[
             ("read_file", json!({"path": "a.txt"})),
             ("read_file", json!({"path": "b.txt"})),
-            ("edit_file", json!({"path": "b.txt", "old_string": "beta", "new_string": "BETA"})),
+            (
+                "edit_file",
+                json!({"path": "b.txt", "old_string": "beta", "new_string": "BETA"}),
+            ),
             ("read_file", json!({"path": "a.txt"})),
             ("read_file", json!({"path": "a.txt"})),
         ],
@@ -73,7 +79,9 @@ fn a_changed_starting_file_diverges_at_the_workspace_then_at_its_first_read() {
     let r = replay(
         &dir,
         ReplayOptions {
-            prepare: Some(Box::new(|root| std::fs::write(root.join("b.txt"), "gamma\n"))),
+            prepare: Some(Box::new(|root| {
+                std::fs::write(root.join("b.txt"), "gamma\n")
+            })),
             ..Default::default()
         },
     )
@@ -85,8 +93,16 @@ fn a_changed_starting_file_diverges_at_the_workspace_then_at_its_first_read() {
         (second.seq, second.tool.as_str(), second.diff.field),
         (call_seq(&dir, 2), "read_file", Field::Output)
     );
-    assert!(second.diff.diff.contains("-     1\tbeta"), "{}", second.diff.diff);
-    assert!(second.diff.diff.contains("+     1\tgamma"), "{}", second.diff.diff);
+    assert!(
+        second.diff.diff.contains("-     1\tbeta"),
+        "{}",
+        second.diff.diff
+    );
+    assert!(
+        second.diff.diff.contains("+     1\tgamma"),
+        "{}",
+        second.diff.diff
+    );
 }
 
 #[test]
@@ -112,7 +128,10 @@ fn a_configuration_change_diverges_at_the_first_call_it_changes() {
         "{:#?}",
         r.divergences
     );
-    assert_eq!((first.diff.expected.as_str(), first.diff.actual.as_str()), ("ok\n", "blocked\n"));
+    assert_eq!(
+        (first.diff.expected.as_str(), first.diff.actual.as_str()),
+        ("ok\n", "blocked\n")
+    );
     // Writes capped below the edit's size: the edit fails.
     let mut config = quick_config(Catalog::Thoth);
     config.limits.write_bytes_max = 2;
@@ -125,8 +144,15 @@ fn a_configuration_change_diverges_at_the_first_call_it_changes() {
     )
     .unwrap();
     let first = &r.divergences[0];
-    assert_eq!((first.seq, first.diff.field), (call_seq(&dir, 3), Field::Status));
-    assert!(r.divergences.iter().any(|d| d.diff.field == Field::FileWrites));
+    assert_eq!(
+        (first.seq, first.diff.field),
+        (call_seq(&dir, 3), Field::Status)
+    );
+    assert!(
+        r.divergences
+            .iter()
+            .any(|d| d.diff.field == Field::FileWrites)
+    );
 }
 
 #[test]
@@ -136,14 +162,26 @@ fn an_edited_recorded_output_diverges_at_its_call() {
     let dir = session(tmp.path(), &home);
     rewrite(&dir, |recs| {
         let f = find(recs, "tool_finished", |e| e["call"] == "c2");
-        let out = recs[f].event["output"].as_str().unwrap().replace("beta", "b3ta");
+        let out = recs[f].event["output"]
+            .as_str()
+            .unwrap()
+            .replace("beta", "b3ta");
         recs[f].event["output"] = json!(out);
     });
     let r = replay(&dir, ReplayOptions::default()).unwrap();
     assert_eq!(r.divergences.len(), 1, "{:#?}", r.divergences);
     let d = &r.divergences[0];
-    assert_eq!((d.seq, d.call.as_str(), d.diff.field), (call_seq(&dir, 2), "c2", Field::Output));
-    assert!(d.diff.diff.starts_with("--- a/c2:read_file\n+++ b/c2:read_file\n"), "{}", d.diff.diff);
+    assert_eq!(
+        (d.seq, d.call.as_str(), d.diff.field),
+        (call_seq(&dir, 2), "c2", Field::Output)
+    );
+    assert!(
+        d.diff
+            .diff
+            .starts_with("--- a/c2:read_file\n+++ b/c2:read_file\n"),
+        "{}",
+        d.diff.diff
+    );
 }
 
 #[test]

@@ -66,7 +66,11 @@ fn a_deleted_record_is_reported_by_integrity_at_its_seq() {
     write_raw(dir, &lines.concat());
     // Reported where seq 5 should be: line 6, holding seq 6.
     let p = problems(dir);
-    assert_eq!((p[0].kind, p[0].line), (ProblemKind::Integrity, 6), "{p:#?}");
+    assert_eq!(
+        (p[0].kind, p[0].line),
+        (ProblemKind::Integrity, 6),
+        "{p:#?}"
+    );
     assert_eq!(p[0].what, "seq_gap: expected seq 5, found 6");
 }
 
@@ -134,7 +138,10 @@ fn an_ok_call_turned_blocked_is_reported_at_its_tool_finished() {
         recs[at].event["refusal"] = json!({"rule": "repeat", "path": null});
     });
     let p = check_first(dir, ProblemKind::Decision, at as u64);
-    assert!(p.iter().any(|p| p.what.contains("blocked as a repeat")), "{p:#?}");
+    assert!(
+        p.iter().any(|p| p.what.contains("blocked as a repeat")),
+        "{p:#?}"
+    );
 }
 
 #[test]
@@ -290,7 +297,10 @@ fn checkpoints_are_checked_against_the_fold() {
         config,
         &[
             ("read_file", json!({"path": "a.txt"})),
-            ("edit_file", json!({"path": "a.txt", "old_string": "one", "new_string": "1"})),
+            (
+                "edit_file",
+                json!({"path": "a.txt", "old_string": "one", "new_string": "1"}),
+            ),
             ("read_file", json!({"path": "a.txt"})),
         ],
     );
