@@ -10,6 +10,7 @@
 mod child;
 mod engine;
 mod events;
+mod replay;
 mod report;
 mod store;
 
@@ -32,6 +33,8 @@ enum Command {
     Store(store::StoreArgs),
     /// Benchmark the engine: search against rg/fd, recording overhead, session start.
     Engine(engine::EngineArgs),
+    /// Benchmark replay: deep verify against integrity-only, replay against recorded time.
+    Replay(replay::ReplayArgs),
     /// Verify one log in process and print `records bytes clean` (used for memory).
     #[command(name = "__verify", hide = true)]
     Verify {
@@ -57,6 +60,7 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Store(args) => store::run(&args),
         Command::Engine(args) => engine::run(&args),
+        Command::Replay(args) => replay::run(&args),
         Command::Verify { path, threads } => {
             let mut options = cairn_store::VerifyOptions::default();
             if let Some(t) = threads {
