@@ -55,7 +55,11 @@ fn generate(
         if done {
             break;
         }
-        let path = if i.is_multiple_of(2) { "a.txt" } else { "b.txt" };
+        let path = if i.is_multiple_of(2) {
+            "a.txt"
+        } else {
+            "b.txt"
+        };
         engine.call(
             "read_file",
             json!({"path": path, "offset": 1 + i % 150, "limit": 40}),
