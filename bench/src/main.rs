@@ -10,6 +10,7 @@
 mod child;
 mod engine;
 mod events;
+mod replay;
 mod report;
 mod shell;
 mod store;
@@ -35,6 +36,8 @@ enum Command {
     Engine(engine::EngineArgs),
     /// Benchmark the shell tools: a foreground `run_shell true` against spawning `true`.
     Shell(shell::ShellArgs),
+    /// Benchmark replay: deep verify against integrity-only, replay against recorded time.
+    Replay(replay::ReplayArgs),
     /// Verify one log in process and print `records bytes clean` (used for memory).
     #[command(name = "__verify", hide = true)]
     Verify {
@@ -61,6 +64,7 @@ fn main() -> Result<()> {
         Command::Store(args) => store::run(&args),
         Command::Engine(args) => engine::run(&args),
         Command::Shell(args) => shell::run(&args),
+        Command::Replay(args) => replay::run(&args),
         Command::Verify { path, threads } => {
             let mut options = cairn_store::VerifyOptions::default();
             if let Some(t) = threads {

@@ -4,6 +4,7 @@
 mod logcmd;
 mod out;
 mod pscmd;
+mod replaycmd;
 mod sessioncmd;
 
 use std::process::ExitCode;
@@ -22,8 +23,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Check a log's integrity: every record's hash, the chain, seq and JSON.
-    /// Exit 0 clean, 1 problems found, 2 could not run.
+    /// Verify a session deeply: integrity, the fold, checkpoints, every recorded
+    /// decision taken again, blobs, unfinished calls. A plain log file gets the
+    /// integrity check only. Exit 0 clean, 1 problems found, 2 could not run.
     Verify {
         /// A session (id, unique prefix, `last`), a session folder or a log file.
         path: std::path::PathBuf,
@@ -70,6 +72,33 @@ enum Command {
         /// The workspace whose project it is.
         #[arg(long, default_value = ".", global = true)]
         workspace: std::path::PathBuf,
+    },
+    /// Re-run a session in a fresh copy of its starting workspace (a new session whose
+    /// parent is the original) and report where results diverge.
+    /// Exit 0 identical, 1 divergences, 2 could not run.
+    Replay {
+        /// A session: id, unique prefix, folder, or `last`.
+        session: std::path::PathBuf,
+        /// Shell commands: run again (`rerun`) or answered from the recording.
+        #[arg(long, default_value = "rerun")]
+        shell: cairn_replay::ShellMode,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Align two sessions' calls and show what differs: calls, inputs, statuses,
+    /// outputs, file writes, final workspaces. Exit 0 identical, 1 different.
+    Diff {
+        a: std::path::PathBuf,
+        b: std::path::PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the workspace as it was after record SEQ into DIR (new or empty).
+    Checkout {
+        session: std::path::PathBuf,
+        #[arg(long = "at", value_name = "SEQ")]
+        at: u64,
+        dir: std::path::PathBuf,
     },
     /// List recorded sessions, newest first.
     Sessions {
@@ -125,7 +154,17 @@ enum AllowAction {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Verify { path, json } if replaycmd::is_session(&path) => {
+            replaycmd::verify(&path, json)
+        }
         Command::Verify { path, json } => logcmd::verify(&path, json),
+        Command::Replay {
+            session,
+            shell,
+            json,
+        } => replaycmd::replay(&session, shell, json),
+        Command::Diff { a, b, json } => replaycmd::diff(&a, &b, json),
+        Command::Checkout { session, at, dir } => replaycmd::checkout(&session, at, &dir),
         Command::Log { path, json } => logcmd::log(&path, json),
         Command::Head { path, json } => logcmd::head(&path, json),
         Command::Run {

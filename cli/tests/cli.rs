@@ -216,3 +216,89 @@ fn ps_lists_the_background_processes_of_a_session() {
         serde_json::json!(["sh", "-c", "sleep 30"])
     );
 }
+
+#[test]
+fn replay_diff_and_checkout_verbs_and_their_exit_codes() {
+    let home = tempfile::tempdir().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("demo");
+    let out = cairn(home.path(), &["demo", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = cairn(home.path(), &["sessions", "--json"]);
+    let id = |catalog: &str| -> String {
+        text(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|v| v["catalog"] == catalog)
+            .map(|v| v["id"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    let (thndrs, thoth) = (&id("thndrs"), &id("thoth"));
+    let out = cairn(home.path(), &["replay", thoth, "--shell", "recorded"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout)
+            .starts_with("identical: 16 calls, 15 re-run, 1 answered from the recording"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = cairn(home.path(), &["replay", thoth, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["divergences"], serde_json::json!([]));
+    // A session against itself: nothing printed, exit 0; against another: exit 1.
+    let out = cairn(home.path(), &["diff", thoth, thoth]);
+    assert_eq!(
+        (out.status.code(), text(&out.stdout)),
+        (Some(0), String::new())
+    );
+    let out = cairn(home.path(), &["diff", thoth, thndrs]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("--- a/src/lib.rs"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        !text(&out.stdout).contains('\x1b'),
+        "no colour off a terminal"
+    );
+    // Checkout, then the same folder again: not empty.
+    let co = base.path().join("co");
+    let out = cairn(
+        home.path(),
+        &["checkout", thoth, "--at", "0", co.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(co.join("src/lib.rs").is_file());
+    let out = cairn(
+        home.path(),
+        &["checkout", thoth, "--at", "0", co.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    // Deep verify catches a blob damaged behind the log's back: exit 1.
+    let out = cairn(home.path(), &["verify", thoth, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["clean"], true);
+    // Every blob of every project damaged: both sessions now fail.
+    for p in std::fs::read_dir(home.path().join("projects")).unwrap() {
+        let blobs = p.unwrap().path().join("blobs");
+        for d in std::fs::read_dir(&blobs).unwrap() {
+            let d = d.unwrap().path();
+            if d.file_name().unwrap() == "tmp" {
+                continue;
+            }
+            for f in std::fs::read_dir(&d).unwrap() {
+                std::fs::write(f.unwrap().path(), "damaged").unwrap();
+            }
+        }
+    }
+    for id in [thoth, thndrs] {
+        let out = cairn(home.path(), &["verify", id]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+        assert!(
+            text(&out.stdout).contains(": blob: "),
+            "{}",
+            text(&out.stdout)
+        );
+    }
+}

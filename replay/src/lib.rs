@@ -1,1 +1,33 @@
-//! placeholder filled by later issues
+//! Replay: checking recorded sessions after the fact. `verify` re-checks a session
+//! deeply (integrity, fold, every decision taken again, blobs); `replay` re-runs it
+//! through the engine in a fresh copy of its starting workspace and reports where the
+//! results diverge; `diff` aligns two sessions' calls and shows what differs;
+//! `checkout` writes the workspace as it was after any record.
+//!
+//! It never writes into a session it reads: a replay is a new session whose parent is
+//! the original.
+//!
+//! ```no_run
+//! let (report, problems) = cairn_replay::verify(std::path::Path::new("session-dir"))?;
+//! for p in &problems {
+//!     println!("seq {:?} line {}: {}", p.seq, p.line, p.what);
+//! }
+//! println!("{} records, {} problems", report.records, report.problems);
+//! # Ok::<(), cairn_replay::ReplayError>(())
+//! ```
+
+mod checkout;
+mod compare;
+mod diff;
+mod error;
+mod rerun;
+mod session;
+mod verify;
+
+pub use checkout::{CheckoutReport, checkout};
+pub use compare::{Field, FieldDiff, unified};
+pub use diff::{CallRef, ChangedCall, DiffReport, FileChange, FileDiff, diff};
+pub use error::{ReplayError, Result};
+pub use rerun::{Divergence, ReplayOptions, ReplayReport, ShellMode, replay};
+pub use session::{Call, FileAt, Session, apply_write, blob_store_of, calls};
+pub use verify::{Interrupted, Problem, ProblemKind, Report, VerifyOptions, verify, verify_with};

@@ -1,0 +1,255 @@
+//! The replay verbs: deep `verify` of a session, `replay`, `diff`, `checkout`. The
+//! logic is in `cairn-replay`; this file resolves sessions, formats and picks exit codes.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use cairn_replay::{DiffReport, FieldDiff, ReplayOptions, ShellMode};
+
+use crate::out;
+
+/// True when `spec` names a session (an id, prefix, `last` or a session folder) rather
+/// than a plain log file.
+pub fn is_session(spec: &Path) -> bool {
+    if spec.is_file() {
+        return false;
+    }
+    spec.is_dir() && cairn_store::log_path(spec).is_file() || !spec.exists()
+}
+
+fn session(spec: &Path) -> Result<std::path::PathBuf> {
+    crate::sessioncmd::session_dir(&spec.to_string_lossy())
+}
+
+fn code(clean: bool) -> ExitCode {
+    if clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Colours for text a person reads: only on a terminal, and never with `NO_COLOR`.
+struct Paint(bool);
+
+impl Paint {
+    fn new() -> Paint {
+        Paint(std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+    }
+
+    fn diff_line(&self, l: &str) -> String {
+        if !self.0 {
+            return l.to_string();
+        }
+        let code = if l.starts_with("+++") || l.starts_with("---") {
+            "1"
+        } else if l.starts_with('+') {
+            "32"
+        } else if l.starts_with('-') {
+            "31"
+        } else if l.starts_with("@@") {
+            "36"
+        } else {
+            return l.to_string();
+        };
+        format!("\x1b[{code}m{l}\x1b[0m")
+    }
+
+    fn head(&self, l: &str) -> String {
+        if self.0 {
+            format!("\x1b[1;33m{l}\x1b[0m")
+        } else {
+            l.to_string()
+        }
+    }
+
+    fn diff(&self, text: &str) -> Result<()> {
+        for l in text.lines() {
+            out::line(&self.diff_line(l))?;
+        }
+        Ok(())
+    }
+}
+
+pub fn verify(spec: &Path, json: bool) -> Result<ExitCode> {
+    let dir = session(spec)?;
+    let (report, problems) = cairn_replay::verify(&dir)?;
+    if json {
+        let value = serde_json::json!({
+            "clean": problems.is_empty(),
+            "report": report,
+            "problems": problems,
+        });
+        out::line(&serde_json::to_string(&value)?)?;
+    } else {
+        for p in &problems {
+            let seq = p.seq.map_or("-".to_string(), |s| s.to_string());
+            out::line(&format!(
+                "seq {seq} line {} offset {}: {}: {}",
+                p.line,
+                p.offset,
+                serde_json::to_value(p.kind)?.as_str().unwrap_or("problem"),
+                p.what
+            ))?;
+        }
+        for i in &report.interrupted {
+            out::line(&format!(
+                "seq {}: call {} ({}) interrupted: started, never finished (the session did not end)",
+                i.seq, i.call, i.tool
+            ))?;
+        }
+        let verdict = match report.problems {
+            0 => "clean".to_string(),
+            1 => "1 problem".to_string(),
+            n => format!("{n} problems"),
+        };
+        let head = report.head.map_or("no good record".to_string(), |h| {
+            format!("head seq {} {}", h.seq, h.hash)
+        });
+        out::line(&format!(
+            "{verdict}: {} records, {} bytes, {} calls, {} decisions re-checked, {} file writes, {} checkpoints, {} snapshots, {} blobs re-hashed, {}; {head}",
+            report.records,
+            report.bytes,
+            report.calls,
+            report.decisions_checked,
+            report.file_writes,
+            report.checkpoints,
+            report.snapshots,
+            report.blobs_checked,
+            if report.ended {
+                "ended"
+            } else {
+                "not ended (interrupted)"
+            },
+        ))?;
+    }
+    Ok(code(problems.is_empty()))
+}
+
+fn field_line(seq: u64, call: &str, tool: &str, d: &FieldDiff) -> String {
+    if call.is_empty() {
+        format!("seq {seq}: {}", d.field.as_str())
+    } else {
+        format!("seq {seq} {call} {tool}: {}", d.field.as_str())
+    }
+}
+
+pub fn replay(spec: &Path, shell: ShellMode, json: bool) -> Result<ExitCode> {
+    let dir = session(spec)?;
+    let report = cairn_replay::replay(
+        &dir,
+        ReplayOptions {
+            shell,
+            ..Default::default()
+        },
+    )?;
+    if json {
+        out::line(&serde_json::to_string(&report)?)?;
+        return Ok(code(report.is_identical()));
+    }
+    let paint = Paint::new();
+    if let Some((first, rest)) = report.divergences.split_first() {
+        out::line(&paint.head(&format!(
+            "first divergence: {}",
+            field_line(first.seq, &first.call, &first.tool, &first.diff)
+        )))?;
+        paint.diff(&first.diff.diff)?;
+        if !rest.is_empty() {
+            out::line(&format!("{} later divergences:", rest.len()))?;
+            for d in rest {
+                out::line(&format!(
+                    "  {}",
+                    field_line(d.seq, &d.call, &d.tool, &d.diff)
+                ))?;
+            }
+        }
+    }
+    out::line(&format!(
+        "{}: {} calls, {} re-run, {} answered from the recording; replay session {} (parent {})",
+        if report.is_identical() {
+            "identical".to_string()
+        } else {
+            format!("{} divergences", report.divergences.len())
+        },
+        report.calls,
+        report.rerun,
+        report.from_recording,
+        report.replay,
+        report.original
+    ))?;
+    Ok(code(report.is_identical()))
+}
+
+pub fn diff(a: &Path, b: &Path, json: bool) -> Result<ExitCode> {
+    let (da, db) = (session(a)?, session(b)?);
+    let report = cairn_replay::diff(&da, &db)?;
+    if json {
+        out::line(&serde_json::to_string(&report)?)?;
+    } else {
+        print_diff(&report)?;
+    }
+    Ok(code(report.is_empty()))
+}
+
+fn print_diff(r: &DiffReport) -> Result<()> {
+    let paint = Paint::new();
+    let call = |c: &cairn_replay::CallRef| {
+        format!(
+            "seq {} {} {} {} ({})",
+            c.seq,
+            c.call,
+            c.tool,
+            cairn_engine::state::canonical_json(&c.input),
+            c.status
+        )
+    };
+    for c in &r.only_a {
+        out::line(&paint.diff_line(&format!("- only in {}: {}", r.a, call(c))))?;
+    }
+    for c in &r.only_b {
+        out::line(&paint.diff_line(&format!("+ only in {}: {}", r.b, call(c))))?;
+    }
+    for c in &r.changed {
+        out::line(&paint.head(&format!(
+            "changed: {} (seq {}) / {} (seq {}) {}: {}",
+            c.a.call,
+            c.a.seq,
+            c.b.call,
+            c.b.seq,
+            c.a.tool,
+            c.fields
+                .iter()
+                .map(|f| f.field.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )))?;
+        for f in &c.fields {
+            paint.diff(&f.diff)?;
+        }
+    }
+    for f in &r.workspace {
+        out::line(&paint.head(&format!(
+            "workspace: {} {}",
+            serde_json::to_value(f.change)?.as_str().unwrap_or("changed"),
+            f.path
+        )))?;
+        paint.diff(&f.diff)?;
+    }
+    Ok(())
+}
+
+pub fn checkout(spec: &Path, at: u64, dest: &Path) -> Result<ExitCode> {
+    let dir = session(spec)?;
+    let r = cairn_replay::checkout(&dir, at, dest)?;
+    out::line(&format!(
+        "{} files, {} bytes: the workspace of {} after seq {} in {}",
+        r.files,
+        r.bytes,
+        r.session,
+        r.at_seq,
+        dest.display()
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}

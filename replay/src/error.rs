@@ -1,0 +1,48 @@
+//! Why a replay operation could not run. Problems found in a session (by `verify`) and
+//! divergences (by `replay`, `diff`) are results, not errors.
+
+use std::path::PathBuf;
+
+/// What stops a replay operation (exit code 2 in the command line).
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    Store(#[from] cairn_store::Error),
+    #[error(transparent)]
+    Engine(#[from] cairn_engine::EngineError),
+    /// The path is not a session folder, or the session cannot be read strictly.
+    #[error("{}: {what}", path.display())]
+    Session { path: PathBuf, what: String },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Blobs a checkout or replay needs are missing or damaged.
+    #[error(
+        "{} blob(s) missing or damaged: {} (run `cairn verify` on the session for every problem)",
+        missing.len(),
+        missing.iter().map(|(p, h)| format!("{p} ({})", h.short(12))).collect::<Vec<_>>().join(", ")
+    )]
+    MissingBlobs {
+        /// (what needed it, hash).
+        missing: Vec<(String, cairn_store::Hash)>,
+    },
+    /// The destination of a checkout is not empty.
+    #[error("{}: not empty (give a new or empty folder)", .0.display())]
+    NotEmpty(PathBuf),
+    /// A seq past the session's last record.
+    #[error("seq {at} is past the session's last record (seq {head})")]
+    PastHead { at: u64, head: u64 },
+}
+
+/// Shorthand used throughout the crate.
+pub type Result<T, E = ReplayError> = std::result::Result<T, E>;
+
+pub(crate) fn io_at(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> ReplayError + '_ {
+    move |source| ReplayError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}

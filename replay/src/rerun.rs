@@ -1,0 +1,302 @@
+//! Re-executing a session: its starting workspace is materialised from the manifest
+//! and its blobs in a temporary folder (the original workspace is never touched), a
+//! new session whose parent is the original runs every recorded user message and call
+//! again through the engine, and each result is compared with the recorded one (see
+//! `compare` for the normalisation). The first divergence and every later one are
+//! reported.
+//!
+//! Shell tools: with [`ShellMode::Rerun`] (the default) their calls run again like any
+//! other; with [`ShellMode::Recorded`] a call that recorded `shell_exec` events is not
+//! run: its recorded answer stands and its recorded workspace changes are applied to
+//! the replay's folder, so later calls see the same files. Only such calls differ
+//! between the modes.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use cairn_engine::event::{Event, Parent};
+use cairn_engine::{Engine, EngineConfig, Home};
+use serde::Serialize;
+
+use crate::compare::{Field, FieldDiff, Norm, compare_calls, unified};
+use crate::error::{ReplayError, Result, io_at};
+use crate::session::{Call, Session};
+
+/// How shell tools are replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShellMode {
+    /// Run shell commands again.
+    #[default]
+    Rerun,
+    /// Answer them from the recording.
+    Recorded,
+}
+
+impl std::str::FromStr for ShellMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ShellMode, String> {
+        match s {
+            "rerun" => Ok(ShellMode::Rerun),
+            "recorded" => Ok(ShellMode::Recorded),
+            _ => Err(format!(
+                "unknown shell mode '{s}': expected rerun or recorded"
+            )),
+        }
+    }
+}
+
+/// A hook run on the materialised workspace before the replay starts.
+pub type Prepare = Box<dyn FnOnce(&Path) -> std::io::Result<()>>;
+
+/// Settings of a replay.
+#[derive(Default)]
+pub struct ReplayOptions {
+    pub shell: ShellMode,
+    /// The cairn home the replay session is recorded in (default: the original's, the
+    /// folder four levels above its session folder).
+    pub home: Option<Home>,
+    /// Run with this configuration instead of the recorded one: a what-if (and how
+    /// tests simulate a tool whose behaviour changed).
+    pub config: Option<EngineConfig>,
+    /// Changes the materialised workspace before the replay starts (tests, what-ifs).
+    pub prepare: Option<Prepare>,
+    /// Materialise the workspace here (must be new or empty) and keep it, instead of in
+    /// a temporary folder removed at the end.
+    pub keep_workspace: Option<PathBuf>,
+}
+
+/// One difference between a recorded call and its replay.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Divergence {
+    /// The seq of the recorded call's `tool_started` (0 for the workspace).
+    pub seq: u64,
+    pub call: String,
+    pub tool: String,
+    #[serde(flatten)]
+    pub diff: FieldDiff,
+}
+
+/// The outcome of a replay.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplayReport {
+    pub original: String,
+    /// The replay session's id and folder.
+    pub replay: String,
+    pub replay_dir: PathBuf,
+    pub shell: ShellMode,
+    pub calls: u64,
+    pub rerun: u64,
+    /// Calls answered from the recording (shell calls with `--shell recorded`).
+    pub from_recording: u64,
+    /// In the order of the recorded calls: the first is the first divergence.
+    pub divergences: Vec<Divergence>,
+}
+
+impl ReplayReport {
+    pub fn is_identical(&self) -> bool {
+        self.divergences.is_empty()
+    }
+}
+
+/// Writes the files of `session`'s manifest into `dir`.
+fn materialise(session: &Session, dir: &Path) -> Result<()> {
+    let manifest = session.manifest()?;
+    let missing: Vec<_> = manifest
+        .iter()
+        .filter(|e| !session.blobs.has(&e.hash))
+        .map(|e| (e.path.clone(), e.hash))
+        .collect();
+    if !missing.is_empty() {
+        return Err(ReplayError::MissingBlobs { missing });
+    }
+    for e in &manifest {
+        let bytes = session.blob(&e.hash, &e.path)?;
+        write_file(&dir.join(&e.path), &bytes, Some(e.mode))?;
+    }
+    Ok(())
+}
+
+pub(crate) fn write_file(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io_at(parent))?;
+    }
+    std::fs::write(path, bytes).map_err(io_at(path))?;
+    if let Some(mode) = mode {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+            .map_err(io_at(path))?;
+    }
+    Ok(())
+}
+
+/// The cairn home a session folder lives in (`<home>/projects/<key>/sessions/<id>`).
+fn home_of(dir: &Path) -> Result<Home> {
+    let home = dir.ancestors().nth(4).ok_or_else(|| ReplayError::Session {
+        path: dir.to_path_buf(),
+        what: "not inside a cairn home (<home>/projects/<key>/sessions/<id>)".into(),
+    })?;
+    Ok(Home::at(home))
+}
+
+/// Re-runs the session at `dir` and compares every result with the recording.
+pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
+    let original = Session::load(dir)?;
+    let config = match options.config {
+        Some(c) => c,
+        None => original.config()?,
+    };
+    let home = match options.home {
+        Some(h) => h,
+        None => home_of(&original.dir)?,
+    };
+    let (_tmp, root) = match &options.keep_workspace {
+        Some(d) => {
+            if d.exists() && std::fs::read_dir(d).map_err(io_at(d))?.next().is_some() {
+                return Err(ReplayError::NotEmpty(d.clone()));
+            }
+            std::fs::create_dir_all(d).map_err(io_at(d))?;
+            (None, d.clone())
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("cairn-replay-")
+                .tempdir()
+                .map_err(io_at(&std::env::temp_dir()))?;
+            // The copy keeps the original folder's name, so that a path just outside the
+            // workspace (its parent) maps back too.
+            let name = Path::new(&original.started.workspace)
+                .file_name()
+                .map_or("workspace".into(), |n| n.to_os_string());
+            let root = t.path().join(name);
+            std::fs::create_dir_all(&root).map_err(io_at(&root))?;
+            (Some(t), root)
+        }
+    };
+    materialise(&original, &root)?;
+    if let Some(prepare) = options.prepare {
+        prepare(&root).map_err(io_at(&root))?;
+    }
+    let parent = Parent {
+        session: original.id.clone(),
+        seq: original.head.seq,
+        hash: original.head.hash,
+    };
+    let mut engine = Engine::start_with_parent(&home, &root, config, Some(parent))?;
+    let new_root = engine.root().to_path_buf();
+    let calls = original.calls();
+    // The replay's call id of each recorded call that was run again.
+    let mut ran: Vec<(usize, String)> = Vec::new();
+    let mut from_recording = 0u64;
+    let mut next = 0usize;
+    for r in &original.records {
+        match &r.event {
+            Event::UserMessage { text } => engine.user_message(text)?,
+            Event::ToolStarted { .. } => {
+                let Some(c) = calls.get(next) else { continue };
+                let i = next;
+                next += 1;
+                if c.shell && options.shell == ShellMode::Recorded {
+                    from_recording += 1;
+                    apply_recorded_writes(&original, c, &new_root)?;
+                    continue;
+                }
+                let out = engine.call_with(&c.tool, c.input.clone(), c.answer)?;
+                ran.push((i, out.call));
+            }
+            // Permission answers are given with their calls; model turns are inputs the
+            // calls already carry.
+            _ => {}
+        }
+    }
+    let replay_id = engine.id().to_string();
+    let replay_dir = engine.dir().to_path_buf();
+    engine.end(&format!("replay of {}", original.id))?;
+    let replayed = Session::load(&replay_dir)?;
+    let norm = Norm {
+        roots: Some((
+            new_root.to_string_lossy().into_owned(),
+            original.started.workspace.clone(),
+        )),
+    };
+    let mut divergences = Vec::new();
+    if replayed.started.manifest.hash != original.started.manifest.hash {
+        divergences.push(workspace_divergence(&original, &replayed));
+    }
+    let new_calls = replayed.calls();
+    for (i, new_id) in &ran {
+        let a = &calls[*i];
+        let Some(b) = new_calls.iter().find(|c| &c.call == new_id) else {
+            continue;
+        };
+        if a.finished.is_none() {
+            // Interrupted in the recording: there is no recorded result to compare.
+            continue;
+        }
+        for d in compare_calls(a, &original.blobs, b, &replayed.blobs, &norm) {
+            divergences.push(Divergence {
+                seq: a.seq,
+                call: a.call.clone(),
+                tool: a.tool.clone(),
+                diff: d,
+            });
+        }
+    }
+    Ok(ReplayReport {
+        original: original.id.clone(),
+        replay: replay_id,
+        replay_dir,
+        shell: options.shell,
+        calls: calls.len() as u64,
+        rerun: ran.len() as u64,
+        from_recording,
+        divergences,
+    })
+}
+
+/// Applies a call's recorded workspace changes to the replay's folder.
+fn apply_recorded_writes(session: &Session, c: &Call, root: &Path) -> Result<()> {
+    for (_, w) in &c.writes {
+        if w.status != cairn_engine::event::WriteStatus::Ok {
+            continue;
+        }
+        let path = root.join(&w.path);
+        match &w.after {
+            None => match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(io_at(&path)(e));
+                }
+                _ => {}
+            },
+            Some(after) => {
+                let bytes = session.blob(&after.hash, &w.path)?;
+                write_file(&path, &bytes, w.mode)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn manifest_text(s: &Session) -> String {
+    s.manifest()
+        .map(|m| {
+            m.iter()
+                .map(|e| format!("{} {} {:o} {}\n", e.path, e.size, e.mode, e.hash.short(16)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn workspace_divergence(a: &Session, b: &Session) -> Divergence {
+    let (x, y) = (manifest_text(a), manifest_text(b));
+    Divergence {
+        seq: 0,
+        call: String::new(),
+        tool: String::new(),
+        diff: FieldDiff {
+            field: Field::Workspace,
+            diff: unified("a/manifest", "b/manifest", &x, &y),
+            expected: x,
+            actual: y,
+        },
+    }
+}

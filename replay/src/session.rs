@@ -1,0 +1,271 @@
+//! A recorded session as the replay verbs read it: its folder, its project's blob store,
+//! its records (strictly checked: a damaged log cannot be replayed, only verified), its
+//! calls, and the workspace as it was after any record.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use cairn_engine::event::{Event, FileRead, FileWrite, SessionStarted, ToolFinished, WriteStatus};
+use cairn_engine::manifest;
+use cairn_engine::{EngineConfig, Record};
+use cairn_store::{BlobStore, Hash, Head, LogReader};
+
+use crate::error::{ReplayError, Result};
+
+/// One recorded session, loaded whole.
+#[derive(Debug)]
+pub struct Session {
+    pub dir: PathBuf,
+    pub id: String,
+    /// The project's blob store (`<project>/blobs`, the session folder being
+    /// `<project>/sessions/<id>`).
+    pub blobs: BlobStore,
+    pub started: SessionStarted,
+    pub records: Vec<Record>,
+    pub head: Head,
+}
+
+/// The blob store of the project a session folder belongs to.
+pub fn blob_store_of(session_dir: &Path) -> Result<BlobStore> {
+    let project =
+        session_dir
+            .parent()
+            .and_then(Path::parent)
+            .ok_or_else(|| ReplayError::Session {
+                path: session_dir.to_path_buf(),
+                what: "not inside a project folder (<project>/sessions/<id>)".into(),
+            })?;
+    let root = project.join("blobs");
+    if !root.is_dir() {
+        return Err(ReplayError::Session {
+            path: session_dir.to_path_buf(),
+            what: format!("its project has no blob store at {}", root.display()),
+        });
+    }
+    Ok(BlobStore::open(&root)?)
+}
+
+/// Checks that `dir` is a session folder (it holds `events.jsonl`).
+pub fn check_session_dir(dir: &Path) -> Result<()> {
+    if cairn_store::log_path(dir).is_file() {
+        Ok(())
+    } else {
+        Err(ReplayError::Session {
+            path: dir.to_path_buf(),
+            what: format!("not a session folder (no {} in it)", cairn_store::LOG_FILE),
+        })
+    }
+}
+
+impl Session {
+    /// Reads a session: every record must be intact and parse (run `verify` to list
+    /// what is wrong with one that is not).
+    pub fn load(dir: &Path) -> Result<Session> {
+        check_session_dir(dir)?;
+        let bad = |what: String| ReplayError::Session {
+            path: dir.to_path_buf(),
+            what,
+        };
+        let reader = LogReader::open(dir)?;
+        let mut records = Vec::new();
+        for r in reader.records()? {
+            let r = r?;
+            let rec = cairn_engine::fold::parse(&r)
+                .map_err(|u| bad(format!("seq {}: {}", u.seq, u.what)))?;
+            records.push(rec);
+        }
+        let started = match records.first().map(|r| &r.event) {
+            Some(Event::SessionStarted(s)) => s.clone(),
+            _ => return Err(bad("the log does not start with session_started".into())),
+        };
+        let head = records
+            .last()
+            .map(|r| Head {
+                seq: r.seq,
+                hash: r.hash,
+            })
+            .ok_or_else(|| bad("the log is empty".into()))?;
+        Ok(Session {
+            dir: dir.to_path_buf(),
+            id: started.id.clone(),
+            blobs: blob_store_of(dir)?,
+            started,
+            records,
+            head,
+        })
+    }
+
+    /// The engine configuration the session was recorded with.
+    pub fn config(&self) -> Result<EngineConfig> {
+        serde_json::from_value(self.started.config.clone()).map_err(|e| ReplayError::Session {
+            path: self.dir.clone(),
+            what: format!("session_started.config does not parse: {e}"),
+        })
+    }
+
+    /// The calls, in the order they started.
+    pub fn calls(&self) -> Vec<Call> {
+        calls(&self.records)
+    }
+
+    /// The manifest: the workspace when the session started.
+    pub fn manifest(&self) -> Result<Vec<manifest::ManifestEntry>> {
+        let bytes = self.blob(&self.started.manifest.hash, "the manifest")?;
+        Ok(manifest::from_jsonl(&bytes)?)
+    }
+
+    /// A blob's content, checked against its name.
+    pub fn blob(&self, hash: &Hash, what: &str) -> Result<Vec<u8>> {
+        match self.blobs.get(hash) {
+            Ok(b) if Hash::of(&b) == *hash => Ok(b),
+            _ => Err(ReplayError::MissingBlobs {
+                missing: vec![(what.to_string(), *hash)],
+            }),
+        }
+    }
+
+    /// The workspace after record `at` (the head when `None`): the manifest, then every
+    /// `file_write` with status `ok` up to `at` applied.
+    pub fn workspace_at(&self, at: Option<u64>) -> Result<BTreeMap<String, FileAt>> {
+        let at = at.unwrap_or(self.head.seq);
+        if at > self.head.seq {
+            return Err(ReplayError::PastHead {
+                at,
+                head: self.head.seq,
+            });
+        }
+        let mut files: BTreeMap<String, FileAt> = self
+            .manifest()?
+            .into_iter()
+            .map(|e| {
+                (
+                    e.path,
+                    FileAt {
+                        hash: e.hash,
+                        len: e.size,
+                        mode: Some(e.mode),
+                    },
+                )
+            })
+            .collect();
+        for r in self.records.iter().take_while(|r| r.seq <= at) {
+            if let Event::FileWrite(w) = &r.event {
+                apply_write(&mut files, w);
+            }
+        }
+        Ok(files)
+    }
+}
+
+/// A file of a workspace at some point of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileAt {
+    pub hash: Hash,
+    pub len: u64,
+    /// Unix permission bits, when known (the manifest's, or the file's before a replace).
+    pub mode: Option<u32>,
+}
+
+/// Applies one `file_write` to a workspace map (only writes with status `ok` happened).
+pub fn apply_write(files: &mut BTreeMap<String, FileAt>, w: &FileWrite) {
+    if w.status != WriteStatus::Ok {
+        return;
+    }
+    match &w.after {
+        None => {
+            files.remove(&w.path);
+        }
+        Some(after) => {
+            let mode = w.mode.or_else(|| files.get(&w.path).and_then(|f| f.mode));
+            files.insert(
+                w.path.clone(),
+                FileAt {
+                    hash: after.hash,
+                    len: after.len,
+                    mode,
+                },
+            );
+        }
+    }
+}
+
+/// One call and the records it left.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The seq of its `tool_started`.
+    pub seq: u64,
+    pub call: String,
+    pub tool: String,
+    pub input: serde_json::Value,
+    /// Its `tool_finished` and that record's seq; `None` when it never finished.
+    pub finished: Option<(u64, ToolFinished)>,
+    pub reads: Vec<FileRead>,
+    pub writes: Vec<(u64, FileWrite)>,
+    /// True when it recorded `shell_exec` events (a shell tool).
+    pub shell: bool,
+    /// The permission answer it got, to give again on replay (an answer from the allow
+    /// list is given as "once": the replay's project has its own list).
+    pub answer: Option<cairn_engine::event::Answer>,
+}
+
+/// The calls of a list of records, in the order they started.
+pub fn calls(records: &[Record]) -> Vec<Call> {
+    let mut out: Vec<Call> = Vec::new();
+    let mut by_id: std::collections::HashMap<String, usize> = Default::default();
+    for r in records {
+        let mut owner = |call: &str| by_id.get(call).copied();
+        match &r.event {
+            Event::ToolStarted { call, tool, input } => {
+                by_id.insert(call.clone(), out.len());
+                out.push(Call {
+                    seq: r.seq,
+                    call: call.clone(),
+                    tool: tool.clone(),
+                    input: input.clone(),
+                    finished: None,
+                    reads: Vec::new(),
+                    writes: Vec::new(),
+                    shell: false,
+                    answer: None,
+                });
+            }
+            Event::ToolFinished(f) => {
+                if let Some(i) = owner(&f.call) {
+                    out[i].finished = Some((r.seq, f.clone()));
+                }
+            }
+            Event::FileRead(fr) => {
+                if let Some(i) = owner(&fr.call) {
+                    out[i].reads.push(fr.clone());
+                }
+            }
+            Event::FileWrite(w) => {
+                if let Some(i) = w.call.as_deref().and_then(&mut owner) {
+                    out[i].writes.push((r.seq, w.clone()));
+                }
+            }
+            Event::PermissionDecided {
+                call,
+                answer,
+                source,
+                ..
+            } => {
+                if let Some(i) = owner(call.as_str()) {
+                    out[i].answer = Some(match source {
+                        cairn_engine::event::AnswerSource::AllowList => {
+                            cairn_engine::event::Answer::Once
+                        }
+                        _ => *answer,
+                    });
+                }
+            }
+            Event::ShellExec(v) => {
+                if let Some(i) = owner(v.call.as_str()) {
+                    out[i].shell = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}

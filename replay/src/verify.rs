@@ -1,0 +1,829 @@
+//! Deep verification of a session: the store's integrity checks, then the engine's view
+//! of every intact record — it parses, the fold runs, every checkpoint and snapshot
+//! matches the fold, every recorded decision is taken again from the fold and the
+//! facts in its records and must give the recorded answer, every write's before hash
+//! is what the fold knew, every referenced blob exists and re-hashes to its name, and
+//! every started call finished (or the session ends interrupted).
+//!
+//! It reads the log line by line and skips (after the integrity check has reported
+//! them) lines whose own hash fails, so one bad record does not hide the problems after
+//! it. It never writes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use cairn_engine::event::{Event, FileWrite, Rule, Status, ToolFinished, WriteOp, WriteStatus};
+use cairn_engine::state::{State, repeat_key};
+use cairn_engine::{Catalog, EngineConfig, Limits, Registry, cap_output, manifest};
+use cairn_store::{BlobCheck, BlobRef, BlobStore, Hash, Head, SnapshotStore};
+use serde::Serialize;
+
+use crate::error::{Result, io_at};
+use crate::session::{blob_store_of, check_session_dir};
+
+/// What kind of problem a [`Problem`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    /// The store's integrity check: own hash, chain, seq, JSON, torn tail.
+    Integrity,
+    /// A record of a type this version does not know (written by a newer cairn?).
+    UnknownEvent,
+    /// A record of a known type whose fields do not parse.
+    BadEvent,
+    /// Records out of their order: a call finished that never started, a call id out of
+    /// sequence, a side effect outside its call, `session_started` not first.
+    Structure,
+    /// A checkpoint's state hash differs from the fold's.
+    Checkpoint,
+    /// A snapshot differs from the fold, or names a record the log does not have.
+    Snapshot,
+    /// A recorded decision the fold and the record's facts do not give again.
+    Decision,
+    /// A write's before hash differs from what the fold knew, or its path is not a
+    /// workspace path.
+    FileWrite,
+    /// A referenced blob is missing, damaged, or of another length.
+    Blob,
+    /// A call started and never finished in a session that ended.
+    UnfinishedCall,
+    /// The log ends before records that existed (a snapshot names a later seq).
+    Truncated,
+}
+
+/// One thing wrong with a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    pub seq: Option<u64>,
+    /// 1-based line of the record (0 when the problem has no line, as a missing one).
+    pub line: u64,
+    /// Byte offset of that line.
+    pub offset: u64,
+    pub kind: ProblemKind,
+    pub what: String,
+}
+
+/// A call started and not finished in a session that did not end: what a crash leaves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Interrupted {
+    pub call: String,
+    pub tool: String,
+    pub seq: u64,
+}
+
+/// The summary of a deep verification.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Report {
+    pub path: PathBuf,
+    pub session: Option<String>,
+    /// Lines in the log (good or bad).
+    pub records: u64,
+    pub bytes: u64,
+    /// The last intact record.
+    pub head: Option<Head>,
+    pub calls: u64,
+    pub file_writes: u64,
+    pub decisions_checked: u64,
+    /// Calls of tools this version does not know, whose decisions were not checked.
+    pub decisions_unchecked: u64,
+    pub checkpoints: u64,
+    pub snapshots: u64,
+    pub blobs_checked: u64,
+    /// True when the log ends with the session ended (not interrupted).
+    pub ended: bool,
+    /// Calls the session left unfinished without ending: not corruption.
+    pub interrupted: Vec<Interrupted>,
+    pub problems: u64,
+}
+
+/// Settings of a deep verification.
+#[derive(Debug, Clone, Copy)]
+pub struct VerifyOptions {
+    /// The store's integrity check settings.
+    pub store: cairn_store::VerifyOptions,
+    /// Re-hash every referenced blob (the most expensive part on big sessions).
+    pub blobs: bool,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        VerifyOptions {
+            store: cairn_store::VerifyOptions::default(),
+            blobs: true,
+        }
+    }
+}
+
+/// Deep-verifies the session folder `dir` with the default options.
+pub fn verify(dir: &Path) -> Result<(Report, Vec<Problem>)> {
+    verify_with(dir, &VerifyOptions::default())
+}
+
+/// Deep-verifies the session folder `dir`. An error means it could not run; every
+/// problem with the session is in the returned list.
+pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<(Report, Vec<Problem>)> {
+    check_session_dir(dir)?;
+    let log = cairn_store::log_path(dir);
+    let integrity = cairn_store::verify_path(&log, &options.store)?;
+    let mut v = Verifier::new(dir, blob_store_of(dir)?, options.blobs);
+    v.report.records = integrity.records;
+    v.report.bytes = integrity.bytes;
+    for p in &integrity.problems {
+        v.problems.push(Problem {
+            seq: p.seq,
+            line: p.line,
+            offset: p.offset,
+            kind: ProblemKind::Integrity,
+            what: format!(
+                "{}: {}",
+                serde_json::to_value(p.kind)
+                    .ok()
+                    .and_then(|k| k.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                p.what
+            ),
+        });
+    }
+    v.snapshots = SnapshotStore::new(dir).list()?;
+    v.report.snapshots = v.snapshots.len() as u64;
+
+    let file = std::fs::File::open(&log).map_err(io_at(&log))?;
+    let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
+    let mut buf = Vec::new();
+    let (mut line, mut offset) = (1u64, 0u64);
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf).map_err(io_at(&log))?;
+        if n == 0 {
+            break;
+        }
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+            if let Ok(fields) = cairn_store::check_line(&buf)
+                && let Ok(event) = serde_json::value::RawValue::from_string(
+                    String::from_utf8_lossy(fields.event).into_owned(),
+                )
+            {
+                let r = cairn_store::Record {
+                    seq: fields.seq,
+                    ts: fields.ts.to_string(),
+                    prev: fields.prev,
+                    hash: fields.hash,
+                    event,
+                    line,
+                    offset,
+                };
+                v.record(&r);
+            }
+        }
+        line += 1;
+        offset += n as u64;
+    }
+    v.finish();
+    let mut problems = v.problems;
+    problems.sort_by_key(|p| (p.seq.unwrap_or(u64::MAX), p.line));
+    let mut report = v.report;
+    report.head = integrity.head.or(report.head);
+    report.problems = problems.len() as u64 + integrity.problems_omitted;
+    Ok((report, problems))
+}
+
+/// A call between its `tool_started` and `tool_finished`.
+struct Pending {
+    seq: u64,
+    tool: String,
+    input: serde_json::Value,
+    /// The repeat counter of this exact call before its `tool_started` was folded.
+    repeats: u32,
+    /// The (path, status intent seen) of its writes, to check each write's rules once.
+    intents: Vec<String>,
+    /// Writes of this call with status `ok`.
+    wrote_ok: u32,
+    /// The content hash of its last read, or of its last write with status `ok`: what
+    /// a `hash:` line of its output must say.
+    last_hash: Option<Hash>,
+}
+
+struct Verifier {
+    blobs: BlobStore,
+    check_blobs: bool,
+    blob_checked: HashMap<Hash, BlobCheck>,
+    state: State,
+    limits: Limits,
+    registry: Registry,
+    pending: BTreeMap<String, Pending>,
+    snapshots: Vec<(u64, PathBuf)>,
+    report: Report,
+    problems: Vec<Problem>,
+    /// Where the record being checked is.
+    at: (u64, u64, u64),
+}
+
+impl Verifier {
+    fn new(dir: &Path, blobs: BlobStore, check_blobs: bool) -> Verifier {
+        Verifier {
+            blobs,
+            check_blobs,
+            blob_checked: HashMap::new(),
+            state: State::default(),
+            limits: Catalog::Thoth.limits(),
+            registry: Registry::new(Catalog::Thoth),
+            pending: BTreeMap::new(),
+            snapshots: Vec::new(),
+            report: Report {
+                path: dir.to_path_buf(),
+                ..Report::default()
+            },
+            problems: Vec::new(),
+            at: (0, 0, 0),
+        }
+    }
+
+    fn problem(&mut self, kind: ProblemKind, what: String) {
+        let (seq, line, offset) = self.at;
+        self.problems.push(Problem {
+            seq: Some(seq),
+            line,
+            offset,
+            kind,
+            what,
+        });
+    }
+
+    fn blob(&mut self, blob: &BlobRef, what: &str) {
+        if !self.check_blobs {
+            return;
+        }
+        let check = match self.blob_checked.get(&blob.hash) {
+            Some(c) => *c,
+            None => {
+                self.report.blobs_checked += 1;
+                let c = match self.blobs.verify(&blob.hash) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        self.problem(ProblemKind::Blob, format!("{what}: cannot read blob: {e}"));
+                        return;
+                    }
+                };
+                self.blob_checked.insert(blob.hash, c);
+                c
+            }
+        };
+        match check {
+            BlobCheck::Ok => {
+                let len = std::fs::metadata(self.blobs.path(&blob.hash)).map(|m| m.len());
+                if let Ok(len) = len
+                    && len != blob.len
+                {
+                    self.problem(
+                        ProblemKind::Blob,
+                        format!(
+                            "{what}: blob {} is {len} bytes, the record says {}",
+                            blob.hash.short(12),
+                            blob.len
+                        ),
+                    );
+                }
+            }
+            BlobCheck::Missing => self.problem(
+                ProblemKind::Blob,
+                format!("{what}: blob {} is missing", blob.hash),
+            ),
+            BlobCheck::Mismatch { actual } => self.problem(
+                ProblemKind::Blob,
+                format!(
+                    "{what}: blob {} is damaged: its content hashes to {actual}",
+                    blob.hash
+                ),
+            ),
+        }
+    }
+
+    fn record(&mut self, raw: &cairn_store::Record) {
+        self.at = (raw.seq, raw.line, raw.offset);
+        self.report.head = Some(Head {
+            seq: raw.seq,
+            hash: raw.hash,
+        });
+        let rec = match cairn_engine::fold::parse(raw) {
+            Ok(rec) => rec,
+            Err(u) => {
+                let known = u.kind.as_deref().is_some_and(|k| Event::KINDS.contains(&k));
+                let kind = if known {
+                    ProblemKind::BadEvent
+                } else {
+                    ProblemKind::UnknownEvent
+                };
+                self.problem(kind, u.what);
+                self.state.apply_unknown(raw.seq);
+                return;
+            }
+        };
+        if raw.seq != 0 && matches!(rec.event, Event::SessionStarted(_)) {
+            self.problem(
+                ProblemKind::Structure,
+                "session_started after the first record".into(),
+            );
+        }
+        if raw.seq == 0 && !matches!(rec.event, Event::SessionStarted(_)) {
+            self.problem(
+                ProblemKind::Structure,
+                format!(
+                    "the first record is {}, not session_started",
+                    rec.event.kind()
+                ),
+            );
+        }
+        match &rec.event {
+            Event::SessionStarted(s) => {
+                self.report.session = Some(s.id.clone());
+                match serde_json::from_value::<EngineConfig>(s.config.clone()) {
+                    Ok(c) => {
+                        self.limits = c.limits;
+                        self.registry = Registry::new(c.catalog);
+                    }
+                    Err(e) => self.problem(
+                        ProblemKind::BadEvent,
+                        format!(
+                            "session_started.config does not parse ({e}); decisions are checked with the defaults of catalog {}",
+                            s.catalog
+                        ),
+                    ),
+                }
+                self.blob(&s.manifest, "the manifest");
+                if self.check_blobs {
+                    self.manifest_blobs(&s.manifest);
+                }
+            }
+            Event::ToolStarted { call, tool, input } => {
+                self.report.calls += 1;
+                let expected = format!("c{}", self.state.calls_started + 1);
+                if *call != expected {
+                    self.problem(
+                        ProblemKind::Structure,
+                        format!("call id {call} out of sequence: the fold expects {expected} (a record missing or moved?)"),
+                    );
+                }
+                let repeats = self
+                    .state
+                    .repeats
+                    .get(&repeat_key(tool, input))
+                    .map_or(0, |c| c.count);
+                self.pending.insert(
+                    call.clone(),
+                    Pending {
+                        seq: rec.seq,
+                        tool: tool.clone(),
+                        input: input.clone(),
+                        repeats,
+                        intents: Vec::new(),
+                        wrote_ok: 0,
+                        last_hash: None,
+                    },
+                );
+            }
+            Event::FileRead(r) => {
+                if let Some(p) = self.pending.get_mut(&r.call) {
+                    p.last_hash = Some(r.hash);
+                } else {
+                    self.problem(
+                        ProblemKind::Structure,
+                        format!("file_read of {} outside its call {}", r.path, r.call),
+                    );
+                }
+            }
+            Event::FileWrite(w) => self.file_write(w),
+            Event::ToolFinished(f) => self.tool_finished(f),
+            Event::Checkpoint { state_hash, at_seq } => {
+                self.report.checkpoints += 1;
+                if self.state.last_seq != Some(*at_seq) {
+                    self.problem(
+                        ProblemKind::Checkpoint,
+                        format!(
+                            "checkpoint for seq {at_seq} follows seq {}",
+                            self.state.last_seq.map_or("none".into(), |s| s.to_string())
+                        ),
+                    );
+                } else if self.state.hash() != *state_hash {
+                    self.problem(
+                        ProblemKind::Checkpoint,
+                        format!(
+                            "checkpoint state hash {} differs from the fold's {} at seq {at_seq}",
+                            state_hash.short(16),
+                            self.state.hash().short(16)
+                        ),
+                    );
+                }
+            }
+            Event::SessionEnded { .. } => {
+                let open: Vec<String> = self
+                    .pending
+                    .iter()
+                    .map(|(c, p)| format!("{c} ({}, seq {})", p.tool, p.seq))
+                    .collect();
+                if !open.is_empty() {
+                    self.problem(
+                        ProblemKind::UnfinishedCall,
+                        format!(
+                            "the session ended with calls started and never finished: {}",
+                            open.join(", ")
+                        ),
+                    );
+                    self.pending.clear();
+                }
+            }
+            _ => {}
+        }
+        self.state.apply(&rec);
+        self.snapshot_at(rec.seq, rec.hash);
+    }
+
+    /// Checks every file blob the manifest names.
+    fn manifest_blobs(&mut self, blob: &BlobRef) {
+        let Ok(bytes) = self.blobs.get(&blob.hash) else {
+            return;
+        };
+        match manifest::from_jsonl(&bytes) {
+            Ok(entries) => {
+                for e in entries {
+                    let r = BlobRef {
+                        hash: e.hash,
+                        len: e.size,
+                    };
+                    self.blob(&r, &format!("manifest entry {}", e.path));
+                }
+            }
+            Err(e) => self.problem(ProblemKind::Blob, format!("the manifest: {e}")),
+        }
+    }
+
+    fn file_write(&mut self, w: &FileWrite) {
+        self.report.file_writes += 1;
+        if let Some(b) = &w.before {
+            self.blob(b, &format!("file_write {} before", w.path));
+        }
+        if let Some(a) = &w.after {
+            self.blob(a, &format!("file_write {} after", w.path));
+        }
+        if w.path.is_empty()
+            || w.path.starts_with('/')
+            || w.path
+                .split('/')
+                .any(|s| s == ".." || s == "." || s.is_empty())
+        {
+            self.problem(
+                ProblemKind::FileWrite,
+                format!("write to {:?}: not a normalised workspace path", w.path),
+            );
+        }
+        // What the fold knew of the file before this write.
+        if let Some(k) = self.state.files.get(&w.path) {
+            let before = w.before.map(|b| b.hash.0);
+            if k.hash.is_some() && before != k.hash {
+                self.problem(
+                    ProblemKind::FileWrite,
+                    format!(
+                        "write to {}: before hash {} but the fold knew {}",
+                        w.path,
+                        w.before.map_or("none".into(), |b| b.hash.short(16)),
+                        k.hash.map_or("none".into(), |h| Hash(h).short(16))
+                    ),
+                );
+            }
+        }
+        let Some(call) = w.call.clone() else {
+            return;
+        };
+        let Some(p) = self.pending.get_mut(&call) else {
+            self.problem(
+                ProblemKind::Structure,
+                format!("file_write of {} outside its call {call}", w.path),
+            );
+            return;
+        };
+        if w.status == WriteStatus::Ok {
+            p.wrote_ok += 1;
+            p.last_hash = w.after.map(|a| a.hash);
+        }
+        // The rules are checked once per write: at its intent, or at the write itself
+        // when no intent came first.
+        let first = if p.intents.contains(&w.path) {
+            if w.status != WriteStatus::Intent {
+                p.intents.retain(|x| x != &w.path);
+            }
+            false
+        } else {
+            if w.status == WriteStatus::Intent {
+                p.intents.push(w.path.clone());
+            }
+            true
+        };
+        if !first || w.op == WriteOp::External {
+            return;
+        }
+        let input = p.input.clone();
+        self.report.decisions_checked += 1;
+        let known = self.state.files.get(&w.path);
+        if let Some(b) = &w.before {
+            let read = known.is_some_and(|k| k.read_at(&b.hash.0));
+            let full = known.is_some_and(|k| k.read_at(&b.hash.0) && k.missing().is_empty());
+            match w.op {
+                WriteOp::Edit if !read => self.problem(
+                    ProblemKind::Decision,
+                    format!(
+                        "edit of {} at content {} that the fold says was not read (read-before-edit should have refused it)",
+                        w.path,
+                        b.hash.short(16)
+                    ),
+                ),
+                WriteOp::Replace if !full => self.problem(
+                    ProblemKind::Decision,
+                    format!(
+                        "overwrite of {} at content {} that the fold says was not read in full (read-before-overwrite should have refused it)",
+                        w.path,
+                        b.hash.short(16)
+                    ),
+                ),
+                _ => {}
+            }
+        }
+        for expected in expected_hashes(&input) {
+            let now = w.before.map(|b| b.hash.to_hex());
+            if now.as_deref() != Some(expected.trim()) {
+                self.problem(
+                    ProblemKind::Decision,
+                    format!(
+                        "write to {} with expected_before_hash {expected} but the content was {} (stale-write should have refused it)",
+                        w.path,
+                        now.unwrap_or_else(|| "none".into())
+                    ),
+                );
+            }
+        }
+    }
+
+    fn tool_finished(&mut self, f: &ToolFinished) {
+        let Some(p) = self.pending.remove(&f.call) else {
+            self.problem(
+                ProblemKind::Structure,
+                format!(
+                    "tool_finished of call {} that did not start (or finished twice)",
+                    f.call
+                ),
+            );
+            return;
+        };
+        if let Some(b) = &f.output_blob {
+            self.blob(b, &format!("call {} output", f.call));
+        }
+        let Some(tool) = self.registry.get(&p.tool) else {
+            // A tool of another catalog or a newer cairn: its rules are not known here.
+            if f.status != Status::Error {
+                self.report.decisions_unchecked += 1;
+            }
+            return;
+        };
+        self.report.decisions_checked += 1;
+        let rule = f.refusal.as_ref().map(|r| r.rule);
+        let placeholder = p.input.get("note").and_then(|n| n.as_str())
+            == Some("over input_bytes_max; not recorded");
+        let valid = !placeholder && tool.validate(&p.input).is_ok();
+        let wrong = |v: &mut Verifier, what: String| {
+            v.problem(
+                ProblemKind::Decision,
+                format!("call {} ({}): {what}", f.call, p.tool),
+            )
+        };
+        // A mutating call that succeeded wrote; one that was refused did not.
+        // (A command may well change nothing: the shell tools are left out.)
+        let may_write_nothing = matches!(p.tool.as_str(), "run_shell" | "shell");
+        if tool.is_mutating() && !may_write_nothing && f.status == Status::Ok && p.wrote_ok == 0 {
+            wrong(self, "recorded ok, but it wrote nothing".into());
+        }
+        if f.refusal.is_some() && p.wrote_ok > 0 {
+            wrong(self, "refused, yet it wrote".into());
+        }
+        // Status and rule agree.
+        if (f.status == Status::Blocked) != (rule == Some(Rule::Repeat)) {
+            wrong(
+                self,
+                format!(
+                    "status {} with refusal {:?}: only a repeat refusal blocks",
+                    f.status.as_str(),
+                    rule
+                ),
+            );
+        }
+        // Input validation.
+        if !placeholder && !valid && rule != Some(Rule::Input) {
+            wrong(
+                self,
+                "the input does not match the tool's schema, yet it was not refused".into(),
+            );
+        }
+        if valid && rule == Some(Rule::Input) {
+            wrong(
+                self,
+                "refused as bad input, but the input matches the tool's schema".into(),
+            );
+        }
+        // Repeat block: decided on the counter before this call's tool_started.
+        let max = self.limits.repeat_calls_max;
+        let should_block = valid && p.repeats >= max;
+        let blocked = rule == Some(Rule::Repeat) || f.status == Status::Blocked;
+        if should_block && !blocked {
+            wrong(
+                self,
+                format!(
+                    "recorded {}, but the fold says this exact call was already made {} times (repeat_calls_max {max}): it should have been blocked",
+                    f.status.as_str(),
+                    p.repeats
+                ),
+            );
+        }
+        if blocked && !should_block {
+            wrong(
+                self,
+                format!(
+                    "blocked as a repeat, but the fold counts {} earlier identical calls (repeat_calls_max {max})",
+                    p.repeats
+                ),
+            );
+        }
+        // Read-before-write and stale-write refusals, from the fold and the facts.
+        if let Some(r) = &f.refusal {
+            let known = r.path.as_ref().and_then(|path| self.state.files.get(path));
+            match (r.rule, r.observed) {
+                (Rule::ReadBeforeEdit, Some(h)) if known.is_some_and(|k| k.read_at(&h.0)) => wrong(
+                    self,
+                    format!(
+                        "refused by read-before-edit, but the fold says {} was read at {}",
+                        r.path.as_deref().unwrap_or("?"),
+                        h.short(16)
+                    ),
+                ),
+                (Rule::ReadBeforeOverwrite, Some(h))
+                    if known.is_some_and(|k| k.read_at(&h.0) && k.missing().is_empty()) =>
+                {
+                    wrong(
+                        self,
+                        format!(
+                            "refused by read-before-overwrite, but the fold says every line of {} was read at {}",
+                            r.path.as_deref().unwrap_or("?"),
+                            h.short(16)
+                        ),
+                    )
+                }
+                (Rule::ReadBeforeEdit | Rule::ReadBeforeOverwrite, None) => wrong(
+                    self,
+                    "a read-before-write refusal without the observed hash".into(),
+                ),
+                (Rule::StaleWrite, observed) => {
+                    let now = observed.map(|h| h.to_hex());
+                    let stale = expected_hashes(&p.input)
+                        .iter()
+                        .any(|e| Some(e.trim()) != now.as_deref());
+                    if !stale {
+                        wrong(
+                            self,
+                            "refused as a stale write, but every expected_before_hash matches the observed content".into(),
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+        // The content hash an output reports is the one its records name.
+        if f.status == Status::Ok
+            && let Some(h) = p.last_hash
+            && let Some(said) = f
+                .output
+                .lines()
+                .rev()
+                .find_map(|l| l.strip_prefix("hash: "))
+            && said.trim() != h.to_hex()
+        {
+            wrong(
+                self,
+                format!(
+                    "the output reports content hash {} but the call's records name {}",
+                    said.trim(),
+                    h.to_hex()
+                ),
+            );
+        }
+        // Caps: the output given to the model is the capped whole output.
+        let (lines_max, bytes_max) = (self.limits.output_lines_max, self.limits.output_bytes_max);
+        match &f.output_blob {
+            Some(b) => {
+                if let Ok(whole) = self.blobs.get(&b.hash) {
+                    let whole = String::from_utf8_lossy(&whole);
+                    let (capped, cut) = cap_output(&whole, bytes_max, lines_max);
+                    if !cut || capped != f.output {
+                        wrong(
+                            self,
+                            "the output is not the whole output (in its blob) capped by output_bytes_max and output_lines_max".into(),
+                        );
+                    }
+                }
+            }
+            None => {
+                let (_, cut) = cap_output(&f.output, bytes_max, lines_max);
+                if cut {
+                    wrong(
+                        self,
+                        format!(
+                            "the output is over the caps ({bytes_max} bytes, {lines_max} lines) and has no output blob"
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Compares the snapshot taken at `seq`, if any, with the fold.
+    fn snapshot_at(&mut self, seq: u64, hash: Hash) {
+        let Some(i) = self.snapshots.iter().position(|(s, _)| *s == seq) else {
+            return;
+        };
+        let (_, path) = self.snapshots.remove(i);
+        match SnapshotStore::load(&path) {
+            Err(e) => self.problem(ProblemKind::Snapshot, format!("{e}")),
+            Ok(s) if s.meta.record_hash != hash => self.problem(
+                ProblemKind::Snapshot,
+                format!(
+                    "snapshot {} is tagged with record hash {}, the log's record is {}",
+                    path.display(),
+                    s.meta.record_hash.short(16),
+                    hash.short(16)
+                ),
+            ),
+            Ok(s) if s.meta.format_version == cairn_engine::state::STATE_FORMAT_VERSION => {
+                match State::from_bytes(&s.body) {
+                    Ok(st) if st == self.state => {}
+                    Ok(_) => self.problem(
+                        ProblemKind::Snapshot,
+                        format!(
+                            "snapshot {} differs from the fold at seq {seq}",
+                            path.display()
+                        ),
+                    ),
+                    Err(e) => self.problem(
+                        ProblemKind::Snapshot,
+                        format!("snapshot {} does not load: {e}", path.display()),
+                    ),
+                }
+            }
+            // A snapshot of another state version is a cache this version ignores.
+            Ok(_) => {}
+        }
+    }
+
+    fn finish(&mut self) {
+        let last = self.state.last_seq;
+        let remaining = std::mem::take(&mut self.snapshots);
+        for (seq, path) in remaining {
+            if last.is_none_or(|l| seq > l) {
+                let first_missing = last.map_or(0, |l| l + 1);
+                self.problems.push(Problem {
+                    seq: Some(first_missing),
+                    line: self.at.1 + 1,
+                    offset: self.report.bytes,
+                    kind: ProblemKind::Truncated,
+                    what: format!(
+                        "the log ends at seq {} but snapshot {} was taken at seq {seq}: records from seq {first_missing} on are missing",
+                        last.map_or("none".into(), |l| l.to_string()),
+                        path.display()
+                    ),
+                });
+            }
+        }
+        self.report.ended = self.state.ended;
+        if !self.state.ended {
+            self.report.interrupted = self
+                .pending
+                .iter()
+                .map(|(c, p)| Interrupted {
+                    call: c.clone(),
+                    tool: p.tool.clone(),
+                    seq: p.seq,
+                })
+                .collect();
+        }
+    }
+}
+
+/// The `expected_before_hash` guards of a call's input (write_patch patches).
+fn expected_hashes(input: &serde_json::Value) -> Vec<String> {
+    input
+        .get("patches")
+        .and_then(|p| p.as_array())
+        .map(|ps| {
+            ps.iter()
+                .filter_map(|p| p.get("expected_before_hash").and_then(|h| h.as_str()))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
