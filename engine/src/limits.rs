@@ -34,6 +34,20 @@ pub struct Limits {
     pub repeat_calls_max: u32,
     /// Bytes of a file written by a write tool.
     pub write_bytes_max: usize,
+    /// How long an MCP server has to answer one `tools/call` (or `tools/list`).
+    #[serde(default = "mcp_call_timeout_ms")]
+    pub mcp_call_timeout_ms: u64,
+    /// How long an MCP server has to start and answer `initialize`.
+    #[serde(default = "mcp_start_timeout_ms")]
+    pub mcp_start_timeout_ms: u64,
+}
+
+fn mcp_call_timeout_ms() -> u64 {
+    60_000
+}
+
+fn mcp_start_timeout_ms() -> u64 {
+    30_000
 }
 
 impl Limits {
@@ -54,6 +68,8 @@ impl Limits {
             input_bytes_max: 512 * 1024,
             repeat_calls_max: 2,
             write_bytes_max: 16 << 20,
+            mcp_call_timeout_ms: mcp_call_timeout_ms(),
+            mcp_start_timeout_ms: mcp_start_timeout_ms(),
         }
     }
 

@@ -118,7 +118,9 @@ impl Recorder {
             self.wait_snapshot()?;
             let bytes = self.state.to_bytes();
             let store = self.snapshots.clone();
-            self.pending_snapshot = Some(std::thread::spawn(move || store.save(&meta, &bytes).map(|_| ())));
+            self.pending_snapshot = Some(std::thread::spawn(move || {
+                store.save(&meta, &bytes).map(|_| ())
+            }));
         }
         Ok(())
     }
