@@ -389,8 +389,9 @@ impl Engine {
             .get(&repeat_key(tool, &input))
             .map_or(0, |c| c.count);
         // An MCP tool not listed yet: its server starts on first use.
+        let mut mcp_failed = Vec::new();
         if tool.starts_with(crate::mcp::MCP_PREFIX) && self.registry.mcp_tool(tool).is_none() {
-            let _ = self.start_mcp();
+            mcp_failed = self.start_mcp();
         }
         self.relist_changed_mcp();
         let mcp_tool = self.registry.mcp_tool(tool).cloned();
@@ -417,8 +418,12 @@ impl Engine {
                     self.run_mcp(&call, t, &input, input_bytes, repeats, answer, &mut mcp_raw)?
                 }
                 None => ToolOutput::error(format!(
-                    "unknown tool '{tool}'; this catalog has: {}",
-                    self.registry.all_names().join(", ")
+                    "unknown tool '{tool}'; this catalog has: {}{}",
+                    self.registry.all_names().join(", "),
+                    mcp_failed
+                        .iter()
+                        .map(|e| format!("\n{e}"))
+                        .collect::<String>()
                 )),
             },
             Some(_) if input_bytes > limits.input_bytes_max => over_input(input_bytes, &limits),

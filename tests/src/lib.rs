@@ -311,3 +311,25 @@ pub fn sigkill(child: &mut Child) -> io::Result<std::process::ExitStatus> {
     }
     child.wait()
 }
+
+/// The folder of the MCP peers (`tests/mcp-peers`), after checking that every path in
+/// `needed` (relative to it) is there. `None`, with a loud message, when
+/// `CAIRN_SKIP_PEERS=1`; a missing peer otherwise fails the test, naming `setup.sh`.
+pub fn mcp_peers(needed: &[&str]) -> Option<std::path::PathBuf> {
+    if std::env::var("CAIRN_SKIP_PEERS").is_ok_and(|v| v == "1") {
+        eprintln!(
+            "\n!!! CAIRN_SKIP_PEERS=1: SKIPPING a test against real MCP peers ({}) !!!\n",
+            needed.join(", ")
+        );
+        return None;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp-peers");
+    for n in needed {
+        assert!(
+            dir.join(n).exists(),
+            "MCP peer {} is missing: run tests/mcp-peers/setup.sh (npm ci and a Python venv), or set CAIRN_SKIP_PEERS=1 to skip these tests",
+            dir.join(n).display()
+        );
+    }
+    Some(dir)
+}

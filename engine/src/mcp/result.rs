@@ -1,6 +1,7 @@
 //! A `tools/call` result turned into what the model is given: text as text, images and
 //! audio as references (`[image: image/png, 68 bytes]`, never the bytes), embedded
-//! resources by their text or a reference, structured content as JSON, `isError` as
+//! resources by their text or a reference, structured content as JSON when there is no
+//! text, `isError` as
 //! status `error`.
 
 use serde_json::Value;
@@ -18,14 +19,9 @@ pub fn to_output(result: &Value) -> ToolOutput {
         parts.push(content_text(item));
     }
     if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
-        // Servers should repeat structured content as text; add it only when they did not.
-        let repeated = content.iter().any(|c| {
-            c["text"]
-                .as_str()
-                .and_then(|t| serde_json::from_str::<Value>(t).ok())
-                .is_some_and(|v| &v == structured)
-        });
-        if !repeated {
+        // Text content is the server's rendering for a model; structured content is shown
+        // only when there is none (the raw result keeps both).
+        if !content.iter().any(|c| c["type"] == "text") {
             parts.push(serde_json::to_string_pretty(structured).unwrap_or_default());
         }
     }
@@ -119,11 +115,16 @@ mod tests {
             Status::Ok,
             "{\n  \"a\": 1\n}",
         );
-        // Already given as text: not repeated.
+        // Text given: structured content is not repeated.
         check(
-            json!({"content": [{"type": "text", "text": "{\"a\":1}"}], "structuredContent": {"a": 1}}),
+            json!({"content": [{"type": "text", "text": "a is 1"}], "structuredContent": {"a": 1}}),
             Status::Ok,
-            "{\"a\":1}",
+            "a is 1",
+        );
+        check(
+            json!({"content": [{"type": "image", "data": "", "mimeType": "image/png"}], "structuredContent": {"a": 1}}),
+            Status::Ok,
+            "[image: image/png, 0 bytes]\n{\n  \"a\": 1\n}",
         );
     }
 }
