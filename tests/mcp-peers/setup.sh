@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the MCP peers the tests run against: the reference servers and the
-# conformance suite from the npm registry (pinned by package-lock.json, `npm ci`) and
+# Installs the MCP peers the tests run against: the reference servers
+# from the npm registry (pinned by package-lock.json, `npm ci`) and
 # the official Python SDK in a virtual environment (pinned by requirements.txt).
 # Needs node (>= 18), npm and python3 with venv. Safe to run again.
 set -euo pipefail
