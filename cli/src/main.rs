@@ -2,6 +2,7 @@
 //! in the library crates; this crate parses flags and formats output.
 
 mod logcmd;
+mod mcpcmd;
 mod out;
 mod pscmd;
 mod replaycmd;
@@ -132,11 +133,57 @@ enum Command {
         #[arg(long)]
         markdown: bool,
     },
+    /// MCP: the project's servers, whose tools are offered as mcp__{server}__{tool},
+    /// and `serve`, which offers cairn's tools to an MCP client over stdio.
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
     /// Set up a sample project and run a scripted session in it per catalog.
     Demo {
         /// Where to put the sample projects (new or empty; default: a fresh temp folder).
         #[arg(long)]
         dir: Option<std::path::PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum McpAction {
+    /// Configure a server started over stdio: cairn mcp add NAME -- COMMAND ARGS...
+    Add {
+        /// Letters, digits, '_' and '-' (at most 32).
+        name: String,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+        #[arg(long, default_value = ".")]
+        workspace: std::path::PathBuf,
+    },
+    /// The configured servers.
+    List {
+        #[arg(long)]
+        json: bool,
+        #[arg(long, default_value = ".")]
+        workspace: std::path::PathBuf,
+    },
+    /// Remove a server.
+    Remove {
+        name: String,
+        #[arg(long, default_value = ".")]
+        workspace: std::path::PathBuf,
+    },
+    /// Speak MCP on stdin/stdout: one recorded session per connection, ended when the
+    /// client closes stdin.
+    Serve {
+        #[arg(long, default_value = ".")]
+        workspace: std::path::PathBuf,
+        /// The tool catalog: thndrs or thoth.
+        #[arg(long, default_value = "thoth")]
+        catalog: cairn_engine::Catalog,
+        /// Who answers permission requests (there is no terminal): always (allow each
+        /// once) or never (deny).
+        #[arg(long, default_value = "never")]
+        approve: sessioncmd::Approve,
     },
 }
 
@@ -185,6 +232,20 @@ fn main() -> ExitCode {
             json,
             markdown,
         } => sessioncmd::tools(catalog, json, markdown),
+        Command::Mcp { action } => match action {
+            McpAction::Add {
+                name,
+                command,
+                workspace,
+            } => mcpcmd::add(&workspace, &name, &command),
+            McpAction::List { json, workspace } => mcpcmd::list(&workspace, json),
+            McpAction::Remove { name, workspace } => mcpcmd::remove(&workspace, &name),
+            McpAction::Serve {
+                workspace,
+                catalog,
+                approve,
+            } => mcpcmd::serve(&workspace, catalog, approve),
+        },
         Command::Demo { dir } => sessioncmd::demo(dir.as_deref()),
     };
     match result {

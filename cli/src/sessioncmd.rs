@@ -215,7 +215,9 @@ pub fn show(spec: &str, json: bool) -> Result<ExitCode> {
             Event::UserMessage { text } if !json => {
                 out::line(&format!("{:>6}  user: {text}", rec.seq))?
             }
-            Event::ToolStarted { call, tool, input } => {
+            Event::ToolStarted {
+                call, tool, input, ..
+            } => {
                 started.insert(call, (rec.seq, tool, input));
             }
             Event::ToolFinished(f) => {

@@ -46,10 +46,27 @@ impl std::str::FromStr for Catalog {
     }
 }
 
-/// The tools of one catalog, in the order they are offered.
+/// The tools of one catalog, in the order they are offered: the built-ins, then the
+/// tools of MCP servers (added at run time, always named `mcp__{server}__{tool}`).
 pub struct Registry {
     catalog: Catalog,
     tools: Vec<Box<dyn Tool>>,
+    mcp: Vec<McpTool>,
+}
+
+/// A tool of an MCP server, as offered to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpTool {
+    /// The namespaced name (`mcp__{server}__{tool}`, sanitised).
+    pub name: String,
+    pub server: String,
+    /// The tool's name on its server.
+    pub tool: String,
+    pub description: String,
+    /// The input schema, as the server gave it.
+    pub schema: serde_json::Value,
+    /// The server says it only reads (`readOnlyHint`).
+    pub read_only: bool,
 }
 
 impl Registry {
@@ -75,7 +92,54 @@ impl Registry {
                 Box::new(tools::shell::Shell),
             ],
         };
-        Registry { catalog, tools }
+        Registry {
+            catalog,
+            tools,
+            mcp: Vec::new(),
+        }
+    }
+
+    /// Replaces the MCP tools of `server`. Refuses (changing nothing) a name that does
+    /// not start with `mcp__`, or that is a built-in's or another server's: built-ins
+    /// can never be shadowed.
+    pub fn set_mcp_tools(&mut self, server: &str, tools: Vec<McpTool>) -> Result<(), String> {
+        let others: Vec<&McpTool> = self.mcp.iter().filter(|t| t.server != server).collect();
+        let mut seen = std::collections::BTreeSet::new();
+        for t in &tools {
+            if !t.name.starts_with(crate::mcp::MCP_PREFIX)
+                || self.get(&t.name).is_some()
+                || others.iter().any(|o| o.name == t.name)
+                || !seen.insert(t.name.as_str())
+            {
+                return Err(format!(
+                    "mcp tool name '{}' of server '{server}' is refused: it must start with {} and name no other tool",
+                    t.name,
+                    crate::mcp::MCP_PREFIX
+                ));
+            }
+        }
+        self.mcp.retain(|t| t.server != server);
+        self.mcp.extend(tools);
+        Ok(())
+    }
+
+    /// An MCP tool by its namespaced name.
+    pub fn mcp_tool(&self, name: &str) -> Option<&McpTool> {
+        self.mcp.iter().find(|t| t.name == name)
+    }
+
+    /// The MCP tools offered, after the built-ins.
+    pub fn mcp_tools(&self) -> &[McpTool] {
+        &self.mcp
+    }
+
+    /// Every tool name offered: built-ins, then MCP tools.
+    pub fn all_names(&self) -> Vec<String> {
+        self.tools
+            .iter()
+            .map(|t| t.name().to_string())
+            .chain(self.mcp.iter().map(|t| t.name.clone()))
+            .collect()
     }
 
     pub fn catalog(&self) -> Catalog {
@@ -109,6 +173,15 @@ impl Registry {
                         "input_schema": t.schema(),
                     })
                 })
+                .chain(self.mcp.iter().map(|t| {
+                    serde_json::json!({
+                        "name": t.name,
+                        "description": t.description,
+                        "mutating": !t.read_only,
+                        "input_schema": t.schema,
+                        "mcp": {"server": t.server, "tool": t.tool},
+                    })
+                }))
                 .collect(),
         )
     }
@@ -175,10 +248,70 @@ mod tests {
             names.dedup();
             assert_eq!(before, names.len(), "duplicate tool names in {}", c.name());
             for t in r.tools() {
+                assert!(
+                    !t.name().starts_with(crate::mcp::MCP_PREFIX),
+                    "{}",
+                    t.name()
+                );
                 let s = t.schema();
                 assert_eq!(s["type"], "object", "{}: {s}", t.name());
                 assert!(s["properties"].is_object(), "{}: {s}", t.name());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod mcp_tests {
+    use super::*;
+
+    fn tool(server: &str, name: &str) -> McpTool {
+        McpTool {
+            name: name.to_string(),
+            server: server.to_string(),
+            tool: name.rsplit("__").next().unwrap_or(name).to_string(),
+            description: String::new(),
+            schema: serde_json::json!({"type": "object"}),
+            read_only: false,
+        }
+    }
+
+    #[test]
+    fn mcp_tools_are_appended_and_never_shadow_a_built_in() {
+        let mut r = Registry::new(Catalog::Thoth);
+        let builtins = r.names().len();
+        // A server's own "read_file" becomes mcp__s__read_file: the built-in stays.
+        let name = crate::mcp::tool_name("s", "read_file", &|n| r.get(n).is_some());
+        assert_eq!(name, "mcp__s__read_file");
+        r.set_mcp_tools("s", vec![tool("s", &name)])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.all_names().len(), builtins + 1);
+        assert_eq!(
+            r.all_names().last().map(String::as_str),
+            Some("mcp__s__read_file")
+        );
+        assert!(r.get("read_file").is_some() && r.mcp_tool("read_file").is_none());
+        // A name without the prefix, a built-in's, or another server's is refused.
+        assert!(r.set_mcp_tools("t", vec![tool("t", "read_file")]).is_err());
+        assert!(
+            r.set_mcp_tools("t", vec![tool("t", "mcp__s__read_file")])
+                .is_err()
+        );
+        assert!(
+            r.set_mcp_tools("t", vec![tool("t", "mcp__t__a"), tool("t", "mcp__t__a")])
+                .is_err()
+        );
+        assert_eq!(r.mcp_tools().len(), 1);
+        // Replacing a server's tools (after list_changed) drops the old ones.
+        r.set_mcp_tools("s", vec![tool("s", "mcp__s__b")])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            r.mcp_tools()
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>(),
+            ["mcp__s__b"]
+        );
+        assert_eq!(r.to_json().as_array().map(Vec::len), Some(builtins + 1));
     }
 }

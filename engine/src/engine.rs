@@ -11,7 +11,7 @@ use std::time::Instant;
 use cairn_store::{BlobStore, Durability, Head, LogWriter, Options, SnapshotStore};
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::{Catalog, Registry};
+use crate::catalog::{Catalog, McpTool, Registry};
 use crate::error::{EngineError, Result, io_at};
 use crate::event::{
     Answer, AnswerSource, Event, ExecStatus, FORMAT_VERSION, Parent, Refusal, Rule, SessionStarted,
@@ -19,6 +19,7 @@ use crate::event::{
 };
 use crate::limits::Limits;
 use crate::manifest;
+use crate::mcp::{McpBackend, McpConfig, McpError, McpRef, Servers};
 use crate::permission::{AllowList, Approver, Need, Policy, Request, is_guarded};
 use crate::project::{Home, Project, new_session_id};
 use crate::recorder::Recorder;
@@ -81,6 +82,10 @@ pub struct Engine {
     redactor: Redactor,
     allow_list: AllowList,
     rt: Runtime,
+    /// Where MCP calls go; servers start on first use and stop with the session.
+    mcp: Box<dyn McpBackend>,
+    /// MCP servers whose tools are in the registry.
+    mcp_listed: std::collections::BTreeSet<String>,
 }
 
 impl Engine {
@@ -146,6 +151,7 @@ impl Engine {
             },
         )?;
         let registry = Registry::new(config.catalog);
+        let mcp = Box::new(Servers::new(McpConfig::load(&project.dir)?, &root));
         let allow_list = AllowList::new(&project.dir);
         let allowed = allow_list.load()?;
         let mut rec = Recorder::new(
@@ -194,6 +200,8 @@ impl Engine {
             redactor: Redactor::from_env(),
             allow_list,
             rt,
+            mcp,
+            mcp_listed: Default::default(),
         })
     }
 
@@ -208,6 +216,125 @@ impl Engine {
     /// environment variables).
     pub fn set_redactor(&mut self, redactor: Redactor) {
         self.redactor = redactor;
+    }
+
+    /// Replaces where MCP calls go (replay answers them from a recording with
+    /// [`crate::mcp::Recorded`]); stops the servers started so far.
+    pub fn set_mcp_backend(&mut self, backend: Box<dyn McpBackend>) {
+        self.mcp.shutdown();
+        self.mcp = backend;
+        self.mcp_listed.clear();
+    }
+
+    /// Starts every configured MCP server not started yet and appends its tools to the
+    /// registry (the catalogue a model is offered). Returns the servers that failed; the
+    /// session goes on without their tools.
+    pub fn start_mcp(&mut self) -> Vec<McpError> {
+        let mut failed = Vec::new();
+        for server in self.mcp.servers() {
+            if !self.mcp_listed.contains(&server)
+                && let Err(e) = self.list_mcp(&server)
+            {
+                failed.push(e);
+            }
+        }
+        failed
+    }
+
+    /// Lists a server's tools into the registry.
+    fn list_mcp(&mut self, server: &str) -> Result<(), McpError> {
+        let timeout = std::time::Duration::from_millis(self.config.limits.mcp_start_timeout_ms);
+        let listed = self.mcp.list_tools(server, timeout)?;
+        let mut tools: Vec<McpTool> = Vec::new();
+        for l in listed {
+            let name = crate::mcp::tool_name(server, &l.name, &|n| {
+                self.registry.get(n).is_some()
+                    || tools.iter().any(|t| t.name == n)
+                    || self
+                        .registry
+                        .mcp_tools()
+                        .iter()
+                        .any(|t| t.name == n && t.server != server)
+            });
+            tools.push(McpTool {
+                name,
+                server: server.to_string(),
+                tool: l.name,
+                description: l.description,
+                schema: l.input_schema,
+                read_only: l.read_only,
+            });
+        }
+        self.registry
+            .set_mcp_tools(server, tools)
+            .map_err(|detail| McpError::Protocol {
+                server: server.to_string(),
+                detail,
+            })?;
+        self.mcp_listed.insert(server.to_string());
+        Ok(())
+    }
+
+    /// Lists again the servers that said their tools changed.
+    fn relist_changed_mcp(&mut self) {
+        for server in self.mcp.take_changed() {
+            if self.mcp_listed.contains(&server) {
+                // A server that fails to list keeps its old tools until it answers.
+                let _ = self.list_mcp(&server);
+            }
+        }
+    }
+
+    /// Runs an MCP call: the same checks as a built-in, then the server.
+    #[allow(clippy::too_many_arguments)]
+    fn run_mcp(
+        &mut self,
+        call: &str,
+        t: &McpTool,
+        input: &serde_json::Value,
+        input_bytes: usize,
+        repeats: u32,
+        answer: Option<Answer>,
+        raw: &mut Option<serde_json::Value>,
+    ) -> Result<ToolOutput> {
+        let limits = &self.config.limits;
+        if input_bytes > limits.input_bytes_max {
+            return Ok(over_input(input_bytes, limits));
+        }
+        if let Err(e) = validate_mcp(t, input) {
+            return Ok(ToolOutput::refused(Rule::Input, None, None, e));
+        }
+        if repeats >= limits.repeat_calls_max {
+            return Ok(repeat_blocked(&t.name, repeats));
+        }
+        let timeout = std::time::Duration::from_millis(limits.mcp_call_timeout_ms);
+        let need = Need::Ask {
+            key: format!("mcp:{}:{}", t.server, t.tool),
+            detail: format!(
+                "tool {} of MCP server {}, with input:\n{}",
+                t.tool,
+                t.server,
+                serde_json::to_string_pretty(input).unwrap_or_default()
+            ),
+            guarded: false,
+        };
+        if let Err(denied) = self.decide(call, &t.name, need, answer)? {
+            return Ok(denied);
+        }
+        Ok(
+            match self.mcp.call_tool(&t.server, &t.tool, input, timeout) {
+                Ok(result) => {
+                    let out = crate::mcp::to_output(&result);
+                    *raw = Some(result);
+                    out
+                }
+                Err(e) => ToolOutput {
+                    status: e.status(),
+                    text: e.to_string(),
+                    refusal: None,
+                },
+            },
+        )
     }
 
     /// The project's allow list.
@@ -278,6 +405,14 @@ impl Engine {
             .repeats
             .get(&repeat_key(tool, &input))
             .map_or(0, |c| c.count);
+        // An MCP tool not listed yet: its server starts on first use.
+        let mut mcp_failed = Vec::new();
+        if tool.starts_with(crate::mcp::MCP_PREFIX) && self.registry.mcp_tool(tool).is_none() {
+            mcp_failed = self.start_mcp();
+        }
+        self.relist_changed_mcp();
+        let mcp_tool = self.registry.mcp_tool(tool).cloned();
+        let mut mcp_raw = None;
         let mut redactions = Counts::new();
         // An input too large to run is also too large to record: its size stands in.
         let recorded_input = if input_bytes > limits.input_bytes_max {
@@ -289,31 +424,29 @@ impl Engine {
             call: call.clone(),
             tool: tool.to_string(),
             input: recorded_input,
+            mcp: mcp_tool.as_ref().map(|t| McpRef {
+                server: t.server.clone(),
+                tool: t.tool.clone(),
+            }),
         })?;
         let output = match self.registry.get(tool) {
-            None => ToolOutput::error(format!(
-                "unknown tool '{tool}'; this catalog has: {}",
-                self.registry.names().join(", ")
-            )),
-            Some(_) if input_bytes > limits.input_bytes_max => ToolOutput::refused(
-                Rule::Input,
-                None,
-                None,
-                format!(
-                    "input of {input_bytes} bytes is over input_bytes_max ({} bytes)",
-                    limits.input_bytes_max
-                ),
-            ),
+            None => match &mcp_tool {
+                Some(t) => {
+                    self.run_mcp(&call, t, &input, input_bytes, repeats, answer, &mut mcp_raw)?
+                }
+                None => ToolOutput::error(format!(
+                    "unknown tool '{tool}'; this catalog has: {}{}",
+                    self.registry.all_names().join(", "),
+                    mcp_failed
+                        .iter()
+                        .map(|e| format!("\n{e}"))
+                        .collect::<String>()
+                )),
+            },
+            Some(_) if input_bytes > limits.input_bytes_max => over_input(input_bytes, &limits),
             Some(t) => match t.validate(&input) {
                 Err(e) => ToolOutput::refused(Rule::Input, None, None, e),
-                Ok(()) if repeats >= limits.repeat_calls_max => ToolOutput::refused(
-                    Rule::Repeat,
-                    None,
-                    None,
-                    format!(
-                        "blocked: this exact {tool} call was already made {repeats} times and nothing changed since that could give a different answer; use the result you have, or change the input"
-                    ),
-                ),
+                Ok(()) if repeats >= limits.repeat_calls_max => repeat_blocked(tool, repeats),
                 Ok(()) => {
                     let need = self.need(tool, t.permission(&input), &input);
                     match self.decide(&call, tool, need, answer)? {
@@ -352,6 +485,13 @@ impl Engine {
         } else {
             None
         };
+        let mcp_result = match mcp_raw {
+            Some(raw) => {
+                let raw = self.redactor.redact_json(&raw, &mut redactions);
+                Some(self.rec.put_blob(raw.to_string().as_bytes())?)
+            }
+            None => None,
+        };
         self.rec.append(&Event::ToolFinished(ToolFinished {
             call: call.clone(),
             status: output.status,
@@ -360,6 +500,7 @@ impl Engine {
             elapsed_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
             refusal: output.refusal.clone(),
             redactions,
+            mcp_result,
         }))?;
         self.rec.sync()?;
         Ok(CallOutcome {
@@ -560,6 +701,7 @@ impl Engine {
         for id in running {
             shell::cancel(&mut self.rec, &mut self.rt, &self.root, &id, grace)?;
         }
+        self.mcp.shutdown();
         self.rec.append(&Event::SessionEnded {
             reason: reason.to_string(),
         })?;
@@ -571,6 +713,49 @@ impl Engine {
             .head()
             .ok_or_else(|| EngineError::Config("the session log is empty".into()))
     }
+}
+
+fn over_input(input_bytes: usize, limits: &Limits) -> ToolOutput {
+    ToolOutput::refused(
+        Rule::Input,
+        None,
+        None,
+        format!(
+            "input of {input_bytes} bytes is over input_bytes_max ({} bytes)",
+            limits.input_bytes_max
+        ),
+    )
+}
+
+fn repeat_blocked(tool: &str, repeats: u32) -> ToolOutput {
+    ToolOutput::refused(
+        Rule::Repeat,
+        None,
+        None,
+        format!(
+            "blocked: this exact {tool} call was already made {repeats} times and nothing changed since that could give a different answer; use the result you have, or change the input"
+        ),
+    )
+}
+
+/// The checks cairn makes on an MCP tool's input (the server checks its own schema):
+/// an object with every `required` field.
+fn validate_mcp(t: &McpTool, input: &serde_json::Value) -> Result<(), String> {
+    let Some(obj) = input.as_object() else {
+        return Err(format!("invalid input for {}: expected an object", t.name));
+    };
+    for field in t.schema["required"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+    {
+        if let Some(f) = field.as_str()
+            && !obj.contains_key(f)
+        {
+            return Err(format!("invalid input for {}: missing field `{f}`", t.name));
+        }
+    }
+    Ok(())
 }
 
 /// Cuts `text` to `lines_max` lines and `bytes_max` bytes (on a character boundary),

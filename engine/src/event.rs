@@ -30,6 +30,9 @@ pub enum Event {
         tool: String,
         /// The input as given (redacted), after validation.
         input: serde_json::Value,
+        /// For a tool of an MCP server: the server and the tool's own name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mcp: Option<crate::mcp::McpRef>,
     },
     PermissionRequested {
         call: String,
@@ -286,6 +289,10 @@ pub struct ToolFinished {
     /// Secrets redacted from the input and output, by kind.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub redactions: std::collections::BTreeMap<String, u32>,
+    /// For an MCP call that got a result: the server's raw `tools/call` result
+    /// (redacted, as JSON), which replay answers the call with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_result: Option<BlobRef>,
 }
 
 /// How a process was run.

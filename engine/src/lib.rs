@@ -21,6 +21,7 @@ pub mod event;
 pub mod fold;
 mod limits;
 pub mod manifest;
+pub mod mcp;
 mod paths;
 pub mod permission;
 pub mod project;
@@ -32,7 +33,7 @@ pub mod state;
 mod tool;
 pub mod tools;
 
-pub use catalog::{Catalog, Registry, markdown as catalog_markdown};
+pub use catalog::{Catalog, McpTool, Registry, markdown as catalog_markdown};
 pub use engine::{CallOutcome, Engine, EngineConfig, cap_output};
 pub use error::{EngineError, Result};
 pub use event::Event;

@@ -49,12 +49,26 @@ pub struct Limits {
     pub shell_line_chars_max: usize,
     /// Background processes running at once in a session.
     pub shell_background_max: usize,
+    /// How long an MCP server has to answer one `tools/call` (or `tools/list`).
+    #[serde(default = "mcp_call_timeout_ms")]
+    pub mcp_call_timeout_ms: u64,
+    /// How long an MCP server has to start and answer `initialize`.
+    #[serde(default = "mcp_start_timeout_ms")]
+    pub mcp_start_timeout_ms: u64,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
         Limits::thndrs()
     }
+}
+
+fn mcp_call_timeout_ms() -> u64 {
+    60_000
+}
+
+fn mcp_start_timeout_ms() -> u64 {
+    30_000
 }
 
 impl Limits {
@@ -82,6 +96,8 @@ impl Limits {
             shell_output_lines_max: 200,
             shell_line_chars_max: 512,
             shell_background_max: 16,
+            mcp_call_timeout_ms: mcp_call_timeout_ms(),
+            mcp_start_timeout_ms: mcp_start_timeout_ms(),
         }
     }
 

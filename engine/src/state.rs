@@ -161,7 +161,9 @@ impl State {
                     serde_json::json!({"role": "assistant", "text": text, "tool_calls": tool_calls}).to_string(),
                 );
             }
-            Event::ToolStarted { call, tool, input } => {
+            Event::ToolStarted {
+                call, tool, input, ..
+            } => {
                 self.calls_started += 1;
                 let key = repeat_key(tool, input);
                 let counter = self.repeats.entry(key).or_default();

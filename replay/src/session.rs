@@ -215,7 +215,9 @@ pub fn calls(records: &[Record]) -> Vec<Call> {
     for r in records {
         let mut owner = |call: &str| by_id.get(call).copied();
         match &r.event {
-            Event::ToolStarted { call, tool, input } => {
+            Event::ToolStarted {
+                call, tool, input, ..
+            } => {
                 by_id.insert(call.clone(), out.len());
                 out.push(Call {
                     seq: r.seq,

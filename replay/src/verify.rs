@@ -356,7 +356,9 @@ impl Verifier {
                     self.manifest_blobs(&s.manifest);
                 }
             }
-            Event::ToolStarted { call, tool, input } => {
+            Event::ToolStarted {
+                call, tool, input, ..
+            } => {
                 self.report.calls += 1;
                 let expected = format!("c{}", self.state.calls_started + 1);
                 if *call != expected {

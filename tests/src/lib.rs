@@ -313,3 +313,46 @@ pub fn sigkill(child: &mut Child) -> io::Result<std::process::ExitStatus> {
     }
     child.wait()
 }
+
+/// The folder of the MCP peers (`tests/mcp-peers`), after making sure every path in
+/// `needed` (relative to it) is there: missing peers are installed by running
+/// `setup.sh` once. `None`, with a loud message, when `CAIRN_SKIP_PEERS=1`; a peer that
+/// cannot be installed fails the test, naming `setup.sh`.
+pub fn mcp_peers(needed: &[&str]) -> Option<std::path::PathBuf> {
+    if std::env::var("CAIRN_SKIP_PEERS").is_ok_and(|v| v == "1") {
+        // Written to the stream itself, past the test harness's capture: a skip is loud.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "\n!!! CAIRN_SKIP_PEERS=1: SKIPPING a test against real MCP peers ({}) !!!\n",
+            needed.join(", ")
+        );
+        return None;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp-peers");
+    if needed.iter().any(|n| !dir.join(n).exists()) {
+        // A fresh checkout: install the pinned peers once, so that `cargo test
+        // --workspace` alone works. A lock file keeps test binaries from racing.
+        let lock =
+            std::fs::File::create(dir.join(".setup.lock")).expect("lock file beside setup.sh");
+        lock.lock().expect("lock for setup.sh");
+        if needed.iter().any(|n| !dir.join(n).exists()) {
+            let status = std::process::Command::new("bash")
+                .arg(dir.join("setup.sh"))
+                .status()
+                .expect("run tests/mcp-peers/setup.sh");
+            assert!(
+                status.success(),
+                "tests/mcp-peers/setup.sh failed: {status}"
+            );
+        }
+    }
+    for n in needed {
+        assert!(
+            dir.join(n).exists(),
+            "MCP peer {} is missing: run tests/mcp-peers/setup.sh (npm ci and a Python venv), or set CAIRN_SKIP_PEERS=1 to skip these tests",
+            dir.join(n).display()
+        );
+    }
+    Some(dir)
+}

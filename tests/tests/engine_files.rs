@@ -2677,7 +2677,9 @@ fn writes_record_an_intent_then_the_outcome_with_blobs_of_both_contents() {
     assert_eq!(blob(&e, &bref(c)), c.as_bytes());
     assert_eq!(blob(&e, &bref(c2)), w.get("a.txt"));
     assert_eq!(blob(&e, &bref("b\n")), w.get("n/b.txt"));
-    let Event::ToolStarted { call, tool, input } = events(&e)
+    let Event::ToolStarted {
+        call, tool, input, ..
+    } = events(&e)
         .into_iter()
         .find(|ev| matches!(ev, Event::ToolStarted { call, .. } if call == "c2"))
         .unwrap()
