@@ -333,14 +333,15 @@ pub fn mcp_peers(needed: &[&str]) -> Option<std::path::PathBuf> {
     if needed.iter().any(|n| !dir.join(n).exists()) {
         // A fresh checkout: install the pinned peers once, so that `cargo test
         // --workspace` alone works. A lock file keeps test binaries from racing.
-        let lock =
-            std::fs::File::create(dir.join(".setup.lock")).expect("lock file beside setup.sh");
-        lock.lock().expect("lock for setup.sh");
+        let lock = std::fs::File::create(dir.join(".setup.lock"))
+            .unwrap_or_else(|e| panic!("lock file beside setup.sh: {e}"));
+        lock.lock()
+            .unwrap_or_else(|e| panic!("lock for setup.sh: {e}"));
         if needed.iter().any(|n| !dir.join(n).exists()) {
             let status = std::process::Command::new("bash")
                 .arg(dir.join("setup.sh"))
                 .status()
-                .expect("run tests/mcp-peers/setup.sh");
+                .unwrap_or_else(|e| panic!("run tests/mcp-peers/setup.sh: {e}"));
             assert!(
                 status.success(),
                 "tests/mcp-peers/setup.sh failed: {status}"
