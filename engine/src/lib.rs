@@ -12,6 +12,7 @@
 //! # Ok::<(), cairn_engine::EngineError>(())
 //! ```
 
+pub mod agent;
 mod catalog;
 pub mod demo;
 pub mod diff;
@@ -20,16 +21,19 @@ mod error;
 pub mod event;
 pub mod fold;
 mod limits;
+pub mod memory;
 pub mod manifest;
 mod paths;
 pub mod permission;
 pub mod project;
+pub mod provider;
 mod recorder;
 pub mod redact;
 pub mod script;
 pub mod state;
 mod tool;
 pub mod tools;
+pub mod web;
 
 pub use catalog::{Catalog, Registry, markdown as catalog_markdown};
 pub use engine::{CallOutcome, Engine, EngineConfig, cap_output};
