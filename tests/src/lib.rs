@@ -5,6 +5,8 @@
 //!
 //! Helpers panic with a message rather than return errors: they only run inside tests.
 
+pub mod http;
+
 use std::io::{self, Read};
 use std::ops::Range;
 use std::path::Path;
