@@ -290,7 +290,8 @@ fn fetch_into(raw: &str, cfg: &WebConfig, out: &mut Fetch) -> Result<(), String>
             .headers()
             .get("content-type")
             .and_then(|c| c.to_str().ok())
-            .map(|c| c.to_ascii_lowercase());
+            .map(|c| c.trim().to_ascii_lowercase())
+            .filter(|c| !c.is_empty());
         out.content_type = ct.clone();
         if let Some(ct) = &ct
             && !textual(ct)
