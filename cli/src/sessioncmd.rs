@@ -177,7 +177,10 @@ pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
             };
             engine.end(&reason)?;
             if run.stop == agent::Stop::TurnLimit {
-                eprintln!("cairn: stopped at the turn limit ({} turns): raise --turns-max, or resume", a.turns_max);
+                eprintln!(
+                    "cairn: stopped at the turn limit ({} turns): raise --turns-max, or resume",
+                    a.turns_max
+                );
             }
             out::line(&run.answer)?;
             out::line(&id)?;

@@ -186,9 +186,15 @@ mod tests {
     fn overlap_by_shingles_at_and_past_the_threshold() {
         let page = "The quick brown fox jumps over the lazy dog near the river bank today.";
         // Re-cased and re-punctuated copy: every shingle matches.
-        assert!(too_close(overlap("the QUICK brown fox, jumps over the lazy dog", page)));
+        assert!(too_close(overlap(
+            "the QUICK brown fox, jumps over the lazy dog",
+            page
+        )));
         // 10 words → 6 shingles; 2 shared = 33% ≥ 30%.
-        let two = overlap("quick brown fox jumps over the alpha beta gamma delta", page);
+        let two = overlap(
+            "quick brown fox jumps over the alpha beta gamma delta",
+            page,
+        );
         assert_eq!(two, (2, 6));
         assert!(too_close(two));
         // 1 of 6 = 16%: kept.

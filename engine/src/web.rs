@@ -137,7 +137,8 @@ fn refused_v6(ip: Ipv6Addr, allow_loopback: bool) -> Option<&'static str> {
     }
     // IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d) and NAT64
     // (64:ff9b::a.b.c.d) carry an IPv4 address: judge that one.
-    let embedded = |s: &[u16]| Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+    let embedded =
+        |s: &[u16]| Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
     if seg[..5] == [0, 0, 0, 0, 0] && (seg[5] == 0xffff || seg[5] == 0) {
         return refused_v4(embedded(&seg), allow_loopback).or(None);
     }
@@ -146,7 +147,12 @@ fn refused_v6(ip: Ipv6Addr, allow_loopback: bool) -> Option<&'static str> {
     }
     if seg[0] == 0x2002 {
         // 6to4: the IPv4 address is in segments 1 and 2.
-        let v4 = Ipv4Addr::new((seg[1] >> 8) as u8, seg[1] as u8, (seg[2] >> 8) as u8, seg[2] as u8);
+        let v4 = Ipv4Addr::new(
+            (seg[1] >> 8) as u8,
+            seg[1] as u8,
+            (seg[2] >> 8) as u8,
+            seg[2] as u8,
+        );
         return refused_v4(v4, allow_loopback);
     }
     if (seg[0] & 0xfe00) == 0xfc00 {
@@ -242,12 +248,17 @@ pub fn fetch(raw: &str, cfg: &WebConfig) -> Fetch {
 
 fn fetch_into(raw: &str, cfg: &WebConfig, out: &mut Fetch) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_millis(cfg.fetch_timeout_ms);
-    let mut url = Url::parse(raw.trim()).map_err(|e| Refused::BadUrl(raw.to_string(), e.to_string()).to_string())?;
+    let mut url = Url::parse(raw.trim())
+        .map_err(|e| Refused::BadUrl(raw.to_string(), e.to_string()).to_string())?;
     loop {
-        let (host, addrs) = check_url(&url, cfg.allow_loopback_for_tests).map_err(|e| e.to_string())?;
+        let (host, addrs) =
+            check_url(&url, cfg.allow_loopback_for_tests).map_err(|e| e.to_string())?;
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!("timed out after {} ms (fetch_timeout_ms)", cfg.fetch_timeout_ms));
+            return Err(format!(
+                "timed out after {} ms (fetch_timeout_ms)",
+                cfg.fetch_timeout_ms
+            ));
         }
         let mut builder = reqwest::blocking::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -257,14 +268,22 @@ fn fetch_into(raw: &str, cfg: &WebConfig, out: &mut Fetch) -> Result<(), String>
         if matches!(url.host(), Some(url::Host::Domain(_))) {
             builder = builder.resolve_to_addrs(&host, &addrs);
         }
-        let client = builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let client = builder
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         let resp = client
             .get(url.clone())
-            .header("accept", "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5")
+            .header(
+                "accept",
+                "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5",
+            )
             .send()
             .map_err(|e| {
                 if e.is_timeout() {
-                    format!("timed out after {} ms (fetch_timeout_ms)", cfg.fetch_timeout_ms)
+                    format!(
+                        "timed out after {} ms (fetch_timeout_ms)",
+                        cfg.fetch_timeout_ms
+                    )
                 } else {
                     format!("cannot fetch {url}: {}", error_chain(&e))
                 }
@@ -273,9 +292,14 @@ fn fetch_into(raw: &str, cfg: &WebConfig, out: &mut Fetch) -> Result<(), String>
         out.final_url = Some(url.to_string());
         if resp.status().is_redirection() {
             let Some(loc) = resp.headers().get("location").and_then(|l| l.to_str().ok()) else {
-                return Err(format!("redirect {} without a location", resp.status().as_u16()));
+                return Err(format!(
+                    "redirect {} without a location",
+                    resp.status().as_u16()
+                ));
             };
-            let next = url.join(loc).map_err(|e| format!("bad redirect location '{loc}': {e}"))?;
+            let next = url
+                .join(loc)
+                .map_err(|e| format!("bad redirect location '{loc}': {e}"))?;
             out.redirects.push(next.to_string());
             if out.redirects.len() as u32 > cfg.redirects_max {
                 return Err(format!(
@@ -296,7 +320,9 @@ fn fetch_into(raw: &str, cfg: &WebConfig, out: &mut Fetch) -> Result<(), String>
         if let Some(ct) = &ct
             && !textual(ct)
         {
-            return Err(format!("binary content ({ct}) refused: only text and HTML pages are read"));
+            return Err(format!(
+                "binary content ({ct}) refused: only text and HTML pages are read"
+            ));
         }
         if let Some(len) = resp.content_length()
             && len > cfg.fetch_bytes_max
@@ -341,7 +367,11 @@ fn textual(ct: &str) -> bool {
         || essence.ends_with("+json")
         || matches!(
             essence,
-            "application/json" | "application/xml" | "application/javascript" | "application/xhtml+xml" | ""
+            "application/json"
+                | "application/xml"
+                | "application/javascript"
+                | "application/xhtml+xml"
+                | ""
         )
 }
 
@@ -488,30 +518,19 @@ pub fn backend_get(url: &Url, cfg: &WebConfig) -> Result<(u16, Vec<u8>), String>
         .user_agent(USER_AGENT)
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-    let resp = client
-        .get(url.clone())
-        .send()
-        .map_err(|e| format!("search backend {}: {}", url.host_str().unwrap_or(""), error_chain(&e)))?;
+    let resp = client.get(url.clone()).send().map_err(|e| {
+        format!(
+            "search backend {}: {}",
+            url.host_str().unwrap_or(""),
+            error_chain(&e)
+        )
+    })?;
     let status = resp.status().as_u16();
     let mut body = Vec::new();
     resp.take(cfg.fetch_bytes_max)
         .read_to_end(&mut body)
         .map_err(|e| format!("reading the search answer: {e}"))?;
     Ok((status, body))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ddg_links_are_unwrapped() {
-        assert_eq!(
-            unwrap_ddg("//duckduckgo.com/l/?uddg=https%3A%2F%2Fexample.org%2Fa%3Fb%3D1&rut=x"),
-            "https://example.org/a?b=1"
-        );
-        assert_eq!(unwrap_ddg("https://example.org/"), "https://example.org/");
-    }
 }
 
 /// Fetches `url` for a call, records it (`web_fetched`, the text as a blob) and gives
@@ -577,5 +596,19 @@ pub(crate) fn fetch_need(tool: &str, url: &str) -> crate::permission::Need {
         },
         // Not a URL: nothing is fetched, the tool says why.
         _ => crate::permission::Need::Auto,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ddg_links_are_unwrapped() {
+        assert_eq!(
+            unwrap_ddg("//duckduckgo.com/l/?uddg=https%3A%2F%2Fexample.org%2Fa%3Fb%3D1&rut=x"),
+            "https://example.org/a?b=1"
+        );
+        assert_eq!(unwrap_ddg("https://example.org/"), "https://example.org/");
     }
 }

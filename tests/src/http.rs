@@ -151,7 +151,11 @@ pub fn response(status: u16, headers: &[(&str, &str)], body: &str) -> Vec<u8> {
 
 /// A JSON response.
 pub fn json(status: u16, body: &serde_json::Value) -> Vec<u8> {
-    response(status, &[("content-type", "application/json")], &body.to_string())
+    response(
+        status,
+        &[("content-type", "application/json")],
+        &body.to_string(),
+    )
 }
 
 /// A server-sent event stream without a content length: it ends when the connection
@@ -178,20 +182,33 @@ pub fn until_close(status: u16, content_type: &str, body: &[u8]) -> Vec<u8> {
 /// the text in pieces, each tool call's arguments in 4-character pieces, the calls
 /// interleaved by `index`, a usage chunk, then `[DONE]`. `cut_after` stops after that
 /// many events (no `[DONE]`), as a dropped connection would.
-pub fn openai_stream(text: &str, calls: &[(&str, &str, serde_json::Value)], cut_after: Option<usize>) -> Vec<u8> {
+pub fn openai_stream(
+    text: &str,
+    calls: &[(&str, &str, serde_json::Value)],
+    cut_after: Option<usize>,
+) -> Vec<u8> {
     let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
         serde_json::json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "m-1",
             "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]})
     };
-    let mut events = vec![chunk(serde_json::json!({"role": "assistant", "content": ""}), serde_json::Value::Null)];
+    let mut events = vec![chunk(
+        serde_json::json!({"role": "assistant", "content": ""}),
+        serde_json::Value::Null,
+    )];
     let chars: Vec<char> = text.chars().collect();
     for piece in chars.chunks(5) {
-        events.push(chunk(serde_json::json!({"content": piece.iter().collect::<String>()}), serde_json::Value::Null));
+        events.push(chunk(
+            serde_json::json!({"content": piece.iter().collect::<String>()}),
+            serde_json::Value::Null,
+        ));
     }
     for (i, (id, name, _)) in calls.iter().enumerate() {
         events.push(chunk(serde_json::json!({"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}), serde_json::Value::Null));
     }
-    let args: Vec<Vec<char>> = calls.iter().map(|(_, _, a)| a.to_string().chars().collect()).collect();
+    let args: Vec<Vec<char>> = calls
+        .iter()
+        .map(|(_, _, a)| a.to_string().chars().collect())
+        .collect();
     let longest = args.iter().map(|a| a.len().div_ceil(4)).max().unwrap_or(0);
     for p in 0..longest {
         for (i, a) in args.iter().enumerate() {
@@ -201,7 +218,11 @@ pub fn openai_stream(text: &str, calls: &[(&str, &str, serde_json::Value)], cut_
             }
         }
     }
-    let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
     events.push(chunk(serde_json::json!({}), serde_json::json!(finish)));
     events.push(serde_json::json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "m-1",
         "choices": [], "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}}));
@@ -222,20 +243,42 @@ pub fn openai_stream(text: &str, calls: &[(&str, &str, serde_json::Value)], cut_
 /// must be dropped), a text block in pieces, tool_use blocks with `input_json_delta`
 /// pieces, message_delta with usage, message_stop. `cut_after` stops after that many
 /// events.
-pub fn anthropic_stream(text: &str, calls: &[(&str, &str, serde_json::Value)], cut_after: Option<usize>) -> Vec<u8> {
+pub fn anthropic_stream(
+    text: &str,
+    calls: &[(&str, &str, serde_json::Value)],
+    cut_after: Option<usize>,
+) -> Vec<u8> {
     let mut events: Vec<(&str, serde_json::Value)> = vec![
-        ("message_start", serde_json::json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "claude-x", "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 200, "output_tokens": 1}}})),
-        ("content_block_start", serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}})),
-        ("content_block_delta", serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "SECRET-REASONING"}})),
-        ("content_block_stop", serde_json::json!({"type": "content_block_stop", "index": 0})),
+        (
+            "message_start",
+            serde_json::json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "claude-x", "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 200, "output_tokens": 1}}}),
+        ),
+        (
+            "content_block_start",
+            serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
+        ),
+        (
+            "content_block_delta",
+            serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "SECRET-REASONING"}}),
+        ),
+        (
+            "content_block_stop",
+            serde_json::json!({"type": "content_block_stop", "index": 0}),
+        ),
         ("ping", serde_json::json!({"type": "ping"})),
-        ("content_block_start", serde_json::json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}})),
+        (
+            "content_block_start",
+            serde_json::json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}),
+        ),
     ];
     let chars: Vec<char> = text.chars().collect();
     for piece in chars.chunks(5) {
         events.push(("content_block_delta", serde_json::json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": piece.iter().collect::<String>()}})));
     }
-    events.push(("content_block_stop", serde_json::json!({"type": "content_block_stop", "index": 1})));
+    events.push((
+        "content_block_stop",
+        serde_json::json!({"type": "content_block_stop", "index": 1}),
+    ));
     for (i, (id, name, input)) in calls.iter().enumerate() {
         let index = i + 2;
         events.push(("content_block_start", serde_json::json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}})));
@@ -244,9 +287,16 @@ pub fn anthropic_stream(text: &str, calls: &[(&str, &str, serde_json::Value)], c
         for piece in a.chunks(4) {
             events.push(("content_block_delta", serde_json::json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece.iter().collect::<String>()}})));
         }
-        events.push(("content_block_stop", serde_json::json!({"type": "content_block_stop", "index": index})));
+        events.push((
+            "content_block_stop",
+            serde_json::json!({"type": "content_block_stop", "index": index}),
+        ));
     }
-    let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
+    let stop = if calls.is_empty() {
+        "end_turn"
+    } else {
+        "tool_use"
+    };
     events.push(("message_delta", serde_json::json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 42}})));
     events.push(("message_stop", serde_json::json!({"type": "message_stop"})));
     let mut body = String::new();

@@ -46,20 +46,43 @@ fn provider(kind: Kind, server: &Server, stream: bool) -> Box<dyn Provider> {
 fn ask(p: &mut dyn Provider) -> Result<Turn, ProviderError> {
     let tools = cairn_engine::Registry::new(cairn_engine::Catalog::Thoth).to_json();
     let messages = vec![
-        Message::User { text: "fix it".into() },
+        Message::User {
+            text: "fix it".into(),
+        },
         Message::Assistant {
             text: "reading".into(),
-            tool_calls: vec![ToolCall { id: "call_0".into(), name: "read_file".into(), input: json!({"path": "a.txt"}) }],
+            tool_calls: vec![ToolCall {
+                id: "call_0".into(),
+                name: "read_file".into(),
+                input: json!({"path": "a.txt"}),
+            }],
         },
-        Message::Tool { call_id: "call_0".into(), name: "read_file".into(), output: "1: one".into(), is_error: false },
+        Message::Tool {
+            call_id: "call_0".into(),
+            name: "read_file".into(),
+            output: "1: one".into(),
+            is_error: false,
+        },
     ];
-    p.turn(&Request { system: "be brief", messages: &messages, tools: &tools })
+    p.turn(&Request {
+        system: "be brief",
+        messages: &messages,
+        tools: &tools,
+    })
 }
 
 fn two_calls() -> Vec<(&'static str, &'static str, serde_json::Value)> {
     vec![
-        ("call_a", "read_file", json!({"path": "src/main.rs", "offset": 1})),
-        ("call_b", "grep", json!({"pattern": "fn main\\(\\)", "path": "."})),
+        (
+            "call_a",
+            "read_file",
+            json!({"path": "src/main.rs", "offset": 1}),
+        ),
+        (
+            "call_b",
+            "grep",
+            json!({"pattern": "fn main\\(\\)", "path": "."}),
+        ),
     ]
 }
 
@@ -68,7 +91,11 @@ fn expected_two_calls(text: &str, usage: Usage) -> Turn {
         text: text.into(),
         tool_calls: two_calls()
             .into_iter()
-            .map(|(id, name, input)| ToolCall { id: id.into(), name: name.into(), input })
+            .map(|(id, name, input)| ToolCall {
+                id: id.into(),
+                name: name.into(),
+                input,
+            })
             .collect(),
         usage: Some(usage),
     }
@@ -85,15 +112,36 @@ fn openai_whole_answer_with_parallel_tool_calls_and_the_request_it_sent() {
     let server = Server::canned(vec![json(200, &body)]);
     let mut p = provider(Kind::Openai, &server, false);
     let turn = ask(p.as_mut()).unwrap();
-    assert_eq!(turn, expected_two_calls("Let me look.", Usage { input_tokens: 82, output_tokens: 17 }));
+    assert_eq!(
+        turn,
+        expected_two_calls(
+            "Let me look.",
+            Usage {
+                input_tokens: 82,
+                output_tokens: 17
+            }
+        )
+    );
     let req = &server.seen()[0];
     assert_eq!(req.path, "/v1/chat/completions");
-    assert_eq!(req.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(
+        req.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
     let b = req.json();
     assert_eq!(b["model"], "m-1");
-    assert_eq!(b["messages"][0], json!({"role": "system", "content": "be brief"}));
-    assert_eq!(b["messages"][2]["tool_calls"][0]["function"]["arguments"], "{\"path\":\"a.txt\"}");
-    assert_eq!(b["messages"][3], json!({"role": "tool", "tool_call_id": "call_0", "content": "1: one"}));
+    assert_eq!(
+        b["messages"][0],
+        json!({"role": "system", "content": "be brief"})
+    );
+    assert_eq!(
+        b["messages"][2]["tool_calls"][0]["function"]["arguments"],
+        "{\"path\":\"a.txt\"}"
+    );
+    assert_eq!(
+        b["messages"][3],
+        json!({"role": "tool", "tool_call_id": "call_0", "content": "1: one"})
+    );
     assert_eq!(b["tools"][0]["type"], "function");
     assert_eq!(b["tools"][0]["function"]["name"], "read_file");
     assert!(b["tools"][0]["function"]["parameters"]["properties"]["path"].is_object());
@@ -105,7 +153,16 @@ fn openai_streamed_tool_calls_arrive_in_pieces_and_in_parallel() {
     let server = Server::canned(vec![openai_stream("Looking at both.", &two_calls(), None)]);
     let mut p = provider(Kind::Openai, &server, true);
     let turn = ask(p.as_mut()).unwrap();
-    assert_eq!(turn, expected_two_calls("Looking at both.", Usage { input_tokens: 120, output_tokens: 30 }));
+    assert_eq!(
+        turn,
+        expected_two_calls(
+            "Looking at both.",
+            Usage {
+                input_tokens: 120,
+                output_tokens: 30
+            }
+        )
+    );
     let b = server.seen()[0].json();
     assert_eq!(b["stream"], true);
     assert_eq!(b["stream_options"]["include_usage"], true);
@@ -124,7 +181,16 @@ fn anthropic_whole_answer_drops_thinking_and_sends_tool_results_in_a_user_messag
     let server = Server::canned(vec![json(200, &body)]);
     let mut p = provider(Kind::Anthropic, &server, false);
     let turn = ask(p.as_mut()).unwrap();
-    assert_eq!(turn, expected_two_calls("Let me look.", Usage { input_tokens: 82, output_tokens: 17 }));
+    assert_eq!(
+        turn,
+        expected_two_calls(
+            "Let me look.",
+            Usage {
+                input_tokens: 82,
+                output_tokens: 17
+            }
+        )
+    );
     let req = &server.seen()[0];
     assert_eq!(req.path, "/v1/messages");
     assert_eq!(req.header("x-api-key"), Some(KEY));
@@ -132,19 +198,38 @@ fn anthropic_whole_answer_drops_thinking_and_sends_tool_results_in_a_user_messag
     let b = req.json();
     assert_eq!(b["system"], "be brief");
     assert!(b["max_tokens"].as_u64().unwrap() > 0);
-    assert_eq!(b["messages"][1]["content"][1], json!({"type": "tool_use", "id": "call_0", "name": "read_file", "input": {"path": "a.txt"}}));
+    assert_eq!(
+        b["messages"][1]["content"][1],
+        json!({"type": "tool_use", "id": "call_0", "name": "read_file", "input": {"path": "a.txt"}})
+    );
     assert_eq!(b["messages"][2]["role"], "user");
-    assert_eq!(b["messages"][2]["content"][0], json!({"type": "tool_result", "tool_use_id": "call_0", "content": "1: one", "is_error": false}));
+    assert_eq!(
+        b["messages"][2]["content"][0],
+        json!({"type": "tool_result", "tool_use_id": "call_0", "content": "1: one", "is_error": false})
+    );
     assert_eq!(b["tools"][0]["name"], "read_file");
     assert!(b["tools"][0]["input_schema"].is_object());
 }
 
 #[test]
 fn anthropic_streamed_tool_use_in_pieces_and_in_parallel() {
-    let server = Server::canned(vec![anthropic_stream("Looking at both.", &two_calls(), None)]);
+    let server = Server::canned(vec![anthropic_stream(
+        "Looking at both.",
+        &two_calls(),
+        None,
+    )]);
     let mut p = provider(Kind::Anthropic, &server, true);
     let turn = ask(p.as_mut()).unwrap();
-    assert_eq!(turn, expected_two_calls("Looking at both.", Usage { input_tokens: 200, output_tokens: 42 }));
+    assert_eq!(
+        turn,
+        expected_two_calls(
+            "Looking at both.",
+            Usage {
+                input_tokens: 200,
+                output_tokens: 42
+            }
+        )
+    );
     assert!(!format!("{turn:?}").contains("SECRET-REASONING"));
 }
 
@@ -156,7 +241,11 @@ fn a_429_is_retried_after_the_retry_after_it_names() {
             Kind::Anthropic => anthropic_stream("done", &[], None),
         };
         let server = Server::canned(vec![
-            response(429, &[("retry-after", "1"), ("content-type", "application/json")], r#"{"error":{"message":"rate limited","type":"rate_limit_error"}}"#),
+            response(
+                429,
+                &[("retry-after", "1"), ("content-type", "application/json")],
+                r#"{"error":{"message":"rate limited","type":"rate_limit_error"}}"#,
+            ),
             ok,
         ]);
         let mut p = provider(kind, &server, true);
@@ -164,7 +253,11 @@ fn a_429_is_retried_after_the_retry_after_it_names() {
         let turn = ask(p.as_mut()).unwrap();
         assert_eq!(turn.text, "done");
         assert!(turn.tool_calls.is_empty());
-        assert!(started.elapsed() >= Duration::from_millis(950), "retry-after ignored: {:?}", started.elapsed());
+        assert!(
+            started.elapsed() >= Duration::from_millis(950),
+            "retry-after ignored: {:?}",
+            started.elapsed()
+        );
         assert_eq!(server.seen().len(), 2);
     }
 }
@@ -174,60 +267,130 @@ fn a_500_is_retried_up_to_the_limit_then_reported() {
     let server = Server::start(|_, _| response(500, &[], r#"{"error":{"message":"overloaded"}}"#));
     let mut p = provider(Kind::Openai, &server, true);
     let err = ask(p.as_mut()).unwrap_err();
-    assert_eq!(err, ProviderError::Retries { attempts: 3, last: "the provider answered 500: overloaded".into() });
-    assert_eq!(server.seen().len(), 3, "one attempt and retries_max = 2 retries");
+    assert_eq!(
+        err,
+        ProviderError::Retries {
+            attempts: 3,
+            last: "the provider answered 500: overloaded".into()
+        }
+    );
+    assert_eq!(
+        server.seen().len(),
+        3,
+        "one attempt and retries_max = 2 retries"
+    );
     // A 500 then success recovers.
-    let server = Server::canned(vec![response(503, &[], "busy"), openai_stream("ok", &[], None)]);
+    let server = Server::canned(vec![
+        response(503, &[], "busy"),
+        openai_stream("ok", &[], None),
+    ]);
     let mut p = provider(Kind::Openai, &server, true);
     assert_eq!(ask(p.as_mut()).unwrap().text, "ok");
 }
 
 #[test]
 fn malformed_answers_are_clear_errors() {
-    let server = Server::canned(vec![response(200, &[("content-type", "application/json")], "{\"choices\": [")]);
+    let server = Server::canned(vec![response(
+        200,
+        &[("content-type", "application/json")],
+        "{\"choices\": [",
+    )]);
     let mut p = provider(Kind::Openai, &server, false);
-    assert!(matches!(ask(p.as_mut()).unwrap_err(), ProviderError::Malformed(m) if m.contains("EOF")));
+    assert!(
+        matches!(ask(p.as_mut()).unwrap_err(), ProviderError::Malformed(m) if m.contains("EOF"))
+    );
     let server = Server::canned(vec![json(200, &json!({"choices": []}))]);
     let mut p = provider(Kind::Openai, &server, false);
-    assert_eq!(ask(p.as_mut()).unwrap_err(), ProviderError::Malformed("no choices[0].message in the answer".into()));
+    assert_eq!(
+        ask(p.as_mut()).unwrap_err(),
+        ProviderError::Malformed("no choices[0].message in the answer".into())
+    );
     let server = Server::canned(vec![cairn_tests::http::sse("data: {not json}\n\n")]);
     let mut p = provider(Kind::Openai, &server, true);
-    assert!(matches!(ask(p.as_mut()).unwrap_err(), ProviderError::Malformed(m) if m.starts_with("stream chunk is not JSON")));
+    assert!(
+        matches!(ask(p.as_mut()).unwrap_err(), ProviderError::Malformed(m) if m.starts_with("stream chunk is not JSON"))
+    );
     let server = Server::canned(vec![json(200, &json!({"type": "message"}))]);
     let mut p = provider(Kind::Anthropic, &server, false);
-    assert_eq!(ask(p.as_mut()).unwrap_err(), ProviderError::Malformed("no content array in the answer".into()));
+    assert_eq!(
+        ask(p.as_mut()).unwrap_err(),
+        ProviderError::Malformed("no content array in the answer".into())
+    );
 }
 
 #[test]
 fn a_stream_cut_in_the_middle_is_an_error_not_a_short_turn() {
-    let server = Server::canned(vec![openai_stream("Looking at both.", &two_calls(), Some(8))]);
+    let server = Server::canned(vec![openai_stream(
+        "Looking at both.",
+        &two_calls(),
+        Some(8),
+    )]);
     let mut p = provider(Kind::Openai, &server, true);
     let err = ask(p.as_mut()).unwrap_err();
-    assert!(matches!(err, ProviderError::StreamCut(_) | ProviderError::Malformed(_)), "{err}");
-    let server = Server::canned(vec![anthropic_stream("Looking at both.", &two_calls(), Some(12))]);
+    assert!(
+        matches!(
+            err,
+            ProviderError::StreamCut(_) | ProviderError::Malformed(_)
+        ),
+        "{err}"
+    );
+    let server = Server::canned(vec![anthropic_stream(
+        "Looking at both.",
+        &two_calls(),
+        Some(12),
+    )]);
     let mut p = provider(Kind::Anthropic, &server, true);
     let err = ask(p.as_mut()).unwrap_err();
-    assert!(matches!(&err, ProviderError::StreamCut(m) if m.starts_with("no message_stop")), "{err}");
+    assert!(
+        matches!(&err, ProviderError::StreamCut(m) if m.starts_with("no message_stop")),
+        "{err}"
+    );
 }
 
 #[test]
 fn auth_and_not_found_errors_say_what_to_check_and_never_show_the_key() {
     // The server echoes the key, as real APIs partly do.
-    let echo = format!(r#"{{"error":{{"message":"Incorrect API key provided: {KEY}. Also {}...{}","type":"invalid_request_error"}}}}"#, &KEY[..8], &KEY[KEY.len() - 8..]);
+    let echo = format!(
+        r#"{{"error":{{"message":"Incorrect API key provided: {KEY}. Also {}...{}","type":"invalid_request_error"}}}}"#,
+        &KEY[..8],
+        &KEY[KEY.len() - 8..]
+    );
     for kind in [Kind::Openai, Kind::Anthropic] {
-        let server = Server::canned(vec![response(401, &[("content-type", "application/json")], &echo)]);
+        let server = Server::canned(vec![response(
+            401,
+            &[("content-type", "application/json")],
+            &echo,
+        )]);
         let mut p = provider(kind, &server, true);
         let err = ask(p.as_mut()).unwrap_err();
         let text = err.to_string();
-        assert!(text.starts_with("authentication failed (401): Incorrect API key provided: [REDACTED"), "{text}");
+        assert!(
+            text.starts_with("authentication failed (401): Incorrect API key provided: [REDACTED"),
+            "{text}"
+        );
         assert!(text.contains("CAIRN_API_KEY"), "{text}");
-        assert!(!text.contains(KEY) && !text.contains(&KEY[..8]) && !text.contains(&KEY[KEY.len() - 8..]), "{text}");
+        assert!(
+            !text.contains(KEY)
+                && !text.contains(&KEY[..8])
+                && !text.contains(&KEY[KEY.len() - 8..]),
+            "{text}"
+        );
         assert_eq!(server.seen().len(), 1, "401 is not retried");
     }
-    let server = Server::canned(vec![response(404, &[], r#"{"error":{"message":"The model `m-1` does not exist"}}"#)]);
+    let server = Server::canned(vec![response(
+        404,
+        &[],
+        r#"{"error":{"message":"The model `m-1` does not exist"}}"#,
+    )]);
     let mut p = provider(Kind::Openai, &server, true);
     let text = ask(p.as_mut()).unwrap_err().to_string();
-    assert_eq!(text, format!("not found (404) at {}/v1/chat/completions: The model `m-1` does not exist (check --base-url and --model)", server.url));
+    assert_eq!(
+        text,
+        format!(
+            "not found (404) at {}/v1/chat/completions: The model `m-1` does not exist (check --base-url and --model)",
+            server.url
+        )
+    );
 }
 
 #[test]
@@ -238,12 +401,37 @@ fn configuration_comes_from_flags_then_cairn_variables_then_the_usual_ones() {
         _ => None,
     };
     let c = ProviderConfig::from_env(Kind::Openai, &Overrides::default(), env).unwrap();
-    assert_eq!((c.base_url.as_str(), c.model.as_str(), c.key_var.as_str()), ("https://api.openai.com/v1", "env-model", "OPENAI_API_KEY"));
-    assert!(!format!("{c:?}").contains("usual-key"), "Debug shows the key");
-    let c = ProviderConfig::from_env(Kind::Openai, &Overrides { model: Some("flag".into()), base_url: Some("http://x/v1/".into()), ..Overrides::default() }, env).unwrap();
-    assert_eq!((c.base_url.as_str(), c.model.as_str()), ("http://x/v1", "flag"));
-    let err = ProviderConfig::from_env(Kind::Anthropic, &Overrides::default(), |_| None).unwrap_err();
-    assert_eq!(err.to_string(), "no API key: set CAIRN_API_KEY or ANTHROPIC_API_KEY (Anthropic needs one)");
+    assert_eq!(
+        (c.base_url.as_str(), c.model.as_str(), c.key_var.as_str()),
+        ("https://api.openai.com/v1", "env-model", "OPENAI_API_KEY")
+    );
+    assert!(
+        !format!("{c:?}").contains("usual-key"),
+        "Debug shows the key"
+    );
+    let c = ProviderConfig::from_env(
+        Kind::Openai,
+        &Overrides {
+            model: Some("flag".into()),
+            base_url: Some("http://x/v1/".into()),
+            ..Overrides::default()
+        },
+        env,
+    )
+    .unwrap();
+    assert_eq!(
+        (c.base_url.as_str(), c.model.as_str()),
+        ("http://x/v1", "flag")
+    );
+    let err =
+        ProviderConfig::from_env(Kind::Anthropic, &Overrides::default(), |_| None).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "no API key: set CAIRN_API_KEY or ANTHROPIC_API_KEY (Anthropic needs one)"
+    );
     let err = ProviderConfig::from_env(Kind::Openai, &Overrides::default(), |_| None).unwrap_err();
-    assert_eq!(err.to_string(), "no model given: pass --model or set CAIRN_MODEL");
+    assert_eq!(
+        err.to_string(),
+        "no model given: pass --model or set CAIRN_MODEL"
+    );
 }

@@ -24,7 +24,7 @@ fn set(items: &[&str]) -> BTreeSet<String> {
 #[test]
 fn thndrs_catalog_has_the_seed_tools_and_fields() {
     let r = Registry::new(Catalog::Thndrs);
-    // run_shell, web_search and read_url join with the shell and web work.
+    // run_shell joins with the shell work.
     assert_eq!(
         r.names(),
         [
@@ -34,9 +34,13 @@ fn thndrs_catalog_has_the_seed_tools_and_fields() {
             "read_file_range",
             "create_file",
             "replace_range",
-            "write_patch"
+            "write_patch",
+            "web_search",
+            "read_url"
         ]
     );
+    assert_eq!(fields(&r, "web_search"), set(&["query", "max_results"]));
+    assert_eq!(fields(&r, "read_url"), set(&["url"]));
     assert_eq!(
         fields(&r, "find_files"),
         set(&[
@@ -92,7 +96,7 @@ fn thndrs_catalog_has_the_seed_tools_and_fields() {
 #[test]
 fn thoth_catalog_has_the_seed_tools_and_fields() {
     let r = Registry::new(Catalog::Thoth);
-    // shell, web_search, web_fetch, remember and problems join with later work.
+    // shell joins with the shell work.
     assert_eq!(
         r.names(),
         [
@@ -101,9 +105,17 @@ fn thoth_catalog_has_the_seed_tools_and_fields() {
             "glob",
             "grep",
             "write_file",
-            "edit_file"
+            "edit_file",
+            "problems",
+            "web_search",
+            "web_fetch",
+            "remember"
         ]
     );
+    assert_eq!(fields(&r, "web_fetch"), set(&["url"]));
+    assert_eq!(fields(&r, "web_search"), set(&["query", "max_results"]));
+    assert_eq!(fields(&r, "remember"), set(&["fact"]));
+    assert_eq!(fields(&r, "problems"), set(&["path"]));
     assert_eq!(fields(&r, "read_file"), set(&["path", "offset", "limit"]));
     assert_eq!(fields(&r, "write_file"), set(&["path", "content"]));
     assert_eq!(

@@ -59,7 +59,9 @@ pub fn body(model: &str, max_tokens: u32, request: &Request<'_>, stream: bool) -
                 ..
             } => (
                 "user",
-                vec![json!({"type": "tool_result", "tool_use_id": call_id, "content": output, "is_error": is_error})],
+                vec![
+                    json!({"type": "tool_result", "tool_use_id": call_id, "content": output, "is_error": is_error}),
+                ],
             ),
         };
         match messages.last_mut() {
@@ -108,7 +110,9 @@ pub fn parse_response(v: &Value) -> Result<Turn, ProviderError> {
                 id: b["id"].as_str().unwrap_or("").to_string(),
                 name: b["name"]
                     .as_str()
-                    .ok_or_else(|| ProviderError::Malformed(format!("tool_use without a name: {b}")))?
+                    .ok_or_else(|| {
+                        ProviderError::Malformed(format!("tool_use without a name: {b}"))
+                    })?
                     .to_string(),
                 input: b["input"].clone(),
             }),

@@ -135,7 +135,10 @@ fn error_message(body: &str) -> String {
 }
 
 /// The body of a non-streamed answer as JSON.
-pub(crate) fn json_of(resp: Response, key: &super::Secret) -> Result<serde_json::Value, ProviderError> {
+pub(crate) fn json_of(
+    resp: Response,
+    key: &super::Secret,
+) -> Result<serde_json::Value, ProviderError> {
     let text = resp
         .text()
         .map_err(|e| ProviderError::Transport(key.scrub(&transport_text(&e))))?;

@@ -87,7 +87,9 @@ pub trait Provider {
 /// Why a provider gave no turn. No variant ever holds the API key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProviderError {
-    #[error("authentication failed ({status}): {message} (check the API key: --api-key-env, CAIRN_API_KEY or {key_var})")]
+    #[error(
+        "authentication failed ({status}): {message} (check the API key: --api-key-env, CAIRN_API_KEY or {key_var})"
+    )]
     Auth {
         status: u16,
         message: String,
@@ -251,9 +253,7 @@ impl ProviderConfig {
             .or_else(|| env("CAIRN_MODEL"))
             .or(default_model.map(str::to_string))
             .ok_or_else(|| {
-                ProviderError::Config(
-                    "no model given: pass --model or set CAIRN_MODEL".to_string(),
-                )
+                ProviderError::Config("no model given: pass --model or set CAIRN_MODEL".to_string())
             })?;
         let vars: Vec<String> = match &flags.api_key_env {
             Some(v) => vec![v.clone()],

@@ -145,7 +145,10 @@ impl StreamState {
         if let Some(err) = v.get("error") {
             return Err(ProviderError::Http {
                 status: 0,
-                message: err["message"].as_str().unwrap_or(&err.to_string()).to_string(),
+                message: err["message"]
+                    .as_str()
+                    .unwrap_or(&err.to_string())
+                    .to_string(),
             });
         }
         if let Some(u) = usage_of(&v) {
@@ -230,7 +233,13 @@ impl Provider for OpenAi {
         if let Some(k) = c.api_key.expose() {
             headers.push(("authorization", format!("Bearer {k}")));
         }
-        let resp = http::post(&self.client, c, &url, &headers, &body(&c.model, request, c.stream))?;
+        let resp = http::post(
+            &self.client,
+            c,
+            &url,
+            &headers,
+            &body(&c.model, request, c.stream),
+        )?;
         if !c.stream {
             return parse_response(&http::json_of(resp, &c.api_key)?);
         }

@@ -33,7 +33,11 @@ pub struct Diagnostic {
 
 impl std::fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}: {}: {}", self.file, self.line, self.severity, self.message)
+        write!(
+            f,
+            "{}:{}: {}: {}",
+            self.file, self.line, self.severity, self.message
+        )
     }
 }
 
@@ -129,13 +133,19 @@ impl TypedTool for Problems {
             return Ok(ToolOutput::ok(format!("no problems reported by `{shown}`")));
         }
         let mut out: String = diags.iter().map(|d| format!("{d}\n")).collect();
-        out.push_str(&format!("{errors} errors, {warnings} warnings (from `{shown}`)"));
+        out.push_str(&format!(
+            "{errors} errors, {warnings} warnings (from `{shown}`)"
+        ));
         Ok(ToolOutput::ok(out))
     }
 }
 
 /// Runs argv in `dir`, both streams captured, killed past `timeout_ms`.
-fn run_command(argv: &[String], dir: &std::path::Path, timeout_ms: u64) -> std::result::Result<(Option<i32>, String), String> {
+fn run_command(
+    argv: &[String],
+    dir: &std::path::Path,
+    timeout_ms: u64,
+) -> std::result::Result<(Option<i32>, String), String> {
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
         .current_dir(dir)
@@ -145,8 +155,14 @@ fn run_command(argv: &[String], dir: &std::path::Path, timeout_ms: u64) -> std::
         .spawn()
         .map_err(|e| format!("cannot start: {e}"))?;
     let readers: Vec<_> = [
-        child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
-        child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
     ]
     .into_iter()
     .flatten()
@@ -165,7 +181,9 @@ fn run_command(argv: &[String], dir: &std::path::Path, timeout_ms: u64) -> std::
             Ok(None) if Instant::now() >= deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("timed out after {timeout_ms} ms (check_timeout_ms)"));
+                return Err(format!(
+                    "timed out after {timeout_ms} ms (check_timeout_ms)"
+                ));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             Err(e) => return Err(e.to_string()),

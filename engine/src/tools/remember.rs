@@ -67,6 +67,8 @@ impl TypedTool for Remember {
         ctx.record(Event::MemoryWritten {
             text: fact.to_string(),
         })?;
-        Ok(ToolOutput::ok(format!("remembered for this project: {fact}")))
+        Ok(ToolOutput::ok(format!(
+            "remembered for this project: {fact}"
+        )))
     }
 }

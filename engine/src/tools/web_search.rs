@@ -42,7 +42,9 @@ impl TypedTool for WebSearch {
                     "web search is off (search_backend = none); set web.search_backend to duckduckgo or searxng in the engine configuration",
                 ));
             }
-            SearchBackend::Duckduckgo => reqwest::Url::parse_with_params(&cfg.duckduckgo_url, &[("q", input.query.as_str())]),
+            SearchBackend::Duckduckgo => {
+                reqwest::Url::parse_with_params(&cfg.duckduckgo_url, &[("q", input.query.as_str())])
+            }
             SearchBackend::Searxng => match &cfg.searxng_url {
                 None => {
                     return Ok(ToolOutput::error(
@@ -62,7 +64,14 @@ impl TypedTool for WebSearch {
         let (status, body) = match web::backend_get(&url, &cfg) {
             Ok(x) => x,
             Err(e) => {
-                web::record(ctx, &Fetch { url: url.to_string(), error: Some(e.clone()), ..Fetch::default() })?;
+                web::record(
+                    ctx,
+                    &Fetch {
+                        url: url.to_string(),
+                        error: Some(e.clone()),
+                        ..Fetch::default()
+                    },
+                )?;
                 return Ok(ToolOutput::error(e));
             }
         };
@@ -107,7 +116,9 @@ impl TypedTool for WebSearch {
             return Ok(if (200..300).contains(&status) {
                 ToolOutput::ok(format!("no results for '{}'", input.query))
             } else {
-                ToolOutput::error(format!("the search backend answered {status} with no results (rate-limited? try again later or configure searxng)"))
+                ToolOutput::error(format!(
+                    "the search backend answered {status} with no results (rate-limited? try again later or configure searxng)"
+                ))
             });
         }
         let mut out = format!("{} results for '{}':\n", results.len(), input.query);
@@ -127,7 +138,11 @@ impl TypedTool for WebSearch {
                     _ => {
                         let t: String = f.text.split_whitespace().collect::<Vec<_>>().join(" ");
                         let cut: String = t.chars().take(cfg.extract_chars_max).collect();
-                        let more = if t.chars().count() > cfg.extract_chars_max { "…" } else { "" };
+                        let more = if t.chars().count() > cfg.extract_chars_max {
+                            "…"
+                        } else {
+                            ""
+                        };
                         out.push_str(&format!("   extract: {cut}{more}\n"));
                     }
                 }
