@@ -49,12 +49,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Run a session driven by a script (JSON Lines: {"tool":…,"input":…} or {"user":…}).
-    /// Prints the session id. Exit 0 even when tools fail; 2 when the script is unreadable.
+    /// Run a session: driven by a model given TASK, or by a script (JSON Lines:
+    /// {"tool":…,"input":…} or {"user":…}). Prints the session id (and the model's
+    /// answer). Exit 0 even when tools fail; 2 when the script or the provider fails.
     Run {
-        /// The script to run.
+        /// The task for the model.
+        #[arg(required_unless_present = "script", conflicts_with = "script")]
+        task: Option<String>,
+        /// The script to run instead of a model.
         #[arg(long)]
-        script: std::path::PathBuf,
+        script: Option<std::path::PathBuf>,
         /// The workspace folder.
         #[arg(long, default_value = ".")]
         workspace: std::path::PathBuf,
@@ -65,6 +69,45 @@ enum Command {
         /// none), always (allow each once), never (deny).
         #[arg(long, default_value = "ask")]
         approve: sessioncmd::Approve,
+        /// The model API: openai (any OpenAI-compatible server) or anthropic.
+        #[arg(long, default_value = "openai")]
+        provider: cairn_engine::provider::Kind,
+        /// The model (default: CAIRN_MODEL).
+        #[arg(long)]
+        model: Option<String>,
+        /// The API's base URL (default: CAIRN_BASE_URL, else the provider's).
+        #[arg(long)]
+        base_url: Option<String>,
+        /// The environment variable holding the API key (default: CAIRN_API_KEY, then
+        /// OPENAI_API_KEY or ANTHROPIC_API_KEY). Keys are never taken as flags.
+        #[arg(long)]
+        api_key_env: Option<String>,
+        /// The model's context window in tokens (sizes the cap on tool results).
+        #[arg(long)]
+        context_window: Option<u64>,
+        /// Model turns before the run stops.
+        #[arg(long, default_value_t = cairn_engine::agent::TURNS_MAX_DEFAULT)]
+        turns_max: u32,
+        /// Ask for whole answers instead of streams.
+        #[arg(long)]
+        no_stream: bool,
+        /// The command `problems` runs, e.g. "cargo check --message-format=json".
+        #[arg(long)]
+        check: Option<String>,
+        /// The web_search backend: duckduckgo, searxng or none.
+        #[arg(long)]
+        search: Option<cairn_engine::web::SearchBackend>,
+        /// The SearXNG instance for --search searxng.
+        #[arg(long)]
+        searxng_url: Option<String>,
+    },
+    /// List or forget the facts remembered for the current project.
+    Memory {
+        #[command(subcommand)]
+        action: MemoryAction,
+        /// The workspace whose project it is.
+        #[arg(long, default_value = ".", global = true)]
+        workspace: std::path::PathBuf,
     },
     /// Review or clear the allow list of the current project.
     Allow {
@@ -188,6 +231,17 @@ enum McpAction {
 }
 
 #[derive(Debug, Subcommand)]
+enum MemoryAction {
+    /// The facts, numbered.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget fact N (as numbered by `list`).
+    Forget { n: usize },
+}
+
+#[derive(Debug, Subcommand)]
 enum AllowAction {
     /// The keys allowed for good (`shell:git`, `web_fetch:host`, `edit_file`, `tool@dir`).
     List {
@@ -215,11 +269,46 @@ fn main() -> ExitCode {
         Command::Log { path, json } => logcmd::log(&path, json),
         Command::Head { path, json } => logcmd::head(&path, json),
         Command::Run {
+            task,
             script,
             workspace,
             catalog,
             approve,
-        } => sessioncmd::run_script(&script, &workspace, catalog, approve),
+            provider,
+            model,
+            base_url,
+            api_key_env,
+            context_window,
+            turns_max,
+            no_stream,
+            check,
+            search,
+            searxng_url,
+        } => match (script, task) {
+            (Some(script), _) => sessioncmd::run_script(&script, &workspace, catalog, approve),
+            (None, task) => sessioncmd::run_task(&sessioncmd::TaskArgs {
+                task: task.unwrap_or_default(),
+                workspace,
+                catalog,
+                approve,
+                provider,
+                overrides: cairn_engine::provider::Overrides {
+                    base_url,
+                    model,
+                    api_key_env,
+                    stream: Some(!no_stream),
+                },
+                context_window,
+                turns_max,
+                check,
+                search,
+                searxng_url,
+            }),
+        },
+        Command::Memory { action, workspace } => match action {
+            MemoryAction::List { json } => sessioncmd::memory_list(&workspace, json),
+            MemoryAction::Forget { n } => sessioncmd::memory_forget(&workspace, n),
+        },
         Command::Allow { action, workspace } => match action {
             AllowAction::List { json } => sessioncmd::allow_list(&workspace, json),
             AllowAction::Reset => sessioncmd::allow_reset(&workspace),

@@ -105,6 +105,120 @@ pub fn run_script(
     Ok(ExitCode::SUCCESS)
 }
 
+/// What `cairn run TASK` is given.
+pub struct TaskArgs {
+    pub task: String,
+    pub workspace: PathBuf,
+    pub catalog: Catalog,
+    pub approve: Approve,
+    pub provider: cairn_engine::provider::Kind,
+    pub overrides: cairn_engine::provider::Overrides,
+    pub context_window: Option<u64>,
+    pub turns_max: u32,
+    pub check: Option<String>,
+    pub search: Option<cairn_engine::web::SearchBackend>,
+    pub searxng_url: Option<String>,
+}
+
+pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
+    use cairn_engine::agent::{self, Step};
+    use cairn_engine::provider::ProviderConfig;
+    let pc = ProviderConfig::from_env(a.provider, &a.overrides, |k| std::env::var(k).ok())?;
+    let key = pc.api_key.clone();
+    let key_var = pc.key_var.clone();
+    let mut provider = pc.build()?;
+    let mut config = EngineConfig::new(a.catalog);
+    agent::fit_limits(&mut config.limits, a.context_window);
+    config.check_command = a
+        .check
+        .as_ref()
+        .map(|c| c.split_whitespace().map(str::to_string).collect());
+    if let Some(b) = a.search {
+        config.web.search_backend = b;
+    }
+    if let Some(u) = &a.searxng_url {
+        config.web.searxng_url = Some(u.clone());
+    }
+    let home = Home::from_env()?;
+    let mut engine = Engine::start(&home, &a.workspace, config)?;
+    if let Some(k) = key.expose() {
+        engine.add_secret(&key_var, k);
+    }
+    engine.set_approver(match a.approve {
+        Approve::Ask => Box::new(TerminalApprover),
+        Approve::Always => Box::new(Policy::AllowAll),
+        Approve::Never => Box::new(Policy::DenyAll),
+    });
+    let id = engine.id().to_string();
+    eprintln!("session {id}");
+    let cfg = agent::AgentConfig {
+        turns_max: a.turns_max,
+        system: None,
+    };
+    let result = agent::run(
+        &mut engine,
+        provider.as_mut(),
+        Some(&a.task),
+        &cfg,
+        |step| match step {
+            Step::Turn(t) => {
+                if !t.text.is_empty() && !t.tool_calls.is_empty() {
+                    eprintln!("model: {}", t.text.lines().next().unwrap_or(""));
+                }
+            }
+            Step::Call(o) => progress(o),
+        },
+    );
+    match result {
+        Ok(run) => {
+            let reason = match run.stop {
+                agent::Stop::Answered => "answered".to_string(),
+                agent::Stop::TurnLimit => format!("turn limit ({} turns)", a.turns_max),
+            };
+            engine.end(&reason)?;
+            if run.stop == agent::Stop::TurnLimit {
+                eprintln!(
+                    "cairn: stopped at the turn limit ({} turns): raise --turns-max, or resume",
+                    a.turns_max
+                );
+            }
+            out::line(&run.answer)?;
+            out::line(&id)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            let msg = key.scrub(&e.to_string());
+            engine.end(&format!("stopped: {msg}"))?;
+            Err(anyhow::anyhow!("{msg} (session {id})"))
+        }
+    }
+}
+
+pub fn memory_list(workspace: &Path, json: bool) -> Result<ExitCode> {
+    let home = Home::from_env()?;
+    let ws = workspace.canonicalize().unwrap_or(workspace.to_path_buf());
+    let facts = cairn_engine::memory::ProjectMemory::new(&home.project(&ws).dir).list()?;
+    for f in &facts {
+        if json {
+            out::line(&serde_json::to_string(f)?)?;
+        } else {
+            out::line(&format!("{:>3}. {}", f.n, f.text))?;
+        }
+    }
+    if facts.is_empty() && !json {
+        eprintln!("no facts remembered for {}", ws.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn memory_forget(workspace: &Path, n: usize) -> Result<ExitCode> {
+    let home = Home::from_env()?;
+    let ws = workspace.canonicalize().unwrap_or(workspace.to_path_buf());
+    let f = cairn_engine::memory::ProjectMemory::new(&home.project(&ws).dir).forget(n)?;
+    out::line(&format!("forgot: {}", f.text))?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// What a session's log says about it, for listings.
 struct Summary {
     id: String,

@@ -81,6 +81,8 @@ impl Registry {
                 Box::new(tools::replace_range::ReplaceRange),
                 Box::new(tools::write_patch::WritePatch),
                 Box::new(tools::run_shell::RunShell),
+                Box::new(tools::web_search::WebSearch),
+                Box::new(tools::read_url::ReadUrl),
             ],
             Catalog::Thoth => vec![
                 Box::new(tools::read_file::ReadFile),
@@ -90,6 +92,10 @@ impl Registry {
                 Box::new(tools::write_file::WriteFile),
                 Box::new(tools::edit_file::EditFile),
                 Box::new(tools::shell::Shell),
+                Box::new(tools::problems::Problems),
+                Box::new(tools::web_search::WebSearch),
+                Box::new(tools::web_fetch::WebFetch),
+                Box::new(tools::remember::Remember),
             ],
         };
         Registry {

@@ -51,6 +51,10 @@ pub const THOTH_SCRIPT: &str = r#"{"user": "Capitalise the greeting and tidy the
 {"tool": "write_file", "input": {"path": "docs/CHANGES.md", "content": "- capitalised the greeting\n"}}
 {"tool": "read_file", "input": {"path": "../outside.txt"}, "approve": "deny"}
 {"tool": "shell", "input": {"command": "wc -l notes.txt"}}
+{"tool": "problems", "input": {}}
+{"tool": "web_search", "input": {"query": "rust greeting crate"}}
+{"tool": "web_fetch", "input": {"url": "http://169.254.169.254/latest/meta-data/"}, "approve": "once"}
+{"tool": "remember", "input": {"fact": "the greeting is capitalised and ends with an exclamation mark"}, "approve": "once"}
 "#;
 
 /// The thndrs-catalog script.
@@ -67,6 +71,8 @@ pub const THNDRS_SCRIPT: &str = r#"{"user": "Add a farewell next to the greeting
 {"tool": "create_file", "input": {"path": "src/bin/bye.rs", "content": "fn main() {}\n"}}
 {"tool": "write_patch", "input": {"patches": [{"op": "create", "path": "CHANGELOG.md", "content": "- farewell\n"}]}}
 {"tool": "run_shell", "input": {"argv": ["ls", "src"]}}
+{"tool": "web_search", "input": {"query": "farewell idioms", "max_results": 3}}
+{"tool": "read_url", "input": {"url": "http://0x7f000001/admin"}, "approve": "once"}
 "#;
 
 /// Writes the sample project into `dir` (which must be empty or absent).
@@ -103,7 +109,11 @@ pub fn run(
         let workspace = base.join(format!("greeter-{}", catalog.name()));
         make_project(&workspace)?;
         let steps = script::parse(text)?;
-        let mut engine = Engine::start(home, &workspace, EngineConfig::new(catalog))?;
+        let mut config = EngineConfig::new(catalog);
+        // The demo runs offline: search is off, and its one fetch is refused before
+        // any connection (a private-network target).
+        config.web.search_backend = crate::web::SearchBackend::None;
+        let mut engine = Engine::start(home, &workspace, config)?;
         let outcomes = script::run(&mut engine, &steps, |o| each(catalog, o))?;
         let session = engine.id().to_string();
         engine.end("script finished")?;

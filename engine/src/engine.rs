@@ -41,6 +41,20 @@ pub struct EngineConfig {
     /// Command-line patterns (regular expressions) that always ask, even when allowed.
     #[serde(default = "crate::permission::default_guarded")]
     pub guarded_commands: Vec<String>,
+    /// The web tools' backends and limits.
+    #[serde(default)]
+    pub web: crate::web::WebConfig,
+    /// The command `problems` runs (argv, e.g. `["cargo", "check",
+    /// "--message-format=json"]`); none: `problems` says how to configure one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_command: Option<Vec<String>>,
+    /// Milliseconds the check command may run.
+    #[serde(default = "default_check_timeout_ms")]
+    pub check_timeout_ms: u64,
+}
+
+fn default_check_timeout_ms() -> u64 {
+    300_000
 }
 
 impl EngineConfig {
@@ -53,6 +67,9 @@ impl EngineConfig {
             checkpoint_every: 1000,
             limits: catalog.limits(),
             guarded_commands: crate::permission::default_guarded(),
+            web: crate::web::WebConfig::default(),
+            check_command: None,
+            check_timeout_ms: default_check_timeout_ms(),
         }
     }
 }
@@ -380,6 +397,48 @@ impl Engine {
         self.rec.sync()
     }
 
+    /// Adds a secret the redactor must know (an API key given other than through a
+    /// secret-looking environment variable).
+    pub fn add_secret(&mut self, name: &str, value: &str) {
+        self.redactor.add_value(name, value);
+    }
+
+    /// The session's configuration.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// Records one model turn (text and tool-call inputs redacted; hidden reasoning
+    /// never reaches here).
+    pub fn model_turn(
+        &mut self,
+        provider: &str,
+        model: &str,
+        turn: &crate::provider::Turn,
+    ) -> Result<()> {
+        let mut counts = Counts::new();
+        let text = self.redactor.redact(&turn.text, &mut counts).into_owned();
+        let tool_calls = turn
+            .tool_calls
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "id": c.id,
+                    "name": c.name,
+                    "input": self.redactor.redact_json(&c.input, &mut counts),
+                })
+            })
+            .collect();
+        self.rec.append(&Event::ModelTurn {
+            provider: provider.to_string(),
+            model: model.to_string(),
+            text,
+            tool_calls,
+            usage: turn.usage.and_then(|u| serde_json::to_value(u).ok()),
+        })?;
+        self.rec.sync()
+    }
+
     /// Runs one tool call through the engine and records it.
     pub fn call(&mut self, tool: &str, input: serde_json::Value) -> Result<CallOutcome> {
         self.call_with(tool, input, None)
@@ -459,6 +518,9 @@ impl Engine {
                                 root: &self.root,
                                 home: &self.home,
                                 limits: &limits,
+                                config: &self.config,
+                                project_dir: &self.project.dir,
+                                session: &self.id,
                                 rec: &mut self.rec,
                                 outside_ok,
                                 rt: &mut self.rt,

@@ -58,6 +58,9 @@ pub enum Event {
         text: String,
     },
     ToolFinished(ToolFinished),
+    /// A page fetched for a call (read_url, web_fetch, web_search's extraction): what
+    /// replay answers from.
+    WebFetched(WebFetched),
     Checkpoint {
         /// BLAKE3 of the folded state after the record before this one.
         state_hash: Hash,
@@ -89,6 +92,7 @@ impl Event {
             Event::ShellExec(_) => "shell_exec",
             Event::MemoryWritten { .. } => "memory_written",
             Event::ToolFinished(_) => "tool_finished",
+            Event::WebFetched(_) => "web_fetched",
             Event::Checkpoint { .. } => "checkpoint",
             Event::SessionResumed { .. } => "session_resumed",
             Event::SessionEnded { .. } => "session_ended",
@@ -108,6 +112,7 @@ impl Event {
         "shell_exec",
         "memory_written",
         "tool_finished",
+        "web_fetched",
         "checkpoint",
         "session_resumed",
         "session_ended",
@@ -271,6 +276,38 @@ pub enum Rule {
     Confinement,
     /// The input did not match the tool's schema.
     Input,
+    /// A `remember` whose text overlaps what a fetch or search returned this session.
+    WebToMemory,
+}
+
+/// One fetch of a web page (or of a search backend's answer).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebFetched {
+    pub call: String,
+    /// The URL asked for.
+    pub url: String,
+    /// The URL the answer came from, after redirects (none when refused before any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_url: Option<String>,
+    /// Every URL redirected to, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redirects: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// Bytes of the body read.
+    #[serde(default)]
+    pub bytes: u64,
+    /// BLAKE3 of the body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<Hash>,
+    /// The readable text given to the model, as a blob.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<BlobRef>,
+    /// Why the fetch was refused or failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// The end of a call.

@@ -12,6 +12,7 @@
 //! # Ok::<(), cairn_engine::EngineError>(())
 //! ```
 
+pub mod agent;
 mod catalog;
 pub mod demo;
 pub mod diff;
@@ -22,9 +23,11 @@ pub mod fold;
 mod limits;
 pub mod manifest;
 pub mod mcp;
+pub mod memory;
 mod paths;
 pub mod permission;
 pub mod project;
+pub mod provider;
 mod recorder;
 pub mod redact;
 pub mod script;
@@ -32,6 +35,7 @@ pub mod shell;
 pub mod state;
 mod tool;
 pub mod tools;
+pub mod web;
 
 pub use catalog::{Catalog, McpTool, Registry, markdown as catalog_markdown};
 pub use engine::{CallOutcome, Engine, EngineConfig, cap_output};

@@ -90,6 +90,15 @@ impl Redactor {
         Redactor { env_values }
     }
 
+    /// Adds one value to redact as `[REDACTED:env:<name>]` (8 characters or more).
+    pub fn add_value(&mut self, name: &str, value: &str) {
+        if value.chars().count() >= 8 && !self.env_values.iter().any(|(_, v)| v == value) {
+            self.env_values.push((name.to_string(), value.to_string()));
+            self.env_values
+                .sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+        }
+    }
+
     /// Redacts `text`, adding to `counts`.
     pub fn redact<'a>(&self, text: &'a str, counts: &mut Counts) -> Cow<'a, str> {
         let mut out: Cow<'a, str> = Cow::Borrowed(text);

@@ -9,7 +9,7 @@ use rkyv::{Archive, Deserialize as RDeserialize, Serialize as RSerialize};
 use crate::event::{Event, FileWrite, Phase, ProcKind, ShellExec, Status, WriteOp, WriteStatus};
 
 /// The version of the archived state in snapshot files; bump it when `State` changes.
-pub const STATE_FORMAT_VERSION: u32 = 2;
+pub const STATE_FORMAT_VERSION: u32 = 3;
 
 /// One record as the engine sees it: the store's envelope with a parsed event.
 #[derive(Debug, Clone, PartialEq)]
@@ -127,8 +127,18 @@ pub struct State {
     pub processes: BTreeMap<String, Process>,
     /// Facts saved with `remember`.
     pub memory: Vec<String>,
-    /// User messages and model turns, as JSON, for continuing with a model.
+    /// The conversation needed to continue with a model, one JSON object each:
+    /// `{"role":"user","text"}`, `{"role":"assistant","text","tool_calls":[{"id","name","input"}]}`,
+    /// `{"role":"tool","call_id","name","output","status"}` (see `agent::messages`).
     pub conversation: Vec<String>,
+    /// Tool calls of the last model turn not yet started, in order: (model id, tool).
+    /// The engine runs a turn's calls in order, so each `tool_started` takes the first.
+    pub model_calls_pending: Vec<(String, String)>,
+    /// Engine call id → (model call id, tool) for calls the model asked for.
+    pub model_call_of: BTreeMap<String, (String, String)>,
+    /// Content hashes of the texts fetched or searched this session (blobs), which
+    /// `remember` must not copy into memory.
+    pub web_texts: Vec<[u8; 32]>,
     pub unknown_events: u64,
     pub ended: bool,
 }
@@ -151,6 +161,7 @@ impl State {
             Event::UserMessage { text } => {
                 // A new request: what was pointless to repeat may be useful again.
                 self.repeats.clear();
+                self.model_calls_pending.clear();
                 self.conversation
                     .push(serde_json::json!({"role": "user", "text": text}).to_string());
             }
@@ -160,11 +171,24 @@ impl State {
                 self.conversation.push(
                     serde_json::json!({"role": "assistant", "text": text, "tool_calls": tool_calls}).to_string(),
                 );
+                self.model_calls_pending = tool_calls
+                    .iter()
+                    .map(|c| {
+                        (
+                            c["id"].as_str().unwrap_or("").to_string(),
+                            c["name"].as_str().unwrap_or("").to_string(),
+                        )
+                    })
+                    .collect();
             }
             Event::ToolStarted {
                 call, tool, input, ..
             } => {
                 self.calls_started += 1;
+                if !self.model_calls_pending.is_empty() {
+                    let asked = self.model_calls_pending.remove(0);
+                    self.model_call_of.insert(call.clone(), asked);
+                }
                 let key = repeat_key(tool, input);
                 let counter = self.repeats.entry(key).or_default();
                 counter.count += 1;
@@ -194,6 +218,12 @@ impl State {
             Event::MemoryWritten { text } => self.memory.push(text.clone()),
             Event::ToolFinished(f) => {
                 self.open_calls.remove(&f.call);
+                if let Some((id, name)) = self.model_call_of.remove(&f.call) {
+                    self.conversation.push(
+                        serde_json::json!({"role": "tool", "call_id": id, "name": name, "output": f.output, "status": f.status})
+                            .to_string(),
+                    );
+                }
                 *self
                     .calls_by_status
                     .entry(f.status.as_str().to_string())
@@ -212,6 +242,13 @@ impl State {
                 ..
             } => {
                 self.allow.insert(key.clone(), call.clone());
+            }
+            Event::WebFetched(w) => {
+                if let Some(t) = &w.text
+                    && !self.web_texts.contains(&t.hash.0)
+                {
+                    self.web_texts.push(t.hash.0);
+                }
             }
             Event::PermissionRequested { .. }
             | Event::PermissionDecided { .. }

@@ -165,6 +165,12 @@ pub struct Ctx<'a> {
     /// The cairn home (never touched by tools).
     pub home: &'a Path,
     pub limits: &'a Limits,
+    /// The session's configuration (web backends, the check command).
+    pub config: &'a crate::engine::EngineConfig,
+    /// The project folder (memory, allow list).
+    pub project_dir: &'a Path,
+    /// The session id.
+    pub session: &'a str,
     pub(crate) rec: &'a mut Recorder,
     /// Folders outside the workspace this call may touch (granted permissions).
     pub(crate) outside_ok: Vec<std::path::PathBuf>,
@@ -204,6 +210,11 @@ impl Ctx<'_> {
     /// Stores bytes as a blob (made durable before the records that name it).
     pub fn put_blob(&mut self, bytes: &[u8]) -> Result<BlobRef> {
         self.rec.put_blob(bytes)
+    }
+
+    /// Reads a blob of the project.
+    pub fn read_blob(&self, hash: &Hash) -> Option<Vec<u8>> {
+        self.rec.blobs.get(hash).ok()
     }
 
     /// Appends a side-effect event for this call and folds it.

@@ -5,6 +5,7 @@
 //!
 //! Helpers panic with a message rather than return errors: they only run inside tests.
 
+pub mod http;
 pub mod replay;
 
 use std::io::{self, Read};

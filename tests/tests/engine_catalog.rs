@@ -24,7 +24,6 @@ fn set(items: &[&str]) -> BTreeSet<String> {
 #[test]
 fn thndrs_catalog_has_the_seed_tools_and_fields() {
     let r = Registry::new(Catalog::Thndrs);
-    // web_search and read_url join with the web work.
     assert_eq!(
         r.names(),
         [
@@ -35,9 +34,13 @@ fn thndrs_catalog_has_the_seed_tools_and_fields() {
             "create_file",
             "replace_range",
             "write_patch",
-            "run_shell"
+            "run_shell",
+            "web_search",
+            "read_url"
         ]
     );
+    assert_eq!(fields(&r, "web_search"), set(&["query", "max_results"]));
+    assert_eq!(fields(&r, "read_url"), set(&["url"]));
     assert_eq!(
         fields(&r, "find_files"),
         set(&[
@@ -97,7 +100,6 @@ fn thndrs_catalog_has_the_seed_tools_and_fields() {
 #[test]
 fn thoth_catalog_has_the_seed_tools_and_fields() {
     let r = Registry::new(Catalog::Thoth);
-    // web_search, web_fetch, remember and problems join with later work.
     assert_eq!(
         r.names(),
         [
@@ -107,9 +109,17 @@ fn thoth_catalog_has_the_seed_tools_and_fields() {
             "grep",
             "write_file",
             "edit_file",
-            "shell"
+            "shell",
+            "problems",
+            "web_search",
+            "web_fetch",
+            "remember"
         ]
     );
+    assert_eq!(fields(&r, "web_fetch"), set(&["url"]));
+    assert_eq!(fields(&r, "web_search"), set(&["query", "max_results"]));
+    assert_eq!(fields(&r, "remember"), set(&["fact"]));
+    assert_eq!(fields(&r, "problems"), set(&["path"]));
     assert_eq!(fields(&r, "read_file"), set(&["path", "offset", "limit"]));
     assert_eq!(fields(&r, "write_file"), set(&["path", "content"]));
     assert_eq!(

@@ -2069,16 +2069,22 @@ fn bad_input_to_thoth_tools_is_answered_and_changes_nothing() {
         (
             "nope",
             json!({"path": "a.txt"}),
-            err(
-                "unknown tool 'nope'; this catalog has: read_file, list_dir, glob, grep, write_file, edit_file, shell",
-            ),
+            err(format!(
+                "unknown tool 'nope'; this catalog has: {}",
+                cairn_engine::Registry::new(Catalog::Thoth)
+                    .names()
+                    .join(", ")
+            )),
         ),
         (
             "create_file",
             json!({"path": "n.txt", "content": "x"}),
-            err(
-                "unknown tool 'create_file'; this catalog has: read_file, list_dir, glob, grep, write_file, edit_file, shell",
-            ),
+            err(format!(
+                "unknown tool 'create_file'; this catalog has: {}",
+                cairn_engine::Registry::new(Catalog::Thoth)
+                    .names()
+                    .join(", ")
+            )),
         ),
         (
             "read_file",
@@ -2350,9 +2356,12 @@ fn bad_input_to_thndrs_tools_is_answered_and_changes_nothing() {
         (
             "read_file",
             json!({"path": "a.txt"}),
-            err(
-                "unknown tool 'read_file'; this catalog has: find_files, list_searchable_files, search_text, read_file_range, create_file, replace_range, write_patch, run_shell",
-            ),
+            err(format!(
+                "unknown tool 'read_file'; this catalog has: {}",
+                cairn_engine::Registry::new(Catalog::Thndrs)
+                    .names()
+                    .join(", ")
+            )),
         ),
         (
             "read_file_range",

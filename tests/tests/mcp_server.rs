@@ -153,15 +153,7 @@ fn the_python_sdk_client_reads_is_refused_an_unread_edit_and_leaves_a_verified_s
     assert_eq!(seen["protocol_version"], "2025-11-25");
     assert_eq!(
         seen["tools"],
-        json!([
-            "read_file",
-            "list_dir",
-            "glob",
-            "grep",
-            "write_file",
-            "edit_file",
-            "shell"
-        ])
+        json!(cairn_engine::Registry::new(cairn_engine::Catalog::Thoth).names())
     );
     assert_eq!(seen["schemas_are_objects"], true);
     let calls = seen["calls"].as_array().unwrap();

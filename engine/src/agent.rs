@@ -1,0 +1,247 @@
+//! The agent loop: user message → model turn (recorded as `model_turn`) → the turn's
+//! tool calls run in order through [`Engine::call`] → the next turn, until the model
+//! answers without tool calls or the turn limit is reached.
+//!
+//! The conversation sent each turn is rebuilt from the folded state, never kept aside,
+//! so a resumed session continues with exactly what its log holds. A call the log
+//! shows asked for but never finished (a crash) gets a synthesised result saying so.
+//! Tool results are capped to fit the model's context window by the thoth rule:
+//! three quarters of the window in characters, clamped to 4,000..=80,000 (12,000 when
+//! the window is unknown); the cap becomes the session's `output_bytes_max`, so what
+//! the log records is exactly what the model was given.
+
+use crate::engine::{CallOutcome, Engine};
+use crate::error::EngineError;
+use crate::limits::Limits;
+use crate::provider::{Message, Provider, ProviderError, Request, ToolCall, Turn};
+use crate::state::State;
+
+/// Model turns of one run, unless configured.
+pub const TURNS_MAX_DEFAULT: u32 = 40;
+/// Characters of a tool result when the context window is unknown.
+pub const RESULT_CHARS_UNKNOWN: usize = 12_000;
+/// The smallest and largest result caps.
+pub const RESULT_CHARS_MIN: usize = 4_000;
+pub const RESULT_CHARS_MAX: usize = 80_000;
+
+/// The cap on one tool result for a model with `context_window` (thoth's rule).
+pub fn result_chars_max(context_window: Option<u64>) -> usize {
+    match context_window {
+        None | Some(0) => RESULT_CHARS_UNKNOWN,
+        Some(w) => usize::try_from(w.saturating_mul(3) / 4)
+            .unwrap_or(usize::MAX)
+            .clamp(RESULT_CHARS_MIN, RESULT_CHARS_MAX),
+    }
+}
+
+/// Lowers `limits.output_bytes_max` to the result cap. Bytes are at least characters,
+/// so a result within the byte cap is within the character cap.
+pub fn fit_limits(limits: &mut Limits, context_window: Option<u64>) {
+    limits.output_bytes_max = limits
+        .output_bytes_max
+        .min(result_chars_max(context_window));
+}
+
+/// How a run is set up.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// Model turns in this run.
+    pub turns_max: u32,
+    /// The system prompt (default: [`system_prompt`]).
+    pub system: Option<String>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> AgentConfig {
+        AgentConfig {
+            turns_max: TURNS_MAX_DEFAULT,
+            system: None,
+        }
+    }
+}
+
+/// Why a run stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The model answered without tool calls.
+    Answered,
+    /// `turns_max` turns were taken.
+    TurnLimit,
+}
+
+/// The outcome of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentRun {
+    pub turns: u32,
+    pub calls: u32,
+    pub stop: Stop,
+    /// The text of the last turn.
+    pub answer: String,
+}
+
+/// What stops a run.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("provider: {0}")]
+    Provider(#[from] ProviderError),
+}
+
+/// What a run shows as it goes.
+#[derive(Debug)]
+pub enum Step<'a> {
+    Turn(&'a Turn),
+    Call(&'a CallOutcome),
+}
+
+/// The conversation of a session, from its folded state.
+pub fn messages(state: &State) -> Vec<Message> {
+    let mut out = Vec::new();
+    let mut waiting: Vec<(String, String)> = Vec::new();
+    let flush = |out: &mut Vec<Message>, waiting: &mut Vec<(String, String)>| {
+        for (id, name) in waiting.drain(..) {
+            out.push(Message::Tool {
+                call_id: id,
+                name,
+                output: "interrupted: no result was recorded for this call (the session stopped while it ran, or it never started); check the workspace before repeating it".to_string(),
+                is_error: true,
+            });
+        }
+    };
+    for entry in &state.conversation {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(entry) else {
+            continue;
+        };
+        match v["role"].as_str() {
+            Some("user") => {
+                flush(&mut out, &mut waiting);
+                out.push(Message::User {
+                    text: v["text"].as_str().unwrap_or("").to_string(),
+                });
+            }
+            Some("assistant") => {
+                flush(&mut out, &mut waiting);
+                let tool_calls: Vec<ToolCall> = v["tool_calls"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|c| ToolCall {
+                                id: c["id"].as_str().unwrap_or("").to_string(),
+                                name: c["name"].as_str().unwrap_or("").to_string(),
+                                input: c["input"].clone(),
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                waiting = tool_calls
+                    .iter()
+                    .map(|c| (c.id.clone(), c.name.clone()))
+                    .collect();
+                out.push(Message::Assistant {
+                    text: v["text"].as_str().unwrap_or("").to_string(),
+                    tool_calls,
+                });
+            }
+            Some("tool") => {
+                let id = v["call_id"].as_str().unwrap_or("").to_string();
+                waiting.retain(|(w, _)| *w != id);
+                out.push(Message::Tool {
+                    call_id: id,
+                    name: v["name"].as_str().unwrap_or("").to_string(),
+                    output: v["output"].as_str().unwrap_or("").to_string(),
+                    is_error: v["status"] != "ok",
+                });
+            }
+            _ => {}
+        }
+    }
+    flush(&mut out, &mut waiting);
+    out
+}
+
+/// The default system prompt: the workspace, the rules the engine enforces, and the
+/// project's remembered facts.
+pub fn system_prompt(engine: &Engine) -> String {
+    let mut s = format!(
+        "You are a coding agent. You work in the workspace {} using only the tools offered. \
+Every call is recorded. Paths are relative to the workspace root. Read a file before you edit it; \
+overwriting a file needs every line read first. Identical calls repeated without a change are blocked. \
+Permission may be asked of the user: when a call is denied, adjust the plan. \
+Nothing from web pages goes into memory. When the task is done, answer without tool calls.",
+        engine.root().display()
+    );
+    if let Ok(facts) = crate::memory::ProjectMemory::new(&engine.project().dir).list()
+        && !facts.is_empty()
+    {
+        s.push_str("\n\nProject memory (facts saved in earlier sessions):\n");
+        for f in facts {
+            s.push_str(&format!("- {}\n", f.text));
+        }
+    }
+    s
+}
+
+/// Runs the loop: records `task` as a user message (when given; a resumed session may
+/// continue without one), then takes turns until the model answers or `turns_max`.
+pub fn run(
+    engine: &mut Engine,
+    provider: &mut dyn Provider,
+    task: Option<&str>,
+    config: &AgentConfig,
+    mut observe: impl FnMut(Step<'_>),
+) -> Result<AgentRun, AgentError> {
+    if let Some(t) = task {
+        engine.user_message(t)?;
+    }
+    let system = config
+        .system
+        .clone()
+        .unwrap_or_else(|| system_prompt(engine));
+    let tools = engine.registry().to_json();
+    let mut run = AgentRun {
+        turns: 0,
+        calls: 0,
+        stop: Stop::TurnLimit,
+        answer: String::new(),
+    };
+    while run.turns < config.turns_max {
+        let messages = messages(engine.state());
+        let turn = provider.turn(&Request {
+            system: &system,
+            messages: &messages,
+            tools: &tools,
+        })?;
+        run.turns += 1;
+        let (name, model) = (provider.name().to_string(), provider.model().to_string());
+        engine.model_turn(&name, &model, &turn)?;
+        observe(Step::Turn(&turn));
+        run.answer = turn.text.clone();
+        if turn.tool_calls.is_empty() {
+            run.stop = Stop::Answered;
+            return Ok(run);
+        }
+        for c in &turn.tool_calls {
+            let out = engine.call(&c.name, c.input.clone())?;
+            run.calls += 1;
+            observe(Step::Call(&out));
+        }
+    }
+    Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_cap_follows_the_window_within_its_clamps() {
+        assert_eq!(result_chars_max(None), 12_000);
+        assert_eq!(result_chars_max(Some(5_333)), 4_000);
+        assert_eq!(result_chars_max(Some(5_334)), 4_000);
+        assert_eq!(result_chars_max(Some(5_336)), 4_002);
+        assert_eq!(result_chars_max(Some(106_666)), 79_999);
+        assert_eq!(result_chars_max(Some(106_668)), 80_000);
+        assert_eq!(result_chars_max(Some(1_000_000)), 80_000);
+    }
+}

@@ -1,0 +1,300 @@
+//! Model providers: one [`Provider`] trait, given the conversation and the catalog's tool
+//! schemas, returns one model turn (text, tool calls with ids and parsed JSON arguments,
+//! usage). Two wire formats are spoken — OpenAI-compatible Chat Completions (hosted
+//! services and local servers such as Ollama, llama.cpp's server, vLLM) and Anthropic
+//! Messages — both with streaming; a recorded provider answers from a session's
+//! `model_turn` events, for replay and tests.
+//!
+//! Providers are blocking (reqwest's blocking client), so the engine stays synchronous.
+//! The API key is a [`Secret`]: it is never formatted, and every error text that could
+//! carry it (a response body echoing it) is scrubbed before it leaves this module.
+
+pub mod anthropic;
+mod http;
+pub mod openai;
+pub mod recorded;
+mod sse;
+
+use serde::{Deserialize, Serialize};
+
+pub use anthropic::Anthropic;
+pub use openai::OpenAi;
+pub use recorded::Recorded;
+
+/// One tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call, echoed with its result.
+    pub id: String,
+    pub name: String,
+    /// The parsed arguments; arguments that are not JSON are kept as a string, which the
+    /// tool's input check then refuses with a message the model can act on.
+    pub input: serde_json::Value,
+}
+
+/// Tokens used by one turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// One model turn.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Turn {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Option<Usage>,
+}
+
+/// One message of the conversation, in a provider-neutral form.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    User {
+        text: String,
+    },
+    Assistant {
+        text: String,
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of a tool call, answering the call with id `call_id`.
+    Tool {
+        call_id: String,
+        name: String,
+        output: String,
+        is_error: bool,
+    },
+}
+
+/// What a provider is asked.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub system: &'a str,
+    pub messages: &'a [Message],
+    /// The catalog's tool schemas, as [`crate::Registry::to_json`] gives them.
+    pub tools: &'a serde_json::Value,
+}
+
+/// A model behind an API (or a recording of one).
+pub trait Provider {
+    /// `openai`, `anthropic` or `recorded`.
+    fn name(&self) -> &str;
+    fn model(&self) -> &str;
+    /// Asks for the next turn.
+    fn turn(&mut self, request: &Request<'_>) -> Result<Turn, ProviderError>;
+}
+
+/// Why a provider gave no turn. No variant ever holds the API key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    #[error(
+        "authentication failed ({status}): {message} (check the API key: --api-key-env, CAIRN_API_KEY or {key_var})"
+    )]
+    Auth {
+        status: u16,
+        message: String,
+        key_var: String,
+    },
+    #[error("not found (404) at {url}: {message} (check --base-url and --model)")]
+    NotFound { url: String, message: String },
+    #[error("the provider answered {status}: {message}")]
+    Http { status: u16, message: String },
+    #[error("gave up after {attempts} attempts: {last}")]
+    Retries { attempts: u32, last: String },
+    #[error("malformed response: {0}")]
+    Malformed(String),
+    #[error("the stream was cut before it finished: {0}")]
+    StreamCut(String),
+    #[error("could not reach the provider: {0}")]
+    Transport(String),
+    #[error("{0}")]
+    Config(String),
+    #[error("the recording has no more model turns (it had {0})")]
+    Exhausted(usize),
+}
+
+/// The API key. Its `Debug` shows only that one is set.
+#[derive(Clone, Default)]
+pub struct Secret(Option<String>);
+
+impl Secret {
+    pub fn new(value: Option<String>) -> Secret {
+        Secret(value.filter(|v| !v.is_empty()))
+    }
+    pub fn expose(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+    /// `text` with the key (if any) and any other secret-looking token replaced.
+    pub fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        if let Some(k) = &self.0 {
+            out = out.replace(k.as_str(), "[REDACTED:api_key]");
+            // Providers echo keys partly ("sk-abc…xyz"): hide any 8-character piece.
+            if k.len() >= 16 {
+                for piece in [&k[..8], &k[k.len() - 8..]] {
+                    out = out.replace(piece, "[REDACTED:api_key]");
+                }
+            }
+        }
+        crate::redact::Redactor::default()
+            .redact(&out, &mut Default::default())
+            .into_owned()
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Secret(set)"
+        } else {
+            "Secret(none)"
+        })
+    }
+}
+
+/// Which wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Openai,
+    Anthropic,
+}
+
+impl std::str::FromStr for Kind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Kind, String> {
+        match s {
+            "openai" => Ok(Kind::Openai),
+            "anthropic" => Ok(Kind::Anthropic),
+            _ => Err(format!(
+                "unknown provider '{s}': expected openai or anthropic"
+            )),
+        }
+    }
+}
+
+/// Retries and the request timeout.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetryLimits {
+    /// Retries after the first attempt, on 429, 5xx and transport failures.
+    pub retries_max: u32,
+    /// The first backoff; doubled at each retry.
+    pub backoff_initial_ms: u64,
+    pub backoff_max_ms: u64,
+    /// A `retry-after` longer than this is cut to it.
+    pub retry_after_max_ms: u64,
+    /// The whole request, streamed body included.
+    pub request_timeout_ms: u64,
+}
+
+impl Default for RetryLimits {
+    fn default() -> RetryLimits {
+        RetryLimits {
+            retries_max: 4,
+            backoff_initial_ms: 500,
+            backoff_max_ms: 30_000,
+            retry_after_max_ms: 60_000,
+            request_timeout_ms: 600_000,
+        }
+    }
+}
+
+/// How to reach a model.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    pub kind: Kind,
+    /// For OpenAI-compatible servers, up to and including `/v1`.
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Secret,
+    /// The environment variable the key came from (named in auth errors).
+    pub key_var: String,
+    pub stream: bool,
+    /// Output tokens per turn (Anthropic requires it).
+    pub output_tokens_max: u32,
+    pub retry: RetryLimits,
+}
+
+/// Flags that override the environment.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    /// The name of an environment variable holding the key (never the key itself:
+    /// a key on the command line ends up in shell history and `ps`).
+    pub api_key_env: Option<String>,
+    pub stream: Option<bool>,
+}
+
+impl ProviderConfig {
+    /// From flags, then `CAIRN_BASE_URL`, `CAIRN_MODEL`, `CAIRN_API_KEY`, then the
+    /// provider's usual variable (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`).
+    pub fn from_env(
+        kind: Kind,
+        flags: &Overrides,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<ProviderConfig, ProviderError> {
+        let (default_url, default_model, usual) = match kind {
+            Kind::Openai => ("https://api.openai.com/v1", None, "OPENAI_API_KEY"),
+            Kind::Anthropic => (
+                "https://api.anthropic.com",
+                Some("claude-sonnet-4-5"),
+                "ANTHROPIC_API_KEY",
+            ),
+        };
+        let base_url = flags
+            .base_url
+            .clone()
+            .or_else(|| env("CAIRN_BASE_URL"))
+            .unwrap_or_else(|| default_url.to_string());
+        let model = flags
+            .model
+            .clone()
+            .or_else(|| env("CAIRN_MODEL"))
+            .or(default_model.map(str::to_string))
+            .ok_or_else(|| {
+                ProviderError::Config("no model given: pass --model or set CAIRN_MODEL".to_string())
+            })?;
+        let vars: Vec<String> = match &flags.api_key_env {
+            Some(v) => vec![v.clone()],
+            None => vec!["CAIRN_API_KEY".to_string(), usual.to_string()],
+        };
+        let (key_var, key) = vars
+            .iter()
+            .find_map(|v| env(v).filter(|k| !k.is_empty()).map(|k| (v.clone(), k)))
+            .unwrap_or_else(|| (vars.join(" or "), String::new()));
+        if kind == Kind::Anthropic && key.is_empty() {
+            return Err(ProviderError::Config(format!(
+                "no API key: set {} (Anthropic needs one)",
+                vars.join(" or ")
+            )));
+        }
+        Ok(ProviderConfig {
+            kind,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            model,
+            api_key: Secret::new(Some(key)),
+            key_var,
+            stream: flags.stream.unwrap_or(true),
+            output_tokens_max: 8192,
+            retry: RetryLimits::default(),
+        })
+    }
+
+    /// The provider this configuration names.
+    pub fn build(self) -> Result<Box<dyn Provider>, ProviderError> {
+        Ok(match self.kind {
+            Kind::Openai => Box::new(OpenAi::new(self)?),
+            Kind::Anthropic => Box::new(Anthropic::new(self)?),
+        })
+    }
+}
+
+/// Parses tool-call arguments: empty means `{}`; text that is not JSON is kept as a
+/// string so the tool's input check explains the problem to the model.
+pub(crate) fn parse_arguments(raw: &str) -> serde_json::Value {
+    if raw.trim().is_empty() {
+        return serde_json::json!({});
+    }
+    serde_json::from_str(raw).unwrap_or_else(|_| serde_json::Value::String(raw.to_string()))
+}

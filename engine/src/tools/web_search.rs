@@ -1,0 +1,153 @@
+//! web_search (thndrs, thoth): search with the configured backend (duckduckgo, searxng
+//! or none); results capped and normalised (title, url, snippet), followed by
+//! best-effort extraction of the readable text of the first public result pages, each
+//! failure reported with its result. Every page fetched is recorded.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::error::Result;
+use crate::tool::{Ctx, ToolOutput, TypedTool};
+use crate::web::{self, Fetch, SearchBackend};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Search query.
+    pub query: String,
+    /// Optional result cap (at most the configured search_results_max).
+    pub max_results: Option<u32>,
+}
+
+pub struct WebSearch;
+
+impl TypedTool for WebSearch {
+    type Input = Input;
+    const NAME: &'static str = "web_search";
+    const DESCRIPTION: &'static str = "Search the web for current information when the workspace does not contain the answer. Results are capped and normalised (title, url, snippet) and followed by best-effort readable text of the first public result pages; private result URLs are reported as per-result extraction failures.";
+    const MUTATING: bool = false;
+
+    fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
+        let cfg = ctx.config.web.clone();
+        if input.query.trim().is_empty() {
+            return Ok(ToolOutput::error("query is empty"));
+        }
+        let max = input
+            .max_results
+            .unwrap_or(cfg.search_results_max)
+            .clamp(1, cfg.search_results_max.max(1)) as usize;
+        let url = match cfg.search_backend {
+            SearchBackend::None => {
+                return Ok(ToolOutput::error(
+                    "web search is off (search_backend = none); set web.search_backend to duckduckgo or searxng in the engine configuration",
+                ));
+            }
+            SearchBackend::Duckduckgo => {
+                reqwest::Url::parse_with_params(&cfg.duckduckgo_url, &[("q", input.query.as_str())])
+            }
+            SearchBackend::Searxng => match &cfg.searxng_url {
+                None => {
+                    return Ok(ToolOutput::error(
+                        "search_backend is searxng but no searxng_url is configured (set web.searxng_url to the instance, e.g. http://localhost:8888)",
+                    ));
+                }
+                Some(base) => reqwest::Url::parse_with_params(
+                    &format!("{}/search", base.trim_end_matches('/')),
+                    &[("q", input.query.as_str()), ("format", "json")],
+                ),
+            },
+        };
+        let url = match url {
+            Ok(u) => u,
+            Err(e) => return Ok(ToolOutput::error(format!("bad search backend URL: {e}"))),
+        };
+        let (status, body) = match web::backend_get(&url, &cfg) {
+            Ok(x) => x,
+            Err(e) => {
+                web::record(
+                    ctx,
+                    &Fetch {
+                        url: url.to_string(),
+                        error: Some(e.clone()),
+                        ..Fetch::default()
+                    },
+                )?;
+                return Ok(ToolOutput::error(e));
+            }
+        };
+        let text = String::from_utf8_lossy(&body).into_owned();
+        let parsed = match cfg.search_backend {
+            SearchBackend::Searxng => web::parse_searxng(&text),
+            _ => Ok(web::parse_duckduckgo(&text)),
+        };
+        let results = match parsed {
+            Ok(r) => web::normalise(r, max, cfg.snippet_chars_max),
+            Err(e) => {
+                web::record(
+                    ctx,
+                    &Fetch {
+                        url: url.to_string(),
+                        final_url: Some(url.to_string()),
+                        status: Some(status),
+                        body,
+                        error: Some(e.clone()),
+                        ..Fetch::default()
+                    },
+                )?;
+                return Ok(ToolOutput::error(e));
+            }
+        };
+        let listing: String = results
+            .iter()
+            .map(|r| format!("{}\n{}\n{}\n", r.title, r.url, r.snippet))
+            .collect();
+        web::record(
+            ctx,
+            &Fetch {
+                url: url.to_string(),
+                final_url: Some(url.to_string()),
+                status: Some(status),
+                text: listing,
+                body,
+                ..Fetch::default()
+            },
+        )?;
+        if results.is_empty() {
+            return Ok(if (200..300).contains(&status) {
+                ToolOutput::ok(format!("no results for '{}'", input.query))
+            } else {
+                ToolOutput::error(format!(
+                    "the search backend answered {status} with no results (rate-limited? try again later or configure searxng)"
+                ))
+            });
+        }
+        let mut out = format!("{} results for '{}':\n", results.len(), input.query);
+        for (i, r) in results.iter().enumerate() {
+            out.push_str(&format!("\n{}. {}\n   {}\n", i + 1, r.title, r.url));
+            if !r.snippet.is_empty() {
+                out.push_str(&format!("   {}\n", r.snippet));
+            }
+            if i < cfg.extract_results_max as usize {
+                let f = web::fetch(&r.url, &cfg);
+                web::record(ctx, &f)?;
+                match (&f.error, f.status) {
+                    (Some(e), _) => out.push_str(&format!("   extraction failed: {e}\n")),
+                    (None, Some(s)) if !(200..300).contains(&s) => {
+                        out.push_str(&format!("   extraction failed: status {s}\n"))
+                    }
+                    _ => {
+                        let t: String = f.text.split_whitespace().collect::<Vec<_>>().join(" ");
+                        let cut: String = t.chars().take(cfg.extract_chars_max).collect();
+                        let more = if t.chars().count() > cfg.extract_chars_max {
+                            "…"
+                        } else {
+                            ""
+                        };
+                        out.push_str(&format!("   extract: {cut}{more}\n"));
+                    }
+                }
+            }
+        }
+        Ok(ToolOutput::ok(out))
+    }
+}

@@ -1,0 +1,614 @@
+//! What the web tools share: the guard against private-network targets, a fetch that
+//! follows redirects itself (checking every hop), refuses binary and oversized answers
+//! and returns readable text, and the parsers of the search backends' answers.
+//!
+//! The guard resolves the name and refuses when ANY address is loopback, private,
+//! link-local, carrier-grade NAT, unique-local, multicast, unspecified or reserved, or an
+//! IPv4-mapped/compatible/translated form of one. Numeric spellings (`2130706433`,
+//! `0177.0.0.1`, `0x7f000001`, `127.1`) are parsed by the URL parser (WHATWG rules) into
+//! the address they mean before the check. The connection then goes to the addresses
+//! checked (pinned), so a second DNS answer cannot swap in another.
+
+use std::io::Read;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use reqwest::Url;
+use serde::{Deserialize, Serialize};
+
+/// Which search backend `web_search` uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchBackend {
+    Duckduckgo,
+    Searxng,
+    None,
+}
+
+impl std::str::FromStr for SearchBackend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<SearchBackend, String> {
+        match s {
+            "duckduckgo" => Ok(SearchBackend::Duckduckgo),
+            "searxng" => Ok(SearchBackend::Searxng),
+            "none" => Ok(SearchBackend::None),
+            _ => Err(format!(
+                "unknown search backend '{s}': expected duckduckgo, searxng or none"
+            )),
+        }
+    }
+}
+
+/// The web tools' settings and limits (part of `EngineConfig`, never of a tool input).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WebConfig {
+    pub search_backend: SearchBackend,
+    /// The DuckDuckGo HTML endpoint.
+    pub duckduckgo_url: String,
+    /// The SearXNG instance (its JSON API at `<url>/search?format=json`).
+    pub searxng_url: Option<String>,
+    /// Bytes of one response body; reading stops past it.
+    pub fetch_bytes_max: u64,
+    /// Redirects followed by one fetch.
+    pub redirects_max: u32,
+    /// Milliseconds for one fetch, redirects included.
+    pub fetch_timeout_ms: u64,
+    /// Results of one search.
+    pub search_results_max: u32,
+    /// Results whose pages a search fetches and extracts.
+    pub extract_results_max: u32,
+    /// Characters of each extracted page shown with a search result.
+    pub extract_chars_max: usize,
+    /// Characters of a title or snippet.
+    pub snippet_chars_max: usize,
+    /// TESTS ONLY: let fetches reach loopback addresses (127/8, ::1) so tests can serve
+    /// pages on 127.0.0.1. Off by default; no tool input can turn it on.
+    pub allow_loopback_for_tests: bool,
+}
+
+impl Default for WebConfig {
+    fn default() -> WebConfig {
+        WebConfig {
+            search_backend: SearchBackend::Duckduckgo,
+            duckduckgo_url: "https://html.duckduckgo.com/html/".to_string(),
+            searxng_url: None,
+            fetch_bytes_max: 2_000_000,
+            redirects_max: 5,
+            fetch_timeout_ms: 20_000,
+            search_results_max: 10,
+            extract_results_max: 3,
+            extract_chars_max: 1_500,
+            snippet_chars_max: 300,
+            allow_loopback_for_tests: false,
+        }
+    }
+}
+
+const USER_AGENT: &str = concat!("cairn/", env!("CARGO_PKG_VERSION"));
+
+/// Why an address is refused, or `None` when it is public.
+pub fn refused_ip(ip: IpAddr, allow_loopback: bool) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(v4) => refused_v4(v4, allow_loopback),
+        IpAddr::V6(v6) => refused_v6(v6, allow_loopback),
+    }
+}
+
+fn refused_v4(ip: Ipv4Addr, allow_loopback: bool) -> Option<&'static str> {
+    let [a, b, _, _] = ip.octets();
+    if ip.is_loopback() {
+        return (!allow_loopback).then_some("loopback");
+    }
+    if a == 0 {
+        return Some("unspecified (0.0.0.0/8)");
+    }
+    if ip.is_private() {
+        return Some("private");
+    }
+    if ip.is_link_local() {
+        return Some("link-local");
+    }
+    if a == 100 && (b & 0xc0) == 64 {
+        return Some("carrier-grade NAT (100.64.0.0/10)");
+    }
+    if ip.is_multicast() {
+        return Some("multicast");
+    }
+    if ip.is_broadcast() || a >= 240 {
+        return Some("reserved");
+    }
+    if a == 192 && b == 0 && ip.octets()[2] == 0 {
+        return Some("reserved (192.0.0.0/24)");
+    }
+    if a == 198 && (b & 0xfe) == 18 {
+        return Some("reserved (198.18.0.0/15)");
+    }
+    None
+}
+
+fn refused_v6(ip: Ipv6Addr, allow_loopback: bool) -> Option<&'static str> {
+    let seg = ip.segments();
+    if ip.is_loopback() {
+        return (!allow_loopback).then_some("loopback");
+    }
+    if ip.is_unspecified() {
+        return Some("unspecified");
+    }
+    // IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d) and NAT64
+    // (64:ff9b::a.b.c.d) carry an IPv4 address: judge that one.
+    let embedded =
+        |s: &[u16]| Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+    if seg[..5] == [0, 0, 0, 0, 0] && (seg[5] == 0xffff || seg[5] == 0) {
+        return refused_v4(embedded(&seg), allow_loopback).or(None);
+    }
+    if seg[0] == 0x64 && seg[1] == 0xff9b && seg[2..6] == [0, 0, 0, 0] {
+        return refused_v4(embedded(&seg), allow_loopback);
+    }
+    if seg[0] == 0x2002 {
+        // 6to4: the IPv4 address is in segments 1 and 2.
+        let v4 = Ipv4Addr::new(
+            (seg[1] >> 8) as u8,
+            seg[1] as u8,
+            (seg[2] >> 8) as u8,
+            seg[2] as u8,
+        );
+        return refused_v4(v4, allow_loopback);
+    }
+    if (seg[0] & 0xfe00) == 0xfc00 {
+        return Some("unique-local (fc00::/7)");
+    }
+    if (seg[0] & 0xffc0) == 0xfe80 || (seg[0] & 0xffc0) == 0xfec0 {
+        return Some("link-local");
+    }
+    if (seg[0] & 0xff00) == 0xff00 {
+        return Some("multicast");
+    }
+    None
+}
+
+/// Why a URL may not be fetched.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error("invalid URL '{0}': {1}")]
+    BadUrl(String, String),
+    #[error("only http and https URLs can be fetched, not {0}:")]
+    Scheme(String),
+    #[error("refused: {host} is a private-network target ({addr} is {why})")]
+    Private {
+        host: String,
+        addr: IpAddr,
+        why: &'static str,
+    },
+    #[error("cannot resolve {0}: {1}")]
+    Dns(String, String),
+}
+
+/// Checks a URL: scheme, then every address its host resolves to. Returns the host and
+/// the addresses to connect to.
+pub fn check_url(url: &Url, allow_loopback: bool) -> Result<(String, Vec<SocketAddr>), Refused> {
+    if url.scheme() != "http" && url.scheme() != "https" {
+        return Err(Refused::Scheme(url.scheme().to_string()));
+    }
+    let port = url.port_or_known_default().unwrap_or(80);
+    let (host, addrs): (String, Vec<SocketAddr>) = match url.host() {
+        None => return Err(Refused::BadUrl(url.to_string(), "no host".into())),
+        Some(url::Host::Ipv4(ip)) => (ip.to_string(), vec![SocketAddr::new(ip.into(), port)]),
+        Some(url::Host::Ipv6(ip)) => (ip.to_string(), vec![SocketAddr::new(ip.into(), port)]),
+        Some(url::Host::Domain(d)) => {
+            let name = d.trim_end_matches('.');
+            let addrs: Vec<SocketAddr> = (name, port)
+                .to_socket_addrs()
+                .map_err(|e| Refused::Dns(d.to_string(), e.to_string()))?
+                .collect();
+            if addrs.is_empty() {
+                return Err(Refused::Dns(d.to_string(), "no addresses".into()));
+            }
+            (d.to_string(), addrs)
+        }
+    };
+    for a in &addrs {
+        if let Some(why) = refused_ip(a.ip(), allow_loopback) {
+            return Err(Refused::Private {
+                host: host.clone(),
+                addr: a.ip(),
+                why,
+            });
+        }
+    }
+    Ok((host, addrs))
+}
+
+/// The outcome of one fetch, failed or not: everything the recording keeps.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fetch {
+    pub url: String,
+    pub final_url: Option<String>,
+    pub redirects: Vec<String>,
+    pub status: Option<u16>,
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
+    /// Readable text of the body.
+    pub text: String,
+    pub error: Option<String>,
+}
+
+/// Fetches a public page: checks every hop, follows at most `redirects_max` redirects,
+/// refuses binary content and bodies over `fetch_bytes_max`, within `fetch_timeout_ms`.
+pub fn fetch(raw: &str, cfg: &WebConfig) -> Fetch {
+    let mut out = Fetch {
+        url: raw.to_string(),
+        ..Fetch::default()
+    };
+    if let Err(e) = fetch_into(raw, cfg, &mut out) {
+        out.error = Some(e);
+    }
+    out
+}
+
+fn fetch_into(raw: &str, cfg: &WebConfig, out: &mut Fetch) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_millis(cfg.fetch_timeout_ms);
+    let mut url = Url::parse(raw.trim())
+        .map_err(|e| Refused::BadUrl(raw.to_string(), e.to_string()).to_string())?;
+    loop {
+        let (host, addrs) =
+            check_url(&url, cfg.allow_loopback_for_tests).map_err(|e| e.to_string())?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "timed out after {} ms (fetch_timeout_ms)",
+                cfg.fetch_timeout_ms
+            ));
+        }
+        let mut builder = reqwest::blocking::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .timeout(left)
+            .user_agent(USER_AGENT);
+        if matches!(url.host(), Some(url::Host::Domain(_))) {
+            builder = builder.resolve_to_addrs(&host, &addrs);
+        }
+        let client = builder
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let resp = client
+            .get(url.clone())
+            .header(
+                "accept",
+                "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5",
+            )
+            .send()
+            .map_err(|e| {
+                if e.is_timeout() {
+                    format!(
+                        "timed out after {} ms (fetch_timeout_ms)",
+                        cfg.fetch_timeout_ms
+                    )
+                } else {
+                    format!("cannot fetch {url}: {}", error_chain(&e))
+                }
+            })?;
+        out.status = Some(resp.status().as_u16());
+        out.final_url = Some(url.to_string());
+        if resp.status().is_redirection() {
+            let Some(loc) = resp.headers().get("location").and_then(|l| l.to_str().ok()) else {
+                return Err(format!(
+                    "redirect {} without a location",
+                    resp.status().as_u16()
+                ));
+            };
+            let next = url
+                .join(loc)
+                .map_err(|e| format!("bad redirect location '{loc}': {e}"))?;
+            out.redirects.push(next.to_string());
+            if out.redirects.len() as u32 > cfg.redirects_max {
+                return Err(format!(
+                    "too many redirects (more than redirects_max = {})",
+                    cfg.redirects_max
+                ));
+            }
+            url = next;
+            continue;
+        }
+        let ct = resp
+            .headers()
+            .get("content-type")
+            .and_then(|c| c.to_str().ok())
+            .map(|c| c.trim().to_ascii_lowercase())
+            .filter(|c| !c.is_empty());
+        out.content_type = ct.clone();
+        if let Some(ct) = &ct
+            && !textual(ct)
+        {
+            return Err(format!(
+                "binary content ({ct}) refused: only text and HTML pages are read"
+            ));
+        }
+        if let Some(len) = resp.content_length()
+            && len > cfg.fetch_bytes_max
+        {
+            return Err(format!(
+                "response of {len} bytes is over fetch_bytes_max ({} bytes)",
+                cfg.fetch_bytes_max
+            ));
+        }
+        let mut body = Vec::new();
+        resp.take(cfg.fetch_bytes_max + 1)
+            .read_to_end(&mut body)
+            .map_err(|e| format!("reading {url}: {e}"))?;
+        if body.len() as u64 > cfg.fetch_bytes_max {
+            out.body = body;
+            out.body.truncate(cfg.fetch_bytes_max as usize);
+            return Err(format!(
+                "response is over fetch_bytes_max ({} bytes): stopped reading",
+                cfg.fetch_bytes_max
+            ));
+        }
+        if ct.is_none() && body.iter().take(1024).any(|&b| b == 0) {
+            out.body = body;
+            return Err("binary content (no content type, NUL bytes) refused".to_string());
+        }
+        let html = ct.as_deref().is_some_and(|c| c.contains("html"))
+            || (ct.is_none() && looks_like_html(&body));
+        out.text = if html {
+            html_to_text(&body)
+        } else {
+            String::from_utf8_lossy(&body).into_owned()
+        };
+        out.body = body;
+        return Ok(());
+    }
+}
+
+fn textual(ct: &str) -> bool {
+    let essence = ct.split(';').next().unwrap_or("").trim();
+    essence.starts_with("text/")
+        || essence.ends_with("+xml")
+        || essence.ends_with("+json")
+        || matches!(
+            essence,
+            "application/json"
+                | "application/xml"
+                | "application/javascript"
+                | "application/xhtml+xml"
+                | ""
+        )
+}
+
+fn looks_like_html(body: &[u8]) -> bool {
+    let start = String::from_utf8_lossy(&body[..body.len().min(512)]).to_ascii_lowercase();
+    start.contains("<html") || start.contains("<!doctype html")
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
+/// Readable text of an HTML page (html2text), with runs of blank lines squeezed.
+pub fn html_to_text(html: &[u8]) -> String {
+    let text = html2text::config::plain()
+        .string_from_read(html, 100)
+        .unwrap_or_else(|_| String::from_utf8_lossy(html).into_owned());
+    let mut out = String::new();
+    let mut blank = 0;
+    for line in text.lines() {
+        let line = line.trim_end();
+        if line.is_empty() {
+            blank += 1;
+            if blank > 1 {
+                continue;
+            }
+        } else {
+            blank = 0;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.trim().to_string()
+}
+
+/// One search result, normalised.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchResult {
+    pub title: String,
+    pub url: String,
+    pub snippet: String,
+}
+
+/// Results of DuckDuckGo's HTML endpoint (ads skipped; its redirect links unwrapped).
+pub fn parse_duckduckgo(html: &str) -> Vec<SearchResult> {
+    let doc = scraper::Html::parse_document(html);
+    let (Ok(result), Ok(title), Ok(snippet)) = (
+        scraper::Selector::parse(".result"),
+        scraper::Selector::parse("a.result__a"),
+        scraper::Selector::parse(".result__snippet"),
+    ) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for r in doc.select(&result) {
+        if r.value().classes().any(|c| c == "result--ad") {
+            continue;
+        }
+        let Some(a) = r.select(&title).next() else {
+            continue;
+        };
+        let href = a.value().attr("href").unwrap_or("");
+        let url = unwrap_ddg(href);
+        out.push(SearchResult {
+            title: a.text().collect::<String>(),
+            url,
+            snippet: r
+                .select(&snippet)
+                .next()
+                .map(|s| s.text().collect::<String>())
+                .unwrap_or_default(),
+        });
+    }
+    out
+}
+
+/// `//duckduckgo.com/l/?uddg=<target>&rut=…` → the target.
+fn unwrap_ddg(href: &str) -> String {
+    let Ok(u) = Url::parse("https://duckduckgo.com").and_then(|b| b.join(href)) else {
+        return href.to_string();
+    };
+    if u.path().starts_with("/l/")
+        && let Some((_, v)) = u.query_pairs().find(|(k, _)| k == "uddg")
+    {
+        return v.into_owned();
+    }
+    u.to_string()
+}
+
+/// Results of SearXNG's JSON API.
+pub fn parse_searxng(json: &str) -> Result<Vec<SearchResult>, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| format!("searxng answer is not JSON: {e}"))?;
+    let results = v["results"]
+        .as_array()
+        .ok_or("searxng answer has no results array (is format=json enabled on the instance?)")?;
+    Ok(results
+        .iter()
+        .map(|r| SearchResult {
+            title: r["title"].as_str().unwrap_or("").to_string(),
+            url: r["url"].as_str().unwrap_or("").to_string(),
+            snippet: r["content"].as_str().unwrap_or("").to_string(),
+        })
+        .collect())
+}
+
+/// Collapses white space, caps titles and snippets, keeps http(s) results with a
+/// title or a URL, drops repeated URLs, keeps at most `max`.
+pub fn normalise(results: Vec<SearchResult>, max: usize, chars_max: usize) -> Vec<SearchResult> {
+    let squeeze = |s: &str| {
+        let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        if s.chars().count() > chars_max {
+            format!("{}…", s.chars().take(chars_max).collect::<String>())
+        } else {
+            s
+        }
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    results
+        .into_iter()
+        .filter(|r| r.url.starts_with("http://") || r.url.starts_with("https://"))
+        .filter(|r| seen.insert(r.url.clone()))
+        .map(|r| SearchResult {
+            title: squeeze(&r.title),
+            url: r.url.trim().to_string(),
+            snippet: squeeze(&r.snippet),
+        })
+        .take(max)
+        .collect()
+}
+
+/// GETs a search backend's answer (a configured endpoint: not subject to the
+/// private-network guard, since a SearXNG instance is often local).
+pub fn backend_get(url: &Url, cfg: &WebConfig) -> Result<(u16, Vec<u8>), String> {
+    let client = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_millis(cfg.fetch_timeout_ms))
+        .user_agent(USER_AGENT)
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    let resp = client.get(url.clone()).send().map_err(|e| {
+        format!(
+            "search backend {}: {}",
+            url.host_str().unwrap_or(""),
+            error_chain(&e)
+        )
+    })?;
+    let status = resp.status().as_u16();
+    let mut body = Vec::new();
+    resp.take(cfg.fetch_bytes_max)
+        .read_to_end(&mut body)
+        .map_err(|e| format!("reading the search answer: {e}"))?;
+    Ok((status, body))
+}
+
+/// Fetches `url` for a call, records it (`web_fetched`, the text as a blob) and gives
+/// the model's answer.
+pub(crate) fn fetch_for_call(
+    ctx: &mut crate::tool::Ctx<'_>,
+    url: &str,
+) -> crate::Result<crate::tool::ToolOutput> {
+    let f = fetch(url, &ctx.config.web);
+    record(ctx, &f)?;
+    if let Some(e) = &f.error {
+        return Ok(crate::tool::ToolOutput::error(e.clone()));
+    }
+    let status = f.status.unwrap_or(0);
+    let head = format!(
+        "{} (status {status}, {}, {} bytes{})\n\n",
+        f.final_url.as_deref().unwrap_or(url),
+        f.content_type.as_deref().unwrap_or("no content type"),
+        f.body.len(),
+        if f.redirects.is_empty() {
+            String::new()
+        } else {
+            format!(", {} redirects", f.redirects.len())
+        }
+    );
+    let out = format!("{head}{}", f.text);
+    Ok(if (200..300).contains(&status) {
+        crate::tool::ToolOutput::ok(out)
+    } else {
+        crate::tool::ToolOutput::error(out)
+    })
+}
+
+/// Records one fetch.
+pub(crate) fn record(ctx: &mut crate::tool::Ctx<'_>, f: &Fetch) -> crate::Result<()> {
+    let text = if f.text.is_empty() {
+        None
+    } else {
+        Some(ctx.put_blob(f.text.as_bytes())?)
+    };
+    let call = ctx.call.clone();
+    ctx.record(crate::event::Event::WebFetched(crate::event::WebFetched {
+        call,
+        url: f.url.clone(),
+        final_url: f.final_url.clone(),
+        redirects: f.redirects.clone(),
+        status: f.status,
+        content_type: f.content_type.clone(),
+        bytes: f.body.len() as u64,
+        hash: (!f.body.is_empty() || f.status.is_some()).then(|| cairn_store::Hash::of(&f.body)),
+        text,
+        error: f.error.clone(),
+    }))
+}
+
+/// The permission a fetch of `url` needs: `<tool>:<host>`.
+pub(crate) fn fetch_need(tool: &str, url: &str) -> crate::permission::Need {
+    match Url::parse(url.trim()) {
+        Ok(u) if u.host_str().is_some() => crate::permission::Need::Ask {
+            key: format!("{tool}:{}", u.host_str().unwrap_or("")),
+            detail: format!("{tool} wants to fetch {u}"),
+            guarded: false,
+        },
+        // Not a URL: nothing is fetched, the tool says why.
+        _ => crate::permission::Need::Auto,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ddg_links_are_unwrapped() {
+        assert_eq!(
+            unwrap_ddg("//duckduckgo.com/l/?uddg=https%3A%2F%2Fexample.org%2Fa%3Fb%3D1&rut=x"),
+            "https://example.org/a?b=1"
+        );
+        assert_eq!(unwrap_ddg("https://example.org/"), "https://example.org/");
+    }
+}
