@@ -238,7 +238,7 @@ fn replay_diff_and_checkout_verbs_and_their_exit_codes() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     assert!(
         text(&out.stdout).starts_with("identical: ")
-            && text(&out.stdout).contains(" 1 answered from the recording"),
+            && text(&out.stdout).contains(" 3 answered from the recording"),
         "{}",
         text(&out.stdout)
     );

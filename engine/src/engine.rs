@@ -444,6 +444,48 @@ impl Engine {
         self.call_with(tool, input, None)
     }
 
+    /// Records a call answered from a recording instead of being run (replay answers
+    /// network and MCP calls this way, and shell commands with `--shell recorded`): the
+    /// call gets its `tool_started` and a `tool_finished` with the recorded result.
+    pub fn call_answered(
+        &mut self,
+        tool: &str,
+        input: serde_json::Value,
+        status: Status,
+        output: &str,
+        refusal: Option<Refusal>,
+    ) -> Result<CallOutcome> {
+        self.poll_background()?;
+        let call = format!("c{}", self.rec.state.calls_started + 1);
+        let mut redactions = Counts::new();
+        let input = self.redactor.redact_json(&input, &mut redactions);
+        self.rec.append(&Event::ToolStarted {
+            call: call.clone(),
+            tool: tool.to_string(),
+            input,
+            mcp: None,
+        })?;
+        let output = self.redactor.redact(output, &mut redactions).into_owned();
+        self.rec.append(&Event::ToolFinished(ToolFinished {
+            call: call.clone(),
+            status,
+            output: output.clone(),
+            output_blob: None,
+            elapsed_us: 0,
+            refusal: refusal.clone(),
+            redactions,
+            mcp_result: None,
+        }))?;
+        self.rec.sync()?;
+        Ok(CallOutcome {
+            call,
+            tool: tool.to_string(),
+            status,
+            output,
+            refusal,
+        })
+    }
+
     /// Runs one tool call with a given permission answer (a script's `approve`), used
     /// instead of asking the approver when the call needs one.
     pub fn call_with(

@@ -218,3 +218,40 @@ fn a_session_that_cannot_be_read_strictly_cannot_be_replayed() {
     ));
     let _ = Event::KINDS;
 }
+
+/// Regression: a replay must never reach the network or an MCP server again; the
+/// recorded answers stand in, and the replay session records them as calls.
+#[test]
+fn network_calls_are_answered_from_the_recording() {
+    let home = tempfile::tempdir().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    let h = cairn_engine::Home::at(home.path());
+    let runs = cairn_engine::demo::run(&h, base.path(), |_, _| {}).unwrap();
+    let thoth = runs
+        .iter()
+        .find(|r| r.catalog == cairn_engine::Catalog::Thoth)
+        .unwrap();
+    let dir = cairn_engine::find_session(&h, &thoth.session, None)
+        .unwrap()
+        .dir;
+    let report = cairn_replay::replay(&dir, cairn_replay::ReplayOptions::default()).unwrap();
+    assert!(report.divergences.is_empty(), "{:?}", report.divergences);
+    let replayed = report.replay_dir.clone();
+    let mut fetched = 0;
+    let mut answered = Vec::new();
+    for r in cairn_store::LogReader::open(&replayed)
+        .unwrap()
+        .records()
+        .unwrap()
+    {
+        match cairn_engine::fold::parse(&r.unwrap()).unwrap().event {
+            cairn_engine::Event::WebFetched(_) => fetched += 1,
+            cairn_engine::Event::ToolStarted { tool, .. } if tool.starts_with("web_") => {
+                answered.push(tool)
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(fetched, 0, "the replay fetched again");
+    assert_eq!(answered, ["web_search", "web_fetch"]);
+}
