@@ -199,7 +199,7 @@ impl Engine {
         let rt = Runtime {
             session_dir: dir.clone(),
             tmp_dir: project.dir.join("tmp"),
-            manifest_cache: project.manifest_cache(),
+            manifest_cache: manifest::ScanCache::new(project.manifest_cache()),
             home_inner,
             manifest: files.into_iter().map(|f| (f.path.clone(), f)).collect(),
             bg: Default::default(),

@@ -93,15 +93,40 @@ const RACY_NS: i64 = 100_000_000;
 /// The mtime a cache entry gets when it must be hashed again next time.
 const SMUDGED: i64 = i64::MIN;
 
+/// A project's manifest cache, read once and then kept in memory by a session that
+/// scans again and again (after every command): parsing it is most of a no-change
+/// scan's cost otherwise.
+#[derive(Debug)]
+pub struct ScanCache {
+    file: std::path::PathBuf,
+    entries: Option<HashMap<String, CacheEntry>>,
+}
+
+impl ScanCache {
+    /// The cache kept in `file` (read on first use).
+    pub fn new(file: std::path::PathBuf) -> ScanCache {
+        ScanCache { file, entries: None }
+    }
+}
+
 /// Scans the workspace: hashes (and stores as blobs) what the cache does not vouch
 /// for, rewrites the cache, and returns the manifest sorted by path.
 pub fn scan(root: &Path, blobs: &BlobStore, cache_file: &Path) -> Result<Vec<ManifestEntry>> {
+    scan_cached(root, blobs, &mut ScanCache::new(cache_file.to_path_buf()))
+}
+
+/// [`scan`] with a cache kept in memory between calls.
+pub fn scan_cached(root: &Path, blobs: &BlobStore, cache_state: &mut ScanCache) -> Result<Vec<ManifestEntry>> {
     let started_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(i64::MAX, |d| {
             i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
         });
-    let cache = read_cache(cache_file);
+    let cache_file = cache_state.file.clone();
+    let cache = match cache_state.entries.take() {
+        Some(c) => c,
+        None => read_cache(&cache_file),
+    };
     let seen = walk(root);
     let mut entries: Vec<Option<ManifestEntry>> = vec![None; seen.len()];
     let mut todo = Vec::new();
@@ -161,25 +186,24 @@ pub fn scan(root: &Path, blobs: &BlobStore, cache_file: &Path) -> Result<Vec<Man
     let racy = |mtime_ns: i64| mtime_ns >= started_ns.saturating_sub(RACY_NS);
     if todo.is_empty() && cache.len() == manifest.len() && !seen.iter().any(|s| racy(s.mtime_ns)) {
         // Nothing moved: the cache is already right.
+        cache_state.entries = Some(cache);
         return Ok(manifest);
     }
     let by_path: HashMap<&str, &Seen> = seen.iter().map(|s| (s.path.as_str(), s)).collect();
-    write_cache(
-        cache_file,
-        manifest.iter().filter_map(|m| {
+    let fresh: Vec<CacheEntry> = manifest
+        .iter()
+        .filter_map(|m| {
             by_path.get(m.path.as_str()).map(|s| CacheEntry {
                 path: m.path.clone(),
                 size: m.size,
-                mtime_ns: if racy(s.mtime_ns) {
-                    SMUDGED
-                } else {
-                    s.mtime_ns
-                },
+                mtime_ns: if racy(s.mtime_ns) { SMUDGED } else { s.mtime_ns },
                 mode: m.mode,
                 hash: m.hash,
             })
-        }),
-    )?;
+        })
+        .collect();
+    write_cache(&cache_file, fresh.iter().cloned())?;
+    cache_state.entries = Some(fresh.into_iter().map(|e| (e.path.clone(), e)).collect());
     Ok(manifest)
 }
 

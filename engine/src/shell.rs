@@ -68,7 +68,7 @@ pub(crate) struct Bg {
 pub(crate) struct Runtime {
     pub(crate) session_dir: PathBuf,
     pub(crate) tmp_dir: PathBuf,
-    pub(crate) manifest_cache: PathBuf,
+    pub(crate) manifest_cache: manifest::ScanCache,
     /// The cairn home's path inside the workspace, when it is there (left out of scans).
     pub(crate) home_inner: Option<String>,
     pub(crate) manifest: BTreeMap<String, ManifestEntry>,
@@ -681,7 +681,7 @@ fn record_external(
     root: &Path,
     call: Option<&str>,
 ) -> Result<Vec<Change>> {
-    let mut files = manifest::scan(root, &rec.blobs, &rt.manifest_cache)?;
+    let mut files = manifest::scan_cached(root, &rec.blobs, &mut rt.manifest_cache)?;
     rec.note_blobs_written();
     if let Some(inner) = &rt.home_inner {
         files.retain(|f| !f.path.starts_with(inner.as_str()));
