@@ -1,6 +1,7 @@
 //! `cairn`: the command line of the cairn engine. Thin glue: every piece of logic lives
 //! in the library crates; this crate parses flags and formats output.
 
+mod auditcmd;
 mod logcmd;
 mod mcpcmd;
 mod out;
@@ -182,6 +183,22 @@ enum Command {
         #[command(subcommand)]
         action: McpAction,
     },
+    /// What a session did: header (times, end state, lineage, integrity from a deep
+    /// verify, head hash), files written with diffs, files read, commands, processes
+    /// left running, network, permissions, refusals, interrupted calls, redactions.
+    Audit {
+        /// A session: id, unique prefix, folder, or `last`.
+        session: String,
+        #[arg(long, conflicts_with_all = ["markdown", "html"])]
+        json: bool,
+        #[arg(long, conflicts_with = "html")]
+        markdown: bool,
+        /// Write one self-contained HTML file (with a timeline) to FILE.
+        #[arg(long, value_name = "FILE")]
+        html: Option<std::path::PathBuf>,
+    },
+    /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell).
+    Completions { shell: clap_complete::Shell },
     /// Set up a sample project and run a scripted session in it per catalog.
     Demo {
         /// Where to put the sample projects (new or empty; default: a fresh temp folder).
@@ -336,6 +353,25 @@ fn main() -> ExitCode {
             } => mcpcmd::serve(&workspace, catalog, approve),
         },
         Command::Demo { dir } => sessioncmd::demo(dir.as_deref()),
+        Command::Audit {
+            session,
+            json,
+            markdown,
+            html,
+        } => auditcmd::audit(
+            &session,
+            match (json, markdown, &html) {
+                (true, _, _) => auditcmd::Format::Json,
+                (_, true, _) => auditcmd::Format::Markdown,
+                (_, _, Some(f)) => auditcmd::Format::Html(f),
+                _ => auditcmd::Format::Text,
+            },
+        ),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "cairn", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,
