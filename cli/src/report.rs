@@ -616,13 +616,29 @@ fn diff_html(diff: &str) -> String {
 
 /// The timeline: one bar per call and per process, on a time axis.
 fn timeline(a: &Audit) -> String {
-    let span = a.header.duration_ms.max(1) as f64;
+    // The axis spans the calls and processes (the session's start includes the scan of
+    // the workspace, which would squeeze every bar to the right).
+    let t0 = a
+        .calls
+        .iter()
+        .map(|c| c.start_ms)
+        .chain(a.commands.iter().map(|c| c.start_ms))
+        .min()
+        .unwrap_or(0);
+    let t1 = a
+        .calls
+        .iter()
+        .map(|c| c.end_ms)
+        .chain(a.commands.iter().map(|c| c.end_ms))
+        .max()
+        .unwrap_or(a.header.duration_ms);
+    let span = t1.saturating_sub(t0).max(1) as f64;
     let label_w = 190.0;
     let plot_w = 780.0;
     let row_h = 18.0;
     let rows = a.calls.len() + a.commands.len();
     let height = 30.0 + row_h * rows as f64 + 10.0;
-    let x = |ms: u64| label_w + plot_w * (ms as f64 / span);
+    let x = |ms: u64| label_w + plot_w * (ms.saturating_sub(t0) as f64 / span);
     let mut o = String::new();
     let _ = write!(
         o,
@@ -631,11 +647,12 @@ fn timeline(a: &Audit) -> String {
     );
     // The axis: five ticks.
     for i in 0..=4 {
-        let ms = (span * f64::from(i) / 4.0) as u64;
+        let ms = t0 + (span * f64::from(i) / 4.0) as u64;
         let tx = x(ms);
+        let anchor = if i == 4 { "end" } else { "middle" };
         let _ = write!(
             o,
-            "<line x1=\"{tx:.1}\" y1=\"18\" x2=\"{tx:.1}\" y2=\"{:.1}\" stroke=\"#eee\"/><text x=\"{tx:.1}\" y=\"13\" font-size=\"10\" text-anchor=\"middle\" fill=\"#666\">{}</text>",
+            "<line x1=\"{tx:.1}\" y1=\"18\" x2=\"{tx:.1}\" y2=\"{:.1}\" stroke=\"#eee\"/><text x=\"{tx:.1}\" y=\"13\" font-size=\"10\" text-anchor=\"{anchor}\" fill=\"#666\">+{}</text>",
             height - 5.0,
             esc(&elapsed(ms * 1000))
         );

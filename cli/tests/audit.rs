@@ -93,3 +93,69 @@ fn audit_gathers_refusals_permissions_network_and_commands() {
             .all(|w| w.status != cairn_engine::event::WriteStatus::Intent)
     );
 }
+
+/// The HTML report opened in headless Chromium (installed by `.ci/run`): the rendered
+/// DOM holds the timeline's bars and a diff; the screenshot is kept under
+/// `target/audit-artifacts/` for people to look at.
+#[test]
+fn audit_html_renders_in_headless_chromium() {
+    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("chromium is missing: .ci/run installs it (apt-get install chromium)");
+    let (demo, audits) = audits();
+    let (_, a) = audits.iter().find(|(n, _)| n == "thoth").unwrap();
+    let html = report::html(a);
+    assert!(
+        !html.contains("src=\"http") && !html.contains("href=\"http"),
+        "no external resource"
+    );
+    let file = demo.base.path().join("audit.html");
+    std::fs::write(&file, &html).unwrap();
+    let artifacts =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/audit-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let shot = artifacts.join("audit.png");
+    let _ = std::fs::remove_file(&shot);
+    let run = |extra: &[&str]| {
+        let profile = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new(chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--hide-scrollbars",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(extra)
+            .arg(format!("file://{}", file.display()))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let dom = run(&["--dump-dom"]);
+    assert!(dom.contains("id=\"timeline\""), "no timeline");
+    let bars = dom.matches("class=\"bar call\"").count();
+    assert_eq!(bars, a.calls.len(), "one bar per call");
+    assert!(dom.contains("class=\"bar process\""), "a process bar");
+    assert!(dom.contains("<pre class=\"diff\">"), "a diff");
+    assert!(dom.contains("<span class=\"add\">"), "an added line");
+    run(&[
+        &format!("--screenshot={}", shot.display()),
+        "--window-size=1200,1600",
+    ]);
+    assert!(
+        std::fs::metadata(&shot).unwrap().len() > 10_000,
+        "a screenshot"
+    );
+}
