@@ -3,5 +3,6 @@
 //! with ratatui). The binary (`src/main.rs`) parses flags and wires them to the
 //! library crates; logic another crate needs lives in those crates, not here.
 
+pub mod browse;
 pub mod paint;
 pub mod report;

@@ -2,6 +2,7 @@
 //! in the library crates; this crate parses flags and formats output.
 
 mod auditcmd;
+mod browsecmd;
 mod logcmd;
 mod mcpcmd;
 mod out;
@@ -197,6 +198,12 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         html: Option<std::path::PathBuf>,
     },
+    /// Browse sessions on the terminal: the current project's sessions, a session's
+    /// calls, a call's detail (input, output, diff, records). Read-only.
+    Browse {
+        /// Open this session (id, unique prefix, folder, or `last`) directly.
+        session: Option<String>,
+    },
     /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell).
     Completions { shell: clap_complete::Shell },
     /// Set up a sample project and run a scripted session in it per catalog.
@@ -367,6 +374,7 @@ fn main() -> ExitCode {
                 _ => auditcmd::Format::Text,
             },
         ),
+        Command::Browse { session } => browsecmd::browse(session.as_deref()),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(shell, &mut Cli::command(), "cairn", &mut std::io::stdout());
