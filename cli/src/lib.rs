@@ -6,3 +6,4 @@
 pub mod browse;
 pub mod paint;
 pub mod report;
+pub mod view;

@@ -3,6 +3,7 @@
 
 mod auditcmd;
 mod browsecmd;
+mod livecmd;
 mod logcmd;
 mod mcpcmd;
 mod out;
