@@ -19,7 +19,13 @@ use clap::{Parser, Subcommand};
 ///
 /// Exit codes: 0 success (or clean), 1 problems found, 2 could not run.
 #[derive(Debug, Parser)]
-#[command(name = "cairn", version, about, long_about = None)]
+#[command(
+    name = "cairn",
+    version,
+    about,
+    long_about = None,
+    after_help = "Exit codes: 0 success (or clean, identical), 1 problems found (verify, replay, diff), 2 could not run. Errors go to stderr prefixed `cairn:`; a closed pipe exits 0. Colours only on a terminal, never with NO_COLOR set."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -378,8 +384,14 @@ fn main() -> ExitCode {
         Command::Browse { session } => browsecmd::browse(session.as_deref()),
         Command::Completions { shell } => {
             use clap::CommandFactory;
-            clap_complete::generate(shell, &mut Cli::command(), "cairn", &mut std::io::stdout());
-            Ok(ExitCode::SUCCESS)
+            // Into memory first: the generator panics on a closed pipe.
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "cairn", &mut buf);
+            use std::io::Write;
+            std::io::stdout()
+                .write_all(&buf)
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(anyhow::Error::from)
         }
     };
     match result {
