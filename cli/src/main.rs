@@ -1,6 +1,9 @@
 //! `cairn`: the command line of the cairn engine. Thin glue: every piece of logic lives
 //! in the library crates; this crate parses flags and formats output.
 
+mod auditcmd;
+mod browsecmd;
+mod livecmd;
 mod logcmd;
 mod mcpcmd;
 mod out;
@@ -16,7 +19,13 @@ use clap::{Parser, Subcommand};
 ///
 /// Exit codes: 0 success (or clean), 1 problems found, 2 could not run.
 #[derive(Debug, Parser)]
-#[command(name = "cairn", version, about, long_about = None)]
+#[command(
+    name = "cairn",
+    version,
+    about,
+    long_about = None,
+    after_help = "Exit codes: 0 success (or clean, identical), 1 problems found (verify, replay, diff), 2 could not run. Errors go to stderr prefixed `cairn:`; a closed pipe exits 0. Colours only on a terminal, never with NO_COLOR set."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -182,6 +191,28 @@ enum Command {
         #[command(subcommand)]
         action: McpAction,
     },
+    /// What a session did: header (times, end state, lineage, integrity from a deep
+    /// verify, head hash), files written with diffs, files read, commands, processes
+    /// left running, network, permissions, refusals, interrupted calls, redactions.
+    Audit {
+        /// A session: id, unique prefix, folder, or `last`.
+        session: String,
+        #[arg(long, conflicts_with_all = ["markdown", "html"])]
+        json: bool,
+        #[arg(long, conflicts_with = "html")]
+        markdown: bool,
+        /// Write one self-contained HTML file (with a timeline) to FILE.
+        #[arg(long, value_name = "FILE")]
+        html: Option<std::path::PathBuf>,
+    },
+    /// Browse sessions on the terminal: the current project's sessions, a session's
+    /// calls, a call's detail (input, output, diff, records). Read-only.
+    Browse {
+        /// Open this session (id, unique prefix, folder, or `last`) directly.
+        session: Option<String>,
+    },
+    /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell).
+    Completions { shell: clap_complete::Shell },
     /// Set up a sample project and run a scripted session in it per catalog.
     Demo {
         /// Where to put the sample projects (new or empty; default: a fresh temp folder).
@@ -336,6 +367,32 @@ fn main() -> ExitCode {
             } => mcpcmd::serve(&workspace, catalog, approve),
         },
         Command::Demo { dir } => sessioncmd::demo(dir.as_deref()),
+        Command::Audit {
+            session,
+            json,
+            markdown,
+            html,
+        } => auditcmd::audit(
+            &session,
+            match (json, markdown, &html) {
+                (true, _, _) => auditcmd::Format::Json,
+                (_, true, _) => auditcmd::Format::Markdown,
+                (_, _, Some(f)) => auditcmd::Format::Html(f),
+                _ => auditcmd::Format::Text,
+            },
+        ),
+        Command::Browse { session } => browsecmd::browse(session.as_deref()),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            // Into memory first: the generator panics on a closed pipe.
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "cairn", &mut buf);
+            use std::io::Write;
+            std::io::stdout()
+                .write_all(&buf)
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(anyhow::Error::from)
+        }
     };
     match result {
         Ok(code) => code,

@@ -75,7 +75,12 @@ impl Paint {
 
 pub fn verify(spec: &Path, json: bool) -> Result<ExitCode> {
     let dir = session(spec)?;
-    let (report, problems) = cairn_replay::verify(&dir)?;
+    let pb = crate::auditcmd::spinner("verifying the session");
+    let verified = cairn_replay::verify(&dir);
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    let (report, problems) = verified?;
     if json {
         let value = serde_json::json!({
             "clean": problems.is_empty(),

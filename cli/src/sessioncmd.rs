@@ -91,6 +91,18 @@ pub fn run_script(
     let text = std::fs::read_to_string(script_path)
         .with_context(|| format!("cannot read script {}", script_path.display()))?;
     let steps = script::parse(&text)?;
+    {
+        use std::io::IsTerminal;
+        // On a terminal, the live view.
+        if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+            let policy = match approve {
+                Approve::Ask => None,
+                Approve::Always => Some(Policy::AllowAll),
+                Approve::Never => Some(Policy::DenyAll),
+            };
+            return crate::livecmd::run(steps, workspace, catalog, policy);
+        }
+    }
     let home = Home::from_env()?;
     let mut engine = Engine::start(&home, workspace, EngineConfig::new(catalog))?;
     engine.set_approver(match approve {

@@ -302,3 +302,46 @@ fn replay_diff_and_checkout_verbs_and_their_exit_codes() {
         );
     }
 }
+
+#[test]
+fn audit_formats_completions_and_help_exit_codes() {
+    let home = tempfile::tempdir().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("demo");
+    let out = cairn(home.path(), &["demo", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = cairn(home.path(), &["audit", "last"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("integrity clean") && t.contains("== Files written"),
+        "{t}"
+    );
+    assert!(!t.contains('\x1b'), "no colours off a terminal");
+    let out = cairn(home.path(), &["audit", "last", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["header"]["end_state"], "finished");
+    let out = cairn(home.path(), &["audit", "last", "--markdown"]);
+    assert!(text(&out.stdout).starts_with("# Audit of session"));
+    let html = base.path().join("a.html");
+    let out = cairn(
+        home.path(),
+        &["audit", "last", "--html", html.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        std::fs::read_to_string(&html)
+            .unwrap()
+            .contains("id=\"timeline\"")
+    );
+    let out = cairn(home.path(), &["audit", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("cairn: "));
+    let out = cairn(home.path(), &["completions", "bash"]);
+    assert!(text(&out.stdout).contains("_cairn()"));
+    let out = cairn(home.path(), &["--help"]);
+    assert!(text(&out.stdout).contains("Exit codes: 0"));
+    // browse needs a terminal.
+    let out = cairn(home.path(), &["browse"]);
+    assert_eq!(out.status.code(), Some(2));
+}

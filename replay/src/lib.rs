@@ -2,7 +2,8 @@
 //! deeply (integrity, fold, every decision taken again, blobs); `replay` re-runs it
 //! through the engine in a fresh copy of its starting workspace and reports where the
 //! results diverge; `diff` aligns two sessions' calls and shows what differs;
-//! `checkout` writes the workspace as it was after any record.
+//! `checkout` writes the workspace as it was after any record; `audit` gathers what a
+//! session did for a report.
 //!
 //! It never writes into a session it reads: a replay is a new session whose parent is
 //! the original.
@@ -16,6 +17,7 @@
 //! # Ok::<(), cairn_replay::ReplayError>(())
 //! ```
 
+pub mod audit;
 mod checkout;
 mod compare;
 mod diff;

@@ -1,0 +1,64 @@
+//! `cairn audit`: loads a session, verifies it deeply, gathers the audit
+//! (`cairn_replay::audit`) and renders it.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use cairn_cli::paint::Paint;
+use cairn_cli::report;
+
+use crate::out;
+
+/// The output format.
+pub enum Format<'a> {
+    Text,
+    Json,
+    Markdown,
+    Html(&'a Path),
+}
+
+/// A spinner on standard error while a long step runs, when it is a terminal.
+pub fn spinner(what: &str) -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_message(what.to_string());
+    pb.enable_steady_tick(std::time::Duration::from_millis(100));
+    Some(pb)
+}
+
+pub fn audit(spec: &str, format: Format) -> Result<ExitCode> {
+    let dir = crate::sessioncmd::session_dir(spec)?;
+    let pb = spinner("verifying the session");
+    let verified = cairn_replay::verify(&dir);
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    let verified = verified?;
+    let session = cairn_replay::Session::load(&dir)
+        .context("the session cannot be audited (cairn verify lists what is wrong)")?;
+    let a = cairn_replay::audit::audit(&session, &verified);
+    match format {
+        Format::Text => {
+            let text = report::text(&a, Paint::stdout());
+            for l in text.lines() {
+                out::line(l)?;
+            }
+        }
+        Format::Markdown => {
+            for l in report::markdown(&a).lines() {
+                out::line(l)?;
+            }
+        }
+        Format::Json => out::line(&serde_json::to_string(&a)?)?,
+        Format::Html(file) => {
+            std::fs::write(file, report::html(&a))
+                .with_context(|| format!("cannot write {}", file.display()))?;
+            eprintln!("wrote {}", file.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

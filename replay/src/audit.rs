@@ -1,0 +1,650 @@
+//! The audit of a session: what an agent did, gathered from its records, its blobs and
+//! a deep verification into one plain value that the command line renders as text,
+//! Markdown, JSON or HTML. Gathering is pure: it reads only the loaded session (records
+//! and blob store) and the verify report it is given.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use cairn_engine::event::{
+    Answer, AnswerSource, Event, Phase, ProcKind, Rule, Status, WebFetched, WriteOp, WriteStatus,
+};
+use cairn_store::BlobRef;
+use serde::Serialize;
+
+use crate::session::Session;
+use crate::verify::{Problem, Report};
+
+/// Diff lines kept per file write (a note says how many more there were).
+pub const DIFF_LINES_MAX: usize = 400;
+
+/// How a session's log ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndState {
+    /// Its last session event is `session_ended`.
+    Finished,
+    /// It stops without `session_ended` (a crash, a kill, or still running).
+    Interrupted,
+    /// It was resumed after an interruption and has not ended since.
+    Resumed,
+}
+
+impl EndState {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EndState::Finished => "finished",
+            EndState::Interrupted => "interrupted",
+            EndState::Resumed => "resumed",
+        }
+    }
+}
+
+/// Everything an audit shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Audit {
+    pub header: Header,
+    pub integrity: Integrity,
+    /// Calls in the order they started (also the timeline's bars).
+    pub calls: Vec<CallEntry>,
+    pub writes: Vec<WriteEntry>,
+    pub reads: Vec<ReadEntry>,
+    pub commands: Vec<CommandEntry>,
+    /// Background processes not finished at the end of the log.
+    pub processes_open: Vec<OpenProcess>,
+    pub network: Network,
+    pub permissions: Vec<PermissionEntry>,
+    pub refusals: Vec<RefusalEntry>,
+    pub interrupted: Vec<InterruptedEntry>,
+    /// Secrets redacted, per kind, over the whole session.
+    pub redactions: BTreeMap<String, u64>,
+    /// Calls by final status (`unfinished` for calls without an end).
+    pub calls_by_status: BTreeMap<String, u64>,
+}
+
+/// Who, where and when.
+#[derive(Debug, Clone, Serialize)]
+pub struct Header {
+    pub session: String,
+    pub workspace: String,
+    pub catalog: String,
+    pub engine_version: String,
+    /// `ts` of the first record.
+    pub started: String,
+    /// `ts` of the last record.
+    pub ended: String,
+    /// Milliseconds between the two.
+    pub duration_ms: u64,
+    pub end_state: EndState,
+    /// The reason given in the last `session_ended`.
+    pub end_reason: Option<String>,
+    /// How often the session was resumed.
+    pub resumed: u32,
+    /// The parent session (a fork or a replay): id, seq, hash.
+    pub parent: Option<Lineage>,
+    pub records: u64,
+    pub head_seq: u64,
+    pub head_hash: String,
+}
+
+/// Where a session comes from.
+#[derive(Debug, Clone, Serialize)]
+pub struct Lineage {
+    pub session: String,
+    pub seq: u64,
+    pub hash: String,
+}
+
+/// The outcome of the deep verification the audit ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct Integrity {
+    pub clean: bool,
+    pub problems: u64,
+    pub decisions_checked: u64,
+    pub blobs_checked: u64,
+    /// Every problem, as verify reports it.
+    pub list: Vec<Problem>,
+}
+
+/// One call.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallEntry {
+    pub seq: u64,
+    pub call: String,
+    pub tool: String,
+    /// `ok`, `error`, … or `unfinished`.
+    pub status: String,
+    pub started: String,
+    pub finished: Option<String>,
+    /// Milliseconds from the session start to the call's start and end (the timeline).
+    pub start_ms: u64,
+    pub end_ms: u64,
+    pub elapsed_us: Option<u64>,
+    /// A one-line summary of the input.
+    pub summary: String,
+}
+
+/// One change to a file.
+#[derive(Debug, Clone, Serialize)]
+pub struct WriteEntry {
+    pub seq: u64,
+    pub call: Option<String>,
+    pub op: WriteOp,
+    pub path: String,
+    pub status: WriteStatus,
+    pub before: Option<String>,
+    pub after: Option<String>,
+    pub before_bytes: Option<u64>,
+    pub after_bytes: Option<u64>,
+    /// The unified diff with line numbers, or why there is none (binary, missing blob).
+    pub diff: String,
+}
+
+/// The lines of a file a call read.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReadEntry {
+    pub seq: u64,
+    pub call: String,
+    pub path: String,
+    pub ranges: Vec<(u32, u32)>,
+    pub total_lines: u32,
+}
+
+/// One process a shell tool ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommandEntry {
+    pub seq: u64,
+    pub call: String,
+    /// The process-table id of a background process.
+    pub id: Option<String>,
+    /// The full command line, quoted as a shell would need.
+    pub command: String,
+    pub cwd: String,
+    pub kind: ProcKind,
+    /// `ok`, `failed`, `timeout`, `cancelled` or `running` (no end recorded).
+    pub status: String,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub elapsed_us: Option<u64>,
+    /// Bytes of standard output and error (or of the log of a background process).
+    pub output_bytes: u64,
+    pub error: Option<String>,
+    pub start_ms: u64,
+    pub end_ms: u64,
+}
+
+/// A background process with no recorded end.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpenProcess {
+    pub id: String,
+    pub pid: Option<u32>,
+    pub command: String,
+    /// `running` when the session has not ended, `lost` when it ended (or was resumed)
+    /// without recording the process's end.
+    pub state: String,
+}
+
+/// What the session reached on the network.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Network {
+    /// Hosts asked for, with how many fetches each.
+    pub hosts: BTreeMap<String, u64>,
+    pub fetches: Vec<FetchEntry>,
+    pub searches: Vec<SearchEntry>,
+}
+
+/// One fetch.
+#[derive(Debug, Clone, Serialize)]
+pub struct FetchEntry {
+    pub seq: u64,
+    pub call: String,
+    pub url: String,
+    pub final_url: Option<String>,
+    pub status: Option<u16>,
+    pub bytes: u64,
+    pub error: Option<String>,
+}
+
+/// One search.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchEntry {
+    pub seq: u64,
+    pub call: String,
+    pub query: String,
+    pub status: String,
+}
+
+/// A permission request and its decision (or a decision from the allow list alone).
+#[derive(Debug, Clone, Serialize)]
+pub struct PermissionEntry {
+    pub seq: u64,
+    pub call: String,
+    pub tool: String,
+    pub key: String,
+    /// Exactly what was asked about (empty for an allow-list decision, never asked).
+    pub detail: String,
+    pub guarded: bool,
+    /// None when the request was never answered (the session stopped while asking).
+    pub answer: Option<Answer>,
+    pub source: Option<AnswerSource>,
+}
+
+/// A call a rule refused.
+#[derive(Debug, Clone, Serialize)]
+pub struct RefusalEntry {
+    pub seq: u64,
+    pub call: String,
+    pub tool: String,
+    pub status: Status,
+    pub rule: Option<Rule>,
+    pub path: Option<String>,
+    /// The first line of what the model was told.
+    pub reason: String,
+}
+
+/// A call the session left unfinished or recorded as interrupted.
+#[derive(Debug, Clone, Serialize)]
+pub struct InterruptedEntry {
+    pub seq: u64,
+    pub call: String,
+    pub tool: String,
+    /// `unfinished` (no end recorded) or the outcome decided at resume.
+    pub outcome: String,
+}
+
+/// Gathers the audit of a loaded session, given its deep verification.
+pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
+    let (report, problems) = verified;
+    let records = &session.records;
+    let t0 = records.first().map(|r| millis(&r.ts)).unwrap_or(0);
+    let at = |ts: &str| millis(ts).saturating_sub(t0);
+    let last_ts = records.last().map(|r| r.ts.clone()).unwrap_or_default();
+    let end_ms = at(&last_ts);
+
+    let mut calls: Vec<CallEntry> = Vec::new();
+    let mut call_index: HashMap<String, usize> = HashMap::new();
+    let mut writes = Vec::new();
+    let mut reads = Vec::new();
+    let mut commands: Vec<CommandEntry> = Vec::new();
+    let mut open_cmds: HashMap<(String, Option<String>), usize> = HashMap::new();
+    let mut network = Network::default();
+    let mut permissions: Vec<PermissionEntry> = Vec::new();
+    let mut pending_perm: HashMap<(String, String), usize> = HashMap::new();
+    let mut refusals = Vec::new();
+    let mut redactions: BTreeMap<String, u64> = BTreeMap::new();
+    let mut end_state = EndState::Interrupted;
+    let mut end_reason = None;
+    let mut resumed = 0u32;
+    let mut open_bg: BTreeMap<String, (Option<u32>, String)> = BTreeMap::new();
+
+    for r in records {
+        match &r.event {
+            Event::ToolStarted {
+                call, tool, input, ..
+            } => {
+                call_index.insert(call.clone(), calls.len());
+                if tool == "web_search"
+                    && let Some(q) = input.get("query").and_then(|q| q.as_str())
+                {
+                    network.searches.push(SearchEntry {
+                        seq: r.seq,
+                        call: call.clone(),
+                        query: q.to_string(),
+                        status: "unfinished".into(),
+                    });
+                }
+                calls.push(CallEntry {
+                    seq: r.seq,
+                    call: call.clone(),
+                    tool: tool.clone(),
+                    status: "unfinished".into(),
+                    started: r.ts.clone(),
+                    finished: None,
+                    start_ms: at(&r.ts),
+                    end_ms,
+                    elapsed_us: None,
+                    summary: input_summary(input),
+                });
+            }
+            Event::ToolFinished(f) => {
+                for (k, n) in &f.redactions {
+                    *redactions.entry(k.clone()).or_default() += u64::from(*n);
+                }
+                let Some(&i) = call_index.get(&f.call) else {
+                    continue;
+                };
+                let c = &mut calls[i];
+                c.status = f.status.as_str().to_string();
+                c.finished = Some(r.ts.clone());
+                c.end_ms = at(&r.ts);
+                c.elapsed_us = Some(f.elapsed_us);
+                for s in network.searches.iter_mut().filter(|s| s.call == f.call) {
+                    s.status = f.status.as_str().to_string();
+                }
+                let refused =
+                    f.refusal.is_some() || matches!(f.status, Status::Blocked | Status::Denied);
+                if refused {
+                    refusals.push(RefusalEntry {
+                        seq: r.seq,
+                        call: f.call.clone(),
+                        tool: c.tool.clone(),
+                        status: f.status,
+                        rule: f.refusal.as_ref().map(|x| x.rule),
+                        path: f.refusal.as_ref().and_then(|x| x.path.clone()),
+                        reason: f.output.lines().next().unwrap_or("").to_string(),
+                    });
+                }
+            }
+            Event::FileWrite(w) => {
+                // The end of a write replaces its intent: one entry per change.
+                if w.status != WriteStatus::Intent
+                    && let Some(last) = writes.iter_mut().rev().find(|e: &&mut WriteEntry| {
+                        e.status == WriteStatus::Intent && e.path == w.path && e.call == w.call
+                    })
+                {
+                    last.seq = r.seq;
+                    last.status = w.status;
+                    continue;
+                }
+                writes.push(WriteEntry {
+                    seq: r.seq,
+                    call: w.call.clone(),
+                    op: w.op,
+                    path: w.path.clone(),
+                    status: w.status,
+                    before: w.before.as_ref().map(|b| b.hash.to_hex()),
+                    after: w.after.as_ref().map(|b| b.hash.to_hex()),
+                    before_bytes: w.before.as_ref().map(|b| b.len),
+                    after_bytes: w.after.as_ref().map(|b| b.len),
+                    diff: write_diff(session, &w.path, w.before.as_ref(), w.after.as_ref()),
+                });
+            }
+            Event::FileRead(fr) => reads.push(ReadEntry {
+                seq: r.seq,
+                call: fr.call.clone(),
+                path: fr.path.clone(),
+                ranges: fr.ranges.clone(),
+                total_lines: fr.total_lines,
+            }),
+            Event::ShellExec(x) => {
+                let key = (x.call.clone(), x.id.clone());
+                let output = x.stdout_bytes.unwrap_or(0)
+                    + x.stderr_bytes.unwrap_or(0)
+                    + x.log_blob.as_ref().map_or(0, |b| b.len);
+                match x.phase {
+                    Phase::Started => {
+                        open_cmds.insert(key, commands.len());
+                        if let (ProcKind::Background, Some(id)) = (x.kind, &x.id) {
+                            open_bg.insert(
+                                id.clone(),
+                                (x.pid, cairn_engine::shell::shown_argv(&x.argv)),
+                            );
+                        }
+                        commands.push(CommandEntry {
+                            seq: r.seq,
+                            call: x.call.clone(),
+                            id: x.id.clone(),
+                            command: cairn_engine::shell::shown_argv(&x.argv),
+                            cwd: x.cwd.clone(),
+                            kind: x.kind,
+                            status: x.status.as_str().to_string(),
+                            exit_code: x.exit_code,
+                            signal: x.signal,
+                            elapsed_us: x.elapsed_us,
+                            output_bytes: output,
+                            error: x.error.clone(),
+                            start_ms: at(&r.ts),
+                            end_ms,
+                        });
+                    }
+                    Phase::Finished => {
+                        if let Some(id) = &x.id {
+                            open_bg.remove(id);
+                        }
+                        let i = match open_cmds.remove(&key) {
+                            Some(i) => i,
+                            None => {
+                                // A process that failed to start has no `started` record.
+                                commands.push(CommandEntry {
+                                    seq: r.seq,
+                                    call: x.call.clone(),
+                                    id: x.id.clone(),
+                                    command: cairn_engine::shell::shown_argv(&x.argv),
+                                    cwd: x.cwd.clone(),
+                                    kind: x.kind,
+                                    status: String::new(),
+                                    exit_code: None,
+                                    signal: None,
+                                    elapsed_us: None,
+                                    output_bytes: 0,
+                                    error: None,
+                                    start_ms: at(&r.ts),
+                                    end_ms,
+                                });
+                                commands.len() - 1
+                            }
+                        };
+                        let c = &mut commands[i];
+                        c.status = x.status.as_str().to_string();
+                        c.exit_code = x.exit_code;
+                        c.signal = x.signal;
+                        c.elapsed_us = x.elapsed_us;
+                        c.output_bytes = output;
+                        c.error = x.error.clone();
+                        c.end_ms = at(&r.ts);
+                    }
+                }
+            }
+            Event::WebFetched(w) => {
+                *network.hosts.entry(host_of(&w.url)).or_default() += 1;
+                network.fetches.push(fetch_entry(r.seq, w));
+            }
+            Event::PermissionRequested {
+                call,
+                key,
+                detail,
+                tool,
+                guarded,
+            } => {
+                pending_perm.insert((call.clone(), key.clone()), permissions.len());
+                permissions.push(PermissionEntry {
+                    seq: r.seq,
+                    call: call.clone(),
+                    tool: tool.clone(),
+                    key: key.clone(),
+                    detail: detail.clone(),
+                    guarded: *guarded,
+                    answer: None,
+                    source: None,
+                });
+            }
+            Event::PermissionDecided {
+                call,
+                key,
+                answer,
+                source,
+            } => match pending_perm.remove(&(call.clone(), key.clone())) {
+                Some(i) => {
+                    permissions[i].answer = Some(*answer);
+                    permissions[i].source = Some(*source);
+                }
+                None => {
+                    let tool = call_index
+                        .get(call)
+                        .map(|&i| calls[i].tool.clone())
+                        .unwrap_or_default();
+                    permissions.push(PermissionEntry {
+                        seq: r.seq,
+                        call: call.clone(),
+                        tool,
+                        key: key.clone(),
+                        detail: String::new(),
+                        guarded: false,
+                        answer: Some(*answer),
+                        source: Some(*source),
+                    });
+                }
+            },
+            Event::SessionEnded { reason } => {
+                end_state = EndState::Finished;
+                end_reason = Some(reason.clone());
+            }
+            Event::SessionResumed { .. } => {
+                end_state = EndState::Resumed;
+                resumed += 1;
+            }
+            _ => {}
+        }
+    }
+
+    let lost = end_state != EndState::Interrupted;
+    let processes_open = open_bg
+        .into_iter()
+        .map(|(id, (pid, command))| OpenProcess {
+            id,
+            pid,
+            command,
+            state: if lost { "lost" } else { "running" }.into(),
+        })
+        .collect();
+    let interrupted = calls
+        .iter()
+        .filter(|c| c.status == "unfinished" || c.status == "interrupted")
+        .map(|c| InterruptedEntry {
+            seq: c.seq,
+            call: c.call.clone(),
+            tool: c.tool.clone(),
+            outcome: c.status.clone(),
+        })
+        .collect();
+    let mut calls_by_status: BTreeMap<String, u64> = BTreeMap::new();
+    for c in &calls {
+        *calls_by_status.entry(c.status.clone()).or_default() += 1;
+    }
+    let s = &session.started;
+    Audit {
+        header: Header {
+            session: session.id.clone(),
+            workspace: s.workspace.clone(),
+            catalog: s.catalog.clone(),
+            engine_version: s.engine_version.clone(),
+            started: records.first().map(|r| r.ts.clone()).unwrap_or_default(),
+            ended: last_ts,
+            duration_ms: end_ms,
+            end_state,
+            end_reason,
+            resumed,
+            parent: s.parent.as_ref().map(|p| Lineage {
+                session: p.session.clone(),
+                seq: p.seq,
+                hash: p.hash.to_hex(),
+            }),
+            records: records.len() as u64,
+            head_seq: session.head.seq,
+            head_hash: session.head.hash.to_hex(),
+        },
+        integrity: Integrity {
+            clean: report.problems == 0,
+            problems: report.problems,
+            decisions_checked: report.decisions_checked,
+            blobs_checked: report.blobs_checked,
+            list: problems.clone(),
+        },
+        calls,
+        writes,
+        reads,
+        commands,
+        processes_open,
+        network,
+        permissions,
+        refusals,
+        interrupted,
+        redactions,
+        calls_by_status,
+    }
+}
+
+fn fetch_entry(seq: u64, w: &WebFetched) -> FetchEntry {
+    FetchEntry {
+        seq,
+        call: w.call.clone(),
+        url: w.url.clone(),
+        final_url: w.final_url.clone(),
+        status: w.status,
+        bytes: w.bytes,
+        error: w.error.clone(),
+    }
+}
+
+/// The host of a URL (what is between `://` and the next `/`, `?` or `#`, without a
+/// user part); the whole text when it has no scheme.
+pub fn host_of(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, h)| h)
+        .to_string()
+}
+
+/// The diff of one write, from its blobs.
+fn write_diff(
+    session: &Session,
+    path: &str,
+    before: Option<&BlobRef>,
+    after: Option<&BlobRef>,
+) -> String {
+    let text = |b: Option<&BlobRef>| -> Result<String, String> {
+        let Some(b) = b else {
+            return Ok(String::new());
+        };
+        let bytes = session
+            .blob(&b.hash, path)
+            .map_err(|_| format!("(blob {} is missing)", b.hash.short(12)))?;
+        String::from_utf8(bytes).map_err(|_| format!("(binary, {} bytes)", b.len))
+    };
+    match (text(before), text(after)) {
+        (Ok(a), Ok(b)) => cairn_engine::diff::unified(path, &a, &b, DIFF_LINES_MAX),
+        (Err(e), _) | (_, Err(e)) => e,
+    }
+}
+
+/// Milliseconds since the epoch of an RFC 3339 time (0 when it does not parse).
+fn millis(ts: &str) -> u64 {
+    ts.parse::<jiff::Timestamp>()
+        .map(|t| u64::try_from(t.as_millisecond()).unwrap_or(0))
+        .unwrap_or(0)
+}
+
+/// A one-line summary of a call's input: `key=value` pairs, newlines shown as `⏎`.
+pub fn input_summary(input: &serde_json::Value) -> String {
+    let Some(map) = input.as_object() else {
+        return input.to_string();
+    };
+    map.iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k}={}", s.replace('\n', "⏎")),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The set of statuses a timeline colours by, in legend order.
+pub fn statuses(a: &Audit) -> BTreeSet<String> {
+    a.calls.iter().map(|c| c.status.clone()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_of_takes_the_authority_without_user() {
+        assert_eq!(
+            host_of("https://u:p@example.org:8080/a?b"),
+            "example.org:8080"
+        );
+        assert_eq!(host_of("http://0x7f000001/admin"), "0x7f000001");
+        assert_eq!(host_of("example.org"), "example.org");
+    }
+}
