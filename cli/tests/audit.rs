@@ -99,10 +99,23 @@ fn audit_gathers_refusals_permissions_network_and_commands() {
 /// `target/audit-artifacts/` for people to look at.
 #[test]
 fn audit_html_renders_in_headless_chromium() {
-    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())
-        .expect("chromium is missing: .ci/run installs it (apt-get install chromium)");
+    let find = || {
+        ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())
+    };
+    if find().is_none() {
+        // A fresh machine: the distribution's Chromium, as .ci/run installs it, so that
+        // `cargo test --workspace` alone runs this test.
+        let status = std::process::Command::new("bash")
+            .args(["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium"])
+            .status();
+        assert!(
+            status.is_ok_and(|s| s.success()),
+            "chromium is missing and `apt-get install chromium` failed: install it (Debian package chromium)"
+        );
+    }
+    let chromium = find().expect("chromium after apt-get install");
     let (demo, audits) = audits();
     let (_, a) = audits.iter().find(|(n, _)| n == "thoth").unwrap();
     let html = report::html(a);

@@ -105,7 +105,10 @@ pub struct ScanCache {
 impl ScanCache {
     /// The cache kept in `file` (read on first use).
     pub fn new(file: std::path::PathBuf) -> ScanCache {
-        ScanCache { file, entries: None }
+        ScanCache {
+            file,
+            entries: None,
+        }
     }
 }
 
@@ -116,7 +119,11 @@ pub fn scan(root: &Path, blobs: &BlobStore, cache_file: &Path) -> Result<Vec<Man
 }
 
 /// [`scan`] with a cache kept in memory between calls.
-pub fn scan_cached(root: &Path, blobs: &BlobStore, cache_state: &mut ScanCache) -> Result<Vec<ManifestEntry>> {
+pub fn scan_cached(
+    root: &Path,
+    blobs: &BlobStore,
+    cache_state: &mut ScanCache,
+) -> Result<Vec<ManifestEntry>> {
     let started_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(i64::MAX, |d| {
@@ -196,7 +203,11 @@ pub fn scan_cached(root: &Path, blobs: &BlobStore, cache_state: &mut ScanCache) 
             by_path.get(m.path.as_str()).map(|s| CacheEntry {
                 path: m.path.clone(),
                 size: m.size,
-                mtime_ns: if racy(s.mtime_ns) { SMUDGED } else { s.mtime_ns },
+                mtime_ns: if racy(s.mtime_ns) {
+                    SMUDGED
+                } else {
+                    s.mtime_ns
+                },
                 mode: m.mode,
                 hash: m.hash,
             })
