@@ -112,7 +112,7 @@ pub fn run(
 /// Where a script resumes: the index of its first step that had not finished in the
 /// session at `dir`. The log's user messages and calls are matched against the steps
 /// in order; a call that ended `interrupted` (or never ended) had not finished, so the
-/// script goes on with that step. Fails when the log's steps are not the script's.
+/// script goes on with that step (run again after a resume, its new call follows). Fails when the log's steps are not the script's.
 pub fn resume_point(dir: &std::path::Path, steps: &[(usize, Step)]) -> Result<usize> {
     use crate::event::{Event, Status};
     let reader = cairn_store::LogReader::open(dir)?;
@@ -132,29 +132,23 @@ pub fn resume_point(dir: &std::path::Path, steps: &[(usize, Step)]) -> Result<us
         };
         match rec.event {
             Event::UserMessage { text } => {
-                if open.is_some() {
-                    break;
-                }
                 match steps.get(done) {
                     Some((_, Step::User(t))) if *t == text => done += 1,
                     _ => return Err(mismatch(done, format!("but the log has user message {text:?}"))),
                 }
             }
             Event::ToolStarted { call, tool, .. } => {
-                if open.is_some() {
-                    break;
-                }
                 match steps.get(done) {
                     Some((_, Step::Tool { tool: t, .. })) if *t == tool => open = Some(call),
                     _ => return Err(mismatch(done, format!("but the log has a {tool} call"))),
                 }
             }
             Event::ToolFinished(f) if open.as_deref() == Some(f.call.as_str()) => {
-                if f.status == Status::Interrupted {
-                    break;
-                }
+                // An interrupted step is run again: a later resume's run of it follows.
                 open = None;
-                done += 1;
+                if f.status != Status::Interrupted {
+                    done += 1;
+                }
             }
             _ => {}
         }
