@@ -139,7 +139,7 @@ impl Engine {
                 ))
             })?,
         };
-        let (log, recovery) = LogWriter::open(
+        let (log, recovery) = open_log(
             dir,
             Options {
                 durability: config.durability,
@@ -326,6 +326,7 @@ impl Engine {
             let trace = traces.remove(&call).unwrap_or_default();
             let mut outcomes: Vec<(&'static str, String)> = Vec::new();
             for w in trace.intents {
+                remove_temp_files(&self.root.join(&w.path));
                 let now = file_hash(&self.root.join(&w.path));
                 let before = w.before.map(|b| b.hash);
                 let after = w.after.map(|b| b.hash);
@@ -476,6 +477,41 @@ impl Engine {
             }
         }
         Ok(())
+    }
+}
+
+/// Opens the log for append. A lock whose named writer is dead can still be held for
+/// a moment by a child it forked and that has not yet reached `exec` (which closes the
+/// lock): that is waited for, up to `LOCK_WAIT_MS`. A live writer is refused at once.
+fn open_log(dir: &Path, options: Options) -> Result<(LogWriter, cairn_store::Recovery)> {
+    const LOCK_WAIT_MS: u64 = 2_000;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(LOCK_WAIT_MS);
+    loop {
+        match LogWriter::open(dir, options) {
+            Err(cairn_store::Error::Locked { pid: Some(pid), .. })
+                if !Path::new(&format!("/proc/{pid}")).exists()
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return Ok(other?),
+        }
+    }
+}
+
+/// Removes the temporary files a write tool leaves beside its target when it is
+/// killed before the rename (`.cairn-tmp-*`): they were never part of the workspace.
+fn remove_temp_files(target: &Path) {
+    let Some(parent) = target.parent() else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_name().to_string_lossy().starts_with(".cairn-tmp-") {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 
