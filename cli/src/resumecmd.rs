@@ -17,7 +17,14 @@ use crate::out;
 use crate::sessioncmd::{Approve, TerminalApprover, session_dir};
 
 fn progress(o: &CallOutcome) {
-    let first: String = o.output.lines().next().unwrap_or("").chars().take(60).collect();
+    let first: String = o
+        .output
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(60)
+        .collect();
     eprintln!(
         "{:<5} {:<22} {:<8} {first}",
         o.call,
@@ -52,7 +59,12 @@ fn continue_script(engine: &mut Engine, script_path: Option<&Path>) -> Result<()
     Ok(())
 }
 
-pub fn resume(spec: &str, script_path: Option<&Path>, approve: Approve, json: bool) -> Result<ExitCode> {
+pub fn resume(
+    spec: &str,
+    script_path: Option<&Path>,
+    approve: Approve,
+    json: bool,
+) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let dir = session_dir(spec)?;
     let (mut engine, report) = cairn_replay::resume(&home, &dir, ResumeOptions::default())?;

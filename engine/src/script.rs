@@ -131,18 +131,19 @@ pub fn resume_point(dir: &std::path::Path, steps: &[(usize, Step)]) -> Result<us
             continue;
         };
         match rec.event {
-            Event::UserMessage { text } => {
-                match steps.get(done) {
-                    Some((_, Step::User(t))) if *t == text => done += 1,
-                    _ => return Err(mismatch(done, format!("but the log has user message {text:?}"))),
+            Event::UserMessage { text } => match steps.get(done) {
+                Some((_, Step::User(t))) if *t == text => done += 1,
+                _ => {
+                    return Err(mismatch(
+                        done,
+                        format!("but the log has user message {text:?}"),
+                    ));
                 }
-            }
-            Event::ToolStarted { call, tool, .. } => {
-                match steps.get(done) {
-                    Some((_, Step::Tool { tool: t, .. })) if *t == tool => open = Some(call),
-                    _ => return Err(mismatch(done, format!("but the log has a {tool} call"))),
-                }
-            }
+            },
+            Event::ToolStarted { call, tool, .. } => match steps.get(done) {
+                Some((_, Step::Tool { tool: t, .. })) if *t == tool => open = Some(call),
+                _ => return Err(mismatch(done, format!("but the log has a {tool} call"))),
+            },
             Event::ToolFinished(f) if open.as_deref() == Some(f.call.as_str()) => {
                 // An interrupted step is run again: a later resume's run of it follows.
                 open = None;

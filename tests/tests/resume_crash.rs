@@ -143,7 +143,7 @@ fn resume_and_finish(c: &Case, reported: usize) {
                 .and_then(|r| r.get(0).ok().flatten())
                 .is_some()
         });
-    let mut engine = match session {
+    let engine = match session {
         Some(dir) => {
             let (mut e, _report) = Engine::resume(&home, &dir, ResumeOptions::default()).unwrap();
             e.set_approver(Box::new(Policy::AllowAll));

@@ -237,7 +237,11 @@ fn outcome(report: &cairn_engine::ResumeReport) -> String {
 
 fn finished_output(dir: &Path, call: &str) -> (Status, String) {
     let mut found = None;
-    for r in cairn_store::LogReader::open(dir).unwrap().records().unwrap() {
+    for r in cairn_store::LogReader::open(dir)
+        .unwrap()
+        .records()
+        .unwrap()
+    {
         if let Ok(rec) = cairn_engine::fold::parse(&r.unwrap())
             && let Event::ToolFinished(f) = rec.event
             && f.call == call
@@ -305,7 +309,11 @@ fn a_session_resumes_twice_and_each_resume_is_recorded() {
     assert!(report.was_ended);
     e.end("second").unwrap();
     let mut resumed = 0;
-    for r in cairn_store::LogReader::open(&dir).unwrap().records().unwrap() {
+    for r in cairn_store::LogReader::open(&dir)
+        .unwrap()
+        .records()
+        .unwrap()
+    {
         if let Ok(rec) = cairn_engine::fold::parse(&r.unwrap())
             && let Event::SessionResumed { .. } = rec.event
         {
