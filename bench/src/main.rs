@@ -12,6 +12,7 @@ mod engine;
 mod events;
 mod replay;
 mod report;
+mod resume;
 mod shell;
 mod store;
 
@@ -38,6 +39,11 @@ enum Command {
     Shell(shell::ShellArgs),
     /// Benchmark replay: deep verify against integrity-only, replay against recorded time.
     Replay(replay::ReplayArgs),
+    /// Benchmark resume: time and peak memory, with and without a snapshot.
+    Resume(resume::ResumeArgs),
+    /// Resume one session in process and print the time it took (used for memory).
+    #[command(name = "__resume", hide = true)]
+    ResumeOnce { home: PathBuf, dir: PathBuf },
     /// Verify one log in process and print `records bytes clean` (used for memory).
     #[command(name = "__verify", hide = true)]
     Verify {
@@ -65,6 +71,8 @@ fn main() -> Result<()> {
         Command::Engine(args) => engine::run(&args),
         Command::Shell(args) => shell::run(&args),
         Command::Replay(args) => replay::run(&args),
+        Command::Resume(args) => resume::run(&args),
+        Command::ResumeOnce { home, dir } => resume::resume_once(&home, &dir),
         Command::Verify { path, threads } => {
             let mut options = cairn_store::VerifyOptions::default();
             if let Some(t) = threads {

@@ -9,6 +9,7 @@ mod mcpcmd;
 mod out;
 mod pscmd;
 mod replaycmd;
+mod resumecmd;
 mod sessioncmd;
 
 use std::process::ExitCode;
@@ -152,6 +153,38 @@ enum Command {
         #[arg(long = "at", value_name = "SEQ")]
         at: u64,
         dir: std::path::PathBuf,
+    },
+    /// Resume a session after a crash (or after it ended): repair a torn tail, fold,
+    /// reconcile with the workspace, processes and unfinished calls, record the
+    /// findings; with --script, go on at the script's first unfinished step.
+    Resume {
+        /// A session: id, unique prefix, folder, or `last` (the newest of this workspace).
+        session: String,
+        /// The script the session was running; it goes on where it stopped.
+        #[arg(long)]
+        script: Option<std::path::PathBuf>,
+        /// Who answers permission requests: ask, always, never.
+        #[arg(long, default_value = "ask")]
+        approve: sessioncmd::Approve,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a new session from a point of another: its workspace after record SEQ is
+    /// checked out into DIR, and the new session starts knowing what the parent knew.
+    Fork {
+        session: String,
+        #[arg(long = "at", value_name = "SEQ")]
+        at: u64,
+        /// The new workspace (new or empty).
+        #[arg(long, value_name = "DIR")]
+        workspace: std::path::PathBuf,
+        /// A script to run in the fork.
+        #[arg(long)]
+        script: Option<std::path::PathBuf>,
+        #[arg(long, default_value = "ask")]
+        approve: sessioncmd::Approve,
+        #[arg(long)]
+        json: bool,
     },
     /// List recorded sessions, newest first.
     Sessions {
@@ -344,6 +377,20 @@ fn main() -> ExitCode {
             AllowAction::List { json } => sessioncmd::allow_list(&workspace, json),
             AllowAction::Reset => sessioncmd::allow_reset(&workspace),
         },
+        Command::Resume {
+            session,
+            script,
+            approve,
+            json,
+        } => resumecmd::resume(&session, script.as_deref(), approve, json),
+        Command::Fork {
+            session,
+            at,
+            workspace,
+            script,
+            approve,
+            json,
+        } => resumecmd::fork(&session, at, &workspace, script.as_deref(), approve, json),
         Command::Sessions { json } => sessioncmd::sessions(json),
         Command::Show { session, json } => sessioncmd::show(&session, json),
         Command::Ps { session, json } => pscmd::ps(&session, json),

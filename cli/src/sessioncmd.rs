@@ -39,7 +39,7 @@ pub enum Approve {
 
 /// Asks on the terminal, showing exactly what is being allowed; denies when there is
 /// no terminal, saying how to allow.
-struct TerminalApprover;
+pub(crate) struct TerminalApprover;
 
 impl Approver for TerminalApprover {
     fn answer(&mut self, r: &Request) -> (Answer, bool) {

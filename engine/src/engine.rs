@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{Catalog, McpTool, Registry};
 use crate::error::{EngineError, Result, io_at};
 use crate::event::{
-    Answer, AnswerSource, Event, ExecStatus, FORMAT_VERSION, Parent, Refusal, Rule, SessionStarted,
-    Status, ToolFinished,
+    Answer, AnswerSource, Event, ExecStatus, FORMAT_VERSION, Inherited, Parent, Refusal, Rule,
+    SessionStarted, Status, ToolFinished,
 };
 use crate::limits::Limits;
 use crate::manifest;
@@ -27,6 +27,9 @@ use crate::redact::{Counts, Redactor};
 use crate::shell::{self, Runtime};
 use crate::state::{Process, State, repeat_key};
 use crate::tool::{Ctx, ToolOutput};
+
+mod resume;
+pub use resume::{Finding, ResumeOptions, ResumeReport, inherit};
 
 /// How a session is set up.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -119,6 +122,30 @@ impl Engine {
         config: EngineConfig,
         parent: Option<Parent>,
     ) -> Result<Engine> {
+        Engine::start_inner(home, workspace, config, parent, None)
+    }
+
+    /// Starts a fork: a session that names its parent and starts knowing what the
+    /// parent knew at the fork point (`inherited`, recorded in `session_started`).
+    /// `workspace` should hold the parent's workspace at that point
+    /// (`cairn_replay::checkout`), or the inherited read coverage names other contents.
+    pub fn start_forked(
+        home: &Home,
+        workspace: &Path,
+        config: EngineConfig,
+        parent: Parent,
+        inherited: Inherited,
+    ) -> Result<Engine> {
+        Engine::start_inner(home, workspace, config, Some(parent), Some(inherited))
+    }
+
+    fn start_inner(
+        home: &Home,
+        workspace: &Path,
+        config: EngineConfig,
+        parent: Option<Parent>,
+        inherited: Option<Inherited>,
+    ) -> Result<Engine> {
         let root = workspace.canonicalize().map_err(|e| {
             EngineError::Config(format!(
                 "workspace {}: {e} (give an existing folder)",
@@ -193,6 +220,7 @@ impl Engine {
             config: serde_json::to_value(&config).unwrap_or_default(),
             parent,
             allow: allowed.into_iter().collect(),
+            inherited,
         };
         rec.append(&Event::SessionStarted(started))?;
         rec.sync()?;

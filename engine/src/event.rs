@@ -140,6 +140,37 @@ pub struct SessionStarted {
     /// The project's allow list when the session started.
     #[serde(default)]
     pub allow: Vec<String>,
+    /// For a fork: what the session knew at the fork point, so that this log folds
+    /// to the parent's knowledge by itself (read coverage, memory, conversation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inherited: Option<Inherited>,
+}
+
+/// What a forked session inherits from its parent's fold at the fork point.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Inherited {
+    /// Read coverage of each file the parent knew.
+    #[serde(default)]
+    pub files: Vec<InheritedFile>,
+    #[serde(default)]
+    pub memory: Vec<String>,
+    /// The conversation entries (see `State::conversation`).
+    #[serde(default)]
+    pub conversation: Vec<String>,
+}
+
+/// One file's knowledge carried into a fork.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InheritedFile {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<Hash>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_hash: Option<Hash>,
+    #[serde(default)]
+    pub ranges: Vec<(u32, u32)>,
+    #[serde(default)]
+    pub total_lines: u32,
 }
 
 /// Where a forked or replayed session comes from.
@@ -365,6 +396,10 @@ pub enum ExecStatus {
     Timeout,
     /// Killed by cairn on request or at the end of the session.
     Cancelled,
+    /// Gone without cairn seeing it end: not running (or another process holds its
+    /// pid) at resume, or exited while adopted after a resume; its exit status is
+    /// unknown.
+    Lost,
 }
 
 impl ExecStatus {
@@ -375,6 +410,7 @@ impl ExecStatus {
             ExecStatus::Failed => "failed",
             ExecStatus::Timeout => "timeout",
             ExecStatus::Cancelled => "cancelled",
+            ExecStatus::Lost => "lost",
         }
     }
 }
@@ -395,6 +431,10 @@ pub struct ShellExec {
     /// The OS process id (also the process group id); none when it did not start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// The process's start time (field 22 of `/proc/<pid>/stat`, clock ticks since
+    /// boot): with the pid, it tells a resume whether the process still runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<u64>,
     pub kind: ProcKind,
     pub phase: Phase,
     pub status: ExecStatus,

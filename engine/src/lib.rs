@@ -38,7 +38,9 @@ pub mod tools;
 pub mod web;
 
 pub use catalog::{Catalog, McpTool, Registry, markdown as catalog_markdown};
-pub use engine::{CallOutcome, Engine, EngineConfig, cap_output};
+pub use engine::{
+    CallOutcome, Engine, EngineConfig, Finding, ResumeOptions, ResumeReport, cap_output, inherit,
+};
 pub use error::{EngineError, Result};
 pub use event::Event;
 pub use limits::Limits;

@@ -109,6 +109,54 @@ pub fn run(
     Ok(outcomes)
 }
 
+/// Where a script resumes: the index of its first step that had not finished in the
+/// session at `dir`. The log's user messages and calls are matched against the steps
+/// in order; a call that ended `interrupted` (or never ended) had not finished, so the
+/// script goes on with that step (run again after a resume, its new call follows). Fails when the log's steps are not the script's.
+pub fn resume_point(dir: &std::path::Path, steps: &[(usize, Step)]) -> Result<usize> {
+    use crate::event::{Event, Status};
+    let reader = cairn_store::LogReader::open(dir)?;
+    let mut done = 0usize;
+    let mut open: Option<String> = None;
+    let mismatch = |i: usize, what: String| {
+        EngineError::Script(format!(
+            "the session does not follow this script: step {} (line {}) {what}",
+            i + 1,
+            steps.get(i).map_or(0, |s| s.0)
+        ))
+    };
+    for r in reader.records()? {
+        let r = r?;
+        let Ok(rec) = crate::fold::parse(&r) else {
+            continue;
+        };
+        match rec.event {
+            Event::UserMessage { text } => match steps.get(done) {
+                Some((_, Step::User(t))) if *t == text => done += 1,
+                _ => {
+                    return Err(mismatch(
+                        done,
+                        format!("but the log has user message {text:?}"),
+                    ));
+                }
+            },
+            Event::ToolStarted { call, tool, .. } => match steps.get(done) {
+                Some((_, Step::Tool { tool: t, .. })) if *t == tool => open = Some(call),
+                _ => return Err(mismatch(done, format!("but the log has a {tool} call"))),
+            },
+            Event::ToolFinished(f) if open.as_deref() == Some(f.call.as_str()) => {
+                // An interrupted step is run again: a later resume's run of it follows.
+                open = None;
+                if f.status != Status::Interrupted {
+                    done += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(done)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,9 +53,108 @@ pub struct Spec {
     pub background: bool,
 }
 
+/// How the engine holds a background process.
+pub(crate) enum Handle {
+    /// Spawned by this engine: its child, reaped by it.
+    Child(Child),
+    /// Found still running at resume (same pid and start time): not this process's
+    /// child, so it is watched through `/proc` and its exit status cannot be known.
+    Adopted { pid: u32, start_time: u64 },
+}
+
+impl Handle {
+    fn os_pid(&self) -> u32 {
+        match self {
+            Handle::Child(c) => c.id(),
+            Handle::Adopted { pid, .. } => *pid,
+        }
+    }
+
+    fn exited(&self) -> bool {
+        match self {
+            Handle::Child(c) => exited_unreaped(pid_of(c)),
+            Handle::Adopted { pid, start_time } => !alive(*pid, *start_time),
+        }
+    }
+
+    /// Stops the whole group and reaps (or, adopted, waits until it is gone).
+    fn stop(&mut self, grace_ms: u64) -> (Option<i32>, Option<i32>) {
+        match self {
+            Handle::Child(c) => {
+                let pid = pid_of(c);
+                match stop_group(c, pid, grace_ms) {
+                    Ok(s) => (s.code(), s.signal()),
+                    Err(_) => (None, None),
+                }
+            }
+            Handle::Adopted { pid, start_time } => {
+                stop_adopted(*pid, *start_time, grace_ms);
+                (None, None)
+            }
+        }
+    }
+}
+
+/// The start time of process `pid` (field 22 of `/proc/<pid>/stat`, clock ticks since
+/// boot) and whether it is a zombie; `None` when there is no such process.
+fn proc_stat(pid: u32) -> Option<(u64, bool)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count from its end.
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let state = fields.first()?;
+    let start = fields.get(19)?.parse().ok()?;
+    Some((start, *state == "Z" || *state == "X"))
+}
+
+/// The start time of a live process, to record beside its pid.
+pub fn start_time(pid: u32) -> Option<u64> {
+    proc_stat(pid).map(|(t, _)| t)
+}
+
+/// True when `pid` runs and started at `start_time`: the same process, not a zombie
+/// and not another process that reused the pid.
+pub fn alive(pid: u32, start_time: u64) -> bool {
+    matches!(proc_stat(pid), Some((t, false)) if t == start_time)
+}
+
+/// Stops an adopted process group: SIGTERM, `grace_ms`, SIGKILL, then waits (a few
+/// seconds at most) until the leader is gone. Signals go only while the leader is
+/// still the same process, so a reused pid is never signalled.
+pub(crate) fn stop_adopted(pid: u32, start_time: u64, grace_ms: u64) {
+    let Ok(pgid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    let gone_by = |deadline: Instant| {
+        let mut nap = Duration::from_micros(200);
+        loop {
+            if !alive(pid, start_time) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_millis(20));
+        }
+    };
+    if grace_ms > 0 && alive(pid, start_time) {
+        killpg(pgid, libc::SIGTERM);
+        if gone_by(Instant::now() + Duration::from_millis(grace_ms)) {
+            // The leader is gone; what it left in its group goes too.
+            killpg(pgid, libc::SIGKILL);
+            return;
+        }
+    }
+    if proc_stat(pid).is_some_and(|(t, _)| t == start_time) {
+        killpg(pgid, libc::SIGKILL);
+        gone_by(Instant::now() + Duration::from_secs(5));
+    }
+}
+
 /// A background child the engine still has to reap.
 pub(crate) struct Bg {
-    child: Child,
+    handle: Handle,
     call: String,
     argv: Vec<String>,
     cwd: String,
@@ -105,12 +204,34 @@ impl Runtime {
     }
 }
 
+impl Runtime {
+    /// Tracks again a background process found running at resume.
+    pub(crate) fn adopt(&mut self, p: &crate::state::Process, start_time: u64, session_dir: &Path) {
+        let Some(pid) = p.pid else { return };
+        let log = if p.log.is_empty() {
+            session_dir.join("bg").join(format!("{}.log", p.id))
+        } else {
+            PathBuf::from(&p.log)
+        };
+        self.bg.insert(
+            p.id.clone(),
+            Bg {
+                handle: Handle::Adopted { pid, start_time },
+                call: p.call.clone(),
+                argv: p.argv.clone(),
+                cwd: p.cwd.clone(),
+                log,
+                started: Instant::now(),
+            },
+        );
+    }
+}
+
 impl Drop for Runtime {
     /// An engine dropped without `end` (a panic, an error) still leaves no process behind.
     fn drop(&mut self) {
         for bg in self.bg.values_mut() {
-            killpg(pid_of(&bg.child), libc::SIGKILL);
-            let _ = bg.child.wait();
+            bg.handle.stop(0);
         }
     }
 }
@@ -177,6 +298,7 @@ fn exec_record(call: &str, argv: &[String], cwd: &str, kind: ProcKind) -> ShellE
         argv: argv.to_vec(),
         cwd: cwd.to_string(),
         pid: None,
+        start_time: None,
         kind,
         phase: Phase::Started,
         status: ExecStatus::Running,
@@ -249,6 +371,7 @@ fn foreground(
     };
     let pid = pid_of(&child);
     rec.pid = Some(child.id());
+    rec.start_time = start_time(child.id());
     let readers = [
         child
             .stdout
@@ -570,9 +693,10 @@ fn background(ctx: &mut Ctx<'_>, argv: &[String], cwd: &WsPath) -> Result<ToolOu
     let os_pid = child.id();
     rec.id = Some(id.clone());
     rec.pid = Some(os_pid);
+    rec.start_time = start_time(os_pid);
     rec.log = Some(log.to_string_lossy().into_owned());
     let mut bg = Bg {
-        child,
+        handle: Handle::Child(child),
         call: ctx.call.clone(),
         argv: argv.to_vec(),
         cwd: cwd.rel.clone(),
@@ -580,8 +704,7 @@ fn background(ctx: &mut Ctx<'_>, argv: &[String], cwd: &WsPath) -> Result<ToolOu
         started,
     };
     if let Err(e) = ctx.record(Event::ShellExec(rec)) {
-        let pid = pid_of(&bg.child);
-        let _ = stop_group(&mut bg.child, pid, 0);
+        bg.handle.stop(0);
         return Err(e);
     }
     ctx.rt.bg.insert(id.clone(), bg);
@@ -597,7 +720,7 @@ pub(crate) fn poll(rec: &mut Recorder, rt: &mut Runtime, root: &Path) -> Result<
     let done: Vec<String> = rt
         .bg
         .iter()
-        .filter(|(_, bg)| exited_unreaped(pid_of(&bg.child)))
+        .filter(|(_, bg)| bg.handle.exited())
         .map(|(id, _)| id.clone())
         .collect();
     for id in &done {
@@ -632,15 +755,13 @@ fn finish_bg(
     let Some(mut bg) = rt.bg.remove(id) else {
         return Ok(ExecStatus::Failed);
     };
-    let pid = pid_of(&bg.child);
-    let already = exited_unreaped(pid);
-    let status = stop_group(&mut bg.child, pid, if already { 0 } else { grace_ms });
-    let (code, signal) = match status {
-        Ok(s) => (s.code(), s.signal()),
-        Err(_) => (None, None),
-    };
+    let already = bg.handle.exited();
+    let adopted = matches!(bg.handle, Handle::Adopted { .. });
+    let (code, signal) = bg.handle.stop(if already { 0 } else { grace_ms });
     let exec_status = match cancel {
         Some(c) if !already => c,
+        // Not our child: how it exited is not ours to know.
+        _ if adopted => ExecStatus::Lost,
         _ if code == Some(0) => ExecStatus::Ok,
         _ => ExecStatus::Failed,
     };
@@ -654,7 +775,7 @@ fn finish_bg(
     };
     let mut x = exec_record(&bg.call, &bg.argv, &bg.cwd, ProcKind::Background);
     x.id = Some(id.to_string());
-    x.pid = Some(bg.child.id());
+    x.pid = Some(bg.handle.os_pid());
     x.phase = Phase::Finished;
     x.status = exec_status;
     x.exit_code = code;
@@ -668,14 +789,14 @@ fn finish_bg(
 }
 
 /// One change found by a scan.
-struct Change {
-    what: &'static str,
-    path: String,
+pub(crate) struct Change {
+    pub(crate) what: &'static str,
+    pub(crate) path: String,
 }
 
 /// Scans the workspace against the session's manifest and records every difference
 /// as an `external` write.
-fn record_external(
+pub(crate) fn record_external(
     rec: &mut Recorder,
     rt: &mut Runtime,
     root: &Path,

@@ -9,7 +9,7 @@ use rkyv::{Archive, Deserialize as RDeserialize, Serialize as RSerialize};
 use crate::event::{Event, FileWrite, Phase, ProcKind, ShellExec, Status, WriteOp, WriteStatus};
 
 /// The version of the archived state in snapshot files; bump it when `State` changes.
-pub const STATE_FORMAT_VERSION: u32 = 3;
+pub const STATE_FORMAT_VERSION: u32 = 4;
 
 /// One record as the engine sees it: the store's envelope with a parsed event.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,6 +84,8 @@ pub struct Process {
     pub call: String,
     /// The OS process id (and process group id).
     pub pid: Option<u32>,
+    /// Its start time in clock ticks since boot (`/proc/<pid>/stat`), when recorded.
+    pub start_time: Option<u64>,
     pub argv: Vec<String>,
     /// Workspace-relative working folder.
     pub cwd: String,
@@ -103,6 +105,15 @@ impl Process {
     pub fn is_running(&self) -> bool {
         self.status == "running"
     }
+}
+
+/// A file of the workspace as the log knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Archive, RSerialize, RDeserialize, serde::Serialize)]
+pub struct WsFile {
+    pub hash: [u8; 32],
+    pub len: u64,
+    /// Unix permission bits, when the write recorded them.
+    pub mode: Option<u32>,
 }
 
 /// Everything the engine knows, derived from the log.
@@ -139,6 +150,11 @@ pub struct State {
     /// Content hashes of the texts fetched or searched this session (blobs), which
     /// `remember` must not copy into memory.
     pub web_texts: Vec<[u8; 32]>,
+    /// Every file written since the session started (by a tool or found changed by a
+    /// scan): path → its content now, `None` once deleted. With the starting manifest
+    /// this is the workspace as the log knows it, which a resume compares with the
+    /// disk without reading the whole log.
+    pub ws_changes: BTreeMap<String, Option<WsFile>>,
     pub unknown_events: u64,
     pub ended: bool,
 }
@@ -157,6 +173,21 @@ impl State {
                     .iter()
                     .map(|k| (k.clone(), "project".to_string()))
                     .collect();
+                if let Some(inh) = &s.inherited {
+                    for f in &inh.files {
+                        self.files.insert(
+                            f.path.clone(),
+                            FileKnowledge {
+                                hash: f.hash.map(|h| h.0),
+                                read_hash: f.read_hash.map(|h| h.0),
+                                ranges: f.ranges.clone(),
+                                total_lines: f.total_lines,
+                            },
+                        );
+                    }
+                    self.memory = inh.memory.clone();
+                    self.conversation = inh.conversation.clone();
+                }
             }
             Event::UserMessage { text } => {
                 // A new request: what was pointless to repeat may be useful again.
@@ -275,6 +306,7 @@ impl State {
                         id: id.clone(),
                         call: x.call.clone(),
                         pid: x.pid,
+                        start_time: x.start_time,
                         argv: x.argv.clone(),
                         cwd: x.cwd.clone(),
                         started_at: ts.to_string(),
@@ -291,6 +323,7 @@ impl State {
                     id: id.clone(),
                     call: x.call.clone(),
                     pid: x.pid,
+                    start_time: x.start_time,
                     argv: x.argv.clone(),
                     cwd: x.cwd.clone(),
                     started_at: String::new(),
@@ -312,6 +345,19 @@ impl State {
         if w.status != WriteStatus::Ok {
             return;
         }
+        let mode = w.mode.or_else(|| {
+            self.ws_changes
+                .get(&w.path)
+                .and_then(|f| f.as_ref().and_then(|f| f.mode))
+        });
+        self.ws_changes.insert(
+            w.path.clone(),
+            w.after.map(|a| WsFile {
+                hash: a.hash.0,
+                len: a.len,
+                mode,
+            }),
+        );
         // Answers about this path, and searches and listings, may differ now.
         self.repeats
             .retain(|_, c| !c.paths.is_empty() && !c.paths.iter().any(|p| p == &w.path));

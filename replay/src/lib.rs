@@ -2,8 +2,9 @@
 //! deeply (integrity, fold, every decision taken again, blobs); `replay` re-runs it
 //! through the engine in a fresh copy of its starting workspace and reports where the
 //! results diverge; `diff` aligns two sessions' calls and shows what differs;
-//! `checkout` writes the workspace as it was after any record; `audit` gathers what a
-//! session did for a report.
+//! `checkout` writes the workspace as it was after any record; `resume` picks a session
+//! up after a crash and `fork` starts a new one from any point of another; `audit`
+//! gathers what a session did for a report.
 //!
 //! It never writes into a session it reads: a replay is a new session whose parent is
 //! the original.
@@ -22,6 +23,7 @@ mod checkout;
 mod compare;
 mod diff;
 mod error;
+mod fork;
 mod rerun;
 mod session;
 mod verify;
@@ -30,6 +32,7 @@ pub use checkout::{CheckoutReport, checkout};
 pub use compare::{Field, FieldDiff, unified};
 pub use diff::{CallRef, ChangedCall, DiffReport, FileChange, FileDiff, diff};
 pub use error::{ReplayError, Result};
+pub use fork::{Finding, ForkReport, ResumeOptions, ResumeReport, fork, resume};
 pub use rerun::{Divergence, ReplayOptions, ReplayReport, ShellMode, replay};
 pub use session::{Call, FileAt, Session, apply_write, blob_store_of, calls};
 pub use verify::{Interrupted, Problem, ProblemKind, Report, VerifyOptions, verify, verify_with};

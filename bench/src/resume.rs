@@ -1,0 +1,153 @@
+//! `cairn-bench resume`: time to resume and peak memory, for sessions of a given
+//! number of records, with and without a snapshot at the head.
+//!
+//! Each session is one real `session_started` (a small workspace) followed by
+//! synthetic read_file calls (`tool_started`, `file_read`, `tool_finished`) appended
+//! straight to the log. The resume runs in a child process (`__resume`), which prints
+//! how long `Engine::resume` took; the harness measures the child's peak memory.
+//! 10 million records (several GB): `cairn-bench resume --records 10000000`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result};
+use cairn_engine::event::{Event, FileRead, Status, ToolFinished};
+use cairn_engine::{Catalog, Engine, EngineConfig, Home, ResumeOptions};
+use cairn_store::{Durability, Hash, LogWriter, Options, SnapshotMeta, SnapshotStore};
+
+use crate::child;
+
+#[derive(Debug, clap::Args)]
+pub struct ResumeArgs {
+    /// Session sizes in records.
+    #[arg(long, value_delimiter = ',', default_value = "10000,1000000")]
+    pub records: Vec<u64>,
+    /// Runs per case (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Where to build the sessions (default: a temporary folder).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+/// Builds a session of about `records` records; returns its folder.
+fn build(base: &Path, records: u64, snapshot: bool) -> Result<PathBuf> {
+    let root = base.join("ws");
+    std::fs::create_dir_all(&root)?;
+    std::fs::write(root.join("a.txt"), "one\ntwo\n")?;
+    let home = Home::at(&base.join("home"));
+    let mut config = EngineConfig::new(Catalog::Thoth);
+    config.durability = Durability::None;
+    config.snapshot_every = 0;
+    config.checkpoint_every = 0;
+    let e = Engine::start(&home, &root, config)?;
+    let dir = e.dir().to_path_buf();
+    drop(e);
+    let hash = Hash::of(b"one\ntwo\n");
+    let (mut log, _) = LogWriter::open(
+        &dir,
+        Options {
+            durability: Durability::None,
+            ..Options::default()
+        },
+    )?;
+    let mut n = 1u64;
+    let mut call = 0u64;
+    while n < records {
+        call += 1;
+        let id = format!("c{call}");
+        log.append(&Event::ToolStarted {
+            call: id.clone(),
+            tool: "read_file".into(),
+            input: serde_json::json!({"path": "a.txt", "offset": call % 7}),
+            mcp: None,
+        })?;
+        log.append(&Event::FileRead(FileRead {
+            call: id.clone(),
+            path: "a.txt".into(),
+            ranges: vec![(1, 2)],
+            total_lines: 2,
+            hash,
+        }))?;
+        log.append(&Event::ToolFinished(ToolFinished {
+            call: id,
+            status: Status::Ok,
+            output: "1\tone\n2\ttwo\n".into(),
+            output_blob: None,
+            elapsed_us: 10,
+            refusal: None,
+            redactions: Default::default(),
+            mcp_result: None,
+        }))?;
+        n += 3;
+    }
+    log.sync()?;
+    let head = log.head().context("empty log")?;
+    drop(log);
+    if snapshot {
+        let state = cairn_engine::fold::fold_all(&dir)?.state;
+        SnapshotStore::new(&dir).save(
+            &SnapshotMeta {
+                format_version: cairn_engine::state::STATE_FORMAT_VERSION,
+                seq: head.seq,
+                record_hash: head.hash,
+            },
+            &state.to_bytes(),
+        )?;
+    }
+    Ok(dir)
+}
+
+/// `__resume HOME DIR`: resumes in process and prints the seconds it took.
+pub fn resume_once(home: &Path, dir: &Path) -> Result<()> {
+    let t = std::time::Instant::now();
+    let (e, report) = Engine::resume(&Home::at(home), dir, ResumeOptions::default())?;
+    let took = t.elapsed().as_secs_f64();
+    drop(e);
+    println!(
+        "{took:.6} {} {}",
+        report.records_folded,
+        report.from_snapshot.is_some()
+    );
+    Ok(())
+}
+
+pub fn run(args: &ResumeArgs) -> Result<()> {
+    let tmp = match &args.dir {
+        Some(d) => tempfile::tempdir_in(d)?,
+        None => tempfile::tempdir()?,
+    };
+    let exe = std::env::current_exe()?;
+    println!("| records | snapshot | resume (median) | peak memory (median) | records folded |");
+    println!("|---:|---|---:|---:|---:|");
+    for &records in &args.records {
+        for snapshot in [false, true] {
+            let base = tmp.path().join(format!("{records}-{snapshot}"));
+            let dir = build(&base, records, snapshot)?;
+            let (mut times, mut rss) = (Vec::new(), Vec::new());
+            let mut folded = String::new();
+            for _ in 0..args.runs {
+                let mut cmd = Command::new(&exe);
+                cmd.arg("__resume").arg(base.join("home")).arg(&dir);
+                let run = child::run(cmd, &base)?;
+                anyhow::ensure!(run.success(), "resume failed: {}", run.stderr);
+                let mut parts = run.stdout.split_whitespace();
+                times.push(parts.next().context("no time")?.parse::<f64>()?);
+                folded = parts.next().unwrap_or("?").to_string();
+                rss.push(run.max_rss_bytes as f64);
+                // Each resume appends its records; a snapshot stays the newest valid.
+            }
+            let med = |v: &mut Vec<f64>| {
+                v.sort_by(|a, b| a.total_cmp(b));
+                v[v.len() / 2]
+            };
+            println!(
+                "| {records} | {} | {:.1} ms | {:.1} MB | {folded} |",
+                if snapshot { "yes" } else { "no" },
+                med(&mut times) * 1e3,
+                med(&mut rss) / 1e6
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,538 @@
+//! Resuming a session after a crash (or after it ended): open the log for append
+//! (repairing a torn tail), fold from the newest valid snapshot, reconcile the state
+//! with the world, record every finding, append `session_resumed`, go on.
+//!
+//! Reconciliation, in order:
+//! 1. calls started and never finished: each write intent is compared with the file on
+//!    disk (its after hash: applied, and recorded as installed; its before hash: not
+//!    applied; else unknown); a foreground command still running (same pid and start
+//!    time) is stopped; each call gets `tool_finished` with status `interrupted` and
+//!    what is known in its output, which is what a model is told;
+//! 2. background processes the table shows running: the same pid with the same start
+//!    time → adopted (watched through `/proc`, stopped by `end`); otherwise recorded as
+//!    finished with status `lost`;
+//! 3. the workspace is scanned against what the log knows of it (the starting manifest
+//!    plus every recorded write, which the fold keeps): every difference is recorded as
+//!    an `external` write, which drops the file's read coverage.
+//!
+//! Resuming a session that ended is allowed: `session_resumed` reopens it (the fold
+//! clears `ended`), and the report says it had ended.
+//!
+//! Memory is bounded by the state and the workspace manifest: the log is streamed, and
+//! only the records after the earliest unfinished call are read again.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use cairn_store::{BlobStore, Hash, Head, LogReader, LogWriter, Options, SnapshotStore};
+use serde::Serialize;
+
+use super::{Engine, EngineConfig};
+use crate::catalog::Registry;
+use crate::error::{EngineError, Result};
+use crate::event::{
+    Event, ExecStatus, FileWrite, Inherited, InheritedFile, Phase, ProcKind, SessionStarted,
+    ShellExec, Status, ToolFinished, WriteStatus,
+};
+use crate::fold;
+use crate::manifest::{self, ManifestEntry};
+use crate::mcp::{McpConfig, Servers};
+use crate::permission::{AllowList, Policy};
+use crate::project::{Home, Project};
+use crate::recorder::Recorder;
+use crate::redact::Redactor;
+use crate::shell::{self, Runtime};
+use crate::state::State;
+
+/// How to resume.
+#[derive(Debug, Clone, Default)]
+pub struct ResumeOptions {
+    /// The configuration to go on with (default: the one the session started with).
+    pub config: Option<EngineConfig>,
+}
+
+/// One thing reconciliation found, as recorded in `session_resumed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Finding {
+    /// The log ended in a torn record, moved aside.
+    TornTail {
+        bytes: u64,
+        quarantine: Option<String>,
+    },
+    /// A call that never finished, and what the world says about it. `outcome` is
+    /// `applied`, `not_applied`, `unknown` or `stopped`.
+    CallInterrupted {
+        call: String,
+        tool: String,
+        outcome: String,
+        detail: String,
+    },
+    /// A background process still running: tracked again.
+    ProcessAdopted { id: String, pid: u32 },
+    /// A background process gone while the session was not watching.
+    ProcessLost { id: String, pid: Option<u32> },
+    /// A file that differs from what the log knows: `created`, `changed`, `deleted`.
+    FileChanged { path: String, what: String },
+}
+
+/// What a resume did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResumeReport {
+    pub session: String,
+    /// The head before the resume's own records.
+    pub previous_head: Option<Head>,
+    /// The seq of the snapshot the fold started from.
+    pub from_snapshot: Option<u64>,
+    /// Records folded after the snapshot (all of them without one).
+    pub records_folded: u64,
+    /// The session had ended (`session_ended`) before this resume.
+    pub was_ended: bool,
+    pub findings: Vec<Finding>,
+}
+
+/// The knowledge of `state` a fork carries (read coverage, memory, conversation).
+pub fn inherit(state: &State) -> Inherited {
+    Inherited {
+        files: state
+            .files
+            .iter()
+            .map(|(path, k)| InheritedFile {
+                path: path.clone(),
+                hash: k.hash.map(Hash),
+                read_hash: k.read_hash.map(Hash),
+                ranges: k.ranges.clone(),
+                total_lines: k.total_lines,
+            })
+            .collect(),
+        memory: state.memory.clone(),
+        conversation: state.conversation.clone(),
+    }
+}
+
+/// What the log holds about one unfinished call, after its `tool_started`.
+#[derive(Default)]
+struct CallTrace {
+    /// Write intents not followed by their outcome.
+    intents: Vec<FileWrite>,
+    /// Foreground commands started and not finished.
+    running: Vec<ShellExec>,
+}
+
+impl Engine {
+    /// Resumes the session at `session_dir` (see the module docs). Refuses a log locked
+    /// by a live writer (naming its pid) and a log corrupt before its tail (naming the
+    /// place); a torn tail is repaired and reported.
+    pub fn resume(
+        home: &Home,
+        session_dir: &Path,
+        options: ResumeOptions,
+    ) -> Result<(Engine, ResumeReport)> {
+        let dir = session_dir;
+        let started = first_record(dir)?;
+        let config = match options.config {
+            Some(c) => c,
+            None => serde_json::from_value(started.config.clone()).map_err(|e| {
+                EngineError::Config(format!(
+                    "{}: the session's configuration does not load: {e}",
+                    dir.display()
+                ))
+            })?,
+        };
+        let (log, recovery) = open_log(
+            dir,
+            Options {
+                durability: config.durability,
+                ..Options::default()
+            },
+        )?;
+        let folded = fold::fold_with_snapshot(dir)?;
+        let state = folded.state;
+        let root = PathBuf::from(&started.workspace);
+        if !root.is_dir() {
+            return Err(EngineError::Config(format!(
+                "the workspace {} of session {} is gone: fork the session into a new folder instead (cairn fork {} --at SEQ --workspace DIR)",
+                root.display(),
+                started.id,
+                started.id
+            )));
+        }
+        let project = Project {
+            dir: dir
+                .parent()
+                .and_then(Path::parent)
+                .ok_or_else(|| {
+                    EngineError::Config(format!(
+                        "{}: not inside a project folder (<project>/sessions/<id>)",
+                        dir.display()
+                    ))
+                })?
+                .to_path_buf(),
+        };
+        let blobs = BlobStore::open(&project.blobs_dir())?.without_sync();
+        let mut known: BTreeMap<String, ManifestEntry> =
+            manifest::from_jsonl(&blobs.get(&started.manifest.hash)?)?
+                .into_iter()
+                .map(|f| (f.path.clone(), f))
+                .collect();
+        for (path, f) in &state.ws_changes {
+            match f {
+                Some(f) => {
+                    let mode = f
+                        .mode
+                        .or_else(|| known.get(path).map(|m| m.mode))
+                        .unwrap_or(0o644);
+                    known.insert(
+                        path.clone(),
+                        ManifestEntry {
+                            path: path.clone(),
+                            size: f.len,
+                            mode,
+                            hash: Hash(f.hash),
+                        },
+                    );
+                }
+                None => {
+                    known.remove(path);
+                }
+            }
+        }
+        let home_inner = home
+            .root
+            .strip_prefix(&root)
+            .ok()
+            .map(|inner| inner.to_string_lossy().to_string());
+        let was_ended = state.ended;
+        let registry = Registry::new(config.catalog);
+        let mcp = Box::new(Servers::new(McpConfig::load(&project.dir)?, &root));
+        let allow_list = AllowList::new(&project.dir);
+        let rec = Recorder::new(
+            log,
+            state,
+            blobs,
+            SnapshotStore::new(dir),
+            config.durability,
+            config.snapshot_every,
+            config.checkpoint_every,
+        );
+        let rt = Runtime {
+            session_dir: dir.to_path_buf(),
+            tmp_dir: project.dir.join("tmp"),
+            manifest_cache: crate::manifest::ScanCache::new(project.manifest_cache()),
+            home_inner,
+            manifest: known,
+            bg: Default::default(),
+        };
+        let mut engine = Engine {
+            id: started.id.clone(),
+            dir: dir.to_path_buf(),
+            root,
+            home: home.root.clone(),
+            project,
+            config,
+            registry,
+            rec,
+            approver: Box::new(Policy::Workspace),
+            redactor: Redactor::from_env(),
+            allow_list,
+            rt,
+            mcp,
+            mcp_listed: Default::default(),
+        };
+        let mut findings = Vec::new();
+        if recovery.quarantined_bytes > 0 {
+            findings.push(Finding::TornTail {
+                bytes: recovery.quarantined_bytes,
+                quarantine: recovery
+                    .quarantine_file
+                    .as_ref()
+                    .map(|p| p.to_string_lossy().into_owned()),
+            });
+        }
+        engine.finish_open_calls(&mut findings)?;
+        engine.reconcile_processes(&mut findings)?;
+        let changes = shell::record_external(&mut engine.rec, &mut engine.rt, &engine.root, None)?;
+        findings.extend(changes.into_iter().map(|c| Finding::FileChanged {
+            path: c.path,
+            what: c.what.to_string(),
+        }));
+        engine.rec.append(&Event::SessionResumed {
+            previous_head: recovery.head.map_or(Hash::ZERO, |h| h.hash),
+            findings: findings
+                .iter()
+                .filter_map(|f| serde_json::to_value(f).ok())
+                .collect(),
+        })?;
+        engine.rec.sync()?;
+        let report = ResumeReport {
+            session: engine.id.clone(),
+            previous_head: recovery.head,
+            from_snapshot: folded.from_snapshot,
+            records_folded: folded.records,
+            was_ended,
+            findings,
+        };
+        Ok((engine, report))
+    }
+
+    /// Decides what is known of every call started and never finished, and records
+    /// its end as interrupted.
+    fn finish_open_calls(&mut self, findings: &mut Vec<Finding>) -> Result<()> {
+        let mut open: Vec<(String, String, u64)> = self
+            .rec
+            .state
+            .open_calls
+            .iter()
+            .map(|(id, c)| (id.clone(), c.tool.clone(), c.seq))
+            .collect();
+        if open.is_empty() {
+            return Ok(());
+        }
+        open.sort_by_key(|(_, _, seq)| *seq);
+        let mut traces: BTreeMap<String, CallTrace> = open
+            .iter()
+            .map(|(id, _, _)| (id.clone(), CallTrace::default()))
+            .collect();
+        // Only the records after the earliest unfinished call are read.
+        let reader = LogReader::open(&self.dir)?;
+        for r in reader.records_from(open[0].2)? {
+            let r = r?;
+            let Ok(rec) = fold::parse(&r) else { continue };
+            match rec.event {
+                Event::FileWrite(w) => {
+                    let Some(t) = w.call.as_ref().and_then(|c| traces.get_mut(c)) else {
+                        continue;
+                    };
+                    match w.status {
+                        WriteStatus::Intent => t.intents.push(w),
+                        // The outcome of an intent was recorded: nothing to decide.
+                        _ => t.intents.retain(|i| i.path != w.path),
+                    }
+                }
+                Event::ShellExec(x) if x.kind == ProcKind::Foreground => {
+                    let Some(t) = traces.get_mut(&x.call) else {
+                        continue;
+                    };
+                    match x.phase {
+                        Phase::Started => t.running.push(x),
+                        Phase::Finished => t.running.clear(),
+                    }
+                }
+                _ => {}
+            }
+        }
+        let grace = self.config.limits.shell_kill_grace_ms;
+        for (call, tool, _) in open {
+            let trace = traces.remove(&call).unwrap_or_default();
+            let mut outcomes: Vec<(&'static str, String)> = Vec::new();
+            for w in trace.intents {
+                remove_temp_files(&self.root.join(&w.path));
+                let now = file_hash(&self.root.join(&w.path));
+                let before = w.before.map(|b| b.hash);
+                let after = w.after.map(|b| b.hash);
+                if now == after {
+                    let mut done = w.clone();
+                    done.status = WriteStatus::Ok;
+                    self.rt.note_write(&done);
+                    self.rec.append(&Event::FileWrite(done))?;
+                    outcomes.push((
+                        "applied",
+                        format!(
+                            "the write to {} was installed: the file holds the new content",
+                            w.path
+                        ),
+                    ));
+                } else if now == before {
+                    outcomes.push((
+                        "not_applied",
+                        format!(
+                            "the write to {} was not installed: the file is as it was before",
+                            w.path
+                        ),
+                    ));
+                } else {
+                    outcomes.push((
+                        "unknown",
+                        format!(
+                            "{} holds neither the content before nor the content after the write: read it again",
+                            w.path
+                        ),
+                    ));
+                }
+            }
+            for x in trace.running {
+                let live = match (x.pid, x.start_time) {
+                    (Some(pid), Some(t)) if shell::alive(pid, t) => Some((pid, t)),
+                    _ => None,
+                };
+                match live {
+                    Some((pid, t)) => {
+                        shell::stop_adopted(pid, t, grace);
+                        outcomes.push((
+                            "stopped",
+                            format!(
+                                "`{}` was still running at resume and was stopped; its output was not recorded",
+                                shell::shown_argv(&x.argv)
+                            ),
+                        ));
+                    }
+                    None => outcomes.push((
+                        "unknown",
+                        format!(
+                            "`{}` was running when the session stopped; whether it finished and what it printed is unknown (files it changed are recorded as external changes)",
+                            shell::shown_argv(&x.argv)
+                        ),
+                    )),
+                }
+            }
+            if outcomes.is_empty() {
+                outcomes.push((
+                    "unknown",
+                    "no side effect of this call was recorded; its result is unknown".to_string(),
+                ));
+            }
+            let outcome = if outcomes.iter().all(|(o, _)| *o == outcomes[0].0) {
+                outcomes[0].0
+            } else {
+                "unknown"
+            };
+            let detail = outcomes
+                .iter()
+                .map(|(_, d)| d.as_str())
+                .collect::<Vec<_>>()
+                .join("; ");
+            let output = format!(
+                "interrupted: the session stopped during this call and was resumed; outcome {outcome}: {detail}. Check the workspace before repeating it."
+            );
+            self.rec.append(&Event::ToolFinished(ToolFinished {
+                call: call.clone(),
+                status: Status::Interrupted,
+                output,
+                output_blob: None,
+                elapsed_us: 0,
+                refusal: None,
+                redactions: Default::default(),
+                mcp_result: None,
+            }))?;
+            findings.push(Finding::CallInterrupted {
+                call,
+                tool,
+                outcome: outcome.to_string(),
+                detail,
+            });
+        }
+        Ok(())
+    }
+
+    /// Adopts the background processes still running; records the others as lost.
+    fn reconcile_processes(&mut self, findings: &mut Vec<Finding>) -> Result<()> {
+        let running: Vec<crate::state::Process> = self
+            .rec
+            .state
+            .processes
+            .values()
+            .filter(|p| p.is_running())
+            .cloned()
+            .collect();
+        for p in running {
+            match (p.pid, p.start_time) {
+                (Some(pid), Some(t)) if shell::alive(pid, t) => {
+                    self.rt.adopt(&p, t, &self.dir);
+                    findings.push(Finding::ProcessAdopted {
+                        id: p.id.clone(),
+                        pid,
+                    });
+                }
+                _ => {
+                    self.rec.append(&Event::ShellExec(ShellExec {
+                        call: p.call.clone(),
+                        id: Some(p.id.clone()),
+                        argv: p.argv.clone(),
+                        cwd: p.cwd.clone(),
+                        pid: p.pid,
+                        start_time: p.start_time,
+                        kind: ProcKind::Background,
+                        phase: Phase::Finished,
+                        status: ExecStatus::Lost,
+                        timeout_ms: None,
+                        exit_code: None,
+                        signal: None,
+                        elapsed_us: None,
+                        stdout_bytes: None,
+                        stderr_bytes: None,
+                        stdout: None,
+                        stderr: None,
+                        log: (!p.log.is_empty()).then(|| p.log.clone()),
+                        log_blob: None,
+                        error: Some(
+                            "not running at resume (or its pid now belongs to another process); how it ended is unknown"
+                                .to_string(),
+                        ),
+                    }))?;
+                    findings.push(Finding::ProcessLost {
+                        id: p.id.clone(),
+                        pid: p.pid,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Opens the log for append. A lock whose named writer is dead can still be held for
+/// a moment by a child it forked and that has not yet reached `exec` (which closes the
+/// lock): that is waited for, up to `LOCK_WAIT_MS`. A live writer is refused at once.
+fn open_log(dir: &Path, options: Options) -> Result<(LogWriter, cairn_store::Recovery)> {
+    const LOCK_WAIT_MS: u64 = 2_000;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(LOCK_WAIT_MS);
+    loop {
+        match LogWriter::open(dir, options) {
+            Err(cairn_store::Error::Locked { pid: Some(pid), .. })
+                if !Path::new(&format!("/proc/{pid}")).exists()
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return Ok(other?),
+        }
+    }
+}
+
+/// Removes the temporary files a write tool leaves beside its target when it is
+/// killed before the rename (`.cairn-tmp-*`): they were never part of the workspace.
+fn remove_temp_files(target: &Path) {
+    let Some(parent) = target.parent() else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_name().to_string_lossy().starts_with(".cairn-tmp-") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// The session's `session_started` (record 0, before any repair of the tail).
+fn first_record(dir: &Path) -> Result<SessionStarted> {
+    let bad = |what: &str| EngineError::Config(format!("{}: {what}", dir.display()));
+    let reader = LogReader::open(dir)?;
+    let first = reader
+        .get(0)?
+        .ok_or_else(|| bad("the log is empty: there is nothing to resume"))?;
+    match fold::parse(&first) {
+        Ok(crate::state::Record {
+            event: Event::SessionStarted(s),
+            ..
+        }) => Ok(s),
+        _ => Err(bad("the log does not start with session_started")),
+    }
+}
+
+/// The BLAKE3 of a file's content, `None` when it does not exist (or cannot be read).
+fn file_hash(path: &Path) -> Option<Hash> {
+    let f = std::fs::File::open(path).ok()?;
+    cairn_store::hash_reader(f).ok()
+}
