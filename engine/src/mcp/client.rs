@@ -303,11 +303,18 @@ impl Client {
 impl Client {
     fn crashed(&mut self, why: &str) -> McpError {
         // The reader saw stdout close: the process is exiting, or has.
-        let deadline = Instant::now() + Duration::from_millis(200);
+        // On a loaded machine reaping can take a while; this is the failure path, so
+        // waiting a little for a message that says how it ended is worth it.
+        let deadline = Instant::now() + Duration::from_millis(2000);
         let mut status = self.exit_status();
         while status.is_empty() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
             status = self.exit_status();
+        }
+        // Its stderr is read on another thread: let it catch up with the last lines.
+        let deadline = Instant::now() + Duration::from_millis(500);
+        while self.stderr_tail().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
         }
         let why = if why.is_empty() {
             String::new()
