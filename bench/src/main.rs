@@ -13,6 +13,7 @@ mod events;
 mod replay;
 mod report;
 mod resume;
+mod scan;
 mod shell;
 mod store;
 
@@ -37,6 +38,8 @@ enum Command {
     Engine(engine::EngineArgs),
     /// Benchmark the shell tools: a foreground `run_shell true` against spawning `true`.
     Shell(shell::ShellArgs),
+    /// Benchmark the no-change workspace scan that follows every command.
+    Scan(scan::ScanArgs),
     /// Benchmark replay: deep verify against integrity-only, replay against recorded time.
     Replay(replay::ReplayArgs),
     /// Benchmark resume: time and peak memory, with and without a snapshot.
@@ -70,6 +73,7 @@ fn main() -> Result<()> {
         Command::Store(args) => store::run(&args),
         Command::Engine(args) => engine::run(&args),
         Command::Shell(args) => shell::run(&args),
+        Command::Scan(args) => scan::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Resume(args) => resume::run(&args),
         Command::ResumeOnce { home, dir } => resume::resume_once(&home, &dir),
