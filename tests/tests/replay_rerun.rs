@@ -255,3 +255,71 @@ fn network_calls_are_answered_from_the_recording() {
     assert_eq!(fetched, 0, "the replay fetched again");
     assert_eq!(answered, ["web_search", "web_fetch"]);
 }
+
+/// Injected non-determinism: commands that print the time or a random number diverge
+/// on replay, each reported at its own call's seq; `--shell recorded` answers them from
+/// the recording instead, and the replay is identical.
+#[test]
+fn a_command_printing_the_time_or_a_random_number_diverges_at_its_seq() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "one\n").unwrap();
+    let h = cairn_engine::Home::at(home.path());
+    let mut e = cairn_engine::Engine::start(
+        &h,
+        ws.path(),
+        cairn_engine::EngineConfig::new(cairn_engine::Catalog::Thoth),
+    )
+    .unwrap();
+    e.call("read_file", serde_json::json!({"path": "a.txt"}))
+        .unwrap();
+    e.call("shell", serde_json::json!({"command": "echo steady"}))
+        .unwrap();
+    e.call("shell", serde_json::json!({"command": "date +%s%N"}))
+        .unwrap();
+    e.call(
+        "shell",
+        serde_json::json!({"command": "od -An -N8 -tu8 /dev/urandom"}),
+    )
+    .unwrap();
+    let dir = e.dir().to_path_buf();
+    e.end("done").unwrap();
+    let starts: Vec<(u64, String)> = cairn_store::LogReader::open(&dir)
+        .unwrap()
+        .records()
+        .unwrap()
+        .filter_map(|r| {
+            let r = cairn_engine::fold::parse(&r.unwrap()).unwrap();
+            match r.event {
+                cairn_engine::Event::ToolStarted { call, .. } => Some((r.seq, call)),
+                _ => None,
+            }
+        })
+        .collect();
+    let report = cairn_replay::replay(&dir, cairn_replay::ReplayOptions::default()).unwrap();
+    let at: Vec<(u64, &str)> = report
+        .divergences
+        .iter()
+        .map(|d| (d.seq, d.call.as_str()))
+        .collect();
+    assert_eq!(
+        at,
+        [(starts[2].0, "c3"), (starts[3].0, "c4")],
+        "{:?}",
+        report.divergences
+    );
+    let recorded = cairn_replay::replay(
+        &dir,
+        cairn_replay::ReplayOptions {
+            shell: cairn_replay::ShellMode::Recorded,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(
+        recorded.divergences.is_empty(),
+        "{:?}",
+        recorded.divergences
+    );
+    assert_eq!(recorded.from_recording, 3);
+}
