@@ -156,13 +156,37 @@ enum Command {
     },
     /// Resume a session after a crash (or after it ended): repair a torn tail, fold,
     /// reconcile with the workspace, processes and unfinished calls, record the
-    /// findings; with --script, go on at the script's first unfinished step.
+    /// findings; with --script, go on at the script's first unfinished step; with
+    /// --provider, go on with the model from the conversation in the log (after TASK,
+    /// when given, as a new user message).
     Resume {
         /// A session: id, unique prefix, folder, or `last` (the newest of this workspace).
         session: String,
+        /// A new user message for the model (needs --provider).
+        #[arg(requires = "provider")]
+        task: Option<String>,
         /// The script the session was running; it goes on where it stopped.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "provider")]
         script: Option<std::path::PathBuf>,
+        /// Go on with a model: openai (any OpenAI-compatible server) or anthropic.
+        #[arg(long)]
+        provider: Option<cairn_engine::provider::Kind>,
+        /// The model (default: CAIRN_MODEL).
+        #[arg(long, requires = "provider")]
+        model: Option<String>,
+        /// The API's base URL (default: CAIRN_BASE_URL, else the provider's).
+        #[arg(long, requires = "provider")]
+        base_url: Option<String>,
+        /// The environment variable holding the API key (default: CAIRN_API_KEY, then
+        /// OPENAI_API_KEY or ANTHROPIC_API_KEY).
+        #[arg(long, requires = "provider")]
+        api_key_env: Option<String>,
+        /// Model turns before the run stops.
+        #[arg(long, default_value_t = cairn_engine::agent::TURNS_MAX_DEFAULT)]
+        turns_max: u32,
+        /// Ask for whole answers instead of streams.
+        #[arg(long)]
+        no_stream: bool,
         /// Who answers permission requests: ask, always, never.
         #[arg(long, default_value = "ask")]
         approve: sessioncmd::Approve,
@@ -379,10 +403,33 @@ fn main() -> ExitCode {
         },
         Command::Resume {
             session,
+            task,
             script,
+            provider,
+            model,
+            base_url,
+            api_key_env,
+            turns_max,
+            no_stream,
             approve,
             json,
-        } => resumecmd::resume(&session, script.as_deref(), approve, json),
+        } => resumecmd::resume(
+            &session,
+            script.as_deref(),
+            provider.map(|provider| resumecmd::WithModel {
+                provider,
+                overrides: cairn_engine::provider::Overrides {
+                    base_url,
+                    model,
+                    api_key_env,
+                    stream: Some(!no_stream),
+                },
+                task,
+                turns_max,
+            }),
+            approve,
+            json,
+        ),
         Command::Fork {
             session,
             at,

@@ -105,11 +105,7 @@ pub fn run_script(
     }
     let home = Home::from_env()?;
     let mut engine = Engine::start(&home, workspace, EngineConfig::new(catalog))?;
-    engine.set_approver(match approve {
-        Approve::Ask => Box::new(TerminalApprover),
-        Approve::Always => Box::new(Policy::AllowAll),
-        Approve::Never => Box::new(Policy::DenyAll),
-    });
+    engine.set_approver(approver(approve));
     let id = engine.id().to_string();
     script::run(&mut engine, &steps, progress)?;
     engine.end("script finished")?;
@@ -132,15 +128,91 @@ pub struct TaskArgs {
     pub searxng_url: Option<String>,
 }
 
+/// A model provider built from the flags and the environment (shared by `run TASK`
+/// and `resume --provider`), with the key it uses.
+pub struct Model {
+    pub provider: Box<dyn cairn_engine::provider::Provider>,
+    key: cairn_engine::provider::Secret,
+    key_var: String,
+}
+
+impl Model {
+    pub fn build(
+        kind: cairn_engine::provider::Kind,
+        overrides: &cairn_engine::provider::Overrides,
+    ) -> Result<Model> {
+        use cairn_engine::provider::ProviderConfig;
+        let pc = ProviderConfig::from_env(kind, overrides, |k| std::env::var(k).ok())?;
+        let key = pc.api_key.clone();
+        let key_var = pc.key_var.clone();
+        Ok(Model {
+            provider: pc.build()?,
+            key,
+            key_var,
+        })
+    }
+
+    /// Runs the agent loop in `engine` (after `task`, when given), ends the session
+    /// and prints the answer and the session id. The key is registered as a secret
+    /// first, so it never reaches the log, and scrubbed from errors.
+    pub fn drive(
+        &mut self,
+        mut engine: Engine,
+        task: Option<&str>,
+        turns_max: u32,
+    ) -> Result<ExitCode> {
+        use cairn_engine::agent::{self, Step};
+        if let Some(k) = self.key.expose() {
+            engine.add_secret(&self.key_var, k);
+        }
+        let id = engine.id().to_string();
+        let cfg = agent::AgentConfig {
+            turns_max,
+            system: None,
+        };
+        let result = agent::run(
+            &mut engine,
+            self.provider.as_mut(),
+            task,
+            &cfg,
+            |step| match step {
+                Step::Turn(t) => {
+                    if !t.text.is_empty() && !t.tool_calls.is_empty() {
+                        eprintln!("model: {}", t.text.lines().next().unwrap_or(""));
+                    }
+                }
+                Step::Call(o) => progress(o),
+            },
+        );
+        match result {
+            Ok(run) => {
+                let reason = match run.stop {
+                    agent::Stop::Answered => "answered".to_string(),
+                    agent::Stop::TurnLimit => format!("turn limit ({turns_max} turns)"),
+                };
+                engine.end(&reason)?;
+                if run.stop == agent::Stop::TurnLimit {
+                    eprintln!(
+                        "cairn: stopped at the turn limit ({turns_max} turns): raise --turns-max, or resume"
+                    );
+                }
+                out::line(&run.answer)?;
+                out::line(&id)?;
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => {
+                let msg = self.key.scrub(&e.to_string());
+                engine.end(&format!("stopped: {msg}"))?;
+                Err(anyhow::anyhow!("{msg} (session {id})"))
+            }
+        }
+    }
+}
+
 pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
-    use cairn_engine::agent::{self, Step};
-    use cairn_engine::provider::ProviderConfig;
-    let pc = ProviderConfig::from_env(a.provider, &a.overrides, |k| std::env::var(k).ok())?;
-    let key = pc.api_key.clone();
-    let key_var = pc.key_var.clone();
-    let mut provider = pc.build()?;
+    let mut model = Model::build(a.provider, &a.overrides)?;
     let mut config = EngineConfig::new(a.catalog);
-    agent::fit_limits(&mut config.limits, a.context_window);
+    cairn_engine::agent::fit_limits(&mut config.limits, a.context_window);
     config.check_command = a
         .check
         .as_ref()
@@ -153,56 +225,17 @@ pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
     }
     let home = Home::from_env()?;
     let mut engine = Engine::start(&home, &a.workspace, config)?;
-    if let Some(k) = key.expose() {
-        engine.add_secret(&key_var, k);
-    }
-    engine.set_approver(match a.approve {
+    engine.set_approver(approver(a.approve));
+    eprintln!("session {}", engine.id());
+    model.drive(engine, Some(&a.task), a.turns_max)
+}
+
+/// The approver `--approve` names.
+pub(crate) fn approver(approve: Approve) -> Box<dyn Approver> {
+    match approve {
         Approve::Ask => Box::new(TerminalApprover),
         Approve::Always => Box::new(Policy::AllowAll),
         Approve::Never => Box::new(Policy::DenyAll),
-    });
-    let id = engine.id().to_string();
-    eprintln!("session {id}");
-    let cfg = agent::AgentConfig {
-        turns_max: a.turns_max,
-        system: None,
-    };
-    let result = agent::run(
-        &mut engine,
-        provider.as_mut(),
-        Some(&a.task),
-        &cfg,
-        |step| match step {
-            Step::Turn(t) => {
-                if !t.text.is_empty() && !t.tool_calls.is_empty() {
-                    eprintln!("model: {}", t.text.lines().next().unwrap_or(""));
-                }
-            }
-            Step::Call(o) => progress(o),
-        },
-    );
-    match result {
-        Ok(run) => {
-            let reason = match run.stop {
-                agent::Stop::Answered => "answered".to_string(),
-                agent::Stop::TurnLimit => format!("turn limit ({} turns)", a.turns_max),
-            };
-            engine.end(&reason)?;
-            if run.stop == agent::Stop::TurnLimit {
-                eprintln!(
-                    "cairn: stopped at the turn limit ({} turns): raise --turns-max, or resume",
-                    a.turns_max
-                );
-            }
-            out::line(&run.answer)?;
-            out::line(&id)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(e) => {
-            let msg = key.scrub(&e.to_string());
-            engine.end(&format!("stopped: {msg}"))?;
-            Err(anyhow::anyhow!("{msg} (session {id})"))
-        }
     }
 }
 

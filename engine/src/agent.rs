@@ -3,8 +3,10 @@
 //! answers without tool calls or the turn limit is reached.
 //!
 //! The conversation sent each turn is rebuilt from the folded state, never kept aside,
-//! so a resumed session continues with exactly what its log holds. A call the log
-//! shows asked for but never finished (a crash) gets a synthesised result saying so.
+//! so a resumed session continues with exactly what its log holds. A call interrupted
+//! by a crash has, once resumed, the result the resume recorded (what the world says
+//! about it); a call the log shows asked for and never started gets a synthesised
+//! result saying it did not run.
 //! Tool results are capped to fit the model's context window by the thoth rule:
 //! three quarters of the window in characters, clamped to 4,000..=80,000 (12,000 when
 //! the window is unknown); the cap becomes the session's `output_bytes_max`, so what
@@ -96,15 +98,28 @@ pub enum Step<'a> {
 }
 
 /// The conversation of a session, from its folded state.
+///
+/// Every call of an assistant turn gets a result. A call that was interrupted and then
+/// reconciled by a resume has the `tool_finished` (status `interrupted`) the resume
+/// recorded, whose output says what is known (applied, not applied, unknown, stopped):
+/// that output is its result. A call with no result in the log gets a synthesised
+/// one: one started and not finished (a session not resumed yet) is said to be
+/// interrupted; one never started is said not to have run.
 pub fn messages(state: &State) -> Vec<Message> {
     let mut out = Vec::new();
     let mut waiting: Vec<(String, String)> = Vec::new();
     let flush = |out: &mut Vec<Message>, waiting: &mut Vec<(String, String)>| {
         for (id, name) in waiting.drain(..) {
+            let started = state.model_call_of.values().any(|(m, _)| *m == id);
+            let output = if started {
+                "interrupted: no result was recorded for this call (the session stopped while it ran); check the workspace before repeating it"
+            } else {
+                "not run: the session stopped before this call started, so nothing of it happened; call it again if it is still needed"
+            };
             out.push(Message::Tool {
                 call_id: id,
                 name,
-                output: "interrupted: no result was recorded for this call (the session stopped while it ran, or it never started); check the workspace before repeating it".to_string(),
+                output: output.to_string(),
                 is_error: true,
             });
         }
@@ -233,6 +248,61 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn apply(state: &mut State, event: crate::event::Event) {
+        let seq = state.last_seq.map_or(0, |s| s + 1);
+        state.apply(&crate::state::Record {
+            seq,
+            ts: String::new(),
+            hash: cairn_store::Hash::ZERO,
+            event,
+        });
+    }
+
+    #[test]
+    fn calls_without_a_result_are_told_apart_by_whether_they_started() {
+        use crate::event::Event;
+        let mut state = State::default();
+        apply(
+            &mut state,
+            Event::UserMessage {
+                text: "task".into(),
+            },
+        );
+        apply(
+            &mut state,
+            Event::ModelTurn {
+                provider: "openai".into(),
+                model: "m".into(),
+                text: String::new(),
+                tool_calls: vec![
+                    serde_json::json!({"id": "a", "name": "shell", "input": {}}),
+                    serde_json::json!({"id": "b", "name": "shell", "input": {}}),
+                ],
+                usage: None,
+            },
+        );
+        apply(
+            &mut state,
+            Event::ToolStarted {
+                call: "c1".into(),
+                tool: "shell".into(),
+                input: serde_json::json!({}),
+                mcp: None,
+            },
+        );
+        let msgs = messages(&state);
+        let outputs: Vec<&str> = msgs
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { output, .. } => Some(output.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(outputs.len(), 2, "{msgs:?}");
+        assert!(outputs[0].starts_with("interrupted:"), "{}", outputs[0]);
+        assert!(outputs[1].starts_with("not run:"), "{}", outputs[1]);
+    }
 
     #[test]
     fn result_cap_follows_the_window_within_its_clamps() {

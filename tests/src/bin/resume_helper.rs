@@ -8,6 +8,9 @@
 //! resume_helper bg HOME WS              start a session, run `sleep 30` in the
 //!                                       background, print "session ID" and "ready", then
 //!                                       wait to be killed
+//! resume_helper agent HOME WS URL TASK  start a session, print "session ID", run the
+//!                                       agent loop on TASK against the OpenAI-compatible
+//!                                       server at URL (model "m-1"), print "answer TEXT"
 //! ```
 
 use std::error::Error;
@@ -58,6 +61,34 @@ fn main() -> Result<()> {
                 std::thread::sleep(std::time::Duration::from_secs(1));
             }
         }
-        _ => Err("usage: resume_helper script HOME WS SCRIPT | bg HOME WS".into()),
+        ["agent", home, ws, url, task] => {
+            use cairn_engine::agent::{self, AgentConfig};
+            use cairn_engine::provider::{Kind, Overrides, ProviderConfig};
+            let pc = ProviderConfig::from_env(
+                Kind::Openai,
+                &Overrides {
+                    base_url: Some(format!("{url}/v1")),
+                    model: Some("m-1".into()),
+                    ..Overrides::default()
+                },
+                |_| None,
+            )?;
+            let mut provider = pc.build()?;
+            let mut engine = start(home, ws)?;
+            let run = agent::run(
+                &mut engine,
+                provider.as_mut(),
+                Some(task),
+                &AgentConfig::default(),
+                |_| {},
+            )?;
+            println!("answer {}", run.answer);
+            engine.end("answered")?;
+            Ok(())
+        }
+        _ => Err(
+            "usage: resume_helper script HOME WS SCRIPT | bg HOME WS | agent HOME WS URL TASK"
+                .into(),
+        ),
     }
 }
