@@ -12,7 +12,7 @@ use cairn_cli::view::{Cmd, Msg, ViewApp};
 use cairn_engine::event::{Answer, Event, Phase, WriteStatus};
 use cairn_engine::permission::{Approver, Request};
 use cairn_engine::script::Step;
-use cairn_engine::{Catalog, Engine, EngineConfig, Home};
+use cairn_engine::{CancelHandle, Catalog, Engine, EngineConfig, Home};
 use crossterm::event::{self, KeyEventKind};
 
 use crate::out;
@@ -85,7 +85,9 @@ fn serve(engine: &mut Engine, cmd: Cmd, to_view: &Sender<Msg>) -> bool {
     };
     let _ = match cmd {
         Cmd::Quit => return true,
-        Cmd::Answer(_) => Ok(()),
+        // The runner triggers the cancel handle itself; between calls there is nothing to
+        // cancel.
+        Cmd::Answer(_) | Cmd::CancelCall => Ok(()),
         Cmd::ListProcesses => to_view.send(Msg::Processes(list(engine))),
         Cmd::Cancel(id) => {
             let note = match engine.cancel_process(&id) {
@@ -126,7 +128,7 @@ fn worker(
     to_view: Sender<Msg>,
     answers: Receiver<Answer>,
     cmds: Receiver<Cmd>,
-    started: Sender<Result<String, String>>,
+    started: Sender<Result<(String, CancelHandle), String>>,
 ) -> Result<(), String> {
     let mut engine = match Engine::start(&home, &workspace, EngineConfig::new(catalog)) {
         Ok(e) => e,
@@ -142,7 +144,7 @@ fn worker(
             answers,
         })),
     }
-    let _ = started.send(Ok(engine.id().to_string()));
+    let _ = started.send(Ok((engine.id().to_string(), engine.cancel_handle())));
     let mut seq = engine.state().last_seq.unwrap_or(0);
     let mut quit = false;
     'steps: for (line, step) in &steps {
@@ -256,8 +258,8 @@ pub fn run(
             home, ws, catalog, policy, steps, to_view, answers, cmds, started_tx,
         )
     });
-    let id = match started.recv() {
-        Ok(Ok(id)) => id,
+    let (id, cancel) = match started.recv() {
+        Ok(Ok(started)) => started,
         Ok(Err(e)) => anyhow::bail!("{e}"),
         Err(_) => anyhow::bail!("the session did not start"),
     };
@@ -268,6 +270,12 @@ pub fn run(
         loop {
             while let Ok(m) = from_engine.try_recv() {
                 app.on_msg(m);
+            }
+            // Each call clears the handle when it starts, and the view hears of a call
+            // just before: a Ctrl-C in between would be lost, so it is triggered again
+            // until the call's end is seen.
+            if app.cancelling() {
+                cancel.cancel();
             }
             app.tick(t0.elapsed().as_millis() as u64);
             terminal.draw(|f| app.render(f))?;
@@ -285,6 +293,8 @@ pub fn run(
                     Cmd::Answer(a) => {
                         let _ = answer_tx.send(a);
                     }
+                    // The engine's thread is inside the call: the handle reaches it there.
+                    Cmd::CancelCall => cancel.cancel(),
                     other => {
                         let _ = cmd_tx.send(other);
                     }

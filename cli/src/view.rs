@@ -2,7 +2,9 @@
 //! its status and elapsed time, the diff of every change and shell command lines in
 //! full, and the permission prompt (y / a / n) as an overlay showing exactly what is
 //! being allowed. `:bg` lists background processes (c cancels one), `/allow` shows the
-//! allow list (r resets it), `q` or Ctrl-C ends the session after the running call.
+//! allow list (r resets it). Ctrl-C while a call runs cancels it (a shell command is
+//! killed with its process group, an MCP request is given up; other tools just
+//! finish); a second Ctrl-C, or `q`, ends the session after the running call.
 //!
 //! [`ViewApp`] is a pure state machine: the runner feeds it [`Msg`]s from the engine's
 //! thread and keys from the terminal; what it wants done comes out as [`Cmd`]s.
@@ -55,6 +57,9 @@ pub enum Cmd {
     Answer(Answer),
     ListProcesses,
     Cancel(String),
+    /// Cancel the running call (the engine's cancel handle, triggered at once by the
+    /// runner rather than queued for the engine's thread, which is busy with the call).
+    CancelCall,
     ListAllow,
     ResetAllow,
     /// End the session (after the running call), reaping its processes.
@@ -96,6 +101,8 @@ pub struct ViewApp {
     scroll: usize,
     done: bool,
     quitting: bool,
+    /// The running call was asked to stop (Ctrl-C once).
+    cancelling: bool,
     /// Commands for the engine's thread, taken by the runner.
     pub out: Vec<Cmd>,
 }
@@ -114,6 +121,7 @@ impl ViewApp {
             scroll: 0,
             done: false,
             quitting: false,
+            cancelling: false,
             out: Vec::new(),
         }
     }
@@ -121,6 +129,11 @@ impl ViewApp {
     /// The clock, in milliseconds since the view started (for running calls' time).
     pub fn tick(&mut self, now_ms: u64) {
         self.now_ms = now_ms;
+    }
+
+    /// True from the Ctrl-C that cancels the running call until that call finishes.
+    pub fn cancelling(&self) -> bool {
+        self.cancelling
     }
 
     /// True while a permission request waits.
@@ -144,6 +157,10 @@ impl ViewApp {
                 commands,
             } => {
                 self.running = None;
+                if std::mem::take(&mut self.cancelling) && !self.quitting {
+                    // The call ended (cancelled, or done before the cancel reached it).
+                    self.note = None;
+                }
                 self.entries.push(Entry::Call {
                     call,
                     tool,
@@ -189,7 +206,16 @@ impl ViewApp {
             return;
         }
         if ctrl_c {
-            self.quit();
+            // The first Ctrl-C during a call cancels it; the next one ends the session.
+            if self.running.is_some() && !self.cancelling && !self.quitting {
+                self.cancelling = true;
+                self.note = Some(
+                    "cancelling the running call… (Ctrl-C again or q ends the session)".into(),
+                );
+                self.out.push(Cmd::CancelCall);
+            } else {
+                self.quit();
+            }
             return;
         }
         if let Some(p) = &mut self.prompt {
@@ -317,7 +343,11 @@ impl ViewApp {
         if let Some((tool, summary, since)) = &self.running {
             out.push(Line::from(vec![
                 Span::raw(format!("…     {tool:<16} ")),
-                Span::styled(format!("{:<11}", "running"), status_style("running")),
+                if self.cancelling {
+                    Span::styled(format!("{:<11}", "cancelling"), status_style("cancelled"))
+                } else {
+                    Span::styled(format!("{:<11}", "running"), status_style("running"))
+                },
                 Span::raw(format!(
                     "{:>9}  {summary}",
                     elapsed(self.now_ms.saturating_sub(*since) * 1000)
@@ -336,6 +366,8 @@ impl ViewApp {
         .areas(f.area());
         let state = if self.quitting {
             "ending"
+        } else if self.cancelling {
+            "cancelling…"
         } else if self.done {
             "script finished"
         } else {

@@ -127,9 +127,71 @@ fn session_view_screens_and_the_permission_overlay() {
         app.out.drain(..).collect::<Vec<_>>(),
         vec![Cmd::ListAllow, Cmd::ResetAllow]
     );
-    // Ctrl-C ends the session (once).
-    app.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+    // With a call running, Ctrl-C cancels it first; the next ends the session (once).
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    app.on_key(ctrl_c);
+    app.on_key(ctrl_c);
     app.on_key(key(KeyCode::Char('q')));
+    assert_eq!(
+        app.out.drain(..).collect::<Vec<_>>(),
+        vec![Cmd::CancelCall, Cmd::Quit]
+    );
+}
+
+fn ctrl_c() -> KeyEvent {
+    KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)
+}
+
+fn finished(call: &str, status: &str) -> Msg {
+    Msg::Finished {
+        call: call.into(),
+        tool: "shell".into(),
+        status: status.into(),
+        elapsed_us: 300_000,
+        output: "cancelled by the user after 300 ms".into(),
+        diffs: vec![],
+        commands: vec!["sleep 30".into()],
+    }
+}
+
+#[test]
+fn ctrl_c_cancels_the_running_call_then_ends_the_session() {
+    // Once: the running call is cancelled and the screen says so; twice: quit.
+    let mut app = session_so_far();
+    app.on_key(ctrl_c());
+    assert_eq!(app.out.drain(..).collect::<Vec<_>>(), vec![Cmd::CancelCall]);
+    let s = screen(&mut app, 100, 24);
+    assert!(s.contains("cancelling"), "{s}");
+    app.on_key(ctrl_c());
+    assert_eq!(app.out.drain(..).collect::<Vec<_>>(), vec![Cmd::Quit]);
+    assert!(screen(&mut app, 100, 24).contains("— ending"));
+
+    // q during a call ends the session after it, without cancelling it.
+    let mut app = session_so_far();
+    app.on_key(key(KeyCode::Char('q')));
+    assert_eq!(app.out.drain(..).collect::<Vec<_>>(), vec![Cmd::Quit]);
+
+    // Once the cancelled call finished, the next call's first Ctrl-C cancels it again.
+    let mut app = session_so_far();
+    app.on_key(ctrl_c());
+    app.on_msg(finished("c3", "cancelled"));
+    let s = screen(&mut app, 100, 24);
+    assert!(s.contains("c3    shell            cancelled"), "{s}");
+    assert!(!s.contains("cancelling"), "{s}");
+    app.on_msg(Msg::Started {
+        tool: "shell".into(),
+        summary: "command=sleep 30".into(),
+    });
+    app.on_key(ctrl_c());
+    assert_eq!(
+        app.out.drain(..).collect::<Vec<_>>(),
+        vec![Cmd::CancelCall, Cmd::CancelCall]
+    );
+
+    // With no call running, Ctrl-C ends the session at once.
+    let mut app = session_so_far();
+    app.on_msg(finished("c3", "ok"));
+    app.on_key(ctrl_c());
     assert_eq!(app.out.drain(..).collect::<Vec<_>>(), vec![Cmd::Quit]);
 }
 
@@ -252,4 +314,120 @@ fn run_in_tmux_answers_the_permission_prompt() {
     assert_eq!(decided[0]["event"]["answer"], "always");
     assert_eq!(decided[0]["event"]["source"], "user");
     assert!(Path::new(&ws.path().join("b.txt")).exists());
+}
+
+/// Ctrl-C in a real terminal while `sleep 30` runs: the call is cancelled (the screen
+/// and the log say so) and the script goes on; `q` then ends the session.
+#[test]
+fn run_in_tmux_ctrl_c_cancels_the_running_command() {
+    assert!(
+        Command::new("tmux").arg("-V").output().is_ok(),
+        "tmux is missing: .ci/run installs it"
+    );
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let script = ws.path().join("s.jsonl");
+    std::fs::write(
+        &script,
+        "{\"tool\":\"shell\",\"input\":{\"command\":\"sleep 30\"},\"approve\":\"once\"}\n{\"tool\":\"shell\",\"input\":{\"command\":\"echo after > b.txt\"},\"approve\":\"once\"}\n",
+    )
+    .unwrap();
+    let done = home.path().join("done");
+    let sh = format!(
+        "CAIRN_HOME={} {} run --script {} --workspace {}; echo $? > {}; sleep 30",
+        home.path().display(),
+        env!("CARGO_BIN_EXE_cairn"),
+        script.display(),
+        ws.path().display(),
+        done.display()
+    );
+    let tmux = Tmux(format!("cairn-test-cancel-{}", std::process::id()));
+    let out = tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "sh",
+        "-c",
+        &sh,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    tmux.wait_for("command=sleep 30");
+    let t0 = Instant::now();
+    tmux.cmd(&["send-keys", "-t", "t", "C-c"]);
+    let finished = tmux.wait_for("— script finished");
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "the cancel took {:?}",
+        t0.elapsed()
+    );
+    assert!(finished.contains("cancelled"), "{finished}");
+    assert!(
+        finished.contains("cancelled by the user after"),
+        "{finished}"
+    );
+    assert!(
+        finished.contains("$ sh -c 'echo after > b.txt'"),
+        "{finished}"
+    );
+    tmux.cmd(&["send-keys", "-t", "t", "q"]);
+    let t0 = Instant::now();
+    while !done.exists() || std::fs::read_to_string(&done).unwrap().trim().is_empty() {
+        assert!(t0.elapsed() < Duration::from_secs(15), "cairn did not exit");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(std::fs::read_to_string(&done).unwrap().trim(), "0");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("b.txt")).unwrap(),
+        "after\n"
+    );
+    let after = tmux.screen();
+    let id = after
+        .lines()
+        .find(|l| l.len() == 29 && l.as_bytes()[8] == b'T')
+        .unwrap_or_else(|| panic!("no session id on the screen:\n{after}"))
+        .to_string();
+    let log = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["log", "--json", id.trim()])
+        .env("CAIRN_HOME", home.path())
+        .current_dir(ws.path())
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&log.stdout);
+    let statuses: Vec<(String, String)> = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| {
+            r["event"]["type"] == "tool_finished"
+                || (r["event"]["type"] == "shell_exec" && r["event"]["phase"] == "finished")
+        })
+        .map(|r| {
+            (
+                r["event"]["type"].as_str().unwrap().to_string(),
+                r["event"]["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let pairs: Vec<(&str, &str)> = statuses
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        vec![
+            ("shell_exec", "cancelled"),
+            ("tool_finished", "cancelled"),
+            ("shell_exec", "ok"),
+            ("tool_finished", "ok"),
+        ],
+        "{log}"
+    );
 }

@@ -11,6 +11,7 @@ use std::time::Instant;
 use cairn_store::{BlobStore, Durability, Head, LogWriter, Options, SnapshotStore};
 use serde::{Deserialize, Serialize};
 
+use crate::cancel::CancelHandle;
 use crate::catalog::{Catalog, McpTool, Registry};
 use crate::error::{EngineError, Result, io_at};
 use crate::event::{
@@ -231,6 +232,7 @@ impl Engine {
             home_inner,
             manifest: files.into_iter().map(|f| (f.path.clone(), f)).collect(),
             bg: Default::default(),
+            cancel: Default::default(),
         };
         Ok(Engine {
             id,
@@ -367,7 +369,10 @@ impl Engine {
             return Ok(denied);
         }
         Ok(
-            match self.mcp.call_tool(&t.server, &t.tool, input, timeout) {
+            match self
+                .mcp
+                .call_tool(&t.server, &t.tool, input, timeout, &self.rt.cancel)
+            {
                 Ok(result) => {
                     let out = crate::mcp::to_output(&result);
                     *raw = Some(result);
@@ -467,6 +472,16 @@ impl Engine {
         self.rec.sync()
     }
 
+    /// A token another thread can trigger to cancel the running call (see
+    /// [`CancelHandle`]): a foreground shell command is killed with its whole process
+    /// group and the call finishes with status `cancelled`; so does an MCP call to a
+    /// live server (its request cancelled, the server left running); other tools just
+    /// finish.
+    /// Each call clears it when it starts.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        self.rt.cancel.clone()
+    }
+
     /// Runs one tool call through the engine and records it.
     pub fn call(&mut self, tool: &str, input: serde_json::Value) -> Result<CallOutcome> {
         self.call_with(tool, input, None)
@@ -522,6 +537,8 @@ impl Engine {
         input: serde_json::Value,
         answer: Option<Answer>,
     ) -> Result<CallOutcome> {
+        // A cancel meant for an earlier call (or between calls) does not reach this one.
+        self.rt.cancel.clear();
         self.poll_background()?;
         let started = Instant::now();
         let call = format!("c{}", self.rec.state.calls_started + 1);

@@ -13,6 +13,7 @@
 //! ```
 
 pub mod agent;
+mod cancel;
 mod catalog;
 pub mod demo;
 pub mod diff;
@@ -37,6 +38,7 @@ mod tool;
 pub mod tools;
 pub mod web;
 
+pub use cancel::CancelHandle;
 pub use catalog::{Catalog, McpTool, Registry, markdown as catalog_markdown};
 pub use engine::{
     CallOutcome, Engine, EngineConfig, Finding, ResumeOptions, ResumeReport, cap_output, inherit,

@@ -42,6 +42,9 @@ const PIPE_BUF_BYTES: usize = 64 * 1024;
 /// a process that left the group (`setsid`) and kept the pipes can hold them longer.
 const PIPE_DRAIN_MS: u64 = 2_000;
 
+/// How often a foreground command's wait looks at the cancel token.
+const CANCEL_CHECK_MS: u64 = 50;
+
 /// What a shell tool asks for.
 #[derive(Debug, Clone)]
 pub struct Spec {
@@ -172,6 +175,8 @@ pub(crate) struct Runtime {
     pub(crate) home_inner: Option<String>,
     pub(crate) manifest: BTreeMap<String, ManifestEntry>,
     pub(crate) bg: BTreeMap<String, Bg>,
+    /// Set by another thread to cancel the running foreground command.
+    pub(crate) cancel: crate::cancel::CancelHandle,
 }
 
 impl Runtime {
@@ -388,9 +393,25 @@ fn foreground(
         return Err(e);
     }
     let deadline = started + Duration::from_millis(timeout_ms);
-    let exited = wait_exit(pid, deadline);
-    let timed_out = !exited;
-    let status = if timed_out {
+    let cancel = ctx.rt.cancel.clone();
+    // Waits in short slices so that a cancel is seen within one of them.
+    let (exited, cancelled) = loop {
+        if cancel.is_cancelled() {
+            break (false, true);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            break (exited_unreaped(pid), false);
+        }
+        if wait_exit(
+            pid,
+            deadline.min(now + Duration::from_millis(CANCEL_CHECK_MS)),
+        ) {
+            break (true, false);
+        }
+    };
+    let timed_out = !exited && !cancelled;
+    let status = if timed_out || cancelled {
         stop_group(&mut child, pid, limits.shell_kill_grace_ms)
     } else {
         // The leader is done: what it left running in its group goes with it.
@@ -435,7 +456,9 @@ fn foreground(
         Ok(s) => (s.code(), s.signal()),
         Err(_) => (None, None),
     };
-    let exec_status = if timed_out {
+    let exec_status = if cancelled {
+        ExecStatus::Cancelled
+    } else if timed_out {
         ExecStatus::Timeout
     } else if code == Some(0) {
         ExecStatus::Ok
@@ -458,6 +481,10 @@ fn foreground(
         ExecStatus::Timeout => format!(
             "timeout: killed after {timeout_ms} ms (the whole process group); give a larger timeout_ms (at most {}) or run it with background=true\n",
             limits.shell_timeout_ms_max
+        ),
+        ExecStatus::Cancelled => format!(
+            "cancelled by the user after {} (the whole process group was killed)\n",
+            ms(elapsed)
         ),
         _ => match (code, signal) {
             (Some(c), _) => format!("exit code {c} in {}\n", ms(elapsed)),

@@ -767,3 +767,63 @@ fn a_same_size_change_in_the_same_mtime_tick_is_still_seen() {
     assert_eq!(blob(&e, &x[0].after.unwrap()), b"one y\n");
     check_log(&e);
 }
+
+#[test]
+fn a_cancel_from_another_thread_kills_the_running_command_and_is_cleared_for_the_next() {
+    let w = ws(&[]);
+    let mut e = w.engine(Catalog::Thoth);
+    let handle = e.cancel_handle();
+    // A trigger before the call is dropped: the call clears the token when it starts.
+    handle.cancel();
+    assert_eq!(sh(&mut e, "true").status, Status::Ok);
+
+    let t0 = Instant::now();
+    let trigger = {
+        let handle = handle.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            handle.cancel();
+        })
+    };
+    let o = call(
+        &mut e,
+        "shell",
+        json!({"command": "trap '' TERM; sleep 30 & echo $!; sleep 30", "timeout_ms": 60_000}),
+    );
+    let took = t0.elapsed();
+    trigger.join().unwrap();
+    assert_eq!(o.status, Status::Cancelled, "{}", o.output);
+    assert!(
+        o.output.starts_with("cancelled by the user after "),
+        "{}",
+        o.output
+    );
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    let grandchild: u32 = o.output.lines().nth(2).unwrap().trim().parse().unwrap();
+    let (_, f) = last_pair(&e);
+    // The grandchild ignores SIGTERM: after the grace, SIGKILL takes the whole group.
+    assert_eq!(f.status, ExecStatus::Cancelled);
+    assert!(f.signal.is_some(), "{f:?}");
+    assert!(gone(f.pid.unwrap()), "the leader is gone");
+    assert!(gone(grandchild), "the grandchild {grandchild} is gone");
+    let finished = events(&e)
+        .into_iter()
+        .filter_map(|ev| match ev {
+            Event::ToolFinished(t) => Some(t),
+            _ => None,
+        })
+        .next_back()
+        .unwrap();
+    assert_eq!(finished.status, Status::Cancelled);
+    assert!(finished.output.contains("cancelled by the user"));
+
+    // The token was cleared: the next call runs to its end.
+    let o = sh(&mut e, "sleep 0.2; echo done");
+    assert_eq!(o.status, Status::Ok, "{}", o.output);
+    assert!(o.output.contains("done"), "{}", o.output);
+    assert_eq!(last_pair(&e).1.status, ExecStatus::Ok);
+    check_log(&e);
+}

@@ -575,3 +575,57 @@ fn server_filesystem_lists_and_reads_a_folder_and_refuses_outside_it() {
             .all(|r| r.server == "fs" && r.result.is_some())
     );
 }
+
+#[test]
+fn a_cancel_from_another_thread_gives_up_a_slow_mcp_call_and_the_server_stays() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let mut e = engine(
+        home.path(),
+        ws.path(),
+        vec![("fake", server(FAKE, &[]))],
+        20_000,
+    );
+    check(
+        &e.call("mcp__fake__echo", json!({"text": "before"}))
+            .unwrap(),
+        Status::Ok,
+        "echo: before",
+    );
+    let handle = e.cancel_handle();
+    let trigger = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        handle.cancel();
+    });
+    let t0 = std::time::Instant::now();
+    let out = e.call("mcp__fake__slow", json!({"ms": 5_000})).unwrap();
+    let took = t0.elapsed();
+    trigger.join().unwrap();
+    check(
+        &out,
+        Status::Cancelled,
+        "mcp server 'fake': tools/call cancelled by the user (the server keeps running)",
+    );
+    assert!(took < std::time::Duration::from_secs(3), "{took:?}");
+    // The same server answers the next call; the token was cleared.
+    check(
+        &e.call("mcp__fake__echo", json!({"text": "after"})).unwrap(),
+        Status::Ok,
+        "echo: after",
+    );
+    let statuses: Vec<Status> = events(e.dir())
+        .into_iter()
+        .filter_map(|ev| match ev {
+            Event::ToolFinished(f) => Some(f.status),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(statuses, vec![Status::Ok, Status::Cancelled, Status::Ok]);
+    let dir = e.dir().to_path_buf();
+    assert_eq!(
+        cairn_engine::fold::fold_all(&dir).unwrap().state,
+        *e.state()
+    );
+    e.end("done").unwrap();
+    assert_clean(&dir);
+}

@@ -222,6 +222,7 @@ impl Engine {
             home_inner,
             manifest: known,
             bg: Default::default(),
+            cancel: Default::default(),
         };
         let mut engine = Engine {
             id: started.id.clone(),

@@ -19,6 +19,10 @@ use serde_json::{Value, json};
 
 use super::config::ServerConfig;
 use super::{ListedTool, McpError, PROTOCOL_VERSIONS};
+use crate::cancel::CancelHandle;
+
+/// How often a call's wait looks at the cancel token.
+const CANCEL_CHECK_MS: u64 = 50;
 
 /// The largest message read from a server; a longer line closes the connection.
 pub const MESSAGE_BYTES_MAX: usize = 64 << 20;
@@ -193,11 +197,13 @@ impl Client {
         tool: &str,
         arguments: &Value,
         timeout: Duration,
+        cancel: &CancelHandle,
     ) -> Result<Value, McpError> {
-        self.request(
+        self.request_until(
             "tools/call",
             json!({"name": tool, "arguments": arguments}),
             timeout,
+            Some(cancel),
         )
     }
 
@@ -263,12 +269,38 @@ impl Client {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, McpError> {
+        self.request_until(method, params, timeout, None)
+    }
+
+    /// [`Client::request`], given up early (the request cancelled) when `cancel` is
+    /// triggered; the server keeps running.
+    fn request_until(
+        &mut self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        cancel: Option<&CancelHandle>,
+    ) -> Result<Value, McpError> {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
         let deadline = Instant::now() + timeout;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            if cancel.is_some_and(CancelHandle::is_cancelled) {
+                let _ = self.notify(
+                    "notifications/cancelled",
+                    json!({"requestId": id, "reason": "cancelled by the user"}),
+                );
+                return Err(McpError::Cancelled {
+                    server: self.name.clone(),
+                    method: method.to_string(),
+                });
+            }
+            let mut left = deadline.saturating_duration_since(Instant::now());
+            if cancel.is_some() && left > Duration::from_millis(CANCEL_CHECK_MS) {
+                // Wakes up now and then to look at the cancel token.
+                left = Duration::from_millis(CANCEL_CHECK_MS);
+            }
             match self.rx.recv_timeout(left) {
                 Ok(Incoming::Message(m)) => {
                     if let Some(r) = self.handle(m, id, method)? {
@@ -284,6 +316,7 @@ impl Client {
                 }
                 Ok(Incoming::Eof(why)) => return Err(self.crashed(&why)),
                 Err(RecvTimeoutError::Disconnected) => return Err(self.crashed("")),
+                Err(RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
                 Err(RecvTimeoutError::Timeout) => {
                     let _ = self.notify(
                         "notifications/cancelled",

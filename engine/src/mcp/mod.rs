@@ -78,6 +78,8 @@ pub enum McpError {
         method: String,
         ms: u64,
     },
+    #[error("mcp server '{server}': {method} cancelled by the user (the server keeps running)")]
+    Cancelled { server: String, method: String },
     #[error("mcp server '{server}': {detail}")]
     Protocol { server: String, detail: String },
     #[error("mcp server '{server}' answered {method} with error {code}: {message}")]
@@ -97,6 +99,7 @@ impl McpError {
     pub fn status(&self) -> Status {
         match self {
             McpError::Timeout { .. } => Status::Timeout,
+            McpError::Cancelled { .. } => Status::Cancelled,
             McpError::Replayed { status, .. } => *status,
             _ => Status::Error,
         }
@@ -109,13 +112,15 @@ pub trait McpBackend: Send {
     fn servers(&self) -> Vec<String>;
     /// Lists a server's tools, starting it when it is not running.
     fn list_tools(&mut self, server: &str, timeout: Duration) -> Result<Vec<ListedTool>, McpError>;
-    /// Calls a tool; `Ok` is the raw `tools/call` result.
+    /// Calls a tool; `Ok` is the raw `tools/call` result. A live server's call is given
+    /// up (and the request cancelled) when `cancel` is triggered.
     fn call_tool(
         &mut self,
         server: &str,
         tool: &str,
         arguments: &serde_json::Value,
         timeout: Duration,
+        cancel: &crate::CancelHandle,
     ) -> Result<serde_json::Value, McpError>;
     /// Servers that said their tool list changed since the last call; cleared.
     fn take_changed(&mut self) -> Vec<String>;

@@ -152,6 +152,7 @@ impl McpBackend for Recorded {
         tool: &str,
         arguments: &Value,
         _timeout: Duration,
+        _cancel: &crate::CancelHandle,
     ) -> Result<Value, McpError> {
         let want = canonical_json(arguments);
         let found = self.calls.iter_mut().find(|(c, used)| {

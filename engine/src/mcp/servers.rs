@@ -79,10 +79,11 @@ impl McpBackend for Servers {
         tool: &str,
         arguments: &Value,
         timeout: Duration,
+        cancel: &crate::CancelHandle,
     ) -> Result<Value, McpError> {
         let result = self
             .client(server, timeout)?
-            .call_tool(tool, arguments, timeout);
+            .call_tool(tool, arguments, timeout, cancel);
         self.note_changes();
         result
     }
