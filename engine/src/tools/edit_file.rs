@@ -31,16 +31,12 @@ impl TypedTool for EditFile {
     const MUTATING: bool = true;
 
     fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
-        crate::permission::Need::Ask {
-            key: Self::NAME.to_string(),
-            detail: format!(
-                "{} {}:\n{}",
-                Self::NAME,
-                input.path,
-                crate::diff::unified(&input.path, &input.old_string, &input.new_string, 120)
-            ),
-            guarded: false,
-        }
+        edit_need(
+            Self::NAME,
+            &input.path,
+            &input.old_string,
+            &input.new_string,
+        )
     }
 
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
@@ -51,6 +47,18 @@ impl TypedTool for EditFile {
             &input.new_string,
             input.replace_all,
         )
+    }
+}
+
+/// What an edit asks: the tool's key, showing the change as a diff.
+pub fn edit_need(tool: &str, path: &str, old: &str, new: &str) -> crate::permission::Need {
+    crate::permission::Need::Ask {
+        key: tool.to_string(),
+        detail: format!(
+            "{tool} {path}:\n{}",
+            crate::diff::unified(path, old, new, 120)
+        ),
+        guarded: false,
     }
 }
 

@@ -27,16 +27,12 @@ impl TypedTool for ReplaceRange {
     const MUTATING: bool = true;
 
     fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
-        crate::permission::Need::Ask {
-            key: Self::NAME.to_string(),
-            detail: format!(
-                "{} {}:\n{}",
-                Self::NAME,
-                input.path,
-                crate::diff::unified(&input.path, &input.old_string, &input.new_string, 120)
-            ),
-            guarded: false,
-        }
+        edit_file::edit_need(
+            Self::NAME,
+            &input.path,
+            &input.old_string,
+            &input.new_string,
+        )
     }
 
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
