@@ -107,3 +107,20 @@ fn torn_vector_repairs_to_the_three_records() {
         std::fs::read(data("vector-three.jsonl")).unwrap()
     );
 }
+
+#[test]
+fn format_md_names_every_event_type() {
+    let doc = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/FORMAT.md"),
+    )
+    .unwrap();
+    let missing: Vec<&str> = cairn_engine::Event::KINDS
+        .iter()
+        .copied()
+        .filter(|k| !doc.contains(&format!("| `{k}` |")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/FORMAT.md lacks event types {missing:?}"
+    );
+}
