@@ -159,9 +159,9 @@ impl Engine {
                 root.display()
             )));
         }
-        if home.root.starts_with(&root) && home.root != root {
-            // Allowed, but the home must never be part of the manifest or reachable by tools.
-        } else if root.starts_with(&home.root) {
+        // A home inside the workspace is allowed (it is left out of the manifest and
+        // tools never reach it); a workspace inside the home is not.
+        if root.starts_with(&home.root) {
             return Err(EngineError::Config(format!(
                 "workspace {} is inside the cairn home {}: choose another workspace or CAIRN_HOME",
                 root.display(),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use rkyv::{Archive, Deserialize as RDeserialize, Serialize as RSerialize};
 
-use crate::event::{Event, FileWrite, Phase, ProcKind, ShellExec, Status, WriteOp, WriteStatus};
+use crate::event::{Event, FileWrite, Phase, ProcKind, ShellExec, WriteOp, WriteStatus};
 
 /// The version of the archived state in snapshot files; bump it when `State` changes.
 pub const STATE_FORMAT_VERSION: u32 = 4;
@@ -259,9 +259,6 @@ impl State {
                     .calls_by_status
                     .entry(f.status.as_str().to_string())
                     .or_default() += 1;
-                if f.status == Status::Blocked {
-                    // A blocked call did not run: it does not count as an attempt.
-                }
             }
             Event::ShellExec(x) => self.apply_shell(x, &record.ts),
             Event::SessionEnded { .. } => self.ended = true,

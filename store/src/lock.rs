@@ -4,7 +4,7 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::{Error, IoContext, Result};
 
@@ -12,7 +12,6 @@ use crate::error::{Error, IoContext, Result};
 #[derive(Debug)]
 pub(crate) struct WriterLock {
     _file: File,
-    path: PathBuf,
 }
 
 impl WriterLock {
@@ -39,14 +38,6 @@ impl WriterLock {
         file.set_len(0).at(path)?;
         file.seek(SeekFrom::Start(0)).at(path)?;
         write!(file, "{}", std::process::id()).at(path)?;
-        Ok(WriterLock {
-            _file: file,
-            path: path.to_path_buf(),
-        })
-    }
-
-    #[allow(dead_code)]
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
+        Ok(WriterLock { _file: file })
     }
 }
