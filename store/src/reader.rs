@@ -237,10 +237,11 @@ fn valid_index_entries(idx_path: &Path, log: &File, log_len: u64) -> u64 {
         let _ = std::fs::remove_file(idx_path);
         return 0;
     }
-    let mut n = (meta.len() - 8) / 8;
+    let stored = (meta.len() - 8) / 8;
+    let mut n = stored;
     // Entries past the end of a truncated log are dropped from the end.
     while n > 0 {
-        let Some(off) = read_entry(idx_path, n - 1) else {
+        let Some(off) = entry_at(&file, n - 1) else {
             return 0;
         };
         if off < log_len {
@@ -251,11 +252,14 @@ fn valid_index_entries(idx_path: &Path, log: &File, log_len: u64) -> u64 {
     if n == 0 {
         return 0;
     }
-    let Some(off) = read_entry(idx_path, n - 1) else {
+    let Some(off) = entry_at(&file, n - 1) else {
         return 0;
     };
     if is_line_of(log, off, n - 1) {
-        if let Ok(f) = OpenOptions::new().write(true).open(idx_path) {
+        // Only a cache that lost entries is rewritten: reading stays read-only.
+        if n < stored
+            && let Ok(f) = OpenOptions::new().write(true).open(idx_path)
+        {
             let _ = f.set_len(8 + n * 8);
         }
         n
@@ -263,6 +267,13 @@ fn valid_index_entries(idx_path: &Path, log: &File, log_len: u64) -> u64 {
         let _ = std::fs::remove_file(idx_path);
         0
     }
+}
+
+/// Entry `i` of an open index file.
+fn entry_at(file: &File, i: u64) -> Option<u64> {
+    let mut b = [0u8; 8];
+    file.read_exact_at(&mut b, 8 + i * 8).ok()?;
+    Some(u64::from_le_bytes(b))
 }
 
 /// True when a line of `log` starts at `off` and holds record `seq`.
@@ -279,10 +290,7 @@ fn is_line_of(log: &File, off: u64, seq: u64) -> bool {
 }
 
 fn read_entry(idx_path: &Path, i: u64) -> Option<u64> {
-    let file = File::open(idx_path).ok()?;
-    let mut b = [0u8; 8];
-    file.read_exact_at(&mut b, 8 + i * 8).ok()?;
-    Some(u64::from_le_bytes(b))
+    entry_at(&File::open(idx_path).ok()?, i)
 }
 
 fn write_entries(idx_path: &Path, existing: u64, bytes: &[u8]) -> std::io::Result<()> {
