@@ -13,10 +13,10 @@
 //! the log records is exactly what the model was given.
 
 use crate::engine::{CallOutcome, Engine};
-use crate::error::EngineError;
 use crate::limits::Limits;
 use crate::provider::{Message, Provider, ProviderError, Request, ToolCall, Turn};
 use crate::state::State;
+use cairn_tools::EngineError;
 
 /// Model turns of one run, unless configured.
 pub const TURNS_MAX_DEFAULT: u32 = 40;

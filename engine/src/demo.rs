@@ -5,11 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::catalog::Catalog;
 use crate::engine::{CallOutcome, Engine, EngineConfig};
-use crate::error::{Result, io_at};
 use crate::project::Home;
 use crate::script;
+use cairn_tools::Catalog;
+use cairn_tools::{Result, io_at};
 
 /// The sample project's files.
 pub const FILES: &[(&str, &str)] = &[

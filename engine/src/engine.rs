@@ -8,12 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use cairn_store::{BlobStore, Durability, Head, LogWriter, Options, SnapshotStore};
-use serde::{Deserialize, Serialize};
+use cairn_store::{BlobStore, Head, LogWriter, Options, SnapshotStore};
 
-use crate::cancel::CancelHandle;
-use crate::catalog::{Catalog, McpTool, Registry};
-use crate::error::{EngineError, Result, io_at};
 use crate::event::{
     Answer, AnswerSource, Event, ExecStatus, FORMAT_VERSION, Inherited, Parent, Refusal, Rule,
     SessionStarted, Status, ToolFinished,
@@ -23,60 +19,19 @@ use crate::manifest;
 use crate::mcp::{McpBackend, McpConfig, McpError, McpRef, Servers};
 use crate::permission::{AllowList, Approver, Need, Policy, Request, is_guarded};
 use crate::project::{Home, Project, new_session_id};
-use crate::recorder::Recorder;
 use crate::redact::{Counts, Redactor};
 use crate::shell::{self, Runtime};
 use crate::state::{Process, State, repeat_key};
-use crate::tool::{Ctx, ToolOutput};
+use cairn_tools::CancelHandle;
+use cairn_tools::Recorder;
+use cairn_tools::{Ctx, ToolOutput};
+use cairn_tools::{EngineError, Result, io_at};
+use cairn_tools::{McpTool, Registry};
 
 mod resume;
+pub use cairn_core::decide::cap_output;
+pub use cairn_tools::EngineConfig;
 pub use resume::{Finding, ResumeOptions, ResumeReport, inherit};
-
-/// How a session is set up.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct EngineConfig {
-    pub catalog: Catalog,
-    pub durability: Durability,
-    /// Records between snapshots (0: only at session end).
-    pub snapshot_every: u64,
-    /// Records between checkpoints (0: none).
-    pub checkpoint_every: u64,
-    pub limits: Limits,
-    /// Command-line patterns (regular expressions) that always ask, even when allowed.
-    #[serde(default = "crate::permission::default_guarded")]
-    pub guarded_commands: Vec<String>,
-    /// The web tools' backends and limits.
-    #[serde(default)]
-    pub web: crate::web::WebConfig,
-    /// The command `problems` runs (argv, e.g. `["cargo", "check",
-    /// "--message-format=json"]`); none: `problems` says how to configure one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub check_command: Option<Vec<String>>,
-    /// Milliseconds the check command may run.
-    #[serde(default = "default_check_timeout_ms")]
-    pub check_timeout_ms: u64,
-}
-
-fn default_check_timeout_ms() -> u64 {
-    300_000
-}
-
-impl EngineConfig {
-    /// The defaults for a catalog.
-    pub fn new(catalog: Catalog) -> EngineConfig {
-        EngineConfig {
-            catalog,
-            durability: Durability::Batch,
-            snapshot_every: 1000,
-            checkpoint_every: 1000,
-            limits: catalog.limits(),
-            guarded_commands: crate::permission::default_guarded(),
-            web: crate::web::WebConfig::default(),
-            check_command: None,
-            check_timeout_ms: default_check_timeout_ms(),
-        }
-    }
-}
 
 /// The result of one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,7 +199,7 @@ impl Engine {
             registry,
             rec,
             approver: Box::new(Policy::Workspace),
-            redactor: Redactor::from_env(),
+            redactor: Redactor::with_env(std::env::vars()),
             allow_list,
             rt,
             mcp,
@@ -605,7 +560,10 @@ impl Engine {
                                 root: &self.root,
                                 home: &self.home,
                                 limits: &limits,
-                                config: &self.config,
+                                web_config: &self.config.web,
+                                web: &cairn_net::HttpWeb,
+                                check_command: self.config.check_command.as_deref(),
+                                check_timeout_ms: self.config.check_timeout_ms,
                                 project_dir: &self.project.dir,
                                 session: &self.id,
                                 rec: &mut self.rec,
@@ -677,9 +635,9 @@ impl Engine {
             );
         }
         for raw in raws {
-            if let Err(crate::paths::PathError::Outside(_)) =
-                crate::paths::resolve(&self.root, &self.home, raw)
-                && let Some(target) = crate::paths::target(&self.root, raw)
+            if let Err(cairn_tools::PathError::Outside(_)) =
+                cairn_tools::resolve(&self.root, &self.home, raw)
+                && let Some(target) = cairn_tools::target(&self.root, raw)
                 && !target.starts_with(&self.home)
             {
                 let dir = target
@@ -905,62 +863,4 @@ fn validate_mcp(t: &McpTool, input: &serde_json::Value) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Cuts `text` to `lines_max` lines and `bytes_max` bytes (on a character boundary),
-/// with a marker saying what was cut. Returns whether anything was.
-pub fn cap_output(text: &str, bytes_max: usize, lines_max: usize) -> (String, bool) {
-    let total_lines = text.lines().count();
-    let mut out = String::new();
-    let mut cut = false;
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        if i >= lines_max || out.len() + line.len() > bytes_max {
-            cut = true;
-            let mut room = bytes_max.saturating_sub(out.len());
-            if i < lines_max && room > 0 {
-                while !line.is_char_boundary(room.min(line.len())) {
-                    room -= 1;
-                }
-                out.push_str(&line[..room.min(line.len())]);
-            }
-            break;
-        }
-        out.push_str(line);
-    }
-    if cut {
-        let shown = out.lines().count();
-        out.push_str(&format!(
-            "\n…(output cut: {} of {} bytes and {shown} of {total_lines} lines shown; the whole output is kept in the session's blobs)",
-            out.len(),
-            text.len()
-        ));
-    }
-    (out, cut)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cap_output_at_and_past_the_limits() {
-        assert_eq!(
-            cap_output("abc\ndef\n", 8, 2),
-            ("abc\ndef\n".to_string(), false)
-        );
-        let (t, cut) = cap_output("abc\ndef\n", 7, 2);
-        assert!(cut);
-        assert!(
-            t.starts_with("abc\ndef\n…(output cut: 7 of 8 bytes and 2 of 2 lines shown"),
-            "{t}"
-        );
-        let (t, cut) = cap_output("a\nb\nc\n", 100, 2);
-        assert!(cut);
-        assert!(
-            t.starts_with("a\nb\n\n…(output cut: 4 of 6 bytes and 2 of 3 lines shown"),
-            "{t}"
-        );
-        let (t, _) = cap_output("ééé", 3, 10);
-        assert!(t.starts_with("é\n…"), "{t}");
-    }
 }

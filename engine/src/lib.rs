@@ -1,6 +1,14 @@
-//! The engine of cairn: the events of a session, the fold that derives everything the
-//! engine knows from them, the tool catalogue and the runtime that runs every call
-//! through the log.
+//! The engine of cairn: the call path that runs every tool call through the log
+//! (record, decide, act), permissions and the allow list, redaction, the project home
+//! and its memory, resume, and the drivers (agent loop, scripts, demo, MCP server).
+//!
+//! The pieces it is built from are crates of their own, re-exported here so that one
+//! dependency gives the whole engine: `cairn_core` (events, state, fold, limits, rules;
+//! no I/O), `cairn_tools` (the tool trait, catalogues, every tool, the recorder),
+//! `cairn_net` (providers, web) and `cairn_mcp` (the MCP client).
+//!
+//! Invariant: the engine prints nothing to a terminal and parses no command-line flag;
+//! that is the cli's.
 //!
 //! ```no_run
 //! use cairn_engine::{Catalog, Engine, EngineConfig, Home};
@@ -13,40 +21,29 @@
 //! ```
 
 pub mod agent;
-mod cancel;
-mod catalog;
 pub mod demo;
-pub mod diff;
 mod engine;
-mod error;
-pub mod event;
-pub mod fold;
-mod limits;
-pub mod manifest;
-pub mod mcp;
-pub mod memory;
-mod paths;
+mod mcp_serve;
 pub mod permission;
 pub mod project;
-pub mod provider;
-mod recorder;
-pub mod redact;
 pub mod script;
-pub mod shell;
-pub mod state;
-mod tool;
-pub mod tools;
-pub mod web;
 
-pub use cancel::CancelHandle;
-pub use catalog::{Catalog, McpTool, Registry, markdown as catalog_markdown};
+pub use cairn_core::{diff, event, limits, redact, state};
+pub use cairn_net::{provider, web};
+pub use cairn_tools::{fold, manifest, memory, shell, tools};
+
+/// MCP both ways: the client (`cairn_mcp`) and the server driver ([`mcp::serve`]).
+pub mod mcp {
+    pub use crate::mcp_serve::{serve, serve_session};
+    pub use cairn_mcp::*;
+}
+
+pub use cairn_core::{Event, Limits, Process, Record, State};
+pub use cairn_tools::{
+    CancelHandle, Catalog, Ctx, EngineError, McpTool, PathError, Registry, Result, Tool,
+    ToolOutput, TypedTool, WsPath, catalog_markdown, parse_input, resolve,
+};
 pub use engine::{
     CallOutcome, Engine, EngineConfig, Finding, ResumeOptions, ResumeReport, cap_output, inherit,
 };
-pub use error::{EngineError, Result};
-pub use event::Event;
-pub use limits::Limits;
-pub use paths::{PathError, WsPath, resolve};
 pub use project::{Home, Project, SessionRef, find_session};
-pub use state::{Process, Record, State};
-pub use tool::{Ctx, Tool, ToolOutput, TypedTool, parse_input};

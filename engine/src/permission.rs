@@ -16,21 +16,9 @@ use std::path::{Path, PathBuf};
 use cairn_store::{LogReader, LogWriter, Options};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{EngineError, Result, io_at};
 use crate::event::Answer;
-
-/// What a call needs before it may act.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Need {
-    Auto,
-    Ask {
-        key: String,
-        /// What is being allowed, in full: the command line, the host, the diff.
-        detail: String,
-        /// True when a guarded pattern matched: asks even when the key is allowed.
-        guarded: bool,
-    },
-}
+pub use cairn_core::permission::*;
+use cairn_tools::{EngineError, Result, io_at};
 
 /// A question to whoever answers permission requests.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,76 +59,6 @@ impl Approver for Policy {
             Policy::Workspace => (Answer::Once, false),
         }
     }
-}
-
-/// True for files that usually hold credentials (`.env*`, `*.pem`, `*.key`, `id_rsa`…):
-/// reading one asks first, as thoth does.
-pub fn credential_like(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    name.starts_with(".env")
-        || name.ends_with(".pem")
-        || name.ends_with(".key")
-        || name.starts_with("id_rsa")
-        || name.starts_with("id_ed25519")
-        || name.starts_with("id_ecdsa")
-}
-
-/// What a read of `path` needs: auto, or a question for a credential-like file.
-pub fn read_need(tool: &str, path: &str) -> Need {
-    if credential_like(path) {
-        Need::Ask {
-            key: format!("read_credentials:{}", crate::state::normalise_rel(path)),
-            detail: format!("{tool} wants to read {path}, which looks like a credentials file"),
-            guarded: false,
-        }
-    } else {
-        Need::Auto
-    }
-}
-
-/// What a command needs: a question keyed on its program (`shell:git`), showing the
-/// whole command line.
-pub fn shell_need(program: &str, command_line: &str, context: &str) -> Need {
-    let name = std::path::Path::new(program)
-        .file_name()
-        .map_or(program.to_string(), |n| n.to_string_lossy().into_owned());
-    Need::Ask {
-        key: format!("shell:{name}"),
-        detail: format!("{command_line}{context}"),
-        guarded: false,
-    }
-}
-
-/// The program a `sh -c` command line runs first: its first word that is not a
-/// variable assignment.
-pub fn first_program(command: &str) -> String {
-    command
-        .split_whitespace()
-        .find(|w| !w.contains('=') || w.starts_with('='))
-        .unwrap_or("")
-        .to_string()
-}
-
-/// The default guarded command patterns.
-pub fn default_guarded() -> Vec<String> {
-    [
-        r"\bgit\s+push\b.*(\s--force\b|\s-f\b|\s--force-with-lease\b)",
-        r"\bgit\s+reset\s+--hard\b",
-        r"\bgit\s+clean\s+-[a-zA-Z]*(f[a-zA-Z]*d|d[a-zA-Z]*f)",
-        r"\bgit\s+checkout\s+--\s+\.",
-        r"\brm\s+-[a-zA-Z]*[rR][a-zA-Z]*\s+(-[a-zA-Z]+\s+)*(/|~|\$HOME|\.|\./|\*)\s*$",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
-}
-
-/// True when `command` matches one of the guarded patterns (invalid ones are ignored).
-pub fn is_guarded(patterns: &[String], command: &str) -> bool {
-    patterns
-        .iter()
-        .filter_map(|p| regex::Regex::new(p).ok())
-        .any(|re| re.is_match(command))
 }
 
 /// The allow list of one project.

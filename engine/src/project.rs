@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{EngineError, Result};
+use cairn_tools::{EngineError, Result};
 
 /// The cairn home.
 #[derive(Debug, Clone, PartialEq, Eq)]

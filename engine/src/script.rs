@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use crate::engine::{CallOutcome, Engine};
-use crate::error::{EngineError, Result};
+use cairn_tools::{EngineError, Result};
 
 /// One step of a script.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use cairn_engine::event::{
+use cairn_core::event::{
     Answer, AnswerSource, Event, Phase, ProcKind, Rule, Status, WebFetched, WriteOp, WriteStatus,
 };
 use cairn_store::BlobRef;
@@ -376,14 +376,14 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                         if let (ProcKind::Background, Some(id)) = (x.kind, &x.id) {
                             open_bg.insert(
                                 id.clone(),
-                                (x.pid, cairn_engine::shell::shown_argv(&x.argv)),
+                                (x.pid, cairn_tools::shell::shown_argv(&x.argv)),
                             );
                         }
                         commands.push(CommandEntry {
                             seq: r.seq,
                             call: x.call.clone(),
                             id: x.id.clone(),
-                            command: cairn_engine::shell::shown_argv(&x.argv),
+                            command: cairn_tools::shell::shown_argv(&x.argv),
                             cwd: x.cwd.clone(),
                             kind: x.kind,
                             status: x.status.as_str().to_string(),
@@ -408,7 +408,7 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                                     seq: r.seq,
                                     call: x.call.clone(),
                                     id: x.id.clone(),
-                                    command: cairn_engine::shell::shown_argv(&x.argv),
+                                    command: cairn_tools::shell::shown_argv(&x.argv),
                                     cwd: x.cwd.clone(),
                                     kind: x.kind,
                                     status: String::new(),
@@ -603,7 +603,7 @@ fn write_diff(
         String::from_utf8(bytes).map_err(|_| format!("(binary, {} bytes)", b.len))
     };
     match (text(before), text(after)) {
-        (Ok(a), Ok(b)) => cairn_engine::diff::unified(path, &a, &b, DIFF_LINES_MAX),
+        (Ok(a), Ok(b)) => cairn_core::diff::unified(path, &a, &b, DIFF_LINES_MAX),
         (Err(e), _) | (_, Err(e)) => e,
     }
 }

@@ -9,7 +9,6 @@ use cairn_store::Hash;
 use serde::Serialize;
 
 use crate::error::{ReplayError, Result, io_at};
-use crate::rerun::write_file;
 use crate::session::Session;
 
 /// What a checkout wrote.
@@ -77,4 +76,20 @@ pub fn checkout(session_dir: &Path, at_seq: u64, dest: &Path) -> Result<Checkout
         files: files.len() as u64,
         bytes,
     })
+}
+
+/// Writes one file of a checkout (folders made as needed, the mode set when known).
+pub(crate) fn write_file(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io_at(parent))?;
+    }
+    std::fs::write(path, bytes).map_err(io_at(path))?;
+    if let Some(mode) = mode {
+        std::fs::set_permissions(
+            path,
+            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(mode),
+        )
+        .map_err(io_at(path))?;
+    }
+    Ok(())
 }

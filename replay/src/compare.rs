@@ -12,7 +12,7 @@
 //!   in the manifest, so a materialised workspace does not have them;
 //! - call ids are compared by position, not by name.
 
-use cairn_engine::event::FileWrite;
+use cairn_core::event::FileWrite;
 use cairn_store::BlobStore;
 use serde::Serialize;
 
@@ -205,8 +205,8 @@ pub(crate) fn compare_calls(
     let mut out = Vec::new();
     let label = format!("{}:{}", a.call, a.tool);
     let (ia, ib) = (
-        cairn_engine::state::canonical_json(&a.input),
-        cairn_engine::state::canonical_json(&b.input),
+        cairn_core::state::canonical_json(&a.input),
+        cairn_core::state::canonical_json(&b.input),
     );
     if a.tool != b.tool || ia != ib {
         out.push(FieldDiff::new(
@@ -242,7 +242,7 @@ pub(crate) fn compare_calls(
         let after = |c: &Call| -> Vec<(String, Option<cairn_store::BlobRef>)> {
             c.writes
                 .iter()
-                .filter(|(_, w)| w.status == cairn_engine::event::WriteStatus::Ok)
+                .filter(|(_, w)| w.status == cairn_core::event::WriteStatus::Ok)
                 .map(|(_, w)| (w.path.clone(), w.after))
                 .collect()
         };

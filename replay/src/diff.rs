@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use cairn_engine::state::canonical_json;
+use cairn_core::state::canonical_json;
 use serde::Serialize;
 
 use crate::compare::{FieldDiff, Norm, compare_calls, unified};

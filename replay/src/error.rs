@@ -9,7 +9,7 @@ pub enum ReplayError {
     #[error(transparent)]
     Store(#[from] cairn_store::Error),
     #[error(transparent)]
-    Engine(#[from] cairn_engine::EngineError),
+    Engine(#[from] cairn_tools::EngineError),
     /// The path is not a session folder, or the session cannot be read strictly.
     #[error("{}: {what}", path.display())]
     Session { path: PathBuf, what: String },

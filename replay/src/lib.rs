@@ -6,6 +6,11 @@
 //! up after a crash and `fork` starts a new one from any point of another; `audit`
 //! gathers what a session did for a report.
 //!
+//! Invariants: it knows no tool by its name (it asks the tool for its effects); verify
+//! takes every decision again by calling `cairn_core::decide`, never a copy of a rule.
+//! Without the default `run` feature (re-run, resume, fork) it depends on core and
+//! tools only, not on the engine or the HTTP stack.
+//!
 //! It never writes into a session it reads: a replay is a new session whose parent is
 //! the original.
 //!
@@ -23,7 +28,9 @@ mod checkout;
 mod compare;
 mod diff;
 mod error;
+#[cfg(feature = "run")]
 mod fork;
+#[cfg(feature = "run")]
 mod rerun;
 mod session;
 mod verify;
@@ -32,7 +39,9 @@ pub use checkout::{CheckoutReport, checkout};
 pub use compare::{Field, FieldDiff, unified};
 pub use diff::{CallRef, ChangedCall, DiffReport, FileChange, FileDiff, diff};
 pub use error::{ReplayError, Result};
+#[cfg(feature = "run")]
 pub use fork::{Finding, ForkReport, ResumeOptions, ResumeReport, fork, resume};
+#[cfg(feature = "run")]
 pub use rerun::{Divergence, ReplayOptions, ReplayReport, ShellMode, replay};
 pub use session::{Call, FileAt, Session, apply_write, blob_store_of, calls};
 pub use verify::{Interrupted, Problem, ProblemKind, Report, VerifyOptions, verify, verify_with};

@@ -11,13 +11,13 @@
 //! the replay's folder, so later calls see the same files. Only such calls differ
 //! between the modes.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use cairn_engine::event::{Event, Parent};
 use cairn_engine::{Engine, EngineConfig, Home};
 use serde::Serialize;
 
+use crate::checkout::write_file;
 use crate::compare::{Field, FieldDiff, Norm, compare_calls, unified};
 use crate::error::{ReplayError, Result, io_at};
 use crate::session::{Call, Session};
@@ -113,18 +113,6 @@ fn materialise(session: &Session, dir: &Path) -> Result<()> {
     for e in &manifest {
         let bytes = session.blob(&e.hash, &e.path)?;
         write_file(&dir.join(&e.path), &bytes, Some(e.mode))?;
-    }
-    Ok(())
-}
-
-pub(crate) fn write_file(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(io_at(parent))?;
-    }
-    std::fs::write(path, bytes).map_err(io_at(path))?;
-    if let Some(mode) = mode {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-            .map_err(io_at(path))?;
     }
     Ok(())
 }

@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use cairn_engine::event::{Event, FileRead, FileWrite, SessionStarted, ToolFinished, WriteStatus};
-use cairn_engine::manifest;
-use cairn_engine::{EngineConfig, Record};
+use cairn_core::Record;
+use cairn_core::event::{Event, FileRead, FileWrite, SessionStarted, ToolFinished, WriteStatus};
 use cairn_store::{BlobStore, Hash, Head, LogReader};
+use cairn_tools::EngineConfig;
+use cairn_tools::manifest;
 
 use crate::error::{ReplayError, Result};
 
@@ -70,7 +71,7 @@ impl Session {
         let mut records = Vec::new();
         for r in reader.records()? {
             let r = r?;
-            let rec = cairn_engine::fold::parse(&r)
+            let rec = cairn_tools::fold::parse(&r)
                 .map_err(|u| bad(format!("seq {}: {}", u.seq, u.what)))?;
             records.push(rec);
         }
@@ -205,7 +206,7 @@ pub struct Call {
     pub shell: bool,
     /// The permission answer it got, to give again on replay (an answer from the allow
     /// list is given as "once": the replay's project has its own list).
-    pub answer: Option<cairn_engine::event::Answer>,
+    pub answer: Option<cairn_core::event::Answer>,
 }
 
 /// The calls of a list of records, in the order they started.
@@ -254,8 +255,8 @@ pub fn calls(records: &[Record]) -> Vec<Call> {
             } => {
                 if let Some(i) = owner(call.as_str()) {
                     out[i].answer = Some(match source {
-                        cairn_engine::event::AnswerSource::AllowList => {
-                            cairn_engine::event::Answer::Once
+                        cairn_core::event::AnswerSource::AllowList => {
+                            cairn_core::event::Answer::Once
                         }
                         _ => *answer,
                     });

@@ -13,10 +13,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use cairn_engine::event::{Event, FileWrite, Rule, Status, ToolFinished, WriteOp, WriteStatus};
-use cairn_engine::state::{State, repeat_key};
-use cairn_engine::{Catalog, EngineConfig, Limits, Registry, cap_output, manifest};
+use cairn_core::Limits;
+use cairn_core::decide::cap_output;
+use cairn_core::event::{Event, FileWrite, Rule, Status, ToolFinished, WriteOp, WriteStatus};
+use cairn_core::state::{State, repeat_key};
 use cairn_store::{BlobCheck, BlobRef, BlobStore, Hash, Head, SnapshotStore};
+use cairn_tools::{Catalog, EngineConfig, Registry, manifest};
 use serde::Serialize;
 
 use crate::error::{Result, io_at};
@@ -306,7 +308,7 @@ impl Verifier {
             seq: raw.seq,
             hash: raw.hash,
         });
-        let rec = match cairn_engine::fold::parse(raw) {
+        let rec = match cairn_tools::fold::parse(raw) {
             Ok(rec) => rec,
             Err(u) => {
                 let known = u.kind.as_deref().is_some_and(|k| Event::KINDS.contains(&k));
@@ -761,7 +763,7 @@ impl Verifier {
                     hash.short(16)
                 ),
             ),
-            Ok(s) if s.meta.format_version == cairn_engine::state::STATE_FORMAT_VERSION => {
+            Ok(s) if s.meta.format_version == cairn_core::state::STATE_FORMAT_VERSION => {
                 match State::from_bytes(&s.body) {
                     Ok(st) if st == self.state => {}
                     Ok(_) => self.problem(

@@ -28,8 +28,6 @@ use cairn_store::{BlobStore, Hash, Head, LogReader, LogWriter, Options, Snapshot
 use serde::Serialize;
 
 use super::{Engine, EngineConfig};
-use crate::catalog::Registry;
-use crate::error::{EngineError, Result};
 use crate::event::{
     Event, ExecStatus, FileWrite, Inherited, InheritedFile, Phase, ProcKind, SessionStarted,
     ShellExec, Status, ToolFinished, WriteStatus,
@@ -39,10 +37,12 @@ use crate::manifest::{self, ManifestEntry};
 use crate::mcp::{McpConfig, Servers};
 use crate::permission::{AllowList, Policy};
 use crate::project::{Home, Project};
-use crate::recorder::Recorder;
 use crate::redact::Redactor;
 use crate::shell::{self, Runtime};
 use crate::state::State;
+use cairn_tools::Recorder;
+use cairn_tools::Registry;
+use cairn_tools::{EngineError, Result};
 
 /// How to resume.
 #[derive(Debug, Clone, Default)]
@@ -234,7 +234,7 @@ impl Engine {
             registry,
             rec,
             approver: Box::new(Policy::Workspace),
-            redactor: Redactor::from_env(),
+            redactor: Redactor::with_env(std::env::vars()),
             allow_list,
             rt,
             mcp,

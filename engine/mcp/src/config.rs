@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{EngineError, Result, io_at};
+use cairn_tools::{EngineError, Result, io_at};
 
 /// The file name in the project folder.
 pub const FILE: &str = "mcp.json";

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use super::config::ServerConfig;
 use super::{ListedTool, McpError, PROTOCOL_VERSIONS};
-use crate::cancel::CancelHandle;
+use cairn_tools::CancelHandle;
 
 /// How often a call's wait looks at the cancel token.
 const CANCEL_CHECK_MS: u64 = 50;

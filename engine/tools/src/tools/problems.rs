@@ -103,13 +103,17 @@ impl TypedTool for Problems {
     const MUTATING: bool = false;
 
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
-        let Some(argv) = ctx.config.check_command.clone().filter(|a| !a.is_empty()) else {
+        let Some(argv) = ctx
+            .check_command
+            .map(<[String]>::to_vec)
+            .filter(|a| !a.is_empty())
+        else {
             return Ok(ToolOutput::error(
                 "no check command is configured: set check_command in the engine configuration (cairn run --check \"cargo check --message-format=json\"), e.g. [\"cargo\", \"check\", \"--message-format=json\"] or [\"npx\", \"tsc\", \"--noEmit\"]",
             ));
         };
         let shown = argv.join(" ");
-        let (status, output) = match run_command(&argv, ctx.root, ctx.config.check_timeout_ms) {
+        let (status, output) = match run_command(&argv, ctx.root, ctx.check_timeout_ms) {
             Ok(x) => x,
             Err(e) => return Ok(ToolOutput::error(format!("`{shown}`: {e}"))),
         };

@@ -10,13 +10,13 @@ use std::path::Path;
 use cairn_store::Head;
 use serde_json::{Value, json};
 
-use super::PROTOCOL_VERSIONS;
-use crate::catalog::Catalog;
 use crate::engine::{Engine, EngineConfig};
-use crate::error::{EngineError, Result};
 use crate::event::Status;
 use crate::permission::Policy;
 use crate::project::Home;
+use cairn_mcp::PROTOCOL_VERSIONS;
+use cairn_tools::Catalog;
+use cairn_tools::{EngineError, Result};
 
 /// The largest message read from a client.
 pub const MESSAGE_BYTES_MAX: usize = 64 << 20;

@@ -23,7 +23,7 @@ pub enum EngineError {
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
 
-pub(crate) fn io_at(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> EngineError + '_ {
+pub fn io_at(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> EngineError + '_ {
     move |source| EngineError::Io {
         path: path.display().to_string(),
         source,

@@ -13,77 +13,8 @@ use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+pub use cairn_tools::web::{Fetch, SearchBackend, SearchResult, WebConfig, normalise};
 use reqwest::Url;
-use serde::{Deserialize, Serialize};
-
-/// Which search backend `web_search` uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SearchBackend {
-    Duckduckgo,
-    Searxng,
-    None,
-}
-
-impl std::str::FromStr for SearchBackend {
-    type Err = String;
-    fn from_str(s: &str) -> Result<SearchBackend, String> {
-        match s {
-            "duckduckgo" => Ok(SearchBackend::Duckduckgo),
-            "searxng" => Ok(SearchBackend::Searxng),
-            "none" => Ok(SearchBackend::None),
-            _ => Err(format!(
-                "unknown search backend '{s}': expected duckduckgo, searxng or none"
-            )),
-        }
-    }
-}
-
-/// The web tools' settings and limits (part of `EngineConfig`, never of a tool input).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct WebConfig {
-    pub search_backend: SearchBackend,
-    /// The DuckDuckGo HTML endpoint.
-    pub duckduckgo_url: String,
-    /// The SearXNG instance (its JSON API at `<url>/search?format=json`).
-    pub searxng_url: Option<String>,
-    /// Bytes of one response body; reading stops past it.
-    pub fetch_bytes_max: u64,
-    /// Redirects followed by one fetch.
-    pub redirects_max: u32,
-    /// Milliseconds for one fetch, redirects included.
-    pub fetch_timeout_ms: u64,
-    /// Results of one search.
-    pub search_results_max: u32,
-    /// Results whose pages a search fetches and extracts.
-    pub extract_results_max: u32,
-    /// Characters of each extracted page shown with a search result.
-    pub extract_chars_max: usize,
-    /// Characters of a title or snippet.
-    pub snippet_chars_max: usize,
-    /// TESTS ONLY: let fetches reach loopback addresses (127/8, ::1) so tests can serve
-    /// pages on 127.0.0.1. Off by default; no tool input can turn it on.
-    pub allow_loopback_for_tests: bool,
-}
-
-impl Default for WebConfig {
-    fn default() -> WebConfig {
-        WebConfig {
-            search_backend: SearchBackend::Duckduckgo,
-            duckduckgo_url: "https://html.duckduckgo.com/html/".to_string(),
-            searxng_url: None,
-            fetch_bytes_max: 2_000_000,
-            redirects_max: 5,
-            fetch_timeout_ms: 20_000,
-            search_results_max: 10,
-            extract_results_max: 3,
-            extract_chars_max: 1_500,
-            snippet_chars_max: 300,
-            allow_loopback_for_tests: false,
-        }
-    }
-}
 
 const USER_AGENT: &str = concat!("cairn/", env!("CARGO_PKG_VERSION"));
 
@@ -217,20 +148,6 @@ pub fn check_url(url: &Url, allow_loopback: bool) -> Result<(String, Vec<SocketA
         }
     }
     Ok((host, addrs))
-}
-
-/// The outcome of one fetch, failed or not: everything the recording keeps.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Fetch {
-    pub url: String,
-    pub final_url: Option<String>,
-    pub redirects: Vec<String>,
-    pub status: Option<u16>,
-    pub content_type: Option<String>,
-    pub body: Vec<u8>,
-    /// Readable text of the body.
-    pub text: String,
-    pub error: Option<String>,
 }
 
 /// Fetches a public page: checks every hop, follows at most `redirects_max` redirects,
@@ -414,14 +331,6 @@ pub fn html_to_text(html: &[u8]) -> String {
     out.trim().to_string()
 }
 
-/// One search result, normalised.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SearchResult {
-    pub title: String,
-    pub url: String,
-    pub snippet: String,
-}
-
 /// Results of DuckDuckGo's HTML endpoint (ads skipped; its redirect links unwrapped).
 pub fn parse_duckduckgo(html: &str) -> Vec<SearchResult> {
     let doc = scraper::Html::parse_document(html);
@@ -485,31 +394,6 @@ pub fn parse_searxng(json: &str) -> Result<Vec<SearchResult>, String> {
         .collect())
 }
 
-/// Collapses white space, caps titles and snippets, keeps http(s) results with a
-/// title or a URL, drops repeated URLs, keeps at most `max`.
-pub fn normalise(results: Vec<SearchResult>, max: usize, chars_max: usize) -> Vec<SearchResult> {
-    let squeeze = |s: &str| {
-        let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
-        if s.chars().count() > chars_max {
-            format!("{}…", s.chars().take(chars_max).collect::<String>())
-        } else {
-            s
-        }
-    };
-    let mut seen = std::collections::BTreeSet::new();
-    results
-        .into_iter()
-        .filter(|r| r.url.starts_with("http://") || r.url.starts_with("https://"))
-        .filter(|r| seen.insert(r.url.clone()))
-        .map(|r| SearchResult {
-            title: squeeze(&r.title),
-            url: r.url.trim().to_string(),
-            snippet: squeeze(&r.snippet),
-        })
-        .take(max)
-        .collect()
-}
-
 /// GETs a search backend's answer (a configured endpoint: not subject to the
 /// private-network guard, since a SearXNG instance is often local).
 pub fn backend_get(url: &Url, cfg: &WebConfig) -> Result<(u16, Vec<u8>), String> {
@@ -533,72 +417,6 @@ pub fn backend_get(url: &Url, cfg: &WebConfig) -> Result<(u16, Vec<u8>), String>
     Ok((status, body))
 }
 
-/// Fetches `url` for a call, records it (`web_fetched`, the text as a blob) and gives
-/// the model's answer.
-pub(crate) fn fetch_for_call(
-    ctx: &mut crate::tool::Ctx<'_>,
-    url: &str,
-) -> crate::Result<crate::tool::ToolOutput> {
-    let f = fetch(url, &ctx.config.web);
-    record(ctx, &f)?;
-    if let Some(e) = &f.error {
-        return Ok(crate::tool::ToolOutput::error(e.clone()));
-    }
-    let status = f.status.unwrap_or(0);
-    let head = format!(
-        "{} (status {status}, {}, {} bytes{})\n\n",
-        f.final_url.as_deref().unwrap_or(url),
-        f.content_type.as_deref().unwrap_or("no content type"),
-        f.body.len(),
-        if f.redirects.is_empty() {
-            String::new()
-        } else {
-            format!(", {} redirects", f.redirects.len())
-        }
-    );
-    let out = format!("{head}{}", f.text);
-    Ok(if (200..300).contains(&status) {
-        crate::tool::ToolOutput::ok(out)
-    } else {
-        crate::tool::ToolOutput::error(out)
-    })
-}
-
-/// Records one fetch.
-pub(crate) fn record(ctx: &mut crate::tool::Ctx<'_>, f: &Fetch) -> crate::Result<()> {
-    let text = if f.text.is_empty() {
-        None
-    } else {
-        Some(ctx.put_blob(f.text.as_bytes())?)
-    };
-    let call = ctx.call.clone();
-    ctx.record(crate::event::Event::WebFetched(crate::event::WebFetched {
-        call,
-        url: f.url.clone(),
-        final_url: f.final_url.clone(),
-        redirects: f.redirects.clone(),
-        status: f.status,
-        content_type: f.content_type.clone(),
-        bytes: f.body.len() as u64,
-        hash: (!f.body.is_empty() || f.status.is_some()).then(|| cairn_store::Hash::of(&f.body)),
-        text,
-        error: f.error.clone(),
-    }))
-}
-
-/// The permission a fetch of `url` needs: `<tool>:<host>`.
-pub(crate) fn fetch_need(tool: &str, url: &str) -> crate::permission::Need {
-    match Url::parse(url.trim()) {
-        Ok(u) if u.host_str().is_some() => crate::permission::Need::Ask {
-            key: format!("{tool}:{}", u.host_str().unwrap_or("")),
-            detail: format!("{tool} wants to fetch {u}"),
-            guarded: false,
-        },
-        // Not a URL: nothing is fetched, the tool says why.
-        _ => crate::permission::Need::Auto,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -610,5 +428,28 @@ mod tests {
             "https://example.org/a?b=1"
         );
         assert_eq!(unwrap_ddg("https://example.org/"), "https://example.org/");
+    }
+}
+
+/// The network through reqwest: what the engine gives the web tools.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HttpWeb;
+
+impl cairn_tools::web::Web for HttpWeb {
+    fn fetch(&self, url: &str, cfg: &WebConfig) -> Fetch {
+        fetch(url, cfg)
+    }
+    fn backend_get(&self, url: &Url, cfg: &WebConfig) -> Result<(u16, Vec<u8>), String> {
+        backend_get(url, cfg)
+    }
+    fn parse_results(
+        &self,
+        backend: SearchBackend,
+        body: &str,
+    ) -> Result<Vec<SearchResult>, String> {
+        match backend {
+            SearchBackend::Searxng => parse_searxng(body),
+            _ => Ok(parse_duckduckgo(body)),
+        }
     }
 }

@@ -78,11 +78,6 @@ pub fn secret_name(name: &str) -> bool {
 }
 
 impl Redactor {
-    /// A redactor that also knows the secret-looking variables of this environment.
-    pub fn from_env() -> Redactor {
-        Redactor::with_env(std::env::vars())
-    }
-
     /// A redactor that knows the given variables (only secret-looking names with values
     /// of 8 characters or more are kept).
     pub fn with_env(vars: impl IntoIterator<Item = (String, String)>) -> Redactor {

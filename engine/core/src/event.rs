@@ -8,6 +8,13 @@ use serde::{Deserialize, Serialize};
 /// The version of the event format written in `session_started`.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// Which server and original tool an MCP call went to (on `tool_started`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpRef {
+    pub server: String,
+    pub tool: String,
+}
+
 /// One event of a session log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -32,7 +39,7 @@ pub enum Event {
         input: serde_json::Value,
         /// For a tool of an MCP server: the server and the tool's own name.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        mcp: Option<crate::mcp::McpRef>,
+        mcp: Option<McpRef>,
     },
     PermissionRequested {
         call: String,

@@ -71,7 +71,7 @@ pub enum Message {
 pub struct Request<'a> {
     pub system: &'a str,
     pub messages: &'a [Message],
-    /// The catalog's tool schemas, as [`crate::Registry::to_json`] gives them.
+    /// The catalog's tool schemas, as `cairn_tools::Registry::to_json` gives them.
     pub tools: &'a serde_json::Value,
 }
 

@@ -28,7 +28,7 @@ impl TypedTool for WebSearch {
     const MUTATING: bool = false;
 
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
-        let cfg = ctx.config.web.clone();
+        let cfg = ctx.web_config.clone();
         if input.query.trim().is_empty() {
             return Ok(ToolOutput::error("query is empty"));
         }
@@ -43,7 +43,7 @@ impl TypedTool for WebSearch {
                 ));
             }
             SearchBackend::Duckduckgo => {
-                reqwest::Url::parse_with_params(&cfg.duckduckgo_url, &[("q", input.query.as_str())])
+                url::Url::parse_with_params(&cfg.duckduckgo_url, &[("q", input.query.as_str())])
             }
             SearchBackend::Searxng => match &cfg.searxng_url {
                 None => {
@@ -51,7 +51,7 @@ impl TypedTool for WebSearch {
                         "search_backend is searxng but no searxng_url is configured (set web.searxng_url to the instance, e.g. http://localhost:8888)",
                     ));
                 }
-                Some(base) => reqwest::Url::parse_with_params(
+                Some(base) => url::Url::parse_with_params(
                     &format!("{}/search", base.trim_end_matches('/')),
                     &[("q", input.query.as_str()), ("format", "json")],
                 ),
@@ -61,7 +61,7 @@ impl TypedTool for WebSearch {
             Ok(u) => u,
             Err(e) => return Ok(ToolOutput::error(format!("bad search backend URL: {e}"))),
         };
-        let (status, body) = match web::backend_get(&url, &cfg) {
+        let (status, body) = match ctx.web.backend_get(&url, &cfg) {
             Ok(x) => x,
             Err(e) => {
                 web::record(
@@ -76,10 +76,7 @@ impl TypedTool for WebSearch {
             }
         };
         let text = String::from_utf8_lossy(&body).into_owned();
-        let parsed = match cfg.search_backend {
-            SearchBackend::Searxng => web::parse_searxng(&text),
-            _ => Ok(web::parse_duckduckgo(&text)),
-        };
+        let parsed = ctx.web.parse_results(cfg.search_backend, &text);
         let results = match parsed {
             Ok(r) => web::normalise(r, max, cfg.snippet_chars_max),
             Err(e) => {
@@ -128,7 +125,7 @@ impl TypedTool for WebSearch {
                 out.push_str(&format!("   {}\n", r.snippet));
             }
             if i < cfg.extract_results_max as usize {
-                let f = web::fetch(&r.url, &cfg);
+                let f = ctx.web.fetch(&r.url, &cfg);
                 web::record(ctx, &f)?;
                 match (&f.error, f.status) {
                     (Some(e), _) => out.push_str(&format!("   extraction failed: {e}\n")),

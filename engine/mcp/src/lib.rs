@@ -4,44 +4,37 @@
 //! project folder, see [`config`]) on first use, speaks JSON-RPC 2.0 to them over stdio
 //! ([`client`]) and appends their tools to the registry as `mcp__{server}__{tool}`, so
 //! that no server can ever replace a built-in. Calls to them run through
-//! [`crate::Engine::call`] like any other: permission (key `mcp:{server}:{tool}`, asked
+//! `cairn_engine::Engine::call` like any other: permission (key `mcp:{server}:{tool}`, asked
 //! by default), caps, redaction, the repeat rule; `tool_started` names the server and
 //! the original tool, `tool_finished` keeps the server's raw result as a blob, and
 //! [`Recorded`] answers the same calls from a recording for replay.
 //!
-//! As a server ([`serve`]), cairn offers its catalogue over stdio and runs every call in
-//! one recorded session per connection.
+//! As a server (`cairn_engine::mcp::serve`), cairn offers its catalogue over stdio and
+//! runs every call in one recorded session per connection; that driver lives in the
+//! engine, which this crate does not know.
 
 pub mod client;
 pub mod config;
-mod names;
 mod recorded;
 mod result;
-pub mod server;
 mod servers;
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use cairn_core::event::Status;
+// Paths the modules name as `crate::…`.
+use cairn_core::{event, fold, state};
+use cairn_tools::CancelHandle;
 
-use crate::event::Status;
-
+pub use cairn_core::event::McpRef;
+pub use cairn_tools::mcp_names::{MCP_PREFIX, TOOL_NAME_CHARS_MAX, sanitise, tool_name};
 pub use config::{McpConfig, ServerConfig};
-pub use names::{MCP_PREFIX, TOOL_NAME_CHARS_MAX, sanitise, tool_name};
 pub use recorded::{Recorded, RecordedCall, recorded_calls};
 pub use result::to_output;
-pub use server::{serve, serve_session};
 pub use servers::Servers;
 
 /// The protocol versions cairn speaks, newest first; the first is offered.
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-
-/// Which server and original tool an MCP call went to (on `tool_started`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct McpRef {
-    pub server: String,
-    pub tool: String,
-}
 
 /// A tool as a server lists it (`tools/list`).
 #[derive(Debug, Clone, PartialEq)]

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::tool::ToolOutput;
+use cairn_tools::ToolOutput;
 
 /// Converts a raw `tools/call` result.
 pub fn to_output(result: &Value) -> ToolOutput {

@@ -112,7 +112,7 @@ impl Registry {
         let others: Vec<&McpTool> = self.mcp.iter().filter(|t| t.server != server).collect();
         let mut seen = std::collections::BTreeSet::new();
         for t in &tools {
-            if !t.name.starts_with(crate::mcp::MCP_PREFIX)
+            if !t.name.starts_with(crate::mcp_names::MCP_PREFIX)
                 || self.get(&t.name).is_some()
                 || others.iter().any(|o| o.name == t.name)
                 || !seen.insert(t.name.as_str())
@@ -120,7 +120,7 @@ impl Registry {
                 return Err(format!(
                     "mcp tool name '{}' of server '{server}' is refused: it must start with {} and name no other tool",
                     t.name,
-                    crate::mcp::MCP_PREFIX
+                    crate::mcp_names::MCP_PREFIX
                 ));
             }
         }
@@ -255,7 +255,7 @@ mod tests {
             assert_eq!(before, names.len(), "duplicate tool names in {}", c.name());
             for t in r.tools() {
                 assert!(
-                    !t.name().starts_with(crate::mcp::MCP_PREFIX),
+                    !t.name().starts_with(crate::mcp_names::MCP_PREFIX),
                     "{}",
                     t.name()
                 );
@@ -287,7 +287,7 @@ mod mcp_tests {
         let mut r = Registry::new(Catalog::Thoth);
         let builtins = r.names().len();
         // A server's own "read_file" becomes mcp__s__read_file: the built-in stays.
-        let name = crate::mcp::tool_name("s", "read_file", &|n| r.get(n).is_some());
+        let name = crate::mcp_names::tool_name("s", "read_file", &|n| r.get(n).is_some());
         assert_eq!(name, "mcp__s__read_file");
         r.set_mcp_tools("s", vec![tool("s", &name)])
             .unwrap_or_else(|e| panic!("{e}"));

@@ -15,9 +15,9 @@ use cairn_store::{BlobStore, LogReader};
 use serde_json::{Value, json};
 
 use super::{ListedTool, McpBackend, McpError};
-use crate::error::Result;
 use crate::event::{Event, Status};
 use crate::state::canonical_json;
+use cairn_tools::Result;
 
 /// One MCP call as recorded.
 #[derive(Debug, Clone, PartialEq)]

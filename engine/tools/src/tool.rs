@@ -165,17 +165,23 @@ pub struct Ctx<'a> {
     /// The cairn home (never touched by tools).
     pub home: &'a Path,
     pub limits: &'a Limits,
-    /// The session's configuration (web backends, the check command).
-    pub config: &'a crate::engine::EngineConfig,
+    /// The web tools' backends and limits.
+    pub web_config: &'a crate::web::WebConfig,
+    /// The network, for the web tools.
+    pub web: &'a dyn crate::web::Web,
+    /// The command `problems` runs, if one is configured.
+    pub check_command: Option<&'a [String]>,
+    /// Milliseconds the check command may run.
+    pub check_timeout_ms: u64,
     /// The project folder (memory, allow list).
     pub project_dir: &'a Path,
     /// The session id.
     pub session: &'a str,
-    pub(crate) rec: &'a mut Recorder,
+    pub rec: &'a mut Recorder,
     /// Folders outside the workspace this call may touch (granted permissions).
-    pub(crate) outside_ok: Vec<std::path::PathBuf>,
+    pub outside_ok: Vec<std::path::PathBuf>,
     /// Background children and the workspace manifest (the shell tools' runtime).
-    pub(crate) rt: &'a mut Runtime,
+    pub rt: &'a mut Runtime,
 }
 
 impl Ctx<'_> {

@@ -27,7 +27,7 @@ impl CancelHandle {
         self.0.load(Ordering::SeqCst)
     }
 
-    pub(crate) fn clear(&self) {
+    pub fn clear(&self) {
         self.0.store(false, Ordering::SeqCst);
     }
 }

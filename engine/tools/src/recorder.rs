@@ -13,15 +13,15 @@ use crate::state::{Record, STATE_FORMAT_VERSION, State};
 
 /// Log writer + state + blobs of one session.
 pub struct Recorder {
-    pub(crate) log: LogWriter,
-    pub(crate) state: State,
-    pub(crate) blobs: BlobStore,
-    pub(crate) snapshots: SnapshotStore,
-    pub(crate) durability: Durability,
+    pub log: LogWriter,
+    pub state: State,
+    pub blobs: BlobStore,
+    pub snapshots: SnapshotStore,
+    pub durability: Durability,
     /// Records between snapshots (0: only at session end).
-    pub(crate) snapshot_every: u64,
+    pub snapshot_every: u64,
     /// Records between checkpoints (0: none).
-    pub(crate) checkpoint_every: u64,
+    pub checkpoint_every: u64,
     since_snapshot: u64,
     since_checkpoint: u64,
     blobs_unsynced: bool,
@@ -37,7 +37,7 @@ impl Drop for Recorder {
 }
 
 impl Recorder {
-    pub(crate) fn new(
+    pub fn new(
         log: LogWriter,
         state: State,
         blobs: BlobStore,
@@ -64,18 +64,18 @@ impl Recorder {
     }
 
     /// Stores a blob without syncing it yet; it is synced before any record is.
-    pub(crate) fn put_blob(&mut self, bytes: &[u8]) -> Result<BlobRef> {
+    pub fn put_blob(&mut self, bytes: &[u8]) -> Result<BlobRef> {
         let blob = self.blobs.put(bytes)?;
         self.blobs_unsynced = true;
         Ok(blob)
     }
 
-    pub(crate) fn note_blobs_written(&mut self) {
+    pub fn note_blobs_written(&mut self) {
         self.blobs_unsynced = true;
     }
 
     /// Appends and folds one event; places checkpoints and snapshots.
-    pub(crate) fn append(&mut self, event: &Event) -> Result<Record> {
+    pub fn append(&mut self, event: &Event) -> Result<Record> {
         if self.durability == Durability::Always {
             self.sync_blobs()?;
         }
@@ -105,7 +105,7 @@ impl Recorder {
     }
 
     /// Saves the state as a snapshot at the current head.
-    pub(crate) fn snapshot(&mut self) -> Result<()> {
+    pub fn snapshot(&mut self) -> Result<()> {
         self.since_snapshot = 0;
         if let Some(head) = self.log.head() {
             let meta = SnapshotMeta {
@@ -126,7 +126,7 @@ impl Recorder {
     }
 
     /// Waits for the snapshot being written, if any.
-    pub(crate) fn wait_snapshot(&mut self) -> Result<()> {
+    pub fn wait_snapshot(&mut self) -> Result<()> {
         if let Some(h) = self.pending_snapshot.take() {
             match h.join() {
                 Ok(r) => r?,
@@ -137,7 +137,7 @@ impl Recorder {
     }
 
     /// Group commit: blobs first, then the log.
-    pub(crate) fn sync(&mut self) -> Result<()> {
+    pub fn sync(&mut self) -> Result<()> {
         self.sync_blobs()?;
         self.log.sync()?;
         Ok(())

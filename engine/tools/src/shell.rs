@@ -57,7 +57,7 @@ pub struct Spec {
 }
 
 /// How the engine holds a background process.
-pub(crate) enum Handle {
+pub enum Handle {
     /// Spawned by this engine: its child, reaped by it.
     Child(Child),
     /// Found still running at resume (same pid and start time): not this process's
@@ -124,7 +124,7 @@ pub fn alive(pid: u32, start_time: u64) -> bool {
 /// Stops an adopted process group: SIGTERM, `grace_ms`, SIGKILL, then waits (a few
 /// seconds at most) until the leader is gone. Signals go only while the leader is
 /// still the same process, so a reused pid is never signalled.
-pub(crate) fn stop_adopted(pid: u32, start_time: u64, grace_ms: u64) {
+pub fn stop_adopted(pid: u32, start_time: u64, grace_ms: u64) {
     let Ok(pgid) = libc::pid_t::try_from(pid) else {
         return;
     };
@@ -156,7 +156,7 @@ pub(crate) fn stop_adopted(pid: u32, start_time: u64, grace_ms: u64) {
 }
 
 /// A background child the engine still has to reap.
-pub(crate) struct Bg {
+pub struct Bg {
     handle: Handle,
     call: String,
     argv: Vec<String>,
@@ -167,22 +167,22 @@ pub(crate) struct Bg {
 
 /// What the engine keeps beside the log for the shell: the running background
 /// children and the workspace manifest as the log knows it.
-pub(crate) struct Runtime {
-    pub(crate) session_dir: PathBuf,
-    pub(crate) tmp_dir: PathBuf,
-    pub(crate) manifest_cache: manifest::ScanCache,
+pub struct Runtime {
+    pub session_dir: PathBuf,
+    pub tmp_dir: PathBuf,
+    pub manifest_cache: manifest::ScanCache,
     /// The cairn home's path inside the workspace, when it is there (left out of scans).
-    pub(crate) home_inner: Option<String>,
-    pub(crate) manifest: BTreeMap<String, ManifestEntry>,
-    pub(crate) bg: BTreeMap<String, Bg>,
+    pub home_inner: Option<String>,
+    pub manifest: BTreeMap<String, ManifestEntry>,
+    pub bg: BTreeMap<String, Bg>,
     /// Set by another thread to cancel the running foreground command.
-    pub(crate) cancel: crate::cancel::CancelHandle,
+    pub cancel: crate::cancel::CancelHandle,
 }
 
 impl Runtime {
     /// Follows a write made by a file tool, so that the next scan does not see it as
     /// an external change.
-    pub(crate) fn note_write(&mut self, w: &FileWrite) {
+    pub fn note_write(&mut self, w: &FileWrite) {
         if w.status != WriteStatus::Ok {
             return;
         }
@@ -211,7 +211,7 @@ impl Runtime {
 
 impl Runtime {
     /// Tracks again a background process found running at resume.
-    pub(crate) fn adopt(&mut self, p: &crate::state::Process, start_time: u64, session_dir: &Path) {
+    pub fn adopt(&mut self, p: &crate::state::Process, start_time: u64, session_dir: &Path) {
         let Some(pid) = p.pid else { return };
         let log = if p.log.is_empty() {
             session_dir.join("bg").join(format!("{}.log", p.id))
@@ -242,7 +242,7 @@ impl Drop for Runtime {
 }
 
 /// Runs a shell tool's call.
-pub(crate) fn run(ctx: &mut Ctx<'_>, spec: Spec) -> Result<ToolOutput> {
+pub fn run(ctx: &mut Ctx<'_>, spec: Spec) -> Result<ToolOutput> {
     if spec.argv.first().is_none_or(|p| p.is_empty()) {
         return Ok(ToolOutput::refused(
             Rule::Input,
@@ -743,7 +743,7 @@ fn background(ctx: &mut Ctx<'_>, argv: &[String], cwd: &WsPath) -> Result<ToolOu
 }
 
 /// Records the end of every background process that exited; returns their ids.
-pub(crate) fn poll(rec: &mut Recorder, rt: &mut Runtime, root: &Path) -> Result<Vec<String>> {
+pub fn poll(rec: &mut Recorder, rt: &mut Runtime, root: &Path) -> Result<Vec<String>> {
     let done: Vec<String> = rt
         .bg
         .iter()
@@ -758,7 +758,7 @@ pub(crate) fn poll(rec: &mut Recorder, rt: &mut Runtime, root: &Path) -> Result<
 
 /// Stops a background process (its whole group) and records it as cancelled, unless
 /// it had already ended on its own. `None` when no such process is running.
-pub(crate) fn cancel(
+pub fn cancel(
     rec: &mut Recorder,
     rt: &mut Runtime,
     root: &Path,
@@ -816,14 +816,14 @@ fn finish_bg(
 }
 
 /// One change found by a scan.
-pub(crate) struct Change {
-    pub(crate) what: &'static str,
-    pub(crate) path: String,
+pub struct Change {
+    pub what: &'static str,
+    pub path: String,
 }
 
 /// Scans the workspace against the session's manifest and records every difference
 /// as an `external` write.
-pub(crate) fn record_external(
+pub fn record_external(
     rec: &mut Recorder,
     rt: &mut Runtime,
     root: &Path,

@@ -1,0 +1,33 @@
+//! The pure core of cairn's engine: the events of a session, the fold that derives
+//! everything the engine knows from them, the limits, and the rules ([`permission`]
+//! needs, redaction, the line diff a write shows) as functions of folded state and the
+//! call.
+//!
+//! Invariant: this crate does no I/O, reads no clock and spawns no process (enforced by
+//! `clippy.toml`'s `disallowed-methods` for this crate). Times and ids come from the
+//! records, so the live engine and replay reach the same state from the same log.
+//!
+//! ```
+//! use cairn_core::{Event, State};
+//! use cairn_core::state::Record;
+//! let mut state = State::default();
+//! let event = Event::UserMessage { text: "hello".into() };
+//! let hash = cairn_store::Hash([0; 32]);
+//! state.apply(&Record { seq: 0, ts: "2026-01-01T00:00:00Z".into(), hash, event });
+//! assert_eq!(state.last_seq, Some(0));
+//! assert!(state.conversation[0].contains("hello"));
+//! ```
+
+pub mod decide;
+pub mod diff;
+pub mod event;
+pub mod fold;
+pub mod limits;
+pub mod permission;
+pub mod redact;
+pub mod state;
+
+pub use event::Event;
+pub use fold::{Folded, Unknown};
+pub use limits::Limits;
+pub use state::{Process, Record, State};

@@ -1,0 +1,54 @@
+//! How a session is set up: the configuration `session_started` records, which replay
+//! and verify read back.
+
+use cairn_core::limits::Limits;
+use cairn_store::Durability;
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::Catalog;
+
+/// How a session is set up.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EngineConfig {
+    pub catalog: Catalog,
+    pub durability: Durability,
+    /// Records between snapshots (0: only at session end).
+    pub snapshot_every: u64,
+    /// Records between checkpoints (0: none).
+    pub checkpoint_every: u64,
+    pub limits: Limits,
+    /// Command-line patterns (regular expressions) that always ask, even when allowed.
+    #[serde(default = "cairn_core::permission::default_guarded")]
+    pub guarded_commands: Vec<String>,
+    /// The web tools' backends and limits.
+    #[serde(default)]
+    pub web: crate::web::WebConfig,
+    /// The command `problems` runs (argv, e.g. `["cargo", "check",
+    /// "--message-format=json"]`); none: `problems` says how to configure one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_command: Option<Vec<String>>,
+    /// Milliseconds the check command may run.
+    #[serde(default = "default_check_timeout_ms")]
+    pub check_timeout_ms: u64,
+}
+
+fn default_check_timeout_ms() -> u64 {
+    300_000
+}
+
+impl EngineConfig {
+    /// The defaults for a catalog.
+    pub fn new(catalog: Catalog) -> EngineConfig {
+        EngineConfig {
+            catalog,
+            durability: Durability::Batch,
+            snapshot_every: 1000,
+            checkpoint_every: 1000,
+            limits: catalog.limits(),
+            guarded_commands: cairn_core::permission::default_guarded(),
+            web: crate::web::WebConfig::default(),
+            check_command: None,
+            check_timeout_ms: default_check_timeout_ms(),
+        }
+    }
+}

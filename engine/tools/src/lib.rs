@@ -1,0 +1,43 @@
+//! cairn's tools: the [`Tool`] trait and what a running tool sees ([`Ctx`]), the
+//! [`Registry`] of the two catalogues, every built-in tool (one type per file in
+//! `tools/`), path resolution inside the workspace, the workspace manifest, the shell
+//! runtime, and the [`Recorder`] that is the only writer of a session's log.
+//!
+//! Invariants: tools know nothing of model providers or the terminal; a tool never
+//! writes the log itself (it asks its [`Ctx`] to record, which folds the event too);
+//! the network reaches tools only through the [`web::Web`] trait, so this crate does
+//! not link an HTTP client.
+//!
+//! ```no_run
+//! use cairn_tools::{Catalog, Registry};
+//! let registry = Registry::new(Catalog::Thoth);
+//! for name in registry.names() {
+//!     println!("{name}");
+//! }
+//! ```
+
+mod cancel;
+mod catalog;
+mod config;
+mod error;
+pub mod fold;
+pub mod manifest;
+pub mod mcp_names;
+pub mod memory;
+mod paths;
+mod recorder;
+pub mod shell;
+mod tool;
+pub mod tools;
+pub mod web;
+
+pub use cancel::CancelHandle;
+pub use catalog::{Catalog, McpTool, Registry, markdown as catalog_markdown};
+pub use config::EngineConfig;
+pub use error::{EngineError, Result, io_at};
+pub use paths::{PathError, WsPath, resolve, target};
+pub use recorder::Recorder;
+pub use tool::{Ctx, Tool, ToolOutput, TypedTool, parse_input};
+
+// Paths the modules name as `crate::…`.
+use cairn_core::{diff, event, limits, permission, state};
