@@ -177,16 +177,26 @@ pub fn scan_cached(
                 })
             })
             .collect();
+        // A hashing thread that panicked is a bug: it fails the scan loudly rather
+        // than leaving its share of the files out of the manifest.
         handles
             .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
     for (i, r) in results {
         match r {
             Ok(e) => entries[i] = Some(e),
-            // A file that vanished or cannot be read while scanning is left out.
-            Err(_) => entries[i] = None,
+            // A file that vanished or cannot be read while scanning is left out: the
+            // workspace no longer has it as a readable file.
+            Err(EngineError::Store(cairn_store::Error::Io { path, .. }))
+                if path == root.join(&seen[i].path) =>
+            {
+                entries[i] = None
+            }
+            // Anything else (the blob store cannot write) fails the scan: a file left
+            // out of the manifest would make checkout and replay silently inexact.
+            Err(e) => return Err(e),
         }
     }
     let manifest: Vec<ManifestEntry> = entries.into_iter().flatten().collect();
@@ -268,4 +278,43 @@ fn write_cache(path: &Path, entries: impl Iterator<Item = CacheEntry>) -> Result
         .map_err(|e| e.error)
         .map_err(io_at(path))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let ws = tempfile::tempdir().unwrap();
+        for (p, body) in files {
+            std::fs::write(ws.path().join(p), body).unwrap();
+        }
+        ws
+    }
+
+    #[test]
+    fn scan_keeps_every_file() {
+        let ws = workspace(&[("a.txt", "a"), ("b.txt", "b")]);
+        let home = tempfile::tempdir().unwrap();
+        let blobs = BlobStore::open(&home.path().join("blobs")).unwrap();
+        let m = scan(ws.path(), &blobs, &home.path().join("cache")).unwrap();
+        let paths: Vec<&str> = m.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["a.txt", "b.txt"]);
+    }
+
+    // Regression: a blob that could not be written left its file out of the manifest,
+    // silently, which made checkout and replay inexact.
+    #[test]
+    fn a_blob_write_failure_fails_the_scan() {
+        let ws = workspace(&[("a.txt", "a")]);
+        let home = tempfile::tempdir().unwrap();
+        let blobs = BlobStore::open(&home.path().join("blobs")).unwrap();
+        // The blob store's temporary folder is a file: every blob write fails (as root,
+        // permissions would not stop it).
+        let tmp = home.path().join("blobs/tmp");
+        std::fs::remove_dir_all(&tmp).unwrap();
+        std::fs::write(&tmp, "not a folder").unwrap();
+        let err = scan(ws.path(), &blobs, &home.path().join("cache")).unwrap_err();
+        assert!(err.to_string().contains("blobs/tmp"), "{err}");
+    }
 }
