@@ -282,8 +282,8 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                 call, tool, input, ..
             } => {
                 call_index.insert(call.clone(), calls.len());
-                if tool == "web_search"
-                    && let Some(q) = input.get("query").and_then(|q| q.as_str())
+                if let Some(field) = cairn_tools::effects_of(tool).and_then(|e| e.search_query)
+                    && let Some(q) = input.get(field).and_then(|q| q.as_str())
                 {
                     network.searches.push(SearchEntry {
                         seq: r.seq,

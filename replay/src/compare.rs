@@ -114,7 +114,8 @@ impl Norm {
             }
             _ => text.to_string(),
         };
-        if tool == "shell" || tool == "run_shell" {
+        let effects = cairn_tools::effects_of(tool).unwrap_or_default();
+        if effects.runs_commands {
             // Times, pids and the session's own folders differ from run to run.
             static VOLATILE: std::sync::LazyLock<Vec<(regex::Regex, &'static str)>> =
                 std::sync::LazyLock::new(|| {
@@ -131,7 +132,7 @@ impl Norm {
                 t = re.replace_all(&t, *to).into_owned();
             }
         }
-        if tool == "list_dir" {
+        if effects.lists_ignored {
             t = t
                 .split('\n')
                 .filter(|l| !(l.ends_with(" (ignored)") || l.ends_with(", ignored)")))

@@ -185,8 +185,7 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
                 next += 1;
                 // The network and MCP servers are never asked again: their answers come
                 // from the recording, as do commands with `--shell recorded`.
-                let network = matches!(c.tool.as_str(), "web_search" | "read_url" | "web_fetch")
-                    || c.tool.starts_with("mcp__");
+                let network = cairn_tools::effects_of(&c.tool).is_some_and(|e| e.external);
                 let recorded_shell = c.shell && options.shell == ShellMode::Recorded;
                 if (network || recorded_shell)
                     && let Some((_, f)) = &c.finished

@@ -600,9 +600,9 @@ impl Verifier {
             )
         };
         // A mutating call that succeeded wrote; one that was refused did not.
-        // (A command may well change nothing: the shell tools are left out.)
-        let may_write_nothing = matches!(p.tool.as_str(), "run_shell" | "shell");
-        if tool.is_mutating() && !may_write_nothing && f.status == Status::Ok && p.wrote_ok == 0 {
+        // (A command may well change nothing: tools that run commands do not write
+        // themselves, so their effects say no writes.)
+        if tool.effects().writes && f.status == Status::Ok && p.wrote_ok == 0 {
             wrong(self, "recorded ok, but it wrote nothing".into());
         }
         if f.refusal.is_some() && p.wrote_ok > 0 {

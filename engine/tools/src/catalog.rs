@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::limits::Limits;
-use crate::tool::Tool;
+use crate::tool::{Effects, Tool};
 use crate::tools;
 
 /// A catalog profile.
@@ -44,6 +44,21 @@ impl std::str::FromStr for Catalog {
             _ => Err(format!("unknown catalog '{s}': expected thndrs or thoth")),
         }
     }
+}
+
+/// What the tool called `name` does, in whichever catalog offers it (a name means one
+/// implementation in both), for readers of a log that know no registry: names of MCP
+/// tools (`mcp__…`) answer from outside; `None` for a name no catalog has.
+pub fn effects_of(name: &str) -> Option<Effects> {
+    if name.starts_with(crate::mcp_names::MCP_PREFIX) {
+        return Some(Effects {
+            external: true,
+            ..Effects::NONE
+        });
+    }
+    Catalog::ALL
+        .iter()
+        .find_map(|c| Registry::new(*c).get(name).map(|t| t.effects()))
 }
 
 /// The tools of one catalog, in the order they are offered: the built-ins, then the
@@ -150,6 +165,19 @@ impl Registry {
 
     pub fn catalog(&self) -> Catalog {
         self.catalog
+    }
+
+    /// What the tool called `name` does besides answering: a built-in's own
+    /// [`Effects`], or, for an MCP tool, an answer from outside. `None` for a name this
+    /// registry lacks.
+    pub fn effects(&self, name: &str) -> Option<Effects> {
+        if let Some(t) = self.get(name) {
+            return Some(t.effects());
+        }
+        self.mcp_tool(name).map(|_| Effects {
+            external: true,
+            ..Effects::NONE
+        })
     }
 
     pub fn get(&self, name: &str) -> Option<&dyn Tool> {
@@ -319,5 +347,54 @@ mod mcp_tests {
             ["mcp__s__b"]
         );
         assert_eq!(r.to_json().as_array().map(Vec::len), Some(builtins + 1));
+    }
+}
+
+#[cfg(test)]
+mod effects_tests {
+    use super::*;
+
+    // Replay, verify and audit ask these instead of knowing tools by name: a tool whose
+    // effects are wrong would make verify cry wolf (writes) or replay run the network.
+    #[test]
+    fn every_tool_says_what_it_does() {
+        let names = |f: fn(&Effects) -> bool| {
+            let mut v: Vec<&str> = Catalog::ALL
+                .iter()
+                .flat_map(|c| Registry::new(*c).names())
+                .filter(|n| effects_of(n).is_some_and(|e| f(&e)))
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        assert_eq!(
+            names(|e| e.writes),
+            [
+                "create_file",
+                "edit_file",
+                "replace_range",
+                "write_file",
+                "write_patch"
+            ]
+        );
+        assert_eq!(
+            names(|e| e.runs_commands),
+            ["problems", "run_shell", "shell"]
+        );
+        assert_eq!(
+            names(|e| e.external),
+            ["read_url", "web_fetch", "web_search"]
+        );
+        assert_eq!(names(|e| e.search_query.is_some()), ["web_search"]);
+        assert_eq!(names(|e| e.lists_ignored), ["list_dir"]);
+        assert_eq!(
+            effects_of("mcp__fs__write"),
+            Some(Effects {
+                external: true,
+                ..Effects::NONE
+            })
+        );
+        assert_eq!(effects_of("no_such_tool"), None);
     }
 }

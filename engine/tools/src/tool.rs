@@ -65,6 +65,37 @@ impl ToolOutput {
     }
 }
 
+/// What a tool does besides answering, so that replay, verify, diff and audit can ask
+/// the tool instead of knowing it by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Effects {
+    /// A successful call changes workspace files itself (and so records a write).
+    pub writes: bool,
+    /// It runs programs: what they change is found by a scan and may be nothing; its
+    /// output carries times, pids and the session's own folders, which differ per run.
+    pub runs_commands: bool,
+    /// Its answer comes from outside cairn (the network, an MCP server): a replay
+    /// answers it from the recording instead of asking again.
+    pub external: bool,
+    /// The input field holding the query of a web search, for the audit's network
+    /// section.
+    pub search_query: Option<&'static str>,
+    /// It lists folders and marks ignored entries, which a replay's copy of the
+    /// workspace lacks (ignored files are not in the manifest).
+    pub lists_ignored: bool,
+}
+
+impl Effects {
+    /// Reads only, inside cairn.
+    pub const NONE: Effects = Effects {
+        writes: false,
+        runs_commands: false,
+        external: false,
+        search_query: None,
+        lists_ignored: false,
+    };
+}
+
 /// A tool as the engine sees it.
 pub trait Tool: Send + Sync {
     fn name(&self) -> &'static str;
@@ -73,6 +104,8 @@ pub trait Tool: Send + Sync {
     fn schema(&self) -> serde_json::Value;
     /// True when the tool can change the workspace.
     fn is_mutating(&self) -> bool;
+    /// What the tool does besides answering.
+    fn effects(&self) -> Effects;
     /// Checks the input against the schema; the error names the field.
     fn validate(&self, input: &serde_json::Value) -> Result<(), String>;
     /// Runs the call. `Err` only when the engine itself fails (the log); a tool's own
@@ -88,6 +121,11 @@ pub trait TypedTool: Send + Sync + 'static {
     const NAME: &'static str;
     const DESCRIPTION: &'static str;
     const MUTATING: bool;
+    /// By default a mutating tool writes the workspace itself, and nothing else.
+    const EFFECTS: Effects = Effects {
+        writes: Self::MUTATING,
+        ..Effects::NONE
+    };
     fn run(&self, ctx: &mut Ctx<'_>, input: Self::Input) -> Result<ToolOutput>;
     /// By default a tool that writes asks first (key: its name, detail: its input) and
     /// one that only reads runs at once, as the thoth seed's table has it.
@@ -138,6 +176,9 @@ impl<T: TypedTool> Tool for T {
     }
     fn is_mutating(&self) -> bool {
         T::MUTATING
+    }
+    fn effects(&self) -> Effects {
+        T::EFFECTS
     }
     fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
         parse_input::<T::Input>(T::NAME, input).map(|_| ())

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
-use crate::tool::{Ctx, ToolOutput, TypedTool};
+use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
 use crate::tools::search::{self, WalkOptions};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -25,6 +25,10 @@ impl TypedTool for ListDir {
     const NAME: &'static str = "list_dir";
     const DESCRIPTION: &'static str = "List a directory: one entry a line, sorted by name, folders with a trailing /, files with their size in bytes, symlinks with their target. Entries ignored by .gitignore/.ignore are marked. Capped.";
     const MUTATING: bool = false;
+    const EFFECTS: Effects = Effects {
+        lists_ignored: true,
+        ..Effects::NONE
+    };
 
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         let base = match search::folder(ctx, input.path.as_deref(), "read it with read_file") {

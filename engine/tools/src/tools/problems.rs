@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
-use crate::tool::{Ctx, ToolOutput, TypedTool};
+use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -101,6 +101,10 @@ impl TypedTool for Problems {
     const NAME: &'static str = "problems";
     const DESCRIPTION: &'static str = "Current errors and warnings of the project, from the configured check command (e.g. cargo check --message-format=json), as file:line: severity: message.";
     const MUTATING: bool = false;
+    const EFFECTS: Effects = Effects {
+        runs_commands: true,
+        ..Effects::NONE
+    };
 
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         let Some(argv) = ctx

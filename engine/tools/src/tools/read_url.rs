@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::error::Result;
 use crate::permission::Need;
-use crate::tool::{Ctx, ToolOutput, TypedTool};
+use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -21,6 +21,10 @@ impl TypedTool for ReadUrl {
     const NAME: &'static str = "read_url";
     const DESCRIPTION: &'static str = "Fetch a public http or https URL and extract readable text. Private-network targets, unsupported schemes, binary content, oversized responses, and redirect chains beyond the configured limit are rejected.";
     const MUTATING: bool = false;
+    const EFFECTS: Effects = Effects {
+        external: true,
+        ..Effects::NONE
+    };
 
     fn permission(&self, input: &Input, _raw: &serde_json::Value) -> Need {
         crate::web::fetch_need(Self::NAME, &input.url)

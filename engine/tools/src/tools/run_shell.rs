@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::error::Result;
 use crate::shell::{self, Spec};
-use crate::tool::{Ctx, ToolOutput, TypedTool};
+use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -31,6 +31,10 @@ impl TypedTool for RunShell {
     const NAME: &'static str = "run_shell";
     const DESCRIPTION: &'static str = "Run a local program in the workspace and capture stdout, stderr, status, and timing. Output is capped per stream (64 KiB, 200 lines, 512 characters a line); the whole output is kept. Files the command changes must be read again before editing.";
     const MUTATING: bool = true;
+    const EFFECTS: Effects = Effects {
+        runs_commands: true,
+        ..Effects::NONE
+    };
 
     fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
         let line = input

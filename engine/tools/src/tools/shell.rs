@@ -6,7 +6,7 @@ use serde::Deserialize;
 use crate::error::Result;
 use crate::event::Rule;
 use crate::shell::{self, Spec};
-use crate::tool::{Ctx, ToolOutput, TypedTool};
+use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -29,6 +29,10 @@ impl TypedTool for Shell {
     const NAME: &'static str = "shell";
     const DESCRIPTION: &'static str = "Run a command with sh -c in the workspace. Foreground commands time out after 120 s (timeout_ms raises that to 600 s); servers and watch modes need background=true, which returns a pid and a log file path. Output is capped; files the command changes must be read again before editing.";
     const MUTATING: bool = true;
+    const EFFECTS: Effects = Effects {
+        runs_commands: true,
+        ..Effects::NONE
+    };
 
     fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
         let context = if input.background {

@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::error::Result;
 use crate::permission::Need;
-use crate::tool::{Ctx, ToolOutput, TypedTool};
+use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -21,6 +21,10 @@ impl TypedTool for WebFetch {
     const NAME: &'static str = "web_fetch";
     const DESCRIPTION: &'static str = "Fetch a URL as readable text. Asks per host; private-network targets, binary content and oversized pages are refused.";
     const MUTATING: bool = false;
+    const EFFECTS: Effects = Effects {
+        external: true,
+        ..Effects::NONE
+    };
 
     fn permission(&self, input: &Input, _raw: &serde_json::Value) -> Need {
         crate::web::fetch_need(Self::NAME, &input.url)

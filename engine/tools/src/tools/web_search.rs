@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
-use crate::tool::{Ctx, ToolOutput, TypedTool};
+use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
 use crate::web::{self, Fetch, SearchBackend};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -26,6 +26,11 @@ impl TypedTool for WebSearch {
     const NAME: &'static str = "web_search";
     const DESCRIPTION: &'static str = "Search the web for current information when the workspace does not contain the answer. Results are capped and normalised (title, url, snippet) and followed by best-effort readable text of the first public result pages; private result URLs are reported as per-result extraction failures.";
     const MUTATING: bool = false;
+    const EFFECTS: Effects = Effects {
+        external: true,
+        search_query: Some("query"),
+        ..Effects::NONE
+    };
 
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         let cfg = ctx.web_config.clone();
