@@ -13,7 +13,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use cairn_engine::event::{Event, FileWrite, Rule, Status, ToolFinished, WriteOp, WriteStatus};
+use cairn_engine::event::{
+    Event, FileWrite, Rule, ShellExec, Status, ToolFinished, WebFetched, WriteOp, WriteStatus,
+};
 use cairn_engine::state::{State, repeat_key};
 use cairn_engine::{Catalog, EngineConfig, Limits, Registry, cap_output, manifest};
 use cairn_store::{BlobCheck, BlobRef, BlobStore, Hash, Head, SnapshotStore};
@@ -396,6 +398,8 @@ impl Verifier {
                 }
             }
             Event::FileWrite(w) => self.file_write(w),
+            Event::ShellExec(x) => self.shell_exec(x),
+            Event::WebFetched(w) => self.web_fetched(w),
             Event::ToolFinished(f) => self.tool_finished(f),
             Event::Checkpoint { state_hash, at_seq } => {
                 self.report.checkpoints += 1;
@@ -579,6 +583,9 @@ impl Verifier {
         if let Some(b) = &f.output_blob {
             self.blob(b, &format!("call {} output", f.call));
         }
+        if let Some(b) = &f.mcp_result {
+            self.blob(b, &format!("call {} MCP result", f.call));
+        }
         let Some(tool) = self.registry.get(&p.tool) else {
             // A tool of another catalog or a newer cairn: its rules are not known here.
             if f.status != Status::Error {
@@ -741,6 +748,24 @@ impl Verifier {
                     );
                 }
             }
+        }
+    }
+
+    fn shell_exec(&mut self, x: &ShellExec) {
+        for (blob, name) in [
+            (&x.stdout, "stdout"),
+            (&x.stderr, "stderr"),
+            (&x.log_blob, "log"),
+        ] {
+            if let Some(b) = blob {
+                self.blob(b, &format!("call {} {name}", x.call));
+            }
+        }
+    }
+
+    fn web_fetched(&mut self, w: &WebFetched) {
+        if let Some(b) = &w.text {
+            self.blob(b, &format!("call {} text of {}", w.call, w.url));
         }
     }
 
