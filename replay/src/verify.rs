@@ -5,6 +5,10 @@
 //! is what the fold knew, every referenced blob exists and re-hashes to its name, and
 //! every started call finished (or the session ends interrupted).
 //!
+//! A forger who edits records and re-chains the log keeps the integrity check quiet,
+//! so the records are also checked against each other: nothing but a resume follows
+//! `session_ended`.
+//!
 //! It reads the log line by line and skips (after the integrity check has reported
 //! them) lines whose own hash fails, so one bad record does not hide the problems after
 //! it. It never writes.
@@ -14,7 +18,8 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use cairn_engine::event::{
-    Event, FileWrite, Rule, ShellExec, Status, ToolFinished, WebFetched, WriteOp, WriteStatus,
+    Event, ExecStatus, FileWrite, Rule, ShellExec, Status, ToolFinished, WebFetched, WriteOp,
+    WriteStatus,
 };
 use cairn_engine::state::{State, repeat_key};
 use cairn_engine::{Catalog, EngineConfig, Limits, Registry, cap_output, manifest};
@@ -220,6 +225,11 @@ struct Verifier {
     problems: Vec<Problem>,
     /// Where the record being checked is.
     at: (u64, u64, u64),
+    /// The seq of `session_ended`, until a `session_resumed` reopens the session.
+    ended_at: Option<u64>,
+    /// Records after the end of the kinds a resume writes before its
+    /// `session_resumed`: problems unless one follows.
+    after_end: Vec<((u64, u64, u64), &'static str)>,
 }
 
 impl Verifier {
@@ -239,6 +249,8 @@ impl Verifier {
             },
             problems: Vec::new(),
             at: (0, 0, 0),
+            ended_at: None,
+            after_end: Vec::new(),
         }
     }
 
@@ -337,6 +349,7 @@ impl Verifier {
                 ),
             );
         }
+        self.after_end(&rec.event);
         match &rec.event {
             Event::SessionStarted(s) => {
                 self.report.session = Some(s.id.clone());
@@ -438,6 +451,7 @@ impl Verifier {
                     );
                     self.pending.clear();
                 }
+                self.ended_at.get_or_insert(rec.seq);
             }
             _ => {}
         }
@@ -751,6 +765,44 @@ impl Verifier {
         }
     }
 
+    /// Nothing but a resume follows `session_ended`: checkpoints (placed by interval,
+    /// so one may fall right after the end), and what a resume records before its
+    /// `session_resumed` (its findings: external writes, lost processes, interrupted
+    /// calls). Anything else after the end is a record the session never wrote.
+    fn after_end(&mut self, event: &Event) {
+        let Some(end) = self.ended_at else {
+            return;
+        };
+        match event {
+            Event::Checkpoint { .. } => {}
+            Event::SessionResumed { .. } => {
+                self.after_end.clear();
+                self.ended_at = None;
+            }
+            e if resume_writes(e) => self.after_end.push((self.at, e.kind())),
+            e => {
+                self.flush_after_end();
+                self.problem(ProblemKind::Structure, after_end_what(e.kind(), end));
+            }
+        }
+    }
+
+    /// Reports the records after the end that no `session_resumed` followed.
+    fn flush_after_end(&mut self) {
+        let Some(end) = self.ended_at else {
+            return;
+        };
+        for ((seq, line, offset), kind) in std::mem::take(&mut self.after_end) {
+            self.problems.push(Problem {
+                seq: Some(seq),
+                line,
+                offset,
+                kind: ProblemKind::Structure,
+                what: after_end_what(kind, end),
+            });
+        }
+    }
+
     fn shell_exec(&mut self, x: &ShellExec) {
         for (blob, name) in [
             (&x.stdout, "stdout"),
@@ -808,6 +860,7 @@ impl Verifier {
     }
 
     fn finish(&mut self) {
+        self.flush_after_end();
         let last = self.state.last_seq;
         let remaining = std::mem::take(&mut self.snapshots);
         for (seq, path) in remaining {
@@ -853,4 +906,25 @@ fn expected_hashes(input: &serde_json::Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Records a resume writes before its `session_resumed`: findings of the
+/// reconciliation (calls interrupted, their installed writes, processes lost, files
+/// changed meanwhile).
+fn resume_writes(event: &Event) -> bool {
+    match event {
+        Event::FileWrite(w) => {
+            (w.op == WriteOp::External && w.call.is_none())
+                || (w.status == WriteStatus::Ok && w.call.is_some())
+        }
+        Event::ShellExec(x) => x.status == ExecStatus::Lost,
+        Event::ToolFinished(f) => f.status == Status::Interrupted,
+        _ => false,
+    }
+}
+
+fn after_end_what(kind: &str, end: u64) -> String {
+    format!(
+        "{kind} after the session ended at seq {end}: only a resume (its findings, then session_resumed) may follow session_ended"
+    )
 }
