@@ -7,7 +7,9 @@
 //!
 //! A forger who edits records and re-chains the log keeps the integrity check quiet,
 //! so the records are also checked against each other: nothing but a resume follows
-//! `session_ended`.
+//! `session_ended`; a call whose permission was denied has no side effect and ends
+//! `denied`; and a call's status agrees with its refusal, its permission answer, its
+//! writes and its command.
 //!
 //! It reads the log line by line and skips (after the integrity check has reported
 //! them) lines whose own hash fails, so one bad record does not hide the problems after
@@ -18,8 +20,8 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use cairn_engine::event::{
-    Event, ExecStatus, FileWrite, Rule, ShellExec, Status, ToolFinished, WebFetched, WriteOp,
-    WriteStatus,
+    Answer, AnswerSource, Event, ExecStatus, FileWrite, Phase, ProcKind, Rule, ShellExec, Status,
+    ToolFinished, WebFetched, WriteOp, WriteStatus,
 };
 use cairn_engine::state::{State, repeat_key};
 use cairn_engine::{Catalog, EngineConfig, Limits, Registry, cap_output, manifest};
@@ -210,6 +212,16 @@ struct Pending {
     /// The content hash of its last read, or of its last write with status `ok`: what
     /// a `hash:` line of its output must say.
     last_hash: Option<Hash>,
+    /// The permission answer that stops it, when one was denied: (seq, key).
+    denied: Option<(u64, String)>,
+    /// The permission answer that let it run: (seq, key, answer).
+    granted: Option<(u64, String, Answer)>,
+    /// Side effects recorded for it (reads, writes, commands, fetches, memory).
+    effects: u32,
+    /// One of its writes failed.
+    write_failed: bool,
+    /// Its foreground command, once finished.
+    exec: Option<ShellExec>,
 }
 
 struct Verifier {
@@ -225,11 +237,17 @@ struct Verifier {
     problems: Vec<Problem>,
     /// Where the record being checked is.
     at: (u64, u64, u64),
+    /// Denied calls that finished (seq and key of the denial): a background
+    /// process's end is recorded after its call.
+    denied: HashMap<String, (u64, String)>,
     /// The seq of `session_ended`, until a `session_resumed` reopens the session.
     ended_at: Option<u64>,
     /// Records after the end of the kinds a resume writes before its
     /// `session_resumed`: problems unless one follows.
     after_end: Vec<((u64, u64, u64), &'static str)>,
+    /// The session names a parent: a replay, whose calls may be answered from the
+    /// recording without their permission records.
+    has_parent: bool,
 }
 
 impl Verifier {
@@ -249,8 +267,10 @@ impl Verifier {
             },
             problems: Vec::new(),
             at: (0, 0, 0),
+            denied: HashMap::new(),
             ended_at: None,
             after_end: Vec::new(),
+            has_parent: false,
         }
     }
 
@@ -353,6 +373,7 @@ impl Verifier {
         match &rec.event {
             Event::SessionStarted(s) => {
                 self.report.session = Some(s.id.clone());
+                self.has_parent = s.parent.is_some();
                 match serde_json::from_value::<EngineConfig>(s.config.clone()) {
                     Ok(c) => {
                         self.limits = c.limits;
@@ -397,10 +418,16 @@ impl Verifier {
                         intents: Vec::new(),
                         wrote_ok: 0,
                         last_hash: None,
+                        denied: None,
+                        granted: None,
+                        effects: 0,
+                        write_failed: false,
+                        exec: None,
                     },
                 );
             }
             Event::FileRead(r) => {
+                self.side_effect(&r.call, &format!("file_read of {}", r.path));
                 if let Some(p) = self.pending.get_mut(&r.call) {
                     p.last_hash = Some(r.hash);
                 } else {
@@ -413,6 +440,19 @@ impl Verifier {
             Event::FileWrite(w) => self.file_write(w),
             Event::ShellExec(x) => self.shell_exec(x),
             Event::WebFetched(w) => self.web_fetched(w),
+            Event::MemoryWritten { .. } => {
+                // Memory names no call: it belongs to the one call running, if any.
+                if let [call] = self.pending.keys().collect::<Vec<_>>()[..] {
+                    let call = call.clone();
+                    self.side_effect(&call, "memory_written");
+                }
+            }
+            Event::PermissionDecided {
+                call,
+                key,
+                answer,
+                source,
+            } => self.permission_decided(call, key, *answer, *source),
             Event::ToolFinished(f) => self.tool_finished(f),
             Event::Checkpoint { state_hash, at_seq } => {
                 self.report.checkpoints += 1;
@@ -480,6 +520,9 @@ impl Verifier {
 
     fn file_write(&mut self, w: &FileWrite) {
         self.report.file_writes += 1;
+        if let Some(call) = &w.call {
+            self.side_effect(call, &format!("file_write of {}", w.path));
+        }
         if let Some(b) = &w.before {
             self.blob(b, &format!("file_write {} before", w.path));
         }
@@ -525,6 +568,9 @@ impl Verifier {
         if w.status == WriteStatus::Ok {
             p.wrote_ok += 1;
             p.last_hash = w.after.map(|a| a.hash);
+        }
+        if w.status == WriteStatus::Failed {
+            p.write_failed = true;
         }
         // The rules are checked once per write: at its intent, or at the write itself
         // when no intent came first.
@@ -599,6 +645,10 @@ impl Verifier {
         }
         if let Some(b) = &f.mcp_result {
             self.blob(b, &format!("call {} MCP result", f.call));
+        }
+        self.status_agrees(f, &p);
+        if let Some(d) = &p.denied {
+            self.denied.insert(f.call.clone(), d.clone());
         }
         let Some(tool) = self.registry.get(&p.tool) else {
             // A tool of another catalog or a newer cairn: its rules are not known here.
@@ -803,6 +853,51 @@ impl Verifier {
         }
     }
 
+    fn permission_decided(&mut self, call: &str, key: &str, answer: Answer, source: AnswerSource) {
+        let seq = self.at.0;
+        let Some(p) = self.pending.get_mut(call) else {
+            self.problem(
+                ProblemKind::Structure,
+                format!("permission_decided for {key} outside its call {call}"),
+            );
+            return;
+        };
+        match answer {
+            Answer::Deny => {
+                // The engine lets a policy's "no" to a folder outside the workspace
+                // (`<tool>@<dir>`) run the call confined: the tool then refuses the
+                // outside path itself. Any other "no" stops the call.
+                let confined = source != AnswerSource::User
+                    && key
+                        .strip_prefix(p.tool.as_str())
+                        .is_some_and(|rest| rest.starts_with('@'));
+                if !confined {
+                    p.denied = Some((seq, key.to_string()));
+                }
+            }
+            Answer::Once | Answer::Always => p.granted = Some((seq, key.to_string(), answer)),
+        }
+    }
+
+    /// Counts a side effect of `call`; one of a denied call is a problem here.
+    fn side_effect(&mut self, call: &str, what: &str) {
+        let denied = match self.pending.get_mut(call) {
+            Some(p) => {
+                p.effects += 1;
+                p.denied.clone()
+            }
+            None => self.denied.get(call).cloned(),
+        };
+        if let Some((seq, key)) = denied {
+            self.problem(
+                ProblemKind::Decision,
+                format!(
+                    "call {call} ran after deny: {what} recorded after permission for {key} was denied at seq {seq}"
+                ),
+            );
+        }
+    }
+
     fn shell_exec(&mut self, x: &ShellExec) {
         for (blob, name) in [
             (&x.stdout, "stdout"),
@@ -813,11 +908,119 @@ impl Verifier {
                 self.blob(b, &format!("call {} {name}", x.call));
             }
         }
+        self.side_effect(
+            &x.call,
+            &format!(
+                "shell_exec of `{}`",
+                cairn_engine::shell::shown_argv(&x.argv)
+            ),
+        );
+        if x.kind == ProcKind::Foreground {
+            match self.pending.get_mut(&x.call) {
+                None => self.problem(
+                    ProblemKind::Structure,
+                    format!("foreground shell_exec outside its call {}", x.call),
+                ),
+                Some(p) if x.phase == Phase::Finished => p.exec = Some(x.clone()),
+                Some(_) => {}
+            }
+        }
     }
 
     fn web_fetched(&mut self, w: &WebFetched) {
         if let Some(b) = &w.text {
             self.blob(b, &format!("call {} text of {}", w.call, w.url));
+        }
+        if !self.pending.contains_key(&w.call) {
+            self.problem(
+                ProblemKind::Structure,
+                format!("web_fetched of {} outside its call {}", w.url, w.call),
+            );
+        }
+        self.side_effect(&w.call, &format!("web_fetched of {}", w.url));
+    }
+
+    /// A call's status agrees with its permission answer, its refusal, its writes and
+    /// its command.
+    fn status_agrees(&mut self, f: &ToolFinished, p: &Pending) {
+        let status = f.status.as_str();
+        let wrong = |v: &mut Verifier, what: String| {
+            v.problem(
+                ProblemKind::Decision,
+                format!("call {} ({}): {what}", f.call, p.tool),
+            )
+        };
+        match (&p.denied, f.status) {
+            // A crash between the denial and the end leaves it interrupted.
+            (Some(_), Status::Denied | Status::Interrupted) => {}
+            (Some((seq, key)), _) => wrong(
+                self,
+                format!(
+                    "status {status}, but permission for {key} was denied at seq {seq}: ran after deny (a denied call ends denied)"
+                ),
+            ),
+            (None, Status::Denied) => match &p.granted {
+                Some((seq, key, answer)) => wrong(
+                    self,
+                    format!(
+                        "status denied, but permission for {key} was granted ({}) at seq {seq}",
+                        answer_name(*answer)
+                    ),
+                ),
+                None if p.effects > 0 => wrong(
+                    self,
+                    format!(
+                        "status denied, but {} side effects of it are recorded",
+                        p.effects
+                    ),
+                ),
+                None if !self.has_parent => wrong(
+                    self,
+                    "status denied, but no permission was denied to it".into(),
+                ),
+                // A replay answers some calls from the recording, without their
+                // permission records.
+                None => {}
+            },
+            _ => {}
+        }
+        if let Some(r) = &f.refusal
+            && r.rule != Rule::Repeat
+            && !matches!(f.status, Status::Error | Status::Blocked)
+        {
+            wrong(
+                self,
+                format!(
+                    "refused by rule {} but status {status}: a refused call ends with error",
+                    rule_name(r.rule)
+                ),
+            );
+        }
+        if p.write_failed && f.status == Status::Ok {
+            wrong(self, "status ok, but one of its writes failed".into());
+        }
+        if let Some(x) = &p.exec
+            && p.denied.is_none()
+            && f.status != Status::Interrupted
+        {
+            let expected = match x.status {
+                _ if x.error.is_some() => Status::Error,
+                ExecStatus::Ok => Status::Ok,
+                ExecStatus::Timeout => Status::Timeout,
+                ExecStatus::Cancelled => Status::Cancelled,
+                _ => Status::Error,
+            };
+            if f.status != expected {
+                wrong(
+                    self,
+                    format!(
+                        "status {status}, but its command ended {} (exit code {}): the call's status is {}",
+                        x.status.as_str(),
+                        x.exit_code.map_or("none".into(), |c| c.to_string()),
+                        expected.as_str()
+                    ),
+                );
+            }
         }
     }
 
@@ -927,4 +1130,19 @@ fn after_end_what(kind: &str, end: u64) -> String {
     format!(
         "{kind} after the session ended at seq {end}: only a resume (its findings, then session_resumed) may follow session_ended"
     )
+}
+
+fn rule_name(rule: Rule) -> String {
+    serde_json::to_value(rule)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{rule:?}"))
+}
+
+fn answer_name(answer: Answer) -> &'static str {
+    match answer {
+        Answer::Once => "once",
+        Answer::Always => "always",
+        Answer::Deny => "deny",
+    }
 }
