@@ -8,8 +8,9 @@
 //! A forger who edits records and re-chains the log keeps the integrity check quiet,
 //! so the records are also checked against each other: nothing but a resume follows
 //! `session_ended`; a call whose permission was denied has no side effect and ends
-//! `denied`; and a call's status agrees with its refusal, its permission answer, its
-//! writes and its command.
+//! `denied`; a call's status agrees with its refusal, its permission answer, its
+//! writes and its command; and a foreground command's output is what its stdout and
+//! stderr blobs give.
 //!
 //! It reads the log line by line and skips (after the integrity check has reported
 //! them) lines whose own hash fails, so one bad record does not hide the problems after
@@ -30,6 +31,11 @@ use serde::Serialize;
 
 use crate::error::{Result, io_at};
 use crate::session::{blob_store_of, check_session_dir};
+
+mod holes;
+mod shell_output;
+
+use holes::Piece;
 
 /// What kind of problem a [`Problem`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -53,6 +59,9 @@ pub enum ProblemKind {
     /// A write's before hash differs from what the fold knew, or its path is not a
     /// workspace path.
     FileWrite,
+    /// A call's output is not what its records give (a command's output and its
+    /// stdout and stderr blobs).
+    Output,
     /// A referenced blob is missing, damaged, or of another length.
     Blob,
     /// A call started and never finished in a session that ended.
@@ -99,6 +108,8 @@ pub struct Report {
     pub checkpoints: u64,
     pub snapshots: u64,
     pub blobs_checked: u64,
+    /// Command outputs re-built from their records and blobs.
+    pub outputs_checked: u64,
     /// True when the log ends with the session ended (not interrupted).
     pub ended: bool,
     /// Calls the session left unfinished without ending: not corruption.
@@ -222,6 +233,8 @@ struct Pending {
     write_failed: bool,
     /// Its foreground command, once finished.
     exec: Option<ShellExec>,
+    /// Files that command changed (what, path), from the call's external writes.
+    changes: Vec<(&'static str, String)>,
 }
 
 struct Verifier {
@@ -272,6 +285,13 @@ impl Verifier {
             after_end: Vec::new(),
             has_parent: false,
         }
+    }
+
+    /// Whether a blob checked so far is intact (true when it was not checked).
+    fn blob_intact(&self, blob: &BlobRef) -> bool {
+        self.blob_checked
+            .get(&blob.hash)
+            .is_none_or(|c| *c == BlobCheck::Ok)
     }
 
     fn problem(&mut self, kind: ProblemKind, what: String) {
@@ -423,6 +443,7 @@ impl Verifier {
                         effects: 0,
                         write_failed: false,
                         exec: None,
+                        changes: Vec::new(),
                     },
                 );
             }
@@ -572,6 +593,18 @@ impl Verifier {
         if w.status == WriteStatus::Failed {
             p.write_failed = true;
         }
+        // What its command's output lists as changed.
+        if w.op == WriteOp::External && w.status == WriteStatus::Ok && p.exec.is_some() {
+            let what = match (&w.before, &w.after) {
+                (None, Some(_)) => Some("created"),
+                (Some(_), Some(_)) => Some("changed"),
+                (Some(_), None) => Some("deleted"),
+                (None, None) => None,
+            };
+            if let Some(what) = what {
+                p.changes.push((what, w.path.clone()));
+            }
+        }
         // The rules are checked once per write: at its intent, or at the write itself
         // when no intent came first.
         let first = if p.intents.contains(&w.path) {
@@ -647,6 +680,12 @@ impl Verifier {
             self.blob(b, &format!("call {} MCP result", f.call));
         }
         self.status_agrees(f, &p);
+        if let Some(x) = &p.exec
+            && f.status != Status::Interrupted
+            && p.denied.is_none()
+        {
+            self.shell_output(f, &p, x);
+        }
         if let Some(d) = &p.denied {
             self.denied.insert(f.call.clone(), d.clone());
         }
@@ -908,6 +947,22 @@ impl Verifier {
                 self.blob(b, &format!("call {} {name}", x.call));
             }
         }
+        for (bytes, blob, name) in [
+            (x.stdout_bytes, &x.stdout, "stdout"),
+            (x.stderr_bytes, &x.stderr, "stderr"),
+        ] {
+            if let (Some(n), Some(b)) = (bytes, blob)
+                && n != b.len
+            {
+                self.problem(
+                    ProblemKind::Output,
+                    format!(
+                        "call {}: {name}_bytes is {n} but its {name} blob is {} bytes",
+                        x.call, b.len
+                    ),
+                );
+            }
+        }
         self.side_effect(
             &x.call,
             &format!(
@@ -921,7 +976,10 @@ impl Verifier {
                     ProblemKind::Structure,
                     format!("foreground shell_exec outside its call {}", x.call),
                 ),
-                Some(p) if x.phase == Phase::Finished => p.exec = Some(x.clone()),
+                Some(p) if x.phase == Phase::Finished => {
+                    p.exec = Some(x.clone());
+                    p.changes.clear();
+                }
                 Some(_) => {}
             }
         }
@@ -1021,6 +1079,61 @@ impl Verifier {
                     ),
                 );
             }
+        }
+    }
+
+    /// A foreground command's output is what its records and blobs give.
+    fn shell_output(&mut self, f: &ToolFinished, p: &Pending, x: &ShellExec) {
+        if x.error.is_some() {
+            // It never started: the output is the system's error, not in the log.
+            return;
+        }
+        // A stream's preview, from its blob; `None` when the blob is reported.
+        let stream = |v: &Verifier, blob: &Option<BlobRef>| match blob {
+            None => Some(shell_output::Stream::Lost),
+            Some(b) if v.blob_intact(b) => {
+                shell_output::preview(&v.blobs, b, &v.limits).map(shell_output::Stream::Shown)
+            }
+            Some(_) => None,
+        };
+        let (Some(out), Some(err)) = (stream(self, &x.stdout), stream(self, &x.stderr)) else {
+            return;
+        };
+        let note = p
+            .input
+            .get("timeout_ms")
+            .and_then(serde_json::Value::as_u64)
+            .filter(|t| *t > self.limits.shell_timeout_ms_max);
+        let expected = shell_output::expected(x, [out, err], &p.changes, note, &self.limits);
+        let recorded = match &f.output_blob {
+            None => f.output.clone(),
+            Some(b) if self.blob_intact(b) => match self.blobs.get(&b.hash) {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(_) => return,
+            },
+            Some(_) => return,
+        };
+        let env = holes::has_env_marker(&recorded);
+        let fits = match (&expected[..], env) {
+            ([Piece::Text(e)], false) => *e == recorded,
+            ([Piece::Text(e)], true) => holes::fits(&holes::markers_as_holes(&recorded, true), e),
+            (_, false) => holes::fits(&expected, &recorded),
+            // Holes on both sides: nothing certain to compare.
+            (_, true) => return,
+        };
+        self.report.outputs_checked += 1;
+        if !fits {
+            let hint = match (&expected[..], env) {
+                ([Piece::Text(e)], false) => first_difference(e, &recorded),
+                _ => String::new(),
+            };
+            self.problem(
+                ProblemKind::Output,
+                format!(
+                    "call {} ({}): the output differs from what its command's records give (exit status, time, stdout and stderr blobs, files changed){hint}",
+                    f.call, p.tool
+                ),
+            );
         }
     }
 
@@ -1145,4 +1258,31 @@ fn answer_name(answer: Answer) -> &'static str {
         Answer::Always => "always",
         Answer::Deny => "deny",
     }
+}
+
+/// `: line N is …, the records give …` for the first line where two texts differ.
+fn first_difference(expected: &str, recorded: &str) -> String {
+    let short = |s: &str| {
+        let mut t: String = s.chars().take(80).collect();
+        if t.len() < s.len() {
+            t.push('…');
+        }
+        t
+    };
+    let mut e = expected.split_inclusive('\n');
+    let mut r = recorded.split_inclusive('\n');
+    for n in 1.. {
+        match (e.next(), r.next()) {
+            (None, None) => break,
+            (a, b) if a == b => {}
+            (a, b) => {
+                return format!(
+                    ": line {n} is {:?}, the records give {:?}",
+                    short(b.unwrap_or("(nothing)")),
+                    short(a.unwrap_or("(nothing)"))
+                );
+            }
+        }
+    }
+    String::new()
 }
