@@ -9,8 +9,9 @@
 //! so the records are also checked against each other: nothing but a resume follows
 //! `session_ended`; a call whose permission was denied has no side effect and ends
 //! `denied`; a call's status agrees with its refusal, its permission answer, its
-//! writes and its command; and a foreground command's output is what its stdout and
-//! stderr blobs give.
+//! writes and its command; a foreground command's output is what its stdout and stderr
+//! blobs give; and every write's after content is what its before content and the
+//! call's input give (re-applied with the engine's own edit functions).
 //!
 //! It reads the log line by line and skips (after the integrity check has reported
 //! them) lines whose own hash fails, so one bad record does not hide the problems after
@@ -33,6 +34,7 @@ use crate::error::{Result, io_at};
 use crate::session::{blob_store_of, check_session_dir};
 
 mod holes;
+mod reapply;
 mod shell_output;
 
 use holes::Piece;
@@ -56,8 +58,9 @@ pub enum ProblemKind {
     Snapshot,
     /// A recorded decision the fold and the record's facts do not give again.
     Decision,
-    /// A write's before hash differs from what the fold knew, or its path is not a
-    /// workspace path.
+    /// A write's before hash differs from what the fold knew, its path is not a
+    /// workspace path, or its after content is not what its before content and the
+    /// call's input give.
     FileWrite,
     /// A call's output is not what its records give (a command's output and its
     /// stdout and stderr blobs).
@@ -108,6 +111,8 @@ pub struct Report {
     pub checkpoints: u64,
     pub snapshots: u64,
     pub blobs_checked: u64,
+    /// Writes whose after content was re-computed from their before content and input.
+    pub writes_reapplied: u64,
     /// Command outputs re-built from their records and blobs.
     pub outputs_checked: u64,
     /// True when the log ends with the session ended (not interrupted).
@@ -235,6 +240,8 @@ struct Pending {
     exec: Option<ShellExec>,
     /// Files that command changed (what, path), from the call's external writes.
     changes: Vec<(&'static str, String)>,
+    /// (path, after hash) of its writes already re-applied.
+    reapplied: Vec<(String, Option<Hash>)>,
 }
 
 struct Verifier {
@@ -444,6 +451,7 @@ impl Verifier {
                         write_failed: false,
                         exec: None,
                         changes: Vec::new(),
+                        reapplied: Vec::new(),
                     },
                 );
             }
@@ -458,7 +466,10 @@ impl Verifier {
                     );
                 }
             }
-            Event::FileWrite(w) => self.file_write(w),
+            Event::FileWrite(w) => {
+                self.file_write(w);
+                self.reapply(w);
+            }
             Event::ShellExec(x) => self.shell_exec(x),
             Event::WebFetched(w) => self.web_fetched(w),
             Event::MemoryWritten { .. } => {
@@ -996,6 +1007,92 @@ impl Verifier {
             );
         }
         self.side_effect(&w.call, &format!("web_fetched of {}", w.url));
+    }
+
+    /// Re-applies a write of a file tool: its before content and its call's input must
+    /// give its after content. Checked once per (path, after hash) in a call, so an
+    /// intent and its outcome are one check unless they disagree.
+    fn reapply(&mut self, w: &FileWrite) {
+        if w.op == WriteOp::External {
+            return;
+        }
+        let Some(call) = &w.call else {
+            return;
+        };
+        let after = w.after.map(|a| a.hash);
+        let input = match self.pending.get_mut(call) {
+            Some(p) if !p.reapplied.contains(&(w.path.clone(), after)) => {
+                p.reapplied.push((w.path.clone(), after));
+                p.input.clone()
+            }
+            // Outside its call (reported), or checked already.
+            _ => return,
+        };
+        let Some(change) = reapply::change_of(&input) else {
+            return;
+        };
+        let before = match &w.before {
+            None => None,
+            Some(b) => match self.blobs.get(&b.hash) {
+                Ok(bytes) if Hash::of(&bytes) == b.hash => Some(bytes),
+                // Missing or damaged: reported by the blob check.
+                _ => return,
+            },
+        };
+        // A redacted input holds markers where the workspace holds the secret.
+        let redacted = holes::has_marker(&input.to_string());
+        let what = match w.op {
+            WriteOp::Create => "create",
+            WriteOp::Replace => "overwrite",
+            WriteOp::Edit => "edit",
+            WriteOp::Delete => "delete",
+            WriteOp::External => return,
+        };
+        let computed = reapply::apply(&change, &w.path, before.as_deref());
+        self.report.writes_reapplied += 1;
+        match (computed, &w.after) {
+            (Err(_), _) if redacted => {}
+            (Err(why), _) => self.problem(
+                ProblemKind::FileWrite,
+                format!(
+                    "{what} of {} by call {call}: the call's input does not apply to the content before ({why}), yet the write is recorded",
+                    w.path
+                ),
+            ),
+            (Ok(_), None) => self.problem(
+                ProblemKind::FileWrite,
+                format!(
+                    "{what} of {} by call {call}: the write records no content after, but the call's input gives some",
+                    w.path
+                ),
+            ),
+            (Ok(content), Some(a)) => {
+                let got = Hash::of(&content);
+                if got == a.hash {
+                    return;
+                }
+                if redacted
+                    && let Ok(actual) = self.blobs.get(&a.hash)
+                    && holes::fits(
+                        &holes::markers_as_holes(&String::from_utf8_lossy(&content), false),
+                        &String::from_utf8_lossy(&actual),
+                    )
+                {
+                    return;
+                }
+                self.problem(
+                    ProblemKind::FileWrite,
+                    format!(
+                        "{what} of {} by call {call}: the content before and the call's input give {} ({} bytes), but the write records after {} ({} bytes)",
+                        w.path,
+                        got.short(16),
+                        content.len(),
+                        a.hash.short(16),
+                        a.len
+                    ),
+                );
+            }
+        }
     }
 
     /// A call's status agrees with its permission answer, its refusal, its writes and

@@ -25,6 +25,11 @@ static ANY_MARKER: LazyLock<Option<Regex>> =
 static ENV_MARKER: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"\[REDACTED:env:[^\]\n]{0,200}\]").ok());
 
+/// True when `text` holds a redaction marker.
+pub(super) fn has_marker(text: &str) -> bool {
+    ANY_MARKER.as_ref().is_some_and(|re| re.is_match(text))
+}
+
 /// True when `text` holds a marker of an environment secret.
 pub(super) fn has_env_marker(text: &str) -> bool {
     ENV_MARKER.as_ref().is_some_and(|re| re.is_match(text))
