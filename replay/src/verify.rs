@@ -5,6 +5,14 @@
 //! is what the fold knew, every referenced blob exists and re-hashes to its name, and
 //! every started call finished (or the session ends interrupted).
 //!
+//! A forger who edits records and re-chains the log keeps the integrity check quiet,
+//! so the records are also checked against each other: nothing but a resume follows
+//! `session_ended`; a call whose permission was denied has no side effect and ends
+//! `denied`; a call's status agrees with its refusal, its permission answer, its
+//! writes and its command; a foreground command's output is what its stdout and stderr
+//! blobs give; and every write's after content is what its before content and the
+//! call's input give (re-applied with the engine's own edit functions).
+//!
 //! It reads the log line by line and skips (after the integrity check has reported
 //! them) lines whose own hash fails, so one bad record does not hide the problems after
 //! it. It never writes.
@@ -15,7 +23,10 @@ use std::path::{Path, PathBuf};
 
 use cairn_core::Limits;
 use cairn_core::decide::cap_output;
-use cairn_core::event::{Event, FileWrite, Rule, Status, ToolFinished, WriteOp, WriteStatus};
+use cairn_core::event::{
+    Answer, AnswerSource, Event, ExecStatus, FileWrite, Phase, ProcKind, Rule, ShellExec, Status,
+    ToolFinished, WebFetched, WriteOp, WriteStatus,
+};
 use cairn_core::state::{State, repeat_key};
 use cairn_store::{BlobCheck, BlobRef, BlobStore, Hash, Head, SnapshotStore};
 use cairn_tools::{Catalog, EngineConfig, Registry, manifest};
@@ -23,6 +34,12 @@ use serde::Serialize;
 
 use crate::error::{Result, io_at};
 use crate::session::{blob_store_of, check_session_dir};
+
+mod holes;
+mod reapply;
+mod shell_output;
+
+use holes::Piece;
 
 /// What kind of problem a [`Problem`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -43,9 +60,13 @@ pub enum ProblemKind {
     Snapshot,
     /// A recorded decision the fold and the record's facts do not give again.
     Decision,
-    /// A write's before hash differs from what the fold knew, or its path is not a
-    /// workspace path.
+    /// A write's before hash differs from what the fold knew, its path is not a
+    /// workspace path, or its after content is not what its before content and the
+    /// call's input give.
     FileWrite,
+    /// A call's output is not what its records give (a command's output and its
+    /// stdout and stderr blobs).
+    Output,
     /// A referenced blob is missing, damaged, or of another length.
     Blob,
     /// A call started and never finished in a session that ended.
@@ -92,6 +113,10 @@ pub struct Report {
     pub checkpoints: u64,
     pub snapshots: u64,
     pub blobs_checked: u64,
+    /// Writes whose after content was re-computed from their before content and input.
+    pub writes_reapplied: u64,
+    /// Command outputs re-built from their records and blobs.
+    pub outputs_checked: u64,
     /// True when the log ends with the session ended (not interrupted).
     pub ended: bool,
     /// Calls the session left unfinished without ending: not corruption.
@@ -205,6 +230,20 @@ struct Pending {
     /// The content hash of its last read, or of its last write with status `ok`: what
     /// a `hash:` line of its output must say.
     last_hash: Option<Hash>,
+    /// The permission answer that stops it, when one was denied: (seq, key).
+    denied: Option<(u64, String)>,
+    /// The permission answer that let it run: (seq, key, answer).
+    granted: Option<(u64, String, Answer)>,
+    /// Side effects recorded for it (reads, writes, commands, fetches, memory).
+    effects: u32,
+    /// One of its writes failed.
+    write_failed: bool,
+    /// Its foreground command, once finished.
+    exec: Option<ShellExec>,
+    /// Files that command changed (what, path), from the call's external writes.
+    changes: Vec<(&'static str, String)>,
+    /// (path, after hash) of its writes already re-applied.
+    reapplied: Vec<(String, Option<Hash>)>,
 }
 
 struct Verifier {
@@ -220,6 +259,17 @@ struct Verifier {
     problems: Vec<Problem>,
     /// Where the record being checked is.
     at: (u64, u64, u64),
+    /// Denied calls that finished (seq and key of the denial): a background
+    /// process's end is recorded after its call.
+    denied: HashMap<String, (u64, String)>,
+    /// The seq of `session_ended`, until a `session_resumed` reopens the session.
+    ended_at: Option<u64>,
+    /// Records after the end of the kinds a resume writes before its
+    /// `session_resumed`: problems unless one follows.
+    after_end: Vec<((u64, u64, u64), &'static str)>,
+    /// The session names a parent: a replay, whose calls may be answered from the
+    /// recording without their permission records.
+    has_parent: bool,
 }
 
 impl Verifier {
@@ -239,7 +289,18 @@ impl Verifier {
             },
             problems: Vec::new(),
             at: (0, 0, 0),
+            denied: HashMap::new(),
+            ended_at: None,
+            after_end: Vec::new(),
+            has_parent: false,
         }
+    }
+
+    /// Whether a blob checked so far is intact (true when it was not checked).
+    fn blob_intact(&self, blob: &BlobRef) -> bool {
+        self.blob_checked
+            .get(&blob.hash)
+            .is_none_or(|c| *c == BlobCheck::Ok)
     }
 
     fn problem(&mut self, kind: ProblemKind, what: String) {
@@ -337,9 +398,11 @@ impl Verifier {
                 ),
             );
         }
+        self.after_end(&rec.event);
         match &rec.event {
             Event::SessionStarted(s) => {
                 self.report.session = Some(s.id.clone());
+                self.has_parent = s.parent.is_some();
                 match serde_json::from_value::<EngineConfig>(s.config.clone()) {
                     Ok(c) => {
                         self.limits = c.limits;
@@ -384,10 +447,18 @@ impl Verifier {
                         intents: Vec::new(),
                         wrote_ok: 0,
                         last_hash: None,
+                        denied: None,
+                        granted: None,
+                        effects: 0,
+                        write_failed: false,
+                        exec: None,
+                        changes: Vec::new(),
+                        reapplied: Vec::new(),
                     },
                 );
             }
             Event::FileRead(r) => {
+                self.side_effect(&r.call, &format!("file_read of {}", r.path));
                 if let Some(p) = self.pending.get_mut(&r.call) {
                     p.last_hash = Some(r.hash);
                 } else {
@@ -397,7 +468,25 @@ impl Verifier {
                     );
                 }
             }
-            Event::FileWrite(w) => self.file_write(w),
+            Event::FileWrite(w) => {
+                self.file_write(w);
+                self.reapply(w);
+            }
+            Event::ShellExec(x) => self.shell_exec(x),
+            Event::WebFetched(w) => self.web_fetched(w),
+            Event::MemoryWritten { .. } => {
+                // Memory names no call: it belongs to the one call running, if any.
+                if let [call] = self.pending.keys().collect::<Vec<_>>()[..] {
+                    let call = call.clone();
+                    self.side_effect(&call, "memory_written");
+                }
+            }
+            Event::PermissionDecided {
+                call,
+                key,
+                answer,
+                source,
+            } => self.permission_decided(call, key, *answer, *source),
             Event::ToolFinished(f) => self.tool_finished(f),
             Event::Checkpoint { state_hash, at_seq } => {
                 self.report.checkpoints += 1;
@@ -436,6 +525,7 @@ impl Verifier {
                     );
                     self.pending.clear();
                 }
+                self.ended_at.get_or_insert(rec.seq);
             }
             _ => {}
         }
@@ -464,6 +554,9 @@ impl Verifier {
 
     fn file_write(&mut self, w: &FileWrite) {
         self.report.file_writes += 1;
+        if let Some(call) = &w.call {
+            self.side_effect(call, &format!("file_write of {}", w.path));
+        }
         if let Some(b) = &w.before {
             self.blob(b, &format!("file_write {} before", w.path));
         }
@@ -509,6 +602,21 @@ impl Verifier {
         if w.status == WriteStatus::Ok {
             p.wrote_ok += 1;
             p.last_hash = w.after.map(|a| a.hash);
+        }
+        if w.status == WriteStatus::Failed {
+            p.write_failed = true;
+        }
+        // What its command's output lists as changed.
+        if w.op == WriteOp::External && w.status == WriteStatus::Ok && p.exec.is_some() {
+            let what = match (&w.before, &w.after) {
+                (None, Some(_)) => Some("created"),
+                (Some(_), Some(_)) => Some("changed"),
+                (Some(_), None) => Some("deleted"),
+                (None, None) => None,
+            };
+            if let Some(what) = what {
+                p.changes.push((what, w.path.clone()));
+            }
         }
         // The rules are checked once per write: at its intent, or at the write itself
         // when no intent came first.
@@ -580,6 +688,19 @@ impl Verifier {
         };
         if let Some(b) = &f.output_blob {
             self.blob(b, &format!("call {} output", f.call));
+        }
+        if let Some(b) = &f.mcp_result {
+            self.blob(b, &format!("call {} MCP result", f.call));
+        }
+        self.status_agrees(f, &p);
+        if let Some(x) = &p.exec
+            && f.status != Status::Interrupted
+            && p.denied.is_none()
+        {
+            self.shell_output(f, &p, x);
+        }
+        if let Some(d) = &p.denied {
+            self.denied.insert(f.call.clone(), d.clone());
         }
         let Some(tool) = self.registry.get(&p.tool) else {
             // A tool of another catalog or a newer cairn: its rules are not known here.
@@ -746,6 +867,375 @@ impl Verifier {
         }
     }
 
+    /// Nothing but a resume follows `session_ended`: checkpoints (placed by interval,
+    /// so one may fall right after the end), and what a resume records before its
+    /// `session_resumed` (its findings: external writes, lost processes, interrupted
+    /// calls). Anything else after the end is a record the session never wrote.
+    fn after_end(&mut self, event: &Event) {
+        let Some(end) = self.ended_at else {
+            return;
+        };
+        match event {
+            Event::Checkpoint { .. } => {}
+            Event::SessionResumed { .. } => {
+                self.after_end.clear();
+                self.ended_at = None;
+            }
+            e if resume_writes(e) => self.after_end.push((self.at, e.kind())),
+            e => {
+                self.flush_after_end();
+                self.problem(ProblemKind::Structure, after_end_what(e.kind(), end));
+            }
+        }
+    }
+
+    /// Reports the records after the end that no `session_resumed` followed.
+    fn flush_after_end(&mut self) {
+        let Some(end) = self.ended_at else {
+            return;
+        };
+        for ((seq, line, offset), kind) in std::mem::take(&mut self.after_end) {
+            self.problems.push(Problem {
+                seq: Some(seq),
+                line,
+                offset,
+                kind: ProblemKind::Structure,
+                what: after_end_what(kind, end),
+            });
+        }
+    }
+
+    fn permission_decided(&mut self, call: &str, key: &str, answer: Answer, source: AnswerSource) {
+        let seq = self.at.0;
+        let Some(p) = self.pending.get_mut(call) else {
+            self.problem(
+                ProblemKind::Structure,
+                format!("permission_decided for {key} outside its call {call}"),
+            );
+            return;
+        };
+        match answer {
+            Answer::Deny => {
+                // The engine lets a policy's "no" to a folder outside the workspace
+                // (`<tool>@<dir>`) run the call confined: the tool then refuses the
+                // outside path itself. Any other "no" stops the call.
+                let confined = source != AnswerSource::User
+                    && key
+                        .strip_prefix(p.tool.as_str())
+                        .is_some_and(|rest| rest.starts_with('@'));
+                if !confined {
+                    p.denied = Some((seq, key.to_string()));
+                }
+            }
+            Answer::Once | Answer::Always => p.granted = Some((seq, key.to_string(), answer)),
+        }
+    }
+
+    /// Counts a side effect of `call`; one of a denied call is a problem here.
+    fn side_effect(&mut self, call: &str, what: &str) {
+        let denied = match self.pending.get_mut(call) {
+            Some(p) => {
+                p.effects += 1;
+                p.denied.clone()
+            }
+            None => self.denied.get(call).cloned(),
+        };
+        if let Some((seq, key)) = denied {
+            self.problem(
+                ProblemKind::Decision,
+                format!(
+                    "call {call} ran after deny: {what} recorded after permission for {key} was denied at seq {seq}"
+                ),
+            );
+        }
+    }
+
+    fn shell_exec(&mut self, x: &ShellExec) {
+        for (blob, name) in [
+            (&x.stdout, "stdout"),
+            (&x.stderr, "stderr"),
+            (&x.log_blob, "log"),
+        ] {
+            if let Some(b) = blob {
+                self.blob(b, &format!("call {} {name}", x.call));
+            }
+        }
+        for (bytes, blob, name) in [
+            (x.stdout_bytes, &x.stdout, "stdout"),
+            (x.stderr_bytes, &x.stderr, "stderr"),
+        ] {
+            if let (Some(n), Some(b)) = (bytes, blob)
+                && n != b.len
+            {
+                self.problem(
+                    ProblemKind::Output,
+                    format!(
+                        "call {}: {name}_bytes is {n} but its {name} blob is {} bytes",
+                        x.call, b.len
+                    ),
+                );
+            }
+        }
+        self.side_effect(
+            &x.call,
+            &format!(
+                "shell_exec of `{}`",
+                cairn_tools::shell::shown_argv(&x.argv)
+            ),
+        );
+        if x.kind == ProcKind::Foreground {
+            match self.pending.get_mut(&x.call) {
+                None => self.problem(
+                    ProblemKind::Structure,
+                    format!("foreground shell_exec outside its call {}", x.call),
+                ),
+                Some(p) if x.phase == Phase::Finished => {
+                    p.exec = Some(x.clone());
+                    p.changes.clear();
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    fn web_fetched(&mut self, w: &WebFetched) {
+        if let Some(b) = &w.text {
+            self.blob(b, &format!("call {} text of {}", w.call, w.url));
+        }
+        if !self.pending.contains_key(&w.call) {
+            self.problem(
+                ProblemKind::Structure,
+                format!("web_fetched of {} outside its call {}", w.url, w.call),
+            );
+        }
+        self.side_effect(&w.call, &format!("web_fetched of {}", w.url));
+    }
+
+    /// Re-applies a write of a file tool: its before content and its call's input must
+    /// give its after content. Checked once per (path, after hash) in a call, so an
+    /// intent and its outcome are one check unless they disagree.
+    fn reapply(&mut self, w: &FileWrite) {
+        if w.op == WriteOp::External {
+            return;
+        }
+        let Some(call) = &w.call else {
+            return;
+        };
+        let after = w.after.map(|a| a.hash);
+        let input = match self.pending.get_mut(call) {
+            Some(p) if !p.reapplied.contains(&(w.path.clone(), after)) => {
+                p.reapplied.push((w.path.clone(), after));
+                p.input.clone()
+            }
+            // Outside its call (reported), or checked already.
+            _ => return,
+        };
+        let Some(change) = reapply::change_of(&input) else {
+            return;
+        };
+        let before = match &w.before {
+            None => None,
+            Some(b) => match self.blobs.get(&b.hash) {
+                Ok(bytes) if Hash::of(&bytes) == b.hash => Some(bytes),
+                // Missing or damaged: reported by the blob check.
+                _ => return,
+            },
+        };
+        // A redacted input holds markers where the workspace holds the secret.
+        let redacted = holes::has_marker(&input.to_string());
+        let what = match w.op {
+            WriteOp::Create => "create",
+            WriteOp::Replace => "overwrite",
+            WriteOp::Edit => "edit",
+            WriteOp::Delete => "delete",
+            WriteOp::External => return,
+        };
+        let computed = reapply::apply(&change, &w.path, before.as_deref());
+        self.report.writes_reapplied += 1;
+        match (computed, &w.after) {
+            (Err(_), _) if redacted => {}
+            (Err(why), _) => self.problem(
+                ProblemKind::FileWrite,
+                format!(
+                    "{what} of {} by call {call}: the call's input does not apply to the content before ({why}), yet the write is recorded",
+                    w.path
+                ),
+            ),
+            (Ok(_), None) => self.problem(
+                ProblemKind::FileWrite,
+                format!(
+                    "{what} of {} by call {call}: the write records no content after, but the call's input gives some",
+                    w.path
+                ),
+            ),
+            (Ok(content), Some(a)) => {
+                let got = Hash::of(&content);
+                if got == a.hash {
+                    return;
+                }
+                if redacted
+                    && let Ok(actual) = self.blobs.get(&a.hash)
+                    && holes::fits(
+                        &holes::markers_as_holes(&String::from_utf8_lossy(&content), false),
+                        &String::from_utf8_lossy(&actual),
+                    )
+                {
+                    return;
+                }
+                self.problem(
+                    ProblemKind::FileWrite,
+                    format!(
+                        "{what} of {} by call {call}: the content before and the call's input give {} ({} bytes), but the write records after {} ({} bytes)",
+                        w.path,
+                        got.short(16),
+                        content.len(),
+                        a.hash.short(16),
+                        a.len
+                    ),
+                );
+            }
+        }
+    }
+
+    /// A call's status agrees with its permission answer, its refusal, its writes and
+    /// its command.
+    fn status_agrees(&mut self, f: &ToolFinished, p: &Pending) {
+        let status = f.status.as_str();
+        let wrong = |v: &mut Verifier, what: String| {
+            v.problem(
+                ProblemKind::Decision,
+                format!("call {} ({}): {what}", f.call, p.tool),
+            )
+        };
+        match (&p.denied, f.status) {
+            // A crash between the denial and the end leaves it interrupted.
+            (Some(_), Status::Denied | Status::Interrupted) => {}
+            (Some((seq, key)), _) => wrong(
+                self,
+                format!(
+                    "status {status}, but permission for {key} was denied at seq {seq}: ran after deny (a denied call ends denied)"
+                ),
+            ),
+            (None, Status::Denied) => match &p.granted {
+                Some((seq, key, answer)) => wrong(
+                    self,
+                    format!(
+                        "status denied, but permission for {key} was granted ({}) at seq {seq}",
+                        answer_name(*answer)
+                    ),
+                ),
+                None if p.effects > 0 => wrong(
+                    self,
+                    format!(
+                        "status denied, but {} side effects of it are recorded",
+                        p.effects
+                    ),
+                ),
+                None if !self.has_parent => wrong(
+                    self,
+                    "status denied, but no permission was denied to it".into(),
+                ),
+                // A replay answers some calls from the recording, without their
+                // permission records.
+                None => {}
+            },
+            _ => {}
+        }
+        if let Some(r) = &f.refusal
+            && r.rule != Rule::Repeat
+            && !matches!(f.status, Status::Error | Status::Blocked)
+        {
+            wrong(
+                self,
+                format!(
+                    "refused by rule {} but status {status}: a refused call ends with error",
+                    rule_name(r.rule)
+                ),
+            );
+        }
+        if p.write_failed && f.status == Status::Ok {
+            wrong(self, "status ok, but one of its writes failed".into());
+        }
+        if let Some(x) = &p.exec
+            && p.denied.is_none()
+            && f.status != Status::Interrupted
+        {
+            let expected = match x.status {
+                _ if x.error.is_some() => Status::Error,
+                ExecStatus::Ok => Status::Ok,
+                ExecStatus::Timeout => Status::Timeout,
+                ExecStatus::Cancelled => Status::Cancelled,
+                _ => Status::Error,
+            };
+            if f.status != expected {
+                wrong(
+                    self,
+                    format!(
+                        "status {status}, but its command ended {} (exit code {}): the call's status is {}",
+                        x.status.as_str(),
+                        x.exit_code.map_or("none".into(), |c| c.to_string()),
+                        expected.as_str()
+                    ),
+                );
+            }
+        }
+    }
+
+    /// A foreground command's output is what its records and blobs give.
+    fn shell_output(&mut self, f: &ToolFinished, p: &Pending, x: &ShellExec) {
+        if x.error.is_some() {
+            // It never started: the output is the system's error, not in the log.
+            return;
+        }
+        // A stream's preview, from its blob; `None` when the blob is reported.
+        let stream = |v: &Verifier, blob: &Option<BlobRef>| match blob {
+            None => Some(shell_output::Stream::Lost),
+            Some(b) if v.blob_intact(b) => {
+                shell_output::preview(&v.blobs, b, &v.limits).map(shell_output::Stream::Shown)
+            }
+            Some(_) => None,
+        };
+        let (Some(out), Some(err)) = (stream(self, &x.stdout), stream(self, &x.stderr)) else {
+            return;
+        };
+        let note = p
+            .input
+            .get("timeout_ms")
+            .and_then(serde_json::Value::as_u64)
+            .filter(|t| *t > self.limits.shell_timeout_ms_max);
+        let expected = shell_output::expected(x, [out, err], &p.changes, note, &self.limits);
+        let recorded = match &f.output_blob {
+            None => f.output.clone(),
+            Some(b) if self.blob_intact(b) => match self.blobs.get(&b.hash) {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(_) => return,
+            },
+            Some(_) => return,
+        };
+        let env = holes::has_env_marker(&recorded);
+        let fits = match (&expected[..], env) {
+            ([Piece::Text(e)], false) => *e == recorded,
+            ([Piece::Text(e)], true) => holes::fits(&holes::markers_as_holes(&recorded, true), e),
+            (_, false) => holes::fits(&expected, &recorded),
+            // Holes on both sides: nothing certain to compare.
+            (_, true) => return,
+        };
+        self.report.outputs_checked += 1;
+        if !fits {
+            let hint = match (&expected[..], env) {
+                ([Piece::Text(e)], false) => first_difference(e, &recorded),
+                _ => String::new(),
+            };
+            self.problem(
+                ProblemKind::Output,
+                format!(
+                    "call {} ({}): the output differs from what its command's records give (exit status, time, stdout and stderr blobs, files changed){hint}",
+                    f.call, p.tool
+                ),
+            );
+        }
+    }
+
     /// Compares the snapshot taken at `seq`, if any, with the fold.
     fn snapshot_at(&mut self, seq: u64, hash: Hash) {
         let Some(i) = self.snapshots.iter().position(|(s, _)| *s == seq) else {
@@ -785,6 +1275,7 @@ impl Verifier {
     }
 
     fn finish(&mut self) {
+        self.flush_after_end();
         let last = self.state.last_seq;
         let remaining = std::mem::take(&mut self.snapshots);
         for (seq, path) in remaining {
@@ -830,4 +1321,67 @@ fn expected_hashes(input: &serde_json::Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Records a resume writes before its `session_resumed`: findings of the
+/// reconciliation (calls interrupted, their installed writes, processes lost, files
+/// changed meanwhile).
+fn resume_writes(event: &Event) -> bool {
+    match event {
+        Event::FileWrite(w) => {
+            (w.op == WriteOp::External && w.call.is_none())
+                || (w.status == WriteStatus::Ok && w.call.is_some())
+        }
+        Event::ShellExec(x) => x.status == ExecStatus::Lost,
+        Event::ToolFinished(f) => f.status == Status::Interrupted,
+        _ => false,
+    }
+}
+
+fn after_end_what(kind: &str, end: u64) -> String {
+    format!(
+        "{kind} after the session ended at seq {end}: only a resume (its findings, then session_resumed) may follow session_ended"
+    )
+}
+
+fn rule_name(rule: Rule) -> String {
+    serde_json::to_value(rule)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{rule:?}"))
+}
+
+fn answer_name(answer: Answer) -> &'static str {
+    match answer {
+        Answer::Once => "once",
+        Answer::Always => "always",
+        Answer::Deny => "deny",
+    }
+}
+
+/// `: line N is …, the records give …` for the first line where two texts differ.
+fn first_difference(expected: &str, recorded: &str) -> String {
+    let short = |s: &str| {
+        let mut t: String = s.chars().take(80).collect();
+        if t.len() < s.len() {
+            t.push('…');
+        }
+        t
+    };
+    let mut e = expected.split_inclusive('\n');
+    let mut r = recorded.split_inclusive('\n');
+    for n in 1.. {
+        match (e.next(), r.next()) {
+            (None, None) => break,
+            (a, b) if a == b => {}
+            (a, b) => {
+                return format!(
+                    ": line {n} is {:?}, the records give {:?}",
+                    short(b.unwrap_or("(nothing)")),
+                    short(a.unwrap_or("(nothing)"))
+                );
+            }
+        }
+    }
+    String::new()
 }

@@ -1,0 +1,195 @@
+//! Re-applying a recorded write: the content a write call's input gives from the
+//! content before it, computed with the engine's own edit functions
+//! (`tools::write::edit_string`, `find`, `follow_line_endings`), so that verify can
+//! compare it with the write's after blob.
+//!
+//! The input is read by its shape, never by the tool's name: a whole `content`, one
+//! `old_string`/`new_string` replacement (with `replace_all`), or `patches` (one create
+//! or replace, or edits of one file, all matched against the original content).
+
+use cairn_tools::tools::write::{self, Found};
+use serde_json::Value;
+
+/// What a write call's input asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Change<'a> {
+    /// The whole new content.
+    Whole(&'a str),
+    /// One replacement, or every occurrence when `all`.
+    Replace {
+        old: &'a str,
+        new: &'a str,
+        all: bool,
+    },
+    /// Edits of the original content, each matching a separate part of it.
+    Edits(Vec<(&'a str, &'a str)>),
+}
+
+/// The change an input asks for; `None` when its shape is none of the above (a tool
+/// this check does not know how to re-apply).
+pub(super) fn change_of(input: &Value) -> Option<Change<'_>> {
+    fn s<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
+        v.get(k).and_then(Value::as_str)
+    }
+    if let Some(patches) = input.get("patches").and_then(Value::as_array) {
+        return match patches.as_slice() {
+            [p] if matches!(s(p, "op"), Some("create" | "replace")) => {
+                s(p, "content").map(Change::Whole)
+            }
+            ps if !ps.is_empty() && ps.iter().all(|p| s(p, "op") == Some("edit")) => ps
+                .iter()
+                .map(|p| Some((s(p, "old_string")?, s(p, "new_string")?)))
+                .collect::<Option<Vec<_>>>()
+                .map(Change::Edits),
+            _ => None,
+        };
+    }
+    if let (Some(old), Some(new)) = (s(input, "old_string"), s(input, "new_string")) {
+        let all = input
+            .get("replace_all")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        return Some(Change::Replace { old, new, all });
+    }
+    s(input, "content").map(Change::Whole)
+}
+
+/// The content `change` gives from `before` (`None`: the file did not exist), or why
+/// it does not apply, in the engine's words.
+pub(super) fn apply(
+    change: &Change<'_>,
+    path: &str,
+    before: Option<&[u8]>,
+) -> Result<Vec<u8>, String> {
+    let text = || {
+        let bytes = before.ok_or_else(|| format!("no content before the edit of {path}"))?;
+        std::str::from_utf8(bytes)
+            .map_err(|_| format!("{path} is not valid UTF-8; string edits would corrupt it"))
+    };
+    match change {
+        Change::Whole(content) => Ok(content.as_bytes().to_vec()),
+        Change::Replace { old, new, all } => write::edit_string(path, text()?, old, new, *all)
+            .map(String::into_bytes)
+            .map_err(|o| o.text),
+        Change::Edits(edits) => apply_edits(text()?, edits).map(String::into_bytes),
+    }
+}
+
+/// Edits of one original content, as `write_patch` applies them: each old string
+/// found in the original (exactly once, or as one loose whole-line match), no two
+/// overlapping, all spliced in at once.
+///
+/// The engine keeps this loop inside `write_patch`'s private `plan`, next to its reads
+/// of the disk; it is repeated here with the engine's own `find` and
+/// `follow_line_endings` until it becomes a pure function the tool and verify share.
+fn apply_edits(content: &str, edits: &[(&str, &str)]) -> Result<String, String> {
+    let mut ranges = Vec::with_capacity(edits.len());
+    for (i, (old, new)) in edits.iter().enumerate() {
+        let n = i + 1;
+        if old.is_empty() {
+            return Err(format!("patch {n}: old_string is empty"));
+        }
+        let old = write::follow_line_endings(content, old);
+        let new = write::follow_line_endings(content, new);
+        let range = match write::find(content, &old) {
+            Found::Exact(hits) if hits.len() == 1 => hits[0].clone(),
+            Found::Exact(hits) => {
+                return Err(format!("patch {n}: old_string occurs {} times", hits.len()));
+            }
+            Found::Loose(r) => r,
+            Found::None(_) => return Err(format!("patch {n}: old_string was not found")),
+        };
+        ranges.push((range, new, n));
+    }
+    ranges.sort_by_key(|(r, _, _)| r.start);
+    for w in ranges.windows(2) {
+        if w[1].0.start < w[0].0.end {
+            return Err(format!("patches {} and {} overlap", w[0].2, w[1].2));
+        }
+    }
+    let mut after = String::with_capacity(content.len());
+    let mut last = 0;
+    for (r, new, _) in &ranges {
+        after.push_str(&content[last..r.start]);
+        after.push_str(new);
+        last = r.end;
+    }
+    after.push_str(&content[last..]);
+    Ok(after)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(input: Value, before: Option<&str>, expected: Result<&str, &str>) {
+        let change = change_of(&input).expect("a known shape");
+        let got = apply(&change, "f", before.map(str::as_bytes))
+            .map(|b| String::from_utf8(b).expect("utf-8"));
+        match expected {
+            Ok(e) => assert_eq!(got.as_deref(), Ok(e), "{input}"),
+            Err(e) => assert!(
+                got.as_ref().is_err_and(|g| g.contains(e)),
+                "{input}: {got:?}"
+            ),
+        }
+    }
+
+    #[test]
+    fn every_input_shape_re_applies() {
+        check(
+            json!({"path": "f", "content": "new\n"}),
+            Some("old\n"),
+            Ok("new\n"),
+        );
+        check(json!({"path": "f", "content": "new\n"}), None, Ok("new\n"));
+        check(
+            json!({"path": "f", "old_string": "b", "new_string": "B"}),
+            Some("a\nb\n"),
+            Ok("a\nB\n"),
+        );
+        check(
+            json!({"path": "f", "old_string": "x", "new_string": "y", "replace_all": true}),
+            Some("x x\n"),
+            Ok("y y\n"),
+        );
+        check(
+            json!({"path": "f", "old_string": "x", "new_string": "y"}),
+            Some("x x\n"),
+            Err("occurs 2 times"),
+        );
+        check(
+            json!({"patches": [{"op": "replace", "path": "f", "content": "c\n"}]}),
+            Some("a\n"),
+            Ok("c\n"),
+        );
+        check(
+            json!({"patches": [
+                {"op": "edit", "path": "f", "old_string": "c", "new_string": "C"},
+                {"op": "edit", "path": "f", "old_string": "a", "new_string": "A"}
+            ]}),
+            Some("a\nb\nc\n"),
+            Ok("A\nb\nC\n"),
+        );
+        check(
+            json!({"patches": [
+                {"op": "edit", "path": "f", "old_string": "a\nb", "new_string": "x"},
+                {"op": "edit", "path": "f", "old_string": "b\nc", "new_string": "y"}
+            ]}),
+            Some("a\nb\nc\n"),
+            Err("overlap"),
+        );
+        // CRLF files keep their line endings.
+        check(
+            json!({"patches": [{"op": "edit", "path": "f", "old_string": "a\nb", "new_string": "x\ny"}]}),
+            Some("a\r\nb\r\n"),
+            Ok("x\r\ny\r\n"),
+        );
+        assert_eq!(change_of(&json!({"path": "f"})), None);
+        assert_eq!(
+            change_of(&json!({"patches": [{"op": "create", "path": "a"}, {"op": "edit"}]})),
+            None
+        );
+    }
+}
