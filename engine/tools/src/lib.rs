@@ -36,7 +36,7 @@ pub use catalog::{Catalog, McpTool, Registry, markdown as catalog_markdown};
 pub use config::EngineConfig;
 pub use error::{EngineError, Result, io_at};
 pub use paths::{PathError, WsPath, resolve, target};
-pub use recorder::Recorder;
+pub use recorder::{Observer, Recorder};
 pub use tool::{Ctx, Tool, ToolOutput, TypedTool, parse_input};
 
 // Paths the modules name as `crate::…`.
