@@ -6,10 +6,10 @@
 //! it; loading a session goes through the [`Loader`] it is given, so tests drive it
 //! with ratatui's `TestBackend` and the binary with a real terminal.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use cairn_engine::Home;
 use cairn_engine::event::Event;
-use cairn_engine::{Home, fold};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -17,21 +17,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 
-use crate::report::elapsed;
-
-/// One session in the list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionRow {
-    pub id: String,
-    pub dir: PathBuf,
-    pub workspace: String,
-    pub started: String,
-    /// `finished`, `interrupted` or `resumed`.
-    pub state: String,
-    pub calls: u64,
-    /// Calls whose status is not `ok`.
-    pub not_ok: u64,
-}
+use crate::summary::elapsed;
+pub use crate::summary::{SessionRow, summarise};
 
 /// One call of a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -482,40 +469,6 @@ pub fn list_sessions(home: &Home, workspace: &Path) -> Vec<SessionRow> {
     ids.iter()
         .filter_map(|id| summarise(&project.session_dir(id)).ok())
         .collect()
-}
-
-/// What a session's log says about it, for the list.
-pub fn summarise(dir: &Path) -> Result<SessionRow, String> {
-    let folded = fold::fold_all(dir).map_err(|e| e.to_string())?;
-    let reader = cairn_store::LogReader::open(dir).map_err(|e| e.to_string())?;
-    let mut row = SessionRow {
-        id: dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        dir: dir.to_path_buf(),
-        workspace: folded.state.workspace.clone().unwrap_or_default(),
-        started: String::new(),
-        state: "interrupted".into(),
-        calls: folded.state.calls_started,
-        not_ok: folded
-            .state
-            .calls_by_status
-            .iter()
-            .filter(|(k, _)| k.as_str() != "ok")
-            .map(|(_, n)| n)
-            .sum(),
-    };
-    for r in reader.records().map_err(|e| e.to_string())? {
-        let r = r.map_err(|e| e.to_string())?;
-        match fold::parse(&r).map(|x| x.event) {
-            Ok(Event::SessionStarted(_)) => row.started = r.ts.clone(),
-            Ok(Event::SessionEnded { .. }) => row.state = "finished".into(),
-            Ok(Event::SessionResumed { .. }) => row.state = "resumed".into(),
-            _ => {}
-        }
-    }
-    Ok(row)
 }
 
 /// Loads a session's calls and their details (read-only).

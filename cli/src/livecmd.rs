@@ -1,21 +1,29 @@
-//! `cairn run --script` on a terminal: the engine runs on its own thread, the live view
+//! `cairn run --script` on a terminal: the engine runs the script
+//! (`cairn_engine::script::run_with`) on its own thread, the live view
 //! (`cairn_cli::view::ViewApp`) on this one; permission requests cross over as
-//! messages and their answers come back.
+//! messages and their answers come back. What each call did reaches the view through
+//! the engine's observer, never by reading the log back.
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use cairn_cli::summary::first_line;
 use cairn_cli::view::{Cmd, Msg, ViewApp};
 use cairn_engine::event::{Answer, Event, Phase, WriteStatus};
 use cairn_engine::permission::{Approver, Request};
-use cairn_engine::script::Step;
-use cairn_engine::{CancelHandle, Catalog, Engine, EngineConfig, Home};
+use cairn_engine::script::{self, Hooks, Step};
+use cairn_engine::{CallOutcome, CancelHandle, Catalog, Engine, EngineConfig, Home, Record};
+use cairn_store::BlobStore;
 use crossterm::event::{self, KeyEventKind};
 
 use crate::out;
+
+/// Lines of a diff shown in the view, per write.
+const DIFF_LINES_MAX: usize = 200;
 
 /// Asks the view and waits for its answer.
 struct ViewApprover {
@@ -33,39 +41,6 @@ impl Approver for ViewApprover {
             Err(_) => (Answer::Deny, false),
         }
     }
-}
-
-/// The diffs and command lines of the records after `from`.
-fn effects(engine: &Engine, from: u64) -> (Vec<String>, Vec<String>, u64) {
-    let mut diffs = Vec::new();
-    let mut commands = Vec::new();
-    let mut last = from;
-    let Ok(reader) = cairn_store::LogReader::open(engine.dir()) else {
-        return (diffs, commands, last);
-    };
-    let blobs = cairn_store::BlobStore::open(&engine.project().blobs_dir()).ok();
-    let text = |b: &Option<cairn_store::BlobRef>| -> String {
-        b.as_ref()
-            .and_then(|b| blobs.as_ref()?.get(&b.hash).ok())
-            .map(|v| String::from_utf8_lossy(&v).into_owned())
-            .unwrap_or_default()
-    };
-    let Ok(records) = reader.records_from(from + 1) else {
-        return (diffs, commands, last);
-    };
-    for r in records.flatten() {
-        last = r.seq;
-        match cairn_engine::fold::parse(&r).map(|x| x.event) {
-            Ok(Event::FileWrite(w)) if w.status == WriteStatus::Ok => diffs.push(
-                cairn_engine::diff::unified(&w.path, &text(&w.before), &text(&w.after), 200),
-            ),
-            Ok(Event::ShellExec(x)) if x.phase == Phase::Started => {
-                commands.push(cairn_engine::shell::shown_argv(&x.argv))
-            }
-            _ => {}
-        }
-    }
-    (diffs, commands, last)
 }
 
 /// Handles the view's requests that are not answers; true on `Quit`.
@@ -118,6 +93,92 @@ fn serve(engine: &mut Engine, cmd: Cmd, to_view: &Sender<Msg>) -> bool {
     false
 }
 
+/// The script's hooks on the engine's thread: between steps they serve the view's
+/// requests (and stop at `q`); as a step starts and a call ends they tell the view,
+/// with the diffs and command lines of the records the engine's observer handed over
+/// since the last call (a background process's end, recorded before a call, shows
+/// with it).
+struct Live {
+    to_view: Sender<Msg>,
+    cmds: Receiver<Cmd>,
+    records: Receiver<Record>,
+    blobs: BlobStore,
+    quit: bool,
+}
+
+impl Live {
+    /// The diffs of the writes and the command lines of the commands recorded since
+    /// the last look.
+    fn effects(&self) -> (Vec<String>, Vec<String>) {
+        let mut diffs = Vec::new();
+        let mut commands = Vec::new();
+        for r in self.records.try_iter() {
+            match r.event {
+                Event::FileWrite(w) if w.status == WriteStatus::Ok => {
+                    match (self.text(&w.before), self.text(&w.after)) {
+                        (Ok(before), Ok(after)) => diffs.push(cairn_engine::diff::unified(
+                            &w.path,
+                            &before,
+                            &after,
+                            DIFF_LINES_MAX,
+                        )),
+                        (Err(e), _) | (_, Err(e)) => diffs.push(format!("{}: {e}", w.path)),
+                    }
+                }
+                Event::ShellExec(x) if x.phase == Phase::Started => {
+                    commands.push(cairn_engine::shell::shown_argv(&x.argv))
+                }
+                _ => {}
+            }
+        }
+        (diffs, commands)
+    }
+
+    /// A blob's text; empty when there is none (the file did not exist).
+    fn text(&self, blob: &Option<cairn_store::BlobRef>) -> cairn_store::Result<String> {
+        match blob {
+            None => Ok(String::new()),
+            Some(b) => Ok(String::from_utf8_lossy(&self.blobs.get(&b.hash)?).into_owned()),
+        }
+    }
+}
+
+impl Hooks for Live {
+    fn before(&mut self, engine: &mut Engine, line: usize, step: &Step) -> ControlFlow<()> {
+        while let Ok(c) = self.cmds.try_recv() {
+            if serve(engine, c, &self.to_view) {
+                self.quit = true;
+                return ControlFlow::Break(());
+            }
+        }
+        let msg = match step {
+            Step::User(text) => Msg::Step {
+                line,
+                text: format!("user: {text}"),
+            },
+            Step::Tool { tool, input, .. } => Msg::Started {
+                tool: tool.clone(),
+                summary: cairn_replay::audit::input_summary(input),
+            },
+        };
+        let _ = self.to_view.send(msg);
+        ControlFlow::Continue(())
+    }
+
+    fn after(&mut self, o: &CallOutcome) {
+        let (diffs, commands) = self.effects();
+        let _ = self.to_view.send(Msg::Finished {
+            call: o.call.clone(),
+            tool: o.tool.clone(),
+            status: o.status.as_str().to_string(),
+            elapsed_us: o.elapsed_us,
+            output: first_line(&o.output, 80),
+            diffs,
+            commands,
+        });
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn worker(
     home: Home,
@@ -130,8 +191,12 @@ fn worker(
     cmds: Receiver<Cmd>,
     started: Sender<Result<(String, CancelHandle), String>>,
 ) -> Result<(), String> {
-    let mut engine = match Engine::start(&home, &workspace, EngineConfig::new(catalog)) {
-        Ok(e) => e,
+    let opened = Engine::start(&home, &workspace, EngineConfig::new(catalog)).and_then(|e| {
+        let blobs = BlobStore::open(&e.project().blobs_dir())?;
+        Ok((e, blobs))
+    });
+    let (mut engine, blobs) = match opened {
+        Ok(opened) => opened,
         Err(e) => {
             let _ = started.send(Err(e.to_string()));
             return Err(e.to_string());
@@ -144,69 +209,36 @@ fn worker(
             answers,
         })),
     }
+    let (record_tx, records) = mpsc::channel();
+    engine.set_observer(Box::new(move |r: &Record| {
+        if matches!(r.event, Event::FileWrite(_) | Event::ShellExec(_)) {
+            // Fails only once the script is over and `Live` gone: nobody is left to
+            // show the record to.
+            let _ = record_tx.send(r.clone());
+        }
+    }));
     let _ = started.send(Ok((engine.id().to_string(), engine.cancel_handle())));
-    let mut seq = engine.state().last_seq.unwrap_or(0);
-    let mut quit = false;
-    'steps: for (line, step) in &steps {
-        while let Ok(c) = cmds.try_recv() {
-            if serve(&mut engine, c, &to_view) {
-                quit = true;
-                break 'steps;
-            }
-        }
-        let _ = engine.poll_background();
-        match step {
-            Step::User(text) => {
-                let _ = to_view.send(Msg::Step {
-                    line: *line,
-                    text: format!("user: {text}"),
-                });
-                engine.user_message(text).map_err(|e| e.to_string())?;
-            }
-            Step::Tool {
-                tool,
-                input,
-                approve,
-            } => {
-                let _ = to_view.send(Msg::Started {
-                    tool: tool.clone(),
-                    summary: cairn_replay::audit::input_summary(input),
-                });
-                let answer = approve.as_deref().map(|a| match a {
-                    "always" => Answer::Always,
-                    "deny" => Answer::Deny,
-                    _ => Answer::Once,
-                });
-                let o = engine
-                    .call_with(tool, input.clone(), answer)
-                    .map_err(|e| e.to_string())?;
-                let (diffs, commands, last) = effects(&engine, seq);
-                seq = last;
-                let elapsed_us = call_elapsed(&engine, &o.call);
-                let _ = to_view.send(Msg::Finished {
-                    call: o.call.clone(),
-                    tool: o.tool.clone(),
-                    status: o.status.as_str().to_string(),
-                    elapsed_us,
-                    output: o
-                        .output
-                        .lines()
-                        .next()
-                        .unwrap_or("")
-                        .chars()
-                        .take(80)
-                        .collect(),
-                    diffs,
-                    commands,
-                });
-            }
-        }
-    }
+    let mut live = Live {
+        to_view,
+        cmds,
+        records,
+        blobs,
+        quit: false,
+    };
+    script::run_with(&mut engine, &steps, &mut live).map_err(|e| e.to_string())?;
+    let Live {
+        to_view,
+        cmds,
+        quit,
+        ..
+    } = live;
     if !quit {
         let _ = to_view.send(Msg::ScriptDone);
         // The session stays open for a look at background processes until `q`.
         while let Ok(c) = cmds.recv() {
-            let _ = engine.poll_background();
+            if let Err(e) = engine.poll_background() {
+                let _ = to_view.send(Msg::Note(e.to_string()));
+            }
             if serve(&mut engine, c, &to_view) {
                 break;
             }
@@ -219,24 +251,6 @@ fn worker(
     };
     engine.end(reason).map_err(|e| e.to_string())?;
     Ok(())
-}
-
-/// The elapsed time `tool_finished` recorded for a call.
-fn call_elapsed(engine: &Engine, call: &str) -> u64 {
-    let Ok(reader) = cairn_store::LogReader::open(engine.dir()) else {
-        return 0;
-    };
-    let Ok(records) = reader.records() else {
-        return 0;
-    };
-    records
-        .flatten()
-        .filter_map(|r| match cairn_engine::fold::parse(&r).map(|x| x.event) {
-            Ok(Event::ToolFinished(f)) if f.call == call => Some(f.elapsed_us),
-            _ => None,
-        })
-        .last()
-        .unwrap_or(0)
 }
 
 /// Runs the script in the live view; `policy` answers permission requests instead of

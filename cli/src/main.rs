@@ -25,7 +25,7 @@ use clap::{Parser, Subcommand};
     version,
     about,
     long_about = None,
-    after_help = "Exit codes: 0 success (or clean, identical), 1 problems found (verify, replay, diff), 2 could not run. Errors go to stderr prefixed `cairn:`; a closed pipe exits 0. Colours only on a terminal, never with NO_COLOR set."
+    after_help = "Exit codes: 0 success (or clean, identical), 1 problems found (verify, replay, diff), 2 could not run. Errors go to stderr prefixed `cairn:`; a closed pipe exits 0. Colours only on a terminal, and never when NO_COLOR is set and not empty."
 )]
 struct Cli {
     #[command(subcommand)]

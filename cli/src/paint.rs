@@ -1,6 +1,8 @@
 //! Colours for text a person reads: only on a terminal, and never when `NO_COLOR` is
-//! set (https://no-color.org).
+//! set to something (https://no-color.org: "when present and not an empty string").
+//! Every verb that colours goes through [`Paint`].
 
+use std::ffi::OsStr;
 use std::io::IsTerminal;
 
 /// Whether to colour, decided once per output.
@@ -10,7 +12,16 @@ pub struct Paint(pub bool);
 impl Paint {
     /// Colours when standard output is a terminal and `NO_COLOR` is unset or empty.
     pub fn stdout() -> Paint {
-        Paint(std::io::stdout().is_terminal() && no_color_unset())
+        Paint::when(
+            std::io::stdout().is_terminal(),
+            std::env::var_os("NO_COLOR").as_deref(),
+        )
+    }
+
+    /// Colours on a terminal when `no_color` (the value of `NO_COLOR`, `None` when it is
+    /// unset) is unset or empty.
+    pub fn when(terminal: bool, no_color: Option<&OsStr>) -> Paint {
+        Paint(terminal && no_color.is_none_or(OsStr::is_empty))
     }
 
     /// No colours (files, snapshots).
@@ -67,7 +78,28 @@ pub fn diff_sign(l: &str) -> Option<char> {
     }
 }
 
-/// True when `NO_COLOR` is unset or empty.
-pub fn no_color_unset() -> bool {
-    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(terminal: bool, no_color: Option<&str>, colour: bool) {
+        assert_eq!(
+            Paint::when(terminal, no_color.map(OsStr::new)),
+            Paint(colour),
+            "terminal {terminal}, NO_COLOR {no_color:?}"
+        );
+    }
+
+    /// Guards against the rule `cairn replay` and `diff` had: an empty `NO_COLOR`
+    /// turned colours off.
+    #[test]
+    fn no_color_set_and_not_empty_turns_colours_off() {
+        check(true, None, true);
+        check(true, Some(""), true);
+        check(true, Some("1"), false);
+        check(true, Some("0"), false);
+        check(false, None, false);
+        check(false, Some(""), false);
+        check(false, Some("1"), false);
+    }
 }

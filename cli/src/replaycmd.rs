@@ -1,11 +1,11 @@
 //! The replay verbs: deep `verify` of a session, `replay`, `diff`, `checkout`. The
 //! logic is in `cairn-replay`; this file resolves sessions, formats and picks exit codes.
 
-use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
+use cairn_cli::paint::Paint;
 use cairn_replay::{DiffReport, FieldDiff, ReplayOptions, ShellMode};
 
 use crate::out;
@@ -31,46 +31,12 @@ fn code(clean: bool) -> ExitCode {
     }
 }
 
-/// Colours for text a person reads: only on a terminal, and never with `NO_COLOR`.
-struct Paint(bool);
-
-impl Paint {
-    fn new() -> Paint {
-        Paint(std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+/// Prints a diff, line by line.
+fn print_diff_text(paint: Paint, text: &str) -> Result<()> {
+    for l in text.lines() {
+        out::line(&paint.diff_line(l))?;
     }
-
-    fn diff_line(&self, l: &str) -> String {
-        if !self.0 {
-            return l.to_string();
-        }
-        let code = if l.starts_with("+++") || l.starts_with("---") {
-            "1"
-        } else if l.starts_with('+') {
-            "32"
-        } else if l.starts_with('-') {
-            "31"
-        } else if l.starts_with("@@") {
-            "36"
-        } else {
-            return l.to_string();
-        };
-        format!("\x1b[{code}m{l}\x1b[0m")
-    }
-
-    fn head(&self, l: &str) -> String {
-        if self.0 {
-            format!("\x1b[1;33m{l}\x1b[0m")
-        } else {
-            l.to_string()
-        }
-    }
-
-    fn diff(&self, text: &str) -> Result<()> {
-        for l in text.lines() {
-            out::line(&self.diff_line(l))?;
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 pub fn verify(spec: &Path, json: bool) -> Result<ExitCode> {
@@ -154,13 +120,13 @@ pub fn replay(spec: &Path, shell: ShellMode, json: bool) -> Result<ExitCode> {
         out::line(&serde_json::to_string(&report)?)?;
         return Ok(code(report.is_identical()));
     }
-    let paint = Paint::new();
+    let paint = Paint::stdout();
     if let Some((first, rest)) = report.divergences.split_first() {
         out::line(&paint.head(&format!(
             "first divergence: {}",
             field_line(first.seq, &first.call, &first.tool, &first.diff)
         )))?;
-        paint.diff(&first.diff.diff)?;
+        print_diff_text(paint, &first.diff.diff)?;
         if !rest.is_empty() {
             out::line(&format!("{} later divergences:", rest.len()))?;
             for d in rest {
@@ -199,7 +165,7 @@ pub fn diff(a: &Path, b: &Path, json: bool) -> Result<ExitCode> {
 }
 
 fn print_diff(r: &DiffReport) -> Result<()> {
-    let paint = Paint::new();
+    let paint = Paint::stdout();
     let call = |c: &cairn_replay::CallRef| {
         format!(
             "seq {} {} {} {} ({})",
@@ -231,7 +197,7 @@ fn print_diff(r: &DiffReport) -> Result<()> {
                 .join(", ")
         )))?;
         for f in &c.fields {
-            paint.diff(&f.diff)?;
+            print_diff_text(paint, &f.diff)?;
         }
     }
     for f in &r.workspace {
@@ -240,7 +206,7 @@ fn print_diff(r: &DiffReport) -> Result<()> {
             serde_json::to_value(f.change)?.as_str().unwrap_or("changed"),
             f.path
         )))?;
-        paint.diff(&f.diff)?;
+        print_diff_text(paint, &f.diff)?;
     }
     Ok(())
 }

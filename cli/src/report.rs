@@ -7,17 +7,7 @@ use std::fmt::Write as _;
 use cairn_replay::audit::{Audit, CommandEntry, PermissionEntry, WriteEntry};
 
 use crate::paint::Paint;
-
-/// Elapsed time for people: `850µs`, `12.3ms`, `1.25s`.
-pub fn elapsed(us: u64) -> String {
-    if us >= 1_000_000 {
-        format!("{:.2}s", us as f64 / 1e6)
-    } else if us >= 1000 {
-        format!("{:.1}ms", us as f64 / 1e3)
-    } else {
-        format!("{us}µs")
-    }
-}
+use crate::summary::elapsed;
 
 fn short(hash: &Option<String>) -> String {
     hash.as_deref()

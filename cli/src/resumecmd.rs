@@ -12,27 +12,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use cairn_engine::{CallOutcome, Engine, Home, ResumeOptions, script};
+use cairn_engine::{Engine, Home, ResumeOptions, script};
 
 use crate::out;
-use crate::sessioncmd::{Approve, Model, approver, session_dir};
-
-fn progress(o: &CallOutcome) {
-    let first: String = o
-        .output
-        .lines()
-        .next()
-        .unwrap_or("")
-        .chars()
-        .take(60)
-        .collect();
-    eprintln!(
-        "{:<5} {:<22} {:<8} {first}",
-        o.call,
-        o.tool,
-        o.status.as_str()
-    );
-}
+use crate::sessioncmd::{Approve, Model, approver, print_progress, session_dir};
 
 fn set_approver(engine: &mut Engine, approve: Approve) {
     engine.set_approver(approver(approve));
@@ -85,7 +68,7 @@ fn continue_script(engine: &mut Engine, script_path: Option<&Path>) -> Result<()
         steps.len(),
         from + 1
     );
-    script::run(engine, &steps[from.min(steps.len())..], progress)?;
+    script::run(engine, &steps[from.min(steps.len())..], print_progress)?;
     Ok(())
 }
 
@@ -164,7 +147,7 @@ pub fn fork(
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read script {}", path.display()))?;
         let steps = script::parse(&text)?;
-        script::run(&mut engine, &steps, progress)?;
+        script::run(&mut engine, &steps, print_progress)?;
     }
     let id = engine.id().to_string();
     engine.end("forked")?;

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use cairn_cli::summary;
 use cairn_engine::event::{Answer, Event, Status};
 use cairn_engine::permission::{AllowList, Approver, Policy, Request};
 use cairn_engine::{CallOutcome, Catalog, Engine, EngineConfig, Home, Registry, fold, script};
@@ -18,15 +19,9 @@ pub fn session_dir(spec: &str) -> Result<PathBuf> {
     Ok(cairn_engine::find_session(&home, spec, cwd.as_deref())?.dir)
 }
 
-fn progress(o: &CallOutcome) {
-    let first = o.output.lines().next().unwrap_or("");
-    let first: String = first.chars().take(60).collect();
-    eprintln!(
-        "{:<5} {:<22} {:<8} {first}",
-        o.call,
-        o.tool,
-        o.status.as_str()
-    );
+/// Prints a call's progress line as it ends.
+pub(crate) fn print_progress(o: &CallOutcome) {
+    eprintln!("{}", summary::progress(o));
 }
 
 /// `--approve`.
@@ -107,7 +102,7 @@ pub fn run_script(
     let mut engine = Engine::start(&home, workspace, EngineConfig::new(catalog))?;
     engine.set_approver(approver(approve));
     let id = engine.id().to_string();
-    script::run(&mut engine, &steps, progress)?;
+    script::run(&mut engine, &steps, print_progress)?;
     engine.end("script finished")?;
     out::line(&id)?;
     Ok(ExitCode::SUCCESS)
@@ -181,7 +176,7 @@ impl Model {
                         eprintln!("model: {}", t.text.lines().next().unwrap_or(""));
                     }
                 }
-                Step::Call(o) => progress(o),
+                Step::Call(o) => print_progress(o),
             },
         );
         match result {
@@ -264,49 +259,6 @@ pub fn memory_forget(workspace: &Path, n: usize) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What a session's log says about it, for listings.
-struct Summary {
-    id: String,
-    workspace: String,
-    catalog: String,
-    started: String,
-    records: u64,
-    calls: u64,
-    state: &'static str,
-}
-
-fn summarise(dir: &Path) -> Result<Summary> {
-    let reader = LogReader::open(dir)?;
-    let mut s = Summary {
-        id: dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        workspace: String::new(),
-        catalog: String::new(),
-        started: String::new(),
-        records: 0,
-        calls: 0,
-        state: "interrupted",
-    };
-    for r in reader.records()? {
-        let r = r?;
-        s.records += 1;
-        match fold::parse(&r).map(|x| x.event) {
-            Ok(Event::SessionStarted(st)) => {
-                s.workspace = st.workspace;
-                s.catalog = st.catalog;
-                s.started = r.ts.clone();
-            }
-            Ok(Event::ToolStarted { .. }) => s.calls += 1,
-            Ok(Event::SessionEnded { .. }) => s.state = "finished",
-            Ok(Event::SessionResumed { .. }) => s.state = "resumed",
-            _ => {}
-        }
-    }
-    Ok(s)
-}
-
 pub fn sessions(json: bool) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let mut all = Vec::new();
@@ -317,7 +269,7 @@ pub fn sessions(json: bool) -> Result<ExitCode> {
     }
     all.sort_by(|a, b| b.file_name().cmp(&a.file_name()));
     for dir in all {
-        let s = match summarise(&dir) {
+        let s = match summary::summarise(&dir) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("cairn: {}: {e}", dir.display());
@@ -327,7 +279,7 @@ pub fn sessions(json: bool) -> Result<ExitCode> {
         if json {
             out::line(
                 &serde_json::json!({
-                    "id": s.id, "dir": dir, "workspace": s.workspace, "catalog": s.catalog,
+                    "id": s.id, "dir": s.dir, "workspace": s.workspace, "catalog": s.catalog,
                     "started": s.started, "records": s.records, "calls": s.calls, "state": s.state,
                 })
                 .to_string(),
@@ -396,7 +348,7 @@ pub fn show(spec: &str, json: bool) -> Result<ExitCode> {
                     )?;
                 } else {
                     let summary = if f.status == Status::Ok {
-                        input_summary(&input)
+                        cairn_replay::audit::input_summary(&input)
                     } else {
                         f.output.lines().next().unwrap_or("").to_string()
                     };
@@ -404,7 +356,7 @@ pub fn show(spec: &str, json: bool) -> Result<ExitCode> {
                     out::line(&format!(
                         "{seq:>6}  {tool:<22} {:<8} {:>9}  {summary}",
                         f.status.as_str(),
-                        elapsed(f.elapsed_us)
+                        summary::elapsed(f.elapsed_us)
                     ))?;
                 }
             }
@@ -420,29 +372,6 @@ pub fn show(spec: &str, json: bool) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn elapsed(us: u64) -> String {
-    if us >= 1_000_000 {
-        format!("{:.2}s", us as f64 / 1e6)
-    } else if us >= 1000 {
-        format!("{:.1}ms", us as f64 / 1e3)
-    } else {
-        format!("{us}µs")
-    }
-}
-
-fn input_summary(input: &serde_json::Value) -> String {
-    let Some(map) = input.as_object() else {
-        return input.to_string();
-    };
-    map.iter()
-        .map(|(k, v)| match v {
-            serde_json::Value::String(s) => format!("{k}={}", s.replace('\n', "⏎")),
-            other => format!("{k}={other}"),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 pub fn tools(catalog: Option<Catalog>, json: bool, markdown: bool) -> Result<ExitCode> {
@@ -489,8 +418,7 @@ pub fn demo(dir: Option<&Path>) -> Result<ExitCode> {
     };
     eprintln!("sample projects in {}", base.display());
     let runs = cairn_engine::demo::run(&home, &base, |c, o| {
-        eprint!("{:<7}", c.name());
-        progress(o);
+        eprintln!("{:<7}{}", c.name(), summary::progress(o));
     })?;
     out::line("")?;
     for r in &runs {

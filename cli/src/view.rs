@@ -19,7 +19,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use crate::browse::status_style;
-use crate::report::elapsed;
+use crate::summary::elapsed;
 
 /// What the engine's thread reports.
 #[derive(Debug, Clone)]

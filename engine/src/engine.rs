@@ -33,7 +33,8 @@ pub use cairn_core::decide::cap_output;
 pub use cairn_tools::EngineConfig;
 pub use resume::{Finding, ResumeOptions, ResumeReport, inherit};
 
-/// The result of one call.
+/// The result of one call. What else the call recorded (its reads, writes, commands)
+/// reaches an observer set with [`Engine::set_observer`] as it is appended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallOutcome {
     pub call: String,
@@ -42,6 +43,9 @@ pub struct CallOutcome {
     /// What the model is given.
     pub output: String,
     pub refusal: Option<Refusal>,
+    /// The call's time as its `tool_finished` records it, in microseconds (0 for a call
+    /// answered from a recording).
+    pub elapsed_us: u64,
 }
 
 /// A running session.
@@ -212,6 +216,15 @@ impl Engine {
     /// library caller that checks calls itself; `cairn run` asks.
     pub fn set_approver(&mut self, approver: Box<dyn Approver>) {
         self.approver = approver;
+    }
+
+    /// Sets who sees every record as it is appended to this session's log (with its
+    /// seq, time and hash): the records of calls, user messages, background processes'
+    /// ends, checkpoints. A live view follows the session through it instead of reading
+    /// the log back. It runs on the call path, inside the call: hand the record on (to a
+    /// channel, say) rather than work on it.
+    pub fn set_observer(&mut self, observer: cairn_tools::Observer) {
+        self.rec.set_observer(Some(observer));
     }
 
     /// Replaces the redactor (the default knows this process's secret-looking
@@ -481,6 +494,7 @@ impl Engine {
             status,
             output,
             refusal,
+            elapsed_us: 0,
         })
     }
 
@@ -599,12 +613,13 @@ impl Engine {
             }
             None => None,
         };
+        let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         self.rec.append(&Event::ToolFinished(ToolFinished {
             call: call.clone(),
             status: output.status,
             output: text.clone(),
             output_blob,
-            elapsed_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            elapsed_us,
             refusal: output.refusal.clone(),
             redactions,
             mcp_result,
@@ -616,6 +631,7 @@ impl Engine {
             status: output.status,
             output: text,
             refusal: output.refusal,
+            elapsed_us,
         })
     }
 

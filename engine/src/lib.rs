@@ -40,7 +40,7 @@ pub mod mcp {
 
 pub use cairn_core::{Event, Limits, Process, Record, State};
 pub use cairn_tools::{
-    CancelHandle, Catalog, Ctx, EngineError, McpTool, PathError, Registry, Result, Tool,
+    CancelHandle, Catalog, Ctx, EngineError, McpTool, Observer, PathError, Registry, Result, Tool,
     ToolOutput, TypedTool, WsPath, catalog_markdown, parse_input, resolve,
 };
 pub use engine::{

@@ -1,6 +1,8 @@
 //! Scripts drive a session without a model: JSON Lines, one step a line,
 //! `{"tool": "...", "input": {...}}` or `{"user": "..."}`.
 
+use std::ops::ControlFlow;
+
 use serde::Deserialize;
 
 use crate::engine::{CallOutcome, Engine};
@@ -80,14 +82,51 @@ pub fn parse(text: &str) -> Result<Vec<(usize, Step)>> {
     Ok(steps)
 }
 
+/// What a caller of [`run_with`] sees of a script as it runs, and where it may stop it.
+/// Permission questions are the engine's approver's ([`Engine::set_approver`]); the
+/// records each step appends reach an observer ([`Engine::set_observer`]).
+pub trait Hooks {
+    /// Before a step (its script line, the step): `Break` stops the script there, the
+    /// step not run. The engine is the caller's between steps (background processes,
+    /// the allow list).
+    fn before(&mut self, _engine: &mut Engine, _line: usize, _step: &Step) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+
+    /// After a call step, with its outcome.
+    fn after(&mut self, _outcome: &CallOutcome) {}
+}
+
+/// [`Hooks`] that only see each call's outcome.
+struct Each<F>(F);
+
+impl<F: FnMut(&CallOutcome)> Hooks for Each<F> {
+    fn after(&mut self, outcome: &CallOutcome) {
+        (self.0)(outcome)
+    }
+}
+
 /// Runs the steps through the engine; `each` sees every call's outcome as it ends.
 pub fn run(
     engine: &mut Engine,
     steps: &[(usize, Step)],
-    mut each: impl FnMut(&CallOutcome),
+    each: impl FnMut(&CallOutcome),
+) -> Result<Vec<CallOutcome>> {
+    run_with(engine, steps, &mut Each(each))
+}
+
+/// Runs the steps through the engine with `hooks` around each one; returns the
+/// outcomes of the calls that ran (fewer than the script's when a hook stopped it).
+pub fn run_with(
+    engine: &mut Engine,
+    steps: &[(usize, Step)],
+    hooks: &mut dyn Hooks,
 ) -> Result<Vec<CallOutcome>> {
     let mut outcomes = Vec::new();
-    for (_, step) in steps {
+    for (line, step) in steps {
+        if hooks.before(engine, *line, step).is_break() {
+            break;
+        }
         match step {
             Step::User(text) => engine.user_message(text)?,
             Step::Tool {
@@ -101,7 +140,7 @@ pub fn run(
                     _ => crate::event::Answer::Once,
                 });
                 let out = engine.call_with(tool, input.clone(), answer)?;
-                each(&out);
+                hooks.after(&out);
                 outcomes.push(out);
             }
         }
@@ -160,6 +199,87 @@ pub fn resume_point(dir: &std::path::Path, steps: &[(usize, Step)]) -> Result<us
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::{Event, Status};
+    use crate::{Catalog, EngineConfig, Home, Record};
+
+    /// Remembers the lines it was shown and stops before `stop_at`.
+    struct Seen {
+        lines: Vec<usize>,
+        outcomes: Vec<CallOutcome>,
+        stop_at: usize,
+    }
+
+    impl Hooks for Seen {
+        fn before(&mut self, _: &mut Engine, line: usize, _: &Step) -> ControlFlow<()> {
+            if line == self.stop_at {
+                return ControlFlow::Break(());
+            }
+            self.lines.push(line);
+            ControlFlow::Continue(())
+        }
+
+        fn after(&mut self, outcome: &CallOutcome) {
+            self.outcomes.push(outcome.clone());
+        }
+    }
+
+    #[test]
+    fn a_read_file_call_reaches_the_observer_with_its_records_and_elapsed_time() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(ws.path().join("a.txt"), "hello\n").unwrap();
+        let mut engine = Engine::start(
+            &Home::at(home.path()),
+            ws.path(),
+            EngineConfig::new(Catalog::Thoth),
+        )
+        .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<Record>();
+        engine.set_observer(Box::new(move |r| tx.send(r.clone()).unwrap()));
+        let steps = parse(
+            "{\"user\":\"read it\"}\n{\"tool\":\"read_file\",\"input\":{\"path\":\"a.txt\"}}\n{\"user\":\"never\"}",
+        )
+        .unwrap();
+        let mut seen = Seen {
+            lines: vec![],
+            outcomes: vec![],
+            stop_at: 3,
+        };
+        let outcomes = run_with(&mut engine, &steps, &mut seen).unwrap();
+        assert_eq!(
+            seen.lines,
+            vec![1, 2],
+            "the hook stops the script before line 3"
+        );
+        assert_eq!(outcomes, seen.outcomes);
+        let records: Vec<Record> = rx.try_iter().collect();
+        let kinds: Vec<&str> = records.iter().map(|r| r.event.kind()).collect();
+        assert_eq!(
+            kinds,
+            ["user_message", "tool_started", "file_read", "tool_finished"]
+        );
+        let [o] = outcomes.as_slice() else {
+            panic!("one call: {outcomes:?}")
+        };
+        assert_eq!((o.call.as_str(), o.status), ("c1", Status::Ok));
+        let Some(Event::ToolFinished(f)) = records.last().map(|r| &r.event) else {
+            panic!("the last record is the call's end")
+        };
+        assert!(o.elapsed_us > 0);
+        assert_eq!(o.elapsed_us, f.elapsed_us);
+        // What the observer saw is the log, record for record.
+        let seqs = records[0].seq..=records[records.len() - 1].seq;
+        let dir = engine.dir().to_path_buf();
+        engine.end("test").unwrap();
+        let logged: Vec<Record> = cairn_store::LogReader::open(&dir)
+            .unwrap()
+            .records()
+            .unwrap()
+            .map(|r| crate::fold::parse(&r.unwrap()).unwrap())
+            .filter(|r| seqs.contains(&r.seq))
+            .collect();
+        assert_eq!(logged, records);
+    }
 
     #[test]
     fn bad_lines_name_their_number() {

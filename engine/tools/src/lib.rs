@@ -36,7 +36,7 @@ pub use catalog::{Catalog, McpTool, Registry, effects_of, markdown as catalog_ma
 pub use config::EngineConfig;
 pub use error::{EngineError, Result, io_at};
 pub use paths::{PathError, WsPath, resolve, target};
-pub use recorder::Recorder;
+pub use recorder::{Observer, Recorder};
 pub use tool::{Ctx, Effects, Tool, ToolOutput, TypedTool, parse_input};
 
 // Paths the modules name as `crate::…`.

@@ -2,6 +2,9 @@
 //! folded into the state, so the live state is always exactly the fold of the log.
 //! It also places checkpoints and snapshots at their intervals, and makes blobs
 //! durable before the records that name them.
+//!
+//! An observer ([`Recorder::set_observer`]) sees every record as it is appended, so a
+//! caller that shows a session live (the cli's view) never reads the log back.
 
 use std::path::PathBuf;
 
@@ -10,6 +13,9 @@ use cairn_store::{BlobRef, BlobStore, Durability, LogWriter, SnapshotMeta, Snaps
 use crate::error::Result;
 use crate::event::Event;
 use crate::state::{Record, STATE_FORMAT_VERSION, State};
+
+/// Called with every record just after it is appended and folded.
+pub type Observer = Box<dyn FnMut(&Record) + Send>;
 
 /// Log writer + state + blobs of one session.
 pub struct Recorder {
@@ -27,6 +33,7 @@ pub struct Recorder {
     blobs_unsynced: bool,
     blob_root: PathBuf,
     pending_snapshot: Option<std::thread::JoinHandle<cairn_store::Result<()>>>,
+    observer: Option<Observer>,
 }
 
 impl Drop for Recorder {
@@ -60,7 +67,14 @@ impl Recorder {
             blobs_unsynced: false,
             blob_root,
             pending_snapshot: None,
+            observer: None,
         }
+    }
+
+    /// Sets (or, with `None`, removes) the observer of appended records. It runs on
+    /// the call path, inside the call: it should hand the record on, not work on it.
+    pub fn set_observer(&mut self, observer: Option<Observer>) {
+        self.observer = observer;
     }
 
     /// Stores a blob without syncing it yet; it is synced before any record is.
@@ -88,6 +102,10 @@ impl Recorder {
             event: event.clone(),
         };
         self.state.apply(&record);
+        // Before a checkpoint this append may add, so the observer sees the log's order.
+        if let Some(observe) = &mut self.observer {
+            observe(&record);
+        }
         self.since_checkpoint += 1;
         self.since_snapshot += 1;
         if self.checkpoint_every > 0 && self.since_checkpoint >= self.checkpoint_every {
