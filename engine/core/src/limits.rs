@@ -49,6 +49,10 @@ pub struct Limits {
     pub shell_line_chars_max: usize,
     /// Background processes running at once in a session.
     pub shell_background_max: usize,
+    /// Bytes of each output stream (stdout, stderr) of a foreground command kept in its
+    /// blob; past it the stream is still read to its end, counted and dropped.
+    #[serde(default = "shell_capture_bytes_max")]
+    pub shell_capture_bytes_max: u64,
     /// How long an MCP server has to answer one `tools/call` (or `tools/list`).
     #[serde(default = "mcp_call_timeout_ms")]
     pub mcp_call_timeout_ms: u64,
@@ -61,6 +65,10 @@ impl Default for Limits {
     fn default() -> Limits {
         Limits::thndrs()
     }
+}
+
+fn shell_capture_bytes_max() -> u64 {
+    1 << 30
 }
 
 fn mcp_call_timeout_ms() -> u64 {
@@ -96,6 +104,7 @@ impl Limits {
             shell_output_lines_max: 200,
             shell_line_chars_max: 512,
             shell_background_max: 16,
+            shell_capture_bytes_max: shell_capture_bytes_max(),
             mcp_call_timeout_ms: mcp_call_timeout_ms(),
             mcp_start_timeout_ms: mcp_start_timeout_ms(),
         }

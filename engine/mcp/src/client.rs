@@ -6,11 +6,15 @@
 //! answered while waiting; `notifications/tools/list_changed` sets a flag the owner
 //! polls. A line that is not JSON-RPC, or the end of stdout, closes the connection with
 //! a clear error; the owner may start the server again.
+//!
+//! The server is a [`Process`] of cairn's one runner: the leader of its own process
+//! group, so that stopping it stops what it started too (`npx` and the server it
+//! runs, a wrapper script and its child).
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,6 +24,7 @@ use serde_json::{Value, json};
 use super::config::ServerConfig;
 use super::{ListedTool, McpError, PROTOCOL_VERSIONS};
 use cairn_tools::CancelHandle;
+use cairn_tools::process::Process;
 
 /// How often a call's wait looks at the cancel token.
 const CANCEL_CHECK_MS: u64 = 50;
@@ -30,7 +35,8 @@ pub const MESSAGE_BYTES_MAX: usize = 64 << 20;
 pub const LIST_PAGES_MAX: usize = 100;
 /// Bytes of a server's stderr kept for error messages.
 pub const STDERR_TAIL_BYTES_MAX: usize = 2048;
-/// How long a server has to exit after its stdin is closed, then after SIGTERM.
+/// How long a server has to exit after its stdin is closed, then after SIGTERM to its
+/// process group (then SIGKILL to the group).
 pub const EXIT_WAIT_MS: u64 = 2000;
 
 enum Incoming {
@@ -42,7 +48,7 @@ enum Incoming {
 /// A running, initialised server.
 pub struct Client {
     name: String,
-    child: Child,
+    process: Process,
     stdin: Option<ChildStdin>,
     rx: Receiver<Incoming>,
     next_id: u64,
@@ -63,24 +69,25 @@ impl Client {
         cwd: &Path,
         timeout: Duration,
     ) -> Result<Client, McpError> {
-        let mut child = Command::new(&config.command)
-            .args(&config.args)
-            .envs(&config.env)
-            .current_dir(cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| McpError::Start {
-                server: name.to_string(),
-                detail: format!("`{}`: {e}", config.command),
-            })?;
+        let mut process = Process::spawn(
+            Command::new(&config.command)
+                .args(&config.args)
+                .envs(&config.env)
+                .current_dir(cwd)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        )
+        .map_err(|e| McpError::Start {
+            server: name.to_string(),
+            detail: format!("`{}`: {e}", config.command),
+        })?;
         let (tx, rx) = channel();
-        if let Some(out) = child.stdout.take() {
+        if let Some(out) = process.take_stdout() {
             std::thread::spawn(move || read_messages(out, &tx));
         }
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-        if let Some(mut err) = child.stderr.take() {
+        if let Some(mut err) = process.take_stderr() {
             let tail = stderr_tail.clone();
             std::thread::spawn(move || {
                 let mut buf = [0u8; 4096];
@@ -98,8 +105,8 @@ impl Client {
         }
         let mut client = Client {
             name: name.to_string(),
-            stdin: child.stdin.take(),
-            child,
+            stdin: process.take_stdin(),
+            process,
             rx,
             next_id: 1,
             stderr_tail,
@@ -250,10 +257,12 @@ impl Client {
         Ok(())
     }
 
+    /// How the server ended, if it did (seen without reaping it: its process group is
+    /// only ever reaped by `stop`, after it was killed).
     fn exit_status(&mut self) -> String {
-        match self.child.try_wait() {
-            Ok(Some(s)) => format!(" ({s})"),
-            _ => String::new(),
+        match self.process.exit_status() {
+            Some(s) => format!(" ({s})"),
+            None => String::new(),
         }
     }
 
@@ -403,33 +412,19 @@ impl Client {
         }
     }
 
-    /// Stops the server: close its stdin, wait, SIGTERM, wait, kill.
+    /// Stops the server and everything in its process group: close its stdin, wait up
+    /// to [`EXIT_WAIT_MS`] for it to exit, then SIGTERM to the group, up to
+    /// [`EXIT_WAIT_MS`] again, SIGKILL to the group; reaped. A server that exits on its
+    /// own still takes its group with it (SIGKILL to what it left running).
     pub fn stop(&mut self) {
         drop(self.stdin.take());
-        if self.wait_exit(EXIT_WAIT_MS) {
-            return;
-        }
-        if let Ok(pid) = i32::try_from(self.child.id()) {
-            // SAFETY: kill only sends a signal to the child we started and still own.
-            unsafe {
-                libc::kill(pid, libc::SIGTERM);
-            }
-        }
-        if !self.wait_exit(EXIT_WAIT_MS) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-
-    fn wait_exit(&mut self, ms: u64) -> bool {
-        let deadline = Instant::now() + Duration::from_millis(ms);
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(_)) | Err(_) => return true,
-                Ok(None) if Instant::now() >= deadline => return false,
-                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            }
-        }
+        let exited = self
+            .process
+            .wait_exit(Instant::now() + Duration::from_millis(EXIT_WAIT_MS));
+        // Its status, if any, was reported where it mattered (`crashed`); a server
+        // that cannot be reaped is no longer ours to wait for.
+        self.process
+            .stop_code(if exited { 0 } else { EXIT_WAIT_MS });
     }
 }
 

@@ -3,9 +3,9 @@
 //! [`crate::Engine::cancel_handle`] gives a [`CancelHandle`]; triggering it asks the
 //! call that is running to stop. `Engine::call` clears it when each call starts, so a
 //! trigger between calls is dropped rather than cancelling the next one. Only a
-//! foreground shell command (`run_shell`, `shell`) can be cancelled mid-way: its whole
-//! process group is killed as on a timeout and the call finishes with status
-//! `cancelled`. An MCP call to a live server is given up the same way: the request is
+//! foreground command (`run_shell`, `shell`, the check command of `problems`) can be
+//! cancelled mid-way: its whole process group is killed as on a timeout and the call
+//! finishes with status `cancelled`. An MCP call to a live server is given up the same way: the request is
 //! cancelled (`notifications/cancelled`), the server keeps running, and the call
 //! finishes with status `cancelled`. Every other tool is short and simply finishes.
 

@@ -1,7 +1,8 @@
 //! cairn's tools: the [`Tool`] trait and what a running tool sees ([`Ctx`]), the
 //! [`Registry`] of the two catalogues, every built-in tool (one type per file in
-//! `tools/`), path resolution inside the workspace, the workspace manifest, the shell
-//! runtime, and the [`Recorder`] that is the only writer of a session's log.
+//! `tools/`), path resolution inside the workspace, the workspace manifest, the one
+//! process runner ([`process::Process`]: process groups, kill, capture) and the shell
+//! runtime on it, and the [`Recorder`] that is the only writer of a session's log.
 //!
 //! Invariants: tools know nothing of model providers or the terminal; a tool never
 //! writes the log itself (it asks its [`Ctx`] to record, which folds the event too);
@@ -25,6 +26,7 @@ pub mod manifest;
 pub mod mcp_names;
 pub mod memory;
 mod paths;
+pub mod process;
 mod recorder;
 pub mod shell;
 mod tool;

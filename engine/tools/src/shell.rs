@@ -1,15 +1,19 @@
 //! Running programs for the shell tools (`run_shell`, `shell`): one implementation for
 //! both catalogs.
 //!
-//! Every child runs in its own process group with standard input closed, so that a
-//! timeout, a cancel or the end of the session can kill it whole, grandchildren
-//! included. A child is only ever reaped after its group was killed: while the leader
-//! is an unreaped zombie its pid cannot be reused, so `killpg` never reaches a stranger.
+//! Every child is a [`Process`] of the one runner (`crate::process`) with standard
+//! input closed: its own process group, so that a timeout, a cancel or the end of the
+//! session kills it whole, grandchildren included.
 //!
 //! Output is read on two threads through a fixed buffer into temporary files in the
-//! project folder, then stored as blobs by streaming; only a capped preview (bytes,
-//! lines, characters a line: each a named limit) is kept in memory for the model. A
-//! background process writes to a log file in the session folder instead.
+//! project folder (at most `shell_capture_bytes_max` bytes a stream; the rest is
+//! counted and dropped), then stored as blobs by streaming; only a capped preview
+//! (bytes, lines, characters a line: each a named limit) is kept in memory for the
+//! model. A background process writes to a log file in the session folder instead.
+//!
+//! [`exec_foreground`] is the one place a foreground command is run and recorded
+//! (`shell_exec` started, then finished, then the scan below): the shell tools and
+//! `problems` both go through it.
 //!
 //! After a foreground command, and when a background process ends, the workspace is
 //! scanned against the session's manifest and every file the command created,
@@ -17,10 +21,9 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{Read, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cairn_store::BlobRef;
@@ -29,21 +32,17 @@ use crate::error::{Result, io_at};
 use crate::event::{
     Event, ExecStatus, FileWrite, Phase, ProcKind, Rule, ShellExec, Status, WriteOp, WriteStatus,
 };
-use crate::limits::Limits;
 use crate::manifest::{self, ManifestEntry};
 use crate::paths::WsPath;
+use crate::process::{PIPE_BUF_BYTES, Process, Waited, capture};
 use crate::recorder::Recorder;
 use crate::tool::{Ctx, ToolOutput};
 
-/// Bytes read from a pipe at a time: the only buffer a stream's output passes through.
-const PIPE_BUF_BYTES: usize = 64 * 1024;
+pub use crate::process::{Preview, alive, start_time, stop_adopted};
 
 /// How long to wait for the output pipes to close once the process group is gone. Only
 /// a process that left the group (`setsid`) and kept the pipes can hold them longer.
 const PIPE_DRAIN_MS: u64 = 2_000;
-
-/// How often a foreground command's wait looks at the cancel token.
-const CANCEL_CHECK_MS: u64 = 50;
 
 /// What a shell tool asks for.
 #[derive(Debug, Clone)]
@@ -59,7 +58,7 @@ pub struct Spec {
 /// How the engine holds a background process.
 pub enum Handle {
     /// Spawned by this engine: its child, reaped by it.
-    Child(Child),
+    Child(Process),
     /// Found still running at resume (same pid and start time): not this process's
     /// child, so it is watched through `/proc` and its exit status cannot be known.
     Adopted { pid: u32, start_time: u64 },
@@ -75,7 +74,7 @@ impl Handle {
 
     fn exited(&self) -> bool {
         match self {
-            Handle::Child(c) => exited_unreaped(pid_of(c)),
+            Handle::Child(c) => c.exited(),
             Handle::Adopted { pid, start_time } => !alive(*pid, *start_time),
         }
     }
@@ -83,75 +82,12 @@ impl Handle {
     /// Stops the whole group and reaps (or, adopted, waits until it is gone).
     fn stop(&mut self, grace_ms: u64) -> (Option<i32>, Option<i32>) {
         match self {
-            Handle::Child(c) => {
-                let pid = pid_of(c);
-                match stop_group(c, pid, grace_ms) {
-                    Ok(s) => (s.code(), s.signal()),
-                    Err(_) => (None, None),
-                }
-            }
+            Handle::Child(c) => c.stop_code(grace_ms),
             Handle::Adopted { pid, start_time } => {
                 stop_adopted(*pid, *start_time, grace_ms);
                 (None, None)
             }
         }
-    }
-}
-
-/// The start time of process `pid` (field 22 of `/proc/<pid>/stat`, clock ticks since
-/// boot) and whether it is a zombie; `None` when there is no such process.
-fn proc_stat(pid: u32) -> Option<(u64, bool)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces and parentheses: count from its end.
-    let rest = &text[text.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let state = fields.first()?;
-    let start = fields.get(19)?.parse().ok()?;
-    Some((start, *state == "Z" || *state == "X"))
-}
-
-/// The start time of a live process, to record beside its pid.
-pub fn start_time(pid: u32) -> Option<u64> {
-    proc_stat(pid).map(|(t, _)| t)
-}
-
-/// True when `pid` runs and started at `start_time`: the same process, not a zombie
-/// and not another process that reused the pid.
-pub fn alive(pid: u32, start_time: u64) -> bool {
-    matches!(proc_stat(pid), Some((t, false)) if t == start_time)
-}
-
-/// Stops an adopted process group: SIGTERM, `grace_ms`, SIGKILL, then waits (a few
-/// seconds at most) until the leader is gone. Signals go only while the leader is
-/// still the same process, so a reused pid is never signalled.
-pub fn stop_adopted(pid: u32, start_time: u64, grace_ms: u64) {
-    let Ok(pgid) = libc::pid_t::try_from(pid) else {
-        return;
-    };
-    let gone_by = |deadline: Instant| {
-        let mut nap = Duration::from_micros(200);
-        loop {
-            if !alive(pid, start_time) {
-                return true;
-            }
-            if Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(nap);
-            nap = (nap * 2).min(Duration::from_millis(20));
-        }
-    };
-    if grace_ms > 0 && alive(pid, start_time) {
-        killpg(pgid, libc::SIGTERM);
-        if gone_by(Instant::now() + Duration::from_millis(grace_ms)) {
-            // The leader is gone; what it left in its group goes too.
-            killpg(pgid, libc::SIGKILL);
-            return;
-        }
-    }
-    if proc_stat(pid).is_some_and(|(t, _)| t == start_time) {
-        killpg(pgid, libc::SIGKILL);
-        gone_by(Instant::now() + Duration::from_secs(5));
     }
 }
 
@@ -323,42 +259,59 @@ fn exec_record(call: &str, argv: &[String], cwd: &str, kind: ProcKind) -> ShellE
 
 fn command(argv: &[String], cwd: &Path) -> Command {
     let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .process_group(0);
+    cmd.args(&argv[1..]).current_dir(cwd).stdin(Stdio::null());
     cmd
 }
 
-/// The answer and the record for a program that could not start.
-fn not_started(
+/// Records a program that could not start (phase finished, status failed).
+fn record_not_started(
     ctx: &mut Ctx<'_>,
     mut rec: ShellExec,
     e: &std::io::Error,
     started: Instant,
-) -> Result<ToolOutput> {
-    let text = if e.kind() == std::io::ErrorKind::NotFound {
-        format!(
-            "command not found: {} (run_shell takes a program and its arguments, no shell; the program must be on PATH or given by path)",
-            rec.argv[0]
-        )
-    } else {
-        format!("could not start {}: {e}", rec.argv[0])
-    };
+) -> Result<()> {
     rec.phase = Phase::Finished;
     rec.status = ExecStatus::Failed;
     rec.elapsed_us = Some(micros(started.elapsed()));
     rec.error = Some(e.to_string());
-    ctx.record(Event::ShellExec(rec))?;
-    Ok(ToolOutput::error(text))
+    ctx.record(Event::ShellExec(rec))
 }
 
-fn foreground(
+/// The shell tools' answer for a program that could not start.
+fn not_started(program: &str, e: &std::io::Error) -> ToolOutput {
+    ToolOutput::error(if e.kind() == std::io::ErrorKind::NotFound {
+        format!(
+            "command not found: {program} (run_shell takes a program and its arguments, no shell; the program must be on PATH or given by path)"
+        )
+    } else {
+        format!("could not start {program}: {e}")
+    })
+}
+
+/// A foreground command that ran, as recorded.
+pub(crate) struct Ran {
+    pub status: ExecStatus,
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub elapsed: Duration,
+    /// stdout, then stderr.
+    pub streams: [Stream; 2],
+    /// What the scan after it found.
+    pub changes: Vec<Change>,
+}
+
+/// Runs `argv` in `cwd` in the foreground for at most `timeout_ms` (or until the
+/// session's cancel token is triggered), then stops its whole process group. Records
+/// `shell_exec` started (with pid and start time, before waiting) and finished (status,
+/// exit code or signal, both streams as blobs), then scans the workspace for what it
+/// changed. The inner `Err` is a program that could not start (recorded as failed).
+pub(crate) fn exec_foreground(
     ctx: &mut Ctx<'_>,
     argv: &[String],
     cwd: &WsPath,
     timeout_ms: u64,
-) -> Result<ToolOutput> {
+) -> Result<std::result::Result<Ran, std::io::Error>> {
+    assert!(!argv.is_empty(), "a foreground command without a program");
     let limits = ctx.limits.clone();
     let mut rec = exec_record(&ctx.call, argv, &cwd.rel, ProcKind::Foreground);
     rec.timeout_ms = Some(timeout_ms);
@@ -370,70 +323,56 @@ fn foreground(
     let started = Instant::now();
     let mut cmd = command(argv, &cwd.abs);
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = match cmd.spawn() {
+    let mut child = match Process::spawn(&mut cmd) {
         Ok(c) => c,
-        Err(e) => return not_started(ctx, rec, &e, started),
+        Err(e) => {
+            record_not_started(ctx, rec, &e, started)?;
+            return Ok(Err(e));
+        }
     };
-    let pid = pid_of(&child);
     rec.pid = Some(child.id());
-    rec.start_time = start_time(child.id());
+    rec.start_time = child.start_time();
+    let preview = || {
+        Preview::new(
+            limits.shell_output_bytes_max,
+            limits.shell_output_lines_max,
+            limits.shell_line_chars_max,
+        )
+    };
+    let bytes_max = limits.shell_capture_bytes_max;
     let readers = [
         child
-            .stdout
-            .take()
-            .map(|p| spawn_reader(p, tmp_out, &limits)),
+            .take_stdout()
+            .map(|p| capture(p, tmp_out, bytes_max, preview())),
         child
-            .stderr
-            .take()
-            .map(|p| spawn_reader(p, tmp_err, &limits)),
+            .take_stderr()
+            .map(|p| capture(p, tmp_err, bytes_max, preview())),
     ];
     if let Err(e) = ctx.record(Event::ShellExec(rec.clone())) {
         // The log failed: nothing may run unrecorded.
-        let _ = stop_group(&mut child, pid, 0);
+        child.stop_code(0);
         return Err(e);
     }
     let deadline = started + Duration::from_millis(timeout_ms);
-    let cancel = ctx.rt.cancel.clone();
-    // Waits in short slices so that a cancel is seen within one of them.
-    let (exited, cancelled) = loop {
-        if cancel.is_cancelled() {
-            break (false, true);
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            break (exited_unreaped(pid), false);
-        }
-        if wait_exit(
-            pid,
-            deadline.min(now + Duration::from_millis(CANCEL_CHECK_MS)),
-        ) {
-            break (true, false);
-        }
-    };
-    let timed_out = !exited && !cancelled;
-    let status = if timed_out || cancelled {
-        stop_group(&mut child, pid, limits.shell_kill_grace_ms)
-    } else {
+    let waited = child.wait(deadline, &ctx.rt.cancel);
+    let (code, signal) = match waited {
+        Waited::TimedOut | Waited::Cancelled => child.stop_code(limits.shell_kill_grace_ms),
         // The leader is done: what it left running in its group goes with it.
-        stop_group(&mut child, pid, 0)
+        Waited::Exited => child.stop_code(0),
     };
     let elapsed = started.elapsed();
-    let [out_r, err_r] = readers;
     let drain = Instant::now() + Duration::from_millis(PIPE_DRAIN_MS);
     let mut streams = Vec::new();
-    for r in [out_r, err_r] {
-        let got = r.and_then(|rx| {
-            rx.recv_timeout(drain.saturating_duration_since(Instant::now()))
-                .ok()
-        });
-        let stream = match got {
-            Some(Ok((file, bytes, preview))) => {
-                let blob = ctx.rec.blobs.put_file(file.path())?;
+    for r in readers {
+        let stream = match r.and_then(|c| c.finish(drain)) {
+            Some(Ok(got)) => {
+                let blob = ctx.rec.blobs.put_file(got.file.path())?;
                 ctx.rec.note_blobs_written();
+                assert_eq!(blob.len, got.kept, "the blob is the captured file");
                 Stream {
-                    bytes,
+                    bytes: got.bytes,
                     blob: Some(blob),
-                    preview,
+                    preview: got.preview,
                     complete: true,
                 }
             }
@@ -452,18 +391,14 @@ fn foreground(
         };
         streams.push(stream);
     }
-    let (code, signal) = match status {
-        Ok(s) => (s.code(), s.signal()),
-        Err(_) => (None, None),
+    let Ok(streams) = <[Stream; 2]>::try_from(streams) else {
+        unreachable!("two readers give two streams")
     };
-    let exec_status = if cancelled {
-        ExecStatus::Cancelled
-    } else if timed_out {
-        ExecStatus::Timeout
-    } else if code == Some(0) {
-        ExecStatus::Ok
-    } else {
-        ExecStatus::Failed
+    let exec_status = match waited {
+        Waited::Cancelled => ExecStatus::Cancelled,
+        Waited::TimedOut => ExecStatus::Timeout,
+        Waited::Exited if code == Some(0) => ExecStatus::Ok,
+        Waited::Exited => ExecStatus::Failed,
     };
     rec.phase = Phase::Finished;
     rec.status = exec_status;
@@ -476,11 +411,38 @@ fn foreground(
     rec.stderr = streams[1].blob;
     ctx.record(Event::ShellExec(rec))?;
     let changes = record_external(ctx.rec, ctx.rt, ctx.root, Some(&ctx.call))?;
+    Ok(Ok(Ran {
+        status: exec_status,
+        code,
+        signal,
+        elapsed,
+        streams,
+        changes,
+    }))
+}
 
+fn foreground(
+    ctx: &mut Ctx<'_>,
+    argv: &[String],
+    cwd: &WsPath,
+    timeout_ms: u64,
+) -> Result<ToolOutput> {
+    let timeout_ms_max = ctx.limits.shell_timeout_ms_max;
+    let ran = match exec_foreground(ctx, argv, cwd, timeout_ms)? {
+        Ok(r) => r,
+        Err(e) => return Ok(not_started(&argv[0], &e)),
+    };
+    let Ran {
+        status: exec_status,
+        code,
+        signal,
+        elapsed,
+        streams,
+        changes,
+    } = ran;
     let mut text = match exec_status {
         ExecStatus::Timeout => format!(
-            "timeout: killed after {timeout_ms} ms (the whole process group); give a larger timeout_ms (at most {}) or run it with background=true\n",
-            limits.shell_timeout_ms_max
+            "timeout: killed after {timeout_ms} ms (the whole process group); give a larger timeout_ms (at most {timeout_ms_max}) or run it with background=true\n"
         ),
         ExecStatus::Cancelled => format!(
             "cancelled by the user after {} (the whole process group was killed)\n",
@@ -496,7 +458,13 @@ fn foreground(
         if s.complete && s.bytes == 0 {
             continue;
         }
-        text.push_str(&format!("--- {name} ({} bytes) ---\n", s.bytes));
+        match s.blob {
+            Some(b) if b.len < s.bytes => text.push_str(&format!(
+                "--- {name} ({} bytes; the first {} kept, shell_capture_bytes_max) ---\n",
+                s.bytes, b.len
+            )),
+            _ => text.push_str(&format!("--- {name} ({} bytes) ---\n", s.bytes)),
+        }
         text.push_str(&s.preview);
         if !s.preview.ends_with('\n') {
             text.push('\n');
@@ -516,175 +484,14 @@ fn foreground(
     })
 }
 
-struct Stream {
-    bytes: u64,
-    blob: Option<BlobRef>,
-    preview: String,
-    complete: bool,
-}
-
-type ReaderResult = std::io::Result<(tempfile::NamedTempFile, u64, String)>;
-
-/// Copies a pipe into `file` through one fixed buffer, building the model's preview on
-/// the way; sends the file, the byte count and the preview when the pipe closes.
-fn spawn_reader(
-    mut pipe: impl Read + Send + 'static,
-    mut file: tempfile::NamedTempFile,
-    limits: &Limits,
-) -> std::sync::mpsc::Receiver<ReaderResult> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let mut preview = Preview::new(
-        limits.shell_output_bytes_max,
-        limits.shell_output_lines_max,
-        limits.shell_line_chars_max,
-    );
-    std::thread::spawn(move || {
-        let result = (|| {
-            let mut buf = vec![0u8; PIPE_BUF_BYTES];
-            let mut total = 0u64;
-            loop {
-                let n = match pipe.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
-                };
-                file.write_all(&buf[..n])?;
-                preview.feed(&buf[..n]);
-                total += n as u64;
-            }
-            file.flush()?;
-            Ok((file, total, preview.finish()))
-        })();
-        let _ = tx.send(result);
-    });
-    rx
-}
-
-/// The part of a stream the model sees, built as the bytes go by in bounded memory:
-/// at most `lines_max` lines of at most `chars_max` characters and `bytes_max` bytes
-/// of output in all (whole lines; the markers saying what was cut come on top).
-pub struct Preview {
-    bytes_max: usize,
-    lines_max: usize,
-    chars_max: usize,
-    shown: String,
-    /// Bytes of `shown` that are output, not markers.
-    shown_bytes: usize,
-    shown_lines: usize,
-    total_lines: u64,
-    /// The start of the current line (at most `4 * chars_max + 4` bytes).
-    line: Vec<u8>,
-    line_bytes: u64,
-    /// No more lines fit.
-    full: bool,
-}
-
-impl Preview {
-    pub fn new(bytes_max: usize, lines_max: usize, chars_max: usize) -> Preview {
-        Preview {
-            bytes_max,
-            lines_max,
-            chars_max,
-            shown: String::new(),
-            shown_bytes: 0,
-            shown_lines: 0,
-            total_lines: 0,
-            line: Vec::new(),
-            line_bytes: 0,
-            full: false,
-        }
-    }
-
-    fn line_cap(&self) -> usize {
-        self.chars_max.saturating_mul(4).saturating_add(4)
-    }
-
-    /// Takes the next bytes of the stream.
-    pub fn feed(&mut self, mut chunk: &[u8]) {
-        while !chunk.is_empty() {
-            if self.full {
-                // Only count what is left.
-                let newlines = memchr::memchr_iter(b'\n', chunk).count() as u64;
-                self.total_lines += newlines;
-                match memchr::memrchr(b'\n', chunk) {
-                    Some(i) => self.line_bytes = (chunk.len() - i - 1) as u64,
-                    None => self.line_bytes += chunk.len() as u64,
-                }
-                return;
-            }
-            let (part, rest, ends) = match memchr::memchr(b'\n', chunk) {
-                Some(i) => (&chunk[..i], &chunk[i + 1..], true),
-                None => (chunk, &chunk[chunk.len()..], false),
-            };
-            let room = self.line_cap().saturating_sub(self.line.len());
-            self.line.extend_from_slice(&part[..part.len().min(room)]);
-            self.line_bytes += part.len() as u64;
-            if ends {
-                self.end_line();
-            }
-            chunk = rest;
-        }
-    }
-
-    fn end_line(&mut self) {
-        self.total_lines += 1;
-        let line = std::mem::take(&mut self.line);
-        let line_bytes = std::mem::replace(&mut self.line_bytes, 0);
-        if self.full {
-            return;
-        }
-        if self.shown_lines >= self.lines_max {
-            self.full = true;
-            return;
-        }
-        let mut text = String::new();
-        let mut chars = 0usize;
-        let mut used = 0usize;
-        'outer: for chunk in line.utf8_chunks() {
-            for c in chunk.valid().chars() {
-                if chars == self.chars_max {
-                    break 'outer;
-                }
-                text.push(c);
-                chars += 1;
-                used += c.len_utf8();
-            }
-            if !chunk.invalid().is_empty() {
-                if chars == self.chars_max {
-                    break;
-                }
-                text.push(char::REPLACEMENT_CHARACTER);
-                chars += 1;
-                used += chunk.invalid().len();
-            }
-        }
-        let content = text.len() + 1;
-        let cut = line_bytes.saturating_sub(used as u64);
-        if cut > 0 {
-            text.push_str(&format!("…(+{cut} bytes)"));
-        }
-        text.push('\n');
-        if self.shown_bytes + content > self.bytes_max {
-            self.full = true;
-            return;
-        }
-        self.shown_bytes += content;
-        self.shown.push_str(&text);
-        self.shown_lines += 1;
-    }
-
-    /// The preview, with `…(N more lines)` when lines were left out.
-    pub fn finish(mut self) -> String {
-        if self.line_bytes > 0 || !self.line.is_empty() {
-            self.end_line();
-        }
-        let more = self.total_lines - self.shown_lines as u64;
-        if more > 0 {
-            self.shown.push_str(&format!("…({more} more lines)\n"));
-        }
-        self.shown
-    }
+/// One output stream of a foreground command.
+pub(crate) struct Stream {
+    /// Bytes the stream carried (its blob may hold fewer: the capture limit).
+    pub bytes: u64,
+    pub blob: Option<BlobRef>,
+    pub preview: String,
+    /// False when the output could not be collected.
+    pub complete: bool,
 }
 
 fn background(ctx: &mut Ctx<'_>, argv: &[String], cwd: &WsPath) -> Result<ToolOutput> {
@@ -713,14 +520,17 @@ fn background(ctx: &mut Ctx<'_>, argv: &[String], cwd: &WsPath) -> Result<ToolOu
     let started = Instant::now();
     let mut cmd = command(argv, &cwd.abs);
     cmd.stdout(file).stderr(file2);
-    let child = match cmd.spawn() {
+    let child = match Process::spawn(&mut cmd) {
         Ok(c) => c,
-        Err(e) => return not_started(ctx, rec, &e, started),
+        Err(e) => {
+            record_not_started(ctx, rec, &e, started)?;
+            return Ok(not_started(&argv[0], &e));
+        }
     };
     let os_pid = child.id();
     rec.id = Some(id.clone());
     rec.pid = Some(os_pid);
-    rec.start_time = start_time(os_pid);
+    rec.start_time = child.start_time();
     rec.log = Some(log.to_string_lossy().into_owned());
     let mut bg = Bg {
         handle: Handle::Child(child),
@@ -885,7 +695,7 @@ pub fn record_external(
     Ok(changes)
 }
 
-fn push_changes(text: &mut String, changes: &[Change]) {
+pub(crate) fn push_changes(text: &mut String, changes: &[Change]) {
     if changes.is_empty() {
         return;
     }
@@ -913,99 +723,6 @@ fn count_lines(path: &Path) -> u32 {
     }
     let lines = newlines + u64::from(last != b'\n');
     u32::try_from(lines).unwrap_or(u32::MAX)
-}
-
-fn pid_of(child: &Child) -> libc::pid_t {
-    libc::pid_t::try_from(child.id()).unwrap_or(libc::pid_t::MAX)
-}
-
-fn killpg(pgid: libc::pid_t, signal: libc::c_int) {
-    // SAFETY: killpg only sends a signal. Callers pass the pid of a child they have not
-    // reaped, so the process group id cannot belong to anyone else.
-    unsafe {
-        libc::killpg(pgid, signal);
-    }
-}
-
-/// True when the child has exited (it stays a zombie until it is reaped).
-fn exited_unreaped(pid: libc::pid_t) -> bool {
-    // SAFETY: an all-zero siginfo_t is a valid value; waitid writes into it.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    // SAFETY: waitid on our own child with WNOWAIT leaves it unreaped; `info` is ours.
-    let rc = unsafe {
-        libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        )
-    };
-    // SAFETY: waitid filled `info` (si_pid stays 0 when the child is still running).
-    rc == 0 && unsafe { info.si_pid() } != 0
-}
-
-/// Waits until the child exits (left unreaped) or `deadline` passes; true if it exited.
-fn wait_exit(pid: libc::pid_t, deadline: Instant) -> bool {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd >= 0 {
-        let fd = fd as libc::c_int;
-        let exited = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let mut p = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            let ms = libc::c_int::try_from(left.as_millis().min(60_000)).unwrap_or(60_000);
-            // A sub-millisecond remainder still waits a millisecond rather than spinning.
-            let ms = if ms == 0 && !left.is_zero() { 1 } else { ms };
-            // SAFETY: one valid pollfd for the duration of the call.
-            let rc = unsafe { libc::poll(&mut p, 1, ms) };
-            if rc > 0 {
-                break true;
-            }
-            if rc < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                break poll_wait(pid, deadline);
-            }
-            if Instant::now() >= deadline {
-                break exited_unreaped(pid);
-            }
-        };
-        // SAFETY: closing the descriptor pidfd_open gave us.
-        unsafe {
-            libc::close(fd);
-        }
-        return exited;
-    }
-    poll_wait(pid, deadline)
-}
-
-/// The fallback without pidfd: check, sleep a little longer each time.
-fn poll_wait(pid: libc::pid_t, deadline: Instant) -> bool {
-    let mut nap = Duration::from_micros(50);
-    loop {
-        if exited_unreaped(pid) {
-            return true;
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return false;
-        }
-        std::thread::sleep(nap.min(deadline - now));
-        nap = (nap * 2).min(Duration::from_millis(10));
-    }
-}
-
-/// Stops the child's whole process group (SIGTERM, `grace_ms`, SIGKILL; SIGKILL at
-/// once when `grace_ms` is 0) and reaps the child.
-fn stop_group(child: &mut Child, pid: libc::pid_t, grace_ms: u64) -> std::io::Result<ExitStatus> {
-    if grace_ms > 0 && !exited_unreaped(pid) {
-        killpg(pid, libc::SIGTERM);
-        wait_exit(pid, Instant::now() + Duration::from_millis(grace_ms));
-    }
-    killpg(pid, libc::SIGKILL);
-    child.wait()
 }
 
 fn micros(d: Duration) -> u64 {
@@ -1036,41 +753,6 @@ pub fn shown_argv(argv: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn preview(input: &[u8], bytes: usize, lines: usize, chars: usize, step: usize) -> String {
-        let mut p = Preview::new(bytes, lines, chars);
-        for c in input.chunks(step.max(1)) {
-            p.feed(c);
-        }
-        p.finish()
-    }
-
-    #[test]
-    fn preview_caps_lines_chars_and_bytes_in_any_chunking() {
-        for step in [1, 2, 3, 7, 1000] {
-            assert_eq!(preview(b"a\nb\n", 100, 10, 10, step), "a\nb\n");
-            assert_eq!(preview(b"a\nb", 100, 10, 10, step), "a\nb\n");
-            assert_eq!(
-                preview(b"a\nb\nc\n", 100, 2, 10, step),
-                "a\nb\n…(1 more lines)\n"
-            );
-            assert_eq!(preview(b"abcdef\n", 100, 2, 3, step), "abc…(+3 bytes)\n");
-            assert_eq!(
-                preview("éééé\n".as_bytes(), 100, 2, 2, step),
-                "éé…(+4 bytes)\n"
-            );
-            assert_eq!(
-                preview(b"a\xff\xfeb\n", 100, 2, 10, step),
-                "a\u{fffd}\u{fffd}b\n"
-            );
-            // At the byte cap, then one past it.
-            assert_eq!(preview(b"ab\ncd\n", 6, 10, 10, step), "ab\ncd\n");
-            assert_eq!(
-                preview(b"ab\ncd\n", 5, 10, 10, step),
-                "ab\n…(1 more lines)\n"
-            );
-        }
-    }
 
     #[test]
     fn shown_argv_quotes_what_needs_it() {

@@ -2,16 +2,31 @@
 //! (for example `cargo check --message-format=json`), as `file:line: severity: message`.
 //! Cargo's JSON messages are read when present; plain `file:line:col: error: msg`
 //! lines are the fallback.
+//!
+//! The check command is a foreground command like any other: run by the shell runtime
+//! (its own process group, killed whole past `check_timeout_ms` or on a cancel, output
+//! captured to blobs up to `shell_capture_bytes_max`), recorded as `shell_exec` started
+//! and finished, and followed by the workspace scan. Its output is then read back from
+//! the blobs a line at a time, so memory is bounded by the diagnostics, not the output.
 
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::error::Result;
+use crate::error::{Result, io_at};
+use crate::event::ExecStatus;
+use crate::paths::WsPath;
+use crate::shell;
 use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
+
+/// Bytes of one line of the check command's output that are parsed; the rest of a
+/// longer line is skipped (a diagnostic line is far shorter).
+pub const CHECK_LINE_BYTES_MAX: u64 = 4 << 20;
+
+/// Lines of a failed check's output shown when it reported no diagnostics.
+const TAIL_LINES: usize = 20;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -43,43 +58,41 @@ impl std::fmt::Display for Diagnostic {
 
 /// Diagnostics of a check command's output: cargo's JSON lines, else plain lines.
 pub fn parse(output: &str) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
-    let mut json_seen = false;
+    let mut p = Parser::new();
     for line in output.lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if v["reason"].is_string() {
-            json_seen = true;
-        }
-        if v["reason"] != "compiler-message" {
-            continue;
-        }
-        let m = &v["message"];
-        let Some(span) = m["spans"]
-            .as_array()
-            .and_then(|s| s.iter().find(|s| s["is_primary"] == true))
-        else {
-            continue;
-        };
-        out.push(Diagnostic {
-            file: span["file_name"].as_str().unwrap_or("?").to_string(),
-            line: span["line_start"].as_u64().unwrap_or(0) as u32,
-            severity: m["level"].as_str().unwrap_or("error").to_string(),
-            message: m["message"].as_str().unwrap_or("").to_string(),
-        });
+        p.line(line);
     }
-    if json_seen {
-        return dedup(out);
+    p.finish()
+}
+
+/// [`parse`] a line at a time: both readings of every line are kept until the end,
+/// where cargo's JSON wins if any JSON message was seen.
+struct Parser {
+    json: Vec<Diagnostic>,
+    json_seen: bool,
+    plain: Vec<Diagnostic>,
+    re: Option<regex::Regex>,
+}
+
+impl Parser {
+    fn new() -> Parser {
+        Parser {
+            json: Vec::new(),
+            json_seen: false,
+            plain: Vec::new(),
+            re: regex::Regex::new(
+                r"^\s*(?:-->\s*)?([^\s:][^:]*):(\d+):(?:\d+:)?\s*(error|warning|note|info|hint)(?:\[[^\]]*\])?:\s*(.*)$",
+            )
+            .ok(),
+        }
     }
-    let Ok(re) = regex::Regex::new(
-        r"^\s*(?:-->\s*)?([^\s:][^:]*):(\d+):(?:\d+:)?\s*(error|warning|note|info|hint)(?:\[[^\]]*\])?:\s*(.*)$",
-    ) else {
-        return out;
-    };
-    for line in output.lines() {
-        if let Some(c) = re.captures(line) {
-            out.push(Diagnostic {
+
+    fn line(&mut self, line: &str) {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+            self.json_line(&v);
+        }
+        if let Some(c) = self.re.as_ref().and_then(|re| re.captures(line)) {
+            self.plain.push(Diagnostic {
                 file: c[1].to_string(),
                 line: c[2].parse().unwrap_or(0),
                 severity: c[3].to_string(),
@@ -87,7 +100,36 @@ pub fn parse(output: &str) -> Vec<Diagnostic> {
             });
         }
     }
-    dedup(out)
+
+    fn json_line(&mut self, v: &serde_json::Value) {
+        if v["reason"].is_string() {
+            self.json_seen = true;
+        }
+        if v["reason"] != "compiler-message" {
+            return;
+        }
+        let m = &v["message"];
+        let Some(span) = m["spans"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["is_primary"] == true))
+        else {
+            return;
+        };
+        self.json.push(Diagnostic {
+            file: span["file_name"].as_str().unwrap_or("?").to_string(),
+            line: span["line_start"].as_u64().unwrap_or(0) as u32,
+            severity: m["level"].as_str().unwrap_or("error").to_string(),
+            message: m["message"].as_str().unwrap_or("").to_string(),
+        });
+    }
+
+    fn finish(self) -> Vec<Diagnostic> {
+        dedup(if self.json_seen {
+            self.json
+        } else {
+            self.plain
+        })
+    }
 }
 
 fn dedup(mut d: Vec<Diagnostic>) -> Vec<Diagnostic> {
@@ -117,11 +159,57 @@ impl TypedTool for Problems {
             ));
         };
         let shown = argv.join(" ");
-        let (status, output) = match run_command(&argv, ctx.root, ctx.check_timeout_ms) {
-            Ok(x) => x,
-            Err(e) => return Ok(ToolOutput::error(format!("`{shown}`: {e}"))),
+        let root = WsPath {
+            abs: ctx.root.to_path_buf(),
+            rel: String::new(),
         };
-        let mut diags = parse(&output);
+        let timeout_ms = ctx.check_timeout_ms;
+        let ran = match shell::exec_foreground(ctx, &argv, &root, timeout_ms)? {
+            Ok(r) => r,
+            Err(e) => {
+                return Ok(ToolOutput::error(format!("`{shown}`: cannot start: {e}")));
+            }
+        };
+        let mut changed = String::new();
+        shell::push_changes(&mut changed, &ran.changes);
+        match ran.status {
+            ExecStatus::Timeout => {
+                return Ok(ToolOutput {
+                    status: crate::event::Status::Timeout,
+                    text: format!(
+                        "`{shown}` timed out after {timeout_ms} ms (check_timeout_ms); the whole process group was killed\n{changed}"
+                    ),
+                    refusal: None,
+                });
+            }
+            ExecStatus::Cancelled => {
+                return Ok(ToolOutput {
+                    status: crate::event::Status::Cancelled,
+                    text: format!(
+                        "`{shown}` was cancelled by the user (the whole process group was killed)\n{changed}"
+                    ),
+                    refusal: None,
+                });
+            }
+            _ => {}
+        }
+        let mut parser = Parser::new();
+        let mut tail = VecDeque::new();
+        for s in &ran.streams {
+            let Some(blob) = s.blob else { continue };
+            let path = ctx.rec.blobs.path(&blob.hash);
+            let file = std::fs::File::open(&path).map_err(io_at(&path))?;
+            read_lines(file, CHECK_LINE_BYTES_MAX, |line| {
+                parser.line(line);
+                if tail.len() == TAIL_LINES {
+                    tail.pop_front();
+                }
+                tail.push_back(line.to_string());
+            })
+            .map_err(io_at(&path))?;
+        }
+        let status = ran.code;
+        let mut diags = parser.finish();
         if let Some(p) = &input.path {
             let p = crate::state::normalise_rel(p);
             diags.retain(|d| crate::state::normalise_rel(&d.file).starts_with(&p));
@@ -130,76 +218,86 @@ impl TypedTool for Problems {
         let warnings = diags.iter().filter(|d| d.severity == "warning").count();
         if diags.is_empty() {
             if status != Some(0) {
-                let tail: Vec<&str> = output.lines().rev().take(20).collect();
-                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                let tail: Vec<String> = tail.into();
                 return Ok(ToolOutput::error(format!(
-                    "`{shown}` failed (exit {}) and reported no diagnostics cairn can read; its last lines:\n{}",
+                    "`{shown}` failed (exit {}) and reported no diagnostics cairn can read; its last lines:\n{}{}",
                     status.map_or("by signal".to_string(), |c| c.to_string()),
-                    tail.join("\n")
+                    tail.join("\n"),
+                    if changed.is_empty() {
+                        String::new()
+                    } else {
+                        format!("\n{changed}")
+                    }
                 )));
             }
-            return Ok(ToolOutput::ok(format!("no problems reported by `{shown}`")));
+            return Ok(ToolOutput::ok(format!(
+                "no problems reported by `{shown}`{}",
+                if changed.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n{changed}")
+                }
+            )));
         }
         let mut out: String = diags.iter().map(|d| format!("{d}\n")).collect();
         out.push_str(&format!(
             "{errors} errors, {warnings} warnings (from `{shown}`)"
         ));
+        if !changed.is_empty() {
+            out.push('\n');
+            out.push_str(&changed);
+        }
         Ok(ToolOutput::ok(out))
     }
 }
 
-/// Runs argv in `dir`, both streams captured, killed past `timeout_ms`.
-fn run_command(
-    argv: &[String],
-    dir: &std::path::Path,
-    timeout_ms: u64,
-) -> std::result::Result<(Option<i32>, String), String> {
-    let mut child = Command::new(&argv[0])
-        .args(&argv[1..])
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start: {e}"))?;
-    let readers: Vec<_> = [
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|mut r| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = r.read_to_end(&mut buf);
-            buf
-        })
-    })
-    .collect();
-    let deadline = Instant::now() + Duration::from_millis(timeout_ms);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "timed out after {timeout_ms} ms (check_timeout_ms)"
-                ));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(e.to_string()),
+/// Calls `f` with each line of `r` (lossy UTF-8, without its line ending), at most
+/// `line_bytes_max` bytes of each.
+fn read_lines(r: impl Read, line_bytes_max: u64, mut f: impl FnMut(&str)) -> std::io::Result<()> {
+    let mut r = BufReader::new(r);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = (&mut r).take(line_bytes_max).read_until(b'\n', &mut line)?;
+        if n == 0 {
+            return Ok(());
         }
-    };
-    let mut text = String::new();
-    for r in readers {
-        text.push_str(&String::from_utf8_lossy(&r.join().unwrap_or_default()));
+        if line.last() != Some(&b'\n') && n as u64 == line_bytes_max {
+            // Too long: skip to the end of the line.
+            let mut skipped = Vec::new();
+            loop {
+                skipped.clear();
+                let m = (&mut r)
+                    .take(crate::process::PIPE_BUF_BYTES as u64)
+                    .read_until(b'\n', &mut skipped)?;
+                if m == 0 || skipped.last() == Some(&b'\n') {
+                    break;
+                }
+            }
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.strip_suffix('\n').unwrap_or(&text);
+        f(text.strip_suffix('\r').unwrap_or(text));
     }
-    Ok((status.code(), text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8], max: u64) -> Vec<String> {
+        let mut out = Vec::new();
+        let read = read_lines(input, max, |l| out.push(l.to_string()));
+        assert!(read.is_ok());
+        out
+    }
+
+    #[test]
+    fn read_lines_cuts_a_line_past_its_byte_limit_and_goes_on_with_the_next() {
+        // At the limit, then one past it, then a last line without a newline.
+        assert_eq!(lines(b"abcde\nabcdef\r\nxy", 5), ["abcde", "abcde", "xy"]);
+        assert_eq!(lines(b"a\r\n\nb\n", 5), ["a", "", "b"]);
+        assert_eq!(lines(b"", 5), Vec::<String>::new());
+        assert_eq!(lines(b"\xffz\n", 5), ["\u{fffd}z"]);
+    }
 }

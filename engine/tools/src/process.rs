@@ -1,0 +1,774 @@
+//! The one process runner: every program cairn starts — a shell tool's command, the
+//! check command of `problems`, an MCP server — runs as a [`Process`].
+//!
+//! A process is spawned as the leader of a new process group, so that stopping it stops
+//! everything it started, grandchildren included (`npx` and its server, `sh -c` and
+//! what it put in the background). [`Process::stop`] sends SIGTERM to the group, waits
+//! up to a grace period for the leader, sends SIGKILL to the group and reaps the
+//! leader. The leader is only ever reaped after its group was killed: while it is an
+//! unreaped zombie its pid (the group id) cannot be reused, so `killpg` never reaches
+//! a stranger. For the same reason nothing here calls `try_wait`: exits are observed
+//! with `waitid(WNOWAIT)`, which leaves the zombie in place.
+//!
+//! [`Process::wait`] waits for the leader with a deadline and a [`CancelHandle`].
+//! [`capture`] copies an output pipe into a file through one fixed buffer, keeps at
+//! most a named number of bytes, counts (and drops) the rest so that the process never
+//! blocks on a full pipe, and builds the model's [`Preview`] on the way.
+//!
+//! Processes found running at resume are not children of this engine; [`alive`],
+//! [`start_time`] and [`stop_adopted`] handle them through `/proc`.
+
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use crate::cancel::CancelHandle;
+
+/// Bytes read from a pipe at a time: the only buffer a stream's output passes through.
+pub const PIPE_BUF_BYTES: usize = 64 * 1024;
+
+/// How often a wait looks at the cancel token.
+const CANCEL_CHECK_MS: u64 = 50;
+
+/// A child process leading its own process group.
+#[derive(Debug)]
+pub struct Process {
+    child: Child,
+    pid: libc::pid_t,
+    /// Set once the leader was reaped (`None` inside when reaping failed); from then
+    /// on the group is never signalled again.
+    reaped: Option<Option<ExitStatus>>,
+}
+
+/// How a [`Process::wait`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    /// The leader exited (it is left unreaped until [`Process::stop`]).
+    Exited,
+    /// The deadline passed first.
+    TimedOut,
+    /// The cancel token was triggered first.
+    Cancelled,
+}
+
+impl Process {
+    /// Spawns `cmd` as the leader of a new process group (the caller sets its
+    /// arguments, folder, environment and standard streams).
+    pub fn spawn(cmd: &mut Command) -> std::io::Result<Process> {
+        let child = cmd.process_group(0).spawn()?;
+        // A pid always fits: the kernel's pid_max is at most 2^22.
+        let pid = libc::pid_t::try_from(child.id()).unwrap_or(libc::pid_t::MAX);
+        assert!(pid > 1, "spawned a process with pid {pid}");
+        Ok(Process {
+            child,
+            pid,
+            reaped: None,
+        })
+    }
+
+    /// The leader's pid, which is also the group's id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The leader's start time (see [`start_time`]), to record beside its pid.
+    pub fn start_time(&self) -> Option<u64> {
+        start_time(self.child.id())
+    }
+
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.child.stdin.take()
+    }
+
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child.stdout.take()
+    }
+
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.child.stderr.take()
+    }
+
+    /// True once the leader has exited (or was reaped by [`Process::stop`]).
+    pub fn exited(&self) -> bool {
+        self.reaped.is_some() || self.peek().is_some()
+    }
+
+    /// How the leader ended, without reaping it; `None` while it runs.
+    pub fn exit_status(&self) -> Option<ExitStatus> {
+        match self.reaped {
+            Some(s) => s,
+            None => self.peek(),
+        }
+    }
+
+    fn peek(&self) -> Option<ExitStatus> {
+        // SAFETY: an all-zero siginfo_t is a valid value; waitid writes into it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid on our own child with WNOWAIT leaves it unreaped; `info` is ours.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                self.pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        // SAFETY: waitid filled `info` (si_pid stays 0 while the child runs).
+        if rc != 0 || unsafe { info.si_pid() } == 0 {
+            return None;
+        }
+        // SAFETY: for a CLD_* code si_status is the exit code or the signal.
+        let status = unsafe { info.si_status() };
+        // The wait(2) encoding ExitStatus is built from.
+        let raw = match info.si_code {
+            libc::CLD_EXITED => (status & 0xff) << 8,
+            libc::CLD_DUMPED => (status & 0x7f) | 0x80,
+            _ => status & 0x7f,
+        };
+        Some(ExitStatus::from_raw(raw))
+    }
+
+    /// Waits until the leader exits (left unreaped) or `deadline` passes; true if it
+    /// exited.
+    pub fn wait_exit(&self, deadline: Instant) -> bool {
+        if self.reaped.is_some() {
+            return true;
+        }
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, self.pid, 0) };
+        if fd < 0 {
+            return self.poll_wait(deadline);
+        }
+        let fd = fd as libc::c_int;
+        let exited = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let mut p = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = libc::c_int::try_from(left.as_millis().min(60_000)).unwrap_or(60_000);
+            // A sub-millisecond remainder still waits a millisecond rather than spinning.
+            let ms = if ms == 0 && !left.is_zero() { 1 } else { ms };
+            // SAFETY: one valid pollfd for the duration of the call.
+            let rc = unsafe { libc::poll(&mut p, 1, ms) };
+            if rc > 0 {
+                break true;
+            }
+            if rc < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                break self.poll_wait(deadline);
+            }
+            if Instant::now() >= deadline {
+                break self.peek().is_some();
+            }
+        };
+        // SAFETY: closing the descriptor pidfd_open gave us.
+        unsafe {
+            libc::close(fd);
+        }
+        exited
+    }
+
+    /// The fallback without pidfd: check, sleep a little longer each time.
+    fn poll_wait(&self, deadline: Instant) -> bool {
+        let mut nap = Duration::from_micros(50);
+        loop {
+            if self.peek().is_some() {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            std::thread::sleep(nap.min(deadline - now));
+            nap = (nap * 2).min(Duration::from_millis(10));
+        }
+    }
+
+    /// Waits for the leader to exit until `deadline`, giving up early when `cancel` is
+    /// triggered (looked at every [`CANCEL_CHECK_MS`]). Nothing is killed here: the
+    /// caller stops the process, with or without a grace period.
+    pub fn wait(&self, deadline: Instant, cancel: &CancelHandle) -> Waited {
+        loop {
+            if cancel.is_cancelled() {
+                return Waited::Cancelled;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                // One last look: an exit right at the deadline is an exit.
+                return if self.exited() {
+                    Waited::Exited
+                } else {
+                    Waited::TimedOut
+                };
+            }
+            if self.wait_exit(deadline.min(now + Duration::from_millis(CANCEL_CHECK_MS))) {
+                return Waited::Exited;
+            }
+        }
+    }
+
+    /// Stops the whole process group and reaps the leader: SIGTERM to the group, up to
+    /// `grace_ms` for the leader to exit, then SIGKILL to the group (at once when
+    /// `grace_ms` is 0 or the leader had already exited: what it left running in its
+    /// group goes with it). Calling it again gives the same status and signals nobody.
+    pub fn stop(&mut self, grace_ms: u64) -> std::io::Result<ExitStatus> {
+        if let Some(s) = self.reaped {
+            return s.ok_or_else(|| std::io::Error::other("the process could not be reaped"));
+        }
+        if grace_ms > 0 && !self.exited() {
+            killpg(self.pid, libc::SIGTERM);
+            self.wait_exit(Instant::now() + Duration::from_millis(grace_ms));
+        }
+        killpg(self.pid, libc::SIGKILL);
+        let status = self.child.wait();
+        self.reaped = Some(status.as_ref().ok().copied());
+        status
+    }
+
+    /// [`Process::stop`] as (exit code, signal); both `None` when it could not be
+    /// reaped.
+    pub fn stop_code(&mut self, grace_ms: u64) -> (Option<i32>, Option<i32>) {
+        match self.stop(grace_ms) {
+            Ok(s) => (s.code(), s.signal()),
+            Err(_) => (None, None),
+        }
+    }
+}
+
+impl Drop for Process {
+    /// A process dropped without `stop` (an error path, a panic) leaves nothing behind.
+    fn drop(&mut self) {
+        if self.reaped.is_none() {
+            let _ = self.stop(0);
+        }
+    }
+}
+
+fn killpg(pgid: libc::pid_t, signal: libc::c_int) {
+    // SAFETY: killpg only sends a signal. Callers pass the pid of a child they have not
+    // reaped (or, adopted, checked by start time), so the group cannot be a stranger's.
+    unsafe {
+        libc::killpg(pgid, signal);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Processes found running at resume.
+
+/// The start time of process `pid` (field 22 of `/proc/<pid>/stat`, clock ticks since
+/// boot) and whether it is a zombie; `None` when there is no such process.
+fn proc_stat(pid: u32) -> Option<(u64, bool)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count from its end.
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let state = fields.first()?;
+    let start = fields.get(19)?.parse().ok()?;
+    Some((start, *state == "Z" || *state == "X"))
+}
+
+/// The start time of a live process, to record beside its pid.
+pub fn start_time(pid: u32) -> Option<u64> {
+    proc_stat(pid).map(|(t, _)| t)
+}
+
+/// True when `pid` runs and started at `start_time`: the same process, not a zombie
+/// and not another process that reused the pid.
+pub fn alive(pid: u32, start_time: u64) -> bool {
+    matches!(proc_stat(pid), Some((t, false)) if t == start_time)
+}
+
+/// Stops an adopted process group: SIGTERM, `grace_ms`, SIGKILL, then waits (a few
+/// seconds at most) until the leader is gone. Signals go only while the leader is
+/// still the same process, so a reused pid is never signalled.
+pub fn stop_adopted(pid: u32, start_time: u64, grace_ms: u64) {
+    let Ok(pgid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    let gone_by = |deadline: Instant| {
+        let mut nap = Duration::from_micros(200);
+        loop {
+            if !alive(pid, start_time) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_millis(20));
+        }
+    };
+    if grace_ms > 0 && alive(pid, start_time) {
+        killpg(pgid, libc::SIGTERM);
+        if gone_by(Instant::now() + Duration::from_millis(grace_ms)) {
+            // The leader is gone; what it left in its group goes too.
+            killpg(pgid, libc::SIGKILL);
+            return;
+        }
+    }
+    if proc_stat(pid).is_some_and(|(t, _)| t == start_time) {
+        killpg(pgid, libc::SIGKILL);
+        gone_by(Instant::now() + Duration::from_secs(5));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Output capture.
+
+/// One output stream as captured.
+#[derive(Debug)]
+pub struct Captured {
+    /// The first `kept` bytes of the stream.
+    pub file: tempfile::NamedTempFile,
+    /// Bytes the stream carried.
+    pub bytes: u64,
+    /// Bytes kept in `file`: `bytes`, or the capture limit when the stream was longer.
+    pub kept: u64,
+    /// What the model is shown of the whole stream.
+    pub preview: String,
+}
+
+/// A stream being captured on its own thread.
+#[derive(Debug)]
+pub struct Capture {
+    rx: Receiver<std::io::Result<Captured>>,
+}
+
+impl Capture {
+    /// The captured stream once its pipe closed; `None` when it is still open at
+    /// `deadline` (a process that left the group kept it).
+    pub fn finish(self, deadline: Instant) -> Option<std::io::Result<Captured>> {
+        self.rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .ok()
+    }
+}
+
+/// Copies `pipe` into `file` through one fixed buffer on a new thread, keeping the first
+/// `bytes_max` bytes and counting the rest, and feeds every byte to `preview`.
+pub fn capture(
+    mut pipe: impl Read + Send + 'static,
+    mut file: tempfile::NamedTempFile,
+    bytes_max: u64,
+    mut preview: Preview,
+) -> Capture {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let result = (|| {
+            let mut buf = vec![0u8; PIPE_BUF_BYTES];
+            let mut total = 0u64;
+            loop {
+                let n = match pipe.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                };
+                let room = bytes_max.saturating_sub(total);
+                let keep = usize::try_from(room).map_or(n, |r| r.min(n));
+                file.write_all(&buf[..keep])?;
+                preview.feed(&buf[..n]);
+                total += n as u64;
+            }
+            file.flush()?;
+            let kept = total.min(bytes_max);
+            debug_assert_eq!(file.as_file().metadata().map(|m| m.len()).ok(), Some(kept));
+            Ok(Captured {
+                file,
+                bytes: total,
+                kept,
+                preview: preview.finish(),
+            })
+        })();
+        // The receiver gave up waiting (a pipe held open too long): nobody to tell.
+        let _ = tx.send(result);
+    });
+    Capture { rx }
+}
+
+/// The part of a stream the model sees, built as the bytes go by in bounded memory:
+/// at most `lines_max` lines of at most `chars_max` characters and `bytes_max` bytes
+/// of output in all (whole lines; the markers saying what was cut come on top).
+pub struct Preview {
+    bytes_max: usize,
+    lines_max: usize,
+    chars_max: usize,
+    shown: String,
+    /// Bytes of `shown` that are output, not markers.
+    shown_bytes: usize,
+    shown_lines: usize,
+    total_lines: u64,
+    /// The start of the current line (at most `4 * chars_max + 4` bytes).
+    line: Vec<u8>,
+    line_bytes: u64,
+    /// No more lines fit.
+    full: bool,
+}
+
+impl Preview {
+    pub fn new(bytes_max: usize, lines_max: usize, chars_max: usize) -> Preview {
+        Preview {
+            bytes_max,
+            lines_max,
+            chars_max,
+            shown: String::new(),
+            shown_bytes: 0,
+            shown_lines: 0,
+            total_lines: 0,
+            line: Vec::new(),
+            line_bytes: 0,
+            full: false,
+        }
+    }
+
+    fn line_cap(&self) -> usize {
+        self.chars_max.saturating_mul(4).saturating_add(4)
+    }
+
+    /// Takes the next bytes of the stream.
+    pub fn feed(&mut self, mut chunk: &[u8]) {
+        while !chunk.is_empty() {
+            if self.full {
+                // Only count what is left.
+                let newlines = memchr::memchr_iter(b'\n', chunk).count() as u64;
+                self.total_lines += newlines;
+                match memchr::memrchr(b'\n', chunk) {
+                    Some(i) => self.line_bytes = (chunk.len() - i - 1) as u64,
+                    None => self.line_bytes += chunk.len() as u64,
+                }
+                return;
+            }
+            let (part, rest, ends) = match memchr::memchr(b'\n', chunk) {
+                Some(i) => (&chunk[..i], &chunk[i + 1..], true),
+                None => (chunk, &chunk[chunk.len()..], false),
+            };
+            let room = self.line_cap().saturating_sub(self.line.len());
+            self.line.extend_from_slice(&part[..part.len().min(room)]);
+            self.line_bytes += part.len() as u64;
+            if ends {
+                self.end_line();
+            }
+            chunk = rest;
+        }
+    }
+
+    fn end_line(&mut self) {
+        self.total_lines += 1;
+        let line = std::mem::take(&mut self.line);
+        let line_bytes = std::mem::replace(&mut self.line_bytes, 0);
+        if self.full {
+            return;
+        }
+        if self.shown_lines >= self.lines_max {
+            self.full = true;
+            return;
+        }
+        let mut text = String::new();
+        let mut chars = 0usize;
+        let mut used = 0usize;
+        'outer: for chunk in line.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                if chars == self.chars_max {
+                    break 'outer;
+                }
+                text.push(c);
+                chars += 1;
+                used += c.len_utf8();
+            }
+            if !chunk.invalid().is_empty() {
+                if chars == self.chars_max {
+                    break;
+                }
+                text.push(char::REPLACEMENT_CHARACTER);
+                chars += 1;
+                used += chunk.invalid().len();
+            }
+        }
+        let content = text.len() + 1;
+        let cut = line_bytes.saturating_sub(used as u64);
+        if cut > 0 {
+            text.push_str(&format!("…(+{cut} bytes)"));
+        }
+        text.push('\n');
+        if self.shown_bytes + content > self.bytes_max {
+            self.full = true;
+            return;
+        }
+        self.shown_bytes += content;
+        self.shown.push_str(&text);
+        self.shown_lines += 1;
+    }
+
+    /// The preview, with `…(N more lines)` when lines were left out.
+    pub fn finish(mut self) -> String {
+        if self.line_bytes > 0 || !self.line.is_empty() {
+            self.end_line();
+        }
+        let more = self.total_lines - self.shown_lines as u64;
+        if more > 0 {
+            self.shown.push_str(&format!("…({more} more lines)\n"));
+        }
+        self.shown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::process::Stdio;
+
+    fn sh(script: &str) -> Command {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", script]).stdin(Stdio::null());
+        cmd
+    }
+
+    /// The processes of group `pgid` that have not been reaped, with their state.
+    fn members(pgid: u32) -> Vec<(u32, String)> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            let fields: Vec<&str> = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect();
+            if fields.get(2) == Some(&pgid.to_string().as_str()) {
+                out.push((pid, fields[0].to_string()));
+            }
+        }
+        out
+    }
+
+    /// True once `kill(-pgid, 0)` fails with ESRCH: no process of the group is left,
+    /// not even a zombie. Orphans are reaped by init, which may take a second or so.
+    fn group_gone(pgid: u32) -> bool {
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            // SAFETY: signal 0 only checks that the group exists.
+            let rc = unsafe { libc::kill(-(pgid as libc::pid_t), 0) };
+            if rc == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+                return true;
+            }
+            if Instant::now() > until {
+                eprintln!("group {pgid} still has {:?}", members(pgid));
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// No member of the group still runs (zombies waiting for init are dead).
+    fn no_live_member(pgid: u32) -> bool {
+        let until = Instant::now() + Duration::from_secs(2);
+        loop {
+            let live: Vec<_> = members(pgid)
+                .into_iter()
+                .filter(|(_, s)| s != "Z" && s != "X")
+                .collect();
+            if live.is_empty() {
+                return true;
+            }
+            if Instant::now() > until {
+                eprintln!("group {pgid} still runs {live:?}");
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Waits until the group has `n` members, so that a test kills a grandchild that
+    /// really was forked.
+    fn wait_members(pgid: u32, n: usize) {
+        let until = Instant::now() + Duration::from_secs(5);
+        while members(pgid).len() < n {
+            assert!(Instant::now() < until, "group {pgid}: {:?}", members(pgid));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn a_timeout_then_stop_leaves_no_process_of_the_group() {
+        let p = Process::spawn(&mut sh("sleep 30 & sleep 30")).unwrap();
+        let pgid = p.id();
+        wait_members(pgid, 2);
+        let mut p = p;
+        let waited = p.wait(
+            Instant::now() + Duration::from_millis(100),
+            &CancelHandle::default(),
+        );
+        assert_eq!(waited, Waited::TimedOut);
+        let t0 = Instant::now();
+        let status = p.stop(500).unwrap();
+        let took = t0.elapsed();
+        eprintln!("stop of a group that obeys SIGTERM: {took:?}");
+        // sh dies of SIGTERM well within the grace.
+        assert_eq!(status.signal(), Some(libc::SIGTERM));
+        assert!(took < Duration::from_millis(500), "{took:?}");
+        assert!(no_live_member(pgid));
+        assert!(group_gone(pgid));
+        // Stopping again signals nobody and gives the same status.
+        assert_eq!(p.stop(500).unwrap(), status);
+    }
+
+    #[test]
+    fn a_cancel_ends_the_wait_and_stop_kills_grandchildren_that_ignore_sigterm() {
+        let p = Process::spawn(&mut sh("trap '' TERM; sleep 30 & sleep 30")).unwrap();
+        let pgid = p.id();
+        wait_members(pgid, 2);
+        let mut p = p;
+        let cancel = CancelHandle::default();
+        let trigger = {
+            let cancel = cancel.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                cancel.cancel();
+            })
+        };
+        let t0 = Instant::now();
+        let waited = p.wait(Instant::now() + Duration::from_secs(60), &cancel);
+        let seen = t0.elapsed();
+        trigger.join().unwrap();
+        assert_eq!(waited, Waited::Cancelled);
+        assert!(seen < Duration::from_secs(2), "{seen:?}");
+        let t0 = Instant::now();
+        let status = p.stop(200).unwrap();
+        let took = t0.elapsed();
+        eprintln!("stop of a group that ignores SIGTERM, grace 200 ms: {took:?}");
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        assert!(
+            took >= Duration::from_millis(200) && took < Duration::from_secs(2),
+            "{took:?}"
+        );
+        assert!(no_live_member(pgid));
+        assert!(group_gone(pgid));
+    }
+
+    #[test]
+    fn a_leader_that_exits_takes_its_group_with_it_and_its_status_is_seen_unreaped() {
+        let p = Process::spawn(&mut sh("sleep 30 & exit 3")).unwrap();
+        let pgid = p.id();
+        let mut p = p;
+        assert_eq!(
+            p.wait(
+                Instant::now() + Duration::from_secs(10),
+                &CancelHandle::default()
+            ),
+            Waited::Exited
+        );
+        // Seen without reaping: the leader is still a zombie holding the group id.
+        assert_eq!(p.exit_status().and_then(|s| s.code()), Some(3));
+        assert!(
+            members(pgid)
+                .iter()
+                .any(|(pid, s)| *pid == pgid && s == "Z")
+        );
+        assert_eq!(p.stop(500).unwrap().code(), Some(3));
+        assert!(group_gone(pgid));
+
+        let mut p = Process::spawn(&mut sh("kill -9 $$")).unwrap();
+        assert!(p.wait_exit(Instant::now() + Duration::from_secs(10)));
+        assert_eq!(p.exit_status().and_then(|s| s.signal()), Some(9));
+        assert_eq!(p.stop_code(0), (None, Some(9)));
+    }
+
+    #[test]
+    fn a_dropped_process_leaves_no_process_of_its_group() {
+        let p = Process::spawn(&mut sh("sleep 30 & sleep 30")).unwrap();
+        let pgid = p.id();
+        wait_members(pgid, 2);
+        drop(p);
+        assert!(group_gone(pgid));
+    }
+
+    fn captured(script: &str, bytes_max: u64) -> (u64, u64, Vec<u8>, String) {
+        let mut cmd = sh(script);
+        cmd.stdout(Stdio::piped());
+        let mut p = Process::spawn(&mut cmd).unwrap();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let c = capture(
+            p.take_stdout().unwrap(),
+            file,
+            bytes_max,
+            Preview::new(100, 10, 100),
+        );
+        assert!(p.wait_exit(Instant::now() + Duration::from_secs(10)));
+        assert_eq!(p.stop_code(0), (Some(0), None));
+        let got = c
+            .finish(Instant::now() + Duration::from_secs(10))
+            .unwrap()
+            .unwrap();
+        let kept = std::fs::read(got.file.path()).unwrap();
+        assert_eq!(kept.len() as u64, got.kept);
+        (got.bytes, got.kept, kept, got.preview)
+    }
+
+    #[test]
+    fn capture_keeps_exactly_the_limit_and_counts_the_rest() {
+        // At the limit, then one past it.
+        assert_eq!(
+            captured("printf 'abc\\ndefg'", 8),
+            (8, 8, b"abc\ndefg".to_vec(), "abc\ndefg\n".into())
+        );
+        assert_eq!(
+            captured("printf 'abc\\ndefgh'", 8),
+            (9, 8, b"abc\ndefg".to_vec(), "abc\ndefgh\n".into())
+        );
+        assert_eq!(captured("true", 8), (0, 0, Vec::new(), String::new()));
+        assert_eq!(captured("printf x", 0), (1, 0, Vec::new(), "x\n".into()));
+        // Far past it the pipe is still drained, so the writer never blocks; the
+        // preview counts every line.
+        let (bytes, kept, data, preview) = captured(
+            "i=0; while [ $i -lt 20000 ]; do echo 0123456789; i=$((i+1)); done",
+            1000,
+        );
+        assert_eq!((bytes, kept), (220_000, 1000));
+        assert_eq!(data, b"0123456789\n".repeat(100)[..1000]);
+        assert!(preview.ends_with("…(19991 more lines)\n"), "{preview}");
+    }
+
+    fn preview(input: &[u8], bytes: usize, lines: usize, chars: usize, step: usize) -> String {
+        let mut p = Preview::new(bytes, lines, chars);
+        for c in input.chunks(step.max(1)) {
+            p.feed(c);
+        }
+        p.finish()
+    }
+
+    #[test]
+    fn preview_caps_lines_chars_and_bytes_in_any_chunking() {
+        for step in [1, 2, 3, 7, 1000] {
+            assert_eq!(preview(b"a\nb\n", 100, 10, 10, step), "a\nb\n");
+            assert_eq!(preview(b"a\nb", 100, 10, 10, step), "a\nb\n");
+            assert_eq!(
+                preview(b"a\nb\nc\n", 100, 2, 10, step),
+                "a\nb\n…(1 more lines)\n"
+            );
+            assert_eq!(preview(b"abcdef\n", 100, 2, 3, step), "abc…(+3 bytes)\n");
+            assert_eq!(
+                preview("éééé\n".as_bytes(), 100, 2, 2, step),
+                "éé…(+4 bytes)\n"
+            );
+            assert_eq!(
+                preview(b"a\xff\xfeb\n", 100, 2, 10, step),
+                "a\u{fffd}\u{fffd}b\n"
+            );
+            // At the byte cap, then one past it.
+            assert_eq!(preview(b"ab\ncd\n", 6, 10, 10, step), "ab\ncd\n");
+            assert_eq!(
+                preview(b"ab\ncd\n", 5, 10, 10, step),
+                "ab\n…(1 more lines)\n"
+            );
+        }
+    }
+}
