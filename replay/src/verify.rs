@@ -696,6 +696,7 @@ impl Verifier {
         if let Some(x) = &p.exec
             && f.status != Status::Interrupted
             && p.denied.is_none()
+            && answers_with_command(&p.tool)
         {
             self.shell_output(f, &p, x);
         }
@@ -964,8 +965,9 @@ impl Verifier {
             (x.stdout_bytes, &x.stdout, "stdout"),
             (x.stderr_bytes, &x.stderr, "stderr"),
         ] {
+            // Past the capture limit the blob keeps the first bytes only.
             if let (Some(n), Some(b)) = (bytes, blob)
-                && n != b.len
+                && b.len != n.min(self.limits.shell_capture_bytes_max)
             {
                 self.problem(
                     ProblemKind::Output,
@@ -1159,6 +1161,7 @@ impl Verifier {
         if let Some(x) = &p.exec
             && p.denied.is_none()
             && f.status != Status::Interrupted
+            && answers_with_command(&p.tool)
         {
             let expected = match x.status {
                 _ if x.error.is_some() => Status::Error,
@@ -1188,14 +1191,20 @@ impl Verifier {
             return;
         }
         // A stream's preview, from its blob; `None` when the blob is reported.
-        let stream = |v: &Verifier, blob: &Option<BlobRef>| match blob {
+        let stream = |v: &Verifier, blob: &Option<BlobRef>, bytes: Option<u64>| match blob {
             None => Some(shell_output::Stream::Lost),
+            // Past the capture limit the blob keeps the head only, and the preview was
+            // made from every byte: it cannot be rebuilt.
+            Some(b) if bytes.is_some_and(|n| b.len < n) => Some(shell_output::Stream::Cut),
             Some(b) if v.blob_intact(b) => {
                 shell_output::preview(&v.blobs, b, &v.limits).map(shell_output::Stream::Shown)
             }
             Some(_) => None,
         };
-        let (Some(out), Some(err)) = (stream(self, &x.stdout), stream(self, &x.stderr)) else {
+        let (Some(out), Some(err)) = (
+            stream(self, &x.stdout, x.stdout_bytes),
+            stream(self, &x.stderr, x.stderr_bytes),
+        ) else {
             return;
         };
         let note = p
@@ -1384,4 +1393,10 @@ fn first_difference(expected: &str, recorded: &str) -> String {
         }
     }
     String::new()
+}
+/// True when the tool answers with its command's own output and status (the shell
+/// tools), which verify rebuilds from the `shell_exec` records; `problems` runs a
+/// command too but answers with what it parsed from it.
+fn answers_with_command(tool: &str) -> bool {
+    cairn_tools::effects_of(tool).is_some_and(|e| e.command_output)
 }

@@ -427,7 +427,6 @@ fn foreground(
     cwd: &WsPath,
     timeout_ms: u64,
 ) -> Result<ToolOutput> {
-    let timeout_ms_max = ctx.limits.shell_timeout_ms_max;
     let ran = match exec_foreground(ctx, argv, cwd, timeout_ms)? {
         Ok(r) => r,
         Err(e) => return Ok(not_started(&argv[0], &e)),
@@ -440,37 +439,25 @@ fn foreground(
         streams,
         changes,
     } = ran;
-    let mut text = match exec_status {
-        ExecStatus::Timeout => format!(
-            "timeout: killed after {timeout_ms} ms (the whole process group); give a larger timeout_ms (at most {timeout_ms_max}) or run it with background=true\n"
-        ),
-        ExecStatus::Cancelled => format!(
-            "cancelled by the user after {} (the whole process group was killed)\n",
-            ms(elapsed)
-        ),
-        _ => match (code, signal) {
-            (Some(c), _) => format!("exit code {c} in {}\n", ms(elapsed)),
-            (None, Some(s)) => format!("killed by signal {s} in {}\n", ms(elapsed)),
-            _ => format!("ended in {}\n", ms(elapsed)),
+    let shown = streams.each_ref().map(|s| Shown {
+        bytes: s.bytes,
+        kept: s.blob.map(|b| b.len),
+        preview: &s.preview,
+        complete: s.complete,
+    });
+    let changed: Vec<(&str, &str)> = changes.iter().map(|c| (c.what, c.path.as_str())).collect();
+    let text = foreground_text(
+        Ended {
+            status: exec_status,
+            code,
+            signal,
+            elapsed_us: u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+            timeout_ms,
         },
-    };
-    for (name, s) in ["stdout", "stderr"].iter().zip(&streams) {
-        if s.complete && s.bytes == 0 {
-            continue;
-        }
-        match s.blob {
-            Some(b) if b.len < s.bytes => text.push_str(&format!(
-                "--- {name} ({} bytes; the first {} kept, shell_capture_bytes_max) ---\n",
-                s.bytes, b.len
-            )),
-            _ => text.push_str(&format!("--- {name} ({} bytes) ---\n", s.bytes)),
-        }
-        text.push_str(&s.preview);
-        if !s.preview.ends_with('\n') {
-            text.push('\n');
-        }
-    }
-    push_changes(&mut text, &changes);
+        ctx.limits.shell_timeout_ms_max,
+        shown,
+        &changed,
+    );
     let status = match exec_status {
         ExecStatus::Ok => Status::Ok,
         ExecStatus::Timeout => Status::Timeout,
@@ -482,6 +469,86 @@ fn foreground(
         text,
         refusal: None,
     })
+}
+
+/// How a foreground command ended, as its finished `shell_exec` records it.
+#[derive(Debug, Clone, Copy)]
+pub struct Ended {
+    pub status: ExecStatus,
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub elapsed_us: u64,
+    /// The time limit in force.
+    pub timeout_ms: u64,
+}
+
+/// One output stream as the model is shown it.
+#[derive(Debug, Clone, Copy)]
+pub struct Shown<'a> {
+    /// Bytes the stream carried.
+    pub bytes: u64,
+    /// Bytes its blob kept (fewer than `bytes` past the capture limit); none when it
+    /// was not collected.
+    pub kept: Option<u64>,
+    /// The preview of what was kept, or one line of why it was not collected.
+    pub preview: &'a str,
+    /// False when the output could not be collected.
+    pub complete: bool,
+}
+
+/// What the model is told of a foreground command that ran: how it ended, each stream's
+/// preview, the files it changed (`(what, path)`). The shell tools answer with it and
+/// deep verify rebuilds it from the records and blobs: one text, written once.
+pub fn foreground_text(
+    ended: Ended,
+    timeout_ms_max: u64,
+    streams: [Shown<'_>; 2],
+    changes: &[(&str, &str)],
+) -> String {
+    let elapsed = format!("{} ms", ended.elapsed_us / 1000);
+    let mut text = match ended.status {
+        ExecStatus::Timeout => format!(
+            "timeout: killed after {} ms (the whole process group); give a larger timeout_ms (at most {timeout_ms_max}) or run it with background=true\n",
+            ended.timeout_ms
+        ),
+        ExecStatus::Cancelled => {
+            format!("cancelled by the user after {elapsed} (the whole process group was killed)\n")
+        }
+        _ => match (ended.code, ended.signal) {
+            (Some(c), _) => format!("exit code {c} in {elapsed}\n"),
+            (None, Some(s)) => format!("killed by signal {s} in {elapsed}\n"),
+            _ => format!("ended in {elapsed}\n"),
+        },
+    };
+    for (name, s) in ["stdout", "stderr"].iter().zip(streams) {
+        if s.complete && s.bytes == 0 {
+            continue;
+        }
+        match s.kept {
+            Some(kept) if kept < s.bytes => text.push_str(&format!(
+                "--- {name} ({} bytes; the first {kept} kept, shell_capture_bytes_max) ---\n",
+                s.bytes
+            )),
+            _ => text.push_str(&format!("--- {name} ({} bytes) ---\n", s.bytes)),
+        }
+        text.push_str(s.preview);
+        if !s.preview.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    push_changed(&mut text, changes);
+    text
+}
+
+/// The list of files a command changed, as the model is told it.
+fn push_changed(text: &mut String, changes: &[(&str, &str)]) {
+    if changes.is_empty() {
+        return;
+    }
+    text.push_str("files changed by the command (read them again before editing):\n");
+    for (what, path) in changes {
+        text.push_str(&format!("  {what} {path}\n"));
+    }
 }
 
 /// One output stream of a foreground command.
@@ -696,13 +763,8 @@ pub fn record_external(
 }
 
 pub(crate) fn push_changes(text: &mut String, changes: &[Change]) {
-    if changes.is_empty() {
-        return;
-    }
-    text.push_str("files changed by the command (read them again before editing):\n");
-    for c in changes {
-        text.push_str(&format!("  {} {}\n", c.what, c.path));
-    }
+    let changes: Vec<(&str, &str)> = changes.iter().map(|c| (c.what, c.path.as_str())).collect();
+    push_changed(text, &changes);
 }
 
 /// Lines of a file as `text::lines` counts them, streaming.
@@ -727,10 +789,6 @@ fn count_lines(path: &Path) -> u32 {
 
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
-}
-
-fn ms(d: Duration) -> String {
-    format!("{} ms", d.as_millis())
 }
 
 /// An argv as a person would type it.

@@ -74,6 +74,10 @@ pub struct Effects {
     /// It runs programs: what they change is found by a scan and may be nothing; its
     /// output carries times, pids and the session's own folders, which differ per run.
     pub runs_commands: bool,
+    /// It answers with its command's own output: how the command ended, each stream's
+    /// preview, the files it changed (`shell::foreground_text`), and the command's
+    /// status; verify rebuilds both from the `shell_exec` records.
+    pub command_output: bool,
     /// Its answer comes from outside cairn (the network, an MCP server): a replay
     /// answers it from the recording instead of asking again.
     pub external: bool,
@@ -90,6 +94,7 @@ impl Effects {
     pub const NONE: Effects = Effects {
         writes: false,
         runs_commands: false,
+        command_output: false,
         external: false,
         search_query: None,
         lists_ignored: false,

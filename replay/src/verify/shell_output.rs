@@ -10,16 +10,16 @@
 //! line written for a stream whose output was never collected. The rest is
 //! deterministic, so any other difference is a forged output or a forged blob.
 //!
-//! The layout repeats what `engine/src/shell.rs` writes at the end of `foreground`;
-//! it belongs in one pure function both use.
+//! The layout is `cairn_tools::shell::foreground_text`, the function the shell tools
+//! answer with: written once.
 
 use std::io::Read;
 
 use cairn_core::Limits;
-use cairn_core::event::{ExecStatus, ShellExec};
+use cairn_core::event::ShellExec;
 use cairn_core::redact::Redactor;
 use cairn_store::{BlobRef, BlobStore};
-use cairn_tools::shell::Preview;
+use cairn_tools::shell::{Ended, Preview, Shown, foreground_text};
 
 use super::holes::Piece;
 
@@ -32,6 +32,8 @@ pub(super) enum Stream {
     Shown(String),
     /// Not collected (no blob): the engine wrote one line of why instead.
     Lost,
+    /// Cut at the capture limit: the blob keeps the head, the preview saw it all.
+    Cut,
 }
 
 /// The preview the engine showed of a stream stored as `blob`; `None` when the blob
@@ -72,49 +74,67 @@ pub(super) fn expected(
             limits.shell_timeout_ms_max
         ));
     }
-    let elapsed_ms = exec.elapsed_us.unwrap_or(0) / 1000;
-    text.push_str(&match exec.status {
-        ExecStatus::Timeout => format!(
-            "timeout: killed after {} ms (the whole process group); give a larger timeout_ms (at most {}) or run it with background=true\n",
-            exec.timeout_ms.unwrap_or(0),
-            limits.shell_timeout_ms_max
-        ),
-        ExecStatus::Cancelled => format!(
-            "cancelled by the user after {elapsed_ms} ms (the whole process group was killed)\n"
-        ),
-        _ => match (exec.exit_code, exec.signal) {
-            (Some(c), _) => format!("exit code {c} in {elapsed_ms} ms\n"),
-            (None, Some(s)) => format!("killed by signal {s} in {elapsed_ms} ms\n"),
-            _ => format!("ended in {elapsed_ms} ms\n"),
-        },
-    });
-    let mut pieces = Vec::new();
+    // A stream that was not collected shows one line of why, which the log does not
+    // keep: a marker stands for it and becomes a hole.
+    const LOST: &str = "\u{0}lost stream\u{0}";
+    // A stream cut at the capture limit: its preview, any lines, becomes a hole too.
+    const CUT: &str = "\u{0}cut stream\u{0}";
     let sizes = [exec.stdout_bytes, exec.stderr_bytes];
-    for ((name, stream), bytes) in ["stdout", "stderr"].iter().zip(streams).zip(sizes) {
-        let bytes = bytes.unwrap_or(0);
-        match stream {
-            Stream::Shown(_) if bytes == 0 => {}
-            Stream::Shown(preview) => {
-                text.push_str(&format!("--- {name} ({bytes} bytes) ---\n"));
-                text.push_str(&preview);
-                if !preview.ends_with('\n') {
-                    text.push('\n');
-                }
-            }
-            Stream::Lost => {
-                text.push_str(&format!("--- {name} ({bytes} bytes) ---\n"));
-                pieces.push(Piece::Text(std::mem::take(&mut text)));
-                pieces.push(Piece::Hole { line: true });
-                text.push('\n');
-            }
-        }
+    let blobs = [exec.stdout, exec.stderr];
+    let shown: Vec<Shown<'_>> = streams
+        .iter()
+        .zip(sizes)
+        .zip(blobs)
+        .map(|((stream, bytes), blob)| match stream {
+            Stream::Shown(preview) => Shown {
+                bytes: bytes.unwrap_or(0),
+                kept: blob.map(|b| b.len),
+                preview,
+                complete: true,
+            },
+            Stream::Lost => Shown {
+                bytes: bytes.unwrap_or(0),
+                kept: None,
+                preview: LOST,
+                complete: false,
+            },
+            Stream::Cut => Shown {
+                bytes: bytes.unwrap_or(0),
+                kept: blob.map(|b| b.len),
+                preview: CUT,
+                complete: true,
+            },
+        })
+        .collect();
+    let changed: Vec<(&str, &str)> = changes.iter().map(|(w, p)| (*w, p.as_str())).collect();
+    text.push_str(&foreground_text(
+        Ended {
+            status: exec.status,
+            code: exec.exit_code,
+            signal: exec.signal,
+            elapsed_us: exec.elapsed_us.unwrap_or(0),
+            timeout_ms: exec.timeout_ms.unwrap_or(0),
+        },
+        limits.shell_timeout_ms_max,
+        [shown[0], shown[1]],
+        &changed,
+    ));
+    let mut pieces = Vec::new();
+    let whole = std::mem::take(&mut text);
+    let mut rest = whole.as_str();
+    while let Some((at, marker)) = [LOST, CUT]
+        .iter()
+        .filter_map(|m| rest.find(m).map(|at| (at, *m)))
+        .min()
+    {
+        text.push_str(&rest[..at]);
+        pieces.push(Piece::Text(std::mem::take(&mut text)));
+        pieces.push(Piece::Hole {
+            line: marker == LOST,
+        });
+        rest = &rest[at + marker.len()..];
     }
-    if !changes.is_empty() {
-        text.push_str("files changed by the command (read them again before editing):\n");
-        for (what, path) in changes {
-            text.push_str(&format!("  {what} {path}\n"));
-        }
-    }
+    text.push_str(rest);
     pieces.push(Piece::Text(text));
     // Redacted piece by piece: a secret split by a hole cannot be matched anyway.
     let redactor = Redactor::default();

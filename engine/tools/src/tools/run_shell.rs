@@ -33,6 +33,7 @@ impl TypedTool for RunShell {
     const MUTATING: bool = true;
     const EFFECTS: Effects = Effects {
         runs_commands: true,
+        command_output: true,
         ..Effects::NONE
     };
 

@@ -31,6 +31,7 @@ impl TypedTool for Shell {
     const MUTATING: bool = true;
     const EFFECTS: Effects = Effects {
         runs_commands: true,
+        command_output: true,
         ..Effects::NONE
     };
 
