@@ -445,6 +445,75 @@ pub fn answered(tool: &str, key: &str, answer: Answer, source: AnswerSource) -> 
     }
 }
 
+// ---------------------------------------------------------------------------------
+// Memory.
+
+/// Words in one shingle.
+pub const SHINGLE_WORDS: usize = 5;
+/// A fact is refused when at least this share (percent) of its shingles appear in a
+/// fetched text.
+pub const OVERLAP_PERCENT_MAX: usize = 30;
+
+/// Lowercase words of letters and digits.
+pub fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase())
+        .collect()
+}
+
+/// How many of the fact's shingles appear in `source`, of how many. A fact shorter
+/// than a shingle (but of 3 words or more) counts as one shingle: found or not as a
+/// whole.
+pub fn overlap(fact: &str, source: &str) -> (usize, usize) {
+    let f = words(fact);
+    let s = words(source);
+    if f.len() < SHINGLE_WORDS {
+        if f.len() < 3 {
+            return (0, 0);
+        }
+        let found = s.windows(f.len()).any(|w| w == f.as_slice());
+        return (usize::from(found), 1);
+    }
+    let source_shingles: std::collections::HashSet<&[String]> = s.windows(SHINGLE_WORDS).collect();
+    let fact_shingles: Vec<&[String]> = f.windows(SHINGLE_WORDS).collect();
+    let shared = fact_shingles
+        .iter()
+        .filter(|w| source_shingles.contains(*w))
+        .count();
+    (shared, fact_shingles.len())
+}
+
+/// True when `overlap` is at or past [`OVERLAP_PERCENT_MAX`].
+pub fn too_close((shared, total): (usize, usize)) -> bool {
+    shared > 0 && shared * 100 >= total * OVERLAP_PERCENT_MAX
+}
+
+/// Nothing from web pages goes into memory: a fact is refused when it repeats, by word
+/// shingles (so a copied sentence is caught re-cased, re-punctuated or cut), one of the
+/// texts fetched or searched this session. `texts` are those texts with their blob
+/// hashes (the fold's `web_texts`), read by the caller; the first that is too close is
+/// the refusal's observed hash.
+pub fn web_to_memory<T: AsRef<str>>(
+    fact: &str,
+    texts: impl IntoIterator<Item = (Hash, T)>,
+) -> Decision {
+    for (hash, text) in texts {
+        let (shared, total) = overlap(fact, text.as_ref());
+        if too_close((shared, total)) {
+            return Decision::refuse(
+                Rule::WebToMemory,
+                None,
+                Some(hash),
+                format!(
+                    "refused: this fact repeats text fetched from the web in this session ({shared} of its {total} {SHINGLE_WORDS}-word phrases appear in a fetched page); nothing from web pages goes into memory. Keep facts you established from the workspace or the user, in your own words"
+                ),
+            );
+        }
+    }
+    Decision::Allow
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -888,6 +957,55 @@ mod tests {
             Answered::Denied(m) => assert!(m.contains("(the approval policy denies it:"), "{m}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn overlap_by_shingles_at_and_past_the_threshold() {
+        let page = "The quick brown fox jumps over the lazy dog near the river bank today.";
+        // Re-cased and re-punctuated copy: every shingle matches.
+        assert!(too_close(overlap(
+            "the QUICK brown fox, jumps over the lazy dog",
+            page
+        )));
+        // 10 words → 6 shingles; 2 shared = 33% ≥ 30%.
+        let two = overlap(
+            "quick brown fox jumps over the alpha beta gamma delta",
+            page,
+        );
+        assert_eq!(two, (2, 6));
+        assert!(too_close(two));
+        // 1 of 6 = 16%: kept.
+        let one = overlap("brown fox jumps over the zeta alpha beta gamma delta", page);
+        assert_eq!(one, (1, 6));
+        assert!(!too_close(one));
+        assert!(!too_close(overlap("tests run with cargo nextest", page)));
+        assert!(too_close(overlap("lazy dog near", page)));
+    }
+
+    #[test]
+    fn web_to_memory_refuses_a_fact_copied_from_a_fetched_text() {
+        let page = "The quick brown fox jumps over the lazy dog near the river bank today.";
+        let texts = [(h(1), "nothing alike here at all"), (h(2), page)];
+        assert_eq!(
+            web_to_memory("the build uses cargo nextest for tests", texts),
+            Decision::Allow
+        );
+        assert_eq!(
+            web_to_memory(
+                "quick brown fox jumps over the alpha beta gamma delta",
+                texts
+            ),
+            refused(
+                Rule::WebToMemory,
+                None,
+                Some(h(2)),
+                "refused: this fact repeats text fetched from the web in this session (2 of its 6 5-word phrases appear in a fetched page); nothing from web pages goes into memory. Keep facts you established from the workspace or the user, in your own words",
+            )
+        );
+        assert_eq!(
+            web_to_memory("anything", Vec::<(Hash, String)>::new()),
+            Decision::Allow
+        );
     }
 
     #[test]
