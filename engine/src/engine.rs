@@ -11,17 +11,17 @@ use std::time::Instant;
 use cairn_store::{BlobStore, Head, LogWriter, Options, SnapshotStore};
 
 use crate::event::{
-    Answer, AnswerSource, Event, ExecStatus, FORMAT_VERSION, Inherited, Parent, Refusal, Rule,
+    Answer, AnswerSource, Event, ExecStatus, FORMAT_VERSION, Inherited, Parent, Refusal,
     SessionStarted, Status, ToolFinished,
 };
-use crate::limits::Limits;
 use crate::manifest;
 use crate::mcp::{McpBackend, McpConfig, McpError, McpRef, Servers};
-use crate::permission::{AllowList, Approver, Need, Policy, Request, is_guarded};
+use crate::permission::{AllowList, Approver, Need, Policy, Request};
 use crate::project::{Home, Project, new_session_id};
 use crate::redact::{Counts, Redactor};
 use crate::shell::{self, Runtime};
-use crate::state::{Process, State, repeat_key};
+use crate::state::{Process, State};
+use cairn_core::decide::{self, Answered, Decision, Permission};
 use cairn_tools::CancelHandle;
 use cairn_tools::Recorder;
 use cairn_tools::{Ctx, ToolOutput};
@@ -300,29 +300,17 @@ impl Engine {
         }
     }
 
-    /// Runs an MCP call: the same checks as a built-in, then the server.
-    #[allow(clippy::too_many_arguments)]
+    /// Runs an MCP call the engine admitted (as a built-in's): its permission, then the
+    /// server.
     fn run_mcp(
         &mut self,
         call: &str,
         t: &McpTool,
         input: &serde_json::Value,
-        input_bytes: usize,
-        repeats: u32,
         answer: Option<Answer>,
         raw: &mut Option<serde_json::Value>,
     ) -> Result<ToolOutput> {
-        let limits = &self.config.limits;
-        if input_bytes > limits.input_bytes_max {
-            return Ok(over_input(input_bytes, limits));
-        }
-        if let Err(e) = validate_mcp(t, input) {
-            return Ok(ToolOutput::refused(Rule::Input, None, None, e));
-        }
-        if repeats >= limits.repeat_calls_max {
-            return Ok(repeat_blocked(&t.name, repeats));
-        }
-        let timeout = std::time::Duration::from_millis(limits.mcp_call_timeout_ms);
+        let timeout = std::time::Duration::from_millis(self.config.limits.mcp_call_timeout_ms);
         let need = Need::Ask {
             key: format!("mcp:{}:{}", t.server, t.tool),
             detail: format!(
@@ -513,13 +501,6 @@ impl Engine {
         let call = format!("c{}", self.rec.state.calls_started + 1);
         let limits = self.config.limits.clone();
         let input_bytes = input.to_string().len();
-        // Decided on the state before this call's own records.
-        let repeats = self
-            .rec
-            .state
-            .repeats
-            .get(&repeat_key(tool, &input))
-            .map_or(0, |c| c.count);
         // An MCP tool not listed yet: its server starts on first use.
         let mut mcp_failed = Vec::new();
         if tool.starts_with(crate::mcp::MCP_PREFIX) && self.registry.mcp_tool(tool).is_none() {
@@ -530,39 +511,50 @@ impl Engine {
         let mut mcp_raw = None;
         let mut redactions = Counts::new();
         // An input too large to run is also too large to record: its size stands in.
-        let recorded_input = if input_bytes > limits.input_bytes_max {
-            serde_json::json!({"input_bytes": input_bytes, "note": "over input_bytes_max; not recorded"})
-        } else {
-            self.redactor.redact_json(&input, &mut redactions)
+        let recorded_input = match decide::input_size(input_bytes, &limits) {
+            Decision::Allow => self.redactor.redact_json(&input, &mut redactions),
+            Decision::Refuse(_) => decide::oversized_input(input_bytes),
+        };
+        // Decided on the state before this call's own records, as verify decides it:
+        // the fold counts repeats of the input as recorded.
+        let admit = |validate: &dyn Fn() -> std::result::Result<(), String>| {
+            decide::admit(
+                &self.rec.state,
+                &limits,
+                tool,
+                &recorded_input,
+                input_bytes,
+                validate,
+            )
+        };
+        let admitted = match (self.registry.get(tool), &mcp_tool) {
+            (Some(t), _) => Some(admit(&|| t.validate(&input))),
+            (None, Some(t)) => Some(admit(&|| validate_mcp(t, &input))),
+            (None, None) => None,
         };
         self.rec.append(&Event::ToolStarted {
             call: call.clone(),
             tool: tool.to_string(),
-            input: recorded_input,
+            input: recorded_input.clone(),
             mcp: mcp_tool.as_ref().map(|t| McpRef {
                 server: t.server.clone(),
                 tool: t.tool.clone(),
             }),
         })?;
-        let output = match self.registry.get(tool) {
-            None => match &mcp_tool {
-                Some(t) => {
-                    self.run_mcp(&call, t, &input, input_bytes, repeats, answer, &mut mcp_raw)?
-                }
-                None => ToolOutput::error(format!(
-                    "unknown tool '{tool}'; this catalog has: {}{}",
-                    self.registry.all_names().join(", "),
-                    mcp_failed
-                        .iter()
-                        .map(|e| format!("\n{e}"))
-                        .collect::<String>()
-                )),
-            },
-            Some(_) if input_bytes > limits.input_bytes_max => over_input(input_bytes, &limits),
-            Some(t) => match t.validate(&input) {
-                Err(e) => ToolOutput::refused(Rule::Input, None, None, e),
-                Ok(()) if repeats >= limits.repeat_calls_max => repeat_blocked(tool, repeats),
-                Ok(()) => {
+        let output = match admitted {
+            None => ToolOutput::error(format!(
+                "unknown tool '{tool}'; this catalog has: {}{}",
+                self.registry.all_names().join(", "),
+                mcp_failed
+                    .iter()
+                    .map(|e| format!("\n{e}"))
+                    .collect::<String>()
+            )),
+            Some(Decision::Refuse(refused)) => refused.into(),
+            Some(Decision::Allow) => match (self.registry.get(tool), &mcp_tool) {
+                (None, Some(t)) => self.run_mcp(&call, t, &input, answer, &mut mcp_raw)?,
+                (None, None) => ToolOutput::error(format!("unknown tool '{tool}'")),
+                (Some(t), _) => {
                     let need = self.need(tool, t.permission(&input), &input);
                     match self.decide(&call, tool, need, answer)? {
                         Err(denied) => denied,
@@ -600,7 +592,7 @@ impl Engine {
             .redactor
             .redact(&output.text, &mut redactions)
             .into_owned();
-        let (text, cut) = cap_output(&full, limits.output_bytes_max, limits.output_lines_max);
+        let (text, cut) = decide::output(&full, &limits);
         let output_blob = if cut {
             Some(self.rec.put_blob(full.as_bytes())?)
         } else {
@@ -696,29 +688,24 @@ impl Engine {
         need: Need,
         given: Option<Answer>,
     ) -> Result<Result<Option<PathBuf>, ToolOutput>> {
-        let Need::Ask {
-            key,
-            detail,
-            guarded,
-        } = need
-        else {
-            return Ok(Ok(None));
-        };
-        let guarded = guarded
-            || (key.starts_with("shell:") && is_guarded(&self.config.guarded_commands, &detail));
-        let outside = key
-            .split_once('@')
-            .filter(|(t, _)| *t == tool)
-            .map(|(_, d)| PathBuf::from(d));
-        if !guarded && self.rec.state.allow.contains_key(&key) {
-            self.rec.append(&Event::PermissionDecided {
-                call: call.to_string(),
-                key,
-                answer: Answer::Always,
-                source: AnswerSource::AllowList,
-            })?;
-            return Ok(Ok(None));
-        }
+        let (key, detail, guarded) =
+            match decide::permission(&self.rec.state, need, &self.config.guarded_commands) {
+                Permission::Auto => return Ok(Ok(None)),
+                Permission::AllowList { key } => {
+                    self.rec.append(&Event::PermissionDecided {
+                        call: call.to_string(),
+                        key,
+                        answer: Answer::Always,
+                        source: AnswerSource::AllowList,
+                    })?;
+                    return Ok(Ok(None));
+                }
+                Permission::Ask {
+                    key,
+                    detail,
+                    guarded,
+                } => (key, detail, guarded),
+            };
         let detail = self
             .redactor
             .redact(&detail, &mut Counts::new())
@@ -741,39 +728,30 @@ impl Engine {
             Some(a) => (a, true),
             None => self.approver.answer(&request),
         };
+        let source = if by_person {
+            AnswerSource::User
+        } else {
+            AnswerSource::Policy
+        };
         self.rec.append(&Event::PermissionDecided {
             call: call.to_string(),
             key: key.clone(),
             answer,
-            source: if by_person {
-                AnswerSource::User
-            } else {
-                AnswerSource::Policy
-            },
+            source,
         })?;
-        match answer {
-            // A policy that keeps a call inside the workspace lets it run confined: the
-            // tool then refuses the outside path itself, as confinement does.
-            Answer::Deny if !by_person && outside.is_some() => Ok(Ok(None)),
-            Answer::Deny => {
-                let how = if by_person {
-                    String::new()
-                } else {
-                    " (the approval policy denies it: run with --approve ask or --approve always, or give the script step \"approve\": \"once\")".to_string()
-                };
-                Ok(Err(ToolOutput {
-                    status: Status::Denied,
-                    text: format!(
-                        "denied: permission for {key} was refused{how}; the call did not run. Adjust the plan or ask the user."
-                    ),
-                    refusal: None,
-                }))
+        match decide::answered(tool, &key, answer, source) {
+            Answered::Confined => Ok(Ok(None)),
+            Answered::Denied(text) => Ok(Err(ToolOutput {
+                status: Status::Denied,
+                text,
+                refusal: None,
+            })),
+            Answered::Run { outside } => {
+                if answer == Answer::Always {
+                    self.allow_list.grant(&key, &self.id, call)?;
+                }
+                Ok(Ok(outside.map(PathBuf::from)))
             }
-            Answer::Always => {
-                self.allow_list.grant(&key, &self.id, call)?;
-                Ok(Ok(outside))
-            }
-            Answer::Once => Ok(Ok(outside)),
         }
     }
 
@@ -836,29 +814,6 @@ impl Engine {
             .head()
             .ok_or_else(|| EngineError::Config("the session log is empty".into()))
     }
-}
-
-fn over_input(input_bytes: usize, limits: &Limits) -> ToolOutput {
-    ToolOutput::refused(
-        Rule::Input,
-        None,
-        None,
-        format!(
-            "input of {input_bytes} bytes is over input_bytes_max ({} bytes)",
-            limits.input_bytes_max
-        ),
-    )
-}
-
-fn repeat_blocked(tool: &str, repeats: u32) -> ToolOutput {
-    ToolOutput::refused(
-        Rule::Repeat,
-        None,
-        None,
-        format!(
-            "blocked: this exact {tool} call was already made {repeats} times and nothing changed since that could give a different answer; use the result you have, or change the input"
-        ),
-    )
 }
 
 /// The checks cairn makes on an MCP tool's input (the server checks its own schema):

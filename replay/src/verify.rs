@@ -22,12 +22,13 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use cairn_core::Limits;
-use cairn_core::decide::cap_output;
+use cairn_core::decide::{self, Answered as Outcome, Decision, Permission};
 use cairn_core::event::{
-    Answer, AnswerSource, Event, ExecStatus, FileWrite, Phase, ProcKind, Rule, ShellExec, Status,
-    ToolFinished, WebFetched, WriteOp, WriteStatus,
+    Answer, AnswerSource, Event, ExecStatus, FileWrite, Phase, ProcKind, Refusal, Rule, ShellExec,
+    Status, ToolFinished, WebFetched, WriteOp, WriteStatus,
 };
-use cairn_core::state::{State, repeat_key};
+use cairn_core::permission::Need;
+use cairn_core::state::State;
 use cairn_store::{BlobCheck, BlobRef, BlobStore, Hash, Head, SnapshotStore};
 use cairn_tools::{Catalog, EngineConfig, Registry, manifest};
 use serde::Serialize;
@@ -216,13 +217,29 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<(Report, Vec<P
     Ok((report, problems))
 }
 
+/// A permission answer of a call, and where it is recorded (seq, line, offset).
+struct Answered {
+    key: String,
+    answer: Answer,
+    source: AnswerSource,
+    at: (u64, u64, u64),
+}
+
 /// A call between its `tool_started` and `tool_finished`.
 struct Pending {
     seq: u64,
     tool: String,
     input: serde_json::Value,
+    /// What the engine's admission rules (`decide::admit`: input size, schema, repeat
+    /// block) give for it on the state before its `tool_started`; `None` for a tool
+    /// this version does not know.
+    admitted: Option<Decision>,
     /// The repeat counter of this exact call before its `tool_started` was folded.
     repeats: u32,
+    /// The keys it asked permission for.
+    asked: Vec<String>,
+    /// Its permission answer.
+    answer: Option<Answered>,
     /// The (path, status intent seen) of its writes, to check each write's rules once.
     intents: Vec<String>,
     /// Writes of this call with status `ok`.
@@ -252,6 +269,8 @@ struct Verifier {
     blob_checked: HashMap<Hash, BlobCheck>,
     state: State,
     limits: Limits,
+    /// The session's guarded command patterns.
+    guarded: Vec<String>,
     registry: Registry,
     pending: BTreeMap<String, Pending>,
     snapshots: Vec<(u64, PathBuf)>,
@@ -280,6 +299,7 @@ impl Verifier {
             blob_checked: HashMap::new(),
             state: State::default(),
             limits: Catalog::Thoth.limits(),
+            guarded: cairn_core::permission::default_guarded(),
             registry: Registry::new(Catalog::Thoth),
             pending: BTreeMap::new(),
             snapshots: Vec::new(),
@@ -406,6 +426,7 @@ impl Verifier {
                 match serde_json::from_value::<EngineConfig>(s.config.clone()) {
                     Ok(c) => {
                         self.limits = c.limits;
+                        self.guarded = c.guarded_commands;
                         self.registry = Registry::new(c.catalog);
                     }
                     Err(e) => self.problem(
@@ -432,18 +453,27 @@ impl Verifier {
                         format!("call id {call} out of sequence: the fold expects {expected} (a record missing or moved?)"),
                     );
                 }
-                let repeats = self
-                    .state
-                    .repeats
-                    .get(&repeat_key(tool, input))
-                    .map_or(0, |c| c.count);
+                // Taken on the state before this record, as the engine took it.
+                let admitted = self.registry.get(tool).map(|t| {
+                    decide::admit(
+                        &self.state,
+                        &self.limits,
+                        tool,
+                        input,
+                        recorded_input_bytes(input),
+                        || t.validate(input),
+                    )
+                });
                 self.pending.insert(
                     call.clone(),
                     Pending {
                         seq: rec.seq,
                         tool: tool.clone(),
                         input: input.clone(),
-                        repeats,
+                        admitted,
+                        repeats: decide::repeats(&self.state, tool, input),
+                        asked: Vec::new(),
+                        answer: None,
                         intents: Vec::new(),
                         wrote_ok: 0,
                         last_hash: None,
@@ -481,6 +511,13 @@ impl Verifier {
                     self.side_effect(&call, "memory_written");
                 }
             }
+            Event::PermissionRequested {
+                call,
+                key,
+                detail,
+                guarded,
+                ..
+            } => self.permission_requested(call, key, detail, *guarded),
             Event::PermissionDecided {
                 call,
                 key,
@@ -634,44 +671,116 @@ impl Verifier {
         if !first || w.op == WriteOp::External {
             return;
         }
-        let input = p.input.clone();
+        let expected = decide::expected_before_hashes(&p.input);
         self.report.decisions_checked += 1;
-        let known = self.state.files.get(&w.path);
-        if let Some(b) = &w.before {
-            let read = known.is_some_and(|k| k.read_at(&b.hash.0));
-            let full = known.is_some_and(|k| k.read_at(&b.hash.0) && k.missing().is_empty());
-            match w.op {
-                WriteOp::Edit if !read => self.problem(
-                    ProblemKind::Decision,
-                    format!(
-                        "edit of {} at content {} that the fold says was not read (read-before-edit should have refused it)",
-                        w.path,
-                        b.hash.short(16)
-                    ),
+        let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
+        let before = w.before.map(|b| b.hash);
+        if let Decision::Refuse(r) =
+            decide::write(&self.state, w.op, &w.path, before.as_ref(), &expected)
+        {
+            self.problem(
+                ProblemKind::Decision,
+                format!(
+                    "write to {} at content {}: {} should have refused it ({})",
+                    w.path,
+                    before.map_or("none".into(), |h| h.short(16)),
+                    rule_name(r.rule),
+                    r.message
                 ),
-                WriteOp::Replace if !full => self.problem(
-                    ProblemKind::Decision,
-                    format!(
-                        "overwrite of {} at content {} that the fold says was not read in full (read-before-overwrite should have refused it)",
-                        w.path,
-                        b.hash.short(16)
-                    ),
-                ),
-                _ => {}
-            }
+            );
         }
-        for expected in expected_hashes(&input) {
-            let now = w.before.map(|b| b.hash.to_hex());
-            if now.as_deref() != Some(expected.trim()) {
-                self.problem(
-                    ProblemKind::Decision,
-                    format!(
-                        "write to {} with expected_before_hash {expected} but the content was {} (stale-write should have refused it)",
-                        w.path,
-                        now.unwrap_or_else(|| "none".into())
-                    ),
-                );
+    }
+
+    fn permission_requested(&mut self, call: &str, key: &str, detail: &str, guarded: bool) {
+        let need = Need::Ask {
+            key: key.to_string(),
+            detail: detail.to_string(),
+            guarded,
+        };
+        let problem = match decide::permission(&self.state, need, &self.guarded) {
+            Permission::AllowList { .. } => Some(format!(
+                "asked for {key}, but the allow list covers it: the engine answers from the allow list"
+            )),
+            Permission::Ask { guarded: g, .. } if g != guarded => Some(format!(
+                "the request for {key} is not marked guarded, but its detail matches a guarded command pattern"
+            )),
+            _ => None,
+        };
+        self.report.decisions_checked += 1;
+        if let Some(what) = problem {
+            self.problem(ProblemKind::Decision, format!("call {call}: {what}"));
+        }
+        match self.pending.get_mut(call) {
+            Some(p) => p.asked.push(key.to_string()),
+            None => self.problem(
+                ProblemKind::Structure,
+                format!("permission_requested for {key} outside its call {call}"),
+            ),
+        }
+    }
+
+    fn permission_decided(&mut self, call: &str, key: &str, answer: Answer, source: AnswerSource) {
+        let at = self.at;
+        let Some(p) = self.pending.get_mut(call) else {
+            self.problem(
+                ProblemKind::Structure,
+                format!("permission_decided for {key} outside its call {call}"),
+            );
+            return;
+        };
+        p.answer = Some(Answered {
+            key: key.to_string(),
+            answer,
+            source,
+            at,
+        });
+        // A denial that stops the call (not a policy's confined run) forbids any side
+        // effect after it; a grant is remembered for the status check.
+        match decide::answered(&p.tool, key, answer, source) {
+            Outcome::Denied(_) => p.denied = Some((at.0, key.to_string())),
+            Outcome::Confined => {}
+            Outcome::Run { .. } => p.granted = Some((at.0, key.to_string(), answer)),
+        }
+        let asked = p.asked.iter().any(|k| k == key);
+        let problem = if source == AnswerSource::AllowList {
+            // The tool's own question for the call, when it is this key, says whether
+            // the command line is guarded (an outside folder's key has no other detail).
+            let need = match self.registry.get(&p.tool).map(|t| t.permission(&p.input)) {
+                Some(need) if matches!(&need, Need::Ask { key: k, .. } if k == key) => need,
+                _ => Need::Ask {
+                    key: key.to_string(),
+                    detail: String::new(),
+                    guarded: false,
+                },
+            };
+            self.report.decisions_checked += 1;
+            match decide::permission(&self.state, need, &self.guarded) {
+                _ if asked => Some(format!(
+                    "{key} answered from the allow list after a question was asked"
+                )),
+                _ if answer != Answer::Always => Some(format!(
+                    "{key} answered {} from the allow list, which only answers always",
+                    answer_name(answer)
+                )),
+                Permission::AllowList { .. } => None,
+                Permission::Ask { guarded: true, .. } => Some(format!(
+                    "{key} answered from the allow list, but the command line is guarded: it must be asked"
+                )),
+                _ => Some(format!(
+                    "{key} answered from the allow list, but the fold's allow list does not hold it"
+                )),
             }
+        } else if !asked {
+            Some(format!(
+                "{key} answered {} by {} without a permission_requested",
+                answer_name(answer),
+                source_name(source)
+            ))
+        } else {
+            None
+        };
+        if let Some(what) = problem {
+            self.problem(ProblemKind::Decision, format!("call {call}: {what}"));
         }
     }
 
@@ -711,10 +820,6 @@ impl Verifier {
             return;
         };
         self.report.decisions_checked += 1;
-        let rule = f.refusal.as_ref().map(|r| r.rule);
-        let placeholder = p.input.get("note").and_then(|n| n.as_str())
-            == Some("over input_bytes_max; not recorded");
-        let valid = !placeholder && tool.validate(&p.input).is_ok();
         let wrong = |v: &mut Verifier, what: String| {
             v.problem(
                 ProblemKind::Decision,
@@ -730,94 +835,120 @@ impl Verifier {
         if f.refusal.is_some() && p.wrote_ok > 0 {
             wrong(self, "refused, yet it wrote".into());
         }
-        // Status and rule agree.
-        if (f.status == Status::Blocked) != (rule == Some(Rule::Repeat)) {
-            wrong(
+        // The status follows the refusal.
+        let status = f.status.as_str();
+        match &f.refusal {
+            Some(r) if f.status != decide::refusal_status(r.rule) => wrong(
                 self,
                 format!(
-                    "status {} with refusal {:?}: only a repeat refusal blocks",
-                    f.status.as_str(),
-                    rule
+                    "status {status} with refusal {}: a refused call ends {}",
+                    rule_name(r.rule),
+                    decide::refusal_status(r.rule).as_str()
                 ),
-            );
-        }
-        // Input validation.
-        if !placeholder && !valid && rule != Some(Rule::Input) {
-            wrong(
+            ),
+            None if f.status == Status::Blocked => wrong(
                 self,
-                "the input does not match the tool's schema, yet it was not refused".into(),
-            );
+                "status blocked without a refusal: only a repeat refusal blocks".into(),
+            ),
+            _ => {}
         }
-        if valid && rule == Some(Rule::Input) {
-            wrong(
-                self,
-                "refused as bad input, but the input matches the tool's schema".into(),
-            );
-        }
-        // Repeat block: decided on the counter before this call's tool_started.
-        let max = self.limits.repeat_calls_max;
-        let should_block = valid && p.repeats >= max;
-        let blocked = rule == Some(Rule::Repeat) || f.status == Status::Blocked;
-        if should_block && !blocked {
-            wrong(
-                self,
-                format!(
-                    "recorded {}, but the fold says this exact call was already made {} times (repeat_calls_max {max}): it should have been blocked",
-                    f.status.as_str(),
-                    p.repeats
-                ),
-            );
-        }
-        if blocked && !should_block {
-            wrong(
-                self,
-                format!(
-                    "blocked as a repeat, but the fold counts {} earlier identical calls (repeat_calls_max {max})",
-                    p.repeats
-                ),
-            );
-        }
-        // Read-before-write and stale-write refusals, from the fold and the facts.
-        if let Some(r) = &f.refusal {
-            let known = r.path.as_ref().and_then(|path| self.state.files.get(path));
-            match (r.rule, r.observed) {
-                (Rule::ReadBeforeEdit, Some(h)) if known.is_some_and(|k| k.read_at(&h.0)) => wrong(
-                    self,
-                    format!(
-                        "refused by read-before-edit, but the fold says {} was read at {}",
-                        r.path.as_deref().unwrap_or("?"),
-                        h.short(16)
-                    ),
-                ),
-                (Rule::ReadBeforeOverwrite, Some(h))
-                    if known.is_some_and(|k| k.read_at(&h.0) && k.missing().is_empty()) =>
-                {
+        let limits = self.limits.clone();
+        let shows = |message: &str| shows(f, &limits, message);
+        // Admission: input size, schema, repeat block.
+        let admitted = p.admitted.clone().unwrap_or(Decision::Allow);
+        let admission = |r: &Refusal| matches!(r.rule, Rule::Input | Rule::Repeat);
+        match (&admitted, &f.refusal) {
+            (Decision::Refuse(d), Some(r)) if d.refusal() == *r => {
+                if !shows(&d.message) {
                     wrong(
                         self,
                         format!(
-                            "refused by read-before-overwrite, but the fold says every line of {} was read at {}",
-                            r.path.as_deref().unwrap_or("?"),
-                            h.short(16)
+                            "refused by {}, but the output is not the rule's message: {}",
+                            rule_name(r.rule),
+                            d.message
                         ),
-                    )
+                    );
                 }
-                (Rule::ReadBeforeEdit | Rule::ReadBeforeOverwrite, None) => wrong(
-                    self,
-                    "a read-before-write refusal without the observed hash".into(),
-                ),
-                (Rule::StaleWrite, observed) => {
-                    let now = observed.map(|h| h.to_hex());
-                    let stale = expected_hashes(&p.input)
-                        .iter()
-                        .any(|e| Some(e.trim()) != now.as_deref());
-                    if !stale {
-                        wrong(
-                            self,
-                            "refused as a stale write, but every expected_before_hash matches the observed content".into(),
-                        );
-                    }
-                }
-                _ => {}
+            }
+            // A crash (or a kill) between the start and the refusal.
+            (Decision::Refuse(_), None) if f.status == Status::Interrupted => {}
+            (Decision::Refuse(d), _) => wrong(
+                self,
+                match d.rule {
+                    Rule::Repeat => format!(
+                        "recorded {status}, but the fold says this exact call was already made {} times (repeat_calls_max {}): it should have been blocked",
+                        p.repeats, limits.repeat_calls_max
+                    ),
+                    rule => format!(
+                        "recorded {status}, but {} refuses it: {}",
+                        rule_name(rule),
+                        d.message
+                    ),
+                },
+            ),
+            (Decision::Allow, Some(r)) if admission(r) => wrong(
+                self,
+                match r.rule {
+                    Rule::Repeat => format!(
+                        "blocked as a repeat, but the fold counts {} earlier identical calls (repeat_calls_max {})",
+                        p.repeats, limits.repeat_calls_max
+                    ),
+                    _ => "refused as bad input, but the input is within input_bytes_max and matches the tool's schema".into(),
+                },
+            ),
+            (Decision::Allow, _) => {}
+        }
+        // A write rule's refusal is taken again from the fold and its observed hash.
+        if let Some(r) = &f.refusal
+            && let Some(op) = match r.rule {
+                Rule::ReadBeforeEdit => Some(WriteOp::Edit),
+                Rule::ReadBeforeOverwrite => Some(WriteOp::Replace),
+                // Its guards come first: no read rule of an op decides it.
+                Rule::StaleWrite => Some(WriteOp::Create),
+                _ => None,
+            }
+        {
+            self.write_refusal(f, &p, r, op);
+        }
+        // The permission answer decides whether the call ran.
+        if let Some(Answered {
+            key,
+            answer,
+            source,
+            at,
+        }) = &p.answer
+        {
+            let denied = match decide::answered(&p.tool, key, *answer, *source) {
+                Outcome::Denied(message) => Some(message),
+                Outcome::Run { .. } | Outcome::Confined => None,
+            };
+            let answered = format!(
+                "permission for {key} was answered {} ({}) at seq {}",
+                answer_name(*answer),
+                source_name(*source),
+                at.0
+            );
+            let what = match (denied, f.status == Status::Denied) {
+                _ if f.status == Status::Interrupted => None,
+                (Some(message), true) => (!shows(&message)).then(|| {
+                    format!("denied, but the output is not the denial's message: {message}")
+                }),
+                (None, false) => None,
+                (Some(_), false) => Some(format!(
+                    "status {status}, but {answered}: the call does not run"
+                )),
+                (None, true) => Some(format!("status denied, but {answered}: the call runs")),
+            };
+            if let Some(what) = what {
+                // Either record may be the forged one: both are reported.
+                let here = self.at;
+                wrong(self, what.clone());
+                self.at = *at;
+                self.problem(
+                    ProblemKind::Decision,
+                    format!("call {}: {what} (it finished at seq {})", f.call, here.0),
+                );
+                self.at = here;
             }
         }
         // The content hash an output reports is the one its records name.
@@ -845,7 +976,7 @@ impl Verifier {
             Some(b) => {
                 if let Ok(whole) = self.blobs.get(&b.hash) {
                     let whole = String::from_utf8_lossy(&whole);
-                    let (capped, cut) = cap_output(&whole, bytes_max, lines_max);
+                    let (capped, cut) = decide::output(&whole, &self.limits);
                     if !cut || capped != f.output {
                         wrong(
                             self,
@@ -855,7 +986,7 @@ impl Verifier {
                 }
             }
             None => {
-                let (_, cut) = cap_output(&f.output, bytes_max, lines_max);
+                let (_, cut) = decide::output(&f.output, &self.limits);
                 if cut {
                     wrong(
                         self,
@@ -903,32 +1034,6 @@ impl Verifier {
                 kind: ProblemKind::Structure,
                 what: after_end_what(kind, end),
             });
-        }
-    }
-
-    fn permission_decided(&mut self, call: &str, key: &str, answer: Answer, source: AnswerSource) {
-        let seq = self.at.0;
-        let Some(p) = self.pending.get_mut(call) else {
-            self.problem(
-                ProblemKind::Structure,
-                format!("permission_decided for {key} outside its call {call}"),
-            );
-            return;
-        };
-        match answer {
-            Answer::Deny => {
-                // The engine lets a policy's "no" to a folder outside the workspace
-                // (`<tool>@<dir>`) run the call confined: the tool then refuses the
-                // outside path itself. Any other "no" stops the call.
-                let confined = source != AnswerSource::User
-                    && key
-                        .strip_prefix(p.tool.as_str())
-                        .is_some_and(|rest| rest.starts_with('@'));
-                if !confined {
-                    p.denied = Some((seq, key.to_string()));
-                }
-            }
-            Answer::Once | Answer::Always => p.granted = Some((seq, key.to_string(), answer)),
         }
     }
 
@@ -1143,18 +1248,7 @@ impl Verifier {
             },
             _ => {}
         }
-        if let Some(r) = &f.refusal
-            && r.rule != Rule::Repeat
-            && !matches!(f.status, Status::Error | Status::Blocked)
-        {
-            wrong(
-                self,
-                format!(
-                    "refused by rule {} but status {status}: a refused call ends with error",
-                    rule_name(r.rule)
-                ),
-            );
-        }
+        // A refusal's status is `decide::refusal_status`, checked in `tool_finished`.
         if p.write_failed && f.status == Status::Ok {
             wrong(self, "status ok, but one of its writes failed".into());
         }
@@ -1245,6 +1339,64 @@ impl Verifier {
         }
     }
 
+    /// Takes a write rule's refusal again: the fold and the refusal's observed hash
+    /// (with the input's `expected_before_hash` guards) must give the same refusal.
+    fn write_refusal(&mut self, f: &ToolFinished, p: &Pending, r: &Refusal, op: WriteOp) {
+        let wrong = |v: &mut Verifier, what: String| {
+            v.problem(
+                ProblemKind::Decision,
+                format!("call {} ({}): {what}", f.call, p.tool),
+            )
+        };
+        let rule = rule_name(r.rule);
+        if r.rule != Rule::StaleWrite && r.observed.is_none() {
+            wrong(
+                self,
+                "a read-before-write refusal without the observed hash".into(),
+            );
+            return;
+        }
+        let path = r.path.as_deref().unwrap_or_default();
+        let expected = decide::expected_before_hashes(&p.input);
+        let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
+        let observed = r.observed.map_or("none".into(), |h| h.short(16));
+        match decide::write(&self.state, op, path, r.observed.as_ref(), &expected) {
+            Decision::Allow => {
+                let why = match r.rule {
+                    Rule::ReadBeforeEdit => format!("{path} was read at that content"),
+                    Rule::ReadBeforeOverwrite => {
+                        format!("every line of {path} was read at that content")
+                    }
+                    _ => "every expected_before_hash matches that content".into(),
+                };
+                wrong(
+                    self,
+                    format!(
+                        "refused by {rule} at content {observed}, but the rules allow it: the fold says {why}"
+                    ),
+                );
+            }
+            Decision::Refuse(d) if d.refusal() != *r => wrong(
+                self,
+                format!(
+                    "refused by {rule} of {path} at content {observed}, but the rules give {} of {} at {}: {}",
+                    rule_name(d.rule),
+                    d.path.as_deref().unwrap_or("?"),
+                    d.observed.map_or("none".into(), |h| h.short(16)),
+                    d.message
+                ),
+            ),
+            Decision::Refuse(d) if !shows(f, &self.limits, &d.message) => wrong(
+                self,
+                format!(
+                    "refused by {rule}, but the output is not the rule's message: {}",
+                    d.message
+                ),
+            ),
+            Decision::Refuse(_) => {}
+        }
+    }
+
     /// Compares the snapshot taken at `seq`, if any, with the fold.
     fn snapshot_at(&mut self, seq: u64, hash: Hash) {
         let Some(i) = self.snapshots.iter().position(|(s, _)| *s == seq) else {
@@ -1318,18 +1470,41 @@ impl Verifier {
     }
 }
 
-/// The `expected_before_hash` guards of a call's input (write_patch patches).
-fn expected_hashes(input: &serde_json::Value) -> Vec<String> {
-    input
-        .get("patches")
-        .and_then(|p| p.as_array())
-        .map(|ps| {
-            ps.iter()
-                .filter_map(|p| p.get("expected_before_hash").and_then(|h| h.as_str()))
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+/// True when the output of `f` is `message` as the model is shown it; always true
+/// when something was redacted or cut (the recorded output is not the message alone).
+fn shows(f: &ToolFinished, limits: &Limits, message: &str) -> bool {
+    !(f.redactions.is_empty() && f.output_blob.is_none())
+        || decide::output(message, limits).0 == f.output
+}
+
+/// The size of the input a `tool_started` stands for: a placeholder's, or (a real
+/// input is only recorded when it is within `input_bytes_max`) none to speak of.
+fn recorded_input_bytes(input: &serde_json::Value) -> usize {
+    decide::oversized_input_bytes(input).unwrap_or(0)
+}
+
+/// A rule's name as the log spells it (`read_before_edit`), with dashes.
+fn rule_name(rule: Rule) -> String {
+    serde_json::to_value(rule)
+        .ok()
+        .and_then(|v| v.as_str().map(|s| s.replace('_', "-")))
+        .unwrap_or_else(|| format!("{rule:?}"))
+}
+
+fn answer_name(answer: Answer) -> &'static str {
+    match answer {
+        Answer::Once => "once",
+        Answer::Always => "always",
+        Answer::Deny => "deny",
+    }
+}
+
+fn source_name(source: AnswerSource) -> &'static str {
+    match source {
+        AnswerSource::User => "user",
+        AnswerSource::AllowList => "allow list",
+        AnswerSource::Policy => "policy",
+    }
 }
 
 /// Records a resume writes before its `session_resumed`: findings of the
@@ -1351,21 +1526,6 @@ fn after_end_what(kind: &str, end: u64) -> String {
     format!(
         "{kind} after the session ended at seq {end}: only a resume (its findings, then session_resumed) may follow session_ended"
     )
-}
-
-fn rule_name(rule: Rule) -> String {
-    serde_json::to_value(rule)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| format!("{rule:?}"))
-}
-
-fn answer_name(answer: Answer) -> &'static str {
-    match answer {
-        Answer::Once => "once",
-        Answer::Always => "always",
-        Answer::Deny => "deny",
-    }
 }
 
 /// `: line N is …, the records give …` for the first line where two texts differ.

@@ -37,6 +37,14 @@ pub fn read_records(dir: &Path) -> Vec<Rec> {
 pub fn rewrite(dir: &Path, edit: impl FnOnce(&mut Vec<Rec>)) {
     let mut recs = read_records(dir);
     edit(&mut recs);
+    rechain(dir, &recs);
+    let _ = std::fs::remove_dir_all(dir.join(cairn_store::SNAPSHOT_DIR));
+}
+
+/// Writes `recs` as the session's log, numbered from 0, each line hashed and chained
+/// to the one before (BLAKE3 derive-key over the line up to its hash, `prev` the
+/// previous hash), and drops the index; snapshots are left as they are.
+pub fn rechain(dir: &Path, recs: &[Rec]) {
     let mut out = Vec::new();
     let mut prev = Hash::ZERO;
     for (seq, r) in recs.iter().enumerate() {
@@ -46,7 +54,6 @@ pub fn rewrite(dir: &Path, edit: impl FnOnce(&mut Vec<Rec>)) {
         prev = hash;
     }
     write_raw(dir, &out);
-    let _ = std::fs::remove_dir_all(dir.join(cairn_store::SNAPSHOT_DIR));
 }
 
 /// Replaces a session's log with `bytes` as they are (no re-hashing) and drops the index.

@@ -1,5 +1,327 @@
-//! The rules, as pure functions of the folded state and the call. The live call path
-//! and deep verify both call these; there is no second copy of a rule anywhere.
+//! The rules, as pure functions of the folded state and the facts of a call. The live
+//! call path and deep verify both call these; there is no second copy of a rule
+//! anywhere.
+//!
+//! Live, the engine and the tools gather the facts (the file's hash read from the
+//! disk, the input's size, the approver's answer) and pass them in; verify passes the
+//! same facts as the log recorded them (a refusal's `observed` hash, a write's `before`
+//! hash, a `permission_decided` answer) with the state folded up to the record, and
+//! reports the record where the answer differs from the recorded one.
+//!
+//! A rule gives a [`Decision`]: [`Decision::Allow`], or [`Decision::Refuse`] with the
+//! rule, the facts it decided on and the message the model is shown. Rules that check
+//! in a fixed order are chained with [`Decision::and_then`]: the first refusal wins.
+//!
+//! ```
+//! use cairn_core::decide::{self, Decision};
+//! use cairn_core::{Limits, State};
+//! use cairn_core::event::Rule;
+//! let limits = Limits::default();
+//! let d = decide::input_size(limits.input_bytes_max + 1, &limits);
+//! assert_eq!(d.refused().map(|r| r.rule), Some(Rule::Input));
+//! let input = serde_json::json!({"path": "a.txt"});
+//! assert_eq!(decide::repeat(&State::default(), &limits, "read_file", &input), Decision::Allow);
+//! ```
+
+use cairn_store::Hash;
+use serde_json::Value;
+
+use crate::event::{Answer, AnswerSource, Refusal, Rule, Status, WriteOp};
+use crate::limits::Limits;
+use crate::permission::{Need, is_guarded};
+use crate::state::{State, repeat_key};
+
+/// What a rule decided about a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// The call may go on.
+    Allow,
+    /// A rule refused the call.
+    Refuse(Refused),
+}
+
+/// A refusal: the rule, the facts it decided on (recorded in `tool_finished`, so that
+/// verify can take the decision again) and what the model is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub rule: Rule,
+    /// The workspace path the rule looked at.
+    pub path: Option<String>,
+    /// The file's content hash observed when deciding.
+    pub observed: Option<Hash>,
+    /// The message shown to the model.
+    pub message: String,
+}
+
+impl Refused {
+    /// The refusal as `tool_finished` records it.
+    pub fn refusal(&self) -> Refusal {
+        Refusal {
+            rule: self.rule,
+            path: self.path.clone(),
+            observed: self.observed,
+        }
+    }
+
+    /// The status the refused call ends with.
+    pub fn status(&self) -> Status {
+        refusal_status(self.rule)
+    }
+}
+
+impl Decision {
+    /// A refusal by `rule`.
+    pub fn refuse(
+        rule: Rule,
+        path: Option<&str>,
+        observed: Option<Hash>,
+        message: impl Into<String>,
+    ) -> Decision {
+        Decision::Refuse(Refused {
+            rule,
+            path: path.map(str::to_string),
+            observed,
+            message: message.into(),
+        })
+    }
+
+    /// `next` when this one allows: rules taken in order, the first refusal wins.
+    pub fn and_then(self, next: impl FnOnce() -> Decision) -> Decision {
+        match self {
+            Decision::Allow => next(),
+            refused => refused,
+        }
+    }
+
+    /// The refusal, if the call was refused.
+    pub fn refused(&self) -> Option<&Refused> {
+        match self {
+            Decision::Allow => None,
+            Decision::Refuse(r) => Some(r),
+        }
+    }
+
+    /// `Ok` when allowed, for `?` in a tool (a [`Refused`] converts into its answer).
+    pub fn into_result(self) -> Result<(), Refused> {
+        match self {
+            Decision::Allow => Ok(()),
+            Decision::Refuse(r) => Err(r),
+        }
+    }
+}
+
+/// The status of a call a rule refused: `blocked` for a repeat, `error` for the rest.
+pub fn refusal_status(rule: Rule) -> Status {
+    if rule == Rule::Repeat {
+        Status::Blocked
+    } else {
+        Status::Error
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Admission: what the engine decides before a tool runs, in this order.
+
+/// The note of the placeholder `tool_started` records instead of an input over
+/// `input_bytes_max`.
+const OVERSIZED_NOTE: &str = "over input_bytes_max; not recorded";
+
+/// An input over `input_bytes_max` is refused (and not recorded: see
+/// [`oversized_input`]).
+pub fn input_size(input_bytes: usize, limits: &Limits) -> Decision {
+    if input_bytes <= limits.input_bytes_max {
+        return Decision::Allow;
+    }
+    Decision::refuse(
+        Rule::Input,
+        None,
+        None,
+        format!(
+            "input of {input_bytes} bytes is over input_bytes_max ({} bytes)",
+            limits.input_bytes_max
+        ),
+    )
+}
+
+/// What `tool_started` records in place of an input that [`input_size`] refuses: an
+/// input too large to run is also too large to record, so its size stands in.
+pub fn oversized_input(input_bytes: usize) -> Value {
+    serde_json::json!({"input_bytes": input_bytes, "note": OVERSIZED_NOTE})
+}
+
+/// The size an [`oversized_input`] placeholder stands for; `None` for a real input.
+pub fn oversized_input_bytes(recorded: &Value) -> Option<usize> {
+    if recorded.get("note").and_then(Value::as_str) != Some(OVERSIZED_NOTE) {
+        return None;
+    }
+    recorded
+        .get("input_bytes")
+        .and_then(Value::as_u64)
+        .and_then(|n| usize::try_from(n).ok())
+}
+
+/// An input its tool's check rejects (`validation` is the check's answer: the message
+/// names the field at fault) is refused.
+pub fn input_valid(validation: Result<(), String>) -> Decision {
+    match validation {
+        Ok(()) => Decision::Allow,
+        Err(message) => Decision::refuse(Rule::Input, None, None, message),
+    }
+}
+
+/// How many times this exact call (tool and canonical input, as recorded) was made
+/// since the last change that could alter its answer.
+pub fn repeats(state: &State, tool: &str, input: &Value) -> u32 {
+    state
+        .repeats
+        .get(&repeat_key(tool, input))
+        .map_or(0, |c| c.count)
+}
+
+/// The repeat block: a call made `repeat_calls_max` times already, with nothing
+/// changed since that could give another answer, is blocked. `input` is the input as
+/// `tool_started` records it (redacted): the fold counts those.
+pub fn repeat(state: &State, limits: &Limits, tool: &str, input: &Value) -> Decision {
+    let n = repeats(state, tool, input);
+    if n < limits.repeat_calls_max {
+        return Decision::Allow;
+    }
+    Decision::refuse(
+        Rule::Repeat,
+        None,
+        None,
+        format!(
+            "blocked: this exact {tool} call was already made {n} times and nothing changed since that could give a different answer; use the result you have, or change the input"
+        ),
+    )
+}
+
+/// Everything the engine decides about a call of a known tool before asking for
+/// permission, in order: the input's size, its validity (`validate` is the tool's
+/// check, only run on an input of a size that may run), the repeat block. `input` is
+/// the input as recorded; `input_bytes` the size of the input as given.
+pub fn admit(
+    state: &State,
+    limits: &Limits,
+    tool: &str,
+    input: &Value,
+    input_bytes: usize,
+    validate: impl FnOnce() -> Result<(), String>,
+) -> Decision {
+    input_size(input_bytes, limits)
+        .and_then(|| input_valid(validate()))
+        .and_then(|| repeat(state, limits, tool, input))
+}
+
+// ---------------------------------------------------------------------------------
+// Writes: read before edit, read in full before overwrite, stale writes.
+
+/// An edit needs the file read at its current content (`observed`).
+pub fn read_before_edit(state: &State, path: &str, observed: &Hash) -> Decision {
+    let known = state.files.get(path);
+    if known.is_some_and(|k| k.read_at(&observed.0)) {
+        return Decision::Allow;
+    }
+    let why = match known.and_then(|k| k.read_hash) {
+        Some(_) => format!("{path} changed since you last read it; read it again before editing"),
+        None => format!("read {path} before editing it"),
+    };
+    Decision::refuse(Rule::ReadBeforeEdit, Some(path), Some(*observed), why)
+}
+
+/// An overwrite needs every line of the current content (`observed`) read.
+pub fn read_before_overwrite(state: &State, path: &str, observed: &Hash) -> Decision {
+    let refuse =
+        |why: String| Decision::refuse(Rule::ReadBeforeOverwrite, Some(path), Some(*observed), why);
+    match state.files.get(path) {
+        Some(k) if k.read_at(&observed.0) => {
+            let missing = k.missing();
+            if missing.is_empty() {
+                return Decision::Allow;
+            }
+            let list: Vec<String> = missing
+                .iter()
+                .map(|&(a, b)| {
+                    if a == b {
+                        a.to_string()
+                    } else {
+                        format!("{a}-{b}")
+                    }
+                })
+                .collect();
+            refuse(format!(
+                "overwriting {path} needs every line read first; not read: lines {} of {}",
+                list.join(", "),
+                k.total_lines
+            ))
+        }
+        Some(k) if k.read_hash.is_some() => refuse(format!(
+            "{path} changed since you last read it; read all of it again before overwriting"
+        )),
+        _ => refuse(format!(
+            "overwriting {path} needs every line read first; you have not read it"
+        )),
+    }
+}
+
+/// An `expected_before_hash` guard: the write goes on only if the file's content
+/// (`observed`; `None` when it does not exist) has that hash.
+pub fn stale_write(path: &str, expected: Option<&str>, observed: Option<&Hash>) -> Decision {
+    let Some(expected) = expected else {
+        return Decision::Allow;
+    };
+    if observed.map(|h| h.to_hex()).as_deref() == Some(expected.trim()) {
+        return Decision::Allow;
+    }
+    let current = observed.map_or("none (the file does not exist)".to_string(), |h| h.to_hex());
+    Decision::refuse(
+        Rule::StaleWrite,
+        Some(path),
+        observed.copied(),
+        format!(
+            "stale write refused: {path} has hash {current}, expected {expected}; read it again"
+        ),
+    )
+}
+
+/// The `expected_before_hash` guards a call's input carries (in its `patches`), in
+/// order.
+pub fn expected_before_hashes(input: &Value) -> Vec<String> {
+    input
+        .get("patches")
+        .and_then(Value::as_array)
+        .map(|ps| {
+            ps.iter()
+                .filter_map(|p| p.get("expected_before_hash").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every rule a write of `path` passes, in order: each `expected_before_hash` guard,
+/// then read-before-edit for an edit or read-in-full for an overwrite of an existing
+/// file. `observed` is the file's content hash when deciding (`None`: no file).
+pub fn write(
+    state: &State,
+    op: WriteOp,
+    path: &str,
+    observed: Option<&Hash>,
+    expected: &[&str],
+) -> Decision {
+    let mut decision = Decision::Allow;
+    for e in expected {
+        decision = decision.and_then(|| stale_write(path, Some(e), observed));
+    }
+    decision.and_then(|| match (op, observed) {
+        (WriteOp::Edit, Some(h)) => read_before_edit(state, path, h),
+        (WriteOp::Replace, Some(h)) => read_before_overwrite(state, path, h),
+        _ => Decision::Allow,
+    })
+}
+
+// ---------------------------------------------------------------------------------
+// Output.
 
 /// Cuts `text` to `lines_max` lines and `bytes_max` bytes (on a character boundary),
 /// with a marker saying what was cut. Returns whether anything was.
@@ -32,9 +354,659 @@ pub fn cap_output(text: &str, bytes_max: usize, lines_max: usize) -> (String, bo
     (out, cut)
 }
 
+/// What the model is given of a call's whole output: [`cap_output`] by
+/// `output_bytes_max` and `output_lines_max`, and whether it was cut (then the whole
+/// output is kept as a blob).
+pub fn output(whole: &str, limits: &Limits) -> (String, bool) {
+    cap_output(whole, limits.output_bytes_max, limits.output_lines_max)
+}
+
+// ---------------------------------------------------------------------------------
+// Permissions.
+
+/// How the engine gets the permission a call needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Permission {
+    /// The call needs none.
+    Auto,
+    /// The allow list covers the key: answered `always` from it, nobody asked.
+    AllowList { key: String },
+    /// Whoever answers is asked.
+    Ask {
+        key: String,
+        detail: String,
+        /// A guarded command line: asked although the key may be allowed.
+        guarded: bool,
+    },
+}
+
+/// True when a question must be asked even if its key is allowed: the tool said so,
+/// or it is a shell command line (`shell:` key) matching a guarded pattern.
+pub fn guarded(key: &str, detail: &str, tool_says: bool, patterns: &[String]) -> bool {
+    tool_says || (key.starts_with("shell:") && is_guarded(patterns, detail))
+}
+
+/// How the call's `need` is answered: not at all, from the allow list (the fold's
+/// `allow`) when it covers an unguarded key, or by asking.
+pub fn permission(state: &State, need: Need, patterns: &[String]) -> Permission {
+    let Need::Ask {
+        key,
+        detail,
+        guarded: tool_says,
+    } = need
+    else {
+        return Permission::Auto;
+    };
+    let guarded = guarded(&key, &detail, tool_says, patterns);
+    if !guarded && state.allow.contains_key(&key) {
+        return Permission::AllowList { key };
+    }
+    Permission::Ask {
+        key,
+        detail,
+        guarded,
+    }
+}
+
+/// What a permission answer does to the call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answered {
+    /// The call runs; `outside` is the folder outside the workspace the answer opens
+    /// to it (a `<tool>@<dir>` key).
+    Run { outside: Option<String> },
+    /// A policy's "no" to a folder outside the workspace: the call runs confined, and
+    /// the tool refuses the outside path itself, as confinement does.
+    Confined,
+    /// The call does not run; it ends `denied` with this message.
+    Denied(String),
+}
+
+/// What `answer` (given by `source`) to the question for `key` does to a call of
+/// `tool`.
+pub fn answered(tool: &str, key: &str, answer: Answer, source: AnswerSource) -> Answered {
+    let outside = key
+        .split_once('@')
+        .filter(|(t, _)| *t == tool)
+        .map(|(_, d)| d.to_string());
+    let by_person = source == AnswerSource::User;
+    match answer {
+        Answer::Deny if !by_person && outside.is_some() => Answered::Confined,
+        Answer::Deny => {
+            let how = if by_person {
+                ""
+            } else {
+                " (the approval policy denies it: run with --approve ask or --approve always, or give the script step \"approve\": \"once\")"
+            };
+            Answered::Denied(format!(
+                "denied: permission for {key} was refused{how}; the call did not run. Adjust the plan or ask the user."
+            ))
+        }
+        Answer::Once | Answer::Always => Answered::Run { outside },
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Memory.
+
+/// Words in one shingle.
+pub const SHINGLE_WORDS: usize = 5;
+/// A fact is refused when at least this share (percent) of its shingles appear in a
+/// fetched text.
+pub const OVERLAP_PERCENT_MAX: usize = 30;
+
+/// Lowercase words of letters and digits.
+pub fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase())
+        .collect()
+}
+
+/// How many of the fact's shingles appear in `source`, of how many. A fact shorter
+/// than a shingle (but of 3 words or more) counts as one shingle: found or not as a
+/// whole.
+pub fn overlap(fact: &str, source: &str) -> (usize, usize) {
+    let f = words(fact);
+    let s = words(source);
+    if f.len() < SHINGLE_WORDS {
+        if f.len() < 3 {
+            return (0, 0);
+        }
+        let found = s.windows(f.len()).any(|w| w == f.as_slice());
+        return (usize::from(found), 1);
+    }
+    let source_shingles: std::collections::HashSet<&[String]> = s.windows(SHINGLE_WORDS).collect();
+    let fact_shingles: Vec<&[String]> = f.windows(SHINGLE_WORDS).collect();
+    let shared = fact_shingles
+        .iter()
+        .filter(|w| source_shingles.contains(*w))
+        .count();
+    (shared, fact_shingles.len())
+}
+
+/// True when `overlap` is at or past [`OVERLAP_PERCENT_MAX`].
+pub fn too_close((shared, total): (usize, usize)) -> bool {
+    shared > 0 && shared * 100 >= total * OVERLAP_PERCENT_MAX
+}
+
+/// Nothing from web pages goes into memory: a fact is refused when it repeats, by word
+/// shingles (so a copied sentence is caught re-cased, re-punctuated or cut), one of the
+/// texts fetched or searched this session. `texts` are those texts with their blob
+/// hashes (the fold's `web_texts`), read by the caller; the first that is too close is
+/// the refusal's observed hash.
+pub fn web_to_memory<T: AsRef<str>>(
+    fact: &str,
+    texts: impl IntoIterator<Item = (Hash, T)>,
+) -> Decision {
+    for (hash, text) in texts {
+        let (shared, total) = overlap(fact, text.as_ref());
+        if too_close((shared, total)) {
+            return Decision::refuse(
+                Rule::WebToMemory,
+                None,
+                Some(hash),
+                format!(
+                    "refused: this fact repeats text fetched from the web in this session ({shared} of its {total} {SHINGLE_WORDS}-word phrases appear in a fetched page); nothing from web pages goes into memory. Keep facts you established from the workspace or the user, in your own words"
+                ),
+            );
+        }
+    }
+    Decision::Allow
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::{Event, FileRead, FileWrite};
+    use crate::state::Record;
+    use cairn_store::BlobRef;
+    use serde_json::json;
+
+    fn h(n: u8) -> Hash {
+        Hash::of(&[n])
+    }
+
+    /// A state folded from `events`.
+    fn fold(events: Vec<Event>) -> State {
+        let mut s = State::default();
+        for (i, event) in events.into_iter().enumerate() {
+            s.apply(&Record {
+                seq: i as u64,
+                ts: String::new(),
+                hash: Hash::ZERO,
+                event,
+            });
+        }
+        s
+    }
+
+    fn read(path: &str, ranges: Vec<(u32, u32)>, total: u32, hash: Hash) -> Event {
+        Event::FileRead(FileRead {
+            call: "c1".into(),
+            path: path.into(),
+            ranges,
+            total_lines: total,
+            hash,
+        })
+    }
+
+    fn started(tool: &str, input: Value) -> Event {
+        Event::ToolStarted {
+            call: "c".into(),
+            tool: tool.into(),
+            input,
+            mcp: None,
+        }
+    }
+
+    fn refused(rule: Rule, path: Option<&str>, observed: Option<Hash>, message: &str) -> Decision {
+        Decision::refuse(rule, path, observed, message)
+    }
+
+    /// One rule over one state: `decide` is the rule applied to the call's facts.
+    fn check(state: &State, decide: impl Fn(&State) -> Decision, expected: Decision) {
+        assert_eq!(decide(state), expected);
+    }
+
+    #[test]
+    fn read_before_edit_needs_a_read_at_the_current_content() {
+        let never = fold(vec![]);
+        let read_now = fold(vec![read("a", vec![(1, 1)], 9, h(1))]);
+        let read_before = fold(vec![read("a", vec![(1, 9)], 9, h(0))]);
+        let edit = |s: &State| read_before_edit(s, "a", &h(1));
+        check(&read_now, edit, Decision::Allow);
+        check(
+            &never,
+            edit,
+            refused(
+                Rule::ReadBeforeEdit,
+                Some("a"),
+                Some(h(1)),
+                "read a before editing it",
+            ),
+        );
+        check(
+            &read_before,
+            edit,
+            refused(
+                Rule::ReadBeforeEdit,
+                Some("a"),
+                Some(h(1)),
+                "a changed since you last read it; read it again before editing",
+            ),
+        );
+    }
+
+    #[test]
+    fn read_before_overwrite_needs_every_line_at_the_current_content() {
+        let partial = fold(vec![read("a", vec![(2, 3), (6, 6)], 8, h(1))]);
+        let full = fold(vec![
+            read("a", vec![(1, 4)], 8, h(1)),
+            read("a", vec![(5, 8)], 8, h(1)),
+        ]);
+        let stale = fold(vec![read("a", vec![(1, 8)], 8, h(0))]);
+        let overwrite = |s: &State| read_before_overwrite(s, "a", &h(1));
+        check(&full, overwrite, Decision::Allow);
+        let rbo = |m: &str| refused(Rule::ReadBeforeOverwrite, Some("a"), Some(h(1)), m);
+        check(
+            &partial,
+            overwrite,
+            rbo("overwriting a needs every line read first; not read: lines 1, 4-5, 7-8 of 8"),
+        );
+        check(
+            &stale,
+            overwrite,
+            rbo("a changed since you last read it; read all of it again before overwriting"),
+        );
+        check(
+            &fold(vec![]),
+            overwrite,
+            rbo("overwriting a needs every line read first; you have not read it"),
+        );
+    }
+
+    #[test]
+    fn a_write_by_the_agent_counts_as_a_full_read_and_an_external_one_as_none() {
+        let write = |op, after: Hash| {
+            Event::FileWrite(FileWrite {
+                call: None,
+                op,
+                path: "a".into(),
+                before: None,
+                after: Some(BlobRef {
+                    hash: after,
+                    len: 3,
+                }),
+                lines_after: 3,
+                mode: None,
+                status: crate::event::WriteStatus::Ok,
+            })
+        };
+        let mine = fold(vec![write(WriteOp::Create, h(1))]);
+        let theirs = fold(vec![
+            read("a", vec![(1, 3)], 3, h(0)),
+            write(WriteOp::External, h(1)),
+        ]);
+        check(
+            &mine,
+            |s| read_before_overwrite(s, "a", &h(1)),
+            Decision::Allow,
+        );
+        // Changed behind the agent's back: as if never read.
+        check(
+            &theirs,
+            |s| read_before_edit(s, "a", &h(1)),
+            refused(
+                Rule::ReadBeforeEdit,
+                Some("a"),
+                Some(h(1)),
+                "read a before editing it",
+            ),
+        );
+    }
+
+    #[test]
+    fn stale_write_compares_the_expected_hash_with_the_observed_content() {
+        let s = State::default();
+        let hex = h(1).to_hex();
+        check(&s, |_| stale_write("a", None, Some(&h(1))), Decision::Allow);
+        check(
+            &s,
+            |_| stale_write("a", Some(&hex), Some(&h(1))),
+            Decision::Allow,
+        );
+        check(
+            &s,
+            |_| stale_write("a", Some(&format!(" {hex}\n")), Some(&h(1))),
+            Decision::Allow,
+        );
+        check(
+            &s,
+            |_| stale_write("a", Some(&hex), Some(&h(2))),
+            refused(
+                Rule::StaleWrite,
+                Some("a"),
+                Some(h(2)),
+                &format!(
+                    "stale write refused: a has hash {}, expected {hex}; read it again",
+                    h(2)
+                ),
+            ),
+        );
+        check(
+            &s,
+            |_| stale_write("a", Some(&hex), None),
+            refused(
+                Rule::StaleWrite,
+                Some("a"),
+                None,
+                &format!(
+                    "stale write refused: a has hash none (the file does not exist), expected {hex}; read it again"
+                ),
+            ),
+        );
+    }
+
+    #[test]
+    fn write_takes_the_stale_guards_first_then_the_read_rule_of_its_op() {
+        let s = fold(vec![read("a", vec![(1, 1)], 2, h(1))]);
+        let good = h(1).to_hex();
+        let bad = h(9).to_hex();
+        let rule = |d: Decision| d.refused().map(|r| r.rule);
+        assert_eq!(
+            write(&s, WriteOp::Edit, "a", Some(&h(1)), &[&good]),
+            Decision::Allow
+        );
+        assert_eq!(
+            rule(write(&s, WriteOp::Edit, "a", Some(&h(1)), &[&good, &bad])),
+            Some(Rule::StaleWrite)
+        );
+        assert_eq!(
+            rule(write(&s, WriteOp::Replace, "a", Some(&h(1)), &[&good])),
+            Some(Rule::ReadBeforeOverwrite)
+        );
+        assert_eq!(
+            rule(write(&s, WriteOp::Edit, "a", Some(&h(2)), &[])),
+            Some(Rule::ReadBeforeEdit)
+        );
+        // A create (or a replace of a missing file) has no content to have read.
+        assert_eq!(write(&s, WriteOp::Create, "b", None, &[]), Decision::Allow);
+        assert_eq!(write(&s, WriteOp::Replace, "b", None, &[]), Decision::Allow);
+        assert_eq!(
+            rule(write(&s, WriteOp::Create, "b", None, &[&good])),
+            Some(Rule::StaleWrite)
+        );
+        assert_eq!(
+            expected_before_hashes(&json!({"patches": [
+                {"op": "edit", "path": "a", "expected_before_hash": "x"},
+                {"op": "edit", "path": "a"},
+                {"op": "edit", "path": "a", "expected_before_hash": "y"}]})),
+            vec!["x".to_string(), "y".to_string()]
+        );
+    }
+
+    #[test]
+    fn repeat_blocks_at_the_limit_and_not_before() {
+        let input = json!({"path": "a", "offset": 1});
+        let same_reordered = json!({"offset": 1, "path": "a"});
+        let limits = Limits {
+            repeat_calls_max: 2,
+            ..Limits::default()
+        };
+        let once = fold(vec![started("read_file", input.clone())]);
+        let twice = fold(vec![
+            started("read_file", input.clone()),
+            started("read_file", same_reordered.clone()),
+        ]);
+        let call = |s: &State| repeat(s, &limits, "read_file", &input);
+        check(&once, call, Decision::Allow);
+        check(
+            &twice,
+            call,
+            refused(
+                Rule::Repeat,
+                None,
+                None,
+                "blocked: this exact read_file call was already made 2 times and nothing changed since that could give a different answer; use the result you have, or change the input",
+            ),
+        );
+        // Another tool or input is another call; a user message starts afresh.
+        check(
+            &twice,
+            |s| repeat(s, &limits, "grep", &input),
+            Decision::Allow,
+        );
+        let mut after_message = twice.clone();
+        after_message.apply(&Record {
+            seq: 2,
+            ts: String::new(),
+            hash: Hash::ZERO,
+            event: Event::UserMessage { text: "go".into() },
+        });
+        check(&after_message, call, Decision::Allow);
+    }
+
+    #[test]
+    fn input_size_at_and_past_the_limit_and_its_placeholder() {
+        let limits = Limits {
+            input_bytes_max: 10,
+            ..Limits::default()
+        };
+        assert_eq!(input_size(10, &limits), Decision::Allow);
+        assert_eq!(
+            input_size(11, &limits),
+            refused(
+                Rule::Input,
+                None,
+                None,
+                "input of 11 bytes is over input_bytes_max (10 bytes)"
+            )
+        );
+        assert_eq!(oversized_input_bytes(&oversized_input(11)), Some(11));
+        assert_eq!(oversized_input_bytes(&json!({"input_bytes": 11})), None);
+        assert_eq!(
+            oversized_input(11).to_string(),
+            r#"{"input_bytes":11,"note":"over input_bytes_max; not recorded"}"#
+        );
+    }
+
+    #[test]
+    fn admit_takes_size_then_validity_then_repeats() {
+        let limits = Limits {
+            input_bytes_max: 100,
+            repeat_calls_max: 1,
+            ..Limits::default()
+        };
+        let input = json!({"path": "a"});
+        let s = fold(vec![started("read_file", input.clone())]);
+        let rule = |d: Decision| d.refused().map(|r| r.rule);
+        let bad = || Err("invalid input for read_file: missing field `path`".to_string());
+        let never = || -> Result<(), String> { panic!("an oversized input is not validated") };
+        assert_eq!(
+            rule(admit(&s, &limits, "read_file", &input, 101, never)),
+            Some(Rule::Input)
+        );
+        assert_eq!(
+            admit(&s, &limits, "read_file", &input, 10, bad),
+            refused(
+                Rule::Input,
+                None,
+                None,
+                "invalid input for read_file: missing field `path`"
+            )
+        );
+        assert_eq!(
+            rule(admit(&s, &limits, "read_file", &input, 10, || Ok(()))),
+            Some(Rule::Repeat)
+        );
+        assert_eq!(
+            admit(&State::default(), &limits, "read_file", &input, 10, || Ok(
+                ()
+            )),
+            Decision::Allow
+        );
+        assert_eq!(refusal_status(Rule::Repeat), Status::Blocked);
+        assert_eq!(refusal_status(Rule::Input), Status::Error);
+    }
+
+    #[test]
+    fn permission_uses_the_allow_list_unless_guarded() {
+        let mut s = State::default();
+        s.allow.insert("shell:git".into(), "c1".into());
+        let patterns = crate::permission::default_guarded();
+        let ask = |key: &str, detail: &str, guarded| Need::Ask {
+            key: key.into(),
+            detail: detail.into(),
+            guarded,
+        };
+        let cases = [
+            (Need::Auto, Permission::Auto),
+            (
+                ask("shell:git", "git status", false),
+                Permission::AllowList {
+                    key: "shell:git".into(),
+                },
+            ),
+            (
+                ask("shell:git", "git reset --hard", false),
+                Permission::Ask {
+                    key: "shell:git".into(),
+                    detail: "git reset --hard".into(),
+                    guarded: true,
+                },
+            ),
+            (
+                ask("shell:git", "git status", true),
+                Permission::Ask {
+                    key: "shell:git".into(),
+                    detail: "git status".into(),
+                    guarded: true,
+                },
+            ),
+            (
+                ask("edit_file", "git reset --hard", false),
+                Permission::Ask {
+                    key: "edit_file".into(),
+                    detail: "git reset --hard".into(),
+                    guarded: false,
+                },
+            ),
+        ];
+        for (need, expected) in cases {
+            assert_eq!(permission(&s, need, &patterns), expected);
+        }
+    }
+
+    #[test]
+    fn answers_run_deny_or_confine() {
+        use AnswerSource::{Policy, User};
+        let denied_by_user = "denied: permission for edit_file was refused; the call did not run. Adjust the plan or ask the user.";
+        let cases = [
+            (
+                "edit_file",
+                "edit_file",
+                Answer::Once,
+                User,
+                Answered::Run { outside: None },
+            ),
+            (
+                "edit_file",
+                "edit_file",
+                Answer::Always,
+                Policy,
+                Answered::Run { outside: None },
+            ),
+            (
+                "read_file",
+                "read_file@/tmp/x",
+                Answer::Once,
+                User,
+                Answered::Run {
+                    outside: Some("/tmp/x".into()),
+                },
+            ),
+            (
+                "read_file",
+                "read_file@/tmp/x",
+                Answer::Deny,
+                Policy,
+                Answered::Confined,
+            ),
+            (
+                "edit_file",
+                "edit_file",
+                Answer::Deny,
+                User,
+                Answered::Denied(denied_by_user.into()),
+            ),
+        ];
+        for (tool, key, answer, source, expected) in cases {
+            assert_eq!(
+                answered(tool, key, answer, source),
+                expected,
+                "{key} {answer:?}"
+            );
+        }
+        match answered("read_file", "read_file@/tmp/x", Answer::Deny, User) {
+            Answered::Denied(m) => {
+                assert!(m.starts_with("denied: permission for read_file@/tmp/x was refused;"))
+            }
+            other => panic!("{other:?}"),
+        }
+        match answered("shell", "shell:rm", Answer::Deny, Policy) {
+            Answered::Denied(m) => assert!(m.contains("(the approval policy denies it:"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn overlap_by_shingles_at_and_past_the_threshold() {
+        let page = "The quick brown fox jumps over the lazy dog near the river bank today.";
+        // Re-cased and re-punctuated copy: every shingle matches.
+        assert!(too_close(overlap(
+            "the QUICK brown fox, jumps over the lazy dog",
+            page
+        )));
+        // 10 words → 6 shingles; 2 shared = 33% ≥ 30%.
+        let two = overlap(
+            "quick brown fox jumps over the alpha beta gamma delta",
+            page,
+        );
+        assert_eq!(two, (2, 6));
+        assert!(too_close(two));
+        // 1 of 6 = 16%: kept.
+        let one = overlap("brown fox jumps over the zeta alpha beta gamma delta", page);
+        assert_eq!(one, (1, 6));
+        assert!(!too_close(one));
+        assert!(!too_close(overlap("tests run with cargo nextest", page)));
+        assert!(too_close(overlap("lazy dog near", page)));
+    }
+
+    #[test]
+    fn web_to_memory_refuses_a_fact_copied_from_a_fetched_text() {
+        let page = "The quick brown fox jumps over the lazy dog near the river bank today.";
+        let texts = [(h(1), "nothing alike here at all"), (h(2), page)];
+        assert_eq!(
+            web_to_memory("the build uses cargo nextest for tests", texts),
+            Decision::Allow
+        );
+        assert_eq!(
+            web_to_memory(
+                "quick brown fox jumps over the alpha beta gamma delta",
+                texts
+            ),
+            refused(
+                Rule::WebToMemory,
+                None,
+                Some(h(2)),
+                "refused: this fact repeats text fetched from the web in this session (2 of its 6 5-word phrases appear in a fetched page); nothing from web pages goes into memory. Keep facts you established from the workspace or the user, in your own words",
+            )
+        );
+        assert_eq!(
+            web_to_memory("anything", Vec::<(Hash, String)>::new()),
+            Decision::Allow
+        );
+    }
 
     #[test]
     fn cap_output_at_and_past_the_limits() {

@@ -1,7 +1,7 @@
 //! The pure core of cairn's engine: the events of a session, the fold that derives
-//! everything the engine knows from them, the limits, and the rules ([`permission`]
-//! needs, redaction, the line diff a write shows) as functions of folded state and the
-//! call.
+//! everything the engine knows from them, the limits, and the rules as functions of
+//! folded state and the call: [`decide`] (every decision the call path takes and deep
+//! verify takes again), [`permission`] needs, redaction, the line diff a write shows.
 //!
 //! Invariant: this crate does no I/O, reads no clock and spawns no process (enforced by
 //! `clippy.toml`'s `disallowed-methods` for this crate). Times and ids come from the

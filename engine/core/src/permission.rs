@@ -84,8 +84,21 @@ pub fn default_guarded() -> Vec<String> {
 
 /// True when `command` matches one of the guarded patterns (invalid ones are ignored).
 pub fn is_guarded(patterns: &[String], command: &str) -> bool {
-    patterns
-        .iter()
-        .filter_map(|p| regex::Regex::new(p).ok())
-        .any(|re| re.is_match(command))
+    // A session keeps one list: compiled once per thread, not once per command (deep
+    // verify asks for every shell question of a log).
+    thread_local! {
+        static COMPILED: std::cell::RefCell<(Vec<String>, Vec<regex::Regex>)> =
+            const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+    }
+    COMPILED.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.0 != patterns {
+            let compiled = patterns
+                .iter()
+                .filter_map(|p| regex::Regex::new(p).ok())
+                .collect();
+            *c = (patterns.to_vec(), compiled);
+        }
+        c.1.iter().any(|re| re.is_match(command))
+    })
 }

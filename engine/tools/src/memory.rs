@@ -2,11 +2,9 @@
 //! a hash-chained project log (`projects/<key>/memory/events.jsonl`) of remember and
 //! forget records. The list is the fold of that log.
 //!
-//! Nothing from web pages goes into memory: [`overlap`] compares a fact with the texts
-//! a session fetched, by word shingles, so a copied sentence is caught even when it was
-//! re-cased, re-punctuated or cut.
+//! Nothing from web pages goes into memory: the rule is
+//! [`cairn_core::decide::web_to_memory`].
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use cairn_store::{LogReader, LogWriter, Options};
@@ -14,11 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{EngineError, Result};
 
-/// Words in one shingle.
-pub const SHINGLE_WORDS: usize = 5;
-/// A fact is refused when at least this share (percent) of its shingles appear in a
-/// fetched text.
-pub const OVERLAP_PERCENT_MAX: usize = 30;
+pub use cairn_core::decide::{OVERLAP_PERCENT_MAX, SHINGLE_WORDS};
 /// Characters of one fact.
 pub const FACT_CHARS_MAX: usize = 2_000;
 
@@ -141,67 +135,4 @@ impl ProjectMemory {
 
 fn text_hash(text: &str) -> String {
     cairn_store::Hash::of(text.as_bytes()).short(32)
-}
-
-/// Lowercase words of letters and digits.
-pub fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_lowercase())
-        .collect()
-}
-
-/// How many of the fact's shingles appear in `source`, of how many. A fact shorter
-/// than a shingle (but of 3 words or more) counts as one shingle: found or not as a
-/// whole.
-pub fn overlap(fact: &str, source: &str) -> (usize, usize) {
-    let f = words(fact);
-    let s = words(source);
-    if f.len() < SHINGLE_WORDS {
-        if f.len() < 3 {
-            return (0, 0);
-        }
-        let found = s.windows(f.len()).any(|w| w == f.as_slice());
-        return (usize::from(found), 1);
-    }
-    let source_shingles: HashSet<&[String]> = s.windows(SHINGLE_WORDS).collect();
-    let fact_shingles: Vec<&[String]> = f.windows(SHINGLE_WORDS).collect();
-    let shared = fact_shingles
-        .iter()
-        .filter(|w| source_shingles.contains(*w))
-        .count();
-    (shared, fact_shingles.len())
-}
-
-/// True when `overlap` is at or past [`OVERLAP_PERCENT_MAX`].
-pub fn too_close((shared, total): (usize, usize)) -> bool {
-    shared > 0 && shared * 100 >= total * OVERLAP_PERCENT_MAX
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn overlap_by_shingles_at_and_past_the_threshold() {
-        let page = "The quick brown fox jumps over the lazy dog near the river bank today.";
-        // Re-cased and re-punctuated copy: every shingle matches.
-        assert!(too_close(overlap(
-            "the QUICK brown fox, jumps over the lazy dog",
-            page
-        )));
-        // 10 words → 6 shingles; 2 shared = 33% ≥ 30%.
-        let two = overlap(
-            "quick brown fox jumps over the alpha beta gamma delta",
-            page,
-        );
-        assert_eq!(two, (2, 6));
-        assert!(too_close(two));
-        // 1 of 6 = 16%: kept.
-        let one = overlap("brown fox jumps over the zeta alpha beta gamma delta", page);
-        assert_eq!(one, (1, 6));
-        assert!(!too_close(one));
-        assert!(!too_close(overlap("tests run with cargo nextest", page)));
-        assert!(too_close(overlap("lazy dog near", page)));
-    }
 }

@@ -30,7 +30,7 @@ use cairn_store::BlobRef;
 
 use crate::error::{Result, io_at};
 use crate::event::{
-    Event, ExecStatus, FileWrite, Phase, ProcKind, Rule, ShellExec, Status, WriteOp, WriteStatus,
+    Event, ExecStatus, FileWrite, Phase, ProcKind, ShellExec, Status, WriteOp, WriteStatus,
 };
 use crate::manifest::{self, ManifestEntry};
 use crate::paths::WsPath;
@@ -177,16 +177,23 @@ impl Drop for Runtime {
     }
 }
 
-/// Runs a shell tool's call.
-pub fn run(ctx: &mut Ctx<'_>, spec: Spec) -> Result<ToolOutput> {
-    if spec.argv.first().is_none_or(|p| p.is_empty()) {
-        return Ok(ToolOutput::refused(
-            Rule::Input,
-            None,
-            None,
-            "nothing to run: give the program first, then its arguments",
-        ));
+/// The checks a shell tool's input passes beyond its schema (part of the tool's
+/// validation, so the engine refuses a bad input before asking anything, and verify
+/// takes the same decision).
+pub fn check(argv: &[String], timeout_ms: Option<u64>, background: bool) -> Result<(), String> {
+    if argv.first().is_none_or(|p| p.is_empty()) {
+        return Err("nothing to run: give the program first, then its arguments".into());
     }
+    // A background process has no time limit: its timeout is not looked at.
+    if !background && timeout_ms == Some(0) {
+        return Err("timeout_ms must be at least 1".into());
+    }
+    Ok(())
+}
+
+/// Runs a shell tool's call (its input passed [`check`]).
+pub fn run(ctx: &mut Ctx<'_>, spec: Spec) -> Result<ToolOutput> {
+    debug_assert!(check(&spec.argv, spec.timeout_ms, spec.background).is_ok());
     let cwd = match &spec.cwd {
         None => WsPath {
             abs: ctx.root.to_path_buf(),
@@ -209,14 +216,6 @@ pub fn run(ctx: &mut Ctx<'_>, spec: Spec) -> Result<ToolOutput> {
     let limits = ctx.limits;
     let mut note = String::new();
     let timeout_ms = match spec.timeout_ms {
-        Some(0) => {
-            return Ok(ToolOutput::refused(
-                Rule::Input,
-                None,
-                None,
-                "timeout_ms must be at least 1",
-            ));
-        }
         Some(t) if t > limits.shell_timeout_ms_max => {
             note = format!(
                 "note: timeout_ms {t} is over the maximum; {} was used\n",

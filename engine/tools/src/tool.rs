@@ -9,6 +9,8 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::error::Result;
+use cairn_core::decide::Refused;
+
 use crate::event::{Event, FileRead, Refusal, Rule, Status, WriteStatus};
 use crate::limits::Limits;
 use crate::paths::{PathError, WsPath, resolve};
@@ -50,11 +52,7 @@ impl ToolOutput {
         text: impl Into<String>,
     ) -> ToolOutput {
         ToolOutput {
-            status: if rule == Rule::Repeat {
-                Status::Blocked
-            } else {
-                Status::Error
-            },
+            status: cairn_core::decide::refusal_status(rule),
             text: text.into(),
             refusal: Some(Refusal {
                 rule,
@@ -101,6 +99,17 @@ impl Effects {
     };
 }
 
+/// A rule's refusal ([`cairn_core::decide`]) is the call's answer.
+impl From<Refused> for ToolOutput {
+    fn from(r: Refused) -> ToolOutput {
+        ToolOutput {
+            status: r.status(),
+            refusal: Some(r.refusal()),
+            text: r.message,
+        }
+    }
+}
+
 /// A tool as the engine sees it.
 pub trait Tool: Send + Sync {
     fn name(&self) -> &'static str;
@@ -132,6 +141,13 @@ pub trait TypedTool: Send + Sync + 'static {
         ..Effects::NONE
     };
     fn run(&self, ctx: &mut Ctx<'_>, input: Self::Input) -> Result<ToolOutput>;
+    /// What the input must be beyond its schema (a non-empty command line…): part of
+    /// [`Tool::validate`], so a bad input is refused by the engine's admission rule
+    /// (`cairn_core::decide::input_valid`) before anything is asked or run.
+    fn check(&self, input: &Self::Input) -> std::result::Result<(), String> {
+        let _ = input;
+        Ok(())
+    }
     /// By default a tool that writes asks first (key: its name, detail: its input) and
     /// one that only reads runs at once, as the thoth seed's table has it.
     fn permission(&self, input: &Self::Input, raw: &serde_json::Value) -> Need {
@@ -186,10 +202,12 @@ impl<T: TypedTool> Tool for T {
         T::EFFECTS
     }
     fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
-        parse_input::<T::Input>(T::NAME, input).map(|_| ())
+        parse_input::<T::Input>(T::NAME, input).and_then(|i| TypedTool::check(self, &i))
     }
     fn run(&self, ctx: &mut Ctx<'_>, input: &serde_json::Value) -> Result<ToolOutput> {
-        match parse_input::<T::Input>(T::NAME, input) {
+        match parse_input::<T::Input>(T::NAME, input)
+            .and_then(|i| TypedTool::check(self, &i).map(|()| i))
+        {
             Ok(i) => TypedTool::run(self, ctx, i),
             Err(e) => Ok(ToolOutput::refused(Rule::Input, None, None, e)),
         }

@@ -3,6 +3,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use cairn_core::decide;
+
 use crate::error::Result;
 use crate::event::WriteOp;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
@@ -73,8 +75,10 @@ pub fn edit(ctx: &mut Ctx<'_>, path: &str, old: &str, new: &str, all: bool) -> R
         Ok(None) => return Ok(ToolOutput::error(format!("no such file: {}", ws.rel))),
         Ok(Some(c)) => c,
     };
-    if let Err(out) = write::require_read(ctx, &ws.rel, &cur.hash) {
-        return Ok(out);
+    if let Err(refused) =
+        decide::write(ctx.state(), WriteOp::Edit, &ws.rel, Some(&cur.hash), &[]).into_result()
+    {
+        return Ok(refused.into());
     }
     let Ok(content) = std::str::from_utf8(&cur.bytes) else {
         return Ok(ToolOutput::error(format!(

@@ -6,7 +6,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
-use crate::event::{Event, Rule};
+use cairn_core::decide;
+
+use crate::event::Event;
 use crate::memory::{self, ProjectMemory};
 use crate::permission::Need;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
@@ -46,22 +48,13 @@ impl TypedTool for Remember {
                 memory::FACT_CHARS_MAX
             )));
         }
-        for hash in ctx.state().web_texts.clone() {
-            let Some(bytes) = ctx.read_blob(&cairn_store::Hash(hash)) else {
-                continue;
-            };
-            let (shared, total) = memory::overlap(fact, &String::from_utf8_lossy(&bytes));
-            if memory::too_close((shared, total)) {
-                return Ok(ToolOutput::refused(
-                    Rule::WebToMemory,
-                    None,
-                    Some(cairn_store::Hash(hash)),
-                    format!(
-                        "refused: this fact repeats text fetched from the web in this session ({shared} of its {total} {}-word phrases appear in a fetched page); nothing from web pages goes into memory. Keep facts you established from the workspace or the user, in your own words",
-                        memory::SHINGLE_WORDS
-                    ),
-                ));
-            }
+        let texts = ctx.state().web_texts.iter().filter_map(|h| {
+            let hash = cairn_store::Hash(*h);
+            let bytes = ctx.read_blob(&hash)?;
+            Some((hash, String::from_utf8_lossy(&bytes).into_owned()))
+        });
+        if let Err(refused) = decide::web_to_memory(fact, texts).into_result() {
+            return Ok(refused.into());
         }
         ProjectMemory::new(ctx.project_dir).remember(fact, ctx.session, &ctx.call)?;
         ctx.record(Event::MemoryWritten {

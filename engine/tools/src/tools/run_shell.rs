@@ -63,6 +63,10 @@ impl TypedTool for RunShell {
         crate::permission::shell_need(program, &line, &context)
     }
 
+    fn check(&self, input: &Input) -> std::result::Result<(), String> {
+        shell::check(&input.argv, input.timeout_ms, input.background)
+    }
+
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         shell::run(
             ctx,

@@ -4,7 +4,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
-use crate::event::Rule;
 use crate::shell::{self, Spec};
 use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
 
@@ -48,15 +47,14 @@ impl TypedTool for Shell {
         )
     }
 
-    fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
+    fn check(&self, input: &Input) -> std::result::Result<(), String> {
         if input.command.trim().is_empty() {
-            return Ok(ToolOutput::refused(
-                Rule::Input,
-                None,
-                None,
-                "the command is empty: give a command line to run",
-            ));
+            return Err("the command is empty: give a command line to run".into());
         }
+        shell::check(&["sh".into()], input.timeout_ms, input.background)
+    }
+
+    fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         shell::run(
             ctx,
             Spec {

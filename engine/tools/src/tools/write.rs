@@ -1,6 +1,7 @@
-//! What every write tool shares: the read-before-write rules, exact and near-miss
-//! matching of `old_string`, and the atomic install that is recorded before and after
-//! it happens (a `file_write` with status `intent`, then `ok` or `failed`).
+//! What every write tool shares: the file as it is before a write (the fact the
+//! read-before-write rules of [`cairn_core::decide::write`] decide on), exact and
+//! near-miss matching of `old_string`, and the atomic install that is recorded before
+//! and after it happens (a `file_write` with status `intent`, then `ok` or `failed`).
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -10,7 +11,7 @@ use cairn_store::Hash;
 
 use crate::diff;
 use crate::error::Result;
-use crate::event::{Event, FileWrite, Rule, WriteOp, WriteStatus};
+use crate::event::{Event, FileWrite, WriteOp, WriteStatus};
 use crate::paths::WsPath;
 use crate::tool::{Ctx, ToolOutput};
 use crate::tools::text;
@@ -42,90 +43,6 @@ pub fn current(ws: &WsPath) -> Result<Option<Current>, ToolOutput> {
             }))
         }
     }
-}
-
-/// An edit needs the file read at its current content.
-pub fn require_read(ctx: &Ctx<'_>, rel: &str, now: &Hash) -> Result<(), ToolOutput> {
-    let known = ctx.state().files.get(rel);
-    if known.is_some_and(|k| k.read_at(&now.0)) {
-        return Ok(());
-    }
-    let why = match known.and_then(|k| k.read_hash) {
-        Some(_) => format!("{rel} changed since you last read it; read it again before editing"),
-        None => format!("read {rel} before editing it"),
-    };
-    Err(ToolOutput::refused(
-        Rule::ReadBeforeEdit,
-        Some(rel),
-        Some(*now),
-        why,
-    ))
-}
-
-/// An overwrite needs every line of the current content read.
-pub fn require_full_read(ctx: &Ctx<'_>, rel: &str, now: &Hash) -> Result<(), ToolOutput> {
-    let known = ctx.state().files.get(rel);
-    let refuse = |why: String| {
-        Err(ToolOutput::refused(
-            Rule::ReadBeforeOverwrite,
-            Some(rel),
-            Some(*now),
-            why,
-        ))
-    };
-    match known {
-        Some(k) if k.read_at(&now.0) => {
-            let missing = k.missing();
-            if missing.is_empty() {
-                Ok(())
-            } else {
-                let list: Vec<String> = missing
-                    .iter()
-                    .map(|&(a, b)| {
-                        if a == b {
-                            a.to_string()
-                        } else {
-                            format!("{a}-{b}")
-                        }
-                    })
-                    .collect();
-                refuse(format!(
-                    "overwriting {rel} needs every line read first; not read: lines {} of {}",
-                    list.join(", "),
-                    k.total_lines
-                ))
-            }
-        }
-        Some(k) if k.read_hash.is_some() => refuse(format!(
-            "{rel} changed since you last read it; read all of it again before overwriting"
-        )),
-        _ => refuse(format!(
-            "overwriting {rel} needs every line read first; you have not read it"
-        )),
-    }
-}
-
-/// A `expected_before_hash` guard.
-pub fn check_expected(
-    rel: &str,
-    expected: Option<&str>,
-    now: Option<&Hash>,
-) -> Result<(), ToolOutput> {
-    let Some(expected) = expected else {
-        return Ok(());
-    };
-    let current = now.map_or("none (the file does not exist)".to_string(), |h| h.to_hex());
-    if now.map(|h| h.to_hex()).as_deref() == Some(expected.trim()) {
-        return Ok(());
-    }
-    Err(ToolOutput::refused(
-        Rule::StaleWrite,
-        Some(rel),
-        now.copied(),
-        format!(
-            "stale write refused: {rel} has hash {current}, expected {expected}; read it again"
-        ),
-    ))
 }
 
 /// Normalises a string for the near-miss match: trailing white space dropped, smart

@@ -3,6 +3,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use cairn_core::decide;
+
 use crate::error::Result;
 use crate::event::WriteOp;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
@@ -35,8 +37,10 @@ impl TypedTool for WriteFile {
             Err(out) => Ok(out),
             Ok(None) => create_file::create(ctx, &input.path, &input.content),
             Ok(Some(cur)) => {
-                if let Err(out) = write::require_full_read(ctx, &ws.rel, &cur.hash) {
-                    return Ok(out);
+                let rules =
+                    decide::write(ctx.state(), WriteOp::Replace, &ws.rel, Some(&cur.hash), &[]);
+                if let Err(refused) = rules.into_result() {
+                    return Ok(refused.into());
                 }
                 if cur.bytes == input.content.as_bytes() {
                     return Ok(ToolOutput::error(format!(

@@ -4,6 +4,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use cairn_core::decide;
+
 use crate::error::Result;
 use crate::event::WriteOp;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
@@ -118,15 +120,22 @@ fn plan(ctx: &mut Ctx<'_>, patches: &[Patch]) -> Result<Plan, ToolOutput> {
             let Some(content) = &first.content else {
                 return err("patch 1 (replace) needs content".into());
             };
-            write::check_expected(&ws.rel, first.expected_before_hash.as_deref(), now.as_ref())?;
-            if let Some(c) = &cur {
-                write::require_full_read(ctx, &ws.rel, &c.hash)?;
-                if c.bytes == content.as_bytes() {
-                    return err(format!(
-                        "no changes made: {} already has this content",
-                        ws.rel
-                    ));
-                }
+            let expected: Vec<&str> = first.expected_before_hash.as_deref().into_iter().collect();
+            decide::write(
+                ctx.state(),
+                WriteOp::Replace,
+                &ws.rel,
+                now.as_ref(),
+                &expected,
+            )
+            .into_result()?;
+            if let Some(c) = &cur
+                && c.bytes == content.as_bytes()
+            {
+                return err(format!(
+                    "no changes made: {} already has this content",
+                    ws.rel
+                ));
             }
             let op = if cur.is_some() {
                 WriteOp::Replace
@@ -149,10 +158,18 @@ fn plan(ctx: &mut Ctx<'_>, patches: &[Patch]) -> Result<Plan, ToolOutput> {
                     ws.rel
                 ));
             };
-            for p in patches {
-                write::check_expected(&ws.rel, p.expected_before_hash.as_deref(), Some(&c.hash))?;
-            }
-            write::require_read(ctx, &ws.rel, &c.hash)?;
+            let expected: Vec<&str> = patches
+                .iter()
+                .filter_map(|p| p.expected_before_hash.as_deref())
+                .collect();
+            decide::write(
+                ctx.state(),
+                WriteOp::Edit,
+                &ws.rel,
+                Some(&c.hash),
+                &expected,
+            )
+            .into_result()?;
             let Ok(content) = std::str::from_utf8(&c.bytes) else {
                 return err(format!(
                     "{} is not valid UTF-8; string edits would corrupt it",
