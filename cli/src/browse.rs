@@ -473,7 +473,7 @@ pub fn list_sessions(home: &Home, workspace: &Path) -> Vec<SessionRow> {
 
 /// Loads a session's calls and their details (read-only).
 pub fn load_session(row: &SessionRow) -> Result<SessionView, String> {
-    let session = cairn_replay::Session::load(&row.dir).map_err(|e| e.to_string())?;
+    let session = cairn_replay::Session::load(&row.dir).map_err(|e| crate::hint::text(&e))?;
     let mut calls = Vec::new();
     for c in session.calls() {
         let (status, elapsed_us) = match &c.finished {

@@ -198,8 +198,8 @@ fn worker(
     let (mut engine, blobs) = match opened {
         Ok(opened) => opened,
         Err(e) => {
-            let _ = started.send(Err(e.to_string()));
-            return Err(e.to_string());
+            let _ = started.send(Err(cairn_cli::hint::text(&e)));
+            return Err(cairn_cli::hint::text(&e));
         }
     };
     match policy {
@@ -225,7 +225,7 @@ fn worker(
         blobs,
         quit: false,
     };
-    script::run_with(&mut engine, &steps, &mut live).map_err(|e| e.to_string())?;
+    script::run_with(&mut engine, &steps, &mut live).map_err(|e| cairn_cli::hint::text(&e))?;
     let Live {
         to_view,
         cmds,
@@ -249,7 +249,7 @@ fn worker(
     } else {
         "script finished"
     };
-    engine.end(reason).map_err(|e| e.to_string())?;
+    engine.end(reason).map_err(|e| cairn_cli::hint::text(&e))?;
     Ok(())
 }
 

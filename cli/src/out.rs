@@ -17,7 +17,8 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// The error and its causes, leaving out a cause whose text the message already holds.
+/// The error and its causes, leaving out a cause whose text the message already holds,
+/// then what to do about it with this command line (`cairn_cli::hint`), if anything.
 pub fn error_text(e: &anyhow::Error) -> String {
     let mut text = String::new();
     for cause in e.chain() {
@@ -29,5 +30,5 @@ pub fn error_text(e: &anyhow::Error) -> String {
             text.push_str(&part);
         }
     }
-    text
+    cairn_cli::hint::with_hint(text, e.as_ref())
 }

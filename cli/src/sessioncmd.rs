@@ -198,6 +198,7 @@ impl Model {
             Err(e) => {
                 let msg = self.key.scrub(&e.to_string());
                 engine.end(&format!("stopped: {msg}"))?;
+                let msg = cairn_cli::hint::with_hint(msg, &e);
                 Err(anyhow::anyhow!("{msg} (session {id})"))
             }
         }
@@ -272,7 +273,7 @@ pub fn sessions(json: bool) -> Result<ExitCode> {
         let s = match summary::summarise(&dir) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("cairn: {}: {e}", dir.display());
+                eprintln!("cairn: {}: {}", dir.display(), cairn_cli::hint::text(&e));
                 continue;
             }
         };

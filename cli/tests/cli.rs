@@ -345,3 +345,53 @@ fn audit_formats_completions_and_help_exit_codes() {
     let out = cairn(home.path(), &["browse"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn library_errors_get_the_command_line_hints() {
+    let home = tempfile::tempdir().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    // No session yet: how to make one.
+    let out = cairn(home.path(), &["show", "last"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with("cairn: no sessions in ")
+            && err.contains("yet (run `cairn demo` or `cairn run --script FILE`)"),
+        "{err}"
+    );
+    // A session whose workspace is gone cannot be resumed: fork it instead.
+    let ws = base.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    let script = base.path().join("s.jsonl");
+    std::fs::write(
+        &script,
+        "{\"tool\":\"read_file\",\"input\":{\"path\":\"a.txt\"}}\n",
+    )
+    .unwrap();
+    let out = cairn(
+        home.path(),
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--approve",
+            "always",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let id = text(&out.stdout).trim().to_string();
+    std::fs::remove_dir_all(&ws).unwrap();
+    let out = cairn(home.path(), &["resume", &id]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.starts_with("cairn: the workspace "), "{err}");
+    assert!(
+        err.contains(&format!(
+            " of session {id} is gone (fork the session into a new folder instead: cairn fork {id} --at SEQ --workspace DIR)"
+        )),
+        "{err}"
+    );
+}

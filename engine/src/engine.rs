@@ -25,7 +25,7 @@ use cairn_core::decide::{self, Answered, Decision, Permission};
 use cairn_tools::CancelHandle;
 use cairn_tools::Recorder;
 use cairn_tools::{Ctx, ToolOutput};
-use cairn_tools::{EngineError, Result, io_at};
+use cairn_tools::{EngineError, InputError, Result, io_at};
 use cairn_tools::{McpTool, Registry};
 
 mod resume;
@@ -106,26 +106,22 @@ impl Engine {
         parent: Option<Parent>,
         inherited: Option<Inherited>,
     ) -> Result<Engine> {
-        let root = workspace.canonicalize().map_err(|e| {
-            EngineError::Config(format!(
-                "workspace {}: {e} (give an existing folder)",
-                workspace.display()
-            ))
-        })?;
+        let root = workspace
+            .canonicalize()
+            .map_err(|source| EngineError::WorkspaceMissing {
+                path: workspace.to_path_buf(),
+                source,
+            })?;
         if !root.is_dir() {
-            return Err(EngineError::Config(format!(
-                "workspace {} is not a folder",
-                root.display()
-            )));
+            return Err(EngineError::WorkspaceNotFolder { path: root });
         }
         // A home inside the workspace is allowed (it is left out of the manifest and
         // tools never reach it); a workspace inside the home is not.
         if root.starts_with(&home.root) {
-            return Err(EngineError::Config(format!(
-                "workspace {} is inside the cairn home {}: choose another workspace or CAIRN_HOME",
-                root.display(),
-                home.root.display()
-            )));
+            return Err(EngineError::WorkspaceInHome {
+                workspace: root,
+                home: home.root.clone(),
+            });
         }
         let project = home.project(&root);
         std::fs::create_dir_all(project.sessions_dir()).map_err(io_at(&project.dir))?;
@@ -282,9 +278,9 @@ impl Engine {
         }
         self.registry
             .set_mcp_tools(server, tools)
-            .map_err(|detail| McpError::Protocol {
+            .map_err(|e| McpError::Protocol {
                 server: server.to_string(),
-                detail,
+                detail: e.to_string(),
             })?;
         self.mcp_listed.insert(server.to_string());
         Ok(())
@@ -517,7 +513,7 @@ impl Engine {
         };
         // Decided on the state before this call's own records, as verify decides it:
         // the fold counts repeats of the input as recorded.
-        let admit = |validate: &dyn Fn() -> std::result::Result<(), String>| {
+        let admit = |validate: &dyn Fn() -> std::result::Result<(), InputError>| {
             decide::admit(
                 &self.rec.state,
                 &limits,
@@ -809,18 +805,22 @@ impl Engine {
         self.rec.snapshot()?;
         self.rec.wait_snapshot()?;
         self.rec.sync()?;
-        self.rec
-            .log
-            .head()
-            .ok_or_else(|| EngineError::Config("the session log is empty".into()))
+        self.rec.log.head().ok_or_else(|| EngineError::EmptyLog {
+            dir: self.dir.clone(),
+        })
     }
 }
 
 /// The checks cairn makes on an MCP tool's input (the server checks its own schema):
 /// an object with every `required` field.
-fn validate_mcp(t: &McpTool, input: &serde_json::Value) -> Result<(), String> {
+fn validate_mcp(t: &McpTool, input: &serde_json::Value) -> Result<(), InputError> {
+    let bad = |what: String| InputError::Schema {
+        tool: t.name.clone(),
+        field: None,
+        what,
+    };
     let Some(obj) = input.as_object() else {
-        return Err(format!("invalid input for {}: expected an object", t.name));
+        return Err(bad("expected an object".into()));
     };
     for field in t.schema["required"]
         .as_array()
@@ -830,7 +830,7 @@ fn validate_mcp(t: &McpTool, input: &serde_json::Value) -> Result<(), String> {
         if let Some(f) = field.as_str()
             && !obj.contains_key(f)
         {
-            return Err(format!("invalid input for {}: missing field `{f}`", t.name));
+            return Err(bad(format!("missing field `{f}`")));
         }
     }
     Ok(())

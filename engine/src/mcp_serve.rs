@@ -44,7 +44,7 @@ pub fn serve(mut engine: Engine, mut input: impl BufRead, mut output: impl Write
         let n = std::io::Read::take(&mut input, MESSAGE_BYTES_MAX as u64 + 1)
             .read_until(b'\n', &mut line)
             .map_err(|e| EngineError::Io {
-                path: "stdin".into(),
+                path: std::path::PathBuf::from("stdin"),
                 source: e,
             })?;
         if n == 0 {

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::Answer;
 pub use cairn_core::permission::*;
-use cairn_tools::{EngineError, Result, io_at};
+use cairn_tools::{Result, io_at};
 
 /// A question to whoever answers permission requests.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,7 +141,7 @@ impl AllowList {
         std::fs::create_dir_all(&self.dir).map_err(io_at(&self.dir))?;
         let mut tmp = tempfile::NamedTempFile::new_in(&self.dir).map_err(io_at(&self.dir))?;
         serde_json::to_writer_pretty(tmp.as_file_mut(), &want)
-            .map_err(|e| EngineError::Config(e.to_string()))?;
+            .map_err(|e| io_at(&path)(e.into()))?;
         tmp.as_file().sync_all().map_err(io_at(&path))?;
         tmp.persist(&path)
             .map_err(|e| e.error)

@@ -20,10 +20,7 @@ impl Home {
         }
         match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
             Some(h) => Ok(Home::at(&Path::new(&h).join(".cairn"))),
-            None => Err(EngineError::Config(
-                "neither CAIRN_HOME nor HOME is set: set CAIRN_HOME to a folder for cairn's data"
-                    .into(),
-            )),
+            None => Err(EngineError::NoHome),
         }
     }
 
@@ -175,10 +172,9 @@ pub fn find_session(home: &Home, spec: &str, workspace: Option<&Path>) -> Result
                 dir: p.session_dir(s),
                 project: p.clone(),
             }),
-            None => Err(EngineError::NotFound(format!(
-                "no sessions in {} yet: run `cairn demo` or `cairn run --script FILE`",
-                home.root.display()
-            ))),
+            None => Err(EngineError::NoSessions {
+                home: home.root.clone(),
+            }),
         };
     }
     let matches: Vec<&(Project, String)> =
@@ -189,9 +185,9 @@ pub fn find_session(home: &Home, spec: &str, workspace: Option<&Path>) -> Result
             dir: p.session_dir(s),
             project: p.clone(),
         }),
-        [] => Err(EngineError::NotFound(format!(
-            "no session matches '{spec}' (give an id, a unique prefix, a session folder, or `last`; `cairn sessions` lists them)"
-        ))),
+        [] => Err(EngineError::NoSessionMatch {
+            spec: spec.to_string(),
+        }),
         many => Err(EngineError::NotFound(format!(
             "'{spec}' matches {} sessions ({}): give more of the id",
             many.len(),

@@ -39,7 +39,7 @@ pub fn parse(text: &str) -> Result<Vec<(usize, Step)>> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let bad = |what: String| EngineError::Script(format!("script line {n}: {what}"));
+        let bad = |what: String| EngineError::Script { line: n, what };
         let raw: RawStep = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
         let step = match raw {
             RawStep {
@@ -157,12 +157,10 @@ pub fn resume_point(dir: &std::path::Path, steps: &[(usize, Step)]) -> Result<us
     let reader = cairn_store::LogReader::open(dir)?;
     let mut done = 0usize;
     let mut open: Option<String> = None;
-    let mismatch = |i: usize, what: String| {
-        EngineError::Script(format!(
-            "the session does not follow this script: step {} (line {}) {what}",
-            i + 1,
-            steps.get(i).map_or(0, |s| s.0)
-        ))
+    let mismatch = |i: usize, what: String| EngineError::ScriptMismatch {
+        step: i + 1,
+        line: steps.get(i).map(|s| s.0),
+        what,
     };
     for r in reader.records()? {
         let r = r?;
@@ -284,6 +282,7 @@ mod tests {
     #[test]
     fn bad_lines_name_their_number() {
         let e = parse("{\"user\":\"hi\"}\n\n{\"tool\":\"x\",\"input\":3}\n").unwrap_err();
+        assert!(matches!(e, EngineError::Script { line: 3, .. }), "{e:?}");
         assert_eq!(e.to_string(), "script line 3: input must be a JSON object");
         let e = parse("not json").unwrap_err();
         assert!(e.to_string().starts_with("script line 1: expected"), "{e}");

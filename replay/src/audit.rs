@@ -586,6 +586,15 @@ pub fn host_of(url: &str) -> String {
         .to_string()
 }
 
+/// Why a write shows no diff: what is shown in its place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum NoDiff {
+    #[error("(blob {} is missing)", .0.short(12))]
+    Missing(cairn_store::Hash),
+    #[error("(binary, {0} bytes)")]
+    Binary(u64),
+}
+
 /// The diff of one write, from its blobs.
 fn write_diff(
     session: &Session,
@@ -593,18 +602,18 @@ fn write_diff(
     before: Option<&BlobRef>,
     after: Option<&BlobRef>,
 ) -> String {
-    let text = |b: Option<&BlobRef>| -> Result<String, String> {
+    let text = |b: Option<&BlobRef>| -> Result<String, NoDiff> {
         let Some(b) = b else {
             return Ok(String::new());
         };
         let bytes = session
             .blob(&b.hash, path)
-            .map_err(|_| format!("(blob {} is missing)", b.hash.short(12)))?;
-        String::from_utf8(bytes).map_err(|_| format!("(binary, {} bytes)", b.len))
+            .map_err(|_| NoDiff::Missing(b.hash))?;
+        String::from_utf8(bytes).map_err(|_| NoDiff::Binary(b.len))
     };
     match (text(before), text(after)) {
         (Ok(a), Ok(b)) => cairn_core::diff::unified(path, &a, &b, DIFF_LINES_MAX),
-        (Err(e), _) | (_, Err(e)) => e,
+        (Err(e), _) | (_, Err(e)) => e.to_string(),
     }
 }
 
@@ -637,6 +646,16 @@ pub fn statuses(a: &Audit) -> BTreeSet<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_write_without_a_diff_says_why() {
+        let h = cairn_store::Hash::of(b"x");
+        assert_eq!(
+            NoDiff::Missing(h).to_string(),
+            format!("(blob {} is missing)", h.short(12))
+        );
+        assert_eq!(NoDiff::Binary(7).to_string(), "(binary, 7 bytes)");
+    }
 
     #[test]
     fn host_of_takes_the_authority_without_user() {

@@ -19,9 +19,10 @@ pub enum ReplayError {
         #[source]
         source: std::io::Error,
     },
-    /// Blobs a checkout or replay needs are missing or damaged.
+    /// Blobs a checkout or replay needs are missing or damaged (a deep verification of
+    /// the session reports every problem).
     #[error(
-        "{} blob(s) missing or damaged: {} (run `cairn verify` on the session for every problem)",
+        "{} blob(s) missing or damaged: {}",
         missing.len(),
         missing.iter().map(|(p, h)| format!("{p} ({})", h.short(12))).collect::<Vec<_>>().join(", ")
     )]
@@ -44,5 +45,26 @@ pub(crate) fn io_at(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Re
     move |source| ReplayError::Io {
         path: path.to_path_buf(),
         source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_blobs_are_listed_without_a_command() {
+        let h = cairn_store::Hash::of(b"x");
+        let e = ReplayError::MissingBlobs {
+            missing: vec![("manifest".into(), h)],
+        };
+        assert_eq!(
+            e.to_string(),
+            format!("1 blob(s) missing or damaged: manifest ({})", h.short(12))
+        );
+        assert_eq!(
+            "x".parse::<crate::ShellMode>().map_err(|e| e.to_string()),
+            Err("unknown shell mode 'x': expected rerun or recorded".to_string())
+        );
     }
 }

@@ -34,14 +34,16 @@ pub enum ShellMode {
 }
 
 impl std::str::FromStr for ShellMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<ShellMode, String> {
+    type Err = cairn_store::ParseNameError;
+    fn from_str(s: &str) -> Result<ShellMode, cairn_store::ParseNameError> {
         match s {
             "rerun" => Ok(ShellMode::Rerun),
             "recorded" => Ok(ShellMode::Recorded),
-            _ => Err(format!(
-                "unknown shell mode '{s}': expected rerun or recorded"
-            )),
+            _ => Err(cairn_store::ParseNameError {
+                what: "shell mode",
+                name: s.to_string(),
+                expected: &["rerun", "recorded"],
+            }),
         }
     }
 }

@@ -13,9 +13,10 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// The log holds a bad record that is not a torn tail: never repaired silently.
+    /// The log holds a bad record that is not a torn tail: never repaired silently (the
+    /// log is left as it is).
     #[error(
-        "{}: corrupt log at {}line {line}, byte offset {offset}: {what} (run `cairn verify` for every problem; the log is left as it is)",
+        "{}: corrupt log at {}line {line}, byte offset {offset}: {what}",
         path.display(),
         seq.map(|s| format!("seq {s}, ")).unwrap_or_default()
     )]
@@ -42,6 +43,28 @@ pub enum Error {
     Poisoned { path: PathBuf, what: String },
 }
 
+/// A name that is not one of a fixed set (a durability, a catalog, a provider…): the
+/// error of their `FromStr`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} '{name}': expected {}", one_of(expected))]
+pub struct ParseNameError {
+    /// What was named: `durability`, `catalog`…
+    pub what: &'static str,
+    /// The name given.
+    pub name: String,
+    /// The names accepted.
+    pub expected: &'static [&'static str],
+}
+
+/// `a, b or c`.
+fn one_of(names: &[&str]) -> String {
+    match names.split_last() {
+        None => String::from("nothing"),
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
 /// Shorthand used throughout the store.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -56,5 +79,44 @@ impl<T> IoContext<T> for std::io::Result<T> {
             path: path.to_path_buf(),
             source,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_name_error_lists_the_names() {
+        let e = ParseNameError {
+            what: "durability",
+            name: "often".into(),
+            expected: &["always", "batch", "none"],
+        };
+        assert_eq!(
+            e.to_string(),
+            "unknown durability 'often': expected always, batch or none"
+        );
+        let e = ParseNameError {
+            what: "mode",
+            name: "x".into(),
+            expected: &["a", "b"],
+        };
+        assert_eq!(e.to_string(), "unknown mode 'x': expected a or b");
+    }
+
+    #[test]
+    fn corruption_names_the_place_and_no_command() {
+        let e = Error::Corruption {
+            path: PathBuf::from("/s/log.jsonl"),
+            seq: Some(3),
+            line: 4,
+            offset: 120,
+            what: "bad hash".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "/s/log.jsonl: corrupt log at seq 3, line 4, byte offset 120: bad hash"
+        );
     }
 }

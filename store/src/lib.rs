@@ -29,7 +29,7 @@ mod snapshot;
 mod verify;
 
 pub use blob::{BlobCheck, BlobRef, BlobStore, hash_reader};
-pub use error::{Error, Result};
+pub use error::{Error, ParseNameError, Result};
 pub use hash::{Hash, ParseHashError};
 pub use log::{
     Appended, Durability, Head, LOCK_FILE, LOG_FILE, LogWriter, Options, QUARANTINE_DIR, Recovery,

@@ -39,15 +39,17 @@ pub enum Durability {
 }
 
 impl std::str::FromStr for Durability {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::ParseNameError;
+    fn from_str(s: &str) -> Result<Self, crate::ParseNameError> {
         match s {
             "always" => Ok(Durability::Always),
             "batch" => Ok(Durability::Batch),
             "none" => Ok(Durability::None),
-            _ => Err(format!(
-                "unknown durability '{s}': expected always, batch or none"
-            )),
+            _ => Err(crate::ParseNameError {
+                what: "durability",
+                name: s.to_string(),
+                expected: &["always", "batch", "none"],
+            }),
         }
     }
 }

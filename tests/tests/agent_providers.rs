@@ -368,7 +368,10 @@ fn auth_and_not_found_errors_say_what_to_check_and_never_show_the_key() {
             text.starts_with("authentication failed (401): Incorrect API key provided: [REDACTED"),
             "{text}"
         );
-        assert!(text.contains("CAIRN_API_KEY"), "{text}");
+        assert!(
+            matches!(&err, ProviderError::Auth { key_var, .. } if key_var.contains("CAIRN_API_KEY")),
+            "{err:?}"
+        );
         assert!(
             !text.contains(KEY)
                 && !text.contains(&KEY[..8])
@@ -387,7 +390,7 @@ fn auth_and_not_found_errors_say_what_to_check_and_never_show_the_key() {
     assert_eq!(
         text,
         format!(
-            "not found (404) at {}/v1/chat/completions: The model `m-1` does not exist (check --base-url and --model)",
+            "not found (404) at {}/v1/chat/completions: The model `m-1` does not exist",
             server.url
         )
     );
@@ -430,8 +433,5 @@ fn configuration_comes_from_flags_then_cairn_variables_then_the_usual_ones() {
         "no API key: set CAIRN_API_KEY or ANTHROPIC_API_KEY (Anthropic needs one)"
     );
     let err = ProviderConfig::from_env(Kind::Openai, &Overrides::default(), |_| None).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "no model given: pass --model or set CAIRN_MODEL"
-    );
+    assert_eq!(err, ProviderError::NoModel);
 }

@@ -414,10 +414,7 @@ fn non_utf8_event_under_a_valid_hash_is_corruption_not_rewritten() {
     );
     assert_eq!(
         message_after_path(&err, &path),
-        format!(
-            "corrupt log at seq 1, line 2, byte offset {offset}: {what} \
-             (run `cairn verify` for every problem; the log is left as it is)"
-        )
+        format!("corrupt log at seq 1, line 2, byte offset {offset}: {what}")
     );
     assert_untouched(dir, &bytes);
 }

@@ -162,10 +162,10 @@ pub fn oversized_input_bytes(recorded: &Value) -> Option<usize> {
 
 /// An input its tool's check rejects (`validation` is the check's answer: the message
 /// names the field at fault) is refused.
-pub fn input_valid(validation: Result<(), String>) -> Decision {
+pub fn input_valid<E: std::fmt::Display>(validation: Result<(), E>) -> Decision {
     match validation {
         Ok(()) => Decision::Allow,
-        Err(message) => Decision::refuse(Rule::Input, None, None, message),
+        Err(e) => Decision::refuse(Rule::Input, None, None, e.to_string()),
     }
 }
 
@@ -200,13 +200,13 @@ pub fn repeat(state: &State, limits: &Limits, tool: &str, input: &Value) -> Deci
 /// permission, in order: the input's size, its validity (`validate` is the tool's
 /// check, only run on an input of a size that may run), the repeat block. `input` is
 /// the input as recorded; `input_bytes` the size of the input as given.
-pub fn admit(
+pub fn admit<E: std::fmt::Display>(
     state: &State,
     limits: &Limits,
     tool: &str,
     input: &Value,
     input_bytes: usize,
-    validate: impl FnOnce() -> Result<(), String>,
+    validate: impl FnOnce() -> Result<(), E>,
 ) -> Decision {
     input_size(input_bytes, limits)
         .and_then(|| input_valid(validate()))
@@ -836,13 +836,18 @@ mod tests {
             )
         );
         assert_eq!(
-            rule(admit(&s, &limits, "read_file", &input, 10, || Ok(()))),
+            rule(admit(&s, &limits, "read_file", &input, 10, || Ok::<
+                (),
+                String,
+            >(
+                ()
+            ))),
             Some(Rule::Repeat)
         );
         assert_eq!(
-            admit(&State::default(), &limits, "read_file", &input, 10, || Ok(
-                ()
-            )),
+            admit(&State::default(), &limits, "read_file", &input, 10, || {
+                Ok::<(), String>(())
+            }),
             Decision::Allow
         );
         assert_eq!(refusal_status(Rule::Repeat), Status::Blocked);

@@ -393,11 +393,11 @@ impl State {
         }
     }
 
-    /// Loads an archived state, validating it.
-    pub fn from_bytes(bytes: &[u8]) -> Result<State, String> {
+    /// Loads an archived state, validating it; the error says what does not check.
+    pub fn from_bytes(bytes: &[u8]) -> Result<State, rkyv::rancor::Error> {
         let mut aligned = rkyv::util::AlignedVec::<16>::with_capacity(bytes.len());
         aligned.extend_from_slice(bytes);
-        rkyv::from_bytes::<State, rkyv::rancor::Error>(&aligned).map_err(|e| e.to_string())
+        rkyv::from_bytes::<State, rkyv::rancor::Error>(&aligned)
     }
 
     /// BLAKE3 of the archived state: what `checkpoint` records.

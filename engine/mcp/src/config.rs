@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use cairn_tools::mcp_names::ServerNameError;
 use cairn_tools::{EngineError, Result, io_at};
 
 /// The file name in the project folder.
@@ -38,19 +39,21 @@ pub fn path(project_dir: &Path) -> PathBuf {
 }
 
 /// Checks a server name: `[A-Za-z0-9_-]`, 1 to [`SERVER_NAME_CHARS_MAX`] characters.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), ServerNameError> {
     if name.is_empty() || name.len() > SERVER_NAME_CHARS_MAX {
-        return Err(format!(
-            "server name '{name}' must have 1 to {SERVER_NAME_CHARS_MAX} characters"
-        ));
+        return Err(ServerNameError::Length {
+            name: name.to_string(),
+            max: SERVER_NAME_CHARS_MAX,
+        });
     }
     if let Some(c) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
     {
-        return Err(format!(
-            "server name '{name}' has '{c}': use letters, digits, '_' and '-' (tool names are built from it)"
-        ));
+        return Err(ServerNameError::Char {
+            name: name.to_string(),
+            c,
+        });
     }
     Ok(())
 }
@@ -60,12 +63,8 @@ impl McpConfig {
     pub fn load(project_dir: &Path) -> Result<McpConfig> {
         let p = path(project_dir);
         match std::fs::read(&p) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                EngineError::Config(format!(
-                    "{}: {e} (fix it, or remove it and use `cairn mcp add`)",
-                    p.display()
-                ))
-            }),
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|source| EngineError::McpConfig { path: p, source }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(McpConfig::default()),
             Err(e) => Err(io_at(&p)(e)),
         }
@@ -90,12 +89,11 @@ impl McpConfig {
 
     /// Adds (or replaces) a server and saves.
     pub fn add(project_dir: &Path, name: &str, server: ServerConfig) -> Result<McpConfig> {
-        check_name(name).map_err(EngineError::Config)?;
+        check_name(name)?;
         if server.command.is_empty() {
-            return Err(EngineError::Config(
-                "give the command that starts the server: cairn mcp add NAME -- COMMAND ARGS..."
-                    .into(),
-            ));
+            return Err(EngineError::McpNoCommand {
+                server: name.to_string(),
+            });
         }
         let mut config = McpConfig::load(project_dir)?;
         config.servers.insert(name.to_string(), server);
@@ -141,11 +139,44 @@ mod tests {
         };
         let c = McpConfig::add(dir.path(), "fs", s.clone()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(McpConfig::load(dir.path()).ok(), Some(c));
-        assert!(McpConfig::add(dir.path(), "bad name", s.clone()).is_err());
-        assert!(McpConfig::add(dir.path(), &"x".repeat(33), s.clone()).is_err());
+        assert!(matches!(
+            McpConfig::add(dir.path(), "bad name", s.clone()),
+            Err(EngineError::McpServerName(ServerNameError::Char {
+                c: ' ',
+                ..
+            }))
+        ));
+        assert!(matches!(
+            McpConfig::add(dir.path(), &"x".repeat(33), s.clone()),
+            Err(EngineError::McpServerName(ServerNameError::Length {
+                max: 32,
+                ..
+            }))
+        ));
+        assert!(matches!(
+            McpConfig::add(
+                dir.path(),
+                "empty",
+                ServerConfig {
+                    command: String::new(),
+                    ..s.clone()
+                }
+            ),
+            Err(EngineError::McpNoCommand { server }) if server == "empty"
+        ));
         assert!(McpConfig::add(dir.path(), &"x".repeat(32), s).is_ok());
         assert!(McpConfig::remove(dir.path(), "nope").is_err());
         let c = McpConfig::remove(dir.path(), "fs").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(c.servers.len(), 1);
+    }
+
+    #[test]
+    fn a_config_that_does_not_parse_names_its_file() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(path(dir.path()), "{").unwrap_or_else(|e| panic!("{e}"));
+        match McpConfig::load(dir.path()) {
+            Err(EngineError::McpConfig { path: p, .. }) => assert_eq!(p, path(dir.path())),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -13,7 +13,7 @@ use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-pub use cairn_tools::web::{Fetch, SearchBackend, SearchResult, WebConfig, normalise};
+pub use cairn_tools::web::{Fetch, SearchBackend, SearchError, SearchResult, WebConfig, normalise};
 use reqwest::Url;
 
 const USER_AGENT: &str = concat!("cairn/", env!("CARGO_PKG_VERSION"));
@@ -158,24 +158,55 @@ pub fn fetch(raw: &str, cfg: &WebConfig) -> Fetch {
         ..Fetch::default()
     };
     if let Err(e) = fetch_into(raw, cfg, &mut out) {
-        out.error = Some(e);
+        out.error = Some(e.to_string());
     }
     out
 }
 
-fn fetch_into(raw: &str, cfg: &WebConfig, out: &mut Fetch) -> Result<(), String> {
+/// Why a fetch gave no page. Its text is what the model is answered (and what
+/// `web_fetched` records).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FetchError {
+    /// The guard refused the URL or one of its redirects.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    #[error("timed out after {ms} ms (fetch_timeout_ms)")]
+    Timeout { ms: u64 },
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+    #[error("cannot fetch {url}: {detail}")]
+    Unreachable { url: String, detail: String },
+    #[error("redirect {status} without a location")]
+    NoLocation { status: u16 },
+    #[error("bad redirect location '{location}': {detail}")]
+    BadLocation { location: String, detail: String },
+    #[error("too many redirects (more than redirects_max = {max})")]
+    Redirects { max: u32 },
+    #[error("binary content ({content_type}) refused: only text and HTML pages are read")]
+    Binary { content_type: String },
+    /// Refused before reading: the announced length is over the limit.
+    #[error("response of {len} bytes is over fetch_bytes_max ({max} bytes)")]
+    TooLong { len: u64, max: u64 },
+    /// Cut while reading: the body went over the limit.
+    #[error("response is over fetch_bytes_max ({max} bytes): stopped reading")]
+    Cut { max: u64 },
+    #[error("reading {url}: {detail}")]
+    Read { url: String, detail: String },
+    #[error("binary content (no content type, NUL bytes) refused")]
+    BinaryNul,
+}
+
+fn fetch_into(raw: &str, cfg: &WebConfig, out: &mut Fetch) -> Result<(), FetchError> {
     let deadline = Instant::now() + Duration::from_millis(cfg.fetch_timeout_ms);
-    let mut url = Url::parse(raw.trim())
-        .map_err(|e| Refused::BadUrl(raw.to_string(), e.to_string()).to_string())?;
+    let mut url =
+        Url::parse(raw.trim()).map_err(|e| Refused::BadUrl(raw.to_string(), e.to_string()))?;
     loop {
-        let (host, addrs) =
-            check_url(&url, cfg.allow_loopback_for_tests).map_err(|e| e.to_string())?;
+        let (host, addrs) = check_url(&url, cfg.allow_loopback_for_tests)?;
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!(
-                "timed out after {} ms (fetch_timeout_ms)",
-                cfg.fetch_timeout_ms
-            ));
+            return Err(FetchError::Timeout {
+                ms: cfg.fetch_timeout_ms,
+            });
         }
         let mut builder = reqwest::blocking::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -187,7 +218,7 @@ fn fetch_into(raw: &str, cfg: &WebConfig, out: &mut Fetch) -> Result<(), String>
         }
         let client = builder
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .map_err(|e| FetchError::Client(e.to_string()))?;
         let resp = client
             .get(url.clone())
             .header(
@@ -197,32 +228,33 @@ fn fetch_into(raw: &str, cfg: &WebConfig, out: &mut Fetch) -> Result<(), String>
             .send()
             .map_err(|e| {
                 if e.is_timeout() {
-                    format!(
-                        "timed out after {} ms (fetch_timeout_ms)",
-                        cfg.fetch_timeout_ms
-                    )
+                    FetchError::Timeout {
+                        ms: cfg.fetch_timeout_ms,
+                    }
                 } else {
-                    format!("cannot fetch {url}: {}", error_chain(&e))
+                    FetchError::Unreachable {
+                        url: url.to_string(),
+                        detail: error_chain(&e),
+                    }
                 }
             })?;
         out.status = Some(resp.status().as_u16());
         out.final_url = Some(url.to_string());
         if resp.status().is_redirection() {
             let Some(loc) = resp.headers().get("location").and_then(|l| l.to_str().ok()) else {
-                return Err(format!(
-                    "redirect {} without a location",
-                    resp.status().as_u16()
-                ));
+                return Err(FetchError::NoLocation {
+                    status: resp.status().as_u16(),
+                });
             };
-            let next = url
-                .join(loc)
-                .map_err(|e| format!("bad redirect location '{loc}': {e}"))?;
+            let next = url.join(loc).map_err(|e| FetchError::BadLocation {
+                location: loc.to_string(),
+                detail: e.to_string(),
+            })?;
             out.redirects.push(next.to_string());
             if out.redirects.len() as u32 > cfg.redirects_max {
-                return Err(format!(
-                    "too many redirects (more than redirects_max = {})",
-                    cfg.redirects_max
-                ));
+                return Err(FetchError::Redirects {
+                    max: cfg.redirects_max,
+                });
             }
             url = next;
             continue;
@@ -237,33 +269,35 @@ fn fetch_into(raw: &str, cfg: &WebConfig, out: &mut Fetch) -> Result<(), String>
         if let Some(ct) = &ct
             && !textual(ct)
         {
-            return Err(format!(
-                "binary content ({ct}) refused: only text and HTML pages are read"
-            ));
+            return Err(FetchError::Binary {
+                content_type: ct.clone(),
+            });
         }
         if let Some(len) = resp.content_length()
             && len > cfg.fetch_bytes_max
         {
-            return Err(format!(
-                "response of {len} bytes is over fetch_bytes_max ({} bytes)",
-                cfg.fetch_bytes_max
-            ));
+            return Err(FetchError::TooLong {
+                len,
+                max: cfg.fetch_bytes_max,
+            });
         }
         let mut body = Vec::new();
         resp.take(cfg.fetch_bytes_max + 1)
             .read_to_end(&mut body)
-            .map_err(|e| format!("reading {url}: {e}"))?;
+            .map_err(|e| FetchError::Read {
+                url: url.to_string(),
+                detail: e.to_string(),
+            })?;
         if body.len() as u64 > cfg.fetch_bytes_max {
             out.body = body;
             out.body.truncate(cfg.fetch_bytes_max as usize);
-            return Err(format!(
-                "response is over fetch_bytes_max ({} bytes): stopped reading",
-                cfg.fetch_bytes_max
-            ));
+            return Err(FetchError::Cut {
+                max: cfg.fetch_bytes_max,
+            });
         }
         if ct.is_none() && body.iter().take(1024).any(|&b| b == 0) {
             out.body = body;
-            return Err("binary content (no content type, NUL bytes) refused".to_string());
+            return Err(FetchError::BinaryNul);
         }
         let html = ct.as_deref().is_some_and(|c| c.contains("html"))
             || (ct.is_none() && looks_like_html(&body));
@@ -378,12 +412,10 @@ fn unwrap_ddg(href: &str) -> String {
 }
 
 /// Results of SearXNG's JSON API.
-pub fn parse_searxng(json: &str) -> Result<Vec<SearchResult>, String> {
+pub fn parse_searxng(json: &str) -> Result<Vec<SearchResult>, SearchError> {
     let v: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| format!("searxng answer is not JSON: {e}"))?;
-    let results = v["results"]
-        .as_array()
-        .ok_or("searxng answer has no results array (is format=json enabled on the instance?)")?;
+        serde_json::from_str(json).map_err(|e| SearchError::NotJson(e.to_string()))?;
+    let results = v["results"].as_array().ok_or(SearchError::NoResults)?;
     Ok(results
         .iter()
         .map(|r| SearchResult {
@@ -396,30 +428,105 @@ pub fn parse_searxng(json: &str) -> Result<Vec<SearchResult>, String> {
 
 /// GETs a search backend's answer (a configured endpoint: not subject to the
 /// private-network guard, since a SearXNG instance is often local).
-pub fn backend_get(url: &Url, cfg: &WebConfig) -> Result<(u16, Vec<u8>), String> {
+pub fn backend_get(url: &Url, cfg: &WebConfig) -> Result<(u16, Vec<u8>), SearchError> {
     let client = reqwest::blocking::Client::builder()
         .timeout(Duration::from_millis(cfg.fetch_timeout_ms))
         .user_agent(USER_AGENT)
         .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-    let resp = client.get(url.clone()).send().map_err(|e| {
-        format!(
-            "search backend {}: {}",
-            url.host_str().unwrap_or(""),
-            error_chain(&e)
-        )
-    })?;
+        .map_err(|e| SearchError::Client(e.to_string()))?;
+    let resp = client
+        .get(url.clone())
+        .send()
+        .map_err(|e| SearchError::Unreachable {
+            host: url.host_str().unwrap_or("").to_string(),
+            detail: error_chain(&e),
+        })?;
     let status = resp.status().as_u16();
     let mut body = Vec::new();
     resp.take(cfg.fetch_bytes_max)
         .read_to_end(&mut body)
-        .map_err(|e| format!("reading the search answer: {e}"))?;
+        .map_err(|e| SearchError::Read(e.to_string()))?;
     Ok((status, body))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fetch_errors_read_as_the_model_sees_them() {
+        let cases = [
+            (
+                FetchError::Refused(Refused::Scheme("ftp".into())),
+                "only http and https URLs can be fetched, not ftp:",
+            ),
+            (
+                FetchError::Timeout { ms: 10 },
+                "timed out after 10 ms (fetch_timeout_ms)",
+            ),
+            (
+                FetchError::Client("tls".into()),
+                "cannot build the HTTP client: tls",
+            ),
+            (
+                FetchError::Unreachable {
+                    url: "https://a.example/".into(),
+                    detail: "refused".into(),
+                },
+                "cannot fetch https://a.example/: refused",
+            ),
+            (
+                FetchError::NoLocation { status: 302 },
+                "redirect 302 without a location",
+            ),
+            (
+                FetchError::BadLocation {
+                    location: "::".into(),
+                    detail: "bad".into(),
+                },
+                "bad redirect location '::': bad",
+            ),
+            (
+                FetchError::Redirects { max: 5 },
+                "too many redirects (more than redirects_max = 5)",
+            ),
+            (
+                FetchError::Binary {
+                    content_type: "image/png".into(),
+                },
+                "binary content (image/png) refused: only text and HTML pages are read",
+            ),
+            (
+                FetchError::TooLong { len: 9, max: 8 },
+                "response of 9 bytes is over fetch_bytes_max (8 bytes)",
+            ),
+            (
+                FetchError::Cut { max: 8 },
+                "response is over fetch_bytes_max (8 bytes): stopped reading",
+            ),
+            (
+                FetchError::Read {
+                    url: "https://a.example/".into(),
+                    detail: "reset".into(),
+                },
+                "reading https://a.example/: reset",
+            ),
+            (
+                FetchError::BinaryNul,
+                "binary content (no content type, NUL bytes) refused",
+            ),
+        ];
+        for (e, want) in cases {
+            assert_eq!(e.to_string(), want);
+        }
+        assert_eq!(
+            parse_searxng("{"),
+            Err(SearchError::NotJson(
+                "EOF while parsing an object at line 1 column 1".into()
+            ))
+        );
+        assert_eq!(parse_searxng("{}"), Err(SearchError::NoResults));
+    }
 
     #[test]
     fn ddg_links_are_unwrapped() {
@@ -439,14 +546,14 @@ impl cairn_tools::web::Web for HttpWeb {
     fn fetch(&self, url: &str, cfg: &WebConfig) -> Fetch {
         fetch(url, cfg)
     }
-    fn backend_get(&self, url: &Url, cfg: &WebConfig) -> Result<(u16, Vec<u8>), String> {
+    fn backend_get(&self, url: &Url, cfg: &WebConfig) -> Result<(u16, Vec<u8>), SearchError> {
         backend_get(url, cfg)
     }
     fn parse_results(
         &self,
         backend: SearchBackend,
         body: &str,
-    ) -> Result<Vec<SearchResult>, String> {
+    ) -> Result<Vec<SearchResult>, SearchError> {
         match backend {
             SearchBackend::Searxng => parse_searxng(body),
             _ => Ok(parse_duckduckgo(body)),

@@ -132,11 +132,11 @@ impl Engine {
         let started = first_record(dir)?;
         let config = match options.config {
             Some(c) => c,
-            None => serde_json::from_value(started.config.clone()).map_err(|e| {
-                EngineError::Config(format!(
-                    "{}: the session's configuration does not load: {e}",
-                    dir.display()
-                ))
+            None => serde_json::from_value(started.config.clone()).map_err(|source| {
+                EngineError::SessionConfig {
+                    dir: dir.to_path_buf(),
+                    source,
+                }
             })?,
         };
         let (log, recovery) = open_log(
@@ -150,22 +150,17 @@ impl Engine {
         let state = folded.state;
         let root = PathBuf::from(&started.workspace);
         if !root.is_dir() {
-            return Err(EngineError::Config(format!(
-                "the workspace {} of session {} is gone: fork the session into a new folder instead (cairn fork {} --at SEQ --workspace DIR)",
-                root.display(),
-                started.id,
-                started.id
-            )));
+            return Err(EngineError::WorkspaceGone {
+                workspace: root,
+                session: started.id,
+            });
         }
         let project = Project {
             dir: dir
                 .parent()
                 .and_then(Path::parent)
-                .ok_or_else(|| {
-                    EngineError::Config(format!(
-                        "{}: not inside a project folder (<project>/sessions/<id>)",
-                        dir.display()
-                    ))
+                .ok_or_else(|| EngineError::NotInProject {
+                    dir: dir.to_path_buf(),
                 })?
                 .to_path_buf(),
         };
@@ -518,17 +513,18 @@ fn remove_temp_files(target: &Path) {
 
 /// The session's `session_started` (record 0, before any repair of the tail).
 fn first_record(dir: &Path) -> Result<SessionStarted> {
-    let bad = |what: &str| EngineError::Config(format!("{}: {what}", dir.display()));
     let reader = LogReader::open(dir)?;
-    let first = reader
-        .get(0)?
-        .ok_or_else(|| bad("the log is empty: there is nothing to resume"))?;
+    let first = reader.get(0)?.ok_or_else(|| EngineError::EmptyLog {
+        dir: dir.to_path_buf(),
+    })?;
     match fold::parse(&first) {
         Ok(crate::state::Record {
             event: Event::SessionStarted(s),
             ..
         }) => Ok(s),
-        _ => Err(bad("the log does not start with session_started")),
+        _ => Err(EngineError::NotSessionStart {
+            dir: dir.to_path_buf(),
+        }),
     }
 }
 

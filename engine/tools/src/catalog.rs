@@ -36,12 +36,16 @@ impl Catalog {
 }
 
 impl std::str::FromStr for Catalog {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Catalog, String> {
+    type Err = cairn_store::ParseNameError;
+    fn from_str(s: &str) -> Result<Catalog, cairn_store::ParseNameError> {
         match s {
             "thndrs" => Ok(Catalog::Thndrs),
             "thoth" => Ok(Catalog::Thoth),
-            _ => Err(format!("unknown catalog '{s}': expected thndrs or thoth")),
+            _ => Err(cairn_store::ParseNameError {
+                what: "catalog",
+                name: s.to_string(),
+                expected: &["thndrs", "thoth"],
+            }),
         }
     }
 }
@@ -59,6 +63,17 @@ pub fn effects_of(name: &str) -> Option<Effects> {
     Catalog::ALL
         .iter()
         .find_map(|c| Registry::new(*c).get(name).map(|t| t.effects()))
+}
+
+/// An MCP tool name a registry refuses: it would shadow a built-in or another tool.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "mcp tool name '{name}' of server '{server}' is refused: it must start with {} and name no other tool",
+    crate::mcp_names::MCP_PREFIX
+)]
+pub struct McpToolNameError {
+    pub name: String,
+    pub server: String,
 }
 
 /// The tools of one catalog, in the order they are offered: the built-ins, then the
@@ -123,7 +138,11 @@ impl Registry {
     /// Replaces the MCP tools of `server`. Refuses (changing nothing) a name that does
     /// not start with `mcp__`, or that is a built-in's or another server's: built-ins
     /// can never be shadowed.
-    pub fn set_mcp_tools(&mut self, server: &str, tools: Vec<McpTool>) -> Result<(), String> {
+    pub fn set_mcp_tools(
+        &mut self,
+        server: &str,
+        tools: Vec<McpTool>,
+    ) -> Result<(), McpToolNameError> {
         let others: Vec<&McpTool> = self.mcp.iter().filter(|t| t.server != server).collect();
         let mut seen = std::collections::BTreeSet::new();
         for t in &tools {
@@ -132,11 +151,10 @@ impl Registry {
                 || others.iter().any(|o| o.name == t.name)
                 || !seen.insert(t.name.as_str())
             {
-                return Err(format!(
-                    "mcp tool name '{}' of server '{server}' is refused: it must start with {} and name no other tool",
-                    t.name,
-                    crate::mcp_names::MCP_PREFIX
-                ));
+                return Err(McpToolNameError {
+                    name: t.name.clone(),
+                    server: server.to_string(),
+                });
             }
         }
         self.mcp.retain(|t| t.server != server);
@@ -299,6 +317,15 @@ mod tests {
 mod mcp_tests {
     use super::*;
 
+    #[test]
+    fn catalog_names_parse_or_say_which_exist() {
+        assert_eq!("thoth".parse::<Catalog>(), Ok(Catalog::Thoth));
+        assert_eq!(
+            "x".parse::<Catalog>().map_err(|e| e.to_string()),
+            Err("unknown catalog 'x': expected thndrs or thoth".to_string())
+        );
+    }
+
     fn tool(server: &str, name: &str) -> McpTool {
         McpTool {
             name: name.to_string(),
@@ -326,7 +353,11 @@ mod mcp_tests {
         );
         assert!(r.get("read_file").is_some() && r.mcp_tool("read_file").is_none());
         // A name without the prefix, a built-in's, or another server's is refused.
-        assert!(r.set_mcp_tools("t", vec![tool("t", "read_file")]).is_err());
+        assert_eq!(
+            r.set_mcp_tools("t", vec![tool("t", "read_file")])
+                .map_err(|e| e.to_string()),
+            Err("mcp tool name 'read_file' of server 't' is refused: it must start with mcp__ and name no other tool".into())
+        );
         assert!(
             r.set_mcp_tools("t", vec![tool("t", "mcp__s__read_file")])
                 .is_err()

@@ -34,12 +34,14 @@ pub mod tools;
 pub mod web;
 
 pub use cancel::CancelHandle;
-pub use catalog::{Catalog, McpTool, Registry, effects_of, markdown as catalog_markdown};
+pub use catalog::{
+    Catalog, McpTool, McpToolNameError, Registry, effects_of, markdown as catalog_markdown,
+};
 pub use config::EngineConfig;
 pub use error::{EngineError, Result, io_at};
 pub use paths::{PathError, WsPath, resolve, target};
 pub use recorder::{Observer, Recorder};
-pub use tool::{Ctx, Effects, Tool, ToolOutput, TypedTool, parse_input};
+pub use tool::{Ctx, Effects, InputError, Tool, ToolOutput, TypedTool, parse_input};
 
 // Paths the modules name as `crate::…`.
 use cairn_core::{diff, event, limits, permission, state};

@@ -243,10 +243,13 @@ pub fn to_jsonl(manifest: &[ManifestEntry]) -> Vec<u8> {
 pub fn from_jsonl(bytes: &[u8]) -> Result<Vec<ManifestEntry>> {
     bytes
         .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            serde_json::from_slice(l)
-                .map_err(|e| EngineError::Config(format!("bad manifest entry: {e}")))
+        .enumerate()
+        .filter(|(_, l)| !l.is_empty())
+        .map(|(i, l)| {
+            serde_json::from_slice(l).map_err(|source| EngineError::BadManifest {
+                line: i + 1,
+                source,
+            })
         })
         .collect()
 }
@@ -269,7 +272,7 @@ fn write_cache(path: &Path, entries: impl Iterator<Item = CacheEntry>) -> Result
     {
         let mut w = std::io::BufWriter::new(tmp.as_file_mut());
         for e in entries {
-            serde_json::to_writer(&mut w, &e).map_err(|e| EngineError::Config(e.to_string()))?;
+            serde_json::to_writer(&mut w, &e).map_err(|e| io_at(path)(e.into()))?;
             w.write_all(b"\n").map_err(io_at(path))?;
         }
         w.flush().map_err(io_at(path))?;

@@ -42,9 +42,42 @@ pub fn tool_name(server: &str, tool: &str, taken: &dyn Fn(&str) -> bool) -> Stri
     unreachable!("a u32 of salts cannot all be taken")
 }
 
+/// Why a name cannot name an MCP server (tool names are built from it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServerNameError {
+    /// Empty, or longer than `max` characters.
+    #[error("server name '{name}' must have 1 to {max} characters")]
+    Length { name: String, max: usize },
+    /// A character outside `[A-Za-z0-9_-]`.
+    #[error(
+        "server name '{name}' has '{c}': use letters, digits, '_' and '-' (tool names are built from it)"
+    )]
+    Char { name: String, c: char },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn server_name_errors_say_what_is_wrong() {
+        assert_eq!(
+            ServerNameError::Length {
+                name: "x".repeat(3),
+                max: 2
+            }
+            .to_string(),
+            "server name 'xxx' must have 1 to 2 characters"
+        );
+        assert_eq!(
+            ServerNameError::Char {
+                name: "a b".into(),
+                c: ' '
+            }
+            .to_string(),
+            "server name 'a b' has ' ': use letters, digits, '_' and '-' (tool names are built from it)"
+        );
+    }
 
     fn check(server: &str, tool: &str, expected: &str) {
         assert_eq!(tool_name(server, tool, &|_| false), expected);

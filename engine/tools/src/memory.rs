@@ -96,10 +96,10 @@ impl ProjectMemory {
     pub fn forget(&self, n: usize) -> Result<Fact> {
         let facts = self.list()?;
         let Some(f) = n.checked_sub(1).and_then(|i| facts.get(i)).cloned() else {
-            return Err(EngineError::NotFound(format!(
-                "no fact {n}: memory holds {} (`cairn memory list` numbers them)",
-                facts.len()
-            )));
+            return Err(EngineError::NoFact {
+                n,
+                facts: facts.len(),
+            });
         };
         self.append(&MemoryEvent::Forget {
             hash: text_hash(&f.text),

@@ -36,7 +36,7 @@ use crate::manifest::{self, ManifestEntry};
 use crate::paths::WsPath;
 use crate::process::{PIPE_BUF_BYTES, Process, Waited, capture};
 use crate::recorder::Recorder;
-use crate::tool::{Ctx, ToolOutput};
+use crate::tool::{Ctx, InputError, ToolOutput};
 
 pub use crate::process::{Preview, alive, start_time, stop_adopted};
 
@@ -180,13 +180,15 @@ impl Drop for Runtime {
 /// The checks a shell tool's input passes beyond its schema (part of the tool's
 /// validation, so the engine refuses a bad input before asking anything, and verify
 /// takes the same decision).
-pub fn check(argv: &[String], timeout_ms: Option<u64>, background: bool) -> Result<(), String> {
+pub fn check(argv: &[String], timeout_ms: Option<u64>, background: bool) -> Result<(), InputError> {
     if argv.first().is_none_or(|p| p.is_empty()) {
-        return Err("nothing to run: give the program first, then its arguments".into());
+        return Err(InputError::Rule(
+            "nothing to run: give the program first, then its arguments".into(),
+        ));
     }
     // A background process has no time limit: its timeout is not looked at.
     if !background && timeout_ms == Some(0) {
-        return Err("timeout_ms must be at least 1".into());
+        return Err(InputError::Rule("timeout_ms must be at least 1".into()));
     }
     Ok(())
 }

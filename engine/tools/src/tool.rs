@@ -121,7 +121,7 @@ pub trait Tool: Send + Sync {
     /// What the tool does besides answering.
     fn effects(&self) -> Effects;
     /// Checks the input against the schema; the error names the field.
-    fn validate(&self, input: &serde_json::Value) -> Result<(), String>;
+    fn validate(&self, input: &serde_json::Value) -> Result<(), InputError>;
     /// Runs the call. `Err` only when the engine itself fails (the log); a tool's own
     /// failure is an output with status `error`.
     fn run(&self, ctx: &mut Ctx<'_>, input: &serde_json::Value) -> Result<ToolOutput>;
@@ -144,7 +144,7 @@ pub trait TypedTool: Send + Sync + 'static {
     /// What the input must be beyond its schema (a non-empty command line…): part of
     /// [`Tool::validate`], so a bad input is refused by the engine's admission rule
     /// (`cairn_core::decide::input_valid`) before anything is asked or run.
-    fn check(&self, input: &Self::Input) -> std::result::Result<(), String> {
+    fn check(&self, input: &Self::Input) -> std::result::Result<(), InputError> {
         let _ = input;
         Ok(())
     }
@@ -164,18 +164,39 @@ pub trait TypedTool: Send + Sync + 'static {
     }
 }
 
+/// An input a tool refuses. Its text is what the model is answered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    /// It does not fit the tool's schema.
+    #[error(
+        "invalid input for {tool}: {}{what}",
+        field.as_ref().map(|f| format!("field `{f}`: ")).unwrap_or_default()
+    )]
+    Schema {
+        tool: String,
+        /// The path of the field at fault (`patches[0].old_string`); `None` for the
+        /// whole input (not an object, a missing or unknown field).
+        field: Option<String>,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// It fits the schema but not the tool's own rule (an empty command line), which
+    /// says what is wrong in its own words.
+    #[error("{0}")]
+    Rule(String),
+}
+
 /// Parses an input, naming the field at fault.
 pub fn parse_input<I: DeserializeOwned>(
     tool: &str,
     input: &serde_json::Value,
-) -> Result<I, String> {
+) -> Result<I, InputError> {
     serde_path_to_error::deserialize(input).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.into_inner().to_string();
-        if path == "." || path.is_empty() {
-            format!("invalid input for {tool}: {inner}")
-        } else {
-            format!("invalid input for {tool}: field `{path}`: {inner}")
+        InputError::Schema {
+            tool: tool.to_string(),
+            field: (path != "." && !path.is_empty()).then_some(path),
+            what: e.into_inner().to_string(),
         }
     })
 }
@@ -201,15 +222,16 @@ impl<T: TypedTool> Tool for T {
     fn effects(&self) -> Effects {
         T::EFFECTS
     }
-    fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
-        parse_input::<T::Input>(T::NAME, input).and_then(|i| TypedTool::check(self, &i))
+    fn validate(&self, input: &serde_json::Value) -> Result<(), InputError> {
+        let i = parse_input::<T::Input>(T::NAME, input)?;
+        TypedTool::check(self, &i)
     }
     fn run(&self, ctx: &mut Ctx<'_>, input: &serde_json::Value) -> Result<ToolOutput> {
         match parse_input::<T::Input>(T::NAME, input)
             .and_then(|i| TypedTool::check(self, &i).map(|()| i))
         {
             Ok(i) => TypedTool::run(self, ctx, i),
-            Err(e) => Ok(ToolOutput::refused(Rule::Input, None, None, e)),
+            Err(e) => Ok(ToolOutput::refused(Rule::Input, None, None, e.to_string())),
         }
     }
     fn permission(&self, input: &serde_json::Value) -> Need {
@@ -314,5 +336,61 @@ impl Ctx<'_> {
             total_lines,
             hash,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct In {
+        path: String,
+        lines: Option<Vec<u32>>,
+    }
+
+    #[test]
+    fn input_errors_read_as_before() {
+        let e = InputError::Schema {
+            tool: "read_file".into(),
+            field: None,
+            what: "missing field `path`".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "invalid input for read_file: missing field `path`"
+        );
+        let e = InputError::Schema {
+            tool: "read_file".into(),
+            field: Some("lines[1]".into()),
+            what: "invalid type: string \"x\", expected u32".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "invalid input for read_file: field `lines[1]`: invalid type: string \"x\", expected u32"
+        );
+    }
+
+    #[test]
+    fn parse_input_names_the_field() {
+        let e = parse_input::<In>("t", &serde_json::json!({})).unwrap_err();
+        assert!(
+            matches!(&e, InputError::Schema { field: None, .. }),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "invalid input for t: missing field `path`");
+        let e = parse_input::<In>("t", &serde_json::json!({"path": "a", "lines": [1, "x"]}))
+            .unwrap_err();
+        assert!(
+            matches!(&e, InputError::Schema { field: Some(f), .. } if f == "lines[1]"),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .starts_with("invalid input for t: field `lines[1]`: invalid type"),
+            "{e}"
+        );
     }
 }

@@ -19,15 +19,17 @@ pub enum SearchBackend {
 }
 
 impl std::str::FromStr for SearchBackend {
-    type Err = String;
-    fn from_str(s: &str) -> Result<SearchBackend, String> {
+    type Err = cairn_store::ParseNameError;
+    fn from_str(s: &str) -> Result<SearchBackend, cairn_store::ParseNameError> {
         match s {
             "duckduckgo" => Ok(SearchBackend::Duckduckgo),
             "searxng" => Ok(SearchBackend::Searxng),
             "none" => Ok(SearchBackend::None),
-            _ => Err(format!(
-                "unknown search backend '{s}': expected duckduckgo, searxng or none"
-            )),
+            _ => Err(cairn_store::ParseNameError {
+                what: "search backend",
+                name: s.to_string(),
+                expected: &["duckduckgo", "searxng", "none"],
+            }),
         }
     }
 }
@@ -125,19 +127,43 @@ pub fn normalise(results: Vec<SearchResult>, max: usize, chars_max: usize) -> Ve
         .collect()
 }
 
+/// Why a search backend gave no results. Its text is what the model is answered (and
+/// what `web_fetched` records).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SearchError {
+    /// This session has no network (replay, tests).
+    #[error("no network access in this session")]
+    NoNetwork,
+    /// The HTTP client could not be built.
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+    /// The backend could not be reached.
+    #[error("search backend {host}: {detail}")]
+    Unreachable { host: String, detail: String },
+    /// The answer could not be read to its end.
+    #[error("reading the search answer: {0}")]
+    Read(String),
+    /// A SearXNG answer that is not JSON.
+    #[error("searxng answer is not JSON: {0}")]
+    NotJson(String),
+    /// A SearXNG answer without its `results` array.
+    #[error("searxng answer has no results array (is format=json enabled on the instance?)")]
+    NoResults,
+}
+
 /// The network as the web tools see it.
 pub trait Web: Send + Sync {
     /// Fetches a public page: every hop checked against the private-network guard, at
     /// most `redirects_max` redirects, binary and oversized bodies refused.
     fn fetch(&self, url: &str, cfg: &WebConfig) -> Fetch;
     /// GETs a configured search backend's answer: status and body.
-    fn backend_get(&self, url: &url::Url, cfg: &WebConfig) -> Result<(u16, Vec<u8>), String>;
+    fn backend_get(&self, url: &url::Url, cfg: &WebConfig) -> Result<(u16, Vec<u8>), SearchError>;
     /// Parses a search backend's answer into results.
     fn parse_results(
         &self,
         backend: SearchBackend,
         body: &str,
-    ) -> Result<Vec<SearchResult>, String>;
+    ) -> Result<Vec<SearchResult>, SearchError>;
 }
 
 /// No network: every fetch fails with a clear error (replay and tests that must not
@@ -145,25 +171,27 @@ pub trait Web: Send + Sync {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoWeb;
 
-const NO_WEB: &str = "no network access in this session";
-
 impl Web for NoWeb {
     fn fetch(&self, url: &str, _cfg: &WebConfig) -> Fetch {
         Fetch {
             url: url.to_string(),
-            error: Some(NO_WEB.to_string()),
+            error: Some(SearchError::NoNetwork.to_string()),
             ..Fetch::default()
         }
     }
-    fn backend_get(&self, _url: &url::Url, _cfg: &WebConfig) -> Result<(u16, Vec<u8>), String> {
-        Err(NO_WEB.to_string())
+    fn backend_get(
+        &self,
+        _url: &url::Url,
+        _cfg: &WebConfig,
+    ) -> Result<(u16, Vec<u8>), SearchError> {
+        Err(SearchError::NoNetwork)
     }
     fn parse_results(
         &self,
         _backend: SearchBackend,
         _body: &str,
-    ) -> Result<Vec<SearchResult>, String> {
-        Err(NO_WEB.to_string())
+    ) -> Result<Vec<SearchResult>, SearchError> {
+        Err(SearchError::NoNetwork)
     }
 }
 
@@ -227,5 +255,47 @@ pub fn fetch_need(tool: &str, url: &str) -> Need {
         },
         // Not a URL: nothing is fetched, the tool says why.
         _ => Need::Auto,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn search_errors_read_as_the_model_sees_them() {
+        let cases = [
+            (SearchError::NoNetwork, "no network access in this session"),
+            (
+                SearchError::Client("tls".into()),
+                "cannot build the HTTP client: tls",
+            ),
+            (
+                SearchError::Unreachable {
+                    host: "localhost".into(),
+                    detail: "connection refused".into(),
+                },
+                "search backend localhost: connection refused",
+            ),
+            (
+                SearchError::Read("reset".into()),
+                "reading the search answer: reset",
+            ),
+            (
+                SearchError::NotJson("expected value".into()),
+                "searxng answer is not JSON: expected value",
+            ),
+            (
+                SearchError::NoResults,
+                "searxng answer has no results array (is format=json enabled on the instance?)",
+            ),
+        ];
+        for (e, want) in cases {
+            assert_eq!(e.to_string(), want);
+        }
+        assert_eq!(
+            "x".parse::<SearchBackend>().map_err(|e| e.to_string()),
+            Err("unknown search backend 'x': expected duckduckgo, searxng or none".into())
+        );
     }
 }

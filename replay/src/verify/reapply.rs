@@ -54,23 +54,46 @@ pub(super) fn change_of(input: &Value) -> Option<Change<'_>> {
     s(input, "content").map(Change::Whole)
 }
 
+/// Why a change does not apply to the content before it, in the engine's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum NotApplied {
+    #[error("no content before the edit of {path}")]
+    NoBefore { path: String },
+    #[error("{path} is not valid UTF-8; string edits would corrupt it")]
+    NotUtf8 { path: String },
+    /// The engine's edit refused it; its answer.
+    #[error("{0}")]
+    Refused(String),
+    #[error("patch {patch}: old_string is empty")]
+    EmptyOld { patch: usize },
+    #[error("patch {patch}: old_string occurs {times} times")]
+    Occurs { patch: usize, times: usize },
+    #[error("patch {patch}: old_string was not found")]
+    NotFound { patch: usize },
+    #[error("patches {0} and {1} overlap")]
+    Overlap(usize, usize),
+}
+
 /// The content `change` gives from `before` (`None`: the file did not exist), or why
 /// it does not apply, in the engine's words.
 pub(super) fn apply(
     change: &Change<'_>,
     path: &str,
     before: Option<&[u8]>,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, NotApplied> {
     let text = || {
-        let bytes = before.ok_or_else(|| format!("no content before the edit of {path}"))?;
-        std::str::from_utf8(bytes)
-            .map_err(|_| format!("{path} is not valid UTF-8; string edits would corrupt it"))
+        let bytes = before.ok_or_else(|| NotApplied::NoBefore {
+            path: path.to_string(),
+        })?;
+        std::str::from_utf8(bytes).map_err(|_| NotApplied::NotUtf8 {
+            path: path.to_string(),
+        })
     };
     match change {
         Change::Whole(content) => Ok(content.as_bytes().to_vec()),
         Change::Replace { old, new, all } => write::edit_string(path, text()?, old, new, *all)
             .map(String::into_bytes)
-            .map_err(|o| o.text),
+            .map_err(|o| NotApplied::Refused(o.text)),
         Change::Edits(edits) => apply_edits(text()?, edits).map(String::into_bytes),
     }
 }
@@ -82,29 +105,32 @@ pub(super) fn apply(
 /// The engine keeps this loop inside `write_patch`'s private `plan`, next to its reads
 /// of the disk; it is repeated here with the engine's own `find` and
 /// `follow_line_endings` until it becomes a pure function the tool and verify share.
-fn apply_edits(content: &str, edits: &[(&str, &str)]) -> Result<String, String> {
+fn apply_edits(content: &str, edits: &[(&str, &str)]) -> Result<String, NotApplied> {
     let mut ranges = Vec::with_capacity(edits.len());
     for (i, (old, new)) in edits.iter().enumerate() {
         let n = i + 1;
         if old.is_empty() {
-            return Err(format!("patch {n}: old_string is empty"));
+            return Err(NotApplied::EmptyOld { patch: n });
         }
         let old = write::follow_line_endings(content, old);
         let new = write::follow_line_endings(content, new);
         let range = match write::find(content, &old) {
             Found::Exact(hits) if hits.len() == 1 => hits[0].clone(),
             Found::Exact(hits) => {
-                return Err(format!("patch {n}: old_string occurs {} times", hits.len()));
+                return Err(NotApplied::Occurs {
+                    patch: n,
+                    times: hits.len(),
+                });
             }
             Found::Loose(r) => r,
-            Found::None(_) => return Err(format!("patch {n}: old_string was not found")),
+            Found::None(_) => return Err(NotApplied::NotFound { patch: n }),
         };
         ranges.push((range, new, n));
     }
     ranges.sort_by_key(|(r, _, _)| r.start);
     for w in ranges.windows(2) {
         if w[1].0.start < w[0].0.end {
-            return Err(format!("patches {} and {} overlap", w[0].2, w[1].2));
+            return Err(NotApplied::Overlap(w[0].2, w[1].2));
         }
     }
     let mut after = String::with_capacity(content.len());
@@ -130,10 +156,45 @@ mod tests {
         match expected {
             Ok(e) => assert_eq!(got.as_deref(), Ok(e), "{input}"),
             Err(e) => assert!(
-                got.as_ref().is_err_and(|g| g.contains(e)),
+                got.as_ref().is_err_and(|g| g.to_string().contains(e)),
                 "{input}: {got:?}"
             ),
         }
+    }
+
+    #[test]
+    fn why_a_change_does_not_apply() {
+        let cases = [
+            (
+                NotApplied::NoBefore { path: "f".into() },
+                "no content before the edit of f",
+            ),
+            (
+                NotApplied::NotUtf8 { path: "f".into() },
+                "f is not valid UTF-8; string edits would corrupt it",
+            ),
+            (NotApplied::Refused("no match".into()), "no match"),
+            (
+                NotApplied::EmptyOld { patch: 1 },
+                "patch 1: old_string is empty",
+            ),
+            (
+                NotApplied::Occurs { patch: 2, times: 3 },
+                "patch 2: old_string occurs 3 times",
+            ),
+            (
+                NotApplied::NotFound { patch: 1 },
+                "patch 1: old_string was not found",
+            ),
+            (NotApplied::Overlap(1, 2), "patches 1 and 2 overlap"),
+        ];
+        for (e, want) in cases {
+            assert_eq!(e.to_string(), want);
+        }
+        assert_eq!(
+            apply(&Change::Edits(vec![("", "x")]), "f", Some(b"a")),
+            Err(NotApplied::EmptyOld { patch: 1 })
+        );
     }
 
     #[test]

@@ -15,7 +15,9 @@ fn main() -> ExitCode {
     };
     let run = || -> Result<(), String> {
         let home = Home::from_env().map_err(|e| e.to_string())?;
-        let catalog = catalog.parse()?;
+        let catalog = catalog
+            .parse::<cairn_engine::Catalog>()
+            .map_err(|e| e.to_string())?;
         let policy = if approve == "always" {
             Policy::AllowAll
         } else {

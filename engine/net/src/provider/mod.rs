@@ -87,15 +87,16 @@ pub trait Provider {
 /// Why a provider gave no turn. No variant ever holds the API key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProviderError {
-    #[error(
-        "authentication failed ({status}): {message} (check the API key: --api-key-env, CAIRN_API_KEY or {key_var})"
-    )]
+    /// The provider refused the API key (401 or 403).
+    #[error("authentication failed ({status}): {message}")]
     Auth {
         status: u16,
         message: String,
+        /// Where the key was looked for (`CAIRN_API_KEY or OPENAI_API_KEY`).
         key_var: String,
     },
-    #[error("not found (404) at {url}: {message} (check --base-url and --model)")]
+    /// The URL or the model does not exist (404).
+    #[error("not found (404) at {url}: {message}")]
     NotFound { url: String, message: String },
     #[error("the provider answered {status}: {message}")]
     Http { status: u16, message: String },
@@ -107,6 +108,10 @@ pub enum ProviderError {
     StreamCut(String),
     #[error("could not reach the provider: {0}")]
     Transport(String),
+    /// No model was given, and the provider has no default.
+    #[error("no model given")]
+    NoModel,
+    /// A setting that cannot work (no key where one is needed, no HTTP client).
     #[error("{0}")]
     Config(String),
     #[error("the recording has no more model turns (it had {0})")]
@@ -161,14 +166,16 @@ pub enum Kind {
 }
 
 impl std::str::FromStr for Kind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Kind, String> {
+    type Err = cairn_store::ParseNameError;
+    fn from_str(s: &str) -> Result<Kind, cairn_store::ParseNameError> {
         match s {
             "openai" => Ok(Kind::Openai),
             "anthropic" => Ok(Kind::Anthropic),
-            _ => Err(format!(
-                "unknown provider '{s}': expected openai or anthropic"
-            )),
+            _ => Err(cairn_store::ParseNameError {
+                what: "provider",
+                name: s.to_string(),
+                expected: &["openai", "anthropic"],
+            }),
         }
     }
 }
@@ -252,9 +259,7 @@ impl ProviderConfig {
             .clone()
             .or_else(|| env("CAIRN_MODEL"))
             .or(default_model.map(str::to_string))
-            .ok_or_else(|| {
-                ProviderError::Config("no model given: pass --model or set CAIRN_MODEL".to_string())
-            })?;
+            .ok_or(ProviderError::NoModel)?;
         let vars: Vec<String> = match &flags.api_key_env {
             Some(v) => vec![v.clone()],
             None => vec!["CAIRN_API_KEY".to_string(), usual.to_string()],
@@ -297,4 +302,35 @@ pub(crate) fn parse_arguments(raw: &str) -> serde_json::Value {
         return serde_json::json!({});
     }
     serde_json::from_str(raw).unwrap_or_else(|_| serde_json::Value::String(raw.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_errors_name_no_flag() {
+        assert_eq!(
+            ProviderError::Auth {
+                status: 401,
+                message: "bad key".into(),
+                key_var: "OPENAI_API_KEY".into(),
+            }
+            .to_string(),
+            "authentication failed (401): bad key"
+        );
+        assert_eq!(
+            ProviderError::NotFound {
+                url: "http://h/v1".into(),
+                message: "no model m".into(),
+            }
+            .to_string(),
+            "not found (404) at http://h/v1: no model m"
+        );
+        assert_eq!(ProviderError::NoModel.to_string(), "no model given");
+        assert_eq!(
+            "x".parse::<Kind>().map_err(|e| e.to_string()),
+            Err("unknown provider 'x': expected openai or anthropic".to_string())
+        );
+    }
 }

@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::error::Result;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
-use crate::tools::search::{self, Extensions, PathGlob, WalkOptions};
+use crate::tools::search::{self, Extensions, PathGlob, PatternError, WalkOptions};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -40,9 +40,9 @@ enum NameMatch {
 }
 
 impl NameMatch {
-    fn new(pattern: &str) -> Result<NameMatch, String> {
+    fn new(pattern: &str) -> Result<NameMatch, PatternError> {
         if pattern.trim().is_empty() {
-            return Err("pattern is empty: give a file name or a glob such as `*.rs`".into());
+            return Err(PatternError::EmptyName);
         }
         if pattern.contains(['*', '?', '[', '{']) {
             PathGlob::new(pattern).map(NameMatch::Glob)
@@ -76,15 +76,15 @@ impl TypedTool for FindFiles {
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         let name = match NameMatch::new(&input.pattern) {
             Ok(m) => m,
-            Err(e) => return Ok(ToolOutput::error(e)),
+            Err(e) => return Ok(ToolOutput::error(e.to_string())),
         };
         let glob = match input.glob.as_deref().map(PathGlob::new).transpose() {
             Ok(g) => g,
-            Err(e) => return Ok(ToolOutput::error(e)),
+            Err(e) => return Ok(ToolOutput::error(e.to_string())),
         };
         let extensions = match Extensions::new(input.extensions.as_deref()) {
             Ok(e) => e,
-            Err(e) => return Ok(ToolOutput::error(e)),
+            Err(e) => return Ok(ToolOutput::error(e.to_string())),
         };
         if input.max_depth == Some(0) {
             return Ok(ToolOutput::error(

@@ -29,7 +29,7 @@ impl TypedTool for Glob {
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         let glob = match PathGlob::new(&input.pattern) {
             Ok(g) => g,
-            Err(e) => return Ok(ToolOutput::error(e)),
+            Err(e) => return Ok(ToolOutput::error(e.to_string())),
         };
         let base = match search::folder(
             ctx,

@@ -38,11 +38,11 @@ impl TypedTool for Grep {
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         let matcher = match search::regex(&input.pattern, input.case_insensitive) {
             Ok(m) => m,
-            Err(e) => return Ok(ToolOutput::error(e)),
+            Err(e) => return Ok(ToolOutput::error(e.to_string())),
         };
         let glob = match input.glob.as_deref().map(PathGlob::new).transpose() {
             Ok(g) => g,
-            Err(e) => return Ok(ToolOutput::error(e)),
+            Err(e) => return Ok(ToolOutput::error(e.to_string())),
         };
         let target = match search::target(ctx, input.path.as_deref()) {
             Ok(t) => t,

@@ -30,7 +30,7 @@ impl TypedTool for ListSearchableFiles {
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         let glob = match input.glob.as_deref().map(PathGlob::new).transpose() {
             Ok(g) => g,
-            Err(e) => return Ok(ToolOutput::error(e)),
+            Err(e) => return Ok(ToolOutput::error(e.to_string())),
         };
         let root = match search::folder(ctx, None, "") {
             Ok(f) => f,

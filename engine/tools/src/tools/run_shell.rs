@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::error::Result;
 use crate::shell::{self, Spec};
-use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
+use crate::tool::{Ctx, Effects, InputError, ToolOutput, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -63,7 +63,7 @@ impl TypedTool for RunShell {
         crate::permission::shell_need(program, &line, &context)
     }
 
-    fn check(&self, input: &Input) -> std::result::Result<(), String> {
+    fn check(&self, input: &Input) -> std::result::Result<(), InputError> {
         shell::check(&input.argv, input.timeout_ms, input.background)
     }
 

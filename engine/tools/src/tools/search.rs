@@ -357,6 +357,35 @@ pub fn names_hidden(pattern: &str) -> bool {
         .any(|c| c.starts_with('.') && c != "." && c != "..")
 }
 
+/// A pattern, glob, regex or extension list a search tool cannot use. Its text is what
+/// the model is answered.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PatternError {
+    /// A name pattern that is empty.
+    #[error("pattern is empty: give a file name or a glob such as `*.rs`")]
+    EmptyName,
+    /// A glob that is empty once `./` and `/` are trimmed.
+    #[error("invalid glob `{pattern}`: it is empty; use `**/*` for every file")]
+    EmptyGlob { pattern: String },
+    /// A glob that does not compile.
+    #[error("invalid glob `{pattern}`: {kind}")]
+    Glob {
+        pattern: String,
+        kind: globset::ErrorKind,
+    },
+    /// A regex that does not compile.
+    #[error("invalid regex `{pattern}`: {source}")]
+    Regex {
+        pattern: String,
+        source: grep_regex::Error,
+    },
+    /// An extension that is empty or holds a `/`.
+    #[error(
+        "invalid extension `{extension}` in extensions: give extensions such as \"rs\" or \"tar.gz\""
+    )]
+    Extension { extension: String },
+}
+
 /// A glob matched against file paths, ripgrep style: without a `/` it matches the file
 /// name at any depth; with one, the path relative to the folder searched (or to the
 /// workspace root); a trailing `/` means everything below that folder.
@@ -368,16 +397,16 @@ pub struct PathGlob {
 
 impl PathGlob {
     /// Compiles `pattern`; the error says what is wrong with it.
-    pub fn new(pattern: &str) -> Result<PathGlob, String> {
+    pub fn new(pattern: &str) -> Result<PathGlob, PatternError> {
         let mut p = pattern.trim();
         while let Some(rest) = p.strip_prefix("./") {
             p = rest;
         }
         let p = p.trim_start_matches('/');
         if p.is_empty() {
-            return Err(format!(
-                "invalid glob `{pattern}`: it is empty; use `**/*` for every file"
-            ));
+            return Err(PatternError::EmptyGlob {
+                pattern: pattern.to_string(),
+            });
         }
         let p = match p.strip_suffix('/') {
             Some(dir) => format!("{dir}/**"),
@@ -388,7 +417,10 @@ impl PathGlob {
             .literal_separator(true)
             .backslash_escape(true)
             .build()
-            .map_err(|e| format!("invalid glob `{pattern}`: {}", e.kind()))?;
+            .map_err(|e| PatternError::Glob {
+                pattern: pattern.to_string(),
+                kind: e.kind().clone(),
+            })?;
         Ok(PathGlob {
             matcher: glob.compile_matcher(),
             by_name,
@@ -418,7 +450,7 @@ pub struct Extensions(Vec<String>);
 
 impl Extensions {
     /// `None` when the list is absent or empty (no filter).
-    pub fn new(list: Option<&[String]>) -> Result<Option<Extensions>, String> {
+    pub fn new(list: Option<&[String]>) -> Result<Option<Extensions>, PatternError> {
         let Some(list) = list.filter(|l| !l.is_empty()) else {
             return Ok(None);
         };
@@ -426,9 +458,9 @@ impl Extensions {
         for e in list {
             let e = e.trim().trim_start_matches('.');
             if e.is_empty() || e.contains('/') {
-                return Err(format!(
-                    "invalid extension `{e}` in extensions: give extensions such as \"rs\" or \"tar.gz\""
-                ));
+                return Err(PatternError::Extension {
+                    extension: e.to_string(),
+                });
             }
             out.push(format!(".{}", e.to_ascii_lowercase()));
         }
@@ -617,12 +649,15 @@ fn sniff(abs: &Path, bytes_max: u64) -> Option<Skip> {
 }
 
 /// Compiles a line regex; the error says what is wrong with it.
-pub fn regex(pattern: &str, case_insensitive: bool) -> Result<RegexMatcher, String> {
+pub fn regex(pattern: &str, case_insensitive: bool) -> Result<RegexMatcher, PatternError> {
     RegexMatcherBuilder::new()
         .case_insensitive(case_insensitive)
         .line_terminator(Some(b'\n'))
         .build(pattern)
-        .map_err(|e| format!("invalid regex `{pattern}`: {e}"))
+        .map_err(|source| PatternError::Regex {
+            pattern: pattern.to_string(),
+            source,
+        })
 }
 
 /// What a content search is asked to do.
@@ -933,6 +968,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pattern_errors_read_as_the_model_sees_them() {
+        fn text<T>(r: Result<T, PatternError>) -> String {
+            match r {
+                Ok(_) => panic!("accepted"),
+                Err(e) => e.to_string(),
+            }
+        }
+        assert_eq!(
+            PatternError::EmptyName.to_string(),
+            "pattern is empty: give a file name or a glob such as `*.rs`"
+        );
+        assert_eq!(
+            text(PathGlob::new("./")),
+            "invalid glob `./`: it is empty; use `**/*` for every file"
+        );
+        assert!(
+            text(PathGlob::new("src/{a")).starts_with("invalid glob `src/{a`: unclosed"),
+            "{}",
+            text(PathGlob::new("src/{a"))
+        );
+        assert!(text(regex("(", false)).starts_with("invalid regex `(`: "));
+        assert_eq!(
+            text(Extensions::new(Some(&["a/b".to_string()]))),
+            "invalid extension `a/b` in extensions: give extensions such as \"rs\" or \"tar.gz\""
+        );
+    }
+
+    #[test]
     fn cut_line_counts_characters() {
         assert_eq!(cut_line("héllo", 5), "héllo");
         assert_eq!(cut_line("héllo", 2), "hé…(3 more characters)");
@@ -951,8 +1014,14 @@ mod tests {
         assert!(!g.matches("a/b/d/c.rs", "a"));
         let g = PathGlob::new("./a/").unwrap();
         assert!(g.matches("a/b/c.rs", ""));
-        assert!(PathGlob::new("a/{b").is_err());
-        assert!(PathGlob::new("").is_err());
+        assert!(matches!(
+            PathGlob::new("a/{b"),
+            Err(PatternError::Glob { .. })
+        ));
+        assert!(matches!(
+            PathGlob::new(""),
+            Err(PatternError::EmptyGlob { .. })
+        ));
     }
 
     #[test]

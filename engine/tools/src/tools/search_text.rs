@@ -37,15 +37,15 @@ impl TypedTool for SearchText {
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         let matcher = match search::regex(&input.pattern, false) {
             Ok(m) => m,
-            Err(e) => return Ok(ToolOutput::error(e)),
+            Err(e) => return Ok(ToolOutput::error(e.to_string())),
         };
         let glob = match input.glob.as_deref().map(PathGlob::new).transpose() {
             Ok(g) => g,
-            Err(e) => return Ok(ToolOutput::error(e)),
+            Err(e) => return Ok(ToolOutput::error(e.to_string())),
         };
         let extensions = match Extensions::new(input.extensions.as_deref()) {
             Ok(e) => e,
-            Err(e) => return Ok(ToolOutput::error(e)),
+            Err(e) => return Ok(ToolOutput::error(e.to_string())),
         };
         let root = match search::folder(ctx, None, "") {
             Ok(f) => f,

@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::error::Result;
 use crate::shell::{self, Spec};
-use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
+use crate::tool::{Ctx, Effects, InputError, ToolOutput, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -47,9 +47,11 @@ impl TypedTool for Shell {
         )
     }
 
-    fn check(&self, input: &Input) -> std::result::Result<(), String> {
+    fn check(&self, input: &Input) -> std::result::Result<(), InputError> {
         if input.command.trim().is_empty() {
-            return Err("the command is empty: give a command line to run".into());
+            return Err(InputError::Rule(
+                "the command is empty: give a command line to run".into(),
+            ));
         }
         shell::check(&["sh".into()], input.timeout_ms, input.background)
     }

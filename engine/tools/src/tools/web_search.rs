@@ -73,11 +73,11 @@ impl TypedTool for WebSearch {
                     ctx,
                     &Fetch {
                         url: url.to_string(),
-                        error: Some(e.clone()),
+                        error: Some(e.to_string()),
                         ..Fetch::default()
                     },
                 )?;
-                return Ok(ToolOutput::error(e));
+                return Ok(ToolOutput::error(e.to_string()));
             }
         };
         let text = String::from_utf8_lossy(&body).into_owned();
@@ -92,11 +92,11 @@ impl TypedTool for WebSearch {
                         final_url: Some(url.to_string()),
                         status: Some(status),
                         body,
-                        error: Some(e.clone()),
+                        error: Some(e.to_string()),
                         ..Fetch::default()
                     },
                 )?;
-                return Ok(ToolOutput::error(e));
+                return Ok(ToolOutput::error(e.to_string()));
             }
         };
         let listing: String = results
