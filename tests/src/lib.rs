@@ -8,12 +8,14 @@
 pub mod http;
 pub mod replay;
 
+use std::fs::{File, TryLockError};
 use std::io::{self, Read};
 use std::ops::Range;
 use std::path::Path;
 use std::process::Child;
+use std::time::{Duration, Instant};
 
-use cairn_store::{Error, Hash, Head, LogWriter, Options, record_hash};
+use cairn_store::{Error, Hash, Head, LOCK_FILE, LogWriter, Options, Recovery, record_hash};
 use serde_json::{Value, json};
 
 /// Reads a number from the environment, or `default` when unset; a value that does not
@@ -302,6 +304,50 @@ impl Read for PatternReader {
         }
         Ok(n)
     }
+}
+
+/// Waits, at most 10 s, until nothing holds the writer lock of the log in `dir`.
+///
+/// A writer this process has closed can keep its lock a while longer: a child that
+/// another test thread is starting gets a copy of every open file at fork and keeps it
+/// until exec (close-on-exec acts only then), and an `flock` lock lasts until its last
+/// copy closes. That is milliseconds, tens of them on a loaded machine; in one test
+/// binary where some test is always starting processes, it happens every run. Call this
+/// before this process, or a child it starts, takes again the lock of a log this
+/// process has had open; never where a test expects the lock to be held. On timeout it
+/// returns, and the caller's open names the holder.
+pub fn wait_unlocked(dir: &Path) {
+    let path = dir.join(LOCK_FILE);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let probe = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+            Err(e) => panic!("open {}: {e}", path.display()),
+        };
+        match probe.try_lock() {
+            Ok(()) => {
+                // Unlocked explicitly, not by closing: a child forked meanwhile shares
+                // this open file, and would otherwise hold the lock until its exec.
+                probe
+                    .unlock()
+                    .unwrap_or_else(|e| panic!("unlock {}: {e}", path.display()));
+                return;
+            }
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(TryLockError::WouldBlock) => return,
+            Err(TryLockError::Error(e)) => panic!("lock {}: {e}", path.display()),
+        }
+    }
+}
+
+/// [`LogWriter::open`] after [`wait_unlocked`]: how tests open a writer, except where
+/// they expect the lock to be held.
+pub fn open_writer(dir: &Path, options: Options) -> Result<(LogWriter, Recovery), Error> {
+    wait_unlocked(dir);
+    LogWriter::open(dir, options)
 }
 
 /// Sends SIGKILL to `child` and reaps it.

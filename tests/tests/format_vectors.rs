@@ -99,7 +99,7 @@ fn torn_vector_repairs_to_the_three_records() {
     assert_eq!(report.problems[0].seq, Some(3));
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("events.jsonl"), &torn).unwrap();
-    let (_log, recovery) = LogWriter::open(dir.path(), Options::default()).unwrap();
+    let (_log, recovery) = cairn_tests::open_writer(dir.path(), Options::default()).unwrap();
     assert_eq!(recovery.head.map(|h| h.seq), Some(2));
     assert_eq!(recovery.quarantined_bytes, 13);
     assert_eq!(

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use cairn_engine::event::{Event, FileWrite, Rule, Status, WriteOp, WriteStatus};
 use cairn_engine::{Catalog, Engine, EngineConfig, Finding, Home, ResumeOptions};
-use cairn_store::{BlobStore, LogWriter, Options};
+use cairn_store::{BlobStore, Options};
 use serde_json::json;
 
 const RESUME_HELPER: &str = env!("CARGO_BIN_EXE_resume_helper");
@@ -40,6 +40,7 @@ fn start(w: &Ws) -> Engine {
 }
 
 fn resume(w: &Ws, dir: &Path) -> (Engine, cairn_engine::ResumeReport) {
+    cairn_tests::wait_unlocked(dir);
     Engine::resume(&w.home, dir, ResumeOptions::default()).unwrap()
 }
 
@@ -197,7 +198,7 @@ fn interrupted_write(disk: Option<&str>) -> (Ws, Engine, cairn_engine::ResumeRep
     drop(e);
     let before = blobs.put(b"one\ntwo\n").unwrap();
     let after = blobs.put(b"ONE\ntwo\n").unwrap();
-    let (mut log, _) = LogWriter::open(&dir, Options::default()).unwrap();
+    let (mut log, _) = cairn_tests::open_writer(&dir, Options::default()).unwrap();
     log.append(&Event::ToolStarted {
         call: "c2".into(),
         tool: "edit_file".into(),
@@ -344,6 +345,7 @@ fn a_resumed_session_folds_to_its_live_state() {
 fn a_log_locked_by_a_live_process_is_refused_naming_its_pid() {
     let w = ws();
     let dir = read_both(&w);
+    cairn_tests::wait_unlocked(&dir);
     let mut child = Command::new(STORE_HELPER)
         .arg("hold-lock")
         .arg(&dir)

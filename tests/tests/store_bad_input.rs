@@ -36,7 +36,7 @@ fn assert_untouched(dir: &Path, bytes: &[u8]) {
 fn assert_all_refuse_with_format(dir: &Path, file: &Path, what: &str) {
     let verify = verify_path(file, &VerifyOptions::default()).unwrap_err();
     let read = LogReader::open(dir).unwrap_err();
-    let write = LogWriter::open(dir, Options::default()).unwrap_err();
+    let write = cairn_tests::open_writer(dir, Options::default()).unwrap_err();
     for (name, err) in [
         ("verify_path", verify),
         ("LogReader::open", read),
@@ -89,7 +89,7 @@ fn empty_file_is_an_empty_log() {
     assert!(reader.get(0).unwrap().is_none());
     assert_untouched(dir, b"");
 
-    let (mut log, recovery) = LogWriter::open(dir, Options::default()).unwrap();
+    let (mut log, recovery) = cairn_tests::open_writer(dir, Options::default()).unwrap();
     assert_eq!(
         recovery,
         Recovery {
@@ -131,7 +131,7 @@ fn missing_log_is_an_io_error_naming_the_file() {
     let errors = [
         verify_path(&path, &VerifyOptions::default()).unwrap_err(),
         LogReader::open(dir).unwrap_err(),
-        LogWriter::open(dir, Options::default()).unwrap_err(),
+        cairn_tests::open_writer(dir, Options::default()).unwrap_err(),
     ];
     for err in errors {
         assert!(
@@ -267,7 +267,9 @@ fn reader_and_verify_agree_on_record_bytes_max() {
     );
 
     // One byte past it: refused by the default writer...
-    let mut log = LogWriter::open(tmp.path(), Options::default()).unwrap().0;
+    let mut log = cairn_tests::open_writer(tmp.path(), Options::default())
+        .unwrap()
+        .0;
     let err = log
         .append_at(
             &ts_of(1),
@@ -346,7 +348,7 @@ fn line_far_over_record_bytes_max_is_refused_by_every_entry_point() {
         "{:?}",
         read[1].as_ref().err()
     );
-    let err = LogWriter::open(dir, Options::default()).unwrap_err();
+    let err = cairn_tests::open_writer(dir, Options::default()).unwrap_err();
     assert!(matches!(err, Error::Corruption { .. }), "{err:?}");
     assert!(
         message_after_path(&err, &path)
@@ -407,7 +409,7 @@ fn non_utf8_event_under_a_valid_hash_is_corruption_not_rewritten() {
         read[1]
     );
 
-    let err = LogWriter::open(dir, Options::default()).unwrap_err();
+    let err = cairn_tests::open_writer(dir, Options::default()).unwrap_err();
     assert!(
         matches!(&err, Error::Corruption { seq: Some(1), line: 2, offset: o, what: w, .. } if *o == offset && w == what),
         "{err:?}"
@@ -452,7 +454,7 @@ fn non_utf8_byte_written_over_a_record_is_corruption() {
         found,
         vec![(Some(1), 2, offsets[1], ProblemKind::BadRecord)]
     );
-    let err = LogWriter::open(dir, Options::default()).unwrap_err();
+    let err = cairn_tests::open_writer(dir, Options::default()).unwrap_err();
     assert!(
         matches!(err, Error::Corruption { seq: Some(1), line: 2, offset, .. } if offset == offsets[1]),
         "{err:?}"
@@ -476,6 +478,7 @@ fn log_locked_by_another_process_names_its_pid() {
     log.append(&json!({"type": "note"})).unwrap();
     drop(log);
 
+    cairn_tests::wait_unlocked(dir);
     let mut child = Command::new(HELPER)
         .args(["hold-lock", dir.to_str().unwrap()])
         .stdin(Stdio::piped())
@@ -520,7 +523,7 @@ fn log_locked_by_another_process_names_its_pid() {
 
     // The lock dies with its holder.
     sigkill(&mut child).unwrap();
-    let (mut log, recovery) = LogWriter::open(dir, Options::default()).unwrap();
+    let (mut log, recovery) = cairn_tests::open_writer(dir, Options::default()).unwrap();
     assert_eq!(recovery.head.map(|h| h.seq), Some(0));
     assert_eq!(log.append(&json!({"type": "note"})).unwrap().seq, 1);
 }
@@ -535,4 +538,55 @@ fn second_writer_in_the_same_process_is_locked_out() {
         matches!(err, Error::Locked { pid: Some(pid), .. } if pid == std::process::id()),
         "{err:?}"
     );
+}
+
+/// Regression: in one test binary, a test reopening its own log was refused as "locked
+/// by process <itself>" because a child another thread was starting still held the
+/// closed writer's lock. `open_writer` waits for that child's exec.
+#[test]
+fn a_closed_writer_stays_locked_until_a_child_forked_meanwhile_execs() {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    use std::time::{Duration, Instant};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let writer = LogWriter::create(dir, Options::default()).unwrap();
+    let (mut forked, tell) = std::io::pipe().unwrap();
+    let tell_fd = tell.as_raw_fd();
+    let starter = std::thread::spawn(move || {
+        let mut cmd = Command::new("true");
+        // SAFETY: between fork and exec the hook calls only write(2) and nanosleep(2),
+        // both async-signal-safe, and allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::write(tell_fd, b"f".as_ptr().cast(), 1);
+                std::thread::sleep(Duration::from_millis(1000));
+                Ok(())
+            });
+        }
+        let status = cmd.status().unwrap();
+        drop(tell);
+        status
+    });
+    let mut byte = [0u8; 1];
+    forked.read_exact(&mut byte).unwrap();
+    // The child holds a copy of the writer's open lock file, as a child of any other
+    // test thread can at any moment.
+    drop(writer);
+    let refused = LogWriter::open(dir, Options::default()).unwrap_err();
+    assert!(
+        matches!(refused, Error::Locked { pid: Some(pid), .. } if pid == std::process::id()),
+        "{refused:?}"
+    );
+    let t = Instant::now();
+    let (mut log, _) = cairn_tests::open_writer(dir, Options::default()).unwrap();
+    assert!(
+        t.elapsed() > Duration::from_millis(100),
+        "{:?}",
+        t.elapsed()
+    );
+    log.append(&json!({"type": "note"})).unwrap();
+    assert!(starter.join().unwrap().success());
 }

@@ -8,8 +8,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
 use cairn_store::{
-    LogWriter, Options, Problem, ProblemKind, QUARANTINE_DIR, Recovery, VerifyOptions, log_path,
-    verify_bytes, verify_path,
+    Options, Problem, ProblemKind, QUARANTINE_DIR, Recovery, VerifyOptions, log_path, verify_bytes,
+    verify_path,
 };
 use cairn_tests::{SampleLog, ram_tempdir, write_sample_log};
 use serde_json::json;
@@ -128,8 +128,8 @@ fn check_truncation(
     }
     std::fs::write(&path, &sample.bytes[..prefix]).unwrap();
 
-    let (mut log, recovery) =
-        LogWriter::open(dir, Options::default()).map_err(|e| format!("open failed: {e}"))?;
+    let (mut log, recovery) = cairn_tests::open_writer(dir, Options::default())
+        .map_err(|e| format!("open failed: {e}"))?;
     let complete = sample.complete_lines(prefix);
     let good = complete.checked_sub(1).map_or(0, |i| sample.lines[i].end);
     let expected = Recovery {

@@ -57,6 +57,8 @@ fn parse_output(text: &str) -> ChildOutput {
 /// Runs one child on `dir` and kills it at a moment picked by `rng`; returns what it
 /// acknowledged.
 fn run_and_kill(dir: &Path, rng: &mut Rng, run: u64) -> ChildOutput {
+    // This process opened the log last; the child must not find that writer's lock.
+    cairn_tests::wait_unlocked(dir);
     let mut child = Command::new(HELPER)
         .args([
             "append-loop",
@@ -164,7 +166,7 @@ fn acknowledged_records_survive_sigkill_and_the_log_goes_on() {
         {
             tears += 1;
         }
-        let (writer, recovery) = LogWriter::open(dir, Options::default())
+        let (writer, recovery) = cairn_tests::open_writer(dir, Options::default())
             .unwrap_or_else(|e| panic!("run {run}: the log does not open after a kill: {e}"));
         drop(writer);
         if recovery.quarantined_bytes > 0 {

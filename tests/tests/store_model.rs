@@ -104,7 +104,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
             }
             Op::Reopen => {
                 drop(writer.take());
-                let (w, recovery) = LogWriter::open(dir, Options::default()).unwrap();
+                let (w, recovery) = cairn_tests::open_writer(dir, Options::default()).unwrap();
                 let expected = Recovery {
                     head: model.head(),
                     quarantined_bytes: 0,
@@ -148,7 +148,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 let kept = model.ends.partition_point(|&end| end <= new_len);
                 model.truncate(kept);
                 let good = model.len_bytes();
-                let (w, recovery) = LogWriter::open(dir, Options::default()).unwrap();
+                let (w, recovery) = cairn_tests::open_writer(dir, Options::default()).unwrap();
                 let expected = Recovery {
                     head: model.head(),
                     quarantined_bytes: new_len - good,

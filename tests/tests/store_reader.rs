@@ -56,7 +56,7 @@ fn check_random_access(dir: &Path, expected: &[Expected]) {
 }
 
 fn append_notes(dir: &Path, from: u64, sizes: &[usize]) {
-    let mut log = LogWriter::open(dir, Options::default()).unwrap().0;
+    let mut log = cairn_tests::open_writer(dir, Options::default()).unwrap().0;
     for (i, &size) in (from..).zip(sizes) {
         log.append_at(&ts_of(i), &json!({"type": "note", "pad": "y".repeat(size)}))
             .unwrap();
@@ -71,7 +71,7 @@ fn cut_and_repair(dir: &Path, len: u64) -> Option<u64> {
         .unwrap()
         .set_len(len)
         .unwrap();
-    let (_, recovery) = LogWriter::open(dir, Options::default()).unwrap();
+    let (_, recovery) = cairn_tests::open_writer(dir, Options::default()).unwrap();
     recovery.head.map(|h| h.seq)
 }
 

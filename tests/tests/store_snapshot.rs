@@ -284,7 +284,7 @@ fn snapshot_of_a_rewritten_seq_is_stale() {
         .map(|r| r.unwrap().offset)
         .collect();
     cut(&log, lines[6] + 30);
-    let (mut w, recovery) = LogWriter::open(dir, Options::default()).unwrap();
+    let (mut w, recovery) = cairn_tests::open_writer(dir, Options::default()).unwrap();
     assert_eq!(recovery.head.map(|h| h.seq), Some(5));
     for i in 6..10 {
         w.append_at(&ts_of(i), &json!({"type": "note", "i": i, "again": true}))
