@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The search and listing tools of both catalogs, driven through the real engine:
 //! thndrs' find_files, list_searchable_files and search_text, thoth's glob, grep and
 //! list_dir. Each rule has its case here: ignore files, hidden files, symlinks (never

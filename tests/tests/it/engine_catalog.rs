@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The catalogs expose exactly the seeds' tools with the seeds' input fields, the
 //! generated docs/TOOLS.md is current, and the demo runs and verifies clean.
 

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Replay: the demo sessions replay identically into new sessions whose parent is the
 //! original; injected non-determinism (a changed starting file, a changed
 //! configuration, an edited recording) is reported at the exact first diverging seq.

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The reader: streaming iteration stops at a torn tail with one error, and random
 //! access by seq (`get`, `records_from`) gives the log's records whatever state its
 //! index cache is in: missing, stale after a repair, or garbage.

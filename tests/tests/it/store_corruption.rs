@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Damage at every byte of a sample log: every flipped or zeroed byte is reported with
 //! the seq of its record, and every truncation is repaired by opening the log for
 //! append to exactly the longest valid prefix.

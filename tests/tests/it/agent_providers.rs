@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Both providers against a local server speaking their documented wire formats: whole
 //! and streamed answers, tool-call arguments in pieces, parallel calls, hidden
 //! reasoning dropped, retries on 429 (retry-after honoured) and 5xx, clear errors for

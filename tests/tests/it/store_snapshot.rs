@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Snapshot files are a cache: `latest_valid` returns the newest one that belongs to
 //! the log, and skips every corrupt, truncated, foreign or stale one with a warning
 //! that says why, falling back to an older valid snapshot.

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The agent loop end to end against a local OpenAI-compatible server: turns recorded,
 //! calls run in order, results capped to the context window, the conversation rebuilt
 //! from the log (so a resumed session continues with it), the session verifying clean,

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Checkout: the workspace after every seq of a recorded session equals the workspace
 //! captured while recording; missing blobs are listed and nothing is left half-written.
 

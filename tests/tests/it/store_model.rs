@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Model test of the log: random sequences of append, reopen, read, tail truncation and
 //! random access, checked after every step against a plain `Vec` of events.
 //! `PROPTEST_CASES` sets the number of sequences (default 256).

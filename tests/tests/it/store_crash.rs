@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Crash test: a child appends with `Durability::Always` and acknowledges each record on
 //! stdout; it is killed with SIGKILL at a random moment, again and again, on one log.
 //! After each kill, every acknowledged record must be in the log, the log must open

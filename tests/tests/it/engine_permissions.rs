@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Permissions and redaction through the real engine: every answer kind and its scope,
 //! the allow list that outlives sessions (and its projection rebuilt when tampered
 //! with), and secrets kept out of the model's view, the log and the blobs.

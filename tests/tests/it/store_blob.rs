@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The blob store: content addressing, concurrent puts, damage found by `verify`, and
 //! streaming a large blob in small memory (in a child process, so that its peak memory
 //! is its own). `CAIRN_BLOB_TEST_BYTES` sets the size of the large blob (default 1 GiB).

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Diff: a session against itself is empty; two sessions with planted differences list
 //! exactly those (a call only in A, one only in B, a changed input, a changed status, a
 //! changed write) and the final workspaces' differences.

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Forks: at several seqs the new workspace equals a checkout at that seq, the new
 //! session names its parent (id, seq, record hash), its own log folds to what it knows
 //! (the parent's knowledge included), and inherited read coverage lets an edit through

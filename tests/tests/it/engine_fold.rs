@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The fold is the engine's memory: folding a session's log from scratch must give
 //! exactly the live engine's state, and a snapshot plus the records after it must give
 //! exactly the full fold. Checked on random sessions of random small workspaces.

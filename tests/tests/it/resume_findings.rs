@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Each finding of a resume's reconciliation, and the ways a session is resumed:
 //! twice, after it ended (allowed: `session_resumed` reopens it), as a fork, and not
 //! at all while another process holds its log.

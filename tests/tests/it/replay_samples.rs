@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The sample sessions committed under `tests/data/sample-home` (one per catalog,
 //! recorded by `cairn demo` and kept as they were written): they deep-verify clean and
 //! replay identically with this version of cairn. They double as test vectors of the

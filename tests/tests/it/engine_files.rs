@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The file tools of the engine, driven through `Engine::call` in temporary workspaces:
 //! the read-before-write rules, the exact content left on disk, every limit at and past
 //! its boundary, bad input (answered as the call's result, with nothing on disk changed)

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! A session driven by a model, killed during a slow call, resumed with its
 //! conversation intact: the model is sent the earlier turns and, for the interrupted
 //! call, the result the resume recorded (what is known of it), then answers; the

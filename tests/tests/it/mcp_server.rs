@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! cairn as an MCP server: the protocol by hand (versions, errors, batches, the session
 //! ended at end of input), then driven by the official Python SDK client
 //! (`tests/mcp-peers/setup.sh` installs it), and the resulting session verified.

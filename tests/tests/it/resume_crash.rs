@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The key property of resume, as a crash test: a deterministic script runs in a child
 //! process (`resume_helper`, Durability::Always) that is killed with SIGKILL at a random
 //! moment; the session is resumed and the script finished from its first unfinished

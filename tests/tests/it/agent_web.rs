@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The web tools: private-network targets refused in every spelling, at every redirect
 //! and behind DNS names; public-looking pages served through the test-only loopback
 //! setting; binary and oversized answers refused; everything fetched recorded; search

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The test vectors of docs/FORMAT.md: the committed sample logs must hash to the values
 //! the document lists, and must be exactly what the writer produces for their events.
 //! `CAIRN_REGEN_VECTORS=1` rewrites the files (then update the document by hand).

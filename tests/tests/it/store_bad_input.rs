@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! What the store does with input that is not a good log: each entry point
 //! (`verify_path`, `LogReader::open`, `LogWriter::open`) refuses it with the right error
 //! variant and a lowercase message that names the file, or reports it as a problem, and

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The MCP client through the real engine: a fake server for the paths real servers
 //! rarely take (pagination, a tool named like a built-in, timeouts, crashes, garbage,
 //! list changes, an unknown protocol version), then the reference servers from the npm

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Deep verify: the demo sessions verify clean; each kind of tampering is reported at
 //! the seq where it is, including edits re-hashed so that the integrity check passes
 //! and only the deep checks (fold, decisions, blobs) can catch them.

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The shell tools (`run_shell`, `shell`), driven through `Engine::call` in temporary
 //! workspaces: exit codes, signals, timeouts that kill whole process groups, the caps
 //! of what the model sees (at and past each), the whole output kept as blobs in
