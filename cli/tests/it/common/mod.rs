@@ -1,6 +1,5 @@
 //! Shared helpers: demo sessions in temp dirs, and normalising what differs between
 //! runs (ids, times, temp paths, record hashes, elapsed times) for snapshots.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 

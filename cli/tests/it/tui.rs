@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The live session view: screens on ratatui's test backend (80×24, 120×40), and one
 //! end-to-end run in a real terminal through tmux, answering the permission prompt.
 

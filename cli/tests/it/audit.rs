@@ -1,11 +1,10 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Snapshots of the audit of the demo sessions, as text and Markdown, and the HTML
 //! report checked in headless Chromium.
 
-mod common;
-
 use cairn_cli::paint::Paint;
 use cairn_cli::report;
+
+use crate::common;
 
 fn audits() -> (common::Demo, Vec<(String, cairn_replay::audit::Audit)>) {
     let demo = common::demo();

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The `cairn` binary end to end: exit codes, the demo, scripts, and the session verbs.
 
 use std::path::Path;

@@ -1,13 +1,12 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The session browser driven key by key on ratatui's test backend: screens at 80×24
 //! and 120×40 as snapshots, over the demo sessions (ids, times and paths normalised).
-
-mod common;
 
 use cairn_cli::browse::{self, App, SessionRow, SessionView};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
+
+use crate::common;
 
 fn key(c: KeyCode) -> KeyEvent {
     KeyEvent::new(c, KeyModifiers::NONE)
