@@ -361,10 +361,12 @@ pub fn sigkill(child: &mut Child) -> io::Result<std::process::ExitStatus> {
     child.wait()
 }
 
-/// The folder of the MCP peers (`tests/mcp-peers`), after making sure every path in
-/// `needed` (relative to it) is there: missing peers are installed by running
-/// `setup.sh` once. `None`, with a loud message, when `CAIRN_SKIP_PEERS=1`; a peer that
-/// cannot be installed fails the test, naming `setup.sh`.
+/// The folder of the MCP peers (`tests/mcp-peers`), after making sure they are
+/// installed: every path in `needed` (relative to it) is there and `setup.sh --check`
+/// finds the `.ready` marker that `setup.sh` writes last, for the current pins. If not,
+/// `setup.sh` runs (once: the first test to come installs, the others wait). `None`,
+/// with a loud message, when `CAIRN_SKIP_PEERS=1`; a peer that cannot be installed fails
+/// the test, naming `setup.sh`.
 pub fn mcp_peers(needed: &[&str]) -> Option<std::path::PathBuf> {
     if std::env::var("CAIRN_SKIP_PEERS").is_ok_and(|v| v == "1") {
         // Written to the stream itself, past the test harness's capture: a skip is loud.
@@ -377,30 +379,55 @@ pub fn mcp_peers(needed: &[&str]) -> Option<std::path::PathBuf> {
         return None;
     }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp-peers");
-    if needed.iter().any(|n| !dir.join(n).exists()) {
-        // A fresh checkout: install the pinned peers once, so that `cargo test
-        // --workspace` alone works. A lock file keeps test binaries from racing.
-        let lock = std::fs::File::create(dir.join(".setup.lock"))
-            .unwrap_or_else(|e| panic!("lock file beside setup.sh: {e}"));
-        lock.lock()
-            .unwrap_or_else(|e| panic!("lock for setup.sh: {e}"));
-        if needed.iter().any(|n| !dir.join(n).exists()) {
-            let status = std::process::Command::new("bash")
-                .arg(dir.join("setup.sh"))
+    // Every check holds the lock, across threads and test processes: while another
+    // test's `npm ci` is half done, its files are there but not whole, and only the
+    // marker, written last, says the install finished.
+    let lock_path = dir.join(".setup.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .unwrap_or_else(|e| panic!("open {}: {e}", lock_path.display()));
+    lock.lock()
+        .unwrap_or_else(|e| panic!("lock {}: {e}", lock_path.display()));
+    let setup = dir.join("setup.sh");
+    let ready = || {
+        needed.iter().all(|n| dir.join(n).exists())
+            && std::process::Command::new("bash")
+                .arg(&setup)
+                .arg("--check")
                 .status()
-                .unwrap_or_else(|e| panic!("run tests/mcp-peers/setup.sh: {e}"));
+                .unwrap_or_else(|e| panic!("run tests/mcp-peers/setup.sh --check: {e}"))
+                .success()
+    };
+    if !ready() {
+        // A fresh checkout, changed pins or a broken install: install the pinned peers,
+        // so that `cargo test --workspace` alone works.
+        let status = std::process::Command::new("bash")
+            .arg(&setup)
+            .env("CAIRN_PEERS_LOCKED", "1")
+            .status()
+            .unwrap_or_else(|e| panic!("run tests/mcp-peers/setup.sh: {e}"));
+        assert!(
+            status.success(),
+            "tests/mcp-peers/setup.sh failed ({status}): it needs node, npm and python3; or set CAIRN_SKIP_PEERS=1 to skip these tests"
+        );
+        for n in needed {
             assert!(
-                status.success(),
-                "tests/mcp-peers/setup.sh failed: {status}"
+                dir.join(n).exists(),
+                "MCP peer {} is missing after tests/mcp-peers/setup.sh (npm ci and a Python venv); set CAIRN_SKIP_PEERS=1 to skip these tests",
+                dir.join(n).display()
             );
         }
-    }
-    for n in needed {
         assert!(
-            dir.join(n).exists(),
-            "MCP peer {} is missing: run tests/mcp-peers/setup.sh (npm ci and a Python venv), or set CAIRN_SKIP_PEERS=1 to skip these tests",
-            dir.join(n).display()
+            ready(),
+            "tests/mcp-peers/setup.sh finished but its .ready marker does not match the pins"
         );
     }
+    // Unlocked, not only closed: a child that another thread is starting may hold a
+    // copy of this file until it execs (see `wait_unlocked`).
+    lock.unlock()
+        .unwrap_or_else(|e| panic!("unlock {}: {e}", lock_path.display()));
     Some(dir)
 }
