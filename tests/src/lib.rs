@@ -8,12 +8,14 @@
 pub mod http;
 pub mod replay;
 
+use std::fs::{File, TryLockError};
 use std::io::{self, Read};
 use std::ops::Range;
 use std::path::Path;
 use std::process::Child;
+use std::time::{Duration, Instant};
 
-use cairn_store::{Error, Hash, Head, LogWriter, Options, record_hash};
+use cairn_store::{Error, Hash, Head, LOCK_FILE, LogWriter, Options, Recovery, record_hash};
 use serde_json::{Value, json};
 
 /// Reads a number from the environment, or `default` when unset; a value that does not
@@ -304,6 +306,50 @@ impl Read for PatternReader {
     }
 }
 
+/// Waits, at most 10 s, until nothing holds the writer lock of the log in `dir`.
+///
+/// A writer this process has closed can keep its lock a while longer: a child that
+/// another test thread is starting gets a copy of every open file at fork and keeps it
+/// until exec (close-on-exec acts only then), and an `flock` lock lasts until its last
+/// copy closes. That is milliseconds, tens of them on a loaded machine; in one test
+/// binary where some test is always starting processes, it happens every run. Call this
+/// before this process, or a child it starts, takes again the lock of a log this
+/// process has had open; never where a test expects the lock to be held. On timeout it
+/// returns, and the caller's open names the holder.
+pub fn wait_unlocked(dir: &Path) {
+    let path = dir.join(LOCK_FILE);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let probe = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+            Err(e) => panic!("open {}: {e}", path.display()),
+        };
+        match probe.try_lock() {
+            Ok(()) => {
+                // Unlocked explicitly, not by closing: a child forked meanwhile shares
+                // this open file, and would otherwise hold the lock until its exec.
+                probe
+                    .unlock()
+                    .unwrap_or_else(|e| panic!("unlock {}: {e}", path.display()));
+                return;
+            }
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(TryLockError::WouldBlock) => return,
+            Err(TryLockError::Error(e)) => panic!("lock {}: {e}", path.display()),
+        }
+    }
+}
+
+/// [`LogWriter::open`] after [`wait_unlocked`]: how tests open a writer, except where
+/// they expect the lock to be held.
+pub fn open_writer(dir: &Path, options: Options) -> Result<(LogWriter, Recovery), Error> {
+    wait_unlocked(dir);
+    LogWriter::open(dir, options)
+}
+
 /// Sends SIGKILL to `child` and reaps it.
 pub fn sigkill(child: &mut Child) -> io::Result<std::process::ExitStatus> {
     let pid = libc::pid_t::try_from(child.id()).map_err(io::Error::other)?;
@@ -315,10 +361,12 @@ pub fn sigkill(child: &mut Child) -> io::Result<std::process::ExitStatus> {
     child.wait()
 }
 
-/// The folder of the MCP peers (`tests/mcp-peers`), after making sure every path in
-/// `needed` (relative to it) is there: missing peers are installed by running
-/// `setup.sh` once. `None`, with a loud message, when `CAIRN_SKIP_PEERS=1`; a peer that
-/// cannot be installed fails the test, naming `setup.sh`.
+/// The folder of the MCP peers (`tests/mcp-peers`), after making sure they are
+/// installed: every path in `needed` (relative to it) is there and `setup.sh --check`
+/// finds the `.ready` marker that `setup.sh` writes last, for the current pins. If not,
+/// `setup.sh` runs (once: the first test to come installs, the others wait). `None`,
+/// with a loud message, when `CAIRN_SKIP_PEERS=1`; a peer that cannot be installed fails
+/// the test, naming `setup.sh`.
 pub fn mcp_peers(needed: &[&str]) -> Option<std::path::PathBuf> {
     if std::env::var("CAIRN_SKIP_PEERS").is_ok_and(|v| v == "1") {
         // Written to the stream itself, past the test harness's capture: a skip is loud.
@@ -331,30 +379,55 @@ pub fn mcp_peers(needed: &[&str]) -> Option<std::path::PathBuf> {
         return None;
     }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp-peers");
-    if needed.iter().any(|n| !dir.join(n).exists()) {
-        // A fresh checkout: install the pinned peers once, so that `cargo test
-        // --workspace` alone works. A lock file keeps test binaries from racing.
-        let lock = std::fs::File::create(dir.join(".setup.lock"))
-            .unwrap_or_else(|e| panic!("lock file beside setup.sh: {e}"));
-        lock.lock()
-            .unwrap_or_else(|e| panic!("lock for setup.sh: {e}"));
-        if needed.iter().any(|n| !dir.join(n).exists()) {
-            let status = std::process::Command::new("bash")
-                .arg(dir.join("setup.sh"))
+    // Every check holds the lock, across threads and test processes: while another
+    // test's `npm ci` is half done, its files are there but not whole, and only the
+    // marker, written last, says the install finished.
+    let lock_path = dir.join(".setup.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .unwrap_or_else(|e| panic!("open {}: {e}", lock_path.display()));
+    lock.lock()
+        .unwrap_or_else(|e| panic!("lock {}: {e}", lock_path.display()));
+    let setup = dir.join("setup.sh");
+    let ready = || {
+        needed.iter().all(|n| dir.join(n).exists())
+            && std::process::Command::new("bash")
+                .arg(&setup)
+                .arg("--check")
                 .status()
-                .unwrap_or_else(|e| panic!("run tests/mcp-peers/setup.sh: {e}"));
+                .unwrap_or_else(|e| panic!("run tests/mcp-peers/setup.sh --check: {e}"))
+                .success()
+    };
+    if !ready() {
+        // A fresh checkout, changed pins or a broken install: install the pinned peers,
+        // so that `cargo test --workspace` alone works.
+        let status = std::process::Command::new("bash")
+            .arg(&setup)
+            .env("CAIRN_PEERS_LOCKED", "1")
+            .status()
+            .unwrap_or_else(|e| panic!("run tests/mcp-peers/setup.sh: {e}"));
+        assert!(
+            status.success(),
+            "tests/mcp-peers/setup.sh failed ({status}): it needs node, npm and python3; or set CAIRN_SKIP_PEERS=1 to skip these tests"
+        );
+        for n in needed {
             assert!(
-                status.success(),
-                "tests/mcp-peers/setup.sh failed: {status}"
+                dir.join(n).exists(),
+                "MCP peer {} is missing after tests/mcp-peers/setup.sh (npm ci and a Python venv); set CAIRN_SKIP_PEERS=1 to skip these tests",
+                dir.join(n).display()
             );
         }
-    }
-    for n in needed {
         assert!(
-            dir.join(n).exists(),
-            "MCP peer {} is missing: run tests/mcp-peers/setup.sh (npm ci and a Python venv), or set CAIRN_SKIP_PEERS=1 to skip these tests",
-            dir.join(n).display()
+            ready(),
+            "tests/mcp-peers/setup.sh finished but its .ready marker does not match the pins"
         );
     }
+    // Unlocked, not only closed: a child that another thread is starting may hold a
+    // copy of this file until it execs (see `wait_unlocked`).
+    lock.unlock()
+        .unwrap_or_else(|e| panic!("unlock {}: {e}", lock_path.display()));
     Some(dir)
 }

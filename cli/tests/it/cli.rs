@@ -1,0 +1,396 @@
+//! The `cairn` binary end to end: exit codes, the demo, scripts, and the session verbs.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn cairn(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(args)
+        .env("CAIRN_HOME", home)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn demo_then_show_and_verify_last() {
+    let home = tempfile::tempdir().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("demo");
+    let out = cairn(home.path(), &["demo", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("next: cairn show last"));
+    let out = cairn(home.path(), &["verify", "last"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).starts_with("clean: "));
+    let out = cairn(home.path(), &["show", "last"]);
+    assert_eq!(out.status.code(), Some(0));
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains("write_patch") && shown.contains("stale write refused"),
+        "{shown}"
+    );
+    let out = cairn(home.path(), &["sessions", "--json"]);
+    assert_eq!(text(&out.stdout).lines().count(), 2);
+    // A demo folder that is not empty is refused.
+    let out = cairn(home.path(), &["demo", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).starts_with("cairn: "),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn run_script_records_calls_and_bad_scripts_exit_2_with_the_line() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "one\ntwo\n").unwrap();
+    let script = ws.path().join("s.jsonl");
+    std::fs::write(
+        &script,
+        "{\"user\":\"go\"}\n{\"tool\":\"read_file\",\"input\":{\"path\":\"a.txt\"}}\n{\"tool\":\"edit_file\",\"input\":{\"path\":\"missing.txt\",\"old_string\":\"a\",\"new_string\":\"b\"}}\n",
+    )
+    .unwrap();
+    let ws_arg = ws.path().to_str().unwrap();
+    let run = |approve: &str| {
+        let out = cairn(
+            home.path(),
+            &[
+                "run",
+                "--script",
+                script.to_str().unwrap(),
+                "--workspace",
+                ws_arg,
+                "--approve",
+                approve,
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "tool errors are part of the session: {}",
+            text(&out.stderr)
+        );
+        let id = text(&out.stdout).trim().to_string();
+        let out = cairn(home.path(), &["show", &id, "--json"]);
+        let calls: Vec<serde_json::Value> = text(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        calls
+            .iter()
+            .map(|c| c["status"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(run("always"), ["ok", "error"]);
+    assert_eq!(run("never"), ["ok", "denied"]);
+    // No terminal to ask: denied, with a message saying how to allow.
+    assert_eq!(run("ask"), ["ok", "denied"]);
+
+    std::fs::write(&script, "{\"user\":\"go\"}\n{\"tool\": 3}\n").unwrap();
+    let out = cairn(
+        home.path(),
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            ws_arg,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).starts_with("cairn: script line 2: "),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn verify_exit_codes_clean_problems_and_could_not_run() {
+    let home = tempfile::tempdir().unwrap();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data");
+    let out = cairn(
+        home.path(),
+        &["verify", data.join("vector-three.jsonl").to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let out = cairn(
+        home.path(),
+        &[
+            "verify",
+            "--json",
+            data.join("vector-torn.jsonl").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["report"]["problems"][0]["kind"], "torn_tail");
+    let out = cairn(
+        home.path(),
+        &[
+            "verify",
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("Cargo.toml")
+                .to_str()
+                .unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("not a cairn log"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = cairn(home.path(), &["verify", "nosuchsession"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no session"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = cairn(
+        home.path(),
+        &["head", data.join("vector-three.jsonl").to_str().unwrap()],
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "2 b97506cb1b64a9bd468081cc6ebcfd5e628e50fd4be322a0a870a108982ed5f0\n"
+    );
+}
+
+#[test]
+fn tools_markdown_is_docs_tools_md() {
+    let home = tempfile::tempdir().unwrap();
+    let out = cairn(home.path(), &["tools", "--markdown"]);
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/TOOLS.md"))
+            .unwrap();
+    assert_eq!(text(&out.stdout), docs);
+}
+
+#[test]
+fn ps_lists_the_background_processes_of_a_session() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let script = ws.path().join("s.jsonl");
+    std::fs::write(
+        &script,
+        "{\"tool\":\"shell\",\"input\":{\"command\":\"sleep 30\",\"background\":true}}\n{\"tool\":\"shell\",\"input\":{\"command\":\"echo hi\"}}\n",
+    )
+    .unwrap();
+    let ws_arg = ws.path().to_str().unwrap();
+    let out = cairn(
+        home.path(),
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            ws_arg,
+            "--approve",
+            "always",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = cairn(home.path(), &["ps"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    let row = shown.lines().nth(1).unwrap();
+    assert!(
+        row.starts_with("p1 ") && row.contains(" cancelled ") && row.contains("sh -c 'sleep 30'"),
+        "{shown}"
+    );
+    let out = cairn(home.path(), &["ps", "last", "--json"]);
+    let table: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(table[0]["id"], "p1");
+    assert_eq!(table[0]["status"], "cancelled");
+    assert_eq!(
+        table[0]["argv"],
+        serde_json::json!(["sh", "-c", "sleep 30"])
+    );
+}
+
+#[test]
+fn replay_diff_and_checkout_verbs_and_their_exit_codes() {
+    let home = tempfile::tempdir().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("demo");
+    let out = cairn(home.path(), &["demo", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = cairn(home.path(), &["sessions", "--json"]);
+    let id = |catalog: &str| -> String {
+        text(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|v| v["catalog"] == catalog)
+            .map(|v| v["id"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    let (thndrs, thoth) = (&id("thndrs"), &id("thoth"));
+    let out = cairn(home.path(), &["replay", thoth, "--shell", "recorded"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).starts_with("identical: ")
+            && text(&out.stdout).contains(" 3 answered from the recording"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = cairn(home.path(), &["replay", thoth, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["divergences"], serde_json::json!([]));
+    // A session against itself: nothing printed, exit 0; against another: exit 1.
+    let out = cairn(home.path(), &["diff", thoth, thoth]);
+    assert_eq!(
+        (out.status.code(), text(&out.stdout)),
+        (Some(0), String::new())
+    );
+    let out = cairn(home.path(), &["diff", thoth, thndrs]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("--- a/src/lib.rs"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        !text(&out.stdout).contains('\x1b'),
+        "no colour off a terminal"
+    );
+    // Checkout, then the same folder again: not empty.
+    let co = base.path().join("co");
+    let out = cairn(
+        home.path(),
+        &["checkout", thoth, "--at", "0", co.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(co.join("src/lib.rs").is_file());
+    let out = cairn(
+        home.path(),
+        &["checkout", thoth, "--at", "0", co.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    // Deep verify catches a blob damaged behind the log's back: exit 1.
+    let out = cairn(home.path(), &["verify", thoth, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["clean"], true);
+    // Every blob of every project damaged: both sessions now fail.
+    for p in std::fs::read_dir(home.path().join("projects")).unwrap() {
+        let blobs = p.unwrap().path().join("blobs");
+        for d in std::fs::read_dir(&blobs).unwrap() {
+            let d = d.unwrap().path();
+            if d.file_name().unwrap() == "tmp" {
+                continue;
+            }
+            for f in std::fs::read_dir(&d).unwrap() {
+                std::fs::write(f.unwrap().path(), "damaged").unwrap();
+            }
+        }
+    }
+    for id in [thoth, thndrs] {
+        let out = cairn(home.path(), &["verify", id]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+        assert!(
+            text(&out.stdout).contains(": blob: "),
+            "{}",
+            text(&out.stdout)
+        );
+    }
+}
+
+#[test]
+fn audit_formats_completions_and_help_exit_codes() {
+    let home = tempfile::tempdir().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("demo");
+    let out = cairn(home.path(), &["demo", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = cairn(home.path(), &["audit", "last"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("integrity clean") && t.contains("== Files written"),
+        "{t}"
+    );
+    assert!(!t.contains('\x1b'), "no colours off a terminal");
+    let out = cairn(home.path(), &["audit", "last", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["header"]["end_state"], "finished");
+    let out = cairn(home.path(), &["audit", "last", "--markdown"]);
+    assert!(text(&out.stdout).starts_with("# Audit of session"));
+    let html = base.path().join("a.html");
+    let out = cairn(
+        home.path(),
+        &["audit", "last", "--html", html.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        std::fs::read_to_string(&html)
+            .unwrap()
+            .contains("id=\"timeline\"")
+    );
+    let out = cairn(home.path(), &["audit", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("cairn: "));
+    let out = cairn(home.path(), &["completions", "bash"]);
+    assert!(text(&out.stdout).contains("_cairn()"));
+    let out = cairn(home.path(), &["--help"]);
+    assert!(text(&out.stdout).contains("Exit codes: 0"));
+    // browse needs a terminal.
+    let out = cairn(home.path(), &["browse"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn library_errors_get_the_command_line_hints() {
+    let home = tempfile::tempdir().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    // No session yet: how to make one.
+    let out = cairn(home.path(), &["show", "last"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with("cairn: no sessions in ")
+            && err.contains("yet (run `cairn demo` or `cairn run --script FILE`)"),
+        "{err}"
+    );
+    // A session whose workspace is gone cannot be resumed: fork it instead.
+    let ws = base.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    let script = base.path().join("s.jsonl");
+    std::fs::write(
+        &script,
+        "{\"tool\":\"read_file\",\"input\":{\"path\":\"a.txt\"}}\n",
+    )
+    .unwrap();
+    let out = cairn(
+        home.path(),
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--approve",
+            "always",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let id = text(&out.stdout).trim().to_string();
+    std::fs::remove_dir_all(&ws).unwrap();
+    let out = cairn(home.path(), &["resume", &id]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.starts_with("cairn: the workspace "), "{err}");
+    assert!(
+        err.contains(&format!(
+            " of session {id} is gone (fork the session into a new folder instead: cairn fork {id} --at SEQ --workspace DIR)"
+        )),
+        "{err}"
+    );
+}

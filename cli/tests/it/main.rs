@@ -1,0 +1,14 @@
+//! The command line's integration tests, linked as one binary (as ripgrep does): the
+//! `cairn` binary run as a process, the terminal views on ratatui's test backend and in
+//! tmux, and the audit reports. Snapshots live in `snapshots/`, named after the module
+//! path (`it__audit__…`). The tests share one process, so none changes the environment
+//! or the current directory: each `cairn` child is given its own `CAIRN_HOME` and
+//! workspace, and each tmux test its own server socket.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+mod audit;
+mod browse;
+mod cli;
+mod tui;

@@ -1,0 +1,439 @@
+//! Permissions and redaction through the real engine: every answer kind and its scope,
+//! the allow list that outlives sessions (and its projection rebuilt when tampered
+//! with), and secrets kept out of the model's view, the log and the blobs.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use cairn_engine::event::{Answer, AnswerSource, Event, Status};
+use cairn_engine::permission::{AllowList, Approver, Policy, Request, is_guarded};
+use cairn_engine::redact::Redactor;
+use cairn_engine::{Catalog, Engine, EngineConfig, Home};
+use serde_json::json;
+
+/// Answers from a list, remembering what it was asked.
+struct Scripted {
+    answers: Vec<Answer>,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Approver for Scripted {
+    fn answer(&mut self, r: &Request) -> (Answer, bool) {
+        self.asked.lock().unwrap().push(r.key.clone());
+        (self.answers.remove(0), true)
+    }
+}
+
+fn engine(home: &Path, ws: &Path) -> Engine {
+    Engine::start(&Home::at(home), ws, EngineConfig::new(Catalog::Thoth)).unwrap()
+}
+
+fn decisions(e: &Engine) -> Vec<(String, Answer, AnswerSource)> {
+    cairn_store::LogReader::open(e.dir())
+        .unwrap()
+        .records()
+        .unwrap()
+        .filter_map(
+            |r| match cairn_engine::fold::parse(&r.unwrap()).unwrap().event {
+                Event::PermissionDecided {
+                    key,
+                    answer,
+                    source,
+                    ..
+                } => Some((key, answer, source)),
+                _ => None,
+            },
+        )
+        .collect()
+}
+
+#[test]
+fn once_always_and_deny_with_their_scopes_and_an_allow_list_that_outlives_the_session() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "one\n").unwrap();
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut e = engine(home.path(), ws.path());
+    e.set_approver(Box::new(Scripted {
+        answers: vec![Answer::Deny, Answer::Once, Answer::Always],
+        asked: asked.clone(),
+    }));
+    e.call("read_file", json!({"path": "a.txt"})).unwrap();
+    let edit = |n: u32| json!({"path": "a.txt", "old_string": format!("one{}", "!".repeat(n as usize)), "new_string": format!("one{}", "!".repeat(n as usize + 1))});
+    // Deny: the call does not run, the model is told, the session goes on.
+    let out = e.call("edit_file", edit(0)).unwrap();
+    assert_eq!(out.status, Status::Denied);
+    assert!(
+        out.output
+            .starts_with("denied: permission for edit_file was refused"),
+        "{}",
+        out.output
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("a.txt")).unwrap(),
+        "one\n"
+    );
+    // Once: runs, asks again next time.
+    assert_eq!(e.call("edit_file", edit(0)).unwrap().status, Status::Ok);
+    // Always: runs, and the key is allowed from then on without asking.
+    assert_eq!(e.call("edit_file", edit(1)).unwrap().status, Status::Ok);
+    assert_eq!(e.call("edit_file", edit(2)).unwrap().status, Status::Ok);
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["edit_file", "edit_file", "edit_file"]
+    );
+    // A read inside the workspace never asks.
+    assert_eq!(
+        decisions(&e),
+        [
+            ("edit_file".to_string(), Answer::Deny, AnswerSource::User),
+            ("edit_file".to_string(), Answer::Once, AnswerSource::User),
+            ("edit_file".to_string(), Answer::Always, AnswerSource::User),
+            (
+                "edit_file".to_string(),
+                Answer::Always,
+                AnswerSource::AllowList
+            ),
+        ]
+    );
+    assert!(e.state().allow.contains_key("edit_file"));
+    let project = e.project().dir.clone();
+    e.end("done").unwrap();
+
+    // The next session of the project starts with the grant.
+    let mut e = engine(home.path(), ws.path());
+    e.set_approver(Box::new(Policy::DenyAll));
+    e.call("read_file", json!({"path": "a.txt"})).unwrap();
+    assert_eq!(e.call("edit_file", edit(3)).unwrap().status, Status::Ok);
+    // write_file is another key: not covered by the edit_file grant.
+    assert_eq!(
+        e.call("write_file", json!({"path": "b.txt", "content": "x\n"}))
+            .unwrap()
+            .status,
+        Status::Denied
+    );
+    e.end("done").unwrap();
+
+    // Reset clears it for the sessions after.
+    let keys = AllowList::new(&project).reset().unwrap();
+    assert!(keys.is_empty());
+    let mut e = engine(home.path(), ws.path());
+    e.set_approver(Box::new(Policy::DenyAll));
+    e.call("read_file", json!({"path": "a.txt"})).unwrap();
+    assert_eq!(e.call("edit_file", edit(4)).unwrap().status, Status::Denied);
+}
+
+#[test]
+fn a_path_outside_the_workspace_asks_for_tool_at_folder() {
+    let home = tempfile::tempdir().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    let ws = base.path().join("ws");
+    let outside = base.path().join("other");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("notes.txt"), "far away\n").unwrap();
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut e = engine(home.path(), &ws);
+    // The default policy keeps calls inside: confinement refuses.
+    let out = e
+        .call("read_file", json!({"path": "../other/notes.txt"}))
+        .unwrap();
+    assert_eq!(
+        out.refusal.map(|r| r.rule),
+        Some(cairn_engine::event::Rule::Confinement)
+    );
+    e.set_approver(Box::new(Scripted {
+        answers: vec![Answer::Always],
+        asked: asked.clone(),
+    }));
+    let out = e
+        .call(
+            "read_file",
+            json!({"path": "../other/notes.txt", "limit": 5}),
+        )
+        .unwrap();
+    assert_eq!(out.status, Status::Ok, "{}", out.output);
+    assert!(out.output.contains("far away"));
+    let key = format!("read_file@{}", outside.canonicalize().unwrap().display());
+    assert_eq!(*asked.lock().unwrap(), std::slice::from_ref(&key));
+    // The grant covers that folder for that tool only.
+    let out = e
+        .call(
+            "read_file",
+            json!({"path": "../other/notes.txt", "limit": 6}),
+        )
+        .unwrap();
+    assert_eq!(out.status, Status::Ok);
+    assert_eq!(asked.lock().unwrap().len(), 1);
+    assert_eq!(
+        decisions(&e).last().unwrap(),
+        &(key, Answer::Always, AnswerSource::AllowList)
+    );
+    // The cairn home is never reachable, whatever the answer.
+    e.set_approver(Box::new(Policy::AllowAll));
+    let home_file = format!("{}/projects", home.path().display());
+    let out = e.call("list_dir", json!({"path": home_file})).unwrap();
+    assert_ne!(out.status, Status::Ok, "{}", out.output);
+}
+
+#[test]
+fn allow_json_deleted_or_edited_is_rebuilt_from_the_project_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let list = AllowList::new(dir.path());
+    list.grant("shell:git", "s1", "c1").unwrap();
+    list.grant("web_fetch:example.org", "s1", "c2").unwrap();
+    let good = std::fs::read_to_string(list.json_path()).unwrap();
+    let want: BTreeSet<String> = ["shell:git", "web_fetch:example.org"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    std::fs::remove_file(list.json_path()).unwrap();
+    assert_eq!(list.load().unwrap(), want);
+    assert_eq!(std::fs::read_to_string(list.json_path()).unwrap(), good);
+    std::fs::write(list.json_path(), r#"{"keys":["shell:rm"]}"#).unwrap();
+    assert_eq!(list.load().unwrap(), want);
+    assert_eq!(std::fs::read_to_string(list.json_path()).unwrap(), good);
+    // The project log itself is a cairn log and verifies clean.
+    let report =
+        cairn_store::verify_path(&dir.path().join("allow/events.jsonl"), &Default::default())
+            .unwrap();
+    assert!(report.is_clean());
+}
+
+#[test]
+fn guarded_commands_match_destructive_operations_only() {
+    let patterns = cairn_engine::permission::default_guarded();
+    for cmd in [
+        "git push --force origin main",
+        "git push -f",
+        "git reset --hard HEAD~1",
+        "git clean -fd",
+        "git clean -dfx",
+        "rm -rf /",
+        "rm -rf ~",
+        "rm -rf .",
+        "rm -fr $HOME",
+    ] {
+        assert!(is_guarded(&patterns, cmd), "{cmd} should be guarded");
+    }
+    for cmd in [
+        "git push origin main",
+        "git reset --soft HEAD",
+        "git clean -n",
+        "rm -rf target",
+        "rm file.txt",
+        "ls -la /",
+    ] {
+        assert!(!is_guarded(&patterns, cmd), "{cmd} should not be guarded");
+    }
+}
+
+#[test]
+fn secrets_never_reach_the_model_the_log_or_a_blob() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut body = format!("GITHUB_TOKEN={token}\npassword=hunter22\n");
+    for i in 0..3000 {
+        body.push_str(&format!("line {i} with AKIAIOSFODNN7EXAMPLE\n"));
+    }
+    std::fs::write(ws.path().join("deploy.conf"), &body).unwrap();
+    let mut cfg = EngineConfig::new(Catalog::Thoth);
+    cfg.limits.output_bytes_max = 2000;
+    let mut e = Engine::start(&Home::at(home.path()), ws.path(), cfg).unwrap();
+    e.set_redactor(Redactor::with_env([(
+        "CI_DEPLOY_TOKEN".to_string(),
+        "s3cr3t-deploy-value".to_string(),
+    )]));
+    let out = e
+        .call("grep", json!({"pattern": "GITHUB|password|AKIA|s3cr3t"}))
+        .unwrap();
+    for s in [token, "hunter22", "AKIAIOSFODNN7EXAMPLE"] {
+        assert!(!out.output.contains(s), "{s} in {}", out.output);
+    }
+    assert!(
+        out.output.contains("[REDACTED:github_token]"),
+        "{}",
+        out.output
+    );
+    e.user_message("deploy with s3cr3t-deploy-value please")
+        .unwrap();
+    e.call(
+        "read_file",
+        json!({"path": "deploy.conf", "offset": 1, "limit": 2}),
+    )
+    .unwrap();
+    let dir = e.dir().to_path_buf();
+    let blobs = e.project().blobs_dir();
+    let finished: Vec<_> = cairn_store::LogReader::open(&dir)
+        .unwrap()
+        .records()
+        .unwrap()
+        .filter_map(
+            |r| match cairn_engine::fold::parse(&r.unwrap()).unwrap().event {
+                Event::ToolFinished(f) => Some(f),
+                _ => None,
+            },
+        )
+        .collect();
+    // The grep output was cut: its whole (redacted) text is a blob.
+    let blob = finished[0]
+        .output_blob
+        .expect("output over the cap goes to a blob");
+    let whole = String::from_utf8(
+        cairn_store::BlobStore::open(&blobs)
+            .unwrap()
+            .get(&blob.hash)
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        whole.contains("line 50 with [REDACTED:aws_access_key]"),
+        "{whole}"
+    );
+    assert!(!whole.contains("AKIAIOSFODNN7EXAMPLE"));
+    let shown = whole.matches("[REDACTED:aws_access_key]").count() as u32;
+    assert!(shown >= 90, "{shown}");
+    assert_eq!(finished[0].redactions.get("aws_access_key"), Some(&shown));
+    assert_eq!(finished[0].redactions.get("github_token"), Some(&1));
+    assert_eq!(
+        finished[1]
+            .redactions
+            .get("assignment")
+            .copied()
+            .unwrap_or(0)
+            + finished[1]
+                .redactions
+                .get("github_token")
+                .copied()
+                .unwrap_or(0),
+        2
+    );
+    let log = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    for secret in [
+        token,
+        "hunter22",
+        "AKIAIOSFODNN7EXAMPLE",
+        "s3cr3t-deploy-value",
+    ] {
+        assert!(!log.contains(secret), "{secret} is in the log");
+    }
+    assert!(log.contains("[REDACTED:env:CI_DEPLOY_TOKEN]"));
+}
+
+#[test]
+fn reading_a_credentials_file_asks_first() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join(".env.local"), "X=1\n").unwrap();
+    std::fs::write(ws.path().join("server.pem"), "pem\n").unwrap();
+    let mut e = engine(home.path(), ws.path());
+    e.set_approver(Box::new(Policy::DenyAll));
+    assert_eq!(
+        e.call("read_file", json!({"path": ".env.local"}))
+            .unwrap()
+            .status,
+        Status::Denied
+    );
+    assert_eq!(
+        e.call("read_file", json!({"path": "server.pem"}))
+            .unwrap()
+            .status,
+        Status::Denied
+    );
+    e.set_approver(Box::new(Policy::AllowAll));
+    assert_eq!(
+        e.call("read_file", json!({"path": "server.pem"}))
+            .unwrap()
+            .status,
+        Status::Ok
+    );
+    let keys: Vec<String> = decisions(&e).into_iter().map(|d| d.0).collect();
+    assert_eq!(
+        keys,
+        [
+            "read_credentials:.env.local",
+            "read_credentials:server.pem",
+            "read_credentials:server.pem"
+        ]
+    );
+}
+
+#[test]
+fn shell_asks_per_program_and_guarded_commands_ask_even_when_allowed() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut e = engine(home.path(), ws.path());
+    e.set_approver(Box::new(Scripted {
+        answers: vec![Answer::Always, Answer::Deny, Answer::Once],
+        asked: asked.clone(),
+    }));
+    // "Always" for `echo` covers every later echo, whatever its arguments.
+    assert_eq!(
+        e.call("shell", json!({"command": "echo one"}))
+            .unwrap()
+            .status,
+        Status::Ok
+    );
+    assert_eq!(
+        e.call("shell", json!({"command": "echo two"}))
+            .unwrap()
+            .status,
+        Status::Ok
+    );
+    assert_eq!(
+        e.call("shell", json!({"command": "FOO=1 echo three"}))
+            .unwrap()
+            .status,
+        Status::Ok
+    );
+    // Another program asks again.
+    assert_eq!(
+        e.call("shell", json!({"command": "true"})).unwrap().status,
+        Status::Denied
+    );
+    // A guarded command line asks even though its program is allowed.
+    e.call("shell", json!({"command": "echo git push --force"}))
+        .unwrap();
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked, ["shell:echo", "shell:true", "shell:echo"]);
+    let requests: Vec<(String, bool, String)> = cairn_store::LogReader::open(e.dir())
+        .unwrap()
+        .records()
+        .unwrap()
+        .filter_map(
+            |r| match cairn_engine::fold::parse(&r.unwrap()).unwrap().event {
+                Event::PermissionRequested {
+                    key,
+                    guarded,
+                    detail,
+                    ..
+                } => Some((key, guarded, detail)),
+                _ => None,
+            },
+        )
+        .collect();
+    assert_eq!(
+        requests.last().unwrap(),
+        &(
+            "shell:echo".to_string(),
+            true,
+            "echo git push --force".to_string()
+        )
+    );
+    // The thndrs twin keys on argv[0]'s file name and shows the whole quoted line.
+    let mut cfg = EngineConfig::new(Catalog::Thndrs);
+    cfg.limits.repeat_calls_max = 5;
+    let mut t = Engine::start(&Home::at(home.path()), ws.path(), cfg).unwrap();
+    let asked2 = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    t.set_approver(Box::new(Scripted {
+        answers: vec![Answer::Once],
+        asked: asked2.clone(),
+    }));
+    let out = t
+        .call("run_shell", json!({"argv": ["/usr/bin/printf", "a b"]}))
+        .unwrap();
+    assert_eq!(out.status, Status::Ok, "{}", out.output);
+    assert_eq!(*asked2.lock().unwrap(), ["shell:printf"]);
+}
