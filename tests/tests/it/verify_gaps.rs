@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Deep verify against a forger who edits a session (its records, its blobs) and
 //! re-chains the log so that the integrity check passes: records after the end, blobs
 //! no check re-hashed, calls that ran after a denial, statuses the records contradict,

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Deep verify takes every recorded decision again with `cairn_core::decide`, the same
 //! functions the live engine decided with. Property: a random session run live through
 //! the engine verifies clean; and each recorded decision flipped in its log (a refusal

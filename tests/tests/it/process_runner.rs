@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The one process runner (`cairn_tools::process`) through its three callers, with real
 //! processes: a shell command that forks a grandchild, killed on a timeout or a cancel,
 //! leaves no process of its group (`kill(-pgid, 0)` fails with ESRCH); output past
