@@ -1,7 +1,8 @@
 //! The pure core of cairn's engine: the events of a session, the fold that derives
 //! everything the engine knows from them, the limits, and the rules as functions of
 //! folded state and the call: [`decide`] (every decision the call path takes and deep
-//! verify takes again), [`permission`] needs, redaction, the line diff a write shows.
+//! verify takes again), [`permission`] needs, what a [`command`] line runs and which
+//! keys cover it, redaction, the line diff a write shows.
 //!
 //! Invariant: this crate does no I/O, reads no clock and spawns no process (enforced by
 //! `clippy.toml`'s `disallowed-methods` for this crate). Times and ids come from the
@@ -18,6 +19,7 @@
 //! assert!(state.conversation[0].contains("hello"));
 //! ```
 
+pub mod command;
 pub mod decide;
 pub mod diff;
 pub mod event;

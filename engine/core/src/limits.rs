@@ -3,6 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Wrappers and nested lines one inside another that a command-line analysis follows
+/// (`sudo env nice sh -c '…'` is four deep); past it the line asks every time.
+pub const COMMAND_NESTING_DEPTH_MAX: u32 = 8;
+
 /// The limits in force for a session (recorded in `session_started`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]

@@ -59,7 +59,8 @@ pub fn shell_need(program: &str, command_line: &str, context: &str) -> Need {
 }
 
 /// The program a `sh -c` command line runs first: its first word that is not a
-/// variable assignment.
+/// variable assignment. Superseded by [`crate::command::analyse`], which keys every
+/// program of the line; kept until the engine asks with its keys.
 pub fn first_program(command: &str) -> String {
     command
         .split_whitespace()
@@ -68,7 +69,8 @@ pub fn first_program(command: &str) -> String {
         .to_string()
 }
 
-/// The default guarded command patterns.
+/// The guarded command patterns of sessions recorded before [`crate::command::guard`]
+/// rules; [`crate::command::upgrade_guards`] turns them into today's default rules.
 pub fn default_guarded() -> Vec<String> {
     [
         r"\bgit\s+push\b.*(\s--force\b|\s-f\b|\s--force-with-lease\b)",
@@ -83,6 +85,7 @@ pub fn default_guarded() -> Vec<String> {
 }
 
 /// True when `command` matches one of the guarded patterns (invalid ones are ignored).
+/// Superseded by [`crate::command::guarded`], which matches parsed argv.
 pub fn is_guarded(patterns: &[String], command: &str) -> bool {
     // A session keeps one list: compiled once per thread, not once per command (deep
     // verify asks for every shell question of a log).

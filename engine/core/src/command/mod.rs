@@ -1,0 +1,209 @@
+//! What a command line will run, and so which permission keys an "always" needs.
+//!
+//! A `shell` line is parsed with tree-sitter's bash grammar (the one Codex uses for its
+//! safe-command check) into simple commands joined by `;`, `&&`, `||`, `|`, `&` and
+//! newlines. Each simple command is keyed `shell:<program>`; programs that run other
+//! programs (`env`, `xargs`, `find -exec`, `sudo`, …) are keyed by what they run as well,
+//! and an interpreter given inline code gets its own key (`shell:python3 -c`). Anything
+//! the keys cannot describe — substitutions, `eval`, nested shells, functions, writes
+//! outside the workspace, … — is a [`Reason`]: such a line asks every time and is never
+//! [`covered`] by an "always". Guarded commands ([`guard`]) are matched on the parsed
+//! argv, so respelling one does not slip past.
+//!
+//! Pure: the analysis reads no file, environment or clock. The workspace root is given;
+//! paths are resolved lexically (symlinks are the sandbox's concern, not the key's).
+//!
+//! ```
+//! use std::collections::BTreeSet;
+//! use cairn_core::command::{analyse, covered, Reason};
+//! let a = analyse("cargo fmt && cargo test 2>&1 | tail -n 20", "/work/p");
+//! assert_eq!(a.keys, ["shell:cargo", "shell:tail"]);
+//! let allowed: BTreeSet<String> = ["shell:cargo", "shell:tail"].map(String::from).into();
+//! assert!(covered(&a, &allowed));
+//! let b = analyse("echo $(touch pwned)", "/work/p");
+//! assert_eq!(b.reasons, [Reason::CommandSubstitution]);
+//! assert!(!covered(&b, &allowed));
+//! ```
+
+pub mod guard;
+mod parse;
+mod paths;
+mod programs;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+pub use guard::{Guard, GuardRule, default_guards, guarded, upgrade_guards};
+
+/// What a command line runs, as far as its text tells.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Analysis {
+    /// The line as shown to the user (for `run_shell`, the argv quoted for `sh`).
+    pub line: String,
+    /// The workspace root it runs in, normalised.
+    pub root: String,
+    /// Every command that will run, in the order of the line: simple commands, and
+    /// what wrappers, `find -exec`, nested shells and substitutions run.
+    pub commands: Vec<Command>,
+    /// The permission keys of the commands, each once, in order of appearance.
+    pub keys: Vec<String>,
+    /// Why no "always" can cover the line; empty when the keys describe it.
+    pub reasons: Vec<Reason>,
+}
+
+/// One command that will run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Command {
+    /// Its permission key: `shell:git`, `shell:./scripts/x.sh`, `shell:python3 -c`.
+    pub key: String,
+    /// Its words after quote removal; `argv[0]` is the program as written.
+    pub argv: Vec<Word>,
+    /// The directory it runs in, when the line tells (the workspace root unless a `cd`
+    /// went elsewhere).
+    pub cwd: Option<String>,
+}
+
+/// One word of a command after quote removal.
+///
+/// Home in any spelling (`~`, `$HOME`, `${HOME}`, quoted or not) at the start of a word
+/// reads `~`, so `"$HOME"/` and `~/` are both `~/`. A word holding an expansion the line
+/// does not give (`$X`, `$(…)`, `{a,b}`, `$'\x72'`) is not `known`; its text is then the
+/// source text, and a guarded rule treats it as matching anything.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Word {
+    pub text: String,
+    pub known: bool,
+}
+
+impl Word {
+    /// A literal word (an argv element, which no shell expands).
+    pub fn literal(text: &str) -> Word {
+        Word {
+            text: text.to_string(),
+            known: true,
+        }
+    }
+}
+
+/// Why a line can never be allowed "always": it asks every time, and the prompt says why.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "what", rename_all = "snake_case")]
+pub enum Reason {
+    /// The parser could not parse the whole line.
+    Unparsed,
+    /// `$(…)` or backticks: a command whose output becomes part of the line.
+    CommandSubstitution,
+    /// `<(…)` or `>(…)`.
+    ProcessSubstitution,
+    /// The program's name comes from an expansion (`$CMD`, `$(…)`, `$'\x72m'`).
+    DynamicProgram(String),
+    /// `eval`, `trap`: text run as commands.
+    Eval(String),
+    /// `source` or `.`: a file's commands run in this shell.
+    Source(String),
+    /// `exec` replaces the shell.
+    Exec,
+    /// A shell given a command string (`sh -c`, `bash -c`, `env -S`, `su -c`, `npx -c`).
+    NestedShell(String),
+    /// A shell reading commands from its input (`curl … | sh`, `sh <<EOF`, `bash -s`).
+    ShellReadsInput(String),
+    /// A function definition: its name may shadow a program.
+    Function(String),
+    /// An assignment to a variable that changes what programs run (`PATH`,
+    /// `LD_PRELOAD`, …), or to a command variable (`PAGER`) whose value is not known.
+    Assignment(String),
+    /// A redirection that writes outside the workspace (or to a place only known when
+    /// the line runs).
+    WritesOutside(String),
+    /// `sudo`, `doas`, `su`, `pkexec`, `run0`: always asks.
+    Privilege(String),
+    /// A git option or subcommand that runs a command of its own (`-c core.pager=…`,
+    /// `--upload-pack`, `rebase --exec`, `submodule foreach`).
+    GitRunsCommand(String),
+    /// A relative path is used after a `cd` to a directory only known when the line
+    /// runs.
+    UnknownDirectory,
+    /// Wrappers and nested lines go deeper than `COMMAND_NESTING_DEPTH_MAX`.
+    TooDeep,
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reason::Unparsed => write!(f, "the line could not be parsed"),
+            Reason::CommandSubstitution => {
+                write!(f, "it runs a command substitution ($(…) or backticks)")
+            }
+            Reason::ProcessSubstitution => write!(f, "it runs a process substitution (<(…), >(…))"),
+            Reason::DynamicProgram(p) => {
+                write!(f, "the program `{p}` is only known when the line runs")
+            }
+            Reason::Eval(b) => write!(f, "`{b}` runs text as commands"),
+            Reason::Source(b) => write!(f, "`{b}` runs the commands of a file in this shell"),
+            Reason::Exec => write!(f, "`exec` replaces the shell"),
+            Reason::NestedShell(s) => write!(f, "it runs a nested shell (`{s}`)"),
+            Reason::ShellReadsInput(s) => write!(f, "`{s}` reads commands from its input"),
+            Reason::Function(n) => write!(f, "it defines a function `{n}`"),
+            Reason::Assignment(v) => write!(f, "it sets {v}, which changes what programs run"),
+            Reason::WritesOutside(t) => write!(f, "it writes to {t}, outside the workspace"),
+            Reason::Privilege(p) => write!(f, "`{p}` runs a command as another user"),
+            Reason::GitRunsCommand(o) => write!(f, "git runs a command given by `{o}`"),
+            Reason::UnknownDirectory => write!(
+                f,
+                "it uses a relative path after a `cd` to a directory only known when the line runs"
+            ),
+            Reason::TooDeep => write!(
+                f,
+                "its commands nest more than {} deep",
+                crate::limits::COMMAND_NESTING_DEPTH_MAX
+            ),
+        }
+    }
+}
+
+/// Analyses a `sh -c` command line run in `workspace_root` (an absolute path).
+pub fn analyse(line: &str, workspace_root: &str) -> Analysis {
+    let mut walker = parse::Walker::new(workspace_root);
+    walker.line(line);
+    walker.finish(line.to_string())
+}
+
+/// Analyses an argv run without a shell (`run_shell`) in `workspace_root`: nothing is
+/// expanded, `argv[0]` is resolved as the shell would (`/usr/bin/rm` and `rm` are `rm`,
+/// a path inside the workspace is its own key), and the wrapper and interpreter rules
+/// are those of [`analyse`].
+pub fn analyse_argv(argv: &[String], workspace_root: &str) -> Analysis {
+    let mut walker = parse::Walker::new(workspace_root);
+    let words: Vec<Word> = argv.iter().map(|a| Word::literal(a)).collect();
+    walker.argv(&words);
+    walker.finish(quote_argv(argv))
+}
+
+/// True when an "always" for `allowed` covers the line: it runs something, every key is
+/// allowed and nothing in it is a [`Reason`]. Guarded commands are apart: see
+/// [`guarded`].
+pub fn covered(analysis: &Analysis, allowed: &BTreeSet<String>) -> bool {
+    analysis.reasons.is_empty()
+        && !analysis.keys.is_empty()
+        && analysis.keys.iter().all(|k| allowed.contains(k))
+}
+
+/// An argv as one line `sh` would split back into it: words with spaces or shell
+/// characters are single-quoted.
+pub fn quote_argv(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if a.is_empty()
+                || a.contains(|c: char| c.is_whitespace() || "'\"\\$`|&;<>()*?[]{}~#=!".contains(c))
+            {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            } else {
+                a.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,569 @@
+//! The walk over tree-sitter's syntax tree: simple commands and their words, the
+//! constructs that are reasons in themselves (substitutions, functions), redirections,
+//! assignments and the directory a `cd` leads to. What each program does with its
+//! arguments is in `programs`.
+
+use tree_sitter::{Node, Parser};
+
+use super::{Analysis, Command, Reason, Word, paths};
+use crate::limits::COMMAND_NESTING_DEPTH_MAX;
+
+/// Targets a redirection may write without leaving the workspace.
+const DEVICES: &[&str] = &["/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"];
+
+/// Variables whose value is a command another program runs (`GIT_PAGER=cat git log`
+/// runs `cat`): a known value is analysed as a command line, an unknown one is a reason.
+const COMMAND_VARIABLES: &[&str] = &[
+    "PAGER",
+    "MANPAGER",
+    "GIT_PAGER",
+    "EDITOR",
+    "VISUAL",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_SSH_COMMAND",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_PROXY_COMMAND",
+    "RUSTC_WRAPPER",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "CC",
+    "CXX",
+    "SHELL",
+];
+
+/// Variables that change which programs run or what they load: setting one is a reason.
+const RUNNING_VARIABLES: &[&str] = &[
+    "PATH",
+    "IFS",
+    "ENV",
+    "BASH_ENV",
+    "CDPATH",
+    "PS4",
+    "PROMPT_COMMAND",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "PYTHONUSERBASE",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "PERL5LIB",
+    "PERL5OPT",
+    "PERLLIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "GIT_EXEC_PATH",
+    "GIT_DIR",
+    "GIT_TEMPLATE_DIR",
+    "GIT_CONFIG",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_COUNT",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_SSH",
+    "RUSTC",
+    "RUSTDOC",
+    "CARGO_HOME",
+    "CARGO_BUILD_RUSTC",
+    "CARGO_BUILD_RUSTC_WRAPPER",
+    "CARGO_BUILD_RUSTDOC",
+];
+
+/// Prefixes of variables of that kind (`LD_PRELOAD`, `LD_LIBRARY_PATH`, `DYLD_…`, bash's
+/// exported functions, git's numbered configuration).
+const RUNNING_PREFIXES: &[&str] = &[
+    "LD_",
+    "DYLD_",
+    "BASH_FUNC_",
+    "GIT_CONFIG_KEY_",
+    "GIT_CONFIG_VALUE_",
+];
+
+/// True when assigning `name` changes what programs run.
+fn running_variable(name: &str) -> bool {
+    RUNNING_VARIABLES.contains(&name)
+        || RUNNING_PREFIXES.iter().any(|p| name.starts_with(p))
+        || (name.starts_with("CARGO_TARGET_")
+            && (name.ends_with("_RUNNER") || name.ends_with("_LINKER")))
+}
+
+/// The analysis under way: what one line (and the lines nested in it) runs.
+pub struct Walker {
+    /// The workspace root, normalised.
+    pub(super) root: String,
+    /// The directory the shell is in at this point of the line; None once a `cd` went
+    /// somewhere the line does not tell.
+    pub(super) cwd: Option<String>,
+    /// Wrappers and nested lines entered so far.
+    depth: u32,
+    commands: Vec<Command>,
+    reasons: Vec<Reason>,
+}
+
+impl Walker {
+    pub fn new(root: &str) -> Walker {
+        let root = paths::root(root);
+        Walker {
+            cwd: Some(root.clone()),
+            root,
+            depth: 0,
+            commands: Vec::new(),
+            reasons: Vec::new(),
+        }
+    }
+
+    pub fn finish(self, line: String) -> Analysis {
+        let mut keys: Vec<String> = Vec::new();
+        for c in &self.commands {
+            if !keys.contains(&c.key) {
+                keys.push(c.key.clone());
+            }
+        }
+        Analysis {
+            line,
+            root: self.root,
+            commands: self.commands,
+            keys,
+            reasons: self.reasons,
+        }
+    }
+
+    /// Adds a reason once.
+    pub(super) fn reason(&mut self, reason: Reason) {
+        if !self.reasons.contains(&reason) {
+            self.reasons.push(reason);
+        }
+    }
+
+    /// Records a command that will run; returns its index.
+    pub(super) fn push(&mut self, key: String, argv: &[Word]) -> usize {
+        self.commands.push(Command {
+            key,
+            argv: argv.to_vec(),
+            cwd: self.cwd.clone(),
+        });
+        self.commands.len() - 1
+    }
+
+    /// Changes the key of a recorded command (an interpreter given inline code).
+    pub(super) fn rekey(&mut self, index: usize, key: String) {
+        self.commands[index].key = key;
+    }
+
+    /// Runs `f` one level deeper, or records that the line nests too deep.
+    pub(super) fn deeper(&mut self, f: impl FnOnce(&mut Walker)) {
+        if self.depth >= COMMAND_NESTING_DEPTH_MAX {
+            self.reason(Reason::TooDeep);
+            return;
+        }
+        self.depth += 1;
+        f(self);
+        self.depth -= 1;
+    }
+
+    /// Analyses an argv run without a shell.
+    pub fn argv(&mut self, argv: &[Word]) {
+        self.simple(argv, false);
+    }
+
+    /// Parses and walks one command line (the top one, or one a program runs).
+    pub fn line(&mut self, text: &str) {
+        let mut parser = Parser::new();
+        let language: tree_sitter::Language = tree_sitter_bash::LANGUAGE.into();
+        let parsed = parser
+            .set_language(&language)
+            .ok()
+            .and_then(|()| parser.parse(text, None));
+        // Both fail only on a grammar built for another tree-sitter: a bug, but one that
+        // must leave every line asking rather than none.
+        debug_assert!(parsed.is_some(), "tree-sitter-bash did not load");
+        let Some(tree) = parsed else {
+            self.reason(Reason::Unparsed);
+            return;
+        };
+        let top = tree.root_node();
+        if top.has_error() {
+            self.reason(Reason::Unparsed);
+        }
+        self.node(top, text);
+    }
+
+    /// Analyses a line a program runs (a nested shell's string, a command variable's
+    /// value, `watch`'s command), one level deeper. Its `cd`s stay inside it.
+    pub(super) fn nested(&mut self, text: &str) {
+        let cwd = self.cwd.clone();
+        self.deeper(|w| w.line(text));
+        if self.cwd != cwd {
+            self.cwd = None;
+        }
+    }
+
+    fn node(&mut self, n: Node, src: &str) {
+        match n.kind() {
+            "command" => self.command(n, src),
+            // The body first: tree-sitter hangs `cd /tmp && echo x > f`'s redirection on
+            // the whole list, but it is opened where the last command runs.
+            "redirected_statement" => self.children(n, src),
+            "declaration_command" | "unset_command" => {
+                let keyword = n.child(0).map_or("", |k| text(k, src)).to_string();
+                self.push(format!("shell:{keyword}"), &[Word::literal(&keyword)]);
+                self.children(n, src);
+            }
+            "test_command" => {
+                let bracket = if text(n, src).starts_with("[[") {
+                    "[["
+                } else {
+                    "["
+                };
+                self.push(format!("shell:{bracket}"), &[Word::literal(bracket)]);
+                self.children(n, src);
+            }
+            "variable_assignment" => {
+                let name = n
+                    .child_by_field_name("name")
+                    .map(|v| match v.child_by_field_name("name") {
+                        Some(array) => text(array, src),
+                        None => text(v, src),
+                    })
+                    .unwrap_or("")
+                    .to_string();
+                let value = n.child_by_field_name("value").map(|v| word(v, src));
+                self.assign(&name, value.as_ref());
+                self.children(n, src);
+            }
+            "function_definition" => {
+                let name = n
+                    .child_by_field_name("name")
+                    .map_or("", |v| text(v, src))
+                    .to_string();
+                self.reason(Reason::Function(name));
+                self.children(n, src);
+            }
+            "command_substitution" => {
+                self.reason(Reason::CommandSubstitution);
+                self.scoped(n, src);
+            }
+            "process_substitution" => {
+                self.reason(Reason::ProcessSubstitution);
+                self.scoped(n, src);
+            }
+            "subshell" | "pipeline" => self.scoped(n, src),
+            "file_redirect" => {
+                self.redirect(n, src);
+                self.children(n, src);
+            }
+            _ => self.children(n, src),
+        }
+    }
+
+    fn children(&mut self, n: Node, src: &str) {
+        let mut cursor = n.walk();
+        let children: Vec<Node> = n.named_children(&mut cursor).collect();
+        for child in children {
+            self.node(child, src);
+        }
+    }
+
+    /// Walks a part of the line that runs in a subshell: a `cd` in it leaves the rest of
+    /// the line in a directory this analysis no longer claims to know.
+    fn scoped(&mut self, n: Node, src: &str) {
+        let cwd = self.cwd.clone();
+        self.children(n, src);
+        if self.cwd != cwd {
+            self.cwd = None;
+        }
+    }
+
+    fn command(&mut self, n: Node, src: &str) {
+        let mut argv = Vec::new();
+        for (field, child) in fields(n) {
+            match field {
+                Some("redirect") => self.node(child, src),
+                Some("name") | Some("argument") => argv.push(word(child, src)),
+                _ => {}
+            }
+        }
+        self.simple(&argv, stdin_fed(n));
+        for (field, child) in fields(n) {
+            if field != Some("redirect") {
+                self.node(child, src);
+            }
+        }
+    }
+
+    /// A redirection: writing outside the workspace is a reason.
+    fn redirect(&mut self, n: Node, src: &str) {
+        let Some(destination) = n.child_by_field_name("destination") else {
+            return;
+        };
+        let mut cursor = n.walk();
+        let operator = n
+            .children(&mut cursor)
+            .filter(|c| !c.is_named())
+            .map(|c| c.kind())
+            .next()
+            .unwrap_or("");
+        let writes = match operator {
+            ">" | ">>" | "&>" | "&>>" | ">|" | "<>" => true,
+            // `>&2` duplicates a descriptor; `>&file` is `&>file`.
+            ">&" => destination.kind() != "number" && text(destination, src) != "-",
+            _ => false,
+        };
+        if writes {
+            let target = word(destination, src);
+            self.write(&target);
+        }
+    }
+
+    /// A file a command writes: outside the workspace (or unknown) is a reason.
+    pub(super) fn write(&mut self, target: &Word) {
+        let t = target.text.as_str();
+        if !target.known || t.starts_with('~') {
+            self.reason(Reason::WritesOutside(t.to_string()));
+            return;
+        }
+        if DEVICES.contains(&t) || t.starts_with("/dev/fd/") {
+            return;
+        }
+        match paths::absolute(t, self.cwd.as_deref()) {
+            None => self.reason(Reason::UnknownDirectory),
+            Some(path) => {
+                if paths::inside(&path, &self.root).is_none() {
+                    self.reason(Reason::WritesOutside(t.to_string()));
+                }
+            }
+        }
+    }
+
+    /// An assignment (`NAME=value`, `export NAME=value`, `env NAME=value`).
+    pub(super) fn assign(&mut self, name: &str, value: Option<&Word>) {
+        if COMMAND_VARIABLES.contains(&name) {
+            match value {
+                Some(v) if !v.known => self.reason(Reason::Assignment(name.to_string())),
+                Some(v) if !v.text.trim().is_empty() => self.nested(&v.text.clone()),
+                _ => {}
+            }
+        } else if running_variable(name) {
+            self.reason(Reason::Assignment(name.to_string()));
+        }
+    }
+}
+
+/// A node's children with their field names.
+fn fields(n: Node) -> Vec<(Option<&'static str>, Node)> {
+    let mut cursor = n.walk();
+    n.children(&mut cursor)
+        .enumerate()
+        .filter(|(_, c)| c.is_named())
+        .map(|(i, c)| {
+            (
+                u32::try_from(i)
+                    .ok()
+                    .and_then(|i| n.field_name_for_child(i)),
+                c,
+            )
+        })
+        .collect()
+}
+
+fn text<'s>(n: Node, src: &'s str) -> &'s str {
+    src.get(n.byte_range()).unwrap_or("")
+}
+
+/// True when a command's input is fed by the line: a here-document, a here-string, or
+/// the command before it in a pipeline.
+fn stdin_fed(n: Node) -> bool {
+    let mut current = n;
+    loop {
+        let mut cursor = current.walk();
+        if current
+            .children(&mut cursor)
+            .any(|c| matches!(c.kind(), "heredoc_redirect" | "herestring_redirect"))
+        {
+            return true;
+        }
+        let Some(parent) = current.parent() else {
+            return false;
+        };
+        match parent.kind() {
+            "redirected_statement" => current = parent,
+            "pipeline" => {
+                // `cat <<EOF | sh` nests the rest of the pipeline inside the here-doc.
+                return parent.named_child(0).map(|f| f.id()) != Some(current.id())
+                    || parent
+                        .parent()
+                        .is_some_and(|g| g.kind() == "heredoc_redirect");
+            }
+            _ => return false,
+        }
+    }
+}
+
+/// A word being built: its text after quote removal, whether every part of it is known,
+/// and its unquoted source text (where brace expansion happens).
+struct Build {
+    text: String,
+    known: bool,
+    bare: String,
+}
+
+impl Build {
+    fn unknown(&mut self, raw: &str) {
+        self.text.push_str(raw);
+        self.known = false;
+    }
+}
+
+/// One word of the line after quote removal.
+pub(super) fn word(n: Node, src: &str) -> Word {
+    let mut b = Build {
+        text: String::new(),
+        known: true,
+        bare: String::new(),
+    };
+    piece(n, src, &mut b);
+    // `{a,b}` and `{1..3}` become several words when the line runs.
+    if b.bare.contains('{')
+        && b.bare.contains('}')
+        && (b.bare.contains(',') || b.bare.contains(".."))
+    {
+        b.known = false;
+    }
+    Word {
+        text: b.text,
+        known: b.known,
+    }
+}
+
+fn piece(n: Node, src: &str, b: &mut Build) {
+    let raw = text(n, src);
+    match n.kind() {
+        "word" | "extglob_pattern" => {
+            b.bare.push_str(raw);
+            b.text.push_str(&unescape_bare(raw));
+        }
+        "number" if n.named_child_count() == 0 => b.text.push_str(raw),
+        "raw_string" => {
+            let inner = raw.strip_prefix('\'').and_then(|r| r.strip_suffix('\''));
+            match inner {
+                Some(inner) => b.text.push_str(inner),
+                None => b.unknown(raw),
+            }
+        }
+        "string" => {
+            // Literal text lies in `string_content` children and between children.
+            let start = n.start_byte() + 1;
+            let end = if raw.len() >= 2 && raw.ends_with('"') {
+                n.end_byte() - 1
+            } else {
+                n.end_byte()
+            };
+            let mut pos = start;
+            let mut cursor = n.walk();
+            for child in n.named_children(&mut cursor) {
+                b.text.push_str(&unescape_quoted(
+                    src.get(pos..child.start_byte()).unwrap_or(""),
+                ));
+                if child.kind() == "string_content" {
+                    b.text.push_str(&unescape_quoted(text(child, src)));
+                } else {
+                    piece(child, src, b);
+                }
+                pos = child.end_byte();
+            }
+            b.text
+                .push_str(&unescape_quoted(src.get(pos..end).unwrap_or("")));
+        }
+        "translated_string" => match n.named_child(0) {
+            Some(s) => piece(s, src, b),
+            None => b.unknown(raw),
+        },
+        "ansi_c_string" => {
+            // `$'…'` without escapes is plain text; with them, its value is only worked
+            // out when it runs (`$'\x72m'` is `rm`).
+            let inner = raw.strip_prefix("$'").and_then(|r| r.strip_suffix('\''));
+            match inner {
+                Some(inner) if !inner.contains('\\') => b.text.push_str(inner),
+                _ => b.unknown(raw),
+            }
+        }
+        "concatenation" | "command_name" => {
+            let mut pos = n.start_byte();
+            let mut cursor = n.walk();
+            for child in n.children(&mut cursor) {
+                let gap = src.get(pos..child.start_byte()).unwrap_or("");
+                b.bare.push_str(gap);
+                b.text.push_str(&unescape_bare(gap));
+                if child.is_named() {
+                    piece(child, src, b);
+                } else {
+                    let t = text(child, src);
+                    b.bare.push_str(t);
+                    b.text.push_str(t);
+                }
+                pos = child.end_byte();
+            }
+        }
+        "simple_expansion" | "expansion" => {
+            if (raw == "$HOME" || raw == "${HOME}") && b.text.is_empty() {
+                b.text.push('~');
+            } else {
+                b.unknown(raw);
+            }
+        }
+        _ => b.unknown(raw),
+    }
+}
+
+/// Quote removal outside quotes: a backslash keeps the next character; a backslash and
+/// a newline vanish.
+fn unescape_bare(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('\n') => {}
+                Some(next) => out.push(next),
+                None => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Quote removal inside double quotes: a backslash escapes only `$`, `` ` ``, `"`, `\`
+/// and a newline.
+fn unescape_quoted(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.peek() {
+                Some('\n') => {
+                    chars.next();
+                }
+                Some(&next @ ('$' | '`' | '"' | '\\')) => {
+                    out.push(next);
+                    chars.next();
+                }
+                _ => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
