@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cairn_engine::agent::{self, AgentConfig, Stop};
-use cairn_engine::event::{Event, Phase, ProcKind, Status};
+use cairn_engine::event::{Event, ProcKind, ShellPhase, Status};
 use cairn_engine::permission::Policy;
 use cairn_engine::provider::{Kind, Overrides, ProviderConfig};
 use cairn_engine::{Engine, Finding, Home, ResumeOptions};
@@ -113,7 +113,7 @@ fn crash_during_sleep(home: &Home, root: &Path, url: &str) -> PathBuf {
     loop {
         let running = events(&dir).iter().any(|e| {
             matches!(e, Event::ShellExec(x)
-                if x.kind == ProcKind::Foreground && x.phase == Phase::Started)
+                if x.kind == ProcKind::Foreground && x.phase == ShellPhase::Started)
         });
         if running {
             break;

@@ -7,7 +7,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use cairn_engine::event::{Event, FileWrite, Rule, Status, WriteOp, WriteStatus};
+use cairn_engine::event::{Event, ExecStatus, FileWrite, Rule, Status, WriteOp, WriteStatus};
+use cairn_engine::state::ProcessStatus;
 use cairn_engine::{Catalog, Engine, EngineConfig, Finding, Home, ResumeOptions};
 use cairn_store::{BlobStore, LogWriter, Options};
 use serde_json::json;
@@ -156,7 +157,10 @@ fn a_running_background_process_is_adopted_and_stopped_by_end() {
     e.end("done").unwrap();
     assert!(!cairn_engine::shell::alive(pid, t), "sleep 30 left running");
     let state = cairn_engine::fold::fold_all(&dir).unwrap().state;
-    assert_eq!(state.processes["p1"].status, "cancelled");
+    assert_eq!(
+        state.processes["p1"].status,
+        ProcessStatus::Ended(ExecStatus::Cancelled)
+    );
     verify_clean(&dir);
 }
 
@@ -180,7 +184,10 @@ fn a_dead_background_process_is_recorded_as_lost() {
             pid: p.pid
         }]
     );
-    assert_eq!(e.state().processes["p1"].status, "lost");
+    assert_eq!(
+        e.state().processes["p1"].status,
+        ProcessStatus::Ended(ExecStatus::Lost)
+    );
     e.end("done").unwrap();
     verify_clean(&dir);
 }

@@ -30,4 +30,4 @@ pub mod state;
 pub use event::Event;
 pub use fold::{Folded, Unknown};
 pub use limits::Limits;
-pub use state::{Process, Record, State};
+pub use state::{Process, ProcessStatus, Record, State};

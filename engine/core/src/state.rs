@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 
 use rkyv::{Archive, Deserialize as RDeserialize, Serialize as RSerialize};
 
-use crate::event::{Event, FileWrite, Phase, ProcKind, ShellExec, WriteOp, WriteStatus};
+use crate::event::{
+    Event, ExecStatus, FileWrite, ProcKind, ShellExec, ShellPhase, WriteOp, WriteStatus,
+};
 
 /// The version of the archived state in snapshot files; bump it when `State` changes.
-pub const STATE_FORMAT_VERSION: u32 = 4;
+pub const STATE_FORMAT_VERSION: u32 = 5;
 
 /// One record as the engine sees it: the store's envelope with a parsed event.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,8 +93,7 @@ pub struct Process {
     pub cwd: String,
     /// The `ts` of its `started` record.
     pub started_at: String,
-    /// `running`, `ok`, `failed`, `timeout` or `cancelled`.
-    pub status: String,
+    pub status: ProcessStatus,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     /// The `ts` of its `finished` record.
@@ -103,7 +104,37 @@ pub struct Process {
 
 impl Process {
     pub fn is_running(&self) -> bool {
-        self.status == "running"
+        self.status == ProcessStatus::Running
+    }
+}
+
+/// Where a background process is: running, or ended and how. Serialised as one word,
+/// as its `shell_exec` records spell it: `running`, `ok`, `failed`, `timeout`,
+/// `cancelled` or `lost`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Archive, RSerialize, RDeserialize)]
+pub enum ProcessStatus {
+    Running,
+    Ended(ExecStatus),
+}
+
+impl ProcessStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ProcessStatus::Running => "running",
+            ProcessStatus::Ended(s) => s.as_str(),
+        }
+    }
+}
+
+impl std::fmt::Display for ProcessStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl serde::Serialize for ProcessStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -295,8 +326,8 @@ impl State {
         let (ProcKind::Background, Some(id)) = (x.kind, &x.id) else {
             return;
         };
-        match x.phase {
-            Phase::Started => {
+        match &x.phase {
+            ShellPhase::Started => {
                 self.processes.insert(
                     id.clone(),
                     Process {
@@ -307,7 +338,7 @@ impl State {
                         argv: x.argv.clone(),
                         cwd: x.cwd.clone(),
                         started_at: ts.to_string(),
-                        status: x.status.as_str().to_string(),
+                        status: ProcessStatus::Running,
                         exit_code: None,
                         signal: None,
                         finished_at: None,
@@ -315,7 +346,7 @@ impl State {
                     },
                 );
             }
-            Phase::Finished => {
+            ShellPhase::Finished(end) => {
                 let p = self.processes.entry(id.clone()).or_insert_with(|| Process {
                     id: id.clone(),
                     call: x.call.clone(),
@@ -324,15 +355,15 @@ impl State {
                     argv: x.argv.clone(),
                     cwd: x.cwd.clone(),
                     started_at: String::new(),
-                    status: String::new(),
+                    status: ProcessStatus::Ended(end.status),
                     exit_code: None,
                     signal: None,
                     finished_at: None,
                     log: x.log.clone().unwrap_or_default(),
                 });
-                p.status = x.status.as_str().to_string();
-                p.exit_code = x.exit_code;
-                p.signal = x.signal;
+                p.status = ProcessStatus::Ended(end.status);
+                p.exit_code = end.exit_code;
+                p.signal = end.signal;
                 p.finished_at = Some(ts.to_string());
             }
         }

@@ -29,8 +29,8 @@ use serde::Serialize;
 
 use super::{Engine, EngineConfig};
 use crate::event::{
-    Event, ExecStatus, FileWrite, Inherited, InheritedFile, Phase, ProcKind, SessionStarted,
-    ShellExec, Status, ToolFinished, WriteStatus,
+    Event, ExecStatus, FileWrite, Inherited, InheritedFile, ProcKind, SessionStarted, ShellEnd,
+    ShellExec, ShellPhase, Status, ToolFinished, WriteStatus,
 };
 use crate::fold;
 use crate::manifest::{self, ManifestEntry};
@@ -315,8 +315,8 @@ impl Engine {
                         continue;
                     };
                     match x.phase {
-                        Phase::Started => t.running.push(x),
-                        Phase::Finished => t.running.clear(),
+                        ShellPhase::Started => t.running.push(x),
+                        ShellPhase::Finished(_) => t.running.clear(),
                     }
                 }
                 _ => {}
@@ -453,22 +453,15 @@ impl Engine {
                         pid: p.pid,
                         start_time: p.start_time,
                         kind: ProcKind::Background,
-                        phase: Phase::Finished,
-                        status: ExecStatus::Lost,
                         timeout_ms: None,
-                        exit_code: None,
-                        signal: None,
-                        elapsed_us: None,
-                        stdout_bytes: None,
-                        stderr_bytes: None,
-                        stdout: None,
-                        stderr: None,
                         log: (!p.log.is_empty()).then(|| p.log.clone()),
-                        log_blob: None,
-                        error: Some(
-                            "not running at resume (or its pid now belongs to another process); how it ended is unknown"
-                                .to_string(),
-                        ),
+                        phase: ShellPhase::Finished(ShellEnd {
+                            error: Some(
+                                "not running at resume (or its pid now belongs to another process); how it ended is unknown"
+                                    .to_string(),
+                            ),
+                            ..ShellEnd::new(ExecStatus::Lost)
+                        }),
                     }))?;
                     findings.push(Finding::ProcessLost {
                         id: p.id.clone(),

@@ -30,7 +30,8 @@ use cairn_store::BlobRef;
 
 use crate::error::{Result, io_at};
 use crate::event::{
-    Event, ExecStatus, FileWrite, Phase, ProcKind, Rule, ShellExec, Status, WriteOp, WriteStatus,
+    Event, ExecStatus, FileWrite, ProcKind, Rule, ShellEnd, ShellExec, ShellPhase, Status, WriteOp,
+    WriteStatus,
 };
 use crate::manifest::{self, ManifestEntry};
 use crate::paths::WsPath;
@@ -241,19 +242,9 @@ fn exec_record(call: &str, argv: &[String], cwd: &str, kind: ProcKind) -> ShellE
         pid: None,
         start_time: None,
         kind,
-        phase: Phase::Started,
-        status: ExecStatus::Running,
         timeout_ms: None,
-        exit_code: None,
-        signal: None,
-        elapsed_us: None,
-        stdout_bytes: None,
-        stderr_bytes: None,
-        stdout: None,
-        stderr: None,
         log: None,
-        log_blob: None,
-        error: None,
+        phase: ShellPhase::Started,
     }
 }
 
@@ -270,10 +261,11 @@ fn record_not_started(
     e: &std::io::Error,
     started: Instant,
 ) -> Result<()> {
-    rec.phase = Phase::Finished;
-    rec.status = ExecStatus::Failed;
-    rec.elapsed_us = Some(micros(started.elapsed()));
-    rec.error = Some(e.to_string());
+    rec.phase = ShellPhase::Finished(ShellEnd {
+        elapsed_us: Some(micros(started.elapsed())),
+        error: Some(e.to_string()),
+        ..ShellEnd::new(ExecStatus::Failed)
+    });
     ctx.record(Event::ShellExec(rec))
 }
 
@@ -400,15 +392,16 @@ pub(crate) fn exec_foreground(
         Waited::Exited if code == Some(0) => ExecStatus::Ok,
         Waited::Exited => ExecStatus::Failed,
     };
-    rec.phase = Phase::Finished;
-    rec.status = exec_status;
-    rec.exit_code = code;
-    rec.signal = signal;
-    rec.elapsed_us = Some(micros(elapsed));
-    rec.stdout_bytes = Some(streams[0].bytes);
-    rec.stderr_bytes = Some(streams[1].bytes);
-    rec.stdout = streams[0].blob;
-    rec.stderr = streams[1].blob;
+    rec.phase = ShellPhase::Finished(ShellEnd {
+        exit_code: code,
+        signal,
+        elapsed_us: Some(micros(elapsed)),
+        stdout_bytes: Some(streams[0].bytes),
+        stderr_bytes: Some(streams[1].bytes),
+        stdout: streams[0].blob,
+        stderr: streams[1].blob,
+        ..ShellEnd::new(exec_status)
+    });
     ctx.record(Event::ShellExec(rec))?;
     let changes = record_external(ctx.rec, ctx.rt, ctx.root, Some(&ctx.call))?;
     Ok(Ok(Ran {
@@ -613,13 +606,14 @@ fn finish_bg(
     let mut x = exec_record(&bg.call, &bg.argv, &bg.cwd, ProcKind::Background);
     x.id = Some(id.to_string());
     x.pid = Some(bg.handle.os_pid());
-    x.phase = Phase::Finished;
-    x.status = exec_status;
-    x.exit_code = code;
-    x.signal = signal;
-    x.elapsed_us = Some(micros(bg.started.elapsed()));
     x.log = Some(bg.log.to_string_lossy().into_owned());
-    x.log_blob = log_blob;
+    x.phase = ShellPhase::Finished(ShellEnd {
+        exit_code: code,
+        signal,
+        elapsed_us: Some(micros(bg.started.elapsed())),
+        log_blob,
+        ..ShellEnd::new(exec_status)
+    });
     rec.append(&Event::ShellExec(x))?;
     record_external(rec, rt, root, None)?;
     Ok(exec_status)

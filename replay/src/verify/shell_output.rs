@@ -16,7 +16,7 @@
 use std::io::Read;
 
 use cairn_core::Limits;
-use cairn_core::event::{ExecStatus, ShellExec};
+use cairn_core::event::{ExecStatus, ShellEnd, ShellExec};
 use cairn_core::redact::Redactor;
 use cairn_store::{BlobRef, BlobStore};
 use cairn_tools::shell::Preview;
@@ -56,10 +56,11 @@ pub(super) fn preview(blobs: &BlobStore, blob: &BlobRef, limits: &Limits) -> Opt
 }
 
 /// The whole output (before the output caps) of the call whose foreground command
-/// `exec` finished with `streams` (stdout, stderr) and changed `changes` (what, path);
-/// `timeout_note` is the timeout the call asked for when it was over the maximum.
+/// `exec` finished (`end`) with `streams` (stdout, stderr) and changed `changes` (what,
+/// path); `timeout_note` is the timeout the call asked for when it was over the maximum.
 pub(super) fn expected(
     exec: &ShellExec,
+    end: &ShellEnd,
     streams: [Stream; 2],
     changes: &[(&str, String)],
     timeout_note: Option<u64>,
@@ -72,8 +73,8 @@ pub(super) fn expected(
             limits.shell_timeout_ms_max
         ));
     }
-    let elapsed_ms = exec.elapsed_us.unwrap_or(0) / 1000;
-    text.push_str(&match exec.status {
+    let elapsed_ms = end.elapsed_us.unwrap_or(0) / 1000;
+    text.push_str(&match end.status {
         ExecStatus::Timeout => format!(
             "timeout: killed after {} ms (the whole process group); give a larger timeout_ms (at most {}) or run it with background=true\n",
             exec.timeout_ms.unwrap_or(0),
@@ -82,14 +83,14 @@ pub(super) fn expected(
         ExecStatus::Cancelled => format!(
             "cancelled by the user after {elapsed_ms} ms (the whole process group was killed)\n"
         ),
-        _ => match (exec.exit_code, exec.signal) {
+        _ => match (end.exit_code, end.signal) {
             (Some(c), _) => format!("exit code {c} in {elapsed_ms} ms\n"),
             (None, Some(s)) => format!("killed by signal {s} in {elapsed_ms} ms\n"),
             _ => format!("ended in {elapsed_ms} ms\n"),
         },
     });
     let mut pieces = Vec::new();
-    let sizes = [exec.stdout_bytes, exec.stderr_bytes];
+    let sizes = [end.stdout_bytes, end.stderr_bytes];
     for ((name, stream), bytes) in ["stdout", "stderr"].iter().zip(streams).zip(sizes) {
         let bytes = bytes.unwrap_or(0);
         match stream {
