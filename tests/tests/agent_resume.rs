@@ -13,7 +13,7 @@ use cairn_engine::agent::{self, AgentConfig, Stop};
 use cairn_engine::event::{Event, ProcKind, ShellPhase, Status};
 use cairn_engine::permission::Policy;
 use cairn_engine::provider::{Kind, Overrides, ProviderConfig};
-use cairn_engine::{Engine, Finding, Home, ResumeOptions};
+use cairn_engine::{Engine, Finding, Home, InterruptedOutcome, ResumeOptions};
 use cairn_tests::http::{Server, openai_stream};
 use serde_json::{Value, json};
 
@@ -154,7 +154,10 @@ fn a_model_session_killed_during_a_call_resumes_with_its_conversation_and_the_ca
     assert_eq!(tool, "shell");
     // The helper's `sleep 30` outlives it: the resume finds it and stops it.
     assert!(
-        outcome == "stopped" || outcome == "unknown",
+        matches!(
+            outcome,
+            InterruptedOutcome::Stopped | InterruptedOutcome::Unknown
+        ),
         "{outcome}: {report:#?}"
     );
 

@@ -8,8 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use cairn_engine::event::{Event, ExecStatus, FileWrite, Rule, Status, WriteOp, WriteStatus};
+use cairn_engine::shell::ChangeKind;
 use cairn_engine::state::ProcessStatus;
-use cairn_engine::{Catalog, Engine, EngineConfig, Finding, Home, ResumeOptions};
+use cairn_engine::{
+    Catalog, Engine, EngineConfig, Finding, Home, InterruptedOutcome, ResumeOptions,
+};
 use cairn_store::{BlobStore, LogWriter, Options};
 use serde_json::json;
 
@@ -70,7 +73,7 @@ fn an_edited_file_loses_its_read_coverage() {
         report.findings,
         vec![Finding::FileChanged {
             path: "a.txt".into(),
-            what: "changed".into()
+            what: ChangeKind::Changed
         }]
     );
     assert_eq!(e.state().files["a.txt"].read_hash, None);
@@ -103,7 +106,7 @@ fn a_deleted_file_is_recorded_as_deleted() {
         report.findings,
         vec![Finding::FileChanged {
             path: "b.txt".into(),
-            what: "deleted".into()
+            what: ChangeKind::Deleted
         }]
     );
     assert_eq!(e.state().files["b.txt"].hash, None);
@@ -232,11 +235,11 @@ fn interrupted_write(disk: Option<&str>) -> (Ws, Engine, cairn_engine::ResumeRep
     (w, e, report)
 }
 
-fn outcome(report: &cairn_engine::ResumeReport) -> String {
+fn outcome(report: &cairn_engine::ResumeReport) -> InterruptedOutcome {
     match &report.findings[0] {
         Finding::CallInterrupted { call, outcome, .. } => {
             assert_eq!(call, "c2");
-            outcome.clone()
+            *outcome
         }
         other => panic!("{other:?}"),
     }
@@ -262,7 +265,7 @@ fn finished_output(dir: &Path, call: &str) -> (Status, String) {
 #[test]
 fn a_write_interrupted_before_its_install_is_not_applied() {
     let (_w, e, report) = interrupted_write(None);
-    assert_eq!(outcome(&report), "not_applied");
+    assert_eq!(outcome(&report), InterruptedOutcome::NotApplied);
     assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
     let dir = e.dir().to_path_buf();
     assert!(e.state().open_calls.is_empty());
@@ -276,7 +279,7 @@ fn a_write_interrupted_before_its_install_is_not_applied() {
 #[test]
 fn a_write_interrupted_after_its_install_is_applied_and_recorded() {
     let (_w, mut e, report) = interrupted_write(Some("ONE\ntwo\n"));
-    assert_eq!(outcome(&report), "applied");
+    assert_eq!(outcome(&report), InterruptedOutcome::Applied);
     // Installed and recorded as the call's write: no external change, coverage kept.
     assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
     let out = e
@@ -295,10 +298,10 @@ fn a_write_interrupted_after_its_install_is_applied_and_recorded() {
 #[test]
 fn a_write_interrupted_with_other_content_on_disk_is_unknown() {
     let (_w, e, report) = interrupted_write(Some("something else\n"));
-    assert_eq!(outcome(&report), "unknown");
+    assert_eq!(outcome(&report), InterruptedOutcome::Unknown);
     assert!(report.findings.contains(&Finding::FileChanged {
         path: "a.txt".into(),
-        what: "changed".into()
+        what: ChangeKind::Changed
     }));
     let dir = e.dir().to_path_buf();
     e.end("done").unwrap();

@@ -621,8 +621,33 @@ fn finish_bg(
 
 /// One change found by a scan.
 pub struct Change {
-    pub what: &'static str,
+    pub what: ChangeKind,
     pub path: String,
+}
+
+/// How a file found by a scan differs from what the session knew.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    Created,
+    Changed,
+    Deleted,
+}
+
+impl ChangeKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ChangeKind::Created => "created",
+            ChangeKind::Changed => "changed",
+            ChangeKind::Deleted => "deleted",
+        }
+    }
+}
+
+impl std::fmt::Display for ChangeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
 }
 
 /// Scans the workspace against the session's manifest and records every difference
@@ -648,11 +673,11 @@ pub fn record_external(
         let before = rt.manifest.get(path);
         let after = now.get(path);
         let what = match (before, after) {
-            (None, Some(_)) => "created",
-            (Some(b), Some(a)) if a.hash != b.hash => "changed",
+            (None, Some(_)) => ChangeKind::Created,
+            (Some(b), Some(a)) if a.hash != b.hash => ChangeKind::Changed,
             // A file the ignore rules hide (written by a file tool) is not deleted.
             (Some(_), None) if root.join(path).exists() => continue,
-            (Some(_), None) => "deleted",
+            (Some(_), None) => ChangeKind::Deleted,
             _ => continue,
         };
         let lines_after = match after {
