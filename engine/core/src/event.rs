@@ -161,7 +161,8 @@ pub struct Inherited {
     pub files: Vec<InheritedFile>,
     #[serde(default)]
     pub memory: Vec<String>,
-    /// The conversation entries (see `State::conversation`).
+    /// The conversation entries, each a `state::ConversationEntry` as one JSON object
+    /// in a string (see `ConversationEntry::to_json`).
     #[serde(default)]
     pub conversation: Vec<String>,
 }
@@ -261,7 +262,19 @@ pub enum WriteStatus {
 }
 
 /// How a call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Ok,

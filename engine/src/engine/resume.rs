@@ -136,7 +136,7 @@ pub fn inherit(state: &State) -> Inherited {
             })
             .collect(),
         memory: state.memory.clone(),
-        conversation: state.conversation.clone(),
+        conversation: state.conversation.iter().map(|e| e.to_json()).collect(),
     }
 }
 

@@ -1,10 +1,10 @@
 //! The on-disk format of the events whose Rust types were reshaped: lines written
 //! before (`testdata/recorded.jsonl`: every shape of `shell_exec`, a `session_resumed`,
-//! a fork's `session_started`) parse, and serialise back to exactly the bytes that
-//! were written.
+//! a fork's `session_started` with an inherited conversation) parse, and serialise
+//! back to exactly the bytes that were written.
 
 use super::*;
-use crate::state::Record;
+use crate::state::{ConversationEntry, ModelCall, Record, State};
 
 /// Real lines of three sessions recorded by cairn before `shell_exec` was split into
 /// phases and the conversation was typed. Each line still checks against its own hash.
@@ -149,4 +149,53 @@ fn a_shell_exec_whose_phase_and_fields_disagree_does_not_parse() {
         &format!(r#"{head},"phase":"finished"}}"#),
         "missing field `status`",
     );
+}
+
+#[test]
+fn an_inherited_conversation_folds_to_entries_that_serialise_as_inherited() {
+    let all = recorded();
+    let (_, fork) = all
+        .iter()
+        .find(|(_, r)| matches!(&r.event, Event::SessionStarted(s) if s.inherited.is_some()))
+        .unwrap();
+    let Event::SessionStarted(s) = &fork.event else {
+        unreachable!()
+    };
+    let inherited = &s.inherited.as_ref().unwrap().conversation;
+    let mut state = State::default();
+    state.apply(fork);
+    let call = |id: &str, name: &str, input: &str| ModelCall {
+        id: id.into(),
+        name: name.into(),
+        input: input.into(),
+    };
+    assert_eq!(
+        state.conversation,
+        [
+            ConversationEntry::User {
+                text: "do it".into()
+            },
+            ConversationEntry::Assistant {
+                text: "sure".into(),
+                tool_calls: vec![
+                    call("t1", "read_file", r#"{"path":"a.txt","z":1,"a":[1.5,{"k":null}]}"#),
+                    call("t2", "shell", r#"{"command":"exit 1"}"#),
+                ],
+            },
+            ConversationEntry::Tool {
+                call_id: "t1".into(),
+                name: "read_file".into(),
+                output: "     1\tchanged\n(lines 1-1 of 1, end of file)\nhash: cbeb7950aa328c4cf8da7a717ddd45858f5b9e40d3ec6b8d3ad329b887d789bd".into(),
+                status: Status::Ok,
+            },
+            ConversationEntry::Tool {
+                call_id: "t2".into(),
+                name: "shell".into(),
+                output: "exit code 1 in 5 ms\n".into(),
+                status: Status::Error,
+            },
+        ]
+    );
+    let again: Vec<String> = state.conversation.iter().map(|e| e.to_json()).collect();
+    assert_eq!(&again, inherited);
 }
