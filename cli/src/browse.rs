@@ -570,10 +570,10 @@ fn side_effect(e: &Event) -> String {
             format!("file_write {:?} {} {:?}", w.op, w.path, w.status).to_lowercase()
         }
         Event::ShellExec(x) => format!(
-            "shell_exec {:?} {:?} {} $ {}",
+            "shell_exec {:?} {} {} $ {}",
             x.kind,
-            x.phase,
-            x.status.as_str(),
+            x.phase_name(),
+            x.status_name(),
             cairn_engine::shell::shown_argv(&x.argv)
         )
         .to_lowercase(),

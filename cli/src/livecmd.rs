@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use cairn_cli::summary::first_line;
 use cairn_cli::view::{Cmd, Msg, ViewApp};
-use cairn_engine::event::{Answer, Event, Phase, WriteStatus};
+use cairn_engine::event::{Answer, Event, ShellPhase, WriteStatus};
 use cairn_engine::permission::{Approver, Request};
 use cairn_engine::script::{self, Hooks, Step};
 use cairn_engine::{CallOutcome, CancelHandle, Catalog, Engine, EngineConfig, Home, Record};
@@ -52,7 +52,7 @@ fn serve(engine: &mut Engine, cmd: Cmd, to_view: &Sender<Msg>) -> bool {
             .map(|p| {
                 (
                     p.id.clone(),
-                    p.status.clone(),
+                    p.status.to_string(),
                     cairn_engine::shell::shown_argv(&p.argv),
                 )
             })
@@ -125,7 +125,7 @@ impl Live {
                         (Err(e), _) | (_, Err(e)) => diffs.push(format!("{}: {e}", w.path)),
                     }
                 }
-                Event::ShellExec(x) if x.phase == Phase::Started => {
+                Event::ShellExec(x) if x.phase == ShellPhase::Started => {
                     commands.push(cairn_engine::shell::shown_argv(&x.argv))
                 }
                 _ => {}

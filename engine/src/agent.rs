@@ -13,9 +13,10 @@
 //! the log records is exactly what the model was given.
 
 use crate::engine::{CallOutcome, Engine};
+use crate::event::Status;
 use crate::limits::Limits;
 use crate::provider::{Message, Provider, ProviderError, Request, ToolCall, Turn};
-use crate::state::State;
+use crate::state::{ConversationEntry, State};
 use cairn_tools::EngineError;
 
 /// Model turns of one run, unless configured.
@@ -125,50 +126,44 @@ pub fn messages(state: &State) -> Vec<Message> {
         }
     };
     for entry in &state.conversation {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(entry) else {
-            continue;
-        };
-        match v["role"].as_str() {
-            Some("user") => {
+        match entry {
+            ConversationEntry::User { text } => {
                 flush(&mut out, &mut waiting);
-                out.push(Message::User {
-                    text: v["text"].as_str().unwrap_or("").to_string(),
-                });
+                out.push(Message::User { text: text.clone() });
             }
-            Some("assistant") => {
+            ConversationEntry::Assistant { text, tool_calls } => {
                 flush(&mut out, &mut waiting);
-                let tool_calls: Vec<ToolCall> = v["tool_calls"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .map(|c| ToolCall {
-                                id: c["id"].as_str().unwrap_or("").to_string(),
-                                name: c["name"].as_str().unwrap_or("").to_string(),
-                                input: c["input"].clone(),
-                            })
-                            .collect()
+                let tool_calls: Vec<ToolCall> = tool_calls
+                    .iter()
+                    .map(|c| ToolCall {
+                        id: c.id.clone(),
+                        name: c.name.clone(),
+                        input: c.input(),
                     })
-                    .unwrap_or_default();
+                    .collect();
                 waiting = tool_calls
                     .iter()
                     .map(|c| (c.id.clone(), c.name.clone()))
                     .collect();
                 out.push(Message::Assistant {
-                    text: v["text"].as_str().unwrap_or("").to_string(),
+                    text: text.clone(),
                     tool_calls,
                 });
             }
-            Some("tool") => {
-                let id = v["call_id"].as_str().unwrap_or("").to_string();
-                waiting.retain(|(w, _)| *w != id);
+            ConversationEntry::Tool {
+                call_id,
+                name,
+                output,
+                status,
+            } => {
+                waiting.retain(|(w, _)| w != call_id);
                 out.push(Message::Tool {
-                    call_id: id,
-                    name: v["name"].as_str().unwrap_or("").to_string(),
-                    output: v["output"].as_str().unwrap_or("").to_string(),
-                    is_error: v["status"] != "ok",
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    output: output.clone(),
+                    is_error: *status != Status::Ok,
                 });
             }
-            _ => {}
         }
     }
     flush(&mut out, &mut waiting);

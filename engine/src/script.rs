@@ -6,6 +6,7 @@ use std::ops::ControlFlow;
 use serde::Deserialize;
 
 use crate::engine::{CallOutcome, Engine};
+use crate::event::Answer;
 use cairn_tools::{EngineError, Result};
 
 /// One step of a script.
@@ -14,8 +15,8 @@ pub enum Step {
     Tool {
         tool: String,
         input: serde_json::Value,
-        /// A permission answer for this step (once, always, deny).
-        approve: Option<String>,
+        /// The answer to this step's permission question, if it asks one.
+        approve: Option<Answer>,
     },
     User(String),
 }
@@ -52,13 +53,17 @@ pub fn parse(text: &str) -> Result<Vec<(usize, Step)>> {
                 if !input.is_object() {
                     return Err(bad("input must be a JSON object".into()));
                 }
-                if let Some(a) = &approve
-                    && !["once", "always", "deny"].contains(&a.as_str())
-                {
-                    return Err(bad(format!(
-                        "approve must be once, always or deny, not '{a}'"
-                    )));
-                }
+                let approve = match approve.as_deref() {
+                    None => None,
+                    Some("once") => Some(Answer::Once),
+                    Some("always") => Some(Answer::Always),
+                    Some("deny") => Some(Answer::Deny),
+                    Some(a) => {
+                        return Err(bad(format!(
+                            "approve must be once, always or deny, not '{a}'"
+                        )));
+                    }
+                };
                 Step::Tool {
                     tool,
                     input,
@@ -134,12 +139,7 @@ pub fn run_with(
                 input,
                 approve,
             } => {
-                let answer = approve.as_deref().map(|a| match a {
-                    "always" => crate::event::Answer::Always,
-                    "deny" => crate::event::Answer::Deny,
-                    _ => crate::event::Answer::Once,
-                });
-                let out = engine.call_with(tool, input.clone(), answer)?;
+                let out = engine.call_with(tool, input.clone(), *approve)?;
                 hooks.after(&out);
                 outcomes.push(out);
             }
@@ -289,6 +289,29 @@ mod tests {
         assert_eq!(
             parse("# c\n{\"user\":\"a\"}").unwrap(),
             vec![(2, Step::User("a".into()))]
+        );
+    }
+
+    #[test]
+    fn approve_is_parsed_once_and_a_bad_one_names_its_line() {
+        let step = |approve| Step::Tool {
+            tool: "x".into(),
+            input: serde_json::json!({}),
+            approve,
+        };
+        assert_eq!(
+            parse("{\"tool\":\"x\"}\n{\"tool\":\"x\",\"approve\":\"once\"}\n{\"tool\":\"x\",\"approve\":\"always\"}\n{\"tool\":\"x\",\"approve\":\"deny\"}").unwrap(),
+            vec![
+                (1, step(None)),
+                (2, step(Some(Answer::Once))),
+                (3, step(Some(Answer::Always))),
+                (4, step(Some(Answer::Deny))),
+            ]
+        );
+        let e = parse("{\"user\":\"hi\"}\n{\"tool\":\"x\",\"approve\":\"Always\"}").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "script line 2: approve must be once, always or deny, not 'Always'"
         );
     }
 }

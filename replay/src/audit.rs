@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use cairn_core::event::{
-    Answer, AnswerSource, Event, Phase, ProcKind, Rule, Status, WebFetched, WriteOp, WriteStatus,
+    Answer, AnswerSource, Event, ProcKind, Rule, ShellPhase, Status, WebFetched, WriteOp,
+    WriteStatus,
 };
 use cairn_store::BlobRef;
 use serde::Serialize;
@@ -367,11 +368,8 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
             }),
             Event::ShellExec(x) => {
                 let key = (x.call.clone(), x.id.clone());
-                let output = x.stdout_bytes.unwrap_or(0)
-                    + x.stderr_bytes.unwrap_or(0)
-                    + x.log_blob.as_ref().map_or(0, |b| b.len);
-                match x.phase {
-                    Phase::Started => {
+                match &x.phase {
+                    ShellPhase::Started => {
                         open_cmds.insert(key, commands.len());
                         if let (ProcKind::Background, Some(id)) = (x.kind, &x.id) {
                             open_bg.insert(
@@ -386,17 +384,20 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                             command: cairn_tools::shell::shown_argv(&x.argv),
                             cwd: x.cwd.clone(),
                             kind: x.kind,
-                            status: x.status.as_str().to_string(),
-                            exit_code: x.exit_code,
-                            signal: x.signal,
-                            elapsed_us: x.elapsed_us,
-                            output_bytes: output,
-                            error: x.error.clone(),
+                            status: x.status_name().to_string(),
+                            exit_code: None,
+                            signal: None,
+                            elapsed_us: None,
+                            output_bytes: 0,
+                            error: None,
                             start_ms: at(&r.ts),
                             end_ms,
                         });
                     }
-                    Phase::Finished => {
+                    ShellPhase::Finished(end) => {
+                        let output = end.stdout_bytes.unwrap_or(0)
+                            + end.stderr_bytes.unwrap_or(0)
+                            + end.log_blob.as_ref().map_or(0, |b| b.len);
                         if let Some(id) = &x.id {
                             open_bg.remove(id);
                         }
@@ -424,12 +425,12 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                             }
                         };
                         let c = &mut commands[i];
-                        c.status = x.status.as_str().to_string();
-                        c.exit_code = x.exit_code;
-                        c.signal = x.signal;
-                        c.elapsed_us = x.elapsed_us;
+                        c.status = end.status.as_str().to_string();
+                        c.exit_code = end.exit_code;
+                        c.signal = end.signal;
+                        c.elapsed_us = end.elapsed_us;
                         c.output_bytes = output;
-                        c.error = x.error.clone();
+                        c.error = end.error.clone();
                         c.end_ms = at(&r.ts);
                     }
                 }

@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 use cairn_core::Limits;
 use cairn_core::decide::{self, Answered as Outcome, Decision, Permission};
 use cairn_core::event::{
-    Answer, AnswerSource, Event, ExecStatus, FileWrite, Phase, ProcKind, Refusal, Rule, ShellExec,
-    Status, ToolFinished, WebFetched, WriteOp, WriteStatus,
+    Answer, AnswerSource, Event, ExecStatus, FileWrite, ProcKind, Refusal, Rule, ShellEnd,
+    ShellExec, Status, ToolFinished, WebFetched, WriteOp, WriteStatus,
 };
 use cairn_core::permission::Need;
 use cairn_core::state::State;
@@ -1057,31 +1057,8 @@ impl Verifier {
     }
 
     fn shell_exec(&mut self, x: &ShellExec) {
-        for (blob, name) in [
-            (&x.stdout, "stdout"),
-            (&x.stderr, "stderr"),
-            (&x.log_blob, "log"),
-        ] {
-            if let Some(b) = blob {
-                self.blob(b, &format!("call {} {name}", x.call));
-            }
-        }
-        for (bytes, blob, name) in [
-            (x.stdout_bytes, &x.stdout, "stdout"),
-            (x.stderr_bytes, &x.stderr, "stderr"),
-        ] {
-            // Past the capture limit the blob keeps the first bytes only.
-            if let (Some(n), Some(b)) = (bytes, blob)
-                && b.len != n.min(self.limits.shell_capture_bytes_max)
-            {
-                self.problem(
-                    ProblemKind::Output,
-                    format!(
-                        "call {}: {name}_bytes is {n} but its {name} blob is {} bytes",
-                        x.call, b.len
-                    ),
-                );
-            }
+        if let Some(end) = x.end() {
+            self.shell_end(&x.call, end);
         }
         self.side_effect(
             &x.call,
@@ -1096,11 +1073,41 @@ impl Verifier {
                     ProblemKind::Structure,
                     format!("foreground shell_exec outside its call {}", x.call),
                 ),
-                Some(p) if x.phase == Phase::Finished => {
+                Some(p) if x.end().is_some() => {
                     p.exec = Some(x.clone());
                     p.changes.clear();
                 }
                 Some(_) => {}
+            }
+        }
+    }
+
+    /// The blobs of a process's end, and the sizes it gives for them.
+    fn shell_end(&mut self, call: &str, end: &ShellEnd) {
+        for (blob, name) in [
+            (&end.stdout, "stdout"),
+            (&end.stderr, "stderr"),
+            (&end.log_blob, "log"),
+        ] {
+            if let Some(b) = blob {
+                self.blob(b, &format!("call {call} {name}"));
+            }
+        }
+        for (bytes, blob, name) in [
+            (end.stdout_bytes, &end.stdout, "stdout"),
+            (end.stderr_bytes, &end.stderr, "stderr"),
+        ] {
+            // Past the capture limit the blob keeps the first bytes only.
+            if let (Some(n), Some(b)) = (bytes, blob)
+                && b.len != n.min(self.limits.shell_capture_bytes_max)
+            {
+                self.problem(
+                    ProblemKind::Output,
+                    format!(
+                        "call {call}: {name}_bytes is {n} but its {name} blob is {} bytes",
+                        b.len
+                    ),
+                );
             }
         }
     }
@@ -1252,7 +1259,7 @@ impl Verifier {
         if p.write_failed && f.status == Status::Ok {
             wrong(self, "status ok, but one of its writes failed".into());
         }
-        if let Some(x) = &p.exec
+        if let Some(x) = p.exec.as_ref().and_then(ShellExec::end)
             && p.denied.is_none()
             && f.status != Status::Interrupted
             && answers_with_command(&p.tool)
@@ -1279,7 +1286,10 @@ impl Verifier {
     }
 
     /// A foreground command's output is what its records and blobs give.
-    fn shell_output(&mut self, f: &ToolFinished, p: &Pending, x: &ShellExec) {
+    fn shell_output(&mut self, f: &ToolFinished, p: &Pending, exec: &ShellExec) {
+        let Some(x) = exec.end() else {
+            return;
+        };
         if x.error.is_some() {
             // It never started: the output is the system's error, not in the log.
             return;
@@ -1306,7 +1316,7 @@ impl Verifier {
             .get("timeout_ms")
             .and_then(serde_json::Value::as_u64)
             .filter(|t| *t > self.limits.shell_timeout_ms_max);
-        let expected = shell_output::expected(x, [out, err], &p.changes, note, &self.limits);
+        let expected = shell_output::expected(exec, x, [out, err], &p.changes, note, &self.limits);
         let recorded = match &f.output_blob {
             None => f.output.clone(),
             Some(b) if self.blob_intact(b) => match self.blobs.get(&b.hash) {
@@ -1516,7 +1526,7 @@ fn resume_writes(event: &Event) -> bool {
             (w.op == WriteOp::External && w.call.is_none())
                 || (w.status == WriteStatus::Ok && w.call.is_some())
         }
-        Event::ShellExec(x) => x.status == ExecStatus::Lost,
+        Event::ShellExec(x) => x.end().is_some_and(|e| e.status == ExecStatus::Lost),
         Event::ToolFinished(f) => f.status == Status::Interrupted,
         _ => false,
     }

@@ -161,7 +161,8 @@ pub struct Inherited {
     pub files: Vec<InheritedFile>,
     #[serde(default)]
     pub memory: Vec<String>,
-    /// The conversation entries (see `State::conversation`).
+    /// The conversation entries, each a `state::ConversationEntry` as one JSON object
+    /// in a string (see `ConversationEntry::to_json`).
     #[serde(default)]
     pub conversation: Vec<String>,
 }
@@ -261,7 +262,19 @@ pub enum WriteStatus {
 }
 
 /// How a call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Ok,
@@ -380,20 +393,21 @@ pub enum ProcKind {
     Background,
 }
 
-/// Which end of a process a `shell_exec` records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    Started,
-    Finished,
-}
-
-/// The state of a process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// How a process ended, as a finished `shell_exec` records it.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ExecStatus {
-    /// Started and not yet finished.
-    Running,
     /// Exited with code 0.
     Ok,
     /// Exited with another code, was killed by a signal it did not get from cairn, or
@@ -412,7 +426,6 @@ pub enum ExecStatus {
 impl ExecStatus {
     pub fn as_str(&self) -> &'static str {
         match self {
-            ExecStatus::Running => "running",
             ExecStatus::Ok => "ok",
             ExecStatus::Failed => "failed",
             ExecStatus::Timeout => "timeout",
@@ -422,57 +435,289 @@ impl ExecStatus {
     }
 }
 
-/// A process run by a shell tool: recorded once when it starts (phase `started`,
-/// status `running`) and once when it ends (phase `finished`).
+impl std::fmt::Display for ExecStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// A process run by a shell tool: recorded once when it starts (phase `started`) and
+/// once when it ends (phase `finished`); a program that could not start has only the
+/// second. What only an end has lives in [`ShellPhase::Finished`], so a started record
+/// cannot carry an exit and a finished one always carries its status.
+///
+/// On disk it is one flat object, exactly as before the phases were typed (see
+/// `ShellExecWire`): `"phase":"started","status":"running"` or
+/// `"phase":"finished","status":<how it ended>`, each field at its old place.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "ShellExecWire", into = "ShellExecWire")]
 pub struct ShellExec {
     /// The call that started the process.
     pub call: String,
     /// The process-table id of a background process (`p1`, `p2`, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// What ran: the program and its arguments (`sh -c LINE` for `shell`).
     pub argv: Vec<String>,
     /// The working folder, workspace-relative (`""` is the root).
     pub cwd: String,
     /// The OS process id (also the process group id); none when it did not start.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Both records of a process carry it.
     pub pid: Option<u32>,
     /// The process's start time (field 22 of `/proc/<pid>/stat`, clock ticks since
     /// boot): with the pid, it tells a resume whether the process still runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<u64>,
     pub kind: ProcKind,
-    pub phase: Phase,
-    pub status: ExecStatus,
     /// The time limit in force, in milliseconds (foreground only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i32>,
-    /// The signal that ended the process.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signal: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub elapsed_us: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stdout_bytes: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stderr_bytes: Option<u64>,
-    /// The whole standard output (foreground).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stdout: Option<BlobRef>,
-    /// The whole standard error (foreground).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stderr: Option<BlobRef>,
     /// The log file of a background process (stdout and stderr), absolute; it lives in
     /// the session folder, never in the workspace.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<String>,
-    /// The log's content when the process ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: ShellPhase,
+}
+
+/// Which end of a process a `shell_exec` records.
+// A record is built, appended and dropped, never kept in bulk: boxing the end would only
+// add an allocation per record.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShellPhase {
+    /// The process runs (`"status":"running"` on disk).
+    Started,
+    /// The process ended, or never started.
+    Finished(ShellEnd),
+}
+
+/// The end of a process: what only a finished `shell_exec` has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellEnd {
+    pub status: ExecStatus,
+    pub exit_code: Option<i32>,
+    /// The signal that ended the process.
+    pub signal: Option<i32>,
+    /// None for a process found lost at resume.
+    pub elapsed_us: Option<u64>,
+    pub stdout_bytes: Option<u64>,
+    pub stderr_bytes: Option<u64>,
+    /// The whole standard output (foreground).
+    pub stdout: Option<BlobRef>,
+    /// The whole standard error (foreground).
+    pub stderr: Option<BlobRef>,
+    /// The log's content when the process ended (background).
     pub log_blob: Option<BlobRef>,
-    /// Why the process could not start.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Why the process could not start, or why its end is unknown.
     pub error: Option<String>,
 }
+
+impl ShellEnd {
+    /// An end with `status` and nothing else known yet.
+    pub fn new(status: ExecStatus) -> ShellEnd {
+        ShellEnd {
+            status,
+            exit_code: None,
+            signal: None,
+            elapsed_us: None,
+            stdout_bytes: None,
+            stderr_bytes: None,
+            stdout: None,
+            stderr: None,
+            log_blob: None,
+            error: None,
+        }
+    }
+}
+
+impl ShellExec {
+    /// The end this record holds; `None` for a start.
+    pub fn end(&self) -> Option<&ShellEnd> {
+        match &self.phase {
+            ShellPhase::Started => None,
+            ShellPhase::Finished(end) => Some(end),
+        }
+    }
+
+    /// `started` or `finished`, as on disk.
+    pub fn phase_name(&self) -> &'static str {
+        match self.phase {
+            ShellPhase::Started => "started",
+            ShellPhase::Finished(_) => "finished",
+        }
+    }
+
+    /// `running` for a start, else how the process ended, as on disk.
+    pub fn status_name(&self) -> &'static str {
+        self.end().map_or("running", |e| e.status.as_str())
+    }
+}
+
+/// `shell_exec` as it is on disk: one flat object, the fields in this order. Only
+/// [`ShellExec`]'s serde goes through it.
+#[derive(Serialize, Deserialize)]
+struct ShellExecWire {
+    call: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    argv: Vec<String>,
+    cwd: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    start_time: Option<u64>,
+    kind: ProcKind,
+    phase: WirePhase,
+    status: WireStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    timeout_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    signal: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    elapsed_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stdout_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stderr_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stdout: Option<BlobRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stderr: Option<BlobRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    log: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    log_blob: Option<BlobRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+#[derive(Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum WirePhase {
+    Started,
+    Finished,
+}
+
+/// `running` or how the process ended.
+#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum WireStatus {
+    Running,
+    Ok,
+    Failed,
+    Timeout,
+    Cancelled,
+    Lost,
+}
+
+impl From<ExecStatus> for WireStatus {
+    fn from(s: ExecStatus) -> WireStatus {
+        match s {
+            ExecStatus::Ok => WireStatus::Ok,
+            ExecStatus::Failed => WireStatus::Failed,
+            ExecStatus::Timeout => WireStatus::Timeout,
+            ExecStatus::Cancelled => WireStatus::Cancelled,
+            ExecStatus::Lost => WireStatus::Lost,
+        }
+    }
+}
+
+impl From<ShellExec> for ShellExecWire {
+    fn from(x: ShellExec) -> ShellExecWire {
+        let (phase, status, end) = match x.phase {
+            ShellPhase::Started => (WirePhase::Started, WireStatus::Running, None),
+            ShellPhase::Finished(end) => (WirePhase::Finished, end.status.into(), Some(end)),
+        };
+        let end = end.as_ref();
+        ShellExecWire {
+            call: x.call,
+            id: x.id,
+            argv: x.argv,
+            cwd: x.cwd,
+            pid: x.pid,
+            start_time: x.start_time,
+            kind: x.kind,
+            phase,
+            status,
+            timeout_ms: x.timeout_ms,
+            exit_code: end.and_then(|e| e.exit_code),
+            signal: end.and_then(|e| e.signal),
+            elapsed_us: end.and_then(|e| e.elapsed_us),
+            stdout_bytes: end.and_then(|e| e.stdout_bytes),
+            stderr_bytes: end.and_then(|e| e.stderr_bytes),
+            stdout: end.and_then(|e| e.stdout),
+            stderr: end.and_then(|e| e.stderr),
+            log: x.log,
+            log_blob: end.and_then(|e| e.log_blob),
+            error: end.and_then(|e| e.error.clone()),
+        }
+    }
+}
+
+impl TryFrom<ShellExecWire> for ShellExec {
+    type Error = String;
+
+    fn try_from(w: ShellExecWire) -> Result<ShellExec, String> {
+        let phase = match (w.phase, w.status) {
+            (WirePhase::Started, WireStatus::Running) => {
+                let finish_fields = [
+                    ("exit_code", w.exit_code.is_some()),
+                    ("signal", w.signal.is_some()),
+                    ("elapsed_us", w.elapsed_us.is_some()),
+                    ("stdout_bytes", w.stdout_bytes.is_some()),
+                    ("stderr_bytes", w.stderr_bytes.is_some()),
+                    ("stdout", w.stdout.is_some()),
+                    ("stderr", w.stderr.is_some()),
+                    ("log_blob", w.log_blob.is_some()),
+                    ("error", w.error.is_some()),
+                ];
+                if let Some((name, _)) = finish_fields.iter().find(|(_, set)| *set) {
+                    return Err(format!(
+                        "a started shell_exec has `{name}`, which only a finished one has"
+                    ));
+                }
+                ShellPhase::Started
+            }
+            (WirePhase::Started, _) => {
+                return Err("a started shell_exec has a status other than running".into());
+            }
+            (WirePhase::Finished, status) => {
+                let status = match status {
+                    WireStatus::Running => {
+                        return Err("a finished shell_exec has status running".into());
+                    }
+                    WireStatus::Ok => ExecStatus::Ok,
+                    WireStatus::Failed => ExecStatus::Failed,
+                    WireStatus::Timeout => ExecStatus::Timeout,
+                    WireStatus::Cancelled => ExecStatus::Cancelled,
+                    WireStatus::Lost => ExecStatus::Lost,
+                };
+                ShellPhase::Finished(ShellEnd {
+                    status,
+                    exit_code: w.exit_code,
+                    signal: w.signal,
+                    elapsed_us: w.elapsed_us,
+                    stdout_bytes: w.stdout_bytes,
+                    stderr_bytes: w.stderr_bytes,
+                    stdout: w.stdout,
+                    stderr: w.stderr,
+                    log_blob: w.log_blob,
+                    error: w.error,
+                })
+            }
+        };
+        Ok(ShellExec {
+            call: w.call,
+            id: w.id,
+            argv: w.argv,
+            cwd: w.cwd,
+            pid: w.pid,
+            start_time: w.start_time,
+            kind: w.kind,
+            timeout_ms: w.timeout_ms,
+            log: w.log,
+            phase,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -16,7 +16,10 @@
 //! let hash = cairn_store::Hash([0; 32]);
 //! state.apply(&Record { seq: 0, ts: "2026-01-01T00:00:00Z".into(), hash, event });
 //! assert_eq!(state.last_seq, Some(0));
-//! assert!(state.conversation[0].contains("hello"));
+//! assert_eq!(
+//!     state.conversation,
+//!     [cairn_core::state::ConversationEntry::User { text: "hello".into() }]
+//! );
 //! ```
 
 pub mod command;
@@ -32,4 +35,4 @@ pub mod state;
 pub use event::Event;
 pub use fold::{Folded, Unknown};
 pub use limits::Limits;
-pub use state::{Process, Record, State};
+pub use state::{ConversationEntry, ModelCall, Process, ProcessStatus, Record, State};

@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 
 use rkyv::{Archive, Deserialize as RDeserialize, Serialize as RSerialize};
 
-use crate::event::{Event, FileWrite, Phase, ProcKind, ShellExec, WriteOp, WriteStatus};
+use crate::event::{
+    Event, ExecStatus, FileWrite, ProcKind, ShellExec, ShellPhase, Status, WriteOp, WriteStatus,
+};
 
 /// The version of the archived state in snapshot files; bump it when `State` changes.
-pub const STATE_FORMAT_VERSION: u32 = 4;
+pub const STATE_FORMAT_VERSION: u32 = 5;
 
 /// One record as the engine sees it: the store's envelope with a parsed event.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,8 +93,7 @@ pub struct Process {
     pub cwd: String,
     /// The `ts` of its `started` record.
     pub started_at: String,
-    /// `running`, `ok`, `failed`, `timeout` or `cancelled`.
-    pub status: String,
+    pub status: ProcessStatus,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     /// The `ts` of its `finished` record.
@@ -103,7 +104,155 @@ pub struct Process {
 
 impl Process {
     pub fn is_running(&self) -> bool {
-        self.status == "running"
+        self.status == ProcessStatus::Running
+    }
+}
+
+/// Where a background process is: running, or ended and how. Serialised as one word,
+/// as its `shell_exec` records spell it: `running`, `ok`, `failed`, `timeout`,
+/// `cancelled` or `lost`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Archive, RSerialize, RDeserialize)]
+pub enum ProcessStatus {
+    Running,
+    Ended(ExecStatus),
+}
+
+impl ProcessStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ProcessStatus::Running => "running",
+            ProcessStatus::Ended(s) => s.as_str(),
+        }
+    }
+}
+
+impl std::fmt::Display for ProcessStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl serde::Serialize for ProcessStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// One entry of the conversation a model goes on from, folded from `user_message`,
+/// `model_turn` and the `tool_finished` of the calls a model asked for.
+///
+/// Its JSON (serde) is the text a fork's `inherited.conversation` holds per entry:
+/// `{"role":"user","text"}`, `{"role":"assistant","text","tool_calls":[{"id","name","input"}]}`,
+/// `{"role":"tool","call_id","name","output","status"}`, keys in that order.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    Archive,
+    RSerialize,
+    RDeserialize,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum ConversationEntry {
+    User {
+        text: String,
+    },
+    Assistant {
+        text: String,
+        tool_calls: Vec<ModelCall>,
+    },
+    /// The result of the call the model asked for with id `call_id`.
+    Tool {
+        call_id: String,
+        name: String,
+        output: String,
+        status: Status,
+    },
+}
+
+impl ConversationEntry {
+    /// The entry as one JSON object, as a fork's `inherited.conversation` holds it.
+    pub fn to_json(&self) -> String {
+        match serde_json::to_string(self) {
+            Ok(s) => s,
+            // Every field is a string but a call's input, which was JSON text when it
+            // was folded (see `ModelCall::input`).
+            Err(e) => panic!("a conversation entry does not serialise: {e}"),
+        }
+    }
+
+    /// An entry from its JSON object; `None` when it is not one this version knows.
+    pub fn from_json(text: &str) -> Option<ConversationEntry> {
+        serde_json::from_str(text).ok()
+    }
+}
+
+/// A tool call a model asked for in a turn.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    Archive,
+    RSerialize,
+    RDeserialize,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+pub struct ModelCall {
+    /// The provider's id for the call.
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub name: String,
+    /// The input as compact JSON text (a JSON value cannot be archived); serialised as
+    /// the JSON value itself.
+    #[serde(default = "json_null", with = "json_text")]
+    pub input: String,
+}
+
+impl ModelCall {
+    /// A call of a `model_turn`'s `tool_calls` (`{"id","name","input"}`; a missing
+    /// field is empty, or null for the input).
+    pub fn from_value(v: &serde_json::Value) -> ModelCall {
+        ModelCall {
+            id: v["id"].as_str().unwrap_or("").to_string(),
+            name: v["name"].as_str().unwrap_or("").to_string(),
+            input: v["input"].to_string(),
+        }
+    }
+
+    /// The input as a JSON value.
+    pub fn input(&self) -> serde_json::Value {
+        match serde_json::from_str(&self.input) {
+            Ok(v) => v,
+            // `input` is only ever set from a JSON value's text.
+            Err(e) => panic!("a model call's input is not JSON: {e}"),
+        }
+    }
+}
+
+fn json_null() -> String {
+    "null".to_string()
+}
+
+/// `ModelCall::input` as the JSON value its text holds.
+mod json_text {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer, de, ser};
+
+    pub fn serialize<S: Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
+        serde_json::from_str::<serde_json::Value>(text)
+            .map_err(ser::Error::custom)?
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        // Re-serialising a parsed value cannot fail (object keys are strings).
+        serde_json::to_string(&v).map_err(de::Error::custom)
     }
 }
 
@@ -138,10 +287,8 @@ pub struct State {
     pub processes: BTreeMap<String, Process>,
     /// Facts saved with `remember`.
     pub memory: Vec<String>,
-    /// The conversation needed to continue with a model, one JSON object each:
-    /// `{"role":"user","text"}`, `{"role":"assistant","text","tool_calls":[{"id","name","input"}]}`,
-    /// `{"role":"tool","call_id","name","output","status"}` (see `agent::messages`).
-    pub conversation: Vec<String>,
+    /// The conversation needed to continue with a model (see `agent::messages`).
+    pub conversation: Vec<ConversationEntry>,
     /// Tool calls of the last model turn not yet started, in order: (model id, tool).
     /// The engine runs a turn's calls in order, so each `tool_started` takes the first.
     pub model_calls_pending: Vec<(String, String)>,
@@ -186,7 +333,13 @@ impl State {
                         );
                     }
                     self.memory = inh.memory.clone();
-                    self.conversation = inh.conversation.clone();
+                    // An entry this version does not know is left out, as a model
+                    // would not be shown it.
+                    self.conversation = inh
+                        .conversation
+                        .iter()
+                        .filter_map(|e| ConversationEntry::from_json(e))
+                        .collect();
                 }
             }
             Event::UserMessage { text } => {
@@ -194,23 +347,20 @@ impl State {
                 self.repeats.clear();
                 self.model_calls_pending.clear();
                 self.conversation
-                    .push(serde_json::json!({"role": "user", "text": text}).to_string());
+                    .push(ConversationEntry::User { text: text.clone() });
             }
             Event::ModelTurn {
                 text, tool_calls, ..
             } => {
-                self.conversation.push(
-                    serde_json::json!({"role": "assistant", "text": text, "tool_calls": tool_calls}).to_string(),
-                );
-                self.model_calls_pending = tool_calls
+                let calls: Vec<ModelCall> = tool_calls.iter().map(ModelCall::from_value).collect();
+                self.model_calls_pending = calls
                     .iter()
-                    .map(|c| {
-                        (
-                            c["id"].as_str().unwrap_or("").to_string(),
-                            c["name"].as_str().unwrap_or("").to_string(),
-                        )
-                    })
+                    .map(|c| (c.id.clone(), c.name.clone()))
                     .collect();
+                self.conversation.push(ConversationEntry::Assistant {
+                    text: text.clone(),
+                    tool_calls: calls,
+                });
             }
             Event::ToolStarted {
                 call, tool, input, ..
@@ -250,10 +400,12 @@ impl State {
             Event::ToolFinished(f) => {
                 self.open_calls.remove(&f.call);
                 if let Some((id, name)) = self.model_call_of.remove(&f.call) {
-                    self.conversation.push(
-                        serde_json::json!({"role": "tool", "call_id": id, "name": name, "output": f.output, "status": f.status})
-                            .to_string(),
-                    );
+                    self.conversation.push(ConversationEntry::Tool {
+                        call_id: id,
+                        name,
+                        output: f.output.clone(),
+                        status: f.status,
+                    });
                 }
                 *self
                     .calls_by_status
@@ -295,8 +447,8 @@ impl State {
         let (ProcKind::Background, Some(id)) = (x.kind, &x.id) else {
             return;
         };
-        match x.phase {
-            Phase::Started => {
+        match &x.phase {
+            ShellPhase::Started => {
                 self.processes.insert(
                     id.clone(),
                     Process {
@@ -307,7 +459,7 @@ impl State {
                         argv: x.argv.clone(),
                         cwd: x.cwd.clone(),
                         started_at: ts.to_string(),
-                        status: x.status.as_str().to_string(),
+                        status: ProcessStatus::Running,
                         exit_code: None,
                         signal: None,
                         finished_at: None,
@@ -315,7 +467,7 @@ impl State {
                     },
                 );
             }
-            Phase::Finished => {
+            ShellPhase::Finished(end) => {
                 let p = self.processes.entry(id.clone()).or_insert_with(|| Process {
                     id: id.clone(),
                     call: x.call.clone(),
@@ -324,15 +476,15 @@ impl State {
                     argv: x.argv.clone(),
                     cwd: x.cwd.clone(),
                     started_at: String::new(),
-                    status: String::new(),
+                    status: ProcessStatus::Ended(end.status),
                     exit_code: None,
                     signal: None,
                     finished_at: None,
                     log: x.log.clone().unwrap_or_default(),
                 });
-                p.status = x.status.as_str().to_string();
-                p.exit_code = x.exit_code;
-                p.signal = x.signal;
+                p.status = ProcessStatus::Ended(end.status);
+                p.exit_code = end.exit_code;
+                p.signal = end.signal;
                 p.finished_at = Some(ts.to_string());
             }
         }

@@ -29,8 +29,8 @@ use serde::Serialize;
 
 use super::{Engine, EngineConfig};
 use crate::event::{
-    Event, ExecStatus, FileWrite, Inherited, InheritedFile, Phase, ProcKind, SessionStarted,
-    ShellExec, Status, ToolFinished, WriteStatus,
+    Event, ExecStatus, FileWrite, Inherited, InheritedFile, ProcKind, SessionStarted, ShellEnd,
+    ShellExec, ShellPhase, Status, ToolFinished, WriteStatus,
 };
 use crate::fold;
 use crate::manifest::{self, ManifestEntry};
@@ -38,7 +38,7 @@ use crate::mcp::{McpConfig, Servers};
 use crate::permission::{AllowList, Policy};
 use crate::project::{Home, Project};
 use crate::redact::Redactor;
-use crate::shell::{self, Runtime};
+use crate::shell::{self, ChangeKind, Runtime};
 use crate::state::State;
 use cairn_tools::Recorder;
 use cairn_tools::Registry;
@@ -60,20 +60,50 @@ pub enum Finding {
         bytes: u64,
         quarantine: Option<String>,
     },
-    /// A call that never finished, and what the world says about it. `outcome` is
-    /// `applied`, `not_applied`, `unknown` or `stopped`.
+    /// A call that never finished, and what the world says about it.
     CallInterrupted {
         call: String,
         tool: String,
-        outcome: String,
+        outcome: InterruptedOutcome,
         detail: String,
     },
     /// A background process still running: tracked again.
     ProcessAdopted { id: String, pid: u32 },
     /// A background process gone while the session was not watching.
     ProcessLost { id: String, pid: Option<u32> },
-    /// A file that differs from what the log knows: `created`, `changed`, `deleted`.
-    FileChanged { path: String, what: String },
+    /// A file that differs from what the log knows.
+    FileChanged { path: String, what: ChangeKind },
+}
+
+/// What a resume could tell of an interrupted call's effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InterruptedOutcome {
+    /// Its write was installed (and is now recorded as the call's).
+    Applied,
+    /// Its write was not installed: the file is as it was before.
+    NotApplied,
+    /// Neither can be told (or its effects disagree).
+    Unknown,
+    /// Its command was still running at resume, and was stopped.
+    Stopped,
+}
+
+impl InterruptedOutcome {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            InterruptedOutcome::Applied => "applied",
+            InterruptedOutcome::NotApplied => "not_applied",
+            InterruptedOutcome::Unknown => "unknown",
+            InterruptedOutcome::Stopped => "stopped",
+        }
+    }
+}
+
+impl std::fmt::Display for InterruptedOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
 }
 
 /// What a resume did.
@@ -106,7 +136,7 @@ pub fn inherit(state: &State) -> Inherited {
             })
             .collect(),
         memory: state.memory.clone(),
-        conversation: state.conversation.clone(),
+        conversation: state.conversation.iter().map(|e| e.to_json()).collect(),
     }
 }
 
@@ -250,7 +280,7 @@ impl Engine {
         let changes = shell::record_external(&mut engine.rec, &mut engine.rt, &engine.root, None)?;
         findings.extend(changes.into_iter().map(|c| Finding::FileChanged {
             path: c.path,
-            what: c.what.to_string(),
+            what: c.what,
         }));
         engine.rec.append(&Event::SessionResumed {
             previous_head: recovery.head.map_or(Hash::ZERO, |h| h.hash),
@@ -310,8 +340,8 @@ impl Engine {
                         continue;
                     };
                     match x.phase {
-                        Phase::Started => t.running.push(x),
-                        Phase::Finished => t.running.clear(),
+                        ShellPhase::Started => t.running.push(x),
+                        ShellPhase::Finished(_) => t.running.clear(),
                     }
                 }
                 _ => {}
@@ -320,7 +350,7 @@ impl Engine {
         let grace = self.config.limits.shell_kill_grace_ms;
         for (call, tool, _) in open {
             let trace = traces.remove(&call).unwrap_or_default();
-            let mut outcomes: Vec<(&'static str, String)> = Vec::new();
+            let mut outcomes: Vec<(InterruptedOutcome, String)> = Vec::new();
             for w in trace.intents {
                 remove_temp_files(&self.root.join(&w.path));
                 let now = file_hash(&self.root.join(&w.path));
@@ -332,7 +362,7 @@ impl Engine {
                     self.rt.note_write(&done);
                     self.rec.append(&Event::FileWrite(done))?;
                     outcomes.push((
-                        "applied",
+                        InterruptedOutcome::Applied,
                         format!(
                             "the write to {} was installed: the file holds the new content",
                             w.path
@@ -340,7 +370,7 @@ impl Engine {
                     ));
                 } else if now == before {
                     outcomes.push((
-                        "not_applied",
+                        InterruptedOutcome::NotApplied,
                         format!(
                             "the write to {} was not installed: the file is as it was before",
                             w.path
@@ -348,7 +378,7 @@ impl Engine {
                     ));
                 } else {
                     outcomes.push((
-                        "unknown",
+                        InterruptedOutcome::Unknown,
                         format!(
                             "{} holds neither the content before nor the content after the write: read it again",
                             w.path
@@ -365,7 +395,7 @@ impl Engine {
                     Some((pid, t)) => {
                         shell::stop_adopted(pid, t, grace);
                         outcomes.push((
-                            "stopped",
+                            InterruptedOutcome::Stopped,
                             format!(
                                 "`{}` was still running at resume and was stopped; its output was not recorded",
                                 shell::shown_argv(&x.argv)
@@ -373,7 +403,7 @@ impl Engine {
                         ));
                     }
                     None => outcomes.push((
-                        "unknown",
+                        InterruptedOutcome::Unknown,
                         format!(
                             "`{}` was running when the session stopped; whether it finished and what it printed is unknown (files it changed are recorded as external changes)",
                             shell::shown_argv(&x.argv)
@@ -383,14 +413,14 @@ impl Engine {
             }
             if outcomes.is_empty() {
                 outcomes.push((
-                    "unknown",
+                    InterruptedOutcome::Unknown,
                     "no side effect of this call was recorded; its result is unknown".to_string(),
                 ));
             }
             let outcome = if outcomes.iter().all(|(o, _)| *o == outcomes[0].0) {
                 outcomes[0].0
             } else {
-                "unknown"
+                InterruptedOutcome::Unknown
             };
             let detail = outcomes
                 .iter()
@@ -413,7 +443,7 @@ impl Engine {
             findings.push(Finding::CallInterrupted {
                 call,
                 tool,
-                outcome: outcome.to_string(),
+                outcome,
                 detail,
             });
         }
@@ -448,22 +478,15 @@ impl Engine {
                         pid: p.pid,
                         start_time: p.start_time,
                         kind: ProcKind::Background,
-                        phase: Phase::Finished,
-                        status: ExecStatus::Lost,
                         timeout_ms: None,
-                        exit_code: None,
-                        signal: None,
-                        elapsed_us: None,
-                        stdout_bytes: None,
-                        stderr_bytes: None,
-                        stdout: None,
-                        stderr: None,
                         log: (!p.log.is_empty()).then(|| p.log.clone()),
-                        log_blob: None,
-                        error: Some(
-                            "not running at resume (or its pid now belongs to another process); how it ended is unknown"
-                                .to_string(),
-                        ),
+                        phase: ShellPhase::Finished(ShellEnd {
+                            error: Some(
+                                "not running at resume (or its pid now belongs to another process); how it ended is unknown"
+                                    .to_string(),
+                            ),
+                            ..ShellEnd::new(ExecStatus::Lost)
+                        }),
                     }))?;
                     findings.push(Finding::ProcessLost {
                         id: p.id.clone(),
@@ -532,4 +555,76 @@ fn first_record(dir: &Path) -> Result<SessionStarted> {
 fn file_hash(path: &Path) -> Option<Hash> {
     let f = std::fs::File::open(path).ok()?;
     cairn_store::hash_reader(f).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON of every finding is what `session_resumed`, `resume --json` and the
+    /// `found:` lines showed when kinds and outcomes were strings.
+    #[test]
+    fn findings_serialise_as_before_they_were_typed() {
+        let interrupted = |outcome| Finding::CallInterrupted {
+            call: "c2".into(),
+            tool: "edit_file".into(),
+            outcome,
+            detail: "d".into(),
+        };
+        let changed = |what| Finding::FileChanged {
+            path: "a.txt".into(),
+            what,
+        };
+        let findings = [
+            Finding::TornTail {
+                bytes: 13,
+                quarantine: Some("/q/1.tail".into()),
+            },
+            Finding::TornTail {
+                bytes: 1,
+                quarantine: None,
+            },
+            interrupted(InterruptedOutcome::Applied),
+            interrupted(InterruptedOutcome::NotApplied),
+            interrupted(InterruptedOutcome::Unknown),
+            interrupted(InterruptedOutcome::Stopped),
+            Finding::ProcessAdopted {
+                id: "p1".into(),
+                pid: 7,
+            },
+            Finding::ProcessLost {
+                id: "p1".into(),
+                pid: None,
+            },
+            changed(ChangeKind::Created),
+            changed(ChangeKind::Changed),
+            changed(ChangeKind::Deleted),
+        ];
+        let json: Vec<String> = findings
+            .iter()
+            .map(|f| serde_json::to_string(f).unwrap())
+            .collect();
+        let call = |o: &str| {
+            format!(
+                r#"{{"kind":"call_interrupted","call":"c2","tool":"edit_file","outcome":"{o}","detail":"d"}}"#
+            )
+        };
+        let file = |w: &str| format!(r#"{{"kind":"file_changed","path":"a.txt","what":"{w}"}}"#);
+        assert_eq!(
+            json,
+            [
+                r#"{"kind":"torn_tail","bytes":13,"quarantine":"/q/1.tail"}"#.to_string(),
+                r#"{"kind":"torn_tail","bytes":1,"quarantine":null}"#.to_string(),
+                call("applied"),
+                call("not_applied"),
+                call("unknown"),
+                call("stopped"),
+                r#"{"kind":"process_adopted","id":"p1","pid":7}"#.to_string(),
+                r#"{"kind":"process_lost","id":"p1","pid":null}"#.to_string(),
+                file("created"),
+                file("changed"),
+                file("deleted"),
+            ]
+        );
+    }
 }

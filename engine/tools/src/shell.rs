@@ -30,7 +30,8 @@ use cairn_store::BlobRef;
 
 use crate::error::{Result, io_at};
 use crate::event::{
-    Event, ExecStatus, FileWrite, Phase, ProcKind, ShellExec, Status, WriteOp, WriteStatus,
+    Event, ExecStatus, FileWrite, ProcKind, ShellEnd, ShellExec, ShellPhase, Status, WriteOp,
+    WriteStatus,
 };
 use crate::manifest::{self, ManifestEntry};
 use crate::paths::WsPath;
@@ -242,19 +243,9 @@ fn exec_record(call: &str, argv: &[String], cwd: &str, kind: ProcKind) -> ShellE
         pid: None,
         start_time: None,
         kind,
-        phase: Phase::Started,
-        status: ExecStatus::Running,
         timeout_ms: None,
-        exit_code: None,
-        signal: None,
-        elapsed_us: None,
-        stdout_bytes: None,
-        stderr_bytes: None,
-        stdout: None,
-        stderr: None,
         log: None,
-        log_blob: None,
-        error: None,
+        phase: ShellPhase::Started,
     }
 }
 
@@ -271,10 +262,11 @@ fn record_not_started(
     e: &std::io::Error,
     started: Instant,
 ) -> Result<()> {
-    rec.phase = Phase::Finished;
-    rec.status = ExecStatus::Failed;
-    rec.elapsed_us = Some(micros(started.elapsed()));
-    rec.error = Some(e.to_string());
+    rec.phase = ShellPhase::Finished(ShellEnd {
+        elapsed_us: Some(micros(started.elapsed())),
+        error: Some(e.to_string()),
+        ..ShellEnd::new(ExecStatus::Failed)
+    });
     ctx.record(Event::ShellExec(rec))
 }
 
@@ -401,15 +393,16 @@ pub(crate) fn exec_foreground(
         Waited::Exited if code == Some(0) => ExecStatus::Ok,
         Waited::Exited => ExecStatus::Failed,
     };
-    rec.phase = Phase::Finished;
-    rec.status = exec_status;
-    rec.exit_code = code;
-    rec.signal = signal;
-    rec.elapsed_us = Some(micros(elapsed));
-    rec.stdout_bytes = Some(streams[0].bytes);
-    rec.stderr_bytes = Some(streams[1].bytes);
-    rec.stdout = streams[0].blob;
-    rec.stderr = streams[1].blob;
+    rec.phase = ShellPhase::Finished(ShellEnd {
+        exit_code: code,
+        signal,
+        elapsed_us: Some(micros(elapsed)),
+        stdout_bytes: Some(streams[0].bytes),
+        stderr_bytes: Some(streams[1].bytes),
+        stdout: streams[0].blob,
+        stderr: streams[1].blob,
+        ..ShellEnd::new(exec_status)
+    });
     ctx.record(Event::ShellExec(rec))?;
     let changes = record_external(ctx.rec, ctx.rt, ctx.root, Some(&ctx.call))?;
     Ok(Ok(Ran {
@@ -446,7 +439,10 @@ fn foreground(
         preview: &s.preview,
         complete: s.complete,
     });
-    let changed: Vec<(&str, &str)> = changes.iter().map(|c| (c.what, c.path.as_str())).collect();
+    let changed: Vec<(&str, &str)> = changes
+        .iter()
+        .map(|c| (c.what.as_str(), c.path.as_str()))
+        .collect();
     let text = foreground_text(
         Ended {
             status: exec_status,
@@ -681,13 +677,14 @@ fn finish_bg(
     let mut x = exec_record(&bg.call, &bg.argv, &bg.cwd, ProcKind::Background);
     x.id = Some(id.to_string());
     x.pid = Some(bg.handle.os_pid());
-    x.phase = Phase::Finished;
-    x.status = exec_status;
-    x.exit_code = code;
-    x.signal = signal;
-    x.elapsed_us = Some(micros(bg.started.elapsed()));
     x.log = Some(bg.log.to_string_lossy().into_owned());
-    x.log_blob = log_blob;
+    x.phase = ShellPhase::Finished(ShellEnd {
+        exit_code: code,
+        signal,
+        elapsed_us: Some(micros(bg.started.elapsed())),
+        log_blob,
+        ..ShellEnd::new(exec_status)
+    });
     rec.append(&Event::ShellExec(x))?;
     record_external(rec, rt, root, None)?;
     Ok(exec_status)
@@ -695,8 +692,33 @@ fn finish_bg(
 
 /// One change found by a scan.
 pub struct Change {
-    pub what: &'static str,
+    pub what: ChangeKind,
     pub path: String,
+}
+
+/// How a file found by a scan differs from what the session knew.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    Created,
+    Changed,
+    Deleted,
+}
+
+impl ChangeKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ChangeKind::Created => "created",
+            ChangeKind::Changed => "changed",
+            ChangeKind::Deleted => "deleted",
+        }
+    }
+}
+
+impl std::fmt::Display for ChangeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
 }
 
 /// Scans the workspace against the session's manifest and records every difference
@@ -722,11 +744,11 @@ pub fn record_external(
         let before = rt.manifest.get(path);
         let after = now.get(path);
         let what = match (before, after) {
-            (None, Some(_)) => "created",
-            (Some(b), Some(a)) if a.hash != b.hash => "changed",
+            (None, Some(_)) => ChangeKind::Created,
+            (Some(b), Some(a)) if a.hash != b.hash => ChangeKind::Changed,
             // A file the ignore rules hide (written by a file tool) is not deleted.
             (Some(_), None) if root.join(path).exists() => continue,
-            (Some(_), None) => "deleted",
+            (Some(_), None) => ChangeKind::Deleted,
             _ => continue,
         };
         let lines_after = match after {
@@ -764,7 +786,10 @@ pub fn record_external(
 }
 
 pub(crate) fn push_changes(text: &mut String, changes: &[Change]) {
-    let changes: Vec<(&str, &str)> = changes.iter().map(|c| (c.what, c.path.as_str())).collect();
+    let changes: Vec<(&str, &str)> = changes
+        .iter()
+        .map(|c| (c.what.as_str(), c.path.as_str()))
+        .collect();
     push_changed(text, &changes);
 }
 

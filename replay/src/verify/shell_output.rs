@@ -16,7 +16,7 @@
 use std::io::Read;
 
 use cairn_core::Limits;
-use cairn_core::event::ShellExec;
+use cairn_core::event::{ShellEnd, ShellExec};
 use cairn_core::redact::Redactor;
 use cairn_store::{BlobRef, BlobStore};
 use cairn_tools::shell::{Ended, Preview, Shown, foreground_text};
@@ -58,10 +58,11 @@ pub(super) fn preview(blobs: &BlobStore, blob: &BlobRef, limits: &Limits) -> Opt
 }
 
 /// The whole output (before the output caps) of the call whose foreground command
-/// `exec` finished with `streams` (stdout, stderr) and changed `changes` (what, path);
-/// `timeout_note` is the timeout the call asked for when it was over the maximum.
+/// `exec` finished (`end`) with `streams` (stdout, stderr) and changed `changes` (what,
+/// path); `timeout_note` is the timeout the call asked for when it was over the maximum.
 pub(super) fn expected(
     exec: &ShellExec,
+    end: &ShellEnd,
     streams: [Stream; 2],
     changes: &[(&str, String)],
     timeout_note: Option<u64>,
@@ -79,8 +80,8 @@ pub(super) fn expected(
     const LOST: &str = "\u{0}lost stream\u{0}";
     // A stream cut at the capture limit: its preview, any lines, becomes a hole too.
     const CUT: &str = "\u{0}cut stream\u{0}";
-    let sizes = [exec.stdout_bytes, exec.stderr_bytes];
-    let blobs = [exec.stdout, exec.stderr];
+    let sizes = [end.stdout_bytes, end.stderr_bytes];
+    let blobs = [end.stdout, end.stderr];
     let shown: Vec<Shown<'_>> = streams
         .iter()
         .zip(sizes)
@@ -109,10 +110,10 @@ pub(super) fn expected(
     let changed: Vec<(&str, &str)> = changes.iter().map(|(w, p)| (*w, p.as_str())).collect();
     text.push_str(&foreground_text(
         Ended {
-            status: exec.status,
-            code: exec.exit_code,
-            signal: exec.signal,
-            elapsed_us: exec.elapsed_us.unwrap_or(0),
+            status: end.status,
+            code: end.exit_code,
+            signal: end.signal,
+            elapsed_us: end.elapsed_us.unwrap_or(0),
             timeout_ms: exec.timeout_ms.unwrap_or(0),
         },
         limits.shell_timeout_ms_max,

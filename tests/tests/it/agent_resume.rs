@@ -9,10 +9,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cairn_engine::agent::{self, AgentConfig, Stop};
-use cairn_engine::event::{Event, Phase, ProcKind, Status};
+use cairn_engine::event::{Event, ProcKind, ShellPhase, Status};
 use cairn_engine::permission::Policy;
 use cairn_engine::provider::{Kind, Overrides, ProviderConfig};
-use cairn_engine::{Engine, Finding, Home, ResumeOptions};
+use cairn_engine::{Engine, Finding, Home, InterruptedOutcome, ResumeOptions};
 use cairn_tests::http::{Server, openai_stream};
 use serde_json::{Value, json};
 
@@ -112,7 +112,7 @@ fn crash_during_sleep(home: &Home, root: &Path, url: &str) -> PathBuf {
     loop {
         let running = events(&dir).iter().any(|e| {
             matches!(e, Event::ShellExec(x)
-                if x.kind == ProcKind::Foreground && x.phase == Phase::Started)
+                if x.kind == ProcKind::Foreground && x.phase == ShellPhase::Started)
         });
         if running {
             break;
@@ -153,7 +153,10 @@ fn a_model_session_killed_during_a_call_resumes_with_its_conversation_and_the_ca
     assert_eq!(tool, "shell");
     // The helper's `sleep 30` outlives it: the resume finds it and stops it.
     assert!(
-        outcome == "stopped" || outcome == "unknown",
+        matches!(
+            outcome,
+            InterruptedOutcome::Stopped | InterruptedOutcome::Unknown
+        ),
         "{outcome}: {report:#?}"
     );
 

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cairn_engine::event::{Event, Phase};
+use cairn_engine::event::{Event, ShellPhase};
 use cairn_engine::permission::Policy;
 use cairn_engine::{Catalog, Engine, EngineConfig, Home, ResumeOptions, script};
 use cairn_store::{Durability, LogReader};
@@ -174,7 +174,7 @@ fn resume_and_finish(c: &Case, reported: usize) {
     for r in LogReader::open(&dir).unwrap().records().unwrap() {
         let rec = cairn_engine::fold::parse(&r.unwrap()).unwrap();
         if let Event::ShellExec(x) = rec.event
-            && x.phase == Phase::Started
+            && x.phase == ShellPhase::Started
             && let (Some(pid), Some(t)) = (x.pid, x.start_time)
         {
             assert!(

@@ -6,8 +6,12 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use cairn_engine::event::{Event, FileWrite, Rule, Status, WriteOp, WriteStatus};
-use cairn_engine::{Catalog, Engine, EngineConfig, Finding, Home, ResumeOptions};
+use cairn_engine::event::{Event, ExecStatus, FileWrite, Rule, Status, WriteOp, WriteStatus};
+use cairn_engine::shell::ChangeKind;
+use cairn_engine::state::ProcessStatus;
+use cairn_engine::{
+    Catalog, Engine, EngineConfig, Finding, Home, InterruptedOutcome, ResumeOptions,
+};
 use cairn_store::{BlobStore, Options};
 use serde_json::json;
 
@@ -69,7 +73,7 @@ fn an_edited_file_loses_its_read_coverage() {
         report.findings,
         vec![Finding::FileChanged {
             path: "a.txt".into(),
-            what: "changed".into()
+            what: ChangeKind::Changed
         }]
     );
     assert_eq!(e.state().files["a.txt"].read_hash, None);
@@ -102,7 +106,7 @@ fn a_deleted_file_is_recorded_as_deleted() {
         report.findings,
         vec![Finding::FileChanged {
             path: "b.txt".into(),
-            what: "deleted".into()
+            what: ChangeKind::Deleted
         }]
     );
     assert_eq!(e.state().files["b.txt"].hash, None);
@@ -156,7 +160,10 @@ fn a_running_background_process_is_adopted_and_stopped_by_end() {
     e.end("done").unwrap();
     assert!(!cairn_engine::shell::alive(pid, t), "sleep 30 left running");
     let state = cairn_engine::fold::fold_all(&dir).unwrap().state;
-    assert_eq!(state.processes["p1"].status, "cancelled");
+    assert_eq!(
+        state.processes["p1"].status,
+        ProcessStatus::Ended(ExecStatus::Cancelled)
+    );
     verify_clean(&dir);
 }
 
@@ -180,7 +187,10 @@ fn a_dead_background_process_is_recorded_as_lost() {
             pid: p.pid
         }]
     );
-    assert_eq!(e.state().processes["p1"].status, "lost");
+    assert_eq!(
+        e.state().processes["p1"].status,
+        ProcessStatus::Ended(ExecStatus::Lost)
+    );
     e.end("done").unwrap();
     verify_clean(&dir);
 }
@@ -225,11 +235,11 @@ fn interrupted_write(disk: Option<&str>) -> (Ws, Engine, cairn_engine::ResumeRep
     (w, e, report)
 }
 
-fn outcome(report: &cairn_engine::ResumeReport) -> String {
+fn outcome(report: &cairn_engine::ResumeReport) -> InterruptedOutcome {
     match &report.findings[0] {
         Finding::CallInterrupted { call, outcome, .. } => {
             assert_eq!(call, "c2");
-            outcome.clone()
+            *outcome
         }
         other => panic!("{other:?}"),
     }
@@ -255,7 +265,7 @@ fn finished_output(dir: &Path, call: &str) -> (Status, String) {
 #[test]
 fn a_write_interrupted_before_its_install_is_not_applied() {
     let (_w, e, report) = interrupted_write(None);
-    assert_eq!(outcome(&report), "not_applied");
+    assert_eq!(outcome(&report), InterruptedOutcome::NotApplied);
     assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
     let dir = e.dir().to_path_buf();
     assert!(e.state().open_calls.is_empty());
@@ -269,7 +279,7 @@ fn a_write_interrupted_before_its_install_is_not_applied() {
 #[test]
 fn a_write_interrupted_after_its_install_is_applied_and_recorded() {
     let (_w, mut e, report) = interrupted_write(Some("ONE\ntwo\n"));
-    assert_eq!(outcome(&report), "applied");
+    assert_eq!(outcome(&report), InterruptedOutcome::Applied);
     // Installed and recorded as the call's write: no external change, coverage kept.
     assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
     let out = e
@@ -288,10 +298,10 @@ fn a_write_interrupted_after_its_install_is_applied_and_recorded() {
 #[test]
 fn a_write_interrupted_with_other_content_on_disk_is_unknown() {
     let (_w, e, report) = interrupted_write(Some("something else\n"));
-    assert_eq!(outcome(&report), "unknown");
+    assert_eq!(outcome(&report), InterruptedOutcome::Unknown);
     assert!(report.findings.contains(&Finding::FileChanged {
         path: "a.txt".into(),
-        what: "changed".into()
+        what: ChangeKind::Changed
     }));
     let dir = e.dir().to_path_buf();
     e.end("done").unwrap();
