@@ -712,6 +712,9 @@ impl Engine {
             detail: detail.clone(),
             tool: tool.to_string(),
             guarded,
+            keys: Vec::new(),
+            reasons: Vec::new(),
+            guards: Vec::new(),
         })?;
         let request = Request {
             call: call.to_string(),

@@ -51,6 +51,18 @@ pub enum Event {
         /// A guarded pattern matched: asked even though the key may be allowed.
         #[serde(default)]
         guarded: bool,
+        /// Every key an "always" answer grants and the allow list must hold to cover
+        /// the call: `shell:<program>` of each program of a command line. Empty in logs
+        /// written before lines were parsed: then it is `[key]`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        keys: Vec<String>,
+        /// Why no "always" can cover the call (a command substitution, a nested shell,
+        /// …): it asks every time and an "always" answer grants nothing.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasons: Vec<String>,
+        /// The names of the guarded commands the line matched (`git push --force`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        guards: Vec<String>,
     },
     PermissionDecided {
         call: String,
