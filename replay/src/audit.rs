@@ -445,6 +445,7 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                 detail,
                 tool,
                 guarded,
+                ..
             } => {
                 pending_perm.insert((call.clone(), key.clone()), permissions.len());
                 permissions.push(PermissionEntry {
