@@ -47,21 +47,13 @@ impl Approver for TerminalApprover {
             return (Answer::Deny, false);
         }
         let mut err = std::io::stderr();
-        let _ = writeln!(
-            err,
-            "\n{} {} asks for {}{}:",
-            r.call,
-            r.tool,
-            r.key,
-            if r.guarded {
-                " (guarded: asks every time)"
-            } else {
-                ""
-            }
-        );
+        let _ = writeln!(err);
+        for line in r.headline() {
+            let _ = writeln!(err, "{line}");
+        }
         let _ = writeln!(err, "{}", r.detail);
         loop {
-            let _ = write!(err, "allow? [y] once  [a] always  [n] deny: ");
+            let _ = write!(err, "allow? {}: ", r.choices());
             let _ = err.flush();
             let mut line = String::new();
             if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
@@ -69,7 +61,10 @@ impl Approver for TerminalApprover {
             }
             match line.trim() {
                 "y" | "Y" => return (Answer::Once, true),
-                "a" | "A" => return (Answer::Always, true),
+                "a" | "A" if r.always_offered() => return (Answer::Always, true),
+                "a" | "A" => {
+                    let _ = writeln!(err, "always is not offered for this call: answer y or n");
+                }
                 "n" | "N" => return (Answer::Deny, true),
                 _ => {}
             }

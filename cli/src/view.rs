@@ -185,7 +185,7 @@ impl ViewApp {
         if let Some(r) = &self.ask {
             let answer = match key.code {
                 KeyCode::Char('y') => Some(Answer::Once),
-                KeyCode::Char('a') => Some(Answer::Always),
+                KeyCode::Char('a') if r.always_offered() => Some(Answer::Always),
                 KeyCode::Char('n') | KeyCode::Esc => Some(Answer::Deny),
                 _ if ctrl_c => Some(Answer::Deny),
                 _ => None,
@@ -438,13 +438,14 @@ impl ViewApp {
             }
         }
         if let Some(r) = &self.ask {
-            let mut lines = vec![Line::from(vec![
-                Span::raw(format!("{} {} asks for ", r.call, r.tool)),
-                Span::styled(r.key.clone(), Style::default().add_modifier(Modifier::BOLD)),
-            ])];
-            if r.guarded {
+            let headline = r.headline();
+            let mut lines = vec![Line::from(Span::styled(
+                headline[0].clone(),
+                Style::default().add_modifier(Modifier::BOLD),
+            ))];
+            for l in &headline[1..] {
                 lines.push(Line::from(Span::styled(
-                    "guarded: asks every time, even when allowed",
+                    l.clone(),
                     Style::default().fg(Color::Red),
                 )));
             }
@@ -452,7 +453,7 @@ impl ViewApp {
             lines.extend(r.detail.lines().map(|l| Line::from(l.to_string())));
             lines.push(Line::from(""));
             lines.push(Line::from(Span::styled(
-                format!("[y] once   [a] always ({} from now on)   [n] deny", r.key),
+                r.choices(),
                 Style::default().add_modifier(Modifier::BOLD),
             )));
             popup(f, f.area(), " permission ", lines, Color::Yellow);

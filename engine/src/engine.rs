@@ -56,6 +56,8 @@ pub struct Engine {
     home: PathBuf,
     project: Project,
     config: EngineConfig,
+    /// The guarded commands of the session's configuration, upgraded.
+    guards: Vec<cairn_core::command::Guard>,
     registry: Registry,
     rec: Recorder,
     approver: Box<dyn Approver>,
@@ -195,6 +197,7 @@ impl Engine {
             root,
             home: home.root.clone(),
             project,
+            guards: config.guards(),
             config,
             registry,
             rec,
@@ -307,16 +310,15 @@ impl Engine {
         raw: &mut Option<serde_json::Value>,
     ) -> Result<ToolOutput> {
         let timeout = std::time::Duration::from_millis(self.config.limits.mcp_call_timeout_ms);
-        let need = Need::Ask {
-            key: format!("mcp:{}:{}", t.server, t.tool),
-            detail: format!(
+        let need = Need::ask(
+            format!("mcp:{}:{}", t.server, t.tool),
+            format!(
                 "tool {} of MCP server {}, with input:\n{}",
                 t.tool,
                 t.server,
                 serde_json::to_string_pretty(input).unwrap_or_default()
             ),
-            guarded: false,
-        };
+        );
         if let Err(denied) = self.decide(call, &t.name, need, answer)? {
             return Ok(denied);
         }
@@ -551,7 +553,7 @@ impl Engine {
                 (None, Some(t)) => self.run_mcp(&call, t, &input, answer, &mut mcp_raw)?,
                 (None, None) => ToolOutput::error(format!("unknown tool '{tool}'")),
                 (Some(t), _) => {
-                    let need = self.need(tool, t.permission(&input), &input);
+                    let need = self.need(tool, t.permission(&input, &self.root), &input);
                     match self.decide(&call, tool, need, answer)? {
                         Err(denied) => denied,
                         Ok(once_dir) => {
@@ -653,11 +655,10 @@ impl Engine {
                     Need::Ask { detail, .. } => detail.clone(),
                     Need::Auto => serde_json::to_string_pretty(input).unwrap_or_default(),
                 };
-                return Need::Ask {
-                    key: format!("{tool}@{dir}"),
-                    detail: format!("{tool} outside the workspace, in {dir}:\n{what}"),
-                    guarded: false,
-                };
+                return Need::ask(
+                    format!("{tool}@{dir}"),
+                    format!("{tool} outside the workspace, in {dir}:\n{what}"),
+                );
             }
         }
         need
@@ -684,44 +685,43 @@ impl Engine {
         need: Need,
         given: Option<Answer>,
     ) -> Result<Result<Option<PathBuf>, ToolOutput>> {
-        let (key, detail, guarded) =
-            match decide::permission(&self.rec.state, need, &self.config.guarded_commands) {
-                Permission::Auto => return Ok(Ok(None)),
-                Permission::AllowList { key } => {
-                    self.rec.append(&Event::PermissionDecided {
-                        call: call.to_string(),
-                        key,
-                        answer: Answer::Always,
-                        source: AnswerSource::AllowList,
-                    })?;
-                    return Ok(Ok(None));
-                }
-                Permission::Ask {
-                    key,
-                    detail,
-                    guarded,
-                } => (key, detail, guarded),
-            };
+        let q = match decide::permission(&self.rec.state, need, &self.guards) {
+            Permission::Auto => return Ok(Ok(None)),
+            Permission::AllowList(q) => {
+                self.rec.append(&Event::PermissionDecided {
+                    call: call.to_string(),
+                    key: q.key,
+                    answer: Answer::Always,
+                    source: AnswerSource::AllowList,
+                    grants: Some(Vec::new()),
+                })?;
+                return Ok(Ok(None));
+            }
+            Permission::Ask(q) => q,
+        };
         let detail = self
             .redactor
-            .redact(&detail, &mut Counts::new())
+            .redact(&q.detail, &mut Counts::new())
             .into_owned();
         self.rec.append(&Event::PermissionRequested {
             call: call.to_string(),
-            key: key.clone(),
+            key: q.key.clone(),
             detail: detail.clone(),
             tool: tool.to_string(),
-            guarded,
-            keys: Vec::new(),
-            reasons: Vec::new(),
-            guards: Vec::new(),
+            guarded: q.guarded,
+            keys: q.keys.clone(),
+            reasons: q.reasons.clone(),
+            guards: q.guards.clone(),
         })?;
         let request = Request {
             call: call.to_string(),
             tool: tool.to_string(),
-            key: key.clone(),
+            key: q.key.clone(),
             detail,
-            guarded,
+            guarded: q.guarded,
+            keys: q.keys.clone(),
+            reasons: q.reasons.clone(),
+            guards: q.guards.clone(),
         };
         let (answer, by_person) = match given {
             Some(a) => (a, true),
@@ -732,13 +732,15 @@ impl Engine {
         } else {
             AnswerSource::Policy
         };
+        let grants = q.grants(answer);
         self.rec.append(&Event::PermissionDecided {
             call: call.to_string(),
-            key: key.clone(),
+            key: q.key.clone(),
             answer,
             source,
+            grants: (answer == Answer::Always).then(|| grants.clone()),
         })?;
-        match decide::answered(tool, &key, answer, source) {
+        match decide::answered(tool, &q.key, answer, source) {
             Answered::Confined => Ok(Ok(None)),
             Answered::Denied(text) => Ok(Err(ToolOutput {
                 status: Status::Denied,
@@ -746,8 +748,12 @@ impl Engine {
                 refusal: None,
             })),
             Answered::Run { outside } => {
-                if answer == Answer::Always {
-                    self.allow_list.grant(&key, &self.id, call)?;
+                if !grants.is_empty() {
+                    // The decision must be on disk before a grant names it.
+                    self.rec.sync()?;
+                    for key in &grants {
+                        self.allow_list.grant(key, &self.id, call)?;
+                    }
                 }
                 Ok(Ok(outside.map(PathBuf::from)))
             }

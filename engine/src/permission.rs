@@ -28,6 +28,67 @@ pub struct Request {
     pub key: String,
     pub detail: String,
     pub guarded: bool,
+    /// Every key an "always" grants (each program of a command line).
+    pub keys: Vec<String>,
+    /// Why no "always" can cover the call: then only yes or no may be answered.
+    pub reasons: Vec<String>,
+    /// The guarded commands the line matched.
+    pub guards: Vec<String>,
+}
+
+impl Request {
+    /// True when "always" may be answered: nothing in the call is beyond its keys and
+    /// it is not guarded. Otherwise only once or deny.
+    pub fn always_offered(&self) -> bool {
+        self.reasons.is_empty() && !self.guarded && !self.keys.is_empty()
+    }
+
+    /// The programs a command line runs (its `shell:` keys without the prefix).
+    pub fn programs(&self) -> Vec<&str> {
+        self.keys
+            .iter()
+            .filter_map(|k| k.strip_prefix("shell:"))
+            .collect()
+    }
+
+    /// What a prompt says above the detail, line by line: who asks for what, the
+    /// programs a command runs, what is guarded and why "always" is not offered.
+    pub fn headline(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        let programs = self.programs();
+        if programs.is_empty() {
+            lines.push(format!("{} {} asks for {}", self.call, self.tool, self.key));
+        } else {
+            lines.push(format!(
+                "{} {} asks to run {}",
+                self.call,
+                self.tool,
+                programs.join(", ")
+            ));
+        }
+        for g in &self.guards {
+            lines.push(format!("guarded ({g}): asks every time, even when allowed"));
+        }
+        if self.guarded && self.guards.is_empty() {
+            lines.push("guarded: asks every time, even when allowed".to_string());
+        }
+        for r in &self.reasons {
+            lines.push(format!("asks every time: {r}"));
+        }
+        lines
+    }
+
+    /// The answers offered, as a prompt shows them.
+    pub fn choices(&self) -> String {
+        if self.always_offered() {
+            format!(
+                "[y] once   [a] always ({} from now on)   [n] deny",
+                self.keys.join(", ")
+            )
+        } else {
+            "[y] once   [n] deny   (always is not offered for this call)".to_string()
+        }
+    }
 }
 
 /// Answers permission requests (a terminal prompt, a policy, a script).

@@ -464,6 +464,7 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                 key,
                 answer,
                 source,
+                ..
             } => match pending_perm.remove(&(call.clone(), key.clone())) {
                 Some(i) => {
                     permissions[i].answer = Some(*answer);

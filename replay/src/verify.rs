@@ -22,7 +22,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use cairn_core::Limits;
-use cairn_core::decide::{self, Answered as Outcome, Decision, Permission};
+use cairn_core::decide::{self, Answered as Outcome, Decision, Permission, Question};
 use cairn_core::event::{
     Answer, AnswerSource, Event, ExecStatus, FileWrite, ProcKind, Refusal, Rule, ShellEnd,
     ShellExec, Status, ToolFinished, WebFetched, WriteOp, WriteStatus,
@@ -217,6 +217,14 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<(Report, Vec<P
     Ok((report, problems))
 }
 
+/// What a `permission_requested` records besides its key and detail.
+struct Asked<'a> {
+    guarded: bool,
+    keys: &'a [String],
+    reasons: &'a [String],
+    guards: &'a [String],
+}
+
 /// A permission answer of a call, and where it is recorded (seq, line, offset).
 struct Answered {
     key: String,
@@ -238,6 +246,8 @@ struct Pending {
     repeats: u32,
     /// The keys it asked permission for.
     asked: Vec<String>,
+    /// The question the engine asks for it, taken again at its `permission_requested`.
+    question: Option<Question>,
     /// Its permission answer.
     answer: Option<Answered>,
     /// The (path, status intent seen) of its writes, to check each write's rules once.
@@ -269,8 +279,8 @@ struct Verifier {
     blob_checked: HashMap<Hash, BlobCheck>,
     state: State,
     limits: Limits,
-    /// The session's guarded command patterns.
-    guarded: Vec<String>,
+    /// The session's guarded commands (upgraded from older sessions' patterns).
+    guarded: Vec<cairn_core::command::Guard>,
     registry: Registry,
     pending: BTreeMap<String, Pending>,
     snapshots: Vec<(u64, PathBuf)>,
@@ -299,7 +309,7 @@ impl Verifier {
             blob_checked: HashMap::new(),
             state: State::default(),
             limits: Catalog::Thoth.limits(),
-            guarded: cairn_core::permission::default_guarded(),
+            guarded: cairn_core::command::default_guards(),
             registry: Registry::new(Catalog::Thoth),
             pending: BTreeMap::new(),
             snapshots: Vec::new(),
@@ -425,8 +435,8 @@ impl Verifier {
                 self.has_parent = s.parent.is_some();
                 match serde_json::from_value::<EngineConfig>(s.config.clone()) {
                     Ok(c) => {
+                        self.guarded = c.guards();
                         self.limits = c.limits;
-                        self.guarded = c.guarded_commands;
                         self.registry = Registry::new(c.catalog);
                     }
                     Err(e) => self.problem(
@@ -473,6 +483,7 @@ impl Verifier {
                         admitted,
                         repeats: decide::repeats(&self.state, tool, input),
                         asked: Vec::new(),
+                        question: None,
                         answer: None,
                         intents: Vec::new(),
                         wrote_ok: 0,
@@ -516,14 +527,28 @@ impl Verifier {
                 key,
                 detail,
                 guarded,
+                keys,
+                reasons,
+                guards,
                 ..
-            } => self.permission_requested(call, key, detail, *guarded),
+            } => self.permission_requested(
+                call,
+                key,
+                detail,
+                Asked {
+                    guarded: *guarded,
+                    keys,
+                    reasons,
+                    guards,
+                },
+            ),
             Event::PermissionDecided {
                 call,
                 key,
                 answer,
                 source,
-            } => self.permission_decided(call, key, *answer, *source),
+                grants,
+            } => self.permission_decided(call, key, *answer, *source, grants.as_deref()),
             Event::ToolFinished(f) => self.tool_finished(f),
             Event::Checkpoint { state_hash, at_seq } => {
                 self.report.checkpoints += 1;
@@ -691,41 +716,172 @@ impl Verifier {
         }
     }
 
-    fn permission_requested(&mut self, call: &str, key: &str, detail: &str, guarded: bool) {
-        let need = Need::Ask {
-            key: key.to_string(),
-            detail: detail.to_string(),
-            guarded,
-        };
-        let problem = match decide::permission(&self.state, need, &self.guarded) {
-            Permission::AllowList { .. } => Some(format!(
-                "asked for {key}, but the allow list covers it: the engine answers from the allow list"
-            )),
-            Permission::Ask { guarded: g, .. } if g != guarded => Some(format!(
-                "the request for {key} is not marked guarded, but its detail matches a guarded command pattern"
-            )),
-            _ => None,
-        };
-        self.report.decisions_checked += 1;
-        if let Some(what) = problem {
-            self.problem(ProblemKind::Decision, format!("call {call}: {what}"));
-        }
-        match self.pending.get_mut(call) {
-            Some(p) => p.asked.push(key.to_string()),
-            None => self.problem(
-                ProblemKind::Structure,
-                format!("permission_requested for {key} outside its call {call}"),
-            ),
+    /// The need the engine takes for call `p` when it asks for `key`: the tool's own,
+    /// when it is that key; otherwise (a folder outside the workspace, or a key of an
+    /// older version) a plain question for `key`.
+    fn need_of(&self, p: &Pending, key: &str, detail: &str) -> Need {
+        let root = self.state.workspace.as_deref().unwrap_or("/");
+        match self
+            .registry
+            .get(&p.tool)
+            .map(|t| t.permission(&p.input, Path::new(root)))
+        {
+            Some(need) if matches!(&need, Need::Ask { key: k, .. } if k == key) => need,
+            _ => Need::ask(key, detail),
         }
     }
 
-    fn permission_decided(&mut self, call: &str, key: &str, answer: Answer, source: AnswerSource) {
+    fn permission_requested(&mut self, call: &str, key: &str, detail: &str, asked: Asked<'_>) {
+        let Some(p) = self.pending.get(call) else {
+            self.problem(
+                ProblemKind::Structure,
+                format!("permission_requested for {key} outside its call {call}"),
+            );
+            return;
+        };
+        let need = self.need_of(p, key, detail);
+        // Logs written before command lines were parsed keyed a line by its first word
+        // and recorded no keys: their question is taken as recorded.
+        let legacy = asked.keys.is_empty() && key.starts_with("shell:");
+        let need = if legacy { Need::ask(key, detail) } else { need };
+        let mut problems = Vec::new();
+        let question = match decide::permission(&self.state, need, &self.guarded) {
+            Permission::Auto => {
+                problems.push(format!("asked for {key}, but the call needs no permission"));
+                None
+            }
+            Permission::AllowList(q) => {
+                problems.push(format!(
+                    "asked for {key}, but the allow list covers it: the engine answers from the allow list"
+                ));
+                Some(q)
+            }
+            Permission::Ask(q) => Some(q),
+        };
+        if let Some(q) = &question
+            && !legacy
+        {
+            let recorded_keys: Vec<String> = if asked.keys.is_empty() {
+                vec![key.to_string()]
+            } else {
+                asked.keys.to_vec()
+            };
+            if q.key != key {
+                problems.push(format!("the question is {}, not {key}", q.key));
+            }
+            if q.keys != recorded_keys {
+                problems.push(format!(
+                    "it records the keys [{}], but the call's keys are [{}]",
+                    recorded_keys.join(", "),
+                    q.keys.join(", ")
+                ));
+            }
+            if q.reasons != asked.reasons {
+                problems.push(format!(
+                    "it records why no always covers it as [{}], but the call gives [{}]",
+                    asked.reasons.join("; "),
+                    q.reasons.join("; ")
+                ));
+            }
+            if q.guards != asked.guards {
+                problems.push(format!(
+                    "it records the guarded commands [{}], but the line matches [{}]",
+                    asked.guards.join(", "),
+                    q.guards.join(", ")
+                ));
+            }
+            if q.guarded != asked.guarded {
+                problems.push(format!(
+                    "the request is {}marked guarded, but the call is {}guarded",
+                    if asked.guarded { "" } else { "not " },
+                    if q.guarded { "" } else { "not " }
+                ));
+            }
+        }
+        self.report.decisions_checked += 1;
+        for what in problems {
+            self.problem(
+                ProblemKind::Decision,
+                format!("call {call} ({key}): {what}"),
+            );
+        }
+        if let Some(p) = self.pending.get_mut(call) {
+            p.asked.push(key.to_string());
+            p.question = question;
+        }
+    }
+
+    fn permission_decided(
+        &mut self,
+        call: &str,
+        key: &str,
+        answer: Answer,
+        source: AnswerSource,
+        grants: Option<&[String]>,
+    ) {
         let at = self.at;
-        let Some(p) = self.pending.get_mut(call) else {
+        let Some(p) = self.pending.get(call) else {
             self.problem(
                 ProblemKind::Structure,
                 format!("permission_decided for {key} outside its call {call}"),
             );
+            return;
+        };
+        let asked = p.asked.iter().any(|k| k == key);
+        let mut problems = Vec::new();
+        if source == AnswerSource::AllowList {
+            let need = self.need_of(p, key, "");
+            self.report.decisions_checked += 1;
+            if asked {
+                problems.push(format!(
+                    "{key} answered from the allow list after a question was asked"
+                ));
+            } else if answer != Answer::Always {
+                problems.push(format!(
+                    "{key} answered {} from the allow list, which only answers always",
+                    answer_name(answer)
+                ));
+            } else {
+                match decide::permission(&self.state, need, &self.guarded) {
+                    Permission::AllowList(_) => {}
+                    Permission::Ask(q) if q.guarded => problems.push(format!(
+                        "{key} answered from the allow list, but the command line is guarded: it must be asked"
+                    )),
+                    Permission::Ask(q) if !q.reasons.is_empty() => problems.push(format!(
+                        "{key} answered from the allow list, but no always can cover it: {}",
+                        q.reasons.join("; ")
+                    )),
+                    _ => problems.push(format!(
+                        "{key} answered from the allow list, but the fold's allow list does not hold every key of it"
+                    )),
+                }
+            }
+            if grants.is_some_and(|g| !g.is_empty()) {
+                problems.push(format!(
+                    "{key} answered from the allow list records grants: only an answer that was asked grants"
+                ));
+            }
+        } else if !asked {
+            problems.push(format!(
+                "{key} answered {} by {} without a permission_requested",
+                answer_name(answer),
+                source_name(source)
+            ));
+        } else if let (Some(recorded), Some(q)) = (grants, &p.question) {
+            let expected = q.grants(answer);
+            if recorded != expected.as_slice() {
+                problems.push(format!(
+                    "{key} answered {} records grants [{}], but that answer grants [{}]",
+                    answer_name(answer),
+                    recorded.join(", "),
+                    expected.join(", ")
+                ));
+            }
+        }
+        for what in problems {
+            self.problem(ProblemKind::Decision, format!("call {call}: {what}"));
+        }
+        let Some(p) = self.pending.get_mut(call) else {
             return;
         };
         p.answer = Some(Answered {
@@ -740,47 +896,6 @@ impl Verifier {
             Outcome::Denied(_) => p.denied = Some((at.0, key.to_string())),
             Outcome::Confined => {}
             Outcome::Run { .. } => p.granted = Some((at.0, key.to_string(), answer)),
-        }
-        let asked = p.asked.iter().any(|k| k == key);
-        let problem = if source == AnswerSource::AllowList {
-            // The tool's own question for the call, when it is this key, says whether
-            // the command line is guarded (an outside folder's key has no other detail).
-            let need = match self.registry.get(&p.tool).map(|t| t.permission(&p.input)) {
-                Some(need) if matches!(&need, Need::Ask { key: k, .. } if k == key) => need,
-                _ => Need::Ask {
-                    key: key.to_string(),
-                    detail: String::new(),
-                    guarded: false,
-                },
-            };
-            self.report.decisions_checked += 1;
-            match decide::permission(&self.state, need, &self.guarded) {
-                _ if asked => Some(format!(
-                    "{key} answered from the allow list after a question was asked"
-                )),
-                _ if answer != Answer::Always => Some(format!(
-                    "{key} answered {} from the allow list, which only answers always",
-                    answer_name(answer)
-                )),
-                Permission::AllowList { .. } => None,
-                Permission::Ask { guarded: true, .. } => Some(format!(
-                    "{key} answered from the allow list, but the command line is guarded: it must be asked"
-                )),
-                _ => Some(format!(
-                    "{key} answered from the allow list, but the fold's allow list does not hold it"
-                )),
-            }
-        } else if !asked {
-            Some(format!(
-                "{key} answered {} by {} without a permission_requested",
-                answer_name(answer),
-                source_name(source)
-            ))
-        } else {
-            None
-        };
-        if let Some(what) = problem {
-            self.problem(ProblemKind::Decision, format!("call {call}: {what}"));
         }
     }
 

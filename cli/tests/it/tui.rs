@@ -79,6 +79,9 @@ fn session_view_screens_and_the_permission_overlay() {
         key: "shell:cargo".into(),
         detail: "cargo test --workspace -- --nocapture".into(),
         guarded: false,
+        keys: vec!["shell:cargo".into()],
+        reasons: vec![],
+        guards: vec![],
     }));
     assert!(app.asking());
     for (w, h) in [(80u16, 24u16), (120, 40)] {

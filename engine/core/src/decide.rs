@@ -26,9 +26,10 @@
 use cairn_store::Hash;
 use serde_json::Value;
 
+use crate::command::Guard;
 use crate::event::{Answer, AnswerSource, Refusal, Rule, Status, WriteOp};
 use crate::limits::Limits;
-use crate::permission::{Need, is_guarded};
+use crate::permission::Need;
 use crate::state::{State, repeat_key};
 
 /// What a rule decided about a call.
@@ -369,42 +370,90 @@ pub fn output(whole: &str, limits: &Limits) -> (String, bool) {
 pub enum Permission {
     /// The call needs none.
     Auto,
-    /// The allow list covers the key: answered `always` from it, nobody asked.
-    AllowList { key: String },
+    /// The allow list covers every key of the question: answered `always` from it,
+    /// nobody asked.
+    AllowList(Question),
     /// Whoever answers is asked.
-    Ask {
-        key: String,
-        detail: String,
-        /// A guarded command line: asked although the key may be allowed.
-        guarded: bool,
-    },
+    Ask(Question),
 }
 
-/// True when a question must be asked even if its key is allowed: the tool said so,
-/// or it is a shell command line (`shell:` key) matching a guarded pattern.
-pub fn guarded(key: &str, detail: &str, tool_says: bool, patterns: &[String]) -> bool {
-    tool_says || (key.starts_with("shell:") && is_guarded(patterns, detail))
+/// A permission question, as `permission_requested` records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Question {
+    /// The question's name (for a command, its programs' keys joined by spaces).
+    pub key: String,
+    /// Every key the allow list must hold to cover the call, and that an "always"
+    /// grants: each program of a command, or just `key`.
+    pub keys: Vec<String>,
+    /// What is being allowed, in full.
+    pub detail: String,
+    /// Why no "always" can cover the call: it asks every time, and an "always" answer
+    /// grants nothing.
+    pub reasons: Vec<String>,
+    /// The guarded commands a command line matches.
+    pub guards: Vec<String>,
+    /// Asked even when every key is allowed: the tool says so, or a guard matched.
+    pub guarded: bool,
 }
 
-/// How the call's `need` is answered: not at all, from the allow list (the fold's
-/// `allow`) when it covers an unguarded key, or by asking.
-pub fn permission(state: &State, need: Need, patterns: &[String]) -> Permission {
+impl Question {
+    /// True when an "always" answer may be given and grants [`Question::keys`]: nothing
+    /// in the call is beyond what its keys describe, and it is not guarded.
+    pub fn coverable(&self) -> bool {
+        self.reasons.is_empty() && !self.guarded && !self.keys.is_empty()
+    }
+
+    /// The keys `answer` grants for good: the question's keys for an "always" to a
+    /// coverable question, none otherwise.
+    pub fn grants(&self, answer: Answer) -> Vec<String> {
+        if answer == Answer::Always && self.coverable() {
+            self.keys.clone()
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// The question a call's `need` asks (`None` when it needs none), with the session's
+/// guarded commands: a command's keys, reasons and guards come from its analysis.
+pub fn question(need: Need, guards: &[Guard]) -> Option<Question> {
     let Need::Ask {
         key,
         detail,
         guarded: tool_says,
+        command,
     } = need
     else {
+        return None;
+    };
+    let (keys, reasons, guards) = match command {
+        Some(a) => (
+            a.keys.clone(),
+            a.reasons.iter().map(ToString::to_string).collect(),
+            crate::command::guarded(guards, &a),
+        ),
+        None => (vec![key.clone()], Vec::new(), Vec::new()),
+    };
+    Some(Question {
+        guarded: tool_says || !guards.is_empty(),
+        key,
+        keys,
+        detail,
+        reasons,
+        guards,
+    })
+}
+
+/// How the call's `need` is answered: not at all, from the allow list (the fold's
+/// `allow`) when it holds every key of a coverable question, or by asking.
+pub fn permission(state: &State, need: Need, guards: &[Guard]) -> Permission {
+    let Some(q) = question(need, guards) else {
         return Permission::Auto;
     };
-    let guarded = guarded(&key, &detail, tool_says, patterns);
-    if !guarded && state.allow.contains_key(&key) {
-        return Permission::AllowList { key };
-    }
-    Permission::Ask {
-        key,
-        detail,
-        guarded,
+    if q.coverable() && q.keys.iter().all(|k| state.allow.contains_key(k)) {
+        Permission::AllowList(q)
+    } else {
+        Permission::Ask(q)
     }
 }
 
@@ -858,48 +907,71 @@ mod tests {
     fn permission_uses_the_allow_list_unless_guarded() {
         let mut s = State::default();
         s.allow.insert("shell:git".into(), "c1".into());
-        let patterns = crate::permission::default_guarded();
-        let ask = |key: &str, detail: &str, guarded| Need::Ask {
-            key: key.into(),
-            detail: detail.into(),
-            guarded,
+        s.allow.insert("shell:echo".into(), "c2".into());
+        s.allow.insert("edit_file".into(), "c3".into());
+        let guards = crate::command::default_guards();
+        let shell =
+            |line: &str| crate::permission::shell_need(crate::command::analyse(line, "/w"), "");
+        let outcome = |need: Need| match permission(&s, need, &guards) {
+            Permission::Auto => ("auto", Vec::new(), Vec::new()),
+            Permission::AllowList(q) => ("allow list", q.keys, q.guards),
+            Permission::Ask(q) => ("ask", q.keys, q.guards),
         };
-        let cases = [
-            (Need::Auto, Permission::Auto),
-            (
-                ask("shell:git", "git status", false),
-                Permission::AllowList {
-                    key: "shell:git".into(),
-                },
-            ),
-            (
-                ask("shell:git", "git reset --hard", false),
-                Permission::Ask {
-                    key: "shell:git".into(),
-                    detail: "git reset --hard".into(),
-                    guarded: true,
-                },
-            ),
-            (
-                ask("shell:git", "git status", true),
-                Permission::Ask {
-                    key: "shell:git".into(),
-                    detail: "git status".into(),
-                    guarded: true,
-                },
-            ),
-            (
-                ask("edit_file", "git reset --hard", false),
-                Permission::Ask {
-                    key: "edit_file".into(),
-                    detail: "git reset --hard".into(),
-                    guarded: false,
-                },
-            ),
-        ];
-        for (need, expected) in cases {
-            assert_eq!(permission(&s, need, &patterns), expected);
+        let keys = |k: &[&str]| k.iter().map(|k| k.to_string()).collect::<Vec<_>>();
+        assert_eq!(outcome(Need::Auto), ("auto", vec![], vec![]));
+        assert_eq!(
+            outcome(shell("git status")),
+            ("allow list", keys(&["shell:git"]), vec![])
+        );
+        assert_eq!(
+            outcome(shell("git status && echo ok")),
+            ("allow list", keys(&["shell:git", "shell:echo"]), vec![])
+        );
+        // One program not allowed: asks for the whole line.
+        assert_eq!(
+            outcome(shell("echo hi; touch pwned")),
+            ("ask", keys(&["shell:echo", "shell:touch"]), vec![])
+        );
+        // Nothing the keys cannot describe: a substitution always asks.
+        assert_eq!(
+            outcome(shell("echo $(git status)")),
+            ("ask", keys(&["shell:echo", "shell:git"]), vec![])
+        );
+        assert_eq!(
+            outcome(shell("git reset --hard")),
+            ("ask", keys(&["shell:git"]), keys(&["git reset --hard"]))
+        );
+        assert_eq!(
+            outcome(Need::ask("edit_file", "git reset --hard")),
+            ("allow list", keys(&["edit_file"]), vec![])
+        );
+        let mut tool_says = Need::ask("edit_file", "x");
+        if let Need::Ask { guarded, .. } = &mut tool_says {
+            *guarded = true;
         }
+        assert_eq!(outcome(tool_says), ("ask", keys(&["edit_file"]), vec![]));
+    }
+
+    #[test]
+    fn only_an_always_to_a_coverable_question_grants() {
+        let guards = crate::command::default_guards();
+        let q = |line: &str| {
+            question(
+                crate::permission::shell_need(crate::command::analyse(line, "/w"), ""),
+                &guards,
+            )
+            .unwrap()
+        };
+        let plain = q("cargo test | tail -n 5");
+        assert_eq!(plain.key, "shell:cargo shell:tail");
+        assert_eq!(plain.grants(Answer::Always), ["shell:cargo", "shell:tail"]);
+        assert!(plain.grants(Answer::Once).is_empty());
+        let substituted = q("echo `id`");
+        assert!(!substituted.reasons.is_empty());
+        assert!(substituted.grants(Answer::Always).is_empty());
+        let guarded = q("rm -rf ~/");
+        assert!(guarded.guarded);
+        assert!(guarded.grants(Answer::Always).is_empty());
     }
 
     #[test]

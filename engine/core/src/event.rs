@@ -69,6 +69,11 @@ pub enum Event {
         key: String,
         answer: Answer,
         source: AnswerSource,
+        /// The keys an "always" answer added to the allow list: the question's keys,
+        /// or none when no "always" could cover it. Absent in logs written before
+        /// lines were parsed: then an "always" grants `key`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grants: Option<Vec<String>>,
     },
     FileRead(FileRead),
     FileWrite(FileWrite),

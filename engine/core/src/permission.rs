@@ -7,17 +7,57 @@
 //! workspace. Guarded command lines (destructive git operations, `rm -rf` of the
 //! workspace or home) always ask, even when allowed.
 
+use crate::command::Analysis;
+
 /// What a call needs before it may act.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Need {
     Auto,
     Ask {
+        /// The question's name: `edit_file`, `web_fetch:example.org`, `read_file@/etc`,
+        /// and for a command the keys of its programs (see [`command_key`]).
         key: String,
         /// What is being allowed, in full: the command line, the host, the diff.
         detail: String,
-        /// True when a guarded pattern matched: asks even when the key is allowed.
+        /// True when the tool says so: asks even when the key is allowed.
         guarded: bool,
+        /// For a command: what it runs, which gives the keys an "always" grants and
+        /// needs, why none can cover it, and the guarded commands it matches.
+        command: Option<Box<Analysis>>,
     },
+}
+
+impl Need {
+    /// A question for `key` showing `detail`, covered by an "always" for `key`.
+    pub fn ask(key: impl Into<String>, detail: impl Into<String>) -> Need {
+        Need::Ask {
+            key: key.into(),
+            detail: detail.into(),
+            guarded: false,
+            command: None,
+        }
+    }
+}
+
+/// The question's name for a command running `keys`: the keys joined by spaces
+/// (`shell:cargo shell:tail`), or `shell` when the line runs no program.
+pub fn command_key(keys: &[String]) -> String {
+    if keys.is_empty() {
+        "shell".to_string()
+    } else {
+        keys.join(" ")
+    }
+}
+
+/// What a command needs: a question for every program it runs, showing the whole line
+/// and `context` (where, in the background).
+pub fn shell_need(analysis: Analysis, context: &str) -> Need {
+    Need::Ask {
+        key: command_key(&analysis.keys),
+        detail: format!("{}{context}", analysis.line),
+        guarded: false,
+        command: Some(Box::new(analysis)),
+    }
 }
 
 /// True for files that usually hold credentials (`.env*`, `*.pem`, `*.key`, `id_rsa`…):
@@ -35,38 +75,13 @@ pub fn credential_like(path: &str) -> bool {
 /// What a read of `path` needs: auto, or a question for a credential-like file.
 pub fn read_need(tool: &str, path: &str) -> Need {
     if credential_like(path) {
-        Need::Ask {
-            key: format!("read_credentials:{}", crate::state::normalise_rel(path)),
-            detail: format!("{tool} wants to read {path}, which looks like a credentials file"),
-            guarded: false,
-        }
+        Need::ask(
+            format!("read_credentials:{}", crate::state::normalise_rel(path)),
+            format!("{tool} wants to read {path}, which looks like a credentials file"),
+        )
     } else {
         Need::Auto
     }
-}
-
-/// What a command needs: a question keyed on its program (`shell:git`), showing the
-/// whole command line.
-pub fn shell_need(program: &str, command_line: &str, context: &str) -> Need {
-    let name = std::path::Path::new(program)
-        .file_name()
-        .map_or(program.to_string(), |n| n.to_string_lossy().into_owned());
-    Need::Ask {
-        key: format!("shell:{name}"),
-        detail: format!("{command_line}{context}"),
-        guarded: false,
-    }
-}
-
-/// The program a `sh -c` command line runs first: its first word that is not a
-/// variable assignment. Superseded by [`crate::command::analyse`], which keys every
-/// program of the line; kept until the engine asks with its keys.
-pub fn first_program(command: &str) -> String {
-    command
-        .split_whitespace()
-        .find(|w| !w.contains('=') || w.starts_with('='))
-        .unwrap_or("")
-        .to_string()
 }
 
 /// The guarded command patterns of sessions recorded before [`crate::command::guard`]
@@ -82,26 +97,4 @@ pub fn default_guarded() -> Vec<String> {
     .iter()
     .map(|s| s.to_string())
     .collect()
-}
-
-/// True when `command` matches one of the guarded patterns (invalid ones are ignored).
-/// Superseded by [`crate::command::guarded`], which matches parsed argv.
-pub fn is_guarded(patterns: &[String], command: &str) -> bool {
-    // A session keeps one list: compiled once per thread, not once per command (deep
-    // verify asks for every shell question of a log).
-    thread_local! {
-        static COMPILED: std::cell::RefCell<(Vec<String>, Vec<regex::Regex>)> =
-            const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
-    }
-    COMPILED.with(|c| {
-        let mut c = c.borrow_mut();
-        if c.0 != patterns {
-            let compiled = patterns
-                .iter()
-                .filter_map(|p| regex::Regex::new(p).ok())
-                .collect();
-            *c = (patterns.to_vec(), compiled);
-        }
-        c.1.iter().any(|re| re.is_match(command))
-    })
 }

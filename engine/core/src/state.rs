@@ -419,10 +419,18 @@ impl State {
                 call,
                 key,
                 answer: crate::event::Answer::Always,
+                grants,
                 ..
-            } => {
-                self.allow.insert(key.clone(), call.clone());
-            }
+            } => match grants {
+                Some(keys) => {
+                    for k in keys {
+                        self.allow.insert(k.clone(), call.clone());
+                    }
+                }
+                None => {
+                    self.allow.insert(key.clone(), call.clone());
+                }
+            },
             Event::WebFetched(w) => {
                 if let Some(t) = &w.text
                     && !self.web_texts.contains(&t.hash.0)

@@ -255,6 +255,7 @@ impl Engine {
             root,
             home: home.root.clone(),
             project,
+            guards: config.guards(),
             config,
             registry,
             rec,

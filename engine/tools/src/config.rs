@@ -1,6 +1,7 @@
 //! How a session is set up: the configuration `session_started` records, which replay
 //! and verify read back.
 
+use cairn_core::command::Guard;
 use cairn_core::limits::Limits;
 use cairn_store::Durability;
 use serde::{Deserialize, Serialize};
@@ -17,9 +18,12 @@ pub struct EngineConfig {
     /// Records between checkpoints (0: none).
     pub checkpoint_every: u64,
     pub limits: Limits,
-    /// Command-line patterns (regular expressions) that always ask, even when allowed.
-    #[serde(default = "cairn_core::permission::default_guarded")]
-    pub guarded_commands: Vec<String>,
+    /// Guarded commands: always asked, even when every program is allowed (rules
+    /// matched on parsed argv, or regular expressions; see `cairn_core::command::guard`).
+    /// Sessions recorded before rules hold the old default expressions: read them with
+    /// [`EngineConfig::guards`].
+    #[serde(default = "cairn_core::command::default_guards")]
+    pub guarded_commands: Vec<Guard>,
     /// The web tools' backends and limits.
     #[serde(default)]
     pub web: crate::web::WebConfig,
@@ -45,10 +49,16 @@ impl EngineConfig {
             snapshot_every: 1000,
             checkpoint_every: 1000,
             limits: catalog.limits(),
-            guarded_commands: cairn_core::permission::default_guarded(),
+            guarded_commands: cairn_core::command::default_guards(),
             web: crate::web::WebConfig::default(),
             check_command: None,
             check_timeout_ms: default_check_timeout_ms(),
         }
+    }
+
+    /// The guarded commands to match, the old default expressions of older sessions
+    /// read as today's default rules.
+    pub fn guards(&self) -> Vec<Guard> {
+        cairn_core::command::upgrade_guards(&self.guarded_commands)
     }
 }

@@ -125,8 +125,9 @@ pub trait Tool: Send + Sync {
     /// Runs the call. `Err` only when the engine itself fails (the log); a tool's own
     /// failure is an output with status `error`.
     fn run(&self, ctx: &mut Ctx<'_>, input: &serde_json::Value) -> Result<ToolOutput>;
-    /// What the call needs before it may act (input already validated).
-    fn permission(&self, input: &serde_json::Value) -> Need;
+    /// What the call needs before it may act (input already validated), in the
+    /// workspace `root` (a command's paths are keyed against it).
+    fn permission(&self, input: &serde_json::Value, root: &Path) -> Need;
 }
 
 /// A tool with a typed input; implements [`Tool`].
@@ -150,14 +151,13 @@ pub trait TypedTool: Send + Sync + 'static {
     }
     /// By default a tool that writes asks first (key: its name, detail: its input) and
     /// one that only reads runs at once, as the thoth seed's table has it.
-    fn permission(&self, input: &Self::Input, raw: &serde_json::Value) -> Need {
-        let _ = input;
+    fn permission(&self, input: &Self::Input, raw: &serde_json::Value, root: &Path) -> Need {
+        let _ = (input, root);
         if Self::MUTATING {
-            Need::Ask {
-                key: Self::NAME.to_string(),
-                detail: serde_json::to_string_pretty(raw).unwrap_or_default(),
-                guarded: false,
-            }
+            Need::ask(
+                Self::NAME,
+                serde_json::to_string_pretty(raw).unwrap_or_default(),
+            )
         } else {
             Need::Auto
         }
@@ -234,9 +234,9 @@ impl<T: TypedTool> Tool for T {
             Err(e) => Ok(ToolOutput::refused(Rule::Input, None, None, e.to_string())),
         }
     }
-    fn permission(&self, input: &serde_json::Value) -> Need {
+    fn permission(&self, input: &serde_json::Value, root: &Path) -> Need {
         match parse_input::<T::Input>(T::NAME, input) {
-            Ok(i) => TypedTool::permission(self, &i, input),
+            Ok(i) => TypedTool::permission(self, &i, input, root),
             Err(_) => Need::Auto,
         }
     }
@@ -264,7 +264,8 @@ pub struct Ctx<'a> {
     /// The session id.
     pub session: &'a str,
     pub rec: &'a mut Recorder,
-    /// Folders outside the workspace this call may touch (granted permissions).
+    /// Folders outside the workspace whose files (not subfolders) this call may touch
+    /// (granted permissions).
     pub outside_ok: Vec<std::path::PathBuf>,
     /// Background children and the workspace manifest (the shell tools' runtime).
     pub rt: &'a mut Runtime,
@@ -280,10 +281,14 @@ impl Ctx<'_> {
     pub fn resolve(&self, path: &str) -> Result<WsPath, ToolOutput> {
         resolve(self.root, self.home, path).or_else(|e| match e {
             PathError::Outside(m) => {
-                // A folder outside the workspace the user allowed for this tool.
+                // A folder outside the workspace the user allowed for this tool: the
+                // files directly in it, not its subfolders (another folder asks again).
                 if let Some(t) = crate::paths::target(self.root, path)
                     && !t.starts_with(self.home)
-                    && self.outside_ok.iter().any(|d| t.starts_with(d))
+                    && self
+                        .outside_ok
+                        .iter()
+                        .any(|d| t.parent() == Some(d.as_path()))
                 {
                     let rel = t.to_string_lossy().into_owned();
                     return Ok(WsPath { abs: t, rel });

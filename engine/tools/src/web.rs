@@ -248,11 +248,10 @@ pub fn record(ctx: &mut Ctx<'_>, f: &Fetch) -> Result<()> {
 /// The permission a fetch of `url` needs: `<tool>:<host>`.
 pub fn fetch_need(tool: &str, url: &str) -> Need {
     match url::Url::parse(url.trim()) {
-        Ok(u) if u.host_str().is_some() => Need::Ask {
-            key: format!("{tool}:{}", u.host_str().unwrap_or("")),
-            detail: format!("{tool} wants to fetch {u}"),
-            guarded: false,
-        },
+        Ok(u) if u.host_str().is_some() => Need::ask(
+            format!("{tool}:{}", u.host_str().unwrap_or("")),
+            format!("{tool} wants to fetch {u}"),
+        ),
         // Not a URL: nothing is fetched, the tool says why.
         _ => Need::Auto,
     }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use cairn_engine::event::{Answer, AnswerSource, Event, Status};
-use cairn_engine::permission::{AllowList, Approver, Policy, Request, is_guarded};
+use cairn_engine::permission::{AllowList, Approver, Policy, Request};
 use cairn_engine::redact::Redactor;
 use cairn_engine::{Catalog, Engine, EngineConfig, Home};
 use serde_json::json;
@@ -202,19 +202,35 @@ fn allow_json_deleted_or_edited_is_rebuilt_from_the_project_log() {
 
 #[test]
 fn guarded_commands_match_destructive_operations_only() {
-    let patterns = cairn_engine::permission::default_guarded();
+    let guards = EngineConfig::new(Catalog::Thoth).guards();
+    let guarded = |cmd: &str| {
+        !cairn_engine::command::guarded(&guards, &cairn_engine::command::analyse(cmd, "/w/p"))
+            .is_empty()
+    };
     for cmd in [
         "git push --force origin main",
         "git push -f",
+        "git push origin +main",
+        "git push --force-with-lease",
         "git reset --hard HEAD~1",
         "git clean -fd",
         "git clean -dfx",
+        "git clean -f -d",
+        "git checkout -- .",
+        "git restore .",
         "rm -rf /",
+        "rm -rf /*",
         "rm -rf ~",
+        "rm -rf ~/",
+        "rm -r -f \"$HOME\"",
+        "rm --recursive --force ${HOME}",
         "rm -rf .",
+        "rm -rf /w/p",
+        "rm -rf /w",
         "rm -fr $HOME",
+        "echo ok && rm -rf -- ~",
     ] {
-        assert!(is_guarded(&patterns, cmd), "{cmd} should be guarded");
+        assert!(guarded(cmd), "{cmd} should be guarded");
     }
     for cmd in [
         "git push origin main",
@@ -224,7 +240,7 @@ fn guarded_commands_match_destructive_operations_only() {
         "rm file.txt",
         "ls -la /",
     ] {
-        assert!(!is_guarded(&patterns, cmd), "{cmd} should not be guarded");
+        assert!(!guarded(cmd), "{cmd} should not be guarded");
     }
 }
 
@@ -366,7 +382,13 @@ fn shell_asks_per_program_and_guarded_commands_ask_even_when_allowed() {
     let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut e = engine(home.path(), ws.path());
     e.set_approver(Box::new(Scripted {
-        answers: vec![Answer::Always, Answer::Deny, Answer::Once],
+        answers: vec![
+            Answer::Always,
+            Answer::Deny,
+            Answer::Deny,
+            Answer::Always,
+            Answer::Once,
+        ],
         asked: asked.clone(),
     }));
     // "Always" for `echo` covers every later echo, whatever its arguments.
@@ -393,11 +415,37 @@ fn shell_asks_per_program_and_guarded_commands_ask_even_when_allowed() {
         e.call("shell", json!({"command": "true"})).unwrap().status,
         Status::Denied
     );
+    // A line that also runs another program asks for the whole line.
+    assert_eq!(
+        e.call("shell", json!({"command": "echo hi; touch pwned"}))
+            .unwrap()
+            .status,
+        Status::Denied
+    );
+    assert!(!ws.path().join("pwned").exists());
+    // Words that only look like a guarded command are not one.
+    assert_eq!(
+        e.call("shell", json!({"command": "echo git push --force"}))
+            .unwrap()
+            .status,
+        Status::Ok
+    );
     // A guarded command line asks even though its program is allowed.
-    e.call("shell", json!({"command": "echo git push --force"}))
+    e.call("shell", json!({"command": "git --version"}))
+        .unwrap();
+    e.call("shell", json!({"command": "git push --force"}))
         .unwrap();
     let asked = asked.lock().unwrap().clone();
-    assert_eq!(asked, ["shell:echo", "shell:true", "shell:echo"]);
+    assert_eq!(
+        asked,
+        [
+            "shell:echo",
+            "shell:true",
+            "shell:echo shell:touch",
+            "shell:git",
+            "shell:git"
+        ]
+    );
     let requests: Vec<(String, bool, String)> = cairn_store::LogReader::open(e.dir())
         .unwrap()
         .records()
@@ -417,9 +465,9 @@ fn shell_asks_per_program_and_guarded_commands_ask_even_when_allowed() {
     assert_eq!(
         requests.last().unwrap(),
         &(
-            "shell:echo".to_string(),
+            "shell:git".to_string(),
             true,
-            "echo git push --force".to_string()
+            "git push --force".to_string()
         )
     );
     // The thndrs twin keys on argv[0]'s file name and shows the whole quoted line.

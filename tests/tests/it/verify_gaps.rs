@@ -1139,3 +1139,134 @@ fn a_write_its_input_does_not_give_is_reported_at_its_record() {
         ],
     );
 }
+
+/// Consent: "always" for a line's programs, a line no "always" can cover answered
+/// always (it grants nothing), a line covered by the allow list, and a guarded line
+/// asked although its program is allowed.
+fn consent_session() -> Recorded {
+    let (tmp, _home, mut e) = start(quick_config(Catalog::Thoth), &[]);
+    let always = Some(Answer::Always);
+    run(
+        &mut e,
+        "shell",
+        json!({"command": "echo a | wc -c"}),
+        always,
+        "ok",
+    );
+    run(
+        &mut e,
+        "shell",
+        json!({"command": "echo $(echo b)"}),
+        always,
+        "ok",
+    );
+    run(
+        &mut e,
+        "shell",
+        json!({"command": "echo c && echo d"}),
+        None,
+        "ok",
+    );
+    run(
+        &mut e,
+        "shell",
+        json!({"command": "git --version"}),
+        always,
+        "ok",
+    );
+    run(
+        &mut e,
+        "shell",
+        json!({"command": "git push --force"}),
+        Some(Answer::Deny),
+        "denied",
+    );
+    end(tmp, e)
+}
+
+#[test]
+fn consent_decisions_are_taken_again_from_the_parsed_line() {
+    let session = consent_session();
+    clean(&session);
+    check(
+        &session,
+        &[
+            Case {
+                name: "a program dropped from a question's keys",
+                forge: |_, recs| {
+                    let i = at(
+                        recs,
+                        "permission_requested",
+                        &call_of(recs, "shell", 0),
+                        any,
+                    );
+                    recs[i].event["keys"] = json!(["shell:echo"]);
+                    i
+                },
+                expect: "but the call's keys are [shell:echo, shell:wc]",
+            },
+            Case {
+                name: "a substitution's reason removed",
+                forge: |_, recs| {
+                    let i = at(
+                        recs,
+                        "permission_requested",
+                        &call_of(recs, "shell", 1),
+                        any,
+                    );
+                    recs[i]
+                        .event
+                        .as_object_mut()
+                        .unwrap()
+                        .shift_remove("reasons");
+                    i
+                },
+                expect: "command substitution",
+            },
+            Case {
+                name: "an always that grants what no always can cover",
+                forge: |_, recs| {
+                    let i = at(recs, "permission_decided", &call_of(recs, "shell", 1), any);
+                    recs[i].event["grants"] = json!(["shell:echo"]);
+                    i
+                },
+                expect: "but that answer grants []",
+            },
+            Case {
+                name: "a guarded line answered from the allow list",
+                forge: |_, recs| {
+                    let call = call_of(recs, "shell", 4);
+                    let asked = at(recs, "permission_requested", &call, any);
+                    recs.remove(asked);
+                    let i = at(recs, "permission_decided", &call, any);
+                    recs[i].event["answer"] = json!("always");
+                    recs[i].event["source"] = json!("allow_list");
+                    recs[i].event["grants"] = json!([]);
+                    let f = finished(recs, &call);
+                    recs[f].event["status"] = json!("ok");
+                    i
+                },
+                expect: "the command line is guarded",
+            },
+            Case {
+                name: "a guard removed from a question",
+                forge: |_, recs| {
+                    let i = at(
+                        recs,
+                        "permission_requested",
+                        &call_of(recs, "shell", 4),
+                        any,
+                    );
+                    recs[i].event["guarded"] = json!(false);
+                    recs[i]
+                        .event
+                        .as_object_mut()
+                        .unwrap()
+                        .shift_remove("guards");
+                    i
+                },
+                expect: "the line matches [git push --force]",
+            },
+        ],
+    );
+}

@@ -171,12 +171,16 @@ pub fn analyse(line: &str, workspace_root: &str) -> Analysis {
     walker.finish(line.to_string())
 }
 
-/// Analyses an argv run without a shell (`run_shell`) in `workspace_root`: nothing is
+/// Analyses an argv run without a shell (`run_shell`) in `workspace_root` (in its
+/// folder `cwd` when given, relative to the root or absolute): nothing is
 /// expanded, `argv[0]` is resolved as the shell would (`/usr/bin/rm` and `rm` are `rm`,
 /// a path inside the workspace is its own key), and the wrapper and interpreter rules
 /// are those of [`analyse`].
-pub fn analyse_argv(argv: &[String], workspace_root: &str) -> Analysis {
+pub fn analyse_argv(argv: &[String], workspace_root: &str, cwd: Option<&str>) -> Analysis {
     let mut walker = parse::Walker::new(workspace_root);
+    if let Some(cwd) = cwd {
+        walker.cwd = paths::absolute(cwd, walker.cwd.as_deref());
+    }
     let words: Vec<Word> = argv.iter().map(|a| Word::literal(a)).collect();
     walker.argv(&words);
     walker.finish(quote_argv(argv))

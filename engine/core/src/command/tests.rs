@@ -75,7 +75,7 @@ fn check(line: &str, keys: &[&str], reasons: &[Reason], covered: bool, guarded: 
 /// A `run_shell` argv, the same way.
 fn check_argv(argv: &[&str], keys: &[&str], reasons: &[Reason], covered: bool, guarded: &[&str]) {
     let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
-    let a = analyse_argv(&argv, ROOT);
+    let a = analyse_argv(&argv, ROOT, None);
     assert_eq!(
         seen(&a, keys),
         expected(keys, reasons, covered, guarded),
@@ -1139,5 +1139,5 @@ fn reasons_read_as_a_sentence_and_record_as_data() {
 fn argv_quoted_for_the_prompt() {
     let argv = ["git", "commit", "-m", "it's done", ""].map(String::from);
     assert_eq!(quote_argv(&argv), r#"git commit -m 'it'\''s done' ''"#);
-    assert_eq!(analyse_argv(&argv, ROOT).line, quote_argv(&argv));
+    assert_eq!(analyse_argv(&argv, ROOT, None).line, quote_argv(&argv));
 }

@@ -32,7 +32,12 @@ impl TypedTool for EditFile {
     const DESCRIPTION: &'static str = "Exact string replacement in a file. Rejected unless the file was read first (at its current content).";
     const MUTATING: bool = true;
 
-    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
+    fn permission(
+        &self,
+        input: &Input,
+        _raw: &serde_json::Value,
+        _root: &std::path::Path,
+    ) -> crate::permission::Need {
         edit_need(
             Self::NAME,
             &input.path,
@@ -54,14 +59,13 @@ impl TypedTool for EditFile {
 
 /// What an edit asks: the tool's key, showing the change as a diff.
 pub fn edit_need(tool: &str, path: &str, old: &str, new: &str) -> crate::permission::Need {
-    crate::permission::Need::Ask {
-        key: tool.to_string(),
-        detail: format!(
+    crate::permission::Need::ask(
+        tool,
+        format!(
             "{tool} {path}:\n{}",
             crate::diff::unified(path, old, new, 120)
         ),
-        guarded: false,
-    }
+    )
 }
 
 /// The edit both catalogs share.

@@ -26,7 +26,12 @@ impl TypedTool for ReadFile {
     const DESCRIPTION: &'static str = "Read a file with line numbers; use offset/limit for big files. Refuses files over 2 MB: use grep instead.";
     const MUTATING: bool = false;
 
-    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
+    fn permission(
+        &self,
+        input: &Input,
+        _raw: &serde_json::Value,
+        _root: &std::path::Path,
+    ) -> crate::permission::Need {
         crate::permission::read_need(Self::NAME, &input.path)
     }
 

@@ -27,7 +27,12 @@ impl TypedTool for ReadFileRange {
         "Read a 1-indexed line range from a file. Prefer targeted ranges over reading large files.";
     const MUTATING: bool = false;
 
-    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
+    fn permission(
+        &self,
+        input: &Input,
+        _raw: &serde_json::Value,
+        _root: &std::path::Path,
+    ) -> crate::permission::Need {
         crate::permission::read_need(Self::NAME, &input.path)
     }
 

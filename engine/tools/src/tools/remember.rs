@@ -28,12 +28,11 @@ impl TypedTool for Remember {
     const DESCRIPTION: &'static str = "Save a durable fact to project memory (asks first). Nothing from web pages goes into memory: text that repeats what a fetch or search returned is refused.";
     const MUTATING: bool = false;
 
-    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> Need {
-        Need::Ask {
-            key: Self::NAME.to_string(),
-            detail: format!("remember for this project: {}", input.fact),
-            guarded: false,
-        }
+    fn permission(&self, input: &Input, _raw: &serde_json::Value, _root: &std::path::Path) -> Need {
+        Need::ask(
+            Self::NAME,
+            format!("remember for this project: {}", input.fact),
+        )
     }
 
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {

@@ -26,7 +26,12 @@ impl TypedTool for ReplaceRange {
     const DESCRIPTION: &'static str = "Replace one unique exact string occurrence in an existing file. Fails if old_string appears zero or multiple times; failed edits leave the file unchanged.";
     const MUTATING: bool = true;
 
-    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
+    fn permission(
+        &self,
+        input: &Input,
+        _raw: &serde_json::Value,
+        _root: &std::path::Path,
+    ) -> crate::permission::Need {
         edit_file::edit_need(
             Self::NAME,
             &input.path,

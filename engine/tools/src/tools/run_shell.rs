@@ -37,21 +37,17 @@ impl TypedTool for RunShell {
         ..Effects::NONE
     };
 
-    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
-        let line = input
-            .argv
-            .iter()
-            .map(|a| {
-                if a.is_empty()
-                    || a.contains(|c: char| c.is_whitespace() || "'\"\\$`|&;<>()*?".contains(c))
-                {
-                    format!("'{}'", a.replace('\'', "'\\''"))
-                } else {
-                    a.clone()
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" ");
+    fn permission(
+        &self,
+        input: &Input,
+        _raw: &serde_json::Value,
+        root: &std::path::Path,
+    ) -> crate::permission::Need {
+        let analysis = cairn_core::command::analyse_argv(
+            &input.argv,
+            &root.to_string_lossy(),
+            input.cwd.as_deref(),
+        );
         let mut context = String::new();
         if let Some(cwd) = &input.cwd {
             context.push_str(&format!("\n(in {cwd})"));
@@ -59,8 +55,7 @@ impl TypedTool for RunShell {
         if input.background {
             context.push_str("\n(in the background)");
         }
-        let program = input.argv.first().map_or("", String::as_str);
-        crate::permission::shell_need(program, &line, &context)
+        crate::permission::shell_need(analysis, &context)
     }
 
     fn check(&self, input: &Input) -> std::result::Result<(), InputError> {

@@ -34,17 +34,19 @@ impl TypedTool for Shell {
         ..Effects::NONE
     };
 
-    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
+    fn permission(
+        &self,
+        input: &Input,
+        _raw: &serde_json::Value,
+        root: &std::path::Path,
+    ) -> crate::permission::Need {
         let context = if input.background {
             "\n(in the background)"
         } else {
             ""
         };
-        crate::permission::shell_need(
-            &crate::permission::first_program(&input.command),
-            &input.command,
-            context,
-        )
+        let analysis = cairn_core::command::analyse(&input.command, &root.to_string_lossy());
+        crate::permission::shell_need(analysis, context)
     }
 
     fn check(&self, input: &Input) -> std::result::Result<(), InputError> {

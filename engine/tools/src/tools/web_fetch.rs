@@ -26,7 +26,7 @@ impl TypedTool for WebFetch {
         ..Effects::NONE
     };
 
-    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> Need {
+    fn permission(&self, input: &Input, _raw: &serde_json::Value, _root: &std::path::Path) -> Need {
         crate::web::fetch_need(Self::NAME, &input.url)
     }
 
