@@ -1,0 +1,291 @@
+//! Consent through the real engine: an "always" covers exactly the programs the user
+//! saw, a line the keys cannot describe asks every time and grants nothing, `run_shell`
+//! keys a program however its path is spelled, and a folder outside the workspace
+//! allowed for good covers its own files only. Every session verifies clean, so deep
+//! verify takes each of these decisions again and agrees.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use cairn_engine::event::{Answer, Event, Status};
+use cairn_engine::permission::{Approver, Request};
+use cairn_engine::{Catalog, Engine, EngineConfig, Home};
+use serde_json::{Value, json};
+
+/// Answers every question with `answer`, keeping each request.
+struct Answering {
+    answer: Answer,
+    asked: Arc<Mutex<Vec<Request>>>,
+}
+
+impl Approver for Answering {
+    fn answer(&mut self, r: &Request) -> (Answer, bool) {
+        self.asked.lock().unwrap().push(r.clone());
+        (self.answer, true)
+    }
+}
+
+struct Session {
+    _tmp: tempfile::TempDir,
+    ws: std::path::PathBuf,
+    engine: Engine,
+    asked: Arc<Mutex<Vec<Request>>>,
+}
+
+fn session(catalog: Catalog) -> Session {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let engine = Engine::start(
+        &Home::at(&tmp.path().join("home")),
+        &ws,
+        EngineConfig::new(catalog),
+    )
+    .unwrap();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let mut s = Session {
+        _tmp: tmp,
+        ws,
+        engine,
+        asked,
+    };
+    s.answer(Answer::Deny);
+    s
+}
+
+impl Session {
+    /// From now on every question is answered `answer`.
+    fn answer(&mut self, answer: Answer) {
+        self.engine.set_approver(Box::new(Answering {
+            answer,
+            asked: self.asked.clone(),
+        }));
+    }
+
+    /// Runs a call; returns its status and the keys it was asked for (none when the
+    /// allow list covered it or it needed nothing).
+    fn call(&mut self, tool: &str, input: Value) -> (Status, Vec<String>) {
+        let before = self.asked.lock().unwrap().len();
+        let out = self.engine.call(tool, input).unwrap();
+        let asked = self.asked.lock().unwrap()[before..]
+            .iter()
+            .flat_map(|r| r.keys.clone())
+            .collect();
+        (out.status, asked)
+    }
+
+    fn last_request(&self) -> Request {
+        self.asked.lock().unwrap().last().unwrap().clone()
+    }
+
+    /// Ends the session and deep-verifies it: no problem.
+    fn end_clean(self) -> Vec<Event> {
+        let dir = self.engine.dir().to_path_buf();
+        self.engine.end("test").unwrap();
+        let (_, problems) = cairn_replay::verify(&dir).unwrap();
+        assert_eq!(problems, vec![], "{}", dir.display());
+        cairn_store::LogReader::open(&dir)
+            .unwrap()
+            .records()
+            .unwrap()
+            .map(|r| cairn_engine::fold::parse(&r.unwrap()).unwrap().event)
+            .collect()
+    }
+}
+
+fn keys(k: &[&str]) -> Vec<String> {
+    k.iter().map(|k| k.to_string()).collect()
+}
+
+#[test]
+fn an_always_for_echo_lets_no_other_program_through() {
+    let mut s = session(Catalog::Thoth);
+    s.answer(Answer::Always);
+    assert_eq!(
+        s.call("shell", json!({"command": "echo ok"})),
+        (Status::Ok, keys(&["shell:echo"]))
+    );
+    assert_eq!(
+        s.call("shell", json!({"command": "echo again 'and again'"})),
+        (Status::Ok, keys(&[]))
+    );
+    s.answer(Answer::Deny);
+    // The lines from the report: each asks (for every program it runs) and, denied,
+    // leaves nothing behind.
+    // (line, keys asked for, whether an "always" may cover it)
+    for (line, asked, coverable) in [
+        (
+            "echo hi; touch pwned",
+            &["shell:echo", "shell:touch"][..],
+            true,
+        ),
+        ("echo hi && rm -f x", &["shell:echo", "shell:rm"], true),
+        ("echo $(touch p2)", &["shell:echo", "shell:touch"], false),
+        ("echo `touch p3`", &["shell:echo", "shell:touch"], false),
+        ("echo `id`", &["shell:echo", "shell:id"], false),
+        ("echo hi | sh", &["shell:echo", "shell:sh"], false),
+        ("eval 'touch p4'", &["shell:eval", "shell:touch"], false),
+        ("sh -c 'echo hi'", &["shell:sh", "shell:echo"], false),
+        ("env touch p5", &["shell:env", "shell:touch"], true),
+        (
+            "echo hi > /tmp/cairn-consent-outside",
+            &["shell:echo"],
+            false,
+        ),
+        ("PATH=/tmp echo hi", &["shell:echo"], false),
+        ("f() { touch p6; }; f", &["shell:touch", "shell:f"], false),
+    ] {
+        let (status, got) = s.call("shell", json!({ "command": line }));
+        assert_eq!(status, Status::Denied, "{line}");
+        assert_eq!(got, keys(asked), "{line}");
+        assert_eq!(s.last_request().always_offered(), coverable, "{line}");
+    }
+    std::fs::write(s.ws.join("x"), "x").unwrap();
+    for f in ["pwned", "p2", "p3", "p4", "p5", "p6"] {
+        assert!(!s.ws.join(f).exists(), "{f} was created");
+    }
+    assert!(s.ws.join("x").exists());
+    s.end_clean();
+}
+
+#[test]
+fn a_line_no_always_can_cover_asks_every_time_and_grants_nothing() {
+    let mut s = session(Catalog::Thoth);
+    s.answer(Answer::Always);
+    assert_eq!(
+        s.call("shell", json!({"command": "echo $(echo inner)"})).0,
+        Status::Ok
+    );
+    let r = s.last_request();
+    assert!(!r.always_offered());
+    assert_eq!(
+        r.reasons,
+        ["it runs a command substitution ($(…) or backticks)"]
+    );
+    assert!(
+        r.choices().contains("always is not offered"),
+        "{}",
+        r.choices()
+    );
+    // Nothing was granted: the same line, and a plain echo, ask again.
+    assert_eq!(
+        s.call("shell", json!({"command": "echo $(echo inner)"})).1,
+        keys(&["shell:echo"])
+    );
+    assert_eq!(
+        s.call("shell", json!({"command": "echo plain"})).1,
+        keys(&["shell:echo"])
+    );
+    // A guarded line answered always is run, but grants nothing either.
+    s.call("shell", json!({"command": "git --version"}));
+    assert_eq!(
+        s.call("shell", json!({"command": "git reset --hard"})).1,
+        keys(&["shell:git"])
+    );
+    let r = s.last_request();
+    assert_eq!(r.guards, ["git reset --hard"]);
+    assert!(
+        r.headline()
+            .iter()
+            .any(|l| l.contains("guarded (git reset --hard)"))
+    );
+    let events = s.end_clean();
+    let grants: Vec<(String, Option<Vec<String>>)> = events
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::PermissionDecided { key, grants, .. } => Some((key, grants)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        grants,
+        [
+            ("shell:echo".to_string(), Some(vec![])),
+            ("shell:echo".to_string(), Some(vec![])),
+            ("shell:echo".to_string(), Some(keys(&["shell:echo"]))),
+            ("shell:git".to_string(), Some(keys(&["shell:git"]))),
+            ("shell:git".to_string(), Some(vec![])),
+        ]
+    );
+}
+
+#[test]
+fn run_shell_keys_a_program_however_its_path_is_spelled() {
+    let mut s = session(Catalog::Thndrs);
+    std::fs::write(s.ws.join("tool.sh"), "#!/bin/sh\necho tool\n").unwrap();
+    s.answer(Answer::Always);
+    assert_eq!(
+        s.call("run_shell", json!({"argv": ["echo", "one"]})).1,
+        keys(&["shell:echo"])
+    );
+    for argv in [
+        json!(["/usr/bin/echo", "two"]),
+        json!(["/bin/echo", "three"]),
+    ] {
+        assert_eq!(
+            s.call("run_shell", json!({ "argv": argv })).1,
+            keys(&[]),
+            "{argv}"
+        );
+    }
+    s.answer(Answer::Deny);
+    // A program in the workspace is its own key, not the name of a system program.
+    let (_, asked) = s.call("run_shell", json!({"argv": ["./tool.sh"]}));
+    assert_eq!(asked.len(), 1);
+    assert_ne!(asked[0], "shell:echo");
+    // A shell given a command string and a wrapper are keyed by what they run.
+    assert_eq!(
+        s.call(
+            "run_shell",
+            json!({"argv": ["sh", "-c", "echo hi; touch pwned"]})
+        )
+        .1,
+        keys(&["shell:sh", "shell:echo", "shell:touch"])
+    );
+    assert!(!s.last_request().always_offered());
+    assert_eq!(
+        s.call("run_shell", json!({"argv": ["env", "FOO=1", "touch", "x"]}))
+            .1,
+        keys(&["shell:env", "shell:touch"])
+    );
+    assert_eq!(
+        s.call("run_shell", json!({"argv": ["python3", "-c", "print(1)"]}))
+            .1,
+        keys(&["shell:python3 -c"])
+    );
+    assert!(!s.ws.join("pwned").exists());
+    s.end_clean();
+}
+
+#[test]
+fn an_outside_folder_allowed_for_good_covers_its_files_not_its_subfolders() {
+    let mut s = session(Catalog::Thoth);
+    let outside = tempfile::tempdir().unwrap();
+    let dir = outside.path().canonicalize().unwrap();
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    for f in ["a.txt", "b.txt", "sub/c.txt"] {
+        std::fs::write(dir.join(f), format!("{f}\n")).unwrap();
+    }
+    let read = |p: &Path| json!({"path": p.to_string_lossy()});
+    s.answer(Answer::Always);
+    let key = format!("read_file@{}", dir.display());
+    assert_eq!(
+        s.call("read_file", read(&dir.join("a.txt"))),
+        (Status::Ok, vec![key.clone()])
+    );
+    assert_eq!(
+        s.call("read_file", read(&dir.join("b.txt"))),
+        (Status::Ok, vec![])
+    );
+    s.answer(Answer::Deny);
+    let (status, asked) = s.call("read_file", read(&dir.join("sub/c.txt")));
+    assert_eq!(asked, [format!("read_file@{}", dir.join("sub").display())]);
+    assert_eq!(status, Status::Denied);
+    let r = s.last_request();
+    assert!(
+        r.detail.contains(&dir.join("sub").display().to_string()),
+        "{}",
+        r.detail
+    );
+    s.end_clean();
+}
