@@ -283,6 +283,7 @@ pub fn markdown() -> String {
             }
         }
     }
+    out.push_str(include_str!("permissions.md"));
     out
 }
 
