@@ -234,6 +234,39 @@ impl Drop for Tmux {
 }
 
 /// `cairn run --script` in a real terminal: the prompt shows exactly what is asked,
+#[test]
+fn a_line_no_always_can_cover_is_asked_without_always() {
+    let mut app = session_so_far();
+    app.on_msg(Msg::Ask(Request {
+        call: "c4".into(),
+        tool: "shell".into(),
+        key: "shell:echo shell:touch".into(),
+        detail: "echo $(touch pwned)".into(),
+        guarded: false,
+        keys: vec!["shell:echo".into(), "shell:touch".into()],
+        reasons: vec!["it runs a command substitution ($(…) or backticks)".into()],
+        guards: vec![],
+    }));
+    let shown = screen(&mut app, 120, 40);
+    for words in [
+        "c4 shell asks to run echo, touch",
+        "asks every time: it runs a command substitution",
+        "always is not offered",
+        "echo $(touch pwned)",
+    ] {
+        assert!(shown.contains(words), "{words:?} not in\n{shown}");
+    }
+    // `a` does nothing; `y` answers once.
+    app.on_key(key(KeyCode::Char('a')));
+    assert!(app.out.is_empty());
+    assert!(app.asking());
+    app.on_key(key(KeyCode::Char('y')));
+    assert_eq!(
+        app.out.drain(..).collect::<Vec<_>>(),
+        vec![Cmd::Answer(Answer::Once)]
+    );
+}
+
 /// `a` answers it, and the log records the answer as always, given by the user.
 #[test]
 fn run_in_tmux_answers_the_permission_prompt() {
