@@ -33,6 +33,19 @@ pub enum ReplayError {
     /// The destination of a checkout is not empty.
     #[error("{}: not empty (give a new or empty folder)", .0.display())]
     NotEmpty(PathBuf),
+    /// A path in the log that is not a workspace path (`..`, a control character, an
+    /// absolute manifest entry…): the log was forged or damaged, and nothing is written
+    /// from it.
+    #[error(
+        "seq {seq}: {where_} {path:?}: {why}; the log was forged or damaged, so nothing was written (run `cairn verify` on it)"
+    )]
+    BadPath {
+        seq: u64,
+        /// Which record names it: `manifest entry`, `file_write`.
+        where_: &'static str,
+        path: String,
+        why: &'static str,
+    },
     /// A seq past the session's last record.
     #[error("seq {at} is past the session's last record (seq {head})")]
     PastHead { at: u64, head: u64 },

@@ -131,6 +131,9 @@ fn home_of(dir: &Path) -> Result<Home> {
 /// Re-runs the session at `dir` and compares every result with the recording.
 pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
     let original = Session::load(dir)?;
+    // Every path the replay would write from the log is checked before anything is.
+    original.check_write_paths()?;
+    original.manifest()?;
     let config = match options.config {
         Some(c) => c,
         None => original.config()?,
@@ -262,7 +265,10 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
 /// Applies a call's recorded workspace changes to the replay's folder.
 fn apply_recorded_writes(session: &Session, c: &Call, root: &Path) -> Result<()> {
     for (_, w) in &c.writes {
-        if w.status != cairn_engine::event::WriteStatus::Ok {
+        if w.status != cairn_engine::event::WriteStatus::Ok
+            || cairn_core::state::recorded_path(&w.path)
+                != cairn_core::state::RecordedPath::Workspace
+        {
             continue;
         }
         let path = root.join(&w.path);

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use cairn_core::state::{RecordedPath, recorded_path};
+
 use cairn_core::Record;
 use cairn_core::event::{Event, FileRead, FileWrite, SessionStarted, ToolFinished, WriteStatus};
 use cairn_store::{BlobStore, Hash, Head, LogReader};
@@ -109,10 +111,78 @@ impl Session {
         calls(&self.records)
     }
 
-    /// The manifest: the workspace when the session started.
+    /// The manifest: the workspace when the session started. Every entry must be a
+    /// workspace path (an error names the first that is not, at seq 0).
     pub fn manifest(&self) -> Result<Vec<manifest::ManifestEntry>> {
         let bytes = self.blob(&self.started.manifest.hash, "the manifest")?;
-        Ok(manifest::from_jsonl(&bytes)?)
+        let entries = manifest::from_jsonl(&bytes)?;
+        for e in &entries {
+            let why = match recorded_path(&e.path) {
+                RecordedPath::Workspace => continue,
+                RecordedPath::Outside => "a manifest entry is never outside the workspace",
+                RecordedPath::Bad(why) => why,
+            };
+            return Err(ReplayError::BadPath {
+                seq: 0,
+                where_: "manifest entry",
+                path: e.path.clone(),
+                why,
+            });
+        }
+        Ok(entries)
+    }
+
+    /// Checks the path of every `file_write`: a workspace path, or an absolute one (a
+    /// write outside the workspace, which no checkout writes). Run before anything is
+    /// written from the log.
+    pub fn check_write_paths(&self) -> Result<()> {
+        // Keys allowed for good so far, and those granted to each call: an outside
+        // write needs `<tool>@<folder>` among them.
+        let mut always: std::collections::BTreeSet<String> =
+            self.started.allow.iter().cloned().collect();
+        let mut granted: std::collections::BTreeSet<(String, String)> = Default::default();
+        let mut tools: std::collections::HashMap<String, String> = Default::default();
+        for r in &self.records {
+            match &r.event {
+                Event::ToolStarted { call, tool, .. } => {
+                    tools.insert(call.clone(), tool.clone());
+                }
+                Event::PermissionDecided {
+                    call, key, answer, ..
+                } if *answer != cairn_core::event::Answer::Deny => {
+                    granted.insert((call.clone(), key.clone()));
+                    if *answer == cairn_core::event::Answer::Always {
+                        always.insert(key.clone());
+                    }
+                }
+                Event::FileWrite(w) => {
+                    let why = match recorded_path(&w.path) {
+                        RecordedPath::Workspace => continue,
+                        RecordedPath::Bad(why) => why,
+                        RecordedPath::Outside => {
+                            let call = w.call.clone().unwrap_or_default();
+                            let dir = Path::new(&w.path)
+                                .parent()
+                                .map_or(String::new(), |d| d.to_string_lossy().into_owned());
+                            let key =
+                                format!("{}@{dir}", tools.get(&call).map_or("", String::as_str));
+                            if always.contains(&key) || granted.contains(&(call, key)) {
+                                continue;
+                            }
+                            "an absolute path no permission allowed the call to write"
+                        }
+                    };
+                    return Err(ReplayError::BadPath {
+                        seq: r.seq,
+                        where_: "file_write",
+                        path: w.path.clone(),
+                        why,
+                    });
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// A blob's content, checked against its name.
@@ -135,6 +205,7 @@ impl Session {
                 head: self.head.seq,
             });
         }
+        self.check_write_paths()?;
         let mut files: BTreeMap<String, FileAt> = self
             .manifest()?
             .into_iter()
@@ -167,9 +238,11 @@ pub struct FileAt {
     pub mode: Option<u32>,
 }
 
-/// Applies one `file_write` to a workspace map (only writes with status `ok` happened).
+/// Applies one `file_write` to a workspace map (only writes with status `ok` happened;
+/// a write outside the workspace, or to a path that is not a workspace path, is not
+/// part of it).
 pub fn apply_write(files: &mut BTreeMap<String, FileAt>, w: &FileWrite) {
-    if w.status != WriteStatus::Ok {
+    if w.status != WriteStatus::Ok || recorded_path(&w.path) != RecordedPath::Workspace {
         return;
     }
     match &w.after {

@@ -28,7 +28,7 @@ use cairn_core::event::{
     ShellExec, Status, ToolFinished, WebFetched, WriteOp, WriteStatus,
 };
 use cairn_core::permission::Need;
-use cairn_core::state::State;
+use cairn_core::state::{RecordedPath, State, recorded_path};
 use cairn_store::{BlobCheck, BlobRef, BlobStore, Hash, Head, SnapshotStore};
 use cairn_tools::{Catalog, EngineConfig, Registry, manifest};
 use serde::Serialize;
@@ -448,9 +448,7 @@ impl Verifier {
                     ),
                 }
                 self.blob(&s.manifest, "the manifest");
-                if self.check_blobs {
-                    self.manifest_blobs(&s.manifest);
-                }
+                self.manifest_entries(&s.manifest);
             }
             Event::ToolStarted {
                 call, tool, input, ..
@@ -595,14 +593,31 @@ impl Verifier {
         self.snapshot_at(rec.seq, rec.hash);
     }
 
-    /// Checks every file blob the manifest names.
-    fn manifest_blobs(&mut self, blob: &BlobRef) {
+    /// Checks the path of every entry of the manifest, and (deep) every file blob it
+    /// names.
+    fn manifest_entries(&mut self, blob: &BlobRef) {
         let Ok(bytes) = self.blobs.get(&blob.hash) else {
             return;
         };
         match manifest::from_jsonl(&bytes) {
             Ok(entries) => {
                 for e in entries {
+                    let why = match recorded_path(&e.path) {
+                        RecordedPath::Workspace => None,
+                        RecordedPath::Outside => {
+                            Some("a manifest entry is never outside the workspace")
+                        }
+                        RecordedPath::Bad(why) => Some(why),
+                    };
+                    if let Some(why) = why {
+                        self.problem(
+                            ProblemKind::BadEvent,
+                            format!("manifest entry {:?}: not a workspace path: {why}", e.path),
+                        );
+                    }
+                    if !self.check_blobs {
+                        continue;
+                    }
                     let r = BlobRef {
                         hash: e.hash,
                         len: e.size,
@@ -625,15 +640,11 @@ impl Verifier {
         if let Some(a) = &w.after {
             self.blob(a, &format!("file_write {} after", w.path));
         }
-        if w.path.is_empty()
-            || w.path.starts_with('/')
-            || w.path
-                .split('/')
-                .any(|s| s == ".." || s == "." || s.is_empty())
-        {
+        let class = recorded_path(&w.path);
+        if let RecordedPath::Bad(why) = class {
             self.problem(
                 ProblemKind::FileWrite,
-                format!("write to {:?}: not a normalised workspace path", w.path),
+                format!("write to {:?}: not a workspace path: {why}", w.path),
             );
         }
         // What the fold knew of the file before this write.
@@ -654,11 +665,32 @@ impl Verifier {
         let Some(call) = w.call.clone() else {
             return;
         };
-        let Some(p) = self.pending.get_mut(&call) else {
+        let Some(p) = self.pending.get(&call) else {
             self.problem(
                 ProblemKind::Structure,
                 format!("file_write of {} outside its call {call}", w.path),
             );
+            return;
+        };
+        if class == RecordedPath::Outside {
+            // A write outside the workspace needs the folder allowed to the call's tool:
+            // for this call, or for good.
+            let dir = Path::new(&w.path)
+                .parent()
+                .map_or(String::new(), |d| d.to_string_lossy().into_owned());
+            let key = format!("{}@{dir}", p.tool);
+            let allowed = p.granted.as_ref().is_some_and(|(_, k, _)| *k == key)
+                || self.state.allow.contains_key(&key);
+            if !allowed {
+                let what = format!(
+                    "write to {}: outside the workspace, but {key} was not allowed to call {call}",
+                    w.path
+                );
+                self.problem(ProblemKind::FileWrite, what);
+                return;
+            }
+        }
+        let Some(p) = self.pending.get_mut(&call) else {
             return;
         };
         if w.status == WriteStatus::Ok {

@@ -654,6 +654,49 @@ pub fn named_paths(input: &serde_json::Value, workspace: Option<&str>) -> Vec<St
 /// A relative path with `.` segments and duplicate slashes removed and `..` applied
 /// (no I/O). A path that climbs out with `..` is kept as given: it names no file of the
 /// workspace.
+/// What a path recorded in a log (a manifest entry, a `file_write`) names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordedPath {
+    /// A workspace path: relative, `/`-separated, normalised.
+    Workspace,
+    /// An absolute, normalised path: a file outside the workspace a call was allowed
+    /// to write (`<tool>@<folder>`). Never part of a workspace a checkout writes.
+    Outside,
+    /// Neither: what is wrong with it. A log holding one was forged or damaged, and
+    /// nothing may be written from it.
+    Bad(&'static str),
+}
+
+/// Classifies a path read from a log. Every path a checkout, fork or replay writes is
+/// checked with this first: a log is data, and its paths must not climb out of the
+/// folder they are written into.
+pub fn recorded_path(path: &str) -> RecordedPath {
+    if path.is_empty() {
+        return RecordedPath::Bad("the path is empty");
+    }
+    if path.chars().any(char::is_control) {
+        return RecordedPath::Bad("the path holds a NUL or control character");
+    }
+    let (outside, rest) = match path.strip_prefix('/') {
+        Some(rest) => (true, rest),
+        None => (false, path),
+    };
+    for part in rest.split('/') {
+        match part {
+            ".." => return RecordedPath::Bad("the path climbs with `..`"),
+            "." | "" => {
+                return RecordedPath::Bad("the path is not normalised (an empty or `.` component)");
+            }
+            _ => {}
+        }
+    }
+    if outside {
+        RecordedPath::Outside
+    } else {
+        RecordedPath::Workspace
+    }
+}
+
 pub fn normalise_rel(p: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for s in p.split('/') {
@@ -673,6 +716,53 @@ pub fn normalise_rel(p: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recorded_paths_are_workspace_outside_or_bad() {
+        use RecordedPath::*;
+        for (path, class) in [
+            ("a.txt", Workspace),
+            ("src/lib.rs", Workspace),
+            (".env", Workspace),
+            ("a..b/c", Workspace),
+            ("dir/...", Workspace),
+            ("/etc/x", Outside),
+            ("/tmp/a/b.txt", Outside),
+            ("", Bad("the path is empty")),
+            ("../x", Bad("the path climbs with `..`")),
+            ("a/../../x", Bad("the path climbs with `..`")),
+            ("/tmp/../etc/x", Bad("the path climbs with `..`")),
+            (
+                "./a",
+                Bad("the path is not normalised (an empty or `.` component)"),
+            ),
+            (
+                "a//b",
+                Bad("the path is not normalised (an empty or `.` component)"),
+            ),
+            (
+                "a/",
+                Bad("the path is not normalised (an empty or `.` component)"),
+            ),
+            (
+                "/",
+                Bad("the path is not normalised (an empty or `.` component)"),
+            ),
+            (
+                "//etc/x",
+                Bad("the path is not normalised (an empty or `.` component)"),
+            ),
+            ("a\0b", Bad("the path holds a NUL or control character")),
+            ("a\nb", Bad("the path holds a NUL or control character")),
+            (
+                "a\u{1b}[31m",
+                Bad("the path holds a NUL or control character"),
+            ),
+            ("a\u{7f}", Bad("the path holds a NUL or control character")),
+        ] {
+            assert_eq!(recorded_path(path), class, "{path:?}");
+        }
+    }
 
     #[test]
     fn merge_range_joins_touching_and_overlapping() {

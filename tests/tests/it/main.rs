@@ -20,6 +20,7 @@ mod engine_fold;
 mod engine_permissions;
 mod engine_search;
 mod engine_shell;
+mod forged_paths;
 mod format_vectors;
 mod mcp_client;
 mod mcp_server;
