@@ -12,6 +12,32 @@ pub struct Home {
     pub root: PathBuf,
 }
 
+/// `path` absolute, with its longest existing prefix canonicalised and the rest
+/// appended lexically (`.` dropped, `..` removing the last component).
+pub fn canonical_prefix(path: &Path) -> std::path::PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let parts: Vec<std::path::Component<'_>> = abs.components().collect();
+    for k in (1..=parts.len()).rev() {
+        let prefix: std::path::PathBuf = parts[..k].iter().collect();
+        let Ok(mut out) = prefix.canonicalize() else {
+            continue;
+        };
+        for c in &parts[k..] {
+            match c {
+                std::path::Component::ParentDir => {
+                    // `..` of a folder that does not exist yet: lexical, as creating it
+                    // and going back up would be.
+                    out.pop();
+                }
+                std::path::Component::Normal(n) => out.push(n),
+                _ => {}
+            }
+        }
+        return out;
+    }
+    abs
+}
+
 impl Home {
     /// `$CAIRN_HOME`, or `~/.cairn`.
     pub fn from_env() -> Result<Home> {
@@ -24,11 +50,14 @@ impl Home {
         }
     }
 
-    /// A home at `root` (made absolute).
+    /// A home at `root`, made absolute and canonical even when it does not exist yet:
+    /// its longest existing prefix is resolved (symlinks followed) and the rest joined
+    /// with `.` and `..` taken lexically. The engine refuses the home to tools by this
+    /// path, so a home spelled through a symlink or `..` is refused however the tools
+    /// spell it.
     pub fn at(root: &Path) -> Home {
-        let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
         Home {
-            root: root.canonicalize().unwrap_or(root),
+            root: canonical_prefix(root),
         }
     }
 

@@ -13,6 +13,7 @@ mod agent_providers;
 mod agent_resume;
 mod agent_web;
 mod consent;
+mod containment;
 mod decide_property;
 mod engine_catalog;
 mod engine_files;
