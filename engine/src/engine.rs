@@ -16,7 +16,7 @@ use crate::event::{
 };
 use crate::manifest;
 use crate::mcp::{McpBackend, McpConfig, McpError, McpRef, Servers};
-use crate::permission::{AllowList, Approver, Need, Policy, Request};
+use crate::permission::{AllowList, Approver, Need, Policy, RefusedGrant, Request};
 use crate::project::{Home, Project, new_session_id};
 use crate::redact::{Counts, Redactor};
 use crate::shell::{self, Runtime};
@@ -61,6 +61,8 @@ pub struct Engine {
     approver: Box<dyn Approver>,
     redactor: Redactor,
     allow_list: AllowList,
+    /// Grants of the allow list refused when the session started (not honoured).
+    refused_grants: Vec<RefusedGrant>,
     rt: Runtime,
     /// Where MCP calls go; servers start on first use and stop with the session.
     mcp: Box<dyn McpBackend>,
@@ -153,7 +155,8 @@ impl Engine {
         let registry = Registry::new(config.catalog);
         let mcp = Box::new(Servers::new(McpConfig::load(&project.dir)?, &root));
         let allow_list = AllowList::new(&project.dir);
-        let allowed = allow_list.load()?;
+        let audit = allow_list.audit()?;
+        let allowed = audit.keys;
         let mut rec = Recorder::new(
             log,
             State::default(),
@@ -201,6 +204,7 @@ impl Engine {
             approver: Box::new(Policy::Workspace),
             redactor: Redactor::with_env(std::env::vars()),
             allow_list,
+            refused_grants: audit.refused,
             rt,
             mcp,
             mcp_listed: Default::default(),
@@ -342,6 +346,13 @@ impl Engine {
     /// The project's allow list.
     pub fn allow_list(&self) -> &AllowList {
         &self.allow_list
+    }
+
+    /// The grants of the allow list refused as the session started: the session does
+    /// not honour them (none for a resumed session, which keeps the keys it started
+    /// with).
+    pub fn refused_grants(&self) -> &[RefusedGrant] {
+        &self.refused_grants
     }
 
     /// The session id.
@@ -747,7 +758,14 @@ impl Engine {
             })),
             Answered::Run { outside } => {
                 if answer == Answer::Always {
-                    self.allow_list.grant(&key, &self.id, call)?;
+                    // The grant names this answer, and is honoured only while the
+                    // session's log holds it: the answer reaches the disk first.
+                    self.rec.sync()?;
+                    let allowed = self.allow_list.grant(&key, &self.id, call)?;
+                    debug_assert!(
+                        allowed.contains(&key),
+                        "the allow list refuses the grant of {key} by {call} just recorded"
+                    );
                 }
                 Ok(Ok(outside.map(PathBuf::from)))
             }

@@ -261,6 +261,7 @@ impl Engine {
             approver: Box::new(Policy::Workspace),
             redactor: Redactor::with_env(std::env::vars()),
             allow_list,
+            refused_grants: Vec::new(),
             rt,
             mcp,
             mcp_listed: Default::default(),

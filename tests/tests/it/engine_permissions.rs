@@ -178,12 +178,24 @@ fn a_path_outside_the_workspace_asks_for_tool_at_folder() {
 
 #[test]
 fn allow_json_deleted_or_edited_is_rebuilt_from_the_project_log() {
-    let dir = tempfile::tempdir().unwrap();
-    let list = AllowList::new(dir.path());
-    list.grant("shell:git", "s1", "c1").unwrap();
-    list.grant("web_fetch:example.org", "s1", "c2").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "one\n").unwrap();
+    let mut e = engine(home.path(), ws.path());
+    e.set_approver(Box::new(Scripted {
+        answers: vec![Answer::Always, Answer::Always],
+        asked: Default::default(),
+    }));
+    e.call("read_file", json!({"path": "a.txt"})).unwrap();
+    let edit = json!({"path": "a.txt", "old_string": "one", "new_string": "two"});
+    assert_eq!(e.call("edit_file", edit).unwrap().status, Status::Ok);
+    let write = json!({"path": "b.txt", "content": "x\n"});
+    assert_eq!(e.call("write_file", write).unwrap().status, Status::Ok);
+    let project = e.project().dir.clone();
+    e.end("done").unwrap();
+    let list = AllowList::new(&project);
     let good = std::fs::read_to_string(list.json_path()).unwrap();
-    let want: BTreeSet<String> = ["shell:git", "web_fetch:example.org"]
+    let want: BTreeSet<String> = ["edit_file", "write_file"]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -195,8 +207,7 @@ fn allow_json_deleted_or_edited_is_rebuilt_from_the_project_log() {
     assert_eq!(std::fs::read_to_string(list.json_path()).unwrap(), good);
     // The project log itself is a cairn log and verifies clean.
     let report =
-        cairn_store::verify_path(&dir.path().join("allow/events.jsonl"), &Default::default())
-            .unwrap();
+        cairn_store::verify_path(&project.join("allow/events.jsonl"), &Default::default()).unwrap();
     assert!(report.is_clean());
 }
 
