@@ -16,7 +16,9 @@ use crate::event::{
 };
 use crate::manifest;
 use crate::mcp::{McpBackend, McpConfig, McpError, McpRef, Servers};
-use crate::permission::{AllowList, Approver, Need, Policy, RefusedGrant, Request};
+use crate::permission::{
+    AllowList, Approver, CredentialFiles, Need, Policy, RefusedGrant, Request,
+};
 use crate::project::{Home, Project, new_session_id};
 use crate::redact::{Counts, Redactor};
 use crate::shell::{self, Runtime};
@@ -63,6 +65,8 @@ pub struct Engine {
     allow_list: AllowList,
     /// Grants of the allow list refused when the session started (not honoured).
     refused_grants: Vec<RefusedGrant>,
+    /// `config.credential_files`, compiled.
+    credential_files: CredentialFiles,
     rt: Runtime,
     /// Where MCP calls go; servers start on first use and stop with the session.
     mcp: Box<dyn McpBackend>,
@@ -108,6 +112,7 @@ impl Engine {
         parent: Option<Parent>,
         inherited: Option<Inherited>,
     ) -> Result<Engine> {
+        let credential_files = CredentialFiles::new(&config.credential_files)?;
         let root = workspace
             .canonicalize()
             .map_err(|source| EngineError::WorkspaceMissing {
@@ -205,6 +210,7 @@ impl Engine {
             redactor: Redactor::with_env(std::env::vars()),
             allow_list,
             refused_grants: audit.refused,
+            credential_files,
             rt,
             mcp,
             mcp_listed: Default::default(),
@@ -562,7 +568,8 @@ impl Engine {
                 (None, Some(t)) => self.run_mcp(&call, t, &input, answer, &mut mcp_raw)?,
                 (None, None) => ToolOutput::error(format!("unknown tool '{tool}'")),
                 (Some(t), _) => {
-                    let need = self.need(tool, t.permission(&input), &input);
+                    let need =
+                        self.need(tool, t.permission(&input, &self.credential_files), &input);
                     match self.decide(&call, tool, need, answer)? {
                         Err(denied) => denied,
                         Ok(once_dir) => {
@@ -577,6 +584,7 @@ impl Engine {
                                 web: &cairn_net::HttpWeb,
                                 check_command: self.config.check_command.as_deref(),
                                 check_timeout_ms: self.config.check_timeout_ms,
+                                credential_files: &self.credential_files,
                                 project_dir: &self.project.dir,
                                 session: &self.id,
                                 rec: &mut self.rec,

@@ -27,7 +27,7 @@ use cairn_core::event::{
     Answer, AnswerSource, Event, ExecStatus, FileWrite, ProcKind, Refusal, Rule, ShellEnd,
     ShellExec, Status, ToolFinished, WebFetched, WriteOp, WriteStatus,
 };
-use cairn_core::permission::Need;
+use cairn_core::permission::{CredentialFiles, Need};
 use cairn_core::state::State;
 use cairn_store::{BlobCheck, BlobRef, BlobStore, Hash, Head, SnapshotStore};
 use cairn_tools::{Catalog, EngineConfig, Registry, manifest};
@@ -271,6 +271,8 @@ struct Verifier {
     limits: Limits,
     /// The session's guarded command patterns.
     guarded: Vec<String>,
+    /// The session's credential files.
+    credential_files: CredentialFiles,
     registry: Registry,
     pending: BTreeMap<String, Pending>,
     snapshots: Vec<(u64, PathBuf)>,
@@ -300,6 +302,7 @@ impl Verifier {
             state: State::default(),
             limits: Catalog::Thoth.limits(),
             guarded: cairn_core::permission::default_guarded(),
+            credential_files: CredentialFiles::defaults(),
             registry: Registry::new(Catalog::Thoth),
             pending: BTreeMap::new(),
             snapshots: Vec::new(),
@@ -427,6 +430,15 @@ impl Verifier {
                     Ok(c) => {
                         self.limits = c.limits;
                         self.guarded = c.guarded_commands;
+                        match CredentialFiles::new(&c.credential_files) {
+                            Ok(files) => self.credential_files = files,
+                            Err(e) => self.problem(
+                                ProblemKind::BadEvent,
+                                format!(
+                                    "session_started.config: {e}; decisions are checked with the default credential files"
+                                ),
+                            ),
+                        }
                         self.registry = Registry::new(c.catalog);
                     }
                     Err(e) => self.problem(
@@ -745,7 +757,11 @@ impl Verifier {
         let problem = if source == AnswerSource::AllowList {
             // The tool's own question for the call, when it is this key, says whether
             // the command line is guarded (an outside folder's key has no other detail).
-            let need = match self.registry.get(&p.tool).map(|t| t.permission(&p.input)) {
+            let need = match self
+                .registry
+                .get(&p.tool)
+                .map(|t| t.permission(&p.input, &self.credential_files))
+            {
                 Some(need) if matches!(&need, Need::Ask { key: k, .. } if k == key) => need,
                 _ => Need::Ask {
                     key: key.to_string(),

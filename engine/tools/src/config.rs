@@ -20,6 +20,11 @@ pub struct EngineConfig {
     /// Command-line patterns (regular expressions) that always ask, even when allowed.
     #[serde(default = "cairn_core::permission::default_guarded")]
     pub guarded_commands: Vec<String>,
+    /// Files that ask before they are read, even inside the workspace (glob patterns,
+    /// see [`cairn_core::permission::CredentialFiles`]). Sessions recorded before the
+    /// list was configurable read back with today's default.
+    #[serde(default = "cairn_core::permission::default_credential_files")]
+    pub credential_files: Vec<String>,
     /// The web tools' backends and limits.
     #[serde(default)]
     pub web: crate::web::WebConfig,
@@ -46,6 +51,7 @@ impl EngineConfig {
             checkpoint_every: 1000,
             limits: catalog.limits(),
             guarded_commands: cairn_core::permission::default_guarded(),
+            credential_files: cairn_core::permission::default_credential_files(),
             web: crate::web::WebConfig::default(),
             check_command: None,
             check_timeout_ms: default_check_timeout_ms(),

@@ -14,7 +14,7 @@ use cairn_core::decide::Refused;
 use crate::event::{Event, FileRead, Refusal, Rule, Status, WriteStatus};
 use crate::limits::Limits;
 use crate::paths::{PathError, WsPath, resolve};
-use crate::permission::Need;
+use crate::permission::{CredentialFiles, Need};
 use crate::recorder::Recorder;
 use crate::shell::Runtime;
 use crate::state::State;
@@ -125,8 +125,9 @@ pub trait Tool: Send + Sync {
     /// Runs the call. `Err` only when the engine itself fails (the log); a tool's own
     /// failure is an output with status `error`.
     fn run(&self, ctx: &mut Ctx<'_>, input: &serde_json::Value) -> Result<ToolOutput>;
-    /// What the call needs before it may act (input already validated).
-    fn permission(&self, input: &serde_json::Value) -> Need;
+    /// What the call needs before it may act (input already validated), with the
+    /// session's credential files (reading one asks first).
+    fn permission(&self, input: &serde_json::Value, credential_files: &CredentialFiles) -> Need;
 }
 
 /// A tool with a typed input; implements [`Tool`].
@@ -149,9 +150,16 @@ pub trait TypedTool: Send + Sync + 'static {
         Ok(())
     }
     /// By default a tool that writes asks first (key: its name, detail: its input) and
-    /// one that only reads runs at once, as the thoth seed's table has it.
-    fn permission(&self, input: &Self::Input, raw: &serde_json::Value) -> Need {
-        let _ = input;
+    /// one that only reads runs at once, as the thoth seed's table has it. A tool that
+    /// reads a file the call names asks for a credential file
+    /// ([`crate::permission::read_need`]).
+    fn permission(
+        &self,
+        input: &Self::Input,
+        raw: &serde_json::Value,
+        credential_files: &CredentialFiles,
+    ) -> Need {
+        let _ = (input, credential_files);
         if Self::MUTATING {
             Need::Ask {
                 key: Self::NAME.to_string(),
@@ -234,9 +242,9 @@ impl<T: TypedTool> Tool for T {
             Err(e) => Ok(ToolOutput::refused(Rule::Input, None, None, e.to_string())),
         }
     }
-    fn permission(&self, input: &serde_json::Value) -> Need {
+    fn permission(&self, input: &serde_json::Value, credential_files: &CredentialFiles) -> Need {
         match parse_input::<T::Input>(T::NAME, input) {
-            Ok(i) => TypedTool::permission(self, &i, input),
+            Ok(i) => TypedTool::permission(self, &i, input, credential_files),
             Err(_) => Need::Auto,
         }
     }
@@ -259,6 +267,8 @@ pub struct Ctx<'a> {
     pub check_command: Option<&'a [String]>,
     /// Milliseconds the check command may run.
     pub check_timeout_ms: u64,
+    /// The session's credential files: a search of a folder leaves them out.
+    pub credential_files: &'a CredentialFiles,
     /// The project folder (memory, allow list).
     pub project_dir: &'a Path,
     /// The session id.

@@ -371,6 +371,57 @@ fn reading_a_credentials_file_asks_first() {
 }
 
 #[test]
+fn credential_files_are_the_sessions_own_list_and_a_grep_naming_one_asks() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join(".env"), "X=1\n").unwrap();
+    std::fs::write(ws.path().join("db.secret"), "X=2\n").unwrap();
+    let mut config = EngineConfig::new(Catalog::Thoth);
+    config.credential_files = vec!["*.secret".into()];
+    let mut e = Engine::start(&Home::at(home.path()), ws.path(), config).unwrap();
+    e.set_approver(Box::new(Policy::DenyAll));
+    let status =
+        |e: &mut Engine, tool: &str, input: serde_json::Value| e.call(tool, input).unwrap().status;
+    assert_eq!(
+        status(&mut e, "read_file", json!({"path": "db.secret"})),
+        Status::Denied
+    );
+    assert_eq!(
+        status(&mut e, "grep", json!({"pattern": "X", "path": "db.secret"})),
+        Status::Denied
+    );
+    // Not in this session's list.
+    assert_eq!(
+        status(&mut e, "read_file", json!({"path": ".env"})),
+        Status::Ok
+    );
+    let keys: Vec<String> = decisions(&e).into_iter().map(|d| d.0).collect();
+    assert_eq!(
+        keys,
+        ["read_credentials:db.secret", "read_credentials:db.secret"]
+    );
+    // The list is recorded with the session, for verify and replay.
+    let first = cairn_store::LogReader::open(e.dir())
+        .unwrap()
+        .get(0)
+        .unwrap()
+        .unwrap();
+    let started: serde_json::Value = serde_json::from_str(first.event.get()).unwrap();
+    assert_eq!(started["config"]["credential_files"], json!(["*.secret"]));
+    // A pattern that is not a glob stops the session before it starts.
+    let mut config = EngineConfig::new(Catalog::Thoth);
+    config.credential_files = vec!["a[b".into()];
+    let err = Engine::start(&Home::at(home.path()), ws.path(), config)
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string()
+            .starts_with("credential file pattern 'a[b': "),
+        "{err}"
+    );
+}
+
+#[test]
 fn shell_asks_per_program_and_guarded_commands_ask_even_when_allowed() {
     let home = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();

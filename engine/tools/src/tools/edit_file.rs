@@ -7,6 +7,7 @@ use cairn_core::decide;
 
 use crate::error::Result;
 use crate::event::WriteOp;
+use crate::permission::CredentialFiles;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
 use crate::tools::write;
 
@@ -32,7 +33,12 @@ impl TypedTool for EditFile {
     const DESCRIPTION: &'static str = "Exact string replacement in a file. Rejected unless the file was read first (at its current content).";
     const MUTATING: bool = true;
 
-    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
+    fn permission(
+        &self,
+        input: &Input,
+        _raw: &serde_json::Value,
+        _: &CredentialFiles,
+    ) -> crate::permission::Need {
         edit_need(
             Self::NAME,
             &input.path,

@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
+use crate::permission::CredentialFiles;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
 use crate::tools::text;
 
@@ -26,8 +27,13 @@ impl TypedTool for ReadFile {
     const DESCRIPTION: &'static str = "Read a file with line numbers; use offset/limit for big files. Refuses files over 2 MB: use grep instead.";
     const MUTATING: bool = false;
 
-    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
-        crate::permission::read_need(Self::NAME, &input.path)
+    fn permission(
+        &self,
+        input: &Input,
+        _raw: &serde_json::Value,
+        credential_files: &CredentialFiles,
+    ) -> crate::permission::Need {
+        crate::permission::read_need(Self::NAME, &input.path, credential_files)
     }
 
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {

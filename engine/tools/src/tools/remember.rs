@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
+use crate::permission::CredentialFiles;
 use cairn_core::decide;
 
 use crate::event::Event;
@@ -28,7 +29,7 @@ impl TypedTool for Remember {
     const DESCRIPTION: &'static str = "Save a durable fact to project memory (asks first). Nothing from web pages goes into memory: text that repeats what a fetch or search returned is refused.";
     const MUTATING: bool = false;
 
-    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> Need {
+    fn permission(&self, input: &Input, _raw: &serde_json::Value, _: &CredentialFiles) -> Need {
         Need::Ask {
             key: Self::NAME.to_string(),
             detail: format!("remember for this project: {}", input.fact),

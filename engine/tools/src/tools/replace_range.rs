@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
+use crate::permission::CredentialFiles;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
 use crate::tools::edit_file;
 
@@ -26,7 +27,12 @@ impl TypedTool for ReplaceRange {
     const DESCRIPTION: &'static str = "Replace one unique exact string occurrence in an existing file. Fails if old_string appears zero or multiple times; failed edits leave the file unchanged.";
     const MUTATING: bool = true;
 
-    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
+    fn permission(
+        &self,
+        input: &Input,
+        _raw: &serde_json::Value,
+        _: &CredentialFiles,
+    ) -> crate::permission::Need {
         edit_file::edit_need(
             Self::NAME,
             &input.path,

@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
+use crate::permission::CredentialFiles;
 use crate::shell::{self, Spec};
 use crate::tool::{Ctx, Effects, InputError, ToolOutput, TypedTool};
 
@@ -37,7 +38,12 @@ impl TypedTool for RunShell {
         ..Effects::NONE
     };
 
-    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
+    fn permission(
+        &self,
+        input: &Input,
+        _raw: &serde_json::Value,
+        _: &CredentialFiles,
+    ) -> crate::permission::Need {
         let line = input
             .argv
             .iter()

@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
+use crate::permission::CredentialFiles;
 use crate::shell::{self, Spec};
 use crate::tool::{Ctx, Effects, InputError, ToolOutput, TypedTool};
 
@@ -34,7 +35,12 @@ impl TypedTool for Shell {
         ..Effects::NONE
     };
 
-    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> crate::permission::Need {
+    fn permission(
+        &self,
+        input: &Input,
+        _raw: &serde_json::Value,
+        _: &CredentialFiles,
+    ) -> crate::permission::Need {
         let context = if input.background {
             "\n(in the background)"
         } else {

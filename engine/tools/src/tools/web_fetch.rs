@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
+use crate::permission::CredentialFiles;
 use crate::permission::Need;
 use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
 
@@ -26,7 +27,7 @@ impl TypedTool for WebFetch {
         ..Effects::NONE
     };
 
-    fn permission(&self, input: &Input, _raw: &serde_json::Value) -> Need {
+    fn permission(&self, input: &Input, _raw: &serde_json::Value, _: &CredentialFiles) -> Need {
         crate::web::fetch_need(Self::NAME, &input.url)
     }
 
