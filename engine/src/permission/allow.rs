@@ -233,7 +233,7 @@ impl AllowList {
         let cleared: BTreeSet<&Grant> = folded.cleared.iter().collect();
         let mut calls: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
         for g in &folded.live {
-            if !g.session.is_empty() && !g.call.is_empty() {
+            if !g.session.is_empty() && !g.call.is_empty() && !cleared.contains(g) {
                 calls.entry(&g.session).or_default().insert(&g.call);
             }
         }
