@@ -331,7 +331,8 @@ enum MemoryAction {
 
 #[derive(Debug, Subcommand)]
 enum AllowAction {
-    /// The keys allowed for good (`shell:git`, `web_fetch:host`, `edit_file`, `tool@dir`).
+    /// The keys allowed for good (`shell:git`, `web_fetch:host`, `edit_file`, `tool@dir`),
+    /// and the grants refused: those whose session did not record the "always" answer.
     List {
         #[arg(long)]
         json: bool,

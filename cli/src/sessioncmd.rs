@@ -96,6 +96,7 @@ pub fn run_script(
     let home = Home::from_env()?;
     let mut engine = Engine::start(&home, workspace, EngineConfig::new(catalog))?;
     engine.set_approver(approver(approve));
+    note_refused_grants(&engine);
     let id = engine.id().to_string();
     script::run(&mut engine, &steps, print_progress)?;
     engine.end("script finished")?;
@@ -218,7 +219,19 @@ pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
     let mut engine = Engine::start(&home, &a.workspace, config)?;
     engine.set_approver(approver(a.approve));
     eprintln!("session {}", engine.id());
+    note_refused_grants(&engine);
     model.drive(engine, Some(&a.task), a.turns_max)
+}
+
+/// Says on stderr that the allow list holds grants the session does not honour.
+fn note_refused_grants(engine: &Engine) {
+    let n = engine.refused_grants().len();
+    if n > 0 {
+        eprintln!(
+            "cairn: note: {n} grant{} of the allow list not honoured: no session recorded the answer behind it (cairn allow list says why)",
+            if n == 1 { "" } else { "s" }
+        );
+    }
 }
 
 /// The approver `--approve` names.
@@ -442,15 +455,45 @@ fn project_of(workspace: &Path) -> Result<cairn_engine::Project> {
 
 pub fn allow_list(workspace: &Path, json: bool) -> Result<ExitCode> {
     let project = project_of(workspace)?;
-    let keys = AllowList::new(&project.dir).load()?;
+    let audit = AllowList::new(&project.dir).audit()?;
+    if let Some(r) = &audit.repaired {
+        eprintln!(
+            "cairn: note: the allow log ended in a torn record: {} bytes moved to {}",
+            r.quarantined_bytes,
+            r.quarantine_file
+                .as_ref()
+                .map_or(String::new(), |p| p.display().to_string())
+        );
+    }
     if json {
-        out::line(&serde_json::json!({"project": project.dir, "keys": keys}).to_string())?;
-    } else if keys.is_empty() {
+        let refused: Vec<serde_json::Value> = audit
+            .refused
+            .iter()
+            .map(|r| {
+                let mut v = serde_json::json!(r);
+                v["message"] = r.to_string().into();
+                v
+            })
+            .collect();
+        out::line(
+            &serde_json::json!({
+                "project": project.dir,
+                "keys": audit.keys,
+                "refused": refused,
+                "repaired": audit.repaired,
+            })
+            .to_string(),
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if audit.keys.is_empty() {
         out::line("the allow list is empty")?;
-    } else {
-        for k in keys {
-            out::line(&k)?;
-        }
+    }
+    for k in &audit.keys {
+        out::line(k)?;
+    }
+    for r in &audit.refused {
+        out::line(&format!("refused: {r}"))?;
     }
     Ok(ExitCode::SUCCESS)
 }

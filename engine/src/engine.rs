@@ -16,7 +16,9 @@ use crate::event::{
 };
 use crate::manifest;
 use crate::mcp::{McpBackend, McpConfig, McpError, McpRef, Servers};
-use crate::permission::{AllowList, Approver, Need, Policy, Request};
+use crate::permission::{
+    AllowList, Approver, CredentialFiles, Need, Policy, RefusedGrant, Request,
+};
 use crate::project::{Home, Project, new_session_id};
 use crate::redact::{Counts, Redactor};
 use crate::shell::{self, Runtime};
@@ -63,6 +65,10 @@ pub struct Engine {
     approver: Box<dyn Approver>,
     redactor: Redactor,
     allow_list: AllowList,
+    /// Grants of the allow list refused when the session started (not honoured).
+    refused_grants: Vec<RefusedGrant>,
+    /// `config.credential_files`, compiled.
+    credential_files: CredentialFiles,
     rt: Runtime,
     /// Where MCP calls go; servers start on first use and stop with the session.
     mcp: Box<dyn McpBackend>,
@@ -108,6 +114,7 @@ impl Engine {
         parent: Option<Parent>,
         inherited: Option<Inherited>,
     ) -> Result<Engine> {
+        let credential_files = CredentialFiles::new(&config.credential_files)?;
         let root = workspace
             .canonicalize()
             .map_err(|source| EngineError::WorkspaceMissing {
@@ -155,7 +162,8 @@ impl Engine {
         let registry = Registry::new(config.catalog);
         let mcp = Box::new(Servers::new(McpConfig::load(&project.dir)?, &root));
         let allow_list = AllowList::new(&project.dir);
-        let allowed = allow_list.load()?;
+        let audit = allow_list.audit()?;
+        let allowed = audit.keys;
         let mut rec = Recorder::new(
             log,
             State::default(),
@@ -204,6 +212,8 @@ impl Engine {
             approver: Box::new(Policy::Workspace),
             redactor: Redactor::with_env(std::env::vars()),
             allow_list,
+            refused_grants: audit.refused,
+            credential_files,
             rt,
             mcp,
             mcp_listed: Default::default(),
@@ -344,6 +354,13 @@ impl Engine {
     /// The project's allow list.
     pub fn allow_list(&self) -> &AllowList {
         &self.allow_list
+    }
+
+    /// The grants of the allow list refused as the session started: the session does
+    /// not honour them (none for a resumed session, which keeps the keys it started
+    /// with).
+    pub fn refused_grants(&self) -> &[RefusedGrant] {
+        &self.refused_grants
     }
 
     /// The session id.
@@ -553,7 +570,11 @@ impl Engine {
                 (None, Some(t)) => self.run_mcp(&call, t, &input, answer, &mut mcp_raw)?,
                 (None, None) => ToolOutput::error(format!("unknown tool '{tool}'")),
                 (Some(t), _) => {
-                    let need = self.need(tool, t.permission(&input, &self.root), &input);
+                    let asking = cairn_tools::Asking {
+                        root: &self.root,
+                        credential_files: &self.credential_files,
+                    };
+                    let need = self.need(tool, t.permission(&input, &asking), &input);
                     match self.decide(&call, tool, need, answer)? {
                         Err(denied) => denied,
                         Ok(once_dir) => {
@@ -568,6 +589,7 @@ impl Engine {
                                 web: &cairn_net::HttpWeb,
                                 check_command: self.config.check_command.as_deref(),
                                 check_timeout_ms: self.config.check_timeout_ms,
+                                credential_files: &self.credential_files,
                                 project_dir: &self.project.dir,
                                 session: &self.id,
                                 rec: &mut self.rec,
@@ -749,10 +771,15 @@ impl Engine {
             })),
             Answered::Run { outside } => {
                 if !grants.is_empty() {
-                    // The decision must be on disk before a grant names it.
+                    // Each grant names this answer, and is honoured only while the
+                    // session's log holds it: the answer reaches the disk first.
                     self.rec.sync()?;
                     for key in &grants {
-                        self.allow_list.grant(key, &self.id, call)?;
+                        let allowed = self.allow_list.grant(key, &self.id, call)?;
+                        debug_assert!(
+                            allowed.contains(key),
+                            "the allow list refuses the grant of {key} by {call} just recorded"
+                        );
                     }
                 }
                 Ok(Ok(outside.map(PathBuf::from)))

@@ -8,17 +8,14 @@
 //!
 //! The allow list outlives sessions: a hash-chained project log (the store's format)
 //! records grants and resets; `allow.json` is its projection, rewritten atomically and
-//! rebuilt from the log when missing or edited by hand.
-
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-
-use cairn_store::{LogReader, LogWriter, Options};
-use serde::{Deserialize, Serialize};
+//! rebuilt from the log when missing or edited by hand. A grant is honoured only when
+//! the session it names recorded the "always" answer behind it ([`AllowList::audit`]).
 
 use crate::event::Answer;
+pub use allow::{AllowList, Audit, Grant, RefusedGrant, Unproven};
 pub use cairn_core::permission::*;
-use cairn_tools::{Result, io_at};
+
+mod allow;
 
 /// A question to whoever answers permission requests.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,137 +116,5 @@ impl Approver for Policy {
             }
             Policy::Workspace => (Answer::Once, false),
         }
-    }
-}
-
-/// The allow list of one project.
-#[derive(Debug, Clone)]
-pub struct AllowList {
-    dir: PathBuf,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum AllowEvent {
-    Grant {
-        key: String,
-        #[serde(default)]
-        session: String,
-        #[serde(default)]
-        call: String,
-    },
-    Reset,
-}
-
-#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
-struct Projection {
-    keys: Vec<String>,
-}
-
-impl AllowList {
-    /// The allow list kept in project folder `project_dir`.
-    pub fn new(project_dir: &Path) -> AllowList {
-        AllowList {
-            dir: project_dir.to_path_buf(),
-        }
-    }
-
-    fn log_dir(&self) -> PathBuf {
-        self.dir.join("allow")
-    }
-
-    /// The projection's path.
-    pub fn json_path(&self) -> PathBuf {
-        self.dir.join("allow.json")
-    }
-
-    /// The keys allowed now, folded from the project log; `allow.json` is rewritten
-    /// when it is missing or differs.
-    pub fn load(&self) -> Result<BTreeSet<String>> {
-        let keys = self.fold()?;
-        self.project(&keys)?;
-        Ok(keys)
-    }
-
-    fn fold(&self) -> Result<BTreeSet<String>> {
-        let mut keys = BTreeSet::new();
-        if !cairn_store::log_path(&self.log_dir()).is_file() {
-            return Ok(keys);
-        }
-        for r in LogReader::open(&self.log_dir())?.records()? {
-            match serde_json::from_str::<AllowEvent>(r?.event.get()) {
-                Ok(AllowEvent::Grant { key, .. }) => {
-                    keys.insert(key);
-                }
-                Ok(AllowEvent::Reset) => keys.clear(),
-                Err(_) => {}
-            }
-        }
-        Ok(keys)
-    }
-
-    fn project(&self, keys: &BTreeSet<String>) -> Result<()> {
-        let want = Projection {
-            keys: keys.iter().cloned().collect(),
-        };
-        let path = self.json_path();
-        let current = std::fs::read(&path)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Projection>(&b).ok());
-        if current.as_ref() == Some(&want) {
-            return Ok(());
-        }
-        std::fs::create_dir_all(&self.dir).map_err(io_at(&self.dir))?;
-        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir).map_err(io_at(&self.dir))?;
-        serde_json::to_writer_pretty(tmp.as_file_mut(), &want)
-            .map_err(|e| io_at(&path)(e.into()))?;
-        tmp.as_file().sync_all().map_err(io_at(&path))?;
-        tmp.persist(&path)
-            .map_err(|e| e.error)
-            .map_err(io_at(&path))?;
-        Ok(())
-    }
-
-    fn append(&self, event: &AllowEvent) -> Result<BTreeSet<String>> {
-        let dir = self.log_dir();
-        let options = Options {
-            durability: cairn_store::Durability::Always,
-            ..Options::default()
-        };
-        // Another session of the project may hold the log for a moment: wait a little.
-        let mut tries = 0;
-        let mut log = loop {
-            let opened = if cairn_store::log_path(&dir).is_file() {
-                LogWriter::open(&dir, options).map(|(w, _)| w)
-            } else {
-                LogWriter::create(&dir, options)
-            };
-            match opened {
-                Err(cairn_store::Error::Locked { .. }) if tries < 50 => {
-                    tries += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                other => break other?,
-            }
-        };
-        log.append(event)?;
-        log.close()?;
-        let keys = self.fold()?;
-        self.project(&keys)?;
-        Ok(keys)
-    }
-
-    /// Records an "always" answer.
-    pub fn grant(&self, key: &str, session: &str, call: &str) -> Result<BTreeSet<String>> {
-        self.append(&AllowEvent::Grant {
-            key: key.to_string(),
-            session: session.to_string(),
-            call: call.to_string(),
-        })
-    }
-
-    /// Clears the allow list (recorded, so the history stays).
-    pub fn reset(&self) -> Result<BTreeSet<String>> {
-        self.append(&AllowEvent::Reset)
     }
 }

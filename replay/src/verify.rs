@@ -27,7 +27,7 @@ use cairn_core::event::{
     Answer, AnswerSource, Event, ExecStatus, FileWrite, ProcKind, Refusal, Rule, ShellEnd,
     ShellExec, Status, ToolFinished, WebFetched, WriteOp, WriteStatus,
 };
-use cairn_core::permission::Need;
+use cairn_core::permission::{CredentialFiles, Need};
 use cairn_core::state::{RecordedPath, State, recorded_path};
 use cairn_store::{BlobCheck, BlobRef, BlobStore, Hash, Head, SnapshotStore};
 use cairn_tools::{Catalog, EngineConfig, Registry, manifest};
@@ -281,6 +281,8 @@ struct Verifier {
     limits: Limits,
     /// The session's guarded commands (upgraded from older sessions' patterns).
     guarded: Vec<cairn_core::command::Guard>,
+    /// The session's credential files.
+    credential_files: CredentialFiles,
     registry: Registry,
     pending: BTreeMap<String, Pending>,
     snapshots: Vec<(u64, PathBuf)>,
@@ -310,6 +312,7 @@ impl Verifier {
             state: State::default(),
             limits: Catalog::Thoth.limits(),
             guarded: cairn_core::command::default_guards(),
+            credential_files: CredentialFiles::defaults(),
             registry: Registry::new(Catalog::Thoth),
             pending: BTreeMap::new(),
             snapshots: Vec::new(),
@@ -437,6 +440,15 @@ impl Verifier {
                     Ok(c) => {
                         self.guarded = c.guards();
                         self.limits = c.limits;
+                        match CredentialFiles::new(&c.credential_files) {
+                            Ok(files) => self.credential_files = files,
+                            Err(e) => self.problem(
+                                ProblemKind::BadEvent,
+                                format!(
+                                    "session_started.config: {e}; decisions are checked with the default credential files"
+                                ),
+                            ),
+                        }
                         self.registry = Registry::new(c.catalog);
                     }
                     Err(e) => self.problem(
@@ -753,11 +765,15 @@ impl Verifier {
     /// older version) a plain question for `key`.
     fn need_of(&self, p: &Pending, key: &str, detail: &str) -> Need {
         let root = self.state.workspace.as_deref().unwrap_or("/");
-        match self
-            .registry
-            .get(&p.tool)
-            .map(|t| t.permission(&p.input, Path::new(root)))
-        {
+        match self.registry.get(&p.tool).map(|t| {
+            t.permission(
+                &p.input,
+                &cairn_tools::Asking {
+                    root: Path::new(root),
+                    credential_files: &self.credential_files,
+                },
+            )
+        }) {
             Some(need) if matches!(&need, Need::Ask { key: k, .. } if k == key) => need,
             _ => Need::ask(key, detail),
         }

@@ -394,3 +394,82 @@ fn library_errors_get_the_command_line_hints() {
         "{err}"
     );
 }
+
+#[test]
+fn allow_list_reports_grants_no_session_recorded() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let script = ws.path().join("s.jsonl");
+    std::fs::write(
+        &script,
+        "{\"tool\":\"write_file\",\"input\":{\"path\":\"a.txt\",\"content\":\"x\\n\"},\"approve\":\"always\"}\n",
+    )
+    .unwrap();
+    let ws_arg = ws.path().to_str().unwrap();
+    let out = cairn(
+        home.path(),
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            ws_arg,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let id = text(&out.stdout).trim().to_string();
+    // A grant added by hand, rechained so that the allow log verifies, naming the
+    // session and a call that never answered "always".
+    let project = cairn_engine::Home::at(home.path()).project(&ws.path().canonicalize().unwrap());
+    let (mut log, _) =
+        cairn_store::LogWriter::open(&project.dir.join("allow"), cairn_store::Options::default())
+            .unwrap();
+    log.append(
+        &serde_json::json!({"type": "grant", "key": "shell:rm", "session": id, "call": "c3"}),
+    )
+    .unwrap();
+    log.close().unwrap();
+
+    let out = cairn(home.path(), &["allow", "list", "--workspace", ws_arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "write_file\nrefused: grant of shell:rm names session {id} call c3, which recorded no such always answer\n"
+        )
+    );
+    let out = cairn(
+        home.path(),
+        &["allow", "list", "--workspace", ws_arg, "--json"],
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["keys"], serde_json::json!(["write_file"]));
+    assert_eq!(
+        json["refused"],
+        serde_json::json!([{
+            "key": "shell:rm",
+            "session": id,
+            "call": "c3",
+            "why": {"kind": "no_answer"},
+            "message": format!("grant of shell:rm names session {id} call c3, which recorded no such always answer"),
+        }])
+    );
+    // A run says that the allow list holds grants it does not honour.
+    let out = cairn(
+        home.path(),
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            ws_arg,
+            "--approve",
+            "never",
+        ],
+    );
+    assert!(
+        text(&out.stderr).contains("1 grant of the allow list not honoured"),
+        "{}",
+        text(&out.stderr)
+    );
+}

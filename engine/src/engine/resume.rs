@@ -35,7 +35,7 @@ use crate::event::{
 use crate::fold;
 use crate::manifest::{self, ManifestEntry};
 use crate::mcp::{McpConfig, Servers};
-use crate::permission::{AllowList, Policy};
+use crate::permission::{AllowList, CredentialFiles, Policy};
 use crate::project::{Home, Project};
 use crate::redact::Redactor;
 use crate::shell::{self, ChangeKind, Runtime};
@@ -169,6 +169,7 @@ impl Engine {
                 }
             })?,
         };
+        let credential_files = CredentialFiles::new(&config.credential_files)?;
         let (log, recovery) = open_log(
             dir,
             Options {
@@ -262,6 +263,8 @@ impl Engine {
             approver: Box::new(Policy::Workspace),
             redactor: Redactor::with_env(std::env::vars()),
             allow_list,
+            refused_grants: Vec::new(),
+            credential_files,
             rt,
             mcp,
             mcp_listed: Default::default(),

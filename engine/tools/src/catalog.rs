@@ -284,8 +284,23 @@ pub fn markdown() -> String {
         }
     }
     out.push_str(include_str!("permissions.md"));
+    out.push_str(CREDENTIAL_FILES_DOC);
+    for (pattern, what) in cairn_core::permission::DEFAULT_CREDENTIAL_FILES {
+        out.push_str(&format!("| `{pattern}` | {what} |\n"));
+    }
     out
 }
+
+const CREDENTIAL_FILES_DOC: &str = "
+### Credential files
+
+Reading a file that matches one of these patterns asks first, even inside the workspace, under a key of its own: `read_credentials:<path>`. An \"always\" covers that one file, and no grant of a tool (`read_file`, `grep`) covers it. `grep` asks the same when its `path` names one; a search of a folder (`grep`, `search_text`, `list_searchable_files`) leaves them out and says how many.
+
+A pattern is a glob matched against the path relative to the workspace, ignoring case, at any depth: `*.pem` matches `a/b/c.pem`, `.kube/config` matches `deploy/.kube/config`. One that starts with `/` matches from the workspace root only; `*` does not cross a `/`. The list is the session configuration's `credential_files` (`EngineConfig::credential_files`), recorded in `session_started`: verify checks a session against its own list. The default:
+
+| pattern | what it holds |
+|---|---|
+";
 
 #[cfg(test)]
 mod tests {

@@ -24,6 +24,11 @@ pub struct EngineConfig {
     /// [`EngineConfig::guards`].
     #[serde(default = "cairn_core::command::default_guards")]
     pub guarded_commands: Vec<Guard>,
+    /// Files that ask before they are read, even inside the workspace (glob patterns,
+    /// see [`cairn_core::permission::CredentialFiles`]). Sessions recorded before the
+    /// list was configurable read back with today's default.
+    #[serde(default = "cairn_core::permission::default_credential_files")]
+    pub credential_files: Vec<String>,
     /// The web tools' backends and limits.
     #[serde(default)]
     pub web: crate::web::WebConfig,
@@ -50,6 +55,7 @@ impl EngineConfig {
             checkpoint_every: 1000,
             limits: catalog.limits(),
             guarded_commands: cairn_core::command::default_guards(),
+            credential_files: cairn_core::permission::default_credential_files(),
             web: crate::web::WebConfig::default(),
             check_command: None,
             check_timeout_ms: default_check_timeout_ms(),

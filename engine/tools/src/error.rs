@@ -78,6 +78,9 @@ pub enum EngineError {
     /// An MCP server name that tool names cannot be built from.
     #[error(transparent)]
     McpServerName(#[from] ServerNameError),
+    /// A credential-file pattern of the configuration is not a glob.
+    #[error(transparent)]
+    CredentialPattern(#[from] cairn_core::permission::CredentialPatternError),
     /// An MCP server configured without the command that starts it.
     #[error("mcp server '{server}': no command given")]
     McpNoCommand { server: String },

@@ -41,7 +41,7 @@ pub use config::EngineConfig;
 pub use error::{EngineError, Result, io_at};
 pub use paths::{PathError, WsPath, resolve, target};
 pub use recorder::{Observer, Recorder};
-pub use tool::{Ctx, Effects, InputError, Tool, ToolOutput, TypedTool, parse_input};
+pub use tool::{Asking, Ctx, Effects, InputError, Tool, ToolOutput, TypedTool, parse_input};
 
 // Paths the modules name as `crate::…`.
 use cairn_core::{diff, event, limits, permission, state};

@@ -14,7 +14,7 @@ use cairn_core::decide::Refused;
 use crate::event::{Event, FileRead, Refusal, Rule, Status, WriteStatus};
 use crate::limits::Limits;
 use crate::paths::{PathError, WsPath, resolve};
-use crate::permission::Need;
+use crate::permission::{CredentialFiles, Need};
 use crate::recorder::Recorder;
 use crate::shell::Runtime;
 use crate::state::State;
@@ -125,9 +125,19 @@ pub trait Tool: Send + Sync {
     /// Runs the call. `Err` only when the engine itself fails (the log); a tool's own
     /// failure is an output with status `error`.
     fn run(&self, ctx: &mut Ctx<'_>, input: &serde_json::Value) -> Result<ToolOutput>;
-    /// What the call needs before it may act (input already validated), in the
-    /// workspace `root` (a command's paths are keyed against it).
-    fn permission(&self, input: &serde_json::Value, root: &Path) -> Need;
+    /// What the call needs before it may act (input already validated), asked in
+    /// `at`: the workspace root (a command's paths are keyed against it) and the
+    /// session's credential files (reading one asks first).
+    fn permission(&self, input: &serde_json::Value, at: &Asking<'_>) -> Need;
+}
+
+/// Where a call's permission is asked: what [`Tool::permission`] needs besides the input.
+#[derive(Debug, Clone, Copy)]
+pub struct Asking<'a> {
+    /// The workspace root.
+    pub root: &'a Path,
+    /// The session's credential files.
+    pub credential_files: &'a CredentialFiles,
 }
 
 /// A tool with a typed input; implements [`Tool`].
@@ -150,9 +160,11 @@ pub trait TypedTool: Send + Sync + 'static {
         Ok(())
     }
     /// By default a tool that writes asks first (key: its name, detail: its input) and
-    /// one that only reads runs at once, as the thoth seed's table has it.
-    fn permission(&self, input: &Self::Input, raw: &serde_json::Value, root: &Path) -> Need {
-        let _ = (input, root);
+    /// one that only reads runs at once, as the thoth seed's table has it. A tool that
+    /// reads a file the call names asks for a credential file
+    /// ([`crate::permission::read_need`]).
+    fn permission(&self, input: &Self::Input, raw: &serde_json::Value, at: &Asking<'_>) -> Need {
+        let _ = (input, at);
         if Self::MUTATING {
             Need::ask(
                 Self::NAME,
@@ -234,9 +246,9 @@ impl<T: TypedTool> Tool for T {
             Err(e) => Ok(ToolOutput::refused(Rule::Input, None, None, e.to_string())),
         }
     }
-    fn permission(&self, input: &serde_json::Value, root: &Path) -> Need {
+    fn permission(&self, input: &serde_json::Value, at: &Asking<'_>) -> Need {
         match parse_input::<T::Input>(T::NAME, input) {
-            Ok(i) => TypedTool::permission(self, &i, input, root),
+            Ok(i) => TypedTool::permission(self, &i, input, at),
             Err(_) => Need::Auto,
         }
     }
@@ -259,6 +271,8 @@ pub struct Ctx<'a> {
     pub check_command: Option<&'a [String]>,
     /// Milliseconds the check command may run.
     pub check_timeout_ms: u64,
+    /// The session's credential files: a search of a folder leaves them out.
+    pub credential_files: &'a CredentialFiles,
     /// The project folder (memory, allow list).
     pub project_dir: &'a Path,
     /// The session id.

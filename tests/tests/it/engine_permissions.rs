@@ -178,12 +178,24 @@ fn a_path_outside_the_workspace_asks_for_tool_at_folder() {
 
 #[test]
 fn allow_json_deleted_or_edited_is_rebuilt_from_the_project_log() {
-    let dir = tempfile::tempdir().unwrap();
-    let list = AllowList::new(dir.path());
-    list.grant("shell:git", "s1", "c1").unwrap();
-    list.grant("web_fetch:example.org", "s1", "c2").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "one\n").unwrap();
+    let mut e = engine(home.path(), ws.path());
+    e.set_approver(Box::new(Scripted {
+        answers: vec![Answer::Always, Answer::Always],
+        asked: Default::default(),
+    }));
+    e.call("read_file", json!({"path": "a.txt"})).unwrap();
+    let edit = json!({"path": "a.txt", "old_string": "one", "new_string": "two"});
+    assert_eq!(e.call("edit_file", edit).unwrap().status, Status::Ok);
+    let write = json!({"path": "b.txt", "content": "x\n"});
+    assert_eq!(e.call("write_file", write).unwrap().status, Status::Ok);
+    let project = e.project().dir.clone();
+    e.end("done").unwrap();
+    let list = AllowList::new(&project);
     let good = std::fs::read_to_string(list.json_path()).unwrap();
-    let want: BTreeSet<String> = ["shell:git", "web_fetch:example.org"]
+    let want: BTreeSet<String> = ["edit_file", "write_file"]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -195,8 +207,7 @@ fn allow_json_deleted_or_edited_is_rebuilt_from_the_project_log() {
     assert_eq!(std::fs::read_to_string(list.json_path()).unwrap(), good);
     // The project log itself is a cairn log and verifies clean.
     let report =
-        cairn_store::verify_path(&dir.path().join("allow/events.jsonl"), &Default::default())
-            .unwrap();
+        cairn_store::verify_path(&project.join("allow/events.jsonl"), &Default::default()).unwrap();
     assert!(report.is_clean());
 }
 
@@ -372,6 +383,57 @@ fn reading_a_credentials_file_asks_first() {
             "read_credentials:server.pem",
             "read_credentials:server.pem"
         ]
+    );
+}
+
+#[test]
+fn credential_files_are_the_sessions_own_list_and_a_grep_naming_one_asks() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join(".env"), "X=1\n").unwrap();
+    std::fs::write(ws.path().join("db.secret"), "X=2\n").unwrap();
+    let mut config = EngineConfig::new(Catalog::Thoth);
+    config.credential_files = vec!["*.secret".into()];
+    let mut e = Engine::start(&Home::at(home.path()), ws.path(), config).unwrap();
+    e.set_approver(Box::new(Policy::DenyAll));
+    let status =
+        |e: &mut Engine, tool: &str, input: serde_json::Value| e.call(tool, input).unwrap().status;
+    assert_eq!(
+        status(&mut e, "read_file", json!({"path": "db.secret"})),
+        Status::Denied
+    );
+    assert_eq!(
+        status(&mut e, "grep", json!({"pattern": "X", "path": "db.secret"})),
+        Status::Denied
+    );
+    // Not in this session's list.
+    assert_eq!(
+        status(&mut e, "read_file", json!({"path": ".env"})),
+        Status::Ok
+    );
+    let keys: Vec<String> = decisions(&e).into_iter().map(|d| d.0).collect();
+    assert_eq!(
+        keys,
+        ["read_credentials:db.secret", "read_credentials:db.secret"]
+    );
+    // The list is recorded with the session, for verify and replay.
+    let first = cairn_store::LogReader::open(e.dir())
+        .unwrap()
+        .get(0)
+        .unwrap()
+        .unwrap();
+    let started: serde_json::Value = serde_json::from_str(first.event.get()).unwrap();
+    assert_eq!(started["config"]["credential_files"], json!(["*.secret"]));
+    // A pattern that is not a glob stops the session before it starts.
+    let mut config = EngineConfig::new(Catalog::Thoth);
+    config.credential_files = vec!["a[b".into()];
+    let err = Engine::start(&Home::at(home.path()), ws.path(), config)
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string()
+            .starts_with("credential file pattern 'a[b': "),
+        "{err}"
     );
 }
 

@@ -410,7 +410,7 @@ fn git_folder_is_never_listed() {
 #[test]
 fn hidden_files_are_off_unless_asked() {
     let files: &[(&str, &str)] = &[
-        (".env", "TOKEN=1\n"),
+        (".tokens", "TOKEN=1\n"),
         (".github/workflows/ci.yml", "run: TOKEN\n"),
         ("app.yml", "name: app\n"),
     ];
@@ -422,7 +422,7 @@ fn hidden_files_are_off_unless_asked() {
         ".github/workflows/ci.yml\napp.yml",
     );
     // A pattern that names a hidden entry asks for it.
-    s.ok("find_files", json!({"pattern": ".env"}), ".env");
+    s.ok("find_files", json!({"pattern": ".tokens"}), ".tokens");
     s.ok(
         "find_files",
         json!({"pattern": "*", "glob": ".github/**"}),
@@ -436,13 +436,13 @@ fn hidden_files_are_off_unless_asked() {
     s.ok(
         "search_text",
         json!({"pattern": "TOKEN", "include_hidden": true}),
-        ".env:1:TOKEN=1\n.github/workflows/ci.yml:1:run: TOKEN",
+        ".github/workflows/ci.yml:1:run: TOKEN\n.tokens:1:TOKEN=1",
     );
     s.ok("list_searchable_files", json!({}), "app.yml");
     s.ok(
         "list_searchable_files",
         json!({"include_hidden": true}),
-        ".env\n.github/workflows/ci.yml\napp.yml",
+        ".github/workflows/ci.yml\n.tokens\napp.yml",
     );
 
     let mut t = thoth(files);
@@ -459,8 +459,8 @@ fn hidden_files_are_off_unless_asked() {
     );
     t.ok(
         "grep",
-        json!({"pattern": "TOKEN", "glob": ".env"}),
-        ".env:1:TOKEN=1",
+        json!({"pattern": "TOKEN", "glob": ".tokens"}),
+        ".tokens:1:TOKEN=1",
     );
     // A hidden folder the call names is not hidden from it.
     t.ok(
@@ -477,7 +477,54 @@ fn hidden_files_are_off_unless_asked() {
     t.ok(
         "list_dir",
         json!({}),
-        ".env (8 bytes)\n.github/\napp.yml (10 bytes)",
+        ".github/\n.tokens (8 bytes)\napp.yml (10 bytes)",
+    );
+}
+
+#[test]
+fn a_folder_search_leaves_credential_files_out_and_says_so() {
+    let files: &[(&str, &str)] = &[
+        (".env", "TOKEN=1\n"),
+        ("certs/server.pem", "TOKEN pem\n"),
+        ("deploy/.aws/credentials", "TOKEN aws\n"),
+        ("app.yml", "TOKEN: app\n"),
+    ];
+    let skipped = "(skipped: 3 credential files (reading one asks first))";
+    let mut s = thndrs(files);
+    s.ok(
+        "search_text",
+        json!({"pattern": "TOKEN", "include_hidden": true}),
+        &format!("app.yml:1:TOKEN: app\n{skipped}"),
+    );
+    s.ok(
+        "list_searchable_files",
+        json!({"include_hidden": true}),
+        &format!("app.yml\n{skipped}"),
+    );
+    // A name is not a secret: the listing tools show them.
+    s.ok(
+        "find_files",
+        json!({"pattern": "*.pem"}),
+        "certs/server.pem",
+    );
+
+    let mut t = thoth(files);
+    t.ok(
+        "grep",
+        json!({"pattern": "TOKEN", "glob": "**/*.pem"}),
+        "no matches (0 files searched)\n(skipped: 1 credential file (reading one asks first))",
+    );
+    t.ok(
+        "grep",
+        json!({"pattern": "TOKEN", "path": "deploy", "glob": ".aws/**"}),
+        "no matches (0 files searched)\n(skipped: 1 credential file (reading one asks first))",
+    );
+    // Named, a credential file is asked for (the default policy allows it once) and
+    // searched.
+    t.ok(
+        "grep",
+        json!({"pattern": "TOKEN", "path": "certs/server.pem"}),
+        "certs/server.pem:1:TOKEN pem",
     );
 }
 

@@ -12,6 +12,7 @@ mod agent_loop;
 mod agent_providers;
 mod agent_resume;
 mod agent_web;
+mod allow_list;
 mod consent;
 mod containment;
 mod decide_property;

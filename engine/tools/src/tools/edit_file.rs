@@ -7,6 +7,7 @@ use cairn_core::decide;
 
 use crate::error::Result;
 use crate::event::WriteOp;
+use crate::tool::Asking;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
 use crate::tools::write;
 
@@ -36,7 +37,7 @@ impl TypedTool for EditFile {
         &self,
         input: &Input,
         _raw: &serde_json::Value,
-        _root: &std::path::Path,
+        _at: &Asking<'_>,
     ) -> crate::permission::Need {
         edit_need(
             Self::NAME,

@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
+use crate::permission::Need;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
 use crate::tools::search::{self, LineSearch, PathGlob, Target, WalkOptions};
 
@@ -34,6 +35,20 @@ impl TypedTool for Grep {
     const NAME: &'static str = "grep";
     const DESCRIPTION: &'static str = "Regex search over file contents: path:line:text matches (context lines as path-line-text), sorted by path and line. Skips binary, ignored, hidden and oversized files. No match is not an error. Matches and line length are capped.";
     const MUTATING: bool = false;
+
+    /// Naming a credential file asks first, as reading it does; a folder's search
+    /// leaves credential files out instead.
+    fn permission(
+        &self,
+        input: &Input,
+        _raw: &serde_json::Value,
+        at: &crate::tool::Asking<'_>,
+    ) -> Need {
+        match &input.path {
+            Some(path) => crate::permission::read_need(Self::NAME, path, at.credential_files),
+            None => Need::Auto,
+        }
+    }
 
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         let matcher = match search::regex(&input.pattern, input.case_insensitive) {
@@ -72,8 +87,11 @@ impl TypedTool for Grep {
                     .files()
                     .filter(|f| glob.as_ref().is_none_or(|g| g.matches(&f.rel, &base.rel)))
                     .collect();
+                let (files, credentials) = search::without_credentials(files, ctx.credential_files);
                 notes.extend(walked.notes(base.display()));
-                search::search(&query, &files)
+                let mut report = search::search(&query, &files);
+                report.skipped.credentials = credentials;
+                report
             }
         };
         if let Target::File(f) = &target {

@@ -50,7 +50,11 @@ impl TypedTool for ListSearchableFiles {
             .files()
             .filter(|f| glob.as_ref().is_none_or(|g| g.matches(&f.rel, "")))
             .collect();
-        let (keep, skipped) = search::searchable(&candidates, ctx.limits.read_file_bytes_max);
+        // What search_text leaves out is not a candidate.
+        let (candidates, credentials) =
+            search::without_credentials(candidates, ctx.credential_files);
+        let (keep, mut skipped) = search::searchable(&candidates, ctx.limits.read_file_bytes_max);
+        skipped.credentials = credentials;
         let paths: Vec<String> = keep.iter().map(|f| f.rel.clone()).collect();
         let mut out = if paths.is_empty() {
             vec!["no searchable files found".to_string()]

@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
+use crate::tool::Asking;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
 use crate::tools::text;
 
@@ -30,9 +31,9 @@ impl TypedTool for ReadFile {
         &self,
         input: &Input,
         _raw: &serde_json::Value,
-        _root: &std::path::Path,
+        at: &Asking<'_>,
     ) -> crate::permission::Need {
-        crate::permission::read_need(Self::NAME, &input.path)
+        crate::permission::read_need(Self::NAME, &input.path, at.credential_files)
     }
 
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {

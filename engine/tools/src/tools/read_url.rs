@@ -5,6 +5,7 @@ use serde::Deserialize;
 
 use crate::error::Result;
 use crate::permission::Need;
+use crate::tool::Asking;
 use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -26,7 +27,7 @@ impl TypedTool for ReadUrl {
         ..Effects::NONE
     };
 
-    fn permission(&self, input: &Input, _raw: &serde_json::Value, _root: &std::path::Path) -> Need {
+    fn permission(&self, input: &Input, _raw: &serde_json::Value, _at: &Asking<'_>) -> Need {
         crate::web::fetch_need(Self::NAME, &input.url)
     }
 

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
+use crate::tool::Asking;
 use cairn_core::decide;
 
 use crate::event::Event;
@@ -28,7 +29,7 @@ impl TypedTool for Remember {
     const DESCRIPTION: &'static str = "Save a durable fact to project memory (asks first). Nothing from web pages goes into memory: text that repeats what a fetch or search returned is refused.";
     const MUTATING: bool = false;
 
-    fn permission(&self, input: &Input, _raw: &serde_json::Value, _root: &std::path::Path) -> Need {
+    fn permission(&self, input: &Input, _raw: &serde_json::Value, _at: &Asking<'_>) -> Need {
         Need::ask(
             Self::NAME,
             format!("remember for this project: {}", input.fact),

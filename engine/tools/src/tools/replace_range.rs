@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
+use crate::tool::Asking;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
 use crate::tools::edit_file;
 
@@ -30,7 +31,7 @@ impl TypedTool for ReplaceRange {
         &self,
         input: &Input,
         _raw: &serde_json::Value,
-        _root: &std::path::Path,
+        _at: &Asking<'_>,
     ) -> crate::permission::Need {
         edit_file::edit_need(
             Self::NAME,

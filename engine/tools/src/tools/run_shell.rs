@@ -5,6 +5,7 @@ use serde::Deserialize;
 
 use crate::error::Result;
 use crate::shell::{self, Spec};
+use crate::tool::Asking;
 use crate::tool::{Ctx, Effects, InputError, ToolOutput, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -41,11 +42,11 @@ impl TypedTool for RunShell {
         &self,
         input: &Input,
         _raw: &serde_json::Value,
-        root: &std::path::Path,
+        at: &Asking<'_>,
     ) -> crate::permission::Need {
         let analysis = cairn_core::command::analyse_argv(
             &input.argv,
-            &root.to_string_lossy(),
+            &at.root.to_string_lossy(),
             input.cwd.as_deref(),
         );
         let mut context = String::new();

@@ -22,6 +22,7 @@ use grep_searcher::{
 };
 
 use crate::paths::WsPath;
+use crate::permission::CredentialFiles;
 use crate::tool::{Ctx, ToolOutput};
 use crate::tools::text;
 
@@ -531,6 +532,8 @@ pub struct Skipped {
     pub binary: usize,
     pub too_big: usize,
     pub unreadable: usize,
+    /// Credential files a search of a folder left out ([`without_credentials`]).
+    pub credentials: usize,
 }
 
 impl Skipped {
@@ -558,6 +561,12 @@ impl Skipped {
             parts.push(format!(
                 "{} unreadable",
                 plural(self.unreadable, "file", "files")
+            ));
+        }
+        if self.credentials > 0 {
+            parts.push(format!(
+                "{} (reading one asks first)",
+                plural(self.credentials, "credential file", "credential files")
             ));
         }
         (!parts.is_empty()).then(|| format!("(skipped: {})", parts.join(", ")))
@@ -610,6 +619,21 @@ fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
         .enumerate()
         .map(|(i, r)| r.unwrap_or_else(|| panic!("par_map: item {i} was never processed")))
         .collect()
+}
+
+/// Leaves the credential files out of `files` (a folder's search never reads them:
+/// reading one asks first, which only a call naming the file does), and counts them.
+pub fn without_credentials<'a>(
+    files: Vec<&'a Found>,
+    credential_files: &CredentialFiles,
+) -> (Vec<&'a Found>, usize) {
+    let before = files.len();
+    let kept: Vec<&Found> = files
+        .into_iter()
+        .filter(|f| !credential_files.matches(&f.rel))
+        .collect();
+    let left_out = before - kept.len();
+    (kept, left_out)
 }
 
 /// Sniffs `files` and keeps those worth a content search (text, within the size
@@ -1068,10 +1092,20 @@ mod tests {
             binary: 2,
             too_big: 1,
             unreadable: 0,
+            credentials: 0,
         };
         assert_eq!(
             s.note(10).unwrap(),
             "(skipped: 2 binary files, 1 file over read_file_bytes_max = 10 bytes)"
+        );
+        let s = Skipped {
+            unreadable: 1,
+            credentials: 2,
+            ..Skipped::default()
+        };
+        assert_eq!(
+            s.note(10).unwrap(),
+            "(skipped: 1 file unreadable, 2 credential files (reading one asks first))"
         );
         assert_eq!(Skipped::default().note(10), None);
     }

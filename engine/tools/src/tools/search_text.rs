@@ -68,7 +68,8 @@ impl TypedTool for SearchText {
             .filter(|f| glob.as_ref().is_none_or(|g| g.matches(&f.rel, "")))
             .filter(|f| extensions.as_ref().is_none_or(|e| e.matches(&f.rel)))
             .collect();
-        let report = search::search(
+        let (files, credentials) = search::without_credentials(files, ctx.credential_files);
+        let mut report = search::search(
             &LineSearch {
                 matcher: &matcher,
                 context,
@@ -78,6 +79,7 @@ impl TypedTool for SearchText {
             },
             &files,
         );
+        report.skipped.credentials = credentials;
         notes.extend(walked.notes(root.display()));
         let hint = if hidden {
             ""

@@ -5,6 +5,7 @@ use serde::Deserialize;
 
 use crate::error::Result;
 use crate::shell::{self, Spec};
+use crate::tool::Asking;
 use crate::tool::{Ctx, Effects, InputError, ToolOutput, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -38,14 +39,14 @@ impl TypedTool for Shell {
         &self,
         input: &Input,
         _raw: &serde_json::Value,
-        root: &std::path::Path,
+        at: &Asking<'_>,
     ) -> crate::permission::Need {
         let context = if input.background {
             "\n(in the background)"
         } else {
             ""
         };
-        let analysis = cairn_core::command::analyse(&input.command, &root.to_string_lossy());
+        let analysis = cairn_core::command::analyse(&input.command, &at.root.to_string_lossy());
         crate::permission::shell_need(analysis, context)
     }
 
