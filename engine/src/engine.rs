@@ -673,14 +673,7 @@ impl Engine {
                     .unwrap_or(&target)
                     .to_string_lossy()
                     .into_owned();
-                let what = match &need {
-                    Need::Ask { detail, .. } => detail.clone(),
-                    Need::Auto => serde_json::to_string_pretty(input).unwrap_or_default(),
-                };
-                return Need::ask(
-                    format!("{tool}@{dir}"),
-                    format!("{tool} outside the workspace, in {dir}:\n{what}"),
-                );
+                return cairn_core::permission::outside_need(tool, &dir, need, input);
             }
         }
         need

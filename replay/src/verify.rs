@@ -775,7 +775,11 @@ impl Verifier {
             )
         }) {
             Some(need) if matches!(&need, Need::Ask { key: k, .. } if k == key) => need,
-            _ => Need::ask(key, detail),
+            Some(need) => match key.strip_prefix(&format!("{}@", p.tool)) {
+                Some(dir) => cairn_core::permission::outside_need(&p.tool, dir, need, &p.input),
+                None => Need::ask(key, detail),
+            },
+            None => Need::ask(key, detail),
         }
     }
 

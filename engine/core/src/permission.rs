@@ -60,6 +60,26 @@ pub fn shell_need(analysis: Analysis, context: &str) -> Need {
     }
 }
 
+/// What a call of `tool` needs when a path it names lies outside the workspace, in
+/// folder `dir`: a question for `<tool>@<dir>` showing what the call would do there
+/// (`inner`, the call's own need, or its input). A credential file outside asks every
+/// time: no grant of the folder covers it, as no grant of a tool covers one inside.
+pub fn outside_need(tool: &str, dir: &str, inner: Need, input: &serde_json::Value) -> Need {
+    let (what, credentials) = match &inner {
+        Need::Ask { key, detail, .. } => (detail.clone(), key.starts_with("read_credentials:")),
+        Need::Auto => (
+            serde_json::to_string_pretty(input).unwrap_or_default(),
+            false,
+        ),
+    };
+    Need::Ask {
+        key: format!("{tool}@{dir}"),
+        detail: format!("{tool} outside the workspace, in {dir}:\n{what}"),
+        guarded: credentials,
+        command: None,
+    }
+}
+
 /// The files that usually hold credentials, as glob patterns, each with what it holds.
 /// Reading one asks first, even inside the workspace (the thoth seed's rule, widened
 /// from `.env*`, `*.pem`, `*.key`, `id_rsa` to the files of common tools). The

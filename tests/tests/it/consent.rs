@@ -289,3 +289,29 @@ fn an_outside_folder_allowed_for_good_covers_its_files_not_its_subfolders() {
     );
     s.end_clean();
 }
+
+#[test]
+fn a_credential_file_in_an_outside_folder_allowed_for_good_still_asks() {
+    let mut s = session(Catalog::Thoth);
+    let outside = tempfile::tempdir().unwrap();
+    let dir = outside.path().canonicalize().unwrap();
+    std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+    std::fs::write(dir.join(".env"), "TOKEN=1\n").unwrap();
+    let read = |p: &Path| json!({"path": p.to_string_lossy()});
+    s.answer(Answer::Always);
+    let key = format!("read_file@{}", dir.display());
+    assert_eq!(
+        s.call("read_file", read(&dir.join("a.txt"))),
+        (Status::Ok, vec![key.clone()])
+    );
+    // The folder is allowed, but its credential file asks, every time, without always.
+    for _ in 0..2 {
+        assert_eq!(
+            s.call("read_file", read(&dir.join(".env"))),
+            (Status::Ok, vec![key.clone()])
+        );
+        let r = s.last_request();
+        assert!(r.guarded && !r.always_offered());
+    }
+    s.end_clean();
+}
