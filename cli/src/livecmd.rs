@@ -2,7 +2,9 @@
 //! (`cairn_engine::script::run_with`) on its own thread, the live view
 //! (`cairn_cli::view::ViewApp`) on this one; permission requests cross over as
 //! messages and their answers come back. What each call did reaches the view through
-//! the engine's observer, never by reading the log back.
+//! the engine's observer, never by reading the log back. Ctrl-C is a key in the view
+//! (it cancels the running call); SIGTERM and SIGHUP close the view and end the
+//! session.
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -244,12 +246,12 @@ fn worker(
             }
         }
     }
-    let reason = if quit {
-        "ended by the user"
-    } else {
-        "script finished"
+    let reason = match engine.stopped() {
+        Some(s) => s.reason(),
+        None if quit => "ended by the user".into(),
+        None => "script finished".into(),
     };
-    engine.end(reason).map_err(|e| cairn_cli::hint::text(&e))?;
+    engine.end(&reason).map_err(|e| cairn_cli::hint::text(&e))?;
     Ok(())
 }
 
@@ -282,6 +284,11 @@ pub fn run(
     let mut terminal = ratatui::init();
     let ui = (|| -> Result<()> {
         loop {
+            // SIGTERM or SIGHUP (Ctrl-C is a key here): the engine's thread sees it too,
+            // cancels the running call and ends the session once the view is gone.
+            if cairn_engine::signal::received().is_some() {
+                return Ok(());
+            }
             while let Ok(m) = from_engine.try_recv() {
                 app.on_msg(m);
             }

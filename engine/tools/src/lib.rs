@@ -3,7 +3,8 @@
 //! `tools/`), path resolution inside the workspace, the workspace manifest, the one
 //! process runner ([`process::Process`]: process groups, kill, capture) and the shell
 //! runtime on it, the one way a file's content is opened ([`open_regular`]: regular
-//! files only), and the [`Recorder`] that is the only writer of a session's log.
+//! files only), the signals that stop a session ([`signal`]), and the [`Recorder`]
+//! that is the only writer of a session's log.
 //!
 //! Invariants: tools know nothing of model providers or the terminal; a tool never
 //! writes the log itself (it asks its [`Ctx`] to record, which folds the event too);
@@ -31,6 +32,7 @@ mod paths;
 pub mod process;
 mod recorder;
 pub mod shell;
+pub mod signal;
 mod tool;
 pub mod tools;
 pub mod web;
