@@ -282,6 +282,20 @@ pub fn run(
     let mut app = ViewApp::new(&id);
     let t0 = Instant::now();
     let mut terminal = ratatui::init();
+    // Keys are read on a thread of their own: on a terminal that hung up, crossterm's
+    // read returns nothing forever and its poll never returns, so this thread must
+    // never wait in it, or the session would not be ended after SIGHUP.
+    let (key_tx, keys) = mpsc::channel();
+    std::thread::spawn(move || {
+        while let Ok(e) = event::read() {
+            if let event::Event::Key(k) = e
+                && k.kind == KeyEventKind::Press
+                && key_tx.send(k).is_err()
+            {
+                return;
+            }
+        }
+    });
     let ui = (|| -> Result<()> {
         loop {
             // SIGTERM or SIGHUP (Ctrl-C is a key here): the engine's thread sees it too,
@@ -303,10 +317,7 @@ pub fn run(
             if handle.is_finished() {
                 return Ok(());
             }
-            if event::poll(Duration::from_millis(100))?
-                && let event::Event::Key(k) = event::read()?
-                && k.kind == KeyEventKind::Press
-            {
+            if let Ok(k) = keys.recv_timeout(Duration::from_millis(100)) {
                 app.on_key(k);
             }
             for c in app.out.drain(..) {
@@ -323,11 +334,18 @@ pub fn run(
             }
         }
     })();
-    ratatui::restore();
+    // Not `ratatui::restore`, whose `eprintln!` panics on a terminal that hung up.
+    if let Err(e) = ratatui::try_restore() {
+        out::note(&format!("cairn: could not restore the terminal: {e}"));
+    }
     drop(cmd_tx);
     drop(answer_tx);
+    // The session is ended (by the engine's thread) before anything else, even when
+    // the terminal failed: a signal has it stop at once, else the script goes on to
+    // its end without a view.
+    let joined = handle.join();
     ui?;
-    match handle.join() {
+    match joined {
         Ok(Ok(())) => {}
         Ok(Err(e)) => anyhow::bail!("{e} (session {id})"),
         Err(_) => anyhow::bail!("the session's thread panicked (session {id})"),

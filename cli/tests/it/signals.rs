@@ -502,3 +502,104 @@ fn a_setsid_process_is_reaped_when_a_signal_ends_the_session() {
     send(&child, libc::SIGTERM);
     check_stopped(&s, finish(child), "SIGTERM", 143, &["30.107"], &["60.107"]);
 }
+
+/// `cairn run --script` in the live view, in a terminal of tmux server `name`: the
+/// pane's shell writes its pid to `pid` and becomes `cairn`, whose exit code then goes
+/// to `done`.
+fn live_view(s: &Setup, name: &str, script: &Path) -> (crate::tui::Tmux, PathBuf, PathBuf) {
+    assert!(
+        Command::new("tmux").arg("-V").output().is_ok(),
+        "tmux is missing: .ci/run installs it"
+    );
+    let base = s.home.parent().unwrap();
+    let (pid, done) = (base.join("pid"), base.join("done"));
+    let sh = format!(
+        "sh -c 'echo $$ > {}; exec env CAIRN_HOME={} {} run --script {} --workspace {} --approve always'; echo $? > {}; sleep 30",
+        pid.display(),
+        s.home.display(),
+        env!("CARGO_BIN_EXE_cairn"),
+        script.display(),
+        s.ws.display(),
+        done.display()
+    );
+    let tmux = crate::tui::Tmux(format!("{name}-{}", std::process::id()));
+    let out = tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "sh",
+        "-c",
+        &sh,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (tmux, pid, done)
+}
+
+/// The pid the pane's shell wrote (that of `cairn`, which it became).
+fn pid_in(file: &Path) -> libc::pid_t {
+    wait_until("the pid file", || {
+        std::fs::read_to_string(file).is_ok_and(|t| t.ends_with('\n'))
+    });
+    std::fs::read_to_string(file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn sigterm_ends_a_script_in_the_live_view() {
+    let s = setup();
+    let script = s.script(
+        "s.jsonl",
+        &[shell("sleep 30.108"), shell("touch not-reached")],
+    );
+    let (tmux, pid, done) = live_view(&s, "cairn-test-sigterm", &script);
+    let pid = pid_in(&pid);
+    s.wait_started("30.108");
+    // SAFETY: kill only sends a signal, to the `cairn` this test started in tmux (it
+    // runs until the signal ends it: the pane's shell waits for it).
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    wait_until("cairn's exit code", || {
+        std::fs::read_to_string(&done).is_ok_and(|t| t.ends_with('\n'))
+    });
+    assert_eq!(std::fs::read_to_string(&done).unwrap().trim(), "143");
+    let last = s.events().pop().unwrap();
+    assert_eq!(last["reason"], "signal: SIGTERM", "{}", tmux.screen());
+    assert_eq!(marked("30.108"), Vec::new());
+    assert!(!s.ws.join("not-reached").exists());
+}
+
+#[test]
+fn closing_the_terminal_ends_a_script_in_the_live_view_with_sighup() {
+    let s = setup();
+    let script = s.script("s.jsonl", &[shell("sleep 30.109")]);
+    let (tmux, pid, _) = live_view(&s, "cairn-test-sighup", &script);
+    let pid = pid_in(&pid);
+    s.wait_started("30.109");
+    // The terminal goes away: its processes get SIGHUP.
+    tmux.cmd(&["kill-server"]);
+    wait_until("cairn exits", || {
+        !Path::new(&format!("/proc/{pid}")).exists()
+            || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|t| {
+                t.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            })
+    });
+    let last = s.events().pop().unwrap();
+    assert_eq!(
+        (&last["type"], &last["reason"]),
+        (&json!("session_ended"), &json!("signal: SIGHUP"))
+    );
+    assert_eq!(marked("30.109"), Vec::new());
+}
