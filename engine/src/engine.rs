@@ -815,7 +815,12 @@ impl Engine {
         self.mcp.shutdown();
         // Everything this session started is stopped and reaped: a child left is a
         // process that escaped its command's group.
-        let orphans = cairn_tools::process::reap_orphans(grace);
+        let mut orphans = cairn_tools::process::reap_orphans(grace);
+        for o in &mut orphans {
+            for a in &mut o.argv {
+                *a = self.redactor.redact(a, &mut Counts::new()).into_owned();
+            }
+        }
         self.rec.append(&Event::SessionEnded {
             reason: reason.to_string(),
             orphans,

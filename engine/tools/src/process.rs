@@ -366,14 +366,15 @@ fn children() -> Vec<Kid> {
 
 /// A process's command line; `[name]` when it has none (it already exited).
 fn argv_of(pid: u32) -> Vec<String> {
-    let argv: Vec<String> = std::fs::read(format!("/proc/{pid}/cmdline"))
-        .unwrap_or_default()
-        .split(|&b| b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
-    if !argv.is_empty() {
-        return argv;
+    let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    if !bytes.is_empty() {
+        // Each argument ends with a NUL (a process that rewrote its title may have left
+        // the last one out); an empty argument is an argument too.
+        let body = bytes.strip_suffix(&[0]).unwrap_or(&bytes);
+        return body
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
     }
     let name = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()

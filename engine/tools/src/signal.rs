@@ -16,7 +16,7 @@
 use std::io::Read;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// How often a wait for input looks at the flag.
 pub const STOP_CHECK_MS: u64 = 50;
@@ -81,15 +81,16 @@ fn flag() -> &'static Arc<AtomicUsize> {
 /// For a command that runs a session, at its start; calling it again adds nothing.
 /// A library that does not call it keeps the default dispositions.
 pub fn install() -> std::io::Result<()> {
-    static INSTALLED: OnceLock<()> = OnceLock::new();
-    if INSTALLED.get().is_some() {
+    static INSTALLED: Mutex<bool> = Mutex::new(false);
+    let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+    if *installed {
         return Ok(());
     }
     for s in Signal::ALL {
         let n = usize::try_from(s.0).unwrap_or(usize::MAX);
         signal_hook::flag::register_usize(s.0, Arc::clone(flag()), n)?;
     }
-    let _ = INSTALLED.set(());
+    *installed = true;
     Ok(())
 }
 
