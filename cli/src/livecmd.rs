@@ -2,7 +2,9 @@
 //! (`cairn_engine::script::run_with`) on its own thread, the live view
 //! (`cairn_cli::view::ViewApp`) on this one; permission requests cross over as
 //! messages and their answers come back. What each call did reaches the view through
-//! the engine's observer, never by reading the log back.
+//! the engine's observer, never by reading the log back. Ctrl-C is a key in the view
+//! (it cancels the running call); SIGTERM and SIGHUP close the view and end the
+//! session.
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -244,12 +246,12 @@ fn worker(
             }
         }
     }
-    let reason = if quit {
-        "ended by the user"
-    } else {
-        "script finished"
+    let reason = match engine.stopped() {
+        Some(s) => s.reason(),
+        None if quit => "ended by the user".into(),
+        None => "script finished".into(),
     };
-    engine.end(reason).map_err(|e| cairn_cli::hint::text(&e))?;
+    engine.end(&reason).map_err(|e| cairn_cli::hint::text(&e))?;
     Ok(())
 }
 
@@ -280,8 +282,27 @@ pub fn run(
     let mut app = ViewApp::new(&id);
     let t0 = Instant::now();
     let mut terminal = ratatui::init();
+    // Keys are read on a thread of their own: on a terminal that hung up, crossterm's
+    // read returns nothing forever and its poll never returns, so this thread must
+    // never wait in it, or the session would not be ended after SIGHUP.
+    let (key_tx, keys) = mpsc::channel();
+    std::thread::spawn(move || {
+        while let Ok(e) = event::read() {
+            if let event::Event::Key(k) = e
+                && k.kind == KeyEventKind::Press
+                && key_tx.send(k).is_err()
+            {
+                return;
+            }
+        }
+    });
     let ui = (|| -> Result<()> {
         loop {
+            // SIGTERM or SIGHUP (Ctrl-C is a key here): the engine's thread sees it too,
+            // cancels the running call and ends the session once the view is gone.
+            if cairn_engine::signal::received().is_some() {
+                return Ok(());
+            }
             while let Ok(m) = from_engine.try_recv() {
                 app.on_msg(m);
             }
@@ -296,10 +317,7 @@ pub fn run(
             if handle.is_finished() {
                 return Ok(());
             }
-            if event::poll(Duration::from_millis(100))?
-                && let event::Event::Key(k) = event::read()?
-                && k.kind == KeyEventKind::Press
-            {
+            if let Ok(k) = keys.recv_timeout(Duration::from_millis(100)) {
                 app.on_key(k);
             }
             for c in app.out.drain(..) {
@@ -316,11 +334,18 @@ pub fn run(
             }
         }
     })();
-    ratatui::restore();
+    // Not `ratatui::restore`, whose `eprintln!` panics on a terminal that hung up.
+    if let Err(e) = ratatui::try_restore() {
+        out::note(&format!("cairn: could not restore the terminal: {e}"));
+    }
     drop(cmd_tx);
     drop(answer_tx);
+    // The session is ended (by the engine's thread) before anything else, even when
+    // the terminal failed: a signal has it stop at once, else the script goes on to
+    // its end without a view.
+    let joined = handle.join();
     ui?;
-    match handle.join() {
+    match joined {
         Ok(Ok(())) => {}
         Ok(Err(e)) => anyhow::bail!("{e} (session {id})"),
         Err(_) => anyhow::bail!("the session's thread panicked (session {id})"),

@@ -18,14 +18,15 @@ use clap::{Parser, Subcommand};
 
 /// cairn: an event-sourced engine for coding agents.
 ///
-/// Exit codes: 0 success (or clean), 1 problems found, 2 could not run.
+/// Exit codes: 0 success (or clean), 1 problems found, 2 could not run; a session
+/// stopped by SIGINT, SIGTERM or SIGHUP exits 130, 143 or 129 once it is ended.
 #[derive(Debug, Parser)]
 #[command(
     name = "cairn",
     version,
     about,
     long_about = None,
-    after_help = "Exit codes: 0 success (or clean, identical), 1 problems found (verify, replay, diff), 2 could not run. Errors go to stderr prefixed `cairn:`; a closed pipe exits 0. Colours only on a terminal, and never when NO_COLOR is set and not empty."
+    after_help = "Exit codes: 0 success (or clean, identical), 1 problems found (verify, replay, diff), 2 could not run; a session stopped by SIGINT, SIGTERM or SIGHUP is ended cleanly, then exits 130, 143 or 129. Errors go to stderr prefixed `cairn:`; a closed pipe exits 0. Colours only on a terminal, and never when NO_COLOR is set and not empty."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -343,6 +344,18 @@ enum AllowAction {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The commands that run a session end it cleanly on SIGINT, SIGTERM and SIGHUP.
+    if matches!(
+        cli.command,
+        Command::Run { .. }
+            | Command::Resume { .. }
+            | Command::Fork { .. }
+            | Command::Mcp {
+                action: McpAction::Serve { .. }
+            }
+    ) {
+        sessioncmd::prepare();
+    }
     let result = match cli.command {
         Command::Verify { path, json } if replaycmd::is_session(&path) => {
             replaycmd::verify(&path, json)
@@ -489,6 +502,16 @@ fn main() -> ExitCode {
                 .map_err(anyhow::Error::from)
         }
     };
+    // Stopped by a signal: the session is ended and synced by now; exit as a shell
+    // reports a process the signal killed (128 + its number).
+    if let Some(s) = cairn_engine::signal::received() {
+        if let Err(e) = &result
+            && !out::is_broken_pipe(e)
+        {
+            out::note(&format!("cairn: {}", out::error_text(e)));
+        }
+        return ExitCode::from(s.exit_code());
+    }
     match result {
         Ok(code) => code,
         Err(e) if out::is_broken_pipe(&e) => ExitCode::SUCCESS,

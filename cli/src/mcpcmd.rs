@@ -1,5 +1,6 @@
 //! `cairn mcp`: the project's MCP servers (add, list, remove) and `serve`.
 
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -80,14 +81,30 @@ pub fn serve(
         }
     };
     let home = Home::from_env()?;
+    // Standard input read directly (its own descriptor, no buffer of `Stdin` that
+    // `poll` would not see), through a reader that a signal ends.
+    let stdin = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .context("standard input")?;
+    let input = std::io::BufReader::new(cairn_engine::signal::Interruptible::new(
+        std::fs::File::from(stdin),
+    ));
     let head = cairn_engine::mcp::serve_session(
         &home,
         workspace,
         catalog,
         policy,
-        std::io::stdin().lock(),
+        input,
         std::io::stdout().lock(),
     )?;
-    eprintln!("cairn: mcp session ended at seq {}", head.seq);
+    match cairn_engine::signal::received() {
+        Some(s) => out::note(&format!(
+            "cairn: {} received: mcp session ended at seq {}",
+            s.name(),
+            head.seq
+        )),
+        None => out::note(&format!("cairn: mcp session ended at seq {}", head.seq)),
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,4 +1,5 @@
-//! Writing to standard output: a closed pipe (`cairn log | head`) ends quietly.
+//! Writing to standard output: a closed pipe (`cairn log | head`) ends quietly; and
+//! notes to standard error that never fail.
 
 use std::io::Write;
 
@@ -7,6 +8,15 @@ pub fn line(text: &str) -> std::io::Result<()> {
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
     stdout.write_all(b"\n")
+}
+
+/// Writes one line to standard error, where a failed write is dropped: after SIGHUP
+/// the terminal is gone, and `eprintln!` would panic before the session ends.
+pub fn note(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr
+        .write_all(text.as_bytes())
+        .and_then(|()| stderr.write_all(b"\n"));
 }
 
 /// True when `e` comes from writing to a closed pipe.

@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use cairn_engine::{Engine, Home, ResumeOptions, script};
 
 use crate::out;
-use crate::sessioncmd::{Approve, Model, approver, print_progress, session_dir};
+use crate::sessioncmd::{Approve, Model, approver, end_reason, print_progress, session_dir};
 
 fn set_approver(engine: &mut Engine, approve: Approve) {
     engine.set_approver(approver(approve));
@@ -63,11 +63,11 @@ fn continue_script(engine: &mut Engine, script_path: Option<&Path>) -> Result<()
         .with_context(|| format!("cannot read script {}", path.display()))?;
     let steps = script::parse(&text)?;
     let from = script::resume_point(engine.dir(), &steps)?;
-    eprintln!(
+    out::note(&format!(
         "script: {from} of {} steps had finished; going on from step {}",
         steps.len(),
         from + 1
-    );
+    ));
     script::run(engine, &steps[from.min(steps.len())..], print_progress)?;
     Ok(())
 }
@@ -99,7 +99,7 @@ pub fn resume(
             eprintln!("found: {}", serde_json::to_string(f)?);
         }
     }
-    if let (Some(m), Some(mut built)) = (model, built) {
+    if let (Some(m), Some(built)) = (model, built) {
         if let Err(e) = check_continuable(&engine, m.task.as_deref()) {
             engine.end("resumed and reconciled")?;
             return Err(e);
@@ -108,11 +108,15 @@ pub fn resume(
     }
     continue_script(&mut engine, script_path)?;
     let id = engine.id().to_string();
-    engine.end(if script_path.is_some() {
-        "script finished"
-    } else {
-        "resumed and reconciled"
-    })?;
+    let reason = end_reason(
+        &engine,
+        if script_path.is_some() {
+            "script finished"
+        } else {
+            "resumed and reconciled"
+        },
+    );
+    engine.end(&reason)?;
     if !json {
         out::line(&id)?;
     }
@@ -150,7 +154,8 @@ pub fn fork(
         script::run(&mut engine, &steps, print_progress)?;
     }
     let id = engine.id().to_string();
-    engine.end("forked")?;
+    let reason = end_reason(&engine, "forked");
+    engine.end(&reason)?;
     if !json {
         out::line(&id)?;
     }

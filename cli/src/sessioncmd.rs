@@ -21,7 +21,69 @@ pub fn session_dir(spec: &str) -> Result<PathBuf> {
 
 /// Prints a call's progress line as it ends.
 pub(crate) fn print_progress(o: &CallOutcome) {
-    eprintln!("{}", summary::progress(o));
+    out::note(&summary::progress(o));
+}
+
+/// Readies this process to run sessions: SIGINT, SIGTERM and SIGHUP stop the session
+/// (the running call cancelled, the session ended; `main` then exits with 128 + the
+/// signal's number), and processes that leave their command's group come back to this
+/// process to be reaped at the session's end. A failure is said, not fatal: the
+/// session runs as before.
+pub fn prepare() {
+    if let Err(e) = cairn_engine::signal::install() {
+        out::note(&format!(
+            "cairn: cannot handle signals ({e}): a signal will kill cairn without ending the session"
+        ));
+    }
+    if let Err(e) = cairn_engine::process::become_subreaper() {
+        out::note(&format!(
+            "cairn: cannot become the subreaper of the session's processes ({e}): one that leaves its command's process group will not be found at the end"
+        ));
+    }
+}
+
+/// The reason to end a session with: `reason`, or the signal that stopped it.
+pub(crate) fn end_reason(engine: &Engine, reason: &str) -> String {
+    match engine.stopped() {
+        Some(s) => {
+            out::note(&format!(
+                "cairn: {} received: the running call was cancelled; ending session {}",
+                s.name(),
+                engine.id()
+            ));
+            s.reason()
+        }
+        None => reason.to_string(),
+    }
+}
+
+/// Reads a line from standard input, or `None` at its end or once a signal arrived
+/// (the read waits with `poll`, not in a blocking `read` a signal would not end).
+pub(crate) fn read_stdin_line() -> Option<String> {
+    use std::io::Read;
+    use std::os::fd::AsFd;
+    let fd = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let mut input = cairn_engine::signal::Interruptible::new(std::fs::File::from(fd));
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    // A byte at a time, so that nothing after the line is taken from the terminal.
+    loop {
+        match input.read(&mut byte) {
+            Ok(1) => {
+                line.push(byte[0]);
+                if byte[0] == b'\n' {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            _ if line.is_empty() => return None,
+            _ => break,
+        }
+    }
+    if cairn_engine::signal::received().is_some() {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&line).into_owned())
 }
 
 /// `--approve`.
@@ -38,12 +100,12 @@ pub(crate) struct TerminalApprover;
 
 impl Approver for TerminalApprover {
     fn answer(&mut self, r: &Request) -> (Answer, bool) {
-        use std::io::{BufRead, IsTerminal, Write};
+        use std::io::{IsTerminal, Write};
         if !std::io::stdin().is_terminal() {
-            eprintln!(
+            out::note(&format!(
                 "cairn: {} needs permission for {} and there is no terminal to ask: denied (use --approve always, or \"approve\" in the script step)",
                 r.call, r.key
-            );
+            ));
             return (Answer::Deny, false);
         }
         let mut err = std::io::stderr();
@@ -55,10 +117,11 @@ impl Approver for TerminalApprover {
         loop {
             let _ = write!(err, "allow? {}: ", r.choices());
             let _ = err.flush();
-            let mut line = String::new();
-            if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
-                return (Answer::Deny, true);
-            }
+            let Some(line) = read_stdin_line() else {
+                // A signal is nobody's answer; the end of the input is a person's.
+                let by_person = cairn_engine::signal::received().is_none();
+                return (Answer::Deny, by_person);
+            };
             match line.trim() {
                 "y" | "Y" => return (Answer::Once, true),
                 "a" | "A" if r.always_offered() => return (Answer::Always, true),
@@ -99,7 +162,8 @@ pub fn run_script(
     note_refused_grants(&engine);
     let id = engine.id().to_string();
     script::run(&mut engine, &steps, print_progress)?;
-    engine.end("script finished")?;
+    let reason = end_reason(&engine, "script finished");
+    engine.end(&reason)?;
     out::line(&id)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -122,7 +186,7 @@ pub struct TaskArgs {
 /// A model provider built from the flags and the environment (shared by `run TASK`
 /// and `resume --provider`), with the key it uses.
 pub struct Model {
-    pub provider: Box<dyn cairn_engine::provider::Provider>,
+    pub provider: Box<dyn cairn_engine::provider::Provider + Send>,
     key: cairn_engine::provider::Secret,
     key_var: String,
 }
@@ -146,42 +210,44 @@ impl Model {
     /// Runs the agent loop in `engine` (after `task`, when given), ends the session
     /// and prints the answer and the session id. The key is registered as a secret
     /// first, so it never reaches the log, and scrubbed from errors.
-    pub fn drive(
-        &mut self,
-        mut engine: Engine,
-        task: Option<&str>,
-        turns_max: u32,
-    ) -> Result<ExitCode> {
+    /// A model turn being awaited is given up when a signal stops the session.
+    pub fn drive(self, mut engine: Engine, task: Option<&str>, turns_max: u32) -> Result<ExitCode> {
         use cairn_engine::agent::{self, Step};
-        if let Some(k) = self.key.expose() {
-            engine.add_secret(&self.key_var, k);
+        let Model {
+            provider,
+            key,
+            key_var,
+        } = self;
+        if let Some(k) = key.expose() {
+            engine.add_secret(&key_var, k);
         }
         let id = engine.id().to_string();
         let cfg = agent::AgentConfig {
             turns_max,
             system: None,
         };
-        let result = agent::run(
-            &mut engine,
-            self.provider.as_mut(),
-            task,
-            &cfg,
-            |step| match step {
-                Step::Turn(t) => {
-                    if !t.text.is_empty() && !t.tool_calls.is_empty() {
-                        eprintln!("model: {}", t.text.lines().next().unwrap_or(""));
-                    }
+        let mut provider = agent::Interruptible::new(provider, engine.cancel_handle());
+        let result = agent::run(&mut engine, &mut provider, task, &cfg, |step| match step {
+            Step::Turn(t) => {
+                if !t.text.is_empty() && !t.tool_calls.is_empty() {
+                    out::note(&format!("model: {}", t.text.lines().next().unwrap_or("")));
                 }
-                Step::Call(o) => print_progress(o),
-            },
-        );
+            }
+            Step::Call(o) => print_progress(o),
+        });
         match result {
             Ok(run) => {
                 let reason = match run.stop {
                     agent::Stop::Answered => "answered".to_string(),
                     agent::Stop::TurnLimit => format!("turn limit ({turns_max} turns)"),
+                    agent::Stop::Signal(_) => end_reason(&engine, ""),
                 };
                 engine.end(&reason)?;
+                if let agent::Stop::Signal(_) = run.stop {
+                    // `main` exits with the signal's code.
+                    out::line(&id)?;
+                    return Ok(ExitCode::SUCCESS);
+                }
                 if run.stop == agent::Stop::TurnLimit {
                     eprintln!(
                         "cairn: stopped at the turn limit ({turns_max} turns): raise --turns-max, or resume"
@@ -192,8 +258,9 @@ impl Model {
                 Ok(ExitCode::SUCCESS)
             }
             Err(e) => {
-                let msg = self.key.scrub(&e.to_string());
-                engine.end(&format!("stopped: {msg}"))?;
+                let msg = key.scrub(&e.to_string());
+                let reason = end_reason(&engine, &format!("stopped: {msg}"));
+                engine.end(&reason)?;
                 let msg = cairn_cli::hint::with_hint(msg, &e);
                 Err(anyhow::anyhow!("{msg} (session {id})"))
             }
@@ -202,7 +269,7 @@ impl Model {
 }
 
 pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
-    let mut model = Model::build(a.provider, &a.overrides)?;
+    let model = Model::build(a.provider, &a.overrides)?;
     let mut config = EngineConfig::new(a.catalog);
     cairn_engine::agent::fit_limits(&mut config.limits, a.context_window);
     config.check_command = a
@@ -218,7 +285,7 @@ pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let mut engine = Engine::start(&home, &a.workspace, config)?;
     engine.set_approver(approver(a.approve));
-    eprintln!("session {}", engine.id());
+    out::note(&format!("session {}", engine.id()));
     note_refused_grants(&engine);
     model.drive(engine, Some(&a.task), a.turns_max)
 }
@@ -227,10 +294,10 @@ pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
 fn note_refused_grants(engine: &Engine) {
     let n = engine.refused_grants().len();
     if n > 0 {
-        eprintln!(
+        out::note(&format!(
             "cairn: note: {n} grant{} of the allow list not honoured: no session recorded the answer behind it (cairn allow list says why)",
             if n == 1 { "" } else { "s" }
-        );
+        ));
     }
 }
 
@@ -369,7 +436,7 @@ pub fn show(spec: &str, json: bool) -> Result<ExitCode> {
                     ))?;
                 }
             }
-            Event::SessionEnded { reason } if !json => {
+            Event::SessionEnded { reason, .. } if !json => {
                 out::line(&format!("{:>6}  ended: {reason}", rec.seq))?
             }
             _ => {}

@@ -11,13 +11,22 @@
 //! three quarters of the window in characters, clamped to 4,000..=80,000 (12,000 when
 //! the window is unknown); the cap becomes the session's `output_bytes_max`, so what
 //! the log records is exactly what the model was given.
+//!
+//! A stop (a signal, [`Engine::stopped`]) ends the run before the next turn or call,
+//! with [`Stop::Signal`]; the caller ends the session. A turn being awaited is given
+//! up at once when the provider is wrapped in [`Interruptible`].
+
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::engine::{CallOutcome, Engine};
 use crate::event::Status;
 use crate::limits::Limits;
 use crate::provider::{Message, Provider, ProviderError, Request, ToolCall, Turn};
 use crate::state::{ConversationEntry, State};
-use cairn_tools::EngineError;
+use cairn_tools::signal::{self, Signal};
+use cairn_tools::{CancelHandle, EngineError};
 
 /// Model turns of one run, unless configured.
 pub const TURNS_MAX_DEFAULT: u32 = 40;
@@ -70,6 +79,9 @@ pub enum Stop {
     Answered,
     /// `turns_max` turns were taken.
     TurnLimit,
+    /// The session was stopped by a signal ([`Engine::stopped`]): the running call was
+    /// cancelled, the calls of the turn after it were not started.
+    Signal(Signal),
 }
 
 /// The outcome of a run.
@@ -216,12 +228,21 @@ pub fn run(
         answer: String::new(),
     };
     while run.turns < config.turns_max {
+        if let Some(s) = engine.stopped() {
+            run.stop = Stop::Signal(s);
+            return Ok(run);
+        }
         let messages = messages(engine.state());
-        let turn = provider.turn(&Request {
+        let turn = match provider.turn(&Request {
             system: &system,
             messages: &messages,
             tools: &tools,
-        })?;
+        }) {
+            Ok(turn) => turn,
+            // Given up on because of the stop (see [`Interruptible`]).
+            Err(_) if engine.stopped().is_some() => continue,
+            Err(e) => return Err(e.into()),
+        };
         run.turns += 1;
         let (name, model) = (provider.name().to_string(), provider.model().to_string());
         engine.model_turn(&name, &model, &turn)?;
@@ -232,12 +253,91 @@ pub fn run(
             return Ok(run);
         }
         for c in &turn.tool_calls {
+            if let Some(s) = engine.stopped() {
+                run.stop = Stop::Signal(s);
+                return Ok(run);
+            }
             let out = engine.call(&c.name, c.input.clone())?;
             run.calls += 1;
             observe(Step::Call(&out));
         }
     }
     Ok(run)
+}
+
+/// A provider whose turn is given up when the session is stopped: the turn runs on a
+/// thread of its own, and the wait for it looks at the engine's [`CancelHandle`] every
+/// [`signal::STOP_CHECK_MS`]. A blocking HTTP request cannot be cut short, so on a stop
+/// it is left to finish or fail on that thread, its answer dropped, and the turn fails
+/// with [`ProviderError::Stopped`]: a model that takes minutes to answer does not keep
+/// a stopped session waiting.
+pub struct Interruptible {
+    inner: Arc<Mutex<Box<dyn Provider + Send>>>,
+    name: String,
+    model: String,
+    cancel: CancelHandle,
+}
+
+impl Interruptible {
+    /// Wraps `inner`; `cancel` is the engine's ([`Engine::cancel_handle`]).
+    pub fn new(inner: Box<dyn Provider + Send>, cancel: CancelHandle) -> Interruptible {
+        Interruptible {
+            name: inner.name().to_string(),
+            model: inner.model().to_string(),
+            inner: Arc::new(Mutex::new(inner)),
+            cancel,
+        }
+    }
+}
+
+impl Provider for Interruptible {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn turn(&mut self, request: &Request<'_>) -> Result<Turn, ProviderError> {
+        if let Some(s) = self.cancel.stopped() {
+            return Err(ProviderError::Stopped(s.reason()));
+        }
+        let (system, messages, tools) = (
+            request.system.to_string(),
+            request.messages.to_vec(),
+            request.tools.clone(),
+        );
+        let inner = Arc::clone(&self.inner);
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            // A turn that panicked leaves the provider as it was: nothing to repair.
+            let mut p = inner.lock().unwrap_or_else(|e| e.into_inner());
+            let turn = p.turn(&Request {
+                system: &system,
+                messages: &messages,
+                tools: &tools,
+            });
+            // The receiver is gone when the turn was given up: nobody to tell.
+            let _ = tx.send(turn);
+        });
+        let tick = Duration::from_millis(signal::STOP_CHECK_MS);
+        loop {
+            match rx.recv_timeout(tick) {
+                Ok(turn) => return turn,
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(s) = self.cancel.stopped() {
+                        return Err(ProviderError::Stopped(s.reason()));
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(ProviderError::Transport(
+                        "the model request's thread ended without an answer".into(),
+                    ));
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

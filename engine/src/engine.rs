@@ -453,6 +453,14 @@ impl Engine {
         self.rt.cancel.clone()
     }
 
+    /// The signal the session was stopped by ([`CancelHandle::stop`], or one the
+    /// process received once [`cairn_tools::signal::install`] ran): the running call
+    /// was cancelled, and the driver should end the session with
+    /// [`cairn_tools::signal::Signal::reason`] rather than go on.
+    pub fn stopped(&self) -> Option<cairn_tools::signal::Signal> {
+        self.rt.cancel.stopped()
+    }
+
     /// Runs one tool call through the engine and records it.
     pub fn call(&mut self, tool: &str, input: serde_json::Value) -> Result<CallOutcome> {
         self.call_with(tool, input, None)
@@ -819,7 +827,10 @@ impl Engine {
     }
 
     /// Ends the session: records the end of finished background processes, cancels and
-    /// reaps those still running, records `session_ended`, saves a snapshot, syncs.
+    /// reaps those still running, stops the MCP servers, kills and reaps the orphans
+    /// (when this process is their subreaper, see
+    /// [`cairn_tools::process::become_subreaper`]), records `session_ended` (with the
+    /// orphans), saves a snapshot, syncs.
     pub fn end(mut self, reason: &str) -> Result<Head> {
         self.poll_background()?;
         let running: Vec<String> = self.rt.bg.keys().cloned().collect();
@@ -828,8 +839,17 @@ impl Engine {
             shell::cancel(&mut self.rec, &mut self.rt, &self.root, &id, grace)?;
         }
         self.mcp.shutdown();
+        // Everything this session started is stopped and reaped: a child left is a
+        // process that escaped its command's group.
+        let mut orphans = cairn_tools::process::reap_orphans(grace);
+        for o in &mut orphans {
+            for a in &mut o.argv {
+                *a = self.redactor.redact(a, &mut Counts::new()).into_owned();
+            }
+        }
         self.rec.append(&Event::SessionEnded {
             reason: reason.to_string(),
+            orphans,
         })?;
         self.rec.snapshot()?;
         self.rec.wait_snapshot()?;

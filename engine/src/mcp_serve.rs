@@ -2,7 +2,9 @@
 //! built-ins with their input schemas), `tools/call` through [`Engine::call`] in one
 //! recorded session per connection, `ping`. There is no terminal to ask, so permission
 //! requests are answered by the engine's approver (a policy). The session ends cleanly
-//! (`session_ended`) when the client closes stdin.
+//! (`session_ended`) when the client closes stdin, or on SIGINT, SIGTERM or SIGHUP
+//! (`signal: SIGTERM`) once [`crate::signal::install`] ran: Codex sends SIGTERM to
+//! the server's process group, Claude Code SIGINT without closing stdin.
 
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -36,10 +38,16 @@ pub fn serve_session(
     serve(engine, input, output)
 }
 
-/// Serves `engine` until `input` ends, then ends the session.
+/// Serves `engine` until `input` ends or the session is stopped by a signal
+/// ([`Engine::stopped`]: the running call is cancelled and answered, then nothing more
+/// is read), then ends the session. For the stop to end a wait for the next message,
+/// `input` reads through [`crate::signal::Interruptible`].
 pub fn serve(mut engine: Engine, mut input: impl BufRead, mut output: impl Write) -> Result<Head> {
     let mut line = Vec::new();
     loop {
+        if let Some(s) = engine.stopped() {
+            return engine.end(&s.reason());
+        }
         line.clear();
         let n = std::io::Read::take(&mut input, MESSAGE_BYTES_MAX as u64 + 1)
             .read_until(b'\n', &mut line)
@@ -48,6 +56,10 @@ pub fn serve(mut engine: Engine, mut input: impl BufRead, mut output: impl Write
                 source: e,
             })?;
         if n == 0 {
+            // The end of the input, or a read that a signal ended.
+            if let Some(s) = engine.stopped() {
+                return engine.end(&s.reason());
+            }
             break;
         }
         let text = String::from_utf8_lossy(&line);

@@ -121,7 +121,9 @@ pub fn run(
 }
 
 /// Runs the steps through the engine with `hooks` around each one; returns the
-/// outcomes of the calls that ran (fewer than the script's when a hook stopped it).
+/// outcomes of the calls that ran (fewer than the script's when a hook stopped it, or
+/// the session was stopped by a signal: [`Engine::stopped`], the running call
+/// cancelled and no step started after it).
 pub fn run_with(
     engine: &mut Engine,
     steps: &[(usize, Step)],
@@ -129,7 +131,7 @@ pub fn run_with(
 ) -> Result<Vec<CallOutcome>> {
     let mut outcomes = Vec::new();
     for (line, step) in steps {
-        if hooks.before(engine, *line, step).is_break() {
+        if engine.stopped().is_some() || hooks.before(engine, *line, step).is_break() {
             break;
         }
         match step {

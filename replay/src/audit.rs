@@ -487,7 +487,7 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                     });
                 }
             },
-            Event::SessionEnded { reason } => {
+            Event::SessionEnded { reason, .. } => {
                 end_state = EndState::Finished;
                 end_reason = Some(reason.clone());
             }

@@ -1,6 +1,6 @@
 //! The command line's integration tests, linked as one binary (as ripgrep does): the
-//! `cairn` binary run as a process, the terminal views on ratatui's test backend and in
-//! tmux, and the audit reports. Snapshots live in `snapshots/`, named after the module
+//! `cairn` binary run as a process (signals to it included), the terminal views on
+//! ratatui's test backend and in tmux, and the audit reports. Snapshots live in `snapshots/`, named after the module
 //! path (`it__audit__…`). The tests share one process, so none changes the environment
 //! or the current directory: each `cairn` child is given its own `CAIRN_HOME` and
 //! workspace, and each tmux test its own server socket.
@@ -11,4 +11,5 @@ mod common;
 mod audit;
 mod browse;
 mod cli;
+mod signals;
 mod tui;

@@ -197,10 +197,11 @@ fn ctrl_c_cancels_the_running_call_then_ends_the_session() {
     assert_eq!(app.out.drain(..).collect::<Vec<_>>(), vec![Cmd::Quit]);
 }
 
-struct Tmux(String);
+/// A tmux server of its own (named by the string) holding session `t`.
+pub(crate) struct Tmux(pub(crate) String);
 
 impl Tmux {
-    fn cmd(&self, args: &[&str]) -> std::process::Output {
+    pub(crate) fn cmd(&self, args: &[&str]) -> std::process::Output {
         Command::new("tmux")
             .arg("-L")
             .arg(&self.0)
@@ -208,10 +209,10 @@ impl Tmux {
             .output()
             .unwrap()
     }
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "t"]).stdout).into_owned()
     }
-    fn wait_for(&self, what: &str) -> String {
+    pub(crate) fn wait_for(&self, what: &str) -> String {
         let t0 = Instant::now();
         loop {
             let s = self.screen();

@@ -97,8 +97,31 @@ pub enum Event {
         findings: Vec<serde_json::Value>,
     },
     SessionEnded {
+        /// Why: `script finished`, `answered`, `signal: SIGTERM`, …
         reason: String,
+        /// Processes that had left their command's process group (`setsid`, a double
+        /// fork) and were still this session's at its end: killed and reaped.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        orphans: Vec<Orphan>,
     },
+}
+
+/// A process found at a session's end that had escaped its command's process group,
+/// so that stopping the command did not stop it (cairn is the child subreaper of its
+/// sessions: such a process is reparented to it when its parent dies). It is killed
+/// (SIGTERM, the kill grace, SIGKILL: its own group when it leads one) and reaped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Orphan {
+    pub pid: u32,
+    /// Its command line (`/proc/<pid>/cmdline`); `[name]` for one that had already
+    /// exited, whose command line is gone.
+    pub argv: Vec<String>,
+    /// How it ended, as for a command: an exit code or the signal that killed it
+    /// (neither when it could not be reaped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
 }
 
 impl Event {

@@ -555,9 +555,10 @@ fn first_record(dir: &Path) -> Result<SessionStarted> {
     }
 }
 
-/// The BLAKE3 of a file's content, `None` when it does not exist (or cannot be read).
+/// The BLAKE3 of a file's content, `None` when it does not exist (or cannot be read,
+/// or is not a regular file: a FIFO is never opened for a blocking read).
 fn file_hash(path: &Path) -> Option<Hash> {
-    let f = std::fs::File::open(path).ok()?;
+    let (f, _) = cairn_tools::open_regular(path).ok()?;
     cairn_store::hash_reader(f).ok()
 }
 

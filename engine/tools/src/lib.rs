@@ -2,7 +2,9 @@
 //! [`Registry`] of the two catalogues, every built-in tool (one type per file in
 //! `tools/`), path resolution inside the workspace, the workspace manifest, the one
 //! process runner ([`process::Process`]: process groups, kill, capture) and the shell
-//! runtime on it, and the [`Recorder`] that is the only writer of a session's log.
+//! runtime on it, the one way a file's content is opened ([`open_regular`]: regular
+//! files only), the signals that stop a session ([`signal`]), and the [`Recorder`]
+//! that is the only writer of a session's log.
 //!
 //! Invariants: tools know nothing of model providers or the terminal; a tool never
 //! writes the log itself (it asks its [`Ctx`] to record, which folds the event too);
@@ -25,10 +27,12 @@ pub mod fold;
 pub mod manifest;
 pub mod mcp_names;
 pub mod memory;
+pub mod open;
 mod paths;
 pub mod process;
 mod recorder;
 pub mod shell;
+pub mod signal;
 mod tool;
 pub mod tools;
 pub mod web;
@@ -39,6 +43,7 @@ pub use catalog::{
 };
 pub use config::EngineConfig;
 pub use error::{EngineError, Result, io_at};
+pub use open::{OpenError, open_regular};
 pub use paths::{PathError, WsPath, resolve, target};
 pub use recorder::{Observer, Recorder};
 pub use tool::{Asking, Ctx, Effects, InputError, Tool, ToolOutput, TypedTool, parse_input};

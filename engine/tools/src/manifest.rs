@@ -1,5 +1,6 @@
-//! The workspace manifest: every file the ignore rules admit, with size, mode and
-//! BLAKE3, each file's content stored as a blob. A per-project cache keyed on path,
+//! The workspace manifest: every regular file the ignore rules admit, with size, mode
+//! and BLAKE3, each file's content stored as a blob. FIFOs, sockets and devices are
+//! left out unread (opening a FIFO would wait for a writer). A per-project cache keyed on path,
 //! size and mtime (like git's index) saves re-hashing files that did not change.
 
 use std::collections::HashMap;
@@ -12,6 +13,7 @@ use cairn_store::{BlobStore, Hash};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{EngineError, Result, io_at};
+use crate::open::open_regular;
 
 /// One file of the workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -154,7 +156,7 @@ pub fn scan_cached(
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8);
-    let results: Vec<(usize, Result<ManifestEntry>)> = std::thread::scope(|scope| {
+    let results: Vec<(usize, Result<Option<ManifestEntry>>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let todo = &todo;
@@ -165,11 +167,19 @@ pub fn scan_cached(
                         .step_by(threads)
                         .map(|&i| {
                             let s = &seen[i];
-                            let r = blobs.put_file(&root.join(&s.path)).map(|b| ManifestEntry {
-                                path: s.path.clone(),
-                                size: b.len,
-                                mode: s.mode,
-                                hash: b.hash,
+                            // A file that vanished, cannot be opened, or was swapped for
+                            // a FIFO or a device since the walk is left out (`None`):
+                            // the workspace no longer has it as a readable file.
+                            let Ok((file, _)) = open_regular(&root.join(&s.path)) else {
+                                return (i, Ok(None));
+                            };
+                            let r = blobs.put_reader(file).map(|b| {
+                                Some(ManifestEntry {
+                                    path: s.path.clone(),
+                                    size: b.len,
+                                    mode: s.mode,
+                                    hash: b.hash,
+                                })
                             });
                             (i, r.map_err(EngineError::from))
                         })
@@ -185,19 +195,9 @@ pub fn scan_cached(
             .collect()
     });
     for (i, r) in results {
-        match r {
-            Ok(e) => entries[i] = Some(e),
-            // A file that vanished or cannot be read while scanning is left out: the
-            // workspace no longer has it as a readable file.
-            Err(EngineError::Store(cairn_store::Error::Io { path, .. }))
-                if path == root.join(&seen[i].path) =>
-            {
-                entries[i] = None
-            }
-            // Anything else (the blob store cannot write) fails the scan: a file left
-            // out of the manifest would make checkout and replay silently inexact.
-            Err(e) => return Err(e),
-        }
+        // An error (the blob store cannot write) fails the scan: a file left out of the
+        // manifest would make checkout and replay silently inexact.
+        entries[i] = r?;
     }
     let manifest: Vec<ManifestEntry> = entries.into_iter().flatten().collect();
     let racy = |mtime_ns: i64| mtime_ns >= started_ns.saturating_sub(RACY_NS);
@@ -293,6 +293,23 @@ mod tests {
             std::fs::write(ws.path().join(p), body).unwrap();
         }
         ws
+    }
+
+    #[test]
+    fn special_files_are_left_out_unread() {
+        let ws = workspace(&[("a.txt", "a")]);
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            ws.path().join("fifo"),
+            rustix::fs::Mode::from(0o600),
+        )
+        .unwrap();
+        let _sock = std::os::unix::net::UnixListener::bind(ws.path().join("sock")).unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let blobs = BlobStore::open(&home.path().join("blobs")).unwrap();
+        let m = scan(ws.path(), &blobs, &home.path().join("cache")).unwrap();
+        let paths: Vec<&str> = m.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["a.txt"]);
     }
 
     #[test]

@@ -17,6 +17,11 @@
 //!
 //! Processes found running at resume are not children of this engine; [`alive`],
 //! [`start_time`] and [`stop_adopted`] handle them through `/proc`.
+//!
+//! A process that leaves its group (`setsid`, a double fork) escapes a group kill. A
+//! command that runs sessions makes itself their subreaper ([`become_subreaper`]), so
+//! such a process comes back to it as a child when its parent dies, and
+//! [`reap_orphans`] kills and reaps those at a session's end.
 
 use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -225,6 +230,7 @@ impl Process {
         killpg(self.pid, libc::SIGKILL);
         let status = self.child.wait();
         self.reaped = Some(status.as_ref().ok().copied());
+        reap_group(self.child.id());
         status
     }
 
@@ -313,6 +319,210 @@ pub fn stop_adopted(pid: u32, start_time: u64, grace_ms: u64) {
         killpg(pgid, libc::SIGKILL);
         gone_by(Instant::now() + Duration::from_secs(5));
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Orphans: processes that left their command's process group.
+
+/// Makes this process the child subreaper of its descendants
+/// (`PR_SET_CHILD_SUBREAPER`): a process that left its command's group (`setsid`, a
+/// double fork) and lost its parent is reparented to this process instead of init, so
+/// that [`reap_orphans`] finds it at the session's end. For a command that runs a
+/// session, at its start.
+pub fn become_subreaper() -> std::io::Result<()> {
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
+    Ok(())
+}
+
+/// A child of this process as `/proc` shows it.
+#[derive(Debug, Clone, Copy)]
+struct Kid {
+    pid: u32,
+    pgid: u32,
+}
+
+/// The children of this process (what `/proc/<pid>/stat` says has this process as
+/// its parent), in pid order.
+fn children() -> Vec<Kid> {
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut kids: Vec<Kid> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let rest = &text[text.rfind(')')? + 1..];
+            let mut fields = rest.split_whitespace().skip(1);
+            let ppid: u32 = fields.next()?.parse().ok()?;
+            let pgid: u32 = fields.next()?.parse().ok()?;
+            (ppid == me).then_some(Kid { pid, pgid })
+        })
+        .collect();
+    kids.sort_by_key(|k| k.pid);
+    kids
+}
+
+/// A process's command line; `[name]` when it has none (it already exited).
+fn argv_of(pid: u32) -> Vec<String> {
+    let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    if !bytes.is_empty() {
+        // Each argument ends with a NUL (a process that rewrote its title may have left
+        // the last one out); an empty argument is an argument too.
+        let body = bytes.strip_suffix(&[0]).unwrap_or(&bytes);
+        return body
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+    }
+    let name = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|t| Some(t[t.find('(')? + 1..t.rfind(')')?].to_string()))
+        .unwrap_or_default();
+    vec![format!("[{name}]")]
+}
+
+/// Signals a child: its whole group when it leads one (a `setsid` made it so), else
+/// itself. The child is unreaped, so neither its pid nor its group id can have been
+/// reused by a stranger.
+fn signal_kid(kid: Kid, signal: rustix::process::Signal) {
+    let Some(pid) = i32::try_from(kid.pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return;
+    };
+    // It may be gone already (a zombie takes no signal): nothing to do then.
+    let _ = if kid.pgid == kid.pid {
+        rustix::process::kill_process_group(pid, signal)
+    } else {
+        rustix::process::kill_process(pid, signal)
+    };
+}
+
+/// Reaps what is left of a process group just killed with SIGKILL: members whose parent
+/// died before them come back to this process (the subreaper) as zombies. Reaped here,
+/// they are not taken for orphans at the session's end: they did not leave the group,
+/// and died with it. Waits until the group is empty, two seconds at most; without the
+/// subreaper they go to init, and there is nothing to do.
+fn reap_group(pgid: u32) {
+    if !matches!(rustix::process::child_subreaper(), Ok(Some(_))) {
+        return;
+    }
+    let Some(group) = i32::try_from(pgid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return;
+    };
+    let until = Instant::now() + Duration::from_secs(2);
+    let mut nap = Duration::from_micros(100);
+    loop {
+        for kid in children().into_iter().filter(|k| k.pgid == pgid) {
+            // A member still dying is reaped on a later turn.
+            reap_kid(kid, Instant::now());
+        }
+        // Signal 0 only asks whether any process (a zombie too) is still in the group.
+        let empty = matches!(
+            rustix::process::test_kill_process_group(group),
+            Err(rustix::io::Errno::SRCH)
+        );
+        if empty || Instant::now() >= until {
+            return;
+        }
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(Duration::from_millis(20));
+    }
+}
+
+/// True once the child has exited (it is a zombie waiting to be reaped, or gone).
+fn kid_exited(kid: Kid) -> bool {
+    !matches!(proc_stat(kid.pid), Some((_, false)))
+}
+
+/// Reaps a child killed with SIGKILL, waiting until `deadline` at most (a process in
+/// an uninterruptible sleep takes its time); its status, `None` if it was not reaped.
+fn reap_kid(kid: Kid, deadline: Instant) -> Option<rustix::process::WaitStatus> {
+    use rustix::process::{Pid, WaitOptions, waitpid};
+    let pid = Pid::from_raw(i32::try_from(kid.pid).ok()?)?;
+    let mut nap = Duration::from_micros(100);
+    loop {
+        match waitpid(Some(pid), WaitOptions::NOHANG) {
+            Ok(Some((_, status))) => return Some(status),
+            Ok(None) if Instant::now() < deadline => {}
+            Ok(None) => return None,
+            Err(rustix::io::Errno::INTR) => {}
+            // ECHILD: someone else reaped it.
+            Err(_) => return None,
+        }
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(Duration::from_millis(20));
+    }
+}
+
+/// Finds, kills and reaps the orphans of a session at its end: every child of this
+/// process, which by then has stopped and reaped every process it started itself (the
+/// commands, background processes and MCP servers), so any child left is a process
+/// that escaped its command's group and was reparented here ([`become_subreaper`]).
+/// SIGTERM first (to its whole group when it leads one), up to `grace_ms` for them to
+/// exit, then SIGKILL; the members of their groups are reaped with them, and children
+/// they had elsewhere come back here in turn and go the same way, within a few seconds
+/// in all.
+///
+/// Does nothing unless this process is a subreaper: without that, orphans went to
+/// init, and every child is one that some other part of this process started (a test
+/// binary runs many sessions at once) and must not be touched.
+pub fn reap_orphans(grace_ms: u64) -> Vec<crate::event::Orphan> {
+    if !matches!(rustix::process::child_subreaper(), Ok(Some(_))) {
+        return Vec::new();
+    }
+    let until = Instant::now() + Duration::from_millis(grace_ms) + Duration::from_secs(5);
+    let mut found: Vec<crate::event::Orphan> = Vec::new();
+    let mut polite = grace_ms > 0;
+    loop {
+        let kids = children();
+        if kids.is_empty() || Instant::now() >= until {
+            break;
+        }
+        for k in &kids {
+            if !found.iter().any(|o| o.pid == k.pid) {
+                found.push(crate::event::Orphan {
+                    pid: k.pid,
+                    argv: argv_of(k.pid),
+                    exit_code: None,
+                    signal: None,
+                });
+            }
+        }
+        if polite {
+            polite = false;
+            for k in &kids {
+                signal_kid(*k, rustix::process::Signal::TERM);
+            }
+            let grace_until = Instant::now() + Duration::from_millis(grace_ms);
+            let mut nap = Duration::from_micros(200);
+            while !kids.iter().all(|k| kid_exited(*k)) && Instant::now() < grace_until {
+                std::thread::sleep(nap);
+                nap = (nap * 2).min(Duration::from_millis(20));
+            }
+        }
+        for k in &kids {
+            signal_kid(*k, rustix::process::Signal::KILL);
+        }
+        for k in &kids {
+            let status = reap_kid(*k, until);
+            if let (Some(status), Some(o)) = (status, found.iter_mut().find(|o| o.pid == k.pid)) {
+                o.exit_code = status.exit_status();
+                o.signal = status.terminating_signal();
+            }
+            if k.pgid == k.pid {
+                // The members of its group died with it: not orphans of their own.
+                reap_group(k.pid);
+            }
+        }
+    }
+    found
 }
 
 // ---------------------------------------------------------------------------------------

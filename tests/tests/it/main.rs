@@ -35,6 +35,8 @@ mod replay_verify;
 mod resume_crash;
 mod resume_findings;
 mod resume_fork;
+mod signals;
+mod special_files;
 mod store_bad_input;
 mod store_blob;
 mod store_corruption;

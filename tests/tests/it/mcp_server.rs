@@ -123,7 +123,7 @@ fn the_protocol_by_hand_with_versions_errors_and_a_batch() {
     );
     let events = verified_session(home.path());
     assert!(
-        matches!(events.last(), Some(Event::SessionEnded { reason }) if reason == "mcp client disconnected")
+        matches!(events.last(), Some(Event::SessionEnded { reason, .. }) if reason == "mcp client disconnected")
     );
 }
 
@@ -198,6 +198,6 @@ fn the_python_sdk_client_reads_is_refused_an_unread_edit_and_leaves_a_verified_s
         .collect();
     assert_eq!(refusals, [None, Some(Rule::ReadBeforeEdit), None, None]);
     assert!(
-        matches!(events.last(), Some(Event::SessionEnded { reason }) if reason == "mcp client disconnected")
+        matches!(events.last(), Some(Event::SessionEnded { reason, .. }) if reason == "mcp client disconnected")
     );
 }

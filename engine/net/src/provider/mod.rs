@@ -116,6 +116,10 @@ pub enum ProviderError {
     Config(String),
     #[error("the recording has no more model turns (it had {0})")]
     Exhausted(usize),
+    /// The session was stopped (a signal) while the turn was awaited; its answer, if
+    /// one comes, is dropped.
+    #[error("stopped while waiting for the model ({0})")]
+    Stopped(String),
 }
 
 /// The API key. Its `Debug` shows only that one is set.
@@ -287,7 +291,7 @@ impl ProviderConfig {
     }
 
     /// The provider this configuration names.
-    pub fn build(self) -> Result<Box<dyn Provider>, ProviderError> {
+    pub fn build(self) -> Result<Box<dyn Provider + Send>, ProviderError> {
         Ok(match self.kind {
             Kind::Openai => Box::new(OpenAi::new(self)?),
             Kind::Anthropic => Box::new(Anthropic::new(self)?),

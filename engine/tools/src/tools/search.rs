@@ -21,6 +21,7 @@ use grep_searcher::{
     BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
 };
 
+use crate::open::{self, open_regular};
 use crate::paths::WsPath;
 use crate::permission::CredentialFiles;
 use crate::tool::{Ctx, ToolOutput};
@@ -148,8 +149,10 @@ pub fn target(ctx: &Ctx<'_>, path: Option<&str>) -> Result<Target, ToolOutput> {
             kind: Kind::File,
         }))
     } else {
+        let what =
+            open::Kind::of(&meta).map_or("neither a file nor a folder", open::Kind::describe);
         Err(ToolOutput::error(format!(
-            "{} is neither a file nor a folder",
+            "{} is {what}; the search tools read regular files and folders only",
             ws.rel
         )))
     }
@@ -652,15 +655,13 @@ pub fn searchable<'a>(files: &[&'a Found], bytes_max: u64) -> (Vec<&'a Found>, S
 }
 
 fn sniff(abs: &Path, bytes_max: u64) -> Option<Skip> {
-    let Ok(meta) = std::fs::metadata(abs) else {
+    // A file that turned into a FIFO or a device since the listing is not read.
+    let Ok((file, meta)) = open_regular(abs) else {
         return Some(Skip::Unreadable);
     };
     if meta.len() > bytes_max {
         return Some(Skip::TooBig);
     }
-    let Ok(file) = std::fs::File::open(abs) else {
-        return Some(Skip::Unreadable);
-    };
     let mut head = Vec::with_capacity(text::SNIFF_BYTES);
     if file
         .take(text::SNIFF_BYTES as u64)
@@ -778,15 +779,21 @@ fn search_file(q: &LineSearch<'_>, abs: &Path, store_max: usize) -> FileHits {
         skip: Some(s),
         ..FileHits::default()
     };
-    let Ok(meta) = std::fs::metadata(abs) else {
+    let Ok((file, meta)) = open_regular(abs) else {
         return skipped(Skip::Unreadable);
     };
     if meta.len() > q.bytes_max {
         return skipped(Skip::TooBig);
     }
-    let Ok(bytes) = std::fs::read(abs) else {
+    // At most one byte past the limit, even from a file that grows meanwhile.
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    if file
+        .take(q.bytes_max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .is_err()
+    {
         return skipped(Skip::Unreadable);
-    };
+    }
     if bytes.len() as u64 > q.bytes_max {
         return skipped(Skip::TooBig);
     }

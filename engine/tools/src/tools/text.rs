@@ -1,8 +1,11 @@
 //! Loading a file to show it to the model: confinement, size limit, binary refusal,
 //! lossy UTF-8 with a note, and numbered line output.
 
+use std::io::Read;
+
 use cairn_store::Hash;
 
+use crate::open::{Kind, OpenError, open_regular};
 use crate::paths::WsPath;
 use crate::tool::{Ctx, ToolOutput};
 
@@ -36,26 +39,40 @@ pub fn lines(text: &str) -> Vec<&str> {
 /// Loads `path` for reading, or the answer that explains why not.
 pub fn load(ctx: &Ctx<'_>, path: &str, how_to_narrow: &str) -> Result<TextFile, ToolOutput> {
     let ws = ctx.resolve(path)?;
-    let meta = std::fs::metadata(&ws.abs).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ToolOutput::error(format!("no such file: {}", ws.rel)),
-        _ => ToolOutput::error(format!("cannot read {}: {e}", ws.rel)),
-    })?;
-    if meta.is_dir() {
-        return Err(ToolOutput::error(format!(
-            "{} is a directory, not a file; list it instead",
-            if ws.rel.is_empty() { "." } else { &ws.rel }
-        )));
-    }
-    if meta.len() > ctx.limits.read_file_bytes_max {
-        return Err(ToolOutput::error(format!(
-            "{} is {} bytes, over read_file_bytes_max ({} bytes); {how_to_narrow}",
+    let shown = if ws.rel.is_empty() { "." } else { &ws.rel };
+    let (file, meta) = match open_regular(&ws.abs) {
+        Ok(opened) => opened,
+        Err(OpenError::NotRegular(Kind::Directory)) => {
+            return Err(ToolOutput::error(format!(
+                "{shown} is a directory, not a file; list it instead"
+            )));
+        }
+        Err(OpenError::NotRegular(kind)) => return Err(ToolOutput::error(kind.refusal(shown))),
+        Err(OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ToolOutput::error(format!("no such file: {}", ws.rel)));
+        }
+        Err(OpenError::Io(e)) => {
+            return Err(ToolOutput::error(format!("cannot read {}: {e}", ws.rel)));
+        }
+    };
+    let bytes_max = ctx.limits.read_file_bytes_max;
+    let too_big = |len: u64| {
+        ToolOutput::error(format!(
+            "{} is {len} bytes, over read_file_bytes_max ({bytes_max} bytes); {how_to_narrow}",
             ws.rel,
-            meta.len(),
-            ctx.limits.read_file_bytes_max
-        )));
+        ))
+    };
+    if meta.len() > bytes_max {
+        return Err(too_big(meta.len()));
     }
-    let bytes = std::fs::read(&ws.abs)
+    // At most one byte past the limit is read, even from a file that grows meanwhile.
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(bytes_max.saturating_add(1))
+        .read_to_end(&mut bytes)
         .map_err(|e| ToolOutput::error(format!("cannot read {}: {e}", ws.rel)))?;
+    if bytes.len() as u64 > bytes_max {
+        return Err(too_big(bytes.len() as u64));
+    }
     if is_binary(&bytes) {
         return Err(ToolOutput::error(format!(
             "{} is a binary file ({} bytes); the read tools show text only",

@@ -3,7 +3,7 @@
 //! near-miss matching of `old_string`, and the atomic install that is recorded before
 //! and after it happens (a `file_write` with status `intent`, then `ok` or `failed`).
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -12,6 +12,7 @@ use cairn_store::Hash;
 use crate::diff;
 use crate::error::Result;
 use crate::event::{Event, FileWrite, WriteOp, WriteStatus};
+use crate::open::{Kind, OpenError, open_regular};
 use crate::paths::WsPath;
 use crate::tool::{Ctx, ToolOutput};
 use crate::tools::text;
@@ -26,23 +27,28 @@ pub struct Current {
 /// The file at `ws` as it is now (`None` when it does not exist), or the answer
 /// explaining why it cannot be written.
 pub fn current(ws: &WsPath) -> Result<Option<Current>, ToolOutput> {
-    match std::fs::metadata(&ws.abs) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(ToolOutput::error(format!("cannot read {}: {e}", ws.rel))),
-        Ok(m) if m.is_dir() => Err(ToolOutput::error(format!(
-            "{} is a directory, not a file",
-            if ws.rel.is_empty() { "." } else { &ws.rel }
-        ))),
-        Ok(m) => {
-            let bytes = std::fs::read(&ws.abs)
-                .map_err(|e| ToolOutput::error(format!("cannot read {}: {e}", ws.rel)))?;
-            Ok(Some(Current {
-                hash: Hash::of(&bytes),
-                bytes,
-                mode: m.permissions().mode() & 0o7777,
-            }))
+    let shown = if ws.rel.is_empty() { "." } else { &ws.rel };
+    let (mut file, meta) = match open_regular(&ws.abs) {
+        Ok(opened) => opened,
+        Err(OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(OpenError::Io(e)) => {
+            return Err(ToolOutput::error(format!("cannot read {}: {e}", ws.rel)));
         }
-    }
+        Err(OpenError::NotRegular(Kind::Directory)) => {
+            return Err(ToolOutput::error(format!(
+                "{shown} is a directory, not a file"
+            )));
+        }
+        Err(OpenError::NotRegular(kind)) => return Err(ToolOutput::error(kind.refusal(shown))),
+    };
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.read_to_end(&mut bytes)
+        .map_err(|e| ToolOutput::error(format!("cannot read {}: {e}", ws.rel)))?;
+    Ok(Some(Current {
+        hash: Hash::of(&bytes),
+        bytes,
+        mode: meta.permissions().mode() & 0o7777,
+    }))
 }
 
 /// Normalises a string for the near-miss match: trailing white space dropped, smart
