@@ -284,6 +284,7 @@ mod tests {
                 tool: "shell".into(),
                 input: serde_json::json!({}),
                 mcp: None,
+                observed: None,
             },
         );
         let msgs = messages(&state);

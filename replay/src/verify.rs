@@ -443,7 +443,11 @@ impl Verifier {
                 }
             }
             Event::ToolStarted {
-                call, tool, input, ..
+                call,
+                tool,
+                input,
+                observed,
+                ..
             } => {
                 self.report.calls += 1;
                 let expected = format!("c{}", self.state.calls_started + 1);
@@ -461,6 +465,7 @@ impl Verifier {
                         tool,
                         input,
                         recorded_input_bytes(input),
+                        observed.as_ref(),
                         || t.validate(input),
                     )
                 });
@@ -611,20 +616,32 @@ impl Verifier {
                 format!("write to {:?}: not a normalised workspace path", w.path),
             );
         }
-        // What the fold knew of the file before this write.
-        if let Some(k) = self.state.files.get(&w.path) {
-            let before = w.before.map(|b| b.hash.0);
-            if k.hash.is_some() && before != k.hash {
-                self.problem(
-                    ProblemKind::FileWrite,
-                    format!(
-                        "write to {}: before hash {} but the fold knew {}",
-                        w.path,
-                        w.before.map_or("none".into(), |b| b.hash.short(16)),
-                        k.hash.map_or("none".into(), |h| Hash(h).short(16))
-                    ),
-                );
-            }
+        // What the fold knew of the file before this write: for a tool's write, the
+        // content the session last saw (read, wrote or observed), which the tool found
+        // on disk; for a change a scan found, the workspace as the log's writes left
+        // it, which is what the scan compares with (a read may have seen the change
+        // first: the scan still records it, from the content written last).
+        let known = match w.op {
+            WriteOp::External => self
+                .state
+                .ws_changes
+                .get(&w.path)
+                .and_then(|f| f.as_ref().map(|f| f.hash)),
+            _ => self.state.files.get(&w.path).and_then(|k| k.hash),
+        };
+        let before = w.before.map(|b| b.hash.0);
+        if let Some(known) = known
+            && before != Some(known)
+        {
+            self.problem(
+                ProblemKind::FileWrite,
+                format!(
+                    "write to {}: before hash {} but the fold knew {}",
+                    w.path,
+                    w.before.map_or("none".into(), |b| b.hash.short(16)),
+                    Hash(known).short(16)
+                ),
+            );
         }
         let Some(call) = w.call.clone() else {
             return;
@@ -876,8 +893,8 @@ impl Verifier {
                 self,
                 match d.rule {
                     Rule::Repeat => format!(
-                        "recorded {status}, but the fold says this exact call was already made {} times (repeat_calls_max {}): it should have been blocked",
-                        p.repeats, limits.repeat_calls_max
+                        "recorded {status}, but the fold says this exact call was already made {} times (repeat_calls_max {}) and its answer could not have changed: it should have been blocked ({})",
+                        p.repeats, limits.repeat_calls_max, d.message
                     ),
                     rule => format!(
                         "recorded {status}, but {} refuses it: {}",
@@ -889,9 +906,13 @@ impl Verifier {
             (Decision::Allow, Some(r)) if admission(r) => wrong(
                 self,
                 match r.rule {
-                    Rule::Repeat => format!(
+                    Rule::Repeat if p.repeats < limits.repeat_calls_max => format!(
                         "blocked as a repeat, but the fold counts {} earlier identical calls (repeat_calls_max {})",
                         p.repeats, limits.repeat_calls_max
+                    ),
+                    Rule::Repeat => format!(
+                        "blocked as a repeat, but its answer could have changed since the last identical call ({}): a file it depends on differs from what the log last showed, or a background process was running",
+                        p.repeats
                     ),
                     _ => "refused as bad input, but the input is within input_bytes_max and matches the tool's schema".into(),
                 },

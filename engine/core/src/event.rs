@@ -40,6 +40,11 @@ pub enum Event {
         /// For a tool of an MCP server: the server and the tool's own name.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mcp: Option<McpRef>,
+        /// The file the call's answer depends on, as it was when the call was
+        /// admitted: recorded when the repeat rule needed it (see
+        /// `decide::repeat`), so that verify decides on the same fact.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        observed: Option<Observed>,
     },
     PermissionRequested {
         call: String,
@@ -199,6 +204,17 @@ pub struct Parent {
     pub session: String,
     pub seq: u64,
     pub hash: Hash,
+}
+
+/// What one file held when a call was admitted: the fact the repeat rule decides on
+/// for a call whose answer depends on that file alone (it names one path, and the path
+/// is not a folder).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observed {
+    /// Workspace-relative, `/`-separated, as the fold counts the call's path.
+    pub path: String,
+    /// BLAKE3 of its content; `None` when it is not a regular file (missing, say).
+    pub hash: Option<Hash>,
 }
 
 /// A permission answer.
