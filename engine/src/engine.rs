@@ -31,7 +31,9 @@ use cairn_tools::{McpTool, Registry};
 mod resume;
 pub use cairn_core::decide::cap_output;
 pub use cairn_tools::EngineConfig;
-pub use resume::{Finding, InterruptedOutcome, ResumeOptions, ResumeReport, inherit};
+pub use resume::{
+    Finding, GoOn, InterruptedOutcome, Rerun, ResumeOptions, ResumeReport, ScriptPoint, inherit,
+};
 
 /// The result of one call. What else the call recorded (its reads, writes, commands)
 /// reaches an observer set with [`Engine::set_observer`] as it is appended.

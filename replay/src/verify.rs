@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 use cairn_core::Limits;
 use cairn_core::decide::{self, Answered as Outcome, Decision, Permission};
 use cairn_core::event::{
-    Answer, AnswerSource, Event, ExecStatus, FileWrite, ProcKind, Refusal, Rule, ShellEnd,
-    ShellExec, Status, ToolFinished, WebFetched, WriteOp, WriteStatus,
+    Answer, AnswerSource, Event, ExecStatus, FileWrite, InterruptedStep, ProcKind, Refusal, Rule,
+    ShellEnd, ShellExec, Status, ToolFinished, WebFetched, WriteOp, WriteStatus,
 };
 use cairn_core::permission::Need;
 use cairn_core::state::State;
@@ -289,6 +289,9 @@ struct Verifier {
     /// The session names a parent: a replay, whose calls may be answered from the
     /// recording without their permission records.
     has_parent: bool,
+    /// Calls that ended `interrupted`, and their tools: what a resume may list as an
+    /// interrupted step.
+    interrupted: HashMap<String, String>,
 }
 
 impl Verifier {
@@ -313,6 +316,7 @@ impl Verifier {
             ended_at: None,
             after_end: Vec::new(),
             has_parent: false,
+            interrupted: HashMap::new(),
         }
     }
 
@@ -420,6 +424,9 @@ impl Verifier {
         }
         self.after_end(&rec.event);
         match &rec.event {
+            Event::SessionResumed {
+                interrupted_steps, ..
+            } => self.interrupted_steps(interrupted_steps),
             Event::SessionStarted(s) => {
                 self.report.session = Some(s.id.clone());
                 self.has_parent = s.parent.is_some();
@@ -829,6 +836,9 @@ impl Verifier {
         if let Some(d) = &p.denied {
             self.denied.insert(f.call.clone(), d.clone());
         }
+        if f.status == Status::Interrupted {
+            self.interrupted.insert(f.call.clone(), p.tool.clone());
+        }
         let Some(tool) = self.registry.get(&p.tool) else {
             // A tool of another catalog or a newer cairn: its rules are not known here.
             if f.status != Status::Error {
@@ -1017,6 +1027,36 @@ impl Verifier {
                     );
                 }
             }
+        }
+    }
+
+    /// Each step a resume decided about is a call that ended interrupted, of a tool
+    /// that runs commands.
+    fn interrupted_steps(&mut self, steps: &[InterruptedStep]) {
+        for s in steps {
+            let what = match self.interrupted.get(&s.call) {
+                None => format!(
+                    "session_resumed decides about step {} (call {}), but that call did not end interrupted",
+                    s.step, s.call
+                ),
+                Some(tool) if *tool != s.tool => format!(
+                    "session_resumed names call {} a {} call, but it was a {tool} call",
+                    s.call, s.tool
+                ),
+                Some(tool)
+                    if self
+                        .registry
+                        .get(tool)
+                        .is_some_and(|t| !t.effects().runs_commands) =>
+                {
+                    format!(
+                        "session_resumed decides whether call {} runs again, but {tool} runs no command: an interrupted {tool} call always runs again",
+                        s.call
+                    )
+                }
+                Some(_) => continue,
+            };
+            self.problem(ProblemKind::Structure, what);
         }
     }
 

@@ -31,6 +31,7 @@ mod replay_verify;
 mod resume_crash;
 mod resume_findings;
 mod resume_fork;
+mod resume_interrupted;
 mod store_bad_input;
 mod store_blob;
 mod store_corruption;
