@@ -518,7 +518,7 @@ impl Engine {
         // file the answer depends on holds now (recorded in `tool_started`).
         let observed = (self.rec.state.repeat_rule == decide::RepeatRule::Facts
             && decide::repeats(&self.rec.state, tool, &recorded_input) >= limits.repeat_calls_max)
-            .then(|| self.observe(&recorded_input))
+            .then(|| self.observe(tool, &recorded_input))
             .flatten();
         // Decided on the state before this call's own records, as verify decides it:
         // the fold counts repeats of the input as recorded.
@@ -635,11 +635,15 @@ impl Engine {
     }
 
     /// What the one file a call's answer depends on holds now: `None` when the answer
-    /// depends on more (the call names no path or several, a folder, or a path outside
-    /// the workspace, which the fold does not count by the same name). A special file
-    /// is not opened (a FIFO would block): it is "not a regular file", like a missing
-    /// one.
-    fn observe(&self, input: &serde_json::Value) -> Option<Observed> {
+    /// depends on more (a tool answering from outside cairn or from a command, a call
+    /// naming no path or several, a folder, or a path outside the workspace, which the
+    /// fold does not count by the same name). A special file is not opened (a FIFO
+    /// would block): it is "not a regular file", like a missing one.
+    fn observe(&self, tool: &str, input: &serde_json::Value) -> Option<Observed> {
+        let effects = self.registry.get(tool)?.effects();
+        if effects.external || effects.runs_commands {
+            return None;
+        }
         let workspace = self.root.to_string_lossy();
         let [path] = state::named_paths(input, Some(&workspace))
             .try_into()
