@@ -61,6 +61,7 @@ fn build(base: &Path, records: u64, snapshot: bool) -> Result<PathBuf> {
             tool: "read_file".into(),
             input: serde_json::json!({"path": "a.txt", "offset": call % 7}),
             mcp: None,
+            observed: None,
         })?;
         log.append(&Event::FileRead(FileRead {
             call: id.clone(),

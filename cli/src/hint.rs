@@ -73,6 +73,11 @@ fn engine(e: &EngineError) -> Option<String> {
         EngineError::WorkspaceGone { session, .. } => format!(
             "fork the session into a new folder instead: cairn fork {session} --at SEQ --workspace DIR"
         ),
+        EngineError::NoConversation { .. } => "give a TASK for the model to start from".into(),
+        EngineError::ModelAnswered { .. } => "give a TASK to go on".into(),
+        EngineError::ScriptMismatch { .. } => {
+            "nothing was recorded: resume with the script the session ran, or without --script to only reconcile, or fork the session to run another script".into()
+        }
         EngineError::NoSessions { .. } => "run `cairn demo` or `cairn run --script FILE`".into(),
         EngineError::NoSessionMatch { .. } => {
             "give an id, a unique prefix, a session folder, or `last`; `cairn sessions` lists them"

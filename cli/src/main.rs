@@ -169,6 +169,11 @@ enum Command {
         /// The script the session was running; it goes on where it stopped.
         #[arg(long, conflicts_with = "provider")]
         script: Option<std::path::PathBuf>,
+        /// Run again a script step that was interrupted while it could run commands
+        /// (its effect is unknown). Without it, a terminal asks; without a terminal the
+        /// step is not run again.
+        #[arg(long, requires = "script")]
+        rerun_interrupted: bool,
         /// Go on with a model: openai (any OpenAI-compatible server) or anthropic.
         #[arg(long)]
         provider: Option<cairn_engine::provider::Kind>,
@@ -419,6 +424,7 @@ fn main() -> ExitCode {
             session,
             task,
             script,
+            rerun_interrupted,
             provider,
             model,
             base_url,
@@ -442,6 +448,7 @@ fn main() -> ExitCode {
                 turns_max,
             }),
             approve,
+            rerun_interrupted,
             json,
         ),
         Command::Fork {

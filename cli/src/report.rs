@@ -284,7 +284,14 @@ pub fn text(a: &Audit, paint: Paint) -> String {
 
     section(&mut o, "Interrupted calls", a.interrupted.len());
     for i in &a.interrupted {
-        let _ = writeln!(o, "seq {} {} {}: {}", i.seq, i.call, i.tool, i.outcome);
+        let _ = writeln!(
+            o,
+            "seq {} {} {}: {}",
+            i.seq,
+            i.call,
+            i.tool,
+            i.outcome_text()
+        );
     }
 
     section(&mut o, "Redactions", a.redactions.len());
@@ -504,7 +511,14 @@ pub fn markdown(a: &Audit) -> String {
 
     let _ = writeln!(o, "## Interrupted calls ({})\n", a.interrupted.len());
     for i in &a.interrupted {
-        let _ = writeln!(o, "- seq {} {} {}: {}", i.seq, i.call, i.tool, i.outcome);
+        let _ = writeln!(
+            o,
+            "- seq {} {} {}: {}",
+            i.seq,
+            i.call,
+            i.tool,
+            i.outcome_text()
+        );
     }
     let _ = writeln!(o, "## Redactions ({})\n", a.redactions.len());
     for (k, n) in &a.redactions {
@@ -959,7 +973,7 @@ pub fn html(a: &Audit) -> String {
                     i.seq.to_string(),
                     esc(&i.call),
                     esc(&i.tool),
-                    esc(&i.outcome),
+                    esc(&i.outcome_text()),
                 ]
             })
             .collect(),

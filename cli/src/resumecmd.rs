@@ -7,12 +7,20 @@
 //! a new user message when one is given. Otherwise the session is ended again once
 //! reconciled.
 //! Resuming a session that ended is allowed: `session_resumed` reopens it.
+//!
+//! What it goes on with is checked before anything is recorded: a script that is not
+//! the session's, or a model with nothing to go on with, leaves the log as it was and
+//! exits 2. A script step interrupted while it could run commands is not run again
+//! blindly: on a terminal the user is asked; without one it is skipped, unless
+//! `--rerun-interrupted` is given. What was decided is recorded and said on stderr.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use cairn_engine::{Engine, Home, ResumeOptions, script};
+use cairn_engine::event::{InterruptedStep, RerunSource};
+use cairn_engine::script::{self, InterruptedCall};
+use cairn_engine::{Engine, GoOn, Home, Rerun, ResumeOptions, ScriptPoint};
 
 use crate::out;
 use crate::sessioncmd::{Approve, Model, approver, end_reason, print_progress, session_dir};
@@ -30,45 +38,81 @@ pub struct WithModel {
     pub turns_max: u32,
 }
 
-/// Whether the model has something to go on with: a conversation whose last entry is
-/// not already the model's final answer, or a new task.
-fn check_continuable(engine: &Engine, task: Option<&str>) -> Result<()> {
-    if task.is_some() {
-        return Ok(());
-    }
-    let messages = cairn_engine::agent::messages(engine.state());
-    match messages.last() {
-        None => anyhow::bail!(
-            "session {} has no conversation to continue (it was not driven by a model): give a TASK",
-            engine.id()
-        ),
-        Some(cairn_engine::provider::Message::Assistant { tool_calls, .. })
-            if tool_calls.is_empty() =>
-        {
-            anyhow::bail!(
-                "the model had already answered in session {}: give a TASK to go on",
-                engine.id()
-            )
-        }
-        Some(_) => Ok(()),
+/// Who decides whether an interrupted step that could run commands runs again:
+/// `--rerun-interrupted`, else the user on a terminal (stdin and stderr), else nobody
+/// (it is not run again).
+fn rerun(requested: bool) -> Rerun {
+    use std::io::IsTerminal;
+    if requested {
+        Rerun::Yes
+    } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        Rerun::Ask(Box::new(|i| {
+            ask_rerun(i, &mut std::io::stdin().lock(), &mut std::io::stderr())
+        }))
+    } else {
+        Rerun::No
     }
 }
 
-/// Runs what is left of `script` (from its first unfinished step), then ends.
-fn continue_script(engine: &mut Engine, script_path: Option<&Path>) -> Result<()> {
-    let Some(path) = script_path else {
-        return Ok(());
+/// Asks on `err` whether to run `i` again; reads the answer from `input`. Only `y`
+/// or `yes` runs it again.
+fn ask_rerun(
+    i: &InterruptedCall,
+    input: &mut dyn std::io::BufRead,
+    err: &mut dyn std::io::Write,
+) -> bool {
+    let _ = write!(
+        err,
+        "step {} ({}) was interrupted while running; its effect is unknown — run it again? [y/N] ",
+        i.step,
+        i.shown()
+    );
+    let _ = err.flush();
+    let mut line = String::new();
+    if input.read_line(&mut line).unwrap_or(0) == 0 {
+        return false;
+    }
+    matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// What was decided about an interrupted step, in plain words.
+fn decided(i: &InterruptedCall, d: &InterruptedStep) -> String {
+    let what = match (d.rerun, d.decided_by) {
+        (true, RerunSource::Requested) => "running it again (--rerun-interrupted)",
+        (true, _) => "running it again, as answered",
+        (false, RerunSource::Unattended) => {
+            "not running it again: there is no terminal to ask (--rerun-interrupted runs it again)"
+        }
+        (false, _) => "not running it again, as answered",
     };
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read script {}", path.display()))?;
-    let steps = script::parse(&text)?;
-    let from = script::resume_point(engine.dir(), &steps)?;
+    format!(
+        "script: step {} (line {}, {}) was interrupted while running and its effect is unknown; {what}",
+        i.step,
+        i.line,
+        i.shown()
+    )
+}
+
+/// Runs what is left of the script from where the resume put it, then ends.
+fn continue_script(
+    engine: &mut Engine,
+    steps: &[(usize, script::Step)],
+    point: &ScriptPoint,
+) -> Result<()> {
+    if let (Some(i), Some(d)) = (&point.interrupted, &point.decision) {
+        out::note(&decided(i, d));
+    }
     out::note(&format!(
-        "script: {from} of {} steps had finished; going on from step {}",
-        steps.len(),
-        from + 1
+        "script: {} of {} steps done; going on from step {}",
+        point.from,
+        point.steps,
+        point.from + 1
     ));
-    script::run(engine, &steps[from.min(steps.len())..], print_progress)?;
+    script::run(
+        engine,
+        &steps[point.from.min(steps.len())..],
+        print_progress,
+    )?;
     Ok(())
 }
 
@@ -77,17 +121,37 @@ pub fn resume(
     script_path: Option<&Path>,
     model: Option<WithModel>,
     approve: Approve,
+    rerun_interrupted: bool,
     json: bool,
 ) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let dir = session_dir(spec)?;
-    // The provider is built before anything is recorded, so a missing key or model
-    // leaves the session as it was.
+    // The provider is built and the script read before anything is recorded, so a
+    // missing key or a bad script leaves the session as it was.
     let built = match &model {
         Some(m) => Some(Model::build(m.provider, &m.overrides)?),
         None => None,
     };
-    let (mut engine, report) = cairn_replay::resume(&home, &dir, ResumeOptions::default())?;
+    let steps = match script_path {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read script {}", path.display()))?;
+            Some(script::parse(&text)?)
+        }
+        None => None,
+    };
+    let then = match (&model, &steps) {
+        (Some(m), _) => GoOn::Model {
+            task: m.task.is_some(),
+        },
+        (None, Some(steps)) => GoOn::Script {
+            steps: steps.clone(),
+            rerun: rerun(rerun_interrupted),
+        },
+        (None, None) => GoOn::Nothing,
+    };
+    let (mut engine, report) =
+        cairn_replay::resume(&home, &dir, ResumeOptions { config: None, then })?;
     set_approver(&mut engine, approve);
     if json {
         out::line(&serde_json::to_string(&report)?)?;
@@ -100,13 +164,11 @@ pub fn resume(
         }
     }
     if let (Some(m), Some(built)) = (model, built) {
-        if let Err(e) = check_continuable(&engine, m.task.as_deref()) {
-            engine.end("resumed and reconciled")?;
-            return Err(e);
-        }
         return built.drive(engine, m.task.as_deref(), m.turns_max);
     }
-    continue_script(&mut engine, script_path)?;
+    if let (Some(steps), Some(point)) = (&steps, &report.script) {
+        continue_script(&mut engine, steps, point)?;
+    }
     let id = engine.id().to_string();
     let reason = end_reason(
         &engine,
@@ -160,4 +222,75 @@ pub fn fork(
         out::line(&id)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call() -> InterruptedCall {
+        InterruptedCall {
+            step: 2,
+            line: 3,
+            call: "c2".into(),
+            tool: "shell".into(),
+            input: serde_json::json!({"command": "touch x"}),
+        }
+    }
+
+    #[test]
+    fn only_yes_runs_an_interrupted_step_again() {
+        for (answer, again) in [
+            ("y\n", true),
+            ("Yes\n", true),
+            (" YES \n", true),
+            ("\n", false),
+            ("n\n", false),
+            ("yep\n", false),
+            ("", false),
+        ] {
+            let mut asked = Vec::new();
+            assert_eq!(
+                ask_rerun(&call(), &mut answer.as_bytes(), &mut asked),
+                again,
+                "{answer:?}"
+            );
+            assert_eq!(
+                String::from_utf8(asked).unwrap(),
+                "step 2 (shell: `touch x`) was interrupted while running; its effect is unknown — run it again? [y/N] "
+            );
+        }
+    }
+
+    #[test]
+    fn each_decision_is_said_in_plain_words() {
+        let d = |rerun, decided_by| InterruptedStep {
+            call: "c2".into(),
+            step: 2,
+            tool: "shell".into(),
+            rerun,
+            decided_by,
+        };
+        let said: Vec<String> = [
+            d(false, RerunSource::Unattended),
+            d(true, RerunSource::Requested),
+            d(true, RerunSource::User),
+            d(false, RerunSource::User),
+        ]
+        .iter()
+        .map(|x| decided(&call(), x))
+        .collect();
+        let head = "script: step 2 (line 3, shell: `touch x`) was interrupted while running and its effect is unknown; ";
+        assert_eq!(
+            said,
+            [
+                format!(
+                    "{head}not running it again: there is no terminal to ask (--rerun-interrupted runs it again)"
+                ),
+                format!("{head}running it again (--rerun-interrupted)"),
+                format!("{head}running it again, as answered"),
+                format!("{head}not running it again, as answered"),
+            ]
+        );
+    }
 }

@@ -384,6 +384,7 @@ mod tests {
                 tool: "shell".into(),
                 input: serde_json::json!({}),
                 mcp: None,
+                observed: None,
             },
         );
         let msgs = messages(&state);

@@ -11,7 +11,7 @@ use std::time::Instant;
 use cairn_store::{BlobStore, Head, LogWriter, Options, SnapshotStore};
 
 use crate::event::{
-    Answer, AnswerSource, Event, ExecStatus, FORMAT_VERSION, Inherited, Parent, Refusal,
+    Answer, AnswerSource, Event, ExecStatus, FORMAT_VERSION, Inherited, Observed, Parent, Refusal,
     SessionStarted, Status, ToolFinished,
 };
 use crate::manifest;
@@ -22,7 +22,7 @@ use crate::permission::{
 use crate::project::{Home, Project, new_session_id};
 use crate::redact::{Counts, Redactor};
 use crate::shell::{self, Runtime};
-use crate::state::{Process, State};
+use crate::state::{self, Process, State};
 use cairn_core::decide::{self, Answered, Decision, Permission};
 use cairn_tools::CancelHandle;
 use cairn_tools::Recorder;
@@ -33,7 +33,9 @@ use cairn_tools::{McpTool, Registry};
 mod resume;
 pub use cairn_core::decide::cap_output;
 pub use cairn_tools::EngineConfig;
-pub use resume::{Finding, InterruptedOutcome, ResumeOptions, ResumeReport, inherit};
+pub use resume::{
+    Finding, GoOn, InterruptedOutcome, Rerun, ResumeOptions, ResumeReport, ScriptPoint, inherit,
+};
 
 /// The result of one call. What else the call recorded (its reads, writes, commands)
 /// reaches an observer set with [`Engine::set_observer`] as it is appended.
@@ -486,6 +488,7 @@ impl Engine {
             tool: tool.to_string(),
             input,
             mcp: None,
+            observed: None,
         })?;
         let output = self.redactor.redact(output, &mut redactions).into_owned();
         self.rec.append(&Event::ToolFinished(ToolFinished {
@@ -538,6 +541,12 @@ impl Engine {
             Decision::Allow => self.redactor.redact_json(&input, &mut redactions),
             Decision::Refuse(_) => decide::oversized_input(input_bytes),
         };
+        // The repeat rule's fact, gathered only when the count is reached: what the one
+        // file the answer depends on holds now (recorded in `tool_started`).
+        let observed = (self.rec.state.repeat_rule == decide::RepeatRule::Facts
+            && decide::repeats(&self.rec.state, tool, &recorded_input) >= limits.repeat_calls_max)
+            .then(|| self.observe(tool, &recorded_input))
+            .flatten();
         // Decided on the state before this call's own records, as verify decides it:
         // the fold counts repeats of the input as recorded.
         let admit = |validate: &dyn Fn() -> std::result::Result<(), InputError>| {
@@ -547,6 +556,7 @@ impl Engine {
                 tool,
                 &recorded_input,
                 input_bytes,
+                observed.as_ref(),
                 validate,
             )
         };
@@ -563,6 +573,7 @@ impl Engine {
                 server: t.server.clone(),
                 tool: t.tool.clone(),
             }),
+            observed,
         })?;
         let output = match admitted {
             None => ToolOutput::error(format!(
@@ -653,6 +664,35 @@ impl Engine {
             refusal: output.refusal,
             elapsed_us,
         })
+    }
+
+    /// What the one file a call's answer depends on holds now: `None` when the answer
+    /// depends on more (a tool answering from outside cairn or from a command, a call
+    /// naming no path or several, a folder, or a path outside the workspace, which the
+    /// fold does not count by the same name). A special file is not opened (a FIFO
+    /// would block): it is "not a regular file", like a missing one.
+    fn observe(&self, tool: &str, input: &serde_json::Value) -> Option<Observed> {
+        let effects = self.registry.get(tool)?.effects();
+        if effects.external || effects.runs_commands {
+            return None;
+        }
+        let workspace = self.root.to_string_lossy();
+        let [path] = state::named_paths(input, Some(&workspace))
+            .try_into()
+            .ok()?;
+        let raw = input.get("path")?.as_str()?;
+        let ws = cairn_tools::resolve(&self.root, &self.home, raw).ok()?;
+        if ws.rel != path {
+            return None;
+        }
+        let hash = match std::fs::metadata(&ws.abs) {
+            Ok(m) if m.is_dir() => return None,
+            Ok(m) if m.is_file() => std::fs::File::open(&ws.abs)
+                .ok()
+                .and_then(|f| cairn_store::hash_reader(f).ok()),
+            _ => None,
+        };
+        Some(Observed { path, hash })
     }
 
     /// The call's need, widened to a `tool@folder` question when a path it names lies

@@ -44,7 +44,7 @@ pub use cairn_tools::{
     ToolOutput, TypedTool, WsPath, catalog_markdown, parse_input, resolve,
 };
 pub use engine::{
-    CallOutcome, Engine, EngineConfig, Finding, InterruptedOutcome, ResumeOptions, ResumeReport,
-    cap_output, inherit,
+    CallOutcome, Engine, EngineConfig, Finding, GoOn, InterruptedOutcome, Rerun, ResumeOptions,
+    ResumeReport, ScriptPoint, cap_output, inherit,
 };
 pub use project::{Home, Project, SessionRef, find_session};

@@ -150,19 +150,71 @@ pub fn run_with(
     Ok(outcomes)
 }
 
-/// Where a script resumes: the index of its first step that had not finished in the
-/// session at `dir`. The log's user messages and calls are matched against the steps
-/// in order; a call that ended `interrupted` (or never ended) had not finished, so the
-/// script goes on with that step (run again after a resume, its new call follows). Fails when the log's steps are not the script's.
-pub fn resume_point(dir: &std::path::Path, steps: &[(usize, Step)]) -> Result<usize> {
+/// Where a script goes on in a session, read from its log before a resume records
+/// anything (see [`resume_point`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResumePoint {
+    /// How many steps had finished: the index of the step to go on with.
+    pub done: usize,
+    /// The step at `done`, when its last call was interrupted (it never ended, or an
+    /// earlier resume ended it `interrupted`) and no resume decided about it since.
+    pub interrupted: Option<InterruptedCall>,
+}
+
+/// The interrupted call of a script step.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct InterruptedCall {
+    /// The step, from 1.
+    pub step: usize,
+    /// The step's line in the script.
+    pub line: usize,
+    pub call: String,
+    pub tool: String,
+    /// The input as `tool_started` recorded it (redacted).
+    pub input: serde_json::Value,
+}
+
+impl InterruptedCall {
+    /// The call as a person reads it: `tool: text` when the input is one string
+    /// (a command line, a path), else `tool: {input as JSON}`.
+    pub fn shown(&self) -> String {
+        let text = match self.input.as_object() {
+            Some(m) if m.len() == 1 => match m.values().next() {
+                Some(serde_json::Value::String(s)) => format!("`{s}`"),
+                _ => self.input.to_string(),
+            },
+            _ => self.input.to_string(),
+        };
+        format!("{}: {text}", self.tool)
+    }
+}
+
+/// Where a script goes on in the session at `dir`: the log's user messages and calls
+/// are matched, in order, against the steps (tool and input; an input the log holds
+/// redacted matches any). A call that ended `interrupted` (or never ended) had not
+/// finished, so the script goes on with that step, reported in
+/// [`ResumePoint::interrupted`]: a resume runs it again as a new call, unless a
+/// `session_resumed` decided not to (its `interrupted_steps`), which makes the step
+/// done. Fails, naming the step and what differs, when the log's steps are not the
+/// script's. Reads only: a resume checks this before it records anything.
+pub fn resume_point(dir: &std::path::Path, steps: &[(usize, Step)]) -> Result<ResumePoint> {
     use crate::event::{Event, Status};
     let reader = cairn_store::LogReader::open(dir)?;
     let mut done = 0usize;
-    let mut open: Option<String> = None;
-    let mismatch = |i: usize, what: String| EngineError::ScriptMismatch {
-        step: i + 1,
-        line: steps.get(i).map(|s| s.0),
-        what,
+    // The call of step `done` that started and has not finished.
+    let mut open: Option<InterruptedCall> = None;
+    // The call of step `done` that ended interrupted, and was not run again since.
+    let mut interrupted: Option<InterruptedCall> = None;
+    let mismatch = |i: usize, log_has: String| {
+        let what = match steps.get(i) {
+            Some((_, step)) => format!("is {}, but the log has {log_has}", shown_step(step)),
+            None => format!("is missing, but the log has {log_has}"),
+        };
+        EngineError::ScriptMismatch {
+            step: i + 1,
+            line: steps.get(i).map(|s| s.0),
+            what,
+        }
     };
     for r in reader.records()? {
         let r = r?;
@@ -171,29 +223,76 @@ pub fn resume_point(dir: &std::path::Path, steps: &[(usize, Step)]) -> Result<us
         };
         match rec.event {
             Event::UserMessage { text } => match steps.get(done) {
-                Some((_, Step::User(t))) if *t == text => done += 1,
-                _ => {
-                    return Err(mismatch(
-                        done,
-                        format!("but the log has user message {text:?}"),
-                    ));
+                Some((_, Step::User(t))) if *t == text => {
+                    done += 1;
+                    interrupted = None;
                 }
+                _ => return Err(mismatch(done, format!("user message {text:?}"))),
             },
-            Event::ToolStarted { call, tool, .. } => match steps.get(done) {
-                Some((_, Step::Tool { tool: t, .. })) if *t == tool => open = Some(call),
-                _ => return Err(mismatch(done, format!("but the log has a {tool} call"))),
+            Event::ToolStarted {
+                call, tool, input, ..
+            } => match steps.get(done) {
+                Some((
+                    line,
+                    Step::Tool {
+                        tool: t, input: i, ..
+                    },
+                )) if *t == tool && input_matches(&input, i) => {
+                    interrupted = None;
+                    open = Some(InterruptedCall {
+                        step: done + 1,
+                        line: *line,
+                        call,
+                        tool,
+                        input,
+                    });
+                }
+                _ => return Err(mismatch(done, format!("{tool} {input}"))),
             },
-            Event::ToolFinished(f) if open.as_deref() == Some(f.call.as_str()) => {
-                // An interrupted step is run again: a later resume's run of it follows.
-                open = None;
-                if f.status != Status::Interrupted {
+            Event::ToolFinished(f) if open.as_ref().is_some_and(|o| o.call == f.call) => {
+                if f.status == Status::Interrupted {
+                    interrupted = open.take();
+                } else {
+                    open = None;
+                    done += 1;
+                }
+            }
+            Event::SessionResumed {
+                interrupted_steps, ..
+            } => {
+                let skipped = interrupted.as_ref().is_some_and(|i| {
+                    interrupted_steps
+                        .iter()
+                        .any(|s| s.call == i.call && !s.rerun)
+                });
+                if skipped {
+                    interrupted = None;
                     done += 1;
                 }
             }
             _ => {}
         }
     }
-    Ok(done)
+    Ok(ResumePoint {
+        done,
+        interrupted: open.or(interrupted),
+    })
+}
+
+/// A step as the mismatch message shows it.
+fn shown_step(step: &Step) -> String {
+    match step {
+        Step::User(text) => format!("user message {text:?}"),
+        Step::Tool { tool, input, .. } => format!("{tool} {input}"),
+    }
+}
+
+/// Whether the input a log recorded is the script's: equal, or recorded redacted or
+/// in place of an oversized input (what it stood for is not in the log to compare).
+fn input_matches(recorded: &serde_json::Value, given: &serde_json::Value) -> bool {
+    recorded == given
+        || cairn_core::decide::oversized_input_bytes(recorded).is_some()
+        || recorded.to_string().contains("[REDACTED:")
 }
 
 #[cfg(test)]

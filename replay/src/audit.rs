@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use cairn_core::event::{
-    Answer, AnswerSource, Event, ProcKind, Rule, ShellPhase, Status, WebFetched, WriteOp,
-    WriteStatus,
+    Answer, AnswerSource, Event, InterruptedStep, ProcKind, Rule, ShellPhase, Status, WebFetched,
+    WriteOp, WriteStatus,
 };
 use cairn_store::BlobRef;
 use serde::Serialize;
@@ -250,6 +250,19 @@ pub struct InterruptedEntry {
     pub tool: String,
     /// `unfinished` (no end recorded) or the outcome decided at resume.
     pub outcome: String,
+    /// For a script step that could run commands: whether a resume ran it again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerun: Option<InterruptedStep>,
+}
+
+impl InterruptedEntry {
+    /// The outcome, and what a resume decided about running it again.
+    pub fn outcome_text(&self) -> String {
+        match &self.rerun {
+            Some(r) => format!("{}, {}", self.outcome, r.decision()),
+            None => self.outcome.clone(),
+        }
+    }
 }
 
 /// Gathers the audit of a loaded session, given its deep verification.
@@ -275,6 +288,7 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
     let mut end_state = EndState::Interrupted;
     let mut end_reason = None;
     let mut resumed = 0u32;
+    let mut reruns: HashMap<String, InterruptedStep> = HashMap::new();
     let mut open_bg: BTreeMap<String, (Option<u32>, String)> = BTreeMap::new();
 
     for r in records {
@@ -491,9 +505,14 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                 end_state = EndState::Finished;
                 end_reason = Some(reason.clone());
             }
-            Event::SessionResumed { .. } => {
+            Event::SessionResumed {
+                interrupted_steps, ..
+            } => {
                 end_state = EndState::Resumed;
                 resumed += 1;
+                for s in interrupted_steps {
+                    reruns.insert(s.call.clone(), s.clone());
+                }
             }
             _ => {}
         }
@@ -517,6 +536,7 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
             call: c.call.clone(),
             tool: c.tool.clone(),
             outcome: c.status.clone(),
+            rerun: reruns.get(&c.call).cloned(),
         })
         .collect();
     let mut calls_by_status: BTreeMap<String, u64> = BTreeMap::new();

@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 use cairn_core::Limits;
 use cairn_core::decide::{self, Answered as Outcome, Decision, Permission, Question};
 use cairn_core::event::{
-    Answer, AnswerSource, Event, ExecStatus, FileWrite, ProcKind, Refusal, Rule, ShellEnd,
-    ShellExec, Status, ToolFinished, WebFetched, WriteOp, WriteStatus,
+    Answer, AnswerSource, Event, ExecStatus, FileWrite, InterruptedStep, ProcKind, Refusal, Rule,
+    ShellEnd, ShellExec, Status, ToolFinished, WebFetched, WriteOp, WriteStatus,
 };
 use cairn_core::permission::{CredentialFiles, Need};
 use cairn_core::state::{RecordedPath, State, recorded_path};
@@ -301,6 +301,9 @@ struct Verifier {
     /// The session names a parent: a replay, whose calls may be answered from the
     /// recording without their permission records.
     has_parent: bool,
+    /// Calls that ended `interrupted`, and their tools: what a resume may list as an
+    /// interrupted step.
+    interrupted: HashMap<String, String>,
 }
 
 impl Verifier {
@@ -326,6 +329,7 @@ impl Verifier {
             ended_at: None,
             after_end: Vec::new(),
             has_parent: false,
+            interrupted: HashMap::new(),
         }
     }
 
@@ -433,6 +437,9 @@ impl Verifier {
         }
         self.after_end(&rec.event);
         match &rec.event {
+            Event::SessionResumed {
+                interrupted_steps, ..
+            } => self.interrupted_steps(interrupted_steps),
             Event::SessionStarted(s) => {
                 self.report.session = Some(s.id.clone());
                 self.has_parent = s.parent.is_some();
@@ -463,7 +470,11 @@ impl Verifier {
                 self.manifest_entries(&s.manifest);
             }
             Event::ToolStarted {
-                call, tool, input, ..
+                call,
+                tool,
+                input,
+                observed,
+                ..
             } => {
                 self.report.calls += 1;
                 let expected = format!("c{}", self.state.calls_started + 1);
@@ -481,6 +492,7 @@ impl Verifier {
                         tool,
                         input,
                         recorded_input_bytes(input),
+                        observed.as_ref(),
                         || t.validate(input),
                     )
                 });
@@ -659,20 +671,32 @@ impl Verifier {
                 format!("write to {:?}: not a workspace path: {why}", w.path),
             );
         }
-        // What the fold knew of the file before this write.
-        if let Some(k) = self.state.files.get(&w.path) {
-            let before = w.before.map(|b| b.hash.0);
-            if k.hash.is_some() && before != k.hash {
-                self.problem(
-                    ProblemKind::FileWrite,
-                    format!(
-                        "write to {}: before hash {} but the fold knew {}",
-                        w.path,
-                        w.before.map_or("none".into(), |b| b.hash.short(16)),
-                        k.hash.map_or("none".into(), |h| Hash(h).short(16))
-                    ),
-                );
-            }
+        // What the fold knew of the file before this write: for a tool's write, the
+        // content the session last saw (read, wrote or observed), which the tool found
+        // on disk; for a change a scan found, the workspace as the log's writes left
+        // it, which is what the scan compares with (a read may have seen the change
+        // first: the scan still records it, from the content written last).
+        let known = match w.op {
+            WriteOp::External => self
+                .state
+                .ws_changes
+                .get(&w.path)
+                .and_then(|f| f.as_ref().map(|f| f.hash)),
+            _ => self.state.files.get(&w.path).and_then(|k| k.hash),
+        };
+        let before = w.before.map(|b| b.hash.0);
+        if let Some(known) = known
+            && before != Some(known)
+        {
+            self.problem(
+                ProblemKind::FileWrite,
+                format!(
+                    "write to {}: before hash {} but the fold knew {}",
+                    w.path,
+                    w.before.map_or("none".into(), |b| b.hash.short(16)),
+                    Hash(known).short(16)
+                ),
+            );
         }
         let Some(call) = w.call.clone() else {
             return;
@@ -979,6 +1003,9 @@ impl Verifier {
         if let Some(d) = &p.denied {
             self.denied.insert(f.call.clone(), d.clone());
         }
+        if f.status == Status::Interrupted {
+            self.interrupted.insert(f.call.clone(), p.tool.clone());
+        }
         let Some(tool) = self.registry.get(&p.tool) else {
             // A tool of another catalog or a newer cairn: its rules are not known here.
             if f.status != Status::Error {
@@ -1043,8 +1070,8 @@ impl Verifier {
                 self,
                 match d.rule {
                     Rule::Repeat => format!(
-                        "recorded {status}, but the fold says this exact call was already made {} times (repeat_calls_max {}): it should have been blocked",
-                        p.repeats, limits.repeat_calls_max
+                        "recorded {status}, but the fold says this exact call was already made {} times (repeat_calls_max {}) and its answer could not have changed: it should have been blocked ({})",
+                        p.repeats, limits.repeat_calls_max, d.message
                     ),
                     rule => format!(
                         "recorded {status}, but {} refuses it: {}",
@@ -1056,9 +1083,13 @@ impl Verifier {
             (Decision::Allow, Some(r)) if admission(r) => wrong(
                 self,
                 match r.rule {
-                    Rule::Repeat => format!(
+                    Rule::Repeat if p.repeats < limits.repeat_calls_max => format!(
                         "blocked as a repeat, but the fold counts {} earlier identical calls (repeat_calls_max {})",
                         p.repeats, limits.repeat_calls_max
+                    ),
+                    Rule::Repeat => format!(
+                        "blocked as a repeat, but its answer could have changed since the last identical call ({}): a file it depends on differs from what the log last showed, or a background process was running",
+                        p.repeats
                     ),
                     _ => "refused as bad input, but the input is within input_bytes_max and matches the tool's schema".into(),
                 },
@@ -1163,6 +1194,36 @@ impl Verifier {
                     );
                 }
             }
+        }
+    }
+
+    /// Each step a resume decided about is a call that ended interrupted, of a tool
+    /// that runs commands.
+    fn interrupted_steps(&mut self, steps: &[InterruptedStep]) {
+        for s in steps {
+            let what = match self.interrupted.get(&s.call) {
+                None => format!(
+                    "session_resumed decides about step {} (call {}), but that call did not end interrupted",
+                    s.step, s.call
+                ),
+                Some(tool) if *tool != s.tool => format!(
+                    "session_resumed names call {} a {} call, but it was a {tool} call",
+                    s.call, s.tool
+                ),
+                Some(tool)
+                    if self
+                        .registry
+                        .get(tool)
+                        .is_some_and(|t| !t.effects().runs_commands) =>
+                {
+                    format!(
+                        "session_resumed decides whether call {} runs again, but {tool} runs no command: an interrupted {tool} call always runs again",
+                        s.call
+                    )
+                }
+                Some(_) => continue,
+            };
+            self.problem(ProblemKind::Structure, what);
         }
     }
 

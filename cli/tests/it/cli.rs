@@ -473,3 +473,132 @@ fn allow_list_reports_grants_no_session_recorded() {
         text(&out.stderr)
     );
 }
+
+/// A script run whose step 2 kills `cairn` with SIGKILL while its command runs (the
+/// first time only: it leaves `once` behind); returns the workspace and session id.
+/// The command had created `marker` before the kill.
+fn crashed_in_a_command(home: &Path, base: &Path) -> (std::path::PathBuf, String) {
+    let ws = base.join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    let script = base.join("s.jsonl");
+    std::fs::write(&script, CRASH_SCRIPT).unwrap();
+    let out = cairn(
+        home,
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--approve",
+            "always",
+        ],
+    );
+    assert_eq!(out.status.code(), None, "killed: {}", text(&out.stderr));
+    assert!(ws.join("marker").exists());
+    let out = cairn(home, &["sessions", "--json"]);
+    let first: serde_json::Value =
+        serde_json::from_str(text(&out.stdout).lines().next().unwrap()).unwrap();
+    (ws, first["id"].as_str().unwrap().to_string())
+}
+
+const CRASH_SCRIPT: &str = r#"{"tool":"read_file","input":{"path":"a.txt"}}
+{"tool":"shell","input":{"command":"touch marker; [ -e once ] || { touch once; kill -9 $PPID; sleep 5; }"}}
+{"tool":"read_file","input":{"path":"a.txt","limit":1}}
+"#;
+
+fn log_of(home: &Path, id: &str) -> Vec<u8> {
+    let out = cairn(home, &["sessions", "--json"]);
+    let line = text(&out.stdout)
+        .lines()
+        .find(|l| l.contains(id))
+        .unwrap()
+        .to_string();
+    let s: serde_json::Value = serde_json::from_str(&line).unwrap();
+    std::fs::read(Path::new(s["dir"].as_str().unwrap()).join("events.jsonl")).unwrap()
+}
+
+#[test]
+fn resume_does_not_run_an_interrupted_command_again_without_a_terminal() {
+    let home = tempfile::tempdir().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    let (ws, id) = crashed_in_a_command(home.path(), base.path());
+    std::fs::remove_file(ws.join("marker")).unwrap();
+    let script = base.path().join("s.jsonl");
+    // Another script: refused, exit 2, the log as it was.
+    let other = base.path().join("other.jsonl");
+    std::fs::write(
+        &other,
+        CRASH_SCRIPT.replace("touch marker;", "touch other;"),
+    )
+    .unwrap();
+    let before = log_of(home.path(), &id);
+    let out = cairn(
+        home.path(),
+        &["resume", &id, "--script", other.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with("cairn: the session does not follow this script: step 2 (line 2) is shell {\"command\":\"touch other;")
+            && err.contains("but the log has shell {\"command\":\"touch marker;")
+            && err.contains("(nothing was recorded: resume with the script the session ran"),
+        "{err}"
+    );
+    assert!(log_of(home.path(), &id) == before, "the log changed");
+    // The session's script, without a terminal: step 2 is not run again.
+    let out = cairn(
+        home.path(),
+        &["resume", &id, "--script", script.to_str().unwrap()],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("script: step 2 (line 2, shell: `touch marker; [ -e once ] || { touch once; kill -9 $PPID; sleep 5; }`) was interrupted while running and its effect is unknown; not running it again: there is no terminal to ask (--rerun-interrupted runs it again)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("script: 2 of 3 steps done; going on from step 3"),
+        "{err}"
+    );
+    assert!(!ws.join("marker").exists(), "step 2 ran again");
+    let out = cairn(home.path(), &["verify", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let out = cairn(home.path(), &["audit", &id]);
+    assert!(
+        text(&out.stdout).contains("c2 shell: interrupted, not run again (unattended)"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn resume_runs_an_interrupted_command_again_when_asked_to() {
+    let home = tempfile::tempdir().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    let (ws, id) = crashed_in_a_command(home.path(), base.path());
+    std::fs::remove_file(ws.join("marker")).unwrap();
+    let script = base.path().join("s.jsonl");
+    let out = cairn(
+        home.path(),
+        &[
+            "resume",
+            &id,
+            "--script",
+            script.to_str().unwrap(),
+            "--rerun-interrupted",
+            "--approve",
+            "always",
+        ],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("running it again (--rerun-interrupted)"),
+        "{err}"
+    );
+    assert!(ws.join("marker").exists(), "step 2 did not run again");
+    let out = cairn(home.path(), &["verify", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}

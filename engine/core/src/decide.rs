@@ -20,14 +20,14 @@
 //! let d = decide::input_size(limits.input_bytes_max + 1, &limits);
 //! assert_eq!(d.refused().map(|r| r.rule), Some(Rule::Input));
 //! let input = serde_json::json!({"path": "a.txt"});
-//! assert_eq!(decide::repeat(&State::default(), &limits, "read_file", &input), Decision::Allow);
+//! assert_eq!(decide::repeat(&State::default(), &limits, "read_file", &input, None), Decision::Allow);
 //! ```
 
 use cairn_store::Hash;
 use serde_json::Value;
 
 use crate::command::Guard;
-use crate::event::{Answer, AnswerSource, Refusal, Rule, Status, WriteOp};
+use crate::event::{Answer, AnswerSource, Observed, Refusal, Rule, Status, WriteOp};
 use crate::limits::Limits;
 use crate::permission::Need;
 use crate::state::{State, repeat_key};
@@ -179,39 +179,133 @@ pub fn repeats(state: &State, tool: &str, input: &Value) -> u32 {
         .map_or(0, |c| c.count)
 }
 
-/// The repeat block: a call made `repeat_calls_max` times already, with nothing
-/// changed since that could give another answer, is blocked. `input` is the input as
-/// `tool_started` records it (redacted): the fold counts those.
-pub fn repeat(state: &State, limits: &Limits, tool: &str, input: &Value) -> Decision {
+/// Which repeat rule a session runs, recorded in its configuration, so that a session
+/// verifies and replays under the rule it ran with.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum RepeatRule {
+    /// Blocked only when the answer cannot have changed, on facts (see [`repeat`]).
+    #[default]
+    Facts,
+    /// The rule of sessions recorded before facts (a configuration that names no
+    /// rule): blocked once the count is reached; counters are cleared by a user
+    /// message, and by a write to the path a call names (or any write, for a call
+    /// that names none).
+    Counted,
+}
+
+impl RepeatRule {
+    /// The rule of a configuration that names none: it was recorded before facts.
+    pub fn before_facts() -> RepeatRule {
+        RepeatRule::Counted
+    }
+}
+
+/// The repeat block: a call made `repeat_calls_max` times already ([`repeats`]: since
+/// the last change the log shows that could alter its answer) is blocked when its
+/// answer cannot have changed since. `input` is the input as `tool_started` records it
+/// (redacted): the fold counts those.
+///
+/// What "cannot have changed" rests on depends on what the answer depends on:
+///
+/// - one file (the call names one path, not a folder): `observed` is what the file
+///   holds now, which the engine hashes, only when the count is reached, and records
+///   in `tool_started`. The call is blocked only when that is what the log last
+///   showed of the file (`state.files`): a change no record announced (a background
+///   process, a program outside cairn) makes them differ, and the fold then counts
+///   afresh.
+/// - anything else (searches and listings depend on the tree; `observed` is `None`):
+///   hashing the tree is not cheap, so the rule takes what the fold knows. Every
+///   write, every command that ends and every user message clear the counters, and
+///   while a background process runs, files may change that no record shows yet:
+///   then nothing is blocked. A change made to the tree outside cairn is not seen,
+///   and the message says so.
+pub fn repeat(
+    state: &State,
+    limits: &Limits,
+    tool: &str,
+    input: &Value,
+    observed: Option<&Observed>,
+) -> Decision {
     let n = repeats(state, tool, input);
     if n < limits.repeat_calls_max {
         return Decision::Allow;
     }
-    Decision::refuse(
-        Rule::Repeat,
-        None,
-        None,
-        format!(
-            "blocked: this exact {tool} call was already made {n} times and nothing changed since that could give a different answer; use the result you have, or change the input"
-        ),
-    )
+    let advice = "use the result you have, or change the input";
+    if state.repeat_rule == RepeatRule::Counted {
+        return Decision::refuse(
+            Rule::Repeat,
+            None,
+            None,
+            format!(
+                "blocked: this exact {tool} call was already made {n} times and nothing changed since that could give a different answer; {advice}"
+            ),
+        );
+    }
+    match observed {
+        Some(o) => {
+            let now = o.hash.map(|h| h.0);
+            if state.files.get(&o.path).map(|k| k.hash) != Some(now) {
+                return Decision::Allow;
+            }
+            let same = match o.hash {
+                Some(_) => format!("{} has not changed since", o.path),
+                None => format!("{} is still not a file that can be read", o.path),
+            };
+            Decision::refuse(
+                Rule::Repeat,
+                Some(&o.path),
+                o.hash,
+                format!(
+                    "blocked: this exact {tool} call was already made {n} times and returned the same result: {same}; {advice}"
+                ),
+            )
+        }
+        None => {
+            if state.processes.values().any(|p| p.is_running()) {
+                return Decision::Allow;
+            }
+            Decision::refuse(
+                Rule::Repeat,
+                None,
+                None,
+                format!(
+                    "blocked: this exact {tool} call was already made {n} times, and since then this session saw no write, no command and no background process that could change its answer (a change made outside the session is not seen); {advice}"
+                ),
+            )
+        }
+    }
 }
 
 /// Everything the engine decides about a call of a known tool before asking for
 /// permission, in order: the input's size, its validity (`validate` is the tool's
-/// check, only run on an input of a size that may run), the repeat block. `input` is
-/// the input as recorded; `input_bytes` the size of the input as given.
+/// check, only run on an input of a size that may run), the repeat block (with the
+/// file `observed`, see [`repeat`]). `input` is the input as recorded; `input_bytes`
+/// the size of the input as given.
 pub fn admit<E: std::fmt::Display>(
     state: &State,
     limits: &Limits,
     tool: &str,
     input: &Value,
     input_bytes: usize,
+    observed: Option<&Observed>,
     validate: impl FnOnce() -> Result<(), E>,
 ) -> Decision {
     input_size(input_bytes, limits)
         .and_then(|| input_valid(validate()))
-        .and_then(|| repeat(state, limits, tool, input))
+        .and_then(|| repeat(state, limits, tool, input, observed))
 }
 
 // ---------------------------------------------------------------------------------
@@ -605,7 +699,68 @@ mod tests {
             tool: tool.into(),
             input,
             mcp: None,
+            observed: None,
         }
+    }
+
+    /// The records of one whole call `call` of `tool`: its start (with the file it
+    /// observed, if any), the read of `read` at that hash (if any), its end.
+    fn whole_call(
+        call: &str,
+        tool: &str,
+        input: &Value,
+        observed: Option<Observed>,
+        read: Option<(&str, Hash)>,
+    ) -> Vec<Event> {
+        let mut out = vec![Event::ToolStarted {
+            call: call.into(),
+            tool: tool.into(),
+            input: input.clone(),
+            mcp: None,
+            observed,
+        }];
+        if let Some((path, hash)) = read {
+            out.push(Event::FileRead(FileRead {
+                call: call.into(),
+                path: path.into(),
+                ranges: vec![(1, 1)],
+                total_lines: 1,
+                hash,
+            }));
+        }
+        out.push(Event::ToolFinished(crate::event::ToolFinished {
+            call: call.into(),
+            status: Status::Ok,
+            output: String::new(),
+            output_blob: None,
+            elapsed_us: 0,
+            refusal: None,
+            redactions: Default::default(),
+            mcp_result: None,
+        }));
+        out
+    }
+
+    fn seen(path: &str, hash: Option<Hash>) -> Observed {
+        Observed {
+            path: path.into(),
+            hash,
+        }
+    }
+
+    /// Folds `events` after `state`.
+    fn then(state: &State, events: Vec<Event>) -> State {
+        let mut s = state.clone();
+        for event in events {
+            let seq = s.last_seq.map_or(0, |q| q + 1);
+            s.apply(&Record {
+                seq,
+                ts: String::new(),
+                hash: Hash::ZERO,
+                event,
+            });
+        }
+        s
     }
 
     fn refused(rule: Rule, path: Option<&str>, observed: Option<Hash>, message: &str) -> Decision {
@@ -807,7 +962,7 @@ mod tests {
             started("read_file", input.clone()),
             started("read_file", same_reordered.clone()),
         ]);
-        let call = |s: &State| repeat(s, &limits, "read_file", &input);
+        let call = |s: &State| repeat(s, &limits, "read_file", &input, None);
         check(&once, call, Decision::Allow);
         check(
             &twice,
@@ -816,13 +971,13 @@ mod tests {
                 Rule::Repeat,
                 None,
                 None,
-                "blocked: this exact read_file call was already made 2 times and nothing changed since that could give a different answer; use the result you have, or change the input",
+                "blocked: this exact read_file call was already made 2 times, and since then this session saw no write, no command and no background process that could change its answer (a change made outside the session is not seen); use the result you have, or change the input",
             ),
         );
         // Another tool or input is another call; a user message starts afresh.
         check(
             &twice,
-            |s| repeat(s, &limits, "grep", &input),
+            |s| repeat(s, &limits, "grep", &input, None),
             Decision::Allow,
         );
         let mut after_message = twice.clone();
@@ -833,6 +988,224 @@ mod tests {
             event: Event::UserMessage { text: "go".into() },
         });
         check(&after_message, call, Decision::Allow);
+    }
+
+    #[test]
+    fn a_repeat_of_a_file_call_is_blocked_only_when_the_file_is_as_the_log_last_showed_it() {
+        let limits = Limits {
+            repeat_calls_max: 2,
+            ..Limits::default()
+        };
+        let input = json!({"path": "a"});
+        let mut events = whole_call("c1", "read_file", &input, None, Some(("a", h(1))));
+        events.extend(whole_call(
+            "c2",
+            "read_file",
+            &input,
+            None,
+            Some(("a", h(1))),
+        ));
+        let twice = fold(events);
+        let (limits, input) = (&limits, &input);
+        let call = |o: Observed| move |s: &State| repeat(s, limits, "read_file", input, Some(&o));
+        check(
+            &twice,
+            call(seen("a", Some(h(1)))),
+            refused(
+                Rule::Repeat,
+                Some("a"),
+                Some(h(1)),
+                "blocked: this exact read_file call was already made 2 times and returned the same result: a has not changed since; use the result you have, or change the input",
+            ),
+        );
+        // Changed, or deleted, with no record saying so (a background process, an
+        // editor): the answer may differ.
+        check(&twice, call(seen("a", Some(h(2)))), Decision::Allow);
+        check(&twice, call(seen("a", None)), Decision::Allow);
+        // The call that saw the change counts afresh: one more at the new content is
+        // allowed, the next is blocked.
+        let third = then(
+            &twice,
+            whole_call(
+                "c3",
+                "read_file",
+                input,
+                Some(seen("a", Some(h(2)))),
+                Some(("a", h(2))),
+            ),
+        );
+        assert_eq!(repeats(&third, "read_file", input), 1);
+        let fourth = then(
+            &third,
+            whole_call("c4", "read_file", input, None, Some(("a", h(2)))),
+        );
+        check(&fourth, call(seen("a", Some(h(2)))), {
+            refused(
+                Rule::Repeat,
+                Some("a"),
+                Some(h(2)),
+                "blocked: this exact read_file call was already made 2 times and returned the same result: a has not changed since; use the result you have, or change the input",
+            )
+        });
+        // A missing file stays missing: the same answer.
+        let gone = then(
+            &twice,
+            whole_call("c3", "read_file", input, Some(seen("a", None)), None),
+        );
+        let gone = then(&gone, whole_call("c4", "read_file", input, None, None));
+        check(
+            &gone,
+            call(seen("a", None)),
+            refused(
+                Rule::Repeat,
+                Some("a"),
+                None,
+                "blocked: this exact read_file call was already made 2 times and returned the same result: a is still not a file that can be read; use the result you have, or change the input",
+            ),
+        );
+        // A file the log never showed: nothing to compare with, so not blocked.
+        let grep = json!({"path": "b", "pattern": "x"});
+        let mut events = whole_call("c1", "grep", &grep, None, None);
+        events.extend(whole_call("c2", "grep", &grep, None, None));
+        check(
+            &fold(events),
+            |s| repeat(s, limits, "grep", &grep, Some(&seen("b", Some(h(1))))),
+            Decision::Allow,
+        );
+    }
+
+    #[test]
+    fn a_read_that_finds_new_content_before_the_limit_counts_afresh() {
+        let limits = Limits {
+            repeat_calls_max: 2,
+            ..Limits::default()
+        };
+        let input = json!({"path": "a"});
+        // The second read finds other content (changed with no record): it is the first
+        // at that content, so a third identical call is allowed.
+        let mut events = whole_call("c1", "read_file", &input, None, Some(("a", h(1))));
+        events.extend(whole_call(
+            "c2",
+            "read_file",
+            &input,
+            None,
+            Some(("a", h(2))),
+        ));
+        let s = fold(events);
+        assert_eq!(repeats(&s, "read_file", &input), 1);
+        check(
+            &s,
+            |s| {
+                repeat(
+                    s,
+                    &limits,
+                    "read_file",
+                    &input,
+                    Some(&seen("a", Some(h(2)))),
+                )
+            },
+            Decision::Allow,
+        );
+    }
+
+    #[test]
+    fn a_repeat_of_a_tree_call_is_not_blocked_while_a_background_process_runs() {
+        let limits = Limits {
+            repeat_calls_max: 2,
+            ..Limits::default()
+        };
+        let grep = json!({"pattern": "x"});
+        let mut events = whole_call("c1", "grep", &grep, None, None);
+        events.extend(whole_call("c2", "grep", &grep, None, None));
+        let twice = fold(events);
+        let call = |s: &State| repeat(s, &limits, "grep", &grep, None);
+        assert!(call(&twice).refused().is_some());
+        let bg = |phase| {
+            Event::ShellExec(crate::event::ShellExec {
+                call: "c9".into(),
+                id: Some("p1".into()),
+                argv: vec!["sleep".into(), "1".into()],
+                cwd: String::new(),
+                pid: Some(7),
+                start_time: Some(1),
+                kind: crate::event::ProcKind::Background,
+                timeout_ms: None,
+                log: None,
+                phase,
+            })
+        };
+        let running = then(&twice, vec![bg(crate::event::ShellPhase::Started)]);
+        assert_eq!(repeats(&running, "grep", &grep), 2);
+        check(&running, call, Decision::Allow);
+        // Its end clears the counters: what it changed is only partly known.
+        let ended = then(
+            &running,
+            vec![bg(crate::event::ShellPhase::Finished(
+                crate::event::ShellEnd::new(crate::event::ExecStatus::Ok),
+            ))],
+        );
+        assert_eq!(repeats(&ended, "grep", &grep), 0);
+        check(&ended, call, Decision::Allow);
+    }
+
+    #[test]
+    fn a_session_recorded_before_facts_keeps_the_counted_rule() {
+        let limits = Limits {
+            repeat_calls_max: 2,
+            ..Limits::default()
+        };
+        let started = |config: Value| {
+            Event::SessionStarted(
+                serde_json::from_value(json!({
+                    "id": "s", "format_version": 1, "engine_version": "0.1.0",
+                    "workspace": "/w", "catalog": "thoth", "tools": [],
+                    "manifest": {"hash": Hash::ZERO, "len": 0}, "manifest_files": 0,
+                    "config": config,
+                }))
+                .unwrap(),
+            )
+        };
+        let grep = json!({"pattern": "x", "path": "a"});
+        let command_end = Event::ShellExec(crate::event::ShellExec {
+            call: "c3".into(),
+            id: None,
+            argv: vec!["true".into()],
+            cwd: String::new(),
+            pid: Some(7),
+            start_time: Some(1),
+            kind: crate::event::ProcKind::Foreground,
+            timeout_ms: None,
+            log: None,
+            phase: crate::event::ShellPhase::Finished(crate::event::ShellEnd::new(
+                crate::event::ExecStatus::Ok,
+            )),
+        });
+        let session = |config: Value| {
+            let mut events = vec![started(config)];
+            events.extend(whole_call("c1", "grep", &grep, None, Some(("a", h(1)))));
+            events.extend(whole_call("c2", "grep", &grep, None, Some(("a", h(2)))));
+            events.push(command_end.clone());
+            fold(events)
+        };
+        let call = |s: &State| repeat(s, &limits, "grep", &grep, Some(&seen("a", Some(h(3)))));
+        // No rule named: recorded before facts. Neither the read of other content nor
+        // the command cleared the counter, and the fact is not looked at.
+        let before = session(json!({}));
+        assert_eq!(before.repeat_rule, RepeatRule::Counted);
+        check(
+            &before,
+            call,
+            refused(
+                Rule::Repeat,
+                None,
+                None,
+                "blocked: this exact grep call was already made 2 times and nothing changed since that could give a different answer; use the result you have, or change the input",
+            ),
+        );
+        let now = session(json!({"repeat_rule": "facts"}));
+        assert_eq!(now.repeat_rule, RepeatRule::Facts);
+        assert_eq!(repeats(&now, "grep", &grep), 0);
+        check(&now, call, Decision::Allow);
     }
 
     #[test]
@@ -872,11 +1245,11 @@ mod tests {
         let bad = || Err("invalid input for read_file: missing field `path`".to_string());
         let never = || -> Result<(), String> { panic!("an oversized input is not validated") };
         assert_eq!(
-            rule(admit(&s, &limits, "read_file", &input, 101, never)),
+            rule(admit(&s, &limits, "read_file", &input, 101, None, never)),
             Some(Rule::Input)
         );
         assert_eq!(
-            admit(&s, &limits, "read_file", &input, 10, bad),
+            admit(&s, &limits, "read_file", &input, 10, None, bad),
             refused(
                 Rule::Input,
                 None,
@@ -885,7 +1258,7 @@ mod tests {
             )
         );
         assert_eq!(
-            rule(admit(&s, &limits, "read_file", &input, 10, || Ok::<
+            rule(admit(&s, &limits, "read_file", &input, 10, None, || Ok::<
                 (),
                 String,
             >(
@@ -894,9 +1267,15 @@ mod tests {
             Some(Rule::Repeat)
         );
         assert_eq!(
-            admit(&State::default(), &limits, "read_file", &input, 10, || {
-                Ok::<(), String>(())
-            }),
+            admit(
+                &State::default(),
+                &limits,
+                "read_file",
+                &input,
+                10,
+                None,
+                || { Ok::<(), String>(()) }
+            ),
             Decision::Allow
         );
         assert_eq!(refusal_status(Rule::Repeat), Status::Blocked);

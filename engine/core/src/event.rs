@@ -40,6 +40,11 @@ pub enum Event {
         /// For a tool of an MCP server: the server and the tool's own name.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mcp: Option<McpRef>,
+        /// The file the call's answer depends on, as it was when the call was
+        /// admitted: recorded when the repeat rule needed it (see
+        /// `decide::repeat`), so that verify decides on the same fact.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        observed: Option<Observed>,
     },
     PermissionRequested {
         call: String,
@@ -95,6 +100,12 @@ pub enum Event {
         previous_head: Hash,
         #[serde(default)]
         findings: Vec<serde_json::Value>,
+        /// The script step this resume goes on with, when its last call was
+        /// interrupted while it could run commands (its effect is unknown), and
+        /// whether it runs again: see [`InterruptedStep`]. Empty when the resume goes
+        /// on with no script, or the script's next step is not such a step.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        interrupted_steps: Vec<InterruptedStep>,
     },
     SessionEnded {
         /// Why: `script finished`, `answered`, `signal: SIGTERM`, …
@@ -166,6 +177,67 @@ impl Event {
     ];
 }
 
+/// A script step whose call was interrupted while it could run commands (a tool whose
+/// effects say `runs_commands`), so that what it did is unknown, and what the resume
+/// that goes on with the script decided about it. It is recorded in that resume's
+/// `session_resumed`, after the call's `tool_finished` (status `interrupted`):
+///
+/// - `rerun: false`: the step is not run again; for this resume and every later one
+///   it counts as done, and the script goes on with the step after it;
+/// - `rerun: true`: the step runs again, as a new call right after the
+///   `session_resumed`.
+///
+/// A step whose interrupted call only read, or wrote with a known before and after,
+/// is not listed: its outcome was decided from the disk, and it runs again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterruptedStep {
+    /// The interrupted call.
+    pub call: String,
+    /// The script step it ran, from 1 (user messages count as steps).
+    pub step: u32,
+    pub tool: String,
+    /// Whether the step runs again.
+    pub rerun: bool,
+    pub decided_by: RerunSource,
+}
+
+impl InterruptedStep {
+    /// What was decided, in a few words: `not run again (unattended)`.
+    pub fn decision(&self) -> String {
+        format!(
+            "{} ({})",
+            if self.rerun {
+                "run again"
+            } else {
+                "not run again"
+            },
+            self.decided_by.as_str()
+        )
+    }
+}
+
+/// Who decided whether an interrupted step runs again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RerunSource {
+    /// The user answered the question.
+    User,
+    /// The resume was asked up front to run interrupted steps again.
+    Requested,
+    /// There was nobody to ask: the step is not run again.
+    Unattended,
+}
+
+impl RerunSource {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RerunSource::User => "user",
+            RerunSource::Requested => "requested",
+            RerunSource::Unattended => "unattended",
+        }
+    }
+}
+
 /// The first record of every session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionStarted {
@@ -227,6 +299,17 @@ pub struct Parent {
     pub session: String,
     pub seq: u64,
     pub hash: Hash,
+}
+
+/// What one file held when a call was admitted: the fact the repeat rule decides on
+/// for a call whose answer depends on that file alone (it names one path, and the path
+/// is not a folder).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observed {
+    /// Workspace-relative, `/`-separated, as the fold counts the call's path.
+    pub path: String,
+    /// BLAKE3 of its content; `None` when it is not a regular file (missing, say).
+    pub hash: Option<Hash>,
 }
 
 /// A permission answer.

@@ -6,12 +6,14 @@ use std::collections::BTreeMap;
 
 use rkyv::{Archive, Deserialize as RDeserialize, Serialize as RSerialize};
 
+use crate::decide::RepeatRule;
 use crate::event::{
-    Event, ExecStatus, FileWrite, ProcKind, ShellExec, ShellPhase, Status, WriteOp, WriteStatus,
+    Event, ExecStatus, FileWrite, Observed, ProcKind, ShellExec, ShellPhase, Status, WriteOp,
+    WriteStatus,
 };
 
 /// The version of the archived state in snapshot files; bump it when `State` changes.
-pub const STATE_FORMAT_VERSION: u32 = 5;
+pub const STATE_FORMAT_VERSION: u32 = 6;
 
 /// One record as the engine sees it: the store's envelope with a parsed event.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,14 +62,34 @@ impl FileKnowledge {
     }
 }
 
-/// Identical calls seen since the last change that could alter their answer.
+/// Identical calls seen since the last change the log shows that could alter their
+/// answer. A counter is dropped by: a user message (all of them); a command that ends,
+/// in the foreground or the background (all of them: what a program changed is only
+/// partly known, ignored files are not scanned); and a change to a file the counter
+/// depends on, which is a write, or a read or an observation (`tool_started.observed`)
+/// that finds other content than the log last showed (a change no record announced).
 #[derive(
     Debug, Clone, PartialEq, Eq, Default, Archive, RSerialize, RDeserialize, serde::Serialize,
 )]
 pub struct RepeatCounter {
     pub count: u32,
-    /// Paths the call names; empty for searches and listings (any write clears those).
+    /// Paths the call names (a file, or a folder it searches or lists); empty for
+    /// calls over the whole workspace, which any change clears.
     pub paths: Vec<String>,
+}
+
+impl RepeatCounter {
+    /// Whether a change to `path` can alter the answer of the calls counted.
+    pub fn depends_on(&self, path: &str) -> bool {
+        self.paths.is_empty()
+            || self.paths.iter().any(|p| {
+                p.is_empty()
+                    || p == path
+                    || path
+                        .strip_prefix(p.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            })
+    }
 }
 
 /// A call started and not finished.
@@ -76,6 +98,8 @@ pub struct OpenCall {
     pub tool: String,
     pub seq: u64,
     pub input: String,
+    /// Its repeat counter's key ([`repeat_key`]).
+    pub repeat_key: String,
 }
 
 /// A background process as the log knows it.
@@ -276,6 +300,8 @@ pub struct State {
     /// The seq of the last record folded.
     pub last_seq: Option<u64>,
     pub files: BTreeMap<String, FileKnowledge>,
+    /// The repeat rule the session runs (from its configuration).
+    pub repeat_rule: RepeatRule,
     pub repeats: BTreeMap<String, RepeatCounter>,
     pub open_calls: BTreeMap<String, OpenCall>,
     pub calls_started: u64,
@@ -315,6 +341,11 @@ impl State {
                 self.session = Some(s.id.clone());
                 self.workspace = Some(s.workspace.clone());
                 self.catalog = Some(s.catalog.clone());
+                self.repeat_rule = s
+                    .config
+                    .get("repeat_rule")
+                    .and_then(|r| serde_json::from_value(r.clone()).ok())
+                    .unwrap_or_else(RepeatRule::before_facts);
                 self.allow = s
                     .allow
                     .iter()
@@ -363,15 +394,24 @@ impl State {
                 });
             }
             Event::ToolStarted {
-                call, tool, input, ..
+                call,
+                tool,
+                input,
+                observed,
+                ..
             } => {
                 self.calls_started += 1;
                 if !self.model_calls_pending.is_empty() {
                     let asked = self.model_calls_pending.remove(0);
                     self.model_call_of.insert(call.clone(), asked);
                 }
+                if let Some(o) = observed
+                    && self.repeat_rule == RepeatRule::Facts
+                {
+                    self.apply_observed(o);
+                }
                 let key = repeat_key(tool, input);
-                let counter = self.repeats.entry(key).or_default();
+                let counter = self.repeats.entry(key.clone()).or_default();
                 counter.count += 1;
                 counter.paths = named_paths(input, self.workspace.as_deref());
                 self.open_calls.insert(
@@ -380,10 +420,19 @@ impl State {
                         tool: tool.clone(),
                         seq: record.seq,
                         input: input.to_string(),
+                        repeat_key: key,
                     },
                 );
             }
             Event::FileRead(r) => {
+                let known = self.files.get(&r.path).map(|k| k.hash);
+                if self.repeat_rule == RepeatRule::Facts && known != Some(Some(r.hash.0)) {
+                    // Changed with no record saying so, or seen for the first time:
+                    // what the calls counted before saw may differ. The reading call
+                    // is the first at this content.
+                    let own = self.open_calls.get(&r.call).map(|c| c.repeat_key.clone());
+                    self.forget_repeats(&r.path, own.as_deref(), known.is_some());
+                }
                 let k = self.files.entry(r.path.clone()).or_default();
                 if k.read_hash != Some(r.hash.0) {
                     k.ranges.clear();
@@ -450,7 +499,53 @@ impl State {
         self.unknown_events += 1;
     }
 
+    /// A file as the engine found it when admitting a call: when it is not what the log
+    /// last showed (or the log showed nothing of it), it changed with no record
+    /// saying so, and is known from now on at the content found.
+    fn apply_observed(&mut self, o: &Observed) {
+        let hash = o.hash.map(|h| h.0);
+        let known = self.files.get(&o.path).map(|k| k.hash);
+        if known == Some(hash) {
+            return;
+        }
+        self.forget_repeats(&o.path, None, known.is_some());
+        let k = self.files.entry(o.path.clone()).or_default();
+        k.hash = hash;
+        if k.read_hash.is_some() && k.read_hash != hash {
+            // Changed behind the agent's back, as an external write: read it again.
+            k.read_hash = None;
+            k.ranges.clear();
+            k.total_lines = 0;
+        }
+    }
+
+    /// Drops the repeat counters whose answer a change to `path` can alter
+    /// (`changed`), or, when the file is only seen for the first time, those that name
+    /// it (the repeat rule compares what they saw with what the log knows of it, which
+    /// was nothing). The counter `own` (the call that saw it) restarts at one instead.
+    fn forget_repeats(&mut self, path: &str, own: Option<&str>, changed: bool) {
+        let hit = |c: &RepeatCounter| {
+            if changed {
+                c.depends_on(path)
+            } else {
+                c.paths.iter().any(|p| p == path)
+            }
+        };
+        self.repeats
+            .retain(|key, c| Some(key.as_str()) == own || !hit(c));
+        if let Some(c) = own.and_then(|k| self.repeats.get_mut(k))
+            && hit(c)
+        {
+            c.count = 1;
+        }
+    }
+
     fn apply_shell(&mut self, x: &ShellExec, ts: &str) {
+        if self.repeat_rule == RepeatRule::Facts && x.end().is_some() {
+            // A program ended: what it changed is only partly known (a scan records
+            // the workspace's files, not ignored ones, nor anything outside).
+            self.repeats.clear();
+        }
         // Foreground runs leave no trace in the table: their end is in the same call.
         let (ProcKind::Background, Some(id)) = (x.kind, &x.id) else {
             return;
@@ -516,8 +611,12 @@ impl State {
             }),
         );
         // Answers about this path, and searches and listings, may differ now.
-        self.repeats
-            .retain(|_, c| !c.paths.is_empty() && !c.paths.iter().any(|p| p == &w.path));
+        match self.repeat_rule {
+            RepeatRule::Facts => self.forget_repeats(&w.path, None, true),
+            RepeatRule::Counted => self
+                .repeats
+                .retain(|_, c| !c.paths.is_empty() && !c.paths.iter().any(|p| p == &w.path)),
+        }
         let k = self.files.entry(w.path.clone()).or_default();
         match (&w.after, w.op) {
             (None, _) => {
@@ -784,6 +883,130 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(k.missing(), vec![(1, 1), (4, 5), (7, 8)]);
+    }
+
+    fn counter(paths: &[&str]) -> RepeatCounter {
+        RepeatCounter {
+            count: 1,
+            paths: paths.iter().map(|p| p.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_counter_depends_on_its_files_and_on_everything_under_its_folders() {
+        let cases = [
+            (counter(&["a.txt"]), "a.txt", true),
+            (counter(&["a.txt"]), "b.txt", false),
+            (counter(&["src"]), "src/a.rs", true),
+            (counter(&["src"]), "src/deep/a.rs", true),
+            (counter(&["src"]), "srcs/a.rs", false),
+            (counter(&["src"]), "sr", false),
+            (counter(&[""]), "any/thing", true),
+            (counter(&[]), "any/thing", true),
+        ];
+        for (c, path, want) in cases {
+            assert_eq!(c.depends_on(path), want, "{:?} {path}", c.paths);
+        }
+    }
+
+    /// The counters left after folding `events` into a state holding `before`.
+    fn counters_after(
+        before: &[(&str, &[&str])],
+        known: &[(&str, [u8; 32])],
+        event: Event,
+    ) -> Vec<String> {
+        let mut s = State::default();
+        for (key, paths) in before {
+            s.repeats.insert(key.to_string(), counter(paths));
+        }
+        for (path, hash) in known {
+            s.files.insert(
+                path.to_string(),
+                FileKnowledge {
+                    hash: Some(*hash),
+                    ..Default::default()
+                },
+            );
+        }
+        s.apply(&Record {
+            seq: 0,
+            ts: String::new(),
+            hash: cairn_store::Hash::ZERO,
+            event,
+        });
+        s.repeats.keys().cloned().collect()
+    }
+
+    #[test]
+    fn what_clears_repeat_counters() {
+        let before: &[(&str, &[&str])] = &[
+            ("read_a", &["a.txt"]),
+            ("read_b", &["b.txt"]),
+            ("grep_src", &["src"]),
+            ("grep_all", &[]),
+        ];
+        let h = |n: u8| cairn_store::Hash::of(&[n]);
+        let read = |path: &str, hash| {
+            Event::FileRead(crate::event::FileRead {
+                call: "c9".into(),
+                path: path.into(),
+                ranges: vec![(1, 1)],
+                total_lines: 1,
+                hash,
+            })
+        };
+        let write = |path: &str| {
+            Event::FileWrite(FileWrite {
+                call: None,
+                op: WriteOp::External,
+                path: path.into(),
+                before: None,
+                after: None,
+                lines_after: 0,
+                mode: None,
+                status: WriteStatus::Ok,
+            })
+        };
+        let keys = |k: &[&str]| k.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // A write: the counters that depend on the file.
+        assert_eq!(
+            counters_after(before, &[], write("src/x.rs")),
+            keys(&["read_a", "read_b"])
+        );
+        assert_eq!(
+            counters_after(before, &[], write("a.txt")),
+            keys(&["grep_src", "read_b"])
+        );
+        // A read at the content the log knows: nothing.
+        let known = [("a.txt", h(1).0)];
+        assert_eq!(
+            counters_after(before, &known, read("a.txt", h(1))),
+            keys(&["grep_all", "grep_src", "read_a", "read_b"])
+        );
+        // A read at other content: changed with no record, as a write.
+        assert_eq!(
+            counters_after(before, &known, read("a.txt", h(2))),
+            keys(&["grep_src", "read_b"])
+        );
+        // A first read: only the counters naming the file compared it with nothing.
+        assert_eq!(
+            counters_after(before, &[], read("a.txt", h(1))),
+            keys(&["grep_all", "grep_src", "read_b"])
+        );
+        // A command that ends: all of them.
+        let end = Event::ShellExec(ShellExec {
+            call: "c9".into(),
+            id: None,
+            argv: vec!["true".into()],
+            cwd: String::new(),
+            pid: Some(7),
+            start_time: Some(1),
+            kind: ProcKind::Foreground,
+            timeout_ms: None,
+            log: None,
+            phase: ShellPhase::Finished(crate::event::ShellEnd::new(ExecStatus::Ok)),
+        });
+        assert_eq!(counters_after(before, &known, end), Vec::<String>::new());
     }
 
     #[test]

@@ -58,6 +58,7 @@ pub fn recorded_calls(session_dir: &Path) -> Result<Vec<RecordedCall>> {
                 tool,
                 input,
                 mcp: Some(m),
+                ..
             } => {
                 open.insert(
                     call.clone(),

@@ -18,6 +18,13 @@
 //! Resuming a session that ended is allowed: `session_resumed` reopens it (the fold
 //! clears `ended`), and the report says it had ended.
 //!
+//! What the session goes on with ([`GoOn`]) is checked before anything is recorded: a
+//! script must match the log step for step, a model needs a conversation to go on
+//! with. A resume that cannot go on fails with the log as it was (a torn tail aside,
+//! which is moved to quarantine when the log is opened). A script step interrupted
+//! while it could run commands has an unknown effect: it runs again only when the
+//! caller says so ([`Rerun`]), and the decision is recorded in `session_resumed`.
+//!
 //! Memory is bounded by the state and the workspace manifest: the log is streamed, and
 //! only the records after the earliest unfinished call are read again.
 
@@ -29,8 +36,8 @@ use serde::Serialize;
 
 use super::{Engine, EngineConfig};
 use crate::event::{
-    Event, ExecStatus, FileWrite, Inherited, InheritedFile, ProcKind, SessionStarted, ShellEnd,
-    ShellExec, ShellPhase, Status, ToolFinished, WriteStatus,
+    Event, ExecStatus, FileWrite, Inherited, InheritedFile, InterruptedStep, ProcKind, RerunSource,
+    SessionStarted, ShellEnd, ShellExec, ShellPhase, Status, ToolFinished, WriteStatus,
 };
 use crate::fold;
 use crate::manifest::{self, ManifestEntry};
@@ -38,6 +45,7 @@ use crate::mcp::{McpConfig, Servers};
 use crate::permission::{AllowList, CredentialFiles, Policy};
 use crate::project::{Home, Project};
 use crate::redact::Redactor;
+use crate::script::{self, InterruptedCall, Step};
 use crate::shell::{self, ChangeKind, Runtime};
 use crate::state::State;
 use cairn_tools::Recorder;
@@ -45,10 +53,69 @@ use cairn_tools::Registry;
 use cairn_tools::{EngineError, Result};
 
 /// How to resume.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct ResumeOptions {
     /// The configuration to go on with (default: the one the session started with).
     pub config: Option<EngineConfig>,
+    /// What the session goes on with, checked against the log before anything is
+    /// recorded.
+    pub then: GoOn,
+}
+
+/// What a resumed session goes on with.
+#[derive(Debug, Default)]
+pub enum GoOn {
+    /// Nothing the resume checks: the caller decides.
+    #[default]
+    Nothing,
+    /// The script the session was running. Its steps must be the log's, in order (see
+    /// [`script::resume_point`]); where it goes on is in [`ResumeReport::script`].
+    Script {
+        steps: Vec<(usize, Step)>,
+        /// Whether a step interrupted while it could run commands runs again.
+        rerun: Rerun,
+    },
+    /// A model, with the conversation in the log: it needs one to go on with, whose
+    /// last word is not already the model's answer, unless a new task is given.
+    Model { task: bool },
+}
+
+/// Whether a script step interrupted while it could run commands (its effect is
+/// unknown: a command may have run, in part or in full) runs again. What is decided is
+/// recorded in `session_resumed` (see [`InterruptedStep`]).
+#[derive(Default)]
+pub enum Rerun {
+    /// Not run again, as nobody can be asked; recorded as `unattended`.
+    #[default]
+    No,
+    /// Run again, as asked for up front; recorded as `requested`.
+    Yes,
+    /// Ask: `true` runs it again. Recorded as the user's answer.
+    Ask(Box<dyn FnMut(&InterruptedCall) -> bool>),
+}
+
+impl std::fmt::Debug for Rerun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Rerun::No => "No",
+            Rerun::Yes => "Yes",
+            Rerun::Ask(_) => "Ask",
+        })
+    }
+}
+
+/// Where a resumed script goes on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScriptPoint {
+    /// The index of the step to run next: the steps before it had finished, or were
+    /// decided not to run again.
+    pub from: usize,
+    /// The script's steps.
+    pub steps: usize,
+    /// The step at the resume point whose call was interrupted, if any.
+    pub interrupted: Option<InterruptedCall>,
+    /// What was decided about it, when it could run commands (as recorded).
+    pub decision: Option<InterruptedStep>,
 }
 
 /// One thing reconciliation found, as recorded in `session_resumed`.
@@ -119,6 +186,9 @@ pub struct ResumeReport {
     /// The session had ended (`session_ended`) before this resume.
     pub was_ended: bool,
     pub findings: Vec<Finding>,
+    /// Where the script goes on, when the resume goes on with one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub script: Option<ScriptPoint>,
 }
 
 /// The knowledge of `state` a fork carries (read coverage, memory, conversation).
@@ -151,12 +221,13 @@ struct CallTrace {
 
 impl Engine {
     /// Resumes the session at `session_dir` (see the module docs). Refuses a log locked
-    /// by a live writer (naming its pid) and a log corrupt before its tail (naming the
-    /// place); a torn tail is repaired and reported.
+    /// by a live writer (naming its pid), a log corrupt before its tail (naming the
+    /// place), a session whose workspace is gone and one that cannot go on with what
+    /// `options.then` says, recording nothing; a torn tail is repaired and reported.
     pub fn resume(
         home: &Home,
         session_dir: &Path,
-        options: ResumeOptions,
+        mut options: ResumeOptions,
     ) -> Result<(Engine, ResumeReport)> {
         let dir = session_dir;
         let started = first_record(dir)?;
@@ -170,6 +241,13 @@ impl Engine {
             })?,
         };
         let credential_files = CredentialFiles::new(&config.credential_files)?;
+        let root = PathBuf::from(&started.workspace);
+        if !root.is_dir() {
+            return Err(EngineError::WorkspaceGone {
+                workspace: root,
+                session: started.id,
+            });
+        }
         let (log, recovery) = open_log(
             dir,
             Options {
@@ -179,13 +257,16 @@ impl Engine {
         )?;
         let folded = fold::fold_with_snapshot(dir)?;
         let state = folded.state;
-        let root = PathBuf::from(&started.workspace);
-        if !root.is_dir() {
-            return Err(EngineError::WorkspaceGone {
-                workspace: root,
-                session: started.id,
-            });
-        }
+        let registry = Registry::new(config.catalog);
+        // Every check comes before the first record.
+        let script = match &mut options.then {
+            GoOn::Nothing => None,
+            GoOn::Script { steps, rerun } => Some(plan_script(dir, steps, rerun, &registry)?),
+            GoOn::Model { task } => {
+                can_go_on_with_model(&state, *task, &started.id)?;
+                None
+            }
+        };
         let project = Project {
             dir: dir
                 .parent()
@@ -229,7 +310,6 @@ impl Engine {
             .ok()
             .map(|inner| inner.to_string_lossy().to_string());
         let was_ended = state.ended;
-        let registry = Registry::new(config.catalog);
         let mcp = Box::new(Servers::new(McpConfig::load(&project.dir)?, &root));
         let allow_list = AllowList::new(&project.dir);
         let rec = Recorder::new(
@@ -292,6 +372,7 @@ impl Engine {
                 .iter()
                 .filter_map(|f| serde_json::to_value(f).ok())
                 .collect(),
+            interrupted_steps: script.iter().filter_map(|s| s.decision.clone()).collect(),
         })?;
         engine.rec.sync()?;
         let report = ResumeReport {
@@ -301,6 +382,7 @@ impl Engine {
             records_folded: folded.records,
             was_ended,
             findings,
+            script,
         };
         Ok((engine, report))
     }
@@ -500,6 +582,66 @@ impl Engine {
             }
         }
         Ok(())
+    }
+}
+
+/// Where `steps` go on in the session at `dir`, and whether its interrupted step (if
+/// one that could run commands) runs again: `rerun` decides, and may ask. Records
+/// nothing.
+fn plan_script(
+    dir: &Path,
+    steps: &[(usize, Step)],
+    rerun: &mut Rerun,
+    registry: &Registry,
+) -> Result<ScriptPoint> {
+    let point = script::resume_point(dir, steps)?;
+    let runs_commands = |tool: &str| {
+        registry
+            .get(tool)
+            .is_some_and(|t| t.effects().runs_commands)
+    };
+    let decision = match &point.interrupted {
+        Some(i) if runs_commands(&i.tool) => {
+            let (again, decided_by) = match rerun {
+                Rerun::No => (false, RerunSource::Unattended),
+                Rerun::Yes => (true, RerunSource::Requested),
+                Rerun::Ask(ask) => (ask(i), RerunSource::User),
+            };
+            Some(InterruptedStep {
+                call: i.call.clone(),
+                step: u32::try_from(i.step).unwrap_or(u32::MAX),
+                tool: i.tool.clone(),
+                rerun: again,
+                decided_by,
+            })
+        }
+        _ => None,
+    };
+    let skipped = decision.as_ref().is_some_and(|d| !d.rerun);
+    Ok(ScriptPoint {
+        from: point.done + usize::from(skipped),
+        steps: steps.len(),
+        interrupted: point.interrupted,
+        decision,
+    })
+}
+
+/// Whether a model can go on in a session whose fold is `state`: with a new task, or
+/// with a conversation whose last word is not the model's final answer.
+fn can_go_on_with_model(state: &State, task: bool, session: &str) -> Result<()> {
+    if task {
+        return Ok(());
+    }
+    match crate::agent::messages(state).last() {
+        None => Err(EngineError::NoConversation {
+            session: session.to_string(),
+        }),
+        Some(crate::provider::Message::Assistant { tool_calls, .. }) if tool_calls.is_empty() => {
+            Err(EngineError::ModelAnswered {
+                session: session.to_string(),
+            })
+        }
+        Some(_) => Ok(()),
     }
 }
 

@@ -7,6 +7,7 @@ use cairn_store::Durability;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::Catalog;
+use cairn_core::decide::RepeatRule;
 
 /// How a session is set up.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -39,6 +40,10 @@ pub struct EngineConfig {
     /// Milliseconds the check command may run.
     #[serde(default = "default_check_timeout_ms")]
     pub check_timeout_ms: u64,
+    /// The repeat rule (see `cairn_core::decide::repeat`). A configuration recorded
+    /// before there was a choice names none: its session keeps the rule it ran with.
+    #[serde(default = "RepeatRule::before_facts")]
+    pub repeat_rule: RepeatRule,
 }
 
 fn default_check_timeout_ms() -> u64 {
@@ -59,6 +64,7 @@ impl EngineConfig {
             web: crate::web::WebConfig::default(),
             check_command: None,
             check_timeout_ms: default_check_timeout_ms(),
+            repeat_rule: RepeatRule::Facts,
         }
     }
 

@@ -100,6 +100,14 @@ pub enum EngineError {
     /// A line of a script is not a step.
     #[error("script line {line}: {what}")]
     Script { line: usize, what: String },
+    /// A model was to go on in a session with no conversation (it was not driven by a
+    /// model) and no new task.
+    #[error("session {session} has no conversation for a model to go on with")]
+    NoConversation { session: String },
+    /// A model was to go on in a session whose model had given its final answer, with
+    /// no new task.
+    #[error("the model had already answered in session {session}")]
+    ModelAnswered { session: String },
     /// A session's log does not follow the script given to go on with it.
     #[error(
         "the session does not follow this script: step {step} ({}) {what}",

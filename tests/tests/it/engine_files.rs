@@ -191,13 +191,15 @@ fn bad_input(text: impl Into<String>) -> Got {
     refused(Rule::Input, None, None, text)
 }
 
-fn blocked(tool: &str, times: u32) -> Got {
+/// The repeat block of a call whose answer depends on `path` alone, which holds
+/// `content` as it did at the identical calls before.
+fn blocked(tool: &str, times: u32, path: &str, content: &str) -> Got {
     refused(
         Rule::Repeat,
-        None,
-        None,
+        Some(path),
+        Some(hash(content)),
         format!(
-            "blocked: this exact {tool} call was already made {times} times and nothing changed since that could give a different answer; use the result you have, or change the input"
+            "blocked: this exact {tool} call was already made {times} times and returned the same result: {path} has not changed since; use the result you have, or change the input"
         ),
     )
 }
@@ -964,11 +966,11 @@ fn the_third_identical_call_is_blocked_until_a_write_to_its_file_or_a_user_messa
     assert_eq!(run(&mut e, "read_file", read_a.clone()), a_out);
     assert_eq!(
         run(&mut e, "read_file", read_a.clone()),
-        blocked("read_file", 2)
+        blocked("read_file", 2, "a.txt", "a\n")
     );
     assert_eq!(
         run(&mut e, "read_file", read_a.clone()),
-        blocked("read_file", 3)
+        blocked("read_file", 3, "a.txt", "a\n")
     );
     // A blocked call did not run: no file_read.
     assert_eq!(kinds_of(&e, "c3"), ["tool_started", "tool_finished"]);
@@ -986,7 +988,7 @@ fn the_third_identical_call_is_blocked_until_a_write_to_its_file_or_a_user_messa
     );
     assert_eq!(
         run(&mut e, "read_file", Value::Object(reordered)),
-        blocked("read_file", 2)
+        blocked("read_file", 2, "a.txt", "a\n")
     );
     // A write to another file changes nothing for a.txt.
     assert_eq!(
@@ -1000,7 +1002,7 @@ fn the_third_identical_call_is_blocked_until_a_write_to_its_file_or_a_user_messa
     );
     assert_eq!(
         run(&mut e, "read_file", read_a.clone()),
-        blocked("read_file", 4)
+        blocked("read_file", 4, "a.txt", "a\n")
     );
     // A write to a.txt does.
     assert_eq!(
@@ -1017,7 +1019,7 @@ fn the_third_identical_call_is_blocked_until_a_write_to_its_file_or_a_user_messa
     assert_eq!(run(&mut e, "read_file", read_a.clone()), a2);
     assert_eq!(
         run(&mut e, "read_file", read_a.clone()),
-        blocked("read_file", 2)
+        blocked("read_file", 2, "a.txt", "A\n")
     );
     // So does a user message.
     e.user_message("look again").unwrap();
@@ -1028,7 +1030,10 @@ fn the_third_identical_call_is_blocked_until_a_write_to_its_file_or_a_user_messa
     let miss_out = err("old_string was not found in b.txt");
     assert_eq!(run(&mut e, "edit_file", miss.clone()), miss_out);
     assert_eq!(run(&mut e, "edit_file", miss.clone()), miss_out);
-    assert_eq!(run(&mut e, "edit_file", miss), blocked("edit_file", 2));
+    assert_eq!(
+        run(&mut e, "edit_file", miss),
+        blocked("edit_file", 2, "b.txt", "b\n")
+    );
     assert_eq!(e.state().calls_by_status["blocked"], 6);
     check_log(&e);
 }
@@ -1043,7 +1048,7 @@ fn a_write_unblocks_calls_that_named_its_file_by_another_spelling() {
         run(&mut e, "read_file", input.clone());
         assert_eq!(
             run(&mut e, "read_file", input.clone()),
-            blocked("read_file", 2)
+            blocked("read_file", 2, "a.txt", "a\n")
         );
     }
     let a = e.root().join("a.txt");
@@ -1052,7 +1057,7 @@ fn a_write_unblocks_calls_that_named_its_file_by_another_spelling() {
     run(&mut e, "read_file", abs.clone());
     assert_eq!(
         run(&mut e, "read_file", abs.clone()),
-        blocked("read_file", 2)
+        blocked("read_file", 2, "a.txt", "a\n")
     );
     run(
         &mut e,
@@ -1071,6 +1076,132 @@ fn a_write_unblocks_calls_that_named_its_file_by_another_spelling() {
         ok(read_to_end("b\n", 1, 1, 1))
     );
     check_log(&e);
+}
+
+// ---------------------------------------------------------------------------------------
+// Repeated calls after a change no record announced
+
+/// Waits until `rel` holds `text` (a background process writes it).
+fn wait_for(w: &Ws, rel: &str, text: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_to_string(w.path(rel)).ok().as_deref() != Some(text) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{rel} never held {text:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_read_of_a_file_a_background_process_changed_is_not_blocked() {
+    let w = ws(&[("a.txt", "a\n")]);
+    let mut e = w.engine(Catalog::Thoth);
+    e.set_approver(Box::new(cairn_engine::permission::Policy::AllowAll));
+    let read_a = json!({"path": "a.txt"});
+    let a = ok(read_to_end("a\n", 1, 1, 1));
+    assert_eq!(run(&mut e, "read_file", read_a.clone()), a);
+    assert_eq!(run(&mut e, "read_file", read_a.clone()), a);
+    // The process changes a.txt and runs on: no record shows the change.
+    let out = e
+        .call(
+            "shell",
+            json!({"command": "printf 'b\\n' > a.txt; exec sleep 30", "background": true}),
+        )
+        .unwrap();
+    assert_eq!(out.status, Status::Ok, "{}", out.output);
+    wait_for(&w, "a.txt", "b\n");
+    // A third identical read finds other content: it is not blocked, and counts afresh.
+    let b = ok(read_to_end("b\n", 1, 1, 1));
+    assert_eq!(run(&mut e, "read_file", read_a.clone()), b);
+    assert_eq!(run(&mut e, "read_file", read_a.clone()), b);
+    // Unchanged since: blocked, saying so, with the content it found.
+    assert_eq!(
+        run(&mut e, "read_file", read_a.clone()),
+        blocked("read_file", 2, "a.txt", "b\n")
+    );
+    let dir = e.dir().to_path_buf();
+    e.end("done").unwrap();
+    let (_, problems) = cairn_replay::verify(&dir).unwrap();
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn a_read_of_a_file_changed_outside_cairn_is_not_blocked() {
+    let w = ws(&[("a.txt", "a\n")]);
+    let mut e = w.engine(Catalog::Thoth);
+    let read_a = json!({"path": "a.txt", "limit": 5});
+    run(&mut e, "read_file", read_a.clone());
+    run(&mut e, "read_file", read_a.clone());
+    // An editor, say: no record at all.
+    w.put("a.txt", "c\n");
+    let c = ok(read_to_end("c\n", 1, 1, 1));
+    assert_eq!(run(&mut e, "read_file", read_a.clone()), c);
+    // Deleted outside cairn: the answer differs again. The first read after it is
+    // under the limit (nothing looks at the file, nothing records the deletion); the
+    // second finds the file gone, and counts afresh from there.
+    std::fs::remove_file(w.path("a.txt")).unwrap();
+    for _ in 0..3 {
+        assert_eq!(
+            run(&mut e, "read_file", read_a.clone()),
+            err("no such file: a.txt")
+        );
+    }
+    assert_eq!(
+        run(&mut e, "read_file", read_a.clone()),
+        refused(
+            Rule::Repeat,
+            Some("a.txt"),
+            None,
+            "blocked: this exact read_file call was already made 2 times and returned the same result: a.txt is still not a file that can be read; use the result you have, or change the input",
+        )
+    );
+    let dir = e.dir().to_path_buf();
+    e.end("done").unwrap();
+    let (_, problems) = cairn_replay::verify(&dir).unwrap();
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn a_search_is_not_blocked_while_a_background_process_runs() {
+    let w = ws(&[("a.txt", "a\n")]);
+    let mut e = w.engine(Catalog::Thoth);
+    e.set_approver(Box::new(cairn_engine::permission::Policy::AllowAll));
+    let grep = json!({"pattern": "zzz"});
+    let tree_blocked = refused(
+        Rule::Repeat,
+        None,
+        None,
+        "blocked: this exact grep call was already made 2 times, and since then this session saw no write, no command and no background process that could change its answer (a change made outside the session is not seen); use the result you have, or change the input",
+    );
+    run(&mut e, "grep", grep.clone());
+    run(&mut e, "grep", grep.clone());
+    assert_eq!(run(&mut e, "grep", grep.clone()), tree_blocked);
+    // A process that may write any file at any time: nothing tree-wide is blocked.
+    let out = e
+        .call(
+            "shell",
+            json!({"command": "sleep 0.3; printf 'zzz\\n' > z.txt", "background": true}),
+        )
+        .unwrap();
+    assert_eq!(out.status, Status::Ok, "{}", out.output);
+    assert_eq!(run(&mut e, "grep", grep.clone()).status, Status::Ok);
+    // Once it ended (its end is recorded when the next call starts), the counters
+    // start afresh, and the search finds what it wrote.
+    wait_for(&w, "z.txt", "zzz\n");
+    while e.state().processes.values().any(|p| p.is_running()) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        run(&mut e, "read_file", json!({"path": "a.txt", "offset": 1}));
+    }
+    let found = run(&mut e, "grep", grep.clone());
+    assert_eq!(found.status, Status::Ok);
+    assert!(found.output.contains("z.txt"), "{}", found.output);
+    run(&mut e, "grep", grep.clone());
+    assert_eq!(run(&mut e, "grep", grep.clone()), tree_blocked);
+    let dir = e.dir().to_path_buf();
+    e.end("done").unwrap();
+    let (_, problems) = cairn_replay::verify(&dir).unwrap();
+    assert!(problems.is_empty(), "{problems:#?}");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1958,7 +2089,7 @@ fn repeat_calls_max_at_and_past() {
         }
         assert_eq!(
             run(&mut e, "read_file_range", input.clone()),
-            blocked("read_file_range", max)
+            blocked("read_file_range", max, "a.txt", "a\n")
         );
         e.user_message("again").unwrap();
         assert_eq!(run(&mut e, "read_file_range", input).status, Status::Ok);

@@ -35,6 +35,7 @@ mod replay_verify;
 mod resume_crash;
 mod resume_findings;
 mod resume_fork;
+mod resume_interrupted;
 mod signals;
 mod special_files;
 mod store_bad_input;

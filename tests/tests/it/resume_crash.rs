@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use cairn_engine::event::{Event, ShellPhase};
 use cairn_engine::permission::Policy;
-use cairn_engine::{Catalog, Engine, EngineConfig, Home, ResumeOptions, script};
+use cairn_engine::{Catalog, Engine, EngineConfig, GoOn, Home, Rerun, ResumeOptions, script};
 use cairn_store::{Durability, LogReader};
 use cairn_tests::Rng;
 
@@ -144,9 +144,22 @@ fn resume_and_finish(c: &Case, reported: usize) {
         });
     let engine = match session {
         Some(dir) => {
-            let (mut e, _report) = Engine::resume(&home, &dir, ResumeOptions::default()).unwrap();
+            // An interrupted command runs again: the workspace must come out as an
+            // uninterrupted run's, and every command of the script may run twice.
+            let (mut e, report) = Engine::resume(
+                &home,
+                &dir,
+                ResumeOptions {
+                    config: None,
+                    then: GoOn::Script {
+                        steps: steps.clone(),
+                        rerun: Rerun::Yes,
+                    },
+                },
+            )
+            .unwrap();
             e.set_approver(Box::new(Policy::AllowAll));
-            let from = script::resume_point(&dir, &steps).unwrap();
+            let from = report.script.unwrap().from;
             assert!(
                 from >= reported,
                 "the child reported {reported} steps finished, the log keeps {from}"

@@ -213,6 +213,7 @@ fn interrupted_write(disk: Option<&str>) -> (Ws, Engine, cairn_engine::ResumeRep
         tool: "edit_file".into(),
         input: json!({"path": "a.txt", "old_string": "one", "new_string": "ONE"}),
         mcp: None,
+        observed: None,
     })
     .unwrap();
     log.append(&Event::FileWrite(FileWrite {
