@@ -8,6 +8,7 @@
 //! as, so that the peak memory of one operation is measured alone in its own process.
 
 mod child;
+mod consent;
 mod engine;
 mod events;
 mod replay;
@@ -38,6 +39,8 @@ enum Command {
     Engine(engine::EngineArgs),
     /// Benchmark the shell tools: a foreground `run_shell true` against spawning `true`.
     Shell(shell::ShellArgs),
+    /// Benchmark the permission analysis of command lines (tree-sitter-bash, guards).
+    Consent(consent::ConsentArgs),
     /// Benchmark the no-change workspace scan that follows every command.
     Scan(scan::ScanArgs),
     /// Benchmark replay: deep verify against integrity-only, replay against recorded time.
@@ -73,6 +76,7 @@ fn main() -> Result<()> {
         Command::Store(args) => store::run(&args),
         Command::Engine(args) => engine::run(&args),
         Command::Shell(args) => shell::run(&args),
+        Command::Consent(args) => consent::run(&args),
         Command::Scan(args) => scan::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Resume(args) => resume::run(&args),

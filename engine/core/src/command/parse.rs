@@ -178,12 +178,21 @@ impl Walker {
 
     /// Parses and walks one command line (the top one, or one a program runs).
     pub fn line(&mut self, text: &str) {
-        let mut parser = Parser::new();
-        let language: tree_sitter::Language = tree_sitter_bash::LANGUAGE.into();
-        let parsed = parser
-            .set_language(&language)
-            .ok()
-            .and_then(|()| parser.parse(text, None));
+        // One parser per thread: making one and loading the grammar costs more than
+        // parsing a typical line.
+        thread_local! {
+            static PARSER: std::cell::RefCell<Option<Parser>> = const { std::cell::RefCell::new(None) };
+        }
+        let parsed = PARSER.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            if slot.is_none() {
+                let mut parser = Parser::new();
+                let language: tree_sitter::Language = tree_sitter_bash::LANGUAGE.into();
+                parser.set_language(&language).ok()?;
+                *slot = Some(parser);
+            }
+            slot.as_mut()?.parse(text, None)
+        });
         // Both fail only on a grammar built for another tree-sitter: a bug, but one that
         // must leave every line asking rather than none.
         debug_assert!(parsed.is_some(), "tree-sitter-bash did not load");
