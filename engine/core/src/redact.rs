@@ -40,14 +40,30 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
         pattern("github_token", r"\bgithub_pat_[A-Za-z0-9_]{22,}", 0),
         pattern("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", 0),
         pattern(
+            "gitlab_token",
+            r"\b(?:glpat|glptt|gldt|glrt|glcbt|gloas|glsoat|glffct|glimt|glagent)-[A-Za-z0-9_\-]{20,}",
+            0,
+        ),
+        pattern("gitlab_token", r"\bGR1348941[A-Za-z0-9_\-]{20,}", 0),
+        pattern(
+            "stripe_key",
+            r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b",
+            0,
+        ),
+        pattern("stripe_key", r"\bwhsec_[A-Za-z0-9]{24,}\b", 0),
+        pattern("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}", 0),
+        pattern(
             "jwt",
             r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
             0,
         ),
         pattern("bearer_token", r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)", 1),
+        // A name holding a secret word as a whole `_`/`-` segment (`DB_PASSWORD`,
+        // `aws_secret_access_key`, `access_token`, `client_secret`), then `=` or `:`.
+        // `max_tokens` or `token_count` are not such names.
         pattern(
             "assignment",
-            r#"(?i)\b(?:password|passwd|pwd|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?token|client[_-]?secret|token)\b["']?\s*[:=]\s*["']?([^\s"',;&]{4,})"#,
+            r#"(?i)\b(?:[a-z0-9]+[_-])*(?:password|passwd|pwd|secret|api[_-]?key|apikey|access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|id[_-]?token|client[_-]?secret|token)(?:[_-](?:access[_-]?key|key|token|secret|value|string|b64|base64))?\b["']?\s*[:=]\s*["']?([^\s"',;&]{4,})"#,
             1,
         ),
     ]
@@ -226,6 +242,26 @@ mod tests {
             &[("assignment", 2)],
         );
         check(
+            "glpat-abcdefghij0123456789 glptt-0123456789abcdefghijklmn GR1348941abcdefghij0123456789",
+            "[REDACTED:gitlab_token] [REDACTED:gitlab_token] [REDACTED:gitlab_token]",
+            &[("gitlab_token", 3)],
+        );
+        check(
+            "sk_live_4eC39HqLyjWDarjtT1zdp7dc rk_live_abcdefghijklmnop1234 sk_test_abcdefghijklmnop12 whsec_abcdefghijklmnopqrstuvwxyz12",
+            "[REDACTED:stripe_key] [REDACTED:stripe_key] [REDACTED:stripe_key] [REDACTED:stripe_key]",
+            &[("stripe_key", 4)],
+        );
+        check(
+            "key=AIzaSyA-abcdefghijklmnopqrstuvwxyz01234",
+            "key=[REDACTED:google_api_key]",
+            &[("google_api_key", 1)],
+        );
+        check(
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\naccess_token=abcd1234efgh\nclient_secret: s3cr3tvalue\nDB_PASSWORD=hunter22\nrefresh-token: 0123456789",
+            "aws_secret_access_key = [REDACTED:assignment]\naccess_token=[REDACTED:assignment]\nclient_secret: [REDACTED:assignment]\nDB_PASSWORD=[REDACTED:assignment]\nrefresh-token: [REDACTED:assignment]",
+            &[("assignment", 5)],
+        );
+        check(
             "echo tok-very-secret-value",
             "echo [REDACTED:env:MY_API_TOKEN]",
             &[("env_secret", 1)],
@@ -241,6 +277,11 @@ mod tests {
             "the password is in the vault",
             "token: ab",
             "AKIA is a prefix",
+            "max_tokens: 4096",
+            "token_count = 12345",
+            "tokenizer=bpe-large",
+            "let secretary = names;",
+            "sk_live_ is a prefix",
         ] {
             check(text, text, &[]);
         }
