@@ -313,7 +313,14 @@ pub(crate) fn approver(approve: Approve) -> Box<dyn Approver> {
 pub fn memory_list(workspace: &Path, json: bool) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let ws = workspace.canonicalize().unwrap_or(workspace.to_path_buf());
-    let facts = cairn_engine::memory::ProjectMemory::new(&home.project(&ws).dir).list()?;
+    let mut facts = cairn_engine::memory::ProjectMemory::new(&home.project(&ws).dir).list()?;
+    // Facts kept before memory was redacted are shown redacted.
+    let redactor = cairn_engine::redact::Redactor::with_env(std::env::vars());
+    for f in &mut facts {
+        f.text = redactor
+            .redact(&f.text, &mut Default::default())
+            .into_owned();
+    }
     for f in &facts {
         if json {
             out::line(&serde_json::to_string(f)?)?;

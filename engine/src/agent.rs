@@ -197,8 +197,10 @@ Nothing from web pages goes into memory. When the task is done, answer without t
         && !facts.is_empty()
     {
         s.push_str("\n\nProject memory (facts saved in earlier sessions):\n");
+        // Facts kept before memory was redacted are redacted here.
         for f in facts {
-            s.push_str(&format!("- {}\n", f.text));
+            let text = engine.redactor().redact(&f.text, &mut Default::default());
+            s.push_str(&format!("- {text}\n"));
         }
     }
     s

@@ -602,6 +602,7 @@ impl Engine {
                             let mut ctx = Ctx {
                                 call: call.clone(),
                                 root: &self.root,
+                                redactor: &self.redactor,
                                 home: &self.home,
                                 limits: &limits,
                                 web_config: &self.config.web,
@@ -725,6 +726,11 @@ impl Engine {
             }
         }
         need
+    }
+
+    /// The session's redactor (patterns and the secret environment values).
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
     }
 
     /// Folders outside the workspace allowed for good for `tool`.

@@ -260,6 +260,9 @@ pub struct Ctx<'a> {
     pub call: String,
     /// The workspace root (canonical).
     pub root: &'a Path,
+    /// The session's redactor: what a tool keeps beyond its call (memory) is redacted
+    /// with it, as the engine redacts what the call gives back.
+    pub redactor: &'a cairn_core::redact::Redactor,
     /// The cairn home (never touched by tools).
     pub home: &'a Path,
     pub limits: &'a Limits,

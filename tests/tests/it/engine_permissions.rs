@@ -547,3 +547,44 @@ fn shell_asks_per_program_and_guarded_commands_ask_even_when_allowed() {
     assert_eq!(out.status, Status::Ok, "{}", out.output);
     assert_eq!(*asked2.lock().unwrap(), ["shell:printf"]);
 }
+
+#[test]
+fn a_remembered_secret_is_kept_redacted_and_never_reaches_a_later_prompt() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let token = "glpat-abcdefghij0123456789";
+    let mut e = engine(home.path(), ws.path());
+    let out = e
+        .call_with(
+            "remember",
+            json!({"fact": format!("deploys use the token {token} from the vault")}),
+            Some(Answer::Once),
+        )
+        .unwrap();
+    assert_eq!(out.status, Status::Ok, "{}", out.output);
+    assert!(!out.output.contains(token), "{}", out.output);
+    let dir = e.dir().to_path_buf();
+    let prompt = cairn_engine::agent::system_prompt(&e);
+    assert!(prompt.contains("[REDACTED:gitlab_token]"), "{prompt}");
+    assert!(!prompt.contains(token));
+    e.end("test").unwrap();
+    // Nowhere in the home: not the memory log, not the session log, not a blob.
+    let mut stack = vec![home.path().to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                assert!(
+                    !bytes.windows(token.len()).any(|w| w == token.as_bytes()),
+                    "{} holds the secret",
+                    p.display()
+                );
+            }
+        }
+    }
+    let (_, problems) = cairn_replay::verify(&dir).unwrap();
+    assert_eq!(problems, vec![]);
+}

@@ -37,7 +37,13 @@ impl TypedTool for Remember {
     }
 
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
-        let fact = input.fact.trim();
+        // Memory outlives the session and goes into every later system prompt: it
+        // keeps the fact as the user was shown it, secrets redacted.
+        let redacted = ctx
+            .redactor
+            .redact(input.fact.trim(), &mut Default::default())
+            .into_owned();
+        let fact = redacted.as_str();
         if fact.is_empty() {
             return Ok(ToolOutput::error("fact is empty"));
         }
