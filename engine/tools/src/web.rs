@@ -223,25 +223,28 @@ pub fn fetch_for_call(ctx: &mut Ctx<'_>, url: &str) -> Result<ToolOutput> {
     })
 }
 
-/// Records one fetch.
+/// Records one fetch, redacted as everything kept is: the URLs (a token in a query
+/// string), the error and the stored text. The body's hash is of the bytes received.
 pub fn record(ctx: &mut Ctx<'_>, f: &Fetch) -> Result<()> {
+    let redactor = ctx.redactor;
+    let redact = |s: &str| redactor.redact(s, &mut Default::default()).into_owned();
     let text = if f.text.is_empty() {
         None
     } else {
-        Some(ctx.put_blob(f.text.as_bytes())?)
+        Some(ctx.put_blob(redact(&f.text).as_bytes())?)
     };
     let call = ctx.call.clone();
     ctx.record(Event::WebFetched(WebFetched {
         call,
-        url: f.url.clone(),
-        final_url: f.final_url.clone(),
-        redirects: f.redirects.clone(),
+        url: redact(&f.url),
+        final_url: f.final_url.as_deref().map(redact),
+        redirects: f.redirects.iter().map(|r| redact(r)).collect(),
         status: f.status,
         content_type: f.content_type.clone(),
         bytes: f.body.len() as u64,
         hash: (!f.body.is_empty() || f.status.is_some()).then(|| cairn_store::Hash::of(&f.body)),
         text,
-        error: f.error.clone(),
+        error: f.error.as_deref().map(redact),
     }))
 }
 

@@ -599,3 +599,49 @@ fn problems_reads_cargo_json_and_plain_lines_and_says_how_to_configure_it() {
         out.output
     );
 }
+
+#[test]
+fn a_secret_in_a_fetched_url_or_page_is_kept_nowhere() {
+    let token = "glpat-abcdefghij0123456789";
+    let s = Server::start(move |_, _| {
+        response(
+            200,
+            &[("content-type", "text/plain")],
+            "the deploy key is sk_live_4eC39HqLyjWDarjtT1zdp7dc\n",
+        )
+    });
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let mut e = engine(home.path(), ws.path(), loopback());
+    // Fetched, and refused (a private target): neither URL is kept raw.
+    for url in [
+        format!("{}/page?private_token={token}", s.url),
+        format!("http://10.1.2.3/?private_token={token}"),
+    ] {
+        let out = e.call("web_fetch", json!({ "url": url })).unwrap();
+        assert!(!out.output.contains(token), "{}", out.output);
+        assert!(!out.output.contains("sk_live_4eC3"), "{}", out.output);
+    }
+    let dir = e.dir().to_path_buf();
+    e.end("test").unwrap();
+    let mut stack = vec![home.path().to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let bytes = std::fs::read(&p).unwrap();
+            for secret in [token, "sk_live_4eC39HqLyjWDarjtT1zdp7dc"] {
+                assert!(
+                    !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                    "{} holds {secret}",
+                    p.display()
+                );
+            }
+        }
+    }
+    let (_, problems) = cairn_replay::verify(&dir).unwrap();
+    assert_eq!(problems, vec![]);
+}
