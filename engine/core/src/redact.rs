@@ -30,7 +30,7 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
     [
         pattern(
             "private_key",
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----",
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
             0,
         ),
         pattern("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", 0),
@@ -52,6 +52,26 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
         ),
         pattern("stripe_key", r"\bwhsec_[A-Za-z0-9]{24,}\b", 0),
         pattern("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}", 0),
+        pattern("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", 0),
+        pattern("pypi_token", r"\bpypi-[A-Za-z0-9_\-]{50,}", 0),
+        pattern("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}\b", 0),
+        pattern(
+            "sendgrid_key",
+            r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}\b",
+            0,
+        ),
+        pattern("twilio_key", r"\bSK[0-9a-fA-F]{32}\b", 0),
+        pattern(
+            "azure_storage_key",
+            r"(?i)\b(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/]{20,}={0,2})",
+            1,
+        ),
+        // The password of `scheme://user:password@host`.
+        pattern(
+            "url_password",
+            r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]+:([^/\s@]+)@",
+            1,
+        ),
         pattern(
             "jwt",
             r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
@@ -262,6 +282,40 @@ mod tests {
             &[("assignment", 5)],
         );
         check(
+            "npm_abcdefghijklmnopqrstuvwxyz0123456789 pypi-AgEIcHlwaS5vcmcCJGFiY2RlZmdoLWlqa2wtbW5vcC1xcnN0LXV2d3h5ejAxMjM0 hf_abcdefghijklmnopqrstuvwxyzABCDEF",
+            "[REDACTED:npm_token] [REDACTED:pypi_token] [REDACTED:huggingface_token]",
+            &[
+                ("huggingface_token", 1),
+                ("npm_token", 1),
+                ("pypi_token", 1),
+            ],
+        );
+        check(
+            "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ SK0123456789abcdef0123456789abcdef",
+            "[REDACTED:sendgrid_key] [REDACTED:twilio_key]",
+            &[("sendgrid_key", 1), ("twilio_key", 1)],
+        );
+        check(
+            "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=;EndpointSuffix=core.windows.net",
+            "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=[REDACTED:azure_storage_key];EndpointSuffix=core.windows.net",
+            &[("azure_storage_key", 1)],
+        );
+        check(
+            "git clone https://deploy:s3cr3t-pass@git.example.com/r.git",
+            "git clone https://deploy:[REDACTED:url_password]@git.example.com/r.git",
+            &[("url_password", 1)],
+        );
+        check(
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----\n-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQdG\n-----END PGP PRIVATE KEY BLOCK-----\n-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIF\n-----END ENCRYPTED PRIVATE KEY-----",
+            "[REDACTED:private_key]\n[REDACTED:private_key]\n[REDACTED:private_key]",
+            &[("private_key", 3)],
+        );
+        check(
+            "{\"client_secret\": \"abcd1234wxyz\", \"refresh_token\":\"r-0123456789\"}\nprivate_key: zzzz9999",
+            "{\"client_secret\": \"[REDACTED:assignment]\", \"refresh_token\":\"[REDACTED:assignment]\"}\nprivate_key: [REDACTED:assignment]",
+            &[("assignment", 3)],
+        );
+        check(
             "echo tok-very-secret-value",
             "echo [REDACTED:env:MY_API_TOKEN]",
             &[("env_secret", 1)],
@@ -282,6 +336,13 @@ mod tests {
             "tokenizer=bpe-large",
             "let secretary = names;",
             "sk_live_ is a prefix",
+            "sha256:3f786850e387550fdab836ed7e6dc881de23001b0a5f5b8d6a5e8e2f0d5b0d21",
+            "commit 3f786850e387550fdab836ed7e6dc881de23001b",
+            "the task-runner will skip it",
+            "https://example.com/path?q=1",
+            "ssh://git@github.com/owner/repo.git",
+            "npm_config_cache=/tmp/npm",
+            "hf_hub_download(repo_id)",
         ] {
             check(text, text, &[]);
         }
