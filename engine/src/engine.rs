@@ -135,7 +135,8 @@ impl Engine {
             });
         }
         let project = home.project(&root);
-        std::fs::create_dir_all(project.sessions_dir()).map_err(io_at(&project.dir))?;
+        cairn_store::private::create_dir_all(&project.sessions_dir())
+            .map_err(io_at(&project.dir))?;
         let ws_note = project.dir.join("workspace");
         if !ws_note.exists() {
             std::fs::write(&ws_note, root.to_string_lossy().as_bytes()).map_err(io_at(&ws_note))?;

@@ -45,7 +45,7 @@ pub struct BlobStore {
 impl BlobStore {
     /// Opens (creating if needed) the blob store at `root`.
     pub fn open(root: &Path) -> Result<BlobStore> {
-        fs::create_dir_all(root.join("tmp")).at(root)?;
+        crate::private::create_dir_all(&root.join("tmp")).at(root)?;
         Ok(BlobStore {
             root: root.to_path_buf(),
             sync: true,
@@ -116,7 +116,7 @@ impl BlobStore {
             tmp.as_file().sync_all().at(tmp.path())?;
         }
         let dir = dest.parent().unwrap_or(&self.root).to_path_buf();
-        fs::create_dir_all(&dir).at(&dir)?;
+        crate::private::create_dir_all(&dir).at(&dir)?;
         tmp.persist(&dest).map_err(|e| e.error).at(&dest)?;
         if self.sync {
             sync_dir(&dir)?;

@@ -23,6 +23,7 @@ mod error;
 mod hash;
 mod lock;
 mod log;
+pub mod private;
 mod reader;
 mod record;
 mod snapshot;

@@ -2,7 +2,7 @@
 //! the holder's pid written inside so that a refused writer can name it. The lock dies
 //! with its process, so a crash never leaves a session locked.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
@@ -16,7 +16,7 @@ pub(crate) struct WriterLock {
 
 impl WriterLock {
     pub(crate) fn acquire(path: &Path) -> Result<WriterLock> {
-        let mut file = OpenOptions::new()
+        let mut file = crate::private::options()
             .read(true)
             .write(true)
             .create(true)

@@ -127,10 +127,10 @@ pub fn now_ts() -> String {
 impl LogWriter {
     /// Creates a new, empty log in `dir` (created if needed). Fails if one exists.
     pub fn create(dir: &Path, options: Options) -> Result<LogWriter> {
-        fs::create_dir_all(dir).at(dir)?;
+        crate::private::create_dir_all(dir).at(dir)?;
         let lock = WriterLock::acquire(&dir.join(LOCK_FILE))?;
         let path = log_path(dir);
-        let file = OpenOptions::new()
+        let file = crate::private::options()
             .append(true)
             .read(true)
             .create_new(true)
@@ -169,7 +169,7 @@ impl LogWriter {
         };
         if tail.good_len < len {
             let qdir = dir.join(QUARANTINE_DIR);
-            fs::create_dir_all(&qdir).at(&qdir)?;
+            crate::private::create_dir_all(&qdir).at(&qdir)?;
             let mut bytes = vec![0; usize::try_from(len - tail.good_len).unwrap_or(usize::MAX)];
             file.read_exact_at(&mut bytes, tail.good_len).at(&path)?;
             let qpath = qdir.join(format!(
@@ -177,7 +177,7 @@ impl LogWriter {
                 tail.good_len,
                 jiff::Timestamp::now().as_nanosecond()
             ));
-            let mut q = File::create_new(&qpath).at(&qpath)?;
+            let mut q = crate::private::create_new(&qpath).at(&qpath)?;
             q.write_all(&bytes).at(&qpath)?;
             q.sync_all().at(&qpath)?;
             sync_dir(&qdir)?;

@@ -294,7 +294,7 @@ fn read_entry(idx_path: &Path, i: u64) -> Option<u64> {
 }
 
 fn write_entries(idx_path: &Path, existing: u64, bytes: &[u8]) -> std::io::Result<()> {
-    let mut file = OpenOptions::new()
+    let mut file = crate::private::options()
         .create(true)
         .append(true)
         .open(idx_path)?;

@@ -84,7 +84,7 @@ impl SnapshotStore {
 
     /// Writes a snapshot (temporary file, fsync, rename).
     pub fn save(&self, meta: &SnapshotMeta, body: &[u8]) -> Result<PathBuf> {
-        fs::create_dir_all(&self.dir).at(&self.dir)?;
+        crate::private::create_dir_all(&self.dir).at(&self.dir)?;
         let mut header = Vec::with_capacity(HEADER_BYTES);
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&HEADER_VERSION.to_le_bytes());

@@ -356,7 +356,7 @@ impl AllowList {
         if current.as_ref() == Some(&want) {
             return Ok(());
         }
-        std::fs::create_dir_all(&self.dir).map_err(io_at(&self.dir))?;
+        cairn_store::private::create_dir_all(&self.dir).map_err(io_at(&self.dir))?;
         let mut tmp = tempfile::NamedTempFile::new_in(&self.dir).map_err(io_at(&self.dir))?;
         serde_json::to_writer_pretty(tmp.as_file_mut(), &want)
             .map_err(|e| io_at(&path)(e.into()))?;
