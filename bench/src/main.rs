@@ -8,6 +8,7 @@
 //! as, so that the peak memory of one operation is measured alone in its own process.
 
 mod child;
+mod confine;
 mod engine;
 mod events;
 mod replay;
@@ -38,6 +39,9 @@ enum Command {
     Engine(engine::EngineArgs),
     /// Benchmark the shell tools: a foreground `run_shell true` against spawning `true`.
     Shell(shell::ShellArgs),
+    /// Benchmark confinement: read and write access beneath the workspace descriptor
+    /// against the string-path way it replaced.
+    Confine(confine::ConfineArgs),
     /// Benchmark the no-change workspace scan that follows every command.
     Scan(scan::ScanArgs),
     /// Benchmark replay: deep verify against integrity-only, replay against recorded time.
@@ -73,6 +77,7 @@ fn main() -> Result<()> {
         Command::Store(args) => store::run(&args),
         Command::Engine(args) => engine::run(&args),
         Command::Shell(args) => shell::run(&args),
+        Command::Confine(args) => confine::run(&args),
         Command::Scan(args) => scan::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Resume(args) => resume::run(&args),

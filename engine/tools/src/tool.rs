@@ -13,7 +13,7 @@ use cairn_core::decide::Refused;
 
 use crate::event::{Event, FileRead, Refusal, Rule, Status, WriteStatus};
 use crate::limits::Limits;
-use crate::paths::{PathError, WsPath, resolve};
+use crate::paths::{PathError, Root, WsPath, resolve};
 use crate::permission::{CredentialFiles, Need};
 use crate::recorder::Recorder;
 use crate::shell::Runtime;
@@ -260,6 +260,9 @@ pub struct Ctx<'a> {
     pub call: String,
     /// The workspace root (canonical).
     pub root: &'a Path,
+    /// The workspace root's open descriptor: every path a tool opens, lists or writes
+    /// resolves beneath it, never by its string.
+    pub fs: &'a Root,
     /// The cairn home (never touched by tools).
     pub home: &'a Path,
     pub limits: &'a Limits,
@@ -311,6 +314,13 @@ impl Ctx<'_> {
             }
             PathError::Invalid(m) => Err(ToolOutput::error(m)),
         })
+    }
+
+    /// The answer for `path` (as the model named it) when opening it beneath the root
+    /// found it leading outside (`why`): a confinement refusal, as the string check
+    /// gives.
+    pub fn refuse_outside(path: &str, why: String) -> ToolOutput {
+        ToolOutput::refused(Rule::Confinement, Some(path), None, why)
     }
 
     /// The project's blob store.
