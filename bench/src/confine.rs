@@ -171,7 +171,8 @@ pub fn run(args: &ConfineArgs) -> Result<()> {
         // Distinct inputs, so that the repeated-call breaker stays out of it.
         figures.push(time(args.runs, |_| {
             n += 1;
-            let input = serde_json::json!({"path": plain, "offset": 1 + n % 100});
+            let input =
+                serde_json::json!({"path": plain, "offset": 1 + n % 200, "limit": 1 + n / 200});
             let out = engine.call("read_file", input)?;
             if out.status != cairn_engine::event::Status::Ok {
                 bail!("read_file: {}", out.output);
