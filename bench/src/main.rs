@@ -8,6 +8,7 @@
 //! as, so that the peak memory of one operation is measured alone in its own process.
 
 mod child;
+mod confine;
 mod consent;
 mod engine;
 mod events;
@@ -41,6 +42,9 @@ enum Command {
     Shell(shell::ShellArgs),
     /// Benchmark the permission analysis of command lines (tree-sitter-bash, guards).
     Consent(consent::ConsentArgs),
+    /// Benchmark confinement: read and write access beneath the workspace descriptor
+    /// against the string-path way it replaced.
+    Confine(confine::ConfineArgs),
     /// Benchmark the no-change workspace scan that follows every command.
     Scan(scan::ScanArgs),
     /// Benchmark replay: deep verify against integrity-only, replay against recorded time.
@@ -77,6 +81,7 @@ fn main() -> Result<()> {
         Command::Engine(args) => engine::run(&args),
         Command::Shell(args) => shell::run(&args),
         Command::Consent(args) => consent::run(&args),
+        Command::Confine(args) => confine::run(&args),
         Command::Scan(args) => scan::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Resume(args) => resume::run(&args),

@@ -57,6 +57,9 @@ pub struct Engine {
     id: String,
     dir: PathBuf,
     root: PathBuf,
+    /// The workspace root's descriptor, opened once: every path a tool touches
+    /// resolves beneath it.
+    fs: cairn_tools::Root,
     home: PathBuf,
     project: Project,
     config: EngineConfig,
@@ -202,10 +205,12 @@ impl Engine {
             bg: Default::default(),
             cancel: Default::default(),
         };
+        let fs = cairn_tools::Root::open(&root, &home.root).map_err(io_at(&root))?;
         Ok(Engine {
             id,
             dir,
             root,
+            fs,
             home: home.root.clone(),
             project,
             guards: config.guards(),
@@ -604,6 +609,7 @@ impl Engine {
                                 call: call.clone(),
                                 root: &self.root,
                                 redactor: &self.redactor,
+                                fs: &self.fs,
                                 home: &self.home,
                                 limits: &limits,
                                 web_config: &self.config.web,
@@ -687,12 +693,13 @@ impl Engine {
         if ws.rel != path {
             return None;
         }
-        let hash = match std::fs::metadata(&ws.abs) {
-            Ok(m) if m.is_dir() => return None,
-            Ok(m) if m.is_file() => std::fs::File::open(&ws.abs)
-                .ok()
-                .and_then(|f| cairn_store::hash_reader(f).ok()),
-            _ => None,
+        // Beneath the root, as the tool will open it.
+        let hash = match self.fs.open_read(&ws) {
+            Ok((f, _)) => cairn_store::hash_reader(f).ok(),
+            Err(cairn_tools::OpenError::NotRegular(cairn_tools::open::Kind::Directory)) => {
+                return None;
+            }
+            Err(_) => None,
         };
         Some(Observed { path, hash })
     }

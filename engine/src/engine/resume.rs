@@ -330,10 +330,12 @@ impl Engine {
             bg: Default::default(),
             cancel: Default::default(),
         };
+        let fs = cairn_tools::Root::open(&root, &home.root).map_err(cairn_tools::io_at(&root))?;
         let mut engine = Engine {
             id: started.id.clone(),
             dir: dir.to_path_buf(),
             root,
+            fs,
             home: home.root.clone(),
             project,
             guards: config.guards(),

@@ -44,7 +44,7 @@ pub use catalog::{
 pub use config::EngineConfig;
 pub use error::{EngineError, Result, io_at};
 pub use open::{OpenError, open_regular};
-pub use paths::{PathError, WsPath, resolve, target};
+pub use paths::{Parent, PathError, Root, SYMLINK_FOLLOWS_MAX, WsPath, resolve, target};
 pub use recorder::{Observer, Recorder};
 pub use tool::{Asking, Ctx, Effects, InputError, Tool, ToolOutput, TypedTool, parse_input};
 

@@ -76,6 +76,10 @@ pub enum OpenError {
     Io(std::io::Error),
     /// It opened, and is not a regular file: nothing was read.
     NotRegular(Kind),
+    /// Resolved beneath the workspace root ([`crate::paths::Root`]), it leads outside
+    /// or into the cairn home (a symlink, maybe swapped in since the path was checked):
+    /// nothing was opened. The text says where.
+    Outside(String),
 }
 
 /// Opens `path` (symlinks followed) for reading if it is a regular file, with its
@@ -114,7 +118,7 @@ mod tests {
         match open_regular(path) {
             Ok(_) => None,
             Err(OpenError::NotRegular(k)) => Some(k),
-            Err(OpenError::Io(e)) => panic!("{}: {e}", path.display()),
+            Err(e) => panic!("{}: {e:?}", path.display()),
         }
     }
 

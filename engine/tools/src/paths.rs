@@ -1,8 +1,53 @@
 //! Confinement: every path a tool touches resolves inside the workspace. `..` that
 //! climbs out, and symlinks that lead out, are refused; nothing resolves under the
 //! cairn home, so the agent can never edit its own log.
+//!
+//! Two layers. [`resolve`] checks the path as a string (normalised, symlinks resolved
+//! as they are now): it gives the clear refusal and the path the permission rules
+//! decide on. Then every open goes through [`Root`], an open descriptor of the
+//! workspace root, and never through the string: a folder swapped for a symlink to
+//! outside between the check and the open cannot lead the open out.
+//!
+//! [`Root`] resolves a workspace-relative path with `openat2(RESOLVE_BENEATH |
+//! RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)` (Linux 5.6): a path without symlinks
+//! opens in one call, and the path opened is the path named. A path with a symlink in
+//! it, an absolute symlink, a kernel without `openat2` (`ENOSYS`) or a rename race the
+//! kernel reports (`EAGAIN`) take the walk instead: one `openat(O_NOFOLLOW)` per
+//! component from the root's descriptor, each folder held open, a symlink read with
+//! `readlinkat` and followed by the walk itself while it stays beneath the root (a
+//! relative target's `..` steps back to a folder already held, never re-opens `..`),
+//! at most [`SYMLINK_FOLLOWS_MAX`] of them; one that leaves is refused. Either way the
+//! walk knows the real path, so the cairn home is refused however it is reached.
+//!
+//! A file outside the workspace in a folder granted for good (its files, not its
+//! subfolders) is opened the same way beneath a descriptor of that folder.
+//!
+//! Writes ([`Root::parent`]) resolve the parent folder beneath the root, create the
+//! temporary file in it with `O_CREAT | O_EXCL | O_NOFOLLOW` and `renameat` it over the
+//! name inside the same descriptor (`RENAME_NOREPLACE` for a create). A symlink named
+//! last is written through to its target when that stays inside (the link stays a
+//! link, as an editor leaves it). The path a write records is [`Parent::real`]: the
+//! real folder reached and the real name, inside symlinks resolved, which is where the
+//! bytes went at the time the folder was reached. The answer shown to the model keeps
+//! the path it named.
+//!
+//! What stays by path: the search tools' walk (the `ignore` crate walks by path; its
+//! root is opened beneath first, symlinks are not followed unless asked and then
+//! checked, and every file's content is read through [`Root`], so a folder swapped
+//! mid-walk can show outside names but never outside bytes), and the commands, which
+//! the OS sandbox confines.
 
+use std::fs::{File, Metadata};
+use std::io::Write;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags, ResolveFlags};
+use rustix::io::Errno;
+
+use crate::open::{Kind, OpenError};
 
 /// A path inside the workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,6 +194,571 @@ pub fn target(root: &Path, input: &str) -> Option<PathBuf> {
     }
 }
 
+/// Symlinks one resolution by the walk follows before it gives up (a loop, or a chain
+/// too long to be meant), as the kernel's own limit.
+pub const SYMLINK_FOLLOWS_MAX: u32 = 40;
+
+/// Temporary names tried in a folder before a write gives up (each taken one is a
+/// leftover or a concurrent write).
+const TMP_NAMES_TRIED_MAX: u32 = 16;
+
+/// Set once `openat2` answered `ENOSYS`: every later resolution walks.
+static OPENAT2_MISSING: AtomicBool = AtomicBool::new(false);
+
+/// Numbers the temporary files of this process.
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// The open workspace root: every open, listing and write of a tool resolves beneath
+/// it (see the module doc).
+#[derive(Debug)]
+pub struct Root {
+    dir: OwnedFd,
+    /// Canonical path of the folder the descriptor was opened on: absolute symlink
+    /// targets under it stay inside.
+    path: PathBuf,
+    /// The cairn home, never opened.
+    home: PathBuf,
+    /// The home relative to this root, when it lies inside.
+    home_rel: Option<String>,
+    /// Always walk, never `openat2` (tests of the walk).
+    walk_only: bool,
+}
+
+impl Root {
+    /// Opens the root folder `path` (canonical); `home` is the cairn home.
+    pub fn open(path: &Path, home: &Path) -> std::io::Result<Root> {
+        let dir = rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let home_rel = home.strip_prefix(path).ok().map(|inner| {
+            inner
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/")
+        });
+        Ok(Root {
+            dir,
+            path: path.to_path_buf(),
+            home: home.to_path_buf(),
+            home_rel,
+            walk_only: false,
+        })
+    }
+
+    /// The same root resolving by the walk only, as on a kernel without `openat2`.
+    pub fn walking(mut self) -> Root {
+        self.walk_only = true;
+        self
+    }
+
+    /// The folder the descriptor was opened on.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Opens the regular file at `ws` for reading, with its metadata from the
+    /// descriptor: never a FIFO, a socket or a device, never blocking (as
+    /// [`crate::open_regular`]).
+    pub fn open_read(&self, ws: &WsPath) -> Result<(File, Metadata), OpenError> {
+        let at = self.beneath(ws)?;
+        let (root, rel) = (at.root(), at.rel.as_str());
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
+        let fd = match root.open_at(rel, flags, true) {
+            Ok((fd, real)) => {
+                at.real(real)?;
+                fd
+            }
+            // A socket cannot be opened (ENXIO): say what it is rather than how the
+            // open failed.
+            Err(OpenError::Io(e)) => {
+                let kind = root
+                    .open_at(rel, OFlags::PATH, true)
+                    .ok()
+                    .and_then(|(fd, _)| File::from(fd).metadata().ok())
+                    .as_ref()
+                    .and_then(Kind::of);
+                return Err(kind.map_or(OpenError::Io(e), OpenError::NotRegular));
+            }
+            Err(e) => return Err(e),
+        };
+        let file = File::from(fd);
+        let meta = file.metadata().map_err(OpenError::Io)?;
+        match Kind::of(&meta) {
+            None => Ok((file, meta)),
+            Some(kind) => Err(OpenError::NotRegular(kind)),
+        }
+    }
+
+    /// Opens the folder at `ws` for listing.
+    pub fn open_dir(&self, ws: &WsPath) -> Result<OwnedFd, OpenError> {
+        let at = self.beneath(ws)?;
+        let (fd, real) = at
+            .root()
+            .open_at(&at.rel, OFlags::RDONLY | OFlags::DIRECTORY, true)?;
+        at.real(real)?;
+        Ok(fd)
+    }
+
+    /// The metadata of what `ws` names (inside symlinks followed) and its real path
+    /// relative to the root (for a file in a granted outside folder: its absolute
+    /// path).
+    pub fn stat(&self, ws: &WsPath) -> Result<(Metadata, String), OpenError> {
+        let at = self.beneath(ws)?;
+        let (fd, real) = at.root().open_at(&at.rel, OFlags::PATH, true)?;
+        let meta = File::from(fd).metadata().map_err(OpenError::Io)?;
+        Ok((meta, at.real(real)?))
+    }
+
+    /// The folder a write of `ws` goes into, opened beneath the root, with the name to
+    /// write in it; missing folders are made when `make_dirs` (and removed again by
+    /// [`Parent::undo`]).
+    pub fn parent(&self, ws: &WsPath, make_dirs: bool) -> Result<Parent, OpenError> {
+        let at = self.beneath(ws)?;
+        let mut parent = at.root().parent_at(&at.rel, make_dirs)?;
+        match at.real(std::mem::take(&mut parent.real)) {
+            Ok(real) => {
+                parent.real = real;
+                Ok(parent)
+            }
+            Err(e) => {
+                parent.undo();
+                Err(e)
+            }
+        }
+    }
+
+    /// The root `ws` lies beneath and its path relative to it: this root, or for a
+    /// file in a granted folder outside, that folder opened now.
+    fn beneath<'r>(&'r self, ws: &WsPath) -> Result<Beneath<'r>, OpenError> {
+        if ws.abs.starts_with(&self.path) {
+            return Ok(Beneath {
+                this: self,
+                granted: None,
+                rel: ws.rel.clone(),
+            });
+        }
+        let (Some(dir), Some(name)) = (ws.abs.parent(), ws.abs.file_name()) else {
+            return Err(OpenError::Outside(format!(
+                "{} is outside the workspace",
+                ws.rel
+            )));
+        };
+        let granted = Root {
+            walk_only: self.walk_only,
+            ..Root::open(dir, &self.home).map_err(OpenError::Io)?
+        };
+        Ok(Beneath {
+            this: self,
+            granted: Some(granted),
+            rel: name.to_string_lossy().into_owned(),
+        })
+    }
+
+    /// Opens `rel` (workspace-relative, `/`-separated; "" for the root) with `flags`,
+    /// following inside symlinks (the last component's only when `follow_last`);
+    /// gives the descriptor and the real relative path.
+    fn open_at(
+        &self,
+        rel: &str,
+        flags: OFlags,
+        follow_last: bool,
+    ) -> Result<(OwnedFd, String), OpenError> {
+        let flags = flags | OFlags::CLOEXEC;
+        if !self.walk_only && !OPENAT2_MISSING.load(Ordering::Relaxed) {
+            let how =
+                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+            let path = if rel.is_empty() { "." } else { rel };
+            match rustix::fs::openat2(&self.dir, path, flags, Mode::empty(), how) {
+                // O_PATH opens a final symlink itself: the walk follows it.
+                Ok(fd) if flags.contains(OFlags::PATH) && is_symlink(&fd) => {}
+                Ok(fd) => {
+                    // No symlink on the way: the path opened is the path named.
+                    self.refuse_home(rel, rel)?;
+                    return Ok((fd, rel.to_string()));
+                }
+                Err(Errno::NOSYS) => OPENAT2_MISSING.store(true, Ordering::Relaxed),
+                // A symlink on the way (ELOOP), a `..` or absolute link (EXDEV), a
+                // rename meanwhile (EAGAIN): the walk decides.
+                Err(Errno::LOOP | Errno::XDEV | Errno::AGAIN) => {}
+                Err(e) => return Err(OpenError::Io(e.into())),
+            }
+        }
+        self.walk(rel, flags, follow_last)
+    }
+
+    /// The fallback resolution (see the module doc).
+    fn walk(
+        &self,
+        rel: &str,
+        flags: OFlags,
+        follow_last: bool,
+    ) -> Result<(OwnedFd, String), OpenError> {
+        // Components still to resolve, the next one last.
+        let mut todo: Vec<String> = components(rel).rev().collect();
+        // The folders entered below the root: their descriptors and names.
+        let mut held: Vec<(OwnedFd, String)> = Vec::new();
+        let mut follows = 0u32;
+        loop {
+            let at: BorrowedFd<'_> = held.last().map_or(self.dir.as_fd(), |(fd, _)| fd.as_fd());
+            let Some(name) = todo.pop() else {
+                // The path ends on a folder already held (or the root).
+                let fd = rustix::fs::openat(at, ".", flags, Mode::empty())
+                    .map_err(|e| OpenError::Io(e.into()))?;
+                return Ok((fd, real_of(&held, None)));
+            };
+            if name == ".." {
+                if held.pop().is_none() {
+                    return Err(OpenError::Outside(format!(
+                        "{rel} leads outside {} (a symlink's '..' climbs out)",
+                        self.path.display()
+                    )));
+                }
+                continue;
+            }
+            let last = todo.is_empty();
+            let attempt = if last {
+                rustix::fs::openat(at, name.as_str(), flags | OFlags::NOFOLLOW, Mode::empty())
+            } else {
+                rustix::fs::openat(
+                    at,
+                    name.as_str(),
+                    OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+            };
+            // O_PATH | O_NOFOLLOW opens a final symlink itself rather than failing.
+            let attempt = match attempt {
+                Ok(fd) if last && flags.contains(OFlags::PATH) && is_symlink(&fd) => {
+                    Err(Errno::LOOP)
+                }
+                other => other,
+            };
+            match attempt {
+                Ok(fd) if last => {
+                    let real = real_of(&held, Some(&name));
+                    self.refuse_home(rel, &real)?;
+                    return Ok((fd, real));
+                }
+                Ok(fd) => {
+                    held.push((fd, name));
+                    self.refuse_home(rel, &real_of(&held, None))?;
+                }
+                // O_NOFOLLOW met a symlink (ELOOP; ENOTDIR with O_DIRECTORY).
+                Err(e @ (Errno::LOOP | Errno::NOTDIR)) => {
+                    if last && !follow_last {
+                        return Err(OpenError::Io(e.into()));
+                    }
+                    let Ok(target) = rustix::fs::readlinkat(at, name.as_str(), Vec::new()) else {
+                        // Not a symlink: the open's own error stands.
+                        return Err(OpenError::Io(e.into()));
+                    };
+                    follows += 1;
+                    if follows > SYMLINK_FOLLOWS_MAX {
+                        return Err(OpenError::Io(std::io::Error::other(format!(
+                            "more than {SYMLINK_FOLLOWS_MAX} symlinks on the way (SYMLINK_FOLLOWS_MAX): a symlink loop?"
+                        ))));
+                    }
+                    let target = target.to_string_lossy().into_owned();
+                    if target.starts_with('/') {
+                        // An absolute target stays inside only under the root's path.
+                        match Path::new(&target).strip_prefix(&self.path) {
+                            Ok(inner) => {
+                                held.clear();
+                                todo.extend(components(&inner.to_string_lossy()).rev());
+                            }
+                            Err(_) => {
+                                return Err(OpenError::Outside(format!(
+                                    "{rel} leads outside {} through a symlink to {target}",
+                                    self.path.display()
+                                )));
+                            }
+                        }
+                    } else {
+                        todo.extend(components(&target).rev());
+                    }
+                }
+                Err(e) => return Err(OpenError::Io(e.into())),
+            }
+        }
+    }
+
+    /// Refuses `real` (a real path relative to the root) when it is the home or in it.
+    fn refuse_home(&self, rel: &str, real: &str) -> Result<(), OpenError> {
+        match &self.home_rel {
+            Some(home)
+                if home.is_empty()
+                    || real == home
+                    || real
+                        .strip_prefix(home.as_str())
+                        .is_some_and(|r| r.starts_with('/')) =>
+            {
+                Err(OpenError::Outside(format!(
+                    "{rel} is inside the cairn home {}, which tools never touch",
+                    self.home.display()
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn parent_at(&self, rel: &str, make_dirs: bool) -> Result<Parent, OpenError> {
+        let mut rel = rel.to_string();
+        // Each turn follows one symlink named last (a race can swap in another).
+        for _ in 0..=SYMLINK_FOLLOWS_MAX {
+            let (dir_rel, name) = rel.rsplit_once('/').unwrap_or(("", &rel));
+            if name.is_empty() || name == "." || name == ".." {
+                return Err(OpenError::Io(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("{rel} does not name a file"),
+                )));
+            }
+            let mut made = Vec::new();
+            let (dir, dir_real) =
+                match self.open_at(dir_rel, OFlags::RDONLY | OFlags::DIRECTORY, true) {
+                    Err(OpenError::Io(e))
+                        if make_dirs && e.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        self.make_dirs(dir_rel, &mut made)?
+                    }
+                    opened => opened?,
+                };
+            if made.is_empty() && rustix::fs::readlinkat(&dir, name, Vec::new()).is_ok() {
+                // A symlink named last is written through, as an editor does, to its
+                // target's real path when that stays inside; a dangling one is the
+                // name itself (a create fails on it).
+                match self.open_at(&rel, OFlags::PATH, true) {
+                    Ok((_, real)) => {
+                        rel = real;
+                        continue;
+                    }
+                    Err(OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let real = if dir_real.is_empty() {
+                name.to_string()
+            } else {
+                format!("{dir_real}/{name}")
+            };
+            let parent = Parent {
+                dir,
+                name: name.to_string(),
+                real,
+                made,
+            };
+            if let Err(e) = self.refuse_home(&rel, &parent.real) {
+                parent.undo();
+                return Err(e);
+            }
+            return Ok(parent);
+        }
+        Err(OpenError::Io(std::io::Error::other(format!(
+            "{rel}: more than {SYMLINK_FOLLOWS_MAX} symlinks named last (SYMLINK_FOLLOWS_MAX)"
+        ))))
+    }
+
+    /// Makes the missing folders of `dir_rel`, one at a time beneath the longest
+    /// prefix that exists, noting each made in `made`.
+    fn make_dirs(
+        &self,
+        dir_rel: &str,
+        made: &mut Vec<(OwnedFd, String)>,
+    ) -> Result<(OwnedFd, String), OpenError> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY;
+        let parts: Vec<&str> = dir_rel.split('/').collect();
+        let mut have = parts.len();
+        let (mut fd, mut real) = loop {
+            have -= 1;
+            match self.open_at(&parts[..have].join("/"), flags, true) {
+                Ok(found) => break found,
+                Err(OpenError::Io(e)) if have > 0 && e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        };
+        for name in &parts[have..] {
+            match rustix::fs::mkdirat(&fd, *name, Mode::from_raw_mode(0o777)) {
+                Ok(()) => made.push((
+                    rustix::io::dup(&fd).map_err(|e| OpenError::Io(e.into()))?,
+                    name.to_string(),
+                )),
+                // Made meanwhile by someone else: used, not ours to remove.
+                Err(Errno::EXIST) => {}
+                Err(e) => return Err(OpenError::Io(e.into())),
+            }
+            fd = rustix::fs::openat(
+                &fd,
+                *name,
+                flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| OpenError::Io(e.into()))?;
+            real = if real.is_empty() {
+                name.to_string()
+            } else {
+                format!("{real}/{name}")
+            };
+        }
+        Ok((fd, real))
+    }
+}
+
+/// Where a path resolves: the workspace root, or a granted folder outside (its files
+/// only, not its subfolders).
+struct Beneath<'r> {
+    this: &'r Root,
+    granted: Option<Root>,
+    /// The path relative to [`Beneath::root`].
+    rel: String,
+}
+
+impl Beneath<'_> {
+    fn root(&self) -> &Root {
+        self.granted.as_ref().unwrap_or(self.this)
+    }
+
+    /// The real path to record for `real` (relative to [`Beneath::root`]): as it is
+    /// beneath the workspace, absolute beneath a granted folder, where a symlink into a
+    /// subfolder is refused.
+    fn real(&self, real: String) -> Result<String, OpenError> {
+        let Some(granted) = &self.granted else {
+            return Ok(real);
+        };
+        if real.contains('/') || real.is_empty() {
+            return Err(OpenError::Outside(format!(
+                "{} leads out of {} through a symlink; only the files directly in a folder allowed outside the workspace are reachable",
+                granted.path.join(&self.rel).display(),
+                granted.path.display()
+            )));
+        }
+        Ok(granted.path.join(real).to_string_lossy().into_owned())
+    }
+}
+
+/// True when `fd` (opened with `O_PATH | O_NOFOLLOW`) is a symlink.
+fn is_symlink(fd: &OwnedFd) -> bool {
+    rustix::fs::fstat(fd).is_ok_and(|st| {
+        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink
+    })
+}
+
+/// The components of a `/`-separated path, `.` and empty ones left out.
+fn components(path: &str) -> impl DoubleEndedIterator<Item = String> + '_ {
+    path.split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .map(str::to_string)
+}
+
+/// The real relative path of the held folders, and `name` in the last.
+fn real_of(held: &[(OwnedFd, String)], name: Option<&str>) -> String {
+    let mut parts: Vec<&str> = held.iter().map(|(_, n)| n.as_str()).collect();
+    parts.extend(name);
+    parts.join("/")
+}
+
+/// The folder a write goes into (see [`Root::parent`]).
+#[derive(Debug)]
+pub struct Parent {
+    dir: OwnedFd,
+    name: String,
+    real: String,
+    /// Folders made for this write, each with its parent's descriptor.
+    made: Vec<(OwnedFd, String)>,
+}
+
+impl Parent {
+    /// The path written: the real folder reached and the name (workspace-relative;
+    /// absolute for a granted folder outside).
+    pub fn real(&self) -> &str {
+        &self.real
+    }
+
+    /// Replaces the file by `bytes` with permissions `mode`: a temporary file in the
+    /// same folder, synced, renamed over the name.
+    pub fn replace(&self, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+        let tmp = self.temporary(bytes, Some(mode))?;
+        let renamed = rustix::fs::renameat(&self.dir, tmp.as_str(), &self.dir, self.name.as_str());
+        self.finish(renamed, &tmp)
+    }
+
+    /// Creates the file with `bytes`, failing if the name exists (never overwrites,
+    /// even a file made meanwhile).
+    pub fn create_new(&self, bytes: &[u8]) -> std::io::Result<()> {
+        let tmp = self.temporary(bytes, None)?;
+        let (t, n) = (tmp.as_str(), self.name.as_str());
+        let linked =
+            match rustix::fs::renameat_with(&self.dir, t, &self.dir, n, RenameFlags::NOREPLACE) {
+                // A filesystem without RENAME_NOREPLACE: a hard link fails on an existing
+                // name too.
+                Err(Errno::INVAL | Errno::NOSYS) => {
+                    rustix::fs::linkat(&self.dir, t, &self.dir, n, AtFlags::empty())
+                        .and_then(|()| rustix::fs::unlinkat(&self.dir, t, AtFlags::empty()))
+                }
+                r => r,
+            };
+        self.finish(linked, &tmp)
+    }
+
+    /// Removes the folders made for this write (after a failed one), newest first.
+    pub fn undo(self) {
+        for (parent, name) in self.made.iter().rev() {
+            // Best effort on the failure path: a folder someone filled meanwhile stays.
+            rustix::fs::unlinkat(parent, name.as_str(), AtFlags::REMOVEDIR).ok();
+        }
+    }
+
+    /// Writes `bytes` to a new temporary file in the folder and syncs it; gives its
+    /// name. `mode`: the exact permissions, else those of any new file (0o666 under the
+    /// umask).
+    fn temporary(&self, bytes: &[u8], mode: Option<u32>) -> std::io::Result<String> {
+        for _ in 0..TMP_NAMES_TRIED_MAX {
+            let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+            let name = format!(".cairn-tmp-{}-{n}", std::process::id());
+            let flags =
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            let fd = match rustix::fs::openat(
+                &self.dir,
+                name.as_str(),
+                flags,
+                Mode::from_raw_mode(0o666),
+            ) {
+                Ok(fd) => fd,
+                Err(Errno::EXIST) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let mut file = File::from(fd);
+            let written = (|| {
+                file.write_all(bytes)?;
+                if let Some(mode) = mode {
+                    file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+                }
+                file.sync_all()
+            })();
+            if let Err(e) = written {
+                rustix::fs::unlinkat(&self.dir, name.as_str(), AtFlags::empty()).ok();
+                return Err(e);
+            }
+            return Ok(name);
+        }
+        Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!("{TMP_NAMES_TRIED_MAX} temporary names taken in the folder"),
+        ))
+    }
+
+    /// Removes the temporary file when the install failed, else syncs the folder.
+    fn finish(&self, installed: rustix::io::Result<()>, tmp: &str) -> std::io::Result<()> {
+        if let Err(e) = installed {
+            // The temporary file is ours; the error that matters is the install's.
+            rustix::fs::unlinkat(&self.dir, tmp, AtFlags::empty()).ok();
+            return Err(e.into());
+        }
+        rustix::fs::fsync(&self.dir).map_err(Into::into)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,5 +800,207 @@ mod tests {
             resolve(&root, &home, inside.to_str().unwrap()).unwrap().rel,
             "sub/new.txt"
         );
+    }
+
+    use std::io::Read;
+    use std::os::unix::fs::symlink;
+
+    /// A workspace with symlinks of every kind, and a folder outside it.
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+        out: PathBuf,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let root = base.join("ws");
+        let out = base.join("out");
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::create_dir_all(out.join("sub")).unwrap();
+        std::fs::create_dir_all(root.join(".cairn-home")).unwrap();
+        std::fs::write(root.join("a/b/f.txt"), "inside").unwrap();
+        std::fs::write(root.join(".cairn-home/log"), "home").unwrap();
+        std::fs::write(out.join("secret.txt"), "OUTSIDE").unwrap();
+        std::fs::write(out.join("sub/deep.txt"), "DEEP").unwrap();
+        symlink("a/b", root.join("in")).unwrap();
+        symlink(root.join("a/b"), root.join("abs_in")).unwrap();
+        symlink("../a/b", root.join("a/dotdot")).unwrap();
+        symlink("b/f.txt", root.join("a/file_link")).unwrap();
+        symlink("../out", root.join("up")).unwrap();
+        symlink("../out/secret.txt", root.join("leak")).unwrap();
+        symlink("../../out", root.join("a/climb")).unwrap();
+        symlink(&out, root.join("abs_out")).unwrap();
+        symlink("loop2", root.join("loop1")).unwrap();
+        symlink("loop1", root.join("loop2")).unwrap();
+        symlink(".cairn-home", root.join("to_home")).unwrap();
+        symlink("sub/deep.txt", out.join("into_sub")).unwrap();
+        rustix::fs::mkfifoat(rustix::fs::CWD, root.join("fifo"), Mode::from(0o600)).unwrap();
+        Fixture {
+            _dir: dir,
+            root,
+            out,
+        }
+    }
+
+    /// Both resolutions: `openat2` first, and the walk alone.
+    fn roots(f: &Fixture) -> [Root; 2] {
+        let open = || Root::open(&f.root, &f.root.join(".cairn-home")).unwrap();
+        [open(), open().walking()]
+    }
+
+    fn at(root: &Path, rel: &str) -> WsPath {
+        WsPath {
+            abs: root.join(rel),
+            rel: rel.to_string(),
+        }
+    }
+
+    /// What a read of `ws` gives: the content, or the kind of failure.
+    fn read(root: &Root, ws: &WsPath) -> String {
+        match root.open_read(ws) {
+            Ok((mut file, _)) => {
+                let mut s = String::new();
+                file.read_to_string(&mut s).unwrap();
+                s
+            }
+            Err(OpenError::Outside(_)) => "outside".into(),
+            Err(OpenError::NotRegular(kind)) => format!("not regular: {}", kind.describe()),
+            Err(OpenError::Io(e)) => format!("io: {e}"),
+        }
+    }
+
+    #[test]
+    fn reads_follow_inside_symlinks_and_refuse_outside_ones() {
+        let f = fixture();
+        let loop_error = format!(
+            "io: more than {SYMLINK_FOLLOWS_MAX} symlinks on the way (SYMLINK_FOLLOWS_MAX): a symlink loop?"
+        );
+        let cases: &[(&str, &str)] = &[
+            ("a/b/f.txt", "inside"),
+            ("in/f.txt", "inside"),
+            ("abs_in/f.txt", "inside"),
+            ("a/dotdot/f.txt", "inside"),
+            ("a/file_link", "inside"),
+            ("up/secret.txt", "outside"),
+            ("a/climb/secret.txt", "outside"),
+            ("abs_out/secret.txt", "outside"),
+            ("loop1", &loop_error),
+            ("loop1/x", &loop_error),
+            ("to_home/log", "outside"),
+            (".cairn-home/log", "outside"),
+            ("fifo", "not regular: a FIFO (named pipe)"),
+            ("a", "not regular: a directory"),
+            ("a/missing", "io: No such file or directory (os error 2)"),
+        ];
+        for root in roots(&f) {
+            let got: Vec<(&str, String)> = cases
+                .iter()
+                .map(|(rel, _)| (*rel, read(&root, &at(&f.root, rel))))
+                .collect();
+            let expected: Vec<(&str, String)> =
+                cases.iter().map(|(r, e)| (*r, e.to_string())).collect();
+            assert_eq!(got, expected, "walk only: {}", root.walk_only);
+        }
+    }
+
+    #[test]
+    fn the_real_path_is_the_one_reached() {
+        let f = fixture();
+        for root in roots(&f) {
+            let real = |rel: &str| root.stat(&at(&f.root, rel)).map(|(_, r)| r).ok();
+            assert_eq!(real("a/b/f.txt").as_deref(), Some("a/b/f.txt"));
+            assert_eq!(real("in/f.txt").as_deref(), Some("a/b/f.txt"));
+            assert_eq!(real("abs_in").as_deref(), Some("a/b"));
+            assert_eq!(real("a/dotdot/f.txt").as_deref(), Some("a/b/f.txt"));
+            assert_eq!(real("").as_deref(), Some(""));
+            assert!(matches!(
+                root.stat(&at(&f.root, "up")),
+                Err(OpenError::Outside(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn writes_land_where_they_are_recorded_and_never_outside() {
+        let f = fixture();
+        for (i, root) in roots(&f).into_iter().enumerate() {
+            // Through an inside symlink: the recorded path is the real one.
+            let name = format!("in/new{i}.txt");
+            let parent = root.parent(&at(&f.root, &name), false).unwrap();
+            assert_eq!(parent.real(), format!("a/b/new{i}.txt"));
+            parent.create_new(b"one").unwrap();
+            assert_eq!(
+                std::fs::read(f.root.join(format!("a/b/new{i}.txt"))).unwrap(),
+                b"one"
+            );
+            // A create never overwrites; a replace does, with the mode asked.
+            let e = parent.create_new(b"two").unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
+            parent.replace(b"three", 0o640).unwrap();
+            let meta = std::fs::metadata(f.root.join(format!("a/b/new{i}.txt"))).unwrap();
+            assert_eq!(meta.permissions().mode() & 0o7777, 0o640);
+            // Out through a symlink: refused, nothing made.
+            // A symlink named last is written through to its target, recorded as such.
+            let parent = root.parent(&at(&f.root, "a/file_link"), false).unwrap();
+            assert_eq!(parent.real(), "a/b/f.txt");
+            for rel in [
+                "up/x.txt",
+                "a/climb/x.txt",
+                "abs_out/x.txt",
+                "to_home/x",
+                "leak",
+            ] {
+                assert!(
+                    matches!(
+                        root.parent(&at(&f.root, rel), true),
+                        Err(OpenError::Outside(_))
+                    ),
+                    "{rel}"
+                );
+            }
+            // Missing folders are made, and removed again on undo.
+            let parent = root
+                .parent(&at(&f.root, &format!("n{i}/m/x.txt")), true)
+                .unwrap();
+            assert_eq!(parent.real(), format!("n{i}/m/x.txt"));
+            assert!(f.root.join(format!("n{i}/m")).is_dir());
+            parent.undo();
+            assert!(!f.root.join(format!("n{i}")).exists());
+        }
+        let mut names: Vec<String> = std::fs::read_dir(&f.out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["into_sub", "secret.txt", "sub"]);
+        // No temporary file is left behind.
+        let left: Vec<_> = std::fs::read_dir(f.root.join("a/b"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(".cairn-tmp")
+            })
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn a_granted_folder_outside_gives_its_own_files_only() {
+        let f = fixture();
+        for root in roots(&f) {
+            let outside = |name: &str| WsPath {
+                abs: f.out.join(name),
+                rel: f.out.join(name).to_string_lossy().into_owned(),
+            };
+            assert_eq!(read(&root, &outside("secret.txt")), "OUTSIDE");
+            assert_eq!(read(&root, &outside("into_sub")), "outside");
+            let parent = root.parent(&outside("new.txt"), false).unwrap();
+            assert_eq!(parent.real(), f.out.join("new.txt").to_string_lossy());
+        }
     }
 }

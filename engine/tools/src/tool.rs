@@ -13,7 +13,7 @@ use cairn_core::decide::Refused;
 
 use crate::event::{Event, FileRead, Refusal, Rule, Status, WriteStatus};
 use crate::limits::Limits;
-use crate::paths::{PathError, WsPath, resolve};
+use crate::paths::{PathError, Root, WsPath, resolve};
 use crate::permission::{CredentialFiles, Need};
 use crate::recorder::Recorder;
 use crate::shell::Runtime;
@@ -263,6 +263,9 @@ pub struct Ctx<'a> {
     /// The session's redactor: what a tool keeps beyond its call (memory) is redacted
     /// with it, as the engine redacts what the call gives back.
     pub redactor: &'a cairn_core::redact::Redactor,
+    /// The workspace root's open descriptor: every path a tool opens, lists or writes
+    /// resolves beneath it, never by its string.
+    pub fs: &'a Root,
     /// The cairn home (never touched by tools).
     pub home: &'a Path,
     pub limits: &'a Limits,
@@ -296,24 +299,56 @@ impl Ctx<'_> {
 
     /// Resolves a path inside the workspace, or the refusal to return.
     pub fn resolve(&self, path: &str) -> Result<WsPath, ToolOutput> {
-        resolve(self.root, self.home, path).or_else(|e| match e {
-            PathError::Outside(m) => {
-                // A folder outside the workspace the user allowed for this tool: the
-                // files directly in it, not its subfolders (another folder asks again).
-                if let Some(t) = crate::paths::target(self.root, path)
-                    && !t.starts_with(self.home)
-                    && self
-                        .outside_ok
-                        .iter()
-                        .any(|d| t.parent() == Some(d.as_path()))
-                {
-                    let rel = t.to_string_lossy().into_owned();
-                    return Ok(WsPath { abs: t, rel });
+        resolve(self.root, self.home, path)
+            .map(|ws| self.real(ws))
+            .or_else(|e| match e {
+                PathError::Outside(m) => {
+                    // A folder outside the workspace the user allowed for this tool: the
+                    // files directly in it, not its subfolders (another folder asks again).
+                    if let Some(t) = crate::paths::target(self.root, path)
+                        && !t.starts_with(self.home)
+                        && self
+                            .outside_ok
+                            .iter()
+                            .any(|d| t.parent() == Some(d.as_path()))
+                    {
+                        let rel = t.to_string_lossy().into_owned();
+                        return Ok(WsPath { abs: t, rel });
+                    }
+                    Err(ToolOutput::refused(Rule::Confinement, Some(path), None, m))
                 }
-                Err(ToolOutput::refused(Rule::Confinement, Some(path), None, m))
-            }
-            PathError::Invalid(m) => Err(ToolOutput::error(m)),
-        })
+                PathError::Invalid(m) => Err(ToolOutput::error(m)),
+            })
+    }
+
+    /// `ws` named by its real path when symlinks inside the workspace lead elsewhere
+    /// (`link.txt` → `target.txt`): reads, writes and the rules then all speak of the
+    /// file that is really read and written. Left as named when it cannot be reached
+    /// (the open that follows says why).
+    fn real(&self, mut ws: WsPath) -> WsPath {
+        let real = match self.fs.stat(&ws) {
+            Ok((_, real)) => Some(real),
+            Err(_) => self
+                .fs
+                .parent(&ws, false)
+                .ok()
+                .map(|p| p.real().to_string()),
+        };
+        if let Some(real) = real
+            && real != ws.rel
+            && !real.starts_with('/')
+        {
+            ws.abs = self.root.join(&real);
+            ws.rel = real;
+        }
+        ws
+    }
+
+    /// The answer for `path` (as the model named it) when opening it beneath the root
+    /// found it leading outside (`why`): a confinement refusal, as the string check
+    /// gives.
+    pub fn refuse_outside(path: &str, why: String) -> ToolOutput {
+        ToolOutput::refused(Rule::Confinement, Some(path), None, why)
     }
 
     /// The project's blob store.

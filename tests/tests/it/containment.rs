@@ -55,3 +55,49 @@ fn a_home_spelled_through_a_symlink_inside_the_workspace_is_refused_to_tools() {
     assert!(!ws.join("inner/h/planted.txt").exists());
     e.end("test").unwrap();
 }
+
+#[test]
+fn edits_through_a_symlink_inside_the_workspace_follow_each_other_and_verify() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("target.txt"), "one\ntwo\n").unwrap();
+    std::os::unix::fs::symlink("target.txt", ws.join("link.txt")).unwrap();
+    let mut e = Engine::start(
+        &Home::at(&tmp.path().join("home")),
+        &ws,
+        EngineConfig::new(Catalog::Thoth),
+    )
+    .unwrap();
+    let ok = |e: &mut Engine, tool: &str, input: serde_json::Value| {
+        let out = e
+            .call_with(tool, input.clone(), Some(Answer::Once))
+            .unwrap();
+        assert_eq!(out.status, Status::Ok, "{tool} {input}: {}", out.output);
+    };
+    ok(&mut e, "read_file", json!({"path": "link.txt"}));
+    ok(
+        &mut e,
+        "edit_file",
+        json!({"path": "link.txt", "old_string": "one", "new_string": "uno"}),
+    );
+    ok(
+        &mut e,
+        "edit_file",
+        json!({"path": "link.txt", "old_string": "two", "new_string": "dos"}),
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("target.txt")).unwrap(),
+        "uno\ndos\n"
+    );
+    assert!(
+        std::fs::symlink_metadata(ws.join("link.txt"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let dir = e.dir().to_path_buf();
+    e.end("test").unwrap();
+    let (_, problems) = cairn_replay::verify(&dir).unwrap();
+    assert_eq!(problems, vec![]);
+}

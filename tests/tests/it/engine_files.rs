@@ -1300,7 +1300,8 @@ fn edits_keep_the_bom_the_line_endings_and_the_permissions() {
     assert_eq!((w.text("run.sh"), w.mode("run.sh")), ("z\n".into(), 0o754));
     check_log(&e);
 
-    // A symlink inside the workspace stays a symlink: its target is edited.
+    // A symlink inside the workspace stays a symlink: its target is edited, and the
+    // records and the answer name the file really written.
     let w = ws(&[("real.txt", "r\n")]);
     w.link("alias.txt", "real.txt");
     let mut e = w.engine(Catalog::Thoth);
@@ -1311,7 +1312,7 @@ fn edits_keep_the_bom_the_line_endings_and_the_permissions() {
             "edit_file",
             json!({"path": "alias.txt", "old_string": "r", "new_string": "s"})
         ),
-        ok(wrote("edited alias.txt", "alias.txt", "r\n", "s\n"))
+        ok(wrote("edited real.txt", "real.txt", "r\n", "s\n"))
     );
     assert_eq!(w.text("real.txt"), "s\n");
     assert_eq!(

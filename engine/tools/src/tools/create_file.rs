@@ -36,7 +36,7 @@ pub fn create(ctx: &mut Ctx<'_>, path: &str, content: &str) -> Result<ToolOutput
         Ok(ws) => ws,
         Err(out) => return Ok(out),
     };
-    match write::current(&ws) {
+    match write::current(ctx, &ws) {
         Err(out) => return Ok(out),
         Ok(Some(_)) => {
             return Ok(ToolOutput::error(format!(

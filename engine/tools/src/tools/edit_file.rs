@@ -75,7 +75,7 @@ pub fn edit(ctx: &mut Ctx<'_>, path: &str, old: &str, new: &str, all: bool) -> R
         Ok(ws) => ws,
         Err(out) => return Ok(out),
     };
-    let cur = match write::current(&ws) {
+    let cur = match write::current(ctx, &ws) {
         Err(out) => return Ok(out),
         Ok(None) => return Ok(ToolOutput::error(format!("no such file: {}", ws.rel))),
         Ok(Some(c)) => c,

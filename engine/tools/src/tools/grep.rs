@@ -65,6 +65,7 @@ impl TypedTool for Grep {
         };
         let (context, mut notes) = search::clamp_context("context", input.context, ctx.limits);
         let query = LineSearch {
+            fs: ctx.fs,
             matcher: &matcher,
             context,
             matches_max: ctx.limits.search_matches_max,

@@ -7,7 +7,10 @@ use std::collections::BTreeSet;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use rustix::fs::{AtFlags, FileType};
+
 use crate::error::Result;
+use crate::open::OpenError;
 use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
 use crate::tools::search::{self, WalkOptions};
 
@@ -35,12 +38,35 @@ impl TypedTool for ListDir {
             Ok(f) => f,
             Err(out) => return Ok(out),
         };
-        let reader = match std::fs::read_dir(&base.ws.abs) {
-            Ok(r) => r,
+        // Listed through a descriptor opened beneath the root: a folder swapped for a
+        // symlink to outside since it was checked is not listed.
+        let dir = match ctx.fs.open_dir(&base.ws) {
+            Ok(fd) => fd,
+            Err(OpenError::Outside(why)) => {
+                return Ok(Ctx::refuse_outside(
+                    input.path.as_deref().unwrap_or("."),
+                    why,
+                ));
+            }
             Err(e) => {
+                let e = match e {
+                    OpenError::Io(e) => e.to_string(),
+                    OpenError::NotRegular(kind) => kind.describe().to_string(),
+                    OpenError::Outside(why) => why,
+                };
                 return Ok(ToolOutput::error(format!(
                     "cannot list {}: {e}",
                     base.display()
+                )));
+            }
+        };
+        let reader = match rustix::fs::Dir::read_from(&dir) {
+            Ok(r) => r,
+            Err(e) => {
+                return Ok(ToolOutput::error(format!(
+                    "cannot list {}: {}",
+                    base.display(),
+                    std::io::Error::from(e)
                 )));
             }
         };
@@ -58,7 +84,10 @@ impl TypedTool for ListDir {
         for entry in reader {
             let Ok(entry) = entry else { continue };
             let name = entry.file_name().to_string_lossy().into_owned();
-            let abs = entry.path();
+            if name == "." || name == ".." {
+                continue;
+            }
+            let abs = base.ws.abs.join(&name);
             if name == ".git" || abs.starts_with(ctx.home) {
                 continue;
             }
@@ -68,20 +97,21 @@ impl TypedTool for ListDir {
                 format!("{}/{name}", base.rel)
             };
             let ignored = !admitted.contains(rel.as_str());
-            let Ok(meta) = std::fs::symlink_metadata(&abs) else {
+            let Ok(meta) = rustix::fs::statat(&dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+            else {
                 continue;
             };
-            let t = meta.file_type();
+            let t = FileType::from_raw_mode(meta.st_mode);
             let mut facts: Vec<String> = Vec::new();
-            let shown = if t.is_dir() {
+            let shown = if t == FileType::Directory {
                 format!("{rel}/")
-            } else if t.is_symlink() {
-                let target = std::fs::read_link(&abs)
+            } else if t == FileType::Symlink {
+                let target = rustix::fs::readlinkat(&dir, entry.file_name(), Vec::new())
                     .map_or_else(|_| "?".to_string(), |p| p.to_string_lossy().into_owned());
                 facts.push("symlink".into());
                 format!("{rel} -> {target}")
-            } else if t.is_file() {
-                facts.push(format!("{} bytes", meta.len()));
+            } else if t == FileType::RegularFile {
+                facts.push(format!("{} bytes", meta.st_size));
                 rel
             } else {
                 facts.push("special file".into());

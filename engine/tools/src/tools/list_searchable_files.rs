@@ -53,7 +53,8 @@ impl TypedTool for ListSearchableFiles {
         // What search_text leaves out is not a candidate.
         let (candidates, credentials) =
             search::without_credentials(candidates, ctx.credential_files);
-        let (keep, mut skipped) = search::searchable(&candidates, ctx.limits.read_file_bytes_max);
+        let (keep, mut skipped) =
+            search::searchable(ctx.fs, &candidates, ctx.limits.read_file_bytes_max);
         skipped.credentials = credentials;
         let paths: Vec<String> = keep.iter().map(|f| f.rel.clone()).collect();
         let mut out = if paths.is_empty() {

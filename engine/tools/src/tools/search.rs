@@ -21,8 +21,8 @@ use grep_searcher::{
     BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
 };
 
-use crate::open::{self, open_regular};
-use crate::paths::WsPath;
+use crate::open::{self, OpenError};
+use crate::paths::{Root, WsPath};
 use crate::permission::CredentialFiles;
 use crate::tool::{Ctx, ToolOutput};
 use crate::tools::text;
@@ -128,13 +128,25 @@ pub fn target(ctx: &Ctx<'_>, path: Option<&str>) -> Result<Target, ToolOutput> {
         Some(p) => p,
     };
     let ws = ctx.resolve(given)?;
-    let meta = std::fs::metadata(&ws.abs).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => {
+    // Beneath the root: the walk starts from what this finds, not from a folder
+    // swapped for a symlink since the check.
+    let (meta, real) = ctx.fs.stat(&ws).map_err(|e| match e {
+        OpenError::Outside(why) => Ctx::refuse_outside(given, why),
+        OpenError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
             ToolOutput::error(format!("no such file or folder: {}", ws.rel))
         }
-        _ => ToolOutput::error(format!("cannot open {}: {e}", ws.rel)),
+        OpenError::Io(e) => ToolOutput::error(format!("cannot open {}: {e}", ws.rel)),
+        OpenError::NotRegular(kind) => {
+            ToolOutput::error(format!("cannot open {}: {}", ws.rel, kind.describe()))
+        }
     })?;
-    let rel = rel_of(ctx.root, &ws.abs).unwrap_or_default();
+    // The real path as the descriptor walk found it; a file in a granted folder
+    // outside has none inside.
+    let rel = if Path::new(&real).is_absolute() {
+        String::new()
+    } else {
+        real
+    };
     if rel.split('/').any(|c| c == ".git") {
         return Err(ToolOutput::error(format!(
             "{rel}: the search and listing tools never look into .git"
@@ -641,8 +653,8 @@ pub fn without_credentials<'a>(
 
 /// Sniffs `files` and keeps those worth a content search (text, within the size
 /// limit), in order, with the count of those left out.
-pub fn searchable<'a>(files: &[&'a Found], bytes_max: u64) -> (Vec<&'a Found>, Skipped) {
-    let verdicts = par_map(files, |f| sniff(&f.abs, bytes_max));
+pub fn searchable<'a>(fs: &Root, files: &[&'a Found], bytes_max: u64) -> (Vec<&'a Found>, Skipped) {
+    let verdicts = par_map(files, |f| sniff(fs, f, bytes_max));
     let mut keep = Vec::new();
     let mut skipped = Skipped::default();
     for (f, v) in files.iter().zip(verdicts) {
@@ -654,9 +666,18 @@ pub fn searchable<'a>(files: &[&'a Found], bytes_max: u64) -> (Vec<&'a Found>, S
     (keep, skipped)
 }
 
-fn sniff(abs: &Path, bytes_max: u64) -> Option<Skip> {
+/// Opens a walked file beneath the workspace root: a folder on its way swapped for a
+/// symlink to outside since the walk listed it is not followed out.
+fn open_found(fs: &Root, f: &Found) -> Result<(std::fs::File, std::fs::Metadata), OpenError> {
+    fs.open_read(&WsPath {
+        abs: f.abs.clone(),
+        rel: f.rel.clone(),
+    })
+}
+
+fn sniff(fs: &Root, f: &Found, bytes_max: u64) -> Option<Skip> {
     // A file that turned into a FIFO or a device since the listing is not read.
-    let Ok((file, meta)) = open_regular(abs) else {
+    let Ok((file, meta)) = open_found(fs, f) else {
         return Some(Skip::Unreadable);
     };
     if meta.len() > bytes_max {
@@ -687,6 +708,8 @@ pub fn regex(pattern: &str, case_insensitive: bool) -> Result<RegexMatcher, Patt
 
 /// What a content search is asked to do.
 pub struct LineSearch<'a> {
+    /// Where the files are opened (beneath the workspace root).
+    pub fs: &'a Root,
     pub matcher: &'a RegexMatcher,
     /// Context lines before and after each match (already clamped).
     pub context: usize,
@@ -774,12 +797,12 @@ impl Sink for Collect {
     }
 }
 
-fn search_file(q: &LineSearch<'_>, abs: &Path, store_max: usize) -> FileHits {
+fn search_file(q: &LineSearch<'_>, f: &Found, store_max: usize) -> FileHits {
     let skipped = |s| FileHits {
         skip: Some(s),
         ..FileHits::default()
     };
-    let Ok((file, meta)) = open_regular(abs) else {
+    let Ok((file, meta)) = open_found(q.fs, f) else {
         return skipped(Skip::Unreadable);
     };
     if meta.len() > q.bytes_max {
@@ -844,7 +867,7 @@ pub fn search(q: &LineSearch<'_>, files: &[&Found]) -> SearchReport {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(f) = files.get(i) else { break };
             let store_max = q.matches_max.saturating_sub(shown.load(Ordering::Acquire));
-            let hits = search_file(q, &f.abs, store_max);
+            let hits = search_file(q, f, store_max);
             let mut m = match merge.lock() {
                 Ok(m) => m,
                 Err(poisoned) => poisoned.into_inner(),

@@ -71,6 +71,7 @@ impl TypedTool for SearchText {
         let (files, credentials) = search::without_credentials(files, ctx.credential_files);
         let mut report = search::search(
             &LineSearch {
+                fs: ctx.fs,
                 matcher: &matcher,
                 context,
                 matches_max: ctx.limits.search_matches_max,

@@ -5,7 +5,7 @@ use std::io::Read;
 
 use cairn_store::Hash;
 
-use crate::open::{Kind, OpenError, open_regular};
+use crate::open::{Kind, OpenError};
 use crate::paths::WsPath;
 use crate::tool::{Ctx, ToolOutput};
 
@@ -40,8 +40,9 @@ pub fn lines(text: &str) -> Vec<&str> {
 pub fn load(ctx: &Ctx<'_>, path: &str, how_to_narrow: &str) -> Result<TextFile, ToolOutput> {
     let ws = ctx.resolve(path)?;
     let shown = if ws.rel.is_empty() { "." } else { &ws.rel };
-    let (file, meta) = match open_regular(&ws.abs) {
+    let (file, meta) = match ctx.fs.open_read(&ws) {
         Ok(opened) => opened,
+        Err(OpenError::Outside(why)) => return Err(Ctx::refuse_outside(path, why)),
         Err(OpenError::NotRegular(Kind::Directory)) => {
             return Err(ToolOutput::error(format!(
                 "{shown} is a directory, not a file; list it instead"

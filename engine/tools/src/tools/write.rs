@@ -3,16 +3,15 @@
 //! near-miss matching of `old_string`, and the atomic install that is recorded before
 //! and after it happens (a `file_write` with status `intent`, then `ok` or `failed`).
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
 
 use cairn_store::Hash;
 
 use crate::diff;
 use crate::error::Result;
 use crate::event::{Event, FileWrite, WriteOp, WriteStatus};
-use crate::open::{Kind, OpenError, open_regular};
+use crate::open::{Kind, OpenError};
 use crate::paths::WsPath;
 use crate::tool::{Ctx, ToolOutput};
 use crate::tools::text;
@@ -25,11 +24,12 @@ pub struct Current {
 }
 
 /// The file at `ws` as it is now (`None` when it does not exist), or the answer
-/// explaining why it cannot be written.
-pub fn current(ws: &WsPath) -> Result<Option<Current>, ToolOutput> {
+/// explaining why it cannot be written. Opened beneath the workspace root.
+pub fn current(ctx: &Ctx<'_>, ws: &WsPath) -> Result<Option<Current>, ToolOutput> {
     let shown = if ws.rel.is_empty() { "." } else { &ws.rel };
-    let (mut file, meta) = match open_regular(&ws.abs) {
+    let (mut file, meta) = match ctx.fs.open_read(ws) {
         Ok(opened) => opened,
+        Err(OpenError::Outside(why)) => return Err(Ctx::refuse_outside(&ws.rel, why)),
         Err(OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(OpenError::Io(e)) => {
             return Err(ToolOutput::error(format!("cannot read {}: {e}", ws.rel)));
@@ -167,6 +167,25 @@ pub fn install(
             ctx.limits.write_bytes_max
         )));
     }
+    // The folder is opened beneath the root before anything is recorded: the path
+    // recorded is the one written (inside symlinks resolved), or nothing is.
+    let parent = match ctx.fs.parent(ws, before.is_none()) {
+        Ok(p) => p,
+        Err(OpenError::Outside(why)) => return Ok(Ctx::refuse_outside(&ws.rel, why)),
+        Err(OpenError::Io(e)) => {
+            return Ok(ToolOutput::error(format!(
+                "could not write {}: {e}",
+                ws.rel
+            )));
+        }
+        Err(OpenError::NotRegular(kind)) => {
+            return Ok(ToolOutput::error(format!(
+                "could not write {}: its folder is {}",
+                ws.rel,
+                kind.describe()
+            )));
+        }
+    };
     let before_blob = match before {
         Some(c) => Some(ctx.put_blob(&c.bytes)?),
         None => None,
@@ -178,7 +197,7 @@ pub fn install(
     let write = |status| FileWrite {
         call: Some(ctx.call.clone()),
         op,
-        path: ws.rel.clone(),
+        path: parent.real().to_string(),
         before: before_blob,
         after: Some(after_blob),
         lines_after,
@@ -189,10 +208,11 @@ pub fn install(
     let mut done = write(WriteStatus::Ok);
     ctx.record(Event::FileWrite(intent))?;
     let installed = match before {
-        None => create_no_clobber(&ws.abs, after),
-        Some(c) => replace_atomic(&ws.abs, after, c.mode),
+        None => parent.create_new(after),
+        Some(c) => parent.replace(after, c.mode),
     };
     if let Err(e) = installed {
+        parent.undo();
         done.status = WriteStatus::Failed;
         ctx.record(Event::FileWrite(done))?;
         return Ok(ToolOutput::error(format!(
@@ -210,59 +230,6 @@ pub fn install(
         "{summary}\nhash: {}\n{d}",
         after_blob.hash
     )))
-}
-
-/// Writes a temporary file beside `dest`, syncs it, and links it into place: fails if
-/// `dest` appeared meanwhile, and leaves nothing behind on failure (folders it made
-/// included).
-fn create_no_clobber(dest: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let parent = dest.parent().unwrap_or(Path::new("."));
-    let mut made: Vec<PathBuf> = Vec::new();
-    let mut p = parent.to_path_buf();
-    while !p.exists() {
-        made.push(p.clone());
-        if !p.pop() {
-            break;
-        }
-    }
-    let result = (|| {
-        std::fs::create_dir_all(parent)?;
-        // A new file gets the mode any new file gets (0o666 under the umask), not the
-        // temporary file's private 0o600.
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".cairn-tmp-")
-            .permissions(std::fs::Permissions::from_mode(0o666))
-            .tempfile_in(parent)?;
-        tmp.write_all(bytes)?;
-        tmp.as_file().sync_all()?;
-        std::fs::hard_link(tmp.path(), dest)?;
-        drop(tmp);
-        sync_parent(dest)
-    })();
-    if result.is_err() {
-        for dir in &made {
-            let _ = std::fs::remove_dir(dir);
-        }
-    }
-    result
-}
-
-/// Writes a temporary file beside `dest` with `mode`, syncs it and renames it over.
-fn replace_atomic(dest: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
-    let parent = dest.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".cairn-tmp-")
-        .tempfile_in(parent)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(dest).map_err(|e| e.error)?;
-    sync_parent(dest)
-}
-
-fn sync_parent(dest: &Path) -> std::io::Result<()> {
-    std::fs::File::open(dest.parent().unwrap_or(Path::new(".")))?.sync_all()
 }
 
 /// Replaces the single occurrence of `old` by `new` in `content`, or explains why not.

@@ -33,7 +33,7 @@ impl TypedTool for WriteFile {
             Ok(ws) => ws,
             Err(out) => return Ok(out),
         };
-        match write::current(&ws) {
+        match write::current(ctx, &ws) {
             Err(out) => Ok(out),
             Ok(None) => create_file::create(ctx, &input.path, &input.content),
             Ok(Some(cur)) => {

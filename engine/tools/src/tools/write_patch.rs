@@ -91,7 +91,7 @@ fn plan(ctx: &mut Ctx<'_>, patches: &[Patch]) -> Result<Plan, ToolOutput> {
             ));
         }
     }
-    let cur = write::current(&ws)?;
+    let cur = write::current(ctx, &ws)?;
     let now = cur.as_ref().map(|c| c.hash);
     match first.op {
         Op::Create => {
