@@ -136,7 +136,10 @@ enum Command {
     Replay {
         /// A session: id, unique prefix, folder, or `last`.
         session: std::path::PathBuf,
-        /// Shell commands: run again (`rerun`) or answered from the recording.
+        /// Shell commands: run again in the strict sandbox (`rerun`: writes only in the
+        /// replay's copy and a temporary folder, no TCP; answered from the recording
+        /// when the kernel cannot enforce it), answered from the recording
+        /// (`recorded`), or run again without any sandbox (`rerun-unsandboxed`).
         #[arg(long, default_value = "rerun")]
         shell: cairn_replay::ShellMode,
         #[arg(long)]
