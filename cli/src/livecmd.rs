@@ -18,7 +18,7 @@ use cairn_cli::view::{Cmd, Msg, ViewApp};
 use cairn_engine::event::{Answer, Event, ShellPhase, WriteStatus};
 use cairn_engine::permission::{Approver, Request};
 use cairn_engine::script::{self, Hooks, Step};
-use cairn_engine::{CallOutcome, CancelHandle, Catalog, Engine, EngineConfig, Home, Record};
+use cairn_engine::{CallOutcome, CancelHandle, Engine, EngineConfig, Home, Record};
 use cairn_store::BlobStore;
 use crossterm::event::{self, KeyEventKind};
 
@@ -185,7 +185,7 @@ impl Hooks for Live {
 fn worker(
     home: Home,
     workspace: PathBuf,
-    catalog: Catalog,
+    config: EngineConfig,
     policy: Option<cairn_engine::permission::Policy>,
     steps: Vec<(usize, Step)>,
     to_view: Sender<Msg>,
@@ -193,7 +193,7 @@ fn worker(
     cmds: Receiver<Cmd>,
     started: Sender<Result<(String, CancelHandle), String>>,
 ) -> Result<(), String> {
-    let opened = Engine::start(&home, &workspace, EngineConfig::new(catalog)).and_then(|e| {
+    let opened = Engine::start(&home, &workspace, config).and_then(|e| {
         let blobs = BlobStore::open(&e.project().blobs_dir())?;
         Ok((e, blobs))
     });
@@ -260,7 +260,7 @@ fn worker(
 pub fn run(
     steps: Vec<(usize, Step)>,
     workspace: &Path,
-    catalog: Catalog,
+    config: EngineConfig,
     policy: Option<cairn_engine::permission::Policy>,
 ) -> Result<ExitCode> {
     let home = Home::from_env()?;
@@ -271,7 +271,7 @@ pub fn run(
     let ws = workspace.to_path_buf();
     let handle = std::thread::spawn(move || {
         worker(
-            home, ws, catalog, policy, steps, to_view, answers, cmds, started_tx,
+            home, ws, config, policy, steps, to_view, answers, cmds, started_tx,
         )
     });
     let (id, cancel) = match started.recv() {

@@ -80,6 +80,8 @@ enum Command {
         /// none), always (allow each once), never (deny).
         #[arg(long, default_value = "ask")]
         approve: sessioncmd::Approve,
+        #[command(flatten)]
+        sandbox: sessioncmd::SandboxArgs,
         /// The model API: openai (any OpenAI-compatible server) or anthropic.
         #[arg(long, default_value = "openai")]
         provider: cairn_engine::provider::Kind,
@@ -134,7 +136,10 @@ enum Command {
     Replay {
         /// A session: id, unique prefix, folder, or `last`.
         session: std::path::PathBuf,
-        /// Shell commands: run again (`rerun`) or answered from the recording.
+        /// Shell commands: run again in the strict sandbox (`rerun`: writes only in the
+        /// replay's copy and a temporary folder, no TCP; answered from the recording
+        /// when the kernel cannot enforce it), answered from the recording
+        /// (`recorded`), or run again without any sandbox (`rerun-unsandboxed`).
         #[arg(long, default_value = "rerun")]
         shell: cairn_replay::ShellMode,
         #[arg(long)]
@@ -196,6 +201,8 @@ enum Command {
         /// Who answers permission requests: ask, always, never.
         #[arg(long, default_value = "ask")]
         approve: sessioncmd::Approve,
+        #[command(flatten)]
+        sandbox: sessioncmd::SandboxArgs,
         #[arg(long)]
         json: bool,
     },
@@ -321,6 +328,8 @@ enum McpAction {
         /// once) or never (deny).
         #[arg(long, default_value = "never")]
         approve: sessioncmd::Approve,
+        #[command(flatten)]
+        sandbox: sessioncmd::SandboxArgs,
     },
 }
 
@@ -381,6 +390,7 @@ fn main() -> ExitCode {
             workspace,
             catalog,
             approve,
+            sandbox,
             provider,
             model,
             base_url,
@@ -392,11 +402,14 @@ fn main() -> ExitCode {
             search,
             searxng_url,
         } => match (script, task) {
-            (Some(script), _) => sessioncmd::run_script(&script, &workspace, catalog, approve),
+            (Some(script), _) => {
+                sessioncmd::run_script(&script, &workspace, catalog, approve, &sandbox)
+            }
             (None, task) => sessioncmd::run_task(&sessioncmd::TaskArgs {
                 task: task.unwrap_or_default(),
                 workspace,
                 catalog,
+                sandbox,
                 approve,
                 provider,
                 overrides: cairn_engine::provider::Overrides {
@@ -432,6 +445,7 @@ fn main() -> ExitCode {
             turns_max,
             no_stream,
             approve,
+            sandbox,
             json,
         } => resumecmd::resume(
             &session,
@@ -449,6 +463,7 @@ fn main() -> ExitCode {
             }),
             approve,
             rerun_interrupted,
+            &sandbox,
             json,
         ),
         Command::Fork {
@@ -479,7 +494,8 @@ fn main() -> ExitCode {
                 workspace,
                 catalog,
                 approve,
-            } => mcpcmd::serve(&workspace, catalog, approve),
+                sandbox,
+            } => mcpcmd::serve(&workspace, catalog, approve, &sandbox),
         },
         Command::Demo { dir } => sessioncmd::demo(dir.as_deref()),
         Command::Audit {

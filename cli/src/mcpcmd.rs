@@ -70,7 +70,10 @@ pub fn serve(
     workspace: &Path,
     catalog: Catalog,
     approve: crate::sessioncmd::Approve,
+    sandbox: &crate::sessioncmd::SandboxArgs,
 ) -> Result<ExitCode> {
+    let mut config = cairn_engine::EngineConfig::new(catalog);
+    sandbox.apply(&mut config);
     let policy = match approve {
         crate::sessioncmd::Approve::Always => Policy::AllowAll,
         crate::sessioncmd::Approve::Never => Policy::DenyAll,
@@ -93,7 +96,7 @@ pub fn serve(
     let head = cairn_engine::mcp::serve_session(
         &home,
         workspace,
-        catalog,
+        config,
         policy,
         input,
         std::io::stdout().lock(),

@@ -116,6 +116,9 @@ pub fn replay(spec: &Path, shell: ShellMode, json: bool) -> Result<ExitCode> {
             ..Default::default()
         },
     )?;
+    if let Some(note) = &report.note {
+        eprintln!("note: {note} (--shell rerun-unsandboxed)");
+    }
     if json {
         out::line(&serde_json::to_string(&report)?)?;
         return Ok(code(report.is_identical()));

@@ -122,6 +122,7 @@ pub fn resume(
     model: Option<WithModel>,
     approve: Approve,
     rerun_interrupted: bool,
+    sandbox: &crate::sessioncmd::SandboxArgs,
     json: bool,
 ) -> Result<ExitCode> {
     let home = Home::from_env()?;
@@ -150,8 +151,21 @@ pub fn resume(
         },
         (None, None) => GoOn::Nothing,
     };
-    let (mut engine, report) =
-        cairn_replay::resume(&home, &dir, ResumeOptions { config: None, then })?;
+    let (mut engine, report) = cairn_replay::resume(
+        &home,
+        &dir,
+        ResumeOptions {
+            config: None,
+            then,
+            sandbox: Some(sandbox.sandbox),
+            sandbox_write_roots: (!sandbox.sandbox_write_roots.is_empty()).then(|| {
+                let mut c = cairn_engine::EngineConfig::new(cairn_engine::Catalog::Thoth);
+                sandbox.apply(&mut c);
+                c.sandbox_write_roots
+            }),
+        },
+    )?;
+    crate::sessioncmd::note_sandbox(engine.sandbox());
     set_approver(&mut engine, approve);
     if json {
         out::line(&serde_json::to_string(&report)?)?;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use cairn_cli::summary;
 use cairn_engine::event::{Answer, Event, Status};
+use cairn_engine::event::{Enforcement, SandboxMode, Sandboxed};
 use cairn_engine::permission::{AllowList, Approver, Policy, Request};
 use cairn_engine::{CallOutcome, Catalog, Engine, EngineConfig, Home, Registry, fold, script};
 use cairn_store::LogReader;
@@ -86,6 +87,50 @@ pub(crate) fn read_stdin_line() -> Option<String> {
     Some(String::from_utf8_lossy(&line).into_owned())
 }
 
+/// `--sandbox` and `--sandbox-write-root`: how commands are confined.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SandboxArgs {
+    /// The OS sandbox of commands: workspace-write (writes only in the workspace,
+    /// $TMPDIR and the --sandbox-write-root folders), strict (the same, and no TCP
+    /// connect or bind) or off.
+    #[arg(long, default_value = "workspace-write")]
+    pub sandbox: SandboxMode,
+    /// A folder commands may also write in (a build tool's cache such as
+    /// ~/.cargo/registry); repeat it for more.
+    #[arg(long = "sandbox-write-root", value_name = "DIR")]
+    pub sandbox_write_roots: Vec<PathBuf>,
+}
+
+impl SandboxArgs {
+    /// Sets the configuration's sandbox (the roots made absolute).
+    pub fn apply(&self, config: &mut EngineConfig) {
+        config.sandbox = self.sandbox;
+        config.sandbox_write_roots = self
+            .sandbox_write_roots
+            .iter()
+            .map(|r| std::path::absolute(r).unwrap_or(r.clone()))
+            .collect();
+    }
+}
+
+/// Says once, on stderr, when the sandbox asked for is not (or only partly) enforced.
+pub fn note_sandbox(s: &Sandboxed) {
+    if s.mode == SandboxMode::Off {
+        return;
+    }
+    match s.enforced {
+        Enforcement::Full => {}
+        Enforcement::Partial => eprintln!(
+            "note: the sandbox ({}) is only partly enforced: this kernel's Landlock ABI is {}",
+            s.mode, s.abi
+        ),
+        Enforcement::None => eprintln!(
+            "warning: this kernel has no Landlock: commands run without the sandbox ({}); the log records it",
+            s.mode
+        ),
+    }
+}
+
 /// `--approve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Approve {
@@ -140,7 +185,10 @@ pub fn run_script(
     workspace: &Path,
     catalog: Catalog,
     approve: Approve,
+    sandbox: &SandboxArgs,
 ) -> Result<ExitCode> {
+    let mut config = EngineConfig::new(catalog);
+    sandbox.apply(&mut config);
     let text = std::fs::read_to_string(script_path)
         .with_context(|| format!("cannot read script {}", script_path.display()))?;
     let steps = script::parse(&text)?;
@@ -153,13 +201,14 @@ pub fn run_script(
                 Approve::Always => Some(Policy::AllowAll),
                 Approve::Never => Some(Policy::DenyAll),
             };
-            return crate::livecmd::run(steps, workspace, catalog, policy);
+            return crate::livecmd::run(steps, workspace, config, policy);
         }
     }
     let home = Home::from_env()?;
-    let mut engine = Engine::start(&home, workspace, EngineConfig::new(catalog))?;
+    let mut engine = Engine::start(&home, workspace, config)?;
     engine.set_approver(approver(approve));
     note_refused_grants(&engine);
+    note_sandbox(engine.sandbox());
     let id = engine.id().to_string();
     script::run(&mut engine, &steps, print_progress)?;
     let reason = end_reason(&engine, "script finished");
@@ -173,6 +222,7 @@ pub struct TaskArgs {
     pub task: String,
     pub workspace: PathBuf,
     pub catalog: Catalog,
+    pub sandbox: SandboxArgs,
     pub approve: Approve,
     pub provider: cairn_engine::provider::Kind,
     pub overrides: cairn_engine::provider::Overrides,
@@ -271,6 +321,7 @@ impl Model {
 pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
     let model = Model::build(a.provider, &a.overrides)?;
     let mut config = EngineConfig::new(a.catalog);
+    a.sandbox.apply(&mut config);
     cairn_engine::agent::fit_limits(&mut config.limits, a.context_window);
     config.check_command = a
         .check
@@ -287,6 +338,7 @@ pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
     engine.set_approver(approver(a.approve));
     out::note(&format!("session {}", engine.id()));
     note_refused_grants(&engine);
+    note_sandbox(engine.sandbox());
     model.drive(engine, Some(&a.task), a.turns_max)
 }
 

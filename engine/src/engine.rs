@@ -26,6 +26,7 @@ use crate::state::{self, Process, State};
 use cairn_core::decide::{self, Answered, Decision, Permission};
 use cairn_tools::CancelHandle;
 use cairn_tools::Recorder;
+use cairn_tools::sandbox::Sandbox;
 use cairn_tools::{Ctx, ToolOutput};
 use cairn_tools::{EngineError, InputError, Result, io_at};
 use cairn_tools::{McpTool, Registry};
@@ -180,6 +181,7 @@ impl Engine {
             config.checkpoint_every,
         );
         rec.note_blobs_written();
+        let sandbox = Sandbox::new(config.sandbox, &root, &config.sandbox_write_roots, &id)?;
         let started = SessionStarted {
             id: id.clone(),
             format_version: FORMAT_VERSION,
@@ -193,6 +195,7 @@ impl Engine {
             parent,
             allow: allowed.into_iter().collect(),
             inherited,
+            sandbox: Some(sandbox.recorded().clone()),
         };
         rec.append(&Event::SessionStarted(started))?;
         rec.sync()?;
@@ -204,6 +207,7 @@ impl Engine {
             manifest: files.into_iter().map(|f| (f.path.clone(), f)).collect(),
             bg: Default::default(),
             cancel: Default::default(),
+            sandbox,
         };
         let fs = cairn_tools::Root::open(&root, &home.root).map_err(io_at(&root))?;
         Ok(Engine {
@@ -384,6 +388,12 @@ impl Engine {
     /// The workspace root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The sandbox commands run under, as recorded: its mode and what the kernel
+    /// enforces of it.
+    pub fn sandbox(&self) -> &crate::event::Sandboxed {
+        self.rt.sandbox.recorded()
     }
 
     /// The project folder.

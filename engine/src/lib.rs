@@ -30,7 +30,7 @@ pub mod script;
 
 pub use cairn_core::{command, decide, diff, event, limits, redact, state};
 pub use cairn_net::{provider, web};
-pub use cairn_tools::{fold, manifest, memory, process, shell, signal, tools};
+pub use cairn_tools::{fold, manifest, memory, process, sandbox, shell, signal, tools};
 
 /// MCP both ways: the client (`cairn_mcp`) and the server driver ([`mcp::serve`]).
 pub mod mcp {

@@ -17,23 +17,22 @@ use crate::event::Status;
 use crate::permission::Policy;
 use crate::project::Home;
 use cairn_mcp::PROTOCOL_VERSIONS;
-use cairn_tools::Catalog;
 use cairn_tools::{EngineError, Result};
 
 /// The largest message read from a client.
 pub const MESSAGE_BYTES_MAX: usize = 64 << 20;
 
-/// Starts a session in `workspace` with `catalog`, answers permission requests with
+/// Starts a session in `workspace` with `config`, answers permission requests with
 /// `policy`, and serves it on `input`/`output` until the client disconnects.
 pub fn serve_session(
     home: &Home,
     workspace: &Path,
-    catalog: Catalog,
+    config: EngineConfig,
     policy: Policy,
     input: impl BufRead,
     output: impl Write,
 ) -> Result<Head> {
-    let mut engine = Engine::start(home, workspace, EngineConfig::new(catalog))?;
+    let mut engine = Engine::start(home, workspace, config)?;
     engine.set_approver(Box::new(policy));
     serve(engine, input, output)
 }

@@ -77,7 +77,9 @@ mod tests {
         );
         assert_eq!(
             "x".parse::<crate::ShellMode>().map_err(|e| e.to_string()),
-            Err("unknown shell mode 'x': expected rerun or recorded".to_string())
+            Err(
+                "unknown shell mode 'x': expected rerun, recorded or rerun-unsandboxed".to_string()
+            )
         );
     }
 }

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cairn_engine::event::{Event, Parent};
+use cairn_engine::event::{Enforcement, Event, Parent, SandboxMode, Sandboxed};
 use cairn_engine::{Engine, EngineConfig, Home};
 use serde::Serialize;
 
@@ -26,11 +26,33 @@ use crate::session::{Call, Session};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ShellMode {
-    /// Run shell commands again.
+    /// Run shell commands again, in the strict sandbox: only the materialised copy and
+    /// a temporary folder are writable, no TCP. Where the kernel cannot enforce that
+    /// sandbox fully, commands are answered from the recording instead, and the report
+    /// says so.
     #[default]
     Rerun,
     /// Answer them from the recording.
     Recorded,
+    /// Run them again without any sandbox: they may write anywhere the user may, and
+    /// reach the network. Only when asked for by name.
+    RerunUnsandboxed,
+}
+
+impl ShellMode {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ShellMode::Rerun => "rerun",
+            ShellMode::Recorded => "recorded",
+            ShellMode::RerunUnsandboxed => "rerun-unsandboxed",
+        }
+    }
+}
+
+impl std::fmt::Display for ShellMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
 }
 
 impl std::str::FromStr for ShellMode {
@@ -39,10 +61,11 @@ impl std::str::FromStr for ShellMode {
         match s {
             "rerun" => Ok(ShellMode::Rerun),
             "recorded" => Ok(ShellMode::Recorded),
+            "rerun-unsandboxed" => Ok(ShellMode::RerunUnsandboxed),
             _ => Err(cairn_store::ParseNameError {
                 what: "shell mode",
                 name: s.to_string(),
-                expected: &["rerun", "recorded"],
+                expected: &["rerun", "recorded", "rerun-unsandboxed"],
             }),
         }
     }
@@ -86,7 +109,14 @@ pub struct ReplayReport {
     /// The replay session's id and folder.
     pub replay: String,
     pub replay_dir: PathBuf,
+    /// How shell calls were replayed: what was asked for, or `recorded` when the
+    /// sandbox a rerun needs could not be enforced (then `note` says why).
     pub shell: ShellMode,
+    /// The sandbox the replay's commands ran under.
+    pub sandbox: Sandboxed,
+    /// Why shell calls were not run again although asked to be.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     pub calls: u64,
     pub rerun: u64,
     /// Calls answered from the recording (shell calls with `--shell recorded`).
@@ -134,10 +164,17 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
     // Every path the replay would write from the log is checked before anything is.
     original.check_write_paths()?;
     original.manifest()?;
-    let config = match options.config {
+    let mut config = match options.config {
         Some(c) => c,
         None => original.config()?,
     };
+    // A replayed command may write only in the copy and its temporary folder, and
+    // reaches no TCP peer: whatever the recording was allowed, a replay cannot hurt.
+    config.sandbox = match options.shell {
+        ShellMode::RerunUnsandboxed => SandboxMode::Off,
+        _ => SandboxMode::Strict,
+    };
+    config.sandbox_write_roots = Vec::new();
     let home = match options.home {
         Some(h) => h,
         None => home_of(&original.dir)?,
@@ -176,6 +213,18 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
     };
     let mut engine = Engine::start_with_parent(&home, &root, config, Some(parent))?;
     let new_root = engine.root().to_path_buf();
+    let sandbox = engine.sandbox().clone();
+    let (shell, note) = match options.shell {
+        ShellMode::Rerun if sandbox.enforced != Enforcement::Full => (
+            ShellMode::Recorded,
+            Some(format!(
+                "shell calls answered from the recording: this kernel cannot enforce the strict sandbox (Landlock ABI {}, enforcement {}); the shell mode rerun-unsandboxed runs them without it",
+                sandbox.abi,
+                sandbox.enforced.as_str()
+            )),
+        ),
+        s => (s, None),
+    };
     let calls = original.calls();
     // The replay's call id of each recorded call that was run again.
     let mut ran: Vec<(usize, String)> = Vec::new();
@@ -191,7 +240,7 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
                 // The network and MCP servers are never asked again: their answers come
                 // from the recording, as do commands with `--shell recorded`.
                 let network = cairn_tools::effects_of(&c.tool).is_some_and(|e| e.external);
-                let recorded_shell = c.shell && options.shell == ShellMode::Recorded;
+                let recorded_shell = c.shell && shell == ShellMode::Recorded;
                 if (network || recorded_shell)
                     && let Some((_, f)) = &c.finished
                 {
@@ -254,7 +303,9 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
         original: original.id.clone(),
         replay: replay_id,
         replay_dir,
-        shell: options.shell,
+        shell,
+        sandbox,
+        note,
         calls: calls.len() as u64,
         rerun: ran.len() as u64,
         from_recording,

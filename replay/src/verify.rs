@@ -304,6 +304,9 @@ struct Verifier {
     /// Calls that ended `interrupted`, and their tools: what a resume may list as an
     /// interrupted step.
     interrupted: HashMap<String, String>,
+    /// The folders commands may write in, from the last `session_started` or
+    /// `session_resumed` that names a sandbox (for the sandbox's note).
+    writable: Vec<String>,
 }
 
 impl Verifier {
@@ -330,6 +333,7 @@ impl Verifier {
             after_end: Vec::new(),
             has_parent: false,
             interrupted: HashMap::new(),
+            writable: Vec::new(),
         }
     }
 
@@ -438,10 +442,20 @@ impl Verifier {
         self.after_end(&rec.event);
         match &rec.event {
             Event::SessionResumed {
-                interrupted_steps, ..
-            } => self.interrupted_steps(interrupted_steps),
+                interrupted_steps,
+                sandbox,
+                ..
+            } => {
+                if let Some(sb) = sandbox {
+                    self.writable = sb.writable.clone();
+                }
+                self.interrupted_steps(interrupted_steps)
+            }
             Event::SessionStarted(s) => {
                 self.report.session = Some(s.id.clone());
+                if let Some(sb) = &s.sandbox {
+                    self.writable = sb.writable.clone();
+                }
                 self.has_parent = s.parent.is_some();
                 match serde_json::from_value::<EngineConfig>(s.config.clone()) {
                     Ok(c) => {
@@ -1544,7 +1558,15 @@ impl Verifier {
             .get("timeout_ms")
             .and_then(serde_json::Value::as_u64)
             .filter(|t| *t > self.limits.shell_timeout_ms_max);
-        let expected = shell_output::expected(exec, x, [out, err], &p.changes, note, &self.limits);
+        let expected = shell_output::expected(
+            exec,
+            x,
+            [out, err],
+            &p.changes,
+            note,
+            &self.writable,
+            &self.limits,
+        );
         let recorded = match &f.output_blob {
             None => f.output.clone(),
             Some(b) if self.blob_intact(b) => match self.blobs.get(&b.hash) {

@@ -1131,6 +1131,7 @@ mod tests {
                 kind: crate::event::ProcKind::Background,
                 timeout_ms: None,
                 log: None,
+                sandbox: None,
                 phase,
             })
         };
@@ -1176,6 +1177,7 @@ mod tests {
             kind: crate::event::ProcKind::Foreground,
             timeout_ms: None,
             log: None,
+            sandbox: None,
             phase: crate::event::ShellPhase::Finished(crate::event::ShellEnd::new(
                 crate::event::ExecStatus::Ok,
             )),

@@ -106,6 +106,10 @@ pub enum Event {
         /// on with no script, or the script's next step is not such a step.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         interrupted_steps: Vec<InterruptedStep>,
+        /// The sandbox commands run under from here on (a new temporary folder, the
+        /// mode the resume was given); none in logs from before the sandbox.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandbox: Option<Sandboxed>,
     },
     SessionEnded {
         /// Why: `script finished`, `answered`, `signal: SIGTERM`, …
@@ -263,6 +267,9 @@ pub struct SessionStarted {
     /// to the parent's knowledge by itself (read coverage, memory, conversation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inherited: Option<Inherited>,
+    /// The sandbox commands run under (none in logs from before the sandbox).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Sandboxed>,
 }
 
 /// What a forked session inherits from its parent's fold at the fork point.
@@ -506,6 +513,109 @@ pub struct ToolFinished {
     pub mcp_result: Option<BlobRef>,
 }
 
+/// How shell commands are confined (the OS sandbox of cairn-tools `sandbox`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Writes only in the workspace, the session's temporary folder and the configured
+    /// roots; the network is allowed.
+    #[default]
+    WorkspaceWrite,
+    /// As `workspace-write`, and TCP `bind`/`connect` are refused.
+    Strict,
+    /// No sandbox: commands run with the engine's own rights.
+    Off,
+}
+
+impl SandboxMode {
+    /// The mode sessions recorded before there was a sandbox ran with.
+    pub fn before_sandbox() -> SandboxMode {
+        SandboxMode::Off
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::Strict => "strict",
+            SandboxMode::Off => "off",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl std::str::FromStr for SandboxMode {
+    type Err = cairn_store::ParseNameError;
+    fn from_str(s: &str) -> Result<SandboxMode, cairn_store::ParseNameError> {
+        match s {
+            "workspace-write" => Ok(SandboxMode::WorkspaceWrite),
+            "strict" => Ok(SandboxMode::Strict),
+            "off" => Ok(SandboxMode::Off),
+            _ => Err(cairn_store::ParseNameError {
+                what: "sandbox mode",
+                name: s.to_string(),
+                expected: &["workspace-write", "strict", "off"],
+            }),
+        }
+    }
+}
+
+/// How much of a sandbox's ruleset the kernel enforced (Landlock's `RulesetStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Enforcement {
+    /// Every rule asked for.
+    Full,
+    /// Some: the kernel's Landlock ABI lacks part of what was asked (say, TCP rules
+    /// before ABI 4).
+    Partial,
+    /// None: the kernel has no Landlock, or the mode is `off`.
+    None,
+}
+
+impl Enforcement {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Enforcement::Full => "full",
+            Enforcement::Partial => "partial",
+            Enforcement::None => "none",
+        }
+    }
+}
+
+/// The sandbox commands run under, as `session_started` and each started `shell_exec`
+/// record it. Logs from before the sandbox have none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sandboxed {
+    pub mode: SandboxMode,
+    /// The kernel's Landlock ABI version (0: no Landlock).
+    pub abi: u32,
+    pub enforced: Enforcement,
+    /// The session's temporary folder, given to commands as `TMPDIR` (absolute;
+    /// `session_started` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmp: Option<String>,
+    /// Every folder commands may write in, absolute: the workspace, the temporary folder,
+    /// the configured roots (`session_started` only; device files are not listed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writable: Vec<String>,
+}
+
+impl Sandboxed {
+    /// What a `shell_exec` start record carries: the mode and its enforcement.
+    pub fn brief(&self) -> Sandboxed {
+        Sandboxed {
+            tmp: None,
+            writable: Vec::new(),
+            ..self.clone()
+        }
+    }
+}
+
 /// How a process was run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -595,6 +705,9 @@ pub struct ShellExec {
     /// The log file of a background process (stdout and stderr), absolute; it lives in
     /// the session folder, never in the workspace.
     pub log: Option<String>,
+    /// The sandbox it ran under (started records; none in logs from before the
+    /// sandbox).
+    pub sandbox: Option<Sandboxed>,
     pub phase: ShellPhase,
 }
 
@@ -691,6 +804,8 @@ struct ShellExecWire {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     timeout_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    sandbox: Option<Sandboxed>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     exit_code: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     signal: Option<i32>,
@@ -761,6 +876,7 @@ impl From<ShellExec> for ShellExecWire {
             phase,
             status,
             timeout_ms: x.timeout_ms,
+            sandbox: x.sandbox,
             exit_code: end.and_then(|e| e.exit_code),
             signal: end.and_then(|e| e.signal),
             elapsed_us: end.and_then(|e| e.elapsed_us),
@@ -837,6 +953,7 @@ impl TryFrom<ShellExecWire> for ShellExec {
             kind: w.kind,
             timeout_ms: w.timeout_ms,
             log: w.log,
+            sandbox: w.sandbox,
             phase,
         })
     }

@@ -1004,6 +1004,7 @@ mod tests {
             kind: ProcKind::Foreground,
             timeout_ms: None,
             log: None,
+            sandbox: None,
             phase: ShellPhase::Finished(crate::event::ShellEnd::new(ExecStatus::Ok)),
         });
         assert_eq!(counters_after(before, &known, end), Vec::<String>::new());

@@ -50,6 +50,7 @@ use crate::shell::{self, ChangeKind, Runtime};
 use crate::state::State;
 use cairn_tools::Recorder;
 use cairn_tools::Registry;
+use cairn_tools::sandbox::Sandbox;
 use cairn_tools::{EngineError, Result};
 
 /// How to resume.
@@ -57,6 +58,10 @@ use cairn_tools::{EngineError, Result};
 pub struct ResumeOptions {
     /// The configuration to go on with (default: the one the session started with).
     pub config: Option<EngineConfig>,
+    /// The sandbox to go on with, over the configuration's.
+    pub sandbox: Option<crate::event::SandboxMode>,
+    /// The extra folders commands may write in, over the configuration's.
+    pub sandbox_write_roots: Option<Vec<PathBuf>>,
     /// What the session goes on with, checked against the log before anything is
     /// recorded.
     pub then: GoOn,
@@ -231,7 +236,7 @@ impl Engine {
     ) -> Result<(Engine, ResumeReport)> {
         let dir = session_dir;
         let started = first_record(dir)?;
-        let config = match options.config {
+        let mut config = match options.config {
             Some(c) => c,
             None => serde_json::from_value(started.config.clone()).map_err(|source| {
                 EngineError::SessionConfig {
@@ -240,6 +245,12 @@ impl Engine {
                 }
             })?,
         };
+        if let Some(mode) = options.sandbox {
+            config.sandbox = mode;
+        }
+        if let Some(roots) = options.sandbox_write_roots.take() {
+            config.sandbox_write_roots = roots;
+        }
         let credential_files = CredentialFiles::new(&config.credential_files)?;
         let root = PathBuf::from(&started.workspace);
         if !root.is_dir() {
@@ -310,6 +321,12 @@ impl Engine {
             .ok()
             .map(|inner| inner.to_string_lossy().to_string());
         let was_ended = state.ended;
+        let sandbox = Sandbox::new(
+            config.sandbox,
+            &root,
+            &config.sandbox_write_roots,
+            &started.id,
+        )?;
         let mcp = Box::new(Servers::new(McpConfig::load(&project.dir)?, &root));
         let allow_list = AllowList::new(&project.dir);
         let rec = Recorder::new(
@@ -329,6 +346,7 @@ impl Engine {
             manifest: known,
             bg: Default::default(),
             cancel: Default::default(),
+            sandbox,
         };
         let fs = cairn_tools::Root::open(&root, &home.root).map_err(cairn_tools::io_at(&root))?;
         let mut engine = Engine {
@@ -375,6 +393,7 @@ impl Engine {
                 .filter_map(|f| serde_json::to_value(f).ok())
                 .collect(),
             interrupted_steps: script.iter().filter_map(|s| s.decision.clone()).collect(),
+            sandbox: Some(engine.rt.sandbox.recorded().clone()),
         })?;
         engine.rec.sync()?;
         let report = ResumeReport {
@@ -568,6 +587,7 @@ impl Engine {
                         kind: ProcKind::Background,
                         timeout_ms: None,
                         log: (!p.log.is_empty()).then(|| p.log.clone()),
+                        sandbox: None,
                         phase: ShellPhase::Finished(ShellEnd {
                             error: Some(
                                 "not running at resume (or its pid now belongs to another process); how it ended is unknown"

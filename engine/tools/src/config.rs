@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::Catalog;
 use cairn_core::decide::RepeatRule;
+use cairn_core::event::SandboxMode;
+use std::path::PathBuf;
 
 /// How a session is set up.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -44,6 +46,14 @@ pub struct EngineConfig {
     /// before there was a choice names none: its session keeps the rule it ran with.
     #[serde(default = "RepeatRule::before_facts")]
     pub repeat_rule: RepeatRule,
+    /// The OS sandbox commands run under (see [`crate::sandbox`]). A configuration
+    /// recorded before there was a sandbox names none: its commands ran unconfined.
+    #[serde(default = "SandboxMode::before_sandbox")]
+    pub sandbox: SandboxMode,
+    /// Folders commands may write in besides the workspace and the session's temporary
+    /// folder (a build tool's cache such as `~/.cargo/registry`), absolute.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sandbox_write_roots: Vec<PathBuf>,
 }
 
 fn default_check_timeout_ms() -> u64 {
@@ -65,6 +75,8 @@ impl EngineConfig {
             check_command: None,
             check_timeout_ms: default_check_timeout_ms(),
             repeat_rule: RepeatRule::Facts,
+            sandbox: SandboxMode::default(),
+            sandbox_write_roots: Vec::new(),
         }
     }
 

@@ -15,6 +15,9 @@ pub enum EngineError {
     /// The log, the blob store or a snapshot failed.
     #[error(transparent)]
     Store(#[from] cairn_store::Error),
+    /// The OS sandbox of commands could not be set up.
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
     /// The workspace given cannot be reached (it does not exist, or may not be read).
     #[error("workspace {}: {source} (give an existing folder)", path.display())]
     WorkspaceMissing {

@@ -2,7 +2,7 @@
 //! [`Registry`] of the two catalogues, every built-in tool (one type per file in
 //! `tools/`), path resolution inside the workspace, the workspace manifest, the one
 //! process runner ([`process::Process`]: process groups, kill, capture) and the shell
-//! runtime on it, the one way a file's content is opened ([`open_regular`]: regular
+//! runtime on it, the OS sandbox commands run under ([`sandbox`]: Landlock), the one way a file's content is opened ([`open_regular`]: regular
 //! files only), the signals that stop a session ([`signal`]), and the [`Recorder`]
 //! that is the only writer of a session's log.
 //!
@@ -31,6 +31,7 @@ pub mod open;
 mod paths;
 pub mod process;
 mod recorder;
+pub mod sandbox;
 pub mod shell;
 pub mod signal;
 mod tool;

@@ -59,6 +59,39 @@ pub enum Waited {
 }
 
 impl Process {
+    /// Spawns `cmd` as the leader of a new process group, confined by `ruleset` when
+    /// one is given (see `crate::sandbox`): the child sets `no_new_privs` and restricts
+    /// itself with it after `fork`, before `exec`.
+    ///
+    /// Between `fork` and `exec` only async-signal-safe work is sound (another thread of
+    /// the parent may have held the allocator's lock). The ruleset was built in the
+    /// parent, its descriptor duplicated for this command; the child only makes two
+    /// system calls (`prctl`, `landlock_restrict_self`) and closes the descriptor. The
+    /// crate's `restrict_self` allocates nothing on that path: its status is a plain
+    /// value, and an error an `io::Error` built from errno. A failure is answered with
+    /// `EPERM` (no allocation), and `exec` does not happen: a command never runs less
+    /// confined than its session's record says.
+    pub fn spawn_in(
+        cmd: &mut Command,
+        ruleset: Option<landlock::RulesetCreated>,
+    ) -> std::io::Result<Process> {
+        if let Some(ruleset) = ruleset {
+            let mut ruleset = Some(ruleset);
+            let confine = move || -> std::io::Result<()> {
+                match ruleset.take().map(landlock::RulesetCreated::restrict_self) {
+                    None | Some(Ok(_)) => Ok(()),
+                    Some(Err(_)) => Err(std::io::Error::from_raw_os_error(libc::EPERM)),
+                }
+            };
+            // SAFETY: `confine` runs in the child between fork and exec and only makes
+            // the system calls described above, allocating nothing.
+            unsafe {
+                cmd.pre_exec(confine);
+            }
+        }
+        Process::spawn(cmd)
+    }
+
     /// Spawns `cmd` as the leader of a new process group (the caller sets its
     /// arguments, folder, environment and standard streams).
     pub fn spawn(cmd: &mut Command) -> std::io::Result<Process> {

@@ -37,6 +37,7 @@ use crate::manifest::{self, ManifestEntry};
 use crate::paths::WsPath;
 use crate::process::{PIPE_BUF_BYTES, Process, Waited, capture};
 use crate::recorder::Recorder;
+use crate::sandbox::Sandbox;
 use crate::tool::{Ctx, InputError, ToolOutput};
 
 pub use crate::process::{Preview, alive, start_time, stop_adopted};
@@ -114,6 +115,8 @@ pub struct Runtime {
     pub bg: BTreeMap<String, Bg>,
     /// Set by another thread to cancel the running foreground command.
     pub cancel: crate::cancel::CancelHandle,
+    /// The OS sandbox every command runs under (its temporary folder goes with it).
+    pub sandbox: crate::sandbox::Sandbox,
 }
 
 impl Runtime {
@@ -245,14 +248,24 @@ fn exec_record(call: &str, argv: &[String], cwd: &str, kind: ProcKind) -> ShellE
         kind,
         timeout_ms: None,
         log: None,
+        sandbox: None,
         phase: ShellPhase::Started,
     }
 }
 
-fn command(argv: &[String], cwd: &Path) -> Command {
+fn command(argv: &[String], cwd: &Path, sandbox: &Sandbox) -> Command {
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]).current_dir(cwd).stdin(Stdio::null());
+    if let Some(tmp) = sandbox.tmp() {
+        cmd.env("TMPDIR", tmp);
+    }
     cmd
+}
+
+/// Spawns a command under the session's sandbox.
+fn spawn(cmd: &mut Command, sandbox: &Sandbox) -> std::io::Result<Process> {
+    let ruleset = sandbox.for_command().map_err(std::io::Error::other)?;
+    Process::spawn_in(cmd, ruleset)
 }
 
 /// Records a program that could not start (phase finished, status failed).
@@ -308,15 +321,16 @@ pub(crate) fn exec_foreground(
     let limits = ctx.limits.clone();
     let mut rec = exec_record(&ctx.call, argv, &cwd.rel, ProcKind::Foreground);
     rec.timeout_ms = Some(timeout_ms);
+    rec.sandbox = Some(ctx.rt.sandbox.recorded().brief());
     std::fs::create_dir_all(&ctx.rt.tmp_dir).map_err(io_at(&ctx.rt.tmp_dir))?;
     let tmp_out =
         tempfile::NamedTempFile::new_in(&ctx.rt.tmp_dir).map_err(io_at(&ctx.rt.tmp_dir))?;
     let tmp_err =
         tempfile::NamedTempFile::new_in(&ctx.rt.tmp_dir).map_err(io_at(&ctx.rt.tmp_dir))?;
     let started = Instant::now();
-    let mut cmd = command(argv, &cwd.abs);
+    let mut cmd = command(argv, &cwd.abs, &ctx.rt.sandbox);
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = match Process::spawn(&mut cmd) {
+    let mut child = match spawn(&mut cmd, &ctx.rt.sandbox) {
         Ok(c) => c,
         Err(e) => {
             record_not_started(ctx, rec, &e, started)?;
@@ -453,6 +467,10 @@ fn foreground(
         },
         ctx.limits.shell_timeout_ms_max,
         shown,
+        Some(SandboxShown {
+            sandboxed: ctx.rt.sandbox.recorded(),
+            writable: &ctx.rt.sandbox.recorded().writable,
+        }),
         &changed,
     );
     let status = match exec_status {
@@ -493,13 +511,24 @@ pub struct Shown<'a> {
     pub complete: bool,
 }
 
+/// The sandbox a command ran under, as recorded: its `shell_exec`'s record and the
+/// writable folders `session_started` lists.
+#[derive(Debug, Clone, Copy)]
+pub struct SandboxShown<'a> {
+    pub sandboxed: &'a crate::event::Sandboxed,
+    pub writable: &'a [String],
+}
+
 /// What the model is told of a foreground command that ran: how it ended, each stream's
-/// preview, the files it changed (`(what, path)`). The shell tools answer with it and
-/// deep verify rebuilds it from the records and blobs: one text, written once.
+/// preview, right after stderr's a note when the sandbox refused a write outside (see
+/// [`crate::sandbox::refusal_note`]), the files it changed (`(what, path)`). The shell
+/// tools answer with it and deep verify rebuilds it from the records and blobs: one
+/// text, written once.
 pub fn foreground_text(
     ended: Ended,
     timeout_ms_max: u64,
     streams: [Shown<'_>; 2],
+    sandbox: Option<SandboxShown<'_>>,
     changes: &[(&str, &str)],
 ) -> String {
     let elapsed = format!("{} ms", ended.elapsed_us / 1000);
@@ -532,6 +561,15 @@ pub fn foreground_text(
         if !s.preview.ends_with('\n') {
             text.push('\n');
         }
+    }
+    // Right after stderr's preview: where verify cannot rebuild that preview (a stream
+    // cut at the capture limit), the hole it leaves takes the note too.
+    if ended.status == ExecStatus::Failed
+        && let Some(sb) = sandbox
+        && let Some(note) =
+            crate::sandbox::refusal_note(sb.sandboxed, sb.writable, streams[1].preview)
+    {
+        text.push_str(&note);
     }
     push_changed(&mut text, changes);
     text
@@ -581,10 +619,11 @@ fn background(ctx: &mut Ctx<'_>, argv: &[String], cwd: &WsPath) -> Result<ToolOu
         .map_err(io_at(&log))?;
     let file2 = file.try_clone().map_err(io_at(&log))?;
     let mut rec = exec_record(&ctx.call, argv, &cwd.rel, ProcKind::Background);
+    rec.sandbox = Some(ctx.rt.sandbox.recorded().brief());
     let started = Instant::now();
-    let mut cmd = command(argv, &cwd.abs);
+    let mut cmd = command(argv, &cwd.abs, &ctx.rt.sandbox);
     cmd.stdout(file).stderr(file2);
-    let child = match Process::spawn(&mut cmd) {
+    let child = match spawn(&mut cmd, &ctx.rt.sandbox) {
         Ok(c) => c,
         Err(e) => {
             record_not_started(ctx, rec, &e, started)?;

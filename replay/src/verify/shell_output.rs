@@ -19,7 +19,7 @@ use cairn_core::Limits;
 use cairn_core::event::{ShellEnd, ShellExec};
 use cairn_core::redact::Redactor;
 use cairn_store::{BlobRef, BlobStore};
-use cairn_tools::shell::{Ended, Preview, Shown, foreground_text};
+use cairn_tools::shell::{Ended, Preview, SandboxShown, Shown, foreground_text};
 
 use super::holes::Piece;
 
@@ -59,13 +59,15 @@ pub(super) fn preview(blobs: &BlobStore, blob: &BlobRef, limits: &Limits) -> Opt
 
 /// The whole output (before the output caps) of the call whose foreground command
 /// `exec` finished (`end`) with `streams` (stdout, stderr) and changed `changes` (what,
-/// path); `timeout_note` is the timeout the call asked for when it was over the maximum.
+/// path); `timeout_note` is the timeout the call asked for when it was over the maximum;
+/// `writable` the folders the session's sandbox let commands write in.
 pub(super) fn expected(
     exec: &ShellExec,
     end: &ShellEnd,
     streams: [Stream; 2],
     changes: &[(&str, String)],
     timeout_note: Option<u64>,
+    writable: &[String],
     limits: &Limits,
 ) -> Vec<Piece> {
     let mut text = String::new();
@@ -118,6 +120,10 @@ pub(super) fn expected(
         },
         limits.shell_timeout_ms_max,
         [shown[0], shown[1]],
+        exec.sandbox.as_ref().map(|sandboxed| SandboxShown {
+            sandboxed,
+            writable,
+        }),
         &changed,
     ));
     let mut pieces = Vec::new();

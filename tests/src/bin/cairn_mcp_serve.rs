@@ -26,7 +26,7 @@ fn main() -> ExitCode {
         cairn_engine::mcp::serve_session(
             &home,
             std::path::Path::new(workspace),
-            catalog,
+            cairn_engine::EngineConfig::new(catalog),
             policy,
             std::io::stdin().lock(),
             std::io::stdout().lock(),

@@ -37,6 +37,7 @@ mod resume_crash;
 mod resume_findings;
 mod resume_fork;
 mod resume_interrupted;
+mod sandbox;
 mod signals;
 mod special_files;
 mod store_bad_input;

@@ -42,7 +42,7 @@ fn serve(home: &Path, ws: &Path, policy: Policy, lines: &[&str]) -> Vec<Value> {
     cairn_engine::mcp::serve_session(
         &Home::at(home),
         ws,
-        Catalog::Thoth,
+        cairn_engine::EngineConfig::new(Catalog::Thoth),
         policy,
         std::io::Cursor::new(input),
         &mut out,

@@ -155,6 +155,7 @@ fn resume_and_finish(c: &Case, reported: usize) {
                         steps: steps.clone(),
                         rerun: Rerun::Yes,
                     },
+                    ..Default::default()
                 },
             )
             .unwrap();

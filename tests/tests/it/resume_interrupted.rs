@@ -68,6 +68,7 @@ fn interrupted() -> Case {
         kind: ProcKind::Foreground,
         timeout_ms: Some(1000),
         log: None,
+        sandbox: None,
         phase: ShellPhase::Started,
     }))
     .unwrap();
@@ -85,7 +86,15 @@ fn interrupted() -> Case {
 
 fn resume(c: &Case, then: GoOn) -> Result<(Engine, ResumeReport), EngineError> {
     cairn_tests::wait_unlocked(&c.dir);
-    Engine::resume(&c.home, &c.dir, ResumeOptions { config: None, then })
+    Engine::resume(
+        &c.home,
+        &c.dir,
+        ResumeOptions {
+            config: None,
+            then,
+            ..Default::default()
+        },
+    )
 }
 
 fn with_script(c: &Case, rerun: Rerun) -> GoOn {
