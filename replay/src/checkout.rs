@@ -57,10 +57,11 @@ pub fn checkout(session_dir: &Path, at_seq: u64, dest: &Path) -> Result<Checkout
         .tempdir_in(&parent)
         .map_err(io_at(&parent))?;
     let mut bytes = 0u64;
+    let out = Dest::open(tmp.path())?;
     for (path, f) in &files {
         let content = session.blob(&f.hash, path)?;
         bytes += content.len() as u64;
-        write_file(&tmp.path().join(path), &content, f.mode)?;
+        out.write(path, &content, f.mode)?;
     }
     if existed {
         std::fs::remove_dir(dest).map_err(io_at(dest))?;
@@ -78,18 +79,52 @@ pub fn checkout(session_dir: &Path, at_seq: u64, dest: &Path) -> Result<Checkout
     })
 }
 
-/// Writes one file of a checkout (folders made as needed, the mode set when known).
-pub(crate) fn write_file(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(io_at(parent))?;
+/// The folder a checkout or a replay writes the workspace into, opened once: every
+/// file goes in beneath its descriptor (`cairn_tools::Root`), through a temporary
+/// file renamed in its folder, so that no path of a log — checked first by
+/// `Session::check_write_paths` — nor a symlink planted meanwhile can lead a write
+/// outside it.
+pub(crate) struct Dest {
+    root: cairn_tools::Root,
+}
+
+impl Dest {
+    pub(crate) fn open(dir: &Path) -> Result<Dest> {
+        let canonical = dir.canonicalize().map_err(io_at(dir))?;
+        // No cairn home lives in a folder being written from a log: the name below is
+        // the only one refused as "the home", and no workspace path is that.
+        let no_home = canonical.join(".cairn-home-is-elsewhere");
+        let root = cairn_tools::Root::open(&canonical, &no_home).map_err(io_at(dir))?;
+        Ok(Dest { root })
     }
-    std::fs::write(path, bytes).map_err(io_at(path))?;
-    if let Some(mode) = mode {
-        std::fs::set_permissions(
-            path,
-            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(mode),
-        )
-        .map_err(io_at(path))?;
+
+    /// Writes `bytes` to workspace path `rel` (folders made as needed), with `mode`
+    /// when known (else 0o644).
+    pub(crate) fn write(&self, rel: &str, bytes: &[u8], mode: Option<u32>) -> Result<()> {
+        let abs = self.root.path().join(rel);
+        let ws = cairn_tools::WsPath {
+            abs: abs.clone(),
+            rel: rel.to_string(),
+        };
+        let parent = self.root.parent(&ws, true).map_err(|e| {
+            io_at(&abs)(match e {
+                cairn_tools::open::OpenError::Io(e) => e,
+                other => std::io::Error::other(format!("{other:?}")),
+            })
+        })?;
+        if let Err(e) = parent.replace(bytes, mode.unwrap_or(0o644)) {
+            parent.undo();
+            return Err(io_at(&abs)(e));
+        }
+        Ok(())
     }
-    Ok(())
+
+    /// Removes workspace path `rel` (a recorded delete); absent is fine.
+    pub(crate) fn remove(&self, rel: &str) -> Result<()> {
+        let path = self.root.path().join(rel);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_at(&path)(e)),
+            _ => Ok(()),
+        }
+    }
 }

@@ -17,7 +17,7 @@ use cairn_engine::event::{Enforcement, Event, Parent, SandboxMode, Sandboxed};
 use cairn_engine::{Engine, EngineConfig, Home};
 use serde::Serialize;
 
-use crate::checkout::write_file;
+use crate::checkout::Dest;
 use crate::compare::{Field, FieldDiff, Norm, compare_calls, unified};
 use crate::error::{ReplayError, Result, io_at};
 use crate::session::{Call, Session};
@@ -142,9 +142,10 @@ fn materialise(session: &Session, dir: &Path) -> Result<()> {
     if !missing.is_empty() {
         return Err(ReplayError::MissingBlobs { missing });
     }
+    let out = Dest::open(dir)?;
     for e in &manifest {
         let bytes = session.blob(&e.hash, &e.path)?;
-        write_file(&dir.join(&e.path), &bytes, Some(e.mode))?;
+        out.write(&e.path, &bytes, Some(e.mode))?;
     }
     Ok(())
 }
@@ -322,17 +323,12 @@ fn apply_recorded_writes(session: &Session, c: &Call, root: &Path) -> Result<()>
         {
             continue;
         }
-        let path = root.join(&w.path);
+        let out = Dest::open(root)?;
         match &w.after {
-            None => match std::fs::remove_file(&path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(io_at(&path)(e));
-                }
-                _ => {}
-            },
+            None => out.remove(&w.path)?,
             Some(after) => {
                 let bytes = session.blob(&after.hash, &w.path)?;
-                write_file(&path, &bytes, w.mode)?;
+                out.write(&w.path, &bytes, w.mode)?;
             }
         }
     }
