@@ -137,7 +137,7 @@ enum Command {
         /// A session: id, unique prefix, folder, or `last`.
         session: std::path::PathBuf,
         /// Shell commands: run again in the strict sandbox (`rerun`: writes only in the
-        /// replay's copy and a temporary folder, no TCP; answered from the recording
+        /// replay's copy and a temporary folder, no network; answered from the recording
         /// when the kernel cannot enforce it), answered from the recording
         /// (`recorded`), or run again without any sandbox (`rerun-unsandboxed`).
         #[arg(long, default_value = "rerun")]

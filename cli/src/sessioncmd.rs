@@ -91,8 +91,8 @@ pub(crate) fn read_stdin_line() -> Option<String> {
 #[derive(Debug, Clone, clap::Args)]
 pub struct SandboxArgs {
     /// The OS sandbox of commands: workspace-write (writes only in the workspace,
-    /// $TMPDIR and the --sandbox-write-root folders), strict (the same, and no TCP
-    /// connect or bind) or off.
+    /// $TMPDIR and the --sandbox-write-root folders), strict (the same, and no network:
+    /// TCP refused by Landlock, every socket but a Unix one by seccomp) or off.
     #[arg(long, default_value = "workspace-write")]
     pub sandbox: SandboxMode,
     /// A folder commands may also write in (a build tool's cache such as

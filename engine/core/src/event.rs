@@ -521,7 +521,8 @@ pub enum SandboxMode {
     /// roots; the network is allowed.
     #[default]
     WorkspaceWrite,
-    /// As `workspace-write`, and TCP `bind`/`connect` are refused.
+    /// As `workspace-write`, and the network is cut: TCP `bind`/`connect` refused by
+    /// Landlock, every socket but a Unix one refused by a seccomp filter.
     Strict,
     /// No sandbox: commands run with the engine's own rights.
     Off,

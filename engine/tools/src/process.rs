@@ -73,15 +73,23 @@ impl Process {
     /// confined than its session's record says.
     pub fn spawn_in(
         cmd: &mut Command,
-        ruleset: Option<landlock::RulesetCreated>,
+        confinement: crate::sandbox::Confinement,
     ) -> std::io::Result<Process> {
-        if let Some(ruleset) = ruleset {
-            let mut ruleset = Some(ruleset);
+        let crate::sandbox::Confinement { ruleset, sockets } = confinement;
+        if ruleset.is_some() || sockets.is_some() {
+            let mut ruleset = ruleset;
+            // The seccomp filter (strict mode) is installed after the ruleset:
+            // `apply_filter` makes two system calls on a program built in the parent.
             let confine = move || -> std::io::Result<()> {
-                match ruleset.take().map(landlock::RulesetCreated::restrict_self) {
-                    None | Some(Ok(_)) => Ok(()),
-                    Some(Err(_)) => Err(std::io::Error::from_raw_os_error(libc::EPERM)),
+                if let Some(Err(_)) = ruleset.take().map(landlock::RulesetCreated::restrict_self) {
+                    return Err(std::io::Error::from_raw_os_error(libc::EPERM));
                 }
+                if let Some(p) = &sockets
+                    && seccompiler::apply_filter(p).is_err()
+                {
+                    return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+                }
+                Ok(())
             };
             // SAFETY: `confine` runs in the child between fork and exec and only makes
             // the system calls described above, allocating nothing.

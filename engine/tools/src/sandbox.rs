@@ -5,9 +5,10 @@
 //! temporary folder (given as `TMPDIR`, removed when the session ends), a few device files
 //! (`/dev/null`, `/dev/zero`, `/dev/full`, `/dev/tty`, `/dev/random`, `/dev/urandom`)
 //! and folders (`/dev/pts`, `/dev/shm`), and the configured extra roots (a build tool's
-//! cache, say). In [`SandboxMode::Strict`] TCP `bind` and `connect` are refused too
-//! (Landlock network rules, ABI 4 and later); UDP, raw sockets and Unix sockets are not
-//! cut: Landlock has no rule for them on the ABIs this sandbox asks for.
+//! cache, say). In [`SandboxMode::Strict`] the network is cut: TCP `bind` and `connect`
+//! are refused by Landlock network rules (ABI 4 and later), and a seccomp filter
+//! (seccompiler) refuses `socket` for every family but `AF_UNIX` with `EACCES`, so UDP
+//! and raw sockets fail too; Unix sockets (local IPC) stay.
 //!
 //! The ruleset is built once per session, in the engine ([`Sandbox::new`]): the paths
 //! are opened and the rules added there. What it gives the kernel is then probed once,
@@ -71,7 +72,47 @@ pub struct Sandbox {
     writable: Vec<PathBuf>,
     /// `None` when off or when the kernel enforces nothing.
     ruleset: Option<RulesetCreated>,
+    /// Strict mode: a seccomp filter refusing `socket` for every family but
+    /// `AF_UNIX` (UDP, raw and any other network socket, which Landlock's TCP rules
+    /// leave open).
+    sockets: Option<std::sync::Arc<seccompiler::BpfProgram>>,
     recorded: Sandboxed,
+}
+
+/// What confines one command's child (see [`crate::process::Process::spawn_in`]).
+#[derive(Debug, Default)]
+pub struct Confinement {
+    pub ruleset: Option<RulesetCreated>,
+    pub sockets: Option<std::sync::Arc<seccompiler::BpfProgram>>,
+}
+
+/// The seccomp filter of strict mode: `socket(domain, …)` with a domain other than
+/// `AF_UNIX` fails with `EACCES`; every other system call is allowed.
+fn socket_filter() -> Result<seccompiler::BpfProgram, String> {
+    use seccompiler::{
+        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    };
+    let arch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|e| format!("{e:?}"))?;
+    let not_unix = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Ne,
+        libc::AF_UNIX as u64,
+    )
+    .map_err(|e| e.to_string())?;
+    let rule = SeccompRule::new(vec![not_unix]).map_err(|e| e.to_string())?;
+    let filter = SeccompFilter::new(
+        [(libc::SYS_socket, vec![rule])].into_iter().collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EACCES as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())
 }
 
 impl Sandbox {
@@ -82,6 +123,7 @@ impl Sandbox {
             tmp: None,
             writable: Vec::new(),
             ruleset: None,
+            sockets: None,
             recorded: Sandboxed {
                 mode: SandboxMode::Off,
                 abi: kernel_abi(),
@@ -135,11 +177,26 @@ impl Sandbox {
                 .map(|p| p.to_string_lossy().into_owned())
                 .collect(),
         };
+        // Without the filter strict mode would still cut TCP; a filter that cannot be
+        // built (an architecture seccompiler does not know) is said on stderr once.
+        let sockets = match mode {
+            SandboxMode::Strict => match socket_filter() {
+                Ok(p) => Some(std::sync::Arc::new(p)),
+                Err(e) => {
+                    eprintln!(
+                        "cairn: strict sandbox: no seccomp socket filter ({e}); only TCP is cut"
+                    );
+                    None
+                }
+            },
+            _ => None,
+        };
         Ok(Sandbox {
             mode,
             tmp: Some(tmp),
             writable,
             ruleset: (enforced != Enforcement::None).then_some(ruleset),
+            sockets,
             recorded,
         })
     }
@@ -165,11 +222,15 @@ impl Sandbox {
 
     /// A ruleset for one command's child, `None` when nothing is enforced: a duplicate
     /// of the session's (one `dup`, the rules are shared).
-    pub fn for_command(&self) -> Result<Option<RulesetCreated>, SandboxError> {
-        self.ruleset
-            .as_ref()
-            .map(|r| r.try_clone().map_err(SandboxError::Dup))
-            .transpose()
+    pub fn for_command(&self) -> Result<Confinement, SandboxError> {
+        Ok(Confinement {
+            ruleset: self
+                .ruleset
+                .as_ref()
+                .map(|r| r.try_clone().map_err(SandboxError::Dup))
+                .transpose()?,
+            sockets: self.sockets.clone(),
+        })
     }
 }
 

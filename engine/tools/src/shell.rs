@@ -264,8 +264,8 @@ fn command(argv: &[String], cwd: &Path, sandbox: &Sandbox) -> Command {
 
 /// Spawns a command under the session's sandbox.
 fn spawn(cmd: &mut Command, sandbox: &Sandbox) -> std::io::Result<Process> {
-    let ruleset = sandbox.for_command().map_err(std::io::Error::other)?;
-    Process::spawn_in(cmd, ruleset)
+    let confinement = sandbox.for_command().map_err(std::io::Error::other)?;
+    Process::spawn_in(cmd, confinement)
 }
 
 /// Records a program that could not start (phase finished, status failed).

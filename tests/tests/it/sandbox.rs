@@ -240,3 +240,32 @@ fn a_replay_of_a_command_that_appended_outside_leaves_the_outside_untouched() {
         assert!(r.note.is_some());
     }
 }
+
+#[test]
+fn strict_mode_cuts_udp_and_keeps_unix_sockets() {
+    let udp = "bash -c 'exec 3<>/dev/udp/127.0.0.1/9 && echo opened'";
+    // A Unix socket pair, which strict mode keeps (local IPC, not the network).
+    let unix = "python3 -c 'import socket; socket.socketpair(); print(\"paired\")'";
+    for (mode, cut) in [
+        (SandboxMode::WorkspaceWrite, false),
+        (SandboxMode::Strict, true),
+    ] {
+        let w = ws();
+        let mut e = w.engine(mode, &[]);
+        let out = e.call("shell", json!({ "command": udp })).unwrap();
+        if cut {
+            assert_eq!(out.status, Status::Error, "{mode}: {}", out.output);
+            assert!(out.output.contains("Permission denied"), "{}", out.output);
+        } else {
+            assert_eq!(out.status, Status::Ok, "{mode}: {}", out.output);
+            assert!(out.output.contains("opened"), "{}", out.output);
+        }
+        let out = e.call("shell", json!({ "command": unix })).unwrap();
+        assert_eq!(out.status, Status::Ok, "{mode}: {}", out.output);
+        assert!(out.output.contains("paired"), "{}", out.output);
+        let dir = e.dir().to_path_buf();
+        e.end("test").unwrap();
+        let (_, problems) = cairn_replay::verify(&dir).unwrap();
+        assert_eq!(problems, vec![], "{mode}");
+    }
+}
