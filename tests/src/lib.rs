@@ -431,3 +431,26 @@ pub fn mcp_peers(needed: &[&str]) -> Option<std::path::PathBuf> {
         .unwrap_or_else(|e| panic!("unlock {}: {e}", lock_path.display()));
     Some(dir)
 }
+
+/// Every file under `dir` (recursively) whose bytes hold `needle`: where a secret that
+/// must be kept nowhere was kept.
+pub fn files_holding(dir: &Path, needle: &[u8]) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read(&p)
+                .is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle))
+            {
+                found.push(p);
+            }
+        }
+    }
+    found
+}

@@ -569,22 +569,10 @@ fn a_remembered_secret_is_kept_redacted_and_never_reaches_a_later_prompt() {
     assert!(!prompt.contains(token));
     e.end("test").unwrap();
     // Nowhere in the home: not the memory log, not the session log, not a blob.
-    let mut stack = vec![home.path().to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let p = entry.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let bytes = std::fs::read(&p).unwrap();
-                assert!(
-                    !bytes.windows(token.len()).any(|w| w == token.as_bytes()),
-                    "{} holds the secret",
-                    p.display()
-                );
-            }
-        }
-    }
+    assert_eq!(
+        cairn_tests::files_holding(home.path(), token.as_bytes()),
+        Vec::<std::path::PathBuf>::new()
+    );
     let (_, problems) = cairn_replay::verify(&dir).unwrap();
     assert_eq!(problems, vec![]);
 }
