@@ -37,7 +37,7 @@ impl Request {
     /// True when "always" may be answered: nothing in the call is beyond its keys and
     /// it is not guarded. Otherwise only once or deny.
     pub fn always_offered(&self) -> bool {
-        self.reasons.is_empty() && !self.guarded && !self.keys.is_empty()
+        cairn_core::decide::coverable(&self.keys, &self.reasons, self.guarded)
     }
 
     /// The programs a command line runs (its `shell:` keys without the prefix).

@@ -316,6 +316,7 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
 
 /// Applies a call's recorded workspace changes to the replay's folder.
 fn apply_recorded_writes(session: &Session, c: &Call, root: &Path) -> Result<()> {
+    let out = Dest::open(root)?;
     for (_, w) in &c.writes {
         if w.status != cairn_engine::event::WriteStatus::Ok
             || cairn_core::state::recorded_path(&w.path)
@@ -323,7 +324,6 @@ fn apply_recorded_writes(session: &Session, c: &Call, root: &Path) -> Result<()>
         {
             continue;
         }
-        let out = Dest::open(root)?;
         match &w.after {
             None => out.remove(&w.path)?,
             Some(after) => {

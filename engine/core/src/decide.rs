@@ -471,6 +471,12 @@ pub enum Permission {
     Ask(Question),
 }
 
+/// True when an "always" may cover a question with these `keys`, `reasons` and
+/// `guarded` flag: it names programs, nothing in it is beyond them, it is not guarded.
+pub fn coverable(keys: &[String], reasons: &[String], guarded: bool) -> bool {
+    reasons.is_empty() && !guarded && !keys.is_empty()
+}
+
 /// A permission question, as `permission_requested` records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Question {
@@ -494,7 +500,7 @@ impl Question {
     /// True when an "always" answer may be given and grants [`Question::keys`]: nothing
     /// in the call is beyond what its keys describe, and it is not guarded.
     pub fn coverable(&self) -> bool {
-        self.reasons.is_empty() && !self.guarded && !self.keys.is_empty()
+        coverable(&self.keys, &self.reasons, self.guarded)
     }
 
     /// The keys `answer` grants for good: the question's keys for an "always" to a

@@ -906,6 +906,33 @@ mod tests {
     }
 
     #[test]
+    fn symlinks_are_followed_up_to_the_limit_and_not_past_it() {
+        let f = fixture();
+        let max = SYMLINK_FOLLOWS_MAX as usize;
+        // Chains of links to a folder: `c{n}_0` → `c{n}_1` → … → `c{n}_{n-1}` → `a/b`.
+        for n in [max, max + 1] {
+            for i in 0..n {
+                let to = if i + 1 == n {
+                    "a/b".to_string()
+                } else {
+                    format!("c{n}_{}", i + 1)
+                };
+                std::os::unix::fs::symlink(&to, f.root.join(format!("c{n}_{i}"))).unwrap();
+            }
+        }
+        for root in roots(&f) {
+            let got = |n: usize| read(&root, &at(&f.root, &format!("c{n}_0/f.txt")));
+            assert_eq!(got(max), "inside");
+            assert!(
+                got(max + 1).contains("SYMLINK_FOLLOWS_MAX"),
+                "{} (walk only: {})",
+                got(max + 1),
+                root.walk_only
+            );
+        }
+    }
+
+    #[test]
     fn the_real_path_is_the_one_reached() {
         let f = fixture();
         for root in roots(&f) {
