@@ -141,7 +141,7 @@ pub fn replay(spec: &Path, shell: ShellMode, json: bool) -> Result<ExitCode> {
         }
     }
     out::line(&format!(
-        "{}: {} calls, {} re-run, {} answered from the recording; replay session {} (parent {})",
+        "{}: {} calls, {} re-run, {} answered from the recording{}; replay session {} (parent {})",
         if report.is_identical() {
             "identical".to_string()
         } else {
@@ -150,6 +150,14 @@ pub fn replay(spec: &Path, shell: ShellMode, json: bool) -> Result<ExitCode> {
         report.calls,
         report.rerun,
         report.from_recording,
+        if report.held_secret > 0 {
+            format!(
+                " ({} because their input held a secret the log keeps only as a redaction marker)",
+                report.held_secret
+            )
+        } else {
+            String::new()
+        },
         report.replay,
         report.original
     ))?;

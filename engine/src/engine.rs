@@ -8,11 +8,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use cairn_store::{BlobStore, Head, LogWriter, Options, SnapshotStore};
+use cairn_store::{BlobRef, BlobStore, Head, LogWriter, Options, SnapshotStore};
 
 use crate::event::{
-    Answer, AnswerSource, Event, ExecStatus, FORMAT_VERSION, Inherited, Observed, Parent, Refusal,
-    SessionStarted, Status, ToolFinished,
+    Answer, AnswerSource, Event, ExecStatus, FORMAT_VERSION, FileWrite, Inherited, Observed,
+    Parent, Refusal, SessionStarted, Status, ToolFinished,
 };
 use crate::manifest;
 use crate::mcp::{McpBackend, McpConfig, McpError, McpRef, Servers};
@@ -37,6 +37,25 @@ pub use cairn_tools::EngineConfig;
 pub use resume::{
     Finding, GoOn, InterruptedOutcome, Rerun, ResumeOptions, ResumeReport, ScriptPoint, inherit,
 };
+
+/// A call's recorded result, given by [`Engine::call_answered`] instead of running it.
+#[derive(Debug, Clone, Copy)]
+pub struct AnsweredCall<'a> {
+    pub status: Status,
+    pub output: &'a str,
+    pub refusal: Option<&'a Refusal>,
+    /// Its recorded workspace changes, already made in the workspace.
+    pub writes: &'a [AnsweredWrite],
+}
+
+/// One recorded workspace change of an answered call, with the contents its blobs
+/// held (`None`: the recorded blob is taken as it is, as when there was no content).
+#[derive(Debug, Clone)]
+pub struct AnsweredWrite {
+    pub write: FileWrite,
+    pub before: Option<Vec<u8>>,
+    pub after: Option<Vec<u8>>,
+}
 
 /// The result of one call. What else the call recorded (its reads, writes, commands)
 /// reaches an observer set with [`Engine::set_observer`] as it is appended.
@@ -181,6 +200,8 @@ impl Engine {
             config.checkpoint_every,
         );
         rec.note_blobs_written();
+        let redactor = Redactor::with_env(std::env::vars());
+        rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
         let sandbox = Sandbox::new(config.sandbox, &root, &config.sandbox_write_roots, &id)?;
         let started = SessionStarted {
             id: id.clone(),
@@ -222,7 +243,7 @@ impl Engine {
             registry,
             rec,
             approver: Box::new(Policy::Workspace),
-            redactor: Redactor::with_env(std::env::vars()),
+            redactor,
             allow_list,
             refused_grants: audit.refused,
             credential_files,
@@ -251,6 +272,8 @@ impl Engine {
     /// Replaces the redactor (the default knows this process's secret-looking
     /// environment variables).
     pub fn set_redactor(&mut self, redactor: Redactor) {
+        let key = self.project.secret_key().ok();
+        self.rec.set_redaction(redactor.clone(), key);
         self.redactor = redactor;
     }
 
@@ -423,6 +446,7 @@ impl Engine {
     /// secret-looking environment variable).
     pub fn add_secret(&mut self, name: &str, value: &str) {
         self.redactor.add_value(name, value);
+        self.rec.add_secret(name, value);
     }
 
     /// The session's configuration.
@@ -487,14 +511,23 @@ impl Engine {
     /// Records a call answered from a recording instead of being run (replay answers
     /// network and MCP calls this way, and shell commands with `--shell recorded`): the
     /// call gets its `tool_started` and a `tool_finished` with the recorded result.
+    ///
+    /// `writes` are the call's recorded workspace changes, which the caller has made
+    /// in the workspace already: they are recorded as this call's (their contents
+    /// stored as blobs here), so that the fold, later calls and a comparison with the
+    /// recording see them as the call's own.
     pub fn call_answered(
         &mut self,
         tool: &str,
         input: serde_json::Value,
-        status: Status,
-        output: &str,
-        refusal: Option<Refusal>,
+        answered: AnsweredCall<'_>,
     ) -> Result<CallOutcome> {
+        let AnsweredCall {
+            status,
+            output,
+            refusal,
+            writes,
+        } = answered;
         self.poll_background()?;
         let call = format!("c{}", self.rec.state.calls_started + 1);
         let mut redactions = Counts::new();
@@ -506,6 +539,20 @@ impl Engine {
             mcp: None,
             observed: None,
         })?;
+        for w in writes {
+            let mut put = |content: &Option<Vec<u8>>, recorded: Option<BlobRef>| match content {
+                Some(bytes) => self.rec.put_blob(bytes).map(Some),
+                None => Ok(recorded),
+            };
+            let write = FileWrite {
+                call: Some(call.clone()),
+                before: put(&w.before, w.write.before)?,
+                after: put(&w.after, w.write.after)?,
+                ..w.write.clone()
+            };
+            self.rec.append(&Event::FileWrite(write.clone()))?;
+            self.rt.note_write(&write);
+        }
         let output = self.redactor.redact(output, &mut redactions).into_owned();
         self.rec.append(&Event::ToolFinished(ToolFinished {
             call: call.clone(),
@@ -513,7 +560,7 @@ impl Engine {
             output: output.clone(),
             output_blob: None,
             elapsed_us: 0,
-            refusal: refusal.clone(),
+            refusal: refusal.cloned(),
             redactions,
             mcp_result: None,
         }))?;
@@ -523,7 +570,7 @@ impl Engine {
             tool: tool.to_string(),
             status,
             output,
-            refusal,
+            refusal: refusal.cloned(),
             elapsed_us: 0,
         })
     }

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use cairn_tools::{EngineError, Result};
+use cairn_core::scrub::{SECRET_KEY_BYTES, SecretKey};
+use cairn_tools::{EngineError, Result, io_at};
 
 /// The cairn home.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,6 +103,43 @@ impl Project {
     pub fn manifest_cache(&self) -> PathBuf {
         self.dir.join("manifest-cache.jsonl")
     }
+    /// The project's key of keyed hashes (mode 0600).
+    pub fn secret_key_file(&self) -> PathBuf {
+        self.dir.join(SECRET_KEY_FILE)
+    }
+
+    /// The project's key of the keyed hashes of redacted command lines, made (32
+    /// random bytes, mode 0600) the first time. Sessions started at once agree on one
+    /// key: it is written aside, then linked into place only if none is there yet.
+    pub fn secret_key(&self) -> Result<SecretKey> {
+        let path = self.secret_key_file();
+        if let Some(key) = read_key(&path)? {
+            return Ok(key);
+        }
+        cairn_store::private::create_dir_all(&self.dir).map_err(io_at(&self.dir))?;
+        let mut bytes = [0u8; SECRET_KEY_BYTES];
+        getrandom::fill(&mut bytes).map_err(|e| EngineError::Io {
+            path: path.clone(),
+            source: std::io::Error::other(format!("no random bytes for a new key: {e}")),
+        })?;
+        let tmp = tempfile::Builder::new()
+            .prefix(".secret-key-")
+            .tempfile_in(&self.dir)
+            .map_err(io_at(&self.dir))?;
+        {
+            use std::io::Write;
+            let mut f = tmp.as_file();
+            f.write_all(&bytes).map_err(io_at(tmp.path()))?;
+            f.sync_all().map_err(io_at(tmp.path()))?;
+        }
+        match std::fs::hard_link(tmp.path(), &path) {
+            Ok(()) => Ok(SecretKey(bytes)),
+            // Another session made it first: theirs is the key.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read_key(&path)?
+                .ok_or_else(|| io_at(&path)(std::io::Error::other("the key vanished"))),
+            Err(e) => Err(io_at(&path)(e)),
+        }
+    }
 
     /// Session ids of this project, oldest first (ids sort by start time).
     pub fn sessions(&self) -> Vec<String> {
@@ -115,6 +153,24 @@ impl Project {
             .collect();
         out.sort();
         out
+    }
+}
+
+/// The name of a project's key file.
+pub const SECRET_KEY_FILE: &str = "secret.key";
+
+/// The key at `path`; `None` when there is none.
+fn read_key(path: &Path) -> Result<Option<SecretKey>> {
+    match std::fs::read(path) {
+        Ok(bytes) => match <[u8; SECRET_KEY_BYTES]>::try_from(bytes.as_slice()) {
+            Ok(b) => Ok(Some(SecretKey(b))),
+            Err(_) => Err(io_at(path)(std::io::Error::other(format!(
+                "holds {} bytes, not a key of {SECRET_KEY_BYTES}: remove it and a new key is made (keyed hashes of earlier sessions then no longer compare with new ones)",
+                bytes.len()
+            )))),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_at(path)(e)),
     }
 }
 

@@ -217,6 +217,25 @@ pub(crate) fn compare_calls(
             format!("{} {}\n", b.tool, pretty(&b.input)),
         ));
     }
+    // Equal redacted inputs may still have held different secrets: the keyed hashes
+    // of the raw command lines tell (the same project's key made both).
+    if a.shell && b.shell && a.tool == b.tool && ia == ib && a.argv_hashes != b.argv_hashes {
+        let shown = |hs: &[String]| {
+            if hs.is_empty() {
+                "no secret in the command line\n".to_string()
+            } else {
+                hs.iter()
+                    .map(|h| format!("a secret with keyed hash {h}\n"))
+                    .collect()
+            }
+        };
+        out.push(FieldDiff::new(
+            Field::Input,
+            &label,
+            shown(&a.argv_hashes),
+            shown(&b.argv_hashes),
+        ));
+    }
     let (sa, sb) = (status_of(a), status_of(b));
     if sa != sb {
         out.push(FieldDiff::new(Field::Status, &label, sa + "\n", sb + "\n"));

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use cairn_engine::event::{Enforcement, Event, Parent, SandboxMode, Sandboxed};
-use cairn_engine::{Engine, EngineConfig, Home};
+use cairn_engine::{AnsweredCall, AnsweredWrite, Engine, EngineConfig, Home};
 use serde::Serialize;
 
 use crate::checkout::Dest;
@@ -119,8 +119,12 @@ pub struct ReplayReport {
     pub note: Option<String>,
     pub calls: u64,
     pub rerun: u64,
-    /// Calls answered from the recording (shell calls with `--shell recorded`).
+    /// Calls answered from the recording: network and MCP calls, shell calls with
+    /// `--shell recorded`, and calls whose input held a secret.
     pub from_recording: u64,
+    /// Of those, the calls answered from the recording because their input held a
+    /// secret, which the log keeps only as a redaction marker.
+    pub held_secret: u64,
     /// In the order of the recorded calls: the first is the first divergence.
     pub divergences: Vec<Divergence>,
 }
@@ -230,6 +234,7 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
     // The replay's call id of each recorded call that was run again.
     let mut ran: Vec<(usize, String)> = Vec::new();
     let mut from_recording = 0u64;
+    let mut held_secret = 0u64;
     let mut next = 0usize;
     for r in &original.records {
         match &r.event {
@@ -242,19 +247,31 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
                 // from the recording, as do commands with `--shell recorded`.
                 let network = cairn_tools::effects_of(&c.tool).is_some_and(|e| e.external);
                 let recorded_shell = c.shell && shell == ShellMode::Recorded;
-                if (network || recorded_shell)
+                // A call whose input held a secret has only its marker in the log: run
+                // again, it would run something else (a command with the marker in
+                // its argument, a file written with it).
+                let secret = c.input_redacted();
+                if (network || recorded_shell || secret)
                     && let Some((_, f)) = &c.finished
                 {
                     from_recording += 1;
-                    if recorded_shell {
-                        apply_recorded_writes(&original, c, &new_root)?;
+                    if secret && !network {
+                        held_secret += 1;
                     }
+                    let writes = if recorded_shell || (secret && !network) {
+                        apply_recorded_writes(&original, c, &new_root)?
+                    } else {
+                        Vec::new()
+                    };
                     let out = engine.call_answered(
                         &c.tool,
                         c.input.clone(),
-                        f.status,
-                        &f.output,
-                        f.refusal.clone(),
+                        AnsweredCall {
+                            status: f.status,
+                            output: &f.output,
+                            refusal: f.refusal.as_ref(),
+                            writes: &writes,
+                        },
                     )?;
                     ran.push((i, out.call));
                     continue;
@@ -308,31 +325,46 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
         sandbox,
         note,
         calls: calls.len() as u64,
-        rerun: ran.len() as u64,
+        rerun: ran.len() as u64 - from_recording,
         from_recording,
+        held_secret,
         divergences,
     })
 }
 
-/// Applies a call's recorded workspace changes to the replay's folder.
-fn apply_recorded_writes(session: &Session, c: &Call, root: &Path) -> Result<()> {
+/// Applies a call's recorded workspace changes to the replay's folder; gives them
+/// back with their contents, for the replay to record as the call's.
+fn apply_recorded_writes(session: &Session, c: &Call, root: &Path) -> Result<Vec<AnsweredWrite>> {
     let out = Dest::open(root)?;
+    let mut writes = Vec::new();
     for (_, w) in &c.writes {
-        if w.status != cairn_engine::event::WriteStatus::Ok
-            || cairn_core::state::recorded_path(&w.path)
-                != cairn_core::state::RecordedPath::Workspace
+        let content = |b: &Option<cairn_store::BlobRef>| -> Result<Option<Vec<u8>>> {
+            match b {
+                Some(b) if session.blobs.has(&b.hash) => session.blob(&b.hash, &w.path).map(Some),
+                _ => Ok(None),
+            }
+        };
+        let (before, after) = (content(&w.before)?, content(&w.after)?);
+        if w.status == cairn_engine::event::WriteStatus::Ok
+            && cairn_core::state::recorded_path(&w.path)
+                == cairn_core::state::RecordedPath::Workspace
         {
-            continue;
-        }
-        match &w.after {
-            None => out.remove(&w.path)?,
-            Some(after) => {
-                let bytes = session.blob(&after.hash, &w.path)?;
-                out.write(&w.path, &bytes, w.mode)?;
+            match (&w.after, &after) {
+                (None, _) => out.remove(&w.path)?,
+                (Some(_), Some(bytes)) => out.write(&w.path, bytes, w.mode)?,
+                // The recording lost the content: the same error as any missing blob.
+                (Some(b), None) => {
+                    session.blob(&b.hash, &w.path)?;
+                }
             }
         }
+        writes.push(AnsweredWrite {
+            write: w.clone(),
+            before,
+            after,
+        });
     }
-    Ok(())
+    Ok(writes)
 }
 
 fn manifest_text(s: &Session) -> String {

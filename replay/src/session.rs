@@ -277,9 +277,20 @@ pub struct Call {
     pub writes: Vec<(u64, FileWrite)>,
     /// True when it recorded `shell_exec` events (a shell tool).
     pub shell: bool,
+    /// The keyed hashes of the raw command lines of its `shell_exec` starts whose argv
+    /// held a secret, in order.
+    pub argv_hashes: Vec<String>,
     /// The permission answer it got, to give again on replay (an answer from the allow
     /// list is given as "once": the replay's project has its own list).
     pub answer: Option<cairn_core::event::Answer>,
+}
+
+impl Call {
+    /// True when its recorded input held a secret (a redaction marker stands in its
+    /// place): it cannot be run again as it ran.
+    pub fn input_redacted(&self) -> bool {
+        cairn_core::scrub::json_holds_marker(&self.input)
+    }
 }
 
 /// The calls of a list of records, in the order they started.
@@ -302,6 +313,7 @@ pub fn calls(records: &[Record]) -> Vec<Call> {
                     reads: Vec::new(),
                     writes: Vec::new(),
                     shell: false,
+                    argv_hashes: Vec::new(),
                     answer: None,
                 });
             }
@@ -338,6 +350,11 @@ pub fn calls(records: &[Record]) -> Vec<Call> {
             Event::ShellExec(v) => {
                 if let Some(i) = owner(v.call.as_str()) {
                     out[i].shell = true;
+                    if v.end().is_none()
+                        && let Some(h) = &v.argv_hash
+                    {
+                        out[i].argv_hashes.push(h.clone());
+                    }
                 }
             }
             _ => {}

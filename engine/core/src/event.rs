@@ -692,6 +692,10 @@ pub struct ShellExec {
     pub id: Option<String>,
     /// What ran: the program and its arguments (`sh -c LINE` for `shell`).
     pub argv: Vec<String>,
+    /// The keyed hash of the raw argv (`hmac-sha256:…`) when redaction changed it: the
+    /// project's key tells the same secret from a different one without keeping either
+    /// ([`crate::scrub`]).
+    pub argv_hash: Option<String>,
     /// The working folder, workspace-relative (`""` is the root).
     pub cwd: String,
     /// The OS process id (also the process group id); none when it did not start.
@@ -794,6 +798,8 @@ struct ShellExecWire {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     id: Option<String>,
     argv: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    argv_hash: Option<String>,
     cwd: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pid: Option<u32>,
@@ -870,6 +876,7 @@ impl From<ShellExec> for ShellExecWire {
             call: x.call,
             id: x.id,
             argv: x.argv,
+            argv_hash: x.argv_hash,
             cwd: x.cwd,
             pid: x.pid,
             start_time: x.start_time,
@@ -948,6 +955,7 @@ impl TryFrom<ShellExecWire> for ShellExec {
             call: w.call,
             id: w.id,
             argv: w.argv,
+            argv_hash: w.argv_hash,
             cwd: w.cwd,
             pid: w.pid,
             start_time: w.start_time,

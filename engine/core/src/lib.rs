@@ -30,6 +30,7 @@ pub mod fold;
 pub mod limits;
 pub mod permission;
 pub mod redact;
+pub mod scrub;
 pub mod state;
 
 pub use event::Event;

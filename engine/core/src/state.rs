@@ -998,6 +998,7 @@ mod tests {
             call: "c9".into(),
             id: None,
             argv: vec!["true".into()],
+            argv_hash: None,
             cwd: String::new(),
             pid: Some(7),
             start_time: Some(1),

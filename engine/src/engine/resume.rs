@@ -329,7 +329,7 @@ impl Engine {
         )?;
         let mcp = Box::new(Servers::new(McpConfig::load(&project.dir)?, &root));
         let allow_list = AllowList::new(&project.dir);
-        let rec = Recorder::new(
+        let mut rec = Recorder::new(
             log,
             state,
             blobs,
@@ -338,6 +338,8 @@ impl Engine {
             config.snapshot_every,
             config.checkpoint_every,
         );
+        let redactor = Redactor::with_env(std::env::vars());
+        rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
         let rt = Runtime {
             session_dir: dir.to_path_buf(),
             tmp_dir: project.dir.join("tmp"),
@@ -361,7 +363,7 @@ impl Engine {
             registry,
             rec,
             approver: Box::new(Policy::Workspace),
-            redactor: Redactor::with_env(std::env::vars()),
+            redactor,
             allow_list,
             refused_grants: Vec::new(),
             credential_files,
@@ -580,7 +582,9 @@ impl Engine {
                     self.rec.append(&Event::ShellExec(ShellExec {
                         call: p.call.clone(),
                         id: Some(p.id.clone()),
+                        // As folded: redacted already, its keyed hash only in the start.
                         argv: p.argv.clone(),
+                        argv_hash: None,
                         cwd: p.cwd.clone(),
                         pid: p.pid,
                         start_time: p.start_time,

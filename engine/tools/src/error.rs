@@ -90,6 +90,9 @@ pub enum EngineError {
     /// No fact with this number in the project's memory.
     #[error("no fact {n}: memory holds {facts}")]
     NoFact { n: usize, facts: usize },
+    /// A record whose redacted form is no longer a valid event: it was not written.
+    #[error(transparent)]
+    Scrub(#[from] cairn_core::scrub::ScrubError),
     /// Something named (a background process, an MCP server…) does not exist.
     #[error("{0}")]
     NotFound(String),

@@ -3,12 +3,18 @@
 //! It also places checkpoints and snapshots at their intervals, and makes blobs
 //! durable before the records that name them.
 //!
+//! Every event goes through one redaction pass ([`cairn_core::scrub`]) before it is
+//! written: whatever field a secret sits in, the log never holds it.
+//!
 //! An observer ([`Recorder::set_observer`]) sees every record as it is appended, so a
 //! caller that shows a session live (the cli's view) never reads the log back.
 
 use std::path::PathBuf;
 
 use cairn_store::{BlobRef, BlobStore, Durability, LogWriter, SnapshotMeta, SnapshotStore, now_ts};
+
+use cairn_core::redact::Redactor;
+use cairn_core::scrub::{self, SecretKey};
 
 use crate::error::Result;
 use crate::event::Event;
@@ -34,6 +40,8 @@ pub struct Recorder {
     blob_root: PathBuf,
     pending_snapshot: Option<std::thread::JoinHandle<cairn_store::Result<()>>>,
     observer: Option<Observer>,
+    redactor: Redactor,
+    secret_key: Option<SecretKey>,
 }
 
 impl Drop for Recorder {
@@ -68,7 +76,22 @@ impl Recorder {
             blob_root,
             pending_snapshot: None,
             observer: None,
+            redactor: Redactor::default(),
+            secret_key: None,
         }
+    }
+
+    /// Sets the redactor every record goes through, and the project key of the keyed
+    /// hashes of redacted command lines (none: no hash is kept). The default redactor
+    /// knows the patterns only.
+    pub fn set_redaction(&mut self, redactor: Redactor, secret_key: Option<SecretKey>) {
+        self.redactor = redactor;
+        self.secret_key = secret_key;
+    }
+
+    /// Adds one value the redactor must know (see [`Redactor::add_value`]).
+    pub fn add_secret(&mut self, name: &str, value: &str) {
+        self.redactor.add_value(name, value);
     }
 
     /// Sets (or, with `None`, removes) the observer of appended records. It runs on
@@ -88,8 +111,13 @@ impl Recorder {
         self.blobs_unsynced = true;
     }
 
-    /// Appends and folds one event; places checkpoints and snapshots.
+    /// Appends and folds one event, redacted; places checkpoints and snapshots.
     pub fn append(&mut self, event: &Event) -> Result<Record> {
+        let scrubbed = scrub::event(&self.redactor, self.secret_key.as_ref(), event)?;
+        let event = match &scrubbed {
+            Some((e, _)) => e,
+            None => event,
+        };
         if self.durability == Durability::Always {
             self.sync_blobs()?;
         }

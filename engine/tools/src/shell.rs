@@ -242,6 +242,7 @@ fn exec_record(call: &str, argv: &[String], cwd: &str, kind: ProcKind) -> ShellE
         call: call.to_string(),
         id: None,
         argv: argv.to_vec(),
+        argv_hash: None,
         cwd: cwd.to_string(),
         pid: None,
         start_time: None,

@@ -61,6 +61,7 @@ fn interrupted() -> Case {
         call: "c2".into(),
         id: None,
         argv: vec!["sh".into(), "-c".into(), "touch marker".into()],
+        argv_hash: None,
         cwd: String::new(),
         // A pid with a start time no process has: gone at resume.
         pid: Some(1),
