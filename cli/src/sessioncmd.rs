@@ -390,7 +390,10 @@ pub fn memory_forget(workspace: &Path, n: usize) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let ws = workspace.canonicalize().unwrap_or(workspace.to_path_buf());
     let f = cairn_engine::memory::ProjectMemory::new(&home.project(&ws).dir).forget(n)?;
-    out::line(&format!("forgot: {}", f.text))?;
+    let text = cairn_engine::redact::Redactor::with_env(std::env::vars())
+        .redact(&f.text, &mut Default::default())
+        .into_owned();
+    out::line(&format!("forgot: {text}"))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -25,6 +25,7 @@ mod engine_search;
 mod engine_shell;
 mod forged_paths;
 mod format_vectors;
+mod leak;
 mod mcp_client;
 mod mcp_server;
 mod process_runner;
