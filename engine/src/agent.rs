@@ -247,9 +247,11 @@ pub fn run(
         };
         run.turns += 1;
         let (name, model) = (provider.name().to_string(), provider.model().to_string());
-        engine.model_turn(&name, &model, &turn)?;
-        observe(Step::Turn(&turn));
-        run.answer = turn.text.clone();
+        // What is shown (and the answer given back) is the turn as recorded, redacted;
+        // the calls run with the model's own arguments.
+        let shown = engine.model_turn(&name, &model, &turn)?;
+        observe(Step::Turn(&shown));
+        run.answer = shown.text;
         if turn.tool_calls.is_empty() {
             run.stop = Stop::Answered;
             return Ok(run);

@@ -455,34 +455,40 @@ impl Engine {
     }
 
     /// Records one model turn (text and tool-call inputs redacted; hidden reasoning
-    /// never reaches here).
+    /// never reaches here). Gives back the turn as recorded: what may be shown.
     pub fn model_turn(
         &mut self,
         provider: &str,
         model: &str,
         turn: &crate::provider::Turn,
-    ) -> Result<()> {
+    ) -> Result<crate::provider::Turn> {
         let mut counts = Counts::new();
-        let text = self.redactor.redact(&turn.text, &mut counts).into_owned();
-        let tool_calls = turn
+        let shown = crate::provider::Turn {
+            text: self.redactor.redact(&turn.text, &mut counts).into_owned(),
+            tool_calls: turn
+                .tool_calls
+                .iter()
+                .map(|c| crate::provider::ToolCall {
+                    input: self.redactor.redact_json(&c.input, &mut counts),
+                    ..c.clone()
+                })
+                .collect(),
+            usage: turn.usage,
+        };
+        let tool_calls = shown
             .tool_calls
             .iter()
-            .map(|c| {
-                serde_json::json!({
-                    "id": c.id,
-                    "name": c.name,
-                    "input": self.redactor.redact_json(&c.input, &mut counts),
-                })
-            })
+            .map(|c| serde_json::json!({"id": c.id, "name": c.name, "input": c.input}))
             .collect();
         self.rec.append(&Event::ModelTurn {
             provider: provider.to_string(),
             model: model.to_string(),
-            text,
+            text: shown.text.clone(),
             tool_calls,
             usage: turn.usage.and_then(|u| serde_json::to_value(u).ok()),
         })?;
-        self.rec.sync()
+        self.rec.sync()?;
+        Ok(shown)
     }
 
     /// A token another thread can trigger to cancel the running call (see

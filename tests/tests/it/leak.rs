@@ -399,6 +399,7 @@ fn no_secret_of_any_kind_is_kept_or_sent_through_any_channel() {
         openai_stream("nothing to do", &[], None),
     ];
     let model = Server::canned(turns);
+    let mut shown = String::new();
     let thoth_dir = {
         let mut config = EngineConfig::new(Catalog::Thoth);
         config.web = WebConfig {
@@ -411,12 +412,13 @@ fn no_secret_of_any_kind_is_kept_or_sent_through_any_channel() {
         e.set_approver(Box::new(Policy::AllowAll));
         e.add_secret("LEAK_API_TOKEN", &env_secret);
         let mut p = provider(&model);
+        // What a terminal would be shown of each step.
         let run = agent::run(
             &mut e,
             p.as_mut(),
             Some(&task),
             &AgentConfig::default(),
-            |_| {},
+            |step| shown.push_str(&format!("{step:?}\n")),
         )
         .unwrap();
         assert_eq!(run.stop, Stop::Answered, "{run:?}");
@@ -542,8 +544,9 @@ fn no_secret_of_any_kind_is_kept_or_sent_through_any_channel() {
             )
         })
         .collect();
+    let terminal = [(PathBuf::from("what the agent showed"), shown.into_bytes())];
     for (channel, kind, needle) in &plan.needles {
-        for (path, bytes) in kept.iter().chain(&sent) {
+        for (path, bytes) in kept.iter().chain(&sent).chain(&terminal) {
             if holds(bytes, needle) {
                 let (kinds, at) = leaks.entry(channel.as_str()).or_default();
                 if !kinds.contains(kind) {
