@@ -134,9 +134,17 @@ fn the_largest_field_moves_first_and_only_what_is_needed() {
 
 #[test]
 fn fields_shorter_than_an_entry_stay_even_past_a_tiny_limit() {
-    let e = Event::UserMessage { text: "hi".into() };
-    let (out, blobs) = spill_and_load(&e, 10);
-    assert_eq!(out, json(&e));
+    // `"…"`: a text of n - 2 bytes is a field of n bytes of JSON.
+    let text = |n: usize| Event::UserMessage {
+        text: "h".repeat(n - 2),
+    };
+    let at = text(FIELD_SPILL_BYTES_MIN);
+    let (out, blobs) = spill_and_load(&at, 10);
+    assert_eq!(spilled(&out).unwrap().len(), 1);
+    assert_eq!(blobs.0.len(), 1);
+    let under = text(FIELD_SPILL_BYTES_MIN - 1);
+    let (out, blobs) = spill_and_load(&under, 10);
+    assert_eq!(out, json(&under));
     assert!(blobs.0.is_empty());
 }
 
