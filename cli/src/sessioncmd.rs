@@ -435,11 +435,12 @@ pub fn sessions(json: bool) -> Result<ExitCode> {
 pub fn show(spec: &str, json: bool) -> Result<ExitCode> {
     let dir = session_dir(spec)?;
     let reader = LogReader::open(&dir)?;
+    let blobs = fold::project_blobs(&dir);
     let mut started: std::collections::HashMap<String, (u64, String, serde_json::Value)> =
         Default::default();
     for r in reader.records()? {
         let r = r?;
-        let rec = match fold::parse(&r) {
+        let rec = match fold::parse_maybe_in(&r, blobs.as_ref()) {
             Ok(rec) => rec,
             Err(u) => {
                 out::line(&format!("{:>6}  ?  {}", u.seq, u.what))?;

@@ -30,6 +30,7 @@ pub struct SessionRow {
 /// Reads a session's log once, start to end, into its row.
 pub fn summarise(dir: &Path) -> cairn_store::Result<SessionRow> {
     let reader = cairn_store::LogReader::open(dir)?;
+    let blobs = fold::project_blobs(dir);
     let mut row = SessionRow {
         id: dir
             .file_name()
@@ -48,7 +49,7 @@ pub fn summarise(dir: &Path) -> cairn_store::Result<SessionRow> {
         let r = r?;
         row.records += 1;
         // A record this version cannot parse is counted and otherwise left to `verify`.
-        match fold::parse(&r).map(|x| x.event) {
+        match fold::parse_maybe_in(&r, blobs.as_ref()).map(|x| x.event) {
             Ok(Event::SessionStarted(st)) => {
                 row.workspace = st.workspace;
                 row.catalog = st.catalog;

@@ -28,7 +28,7 @@ pub mod permission;
 pub mod project;
 pub mod script;
 
-pub use cairn_core::{command, decide, diff, event, limits, redact, state};
+pub use cairn_core::{command, decide, diff, event, limits, redact, spill, state};
 pub use cairn_net::{provider, web};
 pub use cairn_tools::{fold, manifest, memory, process, sandbox, shell, signal, tools};
 

@@ -200,6 +200,7 @@ impl InterruptedCall {
 pub fn resume_point(dir: &std::path::Path, steps: &[(usize, Step)]) -> Result<ResumePoint> {
     use crate::event::{Event, Status};
     let reader = cairn_store::LogReader::open(dir)?;
+    let blobs = crate::fold::project_blobs(dir);
     let mut done = 0usize;
     // The call of step `done` that started and has not finished.
     let mut open: Option<InterruptedCall> = None;
@@ -218,7 +219,7 @@ pub fn resume_point(dir: &std::path::Path, steps: &[(usize, Step)]) -> Result<Re
     };
     for r in reader.records()? {
         let r = r?;
-        let Ok(rec) = crate::fold::parse(&r) else {
+        let Ok(rec) = crate::fold::parse_maybe_in(&r, blobs.as_ref()) else {
             continue;
         };
         match rec.event {

@@ -52,6 +52,7 @@ pub fn fork(
 ) -> Result<(Engine, ForkReport)> {
     check_session_dir(parent_dir)?;
     let reader = LogReader::open(parent_dir)?;
+    let blobs = crate::session::blob_store_of(parent_dir)?;
     let head = reader.tail()?.head.ok_or_else(|| ReplayError::Session {
         path: parent_dir.to_path_buf(),
         what: "the log is empty".into(),
@@ -72,7 +73,7 @@ pub fn fork(
             break;
         }
         hash = r.hash;
-        match cairn_engine::fold::parse(&r) {
+        match cairn_engine::fold::parse_in(&r, &blobs) {
             Ok(rec) => {
                 if let cairn_engine::Event::SessionStarted(s) = &rec.event {
                     started = Some(s.clone());

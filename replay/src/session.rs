@@ -70,10 +70,11 @@ impl Session {
             what,
         };
         let reader = LogReader::open(dir)?;
+        let blobs = blob_store_of(dir)?;
         let mut records = Vec::new();
         for r in reader.records()? {
             let r = r?;
-            let rec = cairn_tools::fold::parse(&r)
+            let rec = cairn_tools::fold::parse_in(&r, &blobs)
                 .map_err(|u| bad(format!("seq {}: {}", u.seq, u.what)))?;
             records.push(rec);
         }
@@ -91,7 +92,7 @@ impl Session {
         Ok(Session {
             dir: dir.to_path_buf(),
             id: started.id.clone(),
-            blobs: blob_store_of(dir)?,
+            blobs,
             started,
             records,
             head,

@@ -2,8 +2,9 @@
 //! of every intact record — it parses, the fold runs, every checkpoint and snapshot
 //! matches the fold, every recorded decision is taken again from the fold and the
 //! facts in its records and must give the recorded answer, every write's before hash
-//! is what the fold knew, every referenced blob exists and re-hashes to its name, and
-//! every started call finished (or the session ends interrupted).
+//! is what the fold knew, every referenced blob (those of fields a record moved out of
+//! it too) exists and re-hashes to its name, and every started call finished (or the
+//! session ends interrupted).
 //!
 //! A forger who edits records and re-chains the log keeps the integrity check quiet,
 //! so the records are also checked against each other: nothing but a resume follows
@@ -410,7 +411,14 @@ impl Verifier {
             seq: raw.seq,
             hash: raw.hash,
         });
-        let rec = match cairn_tools::fold::parse(raw) {
+        // The blobs of fields moved out of the record: the event is read from them. A
+        // malformed list is the parse's to report, below.
+        let before = self.problems.len();
+        for (name, s) in cairn_core::spill::spilled(raw.event.get()).unwrap_or_default() {
+            self.blob(&s.blob(), &format!("spilled field `{name}`"));
+        }
+        let blob_problems = self.problems.len() > before;
+        let rec = match cairn_tools::fold::parse_in(raw, &self.blobs) {
             Ok(rec) => rec,
             Err(u) => {
                 let known = u.kind.as_deref().is_some_and(|k| Event::KINDS.contains(&k));
@@ -419,7 +427,10 @@ impl Verifier {
                 } else {
                     ProblemKind::UnknownEvent
                 };
-                self.problem(kind, u.what);
+                // A blob problem just reported is why it does not read: once is enough.
+                if !(known && blob_problems) {
+                    self.problem(kind, u.what);
+                }
                 self.state.apply_unknown(raw.seq);
                 return;
             }

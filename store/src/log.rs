@@ -231,6 +231,34 @@ impl LogWriter {
             path: self.path.clone(),
             what: format!("event does not serialize to JSON: {e}"),
         })?;
+        self.append_buf(ts)
+    }
+
+    /// Appends an event already serialized: `json` must be one compact JSON object, as
+    /// `serde_json::to_string` writes one (a raw newline is refused; other malformed JSON
+    /// would be a record every reader refuses). Saves serializing an event twice when
+    /// the caller needed its JSON anyway.
+    pub fn append_json_at(&mut self, ts: &str, json: &str) -> Result<Appended> {
+        if let Some(what) = &self.failed {
+            return Err(Error::Poisoned {
+                path: self.path.clone(),
+                what: what.clone(),
+            });
+        }
+        if json.as_bytes().contains(&b'\n') {
+            return Err(Error::Format {
+                path: self.path.clone(),
+                what: "an event must be compact JSON, without a raw newline".into(),
+            });
+        }
+        debug_assert!(serde_json::from_str::<serde::de::IgnoredAny>(json).is_ok());
+        self.event_buf.clear();
+        self.event_buf.extend_from_slice(json.as_bytes());
+        self.append_buf(ts)
+    }
+
+    /// Appends the event in `event_buf`.
+    fn append_buf(&mut self, ts: &str) -> Result<Appended> {
         if self.event_buf.first() != Some(&b'{') {
             return Err(Error::Format {
                 path: self.path.clone(),

@@ -111,6 +111,70 @@ fn run_script_records_calls_and_bad_scripts_exit_2_with_the_line() {
     );
 }
 
+/// Regression: a record over the store's 1 MiB limit failed its append and ended the
+/// session with exit 2. Now its largest fields go into blobs, and every verb reads them.
+#[test]
+fn a_2mb_message_and_a_400kb_input_are_run_shown_logged_audited_and_verified() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let big = "a line of a very long message, \"quoted\"\n".repeat(50_000);
+    let content = "0123456789abcdef\n".repeat(25_000);
+    let script = ws.path().join("s.jsonl");
+    let steps = [
+        serde_json::json!({ "user": big }),
+        serde_json::json!({"tool": "write_file", "input": {"path": "big.txt", "content": content}}),
+    ];
+    let lines: String = steps.iter().map(|s| format!("{s}\n")).collect();
+    std::fs::write(&script, lines).unwrap();
+    let out = cairn(
+        home.path(),
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            ws.path().to_str().unwrap(),
+            "--approve",
+            "always",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let id = text(&out.stdout).trim().to_string();
+    assert!(std::fs::read_to_string(ws.path().join("big.txt")).unwrap() == content);
+
+    let out = cairn(home.path(), &["show", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(&format!("user: {big}")));
+    let out = cairn(home.path(), &["show", &id, "--json"]);
+    let call: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(call["status"], "ok");
+    assert!(call["input"]["content"] == content.as_str());
+    // The log as written: the message's record names its blob.
+    let out = cairn(home.path(), &["log", &id]);
+    let log = text(&out.stdout);
+    let message = log.lines().find(|l| l.contains("user_message")).unwrap();
+    assert!(
+        message.contains(r#"{"spilled":{"text":{"hash":""#),
+        "{message}"
+    );
+    let out = cairn(home.path(), &["verify", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).starts_with("clean: "));
+    let out = cairn(home.path(), &["audit", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("integrity clean") && t.contains("big.txt"),
+        "{t}"
+    );
+    let out = cairn(home.path(), &["sessions", "--json"]);
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&row["calls"], &row["state"]),
+        (&serde_json::json!(1), &serde_json::json!("finished"))
+    );
+}
+
 #[test]
 fn verify_exit_codes_clean_problems_and_could_not_run() {
     let home = tempfile::tempdir().unwrap();

@@ -2,7 +2,8 @@
 //! everything the engine knows from them, the limits, and the rules as functions of
 //! folded state and the call: [`decide`] (every decision the call path takes and deep
 //! verify takes again), [`permission`] needs, what a [`command`] line runs and which
-//! keys cover it, redaction, the line diff a write shows.
+//! keys cover it, redaction, the line diff a write shows, and [`spill`]: the fields of
+//! a record too long moved into blobs and put back.
 //!
 //! Invariant: this crate does no I/O, reads no clock and spawns no process (enforced by
 //! `clippy.toml`'s `disallowed-methods` for this crate). Times and ids come from the
@@ -31,6 +32,7 @@ pub mod limits;
 pub mod permission;
 pub mod redact;
 pub mod scrub;
+pub mod spill;
 pub mod state;
 
 pub use event::Event;

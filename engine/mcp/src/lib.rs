@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use cairn_core::event::Status;
 // Paths the modules name as `crate::…`.
-use cairn_core::{event, fold, state};
+use cairn_core::{event, state};
 use cairn_tools::CancelHandle;
 
 pub use cairn_core::event::McpRef;

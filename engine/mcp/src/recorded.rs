@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use cairn_store::{BlobStore, LogReader};
+use cairn_store::LogReader;
 use serde_json::{Value, json};
 
 use super::{ListedTool, McpBackend, McpError};
@@ -41,15 +41,11 @@ pub struct RecordedCall {
 /// Every finished MCP call of the session at `session_dir`, in order. Raw results are
 /// read from the project's blob store (`<project>/blobs`, two folders up).
 pub fn recorded_calls(session_dir: &Path) -> Result<Vec<RecordedCall>> {
-    let blobs = session_dir
-        .parent()
-        .and_then(Path::parent)
-        .map(|p| p.join("blobs"))
-        .and_then(|b| BlobStore::open(&b).ok());
+    let blobs = cairn_tools::fold::project_blobs(session_dir);
     let mut open: BTreeMap<String, RecordedCall> = BTreeMap::new();
     let mut out = Vec::new();
     for r in LogReader::open(session_dir)?.records()? {
-        let Ok(rec) = crate::fold::parse(&r?) else {
+        let Ok(rec) = cairn_tools::fold::parse_maybe_in(&r?, blobs.as_ref()) else {
             continue;
         };
         match rec.event {

@@ -18,5 +18,5 @@ pub mod web;
 pub use web::HttpWeb;
 
 // Paths the modules name as `crate::…`.
-use cairn_core::{event, fold, redact};
+use cairn_core::{event, redact};
 use cairn_tools::Result;

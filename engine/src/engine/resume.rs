@@ -432,7 +432,9 @@ impl Engine {
         let reader = LogReader::open(&self.dir)?;
         for r in reader.records_from(open[0].2)? {
             let r = r?;
-            let Ok(rec) = fold::parse(&r) else { continue };
+            let Ok(rec) = fold::parse_in(&r, &self.rec.blobs) else {
+                continue;
+            };
             match rec.event {
                 Event::FileWrite(w) => {
                     let Some(t) = w.call.as_ref().and_then(|c| traces.get_mut(c)) else {
@@ -712,7 +714,7 @@ fn first_record(dir: &Path) -> Result<SessionStarted> {
     let first = reader.get(0)?.ok_or_else(|| EngineError::EmptyLog {
         dir: dir.to_path_buf(),
     })?;
-    match fold::parse(&first) {
+    match fold::parse_maybe_in(&first, fold::project_blobs(dir).as_ref()) {
         Ok(crate::state::Record {
             event: Event::SessionStarted(s),
             ..

@@ -288,6 +288,7 @@ impl AllowList {
         let Some(head) = reader.tail().map_err(unreadable)?.head else {
             return Err(Unproven::NoSession);
         };
+        let blobs = cairn_tools::fold::project_blobs(&dir);
         let mut requested: BTreeMap<String, Requested> = BTreeMap::new();
         let mut answers: BTreeMap<String, Vec<Always>> = BTreeMap::new();
         for r in reader.records().map_err(unreadable)? {
@@ -295,7 +296,16 @@ impl AllowList {
             let raw = r.event.get();
             // Most records are neither: skip them unparsed.
             if r.seq == 0 || raw.contains("\"permission_") {
-                match serde_json::from_str::<Seen>(raw) {
+                // A record too long for the log had fields moved into blobs: read back.
+                let loaded = cairn_core::spill::load(raw, |b| {
+                    cairn_tools::fold::read_blob(blobs.as_ref(), b)
+                })
+                .map_err(|what| Unproven::Unreadable { what })?;
+                let seen = match loaded {
+                    None => serde_json::from_str::<Seen>(raw),
+                    Some(whole) => serde_json::from_value::<Seen>(whole),
+                };
+                match seen {
                     Ok(Seen::SessionStarted { id: started }) if r.seq == 0 && started == id => {}
                     // A log that is not this session's (copied or moved in).
                     _ if r.seq == 0 => return Err(Unproven::NoSession),
@@ -671,6 +681,42 @@ mod tests {
         let audit = list.audit().unwrap();
         assert!(audit.keys.is_empty());
         assert_eq!(audit.refused[0].why, Unproven::NoSession);
+    }
+
+    #[test]
+    fn a_request_whose_keys_were_spilled_into_a_blob_backs_its_grant() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = cairn_store::BlobStore::open(&dir.path().join("blobs")).unwrap();
+        let keys: Vec<String> = (0..40).map(|i| format!("shell:prog{i:02}")).collect();
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let request = requested("c1", "shell:prog00", &keys, &[]).to_string();
+        // A limit small enough that the keys (the one field worth moving) spill.
+        let spilled = cairn_core::spill::spill(&request, 200, |b| blobs.put(b)).unwrap();
+        assert!(spilled.contains(r#""spilled":{"keys":"#), "{spilled}");
+        let mut log = LogWriter::create(&dir.path().join("sessions").join(S), options()).unwrap();
+        log.append(&json!({"type": "session_started", "id": S}))
+            .unwrap();
+        log.append_json_at(&cairn_store::now_ts(), &spilled)
+            .unwrap();
+        log.append(&decided("c1", "shell:prog00", "always", "user"))
+            .unwrap();
+        log.close().unwrap();
+        let list = AllowList::new(dir.path());
+        list.grant("shell:prog39", S, "c1").unwrap();
+        assert_eq!(
+            list.audit().unwrap().keys,
+            ["shell:prog39".to_string()].into()
+        );
+
+        // Without its blob the request does not read back, and proves nothing.
+        let hash = cairn_store::Hash::of(serde_json::to_string(&keys).unwrap().as_bytes());
+        std::fs::remove_file(blobs.path(&hash)).unwrap();
+        assert_eq!(
+            list.audit().unwrap().refused[0].why,
+            Unproven::Unreadable {
+                what: format!("spilled field `keys`: blob {hash} is missing")
+            }
+        );
     }
 
     #[test]

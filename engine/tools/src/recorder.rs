@@ -1,7 +1,8 @@
 //! The recorder: the only writer of a session's log. Every event is appended, then
 //! folded into the state, so the live state is always exactly the fold of the log.
-//! It also places checkpoints and snapshots at their intervals, and makes blobs
-//! durable before the records that name them.
+//! It also places checkpoints and snapshots at their intervals, makes blobs durable
+//! before the records that name them, and moves the largest fields of an event too long
+//! for one record into blobs (`cairn_core::spill`): no record is ever too large.
 //!
 //! Every event goes through one redaction pass ([`cairn_core::scrub`]) before it is
 //! written: whatever field a secret sits in, the log never holds it.
@@ -9,6 +10,7 @@
 //! An observer ([`Recorder::set_observer`]) sees every record as it is appended, so a
 //! caller that shows a session live (the cli's view) never reads the log back.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 
 use cairn_store::{BlobRef, BlobStore, Durability, LogWriter, SnapshotMeta, SnapshotStore, now_ts};
@@ -34,6 +36,9 @@ pub struct Recorder {
     pub snapshot_every: u64,
     /// Records between checkpoints (0: none).
     pub checkpoint_every: u64,
+    /// The longest event JSON a record holds inline, in bytes (see
+    /// `cairn_core::spill`); past it the event's largest fields go into blobs.
+    pub event_inline_bytes_max: usize,
     since_snapshot: u64,
     since_checkpoint: u64,
     blobs_unsynced: bool,
@@ -70,6 +75,7 @@ impl Recorder {
             durability,
             snapshot_every,
             checkpoint_every,
+            event_inline_bytes_max: cairn_core::spill::EVENT_INLINE_BYTES_MAX,
             since_snapshot: 0,
             since_checkpoint: 0,
             blobs_unsynced: false,
@@ -111,18 +117,21 @@ impl Recorder {
         self.blobs_unsynced = true;
     }
 
-    /// Appends and folds one event, redacted; places checkpoints and snapshots.
+    /// Appends and folds one event, redacted; places checkpoints and snapshots. The
+    /// state folds the redacted event itself: what the record moved into blobs is only
+    /// where it is kept.
     pub fn append(&mut self, event: &Event) -> Result<Record> {
         let scrubbed = scrub::event(&self.redactor, self.secret_key.as_ref(), event)?;
         let event = match &scrubbed {
             Some((e, _)) => e,
             None => event,
         };
+        let written = self.spill(event)?;
         if self.durability == Durability::Always {
             self.sync_blobs()?;
         }
         let ts = now_ts();
-        let appended = self.log.append_at(&ts, event)?;
+        let appended = self.log.append_json_at(&ts, &written)?;
         let record = Record {
             seq: appended.seq,
             ts,
@@ -148,6 +157,23 @@ impl Recorder {
             self.snapshot()?;
         }
         Ok(record)
+    }
+
+    /// The event's JSON as its record holds it: whole, or with its largest fields
+    /// stored as blobs (synced before the record, as every blob) when it is longer than
+    /// `event_inline_bytes_max`.
+    fn spill(&mut self, event: &Event) -> Result<String> {
+        let json = serde_json::to_string(event).map_err(|e| cairn_store::Error::Format {
+            path: self.log.path().to_path_buf(),
+            what: format!("event does not serialize to JSON: {e}"),
+        })?;
+        let max = self.event_inline_bytes_max;
+        Ok(
+            match cairn_core::spill::spill(&json, max, |b| self.put_blob(b))? {
+                Cow::Borrowed(_) => json,
+                Cow::Owned(spilled) => spilled,
+            },
+        )
     }
 
     /// Saves the state as a snapshot at the current head.

@@ -13,6 +13,7 @@ mod agent_providers;
 mod agent_resume;
 mod agent_web;
 mod allow_list;
+mod big_records;
 mod confinement_race;
 mod consent;
 mod containment;

@@ -189,6 +189,48 @@ fn record_at_record_bytes_max_is_accepted_and_one_past_it_refused() {
     );
 }
 
+/// `append_json_at` (an event serialized by the caller) writes the bytes `append_at`
+/// writes, under the same limit, and refuses what is not one line of a JSON object.
+#[test]
+fn an_event_given_as_json_is_written_as_append_at_writes_it() {
+    const LIMIT: usize = 300;
+    let options = Options {
+        record_bytes_max: LIMIT,
+        ..Options::default()
+    };
+    let at_limit = LIMIT - line_bytes_without_pad();
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut by_value = LogWriter::create(a.path(), options).unwrap();
+    let mut by_json = LogWriter::create(b.path(), options).unwrap();
+    for (i, k) in [3, at_limit].into_iter().enumerate() {
+        by_value.append_at(&ts_of(i as u64), &padded(k)).unwrap();
+        let json = padded(k).to_string();
+        by_json.append_json_at(&ts_of(i as u64), &json).unwrap();
+    }
+    let past = by_json
+        .append_json_at(&ts_of(2), &padded(at_limit + 1).to_string())
+        .unwrap_err();
+    assert_eq!(
+        message_after_path(&past, &log_path(b.path())),
+        "record of 301 bytes is over record_bytes_max (300 bytes); store large payloads as blobs"
+    );
+    for (json, what) in [
+        (
+            "{\"a\":\n1}",
+            "an event must be compact JSON, without a raw newline",
+        ),
+        ("[1]", "an event must be a JSON object"),
+    ] {
+        let err = by_json.append_json_at(&ts_of(2), json).unwrap_err();
+        assert_eq!(message_after_path(&err, &log_path(b.path())), what);
+    }
+    drop((by_value, by_json));
+    assert_eq!(
+        std::fs::read(log_path(a.path())).unwrap(),
+        std::fs::read(log_path(b.path())).unwrap()
+    );
+}
+
 /// A log of three valid records, the middle one `middle_bytes` long (newline
 /// included), written by a writer whose limit lets it through. Returns the log and the
 /// middle line's offset.

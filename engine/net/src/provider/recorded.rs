@@ -38,8 +38,9 @@ impl Recorded {
     /// The model turns of the session in `dir`.
     pub fn from_session(dir: &Path) -> crate::Result<Recorded> {
         let mut events = Vec::new();
+        let blobs = cairn_tools::fold::project_blobs(dir);
         for r in cairn_store::LogReader::open(dir)?.records()? {
-            if let Ok(rec) = crate::fold::parse(&r?) {
+            if let Ok(rec) = cairn_tools::fold::parse_maybe_in(&r?, blobs.as_ref()) {
                 events.push(rec.event);
             }
         }
