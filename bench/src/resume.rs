@@ -79,6 +79,7 @@ fn build(base: &Path, records: u64, snapshot: bool) -> Result<PathBuf> {
             refusal: None,
             redactions: Default::default(),
             mcp_result: None,
+            injection: Vec::new(),
         }))?;
         n += 3;
     }

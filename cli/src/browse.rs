@@ -517,9 +517,14 @@ pub fn load_session(row: &SessionRow) -> Result<SessionView, String> {
                         .unwrap_or_default()
                 };
                 d.extend(
-                    cairn_engine::diff::unified(&w.path, &text(&w.before), &text(&w.after), 400)
-                        .lines()
-                        .map(str::to_string),
+                    cairn_engine::diff::unified(
+                        &w.path,
+                        w.before.is_some().then(|| text(&w.before)).as_deref(),
+                        &text(&w.after),
+                        400,
+                    )
+                    .lines()
+                    .map(str::to_string),
                 );
             }
         }

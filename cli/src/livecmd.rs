@@ -120,7 +120,7 @@ impl Live {
                     match (self.text(&w.before), self.text(&w.after)) {
                         (Ok(before), Ok(after)) => diffs.push(cairn_engine::diff::unified(
                             &w.path,
-                            &before,
+                            w.before.is_some().then_some(before.as_str()),
                             &after,
                             DIFF_LINES_MAX,
                         )),

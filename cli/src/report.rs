@@ -294,6 +294,20 @@ pub fn text(a: &Audit, paint: Paint) -> String {
         );
     }
 
+    if !a.injections.is_empty() {
+        section(&mut o, "Injection suspected", a.injections.len());
+        for i in &a.injections {
+            let _ = writeln!(
+                o,
+                "seq {} {} {}: {}",
+                i.seq,
+                i.call,
+                i.tool,
+                marks(&i.marks)
+            );
+        }
+    }
+
     section(&mut o, "Redactions", a.redactions.len());
     for (k, n) in &a.redactions {
         let _ = writeln!(o, "{k}: {n}");
@@ -311,6 +325,14 @@ pub fn text(a: &Audit, paint: Paint) -> String {
         }
     }
     o
+}
+
+/// The phrases a flagged result held, quoted.
+fn marks(m: &[String]) -> String {
+    m.iter()
+        .map(|x| format!("\"{x}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `ReadBeforeEdit` → `read_before_edit`.
@@ -519,6 +541,21 @@ pub fn markdown(a: &Audit) -> String {
             i.tool,
             i.outcome_text()
         );
+    }
+    if !a.injections.is_empty() {
+        let _ = writeln!(o, "## Injection suspected ({})\n", a.injections.len());
+        let _ = writeln!(o, "| seq | call | tool | marks |\n|---|---|---|---|");
+        for i in &a.injections {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} |",
+                i.seq,
+                i.call,
+                i.tool,
+                cell(&marks(&i.marks))
+            );
+        }
+        o.push('\n');
     }
     let _ = writeln!(o, "## Redactions ({})\n", a.redactions.len());
     for (k, n) in &a.redactions {
@@ -978,6 +1015,24 @@ pub fn html(a: &Audit) -> String {
             })
             .collect(),
     );
+    if !a.injections.is_empty() {
+        let _ = writeln!(o, "<h2>Injection suspected ({})</h2>", a.injections.len());
+        table(
+            &mut o,
+            &["seq", "call", "tool", "marks"],
+            a.injections
+                .iter()
+                .map(|i| {
+                    vec![
+                        i.seq.to_string(),
+                        esc(&i.call),
+                        esc(&i.tool),
+                        esc(&marks(&i.marks)),
+                    ]
+                })
+                .collect(),
+        );
+    }
     let _ = writeln!(o, "<h2>Redactions ({})</h2>", a.redactions.len());
     table(
         &mut o,

@@ -46,12 +46,31 @@ pub fn result_chars_max(context_window: Option<u64>) -> usize {
     }
 }
 
-/// Lowers `limits.output_bytes_max` to the result cap. Bytes are at least characters,
-/// so a result within the byte cap is within the character cap.
+/// The smallest cap on what one `write_file` call may carry.
+pub const WRITE_CALL_CHARS_MIN: usize = 2_000;
+
+/// The cap on what one `write_file` call may carry for a model with `context_window`
+/// (thoth's rule): half the result cap, at least [`WRITE_CALL_CHARS_MIN`]; with no
+/// window declared, [`cairn_core::limits::WRITE_CALL_CHARS_UNKNOWN_WINDOW`] (a write is
+/// capped for another reason than a read, and guessing small here would cut a capable
+/// model down to a few hundred lines a file).
+pub fn write_chars_max(context_window: Option<u64>) -> usize {
+    match context_window {
+        None | Some(0) => cairn_core::limits::WRITE_CALL_CHARS_UNKNOWN_WINDOW,
+        w => (result_chars_max(w) / 2).max(WRITE_CALL_CHARS_MIN),
+    }
+}
+
+/// Lowers `limits.output_bytes_max` to the result cap, and `write_call_chars_max` to
+/// the write cap. Bytes are at least characters, so a result within the byte cap is
+/// within the character cap.
 pub fn fit_limits(limits: &mut Limits, context_window: Option<u64>) {
     limits.output_bytes_max = limits
         .output_bytes_max
         .min(result_chars_max(context_window));
+    limits.write_call_chars_max = limits
+        .write_call_chars_max
+        .min(write_chars_max(context_window));
 }
 
 /// How a run is set up.
@@ -413,5 +432,21 @@ mod tests {
         assert_eq!(result_chars_max(Some(106_666)), 79_999);
         assert_eq!(result_chars_max(Some(106_668)), 80_000);
         assert_eq!(result_chars_max(Some(1_000_000)), 80_000);
+    }
+
+    #[test]
+    fn write_cap_follows_the_window_and_guesses_large_without_one() {
+        assert_eq!(write_chars_max(None), 40_000);
+        assert_eq!(write_chars_max(Some(0)), 40_000);
+        assert_eq!(write_chars_max(Some(32_768)), 12_288);
+        assert_eq!(write_chars_max(Some(200_000)), 40_000);
+        assert_eq!(write_chars_max(Some(1_000)), 2_000);
+        assert!(write_chars_max(None) > result_chars_max(None));
+        let mut l = Limits::thoth();
+        fit_limits(&mut l, Some(32_768));
+        assert_eq!(
+            (l.output_bytes_max, l.write_call_chars_max),
+            (24_576, 12_288)
+        );
     }
 }

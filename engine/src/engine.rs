@@ -560,6 +560,10 @@ impl Engine {
             self.rt.note_write(&write);
         }
         let output = self.redactor.redact(output, &mut redactions).into_owned();
+        // The recorded answer is shown as it was: flagged again on the text it was made
+        // from, so the note is not doubled.
+        let marks = decide::injection(&output);
+        let (output, injection) = decide::flagged(decide::unflagged(&output, &marks));
         self.rec.append(&Event::ToolFinished(ToolFinished {
             call: call.clone(),
             status,
@@ -569,6 +573,7 @@ impl Engine {
             refusal: refusal.cloned(),
             redactions,
             mcp_result: None,
+            injection,
         }))?;
         self.rec.sync()?;
         Ok(CallOutcome {
@@ -611,9 +616,14 @@ impl Engine {
             Decision::Refuse(_) => decide::oversized_input(input_bytes),
         };
         // The repeat rule's fact, gathered only when the count is reached: what the one
-        // file the answer depends on holds now (recorded in `tool_started`).
+        // file the answer depends on holds now (recorded in `tool_started`). A tool that
+        // may write a file it has not read (an append) has it gathered every time, so
+        // the log knows the content its write starts from.
+        let observes = self.registry.get(tool).is_some_and(|t| t.observes(&input));
         let observed = (self.rec.state.repeat_rule == decide::RepeatRule::Facts
-            && decide::repeats(&self.rec.state, tool, &recorded_input) >= limits.repeat_calls_max)
+            && (observes
+                || decide::repeats(&self.rec.state, tool, &recorded_input)
+                    >= limits.repeat_calls_max))
             .then(|| self.observe(tool, &recorded_input))
             .flatten();
         // Decided on the state before this call's own records, as verify decides it:
@@ -702,7 +712,13 @@ impl Engine {
             .redactor
             .redact(&output.text, &mut redactions)
             .into_owned();
-        let (text, cut) = decide::output(&full, &limits);
+        // Capped, and flagged when what the model is shown reads like an instruction
+        // aimed at it (prompt injection): the note follows, and the call records it.
+        let decide::Shown {
+            text,
+            cut,
+            injection,
+        } = decide::shown(&full, &limits);
         let output_blob = if cut {
             Some(self.rec.put_blob(full.as_bytes())?)
         } else {
@@ -725,6 +741,7 @@ impl Engine {
             refusal: output.refusal.clone(),
             redactions,
             mcp_result,
+            injection,
         }))?;
         self.rec.sync()?;
         Ok(CallOutcome {

@@ -56,6 +56,9 @@ pub struct Audit {
     pub permissions: Vec<PermissionEntry>,
     pub refusals: Vec<RefusalEntry>,
     pub interrupted: Vec<InterruptedEntry>,
+    /// Calls whose result read like an instruction aimed at the model (prompt
+    /// injection), flagged to it.
+    pub injections: Vec<InjectionEntry>,
     /// Secrets redacted, per kind, over the whole session.
     pub redactions: BTreeMap<String, u64>,
     /// Calls by final status (`unfinished` for calls without an end).
@@ -242,6 +245,16 @@ pub struct RefusalEntry {
     pub reason: String,
 }
 
+/// A call whose result was flagged as reading like an instruction aimed at the model.
+#[derive(Debug, Clone, Serialize)]
+pub struct InjectionEntry {
+    pub seq: u64,
+    pub call: String,
+    pub tool: String,
+    /// The phrases found (`decide::INJECTION_MARKS`).
+    pub marks: Vec<String>,
+}
+
 /// A call the session left unfinished or recorded as interrupted.
 #[derive(Debug, Clone, Serialize)]
 pub struct InterruptedEntry {
@@ -284,6 +297,7 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
     let mut permissions: Vec<PermissionEntry> = Vec::new();
     let mut pending_perm: HashMap<(String, String), usize> = HashMap::new();
     let mut refusals = Vec::new();
+    let mut injections = Vec::new();
     let mut redactions: BTreeMap<String, u64> = BTreeMap::new();
     let mut end_state = EndState::Interrupted;
     let mut end_reason = None;
@@ -334,6 +348,14 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                 c.elapsed_us = Some(f.elapsed_us);
                 for s in network.searches.iter_mut().filter(|s| s.call == f.call) {
                     s.status = f.status.as_str().to_string();
+                }
+                if !f.injection.is_empty() {
+                    injections.push(InjectionEntry {
+                        seq: r.seq,
+                        call: f.call.clone(),
+                        tool: c.tool.clone(),
+                        marks: f.injection.clone(),
+                    });
                 }
                 let refused =
                     f.refusal.is_some() || matches!(f.status, Status::Blocked | Status::Denied);
@@ -581,6 +603,7 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
         permissions,
         refusals,
         interrupted,
+        injections,
         redactions,
         calls_by_status,
     }
@@ -635,7 +658,12 @@ fn write_diff(
         String::from_utf8(bytes).map_err(|_| NoDiff::Binary(b.len))
     };
     match (text(before), text(after)) {
-        (Ok(a), Ok(b)) => cairn_core::diff::unified(path, &a, &b, DIFF_LINES_MAX),
+        (Ok(a), Ok(b)) => cairn_core::diff::unified(
+            path,
+            before.is_some().then_some(a.as_str()),
+            &b,
+            DIFF_LINES_MAX,
+        ),
         (Err(e), _) | (_, Err(e)) => e.to_string(),
     }
 }

@@ -1193,24 +1193,26 @@ impl Verifier {
                 ),
             );
         }
-        // Caps: the output given to the model is the capped whole output.
+        // Caps: the output given to the model is the capped whole output, flagged (with
+        // the injection note) exactly when what it shows reads like an instruction.
         let (lines_max, bytes_max) = (self.limits.output_lines_max, self.limits.output_bytes_max);
-        match &f.output_blob {
-            Some(b) => {
-                if let Ok(whole) = self.blobs.get(&b.hash) {
-                    let whole = String::from_utf8_lossy(&whole);
-                    let (capped, cut) = decide::output(&whole, &self.limits);
-                    if !cut || capped != f.output {
+        let shown = match &f.output_blob {
+            Some(b) => match self.blobs.get(&b.hash) {
+                Ok(whole) => {
+                    let shown = decide::shown(&String::from_utf8_lossy(&whole), &self.limits);
+                    if !shown.cut || shown.text != f.output {
                         wrong(
                             self,
                             "the output is not the whole output (in its blob) capped by output_bytes_max and output_lines_max".into(),
                         );
                     }
+                    Some(shown)
                 }
-            }
+                Err(_) => None,
+            },
             None => {
-                let (_, cut) = decide::output(&f.output, &self.limits);
-                if cut {
+                let shown = decide::shown(decide::unflagged(&f.output, &f.injection), &self.limits);
+                if shown.cut {
                     wrong(
                         self,
                         format!(
@@ -1218,7 +1220,22 @@ impl Verifier {
                         ),
                     );
                 }
+                Some(shown)
             }
+        };
+        match shown {
+            Some(shown) if shown.injection != f.injection => wrong(
+                self,
+                format!(
+                    "the output's injection flag is {:?} but what it shows gives {:?}",
+                    f.injection, shown.injection
+                ),
+            ),
+            Some(shown) if !shown.cut && shown.text != f.output => wrong(
+                self,
+                "the output does not end with the injection note its flag calls for".into(),
+            ),
+            _ => {}
         }
     }
 
@@ -1415,6 +1432,7 @@ impl Verifier {
             WriteOp::Replace => "overwrite",
             WriteOp::Edit => "edit",
             WriteOp::Delete => "delete",
+            WriteOp::Append => "append",
             WriteOp::External => return,
         };
         let computed = reapply::apply(&change, &w.path, before.as_deref());
@@ -1564,22 +1582,26 @@ impl Verifier {
         ) else {
             return;
         };
-        let note = p
-            .input
-            .get("timeout_ms")
-            .and_then(serde_json::Value::as_u64)
+        // The timeout field is the tool's own (`timeout_ms`, `timeout_secs`): asked of it.
+        let field = self
+            .registry
+            .effects(&p.tool)
+            .and_then(|e| e.timeout)
+            .unwrap_or(cairn_tools::TimeoutField::MS);
+        let note = field
+            .asked_ms(&p.input)
             .filter(|t| *t > self.limits.shell_timeout_ms_max);
         let expected = shell_output::expected(
             exec,
             x,
             [out, err],
             &p.changes,
-            note,
+            (field, note),
             &self.writable,
             &self.limits,
         );
         let recorded = match &f.output_blob {
-            None => f.output.clone(),
+            None => decide::unflagged(&f.output, &f.injection).to_string(),
             Some(b) if self.blob_intact(b) => match self.blobs.get(&b.hash) {
                 Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                 Err(_) => return,
@@ -1745,7 +1767,7 @@ impl Verifier {
 /// when something was redacted or cut (the recorded output is not the message alone).
 fn shows(f: &ToolFinished, limits: &Limits, message: &str) -> bool {
     !(f.redactions.is_empty() && f.output_blob.is_none())
-        || decide::output(message, limits).0 == f.output
+        || decide::shown(message, limits).text == f.output
 }
 
 /// The size of the input a `tool_started` stands for: a placeholder's, or (a real

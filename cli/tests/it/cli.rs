@@ -122,7 +122,8 @@ fn a_2mb_message_and_a_400kb_input_are_run_shown_logged_audited_and_verified() {
     let script = ws.path().join("s.jsonl");
     let steps = [
         serde_json::json!({ "user": big }),
-        serde_json::json!({"tool": "write_file", "input": {"path": "big.txt", "content": content}}),
+        // thoth's write_file caps what one call may write; thndrs' create_file does not.
+        serde_json::json!({"tool": "create_file", "input": {"path": "big.txt", "content": content}}),
     ];
     let lines: String = steps.iter().map(|s| format!("{s}\n")).collect();
     std::fs::write(&script, lines).unwrap();
@@ -134,6 +135,8 @@ fn a_2mb_message_and_a_400kb_input_are_run_shown_logged_audited_and_verified() {
             script.to_str().unwrap(),
             "--workspace",
             ws.path().to_str().unwrap(),
+            "--catalog",
+            "thndrs",
             "--approve",
             "always",
         ],

@@ -43,7 +43,7 @@ fn session_so_far() -> ViewApp {
         output: "edited src/lib.rs".into(),
         diffs: vec![cairn_engine::diff::unified(
             "src/lib.rs",
-            "fn greeting() {\n    \"hello\"\n}\n",
+            Some("fn greeting() {\n    \"hello\"\n}\n"),
             "fn greeting() {\n    \"Hello!\"\n}\n",
             100,
         )],

@@ -4,10 +4,15 @@ use similar::{ChangeTag, TextDiff};
 
 /// A unified diff of `before` → `after` for `path`, with old and new line numbers in
 /// front of each line, 3 lines of context, cut after `lines_max` lines with a note.
-pub fn unified(path: &str, before: &str, after: &str, lines_max: usize) -> String {
-    let diff = TextDiff::from_lines(before, after);
+/// `before` is `None` for a file that did not exist: the diff then starts
+/// `--- /dev/null`, as `diff -N` and git show a creation.
+pub fn unified(path: &str, before: Option<&str>, after: &str, lines_max: usize) -> String {
+    let diff = TextDiff::from_lines(before.unwrap_or(""), after);
     let mut out = Vec::new();
-    out.push(format!("--- a/{path}"));
+    out.push(match before {
+        Some(_) => format!("--- a/{path}"),
+        None => "--- /dev/null".to_string(),
+    });
     out.push(format!("+++ b/{path}"));
     for group in diff.grouped_ops(3) {
         let (Some(first), Some(last)) = (group.first(), group.last()) else {
@@ -58,16 +63,21 @@ mod tests {
 
     #[test]
     fn numbers_both_sides_and_caps() {
-        let d = unified("a.txt", "one\ntwo\nthree\n", "one\n2\nthree\n", 120);
+        let d = unified("a.txt", Some("one\ntwo\nthree\n"), "one\n2\nthree\n", 120);
         assert_eq!(
             d,
             "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n    1     1  one\n    2       -two\n          2 +2\n    3     3  three"
         );
         assert_eq!(
-            unified("n.txt", "", "a\n", 120),
+            unified("n.txt", Some(""), "a\n", 120),
             "--- a/n.txt\n+++ b/n.txt\n@@ -0,0 +1,1 @@\n          1 +a"
         );
-        let capped = unified("a.txt", "one\ntwo\nthree\n", "one\n2\nthree\n", 4);
+        // A creation: the old side is /dev/null.
+        assert_eq!(
+            unified("n.txt", None, "a\n", 120),
+            "--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1,1 @@\n          1 +a"
+        );
+        let capped = unified("a.txt", Some("one\ntwo\nthree\n"), "one\n2\nthree\n", 4);
         assert!(capped.ends_with("…(3 more diff lines)"), "{capped}");
     }
 }

@@ -360,6 +360,9 @@ pub enum WriteOp {
     Delete,
     /// A change made outside cairn's file tools (a shell command), found by a scan.
     External,
+    /// Content added at the end of an existing file (thoth's `write_file` with
+    /// `append`): it changes no line already there, so it needs no read.
+    Append,
 }
 
 /// A change to a file of the workspace.
@@ -511,6 +514,11 @@ pub struct ToolFinished {
     /// (redacted, as JSON), which replay answers the call with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_result: Option<BlobRef>,
+    /// The phrases by which what the model was shown reads like an instruction aimed at
+    /// it (prompt injection, `decide::injection`); the output then ends with
+    /// `decide::INJECTION_NOTE`. Absent in older logs and when there were none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub injection: Vec<String>,
 }
 
 /// How shell commands are confined (the OS sandbox of cairn-tools `sandbox`).

@@ -39,6 +39,12 @@ pub struct Limits {
     pub repeat_calls_max: u32,
     /// Bytes of a file written by a write tool.
     pub write_bytes_max: usize,
+    /// Characters of content one `write_file` call may carry (thoth's rule): a file
+    /// longer than this is written in sections with `append`. A model's generation that
+    /// runs past its window is cut mid-file and lost, so with a declared context window
+    /// this is half the result cap (at least 2,000); with none, 40,000.
+    #[serde(default = "write_call_chars_unlimited")]
+    pub write_call_chars_max: usize,
     /// Time a foreground shell command gets when the call names none, in milliseconds.
     pub shell_timeout_ms: u64,
     /// The most time a call may ask for, in milliseconds (more is cut to this).
@@ -75,6 +81,15 @@ fn shell_capture_bytes_max() -> u64 {
     1 << 30
 }
 
+/// What a session recorded before `write_call_chars_max` existed had: no such cap.
+fn write_call_chars_unlimited() -> usize {
+    usize::MAX
+}
+
+/// Characters one `write_file` call may carry when no context window is declared
+/// (thoth's figure: a window nobody declared is a hosted model's, and those are large).
+pub const WRITE_CALL_CHARS_UNKNOWN_WINDOW: usize = 40_000;
+
 fn mcp_call_timeout_ms() -> u64 {
     60_000
 }
@@ -101,6 +116,7 @@ impl Limits {
             input_bytes_max: 512 * 1024,
             repeat_calls_max: 2,
             write_bytes_max: 16 << 20,
+            write_call_chars_max: WRITE_CALL_CHARS_UNKNOWN_WINDOW,
             shell_timeout_ms: 120_000,
             shell_timeout_ms_max: 600_000,
             shell_kill_grace_ms: 500,

@@ -629,6 +629,26 @@ impl State {
                 k.ranges.clear();
                 k.total_lines = w.lines_after;
             }
+            (Some(after), WriteOp::Append) => {
+                // The agent knows what it added; the rest only if it had read all of it
+                // as it was. Otherwise it must read the file before changing it.
+                let whole = w
+                    .before
+                    .is_some_and(|b| k.read_at(&b.hash.0) && k.missing().is_empty());
+                k.hash = Some(after.hash.0);
+                k.total_lines = w.lines_after;
+                if whole {
+                    k.read_hash = Some(after.hash.0);
+                    k.ranges = if w.lines_after == 0 {
+                        Vec::new()
+                    } else {
+                        vec![(1, w.lines_after)]
+                    };
+                } else {
+                    k.read_hash = None;
+                    k.ranges.clear();
+                }
+            }
             (Some(after), _) => {
                 // Writing a file counts as having read all of it.
                 k.hash = Some(after.hash.0);

@@ -13,7 +13,10 @@ use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-pub use cairn_tools::web::{Fetch, SearchBackend, SearchError, SearchResult, WebConfig, normalise};
+pub use cairn_tools::web::{
+    Fetch, SearchBackend, SearchError, SearchResult, UNTRUSTED_BEGIN, UNTRUSTED_END, WebConfig,
+    normalise,
+};
 use reqwest::Url;
 
 const USER_AGENT: &str = concat!("cairn/", env!("CARGO_PKG_VERSION"));
@@ -398,6 +401,41 @@ pub fn parse_duckduckgo(html: &str) -> Vec<SearchResult> {
     out
 }
 
+/// Why a DuckDuckGo page gave no results, when it is not the engine's own "no results"
+/// page (thoth's reading): results are scraped off one page of HTML, and the day it
+/// changes shape, or the engine turns the request away, every search would otherwise
+/// look like "there is no such thing". `None`: a page that says there are no results.
+pub fn ddg_empty(html: &str) -> Option<&'static str> {
+    let low = html.to_ascii_lowercase();
+    // Being turned away comes first: such a page carries none of the rest.
+    if [
+        "anomaly",
+        "captcha",
+        "unusual traffic",
+        "are you a robot",
+        "/challenge",
+    ]
+    .iter()
+    .any(|m| low.contains(m))
+    {
+        return Some("the search engine refused the request (rate limit or a captcha)");
+    }
+    if low.contains("no-results") || low.contains("no results found") {
+        return None;
+    }
+    // A results page is tens of kilobytes: anything this short is a redirect, an error
+    // page or an empty body.
+    if html.len() < DDG_PAGE_BYTES_MIN {
+        return Some("the reply was not a results page at all");
+    }
+    Some(
+        "the results page is no longer in the shape this code reads, so the scraper needs updating",
+    )
+}
+
+/// Bytes under which a DuckDuckGo reply cannot be a results page.
+const DDG_PAGE_BYTES_MIN: usize = 2_000;
+
 /// `//duckduckgo.com/l/?uddg=<target>&rut=…` → the target.
 fn unwrap_ddg(href: &str) -> String {
     let Ok(u) = Url::parse("https://duckduckgo.com").and_then(|b| b.join(href)) else {
@@ -452,6 +490,51 @@ pub fn backend_get(url: &Url, cfg: &WebConfig) -> Result<(u16, Vec<u8>), SearchE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_page_says_whether_it_is_an_answer_or_a_breakage() {
+        let big = "x".repeat(50_000);
+        let refused = Some("the search engine refused the request (rate limit or a captcha)");
+        assert_eq!(ddg_empty("<html>anomaly detected</html>"), refused);
+        assert_eq!(ddg_empty("<html>please solve the CAPTCHA</html>"), refused);
+        assert_eq!(
+            ddg_empty("<html>unusual traffic from your network</html>"),
+            refused
+        );
+        assert_eq!(
+            ddg_empty(&format!("<div class=\"no-results\">{big}</div>")),
+            None
+        );
+        assert_eq!(ddg_empty("No results found for that query."), None);
+        assert_eq!(
+            ddg_empty(&format!("<div class=\"result__body_v2\">{big}</div>")),
+            Some(
+                "the results page is no longer in the shape this code reads, so the scraper needs updating"
+            )
+        );
+        let not_a_page = Some("the reply was not a results page at all");
+        assert_eq!(ddg_empty(""), not_a_page);
+        assert_eq!(ddg_empty("<html><body>502</body></html>"), not_a_page);
+        // At and past the size a results page has at least.
+        assert_eq!(ddg_empty(&"x".repeat(DDG_PAGE_BYTES_MIN - 1)), not_a_page);
+        assert_ne!(ddg_empty(&"x".repeat(DDG_PAGE_BYTES_MIN)), not_a_page);
+        // Through the backend: results are results, and an unreadable page an error.
+        use cairn_tools::web::Web as _;
+        let web = HttpWeb;
+        assert_eq!(
+            web.parse_results(SearchBackend::Duckduckgo, "<html>captcha</html>"),
+            Err(SearchError::Unreadable(
+                "the search engine refused the request (rate limit or a captcha)"
+            ))
+        );
+        assert_eq!(
+            web.parse_results(
+                SearchBackend::Duckduckgo,
+                "No results found for that query."
+            ),
+            Ok(vec![])
+        );
+    }
 
     #[test]
     fn fetch_errors_read_as_the_model_sees_them() {
@@ -556,7 +639,13 @@ impl cairn_tools::web::Web for HttpWeb {
     ) -> Result<Vec<SearchResult>, SearchError> {
         match backend {
             SearchBackend::Searxng => parse_searxng(body),
-            _ => Ok(parse_duckduckgo(body)),
+            _ => {
+                let results = parse_duckduckgo(body);
+                match results.is_empty().then(|| ddg_empty(body)).flatten() {
+                    Some(why) => Err(SearchError::Unreadable(why)),
+                    None => Ok(results),
+                }
+            }
         }
     }
 }

@@ -550,6 +550,7 @@ impl Engine {
                 refusal: None,
                 redactions: Default::default(),
                 mcp_result: None,
+                injection: Vec::new(),
             }))?;
             findings.push(Finding::CallInterrupted {
                 call,

@@ -47,7 +47,9 @@ pub use error::{EngineError, Result, io_at};
 pub use open::{OpenError, open_regular};
 pub use paths::{Parent, PathError, Root, SYMLINK_FOLLOWS_MAX, WsPath, resolve, target};
 pub use recorder::{Observer, Recorder};
-pub use tool::{Asking, Ctx, Effects, InputError, Tool, ToolOutput, TypedTool, parse_input};
+pub use tool::{
+    Asking, Ctx, Effects, InputError, TimeoutField, Tool, ToolOutput, TypedTool, parse_input,
+};
 
 // Paths the modules name as `crate::…`.
 use cairn_core::{diff, event, limits, permission, state};

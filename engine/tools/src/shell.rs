@@ -38,7 +38,7 @@ use crate::paths::WsPath;
 use crate::process::{PIPE_BUF_BYTES, Process, Waited, capture};
 use crate::recorder::Recorder;
 use crate::sandbox::Sandbox;
-use crate::tool::{Ctx, InputError, ToolOutput};
+use crate::tool::{Ctx, InputError, TimeoutField, ToolOutput};
 
 pub use crate::process::{Preview, alive, start_time, stop_adopted};
 
@@ -54,6 +54,8 @@ pub struct Spec {
     /// Workspace-relative working folder.
     pub cwd: Option<String>,
     pub timeout_ms: Option<u64>,
+    /// The input field the timeout was given in (for what the call is told of it).
+    pub timeout_field: TimeoutField,
     pub background: bool,
 }
 
@@ -184,7 +186,12 @@ impl Drop for Runtime {
 /// The checks a shell tool's input passes beyond its schema (part of the tool's
 /// validation, so the engine refuses a bad input before asking anything, and verify
 /// takes the same decision).
-pub fn check(argv: &[String], timeout_ms: Option<u64>, background: bool) -> Result<(), InputError> {
+pub fn check(
+    argv: &[String],
+    timeout_ms: Option<u64>,
+    timeout_field: TimeoutField,
+    background: bool,
+) -> Result<(), InputError> {
     if argv.first().is_none_or(|p| p.is_empty()) {
         return Err(InputError::Rule(
             "nothing to run: give the program first, then its arguments".into(),
@@ -192,14 +199,25 @@ pub fn check(argv: &[String], timeout_ms: Option<u64>, background: bool) -> Resu
     }
     // A background process has no time limit: its timeout is not looked at.
     if !background && timeout_ms == Some(0) {
-        return Err(InputError::Rule("timeout_ms must be at least 1".into()));
+        return Err(InputError::Rule(format!(
+            "{} must be at least 1",
+            timeout_field.name
+        )));
     }
     Ok(())
 }
 
 /// Runs a shell tool's call (its input passed [`check`]).
 pub fn run(ctx: &mut Ctx<'_>, spec: Spec) -> Result<ToolOutput> {
-    debug_assert!(check(&spec.argv, spec.timeout_ms, spec.background).is_ok());
+    debug_assert!(
+        check(
+            &spec.argv,
+            spec.timeout_ms,
+            spec.timeout_field,
+            spec.background
+        )
+        .is_ok()
+    );
     let cwd = match &spec.cwd {
         None => WsPath {
             abs: ctx.root.to_path_buf(),
@@ -223,16 +241,15 @@ pub fn run(ctx: &mut Ctx<'_>, spec: Spec) -> Result<ToolOutput> {
     let mut note = String::new();
     let timeout_ms = match spec.timeout_ms {
         Some(t) if t > limits.shell_timeout_ms_max => {
-            note = format!(
-                "note: timeout_ms {t} is over the maximum; {} was used\n",
-                limits.shell_timeout_ms_max
-            );
+            note = spec
+                .timeout_field
+                .over_max_note(t, limits.shell_timeout_ms_max);
             limits.shell_timeout_ms_max
         }
         Some(t) => t,
         None => limits.shell_timeout_ms,
     };
-    let mut out = foreground(ctx, &spec.argv, &cwd, timeout_ms)?;
+    let mut out = foreground(ctx, &spec.argv, &cwd, timeout_ms, spec.timeout_field)?;
     out.text.insert_str(0, &note);
     Ok(out)
 }
@@ -435,6 +452,7 @@ fn foreground(
     argv: &[String],
     cwd: &WsPath,
     timeout_ms: u64,
+    timeout_field: TimeoutField,
 ) -> Result<ToolOutput> {
     let ran = match exec_foreground(ctx, argv, cwd, timeout_ms)? {
         Ok(r) => r,
@@ -465,6 +483,7 @@ fn foreground(
             signal,
             elapsed_us: u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
             timeout_ms,
+            timeout_field,
         },
         ctx.limits.shell_timeout_ms_max,
         shown,
@@ -496,6 +515,8 @@ pub struct Ended {
     pub elapsed_us: u64,
     /// The time limit in force.
     pub timeout_ms: u64,
+    /// The input field the call could have asked for more in.
+    pub timeout_field: TimeoutField,
 }
 
 /// One output stream as the model is shown it.
@@ -535,8 +556,10 @@ pub fn foreground_text(
     let elapsed = format!("{} ms", ended.elapsed_us / 1000);
     let mut text = match ended.status {
         ExecStatus::Timeout => format!(
-            "timeout: killed after {} ms (the whole process group); give a larger timeout_ms (at most {timeout_ms_max}) or run it with background=true\n",
-            ended.timeout_ms
+            "timeout: killed after {} ms (the whole process group); give a larger {} (at most {}) or run it with background=true\n",
+            ended.timeout_ms,
+            ended.timeout_field.name,
+            ended.timeout_field.show(timeout_ms_max)
         ),
         ExecStatus::Cancelled => {
             format!("cancelled by the user after {elapsed} (the whole process group was killed)\n")

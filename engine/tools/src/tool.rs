@@ -85,6 +85,56 @@ pub struct Effects {
     /// It lists folders and marks ignored entries, which a replay's copy of the
     /// workspace lacks (ignored files are not in the manifest).
     pub lists_ignored: bool,
+    /// The input field a command tool takes its timeout in (its schema's own name and
+    /// unit), for the notes that speak of it and for verify, which rebuilds them.
+    pub timeout: Option<TimeoutField>,
+}
+
+/// The input field a command tool takes its timeout in: thndrs' `run_shell` has
+/// `timeout_ms`, thoth's `shell` `timeout_secs`, each as its own agent defines it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeoutField {
+    /// The field's name.
+    pub name: &'static str,
+    /// Milliseconds in one unit of the field.
+    pub unit_ms: u64,
+}
+
+impl TimeoutField {
+    /// `timeout_ms`, in milliseconds.
+    pub const MS: TimeoutField = TimeoutField {
+        name: "timeout_ms",
+        unit_ms: 1,
+    };
+    /// `timeout_secs`, in seconds.
+    pub const SECS: TimeoutField = TimeoutField {
+        name: "timeout_secs",
+        unit_ms: 1_000,
+    };
+
+    /// The field's value in `input`, in milliseconds (saturating).
+    pub fn asked_ms(&self, input: &serde_json::Value) -> Option<u64> {
+        input
+            .get(self.name)
+            .and_then(serde_json::Value::as_u64)
+            .map(|v| v.saturating_mul(self.unit_ms))
+    }
+
+    /// `ms` in the field's unit (rounded down).
+    pub fn show(&self, ms: u64) -> u64 {
+        ms / self.unit_ms
+    }
+
+    /// What a call is told when it asked for `asked_ms`, over `max_ms`: the maximum
+    /// is used instead.
+    pub fn over_max_note(&self, asked_ms: u64, max_ms: u64) -> String {
+        format!(
+            "note: {} {} is over the maximum; {} was used\n",
+            self.name,
+            self.show(asked_ms),
+            self.show(max_ms)
+        )
+    }
 }
 
 impl Effects {
@@ -96,6 +146,7 @@ impl Effects {
         external: false,
         search_query: None,
         lists_ignored: false,
+        timeout: None,
     };
 }
 
@@ -129,6 +180,11 @@ pub trait Tool: Send + Sync {
     /// `at`: the workspace root (a command's paths are keyed against it) and the
     /// session's credential files (reading one asks first).
     fn permission(&self, input: &serde_json::Value, at: &Asking<'_>) -> Need;
+    /// True when the call may write a file it has not read at its current content (an
+    /// append): the engine then records what the file holds when it admits the call
+    /// (`tool_started`'s `observed`), so that the log knows the content the write
+    /// starts from even when another program changed it unannounced.
+    fn observes(&self, input: &serde_json::Value) -> bool;
 }
 
 /// Where a call's permission is asked: what [`Tool::permission`] needs besides the input.
@@ -158,6 +214,11 @@ pub trait TypedTool: Send + Sync + 'static {
     fn check(&self, input: &Self::Input) -> std::result::Result<(), InputError> {
         let _ = input;
         Ok(())
+    }
+    /// See [`Tool::observes`]; none by default.
+    fn observes(&self, input: &Self::Input) -> bool {
+        let _ = input;
+        false
     }
     /// By default a tool that writes asks first (key: its name, detail: its input) and
     /// one that only reads runs at once, as the thoth seed's table has it. A tool that
@@ -198,19 +259,75 @@ pub enum InputError {
     Rule(String),
 }
 
-/// Parses an input, naming the field at fault.
-pub fn parse_input<I: DeserializeOwned>(
+/// Parses an input, naming the field at fault. A missing field's error also lists
+/// every field the schema requires there: serde names the first one missing and stops,
+/// and a model resending the call needs all of them.
+pub fn parse_input<I: DeserializeOwned + JsonSchema>(
     tool: &str,
     input: &serde_json::Value,
 ) -> Result<I, InputError> {
     serde_path_to_error::deserialize(input).map_err(|e| {
         let path = e.path().to_string();
+        let mut what = e.into_inner().to_string();
+        if what.starts_with("missing field") {
+            let schema = serde_json::to_value(schemars::schema_for!(I)).unwrap_or_default();
+            let required = required_at(&schema, &path);
+            if !required.is_empty() {
+                what.push_str(&format!(
+                    "; send the call again with every required field: {}",
+                    required.join(", ")
+                ));
+            }
+        }
         InputError::Schema {
             tool: tool.to_string(),
             field: (path != "." && !path.is_empty()).then_some(path),
-            what: e.into_inner().to_string(),
+            what,
         }
     })
+}
+
+/// The fields `schema` requires of the object at `path` (`.`, `patches[0]`, `a.b`), as
+/// serde_path_to_error spells it; empty when the path leads nowhere the schema says.
+fn required_at(schema: &serde_json::Value, path: &str) -> Vec<String> {
+    // A `$ref` inside the same schema (`#/$defs/Patch`), followed a few times at most.
+    fn deref_in<'a>(
+        schema: &'a serde_json::Value,
+        mut v: &'a serde_json::Value,
+    ) -> Option<&'a serde_json::Value> {
+        for _ in 0..8 {
+            match v.get("$ref").and_then(|r| r.as_str()) {
+                Some(r) => v = schema.pointer(r.strip_prefix('#')?)?,
+                None => return Some(v),
+            }
+        }
+        None
+    }
+    let deref = |v| deref_in(schema, v);
+    let mut node = schema;
+    for part in path.split('.').filter(|p| !p.is_empty()) {
+        let (name, indexes) = part.split_once('[').unwrap_or((part, ""));
+        if !name.is_empty() {
+            let Some(n) = deref(node).and_then(|n| n.get("properties")?.get(name)) else {
+                return Vec::new();
+            };
+            node = n;
+        }
+        for _ in indexes.matches(']') {
+            let Some(n) = deref(node).and_then(|n| n.get("items")) else {
+                return Vec::new();
+            };
+            node = n;
+        }
+    }
+    deref(node)
+        .and_then(|n| n.get("required")?.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl<T: TypedTool> Tool for T {
@@ -251,6 +368,9 @@ impl<T: TypedTool> Tool for T {
             Ok(i) => TypedTool::permission(self, &i, input, at),
             Err(_) => Need::Auto,
         }
+    }
+    fn observes(&self, input: &serde_json::Value) -> bool {
+        parse_input::<T::Input>(T::NAME, input).is_ok_and(|i| TypedTool::observes(self, &i))
     }
 }
 
@@ -344,6 +464,17 @@ impl Ctx<'_> {
         ws
     }
 
+    /// The answer for a path that names nothing there: what was looked for (`file`,
+    /// `file or folder`), the path as resolved (`rel`), anything the tool adds
+    /// (`also`), and the folder relative paths are resolved against, so that a model
+    /// that guessed a path can correct it instead of guessing again.
+    pub fn not_found(&self, what: &str, rel: &str, also: &str) -> ToolOutput {
+        ToolOutput::error(format!(
+            "no such {what}: {rel} ({also}paths are resolved against the workspace root {}; give one relative to it, such as src/main.rs)",
+            self.root.display()
+        ))
+    }
+
     /// The answer for `path` (as the model named it) when opening it beneath the root
     /// found it leading outside (`why`): a confinement refusal, as the string check
     /// gives.
@@ -400,12 +531,27 @@ impl Ctx<'_> {
 mod tests {
     use super::*;
 
-    #[derive(Debug, serde::Deserialize)]
+    #[derive(Debug, serde::Deserialize, JsonSchema)]
     #[serde(deny_unknown_fields)]
     #[allow(dead_code)]
     struct In {
         path: String,
         lines: Option<Vec<u32>>,
+        parts: Option<Vec<Part>>,
+    }
+
+    #[derive(Debug, serde::Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Part {
+        op: String,
+        text: String,
+        note: Option<String>,
+    }
+
+    #[derive(Debug, serde::Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Nothing {
+        path: Option<String>,
     }
 
     #[test]
@@ -437,7 +583,22 @@ mod tests {
             matches!(&e, InputError::Schema { field: None, .. }),
             "{e:?}"
         );
-        assert_eq!(e.to_string(), "invalid input for t: missing field `path`");
+        assert_eq!(
+            e.to_string(),
+            "invalid input for t: missing field `path`; send the call again with every required field: path"
+        );
+        let e = parse_input::<In>(
+            "t",
+            &serde_json::json!({"path": "a", "parts": [{"op": "x"}]}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid input for t: field `parts[0]`: missing field `text`; send the call again with every required field: op, text"
+        );
+        // A schema that requires nothing lists nothing.
+        let e = parse_input::<Nothing>("t", &serde_json::json!("not an object")).unwrap_err();
+        assert!(!e.to_string().contains("required"), "{e}");
         let e = parse_input::<In>("t", &serde_json::json!({"path": "a", "lines": [1, "x"]}))
             .unwrap_err();
         assert!(

@@ -3,9 +3,10 @@
 //! (`tools::write::edit_string`, `find`, `follow_line_endings`), so that verify can
 //! compare it with the write's after blob.
 //!
-//! The input is read by its shape, never by the tool's name: a whole `content`, one
-//! `old_string`/`new_string` replacement (with `replace_all`), or `patches` (one create
-//! or replace, or edits of one file, all matched against the original content).
+//! The input is read by its shape, never by the tool's name: a whole `content` (with
+//! `append`), one `old_string`/`new_string` replacement (with `replace_all`), or
+//! `patches` (one create or replace, or edits of one file, all matched against the
+//! original content).
 
 use cairn_tools::tools::write::{self, Found};
 use serde_json::Value;
@@ -13,8 +14,9 @@ use serde_json::Value;
 /// What a write call's input asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Change<'a> {
-    /// The whole new content.
-    Whole(&'a str),
+    /// The whole new content (in the file's style, [`write::whole`]), or what is added
+    /// at its end when `append`.
+    Whole { content: &'a str, append: bool },
     /// One replacement, or every occurrence when `all`.
     Replace {
         old: &'a str,
@@ -34,7 +36,10 @@ pub(super) fn change_of(input: &Value) -> Option<Change<'_>> {
     if let Some(patches) = input.get("patches").and_then(Value::as_array) {
         return match patches.as_slice() {
             [p] if matches!(s(p, "op"), Some("create" | "replace")) => {
-                s(p, "content").map(Change::Whole)
+                s(p, "content").map(|content| Change::Whole {
+                    content,
+                    append: false,
+                })
             }
             ps if !ps.is_empty() && ps.iter().all(|p| s(p, "op") == Some("edit")) => ps
                 .iter()
@@ -51,7 +56,11 @@ pub(super) fn change_of(input: &Value) -> Option<Change<'_>> {
             .unwrap_or(false);
         return Some(Change::Replace { old, new, all });
     }
-    s(input, "content").map(Change::Whole)
+    let append = input
+        .get("append")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    s(input, "content").map(|content| Change::Whole { content, append })
 }
 
 /// Why a change does not apply to the content before it, in the engine's words.
@@ -90,10 +99,12 @@ pub(super) fn apply(
         })
     };
     match change {
-        Change::Whole(content) => Ok(content.as_bytes().to_vec()),
-        Change::Replace { old, new, all } => write::edit_string(path, text()?, old, new, *all)
-            .map(String::into_bytes)
-            .map_err(|o| NotApplied::Refused(o.text)),
+        Change::Whole { content, append } => Ok(write::whole(before, content, *append)),
+        Change::Replace { old, new, all } => {
+            write::edit_string(path, text()?, old, new, *all, write::Offers::Unique)
+                .map(String::into_bytes)
+                .map_err(|o| NotApplied::Refused(o.text))
+        }
         Change::Edits(edits) => apply_edits(text()?, edits).map(String::into_bytes),
     }
 }
@@ -240,6 +251,28 @@ mod tests {
             ]}),
             Some("a\nb\nc\n"),
             Err("overlap"),
+        );
+        // A whole write keeps a CRLF file's line endings and its byte order mark, and
+        // an append goes at the end, after a line break.
+        check(
+            json!({"path": "f", "content": "x\ny\n"}),
+            Some("\u{feff}a\r\nb\r\n"),
+            Ok("\u{feff}x\r\ny\r\n"),
+        );
+        check(
+            json!({"patches": [{"op": "replace", "path": "f", "content": "c\n"}]}),
+            Some("a\r\n"),
+            Ok("c\r\n"),
+        );
+        check(
+            json!({"path": "f", "content": "b\n", "append": true}),
+            Some("a"),
+            Ok("a\nb\n"),
+        );
+        check(
+            json!({"path": "f", "content": "b\n", "append": true}),
+            None,
+            Ok("b\n"),
         );
         // CRLF files keep their line endings.
         check(

@@ -19,6 +19,7 @@ use cairn_core::Limits;
 use cairn_core::event::{ShellEnd, ShellExec};
 use cairn_core::redact::Redactor;
 use cairn_store::{BlobRef, BlobStore};
+use cairn_tools::TimeoutField;
 use cairn_tools::shell::{Ended, Preview, SandboxShown, Shown, foreground_text};
 
 use super::holes::Piece;
@@ -59,23 +60,22 @@ pub(super) fn preview(blobs: &BlobStore, blob: &BlobRef, limits: &Limits) -> Opt
 
 /// The whole output (before the output caps) of the call whose foreground command
 /// `exec` finished (`end`) with `streams` (stdout, stderr) and changed `changes` (what,
-/// path); `timeout_note` is the timeout the call asked for when it was over the maximum;
-/// `writable` the folders the session's sandbox let commands write in.
+/// path); `timeout` is the tool's timeout field and what the call asked for in it (in
+/// milliseconds) when that was over the maximum; `writable` the folders the session's
+/// sandbox let commands write in.
 pub(super) fn expected(
     exec: &ShellExec,
     end: &ShellEnd,
     streams: [Stream; 2],
     changes: &[(&str, String)],
-    timeout_note: Option<u64>,
+    timeout: (TimeoutField, Option<u64>),
     writable: &[String],
     limits: &Limits,
 ) -> Vec<Piece> {
+    let (timeout_field, timeout_note) = timeout;
     let mut text = String::new();
     if let Some(t) = timeout_note {
-        text.push_str(&format!(
-            "note: timeout_ms {t} is over the maximum; {} was used\n",
-            limits.shell_timeout_ms_max
-        ));
+        text.push_str(&timeout_field.over_max_note(t, limits.shell_timeout_ms_max));
     }
     // A stream that was not collected shows one line of why, which the log does not
     // keep: a marker stands for it and becomes a hole.
@@ -117,6 +117,7 @@ pub(super) fn expected(
             signal: end.signal,
             elapsed_us: end.elapsed_us.unwrap_or(0),
             timeout_ms: exec.timeout_ms.unwrap_or(0),
+            timeout_field,
         },
         limits.shell_timeout_ms_max,
         [shown[0], shown[1]],

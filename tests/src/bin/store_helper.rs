@@ -113,7 +113,7 @@ fn shell_big(dir: &Path, bytes: u64) -> Result<()> {
     cfg.durability = Durability::None;
     let mut engine = Engine::start(&Home::at(&dir.join("home")), &ws, cfg)?;
     let command = format!("yes 'a line of output, again and again' | head -c {bytes}");
-    let out = engine.call("shell", json!({"command": command, "timeout_ms": 600_000}))?;
+    let out = engine.call("shell", json!({"command": command, "timeout_secs": 600}))?;
     let peak = peak_rss_kib()?;
     let session = engine.id().to_string();
     engine.end("done")?;

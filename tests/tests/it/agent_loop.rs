@@ -259,9 +259,17 @@ fn results_are_capped_to_fit_the_context_window() {
     let Message::Tool { output, .. } = &msgs[2] else {
         panic!("{msgs:?}")
     };
-    let shown = output.split("\n…(output cut").next().unwrap();
-    assert_eq!(shown.len(), 4_000, "cut at the cap");
-    assert!(output.contains("output cut"));
+    // The read shows what fits the cap with its footer, and says where to read on.
+    assert!(output.len() <= 4_000, "{}", output.len());
+    assert!(
+        output.contains(" of 2000; read on with offset="),
+        "{output}"
+    );
+    assert!(
+        output.ends_with("(cut to fit the output caps, output_bytes_max and output_lines_max)"),
+        "{output}"
+    );
+    assert!(!output.contains("output cut"), "{output}");
 }
 
 #[test]

@@ -412,7 +412,15 @@ fn read_url_is_the_thndrs_spelling_and_asks_for_read_url_host() {
         .call("read_url", json!({"url": format!("{}/plain", s.url)}))
         .unwrap();
     assert_eq!(out.status, Status::Ok);
-    assert!(out.output.ends_with("\n\njust text\n"), "{}", out.output);
+    assert!(
+        out.output.ends_with(&format!(
+            "\n\n{}\njust text\n{}",
+            cairn_engine::web::UNTRUSTED_BEGIN,
+            cairn_engine::web::UNTRUSTED_END
+        )),
+        "{}",
+        out.output
+    );
     let out = e
         .call("read_url", json!({"url": format!("{}/missing", s.url)}))
         .unwrap();

@@ -286,8 +286,10 @@ fn a_model_turn_with_1mb_of_tool_call_arguments_runs_verifies_replays_and_resume
     ]);
     let mut p = provider(&server);
     let mut config = EngineConfig::new(Catalog::Thoth);
-    // The input limit is a setting: raised, the call runs.
+    // The input limit is a setting: raised, the call runs (as does the cap on what one
+    // write may carry).
     config.limits.input_bytes_max = 4 << 20;
+    config.limits.write_call_chars_max = 4 << 20;
     let mut e = start(&s, config);
     let run = agent::run(
         &mut e,

@@ -127,7 +127,8 @@ fn plan() -> impl Strategy<Value = Plan> {
 }
 
 /// The starting content of file `i`: short for a.txt and b.txt, long for c.txt (so
-/// that its reads are cut by the output caps and partly read).
+/// that its reads show part of it, to fit the output caps, and a command printing it
+/// is cut by them).
 fn initial(i: usize) -> String {
     let name = &FILES[i][..1];
     let n = if i == 2 { 40 } else { 6 };
@@ -198,7 +199,7 @@ fn tool_call(catalog: Catalog, root: &Path, step: &Step) -> Option<(&'static str
         }
         Step::Shell { which } => {
             let argv: Vec<&str> = match which {
-                0 => vec!["cat", "a.txt"],
+                0 => vec!["cat", "c.txt"],
                 1 => vec!["sh", "-c", "echo b9 tail >> b.txt"],
                 _ => vec!["ls"],
             };
@@ -551,6 +552,8 @@ fn every_kind_of_flip_is_reported_at_its_seq() {
                 },
                 None,
             ),
+            // Prints all 40 lines of c.txt: an output the caps cut.
+            c(Shell { which: 0 }, Some(Answer::Once)),
             c(
                 Overwrite {
                     file: 2,
@@ -569,6 +572,31 @@ fn every_kind_of_flip_is_reported_at_its_seq() {
             ),
             c(Again, None),
             c(Again, None),
+            // The rest of c.txt, in pages: a read shows what fits the output caps.
+            c(
+                Read {
+                    file: 2,
+                    from: 11,
+                    lines: Some(10),
+                },
+                None,
+            ),
+            c(
+                Read {
+                    file: 2,
+                    from: 21,
+                    lines: Some(10),
+                },
+                None,
+            ),
+            c(
+                Read {
+                    file: 2,
+                    from: 31,
+                    lines: Some(10),
+                },
+                None,
+            ),
             c(
                 Overwrite {
                     file: 2,

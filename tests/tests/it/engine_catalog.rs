@@ -72,7 +72,7 @@ fn thndrs_catalog_has_the_seed_tools_and_fields() {
     assert_eq!(fields(&r, "create_file"), set(&["path", "content"]));
     assert_eq!(
         fields(&r, "replace_range"),
-        set(&["path", "old_string", "new_string"])
+        set(&["path", "old_string", "new_string", "expected_before_hash"])
     );
     assert_eq!(fields(&r, "write_patch"), set(&["patches"]));
     assert_eq!(
@@ -120,14 +120,17 @@ fn thoth_catalog_has_the_seed_tools_and_fields() {
     assert_eq!(fields(&r, "remember"), set(&["fact"]));
     assert_eq!(fields(&r, "problems"), set(&["path"]));
     assert_eq!(fields(&r, "read_file"), set(&["path", "offset", "limit"]));
-    assert_eq!(fields(&r, "write_file"), set(&["path", "content"]));
+    assert_eq!(
+        fields(&r, "write_file"),
+        set(&["path", "content", "append"])
+    );
     assert_eq!(
         fields(&r, "edit_file"),
         set(&["path", "old_string", "new_string", "replace_all"])
     );
     assert_eq!(
         fields(&r, "shell"),
-        set(&["command", "timeout_ms", "background"])
+        set(&["command", "timeout_secs", "background"])
     );
     assert!(fields(&r, "grep").contains("pattern"));
     assert!(fields(&r, "glob").contains("pattern"));

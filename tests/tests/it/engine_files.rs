@@ -264,7 +264,24 @@ fn wrote(summary: &str, path: &str, before: &str, after: &str) -> String {
     format!(
         "{summary}\nhash: {}\n{}",
         hash(after),
-        cairn_engine::diff::unified(path, before, after, 120)
+        cairn_engine::diff::unified(path, Some(before), after, 120)
+    )
+}
+
+/// The answer for a path that names nothing in workspace `w`.
+fn missing(w: &Ws, rel: &str) -> String {
+    format!(
+        "no such file: {rel} (paths are resolved against the workspace root {}; give one relative to it, such as src/main.rs)",
+        w.root.display()
+    )
+}
+
+/// The answer of a write that created its file: its diff starts `--- /dev/null`.
+fn created(summary: &str, path: &str, after: &str) -> String {
+    format!(
+        "{summary}\nhash: {}\n{}",
+        hash(after),
+        cairn_engine::diff::unified(path, None, after, 120)
     )
 }
 
@@ -830,7 +847,7 @@ fn a_new_file_needs_no_read_and_writing_it_counts_as_reading_it() {
             "write_file",
             json!({"path": "n.txt", "content": "a\nb\n"})
         ),
-        ok(wrote("created n.txt (4 bytes)", "n.txt", "", "a\nb\n"))
+        ok(created("created n.txt (4 bytes)", "n.txt", "a\nb\n"))
     );
     assert_eq!(w.mode("n.txt"), default_file_mode());
     let k = &e.state().files["n.txt"];
@@ -1144,7 +1161,10 @@ fn a_read_of_a_file_changed_outside_cairn_is_not_blocked() {
     for _ in 0..3 {
         assert_eq!(
             run(&mut e, "read_file", read_a.clone()),
-            err("no such file: a.txt")
+            err(format!(
+                "no such file: a.txt (paths are resolved against the workspace root {}; give one relative to it, such as src/main.rs)",
+                w.root.display()
+            ))
         );
     }
     assert_eq!(
@@ -1357,16 +1377,23 @@ fn near_misses_match_whole_lines_and_misses_say_what_was_meant() {
             call(&mut e, "a.rs", "qqqqqqqqqqqqqq", "z"),
             err("old_string was not found in a.rs")
         );
+        let what = if catalog == Catalog::Thoth {
+            "add the lines around the one you mean until no other place matches, or set replace_all to change every occurrence"
+        } else {
+            "include more surrounding text to make it unique"
+        };
         assert_eq!(
             call(&mut e, "x.txt", "x", "y"),
-            err(
-                "old_string occurs 7 times in x.txt (lines 1, 2, 3, 4, 5 and 2 more); include more surrounding text to make it unique"
-            )
+            err(format!(
+                "old_string occurs 7 times in x.txt (lines 1, 2, 3, 4, 5 and 2 more); {what}"
+            ))
         );
-        assert_eq!(
-            call(&mut e, "a.rs", "", "z"),
-            err("old_string is empty: give the exact text to replace")
-        );
+        let empty = if catalog == Catalog::Thoth {
+            "old_string is empty, so it would match everywhere: to add to the end of a file, call write_file with append true; to change something in the middle, give the exact lines it replaces"
+        } else {
+            "old_string must not be empty: give the exact text to replace"
+        };
+        assert_eq!(call(&mut e, "a.rs", "", "z"), err(empty));
         assert_eq!(
             call(&mut e, "a.rs", "main", "main"),
             err("no changes made: old_string and new_string are the same")
@@ -1456,7 +1483,9 @@ fn write_patch_creates_replaces_and_edits_all_or_nothing() {
     let patch = |e: &mut Engine, patches: Value| run(e, "write_patch", json!({"patches": patches}));
     let edit = |path: &str, old: &str, new: &str| json!({"op": "edit", "path": path, "old_string": old, "new_string": new});
     let before = w.tree();
-    let refusals = [
+    let missing_create =
+        missing(&w, "nope.txt").replace(" (paths", " (use create for a new file; paths");
+    let refusals: [(Value, &str); _] = [
         (json!([]), "patches is empty: give at least one patch"),
         (
             json!([edit("a.txt", "a", "b"), edit("b.txt", "a", "b")]),
@@ -1500,12 +1529,9 @@ fn write_patch_creates_replaces_and_edits_all_or_nothing() {
         ),
         (
             json!([edit("x.txt", "x", "y")]),
-            "patch 1: old_string occurs 2 times (lines 1, 2); include more text to make it unique",
+            "patch 1: old_string occurs 2 times in x.txt (lines 1, 2); include more surrounding text to make it unique",
         ),
-        (
-            json!([edit("nope.txt", "x", "y")]),
-            "no such file: nope.txt (use create for a new file)",
-        ),
+        (json!([edit("nope.txt", "x", "y")]), &missing_create),
         (
             json!([{"op": "create", "path": "a.txt", "content": "x"}]),
             "a.txt already exists; create never overwrites",
@@ -1582,12 +1608,7 @@ fn write_patch_creates_replaces_and_edits_all_or_nothing() {
             &mut e,
             json!([{"op": "create", "path": "d/e/n.txt", "content": "hi\n"}])
         ),
-        ok(wrote(
-            "created d/e/n.txt (3 bytes)",
-            "d/e/n.txt",
-            "",
-            "hi\n"
-        ))
+        ok(created("created d/e/n.txt (3 bytes)", "d/e/n.txt", "hi\n"))
     );
     assert_eq!(w.text("d/e/n.txt"), "hi\n");
     // Replace works on a missing file, without a read.
@@ -1596,7 +1617,7 @@ fn write_patch_creates_replaces_and_edits_all_or_nothing() {
             &mut e,
             json!([{"op": "replace", "path": "m.txt", "content": "m\n"}])
         ),
-        ok(wrote("replaced m.txt (2 bytes)", "m.txt", "", "m\n"))
+        ok(created("replaced m.txt (2 bytes)", "m.txt", "m\n"))
     );
     assert_eq!(w.text("m.txt"), "m\n");
     assert_eq!(w.mode("m.txt"), default_file_mode());
@@ -1651,10 +1672,9 @@ fn create_file_never_clobbers_and_creates_parent_folders() {
     };
     assert_eq!(
         create(&mut e, "d/e/f.txt", "one\ntwo\n"),
-        ok(wrote(
+        ok(created(
             "created d/e/f.txt (8 bytes)",
             "d/e/f.txt",
-            "",
             "one\ntwo\n"
         ))
     );
@@ -1663,7 +1683,7 @@ fn create_file_never_clobbers_and_creates_parent_folders() {
     assert_eq!(
         create(&mut e, "empty.txt", ""),
         ok(format!(
-            "created empty.txt (0 bytes)\nhash: {}\n--- a/empty.txt\n+++ b/empty.txt",
+            "created empty.txt (0 bytes)\nhash: {}\n--- /dev/null\n+++ b/empty.txt",
             hash("")
         ))
     );
@@ -1922,8 +1942,21 @@ fn output_bytes_max_and_output_lines_max_cut_the_output_and_keep_it_whole_in_a_b
     check_output_cap(|l| l.output_bytes_max = 5, c, Some((5, 1)));
     // Lines: the output has 5 (3 lines, the footer, the hash).
     check_output_cap(|l| l.output_lines_max = 5, c, None);
-    let four = full.split_inclusive('\n').take(4).collect::<String>().len();
-    check_output_cap(|l| l.output_lines_max = 4, c, Some((four, 4)));
+    // One line less: the read shows what fits with its footer, and says so, rather
+    // than be cut where the model would not learn how to read on (nor the log record
+    // as read a line the model was not shown).
+    let w = ws(&[("f.txt", c)]);
+    let mut e = w.engine_with(Catalog::Thoth, |l| l.output_lines_max = 4);
+    assert_eq!(
+        run(&mut e, "read_file", json!({"path": "f.txt"})),
+        ok(format!(
+            "     1\taaaa\n(lines 1-1 of 3; read on with offset=2)\nhash: {}\n(cut to fit the output caps, output_bytes_max and output_lines_max)",
+            hash(c)
+        ))
+    );
+    assert_eq!(finished(&e).pop().unwrap().output_blob, None);
+    assert_eq!(reads(&e).pop().unwrap().ranges, vec![(1, 1)]);
+    check_log(&e);
 }
 
 #[test]
@@ -2134,7 +2167,9 @@ fn bad_input_to_thoth_tools_is_answered_and_changes_nothing() {
         (
             "read_file",
             json!({}),
-            bad_input("invalid input for read_file: missing field `path`"),
+            bad_input(
+                "invalid input for read_file: missing field `path`; send the call again with every required field: path",
+            ),
         ),
         (
             "read_file",
@@ -2174,7 +2209,9 @@ fn bad_input_to_thoth_tools_is_answered_and_changes_nothing() {
         (
             "edit_file",
             json!({"path": "a.txt", "old_string": "a"}),
-            bad_input("invalid input for edit_file: missing field `new_string`"),
+            bad_input(
+                "invalid input for edit_file: missing field `new_string`; send the call again with every required field: path, old_string, new_string",
+            ),
         ),
         (
             "edit_file",
@@ -2235,7 +2272,9 @@ fn bad_input_to_thoth_tools_is_answered_and_changes_nothing() {
         (
             "edit_file",
             json!({"path": "a.txt", "old_string": "", "new_string": "b"}),
-            err("old_string is empty: give the exact text to replace"),
+            err(
+                "old_string is empty, so it would match everywhere: to add to the end of a file, call write_file with append true; to change something in the middle, give the exact lines it replaces",
+            ),
         ),
         (
             "read_file",
@@ -2390,12 +2429,12 @@ fn bad_input_to_thoth_tools_is_answered_and_changes_nothing() {
         (
             "read_file",
             json!({"path": "nope.txt"}),
-            err("no such file: nope.txt"),
+            err(missing(&w, "nope.txt")),
         ),
         (
             "edit_file",
             json!({"path": "nope.txt", "old_string": "a", "new_string": "b"}),
-            err("no such file: nope.txt"),
+            err(missing(&w, "nope.txt")),
         ),
     ];
     check_bad(&w, &mut e, cases);
@@ -2425,7 +2464,9 @@ fn bad_input_to_thndrs_tools_is_answered_and_changes_nothing() {
         (
             "read_file_range",
             json!({"path": "a.txt"}),
-            bad_input("invalid input for read_file_range: missing field `start_line`"),
+            bad_input(
+                "invalid input for read_file_range: missing field `start_line`; send the call again with every required field: path, start_line",
+            ),
         ),
         (
             "read_file_range",
@@ -2444,7 +2485,9 @@ fn bad_input_to_thndrs_tools_is_answered_and_changes_nothing() {
         (
             "create_file",
             json!({"path": "n.txt"}),
-            bad_input("invalid input for create_file: missing field `content`"),
+            bad_input(
+                "invalid input for create_file: missing field `content`; send the call again with every required field: path, content",
+            ),
         ),
         (
             "create_file",
@@ -2470,7 +2513,9 @@ fn bad_input_to_thndrs_tools_is_answered_and_changes_nothing() {
         (
             "write_patch",
             json!({}),
-            bad_input("invalid input for write_patch: missing field `patches`"),
+            bad_input(
+                "invalid input for write_patch: missing field `patches`; send the call again with every required field: patches",
+            ),
         ),
         (
             "write_patch",
@@ -2482,7 +2527,9 @@ fn bad_input_to_thndrs_tools_is_answered_and_changes_nothing() {
         (
             "write_patch",
             json!({"patches": [{"path": "n.txt", "content": "x"}]}),
-            bad_input("invalid input for write_patch: field `patches[0]`: missing field `op`"),
+            bad_input(
+                "invalid input for write_patch: field `patches[0]`: missing field `op`; send the call again with every required field: op, path",
+            ),
         ),
         (
             "read_file",
@@ -2512,7 +2559,7 @@ fn bad_input_to_thndrs_tools_is_answered_and_changes_nothing() {
         (
             "replace_range",
             json!({"path": "a.txt", "old_string": "", "new_string": "b"}),
-            err("old_string is empty: give the exact text to replace"),
+            err("old_string must not be empty: give the exact text to replace"),
         ),
         (
             "create_file",
@@ -2642,12 +2689,12 @@ fn bad_input_to_thndrs_tools_is_answered_and_changes_nothing() {
         (
             "read_file_range",
             json!({"path": "nope.txt", "start_line": 1}),
-            err("no such file: nope.txt"),
+            err(missing(&w, "nope.txt")),
         ),
         (
             "replace_range",
             json!({"path": "nope.txt", "old_string": "a", "new_string": "b"}),
-            err("no such file: nope.txt"),
+            err(missing(&w, "nope.txt")),
         ),
     ];
     check_bad(&w, &mut e, cases);

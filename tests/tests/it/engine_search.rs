@@ -662,17 +662,21 @@ fn a_file_where_a_folder_is_expected_and_missing_paths_are_clear_errors() {
         Status::Error,
         "src/main.rs is a file, not a folder; read it with read_file",
     );
+    let resolved = format!(
+        "(paths are resolved against the workspace root {}; give one relative to it, such as src/main.rs)",
+        t.root().canonicalize().unwrap().display()
+    );
     t.check(
         "list_dir",
         json!({"path": "nope"}),
         Status::Error,
-        "no such file or folder: nope",
+        &format!("no such file or folder: nope {resolved}"),
     );
     t.check(
         "grep",
         json!({"pattern": "x", "path": "nope/deeper"}),
         Status::Error,
-        "no such file or folder: nope/deeper",
+        &format!("no such file or folder: nope/deeper {resolved}"),
     );
     // grep takes a file as well as a folder.
     t.ok(
@@ -914,12 +918,12 @@ fn bad_input_is_refused_naming_the_field() {
         (
             "search_text",
             json!({}),
-            "invalid input for search_text: missing field `pattern`",
+            "invalid input for search_text: missing field `pattern`; send the call again with every required field: pattern",
         ),
         (
             "find_files",
             json!({"glob": "*"}),
-            "invalid input for find_files: missing field `pattern`",
+            "invalid input for find_files: missing field `pattern`; send the call again with every required field: pattern",
         ),
         (
             "search_text",
@@ -968,12 +972,12 @@ fn bad_input_is_refused_naming_the_field() {
         (
             "grep",
             json!({"path": "src"}),
-            "invalid input for grep: missing field `pattern`",
+            "invalid input for grep: missing field `pattern`; send the call again with every required field: pattern",
         ),
         (
             "glob",
             json!({"path": "src"}),
-            "invalid input for glob: missing field `pattern`",
+            "invalid input for glob: missing field `pattern`; send the call again with every required field: pattern",
         ),
         (
             "grep",

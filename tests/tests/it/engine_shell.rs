@@ -375,11 +375,11 @@ fn not_found_empty_argv_bad_cwd_and_bad_timeouts_are_answered() {
     let o = call(
         &mut t,
         "shell",
-        json!({"command": "true", "timeout_ms": 700_000}),
+        json!({"command": "true", "timeout_secs": 700}),
     );
     assert!(
         o.output
-            .starts_with("note: timeout_ms 700000 is over the maximum; 600000 was used\n"),
+            .starts_with("note: timeout_secs 700 is over the maximum; 600 was used\n"),
         "{}",
         o.output
     );
@@ -396,13 +396,14 @@ fn a_timeout_kills_the_whole_group_grandchildren_included_even_if_they_ignore_si
     let o = call(
         &mut e,
         "shell",
-        json!({"command": "trap '' TERM; sleep 30 & echo $!; sleep 30", "timeout_ms": 200}),
+        json!({"command": "trap '' TERM; sleep 30 & echo $!; sleep 30", "timeout_secs": 1}),
     );
     let took = t0.elapsed();
     assert_eq!(o.status, Status::Timeout);
     assert!(
-        o.output
-            .starts_with("timeout: killed after 200 ms (the whole process group)"),
+        o.output.starts_with(
+            "timeout: killed after 1000 ms (the whole process group); give a larger timeout_secs (at most 600)"
+        ),
         "{}",
         o.output
     );
@@ -411,9 +412,9 @@ fn a_timeout_kills_the_whole_group_grandchildren_included_even_if_they_ignore_si
     assert_eq!((f.status, f.signal), (ExecStatus::Timeout, Some(9)));
     assert!(gone(s.pid.unwrap()), "the leader is gone");
     assert!(gone(grandchild), "the grandchild {grandchild} is gone");
-    // 200 ms, then 100 ms of grace for SIGTERM, then SIGKILL.
+    // 1 s (thoth's shell takes whole seconds), then the grace for SIGTERM, then SIGKILL.
     assert!(
-        took >= Duration::from_millis(300) && took < Duration::from_secs(5),
+        took >= Duration::from_millis(1_000) && took < Duration::from_secs(6),
         "{took:?}"
     );
 
@@ -799,7 +800,7 @@ fn a_cancel_from_another_thread_kills_the_running_command_and_is_cleared_for_the
     let o = call(
         &mut e,
         "shell",
-        json!({"command": "trap '' TERM; sleep 30 & echo $!; sleep 30", "timeout_ms": 60_000}),
+        json!({"command": "trap '' TERM; sleep 30 & echo $!; sleep 30", "timeout_secs": 60}),
     );
     let took = t0.elapsed();
     trigger.join().unwrap();

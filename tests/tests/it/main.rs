@@ -29,6 +29,7 @@ mod format_vectors;
 mod leak;
 mod mcp_client;
 mod mcp_server;
+mod peer_parity;
 mod process_runner;
 mod replay_checkout;
 mod replay_diff;

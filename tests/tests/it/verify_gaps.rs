@@ -308,7 +308,7 @@ fn shell_session() -> Recorded {
     run(
         &mut e,
         "shell",
-        json!({"command": "echo late", "timeout_ms": 99_999_999}),
+        json!({"command": "echo late", "timeout_secs": 99_999}),
         None,
         "ok",
     );

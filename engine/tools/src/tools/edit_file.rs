@@ -54,6 +54,8 @@ impl TypedTool for EditFile {
             &input.old_string,
             &input.new_string,
             input.replace_all,
+            None,
+            write::Offers::ReplaceAll,
         )
     }
 }
@@ -64,24 +66,41 @@ pub fn edit_need(tool: &str, path: &str, old: &str, new: &str) -> crate::permiss
         tool,
         format!(
             "{tool} {path}:\n{}",
-            crate::diff::unified(path, old, new, 120)
+            crate::diff::unified(path, Some(old), new, 120)
         ),
     )
 }
 
-/// The edit both catalogs share.
-pub fn edit(ctx: &mut Ctx<'_>, path: &str, old: &str, new: &str, all: bool) -> Result<ToolOutput> {
+/// The edit both catalogs share. `expected` is the `expected_before_hash` guard of a
+/// call that carries one; `offers` what the calling tool offers besides (for the hints
+/// of its refusals).
+pub fn edit(
+    ctx: &mut Ctx<'_>,
+    path: &str,
+    old: &str,
+    new: &str,
+    all: bool,
+    expected: Option<&str>,
+    offers: write::Offers,
+) -> Result<ToolOutput> {
     let ws = match ctx.resolve(path) {
         Ok(ws) => ws,
         Err(out) => return Ok(out),
     };
     let cur = match write::current(ctx, &ws) {
         Err(out) => return Ok(out),
-        Ok(None) => return Ok(ToolOutput::error(format!("no such file: {}", ws.rel))),
+        Ok(None) => return Ok(ctx.not_found("file", &ws.rel, "")),
         Ok(Some(c)) => c,
     };
-    if let Err(refused) =
-        decide::write(ctx.state(), WriteOp::Edit, &ws.rel, Some(&cur.hash), &[]).into_result()
+    let expected: Vec<&str> = expected.into_iter().collect();
+    if let Err(refused) = decide::write(
+        ctx.state(),
+        WriteOp::Edit,
+        &ws.rel,
+        Some(&cur.hash),
+        &expected,
+    )
+    .into_result()
     {
         return Ok(refused.into());
     }
@@ -91,7 +110,7 @@ pub fn edit(ctx: &mut Ctx<'_>, path: &str, old: &str, new: &str, all: bool) -> R
             ws.rel
         )));
     };
-    let updated = match write::edit_string(&ws.rel, content, old, new, all) {
+    let updated = match write::edit_string(&ws.rel, content, old, new, all, offers) {
         Ok(u) => u,
         Err(out) => return Ok(out),
     };

@@ -105,6 +105,7 @@ impl TypedTool for FindFiles {
                 hidden,
                 follow_symlinks: input.follow_symlinks,
                 depth_max: input.max_depth.map(|d| d as usize),
+                skip_build_folders: false,
             },
         );
         let found: Vec<String> = walked

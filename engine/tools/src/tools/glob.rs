@@ -23,7 +23,7 @@ pub struct Glob;
 impl TypedTool for Glob {
     type Input = Input;
     const NAME: &'static str = "glob";
-    const DESCRIPTION: &'static str = "Find files by pattern, e.g. **/*.rs. Returns workspace-relative paths sorted by path, capped; ignored files (.gitignore, .ignore) and hidden files are left out unless the pattern names them.";
+    const DESCRIPTION: &'static str = "Find files by pattern, e.g. **/*.rs. Returns workspace-relative paths sorted by path, capped; ignored files (.gitignore, .ignore), hidden files and build folders (node_modules, target, dist, build, venv, __pycache__, vendor) are left out unless the pattern or path names them.";
     const MUTATING: bool = false;
 
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
@@ -44,6 +44,7 @@ impl TypedTool for Glob {
             &base,
             WalkOptions {
                 hidden: search::names_hidden(&input.pattern),
+                skip_build_folders: !search::names_build_folder(&input.pattern),
                 ..WalkOptions::default()
             },
         );

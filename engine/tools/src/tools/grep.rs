@@ -33,7 +33,7 @@ pub struct Grep;
 impl TypedTool for Grep {
     type Input = Input;
     const NAME: &'static str = "grep";
-    const DESCRIPTION: &'static str = "Regex search over file contents: path:line:text matches (context lines as path-line-text), sorted by path and line. Skips binary, ignored, hidden and oversized files. No match is not an error. Matches and line length are capped.";
+    const DESCRIPTION: &'static str = "Regex search over file contents: path:line:text matches (context lines as path-line-text), sorted by path and line. Skips binary, ignored, hidden and oversized files, and build folders (node_modules, target, dist, build, venv, __pycache__, vendor) unless the path or glob names them. No match is not an error. Matches and line length are capped.";
     const MUTATING: bool = false;
 
     /// Naming a credential file asks first, as reading it does; a folder's search
@@ -81,6 +81,10 @@ impl TypedTool for Grep {
                     base,
                     WalkOptions {
                         hidden: input.glob.as_deref().is_some_and(search::names_hidden),
+                        skip_build_folders: !input
+                            .glob
+                            .as_deref()
+                            .is_some_and(search::names_build_folder),
                         ..WalkOptions::default()
                     },
                 );

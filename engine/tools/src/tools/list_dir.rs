@@ -77,6 +77,7 @@ impl TypedTool for ListDir {
                 hidden: true,
                 follow_symlinks: false,
                 depth_max: Some(1),
+                skip_build_folders: false,
             },
         );
         let admitted: BTreeSet<&str> = walked.entries.iter().map(|e| e.rel.as_str()).collect();

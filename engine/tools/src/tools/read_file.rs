@@ -60,14 +60,21 @@ impl TypedTool for ReadFile {
             )));
         }
         let last = first.saturating_add(limit - 1);
-        let (body, shown) = text::show(&file, first, last, ctx.limits.line_chars_max);
-        let footer = text::footer(&file, shown, |next| format!("read on with offset={next}"));
+        let (answer, shown) = text::answer(
+            &file,
+            first,
+            last,
+            ctx.limits.line_chars_max,
+            ctx.limits,
+            |next| format!("read on with offset={next}"),
+            None,
+        );
         ctx.record_read(
             &file.ws.rel,
             shown.into_iter().collect(),
             file.total_lines,
             file.hash,
         )?;
-        Ok(ToolOutput::ok(format!("{body}{footer}")))
+        Ok(ToolOutput::ok(answer))
     }
 }

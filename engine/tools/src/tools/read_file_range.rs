@@ -72,19 +72,23 @@ impl TypedTool for ReadFileRange {
                 .saturating_add(ctx.limits.read_range_default_lines - 1),
         );
         let last = wanted_end.min(input.start_line.saturating_add(max - 1));
-        let (body, shown) = text::show(&file, input.start_line, last, ctx.limits.line_chars_max);
-        let mut footer = text::footer(&file, shown, |next| {
-            format!("read on with start_line={next}")
-        });
-        if wanted_end.min(file.total_lines) > last {
-            footer.push_str(&format!("\n(range cut to read_lines_max = {max} lines)"));
-        }
+        let cut = (wanted_end.min(file.total_lines) > last)
+            .then(|| format!("\n(range cut to read_lines_max = {max} lines)"));
+        let (answer, shown) = text::answer(
+            &file,
+            input.start_line,
+            last,
+            ctx.limits.line_chars_max,
+            ctx.limits,
+            |next| format!("read on with start_line={next}"),
+            cut,
+        );
         ctx.record_read(
             &file.ws.rel,
             shown.into_iter().collect(),
             file.total_lines,
             file.hash,
         )?;
-        Ok(ToolOutput::ok(format!("{body}{footer}")))
+        Ok(ToolOutput::ok(answer))
     }
 }

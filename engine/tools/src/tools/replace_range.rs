@@ -6,7 +6,7 @@ use serde::Deserialize;
 use crate::error::Result;
 use crate::tool::Asking;
 use crate::tool::{Ctx, ToolOutput, TypedTool};
-use crate::tools::edit_file;
+use crate::tools::{edit_file, write};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -17,6 +17,10 @@ pub struct Input {
     pub old_string: String,
     /// Replacement string.
     pub new_string: String,
+    /// Optional stale-content guard: the BLAKE3 hash of the current content, as the
+    /// read tools report it (`hash:`); the edit is refused when the file no longer has
+    /// it.
+    pub expected_before_hash: Option<String>,
 }
 
 pub struct ReplaceRange;
@@ -48,6 +52,8 @@ impl TypedTool for ReplaceRange {
             &input.old_string,
             &input.new_string,
             false,
+            input.expected_before_hash.as_deref(),
+            write::Offers::Unique,
         )
     }
 }

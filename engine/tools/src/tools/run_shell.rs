@@ -6,7 +6,7 @@ use serde::Deserialize;
 use crate::error::Result;
 use crate::shell::{self, Spec};
 use crate::tool::Asking;
-use crate::tool::{Ctx, Effects, InputError, ToolOutput, TypedTool};
+use crate::tool::{Ctx, Effects, InputError, TimeoutField, ToolOutput, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -35,6 +35,7 @@ impl TypedTool for RunShell {
     const EFFECTS: Effects = Effects {
         runs_commands: true,
         command_output: true,
+        timeout: Some(TimeoutField::MS),
         ..Effects::NONE
     };
 
@@ -60,7 +61,12 @@ impl TypedTool for RunShell {
     }
 
     fn check(&self, input: &Input) -> std::result::Result<(), InputError> {
-        shell::check(&input.argv, input.timeout_ms, input.background)
+        shell::check(
+            &input.argv,
+            input.timeout_ms,
+            TimeoutField::MS,
+            input.background,
+        )
     }
 
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
@@ -70,6 +76,7 @@ impl TypedTool for RunShell {
                 argv: input.argv,
                 cwd: input.cwd,
                 timeout_ms: input.timeout_ms,
+                timeout_field: TimeoutField::MS,
                 background: input.background,
             },
         )

@@ -39,6 +39,27 @@ pub struct WalkOptions {
     pub follow_symlinks: bool,
     /// Levels below the base folder to descend; 1 = its direct entries.
     pub depth_max: Option<usize>,
+    /// Leave out the folders of [`BUILD_FOLDERS`] below the base folder, as thoth's
+    /// `glob` and `grep` do even where no ignore file names them.
+    pub skip_build_folders: bool,
+}
+
+/// The folders thoth never walks into when it globs or greps (its fixed list): build
+/// output, dependencies and virtual environments.
+pub const BUILD_FOLDERS: [&str; 7] = [
+    "node_modules",
+    "target",
+    "dist",
+    "build",
+    "venv",
+    "__pycache__",
+    "vendor",
+];
+
+/// True when a pattern names one of the [`BUILD_FOLDERS`] (a path component equal to
+/// one, such as `target/**/*.rs`): that counts as asking for it.
+pub fn names_build_folder(pattern: &str) -> bool {
+    pattern.split('/').any(|c| BUILD_FOLDERS.contains(&c))
 }
 
 /// The kind of a walked entry (of the link's target when symlinks are followed).
@@ -69,6 +90,8 @@ pub struct Walked {
     /// The base folder is ignored by the workspace's ignore rules; it was walked
     /// because the call named it, with only the rules found inside it.
     pub base_ignored: bool,
+    /// Build folders left out ([`WalkOptions::skip_build_folders`]), sorted.
+    pub build_folders: Vec<String>,
 }
 
 impl Walked {
@@ -83,6 +106,13 @@ impl Walked {
         if self.base_ignored {
             out.push(format!(
                 "({base_rel} is ignored by the workspace's ignore rules; it was walked because the call names it)"
+            ));
+        }
+        if !self.build_folders.is_empty() {
+            out.push(format!(
+                "({} left out, as thoth leaves build folders out: {}; name one in the path or the pattern to search it)",
+                plural(self.build_folders.len(), "build folder", "build folders"),
+                self.build_folders.join(", ")
             ));
         }
         if !self.escaping_links.is_empty() {
@@ -133,7 +163,7 @@ pub fn target(ctx: &Ctx<'_>, path: Option<&str>) -> Result<Target, ToolOutput> {
     let (meta, real) = ctx.fs.stat(&ws).map_err(|e| match e {
         OpenError::Outside(why) => Ctx::refuse_outside(given, why),
         OpenError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            ToolOutput::error(format!("no such file or folder: {}", ws.rel))
+            ctx.not_found("file or folder", &ws.rel, "")
         }
         OpenError::Io(e) => ToolOutput::error(format!("cannot open {}: {e}", ws.rel)),
         OpenError::NotRegular(kind) => {
@@ -226,6 +256,7 @@ fn walk_from(root: &Path, start: &Path, home: &Path, base_rel: &str, opts: WalkO
         base_rel.is_empty() || start_depth == base_depth,
     ));
     let escaping = Arc::new(Mutex::new(Vec::new()));
+    let build = Arc::new(Mutex::new(Vec::new()));
     let mut builder = ignore::WalkBuilder::new(start);
     builder
         .hidden(false)
@@ -243,6 +274,7 @@ fn walk_from(root: &Path, start: &Path, home: &Path, base_rel: &str, opts: WalkO
         let base_rel = base_rel.to_string();
         let seen = Arc::clone(&seen);
         let escaping = Arc::clone(&escaping);
+        let build = Arc::clone(&build);
         builder.filter_entry(move |e| {
             if e.file_name() == ".git" {
                 return false;
@@ -264,6 +296,15 @@ fn walk_from(root: &Path, start: &Path, home: &Path, base_rel: &str, opts: WalkO
                 Relation::Inside => {}
             }
             if !opts.hidden && e.file_name().to_string_lossy().starts_with('.') {
+                return false;
+            }
+            if opts.skip_build_folders
+                && e.file_type().is_some_and(|t| t.is_dir())
+                && BUILD_FOLDERS.contains(&e.file_name().to_string_lossy().as_ref())
+            {
+                if let Ok(mut v) = build.lock() {
+                    v.push(rel);
+                }
                 return false;
             }
             if opts.follow_symlinks && e.path_is_symlink() {
@@ -320,11 +361,15 @@ fn walk_from(root: &Path, start: &Path, home: &Path, base_rel: &str, opts: WalkO
     let mut escaping_links = escaping.lock().map(|v| v.clone()).unwrap_or_default();
     escaping_links.sort();
     escaping_links.dedup();
+    let mut build_folders = build.lock().map(|v| v.clone()).unwrap_or_default();
+    build_folders.sort();
+    build_folders.dedup();
     WalkRun {
         walked: Walked {
             entries,
             escaping_links,
             base_ignored: false,
+            build_folders,
         },
         base_seen: seen.load(Ordering::Relaxed),
     }

@@ -4,13 +4,13 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
-use crate::tool::{Ctx, ToolOutput, TypedTool};
+use crate::tool::{Ctx, InputError, ToolOutput, TypedTool};
 use crate::tools::search::{self, Extensions, LineSearch, PathGlob, WalkOptions};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// Regex pattern (Rust regex syntax), matched line by line.
+    /// Regex pattern (Rust regex syntax), matched line by line; must not be empty.
     pub pattern: String,
     /// Optional glob filter: `*.rs` matches file names at any depth, `src/**/*.rs`
     /// matches paths from the workspace root.
@@ -33,6 +33,16 @@ impl TypedTool for SearchText {
     const NAME: &'static str = "search_text";
     const DESCRIPTION: &'static str = "Search file contents with a regex and return path:line:text matches (context lines as path-line-text), sorted by path and line. Skips binary, ignored and oversized files. No match is not an error. Matches and line length are capped.";
     const MUTATING: bool = false;
+
+    /// An empty pattern matches every line of every file: refused, as thndrs refuses it.
+    fn check(&self, input: &Input) -> std::result::Result<(), InputError> {
+        if input.pattern.is_empty() {
+            return Err(InputError::Rule(
+                "pattern is empty: give a regular expression to search for (an empty pattern would match every line of every file)".into(),
+            ));
+        }
+        Ok(())
+    }
 
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         let matcher = match search::regex(&input.pattern, false) {

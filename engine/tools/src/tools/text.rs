@@ -50,7 +50,7 @@ pub fn load(ctx: &Ctx<'_>, path: &str, how_to_narrow: &str) -> Result<TextFile, 
         }
         Err(OpenError::NotRegular(kind)) => return Err(ToolOutput::error(kind.refusal(shown))),
         Err(OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(ToolOutput::error(format!("no such file: {}", ws.rel)));
+            return Err(ctx.not_found("file", &ws.rel, ""));
         }
         Err(OpenError::Io(e)) => {
             return Err(ToolOutput::error(format!("cannot read {}: {e}", ws.rel)));
@@ -96,46 +96,96 @@ pub fn load(ctx: &Ctx<'_>, path: &str, how_to_narrow: &str) -> Result<TextFile, 
     })
 }
 
-/// Shows lines `first..=last` (1-based) numbered, each cut to `chars_max`; returns the
-/// text and the range shown (`None` when nothing was).
-pub fn show(
+/// The note a read ends with when it showed fewer lines than asked, to fit the caps.
+pub const FITTED_NOTE: &str =
+    "\n(cut to fit the output caps, output_bytes_max and output_lines_max)";
+
+/// A read's answer: lines `first..=last` (1-based) numbered, each cut to `chars_max`,
+/// then the footer ([`footer`], how to read on by `read_on`, and `also` when every line
+/// asked for is shown). When the whole answer would pass the output caps (`limits`), it
+/// shows as many lines as fit with the footer and [`FITTED_NOTE`], so the model always
+/// learns where to read on, and a line the caps would have hidden is never recorded as
+/// read. When not even one line fits with its footer, the whole answer is given (the
+/// engine's caps then cut it, and keep it whole). Returns the answer and the lines
+/// shown (`None` when none were).
+pub fn answer(
     file: &TextFile,
     first: u32,
     last: u32,
     chars_max: usize,
+    limits: &crate::limits::Limits,
+    read_on: impl Fn(u32) -> String,
+    also: Option<String>,
 ) -> (String, Option<(u32, u32)>) {
-    let all = lines(&file.text);
-    let mut out = String::new();
-    if all.is_empty() {
-        out.push_str("(empty file)\n");
-        return (out, None);
-    }
-    let last = last.min(file.total_lines);
-    if first > last {
-        return (out, None);
-    }
-    for n in first..=last {
-        let line = all[(n - 1) as usize].trim_end_matches('\r');
-        let shown: String = if line.chars().count() > chars_max {
-            let mut s: String = line.chars().take(chars_max).collect();
-            s.push_str(&format!(
-                "…({} more characters)",
-                line.chars().count() - chars_max
-            ));
-            s
+    let numbered = numbered(file, first, last, chars_max);
+    let shown_first = first;
+    let text = |k: usize, fitted: bool| -> (String, Option<(u32, u32)>) {
+        let shown = (k > 0).then(|| (shown_first, shown_first + k as u32 - 1));
+        let mut out: String = if file.total_lines == 0 {
+            "(empty file)\n".to_string()
         } else {
-            line.to_string()
+            numbered[..k].concat()
         };
-        out.push_str(&format!("{n:>6}\t{shown}\n"));
+        out.push_str(&footer(file, shown, &read_on));
+        match (&also, fitted) {
+            (_, true) => out.push_str(FITTED_NOTE),
+            (Some(a), false) => out.push_str(a),
+            (None, false) => {}
+        }
+        (out, shown)
+    };
+    let fits = |t: &str| {
+        !cairn_core::decide::cap_output(t, limits.output_bytes_max, limits.output_lines_max).1
+    };
+    let whole = text(numbered.len(), false);
+    if numbered.len() <= 1 || fits(&whole.0) {
+        return whole;
     }
-    (out, Some((first, last)))
+    // The most lines that fit with their footer: the answer grows with them.
+    let (mut lo, mut hi) = (1, numbered.len() - 1);
+    if !fits(&text(lo, true).0) {
+        return whole;
+    }
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if fits(&text(mid, true).0) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    text(lo, true)
+}
+
+/// Lines `first..=last` (1-based, `last` cut to the file's end) numbered, each cut to
+/// `chars_max` characters with a note of how many more it has.
+fn numbered(file: &TextFile, first: u32, last: u32, chars_max: usize) -> Vec<String> {
+    let all = lines(&file.text);
+    let last = last.min(file.total_lines);
+    if all.is_empty() || first > last {
+        return Vec::new();
+    }
+    (first..=last)
+        .map(|n| {
+            let line = all[(n - 1) as usize].trim_end_matches('\r');
+            let count = line.chars().count();
+            let shown: String = if count > chars_max {
+                let mut s: String = line.chars().take(chars_max).collect();
+                s.push_str(&format!("…({} more characters)", count - chars_max));
+                s
+            } else {
+                line.to_string()
+            };
+            format!("{n:>6}\t{shown}\n")
+        })
+        .collect()
 }
 
 /// The footer of a read: what was shown, how to read on, the content hash.
 pub fn footer(
     file: &TextFile,
     shown: Option<(u32, u32)>,
-    read_on: impl Fn(u32) -> String,
+    read_on: &impl Fn(u32) -> String,
 ) -> String {
     let mut out = String::new();
     if file.lossy {

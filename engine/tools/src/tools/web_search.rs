@@ -37,6 +37,11 @@ impl TypedTool for WebSearch {
         if input.query.trim().is_empty() {
             return Ok(ToolOutput::error("query is empty"));
         }
+        if let Some(why) = query_leak(&input.query) {
+            return Ok(ToolOutput::error(format!(
+                "refused to search: {why}. A search query is the one thing this tool sends off this machine, so it carries a few words and nothing else: search for the error text, the API name or the symptom instead of the material itself"
+            )));
+        }
         let max = input
             .max_results
             .unwrap_or(cfg.search_results_max)
@@ -151,5 +156,94 @@ impl TypedTool for WebSearch {
             }
         }
         Ok(ToolOutput::ok(out))
+    }
+}
+
+/// Characters of a search query: past this it is content pasted in, not a search.
+pub const QUERY_CHARS_MAX: usize = 400;
+
+/// Why a query must not be sent (thoth's rule), if it must not: the shapes a real
+/// query never has. A line break (pasted content), more than [`QUERY_CHARS_MAX`]
+/// characters, a well-known credential prefix, or a secret's name followed by its value.
+pub fn query_leak(q: &str) -> Option<&'static str> {
+    if q.contains(['\n', '\r']) {
+        return Some("the query has line breaks in it, so it is pasted content and not a search");
+    }
+    if q.chars().count() > QUERY_CHARS_MAX {
+        return Some(
+            "the query is far longer than a search query, so it is content and not a search",
+        );
+    }
+    let lower = q.to_ascii_lowercase();
+    if lower.contains("-----begin") || lower.contains("-----end") {
+        return Some("the query contains something shaped like a credential");
+    }
+    // Token prefixes, at the start of a word long enough to be a token.
+    const PREFIXES: [&str; 6] = ["sk-", "ghp_", "github_pat_", "xoxb-", "xoxp-", "akia"];
+    let words = lower.split(|c: char| {
+        c.is_whitespace() || matches!(c, '"' | '\'' | '=' | ':' | '(' | ')' | ',')
+    });
+    for w in words {
+        if PREFIXES
+            .iter()
+            .any(|p| w.starts_with(p) && w.len() >= p.len() + 8)
+            || (w.starts_with("eyj") && w.matches('.').count() >= 2)
+        {
+            return Some("the query contains something shaped like a credential");
+        }
+    }
+    const NAMES: [&str; 8] = [
+        "api_key",
+        "apikey",
+        "secret",
+        "password",
+        "passwd",
+        "private_key",
+        "access_token",
+        "auth_token",
+    ];
+    for name in NAMES {
+        for (at, _) in lower.match_indices(name) {
+            let rest = lower[at + name.len()..].trim_start();
+            if let Some(value) = rest.strip_prefix(['=', ':'])
+                && !value.trim().is_empty()
+            {
+                return Some("the query looks like it carries a secret and its value");
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_that_carries_more_than_a_search_is_refused() {
+        for ok in [
+            "rust tokio mpsc send await",
+            "E0382 borrow of moved value",
+            "axum 0.7 State extractor example",
+            "how to store an api key in rust",
+            "eyjafjallajokull eruption",
+            "sk-learn pipeline",
+        ] {
+            assert_eq!(query_leak(ok), None, "{ok}");
+        }
+        for no in [
+            "fn main() {\n    println!(\"hi\");\n}",
+            "sk-ant-api03-abcdefghijklmnop",
+            "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+            "-----BEGIN RSA PRIVATE KEY-----",
+            "api_key=8f3d9a2b1c4e5f6a7b8c9d0e1f2a3b4c",
+            "PASSWORD: hunter2 why does login fail",
+            "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc",
+        ] {
+            assert!(query_leak(no).is_some(), "{no}");
+        }
+        // The length limit, at and past it.
+        assert_eq!(query_leak(&"a".repeat(QUERY_CHARS_MAX)), None);
+        assert!(query_leak(&"a".repeat(QUERY_CHARS_MAX + 1)).is_some());
     }
 }

@@ -140,13 +140,62 @@ pub fn line_of(content: &str, at: usize) -> usize {
     content[..at].matches('\n').count() + 1
 }
 
-/// Converts `\n` in `s` to the file's line ending when the file uses CRLF.
+/// Converts `\n` in `s` to the file's line ending when the file uses CRLF (and `s`
+/// has no CRLF of its own: then it says which line endings it wants).
 pub fn follow_line_endings(content: &str, s: &str) -> String {
     if content.contains("\r\n") && !s.contains("\r\n") {
         s.replace('\n', "\r\n")
     } else {
         s.to_string()
     }
+}
+
+/// The UTF-8 byte order mark.
+const BOM: &str = "\u{feff}";
+
+/// What a whole-file write (`write_file`, a `write_patch` replace) leaves in a file that
+/// holds `before` (`None`: a new file, written as given): `content` in the file's own
+/// style, as the edits keep it. A file with CRLF line endings keeps them unless
+/// `content` has a CRLF of its own; a file that starts with a byte order mark keeps it.
+/// So an overwrite changes, and its diff shows, only the lines it means to change.
+/// `append` adds `content` at the end instead, after a line break in the file's style
+/// when the file does not end with one (a section never lands mid-line).
+pub fn whole(before: Option<&[u8]>, content: &str, append: bool) -> Vec<u8> {
+    let Some(before) = before else {
+        return content.as_bytes().to_vec();
+    };
+    let crlf = before.windows(2).any(|w| w == b"\r\n");
+    let styled = if crlf && !content.contains("\r\n") {
+        content.replace('\n', "\r\n")
+    } else {
+        content.to_string()
+    };
+    if append {
+        let mut out = before.to_vec();
+        if !out.is_empty() && !out.ends_with(b"\n") && !styled.is_empty() {
+            out.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+        }
+        out.extend_from_slice(styled.as_bytes());
+        return out;
+    }
+    let mut out = Vec::with_capacity(styled.len() + BOM.len());
+    if before.starts_with(BOM.as_bytes()) && !styled.starts_with(BOM) {
+        out.extend_from_slice(BOM.as_bytes());
+    }
+    out.extend_from_slice(styled.as_bytes());
+    out
+}
+
+/// What the editing tool offers besides one exact replacement, for the hints its
+/// refusals give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offers {
+    /// thoth's `edit_file`: `replace_all`, and `write_file` with `append` to add to the
+    /// end of a file.
+    ReplaceAll,
+    /// thndrs' `replace_range`: one unique occurrence (several edits go to
+    /// `write_patch`).
+    Unique,
 }
 
 /// Records and installs new content for a file; returns the answer with its diff.
@@ -225,7 +274,12 @@ pub fn install(
         .map(|c| String::from_utf8_lossy(&c.bytes).into_owned())
         .unwrap_or_default();
     let new = String::from_utf8_lossy(after);
-    let d = diff::unified(&ws.rel, &old, &new, ctx.limits.diff_lines_max);
+    let d = diff::unified(
+        &ws.rel,
+        before.is_some().then_some(old.as_str()),
+        &new,
+        ctx.limits.diff_lines_max,
+    );
     Ok(ToolOutput::ok(format!(
         "{summary}\nhash: {}\n{d}",
         after_blob.hash
@@ -233,18 +287,23 @@ pub fn install(
 }
 
 /// Replaces the single occurrence of `old` by `new` in `content`, or explains why not.
-/// `all` replaces every occurrence instead.
+/// `all` replaces every occurrence instead. `offers` is what the calling tool offers
+/// besides, which the refusals point to.
 pub fn edit_string(
     rel: &str,
     content: &str,
     old: &str,
     new: &str,
     all: bool,
+    offers: Offers,
 ) -> Result<String, ToolOutput> {
     if old.is_empty() {
-        return Err(ToolOutput::error(
-            "old_string is empty: give the exact text to replace",
-        ));
+        return Err(ToolOutput::error(match offers {
+            Offers::ReplaceAll => {
+                "old_string is empty, so it would match everywhere: to add to the end of a file, call write_file with append true; to change something in the middle, give the exact lines it replaces"
+            }
+            Offers::Unique => "old_string must not be empty: give the exact text to replace",
+        }));
     }
     let old = follow_line_endings(content, old);
     let new = follow_line_endings(content, new);
@@ -265,23 +324,7 @@ pub fn edit_string(
             out.push_str(&content[last..]);
             Ok(out)
         }
-        Found::Exact(hits) => {
-            let lines: Vec<String> = hits
-                .iter()
-                .take(5)
-                .map(|h| line_of(content, h.start).to_string())
-                .collect();
-            let more = if hits.len() > 5 {
-                format!(" and {} more", hits.len() - 5)
-            } else {
-                String::new()
-            };
-            Err(ToolOutput::error(format!(
-                "old_string occurs {} times in {rel} (lines {}{more}); include more surrounding text to make it unique",
-                hits.len(),
-                lines.join(", ")
-            )))
-        }
+        Found::Exact(hits) => Err(ToolOutput::error(ambiguous(rel, content, &hits, offers))),
         Found::Loose(range) => {
             let mut out = String::with_capacity(content.len() + new.len());
             out.push_str(&content[..range.start]);
@@ -300,12 +343,50 @@ pub fn edit_string(
     }
 }
 
+/// Lines listed where an ambiguous `old_string` matches.
+const AMBIGUOUS_LINES_SHOWN: usize = 5;
+
+/// Why an `old_string` found at `hits` of `content` is refused: how many places match,
+/// on which lines (the first [`AMBIGUOUS_LINES_SHOWN`], each once), and what to do
+/// about it.
+pub fn ambiguous(
+    rel: &str,
+    content: &str,
+    hits: &[std::ops::Range<usize>],
+    offers: Offers,
+) -> String {
+    let mut all: Vec<usize> = hits.iter().map(|h| line_of(content, h.start)).collect();
+    all.dedup();
+    let lines: Vec<String> = all
+        .iter()
+        .take(AMBIGUOUS_LINES_SHOWN)
+        .map(usize::to_string)
+        .collect();
+    let more = if all.len() > AMBIGUOUS_LINES_SHOWN {
+        format!(" and {} more", all.len() - AMBIGUOUS_LINES_SHOWN)
+    } else {
+        String::new()
+    };
+    let which = if all.len() == 1 { "line" } else { "lines" };
+    let what = match offers {
+        Offers::ReplaceAll => {
+            "add the lines around the one you mean until no other place matches, or set replace_all to change every occurrence"
+        }
+        Offers::Unique => "include more surrounding text to make it unique",
+    };
+    format!(
+        "old_string occurs {} times in {rel} ({which} {}{more}); {what}",
+        hits.len(),
+        lines.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn check(content: &str, old: &str, new: &str, expected: Result<&str, &str>) {
-        let got = edit_string("f", content, old, new, false).map_err(|o| o.text);
+        let got = edit_string("f", content, old, new, false, Offers::Unique).map_err(|o| o.text);
         assert_eq!(got.as_deref(), expected.map_err(str::to_string).as_deref());
     }
 
@@ -338,7 +419,7 @@ mod tests {
             "abc",
             "",
             "x",
-            Err("old_string is empty: give the exact text to replace"),
+            Err("old_string must not be empty: give the exact text to replace"),
         );
         check(
             "abc",
@@ -346,5 +427,57 @@ mod tests {
             "b",
             Err("no changes made: old_string and new_string are the same"),
         );
+    }
+
+    #[test]
+    fn refusals_point_to_what_the_tool_offers() {
+        let thoth = |content: &str, old: &str| {
+            edit_string("f", content, old, "y", false, Offers::ReplaceAll).map_err(|o| o.text)
+        };
+        assert_eq!(
+            thoth("x\na\nx\nx\nx\nx\nx\n", "x"),
+            Err("old_string occurs 6 times in f (lines 1, 3, 4, 5, 6 and 1 more); add the lines around the one you mean until no other place matches, or set replace_all to change every occurrence".into())
+        );
+        // At the number of lines listed, and past it.
+        assert_eq!(
+            edit_string("f", "x\nx\nx\nx\nx\n", "x", "y", false, Offers::Unique).map_err(|o| o.text),
+            Err("old_string occurs 5 times in f (lines 1, 2, 3, 4, 5); include more surrounding text to make it unique".into())
+        );
+        // Each line once.
+        assert_eq!(
+            edit_string("f", "x x x\n", "x", "y", false, Offers::Unique).map_err(|o| o.text),
+            Err("old_string occurs 3 times in f (line 1); include more surrounding text to make it unique".into())
+        );
+        assert_eq!(
+            thoth("abc", ""),
+            Err("old_string is empty, so it would match everywhere: to add to the end of a file, call write_file with append true; to change something in the middle, give the exact lines it replaces".into())
+        );
+    }
+
+    #[test]
+    fn a_whole_write_keeps_the_file_style_unless_the_content_says_otherwise() {
+        let w = |before: Option<&str>, content: &str, append: bool| {
+            String::from_utf8(whole(before.map(str::as_bytes), content, append)).unwrap()
+        };
+        // A new file is written as given.
+        assert_eq!(w(None, "a\nb\n", false), "a\nb\n");
+        assert_eq!(w(None, "a\r\n", false), "a\r\n");
+        // CRLF kept, unless the content has CRLF of its own.
+        assert_eq!(w(Some("x\r\ny\r\n"), "a\nb\n", false), "a\r\nb\r\n");
+        assert_eq!(w(Some("x\r\ny\r\n"), "a\r\nb\n", false), "a\r\nb\n");
+        assert_eq!(w(Some("x\ny\n"), "a\r\nb\r\n", false), "a\r\nb\r\n");
+        assert_eq!(w(Some("x\ny\n"), "a\nb\n", false), "a\nb\n");
+        // A BOM kept, not doubled.
+        assert_eq!(w(Some("\u{feff}x\n"), "a\n", false), "\u{feff}a\n");
+        assert_eq!(w(Some("\u{feff}x\n"), "\u{feff}a\n", false), "\u{feff}a\n");
+        assert_eq!(w(Some("\u{feff}x\r\n"), "a\nb", false), "\u{feff}a\r\nb");
+        // Appending: after a line break in the file's style, never mid-line.
+        assert_eq!(w(Some("a\n"), "b\n", true), "a\nb\n");
+        assert_eq!(w(Some("a"), "b\n", true), "a\nb\n");
+        assert_eq!(w(Some("a\r\n"), "b\nc\n", true), "a\r\nb\r\nc\r\n");
+        assert_eq!(w(Some("a\r\nz"), "b\n", true), "a\r\nz\r\nb\r\n");
+        assert_eq!(w(Some(""), "b\n", true), "b\n");
+        assert_eq!(w(Some("a"), "", true), "a");
+        assert_eq!(w(Some("\u{feff}a\n"), "b\n", true), "\u{feff}a\nb\n");
     }
 }

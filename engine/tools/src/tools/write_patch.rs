@@ -66,7 +66,7 @@ struct Plan {
     ws: crate::paths::WsPath,
     op: WriteOp,
     before: Option<write::Current>,
-    after: String,
+    after: Vec<u8>,
     summary: String,
 }
 
@@ -112,7 +112,7 @@ fn plan(ctx: &mut Ctx<'_>, patches: &[Patch]) -> Result<Plan, ToolOutput> {
                 ws,
                 op: WriteOp::Create,
                 before: None,
-                after: content.clone(),
+                after: content.clone().into_bytes(),
                 summary,
             })
         }
@@ -129,8 +129,10 @@ fn plan(ctx: &mut Ctx<'_>, patches: &[Patch]) -> Result<Plan, ToolOutput> {
                 &expected,
             )
             .into_result()?;
+            // In the file's own line endings, as the edits keep them.
+            let after = write::whole(cur.as_ref().map(|c| c.bytes.as_slice()), content, false);
             if let Some(c) = &cur
-                && c.bytes == content.as_bytes()
+                && c.bytes == after
             {
                 return err(format!(
                     "no changes made: {} already has this content",
@@ -142,21 +144,18 @@ fn plan(ctx: &mut Ctx<'_>, patches: &[Patch]) -> Result<Plan, ToolOutput> {
             } else {
                 WriteOp::Create
             };
-            let summary = format!("replaced {} ({} bytes)", ws.rel, content.len());
+            let summary = format!("replaced {} ({} bytes)", ws.rel, after.len());
             Ok(Plan {
                 ws,
                 op,
                 before: cur,
-                after: content.clone(),
+                after,
                 summary,
             })
         }
         Op::Edit => {
             let Some(c) = cur else {
-                return err(format!(
-                    "no such file: {} (use create for a new file)",
-                    ws.rel
-                ));
+                return Err(ctx.not_found("file", &ws.rel, "use create for a new file; "));
             };
             let expected: Vec<&str> = patches
                 .iter()
@@ -192,15 +191,9 @@ fn plan(ctx: &mut Ctx<'_>, patches: &[Patch]) -> Result<Plan, ToolOutput> {
                 let range = match write::find(content, &old) {
                     Found::Exact(hits) if hits.len() == 1 => hits[0].clone(),
                     Found::Exact(hits) => {
-                        let lines: Vec<String> = hits
-                            .iter()
-                            .take(5)
-                            .map(|h| write::line_of(content, h.start).to_string())
-                            .collect();
                         return err(format!(
-                            "patch {n}: old_string occurs {} times (lines {}); include more text to make it unique",
-                            hits.len(),
-                            lines.join(", ")
+                            "patch {n}: {}",
+                            write::ambiguous(&ws.rel, content, &hits, write::Offers::Unique)
                         ));
                     }
                     Found::Loose(r) => r,
@@ -241,7 +234,7 @@ fn plan(ctx: &mut Ctx<'_>, patches: &[Patch]) -> Result<Plan, ToolOutput> {
                 ws,
                 op: WriteOp::Edit,
                 before: Some(c),
-                after,
+                after: after.into_bytes(),
                 summary,
             })
         }
@@ -249,12 +242,5 @@ fn plan(ctx: &mut Ctx<'_>, patches: &[Patch]) -> Result<Plan, ToolOutput> {
 }
 
 fn apply(ctx: &mut Ctx<'_>, p: Plan) -> Result<ToolOutput> {
-    write::install(
-        ctx,
-        &p.ws,
-        p.op,
-        p.before.as_ref(),
-        p.after.as_bytes(),
-        &p.summary,
-    )
+    write::install(ctx, &p.ws, p.op, p.before.as_ref(), &p.after, &p.summary)
 }
