@@ -850,6 +850,7 @@ mod tests {
                 lines_after: 3,
                 mode: None,
                 status: crate::event::WriteStatus::Ok,
+                withheld: false,
             })
         };
         let mine = fold(vec![write(WriteOp::Create, h(1))]);
