@@ -17,10 +17,10 @@ use cairn_engine::event::{Enforcement, Event, Parent, SandboxMode, Sandboxed};
 use cairn_engine::{Engine, EngineConfig, Home};
 use serde::Serialize;
 
-use crate::checkout::Dest;
+use crate::checkout::{Contents, Dest, WithheldFile};
 use crate::compare::{Field, FieldDiff, Norm, compare_calls, unified};
 use crate::error::{ReplayError, Result, io_at};
-use crate::session::{Call, Session};
+use crate::session::{Call, FileAt, Session};
 
 /// How shell tools are replayed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -123,6 +123,10 @@ pub struct ReplayReport {
     pub from_recording: u64,
     /// In the order of the recorded calls: the first is the first divergence.
     pub divergences: Vec<Divergence>,
+    /// The withheld files the replay's workspace needed (at its start, and written by
+    /// calls answered from the recording), each copied from the recorded session's
+    /// workspace.
+    pub withheld: Vec<WithheldFile>,
 }
 
 impl ReplayReport {
@@ -131,23 +135,20 @@ impl ReplayReport {
     }
 }
 
-/// Writes the files of `session`'s manifest into `dir`.
-fn materialise(session: &Session, dir: &Path) -> Result<()> {
-    let manifest = session.manifest()?;
-    let missing: Vec<_> = manifest
+/// Writes the files of `session`'s manifest into `dir`; returns the withheld files
+/// copied from the session's workspace.
+fn materialise(session: &Session, dir: &Path) -> Result<Vec<WithheldFile>> {
+    let files: Vec<(String, FileAt)> = session
+        .manifest()?
         .iter()
-        .filter(|e| !session.blobs.has(&e.hash))
-        .map(|e| (e.path.clone(), e.hash))
+        .map(|e| (e.path.clone(), FileAt::of(e)))
         .collect();
-    if !missing.is_empty() {
-        return Err(ReplayError::MissingBlobs { missing });
-    }
+    let contents = Contents::gather(session, files.iter().map(|(p, f)| (p, f)))?;
     let out = Dest::open(dir)?;
-    for e in &manifest {
-        let bytes = session.blob(&e.hash, &e.path)?;
-        out.write(&e.path, &bytes, Some(e.mode))?;
+    for (path, f) in &files {
+        out.write(path, &contents.bytes(session, path, f)?, f.mode)?;
     }
-    Ok(())
+    Ok(contents.withheld)
 }
 
 /// The cairn home a session folder lives in (`<home>/projects/<key>/sessions/<id>`).
@@ -203,7 +204,7 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
             (Some(t), root)
         }
     };
-    materialise(&original, &root)?;
+    let mut withheld = materialise(&original, &root)?;
     if let Some(prepare) = options.prepare {
         prepare(&root).map_err(io_at(&root))?;
     }
@@ -247,7 +248,7 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
                 {
                     from_recording += 1;
                     if recorded_shell {
-                        apply_recorded_writes(&original, c, &new_root)?;
+                        withheld.extend(apply_recorded_writes(&original, c, &new_root)?);
                     }
                     let out = engine.call_answered(
                         &c.tool,
@@ -311,28 +312,45 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
         rerun: ran.len() as u64,
         from_recording,
         divergences,
+        withheld,
     })
 }
 
-/// Applies a call's recorded workspace changes to the replay's folder.
-fn apply_recorded_writes(session: &Session, c: &Call, root: &Path) -> Result<()> {
+/// Applies a call's recorded workspace changes to the replay's folder; returns the
+/// withheld files copied from the session's workspace.
+fn apply_recorded_writes(session: &Session, c: &Call, root: &Path) -> Result<Vec<WithheldFile>> {
+    let writes: Vec<_> = c
+        .writes
+        .iter()
+        .filter(|(_, w)| {
+            w.status == cairn_engine::event::WriteStatus::Ok
+                && cairn_core::state::recorded_path(&w.path)
+                    == cairn_core::state::RecordedPath::Workspace
+        })
+        .map(|(_, w)| {
+            let after = w.after.map(|a| FileAt {
+                hash: a.hash,
+                len: a.len,
+                mode: w.mode,
+                withheld: w.withheld,
+            });
+            (w.path.clone(), after)
+        })
+        .collect();
+    let contents = Contents::gather(
+        session,
+        writes
+            .iter()
+            .filter_map(|(p, f)| f.as_ref().map(|f| (p, f))),
+    )?;
     let out = Dest::open(root)?;
-    for (_, w) in &c.writes {
-        if w.status != cairn_engine::event::WriteStatus::Ok
-            || cairn_core::state::recorded_path(&w.path)
-                != cairn_core::state::RecordedPath::Workspace
-        {
-            continue;
-        }
-        match &w.after {
-            None => out.remove(&w.path)?,
-            Some(after) => {
-                let bytes = session.blob(&after.hash, &w.path)?;
-                out.write(&w.path, &bytes, w.mode)?;
-            }
+    for (path, after) in &writes {
+        match after {
+            None => out.remove(path)?,
+            Some(f) => out.write(path, &contents.bytes(session, path, f)?, f.mode)?,
         }
     }
-    Ok(())
+    Ok(contents.withheld)
 }
 
 fn manifest_text(s: &Session) -> String {
