@@ -36,7 +36,11 @@ pub fn run(args: &ScanArgs) -> Result<()> {
         std::fs::write(dir.join(format!("f{i}.txt")), format!("file {i}\n"))?;
     }
     let blobs = BlobStore::open(&tmp.path().join("blobs"))?.without_sync();
-    let mut cache = ScanCache::new(tmp.path().join("cache.jsonl"));
+    // The default credential files: every path is matched against them at every scan.
+    let mut cache = ScanCache::new(
+        tmp.path().join("cache.jsonl"),
+        cairn_engine::permission::CredentialFiles::defaults(),
+    );
     // The first scan hashes everything (the cold start); then the cache holds.
     let t = Instant::now();
     let n = scan_cached(&ws, &blobs, &mut cache)?.len();

@@ -46,7 +46,10 @@ fn own(e: &(dyn Error + 'static)) -> Option<String> {
         return match e {
             ReplayError::Store(e) => store(e),
             ReplayError::Engine(e) => engine(e),
-            ReplayError::MissingBlobs { .. } => Some(VERIFY_SESSION.into()),
+            ReplayError::MissingBlobs { missing, .. } if !missing.is_empty() => {
+                Some(VERIFY_SESSION.into())
+            }
+            ReplayError::MissingBlobs { .. } => Some(WITHHELD_BACK.into()),
             _ => None,
         };
     }
@@ -66,6 +69,8 @@ fn own(e: &(dyn Error + 'static)) -> Option<String> {
 }
 
 const VERIFY_SESSION: &str = "run `cairn verify` on the session for every problem";
+
+const WITHHELD_BACK: &str = "credential files are withheld from the cairn home: put each back at that path with the content it had (the BLAKE3 shown), then run the command again";
 
 fn engine(e: &EngineError) -> Option<String> {
     Some(match e {
@@ -192,11 +197,21 @@ mod tests {
         );
         let missing = ReplayError::MissingBlobs {
             missing: vec![("manifest".into(), cairn_store::Hash::of(b"x"))],
+            withheld: vec![],
         };
         assert!(
             text(&missing).ends_with(" (run `cairn verify` on the session for every problem)"),
             "{}",
             text(&missing)
+        );
+        let withheld = ReplayError::MissingBlobs {
+            missing: vec![],
+            withheld: vec![("/ws/.env".into(), cairn_store::Hash::of(b"x"))],
+        };
+        assert!(
+            text(&withheld).ends_with(" (credential files are withheld from the cairn home: put each back at that path with the content it had (the BLAKE3 shown), then run the command again)"),
+            "{}",
+            text(&withheld)
         );
     }
 

@@ -116,6 +116,12 @@ impl Live {
         let mut commands = Vec::new();
         for r in self.records.try_iter() {
             match r.event {
+                Event::FileWrite(w) if w.status == WriteStatus::Ok && w.withheld => {
+                    diffs.push(format!(
+                        "{}: withheld (a credential file, its content is not kept)",
+                        w.path
+                    ))
+                }
                 Event::FileWrite(w) if w.status == WriteStatus::Ok => {
                     match (self.text(&w.before), self.text(&w.after)) {
                         (Ok(before), Ok(after)) => diffs.push(cairn_engine::diff::unified(

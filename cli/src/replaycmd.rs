@@ -140,6 +140,9 @@ pub fn replay(spec: &Path, shell: ShellMode, json: bool) -> Result<ExitCode> {
             }
         }
     }
+    for w in &report.withheld {
+        out::line(&withheld_line(w))?;
+    }
     out::line(&format!(
         "{}: {} calls, {} re-run, {} answered from the recording{}; replay session {} (parent {})",
         if report.is_identical() {
@@ -233,5 +236,18 @@ pub fn checkout(spec: &Path, at: u64, dest: &Path) -> Result<ExitCode> {
         r.at_seq,
         dest.display()
     ))?;
+    for w in &r.withheld {
+        out::line(&withheld_line(w))?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How a withheld file was written: copied from the session's workspace.
+pub fn withheld_line(w: &cairn_replay::WithheldFile) -> String {
+    format!(
+        "withheld {}: copied from {} (same BLAKE3 {})",
+        w.path,
+        w.copied_from.display(),
+        w.hash.short(12)
+    )
 }

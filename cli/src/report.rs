@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use cairn_replay::audit::{Audit, CommandEntry, PermissionEntry, WriteEntry};
+use cairn_replay::audit::{Audit, CommandEntry, PermissionEntry, WorkspaceSecrets, WriteEntry};
 
 use crate::paint::Paint;
 use crate::summary::elapsed;
@@ -108,6 +108,50 @@ fn counts(a: &Audit) -> String {
         .map(|(k, v)| format!("{v} {k}"))
         .collect();
     format!("{total}: {}", parts.join(", "))
+}
+
+/// `secrets found in captured workspace content: N (kind n, …)`.
+fn secrets_found(s: &WorkspaceSecrets) -> String {
+    let kinds: Vec<String> = s.kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    if kinds.is_empty() {
+        format!("secrets found in captured workspace content: {}", s.found)
+    } else {
+        format!(
+            "secrets found in captured workspace content: {} ({})",
+            s.found,
+            kinds.join(", ")
+        )
+    }
+}
+
+/// What the secret scan read and left out.
+fn secrets_scanned(s: &WorkspaceSecrets) -> String {
+    let mut out = format!(
+        "{} blobs scanned ({} bytes), {} skipped over audit_scan_bytes_max ({} bytes)",
+        s.blobs_scanned, s.bytes_scanned, s.blobs_skipped, s.scan_bytes_max
+    );
+    if s.blobs_missing > 0 {
+        out.push_str(&format!("; {} missing", s.blobs_missing));
+    }
+    out
+}
+
+/// The withheld files (credential files, never captured), if any.
+fn secrets_withheld(s: &WorkspaceSecrets) -> Option<String> {
+    (!s.withheld.is_empty()).then(|| {
+        format!(
+            "withheld credential files, not captured: {}",
+            s.withheld.join(", ")
+        )
+    })
+}
+
+fn secret_kinds(kinds: &std::collections::BTreeMap<String, u64>) -> String {
+    kinds
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn host_list(a: &Audit) -> String {
@@ -311,6 +355,26 @@ pub fn text(a: &Audit, paint: Paint) -> String {
     section(&mut o, "Redactions", a.redactions.len());
     for (k, n) in &a.redactions {
         let _ = writeln!(o, "{k}: {n}");
+    }
+    let ws = &a.workspace_secrets;
+    section(
+        &mut o,
+        "Secrets in captured workspace content",
+        ws.files.len(),
+    );
+    let _ = writeln!(o, "{}", secrets_found(ws));
+    for f in &ws.files {
+        let _ = writeln!(
+            o,
+            "  {} {}: {}",
+            f.path,
+            &f.hash[..12.min(f.hash.len())],
+            secret_kinds(&f.kinds)
+        );
+    }
+    let _ = writeln!(o, "{}", secrets_scanned(ws));
+    if let Some(w) = secrets_withheld(ws) {
+        let _ = writeln!(o, "{w}");
     }
     if !a.integrity.clean {
         section(&mut o, "Integrity problems", a.integrity.list.len());
@@ -560,6 +624,33 @@ pub fn markdown(a: &Audit) -> String {
     let _ = writeln!(o, "## Redactions ({})\n", a.redactions.len());
     for (k, n) in &a.redactions {
         let _ = writeln!(o, "- {k}: {n}");
+    }
+    let ws = &a.workspace_secrets;
+    if !a.redactions.is_empty() {
+        o.push('\n');
+    }
+    let _ = writeln!(
+        o,
+        "## Secrets in captured workspace content ({})\n",
+        ws.files.len()
+    );
+    let _ = writeln!(o, "{}\n", secrets_found(ws));
+    if !ws.files.is_empty() {
+        let _ = writeln!(o, "| path | content | secrets |\n|---|---|---|");
+        for f in &ws.files {
+            let _ = writeln!(
+                o,
+                "| `{}` | `{}` | {} |",
+                cell(&f.path),
+                &f.hash[..12.min(f.hash.len())],
+                secret_kinds(&f.kinds)
+            );
+        }
+        o.push('\n');
+    }
+    let _ = writeln!(o, "{}", secrets_scanned(ws));
+    if let Some(w) = secrets_withheld(ws) {
+        let _ = writeln!(o, "\n{}", cell(&w));
     }
     if !a.integrity.clean {
         let _ = writeln!(o, "\n## Integrity problems ({})\n", a.integrity.list.len());
@@ -1042,6 +1133,31 @@ pub fn html(a: &Audit) -> String {
             .map(|(k, n)| vec![esc(k), n.to_string()])
             .collect(),
     );
+    let ws = &a.workspace_secrets;
+    let _ = writeln!(
+        o,
+        "<h2>Secrets in captured workspace content ({})</h2>",
+        ws.files.len()
+    );
+    let _ = writeln!(o, "<p>{}</p>", esc(&secrets_found(ws)));
+    table(
+        &mut o,
+        &["path", "content", "secrets"],
+        ws.files
+            .iter()
+            .map(|f| {
+                vec![
+                    esc(&f.path),
+                    esc(&f.hash[..12.min(f.hash.len())]),
+                    esc(&secret_kinds(&f.kinds)),
+                ]
+            })
+            .collect(),
+    );
+    let _ = writeln!(o, "<p>{}</p>", esc(&secrets_scanned(ws)));
+    if let Some(w) = secrets_withheld(ws) {
+        let _ = writeln!(o, "<p>{}</p>", esc(&w));
+    }
     if !a.integrity.clean {
         let _ = writeln!(
             o,

@@ -222,6 +222,9 @@ pub fn fork(
             workspace.display(),
             report.checkout.files
         );
+        for w in &report.checkout.withheld {
+            eprintln!("{}", crate::replaycmd::withheld_line(w));
+        }
     }
     if let Some(path) = script_path {
         let text = std::fs::read_to_string(path)

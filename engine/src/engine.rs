@@ -166,7 +166,8 @@ impl Engine {
         }
         // Blobs are made durable in groups (one syncfs) before the records naming them.
         let blobs = BlobStore::open(&project.blobs_dir())?.without_sync();
-        let mut files = manifest::scan(&root, &blobs, &project.manifest_cache())?;
+        let mut files =
+            manifest::scan(&root, &blobs, &project.manifest_cache(), &credential_files)?;
         let home_inner = home
             .root
             .strip_prefix(&root)
@@ -223,7 +224,10 @@ impl Engine {
         let rt = Runtime {
             session_dir: dir.clone(),
             tmp_dir: project.dir.join("tmp"),
-            manifest_cache: manifest::ScanCache::new(project.manifest_cache()),
+            manifest_cache: manifest::ScanCache::new(
+                project.manifest_cache(),
+                credential_files.clone(),
+            ),
             home_inner,
             manifest: files.into_iter().map(|f| (f.path.clone(), f)).collect(),
             bg: Default::default(),

@@ -2,14 +2,21 @@
 //! folder. Every blob needed is checked first (the error lists the missing ones), the
 //! files are written into a temporary folder beside the destination and renamed into
 //! place at the end, so a failure leaves nothing half-written.
+//!
+//! A withheld file (a credential file, recorded by hash only) has no blob: its content
+//! is copied from the session's own workspace when the file there still has the
+//! recorded BLAKE3, and the report says so; when it does not, the file is listed with
+//! the missing blobs and nothing is written, as for a missing blob.
 
-use std::path::Path;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 
 use cairn_store::Hash;
 use serde::Serialize;
 
 use crate::error::{ReplayError, Result, io_at};
-use crate::session::Session;
+use crate::session::{FileAt, Session};
 
 /// What a checkout wrote.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -18,13 +25,98 @@ pub struct CheckoutReport {
     pub at_seq: u64,
     pub files: u64,
     pub bytes: u64,
+    /// The withheld files written, each copied from the session's workspace.
+    pub withheld: Vec<WithheldFile>,
+}
+
+/// A withheld file written by a checkout or a replay: its content is not in the blob
+/// store, so it was copied from the session's workspace, where the file still has the
+/// recorded BLAKE3.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WithheldFile {
+    /// Workspace path.
+    pub path: String,
+    /// The recorded BLAKE3 (which the copy has).
+    pub hash: Hash,
+    /// The file it was copied from.
+    pub copied_from: PathBuf,
+}
+
+/// The content of the files a checkout or a replay writes, all found before anything
+/// is written: every blob there and intact, every withheld file in the session's
+/// workspace with its recorded content; otherwise one error lists everything missing.
+pub(crate) struct Contents {
+    /// Withheld files' content, by hash.
+    live: HashMap<Hash, Vec<u8>>,
+    pub(crate) withheld: Vec<WithheldFile>,
+}
+
+impl Contents {
+    pub(crate) fn gather<'a>(
+        session: &Session,
+        files: impl IntoIterator<Item = (&'a String, &'a FileAt)>,
+    ) -> Result<Contents> {
+        let workspace = Path::new(&session.started.workspace);
+        let mut missing = Vec::new();
+        let mut withheld_missing = Vec::new();
+        let mut contents = Contents {
+            live: HashMap::new(),
+            withheld: Vec::new(),
+        };
+        for (path, f) in files {
+            if f.withheld {
+                let copied_from = workspace.join(path);
+                match session.live_content(path, f) {
+                    Some(bytes) => {
+                        contents.live.insert(f.hash, bytes);
+                        contents.withheld.push(WithheldFile {
+                            path: path.clone(),
+                            hash: f.hash,
+                            copied_from,
+                        });
+                    }
+                    None => {
+                        withheld_missing.push((copied_from.to_string_lossy().into_owned(), f.hash))
+                    }
+                }
+            } else if session
+                .blobs
+                .verify(&f.hash)
+                .map_or(true, |c| c != cairn_store::BlobCheck::Ok)
+            {
+                missing.push((path.clone(), f.hash));
+            }
+        }
+        if !missing.is_empty() || !withheld_missing.is_empty() {
+            return Err(ReplayError::MissingBlobs {
+                missing,
+                withheld: withheld_missing,
+            });
+        }
+        Ok(contents)
+    }
+
+    /// The content of `path` (`f`, one of the files gathered).
+    pub(crate) fn bytes(&self, session: &Session, path: &str, f: &FileAt) -> Result<Cow<'_, [u8]>> {
+        if !f.withheld {
+            return session.blob(&f.hash, path).map(Cow::Owned);
+        }
+        // Gathered first: a withheld file not there was an error then.
+        match self.live.get(&f.hash) {
+            Some(bytes) => Ok(Cow::Borrowed(bytes)),
+            None => Err(ReplayError::MissingBlobs {
+                missing: Vec::new(),
+                withheld: vec![(path.to_string(), f.hash)],
+            }),
+        }
+    }
 }
 
 /// Writes the workspace of the session at `session_dir` as it was after record
 /// `at_seq` into `dest`, which must be empty or absent.
 pub fn checkout(session_dir: &Path, at_seq: u64, dest: &Path) -> Result<CheckoutReport> {
     let session = Session::load(session_dir)?;
-    let files = session.workspace_at(Some(at_seq))?;
+    let files: BTreeMap<String, FileAt> = session.workspace_at(Some(at_seq))?;
     let existed = dest.exists();
     if existed
         && std::fs::read_dir(dest)
@@ -34,19 +126,7 @@ pub fn checkout(session_dir: &Path, at_seq: u64, dest: &Path) -> Result<Checkout
     {
         return Err(ReplayError::NotEmpty(dest.to_path_buf()));
     }
-    let missing: Vec<(String, Hash)> = files
-        .iter()
-        .filter(|(_, f)| {
-            session
-                .blobs
-                .verify(&f.hash)
-                .map_or(true, |c| c != cairn_store::BlobCheck::Ok)
-        })
-        .map(|(p, f)| (p.clone(), f.hash))
-        .collect();
-    if !missing.is_empty() {
-        return Err(ReplayError::MissingBlobs { missing });
-    }
+    let contents = Contents::gather(&session, &files)?;
     let parent = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -59,7 +139,7 @@ pub fn checkout(session_dir: &Path, at_seq: u64, dest: &Path) -> Result<Checkout
     let mut bytes = 0u64;
     let out = Dest::open(tmp.path())?;
     for (path, f) in &files {
-        let content = session.blob(&f.hash, path)?;
+        let content = contents.bytes(&session, path, f)?;
         bytes += content.len() as u64;
         out.write(path, &content, f.mode)?;
     }
@@ -76,6 +156,7 @@ pub fn checkout(session_dir: &Path, at_seq: u64, dest: &Path) -> Result<Checkout
         at_seq,
         files: files.len() as u64,
         bytes,
+        withheld: contents.withheld,
     })
 }
 

@@ -184,9 +184,10 @@ fn write_line(w: &FileWrite) -> String {
     .to_lowercase()
 }
 
-fn content(blobs: &BlobStore, b: &Option<cairn_store::BlobRef>) -> String {
+fn content(blobs: &BlobStore, b: &Option<cairn_store::BlobRef>, withheld: bool) -> String {
     match b {
         None => String::new(),
+        Some(b) if withheld => format!("(withheld, BLAKE3 {})\n", b.hash),
         Some(b) => match blobs.get(&b.hash) {
             Ok(bytes) if bytes.contains(&0) => format!("(binary, {} bytes)\n", bytes.len()),
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
@@ -259,32 +260,36 @@ pub(crate) fn compare_calls(
     if wa != wb {
         let mut d = FieldDiff::new(Field::FileWrites, &label, lines(&wa), lines(&wb));
         // The content of writes whose result differs.
-        let after = |c: &Call| -> Vec<(String, Option<cairn_store::BlobRef>)> {
+        type After = (String, Option<cairn_store::BlobRef>, bool);
+        let after = |c: &Call| -> Vec<After> {
             c.writes
                 .iter()
                 .filter(|(_, w)| w.status == cairn_core::event::WriteStatus::Ok)
-                .map(|(_, w)| (w.path.clone(), w.after))
+                .map(|(_, w)| (w.path.clone(), w.after, w.withheld))
                 .collect()
         };
         let (aa, ab) = (after(a), after(b));
-        for (path, x) in &aa {
-            let y = ab.iter().find(|(p, _)| p == path).and_then(|(_, y)| *y);
+        for (path, x, xw) in &aa {
+            let (y, yw) = ab
+                .iter()
+                .find(|(p, _, _)| p == path)
+                .map_or((None, false), |(_, y, yw)| (*y, *yw));
             if x.map(|x| x.hash) != y.map(|y| y.hash) {
                 d.diff.push_str(&unified(
                     &format!("a/{path}"),
                     &format!("b/{path}"),
-                    &content(a_blobs, x),
-                    &content(b_blobs, &y),
+                    &content(a_blobs, x, *xw),
+                    &content(b_blobs, &y, yw),
                 ));
             }
         }
-        for (path, y) in &ab {
-            if !aa.iter().any(|(p, _)| p == path) {
+        for (path, y, yw) in &ab {
+            if !aa.iter().any(|(p, _, _)| p == path) {
                 d.diff.push_str(&unified(
                     "/dev/null",
                     &format!("b/{path}"),
                     "",
-                    &content(b_blobs, y),
+                    &content(b_blobs, y, *yw),
                 ));
             }
         }

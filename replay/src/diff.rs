@@ -164,6 +164,9 @@ pub fn diff(a: &Path, b: &Path) -> Result<DiffReport> {
 
 fn text_of(s: &Session, f: Option<&FileAt>) -> Option<String> {
     let f = f?;
+    if f.withheld {
+        return Some(format!("(withheld, BLAKE3 {})\n", f.hash));
+    }
     match s.blobs.get(&f.hash) {
         Ok(b) if b.contains(&0) || std::str::from_utf8(&b).is_err() => None,
         Ok(b) => String::from_utf8(b).ok(),

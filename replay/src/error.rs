@@ -19,16 +19,16 @@ pub enum ReplayError {
         #[source]
         source: std::io::Error,
     },
-    /// Blobs a checkout or replay needs are missing or damaged (a deep verification of
-    /// the session reports every problem).
-    #[error(
-        "{} blob(s) missing or damaged: {}",
-        missing.len(),
-        missing.iter().map(|(p, h)| format!("{p} ({})", h.short(12))).collect::<Vec<_>>().join(", ")
-    )]
+    /// Content a checkout or replay needs is not there: blobs missing or damaged (a
+    /// deep verification of the session reports every problem), or withheld files
+    /// (credential files, recorded by hash only) that the session's workspace no
+    /// longer holds with their recorded content.
+    #[error("{}", missing_text(.missing, .withheld))]
     MissingBlobs {
         /// (what needed it, hash).
         missing: Vec<(String, cairn_store::Hash)>,
+        /// (where the file was looked for in the session's workspace, recorded hash).
+        withheld: Vec<(String, cairn_store::Hash)>,
     },
     /// The destination of a checkout is not empty.
     #[error("{}: not empty (give a new or empty folder)", .0.display())]
@@ -51,6 +51,34 @@ pub enum ReplayError {
     PastHead { at: u64, head: u64 },
 }
 
+fn missing_text(
+    missing: &[(String, cairn_store::Hash)],
+    withheld: &[(String, cairn_store::Hash)],
+) -> String {
+    let list = |v: &[(String, cairn_store::Hash)]| {
+        v.iter()
+            .map(|(p, h)| format!("{p} ({})", h.short(12)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut parts = Vec::new();
+    if !missing.is_empty() || withheld.is_empty() {
+        parts.push(format!(
+            "{} blob(s) missing or damaged: {}",
+            missing.len(),
+            list(missing)
+        ));
+    }
+    if !withheld.is_empty() {
+        parts.push(format!(
+            "{} withheld file(s) not in the workspace with their recorded content (their content was never stored): {}",
+            withheld.len(),
+            list(withheld)
+        ));
+    }
+    parts.join("; ")
+}
+
 /// Shorthand used throughout the crate.
 pub type Result<T, E = ReplayError> = std::result::Result<T, E>;
 
@@ -70,10 +98,33 @@ mod tests {
         let h = cairn_store::Hash::of(b"x");
         let e = ReplayError::MissingBlobs {
             missing: vec![("manifest".into(), h)],
+            withheld: vec![],
         };
         assert_eq!(
             e.to_string(),
             format!("1 blob(s) missing or damaged: manifest ({})", h.short(12))
+        );
+        let e = ReplayError::MissingBlobs {
+            missing: vec![],
+            withheld: vec![("/ws/.env".into(), h)],
+        };
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "1 withheld file(s) not in the workspace with their recorded content (their content was never stored): /ws/.env ({})",
+                h.short(12)
+            )
+        );
+        let e = ReplayError::MissingBlobs {
+            missing: vec![("a.txt".into(), h)],
+            withheld: vec![("/ws/.env".into(), h)],
+        };
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "1 blob(s) missing or damaged: a.txt ({0}); 1 withheld file(s) not in the workspace with their recorded content (their content was never stored): /ws/.env ({0})",
+                h.short(12)
+            )
         );
         assert_eq!(
             "x".parse::<crate::ShellMode>().map_err(|e| e.to_string()),

@@ -35,7 +35,7 @@ mod rerun;
 mod session;
 mod verify;
 
-pub use checkout::{CheckoutReport, checkout};
+pub use checkout::{CheckoutReport, WithheldFile, checkout};
 pub use compare::{Field, FieldDiff, unified};
 pub use diff::{CallRef, ChangedCall, DiffReport, FileChange, FileDiff, diff};
 pub use error::{ReplayError, Result};

@@ -17,10 +17,10 @@ use cairn_engine::event::{Enforcement, Event, Parent, SandboxMode, Sandboxed};
 use cairn_engine::{AnsweredCall, AnsweredWrite, Engine, EngineConfig, Home};
 use serde::Serialize;
 
-use crate::checkout::Dest;
+use crate::checkout::{Contents, Dest, WithheldFile};
 use crate::compare::{Field, FieldDiff, Norm, compare_calls, unified};
 use crate::error::{ReplayError, Result, io_at};
-use crate::session::{Call, Session};
+use crate::session::{Call, FileAt, Session};
 
 /// How shell tools are replayed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -127,6 +127,10 @@ pub struct ReplayReport {
     pub held_secret: u64,
     /// In the order of the recorded calls: the first is the first divergence.
     pub divergences: Vec<Divergence>,
+    /// The withheld files the replay's workspace needed (at its start, and written by
+    /// calls answered from the recording), each copied from the recorded session's
+    /// workspace.
+    pub withheld: Vec<WithheldFile>,
 }
 
 impl ReplayReport {
@@ -135,23 +139,20 @@ impl ReplayReport {
     }
 }
 
-/// Writes the files of `session`'s manifest into `dir`.
-fn materialise(session: &Session, dir: &Path) -> Result<()> {
-    let manifest = session.manifest()?;
-    let missing: Vec<_> = manifest
+/// Writes the files of `session`'s manifest into `dir`; returns the withheld files
+/// copied from the session's workspace.
+fn materialise(session: &Session, dir: &Path) -> Result<Vec<WithheldFile>> {
+    let files: Vec<(String, FileAt)> = session
+        .manifest()?
         .iter()
-        .filter(|e| !session.blobs.has(&e.hash))
-        .map(|e| (e.path.clone(), e.hash))
+        .map(|e| (e.path.clone(), FileAt::of(e)))
         .collect();
-    if !missing.is_empty() {
-        return Err(ReplayError::MissingBlobs { missing });
-    }
+    let contents = Contents::gather(session, files.iter().map(|(p, f)| (p, f)))?;
     let out = Dest::open(dir)?;
-    for e in &manifest {
-        let bytes = session.blob(&e.hash, &e.path)?;
-        out.write(&e.path, &bytes, Some(e.mode))?;
+    for (path, f) in &files {
+        out.write(path, &contents.bytes(session, path, f)?, f.mode)?;
     }
-    Ok(())
+    Ok(contents.withheld)
 }
 
 /// The cairn home a session folder lives in (`<home>/projects/<key>/sessions/<id>`).
@@ -207,7 +208,7 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
             (Some(t), root)
         }
     };
-    materialise(&original, &root)?;
+    let mut withheld = materialise(&original, &root)?;
     if let Some(prepare) = options.prepare {
         prepare(&root).map_err(io_at(&root))?;
     }
@@ -259,7 +260,9 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
                         held_secret += 1;
                     }
                     let writes = if recorded_shell || (secret && !network) {
-                        apply_recorded_writes(&original, c, &new_root)?
+                        let (writes, copied) = apply_recorded_writes(&original, c, &new_root)?;
+                        withheld.extend(copied);
+                        writes
                     } else {
                         Vec::new()
                     };
@@ -329,42 +332,69 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
         from_recording,
         held_secret,
         divergences,
+        withheld,
     })
 }
 
-/// Applies a call's recorded workspace changes to the replay's folder; gives them
-/// back with their contents, for the replay to record as the call's.
-fn apply_recorded_writes(session: &Session, c: &Call, root: &Path) -> Result<Vec<AnsweredWrite>> {
+/// Applies a call's recorded workspace changes to the replay's folder. Gives them back
+/// with their contents, for the replay to record as the call's, and the withheld files
+/// copied from the session's workspace.
+fn apply_recorded_writes(
+    session: &Session,
+    c: &Call,
+    root: &Path,
+) -> Result<(Vec<AnsweredWrite>, Vec<WithheldFile>)> {
+    let applied = |w: &cairn_core::event::FileWrite| {
+        w.status == cairn_engine::event::WriteStatus::Ok
+            && cairn_core::state::recorded_path(&w.path)
+                == cairn_core::state::RecordedPath::Workspace
+    };
+    let writes: Vec<_> = c
+        .writes
+        .iter()
+        .filter(|(_, w)| applied(w))
+        .map(|(_, w)| {
+            let after = w.after.map(|a| FileAt {
+                hash: a.hash,
+                len: a.len,
+                mode: w.mode,
+                withheld: w.withheld,
+            });
+            (w.path.clone(), after)
+        })
+        .collect();
+    let contents = Contents::gather(
+        session,
+        writes
+            .iter()
+            .filter_map(|(p, f)| f.as_ref().map(|f| (p, f))),
+    )?;
     let out = Dest::open(root)?;
-    let mut writes = Vec::new();
+    for (path, after) in &writes {
+        match after {
+            None => out.remove(path)?,
+            Some(f) => out.write(path, &contents.bytes(session, path, f)?, f.mode)?,
+        }
+    }
+    // Every recorded write, applied or not, is recorded again as the call's; a withheld
+    // content stays withheld (its recorded reference, no blob).
+    let mut answered = Vec::new();
     for (_, w) in &c.writes {
         let content = |b: &Option<cairn_store::BlobRef>| -> Result<Option<Vec<u8>>> {
             match b {
-                Some(b) if session.blobs.has(&b.hash) => session.blob(&b.hash, &w.path).map(Some),
+                Some(b) if !w.withheld && session.blobs.has(&b.hash) => {
+                    session.blob(&b.hash, &w.path).map(Some)
+                }
                 _ => Ok(None),
             }
         };
-        let (before, after) = (content(&w.before)?, content(&w.after)?);
-        if w.status == cairn_engine::event::WriteStatus::Ok
-            && cairn_core::state::recorded_path(&w.path)
-                == cairn_core::state::RecordedPath::Workspace
-        {
-            match (&w.after, &after) {
-                (None, _) => out.remove(&w.path)?,
-                (Some(_), Some(bytes)) => out.write(&w.path, bytes, w.mode)?,
-                // The recording lost the content: the same error as any missing blob.
-                (Some(b), None) => {
-                    session.blob(&b.hash, &w.path)?;
-                }
-            }
-        }
-        writes.push(AnsweredWrite {
+        answered.push(AnsweredWrite {
             write: w.clone(),
-            before,
-            after,
+            before: content(&w.before)?,
+            after: content(&w.after)?,
         });
     }
-    Ok(writes)
+    Ok((answered, contents.withheld))
 }
 
 fn manifest_text(s: &Session) -> String {

@@ -192,8 +192,35 @@ impl Session {
             Ok(b) if Hash::of(&b) == *hash => Ok(b),
             _ => Err(ReplayError::MissingBlobs {
                 missing: vec![(what.to_string(), *hash)],
+                withheld: Vec::new(),
             }),
         }
+    }
+
+    /// The content of withheld file `path` (`f`) from the session's own workspace
+    /// folder, the live one, when the file there still has the recorded length and
+    /// BLAKE3; `None` otherwise. Opened beneath the workspace's descriptor, regular
+    /// files only (never a FIFO or a device), and read no further than the recorded
+    /// length.
+    pub fn live_content(&self, path: &str, f: &FileAt) -> Option<Vec<u8>> {
+        use std::io::Read;
+        let root = Path::new(&self.started.workspace);
+        // The home may live inside the workspace; a manifest path never names it, so
+        // no home needs refusing here (as `checkout::Dest`).
+        let live = cairn_tools::Root::open(root, &root.join(".cairn-home-is-elsewhere")).ok()?;
+        let ws = cairn_tools::WsPath {
+            abs: root.join(path),
+            rel: path.to_string(),
+        };
+        let (file, meta) = live.open_read(&ws).ok()?;
+        if meta.len() != f.len {
+            return None;
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(f.len).ok()?);
+        file.take(f.len.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .ok()?;
+        (Hash::of(&bytes) == f.hash).then_some(bytes)
     }
 
     /// The workspace after record `at` (the head when `None`): the manifest, then every
@@ -210,16 +237,7 @@ impl Session {
         let mut files: BTreeMap<String, FileAt> = self
             .manifest()?
             .into_iter()
-            .map(|e| {
-                (
-                    e.path,
-                    FileAt {
-                        hash: e.hash,
-                        len: e.size,
-                        mode: Some(e.mode),
-                    },
-                )
-            })
+            .map(|e| (e.path.clone(), FileAt::of(&e)))
             .collect();
         for r in self.records.iter().take_while(|r| r.seq <= at) {
             if let Event::FileWrite(w) = &r.event {
@@ -237,6 +255,21 @@ pub struct FileAt {
     pub len: u64,
     /// Unix permission bits, when known (the manifest's, or the file's before a replace).
     pub mode: Option<u32>,
+    /// A credential file recorded by hash only: its content is not in the blob store
+    /// (see [`Session::live_content`]).
+    pub withheld: bool,
+}
+
+impl FileAt {
+    /// A file as the manifest records it.
+    pub fn of(e: &manifest::ManifestEntry) -> FileAt {
+        FileAt {
+            hash: e.hash,
+            len: e.size,
+            mode: Some(e.mode),
+            withheld: e.withheld,
+        }
+    }
 }
 
 /// Applies one `file_write` to a workspace map (only writes with status `ok` happened;
@@ -258,6 +291,7 @@ pub fn apply_write(files: &mut BTreeMap<String, FileAt>, w: &FileWrite) {
                     hash: after.hash,
                     len: after.len,
                     mode,
+                    withheld: w.withheld,
                 },
             );
         }

@@ -3,7 +3,8 @@
 //! matches the fold, every recorded decision is taken again from the fold and the
 //! facts in its records and must give the recorded answer, every write's before hash
 //! is what the fold knew, every referenced blob (those of fields a record moved out of
-//! it too) exists and re-hashes to its name, and every started call finished (or the
+//! it too) exists and re-hashes to its name (a withheld credential file has none, and
+//! must be a credential file of the session), and every started call finished (or the
 //! session ends interrupted).
 //!
 //! A forger who edits records and re-chains the log keeps the integrity check quiet,
@@ -664,6 +665,10 @@ impl Verifier {
                             format!("manifest entry {:?}: not a workspace path: {why}", e.path),
                         );
                     }
+                    if e.withheld {
+                        self.withheld(&e.path, &format!("manifest entry {}", e.path));
+                        continue;
+                    }
                     if !self.check_blobs {
                         continue;
                     }
@@ -678,16 +683,33 @@ impl Verifier {
         }
     }
 
+    /// A file recorded withheld (hash only, no blob) must be a credential file of the
+    /// session: marking any other file so would hide its content from every check.
+    fn withheld(&mut self, path: &str, what: &str) {
+        if !self.credential_files.matches(path) {
+            self.problem(
+                ProblemKind::Blob,
+                format!(
+                    "{what}: recorded withheld (no blob), but it is not a credential file of the session"
+                ),
+            );
+        }
+    }
+
     fn file_write(&mut self, w: &FileWrite) {
         self.report.file_writes += 1;
         if let Some(call) = &w.call {
             self.side_effect(call, &format!("file_write of {}", w.path));
         }
-        if let Some(b) = &w.before {
-            self.blob(b, &format!("file_write {} before", w.path));
-        }
-        if let Some(a) = &w.after {
-            self.blob(a, &format!("file_write {} after", w.path));
+        if w.withheld {
+            self.withheld(&w.path, &format!("file_write {}", w.path));
+        } else {
+            if let Some(b) = &w.before {
+                self.blob(b, &format!("file_write {} before", w.path));
+            }
+            if let Some(a) = &w.after {
+                self.blob(a, &format!("file_write {} after", w.path));
+            }
         }
         let class = recorded_path(&w.path);
         if let RecordedPath::Bad(why) = class {
@@ -1419,6 +1441,8 @@ impl Verifier {
         };
         let before = match &w.before {
             None => None,
+            // A withheld file's content before is not kept: only a create re-applies.
+            Some(_) if w.withheld => return,
             Some(b) => match self.blobs.get(&b.hash) {
                 Ok(bytes) if Hash::of(&bytes) == b.hash => Some(bytes),
                 // Missing or damaged: reported by the blob check.
@@ -1427,6 +1451,10 @@ impl Verifier {
         };
         // A redacted input holds markers where the workspace holds the secret.
         let redacted = holes::has_marker(&input.to_string());
+        if redacted && w.withheld {
+            // The secrets the markers stand for are in no blob to compare with.
+            return;
+        }
         let what = match w.op {
             WriteOp::Create => "create",
             WriteOp::Replace => "overwrite",

@@ -412,6 +412,90 @@ fn audit_formats_completions_and_help_exit_codes() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// `n` random letters and digits (a secret made at run time).
+fn alnum(n: usize) -> String {
+    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = cairn_tests::Rng::new(cairn_tests::seed_from_env("CAIRN_CLI_SECRET_SEED"));
+    (0..n)
+        .map(|_| CHARS[rng.range(0, CHARS.len() as u64 - 1) as usize] as char)
+        .collect()
+}
+
+#[test]
+fn audit_and_checkout_name_withheld_files_and_captured_secrets() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let ws_path = ws.path().canonicalize().unwrap();
+    std::fs::write(ws_path.join(".env"), format!("DB_PASSWORD={}\n", alnum(32))).unwrap();
+    std::fs::write(
+        ws_path.join("config.py"),
+        format!("GITHUB_TOKEN = \"ghp_{}\"\n", alnum(36)),
+    )
+    .unwrap();
+    let script = home.path().join("s.jsonl");
+    std::fs::write(&script, "{\"user\":\"go\"}\n").unwrap();
+    let out = cairn(
+        home.path(),
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            ws_path.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let id = text(&out.stdout).trim().to_string();
+    let out = cairn(home.path(), &["audit", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(
+        t.contains(
+            "\nsecrets found in captured workspace content: 1 (github_token 1)\n  config.py "
+        ) && t.contains("\nwithheld credential files, not captured: .env\n"),
+        "{t}"
+    );
+    let out = cairn(home.path(), &["audit", &id, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["workspace_secrets"]["found"], 1);
+    assert_eq!(
+        v["workspace_secrets"]["kinds"],
+        serde_json::json!({"github_token": 1})
+    );
+    assert_eq!(v["workspace_secrets"]["files"][0]["path"], "config.py");
+    // The checkout copies `.env` from the workspace, and says so.
+    let co = home.path().join("co");
+    let out = cairn(
+        home.path(),
+        &["checkout", &id, "--at", "0", co.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let from = format!(
+        "withheld .env: copied from {}",
+        ws_path.join(".env").display()
+    );
+    assert!(text(&out.stdout).contains(&from), "{}", text(&out.stdout));
+    // Once `.env` has changed, it is missing, as a missing blob would be: exit 2.
+    std::fs::write(ws_path.join(".env"), "DB_PASSWORD=changed\n").unwrap();
+    let out = cairn(
+        home.path(),
+        &[
+            "checkout",
+            &id,
+            "--at",
+            "0",
+            home.path().join("co2").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let e = text(&out.stderr);
+    assert!(
+        e.contains("1 withheld file(s) not in the workspace with their recorded content")
+            && e.contains("(credential files are withheld from the cairn home: put each back"),
+        "{e}"
+    );
+}
+
 #[test]
 fn library_errors_get_the_command_line_hints() {
     let home = tempfile::tempdir().unwrap();

@@ -922,6 +922,7 @@ mod tests {
                 lines_after: 3,
                 mode: None,
                 status: crate::event::WriteStatus::Ok,
+                withheld: false,
             })
         };
         let mine = fold(vec![write(WriteOp::Create, h(1))]);
@@ -965,6 +966,7 @@ mod tests {
                 lines_after: 5,
                 mode: None,
                 status: crate::event::WriteStatus::Ok,
+                withheld: false,
             })
         };
         let unread = State::default();

@@ -382,6 +382,10 @@ pub struct FileWrite {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<u32>,
     pub status: WriteStatus,
+    /// A credential file (the session's `credential_files`): `before` and `after` are
+    /// its hash and length only; its content is not in the blob store.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub withheld: bool,
 }
 
 /// Whether a write was installed.

@@ -985,6 +985,7 @@ mod tests {
                 lines_after: 0,
                 mode: None,
                 status: WriteStatus::Ok,
+                withheld: false,
             })
         };
         let keys = |k: &[&str]| k.iter().map(|s| s.to_string()).collect::<Vec<_>>();

@@ -307,6 +307,7 @@ impl Engine {
                             size: f.len,
                             mode,
                             hash: Hash(f.hash),
+                            withheld: credential_files.matches(path),
                         },
                     );
                 }
@@ -343,7 +344,10 @@ impl Engine {
         let rt = Runtime {
             session_dir: dir.to_path_buf(),
             tmp_dir: project.dir.join("tmp"),
-            manifest_cache: crate::manifest::ScanCache::new(project.manifest_cache()),
+            manifest_cache: crate::manifest::ScanCache::new(
+                project.manifest_cache(),
+                credential_files.clone(),
+            ),
             home_inner,
             manifest: known,
             bg: Default::default(),

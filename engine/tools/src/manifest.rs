@@ -1,7 +1,9 @@
 //! The workspace manifest: every regular file the ignore rules admit, with size, mode
-//! and BLAKE3, each file's content stored as a blob. FIFOs, sockets and devices are
-//! left out unread (opening a FIFO would wait for a writer). A per-project cache keyed on path,
-//! size and mtime (like git's index) saves re-hashing files that did not change.
+//! and BLAKE3, each file's content stored as a blob — except credential files (the
+//! session's `credential_files`), which are hashed by streaming and marked withheld:
+//! their bytes never reach the home. FIFOs, sockets and devices are left out unread
+//! (opening a FIFO would wait for a writer). A per-project cache keyed on path, size
+//! and mtime (like git's index) saves re-hashing files that did not change.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -9,6 +11,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::Mutex;
 
+use cairn_core::permission::CredentialFiles;
 use cairn_store::{BlobStore, Hash};
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +27,11 @@ pub struct ManifestEntry {
     /// Unix permission bits.
     pub mode: u32,
     pub hash: Hash,
+    /// A credential file: recorded by hash, size and mode only, its content never
+    /// stored as a blob. Absent (false) in manifests written before files were
+    /// withheld, and in every entry that is not withheld.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub withheld: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -33,6 +41,10 @@ struct CacheEntry {
     mtime_ns: i64,
     mode: u32,
     hash: Hash,
+    /// The file was hashed without being stored: the cache vouches for its hash, not
+    /// for a blob.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    withheld: bool,
 }
 
 struct Seen {
@@ -97,27 +109,63 @@ const SMUDGED: i64 = i64::MIN;
 
 /// A project's manifest cache, read once and then kept in memory by a session that
 /// scans again and again (after every command): parsing it is most of a no-change
-/// scan's cost otherwise.
+/// scan's cost otherwise. It goes with the session's credential files: the files a
+/// scan withholds.
 #[derive(Debug)]
 pub struct ScanCache {
     file: std::path::PathBuf,
     entries: Option<HashMap<String, CacheEntry>>,
+    withheld: CredentialFiles,
 }
 
 impl ScanCache {
-    /// The cache kept in `file` (read on first use).
-    pub fn new(file: std::path::PathBuf) -> ScanCache {
+    /// The cache kept in `file` (read on first use), for a session whose credential
+    /// files are `withheld`.
+    pub fn new(file: std::path::PathBuf, withheld: CredentialFiles) -> ScanCache {
         ScanCache {
             file,
             entries: None,
+            withheld,
         }
     }
 }
 
 /// Scans the workspace: hashes (and stores as blobs) what the cache does not vouch
-/// for, rewrites the cache, and returns the manifest sorted by path.
-pub fn scan(root: &Path, blobs: &BlobStore, cache_file: &Path) -> Result<Vec<ManifestEntry>> {
-    scan_cached(root, blobs, &mut ScanCache::new(cache_file.to_path_buf()))
+/// for, rewrites the cache, and returns the manifest sorted by path. Files matching
+/// `withheld` are hashed by streaming and never stored.
+pub fn scan(
+    root: &Path,
+    blobs: &BlobStore,
+    cache_file: &Path,
+    withheld: &CredentialFiles,
+) -> Result<Vec<ManifestEntry>> {
+    scan_cached(
+        root,
+        blobs,
+        &mut ScanCache::new(cache_file.to_path_buf(), withheld.clone()),
+    )
+}
+
+/// The BLAKE3 and length of what `reader` yields, streaming, nothing stored: how a
+/// withheld file is hashed.
+pub fn hash_len(reader: impl std::io::Read) -> std::io::Result<(Hash, u64)> {
+    struct Counting<R> {
+        inner: R,
+        len: u64,
+    }
+    impl<R: std::io::Read> std::io::Read for Counting<R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.len += n as u64;
+            Ok(n)
+        }
+    }
+    let mut counting = Counting {
+        inner: reader,
+        len: 0,
+    };
+    let hash = cairn_store::hash_reader(&mut counting)?;
+    Ok((hash, counting.len))
 }
 
 /// [`scan`] with a cache kept in memory between calls.
@@ -137,17 +185,28 @@ pub fn scan_cached(
         None => read_cache(&cache_file),
     };
     let seen = walk(root);
+    // Matched at every scan (a few hundred nanoseconds a path): cheap beside the walk.
+    let withheld: Vec<bool> = seen
+        .iter()
+        .map(|s| cache_state.withheld.matches(&s.path))
+        .collect();
     let mut entries: Vec<Option<ManifestEntry>> = vec![None; seen.len()];
     let mut todo = Vec::new();
     for (i, s) in seen.iter().enumerate() {
         match cache.get(&s.path) {
-            // Blobs are never deleted, so a cache hit needs no look at the blob store.
-            Some(c) if c.size == s.size && c.mtime_ns == s.mtime_ns => {
+            // Blobs are never deleted, so a cache hit needs no look at the blob store;
+            // but an entry hashed without its blob (withheld by this or another
+            // session's list) vouches for no blob, and a file this session keeps
+            // needs one.
+            Some(c)
+                if c.size == s.size && c.mtime_ns == s.mtime_ns && (withheld[i] || !c.withheld) =>
+            {
                 entries[i] = Some(ManifestEntry {
                     path: s.path.clone(),
                     size: s.size,
                     mode: s.mode,
                     hash: c.hash,
+                    withheld: withheld[i],
                 });
             }
             _ => todo.push(i),
@@ -161,6 +220,7 @@ pub fn scan_cached(
             .map(|t| {
                 let todo = &todo;
                 let seen = &seen;
+                let withheld = &withheld;
                 scope.spawn(move || {
                     todo.iter()
                         .skip(t)
@@ -170,18 +230,28 @@ pub fn scan_cached(
                             // A file that vanished, cannot be opened, or was swapped for
                             // a FIFO or a device since the walk is left out (`None`):
                             // the workspace no longer has it as a readable file.
-                            let Ok((file, _)) = open_regular(&root.join(&s.path)) else {
+                            let path = root.join(&s.path);
+                            let Ok((file, _)) = open_regular(&path) else {
                                 return (i, Ok(None));
                             };
-                            let r = blobs.put_reader(file).map(|b| {
-                                Some(ManifestEntry {
-                                    path: s.path.clone(),
-                                    size: b.len,
-                                    mode: s.mode,
-                                    hash: b.hash,
-                                })
-                            });
-                            (i, r.map_err(EngineError::from))
+                            let entry = |hash, size| ManifestEntry {
+                                path: s.path.clone(),
+                                size,
+                                mode: s.mode,
+                                hash,
+                                withheld: withheld[i],
+                            };
+                            let r = if withheld[i] {
+                                hash_len(file)
+                                    .map(|(hash, len)| Some(entry(hash, len)))
+                                    .map_err(io_at(&path))
+                            } else {
+                                blobs
+                                    .put_reader(file)
+                                    .map(|b| Some(entry(b.hash, b.len)))
+                                    .map_err(EngineError::from)
+                            };
+                            (i, r)
                         })
                         .collect::<Vec<_>>()
                 })
@@ -220,6 +290,7 @@ pub fn scan_cached(
                 },
                 mode: m.mode,
                 hash: m.hash,
+                withheld: m.withheld,
             })
         })
         .collect();
@@ -307,7 +378,13 @@ mod tests {
         let _sock = std::os::unix::net::UnixListener::bind(ws.path().join("sock")).unwrap();
         let home = tempfile::tempdir().unwrap();
         let blobs = BlobStore::open(&home.path().join("blobs")).unwrap();
-        let m = scan(ws.path(), &blobs, &home.path().join("cache")).unwrap();
+        let m = scan(
+            ws.path(),
+            &blobs,
+            &home.path().join("cache"),
+            &CredentialFiles::defaults(),
+        )
+        .unwrap();
         let paths: Vec<&str> = m.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, ["a.txt"]);
     }
@@ -317,7 +394,13 @@ mod tests {
         let ws = workspace(&[("a.txt", "a"), ("b.txt", "b")]);
         let home = tempfile::tempdir().unwrap();
         let blobs = BlobStore::open(&home.path().join("blobs")).unwrap();
-        let m = scan(ws.path(), &blobs, &home.path().join("cache")).unwrap();
+        let m = scan(
+            ws.path(),
+            &blobs,
+            &home.path().join("cache"),
+            &CredentialFiles::defaults(),
+        )
+        .unwrap();
         let paths: Vec<&str> = m.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, ["a.txt", "b.txt"]);
     }
@@ -334,7 +417,128 @@ mod tests {
         let tmp = home.path().join("blobs/tmp");
         std::fs::remove_dir_all(&tmp).unwrap();
         std::fs::write(&tmp, "not a folder").unwrap();
-        let err = scan(ws.path(), &blobs, &home.path().join("cache")).unwrap_err();
+        let err = scan(
+            ws.path(),
+            &blobs,
+            &home.path().join("cache"),
+            &CredentialFiles::defaults(),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("blobs/tmp"), "{err}");
+    }
+
+    fn blob_count(blobs: &BlobStore) -> usize {
+        let mut n = 0;
+        for d in std::fs::read_dir(blobs.root()).unwrap() {
+            let d = d.unwrap();
+            if d.file_name() != "tmp" && d.path().is_dir() {
+                n += std::fs::read_dir(d.path()).unwrap().count();
+            }
+        }
+        n
+    }
+
+    #[test]
+    fn credential_files_are_hashed_and_withheld_never_stored() {
+        let ws = workspace(&[
+            ("a.txt", "a"),
+            (".env", "TOKEN=abcdefgh"),
+            ("id_rsa", "key"),
+        ]);
+        let home = tempfile::tempdir().unwrap();
+        let blobs = BlobStore::open(&home.path().join("blobs")).unwrap();
+        let cache = home.path().join("cache");
+        let files = CredentialFiles::defaults();
+        let expected = vec![
+            ManifestEntry {
+                path: ".env".into(),
+                size: 14,
+                mode: 0o644,
+                hash: Hash::of(b"TOKEN=abcdefgh"),
+                withheld: true,
+            },
+            ManifestEntry {
+                path: "a.txt".into(),
+                size: 1,
+                mode: 0o644,
+                hash: Hash::of(b"a"),
+                withheld: false,
+            },
+            ManifestEntry {
+                path: "id_rsa".into(),
+                size: 3,
+                mode: 0o644,
+                hash: Hash::of(b"key"),
+                withheld: true,
+            },
+        ];
+        let mut m = scan(ws.path(), &blobs, &cache, &files).unwrap();
+        for e in &mut m {
+            e.mode = 0o644;
+        }
+        assert_eq!(m, expected);
+        assert!(blobs.has(&Hash::of(b"a")));
+        assert!(!blobs.has(&Hash::of(b"TOKEN=abcdefgh")));
+        assert!(!blobs.has(&Hash::of(b"key")));
+        assert_eq!(blob_count(&blobs), 1);
+        // The cache vouches for the hash of a withheld file the next time, still
+        // without a blob.
+        let again = scan(ws.path(), &blobs, &cache, &files).unwrap();
+        assert_eq!(
+            again
+                .iter()
+                .map(|e| (e.hash, e.withheld))
+                .collect::<Vec<_>>(),
+            expected
+                .iter()
+                .map(|e| (e.hash, e.withheld))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(blob_count(&blobs), 1);
+    }
+
+    // Regression guard: a cache entry hashed without its blob (withheld) must not
+    // vouch for a blob when a session with another list keeps the file.
+    #[test]
+    fn a_file_withheld_before_is_stored_when_a_session_keeps_it() {
+        let ws = workspace(&[(".env", "TOKEN=abcdefgh")]);
+        let home = tempfile::tempdir().unwrap();
+        let blobs = BlobStore::open(&home.path().join("blobs")).unwrap();
+        let cache = home.path().join("cache");
+        scan(ws.path(), &blobs, &cache, &CredentialFiles::defaults()).unwrap();
+        assert!(!blobs.has(&Hash::of(b"TOKEN=abcdefgh")));
+        let none = CredentialFiles::new(&[]).unwrap();
+        let m = scan(ws.path(), &blobs, &cache, &none).unwrap();
+        assert!(!m[0].withheld);
+        assert!(blobs.has(&Hash::of(b"TOKEN=abcdefgh")));
+    }
+
+    #[test]
+    fn old_manifest_entries_read_as_kept_and_kept_entries_write_as_before() {
+        let h = Hash::of(b"a");
+        let old = format!(r#"{{"path":"a.txt","size":1,"mode":420,"hash":"{h}"}}"#);
+        let entries = from_jsonl(format!("{old}\n").as_bytes()).unwrap();
+        assert_eq!(
+            entries,
+            vec![ManifestEntry {
+                path: "a.txt".into(),
+                size: 1,
+                mode: 0o644,
+                hash: h,
+                withheld: false,
+            }]
+        );
+        // A kept entry is written byte for byte as before (manifests of sessions
+        // without credential files keep their hash); a withheld one says so.
+        assert_eq!(to_jsonl(&entries), format!("{old}\n").into_bytes());
+        let withheld = ManifestEntry {
+            withheld: true,
+            ..entries[0].clone()
+        };
+        assert_eq!(
+            String::from_utf8(to_jsonl(&[withheld])).unwrap(),
+            format!(r#"{{"path":"a.txt","size":1,"mode":420,"hash":"{h}","withheld":true}}"#)
+                + "\n"
+        );
     }
 }

@@ -141,6 +141,7 @@ impl Runtime {
                         size: after.len,
                         mode,
                         hash: after.hash,
+                        withheld: w.withheld,
                     },
                 );
             }
@@ -814,10 +815,13 @@ pub fn record_external(
             (Some(_), None) => ChangeKind::Deleted,
             _ => continue,
         };
+        // A withheld file has no blob: its lines are counted in the workspace.
         let lines_after = match after {
+            Some(a) if a.withheld => count_lines(&root.join(path)),
             Some(a) => count_lines(&rec.blobs.path(&a.hash)),
             None => 0,
         };
+        let withheld = before.is_some_and(|b| b.withheld) || after.is_some_and(|a| a.withheld);
         let blob = |m: &ManifestEntry| BlobRef {
             hash: m.hash,
             len: m.size,
@@ -831,6 +835,7 @@ pub fn record_external(
             lines_after,
             mode: after.map(|a| a.mode),
             status: WriteStatus::Ok,
+            withheld,
         }))?;
         changes.push(Change {
             what,

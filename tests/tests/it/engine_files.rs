@@ -2841,6 +2841,7 @@ fn writes_record_an_intent_then_the_outcome_with_blobs_of_both_contents() {
         lines_after: 3,
         mode: Some(0o640),
         status,
+        withheld: false,
     };
     let create = |status| FileWrite {
         call: Some("c3".into()),
@@ -2851,6 +2852,7 @@ fn writes_record_an_intent_then_the_outcome_with_blobs_of_both_contents() {
         lines_after: 1,
         mode: None,
         status,
+        withheld: false,
     };
     assert_eq!(
         writes(&e),

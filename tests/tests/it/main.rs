@@ -52,3 +52,4 @@ mod store_model;
 mod store_reader;
 mod store_snapshot;
 mod verify_gaps;
+mod withheld;

@@ -225,6 +225,7 @@ fn interrupted_write(disk: Option<&str>) -> (Ws, Engine, cairn_engine::ResumeRep
         lines_after: 2,
         mode: Some(0o644),
         status: WriteStatus::Intent,
+        withheld: false,
     }))
     .unwrap();
     log.sync().unwrap();

@@ -6,7 +6,7 @@
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 
-use cairn_store::Hash;
+use cairn_store::{BlobRef, Hash};
 
 use crate::diff;
 use crate::error::Result;
@@ -235,11 +235,25 @@ pub fn install(
             )));
         }
     };
+    // A credential file's content never reaches the blob store: its write records
+    // hashes and lengths only.
+    let withheld = ctx.credential_files.matches(parent.real());
     let before_blob = match before {
+        Some(c) if withheld => Some(BlobRef {
+            hash: c.hash,
+            len: c.bytes.len() as u64,
+        }),
         Some(c) => Some(ctx.put_blob(&c.bytes)?),
         None => None,
     };
-    let after_blob = ctx.put_blob(after)?;
+    let after_blob = if withheld {
+        BlobRef {
+            hash: Hash::of(after),
+            len: after.len() as u64,
+        }
+    } else {
+        ctx.put_blob(after)?
+    };
     let lines_after =
         u32::try_from(text::lines(&String::from_utf8_lossy(after)).len()).unwrap_or(u32::MAX);
     let mode = before.map(|c| c.mode);
@@ -252,6 +266,7 @@ pub fn install(
         lines_after,
         mode,
         status,
+        withheld,
     };
     let intent = write(WriteStatus::Intent);
     let mut done = write(WriteStatus::Ok);
