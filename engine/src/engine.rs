@@ -619,6 +619,7 @@ impl Engine {
                                 call: call.clone(),
                                 root: &self.root,
                                 redactor: &self.redactor,
+                                redactions: &mut redactions,
                                 fs: &self.fs,
                                 home: &self.home,
                                 limits: &limits,
