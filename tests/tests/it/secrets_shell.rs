@@ -3,19 +3,24 @@
 //! background process's two pipes are relayed through the redactor into its log. A
 //! secret split across two writes of the pipe (with a pause between them) is caught,
 //! look-alikes (a commit hash, a UUID, a digest, `max_tokens=`) are kept, and deep
-//! verify of the session passes.
+//! verify of the session passes. After a crash, what an adopted background process's
+//! log holds is what was relayed before it, redacted.
 //!
 //! Every secret is made at run time from pieces and random characters, so the source
 //! holds none; the commands print each as two shell variables, so the command line (which
 //! the log records) never holds one whole either. `CAIRN_SECRETS_SEED` repeats a run.
 
+use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use cairn_engine::event::{Event, ShellExec, ShellPhase, Status, ToolFinished};
+use cairn_engine::event::{
+    Event, ExecStatus, ShellEnd, ShellExec, ShellPhase, Status, ToolFinished,
+};
 use cairn_engine::redact::{Counts, Redactor};
-use cairn_engine::{Catalog, Engine, EngineConfig, Home};
+use cairn_engine::{Catalog, Engine, EngineConfig, Finding, Home, ResumeOptions};
 use cairn_store::{BlobRef, BlobStore, Durability, LogReader};
 use cairn_tests::Rng;
 use serde_json::json;
@@ -284,4 +289,137 @@ fn secrets_printed_by_commands_are_redacted_everywhere_in_the_home() {
     let (report, problems) = cairn_replay::verify(&dir).unwrap();
     assert_eq!(problems, vec![]);
     assert_eq!(report.outputs_checked, 1);
+}
+
+const RESUME_HELPER: &str = env!("CARGO_BIN_EXE_resume_helper");
+
+/// Starts a session in `resume_helper` running `command` in the background, waits
+/// until the process's log holds `logged`, then kills the helper (SIGKILL): the engine
+/// that relayed the process's pipes is gone. Returns the session folder.
+fn crash_with_background(home: &Home, root: &Path, command: &str, logged: &str) -> PathBuf {
+    let mut child = std::process::Command::new(RESUME_HELPER)
+        .arg("bg")
+        .arg(&home.root)
+        .arg(root)
+        .arg(command)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut session = String::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if let Some(s) = line.strip_prefix("session ") {
+            session = s.to_string();
+        }
+        if line == "ready" {
+            break;
+        }
+    }
+    let dir = home.project(root).session_dir(&session);
+    let log = dir.join("bg").join("p1.log");
+    let until = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains(logged)) {
+        assert!(
+            Instant::now() < until,
+            "{logged:?} never reached {}",
+            log.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    dir
+}
+
+/// The end recorded for background process `id` in the session at `dir`.
+fn bg_end(dir: &Path, id: &str) -> ShellEnd {
+    LogReader::open(dir)
+        .unwrap()
+        .records()
+        .unwrap()
+        .filter_map(
+            |r| match cairn_engine::fold::parse(&r.unwrap()).unwrap().event {
+                Event::ShellExec(x) if x.id.as_deref() == Some(id) => match x.phase {
+                    ShellPhase::Finished(end) => Some(end),
+                    ShellPhase::Started => None,
+                },
+                _ => None,
+            },
+        )
+        .last()
+        .expect("a finished shell_exec")
+}
+
+/// A background process's pipes had the crashed engine as their only reader. One that
+/// stays quiet is adopted at resume: its log keeps what was relayed (redacted) before
+/// the crash, and its end says that later output was not logged. One that prints after
+/// the crash gets SIGPIPE and is found lost.
+#[test]
+fn an_adopted_process_keeps_its_relayed_log_and_one_printing_after_the_crash_is_lost() {
+    let mut rng = Rng::new(cairn_tests::seed_from_env("CAIRN_SECRETS_SEED"));
+    let secret = secrets(&mut rng).swap_remove(0);
+    let tmp = cairn_tests::ram_tempdir();
+    let base = tmp.path().canonicalize().unwrap();
+    let root = base.join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    let home = Home::at(&base.join("home"));
+    let resume = |dir: &Path| {
+        cairn_tests::wait_unlocked(dir);
+        Engine::resume(&home, dir, ResumeOptions::default()).unwrap()
+    };
+
+    let quiet = format!(
+        "{}printf '%s%s\\n' \"$s_0\" \"$s_1\"; exec sleep 30",
+        secret.assign("s")
+    );
+    let dir = crash_with_background(&home, &root, &quiet, "[REDACTED:github_token]\n");
+    let (e, report) = resume(&dir);
+    let pid = e.state().processes["p1"].pid.unwrap();
+    assert_eq!(
+        report.findings,
+        vec![Finding::ProcessAdopted {
+            id: "p1".into(),
+            pid
+        }]
+    );
+    let blobs = BlobStore::open(&e.project().blobs_dir()).unwrap();
+    e.end("done").unwrap();
+    let end = bg_end(&dir, "p1");
+    assert_eq!(end.status, ExecStatus::Cancelled);
+    assert_eq!(blob(&blobs, &end.log_blob), "[REDACTED:github_token]\n");
+    assert!(
+        end.error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("adopted at resume")),
+        "{:?}",
+        end.error
+    );
+    let (_, problems) = cairn_replay::verify(&dir).unwrap();
+    assert_eq!(problems, vec![]);
+
+    let loud = "echo first; sleep 0.5; echo after; exec sleep 30";
+    let dir = crash_with_background(&home, &root, loud, "first\n");
+    let p = cairn_engine::fold::fold_all(&dir).unwrap().state.processes["p1"].clone();
+    let until = Instant::now() + Duration::from_secs(10);
+    while cairn_engine::shell::alive(p.pid.unwrap(), p.start_time.unwrap()) {
+        assert!(
+            Instant::now() < until,
+            "still alive after writing to a pipe with no reader"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (e, report) = resume(&dir);
+    assert_eq!(
+        report.findings,
+        vec![Finding::ProcessLost {
+            id: "p1".into(),
+            pid: p.pid
+        }]
+    );
+    e.end("done").unwrap();
+    assert_eq!(
+        cairn_tests::files_holding(&base.join("home"), secret.needle.as_bytes()),
+        Vec::<PathBuf>::new()
+    );
 }
