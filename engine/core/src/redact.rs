@@ -1151,7 +1151,7 @@ mod stream_tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(32))]
+        #![proptest_config(ProptestConfig::with_cases(256))]
 
         /// Any chunking (cuts at random, and cuts inside secrets on purpose), with or
         /// without whole lines flushed on the way, gives the whole text's redaction.
