@@ -739,7 +739,7 @@ fn finish_bg(
         ),
         Some(Relayed::Failed(e)) => Some(format!("its log could not be written: {e}")),
         None => Some(
-            "adopted at resume: what it printed after the engine that started it stopped was not logged (its pipes had no reader)"
+            "adopted at resume: anything it printed after the engine that started it stopped had no reader and is not in its log"
                 .to_string(),
         ),
     };
