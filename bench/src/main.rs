@@ -12,6 +12,7 @@ mod confine;
 mod consent;
 mod engine;
 mod events;
+mod redact;
 mod replay;
 mod report;
 mod resume;
@@ -47,6 +48,8 @@ enum Command {
     Confine(confine::ConfineArgs),
     /// Benchmark the no-change workspace scan that follows every command.
     Scan(scan::ScanArgs),
+    /// Benchmark the redaction of command output as it streams.
+    Redact(redact::RedactArgs),
     /// Benchmark replay: deep verify against integrity-only, replay against recorded time.
     Replay(replay::ReplayArgs),
     /// Benchmark resume: time and peak memory, with and without a snapshot.
@@ -83,6 +86,7 @@ fn main() -> Result<()> {
         Command::Consent(args) => consent::run(&args),
         Command::Confine(args) => confine::run(&args),
         Command::Scan(args) => scan::run(&args),
+        Command::Redact(args) => redact::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Resume(args) => resume::run(&args),
         Command::ResumeOnce { home, dir } => resume::resume_once(&home, &dir),

@@ -686,6 +686,7 @@ impl Engine {
                                 call: call.clone(),
                                 root: &self.root,
                                 redactor: &self.redactor,
+                                redactions: &mut redactions,
                                 fs: &self.fs,
                                 home: &self.home,
                                 limits: &limits,

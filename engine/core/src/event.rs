@@ -749,15 +749,20 @@ pub struct ShellEnd {
     pub signal: Option<i32>,
     /// None for a process found lost at resume.
     pub elapsed_us: Option<u64>,
+    /// Bytes of standard output once redacted (foreground): its blob holds fewer only
+    /// when the capture limit cut it.
     pub stdout_bytes: Option<u64>,
+    /// Bytes of standard error once redacted (foreground).
     pub stderr_bytes: Option<u64>,
-    /// The whole standard output (foreground).
+    /// The whole standard output, redacted (foreground).
     pub stdout: Option<BlobRef>,
-    /// The whole standard error (foreground).
+    /// The whole standard error, redacted (foreground).
     pub stderr: Option<BlobRef>,
-    /// The log's content when the process ended (background).
+    /// The log's content when the process ended, redacted as it was written
+    /// (background).
     pub log_blob: Option<BlobRef>,
-    /// Why the process could not start, or why its end is unknown.
+    /// Why the process could not start, why its end is unknown, or what of its output
+    /// its log is missing (background).
     pub error: Option<String>,
 }
 

@@ -10,7 +10,11 @@
 //!    what is known in its output, which is what a model is told;
 //! 2. background processes the table shows running: the same pid with the same start
 //!    time → adopted (watched through `/proc`, stopped by `end`); otherwise recorded as
-//!    finished with status `lost`;
+//!    finished with status `lost`. An adopted process's output pipes lost their only
+//!    reader (the relay thread of the engine that crashed): its log keeps what was
+//!    relayed, redacted, before the crash; what it prints after is not logged (a write
+//!    gets SIGPIPE, so a process that prints is usually found lost), and its recorded
+//!    end says so in `error`;
 //! 3. the workspace is scanned against what the log knows of it (the starting manifest
 //!    plus every recorded write, which the fold keeps): every difference is recorded as
 //!    an `external` write, which drops the file's read coverage.

@@ -11,9 +11,11 @@
 //! with `waitid(WNOWAIT)`, which leaves the zombie in place.
 //!
 //! [`Process::wait`] waits for the leader with a deadline and a [`CancelHandle`].
-//! [`capture`] copies an output pipe into a file through one fixed buffer, keeps at
-//! most a named number of bytes, counts (and drops) the rest so that the process never
-//! blocks on a full pipe, and builds the model's [`Preview`] on the way.
+//! [`capture`] copies an output pipe into a file through one fixed buffer and a
+//! [`StreamRedactor`], keeps at most a named number of redacted bytes, counts (and
+//! drops) the rest so that the process never blocks on a full pipe, and builds the
+//! model's [`Preview`] on the way. [`relay`] copies a background process's two pipes
+//! into its log the same way, passing whole lines on while the stream is quiet.
 //!
 //! Processes found running at resume are not children of this engine; [`alive`],
 //! [`start_time`] and [`stop_adopted`] handle them through `/proc`.
@@ -24,18 +26,27 @@
 //! [`reap_orphans`] kills and reaps those at a session's end.
 
 use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
+
+use cairn_core::redact::{Counts, StreamRedactor};
 
 use crate::cancel::CancelHandle;
 
 /// Bytes read from a pipe at a time: the only buffer a stream's output passes through.
 pub const PIPE_BUF_BYTES: usize = 64 * 1024;
 
-/// How often a wait looks at the cancel token.
+/// How often a wait looks at the cancel token, and a relay at its stop flag.
 const CANCEL_CHECK_MS: u64 = 50;
+
+/// How long a relay holds whole lines of a stream that went quiet before writing them
+/// to the log (what is not a whole line yet waits for its end, or for the window).
+pub const LOG_FLUSH_MS: u64 = 100;
 
 /// A child process leading its own process group.
 #[derive(Debug)]
@@ -580,6 +591,8 @@ pub struct Captured {
     pub kept: u64,
     /// What the model is shown of the whole stream.
     pub preview: String,
+    /// The secrets redacted from the stream, by kind.
+    pub redactions: Counts,
 }
 
 /// A stream being captured on its own thread.
@@ -598,19 +611,29 @@ impl Capture {
     }
 }
 
-/// Copies `pipe` into `file` through one fixed buffer on a new thread, keeping the first
-/// `bytes_max` bytes and counting the rest, and feeds every byte to `preview`.
+/// Copies `pipe` into `file` through one fixed buffer and `redactor` on a new thread,
+/// keeping the first `bytes_max` bytes of the redacted stream and counting the rest,
+/// and feeds every redacted byte to `preview`. The counts are of the redacted stream,
+/// so a file shorter than the count means exactly the limit was reached.
 pub fn capture(
     mut pipe: impl Read + Send + 'static,
     mut file: tempfile::NamedTempFile,
     bytes_max: u64,
     mut preview: Preview,
+    mut redactor: StreamRedactor,
 ) -> Capture {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let result = (|| {
             let mut buf = vec![0u8; PIPE_BUF_BYTES];
             let mut total = 0u64;
+            let mut keep = |bytes: &[u8], file: &mut tempfile::NamedTempFile| {
+                let room = bytes_max.saturating_sub(total);
+                let kept = usize::try_from(room).map_or(bytes.len(), |r| r.min(bytes.len()));
+                preview.feed(bytes);
+                total += bytes.len() as u64;
+                file.write_all(&bytes[..kept])
+            };
             loop {
                 let n = match pipe.read(&mut buf) {
                     Ok(0) => break,
@@ -618,12 +641,10 @@ pub fn capture(
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(e) => return Err(e),
                 };
-                let room = bytes_max.saturating_sub(total);
-                let keep = usize::try_from(room).map_or(n, |r| r.min(n));
-                file.write_all(&buf[..keep])?;
-                preview.feed(&buf[..n]);
-                total += n as u64;
+                keep(&redactor.feed(&buf[..n]), &mut file)?;
             }
+            let (rest, redactions) = redactor.finish();
+            keep(&rest, &mut file)?;
             file.flush()?;
             let kept = total.min(bytes_max);
             debug_assert_eq!(file.as_file().metadata().map(|m| m.len()).ok(), Some(kept));
@@ -632,12 +653,183 @@ pub fn capture(
                 bytes: total,
                 kept,
                 preview: preview.finish(),
+                redactions,
             })
         })();
         // The receiver gave up waiting (a pipe held open too long): nobody to tell.
         let _ = tx.send(result);
     });
     Capture { rx }
+}
+
+/// A background process's output being relayed into its log on its own thread.
+#[derive(Debug)]
+pub struct Relay {
+    rx: Receiver<std::io::Result<Counts>>,
+    stop: Arc<AtomicBool>,
+}
+
+/// How a relay ended.
+#[derive(Debug)]
+pub enum Relayed {
+    /// Both pipes closed and everything was written: the secrets redacted, by kind.
+    Done(Counts),
+    /// The pipes were still open at the deadline (a process that left the group kept
+    /// them): what was held was written, what comes later is not.
+    Stopped,
+    /// The log could not be read from the pipes or written.
+    Failed(std::io::Error),
+}
+
+impl Relay {
+    /// Waits until both pipes closed and the log has everything, up to `deadline`;
+    /// then tells the thread to write what it holds and stop, and waits for that a
+    /// little longer (it looks at the flag every [`CANCEL_CHECK_MS`]).
+    pub fn finish(self, deadline: Instant) -> Relayed {
+        let wait = |until: Instant| {
+            self.rx
+                .recv_timeout(until.saturating_duration_since(Instant::now()))
+        };
+        let got = match wait(deadline) {
+            Ok(r) => Ok(r),
+            Err(_) => {
+                self.stop.store(true, Ordering::Relaxed);
+                wait(Instant::now() + Duration::from_millis(10 * CANCEL_CHECK_MS)).map_err(|_| ())
+            }
+        };
+        match got {
+            Ok(Ok(counts)) if !self.stop.load(Ordering::Relaxed) => Relayed::Done(counts),
+            Ok(Err(e)) => Relayed::Failed(e),
+            _ => Relayed::Stopped,
+        }
+    }
+
+    /// Tells the thread to write what it holds and stop, without waiting.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Copies `stdout` and `stderr` into `log` on a new thread, each through its own
+/// [`StreamRedactor`] (the two are interleaved chunk by chunk; a secret inside either
+/// is caught wherever its chunks fall). Whole lines held for [`LOG_FLUSH_MS`] are
+/// written, so that the log follows a quiet process; nothing unredacted is ever
+/// written.
+pub fn relay<O, E>(
+    stdout: O,
+    stderr: E,
+    mut log: std::fs::File,
+    redactor: &cairn_core::redact::Redactor,
+) -> Relay
+where
+    O: Read + AsFd + Send + 'static,
+    E: Read + AsFd + Send + 'static,
+{
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = Arc::clone(&stop);
+    let streams = [StreamRedactor::new(redactor), StreamRedactor::new(redactor)];
+    std::thread::spawn(move || {
+        let result = relay_loop((stdout, stderr), streams, &mut log, &stopped);
+        // The receiver gave up waiting: nobody to tell.
+        let _ = tx.send(result);
+    });
+    Relay { rx, stop }
+}
+
+fn relay_loop<O: Read + AsFd, E: Read + AsFd>(
+    (mut stdout, mut stderr): (O, E),
+    streams: [StreamRedactor; 2],
+    log: &mut std::fs::File,
+    stop: &AtomicBool,
+) -> std::io::Result<Counts> {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut streams = streams.map(Some);
+    let mut buf = vec![0u8; PIPE_BUF_BYTES];
+    // When the whole lines held are written: set while bytes are held back.
+    let mut flush_at: Option<Instant> = None;
+    let mut counts = Counts::new();
+    let mut end = |s: StreamRedactor, log: &mut std::fs::File| {
+        let (rest, c) = s.finish();
+        for (kind, n) in c {
+            *counts.entry(kind).or_default() += n;
+        }
+        log.write_all(&rest)
+    };
+    while streams.iter().any(Option::is_some) && !stop.load(Ordering::Relaxed) {
+        let tick = flush_at.map_or(Duration::from_millis(CANCEL_CHECK_MS), |t| {
+            t.saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(CANCEL_CHECK_MS))
+        });
+        let timeout = Timespec {
+            tv_sec: 0,
+            tv_nsec: i64::try_from(tick.as_nanos()).unwrap_or(0),
+        };
+        let mut ready = [false; 2];
+        {
+            let open = [streams[0].is_some(), streams[1].is_some()];
+            let mut fds = Vec::with_capacity(2);
+            if open[0] {
+                fds.push(PollFd::new(&stdout, PollFlags::IN));
+            }
+            if open[1] {
+                fds.push(PollFd::new(&stderr, PollFlags::IN));
+            }
+            match poll(&mut fds, Some(&timeout)) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+            // Readable, closed or failed: the read says which.
+            let mut polled = fds.iter().map(|f| !f.revents().is_empty());
+            for (i, is_open) in open.into_iter().enumerate() {
+                if is_open {
+                    ready[i] = polled.next().unwrap_or(false);
+                }
+            }
+        }
+        for i in [0, 1] {
+            if !ready[i] {
+                continue;
+            }
+            let read = if i == 0 {
+                stdout.read(&mut buf)
+            } else {
+                stderr.read(&mut buf)
+            };
+            let n = match read {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if n == 0 {
+                if let Some(s) = streams[i].take() {
+                    end(s, log)?;
+                }
+            } else if let Some(s) = streams[i].as_mut() {
+                log.write_all(&s.feed(&buf[..n]))?;
+                if flush_at.is_none() && s.pending_bytes() > 0 {
+                    flush_at = Some(Instant::now() + Duration::from_millis(LOG_FLUSH_MS));
+                }
+            }
+        }
+        if flush_at.is_some_and(|t| Instant::now() >= t) {
+            flush_at = None;
+            for s in streams.iter_mut().flatten() {
+                log.write_all(&s.flush_lines())?;
+                if s.pending_bytes() > 0 {
+                    flush_at = Some(Instant::now() + Duration::from_millis(LOG_FLUSH_MS));
+                }
+            }
+        }
+    }
+    // Stopped, or both pipes closed: what is held goes out, redacted.
+    for s in streams.iter_mut() {
+        if let Some(s) = s.take() {
+            end(s, log)?;
+        }
+    }
+    log.flush()?;
+    Ok(counts)
 }
 
 /// The part of a stream the model sees, built as the bytes go by in bounded memory:
@@ -770,6 +962,7 @@ impl Preview {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use cairn_core::redact::Redactor;
     use std::process::Stdio;
 
     fn sh(script: &str) -> Command {
@@ -944,7 +1137,12 @@ mod tests {
     }
 
     fn captured(script: &str, bytes_max: u64) -> (u64, u64, Vec<u8>, String) {
-        let mut cmd = sh(script);
+        captured_with(sh(script), bytes_max).0
+    }
+
+    /// (bytes, kept, the file, the preview) and the redactions of `cmd`'s stdout.
+    #[allow(clippy::type_complexity)]
+    fn captured_with(mut cmd: Command, bytes_max: u64) -> ((u64, u64, Vec<u8>, String), Counts) {
         cmd.stdout(Stdio::piped());
         let mut p = Process::spawn(&mut cmd).unwrap();
         let file = tempfile::NamedTempFile::new().unwrap();
@@ -953,6 +1151,7 @@ mod tests {
             file,
             bytes_max,
             Preview::new(100, 10, 100),
+            StreamRedactor::new(&Redactor::default()),
         );
         assert!(p.wait_exit(Instant::now() + Duration::from_secs(10)));
         assert_eq!(p.stop_code(0), (Some(0), None));
@@ -962,7 +1161,115 @@ mod tests {
             .unwrap();
         let kept = std::fs::read(got.file.path()).unwrap();
         assert_eq!(kept.len() as u64, got.kept);
-        (got.bytes, got.kept, kept, got.preview)
+        ((got.bytes, got.kept, kept, got.preview), got.redactions)
+    }
+
+    /// A token made at run time (the source holds no secret-shaped string): the
+    /// GitHub token pattern with 36 characters.
+    fn token() -> String {
+        format!("{}_{}", ["gh", "p"].concat(), "Ab3".repeat(12))
+    }
+
+    #[test]
+    fn capture_redacts_a_secret_split_across_writes_and_counts_the_redacted_stream() {
+        let t = token();
+        let (head, tail) = t.split_at(10);
+        // Two writes with a pause between them: two reads of the pipe.
+        let mut cmd = sh(r#"printf '%s' "$HEAD"; sleep 0.2; printf '%s\nok\n' "$TAIL""#);
+        cmd.env("HEAD", head).env("TAIL", tail);
+        let redacted = b"[REDACTED:github_token]\nok\n";
+        let n = redacted.len() as u64;
+        let ((bytes, kept, data, preview), counts) = captured_with(cmd, n);
+        assert_eq!((bytes, kept, data.as_slice()), (n, n, &redacted[..]));
+        assert_eq!(preview, "[REDACTED:github_token]\nok\n");
+        assert_eq!(counts, Counts::from([("github_token".into(), 1)]));
+        // One byte under the redacted length: cut there, and said so by the counts.
+        let mut cmd = sh(r#"printf '%s\nok\n' "$T""#);
+        cmd.env("T", &t);
+        let ((bytes, kept, data, _), _) = captured_with(cmd, n - 1);
+        assert_eq!(
+            (bytes, kept, data.as_slice()),
+            (n, n - 1, &redacted[..redacted.len() - 1])
+        );
+    }
+
+    /// Spawns `script` with both streams piped and relays them into a new log.
+    fn relayed(script: &str, envs: &[(&str, &str)]) -> (Process, Relay, tempfile::NamedTempFile) {
+        let mut cmd = sh(script);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let mut p = Process::spawn(&mut cmd).unwrap();
+        let log = tempfile::NamedTempFile::new().unwrap();
+        let file = std::fs::File::options()
+            .append(true)
+            .open(log.path())
+            .unwrap();
+        let r = relay(
+            p.take_stdout().unwrap(),
+            p.take_stderr().unwrap(),
+            file,
+            &Redactor::default(),
+        );
+        (p, r, log)
+    }
+
+    fn read(log: &tempfile::NamedTempFile) -> String {
+        String::from_utf8(std::fs::read(log.path()).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn relay_writes_both_streams_redacted_and_follows_a_quiet_process() {
+        let t = token();
+        let (head, tail) = t.split_at(20);
+        let (mut p, r, log) = relayed(
+            r#"echo started; printf '%s' "$HEAD" >&2; sleep 0.3; printf '%s\n' "$TAIL" >&2; sleep 30"#,
+            &[("HEAD", head), ("TAIL", tail)],
+        );
+        // Whole lines of a quiet stream reach the log while the process runs.
+        let until = Instant::now() + Duration::from_secs(10);
+        while !read(&log).contains("[REDACTED:github_token]\n") {
+            assert!(Instant::now() < until, "the log holds {:?}", read(&log));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(p.stop_code(0), (None, Some(libc::SIGKILL)));
+        let Relayed::Done(counts) = r.finish(Instant::now() + Duration::from_secs(10)) else {
+            panic!("the relay did not end with its pipes")
+        };
+        assert_eq!(counts, Counts::from([("github_token".into(), 1)]));
+        assert_eq!(read(&log), "started\n[REDACTED:github_token]\n");
+    }
+
+    #[test]
+    fn relay_is_stopped_at_the_deadline_when_a_process_outside_the_group_holds_its_pipes() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let (mut p, r, log) = relayed(
+            r#"echo before; setsid sleep 30 & echo $! > "$PIDFILE"; wait"#,
+            &[("PIDFILE", pidfile.to_str().unwrap())],
+        );
+        let until = Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n')) {
+            assert!(Instant::now() < until);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let escaped: libc::pid_t = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        p.stop(0).unwrap();
+        let t0 = Instant::now();
+        let got = r.finish(Instant::now() + Duration::from_millis(200));
+        let took = t0.elapsed();
+        // SAFETY: kill only sends a signal to the process this test put outside the group.
+        unsafe {
+            libc::kill(escaped, libc::SIGKILL);
+        }
+        assert!(matches!(got, Relayed::Stopped), "{got:?}");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        assert_eq!(read(&log), "before\n");
     }
 
     #[test]

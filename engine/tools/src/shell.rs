@@ -5,11 +5,14 @@
 //! input closed: its own process group, so that a timeout, a cancel or the end of the
 //! session kills it whole, grandchildren included.
 //!
-//! Output is read on two threads through a fixed buffer into temporary files in the
-//! project folder (at most `shell_capture_bytes_max` bytes a stream; the rest is
-//! counted and dropped), then stored as blobs by streaming; only a capped preview
-//! (bytes, lines, characters a line: each a named limit) is kept in memory for the
-//! model. A background process writes to a log file in the session folder instead.
+//! Output is read on two threads through a fixed buffer and the session's redactor
+//! (`cairn_core::redact::StreamRedactor`: a secret is replaced before a byte of it is
+//! written anywhere) into temporary files in the project folder (at most
+//! `shell_capture_bytes_max` redacted bytes a stream; the rest is counted and
+//! dropped), then stored as blobs by streaming; only a capped preview (bytes, lines,
+//! characters a line: each a named limit) is kept in memory for the model. A background
+//! process's two pipes are relayed the same way into its log file in the session folder
+//! (`process::relay`), which is stored as a blob when it ends.
 //!
 //! [`exec_foreground`] is the one place a foreground command is run and recorded
 //! (`shell_exec` started, then finished, then the scan below): the shell tools and
@@ -35,10 +38,11 @@ use crate::event::{
 };
 use crate::manifest::{self, ManifestEntry};
 use crate::paths::WsPath;
-use crate::process::{PIPE_BUF_BYTES, Process, Waited, capture};
+use crate::process::{PIPE_BUF_BYTES, Process, Relay, Relayed, Waited, capture, relay};
 use crate::recorder::Recorder;
 use crate::sandbox::Sandbox;
 use crate::tool::{Ctx, InputError, TimeoutField, ToolOutput};
+use cairn_core::redact::{Counts, StreamRedactor};
 
 pub use crate::process::{Preview, alive, start_time, stop_adopted};
 
@@ -98,6 +102,9 @@ impl Handle {
 /// A background child the engine still has to reap.
 pub struct Bg {
     handle: Handle,
+    /// The thread writing its output into its log (none for a process adopted at
+    /// resume: its pipes' reader died with the engine that started it).
+    relay: Option<Relay>,
     call: String,
     argv: Vec<String>,
     cwd: String,
@@ -165,6 +172,7 @@ impl Runtime {
             p.id.clone(),
             Bg {
                 handle: Handle::Adopted { pid, start_time },
+                relay: None,
                 call: p.call.clone(),
                 argv: p.argv.clone(),
                 cwd: p.cwd.clone(),
@@ -180,6 +188,9 @@ impl Drop for Runtime {
     fn drop(&mut self) {
         for bg in self.bg.values_mut() {
             bg.handle.stop(0);
+            if let Some(r) = &bg.relay {
+                r.stop();
+            }
         }
     }
 }
@@ -366,13 +377,14 @@ pub(crate) fn exec_foreground(
         )
     };
     let bytes_max = limits.shell_capture_bytes_max;
+    let redactor = || StreamRedactor::new(ctx.redactor);
     let readers = [
         child
             .take_stdout()
-            .map(|p| capture(p, tmp_out, bytes_max, preview())),
+            .map(|p| capture(p, tmp_out, bytes_max, preview(), redactor())),
         child
             .take_stderr()
-            .map(|p| capture(p, tmp_err, bytes_max, preview())),
+            .map(|p| capture(p, tmp_err, bytes_max, preview(), redactor())),
     ];
     if let Err(e) = ctx.record(Event::ShellExec(rec.clone())) {
         // The log failed: nothing may run unrecorded.
@@ -395,6 +407,7 @@ pub(crate) fn exec_foreground(
                 let blob = ctx.rec.blobs.put_file(got.file.path())?;
                 ctx.rec.note_blobs_written();
                 assert_eq!(blob.len, got.kept, "the blob is the captured file");
+                add_counts(ctx.redactions, &got.redactions);
                 Stream {
                     bytes: got.bytes,
                     blob: Some(blob),
@@ -635,25 +648,29 @@ fn background(ctx: &mut Ctx<'_>, argv: &[String], cwd: &WsPath) -> Result<ToolOu
     }
     let id = format!("p{}", ctx.state().processes.len() + 1);
     let dir = ctx.rt.session_dir.join("bg");
-    std::fs::create_dir_all(&dir).map_err(io_at(&dir))?;
+    cairn_store::private::create_dir_all(&dir).map_err(io_at(&dir))?;
     let log = dir.join(format!("{id}.log"));
-    let file = File::options()
+    let file = cairn_store::private::options()
         .create(true)
         .append(true)
         .open(&log)
         .map_err(io_at(&log))?;
-    let file2 = file.try_clone().map_err(io_at(&log))?;
     let mut rec = exec_record(&ctx.call, argv, &cwd.rel, ProcKind::Background);
     rec.sandbox = Some(ctx.rt.sandbox.recorded().brief());
     let started = Instant::now();
     let mut cmd = command(argv, &cwd.abs, &ctx.rt.sandbox);
-    cmd.stdout(file).stderr(file2);
-    let child = match spawn(&mut cmd, &ctx.rt.sandbox) {
+    // Through cairn, never straight into the log: what it prints is redacted first.
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = match spawn(&mut cmd, &ctx.rt.sandbox) {
         Ok(c) => c,
         Err(e) => {
             record_not_started(ctx, rec, &e, started)?;
             return Ok(not_started(&argv[0], &e));
         }
+    };
+    let relay = match (child.take_stdout(), child.take_stderr()) {
+        (Some(out), Some(err)) => Some(relay(out, err, file, ctx.redactor)),
+        _ => unreachable!("a background process spawned without its pipes"),
     };
     let os_pid = child.id();
     rec.id = Some(id.clone());
@@ -662,6 +679,7 @@ fn background(ctx: &mut Ctx<'_>, argv: &[String], cwd: &WsPath) -> Result<ToolOu
     rec.log = Some(log.to_string_lossy().into_owned());
     let mut bg = Bg {
         handle: Handle::Child(child),
+        relay,
         call: ctx.call.clone(),
         argv: argv.to_vec(),
         cwd: cwd.rel.clone(),
@@ -670,6 +688,9 @@ fn background(ctx: &mut Ctx<'_>, argv: &[String], cwd: &WsPath) -> Result<ToolOu
     };
     if let Err(e) = ctx.record(Event::ShellExec(rec)) {
         bg.handle.stop(0);
+        if let Some(r) = &bg.relay {
+            r.stop();
+        }
         return Err(e);
     }
     ctx.rt.bg.insert(id.clone(), bg);
@@ -730,6 +751,23 @@ fn finish_bg(
         _ if code == Some(0) => ExecStatus::Ok,
         _ => ExecStatus::Failed,
     };
+    // The group is gone: the relay drains what it wrote before the log is taken.
+    let error = match bg
+        .relay
+        .take()
+        .map(|r| r.finish(Instant::now() + Duration::from_millis(PIPE_DRAIN_MS)))
+    {
+        Some(Relayed::Done(_)) => None,
+        Some(Relayed::Stopped) => Some(
+            "a process outside its process group still held its output pipes: the log ends where it was stopped"
+                .to_string(),
+        ),
+        Some(Relayed::Failed(e)) => Some(format!("its log could not be written: {e}")),
+        None => Some(
+            "adopted at resume: anything it printed after the engine that started it stopped had no reader and is not in its log"
+                .to_string(),
+        ),
+    };
     let log_blob = match File::open(&bg.log) {
         Ok(f) => {
             let b = rec.blobs.put_reader(f)?;
@@ -747,6 +785,7 @@ fn finish_bg(
         signal,
         elapsed_us: Some(micros(bg.started.elapsed())),
         log_blob,
+        error,
         ..ShellEnd::new(exec_status)
     });
     rec.append(&Event::ShellExec(x))?;
@@ -879,6 +918,13 @@ fn count_lines(path: &Path) -> u32 {
     }
     let lines = newlines + u64::from(last != b'\n');
     u32::try_from(lines).unwrap_or(u32::MAX)
+}
+
+/// Adds `more` to `counts`.
+fn add_counts(counts: &mut Counts, more: &Counts) {
+    for (kind, n) in more {
+        *counts.entry(kind.clone()).or_default() += n;
+    }
 }
 
 fn micros(d: Duration) -> u64 {

@@ -383,6 +383,9 @@ pub struct Ctx<'a> {
     /// The session's redactor: what a tool keeps beyond its call (memory) is redacted
     /// with it, as the engine redacts what the call gives back.
     pub redactor: &'a cairn_core::redact::Redactor,
+    /// What the tool redacted itself before the engine saw it (a command's output is
+    /// redacted as it streams), by kind: it counts with the call's redactions.
+    pub redactions: &'a mut cairn_core::redact::Counts,
     /// The workspace root's open descriptor: every path a tool opens, lists or writes
     /// resolves beneath it, never by its string.
     pub fs: &'a Root,

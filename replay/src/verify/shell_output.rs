@@ -1,6 +1,7 @@
 //! The text a foreground command's call gave the model, rebuilt from its records: the
 //! first line from its finished `shell_exec` (exit code or signal, elapsed time, the
-//! timeout), each stream's preview from its blob with the engine's own
+//! timeout), each stream's preview from its blob (the stream as redacted while it
+//! streamed, which the engine's preview was made from) with the engine's own
 //! [`Preview`](cairn_tools::shell::Preview) and the session's caps, and the files the
 //! command changed from the call's `external` writes; then redacted with the engine's
 //! patterns, as the engine redacts every output.

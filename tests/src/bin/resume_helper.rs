@@ -5,9 +5,9 @@
 //!                                       request allowed once), print "session ID", run
 //!                                       the script printing "step N" as each step
 //!                                       ends, end the session, print "ended"
-//! resume_helper bg HOME WS              start a session, run `sleep 30` in the
-//!                                       background, print "session ID" and "ready", then
-//!                                       wait to be killed
+//! resume_helper bg HOME WS [COMMAND]    start a session, run COMMAND (default
+//!                                       `sleep 30`) in the background, print "session
+//!                                       ID" and "ready", then wait to be killed
 //! resume_helper agent HOME WS URL TASK  start a session, print "session ID", run the
 //!                                       agent loop on TASK against the OpenAI-compatible
 //!                                       server at URL (model "m-1"), print "answer TEXT"
@@ -49,11 +49,12 @@ fn main() -> Result<()> {
             println!("ended");
             Ok(())
         }
-        ["bg", home, ws] => {
+        ["bg", home, ws, command @ ..] => {
+            let command = command.first().copied().unwrap_or("sleep 30");
             let mut engine = start(home, ws)?;
             engine.call(
                 "shell",
-                serde_json::json!({"command": "sleep 30", "background": true}),
+                serde_json::json!({"command": command, "background": true}),
             )?;
             println!("ready");
             std::io::stdout().flush()?;

@@ -200,7 +200,8 @@ fn look_alikes(r: &mut Rng) -> Vec<String> {
 struct Plan {
     /// (channel, kind, needle)
     needles: Vec<(String, &'static str, String)>,
-    look_alikes: Vec<String>,
+    /// (channel, look-alike)
+    look_alikes: Vec<(String, String)>,
 }
 
 impl Plan {
@@ -213,7 +214,7 @@ impl Plan {
         }
         for l in look_alikes(r) {
             lines.push(l.clone());
-            self.look_alikes.push(l);
+            self.look_alikes.push((channel.to_string(), l));
         }
         lines.join("\n") + "\n"
     }
@@ -284,7 +285,6 @@ fn provider(server: &Server) -> Box<dyn cairn_engine::provider::Provider + Send>
 }
 
 #[test]
-#[ignore = "on until the streaming, withheld and escape parts of issue 15 land"]
 fn no_secret_of_any_kind_is_kept_or_sent_through_any_channel() {
     let seed = cairn_tests::seed_from_env("CAIRN_LEAK_SEED") | 1;
     let mut r = Rng(seed);
@@ -566,10 +566,13 @@ fn no_secret_of_any_kind_is_kept_or_sent_through_any_channel() {
             .arg(&d)
             .status();
     }
+    // A look-alike is kept, or sent, wherever its channel's text went: only the
+    // withheld file nothing read keeps none.
     let mut lost = Vec::new();
-    for l in &plan.look_alikes {
-        if !kept.iter().any(|(_, b)| holds(b, l)) {
-            lost.push(l.clone());
+    for (channel, l) in &plan.look_alikes {
+        if channel != "workspace server.pem" && !kept.iter().chain(&sent).any(|(_, b)| holds(b, l))
+        {
+            lost.push(format!("{channel}: {l}"));
         }
     }
     assert!(

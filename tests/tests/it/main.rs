@@ -42,6 +42,7 @@ mod resume_fork;
 mod resume_interrupted;
 mod sandbox;
 mod secrets_replay;
+mod secrets_shell;
 mod signals;
 mod special_files;
 mod store_bad_input;
