@@ -1,7 +1,7 @@
 //! The leak test: secrets of every kind the redactor knows, made at run time (the
 //! repository holds none), sent through every channel a session has — each tool of
 //! both catalogs, shell in the foreground and the background, a page served over
-//! loopback, an MCP server's result, a fact remembered and a later model session, a
+//! loopback, search results, a check command's output, an MCP server's result, a fact remembered and a later model session, a
 //! user message, model turns — and then every byte under the home and every request
 //! the provider test server received is searched for them. Not one may be there, and
 //! the benign look-alikes must all be there, untouched. A failure names the channel
@@ -318,6 +318,7 @@ fn no_secret_of_any_kind_is_kept_or_sent_through_any_channel() {
     let edit_new = plan.one(&mut r, "edit_file new_string", "gitlab");
     let fact = plan.one(&mut r, "remember", "stripe_live");
     let grep_pattern = plan.one(&mut r, "grep pattern", "npm");
+    let problems_text = plan.text(&mut r, "problems check command");
     let env_secret = r.alnum(28);
     plan.needles.push((
         "a secret of the environment".into(),
@@ -391,6 +392,7 @@ fn no_secret_of_any_kind_is_kept_or_sent_through_any_channel() {
                 ("call_10", "list_dir", json!({})),
                 ("call_11", "glob", json!({"pattern": "**/*"})),
                 ("call_12", "shell", json!({"command": "sleep 0.3"})),
+                ("call_13", "problems", json!({})),
             ],
             None,
         ),
@@ -407,7 +409,8 @@ fn no_secret_of_any_kind_is_kept_or_sent_through_any_channel() {
             fetch_timeout_ms: 5_000,
             ..WebConfig::default()
         };
-        config.check_command = None;
+        // The check command `problems` runs prints secrets (and has them in its argv).
+        config.check_command = Some(vec!["printf".into(), "%s".into(), problems_text.clone()]);
         let mut e = Engine::start(&home, ws, config).unwrap();
         e.set_approver(Box::new(Policy::AllowAll));
         e.add_secret("LEAK_API_TOKEN", &env_secret);
@@ -468,11 +471,21 @@ fn no_secret_of_any_kind_is_kept_or_sent_through_any_channel() {
     let search = plan.one(&mut r, "search_text pattern", "pypi");
     let mcp_text = plan.text(&mut r, "mcp result");
     let read_url_secret = plan.one(&mut r, "read_url url", "sendgrid");
+    // A search backend whose results hold secrets (the query may not: web_search
+    // refuses a query carrying a credential).
+    let results = serde_json::to_string(&json!({"results": [
+        {"url": format!("{}/result", web.url), "title": "notes", "content": plan.text(&mut r, "web_search results")}
+    ]}))
+    .unwrap();
+    let searx =
+        Server::start(move |_, _| response(200, &[("content-type", "application/json")], &results));
     let thndrs_dir = {
         let mut config = EngineConfig::new(Catalog::Thndrs);
         config.web = WebConfig {
             allow_loopback_for_tests: true,
             fetch_timeout_ms: 5_000,
+            search_backend: cairn_engine::web::SearchBackend::Searxng,
+            searxng_url: Some(searx.url.clone()),
             ..WebConfig::default()
         };
         config.check_command = None;
@@ -509,6 +522,7 @@ fn no_secret_of_any_kind_is_kept_or_sent_through_any_channel() {
                 json!({"pattern": ".env", "include_hidden": true}),
             ),
             ("list_searchable_files", json!({"include_hidden": true})),
+            ("web_search", json!({"query": "deploy notes"})),
             (
                 "read_url",
                 json!({"url": format!("{}/p?key={read_url_secret}", web.url)}),
@@ -566,11 +580,12 @@ fn no_secret_of_any_kind_is_kept_or_sent_through_any_channel() {
             .arg(&d)
             .status();
     }
-    // A look-alike is kept, or sent, wherever its channel's text went: only the
-    // withheld file nothing read keeps none.
+    // A look-alike is kept, or sent, wherever its channel's text went whole: not the
+    // withheld file nothing read, nor search results, shown as a cut snippet.
     let mut lost = Vec::new();
     for (channel, l) in &plan.look_alikes {
-        if channel != "workspace server.pem" && !kept.iter().chain(&sent).any(|(_, b)| holds(b, l))
+        if !["workspace server.pem", "web_search results"].contains(&channel.as_str())
+            && !kept.iter().chain(&sent).any(|(_, b)| holds(b, l))
         {
             lost.push(format!("{channel}: {l}"));
         }
