@@ -1887,10 +1887,16 @@ fn issue_20() -> Vec<Case> {
                     .status(Status::Timeout)
                     .has("timeout: killed after 1000 ms (the whole process group); give a larger timeout_secs (at most 600) or run it with background=true"),
             )
+            // cairn's earlier field still reads (old sessions verify), not with both.
             .then(
                 call("shell", json!({"command": "true", "timeout_ms": 1000}))
+                    .asks("shell:true")
+                    .status(Status::Ok),
+            )
+            .then(
+                call("shell", json!({"command": "true", "timeout_secs": 1, "timeout_ms": 1000}))
                     .refused(Rule::Input)
-                    .has("unknown field `timeout_ms`, expected one of `command`, `timeout_secs`, `background`"),
+                    .has("both timeout_secs and timeout_ms are given: give only timeout_secs"),
             )
             .then(
                 call("shell", json!({"command": "true", "timeout_secs": 0}))

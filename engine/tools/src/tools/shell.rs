@@ -18,6 +18,11 @@ pub struct Input {
     /// 600); the whole process group is killed when it runs out. Raise it for slow
     /// builds.
     pub timeout_secs: Option<u64>,
+    /// cairn's earlier millisecond field, still read so that sessions recorded before
+    /// `timeout_secs` verify and replay as they ran; not offered in the schema.
+    #[schemars(skip)]
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
     /// Start a server or watcher and return at once with its pid and the path of its
     /// log file instead of waiting.
     #[serde(default)]
@@ -59,6 +64,11 @@ impl TypedTool for Shell {
                 "the command is empty: give a command line to run".into(),
             ));
         }
+        if input.timeout_secs.is_some() && input.timeout_ms.is_some() {
+            return Err(InputError::Rule(
+                "both timeout_secs and timeout_ms are given: give only timeout_secs".into(),
+            ));
+        }
         shell::check(
             &["sh".into()],
             timeout_ms(input),
@@ -87,4 +97,5 @@ fn timeout_ms(input: &Input) -> Option<u64> {
     input
         .timeout_secs
         .map(|s| s.saturating_mul(TimeoutField::SECS.unit_ms))
+        .or(input.timeout_ms)
 }
