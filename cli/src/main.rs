@@ -316,8 +316,8 @@ enum McpAction {
         #[arg(long, default_value = ".")]
         workspace: std::path::PathBuf,
     },
-    /// Speak MCP on stdin/stdout: one recorded session per connection, ended when the
-    /// client closes stdin.
+    /// Speak MCP on stdin/stdout: one recorded session per connection, started at its
+    /// first tool call, ended when the client closes stdin or on SIGINT, SIGTERM, SIGHUP.
     Serve {
         #[arg(long, default_value = ".")]
         workspace: std::path::PathBuf,

@@ -83,6 +83,11 @@ pub fn serve(
             )
         }
     };
+    // The session starts at the first tool call; a workspace that is not there is said
+    // now, not to the first call.
+    workspace
+        .canonicalize()
+        .with_context(|| format!("workspace {}", workspace.display()))?;
     let home = Home::from_env()?;
     // Standard input read directly (its own descriptor, no buffer of `Stdin` that
     // `poll` would not see), through a reader that a signal ends.
@@ -101,13 +106,17 @@ pub fn serve(
         input,
         std::io::stdout().lock(),
     )?;
-    match cairn_engine::signal::received() {
-        Some(s) => out::note(&format!(
-            "cairn: {} received: mcp session ended at seq {}",
-            s.name(),
+    let signal = cairn_engine::signal::received()
+        .map(|s| format!("{} received: ", s.name()))
+        .unwrap_or_default();
+    match head {
+        Some(head) => out::note(&format!(
+            "cairn: {signal}mcp session ended at seq {}",
             head.seq
         )),
-        None => out::note(&format!("cairn: mcp session ended at seq {}", head.seq)),
+        None => out::note(&format!(
+            "cairn: {signal}no tool was called: no session recorded"
+        )),
     }
     Ok(ExitCode::SUCCESS)
 }

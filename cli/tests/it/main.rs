@@ -11,5 +11,6 @@ mod common;
 mod audit;
 mod browse;
 mod cli;
+mod mcp_serve;
 mod signals;
 mod tui;

@@ -1,18 +1,17 @@
 //! SIGINT, SIGTERM and SIGHUP end a session cleanly in every mode, with the `cairn`
 //! binary as a process: a script without a terminal, the agent loop (against a local
-//! fake model), `mcp serve`, and `resume`. Each test starts a command that runs a
-//! `sleep` with a number no other test uses (its marker), waits until the log shows
-//! the command started, sends the signal to the `cairn` it started (by pid, or to the
-//! process group it put it in), and checks the exit code (128 + the signal), that the
-//! log ends with `session_ended` naming the signal, that the call was `cancelled`, and
-//! in `/proc` that no process with the marker survives. Processes that leave their
-//! command's group (`setsid`) are found at the end, killed, reaped and recorded.
+//! fake model), and `resume` (`mcp serve` in `mcp_serve.rs`). Each test starts a
+//! command that runs a `sleep` with a number no other test uses (its marker), waits
+//! until the log shows the command started, sends the signal to the `cairn` it started
+//! (by pid, or to the process group it put it in), and checks the exit code (128 + the
+//! signal), that the log ends with `session_ended` naming the signal, that the call was
+//! `cancelled`, and in `/proc` that no process with the marker survives. Processes that
+//! leave their command's group (`setsid`) are found at the end, killed, reaped and
+//! recorded.
 //!
 //! The machine is shared and slow at times: every wait polls for what it waits for,
 //! with a generous limit, and nothing asserts how long a step took.
 
-use std::io::Write;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -20,16 +19,16 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 /// The longest any wait here takes before the test fails.
-const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
 /// A home and a workspace of their own.
-struct Setup {
+pub(crate) struct Setup {
     _tmp: tempfile::TempDir,
-    home: PathBuf,
-    ws: PathBuf,
+    pub home: PathBuf,
+    pub ws: PathBuf,
 }
 
-fn setup() -> Setup {
+pub(crate) fn setup() -> Setup {
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().canonicalize().unwrap();
     let (home, ws) = (base.join("home"), base.join("ws"));
@@ -43,7 +42,7 @@ fn setup() -> Setup {
 
 impl Setup {
     /// `cairn ARGS` in this home, standard input closed, output captured.
-    fn cairn(&self, args: &[&str]) -> Command {
+    pub fn cairn(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
         c.args(args)
             .env("CAIRN_HOME", &self.home)
@@ -65,7 +64,7 @@ impl Setup {
     }
 
     /// The session's folder (the home holds one).
-    fn session(&self) -> Option<PathBuf> {
+    pub fn session(&self) -> Option<PathBuf> {
         let projects = std::fs::read_dir(self.home.join("projects")).ok()?;
         for p in projects.flatten() {
             for s in std::fs::read_dir(p.path().join("sessions")).ok()?.flatten() {
@@ -78,7 +77,7 @@ impl Setup {
     }
 
     /// The events of the session's log, in order (none before it exists).
-    fn events(&self) -> Vec<Value> {
+    pub fn events(&self) -> Vec<Value> {
         let Some(dir) = self.session() else {
             return Vec::new();
         };
@@ -91,7 +90,7 @@ impl Setup {
     }
 
     /// Waits until the log shows a command with `marker` in its argv started.
-    fn wait_started(&self, marker: &str) {
+    pub fn wait_started(&self, marker: &str) {
         wait_until(&format!("the command {marker} started"), || {
             self.events().iter().any(|e| {
                 e["type"] == "shell_exec" && e["phase"] == "started" && argv_has(e, marker)
@@ -107,7 +106,7 @@ fn argv_has(e: &Value, marker: &str) -> bool {
     })
 }
 
-fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
     let until = Instant::now() + WAIT;
     while !ready() {
         assert!(Instant::now() < until, "gave up waiting: {what}");
@@ -134,7 +133,7 @@ fn marked(marker: &str) -> Vec<(u32, String)> {
 }
 
 /// Sends `signal` to the process we started.
-fn send(child: &Child, signal: libc::c_int) {
+pub(crate) fn send(child: &Child, signal: libc::c_int) {
     let pid = libc::pid_t::try_from(child.id()).unwrap();
     // SAFETY: kill only sends a signal, to a child of this test not yet waited for.
     assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
@@ -142,7 +141,7 @@ fn send(child: &Child, signal: libc::c_int) {
 
 /// Waits for the child to exit (killing it if it does not, so that no test hangs);
 /// its status and both outputs.
-fn finish(mut child: Child) -> (ExitStatus, String, String) {
+pub(crate) fn finish(mut child: Child) -> (ExitStatus, String, String) {
     let until = Instant::now() + WAIT;
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -166,7 +165,7 @@ fn finish(mut child: Child) -> (ExitStatus, String, String) {
 /// signal as its reason, each marked command `cancelled` (its `shell_exec` and its
 /// call), and no process with a marker left. Its `orphans` are exactly the processes
 /// with an `escaped` marker: the members of a killed command's group are not orphans.
-fn check_stopped(
+pub(crate) fn check_stopped(
     s: &Setup,
     got: (ExitStatus, String, String),
     signal: &str,
@@ -336,98 +335,6 @@ fn sigterm_ends_the_agent_loop_while_the_model_is_awaited() {
     check_stopped(&s, finish(child), "SIGTERM", 143, &[], &[]);
     let types: Vec<Value> = s.events().iter().map(|e| e["type"].clone()).collect();
     assert_eq!(types, ["session_started", "user_message", "session_ended"]);
-}
-
-/// `cairn mcp serve` in a process group of its own (a client signals the group).
-fn mcp_serve(s: &Setup) -> Child {
-    s.cairn(&[
-        "mcp",
-        "serve",
-        "--workspace",
-        s.ws.to_str().unwrap(),
-        "--approve",
-        "always",
-    ])
-    .stdin(Stdio::piped())
-    .process_group(0)
-    .spawn()
-    .unwrap()
-}
-
-fn mcp_send(child: &mut Child, messages: &[Value]) {
-    let stdin = child.stdin.as_mut().unwrap();
-    for m in messages {
-        writeln!(stdin, "{m}").unwrap();
-    }
-    stdin.flush().unwrap();
-}
-
-const MCP_INIT: [&str; 2] = [
-    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
-    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-];
-
-fn mcp_init(child: &mut Child) {
-    let init: Vec<Value> = MCP_INIT
-        .iter()
-        .map(|m| serde_json::from_str(m).unwrap())
-        .collect();
-    mcp_send(child, &init);
-}
-
-#[test]
-fn sigterm_to_the_group_ends_mcp_serve_in_a_call_and_the_call_is_answered() {
-    // As Codex stops a server: SIGTERM to its process group, standard input open.
-    let s = setup();
-    let mut child = mcp_serve(&s);
-    mcp_init(&mut child);
-    mcp_send(
-        &mut child,
-        &[
-            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "shell", "arguments": {"command": "sleep 30.104"}}}),
-        ],
-    );
-    s.wait_started("30.104");
-    let pgid = libc::pid_t::try_from(child.id()).unwrap();
-    // SAFETY: killpg only sends a signal, to the group of the child this test started
-    // (it leads the group, and is not waited for yet).
-    assert_eq!(unsafe { libc::killpg(pgid, libc::SIGTERM) }, 0);
-    let got = finish(child);
-    let replies: Vec<Value> = got
-        .1
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let call = replies.iter().find(|r| r["id"] == 2).unwrap();
-    assert_eq!(call["result"]["isError"], true, "{call}");
-    check_stopped(&s, got, "SIGTERM", 143, &["30.104"], &[]);
-}
-
-#[test]
-fn sigint_ends_an_idle_mcp_serve_with_stdin_open() {
-    // As Claude Code stops a server: SIGINT, standard input left open.
-    let s = setup();
-    let mut child = mcp_serve(&s);
-    mcp_init(&mut child);
-    wait_until("the initialize answer", || {
-        s.events()
-            .first()
-            .is_some_and(|e| e["type"] == "session_started")
-    });
-    send(&child, libc::SIGINT);
-    check_stopped(&s, finish(child), "SIGINT", 130, &[], &[]);
-}
-
-#[test]
-fn mcp_serve_ends_when_stdin_closes() {
-    let s = setup();
-    let mut child = mcp_serve(&s);
-    mcp_init(&mut child);
-    drop(child.stdin.take());
-    let (status, _, stderr) = finish(child);
-    assert_eq!(status.code(), Some(0), "{stderr}");
-    let events = s.events();
-    assert_eq!(events.last().unwrap()["reason"], "mcp client disconnected");
 }
 
 #[test]

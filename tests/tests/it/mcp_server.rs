@@ -35,11 +35,12 @@ fn verified_session(home: &Path) -> Vec<Event> {
         .collect()
 }
 
-fn serve(home: &Path, ws: &Path, policy: Policy, lines: &[&str]) -> Vec<Value> {
+/// The replies to `lines`, and whether a session was recorded.
+fn serve_maybe(home: &Path, ws: &Path, policy: Policy, lines: &[&str]) -> (Vec<Value>, bool) {
     let mut input = lines.join("\n");
     input.push('\n');
     let mut out = Vec::new();
-    cairn_engine::mcp::serve_session(
+    let head = cairn_engine::mcp::serve_session(
         &Home::at(home),
         ws,
         cairn_engine::EngineConfig::new(Catalog::Thoth),
@@ -48,11 +49,50 @@ fn serve(home: &Path, ws: &Path, policy: Policy, lines: &[&str]) -> Vec<Value> {
         &mut out,
     )
     .unwrap();
-    String::from_utf8(out)
+    let replies = String::from_utf8(out)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+        .collect();
+    (replies, head.is_some())
+}
+
+fn serve(home: &Path, ws: &Path, policy: Policy, lines: &[&str]) -> Vec<Value> {
+    let (replies, recorded) = serve_maybe(home, ws, policy, lines);
+    assert!(recorded);
+    replies
+}
+
+#[test]
+fn a_connection_that_calls_no_tool_records_no_session() {
+    // A client's health check, and calls that never reach a tool.
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let (replies, recorded) = serve_maybe(
+        home.path(),
+        ws.path(),
+        Policy::AllowAll,
+        &[
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"no_such_tool"}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{}}"#,
+        ],
+    );
+    assert!(!recorded);
+    let tools: Vec<&str> = replies[1]["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, cairn_engine::Registry::new(Catalog::Thoth).names());
+    assert_eq!(
+        (&replies[2]["error"]["code"], &replies[3]["error"]["code"]),
+        (&json!(-32602), &json!(-32602))
+    );
+    assert!(!home.path().join("projects").exists());
 }
 
 #[test]
@@ -123,7 +163,7 @@ fn the_protocol_by_hand_with_versions_errors_and_a_batch() {
     );
     let events = verified_session(home.path());
     assert!(
-        matches!(events.last(), Some(Event::SessionEnded { reason, .. }) if reason == "mcp client disconnected")
+        matches!(events.last(), Some(Event::SessionEnded { reason, .. }) if reason == "stdin closed")
     );
 }
 
@@ -198,6 +238,6 @@ fn the_python_sdk_client_reads_is_refused_an_unread_edit_and_leaves_a_verified_s
         .collect();
     assert_eq!(refusals, [None, Some(Rule::ReadBeforeEdit), None, None]);
     assert!(
-        matches!(events.last(), Some(Event::SessionEnded { reason, .. }) if reason == "mcp client disconnected")
+        matches!(events.last(), Some(Event::SessionEnded { reason, .. }) if reason == "stdin closed")
     );
 }
