@@ -18,7 +18,8 @@ pub struct SessionRow {
     /// The catalogue the session offered (`thoth`, `thndrs`).
     pub catalog: String,
     pub started: String,
-    /// `finished`, `interrupted` or `resumed`.
+    /// `finished`, `interrupted`, `resumed`, or `running` (not ended, and its log's
+    /// writer lock held by a live process).
     pub state: String,
     /// Records in the log, including ones this version cannot parse.
     pub records: u64,
@@ -61,6 +62,9 @@ pub fn summarise(dir: &Path) -> cairn_store::Result<SessionRow> {
             Ok(Event::SessionResumed { .. }) => row.state = "resumed".into(),
             _ => {}
         }
+    }
+    if row.state != "finished" && cairn_store::writer_pid(dir).is_some() {
+        row.state = "running".into();
     }
     Ok(row)
 }

@@ -32,6 +32,7 @@ mod verify;
 pub use blob::{BlobCheck, BlobRef, BlobStore, hash_reader};
 pub use error::{Error, ParseNameError, Result};
 pub use hash::{Hash, ParseHashError};
+pub use lock::writer_pid;
 pub use log::{
     Appended, Durability, Head, LOCK_FILE, LOG_FILE, LogWriter, Options, QUARANTINE_DIR, Recovery,
     log_path, now_ts,

@@ -41,3 +41,66 @@ impl WriterLock {
         Ok(WriterLock { _file: file })
     }
 }
+
+/// The pid of the writer holding the lock of the log in `dir`, if a live process holds
+/// it. Read from `/proc/locks` without taking the lock, so that looking never makes a
+/// writer starting at that moment fail: the lock file's inode must be locked there by
+/// the pid the file names. `None` where `/proc/locks` cannot be read.
+pub fn writer_pid(dir: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let path = dir.join(crate::LOCK_FILE);
+    let ino = std::fs::metadata(&path).ok()?.ino();
+    let pid: u32 = std::fs::read_to_string(&path).ok()?.trim().parse().ok()?;
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks
+        .lines()
+        .any(|line| held_by(line, ino, pid))
+        .then_some(pid)
+}
+
+/// True when a `/proc/locks` line is a lock of inode `ino` held by `pid`:
+/// `1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF`.
+fn held_by(line: &str, ino: u64, pid: u32) -> bool {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    // `->` marks a process waiting for the lock, not one holding it.
+    if fields.get(1) == Some(&"->") {
+        return false;
+    }
+    let Some(at) = fields.iter().position(|f| *f == "WRITE" || *f == "READ") else {
+        return false;
+    };
+    let (Some(p), Some(dev)) = (fields.get(at + 1), fields.get(at + 2)) else {
+        return false;
+    };
+    p.parse::<u32>().ok() == Some(pid)
+        && dev.rsplit(':').next().and_then(|i| i.parse::<u64>().ok()) == Some(ino)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_proc_locks_line_names_its_holder_and_inode() {
+        let line = "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF";
+        assert!(held_by(line, 5678, 1234));
+        assert!(!held_by(line, 5678, 1235));
+        assert!(!held_by(line, 5679, 1234));
+        assert!(!held_by("2: POSIX  ADVISORY  WRITE", 5678, 1234));
+        let blocked = "1: -> FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF";
+        assert!(!held_by(blocked, 5678, 1234), "a waiter does not hold it");
+    }
+
+    #[test]
+    fn a_held_lock_names_its_writer_and_a_released_one_none() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let lock = WriterLock::acquire(&dir.path().join(crate::LOCK_FILE))
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Where /proc/locks is readable (Linux), the holder is this process.
+        if std::path::Path::new("/proc/locks").exists() {
+            assert_eq!(writer_pid(dir.path()), Some(std::process::id()));
+        }
+        drop(lock);
+        assert_eq!(writer_pid(dir.path()), None);
+    }
+}

@@ -753,3 +753,53 @@ fn resume_runs_an_interrupted_command_again_when_asked_to() {
     let out = cairn(home.path(), &["verify", &id]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
 }
+
+/// A session whose writer still runs is `running`, not `interrupted`; killed, it is
+/// `interrupted`.
+#[test]
+fn a_session_still_running_is_listed_running_and_interrupted_once_killed() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let script = ws.path().join("s.jsonl");
+    std::fs::write(
+        &script,
+        "{\"tool\": \"shell\", \"input\": {\"command\": \"sleep 30\"}}\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args([
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--approve",
+            "always",
+        ])
+        .args(["--workspace", ws.path().to_str().unwrap()])
+        .env("CAIRN_HOME", home.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let state = || -> Option<String> {
+        let out = cairn(home.path(), &["sessions", "--json"]);
+        let line = text(&out.stdout).lines().next()?.to_string();
+        let row: serde_json::Value = serde_json::from_str(&line).ok()?;
+        Some(row["state"].as_str()?.to_string())
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    // The command is running once the session lists a call.
+    let mut seen = None;
+    while std::time::Instant::now() < deadline {
+        let out = cairn(home.path(), &["sessions", "--json"]);
+        if text(&out.stdout).contains("\"calls\":1") {
+            seen = state();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(seen.as_deref(), Some("running"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(state().as_deref(), Some("interrupted"));
+}
