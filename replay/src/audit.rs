@@ -38,10 +38,12 @@ pub const SCAN_OVERLAP_BYTES: usize = 64 * 1024;
 pub enum EndState {
     /// Its last session event is `session_ended`.
     Finished,
-    /// It stops without `session_ended` (a crash, a kill, or still running).
+    /// It stops without `session_ended` and no process holds its log (a crash, a kill).
     Interrupted,
     /// It was resumed after an interruption and has not ended since.
     Resumed,
+    /// It has not ended and its writer still holds the log: a live session.
+    Running,
 }
 
 impl EndState {
@@ -49,6 +51,7 @@ impl EndState {
         match self {
             EndState::Finished => "finished",
             EndState::Interrupted => "interrupted",
+            EndState::Running => "running",
             EndState::Resumed => "resumed",
         }
     }
@@ -756,7 +759,12 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
         }
     }
 
-    let lost = end_state != EndState::Interrupted;
+    if end_state != EndState::Finished && cairn_store::writer_pid(&session.dir).is_some() {
+        end_state = EndState::Running;
+    }
+    // Processes still open at a recorded end were lost; an interrupted or running
+    // session's may still run.
+    let lost = matches!(end_state, EndState::Finished | EndState::Resumed);
     let processes_open = open_bg
         .into_iter()
         .map(|(id, (pid, command))| OpenProcess {

@@ -799,7 +799,15 @@ fn a_session_still_running_is_listed_running_and_interrupted_once_killed() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert_eq!(seen.as_deref(), Some("running"));
+    let audit_state = || {
+        let out = cairn(home.path(), &["audit", "last", "--json"]);
+        let a: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}{}", text(&out.stdout), text(&out.stderr)));
+        a["header"]["end_state"].as_str().map(str::to_string)
+    };
+    assert_eq!(audit_state().as_deref(), Some("running"));
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(state().as_deref(), Some("interrupted"));
+    assert_eq!(audit_state().as_deref(), Some("interrupted"));
 }
