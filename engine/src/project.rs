@@ -284,3 +284,36 @@ pub fn find_session(home: &Home, spec: &str, workspace: Option<&Path>) -> Result
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_key_is_made_once_private_and_a_damaged_one_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let project = Project {
+            dir: dir.path().join("p"),
+        };
+        let key = project.secret_key().unwrap_or_else(|e| panic!("{e}"));
+        let file = project.secret_key_file();
+        let meta = std::fs::metadata(&file).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(meta.len(), SECRET_KEY_BYTES as u64);
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        // Made once: the same key again.
+        assert_eq!(project.secret_key().ok(), Some(key));
+        // At and past the size: one byte short is refused, saying how to fix it.
+        std::fs::write(&file, [7u8; SECRET_KEY_BYTES - 1]).unwrap_or_else(|e| panic!("{e}"));
+        let e = project.secret_key().map(|_| ()).unwrap_err().to_string();
+        assert!(
+            e.contains("holds 31 bytes, not a key of 32: remove it and a new key is made"),
+            "{e}"
+        );
+        std::fs::write(&file, [7u8; SECRET_KEY_BYTES]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            project.secret_key().ok(),
+            Some(SecretKey([7; SECRET_KEY_BYTES]))
+        );
+    }
+}

@@ -1450,7 +1450,7 @@ impl Verifier {
             },
         };
         // A redacted input holds markers where the workspace holds the secret.
-        let redacted = holes::has_marker(&input.to_string());
+        let redacted = cairn_core::scrub::holds_marker(&input.to_string());
         if redacted && w.withheld {
             // The secrets the markers stand for are in no blob to compare with.
             return;

@@ -305,3 +305,21 @@ pub fn anthropic_stream(
     }
     sse(&body)
 }
+
+/// An OpenAI-compatible provider (model `m-1`) whose requests go to `server`.
+pub fn openai_provider(server: &Server) -> Box<dyn cairn_engine::provider::Provider + Send> {
+    use cairn_engine::provider::{Kind, Overrides, ProviderConfig};
+    let config = ProviderConfig::from_env(
+        Kind::Openai,
+        &Overrides {
+            base_url: Some(format!("{}/v1", server.url)),
+            model: Some("m-1".into()),
+            ..Overrides::default()
+        },
+        |_| None,
+    )
+    .unwrap_or_else(|e| panic!("a provider for {}: {e}", server.url));
+    config
+        .build()
+        .unwrap_or_else(|e| panic!("a provider for {}: {e}", server.url))
+}

@@ -89,10 +89,15 @@ pub fn event(
 static ANY_MARKER: std::sync::LazyLock<Option<regex::Regex>> =
     std::sync::LazyLock::new(|| regex::Regex::new(r"\[REDACTED:[^\]\n]{1,200}\]").ok());
 
+/// The expression of any redaction marker (`None` only if it failed to compile).
+pub fn marker_regex() -> Option<&'static regex::Regex> {
+    ANY_MARKER.as_ref()
+}
+
 /// True when `text` holds a redaction marker: the value it stands for was a secret the
 /// log does not keep.
 pub fn holds_marker(text: &str) -> bool {
-    ANY_MARKER.as_ref().is_some_and(|re| re.is_match(text))
+    marker_regex().is_some_and(|re| re.is_match(text))
 }
 
 /// True when some string inside `v` holds a redaction marker.

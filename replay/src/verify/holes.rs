@@ -17,18 +17,9 @@ pub(super) enum Piece {
     Hole { line: bool },
 }
 
-/// Any redaction marker (`[REDACTED:github_token]`, `[REDACTED:env:NAME]`).
-static ANY_MARKER: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"\[REDACTED:[^\]\n]{1,200}\]").ok());
-
 /// A marker of a value only the recording process knew (its environment's secrets).
 static ENV_MARKER: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"\[REDACTED:env:[^\]\n]{0,200}\]").ok());
-
-/// True when `text` holds a redaction marker.
-pub(super) fn has_marker(text: &str) -> bool {
-    ANY_MARKER.as_ref().is_some_and(|re| re.is_match(text))
-}
 
 /// True when `text` holds a marker of an environment secret.
 pub(super) fn has_env_marker(text: &str) -> bool {
@@ -37,8 +28,12 @@ pub(super) fn has_env_marker(text: &str) -> bool {
 
 /// `text` with every redaction marker (`env` only: environment ones) made a hole.
 pub(super) fn markers_as_holes(text: &str, env_only: bool) -> Vec<Piece> {
-    let re = if env_only { &ENV_MARKER } else { &ANY_MARKER };
-    let Some(re) = re.as_ref() else {
+    let re = if env_only {
+        ENV_MARKER.as_ref()
+    } else {
+        cairn_core::scrub::marker_regex()
+    };
+    let Some(re) = re else {
         return vec![Piece::Text(text.to_string())];
     };
     let mut out = Vec::new();

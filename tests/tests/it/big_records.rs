@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 use cairn_engine::agent::{self, AgentConfig};
 use cairn_engine::event::Event;
 use cairn_engine::permission::Policy;
-use cairn_engine::provider::{Kind, Overrides, Provider, ProviderConfig};
 use cairn_engine::script;
 use cairn_engine::spill::EVENT_INLINE_BYTES_MAX;
 use cairn_engine::state::ConversationEntry;
@@ -52,21 +51,6 @@ fn start(s: &Setup, config: EngineConfig) -> Engine {
     let mut e = Engine::start(&s.home, &s.root, config).unwrap();
     e.set_approver(Box::new(Policy::AllowAll));
     e
-}
-
-fn provider(server: &Server) -> Box<dyn Provider> {
-    ProviderConfig::from_env(
-        Kind::Openai,
-        &Overrides {
-            base_url: Some(format!("{}/v1", server.url)),
-            model: Some("m-1".into()),
-            ..Overrides::default()
-        },
-        |_| None,
-    )
-    .unwrap()
-    .build()
-    .unwrap()
 }
 
 /// An OpenAI stream of one turn with the text and each call's arguments in one chunk
@@ -186,7 +170,7 @@ fn a_2mb_user_message_is_spilled_and_the_resumed_model_and_a_fork_get_it_whole()
         one_chunk_turn("noted", &[]),
         one_chunk_turn("resumed ok", &[]),
     ]);
-    let mut p = provider(&server);
+    let mut p = cairn_tests::http::openai_provider(&server);
     let mut e = start(&s, EngineConfig::new(Catalog::Thoth));
     let run = agent::run(
         &mut e,
@@ -284,7 +268,7 @@ fn a_model_turn_with_1mb_of_tool_call_arguments_runs_verifies_replays_and_resume
         one_chunk_turn("written", &[]),
         one_chunk_turn("resumed ok", &[]),
     ]);
-    let mut p = provider(&server);
+    let mut p = cairn_tests::http::openai_provider(&server);
     let mut config = EngineConfig::new(Catalog::Thoth);
     // The input limit is a setting: raised, the call runs (as does the cap on what one
     // write may carry).
@@ -515,7 +499,7 @@ fn a_tool_output_over_1mib_is_spilled_and_the_resumed_model_is_given_it() {
         one_chunk_turn("counted", &[]),
         one_chunk_turn("resumed ok", &[]),
     ]);
-    let mut p = provider(&server);
+    let mut p = cairn_tests::http::openai_provider(&server);
     let mut config = EngineConfig::new(Catalog::Thoth);
     // Output limits are settings: raised, the model is given all of it.
     let l = &mut config.limits;

@@ -14,7 +14,6 @@ use cairn_engine::agent::{self, AgentConfig, Stop};
 use cairn_engine::event::Status;
 use cairn_engine::mcp::{McpConfig, ServerConfig};
 use cairn_engine::permission::Policy;
-use cairn_engine::provider::{Kind, Overrides, ProviderConfig};
 use cairn_engine::web::WebConfig;
 use cairn_engine::{Catalog, Engine, EngineConfig, Home};
 use cairn_tests::http::{Server, openai_stream, response};
@@ -269,21 +268,6 @@ fn heredoc(text: &str, redirect: &str) -> String {
     format!("cat {redirect}<<'LEAK_EOF'\n{text}LEAK_EOF\n")
 }
 
-fn provider(server: &Server) -> Box<dyn cairn_engine::provider::Provider + Send> {
-    ProviderConfig::from_env(
-        Kind::Openai,
-        &Overrides {
-            base_url: Some(format!("{}/v1", server.url)),
-            model: Some("m-1".into()),
-            ..Overrides::default()
-        },
-        |_| None,
-    )
-    .unwrap()
-    .build()
-    .unwrap()
-}
-
 #[test]
 fn no_secret_of_any_kind_is_kept_or_sent_through_any_channel() {
     let seed = cairn_tests::seed_from_env("CAIRN_LEAK_SEED") | 1;
@@ -414,7 +398,7 @@ fn no_secret_of_any_kind_is_kept_or_sent_through_any_channel() {
         let mut e = Engine::start(&home, ws, config).unwrap();
         e.set_approver(Box::new(Policy::AllowAll));
         e.add_secret("LEAK_API_TOKEN", &env_secret);
-        let mut p = provider(&model);
+        let mut p = cairn_tests::http::openai_provider(&model);
         // What a terminal would be shown of each step.
         let run = agent::run(
             &mut e,
@@ -439,7 +423,7 @@ fn no_secret_of_any_kind_is_kept_or_sent_through_any_channel() {
     // A later model session of the project: the remembered fact is in its prompt.
     {
         let mut e = Engine::start(&home, ws, EngineConfig::new(Catalog::Thoth)).unwrap();
-        let mut p = provider(&model);
+        let mut p = cairn_tests::http::openai_provider(&model);
         let run = agent::run(
             &mut e,
             p.as_mut(),
