@@ -8,7 +8,7 @@ use std::path::Path;
 use cairn_engine::agent::{self, AgentConfig, Stop};
 use cairn_engine::event::{Event, Status};
 use cairn_engine::permission::Policy;
-use cairn_engine::provider::{Kind, Message, Overrides, ProviderConfig, Recorded};
+use cairn_engine::provider::{Message, Recorded};
 use cairn_engine::{Catalog, Engine, EngineConfig, Home};
 use cairn_tests::http::{Server, openai_stream};
 use serde_json::json;
@@ -82,17 +82,7 @@ fn the_loop_runs_tool_calls_until_the_model_answers_and_replays_from_the_recordi
     let home = tempfile::tempdir().unwrap();
     let ws = workspace();
     let mut e = engine(home.path(), ws.path(), None);
-    let pc = ProviderConfig::from_env(
-        Kind::Openai,
-        &Overrides {
-            base_url: Some(format!("{}/v1", server.url)),
-            model: Some("m-1".into()),
-            ..Overrides::default()
-        },
-        |_| None,
-    )
-    .unwrap();
-    let mut p = pc.build().unwrap();
+    let mut p = cairn_tests::http::openai_provider(&server);
     let mut seen = Vec::new();
     let run = agent::run(
         &mut e,

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use cairn_engine::agent::{self, AgentConfig, Stop};
 use cairn_engine::event::{Event, ProcKind, ShellPhase, Status};
 use cairn_engine::permission::Policy;
-use cairn_engine::provider::{Kind, Overrides, ProviderConfig};
 use cairn_engine::{Engine, Finding, Home, InterruptedOutcome, ResumeOptions};
 use cairn_tests::http::{Server, openai_stream};
 use serde_json::{Value, json};
@@ -161,17 +160,7 @@ fn a_model_session_killed_during_a_call_resumes_with_its_conversation_and_the_ca
     );
 
     engine.set_approver(Box::new(Policy::AllowAll));
-    let pc = ProviderConfig::from_env(
-        Kind::Openai,
-        &Overrides {
-            base_url: Some(format!("{}/v1", server.url)),
-            model: Some("m-1".into()),
-            ..Overrides::default()
-        },
-        |_| None,
-    )
-    .unwrap();
-    let mut provider = pc.build().unwrap();
+    let mut provider = cairn_tests::http::openai_provider(&server);
     let run = agent::run(
         &mut engine,
         provider.as_mut(),
