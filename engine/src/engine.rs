@@ -276,8 +276,7 @@ impl Engine {
     /// Replaces the redactor (the default knows this process's secret-looking
     /// environment variables).
     pub fn set_redactor(&mut self, redactor: Redactor) {
-        let key = self.project.secret_key().ok();
-        self.rec.set_redaction(redactor.clone(), key);
+        self.rec.set_redactor(redactor.clone());
         self.redactor = redactor;
     }
 

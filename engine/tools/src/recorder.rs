@@ -95,6 +95,11 @@ impl Recorder {
         self.secret_key = secret_key;
     }
 
+    /// Replaces the redactor; the key stays.
+    pub fn set_redactor(&mut self, redactor: Redactor) {
+        self.redactor = redactor;
+    }
+
     /// Adds one value the redactor must know (see [`Redactor::add_value`]).
     pub fn add_secret(&mut self, name: &str, value: &str) {
         self.redactor.add_value(name, value);
