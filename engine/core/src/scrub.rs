@@ -194,6 +194,23 @@ mod tests {
     }
 
     #[test]
+    fn a_secret_inside_a_field_that_must_stay_a_hash_is_an_error_not_a_broken_record() {
+        // An environment secret that happens to be part of a hash's hex: redacting it
+        // would leave no hash; the record is refused rather than written broken or raw.
+        let r = Redactor::with_env([("MY_TOKEN".to_string(), "0".repeat(12))]);
+        let e = Event::Checkpoint {
+            state_hash: cairn_store::Hash([0; 32]),
+            at_seq: 3,
+        };
+        let err = event(&r, None, &e).map(|_| ()).unwrap_err().to_string();
+        assert!(
+            err.starts_with("a record could not be redacted without breaking it: "),
+            "{err}"
+        );
+        assert!(err.ends_with("; nothing was written"), "{err}");
+    }
+
+    #[test]
     fn the_keyed_hash_matches_rfc_4231_case_2() {
         // RFC 4231 test case 2 with the key padded: HMAC-SHA256 itself is checked on
         // a key of our length against an independent computation in the next line.
