@@ -3,6 +3,7 @@
 
 mod auditcmd;
 mod browsecmd;
+mod configcmd;
 mod livecmd;
 mod logcmd;
 mod mcpcmd;
@@ -11,6 +12,7 @@ mod pscmd;
 mod replaycmd;
 mod resumecmd;
 mod sessioncmd;
+mod stream;
 
 use std::process::ExitCode;
 
@@ -73,51 +75,28 @@ enum Command {
         /// The workspace folder.
         #[arg(long, default_value = ".")]
         workspace: std::path::PathBuf,
-        /// The tool catalog: thndrs or thoth.
-        #[arg(long, default_value = "thoth")]
-        catalog: cairn_engine::Catalog,
         /// Who answers permission requests: ask (the terminal; denied when there is
         /// none), always (allow each once), never (deny).
         #[arg(long, default_value = "ask")]
         approve: sessioncmd::Approve,
         #[command(flatten)]
-        sandbox: sessioncmd::SandboxArgs,
-        /// The model API: openai (any OpenAI-compatible server) or anthropic.
-        #[arg(long, default_value = "openai")]
-        provider: cairn_engine::provider::Kind,
-        /// The model (default: CAIRN_MODEL).
-        #[arg(long)]
-        model: Option<String>,
-        /// The API's base URL (default: CAIRN_BASE_URL, else the provider's).
-        #[arg(long)]
-        base_url: Option<String>,
-        /// The environment variable holding the API key (default: CAIRN_API_KEY, then
-        /// OPENAI_API_KEY or ANTHROPIC_API_KEY). Keys are never taken as flags.
-        #[arg(long)]
-        api_key_env: Option<String>,
-        /// The model's context window in tokens (sizes the cap on tool results).
-        #[arg(long)]
-        context_window: Option<u64>,
-        /// Model turns before the run stops.
-        #[arg(long, default_value_t = cairn_engine::agent::TURNS_MAX_DEFAULT)]
-        turns_max: u32,
+        model: ModelArgs,
         /// Ask for whole answers instead of streams.
         #[arg(long)]
         no_stream: bool,
-        /// The command `problems` runs, e.g. "cargo check --message-format=json".
+        /// Print the session as a JSON Lines event stream on stdout (docs/STREAM.md);
+        /// everything else goes to stderr, and permission is never asked on the
+        /// terminal (--approve always, or denied).
         #[arg(long)]
-        check: Option<String>,
-        /// The web_search backend: duckduckgo, searxng or none.
-        #[arg(long)]
-        search: Option<cairn_engine::web::SearchBackend>,
-        /// The SearXNG instance for --search searxng.
-        #[arg(long)]
-        searxng_url: Option<String>,
+        json: bool,
     },
-    /// List or forget the facts remembered for the current project.
+    /// List (the default) or forget the facts remembered for the current project.
     Memory {
         #[command(subcommand)]
-        action: MemoryAction,
+        action: Option<MemoryAction>,
+        /// With no action: list as JSON Lines.
+        #[arg(long)]
+        json: bool,
         /// The workspace whose project it is.
         #[arg(long, default_value = ".", global = true)]
         workspace: std::path::PathBuf,
@@ -153,12 +132,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Write the workspace as it was after record SEQ into DIR (new or empty).
+    /// Write the workspace as it was at a point of a session into DIR (new or empty).
     Checkout {
         session: std::path::PathBuf,
-        #[arg(long = "at", value_name = "SEQ")]
-        at: u64,
+        /// The point: a seq, a call id (c6: the end of that call), or end (the default).
+        #[arg(long = "at", value_name = "SEQ|CALL", default_value = "end")]
+        at: cairn_replay::At,
         dir: std::path::PathBuf,
+        #[arg(long)]
+        json: bool,
     },
     /// Resume a session after a crash (or after it ended): repair a torn tail, fold,
     /// reconcile with the workspace, processes and unfinished calls, record the
@@ -166,8 +148,9 @@ enum Command {
     /// --provider, go on with the model from the conversation in the log (after TASK,
     /// when given, as a new user message).
     Resume {
-        /// A session: id, unique prefix, folder, or `last` (the newest of this workspace).
-        session: String,
+        /// A session: id, any unique part of one, folder, or `last` (the newest you
+        /// started here). None: on a terminal, pick one from a list.
+        session: Option<String>,
         /// A new user message for the model (needs --provider).
         #[arg(requires = "provider")]
         task: Option<String>,
@@ -182,19 +165,20 @@ enum Command {
         /// Go on with a model: openai (any OpenAI-compatible server) or anthropic.
         #[arg(long)]
         provider: Option<cairn_engine::provider::Kind>,
-        /// The model (default: CAIRN_MODEL).
+        /// The model (default: CAIRN_MODEL, then `model` of the configuration).
         #[arg(long, requires = "provider")]
         model: Option<String>,
-        /// The API's base URL (default: CAIRN_BASE_URL, else the provider's).
+        /// The API's base URL (default: CAIRN_BASE_URL, then `base_url`, else the
+        /// provider's).
         #[arg(long, requires = "provider")]
         base_url: Option<String>,
-        /// The environment variable holding the API key (default: CAIRN_API_KEY, then
-        /// OPENAI_API_KEY or ANTHROPIC_API_KEY).
+        /// The environment variable holding the API key (default: `api_key_env`, else
+        /// CAIRN_API_KEY, then OPENAI_API_KEY or ANTHROPIC_API_KEY).
         #[arg(long, requires = "provider")]
         api_key_env: Option<String>,
-        /// Model turns before the run stops.
-        #[arg(long, default_value_t = cairn_engine::agent::TURNS_MAX_DEFAULT)]
-        turns_max: u32,
+        /// Model turns before the run stops (default: 40).
+        #[arg(long)]
+        turns_max: Option<u32>,
         /// Ask for whole answers instead of streams.
         #[arg(long)]
         no_stream: bool,
@@ -203,15 +187,43 @@ enum Command {
         approve: sessioncmd::Approve,
         #[command(flatten)]
         sandbox: sessioncmd::SandboxArgs,
+        /// Print the session as a JSON Lines event stream on stdout (docs/STREAM.md).
         #[arg(long)]
         json: bool,
     },
-    /// Start a new session from a point of another: its workspace after record SEQ is
+    /// Go on with the model in this project's `last` session, after MESSAGE when given:
+    /// `cairn resume last --provider …` with the provider, model and key of the
+    /// configuration (`cairn config`).
+    Continue {
+        /// A new user message for the model.
+        message: Option<String>,
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Ask for whole answers instead of streams.
+        #[arg(long)]
+        no_stream: bool,
+        #[arg(long, default_value = "ask")]
+        approve: sessioncmd::Approve,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The configuration in force here and where each value comes from: flags, the
+    /// environment, the project's config.toml (in its folder under the cairn home,
+    /// never the workspace), the user's $CAIRN_HOME/config.toml, the defaults.
+    Config {
+        /// The workspace whose project it is.
+        #[arg(long, default_value = ".")]
+        workspace: std::path::PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a new session from a point of another: its workspace at that point is
     /// checked out into DIR, and the new session starts knowing what the parent knew.
     Fork {
         session: String,
-        #[arg(long = "at", value_name = "SEQ")]
-        at: u64,
+        /// The point: a seq, a call id (c6: the end of that call), or end (the default).
+        #[arg(long = "at", value_name = "SEQ|CALL", default_value = "end")]
+        at: cairn_replay::At,
         /// The new workspace (new or empty).
         #[arg(long, value_name = "DIR")]
         workspace: std::path::PathBuf,
@@ -288,7 +300,69 @@ enum Command {
         /// Where to put the sample projects (new or empty; default: a fresh temp folder).
         #[arg(long)]
         dir: Option<std::path::PathBuf>,
+        /// One JSON object per catalog's session.
+        #[arg(long)]
+        json: bool,
     },
+}
+
+/// The settings a run takes as flags; each defaults to the environment, then the
+/// project's config.toml, then the user's (`cairn config` shows what is in force).
+#[derive(Debug, Clone, clap::Args)]
+struct ModelArgs {
+    /// The tool catalog: thndrs or thoth (default: thoth).
+    #[arg(long)]
+    catalog: Option<cairn_engine::Catalog>,
+    #[command(flatten)]
+    sandbox: sessioncmd::SandboxArgs,
+    /// The model API: openai (any OpenAI-compatible server; the default) or anthropic.
+    #[arg(long)]
+    provider: Option<cairn_engine::provider::Kind>,
+    /// The model (default: CAIRN_MODEL, then `model` of the configuration).
+    #[arg(long)]
+    model: Option<String>,
+    /// The API's base URL (default: CAIRN_BASE_URL, then `base_url`, else the
+    /// provider's).
+    #[arg(long)]
+    base_url: Option<String>,
+    /// The environment variable holding the API key (default: `api_key_env`, else
+    /// CAIRN_API_KEY, then OPENAI_API_KEY or ANTHROPIC_API_KEY). Keys are never taken
+    /// as flags.
+    #[arg(long)]
+    api_key_env: Option<String>,
+    /// The model's context window in tokens (sizes the cap on tool results).
+    #[arg(long)]
+    context_window: Option<u64>,
+    /// Model turns before the run stops (default: 40).
+    #[arg(long)]
+    turns_max: Option<u32>,
+    /// The command `problems` runs, e.g. "cargo check --message-format=json".
+    #[arg(long)]
+    check: Option<String>,
+    /// The web_search backend: duckduckgo, searxng or none.
+    #[arg(long)]
+    search: Option<cairn_engine::web::SearchBackend>,
+    /// The SearXNG instance for --search searxng.
+    #[arg(long)]
+    searxng_url: Option<String>,
+}
+
+impl ModelArgs {
+    fn settings(&self) -> cairn_engine::settings::Settings {
+        cairn_engine::settings::Settings {
+            provider: self.provider,
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            api_key_env: self.api_key_env.clone(),
+            catalog: self.catalog,
+            search: self.search,
+            searxng_url: self.searxng_url.clone(),
+            check: self.check.clone(),
+            turns_max: self.turns_max,
+            context_window: self.context_window,
+            ..self.sandbox.settings()
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -353,11 +427,59 @@ enum AllowAction {
         json: bool,
     },
     /// Clear the allow list (recorded in the project's allow log).
-    Reset,
+    Reset {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Take one key off the allow list (recorded in the project's allow log, like a
+    /// grant); the session answers that granted it no longer count.
+    Revoke {
+        /// The key, as `cairn allow list` shows it (`shell:git`, `web_fetch:host`).
+        key: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The command line parsed; a usage error is printed with the `cairn:` prefix of every
+/// error and exits 2, help and version print as usual and exit 0.
+fn parse() -> Result<Cli, ExitCode> {
+    match Cli::try_parse() {
+        Ok(cli) => Ok(cli),
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                let _ = e.print();
+                return Err(ExitCode::from(
+                    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                        2
+                    } else {
+                        0
+                    },
+                ));
+            }
+            out::note(&usage_error(&e.to_string()));
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+/// clap's rendering of a usage error (`error: …`), with `cairn:` in place of `error:`.
+fn usage_error(rendered: &str) -> String {
+    let text = rendered.trim_end();
+    format!("cairn: {}", text.strip_prefix("error: ").unwrap_or(text))
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     // The commands that run a session end it cleanly on SIGINT, SIGTERM and SIGHUP.
     if matches!(
         cli.command,
@@ -381,57 +503,48 @@ fn main() -> ExitCode {
             json,
         } => replaycmd::replay(&session, shell, json),
         Command::Diff { a, b, json } => replaycmd::diff(&a, &b, json),
-        Command::Checkout { session, at, dir } => replaycmd::checkout(&session, at, &dir),
+        Command::Checkout {
+            session,
+            at,
+            dir,
+            json,
+        } => replaycmd::checkout(&session, &at, &dir, json),
         Command::Log { path, json } => logcmd::log(&path, json),
         Command::Head { path, json } => logcmd::head(&path, json),
         Command::Run {
             task,
             script,
             workspace,
-            catalog,
             approve,
-            sandbox,
-            provider,
             model,
-            base_url,
-            api_key_env,
-            context_window,
-            turns_max,
             no_stream,
-            check,
-            search,
-            searxng_url,
+            json,
         } => match (script, task) {
             (Some(script), _) => {
-                sessioncmd::run_script(&script, &workspace, catalog, approve, &sandbox)
+                sessioncmd::run_script(&script, &workspace, &model.settings(), approve, json)
             }
             (None, task) => sessioncmd::run_task(&sessioncmd::TaskArgs {
                 task: task.unwrap_or_default(),
                 workspace,
-                catalog,
-                sandbox,
+                flags: model.settings(),
                 approve,
-                provider,
-                overrides: cairn_engine::provider::Overrides {
-                    base_url,
-                    model,
-                    api_key_env,
-                    stream: Some(!no_stream),
-                },
-                context_window,
-                turns_max,
-                check,
-                search,
-                searxng_url,
+                no_stream,
+                json,
             }),
         },
-        Command::Memory { action, workspace } => match action {
-            MemoryAction::List { json } => sessioncmd::memory_list(&workspace, json),
-            MemoryAction::Forget { n } => sessioncmd::memory_forget(&workspace, n),
+        Command::Memory {
+            action,
+            json,
+            workspace,
+        } => match action {
+            None => sessioncmd::memory_list(&workspace, json),
+            Some(MemoryAction::List { json: j }) => sessioncmd::memory_list(&workspace, json || j),
+            Some(MemoryAction::Forget { n }) => sessioncmd::memory_forget(&workspace, n, json),
         },
         Command::Allow { action, workspace } => match action {
             AllowAction::List { json } => sessioncmd::allow_list(&workspace, json),
-            AllowAction::Reset => sessioncmd::allow_reset(&workspace),
+            AllowAction::Reset { json } => sessioncmd::allow_reset(&workspace, json),
+            AllowAction::Revoke { key, json } => sessioncmd::allow_revoke(&workspace, &key, json),
         },
         Command::Resume {
             session,
@@ -448,24 +561,45 @@ fn main() -> ExitCode {
             sandbox,
             json,
         } => resumecmd::resume(
-            &session,
+            session.as_deref(),
             script.as_deref(),
             provider.map(|provider| resumecmd::WithModel {
-                provider,
-                overrides: cairn_engine::provider::Overrides {
-                    base_url,
+                flags: cairn_engine::settings::Settings {
+                    provider: Some(provider),
                     model,
+                    base_url,
                     api_key_env,
-                    stream: Some(!no_stream),
+                    turns_max,
+                    ..cairn_engine::settings::Settings::default()
                 },
+                no_stream,
                 task,
-                turns_max,
             }),
             approve,
             rerun_interrupted,
             &sandbox,
             json,
         ),
+        Command::Continue {
+            message,
+            model,
+            no_stream,
+            approve,
+            json,
+        } => resumecmd::resume(
+            Some("last"),
+            None,
+            Some(resumecmd::WithModel {
+                flags: model.settings(),
+                no_stream,
+                task: message,
+            }),
+            approve,
+            false,
+            &model.sandbox,
+            json,
+        ),
+        Command::Config { workspace, json } => configcmd::show(&workspace, json),
         Command::Fork {
             session,
             at,
@@ -473,7 +607,7 @@ fn main() -> ExitCode {
             script,
             approve,
             json,
-        } => resumecmd::fork(&session, at, &workspace, script.as_deref(), approve, json),
+        } => resumecmd::fork(&session, &at, &workspace, script.as_deref(), approve, json),
         Command::Sessions { json } => sessioncmd::sessions(json),
         Command::Show { session, json } => sessioncmd::show(&session, json),
         Command::Ps { session, json } => pscmd::ps(&session, json),
@@ -497,7 +631,7 @@ fn main() -> ExitCode {
                 sandbox,
             } => mcpcmd::serve(&workspace, catalog, approve, &sandbox),
         },
-        Command::Demo { dir } => sessioncmd::demo(dir.as_deref()),
+        Command::Demo { dir, json } => sessioncmd::demo(dir.as_deref(), json),
         Command::Audit {
             session,
             json,

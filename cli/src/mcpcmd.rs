@@ -72,8 +72,17 @@ pub fn serve(
     approve: crate::sessioncmd::Approve,
     sandbox: &crate::sessioncmd::SandboxArgs,
 ) -> Result<ExitCode> {
-    let mut config = cairn_engine::EngineConfig::new(catalog);
-    sandbox.apply(&mut config);
+    let home = Home::from_env()?;
+    let flags = cairn_engine::settings::Settings {
+        catalog: Some(catalog),
+        ..sandbox.settings()
+    };
+    let project = crate::sessioncmd::project_for(&home, workspace);
+    let config = crate::sessioncmd::engine_config(&crate::sessioncmd::effective(
+        &home,
+        project.as_ref(),
+        &flags,
+    )?)?;
     let policy = match approve {
         crate::sessioncmd::Approve::Always => Policy::AllowAll,
         crate::sessioncmd::Approve::Never => Policy::DenyAll,
@@ -88,7 +97,6 @@ pub fn serve(
     workspace
         .canonicalize()
         .with_context(|| format!("workspace {}", workspace.display()))?;
-    let home = Home::from_env()?;
     // Standard input read directly (its own descriptor, no buffer of `Stdin` that
     // `poll` would not see), through a reader that a signal ends.
     let stdin = std::io::stdin()

@@ -225,9 +225,14 @@ fn print_diff(r: &DiffReport) -> Result<()> {
     Ok(())
 }
 
-pub fn checkout(spec: &Path, at: u64, dest: &Path) -> Result<ExitCode> {
+pub fn checkout(spec: &Path, at: &cairn_replay::At, dest: &Path, json: bool) -> Result<ExitCode> {
     let dir = session(spec)?;
+    let at = cairn_replay::resolve_at(&dir, at)?;
     let r = cairn_replay::checkout(&dir, at, dest)?;
+    if json {
+        out::line(&serde_json::to_string(&r)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     out::line(&format!(
         "{} files, {} bytes: the workspace of {} after seq {} in {}",
         r.files,

@@ -25,17 +25,18 @@ use cairn_engine::{Engine, GoOn, Home, Rerun, ResumeOptions, ScriptPoint};
 use crate::out;
 use crate::sessioncmd::{Approve, Model, approver, end_reason, print_progress, session_dir};
 
-fn set_approver(engine: &mut Engine, approve: Approve) {
-    engine.set_approver(approver(approve));
+fn set_approver(engine: &mut Engine, approve: Approve, json: bool) {
+    engine.set_approver(approver(approve, json));
 }
 
-/// How a resumed session goes on with a model (`--provider`).
+/// How a resumed session goes on with a model (`--provider`, or `continue`).
 pub struct WithModel {
-    pub provider: cairn_engine::provider::Kind,
-    pub overrides: cairn_engine::provider::Overrides,
+    /// The flags' settings (provider, model, base URL, key variable, turns), over the
+    /// environment and the configuration files.
+    pub flags: cairn_engine::settings::Settings,
+    pub no_stream: bool,
     /// A new user message, recorded before the first turn.
     pub task: Option<String>,
-    pub turns_max: u32,
 }
 
 /// Who decides whether an interrupted step that could run commands runs again:
@@ -116,8 +117,105 @@ fn continue_script(
     Ok(())
 }
 
+/// The session to resume when none is named: picked from a numbered list on the
+/// terminal (this project's sessions, else every project's; newest first, with the first
+/// user message and the state); without a terminal, an error saying to name one.
+fn pick(home: &Home) -> Result<std::path::PathBuf> {
+    use std::io::IsTerminal;
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        anyhow::bail!(
+            "name the session to resume: cairn resume SESSION (an id or any unique part of one, or last; cairn sessions lists them)"
+        );
+    }
+    let choices = choices(home, std::env::current_dir().ok().as_deref());
+    if choices.is_empty() {
+        anyhow::bail!("no sessions to resume in {}", home.root.display());
+    }
+    let mut err = std::io::stderr();
+    for (i, c) in choices.iter().enumerate() {
+        out::note(&format!("{:>3}. {}", i + 1, c.1));
+    }
+    loop {
+        use std::io::Write;
+        let _ = write!(err, "resume which? [1-{}, empty to stop] ", choices.len());
+        let _ = err.flush();
+        let Some(line) = crate::sessioncmd::read_stdin_line() else {
+            anyhow::bail!("no session picked");
+        };
+        let line = line.trim();
+        if line.is_empty() {
+            anyhow::bail!("no session picked");
+        }
+        match line.parse::<usize>() {
+            Ok(n) if (1..=choices.len()).contains(&n) => return Ok(choices[n - 1].0.clone()),
+            _ => {
+                let _ = writeln!(err, "give a number from 1 to {}", choices.len());
+            }
+        }
+    }
+}
+
+/// Sessions the picker offers, newest first, at most [`PICK_SESSIONS_MAX`]: each
+/// folder and its line (short id, state, calls, first user message).
+fn choices(home: &Home, cwd: Option<&Path>) -> Vec<(std::path::PathBuf, String)> {
+    let own = cwd.and_then(|w| crate::sessioncmd::project_for(home, w));
+    let mut projects = home.projects();
+    if let Some(own) = own.filter(|p| !p.sessions().is_empty()) {
+        projects = vec![own];
+    }
+    let mut all: Vec<std::path::PathBuf> = projects
+        .iter()
+        .flat_map(|p| p.sessions().into_iter().map(|s| p.session_dir(&s)))
+        .collect();
+    all.sort_by(|a, b| b.file_name().cmp(&a.file_name()));
+    all.truncate(PICK_SESSIONS_MAX);
+    let ids: Vec<String> = all
+        .iter()
+        .map(|d| {
+            d.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .collect();
+    let shorts = cairn_engine::short_ids(&ids);
+    all.into_iter()
+        .zip(shorts)
+        .map(|(dir, short)| {
+            let line = match cairn_cli::summary::summarise(&dir) {
+                Ok(s) => format!(
+                    "{short}  {:<11} {:>4} calls  {}",
+                    s.state,
+                    s.calls,
+                    first_message(&dir).unwrap_or_else(|| s.workspace.clone())
+                ),
+                Err(e) => format!("{short}  unreadable: {e}"),
+            };
+            (dir, line)
+        })
+        .collect()
+}
+
+/// Sessions the resume picker lists.
+const PICK_SESSIONS_MAX: usize = 20;
+
+/// The first user message of a session, on one line and cut to 60 characters.
+fn first_message(dir: &Path) -> Option<String> {
+    let reader = cairn_store::LogReader::open(dir).ok()?;
+    let blobs = cairn_engine::fold::project_blobs(dir);
+    for r in reader.records().ok()? {
+        let r = r.ok()?;
+        if let Ok(rec) = cairn_engine::fold::parse_maybe_in(&r, blobs.as_ref())
+            && let cairn_engine::Event::UserMessage { text } = rec.event
+        {
+            let line = text.lines().next().unwrap_or("");
+            return Some(line.chars().take(60).collect());
+        }
+    }
+    None
+}
+
 pub fn resume(
-    spec: &str,
+    spec: Option<&str>,
     script_path: Option<&Path>,
     model: Option<WithModel>,
     approve: Approve,
@@ -126,13 +224,35 @@ pub fn resume(
     json: bool,
 ) -> Result<ExitCode> {
     let home = Home::from_env()?;
-    let dir = session_dir(spec)?;
+    let dir = match spec {
+        Some(spec) => session_dir(spec)?,
+        None => pick(&home)?,
+    };
+    let project = cairn_engine::Project {
+        dir: dir
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(&dir)
+            .to_path_buf(),
+    };
+    let mut flags = sandbox.settings();
+    if let Some(m) = &model {
+        flags = cairn_engine::settings::Settings {
+            sandbox: flags.sandbox,
+            sandbox_write_roots: flags.sandbox_write_roots,
+            ..m.flags.clone()
+        };
+    }
+    let settings = crate::sessioncmd::effective(&home, Some(&project), &flags)?;
     // The provider is built and the script read before anything is recorded, so a
     // missing key or a bad script leaves the session as it was.
     let built = match &model {
-        Some(m) => Some(Model::build(m.provider, &m.overrides)?),
+        Some(m) => Some(Model::from_settings(&settings, m.no_stream)?),
         None => None,
     };
+    let turns_max = settings
+        .turns_max
+        .unwrap_or(cairn_engine::agent::TURNS_MAX_DEFAULT);
     let steps = match script_path {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -157,19 +277,25 @@ pub fn resume(
         ResumeOptions {
             config: None,
             then,
-            sandbox: Some(sandbox.sandbox),
-            sandbox_write_roots: (!sandbox.sandbox_write_roots.is_empty()).then(|| {
-                let mut c = cairn_engine::EngineConfig::new(cairn_engine::Catalog::Thoth);
-                sandbox.apply(&mut c);
-                c.sandbox_write_roots
+            sandbox: settings.sandbox,
+            sandbox_write_roots: settings.sandbox_write_roots.as_ref().map(|roots| {
+                roots
+                    .iter()
+                    .map(|r| std::path::absolute(r).unwrap_or(r.clone()))
+                    .collect()
             }),
         },
     )?;
     crate::sessioncmd::note_sandbox(engine.sandbox());
-    set_approver(&mut engine, approve);
-    if json {
-        out::line(&serde_json::to_string(&report)?)?;
-    } else {
+    set_approver(&mut engine, approve, json);
+    let stream = json.then(|| -> Result<_> {
+        Ok(crate::sessioncmd::start_stream(
+            &mut engine,
+            Some(serde_json::to_value(&report)?),
+        ))
+    });
+    let stream = stream.transpose()?;
+    if stream.is_none() {
         if report.was_ended {
             eprintln!("session {} had ended; resumed", report.session);
         }
@@ -178,10 +304,15 @@ pub fn resume(
         }
     }
     if let (Some(m), Some(built)) = (model, built) {
-        return built.drive(engine, m.task.as_deref(), m.turns_max);
+        return built.drive(engine, m.task.as_deref(), turns_max, stream);
     }
-    if let (Some(steps), Some(point)) = (&steps, &report.script) {
-        continue_script(&mut engine, steps, point)?;
+    if let (Some(steps), Some(point)) = (&steps, &report.script)
+        && let Err(e) = continue_script(&mut engine, steps, point)
+    {
+        if let Some(s) = &stream {
+            s.error(&out::error_text(&e));
+        }
+        return Err(e);
     }
     let id = engine.id().to_string();
     let reason = end_reason(
@@ -201,7 +332,7 @@ pub fn resume(
 
 pub fn fork(
     spec: &str,
-    at: u64,
+    at: &cairn_replay::At,
     workspace: &Path,
     script_path: Option<&Path>,
     approve: Approve,
@@ -209,8 +340,9 @@ pub fn fork(
 ) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let dir = session_dir(spec)?;
+    let at = cairn_replay::resolve_at(&dir, at)?;
     let (mut engine, report) = cairn_replay::fork(&home, &dir, at, workspace, None)?;
-    set_approver(&mut engine, approve);
+    set_approver(&mut engine, approve, json);
     if json {
         out::line(&serde_json::to_string(&report)?)?;
     } else {

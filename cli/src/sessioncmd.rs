@@ -8,6 +8,7 @@ use cairn_cli::summary;
 use cairn_engine::event::{Answer, Event, Status};
 use cairn_engine::event::{Enforcement, SandboxMode, Sandboxed};
 use cairn_engine::permission::{AllowList, Approver, Policy, Request};
+use cairn_engine::settings::{self, Settings};
 use cairn_engine::{CallOutcome, Catalog, Engine, EngineConfig, Home, Registry, fold, script};
 use cairn_store::LogReader;
 
@@ -92,9 +93,10 @@ pub(crate) fn read_stdin_line() -> Option<String> {
 pub struct SandboxArgs {
     /// The OS sandbox of commands: workspace-write (writes only in the workspace,
     /// $TMPDIR and the --sandbox-write-root folders), strict (the same, and no network:
-    /// TCP refused by Landlock, every socket but a Unix one by seccomp) or off.
-    #[arg(long, default_value = "workspace-write")]
-    pub sandbox: SandboxMode,
+    /// TCP refused by Landlock, every socket but a Unix one by seccomp) or off
+    /// (default: the configuration's `sandbox`, else workspace-write).
+    #[arg(long)]
+    pub sandbox: Option<SandboxMode>,
     /// A folder commands may also write in (a build tool's cache such as
     /// ~/.cargo/registry); repeat it for more.
     #[arg(long = "sandbox-write-root", value_name = "DIR")]
@@ -102,15 +104,39 @@ pub struct SandboxArgs {
 }
 
 impl SandboxArgs {
-    /// Sets the configuration's sandbox (the roots made absolute).
-    pub fn apply(&self, config: &mut EngineConfig) {
-        config.sandbox = self.sandbox;
-        config.sandbox_write_roots = self
-            .sandbox_write_roots
-            .iter()
-            .map(|r| std::path::absolute(r).unwrap_or(r.clone()))
-            .collect();
+    /// What the flags set, as a layer of settings.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            sandbox: self.sandbox,
+            sandbox_write_roots: (!self.sandbox_write_roots.is_empty())
+                .then(|| self.sandbox_write_roots.clone()),
+            ..Settings::default()
+        }
     }
+}
+
+/// The project of a workspace, if the workspace exists.
+pub(crate) fn project_for(home: &Home, workspace: &Path) -> Option<cairn_engine::Project> {
+    workspace.canonicalize().ok().map(|w| home.project(&w))
+}
+
+/// The settings in force: `flags` over the environment over the project's
+/// configuration file over the user's over the defaults.
+pub(crate) fn effective(
+    home: &Home,
+    project: Option<&cairn_engine::Project>,
+    flags: &Settings,
+) -> Result<Settings> {
+    let files = settings::Files::load(home, project)?;
+    let (s, _) = settings::resolve(flags, &files, |k| std::env::var(k).ok())?;
+    Ok(s)
+}
+
+/// A session's configuration from the settings in force.
+pub(crate) fn engine_config(s: &Settings) -> Result<EngineConfig> {
+    let mut config = EngineConfig::new(s.catalog.unwrap_or(Catalog::Thoth));
+    s.apply(&mut config)?;
+    Ok(config)
 }
 
 /// Says once, on stderr, when the sandbox asked for is not (or only partly) enforced.
@@ -140,12 +166,23 @@ pub enum Approve {
 }
 
 /// Asks on the terminal, showing exactly what is being allowed; denies when there is
-/// no terminal, saying how to allow.
-pub(crate) struct TerminalApprover;
+/// no terminal (or the output is the `--json` stream, which a prompt must not
+/// interleave with), saying how to allow.
+pub(crate) struct TerminalApprover {
+    /// False with `--json`: never prompt.
+    pub prompt: bool,
+}
 
 impl Approver for TerminalApprover {
     fn answer(&mut self, r: &Request) -> (Answer, bool) {
         use std::io::{IsTerminal, Write};
+        if !self.prompt {
+            out::note(&format!(
+                "cairn: {} needs permission for {} and --json does not ask on the terminal: denied (use --approve always, or \"approve\" in the script step)",
+                r.call, r.key
+            ));
+            return (Answer::Deny, false);
+        }
         if !std::io::stdin().is_terminal() {
             out::note(&format!(
                 "cairn: {} needs permission for {} and there is no terminal to ask: denied (use --approve always, or \"approve\" in the script step)",
@@ -183,19 +220,23 @@ impl Approver for TerminalApprover {
 pub fn run_script(
     script_path: &Path,
     workspace: &Path,
-    catalog: Catalog,
+    flags: &Settings,
     approve: Approve,
-    sandbox: &SandboxArgs,
+    json: bool,
 ) -> Result<ExitCode> {
-    let mut config = EngineConfig::new(catalog);
-    sandbox.apply(&mut config);
+    let home = Home::from_env()?;
+    let config = engine_config(&effective(
+        &home,
+        project_for(&home, workspace).as_ref(),
+        flags,
+    )?)?;
     let text = std::fs::read_to_string(script_path)
         .with_context(|| format!("cannot read script {}", script_path.display()))?;
     let steps = script::parse(&text)?;
     {
         use std::io::IsTerminal;
         // On a terminal, the live view.
-        if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+        if !json && std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
             let policy = match approve {
                 Approve::Ask => None,
                 Approve::Always => Some(Policy::AllowAll),
@@ -204,16 +245,24 @@ pub fn run_script(
             return crate::livecmd::run(steps, workspace, config, policy);
         }
     }
-    let home = Home::from_env()?;
     let mut engine = Engine::start(&home, workspace, config)?;
-    engine.set_approver(approver(approve));
+    engine.set_approver(approver(approve, json));
+    let stream = json.then(|| start_stream(&mut engine, None));
     note_refused_grants(&engine);
     note_sandbox(engine.sandbox());
     let id = engine.id().to_string();
-    script::run(&mut engine, &steps, print_progress)?;
+    if let Err(e) = script::run(&mut engine, &steps, print_progress) {
+        // As without --json: an engine error is fatal and the session is not ended.
+        if let Some(s) = &stream {
+            s.error(&e.to_string());
+        }
+        return Err(e.into());
+    }
     let reason = end_reason(&engine, "script finished");
     engine.end(&reason)?;
-    out::line(&id)?;
+    if stream.is_none() {
+        out::line(&id)?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -221,16 +270,23 @@ pub fn run_script(
 pub struct TaskArgs {
     pub task: String,
     pub workspace: PathBuf,
-    pub catalog: Catalog,
-    pub sandbox: SandboxArgs,
+    /// The settings the flags give (provider, model, catalog, limits, …).
+    pub flags: Settings,
     pub approve: Approve,
-    pub provider: cairn_engine::provider::Kind,
-    pub overrides: cairn_engine::provider::Overrides,
-    pub context_window: Option<u64>,
-    pub turns_max: u32,
-    pub check: Option<String>,
-    pub search: Option<cairn_engine::web::SearchBackend>,
-    pub searxng_url: Option<String>,
+    pub no_stream: bool,
+    /// The `--json` event stream instead of the answer and the id.
+    pub json: bool,
+}
+
+/// Sets `engine`'s observer to a new `--json` stream, and says the session started.
+pub(crate) fn start_stream(
+    engine: &mut Engine,
+    resume: Option<serde_json::Value>,
+) -> crate::stream::Stream {
+    let stream = crate::stream::Stream::default();
+    engine.set_observer(stream.observer());
+    stream.started(engine.id(), &engine.root().to_string_lossy(), resume);
+    stream
 }
 
 /// A model provider built from the flags and the environment (shared by `run TASK`
@@ -242,6 +298,19 @@ pub struct Model {
 }
 
 impl Model {
+    /// The provider the settings name (their provider, model, base URL and key variable).
+    pub fn from_settings(s: &Settings, no_stream: bool) -> Result<Model> {
+        Model::build(
+            s.provider.unwrap_or(cairn_engine::provider::Kind::Openai),
+            &cairn_engine::provider::Overrides {
+                base_url: s.base_url.clone(),
+                model: s.model.clone(),
+                api_key_env: s.api_key_env.clone(),
+                stream: Some(!no_stream),
+            },
+        )
+    }
+
     pub fn build(
         kind: cairn_engine::provider::Kind,
         overrides: &cairn_engine::provider::Overrides,
@@ -261,7 +330,13 @@ impl Model {
     /// and prints the answer and the session id. The key is registered as a secret
     /// first, so it never reaches the log, and scrubbed from errors.
     /// A model turn being awaited is given up when a signal stops the session.
-    pub fn drive(self, mut engine: Engine, task: Option<&str>, turns_max: u32) -> Result<ExitCode> {
+    pub fn drive(
+        self,
+        mut engine: Engine,
+        task: Option<&str>,
+        turns_max: u32,
+        stream: Option<crate::stream::Stream>,
+    ) -> Result<ExitCode> {
         use cairn_engine::agent::{self, Step};
         let Model {
             provider,
@@ -293,6 +368,14 @@ impl Model {
                     agent::Stop::Signal(_) => end_reason(&engine, ""),
                 };
                 engine.end(&reason)?;
+                if stream.is_some() {
+                    if run.stop == agent::Stop::TurnLimit {
+                        out::note(&format!(
+                            "cairn: stopped at the turn limit ({turns_max} turns): raise --turns-max, or resume"
+                        ));
+                    }
+                    return Ok(ExitCode::SUCCESS);
+                }
                 if let agent::Stop::Signal(_) = run.stop {
                     // `main` exits with the signal's code.
                     out::line(&id)?;
@@ -309,6 +392,9 @@ impl Model {
             }
             Err(e) => {
                 let msg = key.scrub(&e.to_string());
+                if let Some(s) = &stream {
+                    s.error(&msg);
+                }
                 let reason = end_reason(&engine, &format!("stopped: {msg}"));
                 engine.end(&reason)?;
                 let msg = cairn_cli::hint::with_hint(msg, &e);
@@ -319,27 +405,20 @@ impl Model {
 }
 
 pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
-    let model = Model::build(a.provider, &a.overrides)?;
-    let mut config = EngineConfig::new(a.catalog);
-    a.sandbox.apply(&mut config);
-    cairn_engine::agent::fit_limits(&mut config.limits, a.context_window);
-    config.check_command = a
-        .check
-        .as_ref()
-        .map(|c| c.split_whitespace().map(str::to_string).collect());
-    if let Some(b) = a.search {
-        config.web.search_backend = b;
-    }
-    if let Some(u) = &a.searxng_url {
-        config.web.searxng_url = Some(u.clone());
-    }
     let home = Home::from_env()?;
+    let s = effective(&home, project_for(&home, &a.workspace).as_ref(), &a.flags)?;
+    let model = Model::from_settings(&s, a.no_stream)?;
+    let config = engine_config(&s)?;
+    let turns_max = s
+        .turns_max
+        .unwrap_or(cairn_engine::agent::TURNS_MAX_DEFAULT);
     let mut engine = Engine::start(&home, &a.workspace, config)?;
-    engine.set_approver(approver(a.approve));
+    engine.set_approver(approver(a.approve, a.json));
+    let stream = a.json.then(|| start_stream(&mut engine, None));
     out::note(&format!("session {}", engine.id()));
     note_refused_grants(&engine);
     note_sandbox(engine.sandbox());
-    model.drive(engine, Some(&a.task), a.turns_max)
+    model.drive(engine, Some(&a.task), turns_max, stream)
 }
 
 /// Says on stderr that the allow list holds grants the session does not honour.
@@ -353,10 +432,10 @@ fn note_refused_grants(engine: &Engine) {
     }
 }
 
-/// The approver `--approve` names.
-pub(crate) fn approver(approve: Approve) -> Box<dyn Approver> {
+/// The approver `--approve` names; with `--json`, `ask` never prompts.
+pub(crate) fn approver(approve: Approve, json: bool) -> Box<dyn Approver> {
     match approve {
-        Approve::Ask => Box::new(TerminalApprover),
+        Approve::Ask => Box::new(TerminalApprover { prompt: !json }),
         Approve::Always => Box::new(Policy::AllowAll),
         Approve::Never => Box::new(Policy::DenyAll),
     }
@@ -373,27 +452,32 @@ pub fn memory_list(workspace: &Path, json: bool) -> Result<ExitCode> {
             .redact(&f.text, &mut Default::default())
             .into_owned();
     }
-    for f in &facts {
-        if json {
-            out::line(&serde_json::to_string(f)?)?;
-        } else {
-            out::line(&format!("{:>3}. {}", f.n, f.text))?;
-        }
+    if json {
+        // One array, `[]` when there is nothing.
+        out::line(&serde_json::to_string(&facts)?)?;
+        return Ok(ExitCode::SUCCESS);
     }
-    if facts.is_empty() && !json {
+    for f in &facts {
+        out::line(&format!("{:>3}. {}", f.n, f.text))?;
+    }
+    if facts.is_empty() {
         eprintln!("no facts remembered for {}", ws.display());
     }
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn memory_forget(workspace: &Path, n: usize) -> Result<ExitCode> {
+pub fn memory_forget(workspace: &Path, n: usize, json: bool) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let ws = workspace.canonicalize().unwrap_or(workspace.to_path_buf());
     let f = cairn_engine::memory::ProjectMemory::new(&home.project(&ws).dir).forget(n)?;
     let text = cairn_engine::redact::Redactor::with_env(std::env::vars())
         .redact(&f.text, &mut Default::default())
         .into_owned();
-    out::line(&format!("forgot: {text}"))?;
+    if json {
+        out::line(&serde_json::json!({"forgot": {"n": n, "text": text}}).to_string())?;
+    } else {
+        out::line(&format!("forgot: {text}"))?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -406,7 +490,17 @@ pub fn sessions(json: bool) -> Result<ExitCode> {
         }
     }
     all.sort_by(|a, b| b.file_name().cmp(&a.file_name()));
-    for dir in all {
+    // Each session's shortest unique name (its random suffix), which every verb takes.
+    let ids: Vec<String> = all
+        .iter()
+        .map(|d| {
+            d.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .collect();
+    let shorts = cairn_engine::short_ids(&ids);
+    for (dir, short) in all.into_iter().zip(shorts) {
         let s = match summary::summarise(&dir) {
             Ok(s) => s,
             Err(e) => {
@@ -417,15 +511,19 @@ pub fn sessions(json: bool) -> Result<ExitCode> {
         if json {
             out::line(
                 &serde_json::json!({
-                    "id": s.id, "dir": s.dir, "workspace": s.workspace, "catalog": s.catalog,
+                    "id": s.id, "short": short, "dir": s.dir, "workspace": s.workspace, "catalog": s.catalog,
                     "started": s.started, "records": s.records, "calls": s.calls, "state": s.state,
                 })
                 .to_string(),
             )?;
         } else {
             out::line(&format!(
-                "{}  {:<11} {:>4} calls  {:<7} {}",
-                s.id, s.state, s.calls, s.catalog, s.workspace
+                "{short:<6}  {}  {:<11} {:>4} calls  {:<7} {}",
+                s.started.get(..19).unwrap_or(&s.started).replace('T', " "),
+                s.state,
+                s.calls,
+                s.catalog,
+                s.workspace
             ))?;
         }
     }
@@ -534,7 +632,7 @@ pub fn tools(catalog: Option<Catalog>, json: bool, markdown: bool) -> Result<Exi
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn demo(dir: Option<&Path>) -> Result<ExitCode> {
+pub fn demo(dir: Option<&Path>, json: bool) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let base = match dir {
         Some(d) => {
@@ -559,6 +657,23 @@ pub fn demo(dir: Option<&Path>) -> Result<ExitCode> {
     let runs = cairn_engine::demo::run(&home, &base, |c, o| {
         eprintln!("{:<7}{}", c.name(), summary::progress(o));
     })?;
+    if json {
+        let sessions: Vec<serde_json::Value> = runs
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "catalog": r.catalog.name(), "session": r.session,
+                    "calls": r.outcomes.len(),
+                    "refused": r.outcomes.iter().filter(|o| o.status != Status::Ok).count(),
+                    "workspace": r.workspace,
+                })
+            })
+            .collect();
+        out::line(
+            &serde_json::json!({"sessions": sessions, "home": home.root, "dir": base}).to_string(),
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
     out::line("")?;
     for r in &runs {
         let refused = r.outcomes.iter().filter(|o| o.status != Status::Ok).count();
@@ -628,9 +743,28 @@ pub fn allow_list(workspace: &Path, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn allow_reset(workspace: &Path) -> Result<ExitCode> {
+pub fn allow_reset(workspace: &Path, json: bool) -> Result<ExitCode> {
     let project = project_of(workspace)?;
-    AllowList::new(&project.dir).reset()?;
-    out::line("the allow list is empty now")?;
+    let keys = AllowList::new(&project.dir).reset()?;
+    if json {
+        out::line(&serde_json::json!({"keys": keys}).to_string())?;
+    } else {
+        out::line("the allow list is empty now")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn allow_revoke(workspace: &Path, key: &str, json: bool) -> Result<ExitCode> {
+    let project = project_of(workspace)?;
+    let keys = AllowList::new(&project.dir).revoke(key)?;
+    if json {
+        out::line(&serde_json::json!({"revoked": key, "keys": keys}).to_string())?;
+    } else {
+        out::line(&format!(
+            "revoked {key}: {} key{} left on the allow list",
+            keys.len(),
+            if keys.len() == 1 { "" } else { "s" }
+        ))?;
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -19,7 +19,7 @@ use crate::mcp::{McpBackend, McpConfig, McpError, McpRef, Servers};
 use crate::permission::{
     AllowList, Approver, CredentialFiles, Need, Policy, RefusedGrant, Request,
 };
-use crate::project::{Home, Project, new_session_id};
+use crate::project::{Handle, Home, Project, new_session_id};
 use crate::redact::{Counts, Redactor};
 use crate::shell::{self, Runtime};
 use crate::state::{self, Process, State};
@@ -139,6 +139,7 @@ impl Engine {
         parent: Option<Parent>,
         inherited: Option<Inherited>,
     ) -> Result<Engine> {
+        let is_replay = parent.is_some() && inherited.is_none();
         let credential_files = CredentialFiles::new(&config.credential_files)?;
         let root = workspace
             .canonicalize()
@@ -221,6 +222,14 @@ impl Engine {
         };
         rec.append(&Event::SessionStarted(started))?;
         rec.sync()?;
+        // A session with a parent and nothing inherited is a replay
+        // (`start_with_parent`); a fork inherits (`start_forked`).
+        let handle = if is_replay {
+            Handle::Replay
+        } else {
+            Handle::Last
+        };
+        project.mark(home, &id, handle)?;
         let rt = Runtime {
             session_dir: dir.clone(),
             tmp_dir: project.dir.join("tmp"),

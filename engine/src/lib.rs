@@ -27,6 +27,7 @@ mod mcp_serve;
 pub mod permission;
 pub mod project;
 pub mod script;
+pub mod settings;
 
 pub use cairn_core::{command, decide, diff, event, limits, redact, spill, state};
 pub use cairn_net::{provider, web};
@@ -47,4 +48,4 @@ pub use engine::{
     AnsweredCall, AnsweredWrite, CallOutcome, Engine, EngineConfig, Finding, GoOn,
     InterruptedOutcome, Rerun, ResumeOptions, ResumeReport, ScriptPoint, cap_output, inherit,
 };
-pub use project::{Home, Project, SessionRef, find_session};
+pub use project::{Handle, Home, Project, SessionRef, find_session, short_ids};

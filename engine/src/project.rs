@@ -220,8 +220,84 @@ pub struct SessionRef {
     pub project: Project,
 }
 
-/// Finds a session by id, unique id prefix, session folder path, or `last` (the newest
-/// session of `workspace`'s project, or of all projects when it has none).
+/// The file in a project folder naming its `last` session: the newest one the user
+/// started or resumed there (a run, a resume, a fork, a chat, a demo); never a replay.
+pub const LAST_FILE: &str = "last";
+/// The file in a project folder naming its newest replay (`last-replay`).
+pub const LAST_REPLAY_FILE: &str = "last-replay";
+
+/// What a session is to the `last` handles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handle {
+    /// A session the user started or resumed: it becomes `last`.
+    Last,
+    /// A replay: it becomes `last-replay`, never `last`.
+    Replay,
+}
+
+impl Handle {
+    fn file(self) -> &'static str {
+        match self {
+            Handle::Last => LAST_FILE,
+            Handle::Replay => LAST_REPLAY_FILE,
+        }
+    }
+}
+
+impl Project {
+    /// Makes `id` this project's `last` (or `last-replay`), in the project folder and in
+    /// the home (`<home>/last`, what `last` means outside any project's workspace).
+    /// Written aside and renamed into place: a reader sees the old id or the new.
+    pub fn mark(&self, home: &Home, id: &str, handle: Handle) -> Result<()> {
+        write_pointer(&self.dir.join(handle.file()), &self.dir, id)?;
+        let global = format!("{}\n{id}", self.dir.display());
+        write_pointer(&home.root.join(handle.file()), &home.root, &global)
+    }
+
+    /// The session this project's `last` (or `last-replay`) names, if it still exists.
+    pub fn marked(&self, handle: Handle) -> Option<String> {
+        let id = std::fs::read_to_string(self.dir.join(handle.file())).ok()?;
+        let id = id.trim();
+        (!id.is_empty() && self.session_dir(id).join(cairn_store::LOG_FILE).is_file())
+            .then(|| id.to_string())
+    }
+}
+
+fn write_pointer(path: &Path, dir: &Path, text: &str) -> Result<()> {
+    cairn_store::private::create_dir_all(dir).map_err(io_at(dir))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".last-")
+        .tempfile_in(dir)
+        .map_err(io_at(dir))?;
+    std::fs::write(tmp.path(), format!("{text}\n")).map_err(io_at(tmp.path()))?;
+    tmp.persist(path).map_err(|e| io_at(path)(e.error))?;
+    Ok(())
+}
+
+/// The session the home's `last` (or `last-replay`) names: the newest over all projects.
+fn marked_in_home(home: &Home, handle: Handle) -> Option<SessionRef> {
+    let text = std::fs::read_to_string(home.root.join(handle.file())).ok()?;
+    let mut lines = text.lines();
+    let project = Project {
+        dir: PathBuf::from(lines.next()?),
+    };
+    let id = lines.next()?.trim().to_string();
+    let dir = project.session_dir(&id);
+    dir.join(cairn_store::LOG_FILE)
+        .is_file()
+        .then_some(SessionRef { id, dir, project })
+}
+
+/// Candidates listed in full in an ambiguity error; past it, how many more.
+pub const AMBIGUOUS_SHOWN_MAX: usize = 10;
+
+/// Finds a session by:
+/// - a session folder path;
+/// - `last`: the newest session the user started or resumed in `workspace`'s project
+///   (run, resume, fork, chat, never a replay), or in any project when it has none;
+/// - `last-replay`: the newest replay, likewise;
+/// - an id, or any part of one that only one session's id holds (its time, its random
+///   suffix); a part several ids hold is an error listing them.
 pub fn find_session(home: &Home, spec: &str, workspace: Option<&Path>) -> Result<SessionRef> {
     let path = Path::new(spec);
     if path.join(cairn_store::LOG_FILE).is_file() {
@@ -244,8 +320,32 @@ pub fn find_session(home: &Home, spec: &str, workspace: Option<&Path>) -> Result
         .into_iter()
         .flat_map(|p| p.sessions().into_iter().map(move |s| (p.clone(), s)))
         .collect();
-    if spec == "last" {
+    let handle = match spec {
+        "last" => Some(Handle::Last),
+        "last-replay" => Some(Handle::Replay),
+        _ => None,
+    };
+    if let Some(handle) = handle {
         let own = workspace.map(|w| home.project(&w.canonicalize().unwrap_or(w.to_path_buf())));
+        let found = own
+            .as_ref()
+            .and_then(|p| {
+                p.marked(handle).map(|id| SessionRef {
+                    dir: p.session_dir(&id),
+                    id,
+                    project: p.clone(),
+                })
+            })
+            .or_else(|| marked_in_home(home, handle));
+        if let Some(found) = found {
+            return Ok(found);
+        }
+        // A home from before the handles were kept: `last` is the newest session.
+        if handle == Handle::Replay {
+            return Err(EngineError::NotFound(
+                "no replay recorded yet (cairn replay SESSION makes one)".into(),
+            ));
+        }
         let pick = all
             .iter()
             .filter(|(p, _)| own.as_ref().is_none_or(|o| o == p))
@@ -262,8 +362,12 @@ pub fn find_session(home: &Home, spec: &str, workspace: Option<&Path>) -> Result
             }),
         };
     }
-    let matches: Vec<&(Project, String)> =
-        all.iter().filter(|(_, s)| s.starts_with(spec)).collect();
+    let exact: Vec<&(Project, String)> = all.iter().filter(|(_, s)| s == spec).collect();
+    let matches: Vec<&(Project, String)> = if exact.is_empty() {
+        all.iter().filter(|(_, s)| s.contains(spec)).collect()
+    } else {
+        exact
+    };
     match matches.as_slice() {
         [(p, s)] => Ok(SessionRef {
             id: s.clone(),
@@ -273,16 +377,37 @@ pub fn find_session(home: &Home, spec: &str, workspace: Option<&Path>) -> Result
         [] => Err(EngineError::NoSessionMatch {
             spec: spec.to_string(),
         }),
-        many => Err(EngineError::NotFound(format!(
-            "'{spec}' matches {} sessions ({}): give more of the id",
-            many.len(),
-            many.iter()
-                .take(5)
-                .map(|(_, s)| s.as_str())
+        many => {
+            let mut ids: Vec<&str> = many.iter().map(|(_, s)| s.as_str()).collect();
+            ids.sort_unstable_by(|a, b| b.cmp(a));
+            let mut listed = ids
+                .iter()
+                .take(AMBIGUOUS_SHOWN_MAX)
+                .copied()
                 .collect::<Vec<_>>()
-                .join(", ")
-        ))),
+                .join(", ");
+            if ids.len() > AMBIGUOUS_SHOWN_MAX {
+                listed.push_str(&format!(", and {} more", ids.len() - AMBIGUOUS_SHOWN_MAX));
+            }
+            Err(EngineError::NotFound(format!(
+                "'{spec}' matches {} sessions ({listed}): give more of the id",
+                ids.len()
+            )))
+        }
     }
+}
+
+/// The shortest way to name each of `ids` that no other id holds: its random suffix
+/// (`a1b2c3`) when unique, else the whole id.
+pub fn short_ids(ids: &[String]) -> Vec<String> {
+    let suffix = |id: &str| id.rsplit('-').next().unwrap_or(id).to_string();
+    ids.iter()
+        .map(|id| {
+            let s = suffix(id);
+            let holders = ids.iter().filter(|other| other.contains(&s)).count();
+            if holders == 1 { s } else { id.clone() }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@
 //! # Ok::<(), cairn_replay::ReplayError>(())
 //! ```
 
+mod at;
 pub mod audit;
 mod checkout;
 mod compare;
@@ -35,6 +36,7 @@ mod rerun;
 mod session;
 mod verify;
 
+pub use at::{At, resolve_at};
 pub use checkout::{CheckoutReport, WithheldFile, checkout};
 pub use compare::{Field, FieldDiff, unified};
 pub use diff::{CallRef, ChangedCall, DiffReport, FileChange, FileDiff, diff};

@@ -47,7 +47,7 @@ use crate::fold;
 use crate::manifest::{self, ManifestEntry};
 use crate::mcp::{McpConfig, Servers};
 use crate::permission::{AllowList, CredentialFiles, Policy};
-use crate::project::{Home, Project};
+use crate::project::{Handle, Home, Project};
 use crate::redact::Redactor;
 use crate::script::{self, InterruptedCall, Step};
 use crate::shell::{self, ChangeKind, Runtime};
@@ -406,6 +406,13 @@ impl Engine {
             sandbox: Some(engine.rt.sandbox.recorded().clone()),
         })?;
         engine.rec.sync()?;
+        // A resumed session is the user's newest; a resumed replay stays a replay.
+        let handle = if started.parent.is_some() && started.inherited.is_none() {
+            Handle::Replay
+        } else {
+            Handle::Last
+        };
+        engine.project.mark(home, &engine.id, handle)?;
         let report = ResumeReport {
             session: engine.id.clone(),
             previous_head: recovery.head,

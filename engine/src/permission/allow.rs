@@ -133,6 +133,10 @@ enum AllowEvent {
         call: String,
     },
     Reset,
+    /// One key taken off the list: its grants are cleared, as a reset clears all.
+    Revoke {
+        key: String,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -218,6 +222,13 @@ impl AllowList {
                     folded.live.push(Grant { key, session, call });
                 }
                 Ok(AllowEvent::Reset) => folded.cleared.append(&mut folded.live),
+                Ok(AllowEvent::Revoke { key }) => {
+                    let (gone, kept) = std::mem::take(&mut folded.live)
+                        .into_iter()
+                        .partition(|g| g.key == key);
+                    folded.live = kept;
+                    folded.cleared.extend::<Vec<Grant>>(gone);
+                }
                 // An event of a later version: not a grant this version can honour.
                 Err(_) => {}
             }
@@ -415,6 +426,30 @@ impl AllowList {
     /// Clears the allow list (recorded, so the history stays).
     pub fn reset(&self) -> Result<BTreeSet<String>> {
         self.append(&AllowEvent::Reset)
+    }
+
+    /// Takes `key` off the allow list (recorded like a grant): every grant of it so far
+    /// is cleared for good, as a reset clears them all. A key the list does not hold
+    /// (honoured or refused) is an error, and nothing is recorded.
+    pub fn revoke(&self, key: &str) -> Result<BTreeSet<String>> {
+        let audit = self.audit()?;
+        let held = audit.keys.contains(key) || audit.refused.iter().any(|r| r.grant.key == key);
+        if !held {
+            return Err(cairn_tools::EngineError::NotFound(format!(
+                "{key} is not on the allow list{}",
+                if audit.keys.is_empty() {
+                    " (it is empty)".to_string()
+                } else {
+                    format!(
+                        " (it holds {})",
+                        audit.keys.iter().cloned().collect::<Vec<_>>().join(", ")
+                    )
+                }
+            )));
+        }
+        self.append(&AllowEvent::Revoke {
+            key: key.to_string(),
+        })
     }
 }
 

@@ -96,6 +96,10 @@ pub enum EngineError {
     /// Something named (a background process, an MCP server…) does not exist.
     #[error("{0}")]
     NotFound(String),
+    /// A configuration file (or the settings merged from the layers) is wrong: what,
+    /// with the key, and where.
+    #[error("{}: {what}", path.display())]
+    Config { path: PathBuf, what: String },
     /// The operating system refused an operation on `path` (or writing it failed).
     #[error("{}: {source}", path.display())]
     Io {

@@ -1,0 +1,53 @@
+//! `cairn config`: the settings in force for a workspace and where each comes from.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use cairn_engine::Home;
+use cairn_engine::settings::{self, Files, Settings};
+
+use crate::out;
+
+pub fn show(workspace: &Path, json: bool) -> Result<ExitCode> {
+    let home = Home::from_env()?;
+    let project = crate::sessioncmd::project_for(&home, workspace);
+    let files = Files::load(&home, project.as_ref())?;
+    let (_, resolved) = settings::resolve(&Settings::default(), &files, |k| std::env::var(k).ok())?;
+    let user_file = home.root.join(settings::CONFIG_FILE);
+    let project_file = project.as_ref().map(|p| p.dir.join(settings::CONFIG_FILE));
+    if json {
+        let entries: serde_json::Map<String, serde_json::Value> = resolved
+            .entries
+            .iter()
+            .map(|(k, (v, source))| (k.clone(), serde_json::json!({"value": v, "source": source})))
+            .collect();
+        out::line(
+            &serde_json::json!({
+                "files": {"user": user_file, "project": project_file},
+                "settings": entries,
+            })
+            .to_string(),
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let said = |p: &Path| {
+        if p.is_file() {
+            p.display().to_string()
+        } else {
+            format!("{} (none)", p.display())
+        }
+    };
+    out::line(&format!("# user:    {}", said(&user_file)))?;
+    match &project_file {
+        Some(p) => out::line(&format!("# project: {}", said(p)))?,
+        None => out::line(&format!(
+            "# project: none ({} does not exist)",
+            workspace.display()
+        ))?,
+    }
+    for (k, (v, source)) in &resolved.entries {
+        out::line(&format!("{k} = {v}  # {source}"))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

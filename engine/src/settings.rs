@@ -1,0 +1,399 @@
+//! The configuration files: `$CAIRN_HOME/config.toml` (the user's) and
+//! `<project>/config.toml` in the project's folder under the home — never a file of the
+//! workspace, which the agent can write.
+//!
+//! Every setting is one layer of a [`Settings`] value: the command line's flags, the
+//! environment, the project's file, the user's file, the defaults, in that order of
+//! precedence. [`resolve`] merges them key by key and remembers where each value came
+//! from (`cairn config` shows it). Limits merge one by one: a file may set one limit and
+//! keep the others. An unknown key is an error naming the key and the file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::project::{Home, Project};
+use cairn_core::command::Guard;
+use cairn_core::event::SandboxMode;
+use cairn_net::provider::Kind;
+use cairn_net::web::SearchBackend;
+use cairn_tools::{Catalog, EngineConfig, EngineError, Result};
+
+/// The name of a configuration file, in the home and in a project folder.
+pub const CONFIG_FILE: &str = "config.toml";
+
+/// The largest configuration file read, in bytes.
+pub const CONFIG_FILE_BYTES_MAX: u64 = 1024 * 1024;
+
+/// One layer of settings: a configuration file, the flags or the environment. Every
+/// field is optional; what a layer leaves out, the next one down gives.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// The model API: `openai` (any OpenAI-compatible server) or `anthropic`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<Kind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The name of the environment variable holding the API key (never a key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// The tool catalog: `thoth` or `thndrs`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<Catalog>,
+    /// The `web_search` backend: `duckduckgo`, `searxng` or `none`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchBackend>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub searxng_url: Option<String>,
+    /// The command `problems` runs, split on white space.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
+    /// The sandbox of commands: `workspace-write`, `strict` or `off`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxMode>,
+    /// Folders commands may also write in (absolute).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox_write_roots: Option<Vec<PathBuf>>,
+    /// Model turns before a run stops.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turns_max: Option<u32>,
+    /// The model's context window in tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    /// Commands that always ask (rules on parsed argv; replaces the default list).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guarded_commands: Option<Vec<Guard>>,
+    /// Files that ask before they are read (glob patterns; replaces the default list).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credential_files: Option<Vec<String>>,
+    /// Limits by name (`read_file_bytes_max = 1000000`), each over the default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<BTreeMap<String, u64>>,
+}
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Source {
+    Flag,
+    Env { var: String },
+    Project { file: PathBuf },
+    User { file: PathBuf },
+    Default,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Flag => write!(f, "flag"),
+            Source::Env { var } => write!(f, "env {var}"),
+            Source::Project { file } => write!(f, "project {}", file.display()),
+            Source::User { file } => write!(f, "user {}", file.display()),
+            Source::Default => write!(f, "default"),
+        }
+    }
+}
+
+/// The configuration files that apply to a workspace, read and checked.
+#[derive(Debug, Clone, Default)]
+pub struct Files {
+    pub user: Option<(PathBuf, Settings)>,
+    pub project: Option<(PathBuf, Settings)>,
+}
+
+impl Files {
+    /// The user's file and, for a workspace, its project's; a file that is not there is
+    /// no layer.
+    pub fn load(home: &Home, project: Option<&Project>) -> Result<Files> {
+        let user = read(&home.root.join(CONFIG_FILE))?;
+        let project = match project {
+            Some(p) => read(&p.dir.join(CONFIG_FILE))?,
+            None => None,
+        };
+        Ok(Files { user, project })
+    }
+}
+
+/// Reads and checks one file; `None` when there is none.
+pub fn read(path: &Path) -> Result<Option<(PathBuf, Settings)>> {
+    let bad = |what: String| EngineError::Config {
+        path: path.to_path_buf(),
+        what,
+    };
+    let text = match std::fs::File::open(path) {
+        Ok(f) => {
+            use std::io::Read;
+            let mut text = String::new();
+            f.take(CONFIG_FILE_BYTES_MAX + 1)
+                .read_to_string(&mut text)
+                .map_err(|e| bad(e.to_string()))?;
+            if text.len() as u64 > CONFIG_FILE_BYTES_MAX {
+                return Err(bad(format!(
+                    "longer than {CONFIG_FILE_BYTES_MAX} bytes: is it the right file?"
+                )));
+            }
+            text
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(bad(e.to_string())),
+    };
+    Ok(Some((path.to_path_buf(), parse(&text).map_err(bad)?)))
+}
+
+/// Parses the text of a configuration file: unknown keys (limits included) are errors
+/// naming the key.
+pub fn parse(text: &str) -> std::result::Result<Settings, String> {
+    let settings: Settings = toml::from_str(text).map_err(|e| {
+        let msg = e.message().to_string();
+        match e.span() {
+            Some(span) => {
+                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                format!("line {line}: {msg}")
+            }
+            None => msg,
+        }
+    })?;
+    if let Some(limits) = &settings.limits {
+        let known = default_limits();
+        for key in limits.keys() {
+            if !known.contains_key(key) {
+                return Err(format!(
+                    "unknown key `limits.{key}`, expected one of {}",
+                    known.keys().cloned().collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+    }
+    Ok(settings)
+}
+
+fn default_limits() -> serde_json::Map<String, Value> {
+    match serde_json::to_value(Catalog::Thoth.limits()) {
+        Ok(Value::Object(m)) => m,
+        _ => Default::default(),
+    }
+}
+
+/// Every setting with its value and where it came from, the highest layer first.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Resolved {
+    /// `key` (`limits.<name>` for a limit) → value and source. Keys no layer sets are
+    /// absent.
+    pub entries: BTreeMap<String, (Value, Source)>,
+}
+
+/// The defaults of the settings that have one.
+pub fn defaults(catalog: Catalog) -> Settings {
+    let config = EngineConfig::new(catalog);
+    Settings {
+        provider: Some(Kind::Openai),
+        catalog: Some(catalog),
+        search: Some(config.web.search_backend),
+        sandbox: Some(config.sandbox),
+        turns_max: Some(crate::agent::TURNS_MAX_DEFAULT),
+        guarded_commands: Some(config.guarded_commands.clone()),
+        credential_files: Some(config.credential_files.clone()),
+        limits: serde_json::to_value(&config.limits)
+            .ok()
+            .and_then(|v| serde_json::from_value(v).ok()),
+        ..Settings::default()
+    }
+}
+
+/// The environment's layer: `CAIRN_MODEL`, `CAIRN_BASE_URL`.
+pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Vec<(Settings, Source)> {
+    let mut out = Vec::new();
+    let mut one = |var: &str, set: &dyn Fn(&mut Settings, String)| {
+        if let Some(v) = env(var).filter(|v| !v.is_empty()) {
+            let mut s = Settings::default();
+            set(&mut s, v);
+            out.push((s, Source::Env { var: var.into() }));
+        }
+    };
+    one("CAIRN_MODEL", &|s, v| s.model = Some(v));
+    one("CAIRN_BASE_URL", &|s, v| s.base_url = Some(v));
+    out
+}
+
+/// Merges `flags` > the environment > the project's file > the user's file > the
+/// defaults, key by key, and returns the effective settings with each value's source.
+pub fn resolve(
+    flags: &Settings,
+    files: &Files,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<(Settings, Resolved)> {
+    let mut layers: Vec<(Settings, Source)> = vec![(flags.clone(), Source::Flag)];
+    layers.extend(from_env(env));
+    if let Some((file, s)) = &files.project {
+        layers.push((s.clone(), Source::Project { file: file.clone() }));
+    }
+    if let Some((file, s)) = &files.user {
+        layers.push((s.clone(), Source::User { file: file.clone() }));
+    }
+    // The defaults follow the catalog chosen above them.
+    let catalog = layers
+        .iter()
+        .find_map(|(s, _)| s.catalog)
+        .unwrap_or(Catalog::Thoth);
+    layers.push((defaults(catalog), Source::Default));
+    let mut resolved = Resolved::default();
+    for (layer, source) in &layers {
+        let Ok(Value::Object(map)) = serde_json::to_value(layer) else {
+            continue;
+        };
+        for (key, value) in map {
+            match (key.as_str(), value) {
+                ("limits", Value::Object(limits)) => {
+                    for (name, v) in limits {
+                        resolved
+                            .entries
+                            .entry(format!("limits.{name}"))
+                            .or_insert((v, source.clone()));
+                    }
+                }
+                (_, value) => {
+                    resolved
+                        .entries
+                        .entry(key)
+                        .or_insert((value, source.clone()));
+                }
+            }
+        }
+    }
+    let mut top = serde_json::Map::new();
+    let mut limits = serde_json::Map::new();
+    for (key, (value, _)) in &resolved.entries {
+        match key.strip_prefix("limits.") {
+            Some(name) => {
+                limits.insert(name.to_string(), value.clone());
+            }
+            None => {
+                top.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    top.insert("limits".into(), Value::Object(limits));
+    let settings: Settings =
+        serde_json::from_value(Value::Object(top)).map_err(|e| EngineError::Config {
+            path: PathBuf::from("(merged settings)"),
+            what: e.to_string(),
+        })?;
+    Ok((settings, resolved))
+}
+
+impl Settings {
+    /// Sets what these settings say in a session's configuration.
+    pub fn apply(&self, config: &mut EngineConfig) -> Result<()> {
+        if let Some(catalog) = self.catalog
+            && catalog != config.catalog
+        {
+            *config = EngineConfig::new(catalog);
+        }
+        if let Some(limits) = &self.limits {
+            let mut merged = match serde_json::to_value(&config.limits) {
+                Ok(Value::Object(m)) => m,
+                _ => Default::default(),
+            };
+            for (k, v) in limits {
+                merged.insert(k.clone(), Value::from(*v));
+            }
+            config.limits =
+                serde_json::from_value(Value::Object(merged)).map_err(|e| EngineError::Config {
+                    path: PathBuf::from("(limits)"),
+                    what: e.to_string(),
+                })?;
+        }
+        crate::agent::fit_limits(&mut config.limits, self.context_window);
+        if let Some(g) = &self.guarded_commands {
+            config.guarded_commands = g.clone();
+        }
+        if let Some(c) = &self.credential_files {
+            config.credential_files = c.clone();
+        }
+        if let Some(b) = self.search {
+            config.web.search_backend = b;
+        }
+        if let Some(u) = &self.searxng_url {
+            config.web.searxng_url = Some(u.clone());
+        }
+        if let Some(c) = &self.check {
+            config.check_command = Some(c.split_whitespace().map(str::to_string).collect());
+        }
+        if let Some(m) = self.sandbox {
+            config.sandbox = m;
+        }
+        if let Some(roots) = &self.sandbox_write_roots {
+            config.sandbox_write_roots = roots
+                .iter()
+                .map(|r| std::path::absolute(r).unwrap_or(r.clone()))
+                .collect();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let check = |text: &str, expected: &str| {
+            let got = parse(text).map(|_| ()).unwrap_err();
+            assert!(got.contains(expected), "{got}");
+        };
+        check("modle = \"x\"\n", "line 1: unknown field `modle`");
+        check(
+            "model = \"x\"\n[limits]\nread_bytes = 3\n",
+            "unknown key `limits.read_bytes`",
+        );
+        check("provider = \"nope\"\n", "line 1: unknown variant `nope`");
+    }
+
+    #[test]
+    fn flags_beat_env_beat_project_beat_user_beat_defaults() {
+        let file = |text: &str| parse(text).unwrap_or_else(|e| panic!("{e}"));
+        let files = Files {
+            user: Some((
+                "/u".into(),
+                file(
+                    "model = \"user\"\nbase_url = \"http://u\"\nsearch = \"none\"\ncheck = \"make\"\n[limits]\nread_lines_max = 7\n",
+                ),
+            )),
+            project: Some((
+                "/p".into(),
+                file("model = \"project\"\nsearch = \"searxng\"\n[limits]\nread_lines_max = 9\n"),
+            )),
+        };
+        let flags = Settings {
+            check: Some("cargo check".into()),
+            ..Settings::default()
+        };
+        let env = |v: &str| (v == "CAIRN_BASE_URL").then(|| "http://env".to_string());
+        let (s, r) = resolve(&flags, &files, env).unwrap_or_else(|e| panic!("{e}"));
+        let source = |k: &str| r.entries[k].1.to_string();
+        assert_eq!(s.check.as_deref(), Some("cargo check"));
+        assert_eq!(source("check"), "flag");
+        assert_eq!(s.base_url.as_deref(), Some("http://env"));
+        assert_eq!(source("base_url"), "env CAIRN_BASE_URL");
+        assert_eq!(s.model.as_deref(), Some("project"));
+        assert_eq!(source("model"), "project /p");
+        assert_eq!(s.search, Some(SearchBackend::Searxng));
+        assert_eq!(source("limits.read_lines_max"), "project /p");
+        assert_eq!(s.limits.as_ref().map(|l| l["read_lines_max"]), Some(9));
+        assert_eq!(source("provider"), "default");
+        assert_eq!(source("limits.read_file_bytes_max"), "default");
+        let mut config = EngineConfig::new(Catalog::Thoth);
+        s.apply(&mut config).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.limits.read_lines_max, 9);
+        assert_eq!(
+            config.check_command,
+            Some(vec!["cargo".to_string(), "check".to_string()])
+        );
+    }
+}
