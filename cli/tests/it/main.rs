@@ -12,5 +12,6 @@ mod audit;
 mod browse;
 mod cli;
 mod mcp_serve;
+mod scripting;
 mod signals;
 mod tui;

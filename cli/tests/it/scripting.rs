@@ -1,0 +1,576 @@
+//! Scripting and handles with the `cairn` binary: the `--json` event stream checked
+//! line by line against `docs/stream.schema.json`, usage errors, `last` and
+//! `last-replay`, ids by any unique part, `--at` by call, the configuration files and
+//! `cairn config`, `allow revoke`, bare `memory`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+/// A home and a workspace of their own.
+struct Setup {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    ws: PathBuf,
+}
+
+fn setup() -> Setup {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let (home, ws) = (base.join("home"), base.join("ws"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("a.txt"), "one\ntwo\n").unwrap();
+    Setup {
+        _tmp: tmp,
+        home,
+        ws,
+    }
+}
+
+impl Setup {
+    /// `cairn ARGS` in this home, run from the workspace, standard input closed.
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+        c.args(args)
+            .current_dir(&self.ws)
+            .env("CAIRN_HOME", &self.home)
+            .env("CAIRN_API_KEY", "test-key")
+            .env_remove("CAIRN_BASE_URL")
+            .env_remove("CAIRN_MODEL")
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    fn script(&self, name: &str, steps: &[Value]) -> PathBuf {
+        let path = self.home.parent().unwrap().join(name);
+        let text: String = steps.iter().map(|s| format!("{s}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Runs a script and returns the new session's id.
+    fn run_script(&self, steps: &[Value]) -> String {
+        let s = self.script("s.jsonl", steps);
+        let out = self.run(&[
+            "run",
+            "--script",
+            s.to_str().unwrap(),
+            "--approve",
+            "always",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout).trim().to_string()
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn repo_file(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
+}
+
+fn stream_validator() -> jsonschema::Validator {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_file("docs/stream.schema.json")).unwrap(),
+    )
+    .unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+/// Every line of `stdout` parsed and checked against the stream's schema; the events.
+fn checked_stream(stdout: &[u8]) -> Vec<Value> {
+    let v = stream_validator();
+    text(stdout)
+        .lines()
+        .map(|line| {
+            let e: Value =
+                serde_json::from_str(line).unwrap_or_else(|err| panic!("not JSON ({err}): {line}"));
+            let errors: Vec<String> = v.iter_errors(&e).map(|x| x.to_string()).collect();
+            assert!(
+                errors.is_empty(),
+                "{line}\ndoes not match the schema: {errors:?}"
+            );
+            e
+        })
+        .collect()
+}
+
+/// `type` of each event, with the item's kind for item events.
+fn shape(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| match e["item"]["kind"].as_str() {
+            Some(k) => format!("{} {k}", e["type"].as_str().unwrap()),
+            None => e["type"].as_str().unwrap().to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn run_script_json_is_a_stream_that_matches_its_schema_and_nothing_else() {
+    let s = setup();
+    let script = s.script(
+        "s.jsonl",
+        &[
+            json!({"user": "go"}),
+            json!({"tool": "read_file", "input": {"path": "a.txt"}}),
+            json!({"tool": "shell", "input": {"command": "echo hi > b.txt"}}),
+        ],
+    );
+    // --approve ask with --json: no prompt, the call is denied, and stderr says why.
+    let out = s.run(&["run", "--script", script.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events = checked_stream(&out.stdout);
+    assert_eq!(
+        shape(&events),
+        [
+            "session.started",
+            "turn.started",
+            "item.completed user_message",
+            "item.started tool_call",
+            "item.completed tool_call",
+            "item.started tool_call",
+            "item.updated tool_call",
+            "item.updated tool_call",
+            "item.completed tool_call",
+            "turn.completed",
+            "session.ended",
+        ]
+    );
+    assert_eq!(events[8]["item"]["status"], "denied");
+    assert_eq!(events[7]["item"]["permission"]["answer"], "deny");
+    assert!(
+        text(&out.stderr).contains("--json does not ask on the terminal: denied"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!s.ws.join("b.txt").exists());
+
+    // Allowed: the command is an item of its own, and its change is said.
+    let out = s.run(&[
+        "run",
+        "--script",
+        script.to_str().unwrap(),
+        "--json",
+        "--approve",
+        "always",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events = checked_stream(&out.stdout);
+    let kinds = shape(&events);
+    assert!(
+        kinds.contains(&"item.started command_execution".to_string()),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&"item.completed command_execution".to_string()),
+        "{kinds:?}"
+    );
+    let write = events
+        .iter()
+        .find(|e| e["item"]["file_write"].is_object())
+        .unwrap();
+    assert_eq!(write["item"]["file_write"]["path"], "b.txt");
+    let id = events[0]["session"].as_str().unwrap().to_string();
+
+    // The schema is not a formality: a line missing a field, or of a type it does not
+    // know, is rejected.
+    let v = stream_validator();
+    let mut broken = events[1].clone();
+    broken.as_object_mut().unwrap().remove("seq");
+    assert!(!v.is_valid(&broken));
+    assert!(!v.is_valid(&json!({"type": "session.paused", "seq": 1})));
+
+    // resume --json: the resumed session's start, then its end.
+    let out = s.run(&["resume", &id, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events = checked_stream(&out.stdout);
+    assert_eq!(shape(&events), ["session.started", "session.ended"]);
+    assert_eq!(events[0]["resumed"], true);
+    assert_eq!(events[0]["resume"]["was_ended"], true);
+}
+
+#[test]
+fn run_task_json_streams_the_models_turns_with_usage() {
+    use cairn_tests::http::{Server, openai_stream};
+    let s = setup();
+    let server = Server::canned(vec![
+        openai_stream(
+            "reading",
+            &[("call_1", "read_file", json!({"path": "a.txt"}))],
+            None,
+        ),
+        openai_stream("it says one, two", &[], None),
+    ]);
+    let url = format!("{}/v1", server.url);
+    let out = s.run(&[
+        "run",
+        "what is in a.txt?",
+        "--json",
+        "--model",
+        "m-1",
+        "--base-url",
+        &url,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events = checked_stream(&out.stdout);
+    assert_eq!(
+        shape(&events),
+        [
+            "session.started",
+            "turn.started",
+            "item.completed user_message",
+            "item.completed agent_message",
+            "item.started tool_call",
+            "item.completed tool_call",
+            "item.completed agent_message",
+            "turn.completed",
+            "session.ended",
+        ]
+    );
+    assert_eq!(events[6]["item"]["text"], "it says one, two");
+    assert_eq!(
+        events[7]["usage"],
+        json!({"input_tokens": 240, "output_tokens": 60})
+    );
+
+    // A provider that fails: an error event, then the session's end; exit 2.
+    let server = Server::canned(vec![cairn_tests::http::response(
+        400,
+        &[("content-type", "application/json")],
+        "{\"error\":{\"message\":\"no such model\"}}",
+    )]);
+    let url = format!("{}/v1", server.url);
+    let out = s.run(&["run", "x", "--json", "--model", "m-1", "--base-url", &url]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let events = checked_stream(&out.stdout);
+    let kinds = shape(&events);
+    assert_eq!(kinds.last().unwrap(), "session.ended", "{kinds:?}");
+    assert!(kinds.contains(&"error".to_string()), "{kinds:?}");
+}
+
+#[test]
+fn usage_errors_have_the_prefix_and_exit_2_help_exits_0() {
+    let s = setup();
+    for args in [
+        &["bogus"][..],
+        &["checkout"],
+        &["run", "--catalog", "nope", "x"],
+    ] {
+        let out = s.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.starts_with("cairn: "), "{args:?}: {err}");
+        assert!(!err.contains("error:"), "{args:?}: {err}");
+    }
+    let out = s.run(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).contains("Usage: cairn"));
+}
+
+fn read_step() -> Value {
+    json!({"tool": "read_file", "input": {"path": "a.txt"}})
+}
+
+#[test]
+fn last_is_the_users_newest_session_and_never_a_replay() {
+    let s = setup();
+    let first = s.run_script(&[read_step()]);
+    let second = s.run_script(&[read_step()]);
+    let show = |spec: &str| {
+        let out = s.run(&["show", spec, "--json"]);
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let head_of = |spec: &str| {
+        let out = s.run(&["head", spec, "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{spec}: {}", text(&out.stderr));
+        let dir = s.run(&["log", spec, "--json"]);
+        let first: Value = serde_json::from_str(text(&dir.stdout).lines().next().unwrap()).unwrap();
+        first["event"]["id"].as_str().unwrap().to_string()
+    };
+    assert_eq!(head_of("last"), second);
+    // A resume of the first makes it `last`.
+    let out = s.run(&["resume", &first]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(head_of("last"), first);
+    // A replay is `last-replay`, never `last`.
+    assert_eq!(show("last-replay").0, Some(2));
+    let out = s.run(&["replay", &second, "--shell", "recorded"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let replay = head_of("last-replay");
+    assert!(replay != first && replay != second, "{replay}");
+    assert_eq!(head_of("last"), first);
+    // A fork is the user's: it becomes `last`.
+    let dest = s.home.parent().unwrap().join("fork");
+    let out = s.run(&["fork", &second, "--workspace", dest.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let fork = text(&out.stdout).trim().to_string();
+    // `last` is per project: from the fork's workspace it is the fork, from ours the
+    // first session still.
+    let out = s
+        .cmd(&["log", "last", "--json"])
+        .current_dir(&dest)
+        .output()
+        .unwrap();
+    assert!(text(&out.stdout).contains(&fork), "{}", text(&out.stderr));
+    assert_eq!(head_of("last"), first);
+}
+
+#[test]
+fn ids_match_by_any_unique_part_and_ambiguity_lists_the_candidates() {
+    let s = setup();
+    let a = s.run_script(&[read_step()]);
+    let b = s.run_script(&[read_step()]);
+    let suffix = |id: &str| id.rsplit('-').next().unwrap().to_string();
+    for (spec, want) in [(suffix(&a), &a), (suffix(&b), &b), (b.clone(), &b)] {
+        let out = s.run(&["log", &spec, "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{spec}: {}", text(&out.stderr));
+        assert!(text(&out.stdout).contains(want.as_str()), "{spec}");
+    }
+    // Both ids hold the date: ambiguous, and both are listed.
+    let date = &a[..8];
+    let out = s.run(&["log", date]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with(&format!("cairn: '{date}' matches 2 sessions ("))
+            && err.contains(&a)
+            && err.contains(&b)
+            && err.contains("give more of the id"),
+        "{err}"
+    );
+    // `sessions` shows the short id, which every verb takes.
+    let out = s.run(&["sessions", "--json"]);
+    let shorts: Vec<String> = text(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["short"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(shorts, [suffix(&b), suffix(&a)]);
+    let out = s.run(&["sessions"]);
+    assert!(
+        text(&out.stdout).starts_with(&suffix(&b)),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn at_takes_a_seq_a_call_or_defaults_to_the_end() {
+    let s = setup();
+    let id = s.run_script(&[
+        json!({"tool": "write_file", "input": {"path": "n.txt", "content": "1\n"}}),
+        json!({"tool": "shell", "input": {"command": "echo 2 >> n.txt"}}),
+    ]);
+    let checkout = |at: Option<&str>| {
+        let dest = s
+            .home
+            .parent()
+            .unwrap()
+            .join(format!("co-{}", at.unwrap_or("default")));
+        let mut args = vec!["checkout", &id, dest.to_str().unwrap(), "--json"];
+        if let Some(at) = at {
+            args.extend(["--at", at]);
+        }
+        let out = s.run(&args);
+        (
+            out.status.code(),
+            std::fs::read_to_string(dest.join("n.txt")).ok(),
+            text(&out.stderr),
+        )
+    };
+    assert_eq!(checkout(Some("c1")).1.as_deref(), Some("1\n"));
+    assert_eq!(checkout(Some("c2")).1.as_deref(), Some("1\n2\n"));
+    assert_eq!(checkout(None).1.as_deref(), Some("1\n2\n"));
+    assert_eq!(checkout(Some("0")).1, None);
+    let (code, _, err) = checkout(Some("c3"));
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("no call c3 in this session (it has 2 calls"),
+        "{err}"
+    );
+    let (code, _, err) = checkout(Some("x1"));
+    assert_eq!(code, Some(2));
+    assert!(err.contains("'x1' is not a point of a session"), "{err}");
+    let (code, _, err) = checkout(Some("999"));
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("seq 999 is past the session's last record"),
+        "{err}"
+    );
+}
+
+#[test]
+fn config_files_layer_flags_env_project_user_and_say_where_each_value_came_from() {
+    let s = setup();
+    std::fs::create_dir_all(&s.home).unwrap();
+    std::fs::write(
+        s.home.join("config.toml"),
+        "model = \"user-model\"\nbase_url = \"http://user\"\ncheck = \"make check\"\n[limits]\nread_lines_max = 7\n",
+    )
+    .unwrap();
+    // The project's file lives in its folder under the home: a first run makes it.
+    s.run_script(&[read_step()]);
+    let project = std::fs::read_dir(s.home.join("projects"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::write(
+        project.join("config.toml"),
+        "model = \"project-model\"\n[limits]\nread_lines_max = 1\n",
+    )
+    .unwrap();
+    let config = |env: &[(&str, &str)]| {
+        let mut c = s.cmd(&["config", "--json"]);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        serde_json::from_str::<Value>(&text(&out.stdout)).unwrap()
+    };
+    let c = config(&[]);
+    let at = |c: &Value, k: &str| {
+        (
+            c["settings"][k]["value"].clone(),
+            c["settings"][k]["source"]["kind"].clone(),
+        )
+    };
+    assert_eq!(at(&c, "model"), (json!("project-model"), json!("project")));
+    assert_eq!(at(&c, "base_url"), (json!("http://user"), json!("user")));
+    assert_eq!(
+        at(&c, "limits.read_lines_max"),
+        (json!(1), json!("project"))
+    );
+    assert_eq!(at(&c, "provider"), (json!("openai"), json!("default")));
+    let c = config(&[("CAIRN_MODEL", "env-model")]);
+    assert_eq!(at(&c, "model"), (json!("env-model"), json!("env")));
+    // The text form names the source of each line.
+    let out = s.run(&["config"]);
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains("model = \"project-model\"  # project "),
+        "{shown}"
+    );
+
+    // The limit reaches the session: one line per read.
+    let id = s.run_script(&[read_step()]);
+    let out = s.run(&["show", &id, "--json"]);
+    assert!(
+        text(&out.stdout).contains("(lines 1-1 of 2"),
+        "{}",
+        text(&out.stdout)
+    );
+    // And a flag beats them all.
+    let out = s.run(&["config", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+
+    // An unknown key is an error naming the key and the file, for every command that
+    // reads the configuration.
+    std::fs::write(project.join("config.toml"), "modle = \"x\"\n").unwrap();
+    for args in [&["config"][..], &["run", "--script", "/nonexistent"]] {
+        let out = s.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "{}: line 1: unknown field `modle`",
+                project.join("config.toml").display()
+            )),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn allow_revoke_takes_one_key_off_and_is_recorded() {
+    let s = setup();
+    let script = s.script(
+        "s.jsonl",
+        &[
+            json!({"tool": "shell", "input": {"command": "echo a"}, "approve": "always"}),
+            json!({"tool": "shell", "input": {"command": "true"}, "approve": "always"}),
+        ],
+    );
+    let out = s.run(&["run", "--script", script.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let keys = || {
+        let out = s.run(&["allow", "list", "--json"]);
+        serde_json::from_str::<Value>(&text(&out.stdout)).unwrap()["keys"].clone()
+    };
+    assert_eq!(keys(), json!(["shell:echo", "shell:true"]));
+    let out = s.run(&["allow", "revoke", "shell:echo", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        serde_json::from_str::<Value>(&text(&out.stdout)).unwrap(),
+        json!({"revoked": "shell:echo", "keys": ["shell:true"]})
+    );
+    assert_eq!(keys(), json!(["shell:true"]));
+    // Recorded in the allow log, which survives the projection being deleted.
+    let project = std::fs::read_dir(s.home.join("projects"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let log = std::fs::read_to_string(project.join("allow/events.jsonl")).unwrap();
+    assert!(
+        log.contains("{\"type\":\"revoke\",\"key\":\"shell:echo\"}"),
+        "{log}"
+    );
+    std::fs::remove_file(project.join("allow.json")).unwrap();
+    assert_eq!(keys(), json!(["shell:true"]));
+    // A key not on the list: an error, nothing recorded.
+    let out = s.run(&["allow", "revoke", "shell:echo"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "cairn: shell:echo is not on the allow list (it holds shell:true)\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("allow/events.jsonl")).unwrap(),
+        log
+    );
+}
+
+#[test]
+fn bare_memory_lists_and_empty_lists_print_brackets() {
+    let s = setup();
+    let out = s.run(&["memory", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "[]\n");
+    let out = s.run(&["memory"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stderr).contains("no facts remembered"));
+    s.run_script(&[json!({"tool": "remember", "input": {"fact": "tests run with make"}})]);
+    let out = s.run(&["memory"]);
+    assert_eq!(text(&out.stdout), "  1. tests run with make\n");
+    let out = s.run(&["memory", "--json"]);
+    let facts: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    assert_eq!(facts[0]["text"], "tests run with make");
+}
+
+#[test]
+fn resume_without_a_session_and_without_a_terminal_says_to_name_one() {
+    let s = setup();
+    s.run_script(&[read_step()]);
+    let out = s.run(&["resume"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "cairn: name the session to resume: cairn resume SESSION (an id or any unique part of one, or last; cairn sessions lists them)\n"
+    );
+}
