@@ -293,6 +293,9 @@ enum Command {
         /// Open this session (id, unique prefix, folder, or `last`) directly.
         session: Option<String>,
     },
+    /// Print a JSON Schema: `events` (a line of a session log, docs/event.schema.json)
+    /// or `stream` (a line of the --json stream, docs/stream.schema.json).
+    Schema { which: SchemaKind },
     /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell).
     Completions { shell: clap_complete::Shell },
     /// Set up a sample project and run a scripted session in it per catalog.
@@ -363,6 +366,12 @@ impl ModelArgs {
             ..self.sandbox.settings()
         }
     }
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum SchemaKind {
+    Events,
+    Stream,
 }
 
 #[derive(Debug, Subcommand)]
@@ -600,6 +609,17 @@ fn main() -> ExitCode {
             json,
         ),
         Command::Config { workspace, json } => configcmd::show(&workspace, json),
+        Command::Schema { which } => {
+            let text = match which {
+                SchemaKind::Events => cairn_engine::schema::log_line_schema(),
+                SchemaKind::Stream => stream::SCHEMA.to_string(),
+            };
+            use std::io::Write;
+            std::io::stdout()
+                .write_all(text.as_bytes())
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(anyhow::Error::from)
+        }
         Command::Fork {
             session,
             at,

@@ -14,6 +14,9 @@ use cairn_engine::Record;
 use cairn_engine::event::{Event, ShellPhase};
 use serde_json::{Value, json};
 
+/// The JSON Schema of one line of the stream (`cairn schema stream`).
+pub const SCHEMA: &str = include_str!("../../docs/stream.schema.json");
+
 /// The stream's version, in every `session.started`.
 pub const STREAM_VERSION: u32 = 1;
 

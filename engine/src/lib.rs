@@ -29,7 +29,7 @@ pub mod project;
 pub mod script;
 pub mod settings;
 
-pub use cairn_core::{command, decide, diff, event, limits, redact, spill, state};
+pub use cairn_core::{command, decide, diff, event, limits, redact, schema, spill, state};
 pub use cairn_net::{provider, web};
 pub use cairn_tools::{fold, manifest, memory, process, sandbox, shell, signal, tools};
 

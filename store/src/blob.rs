@@ -17,7 +17,7 @@ use crate::log::sync_dir;
 const COPY_BUF_BYTES: usize = 256 * 1024;
 
 /// A reference to a blob: its hash and length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BlobRef {
     pub hash: Hash,
     pub len: u64,

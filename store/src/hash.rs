@@ -111,6 +111,20 @@ impl<'de> serde::Deserialize<'de> for Hash {
     }
 }
 
+/// A hash is 64 lowercase hex digits in JSON (the event schema, `docs/event.schema.json`).
+impl schemars::JsonSchema for Hash {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Hash".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A BLAKE3 digest: 64 lowercase hex digits.",
+            "type": "string",
+            "pattern": "^[0-9a-f]{64}$"
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -574,3 +574,46 @@ fn resume_without_a_session_and_without_a_terminal_says_to_name_one() {
         "cairn: name the session to resume: cairn resume SESSION (an id or any unique part of one, or last; cairn sessions lists them)\n"
     );
 }
+
+/// The committed log-line schema is what the event types generate; the stream's is
+/// what `cairn schema stream` prints; and real log lines match the first.
+#[test]
+fn docs_event_schema_is_fresh_and_log_lines_match_it() {
+    let s = setup();
+    let out = s.run(&["schema", "events"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let committed =
+        std::fs::read_to_string(repo_file("docs/event.schema.json")).unwrap_or_default();
+    assert!(
+        committed == text(&out.stdout),
+        "docs/event.schema.json is not what the event types generate: regenerate it with `cargo run -p cairn-cli -- schema events > docs/event.schema.json`"
+    );
+    let out = s.run(&["schema", "stream"]);
+    assert_eq!(
+        text(&out.stdout),
+        std::fs::read_to_string(repo_file("docs/stream.schema.json")).unwrap()
+    );
+    // Every line of a real session matches the log-line schema.
+    let schema: Value = serde_json::from_str(&committed).unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let id = s.run_script(&[
+        json!({"user": "go"}),
+        read_step(),
+        json!({"tool": "shell", "input": {"command": "echo hi > b.txt"}}),
+        json!({"tool": "edit_file", "input": {"path": "a.txt", "old_string": "one", "new_string": "uno"}}),
+        json!({"tool": "remember", "input": {"fact": "f"}}),
+    ]);
+    let out = s.run(&["log", &id, "--json"]);
+    let mut kinds = std::collections::BTreeSet::new();
+    for line in text(&out.stdout).lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        let errors: Vec<String> = v.iter_errors(&r).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{line}: {errors:?}");
+        kinds.insert(r["event"]["type"].as_str().unwrap().to_string());
+    }
+    assert!(kinds.len() >= 8, "{kinds:?}");
+    // And a line with a field of the wrong type does not.
+    let bad =
+        json!({"prev": "0", "seq": -1, "ts": "t", "event": {"type": "user_message"}, "hash": "x"});
+    assert!(!v.is_valid(&bad));
+}

@@ -9,14 +9,14 @@ use serde::{Deserialize, Serialize};
 pub const FORMAT_VERSION: u32 = 1;
 
 /// Which server and original tool an MCP call went to (on `tool_started`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct McpRef {
     pub server: String,
     pub tool: String,
 }
 
 /// One event of a session log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
     SessionStarted(SessionStarted),
@@ -125,7 +125,7 @@ pub enum Event {
 /// so that stopping the command did not stop it (cairn is the child subreaper of its
 /// sessions: such a process is reparented to it when its parent dies). It is killed
 /// (SIGTERM, the kill grace, SIGKILL: its own group when it leads one) and reaped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Orphan {
     pub pid: u32,
     /// Its command line (`/proc/<pid>/cmdline`); `[name]` for one that had already
@@ -193,7 +193,7 @@ impl Event {
 ///
 /// A step whose interrupted call only read, or wrote with a known before and after,
 /// is not listed: its outcome was decided from the disk, and it runs again.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InterruptedStep {
     /// The interrupted call.
     pub call: String,
@@ -221,7 +221,7 @@ impl InterruptedStep {
 }
 
 /// Who decided whether an interrupted step runs again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RerunSource {
     /// The user answered the question.
@@ -243,7 +243,7 @@ impl RerunSource {
 }
 
 /// The first record of every session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionStarted {
     pub id: String,
     pub format_version: u32,
@@ -273,7 +273,7 @@ pub struct SessionStarted {
 }
 
 /// What a forked session inherits from its parent's fold at the fork point.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Inherited {
     /// Read coverage of each file the parent knew.
     #[serde(default)]
@@ -287,7 +287,7 @@ pub struct Inherited {
 }
 
 /// One file's knowledge carried into a fork.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InheritedFile {
     pub path: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -301,7 +301,7 @@ pub struct InheritedFile {
 }
 
 /// Where a forked or replayed session comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Parent {
     pub session: String,
     pub seq: u64,
@@ -311,7 +311,7 @@ pub struct Parent {
 /// What one file held when a call was admitted: the fact the repeat rule decides on
 /// for a call whose answer depends on that file alone (it names one path, and the path
 /// is not a folder).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Observed {
     /// Workspace-relative, `/`-separated, as the fold counts the call's path.
     pub path: String,
@@ -320,7 +320,7 @@ pub struct Observed {
 }
 
 /// A permission answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Answer {
     Once,
@@ -329,7 +329,7 @@ pub enum Answer {
 }
 
 /// Who answered a permission request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AnswerSource {
     User,
@@ -338,7 +338,7 @@ pub enum AnswerSource {
 }
 
 /// Lines of a file the agent saw.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileRead {
     pub call: String,
     /// Workspace-relative, `/`-separated.
@@ -351,7 +351,7 @@ pub struct FileRead {
 }
 
 /// How a file was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WriteOp {
     Create,
@@ -366,7 +366,7 @@ pub enum WriteOp {
 }
 
 /// A change to a file of the workspace.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileWrite {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<String>,
@@ -389,7 +389,7 @@ pub struct FileWrite {
 }
 
 /// Whether a write was installed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WriteStatus {
     /// Recorded before the install: the write may or may not have happened.
@@ -408,6 +408,7 @@ pub enum WriteStatus {
     Hash,
     Serialize,
     Deserialize,
+    schemars::JsonSchema,
     rkyv::Archive,
     rkyv::Serialize,
     rkyv::Deserialize,
@@ -439,7 +440,7 @@ impl Status {
 
 /// A rule that refused a call, with the facts it decided on, so that the decision can
 /// be recomputed from the fold and this record alone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Refusal {
     pub rule: Rule,
     pub path: Option<String>,
@@ -449,7 +450,7 @@ pub struct Refusal {
 }
 
 /// The rules that can refuse a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Rule {
     /// An edit of a file not read at its current content.
@@ -469,7 +470,7 @@ pub enum Rule {
 }
 
 /// One fetch of a web page (or of a search backend's answer).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WebFetched {
     pub call: String,
     /// The URL asked for.
@@ -499,7 +500,7 @@ pub struct WebFetched {
 }
 
 /// The end of a call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolFinished {
     pub call: String,
     pub status: Status,
@@ -526,7 +527,9 @@ pub struct ToolFinished {
 }
 
 /// How shell commands are confined (the OS sandbox of cairn-tools `sandbox`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
     /// Writes only in the workspace, the session's temporary folder and the configured
@@ -578,7 +581,7 @@ impl std::str::FromStr for SandboxMode {
 }
 
 /// How much of a sandbox's ruleset the kernel enforced (Landlock's `RulesetStatus`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Enforcement {
     /// Every rule asked for.
@@ -602,7 +605,7 @@ impl Enforcement {
 
 /// The sandbox commands run under, as `session_started` and each started `shell_exec`
 /// record it. Logs from before the sandbox have none.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sandboxed {
     pub mode: SandboxMode,
     /// The kernel's Landlock ABI version (0: no Landlock).
@@ -630,7 +633,7 @@ impl Sandboxed {
 }
 
 /// How a process was run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ProcKind {
     /// The call waits for it.
@@ -648,6 +651,7 @@ pub enum ProcKind {
     Eq,
     Serialize,
     Deserialize,
+    schemars::JsonSchema,
     rkyv::Archive,
     rkyv::Serialize,
     rkyv::Deserialize,
@@ -807,9 +811,19 @@ impl ShellExec {
     }
 }
 
+/// On disk, and so in the schema, a `shell_exec` is its wire form.
+impl schemars::JsonSchema for ShellExec {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ShellExec".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        ShellExecWire::json_schema(generator)
+    }
+}
+
 /// `shell_exec` as it is on disk: one flat object, the fields in this order. Only
-/// [`ShellExec`]'s serde goes through it.
-#[derive(Serialize, Deserialize)]
+/// [`ShellExec`]'s serde (and its schema) goes through it.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
 struct ShellExecWire {
     call: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -851,7 +865,7 @@ struct ShellExecWire {
     error: Option<String>,
 }
 
-#[derive(Clone, Copy, Serialize, Deserialize)]
+#[derive(Clone, Copy, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 enum WirePhase {
     Started,
@@ -859,7 +873,7 @@ enum WirePhase {
 }
 
 /// `running` or how the process ended.
-#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 enum WireStatus {
     Running,

@@ -31,6 +31,7 @@ pub mod fold;
 pub mod limits;
 pub mod permission;
 pub mod redact;
+pub mod schema;
 pub mod scrub;
 pub mod spill;
 pub mod state;
