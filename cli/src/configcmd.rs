@@ -47,7 +47,21 @@ pub fn show(workspace: &Path, json: bool) -> Result<ExitCode> {
         ))?,
     }
     for (k, (v, source)) in &resolved.entries {
-        out::line(&format!("{k} = {v}  # {source}"))?;
+        out::line(&format!("{k} = {}  # {source}", shown(v)))?;
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// A value on one line: a long list is counted, not spelled out (`--json` has it all).
+fn shown(v: &serde_json::Value) -> String {
+    let text = v.to_string();
+    match v {
+        serde_json::Value::Array(items) if text.len() > SHOWN_CHARS_MAX => {
+            format!("[{} entries]", items.len())
+        }
+        _ => text,
+    }
+}
+
+/// The longest value `cairn config` shows in full, in characters.
+const SHOWN_CHARS_MAX: usize = 100;

@@ -113,7 +113,10 @@ fn provider(e: &ProviderError) -> Option<String> {
             format!("check the API key in {key_var}, or name another variable with --api-key-env")
         }
         ProviderError::NotFound { .. } => "check --base-url and --model".into(),
-        ProviderError::NoModel => "pass --model or set CAIRN_MODEL".into(),
+        ProviderError::NoModel => {
+            "pass --model, set CAIRN_MODEL, or set model in config.toml (cairn config shows where)"
+                .into()
+        }
         _ => return None,
     })
 }
@@ -236,7 +239,7 @@ mod tests {
         );
         assert_eq!(
             text(&ProviderError::NoModel),
-            "no model given (pass --model or set CAIRN_MODEL)"
+            "no model given (pass --model, set CAIRN_MODEL, or set model in config.toml (cairn config shows where))"
         );
         assert_eq!(hint(&ProviderError::Exhausted(2)), None);
     }

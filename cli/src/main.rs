@@ -266,6 +266,12 @@ enum Command {
         /// The Markdown of docs/TOOLS.md.
         #[arg(long)]
         markdown: bool,
+        /// Also the tools of the project's MCP servers (each server is started).
+        #[arg(long, conflicts_with = "markdown")]
+        mcp: bool,
+        /// The workspace whose project's MCP servers --mcp lists.
+        #[arg(long, default_value = ".")]
+        workspace: std::path::PathBuf,
     },
     /// MCP: the project's servers, whose tools are offered as mcp__{server}__{tool},
     /// and `serve`, which offers cairn's tools to an MCP client over stdio.
@@ -390,6 +396,9 @@ enum McpAction {
     List {
         #[arg(long)]
         json: bool,
+        /// Start each server and list its tools, as a session offers them.
+        #[arg(long)]
+        tools: bool,
         #[arg(long, default_value = ".")]
         workspace: std::path::PathBuf,
     },
@@ -635,14 +644,26 @@ fn main() -> ExitCode {
             catalog,
             json,
             markdown,
-        } => sessioncmd::tools(catalog, json, markdown),
+            mcp,
+            workspace,
+        } => sessioncmd::tools(catalog, json, markdown).and_then(|code| {
+            if mcp {
+                mcpcmd::tools(&workspace, json)
+            } else {
+                Ok(code)
+            }
+        }),
         Command::Mcp { action } => match action {
             McpAction::Add {
                 name,
                 command,
                 workspace,
             } => mcpcmd::add(&workspace, &name, &command),
-            McpAction::List { json, workspace } => mcpcmd::list(&workspace, json),
+            McpAction::List {
+                json,
+                tools,
+                workspace,
+            } => mcpcmd::list(&workspace, json, tools),
             McpAction::Remove { name, workspace } => mcpcmd::remove(&workspace, &name),
             McpAction::Serve {
                 workspace,

@@ -40,11 +40,26 @@ pub fn add(workspace: &Path, name: &str, command: &[String]) -> Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn list(workspace: &Path, json: bool) -> Result<ExitCode> {
+pub fn list(workspace: &Path, json: bool, tools: bool) -> Result<ExitCode> {
     let dir = project_dir(workspace)?;
     let config = McpConfig::load(&dir)?;
+    let listed = if tools {
+        Some(list_tools(workspace, &config)?)
+    } else {
+        None
+    };
     if json {
-        out::line(&serde_json::to_string(&config)?)?;
+        let mut v = serde_json::to_value(&config)?;
+        for (name, tools) in listed.iter().flatten() {
+            v["servers"][name]["tools"] = match tools {
+                Ok(tools) => serde_json::Value::Array(tools.iter().map(tool_json).collect()),
+                Err(_) => serde_json::Value::Null,
+            };
+            if let Err(e) = tools {
+                v["servers"][name]["error"] = e.to_string().into();
+            }
+        }
+        out::line(&v.to_string())?;
     } else if config.servers.is_empty() {
         out::line("no mcp servers configured (cairn mcp add NAME -- COMMAND ARGS...)")?;
     } else {
@@ -55,6 +70,98 @@ pub fn list(workspace: &Path, json: bool) -> Result<ExitCode> {
                 line.push_str(a);
             }
             out::line(&line)?;
+            match listed.as_ref().and_then(|l| l.get(name)) {
+                None => {}
+                Some(Ok(tools)) => {
+                    for t in tools {
+                        out::line(&format!(
+                            "  {:<34} {}",
+                            t.0,
+                            first_sentence(&t.1.description)
+                        ))?;
+                    }
+                }
+                Some(Err(e)) => out::line(&format!("  cannot list its tools: {e}"))?,
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A tool's first sentence, for one-line listings.
+fn first_sentence(text: &str) -> &str {
+    let line = text.lines().next().unwrap_or("");
+    line.split(". ").next().unwrap_or(line)
+}
+
+/// One listed tool as JSON: the name it is offered as, the server's name for it, its
+/// description, input schema and read-only hint.
+fn tool_json(t: &(String, cairn_engine::mcp::ListedTool)) -> serde_json::Value {
+    serde_json::json!({
+        "name": t.0, "tool": t.1.name, "description": t.1.description,
+        "input_schema": t.1.input_schema, "read_only": t.1.read_only,
+    })
+}
+
+/// Each server's tools (or why they could not be listed), as a session offers them
+/// (`mcp__{server}__{tool}`): every server is started in the workspace, asked, and
+/// stopped.
+pub type Listed = std::collections::BTreeMap<
+    String,
+    std::result::Result<Vec<(String, cairn_engine::mcp::ListedTool)>, cairn_engine::mcp::McpError>,
+>;
+
+pub fn list_tools(workspace: &Path, config: &McpConfig) -> Result<Listed> {
+    use cairn_engine::mcp::McpBackend;
+    let root = workspace
+        .canonicalize()
+        .with_context(|| format!("workspace {}", workspace.display()))?;
+    let timeout = std::time::Duration::from_millis(
+        cairn_engine::Catalog::Thoth.limits().mcp_start_timeout_ms,
+    );
+    let mut servers = cairn_engine::mcp::Servers::new(config.clone(), &root);
+    let mut out = Listed::new();
+    for name in servers.servers() {
+        let listed = servers.list_tools(&name, timeout).map(|tools| {
+            tools
+                .into_iter()
+                .map(|t| {
+                    let full = cairn_engine::mcp::tool_name(&name, &t.name, &|_| false);
+                    (full, t)
+                })
+                .collect()
+        });
+        out.insert(name, listed);
+    }
+    servers.shutdown();
+    Ok(out)
+}
+
+/// `cairn tools --mcp`: the project's MCP tools after the catalogs, as one more
+/// catalog named `mcp` (a server that cannot list its tools is said on stderr).
+pub fn tools(workspace: &Path, json: bool) -> Result<ExitCode> {
+    let config = McpConfig::load(&project_dir(workspace)?)?;
+    let listed = list_tools(workspace, &config)?;
+    let mut all = Vec::new();
+    for (name, tools) in &listed {
+        match tools {
+            Ok(tools) => all.extend(tools.iter()),
+            Err(e) => out::note(&format!(
+                "cairn: mcp server {name}: cannot list its tools: {e}"
+            )),
+        }
+    }
+    if json {
+        let tools: Vec<serde_json::Value> = all.iter().map(|t| tool_json(t)).collect();
+        out::line(&serde_json::json!({"catalog": "mcp", "tools": tools}).to_string())?;
+    } else {
+        out::line("mcp:")?;
+        for t in all {
+            out::line(&format!(
+                "  {:<22} {}",
+                t.0,
+                first_sentence(&t.1.description)
+            ))?;
         }
     }
     Ok(ExitCode::SUCCESS)

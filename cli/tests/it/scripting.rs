@@ -474,9 +474,26 @@ fn config_files_layer_flags_env_project_user_and_say_where_each_value_came_from(
         "{}",
         text(&out.stdout)
     );
-    // And a flag beats them all.
-    let out = s.run(&["config", "--json"]);
-    assert_eq!(out.status.code(), Some(0));
+    // A flag beats them all (the precedence of every layer is
+    // `settings::tests::flags_beat_env_beat_project_beat_user_beat_defaults`).
+    std::fs::write(project.join("config.toml"), "catalog = \"thoth\"\n").unwrap();
+    let script = s.script("u.jsonl", &[json!({"user": "hi"})]);
+    let out = s.run(&[
+        "run",
+        "--script",
+        script.to_str().unwrap(),
+        "--catalog",
+        "thndrs",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let id = checked_stream(&out.stdout)[0]["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = s.run(&["log", &id, "--json"]);
+    let first: Value = serde_json::from_str(text(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(first["event"]["catalog"], "thndrs");
 
     // An unknown key is an error naming the key and the file, for every command that
     // reads the configuration.
@@ -616,4 +633,81 @@ fn docs_event_schema_is_fresh_and_log_lines_match_it() {
     let bad =
         json!({"prev": "0", "seq": -1, "ts": "t", "event": {"type": "user_message"}, "hash": "x"});
     assert!(!v.is_valid(&bad));
+}
+
+/// `mcp list --tools` and `tools --mcp` start each server and ask it: here the server
+/// is `cairn mcp serve` itself, a real MCP server over stdio.
+#[test]
+fn mcp_list_tools_and_tools_mcp_start_each_server_and_list_its_tools() {
+    let s = setup();
+    let cairn = env!("CARGO_BIN_EXE_cairn");
+    let ws = s.ws.to_str().unwrap();
+    let out = s.run(&[
+        "mcp",
+        "add",
+        "self",
+        "--",
+        cairn,
+        "mcp",
+        "serve",
+        "--workspace",
+        ws,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = s.run(&["mcp", "add", "gone", "--", "/nonexistent/server"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = s.run(&["mcp", "list", "--tools", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    let names: Vec<&str> = v["servers"]["self"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"mcp__self__read_file"), "{names:?}");
+    assert_eq!(v["servers"]["self"]["tools"][0]["tool"], "read_file");
+    assert_eq!(v["servers"]["gone"]["tools"], Value::Null);
+    assert!(
+        v["servers"]["gone"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("could not start"),
+        "{v}"
+    );
+    let out = s.run(&["mcp", "list", "--tools"]);
+    let shown = text(&out.stdout);
+    assert!(shown.contains("  mcp__self__read_file "), "{shown}");
+    assert!(
+        shown.contains("gone  /nonexistent/server\n  cannot list its tools: "),
+        "{shown}"
+    );
+    // Without --tools nothing is started.
+    let out = s.run(&["mcp", "list"]);
+    assert!(
+        !text(&out.stdout).contains("mcp__self__"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let out = s.run(&["tools", "--catalog", "thndrs", "--mcp", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[1]["catalog"], "mcp");
+    assert!(
+        lines[1]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "mcp__self__shell")
+    );
+    assert!(
+        text(&out.stderr).contains("cairn: mcp server gone: cannot list its tools"),
+        "{}",
+        text(&out.stderr)
+    );
 }
