@@ -131,25 +131,40 @@ fn pick(home: &Home) -> Result<std::path::PathBuf> {
     if choices.is_empty() {
         anyhow::bail!("no sessions to resume in {}", home.root.display());
     }
-    let mut err = std::io::stderr();
-    for (i, c) in choices.iter().enumerate() {
-        out::note(&format!("{:>3}. {}", i + 1, c.1));
+    let lines: Vec<String> = choices.iter().map(|c| c.1.clone()).collect();
+    let picked = ask_pick(
+        &lines,
+        &mut || crate::sessioncmd::read_stdin_line(),
+        &mut std::io::stderr(),
+    );
+    match picked {
+        Some(n) => Ok(choices[n].0.clone()),
+        None => anyhow::bail!("no session picked"),
+    }
+}
+
+/// Shows `lines` numbered from 1 on `err` and reads answers with `read` until one is a
+/// number of the list; `None` for an empty answer or the end of the input.
+fn ask_pick(
+    lines: &[String],
+    read: &mut dyn FnMut() -> Option<String>,
+    err: &mut dyn std::io::Write,
+) -> Option<usize> {
+    for (i, line) in lines.iter().enumerate() {
+        let _ = writeln!(err, "{:>3}. {line}", i + 1);
     }
     loop {
-        use std::io::Write;
-        let _ = write!(err, "resume which? [1-{}, empty to stop] ", choices.len());
+        let _ = write!(err, "resume which? [1-{}, empty to stop] ", lines.len());
         let _ = err.flush();
-        let Some(line) = crate::sessioncmd::read_stdin_line() else {
-            anyhow::bail!("no session picked");
-        };
-        let line = line.trim();
-        if line.is_empty() {
-            anyhow::bail!("no session picked");
+        let answer = read()?;
+        let answer = answer.trim();
+        if answer.is_empty() {
+            return None;
         }
-        match line.parse::<usize>() {
-            Ok(n) if (1..=choices.len()).contains(&n) => return Ok(choices[n - 1].0.clone()),
+        match answer.parse::<usize>() {
+            Ok(n) if (1..=lines.len()).contains(&n) => return Some(n - 1),
             _ => {
-                let _ = writeln!(err, "give a number from 1 to {}", choices.len());
+                let _ = writeln!(err, "give a number from 1 to {}", lines.len());
             }
         }
     }
@@ -385,6 +400,38 @@ mod tests {
             tool: "shell".into(),
             input: serde_json::json!({"command": "touch x"}),
         }
+    }
+
+    #[test]
+    fn the_picker_takes_a_listed_number_and_asks_again_otherwise() {
+        let lines = vec![
+            "a1b2c3  finished  2 calls  fix the tests".to_string(),
+            "d4e5f6  interrupted  1 calls  /ws".to_string(),
+        ];
+        let check = |answers: &[&str], expected: Option<usize>, shown: &str| {
+            let mut answers = answers.iter().map(|a| a.to_string());
+            let mut err = Vec::new();
+            assert_eq!(
+                ask_pick(&lines, &mut || answers.next(), &mut err),
+                expected,
+                "{answers:?}"
+            );
+            assert_eq!(String::from_utf8(err).unwrap(), shown);
+        };
+        let list = "  1. a1b2c3  finished  2 calls  fix the tests\n  2. d4e5f6  interrupted  1 calls  /ws\n";
+        let ask = "resume which? [1-2, empty to stop] ";
+        check(&["2\n"], Some(1), &format!("{list}{ask}"));
+        check(&[" 1 \n"], Some(0), &format!("{list}{ask}"));
+        check(
+            &["3\n", "x\n", "0\n", "1\n"],
+            Some(0),
+            &format!(
+                "{list}{ask}{0}{ask}{0}{ask}{0}{ask}",
+                "give a number from 1 to 2\n"
+            ),
+        );
+        check(&["\n"], None, &format!("{list}{ask}"));
+        check(&[], None, &format!("{list}{ask}"));
     }
 
     #[test]

@@ -711,3 +711,42 @@ fn mcp_list_tools_and_tools_mcp_start_each_server_and_list_its_tools() {
         text(&out.stderr)
     );
 }
+
+/// `continue` resumes the project's `last` with the model of the flags, environment or
+/// configuration (here the model and base URL come from the user's config.toml).
+#[test]
+fn continue_goes_on_with_the_model_in_last() {
+    use cairn_tests::http::{Server, openai_stream};
+    let s = setup();
+    let first = s.run_script(&[json!({"user": "look at a.txt"}), read_step()]);
+    let server = Server::canned(vec![openai_stream("it holds two lines", &[], None)]);
+    std::fs::create_dir_all(&s.home).unwrap();
+    std::fs::write(
+        s.home.join("config.toml"),
+        format!("model = \"m-1\"\nbase_url = \"{}/v1\"\n", server.url),
+    )
+    .unwrap();
+    let out = s.run(&["continue", "and now?", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events = checked_stream(&out.stdout);
+    assert_eq!(
+        shape(&events),
+        [
+            "session.started",
+            "turn.started",
+            "item.completed user_message",
+            "item.completed agent_message",
+            "turn.completed",
+            "session.ended",
+        ]
+    );
+    assert_eq!(events[0]["session"], first.as_str());
+    assert_eq!(events[0]["resumed"], true);
+    assert_eq!(events[3]["item"]["text"], "it holds two lines");
+    // The model was given the conversation so far.
+    let body = server.seen()[0].json().to_string();
+    assert!(
+        body.contains("look at a.txt") && body.contains("and now?"),
+        "{body}"
+    );
+}
