@@ -198,7 +198,7 @@ enum Command {
         /// A new user message for the model.
         message: Option<String>,
         #[command(flatten)]
-        model: ModelArgs,
+        model: ProviderArgs,
         /// Ask for whole answers instead of streams.
         #[arg(long)]
         no_stream: bool,
@@ -323,6 +323,26 @@ struct ModelArgs {
     #[arg(long)]
     catalog: Option<cairn_engine::Catalog>,
     #[command(flatten)]
+    provider: ProviderArgs,
+    /// The model's context window in tokens (sizes the cap on tool results).
+    #[arg(long)]
+    context_window: Option<u64>,
+    /// The command `problems` runs, e.g. "cargo check --message-format=json".
+    #[arg(long)]
+    check: Option<String>,
+    /// The web_search backend: duckduckgo, searxng or none.
+    #[arg(long)]
+    search: Option<cairn_engine::web::SearchBackend>,
+    /// The SearXNG instance for --search searxng.
+    #[arg(long)]
+    searxng_url: Option<String>,
+}
+
+/// Which model a session goes on with, and how commands are confined: what `continue`
+/// takes (a resumed session keeps its recorded catalog, limits and tools' settings).
+#[derive(Debug, Clone, clap::Args)]
+struct ProviderArgs {
+    #[command(flatten)]
     sandbox: sessioncmd::SandboxArgs,
     /// The model API: openai (any OpenAI-compatible server; the default) or anthropic.
     #[arg(long)]
@@ -339,37 +359,33 @@ struct ModelArgs {
     /// as flags.
     #[arg(long)]
     api_key_env: Option<String>,
-    /// The model's context window in tokens (sizes the cap on tool results).
-    #[arg(long)]
-    context_window: Option<u64>,
     /// Model turns before the run stops (default: 40).
     #[arg(long)]
     turns_max: Option<u32>,
-    /// The command `problems` runs, e.g. "cargo check --message-format=json".
-    #[arg(long)]
-    check: Option<String>,
-    /// The web_search backend: duckduckgo, searxng or none.
-    #[arg(long)]
-    search: Option<cairn_engine::web::SearchBackend>,
-    /// The SearXNG instance for --search searxng.
-    #[arg(long)]
-    searxng_url: Option<String>,
 }
 
-impl ModelArgs {
+impl ProviderArgs {
     fn settings(&self) -> cairn_engine::settings::Settings {
         cairn_engine::settings::Settings {
             provider: self.provider,
             model: self.model.clone(),
             base_url: self.base_url.clone(),
             api_key_env: self.api_key_env.clone(),
+            turns_max: self.turns_max,
+            ..self.sandbox.settings()
+        }
+    }
+}
+
+impl ModelArgs {
+    fn settings(&self) -> cairn_engine::settings::Settings {
+        cairn_engine::settings::Settings {
             catalog: self.catalog,
             search: self.search,
             searxng_url: self.searxng_url.clone(),
             check: self.check.clone(),
-            turns_max: self.turns_max,
             context_window: self.context_window,
-            ..self.sandbox.settings()
+            ..self.provider.settings()
         }
     }
 }

@@ -49,7 +49,7 @@ impl TypedTool for WebSearch {
         let url = match cfg.search_backend {
             SearchBackend::None => {
                 return Ok(ToolOutput::error(
-                    "web search is off (search = \"none\"); set search = \"duckduckgo\" or \"searxng\" (with searxng_url) in config.toml (the user's in the cairn home, or the project's; `cairn config` shows both)",
+                    "web search is off (search_backend = none); set web.search_backend to duckduckgo or searxng in the engine configuration",
                 ));
             }
             SearchBackend::Duckduckgo => {
