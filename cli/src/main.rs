@@ -429,9 +429,9 @@ enum McpAction {
     Serve {
         #[arg(long, default_value = ".")]
         workspace: std::path::PathBuf,
-        /// The tool catalog: thndrs or thoth.
-        #[arg(long, default_value = "thoth")]
-        catalog: cairn_engine::Catalog,
+        /// The tool catalog: thndrs or thoth (default: the configuration's, else thoth).
+        #[arg(long)]
+        catalog: Option<cairn_engine::Catalog>,
         /// Who answers permission requests (there is no terminal): always (allow each
         /// once) or never (deny).
         #[arg(long, default_value = "never")]

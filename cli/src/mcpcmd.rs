@@ -175,13 +175,13 @@ pub fn remove(workspace: &Path, name: &str) -> Result<ExitCode> {
 
 pub fn serve(
     workspace: &Path,
-    catalog: Catalog,
+    catalog: Option<Catalog>,
     approve: crate::sessioncmd::Approve,
     sandbox: &crate::sessioncmd::SandboxArgs,
 ) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let flags = cairn_engine::settings::Settings {
-        catalog: Some(catalog),
+        catalog,
         ..sandbox.settings()
     };
     let project = crate::sessioncmd::project_for(&home, workspace);
