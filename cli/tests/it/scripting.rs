@@ -321,6 +321,25 @@ fn last_is_the_users_newest_session_and_never_a_replay() {
         .unwrap();
     assert!(text(&out.stdout).contains(&fork), "{}", text(&out.stderr));
     assert_eq!(head_of("last"), first);
+    // A home from before the handles were kept: `last` is the project's newest session
+    // by id (the replay ran in a copy of the workspace: another project), and there is
+    // no `last-replay`.
+    let project = Path::new(&s.home).join("projects");
+    for e in std::fs::read_dir(&project).unwrap() {
+        let dir = e.unwrap().path();
+        for f in ["last", "last-replay"].map(|f| dir.join(f)) {
+            if f.exists() {
+                std::fs::remove_file(f).unwrap();
+            }
+        }
+    }
+    for f in ["last", "last-replay"] {
+        std::fs::remove_file(s.home.join(f)).unwrap();
+    }
+    assert_eq!(head_of("last"), second);
+    let (code, _, err) = show("last-replay");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no replay recorded yet"), "{err}");
 }
 
 #[test]
