@@ -413,6 +413,49 @@ pub fn short_ids(ids: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ambiguous_part_lists_up_to_the_limit_then_counts_the_rest() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = Home::at(dir.path());
+        let project = home.project(Path::new("/w"));
+        let make = |n: usize| {
+            for i in 0..n {
+                let d = project.session_dir(&format!("20261130T000000.{i:06}-abc{i:03}"));
+                std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{e}"));
+                std::fs::write(d.join(cairn_store::LOG_FILE), "").unwrap_or_else(|e| panic!("{e}"));
+            }
+        };
+        let err = || {
+            find_session(&home, "abc", None)
+                .map(|_| ())
+                .unwrap_err()
+                .to_string()
+        };
+        make(AMBIGUOUS_SHOWN_MAX);
+        let e = err();
+        assert!(
+            e.starts_with("'abc' matches 10 sessions (20261130T000000.000009-abc009, "),
+            "{e}"
+        );
+        assert!(
+            e.ends_with("20261130T000000.000000-abc000): give more of the id"),
+            "{e}"
+        );
+        make(AMBIGUOUS_SHOWN_MAX + 1);
+        let e = err();
+        assert!(
+            e.starts_with("'abc' matches 11 sessions (20261130T000000.000010-abc010, "),
+            "{e}"
+        );
+        assert!(
+            e.ends_with("20261130T000000.000001-abc001, and 1 more): give more of the id"),
+            "{e}"
+        );
+        // A unique part of the suffix finds one.
+        let found = find_session(&home, "abc007", None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(found.id, "20261130T000000.000007-abc007");
+    }
     use std::os::unix::fs::PermissionsExt;
 
     #[test]

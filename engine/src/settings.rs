@@ -342,6 +342,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_file_is_read_up_to_its_limit_and_refused_past_it() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join(CONFIG_FILE);
+        assert_eq!(read(&path).map(|r| r.is_none()).ok(), Some(true));
+        // A comment pads the file to exactly the limit.
+        let body = "model = \"m\"\n#";
+        let at = format!(
+            "{body}{}",
+            "x".repeat(CONFIG_FILE_BYTES_MAX as usize - body.len())
+        );
+        assert_eq!(at.len() as u64, CONFIG_FILE_BYTES_MAX);
+        std::fs::write(&path, &at).unwrap_or_else(|e| panic!("{e}"));
+        let read_at = read(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_at.and_then(|(_, s)| s.model).as_deref(), Some("m"));
+        std::fs::write(&path, format!("{at}x")).unwrap_or_else(|e| panic!("{e}"));
+        let e = read(&path).map(|_| ()).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{}: longer than {CONFIG_FILE_BYTES_MAX} bytes: is it the right file?",
+                path.display()
+            )
+        );
+    }
+
+    #[test]
     fn unknown_keys_are_named() {
         let check = |text: &str, expected: &str| {
             let got = parse(text).map(|_| ()).unwrap_err();
