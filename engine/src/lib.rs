@@ -44,7 +44,7 @@ pub use cairn_tools::{
     ToolOutput, TypedTool, WsPath, catalog_markdown, parse_input, resolve,
 };
 pub use engine::{
-    AnsweredCall, AnsweredWrite, CallOutcome, Engine, EngineConfig, Finding, GoOn,
+    AnsweredCall, AnsweredWrite, CallOutcome, Engine, EngineConfig, Finding, GoOn, ModelSetting,
     InterruptedOutcome, Rerun, ResumeOptions, ResumeReport, ScriptPoint, cap_output, inherit,
 };
 pub use project::{Home, Project, SessionRef, find_session};
