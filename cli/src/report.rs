@@ -183,7 +183,7 @@ fn net_rows(a: &Audit) -> Vec<NetRow> {
             call: f.call.clone(),
             kind: "fetch",
             what: f.url.clone(),
-            host: match &f.final_host {
+            host: match &f.resolved_host {
                 Some(h) => format!("{} → {h}", f.host),
                 None => f.host.clone(),
             },

@@ -287,10 +287,11 @@ pub struct Network {
 pub struct FetchEntry {
     pub seq: u64,
     pub call: String,
-    /// The host as asked for (from `url`).
+    /// The host as asked for: as written in `url`.
     pub host: String,
-    /// The host the answer came from after redirects, when it differs.
-    pub final_host: Option<String>,
+    /// The host as resolved, when it differs: the URL parser's reading of it
+    /// (`0x7f000001` is `127.0.0.1`), or the host the answer came from after redirects.
+    pub resolved_host: Option<String>,
     pub url: String,
     pub final_url: Option<String>,
     pub status: Option<u16>,
@@ -1028,16 +1029,22 @@ pub fn configured_model(config: &serde_json::Value) -> Option<ModelInfo> {
 
 fn fetch_entry(seq: u64, w: &WebFetched) -> FetchEntry {
     let host = host_of(&w.url);
-    let final_host = w
+    let parsed = |u: &str| {
+        url::Url::parse(u)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+    };
+    let resolved_host = w
         .final_url
         .as_deref()
-        .map(host_of)
-        .filter(|h| *h != host);
+        .and_then(parsed)
+        .or_else(|| parsed(&w.url))
+        .filter(|h| *h != host && Some(h.as_str()) != without_port(&host));
     FetchEntry {
         seq,
         call: w.call.clone(),
         host,
-        final_host,
+        resolved_host,
         url: w.url.clone(),
         final_url: w.final_url.clone(),
         status: w.status,
@@ -1055,6 +1062,13 @@ pub fn host_of(url: &str) -> String {
         .rsplit_once('@')
         .map_or(authority, |(_, h)| h)
         .to_string()
+}
+
+/// `host` without its `:port`, if it has one.
+fn without_port(host: &str) -> Option<&str> {
+    host.rsplit_once(':')
+        .filter(|(h, p)| !h.ends_with(':') && !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        .map(|(h, _)| h)
 }
 
 /// Why a write shows no diff: what is shown in its place.
