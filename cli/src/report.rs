@@ -69,6 +69,7 @@ fn call_line(c: &CallEntry) -> String {
         c.status,
         c.elapsed_us.map_or("-".into(), elapsed)
     );
+    let mut s = s.trim_end().to_string();
     if let Some(w) = c.wait_ms {
         s.push_str(&format!(" (waited {} for permission)", elapsed(w * 1000)));
     }
@@ -88,6 +89,7 @@ pub fn conversation_text(a: &Audit, verbose: bool, paint: Paint) -> Vec<String> 
     }
     let mut o = Vec::new();
     let text = |o: &mut Vec<String>, seq: u64, who: &str, t: &str| {
+        let t = t.replace('\t', "    ");
         let mut lines = t.lines();
         o.push(format!(
             "{seq:>6}  {}: {}",
@@ -98,10 +100,12 @@ pub fn conversation_text(a: &Audit, verbose: bool, paint: Paint) -> Vec<String> 
             o.push(format!("{:>6}  {}", "", l));
         }
     };
-    for t in &a.conversation {
-        match t {
+    for turn in &a.conversation {
+        match turn {
             Turn::User { seq, text: t, .. } => text(&mut o, *seq, "user", t),
-            Turn::Model { seq, text: t, .. } if !t.is_empty() => text(&mut o, *seq, "model", t),
+            Turn::Model { seq, text: t, .. } if !t.is_empty() && !is_answer(a, turn) => {
+                text(&mut o, *seq, "model", t)
+            }
             Turn::Model { .. } => {}
             Turn::Call { seq, call } => {
                 let Some(c) = calls.get(call.as_str()) else {
@@ -124,7 +128,7 @@ pub fn conversation_text(a: &Audit, verbose: bool, paint: Paint) -> Vec<String> 
                     }
                     o.push(format!("{:>6}    output:", ""));
                     for l in c.output.lines() {
-                        o.push(format!("{:>6}      {l}", ""));
+                        o.push(format!("{:>6}      {}", "", l.replace('\t', "    ")));
                     }
                     for w in writes.get(call.as_str()).into_iter().flatten() {
                         o.push(format!("{:>6}    {} {}:", "", op(w), w.path));
@@ -139,9 +143,25 @@ pub fn conversation_text(a: &Audit, verbose: bool, paint: Paint) -> Vec<String> 
     if let Some(ans) = &a.answer {
         o.push(String::new());
         o.push(paint.bold("answer:"));
-        o.extend(ans.lines().map(|l| format!("  {l}")));
+        o.extend(ans.lines().map(|l| format!("  {}", l.replace('\t', "    "))));
     }
     o
+}
+
+/// True for the model turn that is the final answer (shown once, as the answer).
+fn is_answer(a: &Audit, t: &Turn) -> bool {
+    let Turn::Model { seq, .. } = t else {
+        return false;
+    };
+    a.answer.is_some()
+        && a.conversation
+            .iter()
+            .rev()
+            .find_map(|t| match t {
+                Turn::Model { seq, .. } => Some(*seq),
+                _ => None,
+            })
+            == Some(*seq)
 }
 
 /// The number of steps a conversation section counts: messages, model text, calls.
@@ -640,7 +660,9 @@ fn snake(s: &str) -> String {
 
 /// Escapes `|` and newlines for a Markdown table cell.
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ⏎ ")
+    s.replace('|', "\\|")
+        .replace('\n', " ⏎ ")
+        .replace('\t', "    ")
 }
 
 /// The Markdown report.
@@ -703,7 +725,7 @@ pub fn markdown(a: &Audit) -> String {
             Turn::User { seq, text, .. } => {
                 let _ = writeln!(o, "- **user** (seq {seq}): {}", cell(text));
             }
-            Turn::Model { seq, text, .. } if !text.is_empty() => {
+            Turn::Model { seq, text, .. } if !text.is_empty() && !is_answer(a, t) => {
                 let _ = writeln!(o, "- **model** (seq {seq}): {}", cell(text));
             }
             Turn::Model { .. } => {}
@@ -1361,7 +1383,9 @@ fn conversation_html(o: &mut String, a: &Audit) {
                     esc(text)
                 );
             }
-            Turn::Model { seq, text, model, .. } if !text.is_empty() => {
+            Turn::Model {
+                seq, text, model, ..
+            } if !text.is_empty() && !is_answer(a, t) => {
                 let _ = writeln!(
                     o,
                     "<div class=\"msg model\" id=\"seq-{seq}\"><b>{} · seq {seq}</b>{}</div>",
