@@ -46,7 +46,8 @@ pub fn audit(spec: &str, format: Format) -> Result<ExitCode> {
         Err(_) if !clean => cairn_replay::Session::load_intact(&dir)
             .context("the session cannot be audited (cairn verify lists what is wrong)")?,
         Err(e) => {
-            return Err(e).context("the session cannot be audited (cairn verify lists what is wrong)");
+            return Err(e)
+                .context("the session cannot be audited (cairn verify lists what is wrong)");
         }
     };
     let a = cairn_replay::audit::audit(&session, &verified);
@@ -65,7 +66,9 @@ pub fn audit(spec: &str, format: Format) -> Result<ExitCode> {
         Format::Json => out::line(&serde_json::to_string(&a)?)?,
         Format::Html(file) if file == Path::new("-") => {
             use std::io::Write;
-            std::io::stdout().lock().write_all(report::html(&a).as_bytes())?;
+            std::io::stdout()
+                .lock()
+                .write_all(report::html(&a).as_bytes())?;
         }
         Format::Html(file) => {
             std::fs::write(file, report::html(&a))

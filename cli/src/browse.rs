@@ -346,7 +346,12 @@ impl App {
             .iter()
             .map(|&i| {
                 let s = &self.sessions[i];
-                let started: String = s.started.chars().take(16).collect::<String>().replace('T', " ");
+                let started: String = s
+                    .started
+                    .chars()
+                    .take(16)
+                    .collect::<String>()
+                    .replace('T', " ");
                 let mut task = match &s.parent {
                     Some(p) => format!("↳ {}: ", p.chars().take(15).collect::<String>()),
                     None => String::new(),
@@ -373,9 +378,7 @@ impl App {
                 Constraint::Min(10),
             ],
         )
-        .header(
-            Row::new(["SESSION", "STARTED", "STATE", "CALLS", "!OK", "TASK"]).style(bold()),
-        )
+        .header(Row::new(["SESSION", "STARTED", "STATE", "CALLS", "!OK", "TASK"]).style(bold()))
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
         .block(Block::default().borders(Borders::TOP));
         let mut state = TableState::default();
@@ -433,8 +436,15 @@ impl App {
             ],
         )
         .header(
-            Row::new(["  SEQ", "CALL", "TOOL", "STATUS", "  ELAPSED", "INPUT / MESSAGE"])
-                .style(bold()),
+            Row::new([
+                "  SEQ",
+                "CALL",
+                "TOOL",
+                "STATUS",
+                "  ELAPSED",
+                "INPUT / MESSAGE",
+            ])
+            .style(bold()),
         )
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
         .block(Block::default().borders(Borders::TOP));

@@ -273,8 +273,10 @@ enum Command {
         action: McpAction,
     },
     /// What a session did: header (times, end state, lineage, integrity from a deep
-    /// verify, head hash), files written with diffs, files read, commands, processes
-    /// left running, network, permissions, refusals, interrupted calls, redactions.
+    /// verify, head hash, model and base URL, tokens), the conversation, files written
+    /// with diffs, files read, commands, processes left running, network, permissions,
+    /// refusals, failed and interrupted calls, redactions. A session that does not
+    /// verify is audited from its intact records and exits 1.
     Audit {
         /// A session: id, unique prefix, folder, or `last`.
         session: String,
@@ -288,7 +290,8 @@ enum Command {
         html: Option<std::path::PathBuf>,
     },
     /// Browse sessions on the terminal: the current project's sessions, a session's
-    /// calls, a call's detail (input, output, diff, records). Read-only.
+    /// conversation (messages and calls), a call's detail (input, output, diff,
+    /// records). Read-only.
     Browse {
         /// Open this session (id, unique prefix, folder, or `last`) directly.
         session: Option<String>,

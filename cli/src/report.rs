@@ -62,7 +62,7 @@ pub fn tokens_line(t: &TokenUse) -> String {
 /// permission answer, apart from the run time).
 fn call_line(c: &CallEntry) -> String {
     let summary: String = c.summary.chars().take(SUMMARY_CHARS_MAX).collect();
-    let mut s = format!(
+    let s = format!(
         "{:<5} {:<22} {:<10} {:>9}  {summary}",
         c.call,
         c.tool,
@@ -112,11 +112,12 @@ pub fn conversation_text(a: &Audit, verbose: bool, paint: Paint) -> Vec<String> 
                     continue;
                 };
                 o.push(format!("{seq:>6}  {}", call_line(c)));
-                if c.status != "ok" && !verbose {
-                    if let Some(l) = c.output.lines().next() {
-                        let l: String = cairn_replay::audit::one_line(l).chars().take(100).collect();
-                        o.push(format!("{:>6}    → {l}", ""));
-                    }
+                if c.status != "ok"
+                    && !verbose
+                    && let Some(l) = c.output.lines().next()
+                {
+                    let l: String = cairn_replay::audit::one_line(l).chars().take(100).collect();
+                    o.push(format!("{:>6}    → {l}", ""));
                 }
                 if verbose {
                     o.push(format!("{:>6}    input:", ""));
@@ -143,7 +144,10 @@ pub fn conversation_text(a: &Audit, verbose: bool, paint: Paint) -> Vec<String> 
     if let Some(ans) = &a.answer {
         o.push(String::new());
         o.push(paint.bold("answer:"));
-        o.extend(ans.lines().map(|l| format!("  {}", l.replace('\t', "    "))));
+        o.extend(
+            ans.lines()
+                .map(|l| format!("  {}", l.replace('\t', "    "))),
+        );
     }
     o
 }
@@ -154,14 +158,10 @@ fn is_answer(a: &Audit, t: &Turn) -> bool {
         return false;
     };
     a.answer.is_some()
-        && a.conversation
-            .iter()
-            .rev()
-            .find_map(|t| match t {
-                Turn::Model { seq, .. } => Some(*seq),
-                _ => None,
-            })
-            == Some(*seq)
+        && a.conversation.iter().rev().find_map(|t| match t {
+            Turn::Model { seq, .. } => Some(*seq),
+            _ => None,
+        }) == Some(*seq)
 }
 
 /// The number of steps a conversation section counts: messages, model text, calls.
@@ -902,7 +902,10 @@ pub fn markdown(a: &Audit) -> String {
 
     let _ = writeln!(o, "## Failed calls ({})\n", a.failed.len());
     if !a.failed.is_empty() {
-        let _ = writeln!(o, "| seq | call | tool | status | reason |\n|---|---|---|---|---|");
+        let _ = writeln!(
+            o,
+            "| seq | call | tool | status | reason |\n|---|---|---|---|---|"
+        );
         for r in &a.failed {
             let _ = writeln!(
                 o,
@@ -1031,7 +1034,7 @@ details.call>summary{padding:2px 6px;white-space:nowrap;overflow:hidden;text-ove
 details.call>div{padding:.2em .8em .6em;border-top:1px solid #eee}
 details.call h4{margin:.5em 0 .1em;font-size:.85em;color:#555}
 .st{display:inline-block;width:.75em;height:.75em;border-radius:50%;margin-right:.4em;vertical-align:middle}
-.stname{display:inline-block;min-width:6em}
+.stname{display:inline-block;min-width:6em}.tool{display:inline-block;min-width:11em}
 .filters{position:sticky;top:0;background:#fdfdfc;padding:.4em 0;z-index:1}
 .filters button{margin-right:.4em;border:1px solid #bbb;background:#fff;border-radius:3px;padding:2px 10px;cursor:pointer}
 .filters button.on{background:#1d232a;color:#fff}
@@ -1211,9 +1214,7 @@ fn timeline(a: &Audit) -> String {
 fn timeline_buckets(a: &Audit) -> String {
     let (t0, span) = axis(a);
     let n = TIMELINE_BUCKETS;
-    let bucket = |ms: u64| {
-        (((ms.saturating_sub(t0)) as f64 / span * n as f64) as usize).min(n - 1)
-    };
+    let bucket = |ms: u64| (((ms.saturating_sub(t0)) as f64 / span * n as f64) as usize).min(n - 1);
     // Per column: calls by status, the first call, the wait.
     let mut cols: Vec<(std::collections::BTreeMap<&str, u64>, Option<&str>, u64)> =
         vec![(Default::default(), None, 0); n];
@@ -1242,9 +1243,10 @@ fn timeline_buckets(a: &Audit) -> String {
     ticks(&mut o, t0, span, height);
     let _ = write!(
         o,
-        "<text x=\"4\" y=\"{:.1}\" font-size=\"11\" fill=\"#333\">{} per column (max {})</text><text x=\"4\" y=\"{:.1}\" font-size=\"11\" fill=\"#333\">waiting for permission</text>",
+        "<text x=\"4\" y=\"{:.1}\" font-size=\"11\" fill=\"#333\">{} started,</text><text x=\"4\" y=\"{:.1}\" font-size=\"11\" fill=\"#333\">by time (column max {})</text><text x=\"4\" y=\"{:.1}\" font-size=\"11\" fill=\"#333\">waiting for permission</text>",
         24.0 + plot_h / 2.0,
         count(a.calls.len() as u64, "call"),
+        24.0 + plot_h / 2.0 + 14.0,
         most,
         24.0 + plot_h + 8.0 + wait_h / 2.0
     );
@@ -1404,9 +1406,11 @@ fn conversation_html(o: &mut String, a: &Audit) {
                 });
                 let _ = write!(
                     o,
-                    "<details class=\"call\" id=\"call-{}\" data-k=\"{}\"><summary><i class=\"st\" style=\"background:{}\"></i><code>{}</code> {} <span class=\"stname\">{}</span> {}{} <code>{}</code></summary><div>",
+                    "<details class=\"call\" id=\"call-{}\" data-k=\"{}\"><summary><i class=\"st\" style=\"background:{}\"></i><code>{}</code> <span class=\"tool\">{}</span> <span class=\"stname\">{}</span> {}{} <code>{}</code></summary><div>",
                     esc(&c.call),
-                    kinds.get(c.call.as_str()).map_or(String::new(), |k| k.join(" ")),
+                    kinds
+                        .get(c.call.as_str())
+                        .map_or(String::new(), |k| k.join(" ")),
                     colour(&c.status),
                     esc(&c.call),
                     esc(&c.tool),
@@ -1448,7 +1452,11 @@ fn conversation_html(o: &mut String, a: &Audit) {
         }
     }
     if let Some(ans) = &a.answer {
-        let _ = writeln!(o, "<div class=\"msg answer\"><b>answer</b>{}</div>", esc(ans));
+        let _ = writeln!(
+            o,
+            "<div class=\"msg answer\"><b>answer</b>{}</div>",
+            esc(ans)
+        );
     }
     o.push_str("</div>\n");
 }

@@ -471,9 +471,7 @@ pub fn show(spec: &str, json: bool, verbose: bool, prices: Option<&Path>) -> Res
                 .map(|p| p.cost(t))
         })
         .collect();
-    let total_cost: Option<f64> = prices
-        .as_ref()
-        .map(|_| costs.iter().flatten().sum());
+    let total_cost: Option<f64> = prices.as_ref().map(|_| costs.iter().flatten().sum());
     if let Some((file, _)) = &prices {
         for (t, c) in a.tokens.iter().zip(&costs) {
             if c.is_none() {
@@ -641,10 +639,10 @@ pub fn demo(dir: Option<&Path>) -> Result<ExitCode> {
     for r in &runs {
         let refused = r.outcomes.iter().filter(|o| o.status != Status::Ok).count();
         out::line(&format!(
-            "{} session {}: {} calls ({} refused or failed), workspace {}",
+            "{} session {}: {} ({} refused or failed), workspace {}",
             r.catalog.name(),
             r.session,
-            r.outcomes.len(),
+            summary::count(r.outcomes.len() as u64, "call"),
             refused,
             r.workspace.display()
         ))?;

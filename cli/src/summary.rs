@@ -88,7 +88,12 @@ pub fn summarise(dir: &Path) -> cairn_store::Result<SessionRow> {
 /// A session on one line (`cairn sessions`): id, start time (to the second, UTC),
 /// state, calls, catalog, workspace, the task in quotes, and the parent of a fork.
 pub fn session_line(s: &SessionRow) -> String {
-    let started: String = s.started.chars().take(19).collect::<String>().replace('T', " ");
+    let started: String = s
+        .started
+        .chars()
+        .take(19)
+        .collect::<String>()
+        .replace('T', " ");
     let mut line = format!(
         "{}  {started:<19}  {:<11} {:>10}  {:<7} {}",
         s.id,
@@ -196,11 +201,14 @@ pub fn parse_prices(text: &str) -> Result<std::collections::BTreeMap<String, Pri
             }
         };
         if !p.is_object() {
-            return Err(format!("model \"{model}\": expected an object, as {EXAMPLE}"));
+            return Err(format!(
+                "model \"{model}\": expected an object, as {EXAMPLE}"
+            ));
         }
         if let Some(k) = p.as_object().and_then(|o| {
-            o.keys()
-                .find(|k| !["input_per_mtok", "output_per_mtok", "cached_per_mtok"].contains(&k.as_str()))
+            o.keys().find(|k| {
+                !["input_per_mtok", "output_per_mtok", "cached_per_mtok"].contains(&k.as_str())
+            })
         }) {
             return Err(format!(
                 "model \"{model}\": unknown field {k} (input_per_mtok, output_per_mtok, cached_per_mtok)"
@@ -285,7 +293,10 @@ mod tests {
         .iter()
         .map(|t| parse_prices(t).unwrap_err())
         .collect();
-        assert!(errors[0].starts_with("expected an object of models"), "{errors:?}");
+        assert!(
+            errors[0].starts_with("expected an object of models"),
+            "{errors:?}"
+        );
         assert_eq!(
             errors[1..],
             [
@@ -305,11 +316,9 @@ mod tests {
         std::fs::write(&file, format!("{}{body}", " ".repeat(pad))).unwrap();
         assert_eq!(read_prices(&file).unwrap().len(), 1);
         std::fs::write(&file, format!("{}{body}", " ".repeat(pad + 1))).unwrap();
-        assert!(
-            read_prices(&file)
-                .unwrap_err()
-                .ends_with("longer than prices_file_bytes_max (1048576 bytes): give only the models you use")
-        );
+        assert!(read_prices(&file).unwrap_err().ends_with(
+            "longer than prices_file_bytes_max (1048576 bytes): give only the models you use"
+        ));
     }
 
     #[test]
@@ -320,7 +329,14 @@ mod tests {
             .collect();
         assert_eq!(
             shown,
-            ["0 calls", "0 processes", "1 call", "1 process", "2 calls", "2 processes"]
+            [
+                "0 calls",
+                "0 processes",
+                "1 call",
+                "1 process",
+                "2 calls",
+                "2 processes"
+            ]
         );
     }
 

@@ -44,7 +44,8 @@ pub use cairn_tools::{
     ToolOutput, TypedTool, WsPath, catalog_markdown, parse_input, resolve,
 };
 pub use engine::{
-    AnsweredCall, AnsweredWrite, CallOutcome, Engine, EngineConfig, Finding, GoOn, ModelSetting,
-    InterruptedOutcome, Rerun, ResumeOptions, ResumeReport, ScriptPoint, cap_output, inherit,
+    AnsweredCall, AnsweredWrite, CallOutcome, Engine, EngineConfig, Finding, GoOn,
+    InterruptedOutcome, ModelSetting, Rerun, ResumeOptions, ResumeReport, ScriptPoint, cap_output,
+    inherit,
 };
 pub use project::{Home, Project, SessionRef, find_session};

@@ -1067,7 +1067,9 @@ pub fn host_of(url: &str) -> String {
 /// `host` without its `:port`, if it has one.
 fn without_port(host: &str) -> Option<&str> {
     host.rsplit_once(':')
-        .filter(|(h, p)| !h.ends_with(':') && !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        .filter(|(h, p)| {
+            !h.ends_with(':') && !p.is_empty() && p.chars().all(|c| c.is_ascii_digit())
+        })
         .map(|(h, _)| h)
 }
 

@@ -150,7 +150,11 @@ impl Session {
         }
         let started = match records.first().map(|r| &r.event) {
             Some(Event::SessionStarted(s)) => s.clone(),
-            _ => return Err(bad("no intact session_started at the start of the log".into())),
+            _ => {
+                return Err(bad(
+                    "no intact session_started at the start of the log".into()
+                ));
+            }
         };
         let head = records
             .last()

@@ -373,15 +373,18 @@ fn show_and_audit_tell_the_conversation_of_an_agent_session() {
     insta::assert_snapshot!("show_agent", norm(&shown));
     let verbose = text(&cairn(home.path(), &["show", &id, "-v"]).stdout);
     insta::assert_snapshot!("show_agent_verbose", norm(&verbose));
-    let mut lines: Vec<serde_json::Value> = text(&cairn(home.path(), &["show", &id, "--json"]).stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let mut lines: Vec<serde_json::Value> =
+        text(&cairn(home.path(), &["show", &id, "--json"]).stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
     lines.iter_mut().for_each(fixed_numbers);
     let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,
-        ["user", "model", "call", "model", "call", "call", "model", "totals"]
+        [
+            "user", "model", "call", "model", "call", "call", "model", "totals"
+        ]
     );
     insta::assert_snapshot!(
         "show_agent_json",
@@ -401,8 +404,19 @@ fn show_and_audit_tell_the_conversation_of_an_agent_session() {
         norm(&serde_json::to_string_pretty(&json).unwrap())
     );
     let html = text(&cairn(home.path(), &["audit", &id, "--html", "-"]).stdout);
-    assert!(html.starts_with("<!doctype html>"), "{}", &html[..100.min(html.len())]);
-    for out in [&shown, &verbose, &text(&audit.stdout), &md, &json.to_string(), &html] {
+    assert!(
+        html.starts_with("<!doctype html>"),
+        "{}",
+        &html[..100.min(html.len())]
+    );
+    for out in [
+        &shown,
+        &verbose,
+        &text(&audit.stdout),
+        &md,
+        &json.to_string(),
+        &html,
+    ] {
         assert!(out.contains(&url), "the base URL is shown");
         assert!(!out.contains("sk-test-key"), "never the key");
     }
@@ -426,15 +440,26 @@ fn show_and_audit_tell_the_conversation_of_an_agent_session() {
     )
     .unwrap();
     let priced = text(
-        &cairn(home.path(), &["show", &id, "--prices", prices.to_str().unwrap()]).stdout,
+        &cairn(
+            home.path(),
+            &["show", &id, "--prices", prices.to_str().unwrap()],
+        )
+        .stdout,
     );
-    assert!(priced.contains("tokens    m-1: 360 in (0 cached), 90 out over 3 turns, $0.0016\n"), "{priced}");
+    assert!(
+        priced.contains("tokens    m-1: 360 in (0 cached), 90 out over 3 turns, $0.0016\n"),
+        "{priced}"
+    );
     assert!(priced.contains("\ncost      $0.0016\n"), "{priced}");
     std::fs::write(&prices, r#"{"m-1": {"output_per_mtok": 10}}"#).unwrap();
-    let bad = cairn(home.path(), &["show", &id, "--prices", prices.to_str().unwrap()]);
+    let bad = cairn(
+        home.path(),
+        &["show", &id, "--prices", prices.to_str().unwrap()],
+    );
     assert_eq!(bad.status.code(), Some(2));
     assert!(
-        text(&bad.stderr).contains("model \"m-1\": input_per_mtok is missing (dollars per million tokens)"),
+        text(&bad.stderr)
+            .contains("model \"m-1\": input_per_mtok is missing (dollars per million tokens)"),
         "{}",
         text(&bad.stderr)
     );
@@ -486,16 +511,28 @@ fn the_audit_of_a_session_that_does_not_verify_shows_the_problem_first_and_exits
     let log = dir.join("events.jsonl");
     let body = std::fs::read_to_string(&log).unwrap();
     // A forger's edit of one record's output, without re-hashing it.
-    let tampered = body.replacen("read src/lib.rs before editing it", "all fine, go ahead now", 1);
+    let tampered = body.replacen(
+        "read src/lib.rs before editing it",
+        "all fine, go ahead now",
+        1,
+    );
     assert_ne!(tampered, body);
     std::fs::write(&log, tampered).unwrap();
-    for args in [vec!["audit"], vec!["audit", "--markdown"], vec!["audit", "--json"]] {
+    for args in [
+        vec!["audit"],
+        vec!["audit", "--markdown"],
+        vec!["audit", "--json"],
+    ] {
         let mut args = args.clone();
         let d = dir.to_str().unwrap();
         args.insert(1, d);
         let out = cairn(demo.home.path(), &args);
         assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-        assert!(text(&out.stderr).contains("does not verify"), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("does not verify"),
+            "{}",
+            text(&out.stderr)
+        );
         let t = text(&out.stdout);
         if args.contains(&"--json") {
             let v: serde_json::Value = serde_json::from_str(&t).unwrap();
@@ -619,7 +656,11 @@ fn the_html_audit_of_2000_calls_fits_1400_pixels_in_headless_chromium() {
             );
         }
         if i % 14 == 0 {
-            call(&mut e, "read_file", json!({"path": format!("missing-{i}.txt")}));
+            call(
+                &mut e,
+                "read_file",
+                json!({"path": format!("missing-{i}.txt")}),
+            );
         }
     }
     // A command line of one 400-character word: it must wrap, not widen the page.
@@ -629,7 +670,12 @@ fn the_html_audit_of_2000_calls_fits_1400_pixels_in_headless_chromium() {
         json!({"command": format!("echo {}", "y".repeat(400))}),
     );
     let mut i = 0;
-    while call(&mut e, "read_file", json!({"path": format!("f{i}.txt"), "offset": 2})) < 2000 {
+    while call(
+        &mut e,
+        "read_file",
+        json!({"path": format!("f{i}.txt"), "offset": 2}),
+    ) < 2000
+    {
         i += 1;
     }
     let dir = e.dir().to_path_buf();

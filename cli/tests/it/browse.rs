@@ -103,7 +103,10 @@ fn browser_screens_at_80x24_and_120x40() {
     }
     app.on_key(key(KeyCode::Enter));
     let found = screen(&mut app, 120, 40);
-    assert!(found.contains("problems") && !found.contains("list_dir"), "{found}");
+    assert!(
+        found.contains("problems") && !found.contains("list_dir"),
+        "{found}"
+    );
     app.on_key(key(KeyCode::Esc)); // clears the search
     // Search the conversation for edits, open the second: its detail with the diff.
     for c in "/edit_file".chars() {
