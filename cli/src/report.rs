@@ -1034,7 +1034,7 @@ details.call>summary{padding:2px 6px;white-space:nowrap;overflow:hidden;text-ove
 details.call>div{padding:.2em .8em .6em;border-top:1px solid #eee}
 details.call h4{margin:.5em 0 .1em;font-size:.85em;color:#555}
 .st{display:inline-block;width:.75em;height:.75em;border-radius:50%;margin-right:.4em;vertical-align:middle}
-.stname{display:inline-block;min-width:6em}.tool{display:inline-block;min-width:11em}
+.stname{display:inline-block;min-width:6em}details.call>summary>code:first-of-type{display:inline-block;min-width:3.5em}.tool{display:inline-block;min-width:11em}
 .filters{position:sticky;top:0;background:#fdfdfc;padding:.4em 0;z-index:1}
 .filters button{margin-right:.4em;border:1px solid #bbb;background:#fff;border-radius:3px;padding:2px 10px;cursor:pointer}
 .filters button.on{background:#1d232a;color:#fff}
