@@ -1711,7 +1711,7 @@ pub fn html(a: &Audit) -> String {
             .map(|r| {
                 vec![
                     r.seq.to_string(),
-                    esc(&r.call),
+                    format!("<a href=\"#call-{0}\">{0}</a>", esc(&r.call)),
                     esc(&r.tool),
                     r.status.as_str().into(),
                     r.rule.map_or(String::new(), |x| snake(&format!("{x:?}"))),

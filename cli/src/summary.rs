@@ -322,6 +322,34 @@ mod tests {
     }
 
     #[test]
+    fn a_session_line_has_start_state_calls_task_and_parent() {
+        let row = SessionRow {
+            id: "20261130T120000.000000-abcdef".into(),
+            dir: PathBuf::from("/h/s"),
+            workspace: "/w".into(),
+            catalog: "thoth".into(),
+            started: "2026-11-30T12:00:00.123456Z".into(),
+            state: "running".into(),
+            records: 9,
+            calls: 1,
+            not_ok: 0,
+            task: "fix the build".into(),
+            parent: Some("20261129T100000.000000-fedcba".into()),
+        };
+        assert_eq!(
+            session_line(&row),
+            "20261130T120000.000000-abcdef  2026-11-30 12:00:00  running         1 call  thoth   /w  \"fix the build\"  (from 20261129T100000.000000-fedcba)"
+        );
+        let plain = SessionRow {
+            task: String::new(),
+            parent: None,
+            calls: 2,
+            ..row
+        };
+        assert!(session_line(&plain).ends_with("running        2 calls  thoth   /w"));
+    }
+
+    #[test]
     fn count_is_singular_for_one_only() {
         let shown: Vec<String> = [0, 1, 2]
             .into_iter()
