@@ -30,6 +30,8 @@ pub fn spinner(what: &str) -> Option<indicatif::ProgressBar> {
     Some(pb)
 }
 
+/// Audits a session. A session that does not verify is still audited, from its intact
+/// records, with what is wrong at the top of the report; the exit code is then 1.
 pub fn audit(spec: &str, format: Format) -> Result<ExitCode> {
     let dir = crate::sessioncmd::session_dir(spec)?;
     let pb = spinner("verifying the session");
@@ -38,8 +40,16 @@ pub fn audit(spec: &str, format: Format) -> Result<ExitCode> {
         pb.finish_and_clear();
     }
     let verified = verified?;
-    let session = cairn_replay::Session::load(&dir)
-        .context("the session cannot be audited (cairn verify lists what is wrong)")?;
+    let clean = verified.1.is_empty();
+    let session = match cairn_replay::Session::load(&dir) {
+        Ok(s) => s,
+        Err(_) if !clean => cairn_replay::Session::load_intact(&dir)
+            .context("the session cannot be audited (cairn verify lists what is wrong)")?,
+        Err(e) => {
+            return Err(e)
+                .context("the session cannot be audited (cairn verify lists what is wrong)");
+        }
+    };
     let a = cairn_replay::audit::audit(&session, &verified);
     match format {
         Format::Text => {
@@ -54,11 +64,26 @@ pub fn audit(spec: &str, format: Format) -> Result<ExitCode> {
             }
         }
         Format::Json => out::line(&serde_json::to_string(&a)?)?,
+        Format::Html(file) if file == Path::new("-") => {
+            use std::io::Write;
+            std::io::stdout()
+                .lock()
+                .write_all(report::html(&a).as_bytes())?;
+        }
         Format::Html(file) => {
             std::fs::write(file, report::html(&a))
                 .with_context(|| format!("cannot write {}", file.display()))?;
             eprintln!("wrote {}", file.display());
         }
+    }
+    if !clean {
+        eprintln!(
+            "cairn: session {} does not verify: {} (cairn verify {} lists them)",
+            a.header.session,
+            cairn_cli::summary::count(a.integrity.problems, "problem"),
+            a.header.session
+        );
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }

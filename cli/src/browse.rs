@@ -1,6 +1,9 @@
 //! `cairn browse`: a read-only browser of recorded sessions, in three screens —
-//! the sessions of a project (newest first), a session's timeline (one row per call)
-//! and a call's detail (input, output, diffs, side-effect records, raw records).
+//! the sessions of a project (newest first: start time, state, calls, task, parent),
+//! a session's conversation (one row per user message, model text and call, in order)
+//! and a row's detail (a message whole; a call's input, output, diffs, side-effect
+//! records, raw records). `/` searches what the rows show and their details: outputs
+//! and messages too.
 //!
 //! [`App`] is a pure state machine: [`App::on_key`] changes it, [`App::render`] draws
 //! it; loading a session goes through the [`Loader`] it is given, so tests drive it
@@ -20,10 +23,12 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 use crate::summary::elapsed;
 pub use crate::summary::{SessionRow, summarise};
 
-/// One call of a session.
+/// One row of a session's conversation: a call, or a message (user or model) whose
+/// `call` and `status` are empty and whose `tool` says who spoke.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallRow {
     pub seq: u64,
+    /// The call id; empty for a message.
     pub call: String,
     pub tool: String,
     pub status: String,
@@ -108,7 +113,7 @@ impl App {
                 let s = &self.sessions[i];
                 self.screen != Screen::Sessions
                     || contains(
-                        &format!("{} {} {}", s.id, s.state, s.workspace),
+                        &format!("{} {} {} {}", s.id, s.state, s.workspace, s.task),
                         &self.filter,
                     )
             })
@@ -127,6 +132,7 @@ impl App {
                         &format!("{} {} {} {}", c.call, c.tool, c.status, c.summary),
                         &self.filter,
                     )
+                    || c.detail.iter().any(|l| contains(l, &self.filter))
             })
             .collect()
     }
@@ -274,13 +280,19 @@ impl App {
         .areas(f.area());
         let bold = Style::default().add_modifier(Modifier::BOLD);
         let heading = match self.screen {
-            Screen::Sessions => format!("cairn browse — {} sessions", self.sessions.len()),
+            Screen::Sessions => format!(
+                "cairn browse — {}",
+                crate::summary::count(self.sessions.len() as u64, "session")
+            ),
             Screen::Timeline => self.view.as_ref().map_or(String::new(), |v| {
                 format!(
-                    "session {} — {} — {} calls",
+                    "session {} — {} — {}",
                     v.row.id,
                     v.row.state,
-                    v.calls.len()
+                    crate::summary::count(
+                        v.calls.iter().filter(|c| !c.call.is_empty()).count() as u64,
+                        "call"
+                    )
                 )
             }),
             Screen::Detail => self
@@ -288,7 +300,11 @@ impl App {
                 .as_ref()
                 .and_then(|v| v.calls.get(self.call_sel))
                 .map_or(String::new(), |c| {
-                    format!("call {} {} — {}", c.call, c.tool, c.status)
+                    if c.call.is_empty() {
+                        format!("{} message — seq {}", c.tool, c.seq)
+                    } else {
+                        format!("call {} {} — {}", c.call, c.tool, c.status)
+                    }
                 }),
         };
         f.render_widget(
@@ -330,12 +346,24 @@ impl App {
             .iter()
             .map(|&i| {
                 let s = &self.sessions[i];
+                let started: String = s
+                    .started
+                    .chars()
+                    .take(16)
+                    .collect::<String>()
+                    .replace('T', " ");
+                let mut task = match &s.parent {
+                    Some(p) => format!("↳ {}: ", p.chars().take(15).collect::<String>()),
+                    None => String::new(),
+                };
+                task.push_str(if s.task.is_empty() { "-" } else { &s.task });
                 Row::new(vec![
                     Cell::from(s.id.clone()),
+                    Cell::from(started),
                     Cell::from(s.state.clone()).style(status_style(&s.state)),
                     Cell::from(format!("{:>5}", s.calls)),
                     Cell::from(format!("{:>5}", s.not_ok)),
-                    Cell::from(s.workspace.clone()),
+                    Cell::from(task),
                 ])
             })
             .collect();
@@ -343,13 +371,14 @@ impl App {
             rows,
             [
                 Constraint::Length(29),
+                Constraint::Length(16),
                 Constraint::Length(11),
                 Constraint::Length(5),
                 Constraint::Length(5),
                 Constraint::Min(10),
             ],
         )
-        .header(Row::new(["SESSION", "STATE", "CALLS", "!OK", "WORKSPACE"]).style(bold()))
+        .header(Row::new(["SESSION", "STARTED", "STATE", "CALLS", "!OK", "TASK"]).style(bold()))
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
         .block(Block::default().borders(Borders::TOP));
         let mut state = TableState::default();
@@ -369,6 +398,22 @@ impl App {
             .iter()
             .map(|&i| {
                 let c = &v.calls[i];
+                if c.call.is_empty() {
+                    // A message: who spoke, and its first line.
+                    let style = Style::default().fg(if c.tool == "user" {
+                        Color::Cyan
+                    } else {
+                        Color::Magenta
+                    });
+                    return Row::new(vec![
+                        Cell::from(format!("{:>5}", c.seq)),
+                        Cell::from(""),
+                        Cell::from(c.tool.clone()).style(style.add_modifier(Modifier::BOLD)),
+                        Cell::from(""),
+                        Cell::from(""),
+                        Cell::from(c.summary.clone()).style(style),
+                    ]);
+                }
                 Row::new(vec![
                     Cell::from(format!("{:>5}", c.seq)),
                     Cell::from(c.call.clone()),
@@ -390,7 +435,17 @@ impl App {
                 Constraint::Min(10),
             ],
         )
-        .header(Row::new(["  SEQ", "CALL", "TOOL", "STATUS", "  ELAPSED", "INPUT"]).style(bold()))
+        .header(
+            Row::new([
+                "  SEQ",
+                "CALL",
+                "TOOL",
+                "STATUS",
+                "  ELAPSED",
+                "INPUT / MESSAGE",
+            ])
+            .style(bold()),
+        )
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
         .block(Block::default().borders(Borders::TOP));
         let mut state = TableState::default();
@@ -471,11 +526,37 @@ pub fn list_sessions(home: &Home, workspace: &Path) -> Vec<SessionRow> {
         .collect()
 }
 
-/// Loads a session's calls and their details (read-only).
+/// Loads a session's conversation — its messages and calls in log order — and the
+/// rows' details (read-only).
 pub fn load_session(row: &SessionRow) -> Result<SessionView, String> {
     let session = cairn_replay::Session::load(&row.dir).map_err(|e| crate::hint::text(&e))?;
+    // Messages, by the seq they come before calls at.
+    let mut messages: Vec<CallRow> = Vec::new();
+    for r in &session.records {
+        let (who, text) = match &r.event {
+            Event::UserMessage { text } => ("user", text),
+            Event::ModelTurn { text, .. } if !text.is_empty() => ("model", text),
+            _ => continue,
+        };
+        let mut detail = vec![format!("{who} · seq {} · {}", r.seq, r.ts)];
+        detail.push("── message".into());
+        detail.extend(text.lines().map(|l| l.replace('\t', "    ")));
+        messages.push(CallRow {
+            seq: r.seq,
+            call: String::new(),
+            tool: who.into(),
+            status: String::new(),
+            elapsed_us: None,
+            summary: cairn_replay::audit::one_line(text.lines().next().unwrap_or("")),
+            detail,
+        });
+    }
+    let mut messages = messages.into_iter().peekable();
     let mut calls = Vec::new();
     for c in session.calls() {
+        while let Some(m) = messages.next_if(|m| m.seq < c.seq) {
+            calls.push(m);
+        }
         let (status, elapsed_us) = match &c.finished {
             Some((_, f)) => (f.status.as_str().to_string(), Some(f.elapsed_us)),
             None => ("unfinished".to_string(), None),
@@ -497,7 +578,7 @@ pub fn load_session(row: &SessionRow) -> Result<SessionView, String> {
         );
         d.push("── output".into());
         if let Some((_, f)) = &c.finished {
-            d.extend(f.output.lines().map(str::to_string));
+            d.extend(f.output.lines().map(|l| l.replace('\t', "    ")));
             if let Some(r) = &f.refusal {
                 d.push(format!("refused by rule {:?}", r.rule));
             }
@@ -559,6 +640,7 @@ pub fn load_session(row: &SessionRow) -> Result<SessionView, String> {
             detail: d,
         });
     }
+    calls.extend(messages);
     Ok(SessionView {
         row: row.clone(),
         calls,

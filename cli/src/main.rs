@@ -240,12 +240,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// One line per call of a session: seq, tool, status, elapsed, summary.
+    /// The conversation of a session in order: user messages, model text, each call on
+    /// one line (tool, key input, status, elapsed), the final answer, then totals (calls
+    /// by status, tokens per model, wall time, cost with --prices).
     Show {
         /// A session: id, unique prefix, folder, or `last`.
         session: String,
+        /// One JSON object per line: each step of the conversation, then the totals.
         #[arg(long)]
         json: bool,
+        /// Each call's input, output and diffs as well.
+        #[arg(short, long)]
+        verbose: bool,
+        /// A JSON file of prices per model: {"MODEL": {"input_per_mtok": 3.0,
+        /// "output_per_mtok": 15.0, "cached_per_mtok": 0.3}} (dollars per million
+        /// tokens; cached_per_mtok defaults to input_per_mtok).
+        #[arg(long, value_name = "FILE")]
+        prices: Option<std::path::PathBuf>,
     },
     /// The background processes of a session (live or finished): id, pid, status,
     /// exit, start time, command and log file.
@@ -280,8 +291,10 @@ enum Command {
         action: McpAction,
     },
     /// What a session did: header (times, end state, lineage, integrity from a deep
-    /// verify, head hash), files written with diffs, files read, commands, processes
-    /// left running, network, permissions, refusals, interrupted calls, redactions.
+    /// verify, head hash, model and base URL, tokens), the conversation, files written
+    /// with diffs, files read, commands, processes left running, network, permissions,
+    /// refusals, failed and interrupted calls, redactions. A session that does not
+    /// verify is audited from its intact records and exits 1.
     Audit {
         /// A session: id, unique prefix, folder, or `last`.
         session: String,
@@ -289,12 +302,14 @@ enum Command {
         json: bool,
         #[arg(long, conflicts_with = "html")]
         markdown: bool,
-        /// Write one self-contained HTML file (with a timeline) to FILE.
+        /// Write one self-contained HTML file (conversation, timeline) to FILE (`-`:
+        /// standard output).
         #[arg(long, value_name = "FILE")]
         html: Option<std::path::PathBuf>,
     },
     /// Browse sessions on the terminal: the current project's sessions, a session's
-    /// calls, a call's detail (input, output, diff, records). Read-only.
+    /// conversation (messages and calls), a call's detail (input, output, diff,
+    /// records). Read-only.
     Browse {
         /// Open this session (id, unique prefix, folder, or `last`) directly.
         session: Option<String>,
@@ -654,7 +669,12 @@ fn main() -> ExitCode {
             json,
         } => resumecmd::fork(&session, &at, &workspace, script.as_deref(), approve, json),
         Command::Sessions { json } => sessioncmd::sessions(json),
-        Command::Show { session, json } => sessioncmd::show(&session, json),
+        Command::Show {
+            session,
+            json,
+            verbose,
+            prices,
+        } => sessioncmd::show(&session, json, verbose, prices.as_deref()),
         Command::Ps { session, json } => pscmd::ps(&session, json),
         Command::Tools {
             catalog,

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use cairn_cli::paint::Paint;
+use cairn_cli::summary::count;
 use cairn_replay::{DiffReport, FieldDiff, ReplayOptions, ShellMode};
 
 use crate::out;
@@ -66,10 +67,17 @@ pub fn verify(spec: &Path, json: bool) -> Result<ExitCode> {
             ))?;
         }
         for i in &report.interrupted {
-            out::line(&format!(
-                "seq {}: call {} ({}) interrupted: started, never finished (the session did not end)",
-                i.seq, i.call, i.tool
-            ))?;
+            out::line(&if report.running {
+                format!(
+                    "seq {}: call {} ({}) running: started, not finished yet (the session is running)",
+                    i.seq, i.call, i.tool
+                )
+            } else {
+                format!(
+                    "seq {}: call {} ({}) interrupted: started, never finished (the session did not end)",
+                    i.seq, i.call, i.tool
+                )
+            })?;
         }
         let verdict = match report.problems {
             0 => "clean".to_string(),
@@ -80,17 +88,19 @@ pub fn verify(spec: &Path, json: bool) -> Result<ExitCode> {
             format!("head seq {} {}", h.seq, h.hash)
         });
         out::line(&format!(
-            "{verdict}: {} records, {} bytes, {} calls, {} decisions re-checked, {} file writes, {} checkpoints, {} snapshots, {} blobs re-hashed, {}; {head}",
-            report.records,
-            report.bytes,
-            report.calls,
-            report.decisions_checked,
-            report.file_writes,
-            report.checkpoints,
-            report.snapshots,
-            report.blobs_checked,
+            "{verdict}: {}, {}, {}, {} re-checked, {}, {}, {}, {} re-hashed, {}; {head}",
+            count(report.records, "record"),
+            count(report.bytes, "byte"),
+            count(report.calls, "call"),
+            count(report.decisions_checked, "decision"),
+            count(report.file_writes, "file write"),
+            count(report.checkpoints, "checkpoint"),
+            count(report.snapshots, "snapshot"),
+            count(report.blobs_checked, "blob"),
             if report.ended {
                 "ended"
+            } else if report.running {
+                "not ended (running)"
             } else {
                 "not ended (interrupted)"
             },

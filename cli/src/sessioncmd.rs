@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use cairn_cli::summary;
-use cairn_engine::event::{Answer, Event, Status};
+use cairn_engine::event::{Answer, Status};
 use cairn_engine::event::{Enforcement, SandboxMode, Sandboxed};
 use cairn_engine::permission::{AllowList, Approver, Policy, Request};
 use cairn_engine::settings::{self, Settings};
@@ -295,6 +295,8 @@ pub struct Model {
     pub provider: Box<dyn cairn_engine::provider::Provider + Send>,
     key: cairn_engine::provider::Secret,
     key_var: String,
+    /// What the session's configuration records about it (never the key).
+    pub setting: cairn_engine::ModelSetting,
 }
 
 impl Model {
@@ -319,10 +321,18 @@ impl Model {
         let pc = ProviderConfig::from_env(kind, overrides, |k| std::env::var(k).ok())?;
         let key = pc.api_key.clone();
         let key_var = pc.key_var.clone();
+        let base_url = pc.base_url.clone();
+        let provider = pc.build()?;
+        let setting = cairn_engine::ModelSetting {
+            provider: provider.name().to_string(),
+            model: provider.model().to_string(),
+            base_url,
+        };
         Ok(Model {
-            provider: pc.build()?,
+            provider,
             key,
             key_var,
+            setting,
         })
     }
 
@@ -342,6 +352,7 @@ impl Model {
             provider,
             key,
             key_var,
+            ..
         } = self;
         if let Some(k) = key.expose() {
             engine.add_secret(&key_var, k);
@@ -408,7 +419,8 @@ pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let s = effective(&home, project_for(&home, &a.workspace).as_ref(), &a.flags)?;
     let model = Model::from_settings(&s, a.no_stream)?;
-    let config = engine_config(&s)?;
+    let mut config = engine_config(&s)?;
+    config.model = Some(model.setting.clone());
     let turns_max = s
         .turns_max
         .unwrap_or(cairn_engine::agent::TURNS_MAX_DEFAULT);
@@ -513,100 +525,161 @@ pub fn sessions(json: bool) -> Result<ExitCode> {
                 &serde_json::json!({
                     "id": s.id, "short": short, "dir": s.dir, "workspace": s.workspace, "catalog": s.catalog,
                     "started": s.started, "records": s.records, "calls": s.calls, "state": s.state,
+                    "task": s.task, "parent": s.parent,
                 })
                 .to_string(),
             )?;
         } else {
-            out::line(&format!(
-                "{short:<6}  {}  {:<11} {:>4} calls  {:<7} {}",
-                s.started.get(..19).unwrap_or(&s.started).replace('T', " "),
-                s.state,
-                s.calls,
-                s.catalog,
-                s.workspace
-            ))?;
+            out::line(&summary::session_line(&s, &short))?;
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn show(spec: &str, json: bool) -> Result<ExitCode> {
+/// `cairn show`: the conversation, then the totals. A log that does not verify is
+/// shown from its intact records, with a note.
+pub fn show(spec: &str, json: bool, verbose: bool, prices: Option<&Path>) -> Result<ExitCode> {
+    use cairn_replay::audit::Turn;
+    let prices = prices
+        .map(|p| summary::read_prices(p).map(|x| (p, x)))
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
     let dir = session_dir(spec)?;
-    let reader = LogReader::open(&dir)?;
-    let blobs = fold::project_blobs(&dir);
-    let mut started: std::collections::HashMap<String, (u64, String, serde_json::Value)> =
-        Default::default();
-    for r in reader.records()? {
-        let r = r?;
-        let rec = match fold::parse_maybe_in(&r, blobs.as_ref()) {
-            Ok(rec) => rec,
-            Err(u) => {
-                out::line(&format!("{:>6}  ?  {}", u.seq, u.what))?;
-                continue;
-            }
-        };
-        match rec.event {
-            Event::SessionStarted(s) if !json => {
-                out::line(&format!(
-                    "session {} ({} catalog) in {}",
-                    s.id, s.catalog, s.workspace
-                ))?;
-                if let Some(p) = s.parent {
-                    out::line(&format!(
-                        "  parent: {} at seq {} ({})",
-                        p.session,
-                        p.seq,
-                        p.hash.short(12)
-                    ))?;
-                }
-            }
-            Event::UserMessage { text } if !json => {
-                out::line(&format!("{:>6}  user: {text}", rec.seq))?
-            }
-            Event::ToolStarted {
-                call, tool, input, ..
-            } => {
-                started.insert(call, (rec.seq, tool, input));
-            }
-            Event::ToolFinished(f) => {
-                let (seq, tool, input) = started.remove(&f.call).unwrap_or((
-                    rec.seq,
-                    "?".into(),
-                    serde_json::Value::Null,
+    let session = match cairn_replay::Session::load(&dir) {
+        Ok(s) => s,
+        Err(e) => {
+            let s = cairn_replay::Session::load_intact(&dir).with_context(|| e.to_string())?;
+            out::note(&format!(
+                "cairn: note: the log does not verify ({e}); its intact records are shown (cairn verify lists what is wrong)"
+            ));
+            s
+        }
+    };
+    let a = cairn_replay::audit::transcript(&session);
+    let costs: Vec<Option<f64>> = a
+        .tokens
+        .iter()
+        .map(|t| {
+            prices
+                .as_ref()
+                .and_then(|(_, p)| p.get(&t.model))
+                .map(|p| p.cost(t))
+        })
+        .collect();
+    let total_cost: Option<f64> = prices.as_ref().map(|_| costs.iter().flatten().sum());
+    if let Some((file, _)) = &prices {
+        for (t, c) in a.tokens.iter().zip(&costs) {
+            if c.is_none() {
+                out::note(&format!(
+                    "cairn: note: {} has no price for model {} (its cost is left out)",
+                    file.display(),
+                    t.model
                 ));
-                if json {
-                    out::line(
-                        &serde_json::json!({
-                            "seq": seq, "call": f.call, "tool": tool, "status": f.status,
-                            "elapsed_us": f.elapsed_us, "input": input, "output": f.output,
-                            "refusal": f.refusal,
-                        })
-                        .to_string(),
-                    )?;
-                } else {
-                    let summary = if f.status == Status::Ok {
-                        cairn_replay::audit::input_summary(&input)
-                    } else {
-                        f.output.lines().next().unwrap_or("").to_string()
-                    };
-                    let summary: String = summary.chars().take(70).collect();
-                    out::line(&format!(
-                        "{seq:>6}  {tool:<22} {:<8} {:>9}  {summary}",
-                        f.status.as_str(),
-                        summary::elapsed(f.elapsed_us)
-                    ))?;
-                }
             }
-            Event::SessionEnded { reason, .. } if !json => {
-                out::line(&format!("{:>6}  ended: {reason}", rec.seq))?
-            }
-            _ => {}
         }
     }
-    if !json {
-        for (call, (seq, tool, _)) in started {
-            out::line(&format!("{seq:>6}  {tool:<22} unfinished ({call})"))?;
+    if json {
+        let calls: std::collections::HashMap<&str, &cairn_replay::audit::CallEntry> =
+            a.calls.iter().map(|c| (c.call.as_str(), c)).collect();
+        for t in &a.conversation {
+            let v = match t {
+                Turn::Call { call, .. } => match calls.get(call.as_str()) {
+                    Some(c) => {
+                        let mut v = serde_json::to_value(c)?;
+                        v["kind"] = "call".into();
+                        v
+                    }
+                    None => continue,
+                },
+                other => serde_json::to_value(other)?,
+            };
+            out::line(&v.to_string())?;
         }
+        let tokens: Vec<serde_json::Value> = a
+            .tokens
+            .iter()
+            .zip(&costs)
+            .map(|(t, c)| {
+                let mut v = serde_json::to_value(t).unwrap_or_default();
+                if let Some(c) = c {
+                    v["cost"] = (*c).into();
+                }
+                v
+            })
+            .collect();
+        out::line(
+            &serde_json::json!({
+                "kind": "totals",
+                "session": a.header.session,
+                "state": a.header.end_state,
+                "calls": a.calls_by_status,
+                "models": a.header.models,
+                "tokens": tokens,
+                "wall_ms": a.header.duration_ms,
+                "cost": total_cost,
+                "answer": a.answer,
+            })
+            .to_string(),
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let paint = cairn_cli::paint::Paint::stdout();
+    let h = &a.header;
+    out::line(&format!(
+        "session {} ({} catalog) in {}",
+        h.session, h.catalog, h.workspace
+    ))?;
+    if let Some(p) = &h.parent {
+        out::line(&format!(
+            "  parent: {} at seq {} ({})",
+            p.session,
+            p.seq,
+            &p.hash[..12.min(p.hash.len())]
+        ))?;
+    }
+    for m in cairn_cli::report::models(&a) {
+        out::line(&format!("  model: {m}"))?;
+    }
+    for l in cairn_cli::report::conversation_text(&a, verbose, paint) {
+        out::line(&l)?;
+    }
+    out::line("")?;
+    let mut st = h.end_state.as_str().to_string();
+    if let Some(r) = &h.end_reason {
+        st.push_str(&format!(": {r}"));
+    }
+    out::line(&format!("{} {st}", paint.bold("state    ")))?;
+    let total: u64 = a.calls_by_status.values().sum();
+    let parts: Vec<String> = a
+        .calls_by_status
+        .iter()
+        .map(|(k, v)| format!("{v} {k}"))
+        .collect();
+    out::line(&format!(
+        "{} {}{}",
+        paint.bold("calls    "),
+        summary::count(total, "call"),
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", parts.join(", "))
+        }
+    ))?;
+    for (t, c) in a.tokens.iter().zip(&costs) {
+        out::line(&format!(
+            "{} {}{}",
+            paint.bold("tokens   "),
+            cairn_cli::report::tokens_line(t),
+            c.map_or(String::new(), |c| format!(", ${c:.4}"))
+        ))?;
+    }
+    out::line(&format!(
+        "{} {}",
+        paint.bold("wall time"),
+        summary::elapsed(h.duration_ms * 1000)
+    ))?;
+    if let Some(c) = total_cost {
+        out::line(&format!("{} ${c:.4}", paint.bold("cost     ")))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -678,10 +751,10 @@ pub fn demo(dir: Option<&Path>, json: bool) -> Result<ExitCode> {
     for r in &runs {
         let refused = r.outcomes.iter().filter(|o| o.status != Status::Ok).count();
         out::line(&format!(
-            "{} session {}: {} calls ({} refused or failed), workspace {}",
+            "{} session {}: {} ({} refused or failed), workspace {}",
             r.catalog.name(),
             r.session,
-            r.outcomes.len(),
+            summary::count(r.outcomes.len() as u64, "call"),
             refused,
             r.workspace.display()
         ))?;

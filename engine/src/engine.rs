@@ -33,7 +33,7 @@ use cairn_tools::{McpTool, Registry};
 
 mod resume;
 pub use cairn_core::decide::cap_output;
-pub use cairn_tools::EngineConfig;
+pub use cairn_tools::{EngineConfig, ModelSetting};
 pub use resume::{
     Finding, GoOn, InterruptedOutcome, Rerun, ResumeOptions, ResumeReport, ScriptPoint, inherit,
 };

@@ -46,6 +46,7 @@ pub use cairn_tools::{
 };
 pub use engine::{
     AnsweredCall, AnsweredWrite, CallOutcome, Engine, EngineConfig, Finding, GoOn,
-    InterruptedOutcome, Rerun, ResumeOptions, ResumeReport, ScriptPoint, cap_output, inherit,
+    InterruptedOutcome, ModelSetting, Rerun, ResumeOptions, ResumeReport, ScriptPoint, cap_output,
+    inherit,
 };
 pub use project::{Handle, Home, Project, SessionRef, find_session, short_ids};

@@ -62,6 +62,13 @@ impl EndState {
 pub struct Audit {
     pub header: Header,
     pub integrity: Integrity,
+    /// What was said and done, in log order: user messages, model text, calls.
+    pub conversation: Vec<Turn>,
+    /// The model's final answer: the text of the last model turn when it asked for
+    /// no call.
+    pub answer: Option<String>,
+    /// Tokens per model (from `model_turn.usage`), in the order first used.
+    pub tokens: Vec<TokenUse>,
     /// Calls in the order they started (also the timeline's bars).
     pub calls: Vec<CallEntry>,
     pub writes: Vec<WriteEntry>,
@@ -72,6 +79,10 @@ pub struct Audit {
     pub network: Network,
     pub permissions: Vec<PermissionEntry>,
     pub refusals: Vec<RefusalEntry>,
+    /// Calls that ended neither ok nor refused nor interrupted (`error`, `timeout`,
+    /// `cancelled` without a rule): with the refusals and the interrupted calls, every
+    /// call whose status is not `ok` is listed somewhere.
+    pub failed: Vec<RefusalEntry>,
     pub interrupted: Vec<InterruptedEntry>,
     /// Calls whose result read like an instruction aimed at the model (prompt
     /// injection), flagged to it.
@@ -91,6 +102,9 @@ pub struct Header {
     pub workspace: String,
     pub catalog: String,
     pub engine_version: String,
+    /// The models that answered: from `session_started.config.model` (which holds the
+    /// base URL) and every `model_turn`, each provider and model once.
+    pub models: Vec<ModelInfo>,
     /// `ts` of the first record.
     pub started: String,
     /// `ts` of the last record.
@@ -107,6 +121,48 @@ pub struct Header {
     pub records: u64,
     pub head_seq: u64,
     pub head_hash: String,
+}
+
+/// A model the session talked to. The API key is never recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModelInfo {
+    pub provider: String,
+    pub model: String,
+    /// The server's address, when the session recorded it (`session_started.config`).
+    pub base_url: Option<String>,
+}
+
+/// The tokens one model used over the session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TokenUse {
+    pub provider: String,
+    pub model: String,
+    /// Model turns.
+    pub turns: u64,
+    /// Turns that recorded no usage.
+    pub turns_without_usage: u64,
+    pub input: u64,
+    pub output: u64,
+    /// Input tokens read from the provider's cache (part of `input`), when it says.
+    pub cached: u64,
+}
+
+/// One step of the conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Turn {
+    /// A message from the user (`user_message`).
+    User { seq: u64, ts: String, text: String },
+    /// What the model said (`model_turn.text`), and how many calls it asked for.
+    Model {
+        seq: u64,
+        ts: String,
+        model: String,
+        text: String,
+        calls: u64,
+    },
+    /// A call: its entry in [`Audit::calls`] has the same `call`.
+    Call { seq: u64, call: String },
 }
 
 /// Where a session comes from.
@@ -142,8 +198,16 @@ pub struct CallEntry {
     pub start_ms: u64,
     pub end_ms: u64,
     pub elapsed_us: Option<u64>,
+    /// Milliseconds spent waiting for a person's permission answers (from each
+    /// `permission_requested` to its `permission_decided`), apart from the run time;
+    /// none when no person was asked.
+    pub wait_ms: Option<u64>,
     /// A one-line summary of the input.
     pub summary: String,
+    /// The input as recorded (redacted).
+    pub input: serde_json::Value,
+    /// The output as the model was shown it (capped; the whole in the output blob).
+    pub output: String,
 }
 
 /// One change to a file.
@@ -223,6 +287,11 @@ pub struct Network {
 pub struct FetchEntry {
     pub seq: u64,
     pub call: String,
+    /// The host as asked for: as written in `url`.
+    pub host: String,
+    /// The host as resolved, when it differs: the URL parser's reading of it
+    /// (`0x7f000001` is `127.0.0.1`), or the host the answer came from after redirects.
+    pub resolved_host: Option<String>,
     pub url: String,
     pub final_url: Option<String>,
     pub status: Option<u16>,
@@ -252,6 +321,9 @@ pub struct PermissionEntry {
     /// None when the request was never answered (the session stopped while asking).
     pub answer: Option<Answer>,
     pub source: Option<AnswerSource>,
+    /// Milliseconds between the question and a person's answer (none when the answer
+    /// came from the allow list or a policy, or never came).
+    pub wait_ms: Option<u64>,
 }
 
 /// A call a rule refused.
@@ -494,6 +566,17 @@ fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 
 /// Gathers the audit of a loaded session, given its deep verification.
 pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
+    gather(session, verified, true)
+}
+
+/// What a session said and did, without a verification and without the workspace
+/// secret scan (`cairn show`): its `integrity` says nothing was checked (zero
+/// decisions, zero blobs) and its `workspace_secrets` is empty.
+pub fn transcript(session: &Session) -> Audit {
+    gather(session, &(Report::default(), Vec::new()), false)
+}
+
+fn gather(session: &Session, verified: &(Report, Vec<Problem>), scan: bool) -> Audit {
     let (report, problems) = verified;
     let records = &session.records;
     let t0 = records.first().map(|r| millis(&r.ts)).unwrap_or(0);
@@ -518,12 +601,81 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
     let mut resumed = 0u32;
     let mut reruns: HashMap<String, InterruptedStep> = HashMap::new();
     let mut open_bg: BTreeMap<String, (Option<u32>, String)> = BTreeMap::new();
+    let mut conversation: Vec<Turn> = Vec::new();
+    let mut answer: Option<String> = None;
+    let mut tokens: Vec<TokenUse> = Vec::new();
+    let mut models: Vec<ModelInfo> = Vec::new();
+    if let Some(m) = configured_model(&session.started.config) {
+        models.push(m);
+    }
+    let mut asked_at: HashMap<(String, String), u64> = HashMap::new();
+    let mut failed = Vec::new();
 
     for r in records {
         match &r.event {
+            Event::UserMessage { text } => conversation.push(Turn::User {
+                seq: r.seq,
+                ts: r.ts.clone(),
+                text: text.clone(),
+            }),
+            Event::ModelTurn {
+                provider,
+                model,
+                text,
+                tool_calls,
+                usage,
+            } => {
+                if !models
+                    .iter()
+                    .any(|m| &m.provider == provider && &m.model == model)
+                {
+                    models.push(ModelInfo {
+                        provider: provider.clone(),
+                        model: model.clone(),
+                        base_url: None,
+                    });
+                }
+                let i = match tokens
+                    .iter()
+                    .position(|t| &t.provider == provider && &t.model == model)
+                {
+                    Some(i) => i,
+                    None => {
+                        tokens.push(TokenUse {
+                            provider: provider.clone(),
+                            model: model.clone(),
+                            ..TokenUse::default()
+                        });
+                        tokens.len() - 1
+                    }
+                };
+                let t = &mut tokens[i];
+                t.turns += 1;
+                match usage.as_ref().filter(|u| u.is_object()) {
+                    Some(u) => {
+                        let n = |k: &str| u.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+                        t.input += n("input_tokens");
+                        t.output += n("output_tokens");
+                        t.cached += n("cached_tokens");
+                    }
+                    None => t.turns_without_usage += 1,
+                }
+                answer = (tool_calls.is_empty() && !text.is_empty()).then(|| text.clone());
+                conversation.push(Turn::Model {
+                    seq: r.seq,
+                    ts: r.ts.clone(),
+                    model: model.clone(),
+                    text: text.clone(),
+                    calls: tool_calls.len() as u64,
+                });
+            }
             Event::ToolStarted {
                 call, tool, input, ..
             } => {
+                conversation.push(Turn::Call {
+                    seq: r.seq,
+                    call: call.clone(),
+                });
                 call_index.insert(call.clone(), calls.len());
                 if let Some(field) = cairn_tools::effects_of(tool).and_then(|e| e.search_query)
                     && let Some(q) = input.get(field).and_then(|q| q.as_str())
@@ -545,7 +697,10 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                     start_ms: at(&r.ts),
                     end_ms,
                     elapsed_us: None,
+                    wait_ms: None,
                     summary: input_summary(input),
+                    input: input.clone(),
+                    output: String::new(),
                 });
             }
             Event::ToolFinished(f) => {
@@ -560,6 +715,7 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                 c.finished = Some(r.ts.clone());
                 c.end_ms = at(&r.ts);
                 c.elapsed_us = Some(f.elapsed_us);
+                c.output = f.output.clone();
                 for s in network.searches.iter_mut().filter(|s| s.call == f.call) {
                     s.status = f.status.as_str().to_string();
                 }
@@ -573,16 +729,19 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                 }
                 let refused =
                     f.refusal.is_some() || matches!(f.status, Status::Blocked | Status::Denied);
+                let entry = RefusalEntry {
+                    seq: r.seq,
+                    call: f.call.clone(),
+                    tool: c.tool.clone(),
+                    status: f.status,
+                    rule: f.refusal.as_ref().map(|x| x.rule),
+                    path: f.refusal.as_ref().and_then(|x| x.path.clone()),
+                    reason: one_line(f.output.lines().next().unwrap_or("")),
+                };
                 if refused {
-                    refusals.push(RefusalEntry {
-                        seq: r.seq,
-                        call: f.call.clone(),
-                        tool: c.tool.clone(),
-                        status: f.status,
-                        rule: f.refusal.as_ref().map(|x| x.rule),
-                        path: f.refusal.as_ref().and_then(|x| x.path.clone()),
-                        reason: f.output.lines().next().unwrap_or("").to_string(),
-                    });
+                    refusals.push(entry);
+                } else if !matches!(f.status, Status::Ok | Status::Interrupted) {
+                    failed.push(entry);
                 }
             }
             Event::FileWrite(w) => {
@@ -691,6 +850,7 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                 }
             }
             Event::WebFetched(w) => {
+                // Hosts as asked for: a redirect's target is shown with its fetch.
                 *network.hosts.entry(host_of(&w.url)).or_default() += 1;
                 network.fetches.push(fetch_entry(r.seq, w));
             }
@@ -703,6 +863,7 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                 ..
             } => {
                 pending_perm.insert((call.clone(), key.clone()), permissions.len());
+                asked_at.insert((call.clone(), key.clone()), millis(&r.ts));
                 permissions.push(PermissionEntry {
                     seq: r.seq,
                     call: call.clone(),
@@ -712,6 +873,7 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                     guarded: *guarded,
                     answer: None,
                     source: None,
+                    wait_ms: None,
                 });
             }
             Event::PermissionDecided {
@@ -724,6 +886,15 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                 Some(i) => {
                     permissions[i].answer = Some(*answer);
                     permissions[i].source = Some(*source);
+                    if let Some(t) = asked_at.remove(&(call.clone(), key.clone()))
+                        && *source == AnswerSource::User
+                    {
+                        let wait = millis(&r.ts).saturating_sub(t);
+                        permissions[i].wait_ms = Some(wait);
+                        if let Some(&c) = call_index.get(call) {
+                            *calls[c].wait_ms.get_or_insert(0) += wait;
+                        }
+                    }
                 }
                 None => {
                     let tool = call_index
@@ -739,6 +910,7 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
                         guarded: false,
                         answer: Some(*answer),
                         source: Some(*source),
+                        wait_ms: None,
                     });
                 }
             },
@@ -796,6 +968,7 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
             workspace: s.workspace.clone(),
             catalog: s.catalog.clone(),
             engine_version: s.engine_version.clone(),
+            models,
             started: records.first().map(|r| r.ts.clone()).unwrap_or_default(),
             ended: last_ts,
             duration_ms: end_ms,
@@ -818,6 +991,9 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
             blobs_checked: report.blobs_checked,
             list: problems.clone(),
         },
+        conversation,
+        answer,
+        tokens,
         calls,
         writes,
         reads,
@@ -826,18 +1002,49 @@ pub fn audit(session: &Session, verified: &(Report, Vec<Problem>)) -> Audit {
         network,
         permissions,
         refusals,
+        failed,
         interrupted,
         injections,
         redactions,
-        workspace_secrets: workspace_secrets(session, AUDIT_SCAN_BYTES_MAX),
+        workspace_secrets: if scan {
+            workspace_secrets(session, AUDIT_SCAN_BYTES_MAX)
+        } else {
+            WorkspaceSecrets::default()
+        },
         calls_by_status,
     }
 }
 
+/// The model `session_started.config.model` names (provider, model, base URL), when
+/// the session was started with one.
+pub fn configured_model(config: &serde_json::Value) -> Option<ModelInfo> {
+    let m = config.get("model")?;
+    let text = |k: &str| m.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    Some(ModelInfo {
+        provider: text("provider")?,
+        model: text("model")?,
+        base_url: text("base_url"),
+    })
+}
+
 fn fetch_entry(seq: u64, w: &WebFetched) -> FetchEntry {
+    let host = host_of(&w.url);
+    let parsed = |u: &str| {
+        url::Url::parse(u)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+    };
+    let resolved_host = w
+        .final_url
+        .as_deref()
+        .and_then(parsed)
+        .or_else(|| parsed(&w.url))
+        .filter(|h| *h != host && Some(h.as_str()) != without_port(&host));
     FetchEntry {
         seq,
         call: w.call.clone(),
+        host,
+        resolved_host,
         url: w.url.clone(),
         final_url: w.final_url.clone(),
         status: w.status,
@@ -855,6 +1062,15 @@ pub fn host_of(url: &str) -> String {
         .rsplit_once('@')
         .map_or(authority, |(_, h)| h)
         .to_string()
+}
+
+/// `host` without its `:port`, if it has one.
+fn without_port(host: &str) -> Option<&str> {
+    host.rsplit_once(':')
+        .filter(|(h, p)| {
+            !h.ends_with(':') && !p.is_empty() && p.chars().all(|c| c.is_ascii_digit())
+        })
+        .map(|(h, _)| h)
 }
 
 /// Why a write shows no diff: what is shown in its place.
@@ -909,11 +1125,24 @@ pub fn input_summary(input: &serde_json::Value) -> String {
     };
     map.iter()
         .map(|(k, v)| match v {
-            serde_json::Value::String(s) => format!("{k}={}", s.replace('\n', "⏎")),
+            serde_json::Value::String(s) => format!("{k}={}", one_line(s)),
             other => format!("{k}={other}"),
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Text on one line for people: newlines shown as `⏎`, tabs as `⇥`, carriage returns
+/// and other control characters dropped.
+pub fn one_line(s: &str) -> String {
+    s.chars()
+        .filter_map(|c| match c {
+            '\n' => Some('⏎'),
+            '\t' => Some('⇥'),
+            c if c.is_control() => None,
+            c => Some(c),
+        })
+        .collect()
 }
 
 /// The set of statuses a timeline colours by, in legend order.

@@ -99,6 +99,80 @@ impl Session {
         })
     }
 
+    /// Reads what is readable of a session that does not verify: every line whose
+    /// own hash holds and whose event parses, the others skipped (`verify` lists
+    /// them). For an audit that must still show what the damaged log says.
+    pub fn load_intact(dir: &Path) -> Result<Session> {
+        use std::io::BufRead;
+        check_session_dir(dir)?;
+        let bad = |what: String| ReplayError::Session {
+            path: dir.to_path_buf(),
+            what,
+        };
+        let log = cairn_store::log_path(dir);
+        let blobs = blob_store_of(dir)?;
+        let file = std::fs::File::open(&log).map_err(crate::error::io_at(&log))?;
+        let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
+        let mut records = Vec::new();
+        let mut buf = Vec::new();
+        let (mut line, mut offset) = (1u64, 0u64);
+        loop {
+            buf.clear();
+            let n = reader
+                .read_until(b'\n', &mut buf)
+                .map_err(crate::error::io_at(&log))?;
+            if n == 0 {
+                break;
+            }
+            if buf.last() == Some(&b'\n') {
+                buf.pop();
+                if let Ok(fields) = cairn_store::check_line(&buf)
+                    && let Ok(event) = serde_json::value::RawValue::from_string(
+                        String::from_utf8_lossy(fields.event).into_owned(),
+                    )
+                {
+                    let r = cairn_store::Record {
+                        seq: fields.seq,
+                        ts: fields.ts.to_string(),
+                        prev: fields.prev,
+                        hash: fields.hash,
+                        event,
+                        line,
+                        offset,
+                    };
+                    if let Ok(rec) = cairn_tools::fold::parse_in(&r, &blobs) {
+                        records.push(rec);
+                    }
+                }
+            }
+            line += 1;
+            offset += n as u64;
+        }
+        let started = match records.first().map(|r| &r.event) {
+            Some(Event::SessionStarted(s)) => s.clone(),
+            _ => {
+                return Err(bad(
+                    "no intact session_started at the start of the log".into()
+                ));
+            }
+        };
+        let head = records
+            .last()
+            .map(|r| Head {
+                seq: r.seq,
+                hash: r.hash,
+            })
+            .ok_or_else(|| bad("the log has no intact record".into()))?;
+        Ok(Session {
+            dir: dir.to_path_buf(),
+            id: started.id.clone(),
+            blobs,
+            started,
+            records,
+            head,
+        })
+    }
+
     /// The engine configuration the session was recorded with.
     pub fn config(&self) -> Result<EngineConfig> {
         serde_json::from_value(self.started.config.clone()).map_err(|e| ReplayError::Session {

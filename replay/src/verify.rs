@@ -122,6 +122,9 @@ pub struct Report {
     pub outputs_checked: u64,
     /// True when the log ends with the session ended (not interrupted).
     pub ended: bool,
+    /// Not ended, and a live process holds the log's writer lock: the session is
+    /// running, not interrupted (its unfinished calls may still finish).
+    pub running: bool,
     /// Calls the session left unfinished without ending: not corruption.
     pub interrupted: Vec<Interrupted>,
     pub problems: u64,
@@ -211,6 +214,7 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<(Report, Vec<P
         offset += n as u64;
     }
     v.finish();
+    v.report.running = !v.report.ended && cairn_store::writer_pid(dir).is_some();
     let mut problems = v.problems;
     problems.sort_by_key(|p| (p.seq.unwrap_or(u64::MAX), p.line));
     let mut report = v.report;

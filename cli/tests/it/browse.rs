@@ -91,13 +91,30 @@ fn browser_screens_at_80x24_and_120x40() {
     for (w, h) in [(80u16, 24u16), (120, 40)] {
         insta::assert_snapshot!(format!("browse_timeline_{w}x{h}"), screen(&mut app, w, h));
     }
-    // Search the timeline for edits, open the first: its detail with the diff.
-    for c in "/edit".chars() {
+    // The conversation opens on the user's message.
+    let first = screen(&mut app, 120, 40);
+    assert!(
+        first.contains("user") && first.contains("Capitalise the greeting and tidy the notes"),
+        "{first}"
+    );
+    // `/` finds text in outputs, not only in the rows: the problems call's answer.
+    for c in "/no check command".chars() {
+        app.on_key(key(KeyCode::Char(c)));
+    }
+    app.on_key(key(KeyCode::Enter));
+    let found = screen(&mut app, 120, 40);
+    assert!(
+        found.contains("problems") && !found.contains("list_dir"),
+        "{found}"
+    );
+    app.on_key(key(KeyCode::Esc)); // clears the search
+    // Search the conversation for edits, open the second: its detail with the diff.
+    for c in "/edit_file".chars() {
         app.on_key(key(KeyCode::Char(c)));
     }
     app.on_key(key(KeyCode::Enter));
     let filtered = screen(&mut app, 80, 24);
-    assert!(filtered.contains("[/edit]"), "{filtered}");
+    assert!(filtered.contains("[/edit_file]"), "{filtered}");
     assert!(!filtered.contains("list_dir"), "{filtered}");
     app.on_key(key(KeyCode::Down));
     app.on_key(key(KeyCode::Enter));
@@ -120,7 +137,7 @@ fn browser_screens_at_80x24_and_120x40() {
     app.on_key(key(KeyCode::Char('q')));
     assert!(screen(&mut app, 80, 24).contains("ELAPSED"));
     app.on_key(key(KeyCode::Char('q')));
-    assert!(screen(&mut app, 80, 24).contains("WORKSPACE"));
+    assert!(screen(&mut app, 80, 24).contains("TASK"));
     assert!(!app.quit);
     app.on_key(key(KeyCode::Char('q')));
     assert!(app.quit);

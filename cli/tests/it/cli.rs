@@ -80,7 +80,8 @@ fn run_script_records_calls_and_bad_scripts_exit_2_with_the_line() {
         let out = cairn(home.path(), &["show", &id, "--json"]);
         let calls: Vec<serde_json::Value> = text(&out.stdout)
             .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v["kind"] == "call")
             .collect();
         calls
             .iter()
@@ -147,9 +148,22 @@ fn a_2mb_message_and_a_400kb_input_are_run_shown_logged_audited_and_verified() {
 
     let out = cairn(home.path(), &["show", &id]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains(&format!("user: {big}")));
+    // The message whole: its first line after `user:`, the others indented under it.
+    let shown = text(&out.stdout);
+    assert!(shown.contains("user: a line of a very long message, \"quoted\"\n"));
+    assert_eq!(
+        shown
+            .lines()
+            .filter(|l| l.ends_with("a line of a very long message, \"quoted\""))
+            .count(),
+        50_000
+    );
     let out = cairn(home.path(), &["show", &id, "--json"]);
-    let call: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let call: serde_json::Value = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["kind"] == "call")
+        .unwrap();
     assert_eq!(call["status"], "ok");
     assert!(call["input"]["content"] == content.as_str());
     // The log as written: the message's record names its blob.

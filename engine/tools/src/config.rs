@@ -54,6 +54,20 @@ pub struct EngineConfig {
     /// folder (a build tool's cache such as `~/.cargo/registry`), absolute.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sandbox_write_roots: Vec<PathBuf>,
+    /// The model the session was started with (an agent session), for audits: never
+    /// its key. None for a script or an MCP session, and in logs from before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelSetting>,
+}
+
+/// Which model a session talks to, as recorded in its configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelSetting {
+    /// `openai` or `anthropic`.
+    pub provider: String,
+    pub model: String,
+    /// The server's address (for OpenAI-compatible servers, up to and including `/v1`).
+    pub base_url: String,
 }
 
 fn default_check_timeout_ms() -> u64 {
@@ -77,6 +91,7 @@ impl EngineConfig {
             repeat_rule: RepeatRule::Facts,
             sandbox: SandboxMode::default(),
             sandbox_write_roots: Vec::new(),
+            model: None,
         }
     }
 

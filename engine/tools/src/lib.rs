@@ -42,7 +42,7 @@ pub use cancel::CancelHandle;
 pub use catalog::{
     Catalog, McpTool, McpToolNameError, Registry, effects_of, markdown as catalog_markdown,
 };
-pub use config::EngineConfig;
+pub use config::{EngineConfig, ModelSetting};
 pub use error::{EngineError, Result, io_at};
 pub use open::{OpenError, open_regular};
 pub use paths::{Parent, PathError, Root, SYMLINK_FOLLOWS_MAX, WsPath, resolve, target};
