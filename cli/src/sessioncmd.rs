@@ -237,8 +237,8 @@ pub struct TaskArgs {
 /// and `resume --provider`), with the key it uses.
 pub struct Model {
     pub provider: Box<dyn cairn_engine::provider::Provider + Send>,
-    key: cairn_engine::provider::Secret,
-    key_var: String,
+    pub(crate) key: cairn_engine::provider::Secret,
+    pub(crate) key_var: String,
 }
 
 impl Model {
@@ -263,6 +263,7 @@ impl Model {
     /// A model turn being awaited is given up when a signal stops the session.
     pub fn drive(self, mut engine: Engine, task: Option<&str>, turns_max: u32) -> Result<ExitCode> {
         use cairn_engine::agent::{self, Step};
+        use cairn_engine::provider::Provider as _;
         let Model {
             provider,
             key,
@@ -277,6 +278,15 @@ impl Model {
             system: None,
         };
         let mut provider = agent::Interruptible::new(provider, engine.cancel_handle());
+        // Each retry is said as it happens: an unreachable provider is not silence.
+        let scrub = key.clone();
+        provider.set_progress(Some(std::sync::Arc::new(
+            move |p: &cairn_engine::provider::Progress| {
+                if let cairn_engine::provider::Progress::Retry { .. } = p {
+                    out::note(&format!("cairn: provider: {}", scrub.scrub(&p.to_string())));
+                }
+            },
+        )));
         let result = agent::run(&mut engine, &mut provider, task, &cfg, |step| match step {
             Step::Turn(t) => {
                 if !t.text.is_empty() && !t.tool_calls.is_empty() {
@@ -291,6 +301,8 @@ impl Model {
                     agent::Stop::Answered => "answered".to_string(),
                     agent::Stop::TurnLimit => format!("turn limit ({turns_max} turns)"),
                     agent::Stop::Signal(_) => end_reason(&engine, ""),
+                    // Nothing interrupts a turn here (only the chat has the handle).
+                    agent::Stop::Interrupted => "interrupted".to_string(),
                 };
                 engine.end(&reason)?;
                 if let agent::Stop::Signal(_) = run.stop {
@@ -309,8 +321,14 @@ impl Model {
             }
             Err(e) => {
                 let msg = key.scrub(&e.to_string());
-                let reason = end_reason(&engine, &format!("stopped: {msg}"));
-                engine.end(&reason)?;
+                // A provider that failed (not one given up on at a signal) fails the
+                // session.
+                if matches!(e, agent::AgentError::Provider(_)) && engine.stopped().is_none() {
+                    engine.end_failed(&format!("provider failed: {msg}"))?;
+                } else {
+                    let reason = end_reason(&engine, &format!("stopped: {msg}"));
+                    engine.end(&reason)?;
+                }
                 let msg = cairn_cli::hint::with_hint(msg, &e);
                 Err(anyhow::anyhow!("{msg} (session {id})"))
             }
@@ -318,8 +336,8 @@ impl Model {
     }
 }
 
-pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
-    let model = Model::build(a.provider, &a.overrides)?;
+/// The engine's configuration for a session driven by a model.
+pub(crate) fn engine_config(a: &TaskArgs) -> EngineConfig {
     let mut config = EngineConfig::new(a.catalog);
     a.sandbox.apply(&mut config);
     cairn_engine::agent::fit_limits(&mut config.limits, a.context_window);
@@ -333,6 +351,16 @@ pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
     if let Some(u) = &a.searxng_url {
         config.web.searxng_url = Some(u.clone());
     }
+    config
+}
+
+pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
+    // On a terminal, the chat (which goes on after the answer).
+    if crate::chatcmd::on_terminal() {
+        return crate::chatcmd::run(a, Some(a.task.clone()));
+    }
+    let model = Model::build(a.provider, &a.overrides)?;
+    let config = engine_config(a);
     let home = Home::from_env()?;
     let mut engine = Engine::start(&home, &a.workspace, config)?;
     engine.set_approver(approver(a.approve));

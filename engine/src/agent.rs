@@ -16,6 +16,7 @@
 //! with [`Stop::Signal`]; the caller ends the session. A turn being awaited is given
 //! up at once when the provider is wrapped in [`Interruptible`].
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,7 +24,7 @@ use std::time::Duration;
 use crate::engine::{CallOutcome, Engine};
 use crate::event::Status;
 use crate::limits::Limits;
-use crate::provider::{Message, Provider, ProviderError, Request, ToolCall, Turn};
+use crate::provider::{Message, ProgressFn, Provider, ProviderError, Request, ToolCall, Turn};
 use crate::state::{ConversationEntry, State};
 use cairn_tools::signal::{self, Signal};
 use cairn_tools::{CancelHandle, EngineError};
@@ -101,6 +102,10 @@ pub enum Stop {
     /// The session was stopped by a signal ([`Engine::stopped`]): the running call was
     /// cancelled, the calls of the turn after it were not started.
     Signal(Signal),
+    /// The turn being awaited was given up by the person watching
+    /// ([`Interruptible::interrupt_handle`]); the session goes on with their next
+    /// message.
+    Interrupted,
 }
 
 /// The outcome of a run.
@@ -262,6 +267,10 @@ pub fn run(
             Ok(turn) => turn,
             // Given up on because of the stop (see [`Interruptible`]).
             Err(_) if engine.stopped().is_some() => continue,
+            Err(ProviderError::Interrupted) => {
+                run.stop = Stop::Interrupted;
+                return Ok(run);
+            }
             Err(e) => return Err(e.into()),
         };
         run.turns += 1;
@@ -293,12 +302,32 @@ pub fn run(
 /// [`signal::STOP_CHECK_MS`]. A blocking HTTP request cannot be cut short, so on a stop
 /// it is left to finish or fail on that thread, its answer dropped, and the turn fails
 /// with [`ProviderError::Stopped`]: a model that takes minutes to answer does not keep
-/// a stopped session waiting.
+/// a stopped session waiting. Its [`InterruptHandle`] gives up the turn the same way
+/// without stopping the session ([`ProviderError::Interrupted`]).
 pub struct Interruptible {
     inner: Arc<Mutex<Box<dyn Provider + Send>>>,
     name: String,
     model: String,
     cancel: CancelHandle,
+    interrupt: InterruptHandle,
+}
+
+/// A token another thread triggers to give up the model turn being awaited (Esc in the
+/// chat). It stays triggered until [`InterruptHandle::clear`]: a turn asked for while it
+/// is triggered is given up at once.
+#[derive(Debug, Clone, Default)]
+pub struct InterruptHandle(Arc<AtomicBool>);
+
+impl InterruptHandle {
+    pub fn interrupt(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+    pub fn clear(&self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+    pub fn is_interrupted(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
 }
 
 impl Interruptible {
@@ -309,7 +338,13 @@ impl Interruptible {
             model: inner.model().to_string(),
             inner: Arc::new(Mutex::new(inner)),
             cancel,
+            interrupt: InterruptHandle::default(),
         }
+    }
+
+    /// The handle that gives up the turn being awaited.
+    pub fn interrupt_handle(&self) -> InterruptHandle {
+        self.interrupt.clone()
     }
 }
 
@@ -322,9 +357,20 @@ impl Provider for Interruptible {
         &self.model
     }
 
+    fn set_progress(&mut self, progress: Option<ProgressFn>) {
+        // No turn runs between turns: the lock is free.
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .set_progress(progress);
+    }
+
     fn turn(&mut self, request: &Request<'_>) -> Result<Turn, ProviderError> {
         if let Some(s) = self.cancel.stopped() {
             return Err(ProviderError::Stopped(s.reason()));
+        }
+        if self.interrupt.is_interrupted() {
+            return Err(ProviderError::Interrupted);
         }
         let (system, messages, tools) = (
             request.system.to_string(),
@@ -351,6 +397,9 @@ impl Provider for Interruptible {
                 Err(RecvTimeoutError::Timeout) => {
                     if let Some(s) = self.cancel.stopped() {
                         return Err(ProviderError::Stopped(s.reason()));
+                    }
+                    if self.interrupt.is_interrupted() {
+                        return Err(ProviderError::Interrupted);
                     }
                 }
                 Err(RecvTimeoutError::Disconnected) => {

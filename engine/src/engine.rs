@@ -969,7 +969,17 @@ impl Engine {
     /// (when this process is their subreaper, see
     /// [`cairn_tools::process::become_subreaper`]), records `session_ended` (with the
     /// orphans), saves a snapshot, syncs.
-    pub fn end(mut self, reason: &str) -> Result<Head> {
+    pub fn end(self, reason: &str) -> Result<Head> {
+        self.finish(reason, false)
+    }
+
+    /// Ends the session as [`Engine::end`] does, recorded as failed: it could not go
+    /// on because something it needs failed (the model provider), which `reason` says.
+    pub fn end_failed(self, reason: &str) -> Result<Head> {
+        self.finish(reason, true)
+    }
+
+    fn finish(mut self, reason: &str, failed: bool) -> Result<Head> {
         self.poll_background()?;
         let running: Vec<String> = self.rt.bg.keys().cloned().collect();
         let grace = self.config.limits.shell_kill_grace_ms;
@@ -987,6 +997,7 @@ impl Engine {
         }
         self.rec.append(&Event::SessionEnded {
             reason: reason.to_string(),
+            failed,
             orphans,
         })?;
         self.rec.snapshot()?;
