@@ -323,8 +323,11 @@ impl Model {
                 let msg = key.scrub(&e.to_string());
                 // A provider that failed (not one given up on at a signal) fails the
                 // session.
-                if matches!(e, agent::AgentError::Provider(_)) && engine.stopped().is_none() {
-                    engine.end_failed(&format!("provider failed: {msg}"))?;
+                if let agent::AgentError::Provider(pe) = &e
+                    && engine.stopped().is_none()
+                {
+                    engine
+                        .end_failed(&format!("provider failed: {}", key.scrub(&pe.to_string())))?;
                 } else {
                     let reason = end_reason(&engine, &format!("stopped: {msg}"));
                     engine.end(&reason)?;
