@@ -337,6 +337,35 @@ impl Engine {
         Ok(())
     }
 
+    /// A workspace file's text for a permission prompt's preview ([`cairn_tools::Tool::preview`]):
+    /// `Some(None)` when there is no such file; `None` when it cannot be told: outside
+    /// the workspace, a credential file (its content is never shown), not a regular
+    /// file, larger than [`cairn_core::limits::PREVIEW_READ_BYTES_MAX`], not UTF-8.
+    fn preview_read(&self, path: &str) -> Option<Option<String>> {
+        use std::io::Read;
+        let ws = cairn_tools::resolve(&self.root, &self.home, path).ok()?;
+        if self.credential_files.matches(&ws.rel) {
+            return None;
+        }
+        let (file, meta) = match self.fs.open_read(&ws) {
+            Ok(opened) => opened,
+            Err(cairn_tools::OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Some(None);
+            }
+            Err(_) => return None,
+        };
+        let max = cairn_core::limits::PREVIEW_READ_BYTES_MAX;
+        if meta.len() > max {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        file.take(max + 1).read_to_end(&mut bytes).ok()?;
+        if bytes.len() as u64 > max {
+            return None;
+        }
+        String::from_utf8(bytes).ok().map(Some)
+    }
+
     /// Lists again the servers that said their tools changed.
     fn relist_changed_mcp(&mut self) {
         for server in self.mcp.take_changed() {
@@ -675,7 +704,15 @@ impl Engine {
                         root: &self.root,
                         credential_files: &self.credential_files,
                     };
-                    let need = self.need(tool, t.permission(&input, &asking), &input);
+                    let mut need = self.need(tool, t.permission(&input, &asking), &input);
+                    // A question about a write shows the write as a diff of the whole
+                    // file, read now (the detail a prompt shows; no rule depends on it).
+                    if let Need::Ask { key, detail, .. } = &mut need
+                        && key == tool
+                        && let Some(p) = t.preview(&input, &mut |path| self.preview_read(path))
+                    {
+                        *detail = p;
+                    }
                     match self.decide(&call, tool, need, answer)? {
                         Err(denied) => denied,
                         Ok(once_dir) => {
