@@ -26,6 +26,8 @@ use crate::summary::{elapsed, first_line};
 pub const OUTPUT_TAIL_LINES_MAX: usize = 5;
 /// Characters of one line of a command's output shown.
 pub const OUTPUT_LINE_CHARS_MAX: usize = 200;
+/// Bytes of a running command's output kept to show its tail.
+pub const LIVE_OUTPUT_BYTES_MAX: usize = 16 * 1024;
 /// Characters the input line holds.
 pub const INPUT_CHARS_MAX: usize = 16_000;
 
@@ -52,6 +54,8 @@ pub enum ChatMsg {
     Command(String),
     /// The diff of a file the running call wrote.
     Diff(String),
+    /// What the running command printed since the last piece (redacted).
+    Output(String),
     /// A call ended.
     CallFinished {
         call: String,
@@ -119,6 +123,8 @@ enum Busy {
         since_ms: u64,
         commands: Vec<String>,
         diffs: Vec<String>,
+        /// The end of what its command printed so far.
+        live: String,
     },
     /// The session is over.
     Ended,
@@ -244,6 +250,19 @@ impl ChatApp {
                     since_ms: self.now_ms,
                     commands: Vec::new(),
                     diffs: Vec::new(),
+                    live: String::new(),
+                }
+            }
+            ChatMsg::Output(piece) => {
+                if let Busy::Call { live, .. } = &mut self.busy {
+                    live.push_str(&piece);
+                    if live.len() > LIVE_OUTPUT_BYTES_MAX {
+                        let mut cut = live.len() - LIVE_OUTPUT_BYTES_MAX;
+                        while !live.is_char_boundary(cut) {
+                            cut += 1;
+                        }
+                        live.drain(..cut);
+                    }
                 }
             }
             ChatMsg::Command(c) => {
@@ -502,6 +521,7 @@ impl ChatApp {
                 since_ms,
                 commands,
                 diffs,
+                live,
             } => {
                 let (word, style) = if self.cancelling {
                     ("cancelling", status_style("cancelled"))
@@ -524,6 +544,9 @@ impl ChatApp {
                 }
                 for d in diffs {
                     push_diff(&mut out, d, width);
+                }
+                for l in tail(live, OUTPUT_TAIL_LINES_MAX) {
+                    push_wrapped(&mut out, &format!("      │ {l}"), width, dim);
                 }
             }
             _ => {}

@@ -158,6 +158,10 @@ fn worker(w: Worker) -> Result<Ended, String> {
             let _ = observed.send(m);
         }
     }));
+    let printed = to_view.clone();
+    engine.set_output_observer(Arc::new(move |piece: &[u8]| {
+        let _ = printed.send(ChatMsg::Output(String::from_utf8_lossy(piece).into_owned()));
+    }));
     let Model {
         provider,
         key,

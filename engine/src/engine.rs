@@ -233,6 +233,7 @@ impl Engine {
             bg: Default::default(),
             cancel: Default::default(),
             sandbox,
+            output: None,
         };
         let fs = cairn_tools::Root::open(&root, &home.root).map_err(io_at(&root))?;
         Ok(Engine {
@@ -271,6 +272,14 @@ impl Engine {
     /// channel, say) rather than work on it.
     pub fn set_observer(&mut self, observer: cairn_tools::Observer) {
         self.rec.set_observer(Some(observer));
+    }
+
+    /// Hands what each foreground command prints to `sink` as it prints it, redacted,
+    /// in the pieces it was read in (stdout and stderr each from their own thread): a
+    /// live view shows a running command's output tail with it. Nothing is recorded
+    /// differently.
+    pub fn set_output_observer(&mut self, sink: cairn_tools::shell::OutputSink) {
+        self.rt.output = Some(sink);
     }
 
     /// Replaces the redactor (the default knows this process's secret-looking

@@ -83,6 +83,13 @@ fn chat_running() -> ChatApp {
         summary: "command=cargo test".into(),
     });
     app.on_msg(ChatMsg::Command("sh -c 'cargo test'".into()));
+    for piece in [
+        "   Compiling cairn v0.1.0\n",
+        "    Finished `test` profile\n     Running",
+        " tests/it/main.rs\n",
+    ] {
+        app.on_msg(ChatMsg::Output(piece.into()));
+    }
     app.tick(3500);
     app
 }
@@ -238,6 +245,18 @@ fn chat_shows_the_tail_of_a_command_output_and_the_input_line_at_its_limit() {
         assert!(s.contains(&format!("│ line {i}")), "{s}");
     }
     assert!(!s.contains("│ line 4"), "{s}");
+    // A running command's output: its tail, of the last LIVE_OUTPUT_BYTES_MAX bytes.
+    app.on_msg(ChatMsg::CallStarted {
+        call: "c3".into(),
+        tool: "shell".into(),
+        summary: "command=yes".into(),
+    });
+    let max = cairn_cli::chat::LIVE_OUTPUT_BYTES_MAX;
+    app.on_msg(ChatMsg::Output(format!("{}\n", "é".repeat(max))));
+    app.on_msg(ChatMsg::Output("last line\n".into()));
+    let s = screen(&mut app, 80, 40);
+    assert!(s.contains("│ last line"), "{s}");
+    assert!(s.contains("│ éééé"), "{s}");
     // The input line holds INPUT_CHARS_MAX characters, and no more.
     app.on_msg(ChatMsg::Idle(String::new()));
     for _ in 0..cairn_cli::chat::INPUT_CHARS_MAX + 1 {

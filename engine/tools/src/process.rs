@@ -613,14 +613,16 @@ impl Capture {
 
 /// Copies `pipe` into `file` through one fixed buffer and `redactor` on a new thread,
 /// keeping the first `bytes_max` bytes of the redacted stream and counting the rest,
-/// and feeds every redacted byte to `preview`. The counts are of the redacted stream,
-/// so a file shorter than the count means exactly the limit was reached.
+/// and feeds every redacted byte to `preview` (and to `live`, when given, as it is
+/// read). The counts are of the redacted stream, so a file shorter than the count
+/// means exactly the limit was reached.
 pub fn capture(
     mut pipe: impl Read + Send + 'static,
     mut file: tempfile::NamedTempFile,
     bytes_max: u64,
     mut preview: Preview,
     mut redactor: StreamRedactor,
+    live: Option<crate::shell::OutputSink>,
 ) -> Capture {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -630,6 +632,11 @@ pub fn capture(
             let mut keep = |bytes: &[u8], file: &mut tempfile::NamedTempFile| {
                 let room = bytes_max.saturating_sub(total);
                 let kept = usize::try_from(room).map_or(bytes.len(), |r| r.min(bytes.len()));
+                if let Some(live) = &live
+                    && !bytes.is_empty()
+                {
+                    live(bytes);
+                }
                 preview.feed(bytes);
                 total += bytes.len() as u64;
                 file.write_all(&bytes[..kept])
@@ -1152,6 +1159,7 @@ mod tests {
             bytes_max,
             Preview::new(100, 10, 100),
             StreamRedactor::new(&Redactor::default()),
+            None,
         );
         assert!(p.wait_exit(Instant::now() + Duration::from_secs(10)));
         assert_eq!(p.stop_code(0), (Some(0), None));
