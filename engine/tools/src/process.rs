@@ -625,6 +625,10 @@ pub fn capture(
     live: Option<crate::shell::OutputSink>,
 ) -> Capture {
     let (tx, rx) = std::sync::mpsc::channel();
+    // What is shown live goes through a redactor of its own that passes on each whole
+    // line at once (as a background log's relay does); what is kept is not changed by
+    // a view watching.
+    let mut live = live.map(|sink| (sink, redactor.clone()));
     std::thread::spawn(move || {
         let result = (|| {
             let mut buf = vec![0u8; PIPE_BUF_BYTES];
@@ -632,11 +636,6 @@ pub fn capture(
             let mut keep = |bytes: &[u8], file: &mut tempfile::NamedTempFile| {
                 let room = bytes_max.saturating_sub(total);
                 let kept = usize::try_from(room).map_or(bytes.len(), |r| r.min(bytes.len()));
-                if let Some(live) = &live
-                    && !bytes.is_empty()
-                {
-                    live(bytes);
-                }
                 preview.feed(bytes);
                 total += bytes.len() as u64;
                 file.write_all(&bytes[..kept])
@@ -648,7 +647,20 @@ pub fn capture(
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(e) => return Err(e),
                 };
+                if let Some((sink, shown)) = &mut live {
+                    let mut out = shown.feed(&buf[..n]);
+                    out.extend(shown.flush_lines());
+                    if !out.is_empty() {
+                        sink(&out);
+                    }
+                }
                 keep(&redactor.feed(&buf[..n]), &mut file)?;
+            }
+            if let Some((sink, shown)) = live {
+                let (rest, _) = shown.finish();
+                if !rest.is_empty() {
+                    sink(&rest);
+                }
             }
             let (rest, redactions) = redactor.finish();
             keep(&rest, &mut file)?;
