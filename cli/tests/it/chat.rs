@@ -498,3 +498,127 @@ fn a_failed_provider_ends_the_session_as_failed() {
     let a: Value = serde_json::from_slice(&audit.stdout).unwrap();
     assert_eq!(a["header"]["end_state"], "failed");
 }
+
+/// Starts `sh` in a tmux session of its own (100×30), exiting into `done`.
+fn tmux_run(name: &str, sh: &str) -> Tmux {
+    assert!(
+        Command::new("tmux").arg("-V").output().is_ok(),
+        "tmux is missing: .ci/run installs it"
+    );
+    let tmux = Tmux(format!("{name}-{}", std::process::id()));
+    let out = tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "sh",
+        "-c",
+        sh,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    tmux
+}
+
+/// `cairn` alone opens the chat; Esc gives up the turn being awaited (a model slow to
+/// answer), the session goes on, and the next message is answered.
+#[test]
+fn chat_in_tmux_esc_interrupts_the_model_and_the_session_goes_on() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let server = Server::start(|_, n| {
+        if n == 0 {
+            std::thread::sleep(Duration::from_secs(3));
+            openai_stream("too late", &[], None)
+        } else {
+            openai_stream("Here now.", &[], None)
+        }
+    });
+    let done = home.path().join("done");
+    let sh = format!(
+        "unset CI; cd {}; CAIRN_HOME={} CAIRN_BASE_URL={}/v1 CAIRN_MODEL=m-1 {}; echo $? > {}; sleep 30",
+        ws.path().display(),
+        home.path().display(),
+        server.url,
+        env!("CARGO_BIN_EXE_cairn"),
+        done.display()
+    );
+    let tmux = tmux_run("cairn-chat-esc", &sh);
+    tmux.wait_for("your turn");
+    tmux.cmd(&["send-keys", "-t", "t", "-l", "think slowly"]);
+    tmux.cmd(&["send-keys", "-t", "t", "Enter"]);
+    tmux.wait_for("waiting for the model");
+    tmux.cmd(&["send-keys", "-t", "t", "Escape"]);
+    let s = tmux.wait_for("interrupted: the model's turn was given up");
+    assert!(s.contains("your turn"), "{s}");
+    tmux.cmd(&["send-keys", "-t", "t", "-l", "and now?"]);
+    tmux.cmd(&["send-keys", "-t", "t", "Enter"]);
+    let s = tmux.wait_for("Here now.");
+    assert!(!s.contains("too late"), "{s}");
+    tmux.wait_for("your turn");
+    tmux.cmd(&["send-keys", "-t", "t", "C-c"]);
+    assert_eq!(wait_file(&done), "0");
+    let ev = events(home.path(), ws.path());
+    let kinds: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    // The turn given up left nothing in the log.
+    assert_eq!(
+        kinds,
+        [
+            "session_started",
+            "user_message",
+            "user_message",
+            "model_turn",
+            "session_ended"
+        ]
+    );
+    assert_eq!(ev[3]["text"], "Here now.");
+    assert_eq!(ev[4]["reason"], "ended by the user");
+}
+
+/// A provider that fails in the chat ends the session as failed: the error stays on
+/// the terminal after the screen is left, the exit code is 2, and the session is
+/// listed `failed`.
+#[test]
+fn chat_in_tmux_a_failed_provider_is_shown_and_the_session_failed() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let server = Server::canned(vec![response(
+        404,
+        &[],
+        "{\"error\":{\"message\":\"no model m-9\"}}",
+    )]);
+    let done = home.path().join("done");
+    let sh = format!(
+        "unset CI; CAIRN_HOME={} {} chat --workspace {} --base-url {}/v1 --model m-9; echo $? > {}; sleep 30",
+        home.path().display(),
+        env!("CARGO_BIN_EXE_cairn"),
+        ws.path().display(),
+        server.url,
+        done.display()
+    );
+    let tmux = tmux_run("cairn-chat-fail", &sh);
+    tmux.wait_for("your turn");
+    tmux.cmd(&["send-keys", "-t", "t", "-l", "hello"]);
+    tmux.cmd(&["send-keys", "-t", "t", "Enter"]);
+    assert_eq!(wait_file(&done), "2");
+    let after = tmux.screen();
+    assert!(
+        after.contains("! provider failed: not found (404)"),
+        "{after}"
+    );
+    assert!(after.contains("no model m-9"), "{after}");
+    let list = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["sessions", "--json"])
+        .env("CAIRN_HOME", home.path())
+        .output()
+        .unwrap();
+    let row: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(row["state"], "failed");
+}
