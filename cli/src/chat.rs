@@ -416,10 +416,8 @@ impl ChatApp {
             KeyCode::Backspace => {
                 self.input.pop();
             }
-            KeyCode::Char(c) if !ctrl => {
-                if self.input.chars().count() < INPUT_CHARS_MAX {
-                    self.input.push(c);
-                }
+            KeyCode::Char(c) if !ctrl && self.input.chars().count() < INPUT_CHARS_MAX => {
+                self.input.push(c)
             }
             KeyCode::Up => self.scroll += 1,
             KeyCode::Down => self.scroll = self.scroll.saturating_sub(1),
