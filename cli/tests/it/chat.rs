@@ -360,10 +360,13 @@ fn chat_in_tmux_two_turns_with_a_permission_answered_by_one_key() {
     assert!(prompt.contains("echo hi > b.txt"), "{prompt}");
     assert!(prompt.contains("I will write the greeting."), "{prompt}");
     tmux.cmd(&["send-keys", "-t", "t", "y"]);
-    let answered = tmux.wait_for("Done: b.txt says hi.");
+    // The answer streams in before its turn is recorded and the chat waits for the
+    // next message.
+    tmux.wait_for("Done: b.txt says hi.");
+    let answered = tmux.wait_for("your turn");
+    assert!(answered.contains("Done: b.txt says hi."), "{answered}");
     assert!(answered.contains("$ sh -c 'echo hi > b.txt'"), "{answered}");
     assert!(answered.contains("+hi"), "the diff of b.txt: {answered}");
-    assert!(answered.contains("your turn"), "{answered}");
     tmux.cmd(&["send-keys", "-t", "t", "-l", "is it still there?"]);
     tmux.cmd(&["send-keys", "-t", "t", "Enter"]);
     let second = tmux.wait_for("It still holds hi.");
