@@ -659,3 +659,58 @@ fn write_prompts_show_diffs_with_the_files_own_line_numbers() {
         .collect();
     assert_eq!(requested, details);
 }
+
+/// The thndrs catalog's writes: replace_range shows a diff of the whole file, and a
+/// write_patch batch its file after all of its patches.
+#[test]
+fn thndrs_write_prompts_show_whole_file_diffs() {
+    use cairn_engine::diff::unified;
+    use cairn_engine::limits::PREVIEW_DIFF_LINES_MAX as N;
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let before: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(ws.path().join("a.txt"), &before).unwrap();
+    let details = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut e = Engine::start(
+        &Home::at(home.path()),
+        ws.path(),
+        EngineConfig::new(Catalog::Thndrs),
+    )
+    .unwrap();
+    e.set_approver(Box::new(Details(details.clone())));
+    e.call("read_file_range", json!({"path": "a.txt", "start_line": 1}))
+        .unwrap();
+    let range = json!({"path": "a.txt", "old_string": "line 2\n", "new_string": "line two\n"});
+    let out = e.call("replace_range", range).unwrap();
+    assert_eq!(out.status, Status::Ok, "{}", out.output);
+    let one = before.replace("line 2\n", "line two\n");
+    e.call("read_file_range", json!({"path": "a.txt", "start_line": 1}))
+        .unwrap();
+    let batch = json!({"patches": [
+        {"op": "edit", "path": "a.txt", "old_string": "line 9\n", "new_string": "line nine\n"},
+        {"op": "edit", "path": "a.txt", "old_string": "line 10\n", "new_string": "line ten\n"},
+    ]});
+    let out = e.call("write_patch", batch).unwrap();
+    assert_eq!(out.status, Status::Ok, "{}", out.output);
+    let two = one
+        .replace("line 9\n", "line nine\n")
+        .replace("line 10\n", "line ten\n");
+    let details = details.lock().unwrap().clone();
+    assert_eq!(
+        details,
+        [
+            format!(
+                "replace_range a.txt:\n{}",
+                unified("a.txt", Some(&before), &one, N)
+            ),
+            format!(
+                "write_patch 1 file:\n{}",
+                unified("a.txt", Some(&one), &two, N)
+            ),
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("a.txt")).unwrap(),
+        two
+    );
+}
