@@ -5,6 +5,7 @@
 //! crate needs lives in those crates, not here.
 
 pub mod browse;
+pub mod chat;
 pub mod hint;
 pub mod paint;
 pub mod report;

@@ -3,6 +3,7 @@
 
 mod auditcmd;
 mod browsecmd;
+mod chatcmd;
 mod configcmd;
 mod livecmd;
 mod logcmd;
@@ -31,8 +32,9 @@ use clap::{Parser, Subcommand};
     after_help = "Exit codes: 0 success (or clean, identical), 1 problems found (verify, replay, diff), 2 could not run; a session stopped by SIGINT, SIGTERM or SIGHUP is ended cleanly, then exits 130, 143 or 129. Errors go to stderr prefixed `cairn:`; a closed pipe exits 0. Colours only on a terminal, and never when NO_COLOR is set and not empty."
 )]
 struct Cli {
+    /// Without a command, on a terminal: `chat`.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -89,6 +91,15 @@ enum Command {
         /// terminal (--approve always, or denied).
         #[arg(long)]
         json: bool,
+    },
+    /// Talk with the agent on the terminal: the model's text as it streams, each call
+    /// with its diff or its command's output, permission asked with one key (y once,
+    /// a always, n deny), and your next message after each answer. Ctrl-C cancels the
+    /// running call (a second ends the session), Esc interrupts the model. Needs a
+    /// terminal; `cairn` alone runs it.
+    Chat {
+        #[command(flatten)]
+        model: chatcmd::ChatArgs,
     },
     /// List (the default) or forget the facts remembered for the current project.
     Memory {
@@ -333,7 +344,7 @@ enum Command {
 /// The settings a run takes as flags; each defaults to the environment, then the
 /// project's config.toml, then the user's (`cairn config` shows what is in force).
 #[derive(Debug, Clone, clap::Args)]
-struct ModelArgs {
+pub(crate) struct ModelArgs {
     /// The tool catalog: thndrs or thoth (default: thoth).
     #[arg(long)]
     catalog: Option<cairn_engine::Catalog>,
@@ -529,10 +540,23 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
+    let command = match cli.command {
+        Some(c) => c,
+        // `cairn` alone: the chat on a terminal, else the help.
+        None if chatcmd::on_terminal() => Command::Chat {
+            model: chatcmd::ChatArgs::defaults(),
+        },
+        None => {
+            use clap::CommandFactory;
+            let _ = Cli::command().print_help();
+            return ExitCode::from(2);
+        }
+    };
     // The commands that run a session end it cleanly on SIGINT, SIGTERM and SIGHUP.
     if matches!(
-        cli.command,
+        command,
         Command::Run { .. }
+            | Command::Chat { .. }
             | Command::Resume { .. }
             | Command::Fork { .. }
             | Command::Mcp {
@@ -541,7 +565,8 @@ fn main() -> ExitCode {
     ) {
         sessioncmd::prepare();
     }
-    let result = match cli.command {
+    let result = match command {
+        Command::Chat { model } => chatcmd::chat(model),
         Command::Verify { path, json } if replaycmd::is_session(&path) => {
             replaycmd::verify(&path, json)
         }

@@ -9,8 +9,7 @@ use cairn_engine::event::{Answer, Status};
 use cairn_engine::event::{Enforcement, SandboxMode, Sandboxed};
 use cairn_engine::permission::{AllowList, Approver, Policy, Request};
 use cairn_engine::settings::{self, Settings};
-use cairn_engine::{CallOutcome, Catalog, Engine, EngineConfig, Home, Registry, fold, script};
-use cairn_store::LogReader;
+use cairn_engine::{CallOutcome, Catalog, Engine, EngineConfig, Home, Registry, script};
 
 use crate::out;
 
@@ -293,8 +292,8 @@ pub(crate) fn start_stream(
 /// and `resume --provider`), with the key it uses.
 pub struct Model {
     pub provider: Box<dyn cairn_engine::provider::Provider + Send>,
-    key: cairn_engine::provider::Secret,
-    key_var: String,
+    pub(crate) key: cairn_engine::provider::Secret,
+    pub(crate) key_var: String,
     /// What the session's configuration records about it (never the key).
     pub setting: cairn_engine::ModelSetting,
 }
@@ -348,6 +347,7 @@ impl Model {
         stream: Option<crate::stream::Stream>,
     ) -> Result<ExitCode> {
         use cairn_engine::agent::{self, Step};
+        use cairn_engine::provider::Provider as _;
         let Model {
             provider,
             key,
@@ -363,6 +363,15 @@ impl Model {
             system: None,
         };
         let mut provider = agent::Interruptible::new(provider, engine.cancel_handle());
+        // Each retry is said as it happens: an unreachable provider is not silence.
+        let scrub = key.clone();
+        provider.set_progress(Some(std::sync::Arc::new(
+            move |p: &cairn_engine::provider::Progress| {
+                if let cairn_engine::provider::Progress::Retry { .. } = p {
+                    out::note(&format!("cairn: provider: {}", scrub.scrub(&p.to_string())));
+                }
+            },
+        )));
         let result = agent::run(&mut engine, &mut provider, task, &cfg, |step| match step {
             Step::Turn(t) => {
                 if !t.text.is_empty() && !t.tool_calls.is_empty() {
@@ -377,6 +386,8 @@ impl Model {
                     agent::Stop::Answered => "answered".to_string(),
                     agent::Stop::TurnLimit => format!("turn limit ({turns_max} turns)"),
                     agent::Stop::Signal(_) => end_reason(&engine, ""),
+                    // Nothing interrupts a turn here (only the chat has the handle).
+                    agent::Stop::Interrupted => "interrupted".to_string(),
                 };
                 engine.end(&reason)?;
                 if stream.is_some() {
@@ -406,8 +417,17 @@ impl Model {
                 if let Some(s) = &stream {
                     s.error(&msg);
                 }
-                let reason = end_reason(&engine, &format!("stopped: {msg}"));
-                engine.end(&reason)?;
+                // A provider that failed (not one given up on at a signal) fails the
+                // session.
+                if let agent::AgentError::Provider(pe) = &e
+                    && engine.stopped().is_none()
+                {
+                    engine
+                        .end_failed(&format!("provider failed: {}", key.scrub(&pe.to_string())))?;
+                } else {
+                    let reason = end_reason(&engine, &format!("stopped: {msg}"));
+                    engine.end(&reason)?;
+                }
                 let msg = cairn_cli::hint::with_hint(msg, &e);
                 Err(anyhow::anyhow!("{msg} (session {id})"))
             }
@@ -416,6 +436,10 @@ impl Model {
 }
 
 pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
+    // On a terminal, the chat (which goes on after the answer); never with --json.
+    if !a.json && crate::chatcmd::on_terminal() {
+        return crate::chatcmd::run(a, Some(a.task.clone()));
+    }
     let home = Home::from_env()?;
     let s = effective(&home, project_for(&home, &a.workspace).as_ref(), &a.flags)?;
     let model = Model::from_settings(&s, a.no_stream)?;

@@ -18,8 +18,9 @@ pub struct SessionRow {
     /// The catalogue the session offered (`thoth`, `thndrs`).
     pub catalog: String,
     pub started: String,
-    /// `finished`, `interrupted`, `resumed`, or `running` (not ended, and its log's
-    /// writer lock held by a live process).
+    /// `finished`, `failed` (ended because the provider failed), `interrupted`,
+    /// `resumed`, or `running` (not ended, and its log's writer lock held by a live
+    /// process).
     pub state: String,
     /// Records in the log, including ones this version cannot parse.
     pub records: u64,
@@ -74,12 +75,16 @@ pub fn summarise(dir: &Path) -> cairn_store::Result<SessionRow> {
             }
             Ok(Event::ToolStarted { .. }) => row.calls += 1,
             Ok(Event::ToolFinished(f)) if f.status != Status::Ok => row.not_ok += 1,
-            Ok(Event::SessionEnded { .. }) => row.state = "finished".into(),
+            Ok(Event::SessionEnded { failed, .. }) => {
+                row.state = if failed { "failed" } else { "finished" }.into()
+            }
             Ok(Event::SessionResumed { .. }) => row.state = "resumed".into(),
             _ => {}
         }
     }
-    if row.state != "finished" && cairn_store::writer_pid(dir).is_some() {
+    if !matches!(row.state.as_str(), "finished" | "failed")
+        && cairn_store::writer_pid(dir).is_some()
+    {
         row.state = "running".into();
     }
     Ok(row)

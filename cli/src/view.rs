@@ -438,27 +438,44 @@ impl ViewApp {
             }
         }
         if let Some(r) = &self.ask {
-            let headline = r.headline();
-            let mut lines = vec![Line::from(Span::styled(
-                headline[0].clone(),
-                Style::default().add_modifier(Modifier::BOLD),
-            ))];
-            for l in &headline[1..] {
-                lines.push(Line::from(Span::styled(
-                    l.clone(),
-                    Style::default().fg(Color::Red),
-                )));
-            }
-            lines.push(Line::from(""));
-            lines.extend(r.detail.lines().map(|l| Line::from(l.to_string())));
-            lines.push(Line::from(""));
-            lines.push(Line::from(Span::styled(
-                r.choices(),
-                Style::default().add_modifier(Modifier::BOLD),
-            )));
-            popup(f, f.area(), " permission ", lines, Color::Yellow);
+            permission_popup(f, r);
         }
     }
+}
+
+/// The permission overlay (shared with the chat): who asks for what, why "always" is
+/// not offered, exactly what is being allowed, and the answers.
+pub fn permission_popup(f: &mut Frame, r: &Request) {
+    let headline = r.headline();
+    let mut lines = vec![Line::from(Span::styled(
+        headline[0].clone(),
+        Style::default().add_modifier(Modifier::BOLD),
+    ))];
+    for l in &headline[1..] {
+        lines.push(Line::from(Span::styled(
+            l.clone(),
+            Style::default().fg(Color::Red),
+        )));
+    }
+    lines.push(Line::from(""));
+    lines.extend(r.detail.lines().map(|l| {
+        let style = if l.starts_with("@@") {
+            Style::default().fg(Color::Cyan)
+        } else {
+            match crate::paint::diff_sign(l) {
+                Some('+') if !l.starts_with("+++") => Style::default().fg(Color::Green),
+                Some('-') if !l.starts_with("---") => Style::default().fg(Color::Red),
+                _ => Style::default(),
+            }
+        };
+        Line::from(Span::styled(l.to_string(), style))
+    }));
+    lines.push(Line::from(""));
+    lines.push(Line::from(Span::styled(
+        r.choices(),
+        Style::default().add_modifier(Modifier::BOLD),
+    )));
+    popup(f, f.area(), " permission ", lines, Color::Yellow);
 }
 
 /// A bordered box in the middle of `area`, sized to its text.

@@ -16,6 +16,7 @@
 //! with [`Stop::Signal`]; the caller ends the session. A turn being awaited is given
 //! up at once when the provider is wrapped in [`Interruptible`].
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,7 +24,7 @@ use std::time::Duration;
 use crate::engine::{CallOutcome, Engine};
 use crate::event::Status;
 use crate::limits::Limits;
-use crate::provider::{Message, Provider, ProviderError, Request, ToolCall, Turn};
+use crate::provider::{Message, ProgressFn, Provider, ProviderError, Request, ToolCall, Turn};
 use crate::state::{ConversationEntry, State};
 use cairn_tools::signal::{self, Signal};
 use cairn_tools::{CancelHandle, EngineError};
@@ -101,6 +102,10 @@ pub enum Stop {
     /// The session was stopped by a signal ([`Engine::stopped`]): the running call was
     /// cancelled, the calls of the turn after it were not started.
     Signal(Signal),
+    /// The turn being awaited was given up by the person watching
+    /// ([`Interruptible::interrupt_handle`]); the session goes on with their next
+    /// message.
+    Interrupted,
 }
 
 /// The outcome of a run.
@@ -262,6 +267,10 @@ pub fn run(
             Ok(turn) => turn,
             // Given up on because of the stop (see [`Interruptible`]).
             Err(_) if engine.stopped().is_some() => continue,
+            Err(ProviderError::Interrupted) => {
+                run.stop = Stop::Interrupted;
+                return Ok(run);
+            }
             Err(e) => return Err(e.into()),
         };
         run.turns += 1;
@@ -293,12 +302,36 @@ pub fn run(
 /// [`signal::STOP_CHECK_MS`]. A blocking HTTP request cannot be cut short, so on a stop
 /// it is left to finish or fail on that thread, its answer dropped, and the turn fails
 /// with [`ProviderError::Stopped`]: a model that takes minutes to answer does not keep
-/// a stopped session waiting.
+/// a stopped session waiting. Its [`InterruptHandle`] gives up the turn the same way
+/// without stopping the session ([`ProviderError::Interrupted`]).
 pub struct Interruptible {
     inner: Arc<Mutex<Box<dyn Provider + Send>>>,
     name: String,
     model: String,
     cancel: CancelHandle,
+    interrupt: InterruptHandle,
+    /// Whether the progress of the provider's turn is passed on: not once the turn was
+    /// given up (its thread may still stream), again once the next turn holds the
+    /// provider.
+    progress_on: Arc<AtomicBool>,
+}
+
+/// A token another thread triggers to give up the model turn being awaited (Esc in the
+/// chat). It stays triggered until [`InterruptHandle::clear`]: a turn asked for while it
+/// is triggered is given up at once.
+#[derive(Debug, Clone, Default)]
+pub struct InterruptHandle(Arc<AtomicBool>);
+
+impl InterruptHandle {
+    pub fn interrupt(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+    pub fn clear(&self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+    pub fn is_interrupted(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
 }
 
 impl Interruptible {
@@ -309,7 +342,14 @@ impl Interruptible {
             model: inner.model().to_string(),
             inner: Arc::new(Mutex::new(inner)),
             cancel,
+            interrupt: InterruptHandle::default(),
+            progress_on: Arc::new(AtomicBool::new(true)),
         }
+    }
+
+    /// The handle that gives up the turn being awaited.
+    pub fn interrupt_handle(&self) -> InterruptHandle {
+        self.interrupt.clone()
     }
 }
 
@@ -322,9 +362,28 @@ impl Provider for Interruptible {
         &self.model
     }
 
+    fn set_progress(&mut self, progress: Option<ProgressFn>) {
+        let on = Arc::clone(&self.progress_on);
+        let progress = progress.map(|f| -> ProgressFn {
+            Arc::new(move |p| {
+                if on.load(Ordering::SeqCst) {
+                    f(p)
+                }
+            })
+        });
+        // Waits for a turn given up to finish on its thread.
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .set_progress(progress);
+    }
+
     fn turn(&mut self, request: &Request<'_>) -> Result<Turn, ProviderError> {
         if let Some(s) = self.cancel.stopped() {
             return Err(ProviderError::Stopped(s.reason()));
+        }
+        if self.interrupt.is_interrupted() {
+            return Err(ProviderError::Interrupted);
         }
         let (system, messages, tools) = (
             request.system.to_string(),
@@ -332,10 +391,13 @@ impl Provider for Interruptible {
             request.tools.clone(),
         );
         let inner = Arc::clone(&self.inner);
+        let on = Arc::clone(&self.progress_on);
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             // A turn that panicked leaves the provider as it was: nothing to repair.
             let mut p = inner.lock().unwrap_or_else(|e| e.into_inner());
+            // A turn given up before has finished: what streams now is this turn's.
+            on.store(true, Ordering::SeqCst);
             let turn = p.turn(&Request {
                 system: &system,
                 messages: &messages,
@@ -349,9 +411,13 @@ impl Provider for Interruptible {
             match rx.recv_timeout(tick) {
                 Ok(turn) => return turn,
                 Err(RecvTimeoutError::Timeout) => {
-                    if let Some(s) = self.cancel.stopped() {
-                        return Err(ProviderError::Stopped(s.reason()));
-                    }
+                    let given_up = match (self.cancel.stopped(), self.interrupt.is_interrupted()) {
+                        (Some(s), _) => ProviderError::Stopped(s.reason()),
+                        (None, true) => ProviderError::Interrupted,
+                        (None, false) => continue,
+                    };
+                    self.progress_on.store(false, Ordering::SeqCst);
+                    return Err(given_up);
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err(ProviderError::Transport(
@@ -421,6 +487,78 @@ mod tests {
         assert_eq!(outputs.len(), 2, "{msgs:?}");
         assert!(outputs[0].starts_with("interrupted:"), "{}", outputs[0]);
         assert!(outputs[1].starts_with("not run:"), "{}", outputs[1]);
+    }
+
+    /// Streams `late` only after a while on its first turn, `now` at once after.
+    struct Slow {
+        turns: u32,
+        progress: Option<ProgressFn>,
+    }
+
+    impl Provider for Slow {
+        fn name(&self) -> &str {
+            "slow"
+        }
+        fn model(&self) -> &str {
+            "m"
+        }
+        fn set_progress(&mut self, progress: Option<ProgressFn>) {
+            self.progress = progress;
+        }
+        fn turn(&mut self, _: &Request<'_>) -> Result<Turn, ProviderError> {
+            self.turns += 1;
+            let text = if self.turns == 1 {
+                std::thread::sleep(Duration::from_millis(300));
+                "late"
+            } else {
+                "now"
+            };
+            if let Some(p) = &self.progress {
+                p(&crate::provider::Progress::Text(text.into()));
+            }
+            Ok(Turn {
+                text: text.into(),
+                ..Turn::default()
+            })
+        }
+    }
+
+    /// A regression test: the text a turn given up streams after it was given up never
+    /// reaches the progress of the next turn.
+    #[test]
+    fn an_interrupted_turn_is_given_up_and_its_late_text_dropped() {
+        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let into = Arc::clone(&seen);
+        let mut p = Interruptible::new(
+            Box::new(Slow {
+                turns: 0,
+                progress: None,
+            }),
+            CancelHandle::default(),
+        );
+        p.set_progress(Some(Arc::new(move |e| {
+            into.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(e.to_string())
+        })));
+        let interrupt = p.interrupt_handle();
+        let tools = serde_json::json!([]);
+        let request = Request {
+            system: "",
+            messages: &[],
+            tools: &tools,
+        };
+        let later = interrupt.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            later.interrupt();
+        });
+        assert_eq!(p.turn(&request), Err(ProviderError::Interrupted));
+        interrupt.clear();
+        let turn = p.turn(&request);
+        assert_eq!(turn.map(|t| t.text), Ok("now".to_string()));
+        let seen = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        assert_eq!(seen, ["now"]);
     }
 
     #[test]

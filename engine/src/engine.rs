@@ -242,6 +242,7 @@ impl Engine {
             bg: Default::default(),
             cancel: Default::default(),
             sandbox,
+            output: None,
         };
         let fs = cairn_tools::Root::open(&root, &home.root).map_err(io_at(&root))?;
         Ok(Engine {
@@ -280,6 +281,14 @@ impl Engine {
     /// channel, say) rather than work on it.
     pub fn set_observer(&mut self, observer: cairn_tools::Observer) {
         self.rec.set_observer(Some(observer));
+    }
+
+    /// Hands what each foreground command prints to `sink` as it prints it, redacted,
+    /// in the pieces it was read in (stdout and stderr each from their own thread): a
+    /// live view shows a running command's output tail with it. Nothing is recorded
+    /// differently.
+    pub fn set_output_observer(&mut self, sink: cairn_tools::shell::OutputSink) {
+        self.rt.output = Some(sink);
     }
 
     /// Replaces the redactor (the default knows this process's secret-looking
@@ -344,6 +353,35 @@ impl Engine {
             })?;
         self.mcp_listed.insert(server.to_string());
         Ok(())
+    }
+
+    /// A workspace file's text for a permission prompt's preview ([`cairn_tools::Tool::preview`]):
+    /// `Some(None)` when there is no such file; `None` when it cannot be told: outside
+    /// the workspace, a credential file (its content is never shown), not a regular
+    /// file, larger than [`cairn_core::limits::PREVIEW_READ_BYTES_MAX`], not UTF-8.
+    fn preview_read(&self, path: &str) -> Option<Option<String>> {
+        use std::io::Read;
+        let ws = cairn_tools::resolve(&self.root, &self.home, path).ok()?;
+        if self.credential_files.matches(&ws.rel) {
+            return None;
+        }
+        let (file, meta) = match self.fs.open_read(&ws) {
+            Ok(opened) => opened,
+            Err(cairn_tools::OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Some(None);
+            }
+            Err(_) => return None,
+        };
+        let max = cairn_core::limits::PREVIEW_READ_BYTES_MAX;
+        if meta.len() > max {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        file.take(max + 1).read_to_end(&mut bytes).ok()?;
+        if bytes.len() as u64 > max {
+            return None;
+        }
+        String::from_utf8(bytes).ok().map(Some)
     }
 
     /// Lists again the servers that said their tools changed.
@@ -684,7 +722,15 @@ impl Engine {
                         root: &self.root,
                         credential_files: &self.credential_files,
                     };
-                    let need = self.need(tool, t.permission(&input, &asking), &input);
+                    let mut need = self.need(tool, t.permission(&input, &asking), &input);
+                    // A question about a write shows the write as a diff of the whole
+                    // file, read now (the detail a prompt shows; no rule depends on it).
+                    if let Need::Ask { key, detail, .. } = &mut need
+                        && key == tool
+                        && let Some(p) = t.preview(&input, &mut |path| self.preview_read(path))
+                    {
+                        *detail = p;
+                    }
                     match self.decide(&call, tool, need, answer)? {
                         Err(denied) => denied,
                         Ok(once_dir) => {
@@ -978,7 +1024,17 @@ impl Engine {
     /// (when this process is their subreaper, see
     /// [`cairn_tools::process::become_subreaper`]), records `session_ended` (with the
     /// orphans), saves a snapshot, syncs.
-    pub fn end(mut self, reason: &str) -> Result<Head> {
+    pub fn end(self, reason: &str) -> Result<Head> {
+        self.finish(reason, false)
+    }
+
+    /// Ends the session as [`Engine::end`] does, recorded as failed: it could not go
+    /// on because something it needs failed (the model provider), which `reason` says.
+    pub fn end_failed(self, reason: &str) -> Result<Head> {
+        self.finish(reason, true)
+    }
+
+    fn finish(mut self, reason: &str, failed: bool) -> Result<Head> {
         self.poll_background()?;
         let running: Vec<String> = self.rt.bg.keys().cloned().collect();
         let grace = self.config.limits.shell_kill_grace_ms;
@@ -996,6 +1052,7 @@ impl Engine {
         }
         self.rec.append(&Event::SessionEnded {
             reason: reason.to_string(),
+            failed,
             orphans,
         })?;
         self.rec.snapshot()?;

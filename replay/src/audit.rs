@@ -38,6 +38,8 @@ pub const SCAN_OVERLAP_BYTES: usize = 64 * 1024;
 pub enum EndState {
     /// Its last session event is `session_ended`.
     Finished,
+    /// Its last session event is `session_ended` marked `failed` (the provider failed).
+    Failed,
     /// It stops without `session_ended` and no process holds its log (a crash, a kill).
     Interrupted,
     /// It was resumed after an interruption and has not ended since.
@@ -50,6 +52,7 @@ impl EndState {
     pub fn as_str(&self) -> &'static str {
         match self {
             EndState::Finished => "finished",
+            EndState::Failed => "failed",
             EndState::Interrupted => "interrupted",
             EndState::Running => "running",
             EndState::Resumed => "resumed",
@@ -914,8 +917,12 @@ fn gather(session: &Session, verified: &(Report, Vec<Problem>), scan: bool) -> A
                     });
                 }
             },
-            Event::SessionEnded { reason, .. } => {
-                end_state = EndState::Finished;
+            Event::SessionEnded { reason, failed, .. } => {
+                end_state = if *failed {
+                    EndState::Failed
+                } else {
+                    EndState::Finished
+                };
                 end_reason = Some(reason.clone());
             }
             Event::SessionResumed {
@@ -931,12 +938,16 @@ fn gather(session: &Session, verified: &(Report, Vec<Problem>), scan: bool) -> A
         }
     }
 
-    if end_state != EndState::Finished && cairn_store::writer_pid(&session.dir).is_some() {
+    let ended = matches!(end_state, EndState::Finished | EndState::Failed);
+    if !ended && cairn_store::writer_pid(&session.dir).is_some() {
         end_state = EndState::Running;
     }
     // Processes still open at a recorded end were lost; an interrupted or running
     // session's may still run.
-    let lost = matches!(end_state, EndState::Finished | EndState::Resumed);
+    let lost = matches!(
+        end_state,
+        EndState::Finished | EndState::Failed | EndState::Resumed
+    );
     let processes_open = open_bg
         .into_iter()
         .map(|(id, (pid, command))| OpenProcess {

@@ -10,6 +10,7 @@ mod common;
 
 mod audit;
 mod browse;
+mod chat;
 mod cli;
 mod mcp_serve;
 mod scripting;

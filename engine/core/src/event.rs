@@ -112,8 +112,13 @@ pub enum Event {
         sandbox: Option<Sandboxed>,
     },
     SessionEnded {
-        /// Why: `script finished`, `answered`, `signal: SIGTERM`, …
+        /// Why: `script finished`, `answered`, `signal: SIGTERM`, `provider failed: …`
         reason: String,
+        /// True when the session ended because something it could not go on without
+        /// failed (the model provider, after its retries); `reason` says what and why.
+        /// Absent when false.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        failed: bool,
         /// Processes that had left their command's process group (`setsid`, a double
         /// fork) and were still this session's at its end: killed and reaped.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]

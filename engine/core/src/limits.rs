@@ -90,6 +90,13 @@ fn write_call_chars_unlimited() -> usize {
 /// (thoth's figure: a window nobody declared is a hosted model's, and those are large).
 pub const WRITE_CALL_CHARS_UNKNOWN_WINDOW: usize = 40_000;
 
+/// The largest file a permission prompt reads to show a write as a diff of the whole
+/// file (with the file's own line numbers); past it the prompt shows the change alone.
+pub const PREVIEW_READ_BYTES_MAX: u64 = 1 << 20;
+
+/// Lines of the diff a permission prompt shows for a write.
+pub const PREVIEW_DIFF_LINES_MAX: usize = 120;
+
 fn mcp_call_timeout_ms() -> u64 {
     60_000
 }

@@ -357,6 +357,7 @@ impl Engine {
             bg: Default::default(),
             cancel: Default::default(),
             sandbox,
+            output: None,
         };
         let fs = cairn_tools::Root::open(&root, &home.root).map_err(cairn_tools::io_at(&root))?;
         let mut engine = Engine {

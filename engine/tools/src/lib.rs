@@ -48,7 +48,8 @@ pub use open::{OpenError, open_regular};
 pub use paths::{Parent, PathError, Root, SYMLINK_FOLLOWS_MAX, WsPath, resolve, target};
 pub use recorder::{Observer, Recorder};
 pub use tool::{
-    Asking, Ctx, Effects, InputError, TimeoutField, Tool, ToolOutput, TypedTool, parse_input,
+    Asking, Ctx, Effects, InputError, Preview, TimeoutField, Tool, ToolOutput, TypedTool,
+    parse_input,
 };
 
 // Paths the modules name as `crate::…`.

@@ -613,16 +613,22 @@ impl Capture {
 
 /// Copies `pipe` into `file` through one fixed buffer and `redactor` on a new thread,
 /// keeping the first `bytes_max` bytes of the redacted stream and counting the rest,
-/// and feeds every redacted byte to `preview`. The counts are of the redacted stream,
-/// so a file shorter than the count means exactly the limit was reached.
+/// and feeds every redacted byte to `preview` (and to `live`, when given, as it is
+/// read). The counts are of the redacted stream, so a file shorter than the count
+/// means exactly the limit was reached.
 pub fn capture(
     mut pipe: impl Read + Send + 'static,
     mut file: tempfile::NamedTempFile,
     bytes_max: u64,
     mut preview: Preview,
     mut redactor: StreamRedactor,
+    live: Option<crate::shell::OutputSink>,
 ) -> Capture {
     let (tx, rx) = std::sync::mpsc::channel();
+    // What is shown live goes through a redactor of its own that passes on each whole
+    // line at once (as a background log's relay does); what is kept is not changed by
+    // a view watching.
+    let mut live = live.map(|sink| (sink, redactor.clone()));
     std::thread::spawn(move || {
         let result = (|| {
             let mut buf = vec![0u8; PIPE_BUF_BYTES];
@@ -641,7 +647,20 @@ pub fn capture(
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(e) => return Err(e),
                 };
+                if let Some((sink, shown)) = &mut live {
+                    let mut out = shown.feed(&buf[..n]);
+                    out.extend(shown.flush_lines());
+                    if !out.is_empty() {
+                        sink(&out);
+                    }
+                }
                 keep(&redactor.feed(&buf[..n]), &mut file)?;
+            }
+            if let Some((sink, shown)) = live {
+                let (rest, _) = shown.finish();
+                if !rest.is_empty() {
+                    sink(&rest);
+                }
             }
             let (rest, redactions) = redactor.finish();
             keep(&rest, &mut file)?;
@@ -1152,6 +1171,7 @@ mod tests {
             bytes_max,
             Preview::new(100, 10, 100),
             StreamRedactor::new(&Redactor::default()),
+            None,
         );
         assert!(p.wait_exit(Instant::now() + Duration::from_secs(10)));
         assert_eq!(p.stop_code(0), (Some(0), None));

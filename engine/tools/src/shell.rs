@@ -126,7 +126,14 @@ pub struct Runtime {
     pub cancel: crate::cancel::CancelHandle,
     /// The OS sandbox every command runs under (its temporary folder goes with it).
     pub sandbox: crate::sandbox::Sandbox,
+    /// Where a foreground command's output goes as it is read, redacted (see
+    /// [`OutputSink`]).
+    pub output: Option<OutputSink>,
 }
+
+/// Takes a foreground command's output as it is read, redacted, in the pieces it was
+/// read in; called on the threads that read stdout and stderr.
+pub type OutputSink = std::sync::Arc<dyn Fn(&[u8]) + Send + Sync>;
 
 impl Runtime {
     /// Follows a write made by a file tool, so that the next scan does not see it as
@@ -378,13 +385,14 @@ pub(crate) fn exec_foreground(
     };
     let bytes_max = limits.shell_capture_bytes_max;
     let redactor = || StreamRedactor::new(ctx.redactor);
+    let live = || ctx.rt.output.clone();
     let readers = [
         child
             .take_stdout()
-            .map(|p| capture(p, tmp_out, bytes_max, preview(), redactor())),
+            .map(|p| capture(p, tmp_out, bytes_max, preview(), redactor(), live())),
         child
             .take_stderr()
-            .map(|p| capture(p, tmp_err, bytes_max, preview(), redactor())),
+            .map(|p| capture(p, tmp_err, bytes_max, preview(), redactor(), live())),
     ];
     if let Err(e) = ctx.record(Event::ShellExec(rec.clone())) {
         // The log failed: nothing may run unrecorded.

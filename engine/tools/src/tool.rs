@@ -180,12 +180,25 @@ pub trait Tool: Send + Sync {
     /// `at`: the workspace root (a command's paths are keyed against it) and the
     /// session's credential files (reading one asks first).
     fn permission(&self, input: &serde_json::Value, at: &Asking<'_>) -> Need;
+    /// What a permission prompt shows of the call instead of the detail of its
+    /// [`Tool::permission`], when the workspace tells more: a write as a diff of the
+    /// whole file, with the file's own line numbers. `read(path)` is a workspace
+    /// file's text: `Some(None)` when there is no such file, `None` when it cannot be
+    /// told (outside the workspace, a credential file, too large, not UTF-8), and then
+    /// there is no preview either. None by default.
+    fn preview(&self, input: &serde_json::Value, read: &mut Preview<'_>) -> Option<String> {
+        let _ = (input, read);
+        None
+    }
     /// True when the call may write a file it has not read at its current content (an
     /// append): the engine then records what the file holds when it admits the call
     /// (`tool_started`'s `observed`), so that the log knows the content the write
     /// starts from even when another program changed it unannounced.
     fn observes(&self, input: &serde_json::Value) -> bool;
 }
+
+/// How [`Tool::preview`] reads a workspace file's text (see there).
+pub type Preview<'a> = dyn FnMut(&str) -> Option<Option<String>> + 'a;
 
 /// Where a call's permission is asked: what [`Tool::permission`] needs besides the input.
 #[derive(Debug, Clone, Copy)]
@@ -219,6 +232,11 @@ pub trait TypedTool: Send + Sync + 'static {
     fn observes(&self, input: &Self::Input) -> bool {
         let _ = input;
         false
+    }
+    /// See [`Tool::preview`]; none by default.
+    fn preview(&self, input: &Self::Input, read: &mut Preview<'_>) -> Option<String> {
+        let _ = (input, read);
+        None
     }
     /// By default a tool that writes asks first (key: its name, detail: its input) and
     /// one that only reads runs at once, as the thoth seed's table has it. A tool that
@@ -371,6 +389,10 @@ impl<T: TypedTool> Tool for T {
     }
     fn observes(&self, input: &serde_json::Value) -> bool {
         parse_input::<T::Input>(T::NAME, input).is_ok_and(|i| TypedTool::observes(self, &i))
+    }
+    fn preview(&self, input: &serde_json::Value, read: &mut Preview<'_>) -> Option<String> {
+        let i = parse_input::<T::Input>(T::NAME, input).ok()?;
+        TypedTool::preview(self, &i, read)
     }
 }
 

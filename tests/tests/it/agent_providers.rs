@@ -434,3 +434,64 @@ fn configuration_comes_from_flags_then_cairn_variables_then_the_usual_ones() {
     let err = ProviderConfig::from_env(Kind::Openai, &Overrides::default(), |_| None).unwrap_err();
     assert_eq!(err, ProviderError::NoModel);
 }
+
+/// What a provider reports while a turn is awaited: each failed attempt as it fails
+/// (retry n of m, the wait, the reason, no key), then the streamed text in pieces that
+/// add up to the turn's text; a whole (not streamed) answer reports no text.
+#[test]
+fn progress_reports_each_retry_then_the_streamed_text() {
+    use cairn_engine::provider::Progress;
+    use std::sync::{Arc, Mutex};
+    for kind in [Kind::Openai, Kind::Anthropic] {
+        for stream in [true, false] {
+            let text = "Hello there, this is streamed in pieces.";
+            let answer = match (kind, stream) {
+                (Kind::Openai, true) => openai_stream(text, &[], None),
+                (Kind::Anthropic, true) => anthropic_stream(text, &[], None),
+                (Kind::Openai, false) => json(
+                    200,
+                    &json!({"choices": [{"message": {"role": "assistant", "content": text}}]}),
+                ),
+                (Kind::Anthropic, false) => json(
+                    200,
+                    &json!({"id": "msg_01", "type": "message", "role": "assistant", "model": "m-1",
+                        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                        "stop_sequence": null, "usage": {"input_tokens": 8, "output_tokens": 7}}),
+                ),
+            };
+            let busy = response(
+                503,
+                &[],
+                &format!("{{\"error\":{{\"message\":\"busy {KEY}\"}}}}"),
+            );
+            let server = Server::canned(vec![busy, answer]);
+            let mut p = provider(kind, &server, stream);
+            let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+            let into = seen.clone();
+            p.set_progress(Some(Arc::new(move |e: &Progress| {
+                into.lock().unwrap().push(e.clone())
+            })));
+            let turn = ask(p.as_mut()).unwrap();
+            assert_eq!(turn.text, text);
+            let seen = seen.lock().unwrap().clone();
+            assert_eq!(
+                seen[0].to_string(),
+                "retry 1 of 2 in 0.0 s: the provider answered 503: busy [REDACTED:api_key]",
+                "{kind:?} {stream}"
+            );
+            let streamed: Vec<String> = seen[1..]
+                .iter()
+                .map(|e| match e {
+                    Progress::Text(t) => t.clone(),
+                    other => panic!("{other:?} after the retry"),
+                })
+                .collect();
+            if stream {
+                assert!(streamed.len() > 1, "{kind:?}: {streamed:?}");
+                assert_eq!(streamed.concat(), text);
+            } else {
+                assert!(streamed.is_empty(), "{kind:?}: {streamed:?}");
+            }
+        }
+    }
+}

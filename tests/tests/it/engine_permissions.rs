@@ -576,3 +576,141 @@ fn a_remembered_secret_is_kept_redacted_and_never_reaches_a_later_prompt() {
     let (_, problems) = cairn_replay::verify(&dir).unwrap();
     assert_eq!(problems, vec![]);
 }
+
+/// Answers once, keeping each request's detail.
+struct Details(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Approver for Details {
+    fn answer(&mut self, r: &Request) -> (Answer, bool) {
+        self.0.lock().unwrap().push(r.detail.clone());
+        (Answer::Once, true)
+    }
+}
+
+/// A prompt for an edit shows a diff of the whole file with the file's own line
+/// numbers, and one for a write the content (a new file) or a diff, not JSON: up to
+/// `PREVIEW_READ_BYTES_MAX` bytes of file; past it, the tool's own detail.
+#[test]
+fn write_prompts_show_diffs_with_the_files_own_line_numbers() {
+    use cairn_engine::diff::unified;
+    use cairn_engine::limits::{PREVIEW_DIFF_LINES_MAX, PREVIEW_READ_BYTES_MAX};
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let before: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(ws.path().join("a.txt"), &before).unwrap();
+    // Exactly at the limit, and one byte past it.
+    let line = format!("{}\n", "x".repeat(1023));
+    let at_limit = line.repeat((PREVIEW_READ_BYTES_MAX / 1024) as usize);
+    assert_eq!(at_limit.len() as u64, PREVIEW_READ_BYTES_MAX);
+    std::fs::write(ws.path().join("at.txt"), &at_limit).unwrap();
+    std::fs::write(ws.path().join("past.txt"), format!("{at_limit}y")).unwrap();
+    let details = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut e = engine(home.path(), ws.path());
+    e.set_approver(Box::new(Details(details.clone())));
+    e.call("read_file", json!({"path": "a.txt"})).unwrap();
+    let edit = json!({"path": "a.txt", "old_string": "line 7\n", "new_string": "line seven\n"});
+    assert_eq!(e.call("edit_file", edit).unwrap().status, Status::Ok);
+    let new = json!({"path": "b.txt", "content": "x\ny\n"});
+    assert_eq!(e.call("write_file", new).unwrap().status, Status::Ok);
+    for path in ["at.txt", "past.txt"] {
+        let append = json!({"path": path, "content": "z\n", "append": true});
+        assert_eq!(e.call("write_file", append).unwrap().status, Status::Ok);
+    }
+    let details = details.lock().unwrap().clone();
+    let after = before.replace("line 7\n", "line seven\n");
+    assert_eq!(
+        details[0],
+        format!(
+            "edit_file a.txt:\n{}",
+            unified("a.txt", Some(&before), &after, PREVIEW_DIFF_LINES_MAX)
+        )
+    );
+    assert!(details[0].contains("@@ -4,7 +4,7 @@"), "{}", details[0]);
+    assert_eq!(
+        details[1],
+        format!(
+            "write_file b.txt (a new file):\n{}",
+            unified("b.txt", None, "x\ny\n", PREVIEW_DIFF_LINES_MAX)
+        )
+    );
+    assert!(
+        details[2].starts_with("write_file at.txt (appended):\n"),
+        "{}",
+        &details[2][..200]
+    );
+    assert!(details[2].contains("+z"), "{}", &details[2][..200]);
+    // Past the limit: the input, as before.
+    assert!(
+        details[3].starts_with('{'),
+        "{}",
+        &details[3][..200.min(details[3].len())]
+    );
+    // The log records what was shown.
+    let requested: Vec<String> = cairn_store::LogReader::open(e.dir())
+        .unwrap()
+        .records()
+        .unwrap()
+        .filter_map(
+            |r| match cairn_engine::fold::parse(&r.unwrap()).unwrap().event {
+                Event::PermissionRequested { detail, .. } => Some(detail),
+                _ => None,
+            },
+        )
+        .collect();
+    assert_eq!(requested, details);
+}
+
+/// The thndrs catalog's writes: replace_range shows a diff of the whole file, and a
+/// write_patch batch its file after all of its patches.
+#[test]
+fn thndrs_write_prompts_show_whole_file_diffs() {
+    use cairn_engine::diff::unified;
+    use cairn_engine::limits::PREVIEW_DIFF_LINES_MAX as N;
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let before: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(ws.path().join("a.txt"), &before).unwrap();
+    let details = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut e = Engine::start(
+        &Home::at(home.path()),
+        ws.path(),
+        EngineConfig::new(Catalog::Thndrs),
+    )
+    .unwrap();
+    e.set_approver(Box::new(Details(details.clone())));
+    e.call("read_file_range", json!({"path": "a.txt", "start_line": 1}))
+        .unwrap();
+    let range = json!({"path": "a.txt", "old_string": "line 2\n", "new_string": "line two\n"});
+    let out = e.call("replace_range", range).unwrap();
+    assert_eq!(out.status, Status::Ok, "{}", out.output);
+    let one = before.replace("line 2\n", "line two\n");
+    e.call("read_file_range", json!({"path": "a.txt", "start_line": 1}))
+        .unwrap();
+    let batch = json!({"patches": [
+        {"op": "edit", "path": "a.txt", "old_string": "line 9\n", "new_string": "line nine\n"},
+        {"op": "edit", "path": "a.txt", "old_string": "line 10\n", "new_string": "line ten\n"},
+    ]});
+    let out = e.call("write_patch", batch).unwrap();
+    assert_eq!(out.status, Status::Ok, "{}", out.output);
+    let two = one
+        .replace("line 9\n", "line nine\n")
+        .replace("line 10\n", "line ten\n");
+    let details = details.lock().unwrap().clone();
+    assert_eq!(
+        details,
+        [
+            format!(
+                "replace_range a.txt:\n{}",
+                unified("a.txt", Some(&before), &one, N)
+            ),
+            format!(
+                "write_patch 1 file:\n{}",
+                unified("a.txt", Some(&one), &two, N)
+            ),
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("a.txt")).unwrap(),
+        two
+    );
+}

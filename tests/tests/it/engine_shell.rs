@@ -839,3 +839,33 @@ fn a_cancel_from_another_thread_kills_the_running_command_and_is_cleared_for_the
     assert_eq!(last_pair(&e).1.status, ExecStatus::Ok);
     check_log(&e);
 }
+
+/// The output observer sees a foreground command's output while it runs, redacted:
+/// the first line arrives before the command ends, and a token never arrives whole.
+#[test]
+fn the_output_observer_sees_a_commands_output_as_it_prints_redacted() {
+    use std::sync::{Arc, Mutex};
+    let w = ws(&[]);
+    let mut e = w.engine(Catalog::Thoth);
+    e.set_approver(Box::new(cairn_engine::permission::Policy::AllowAll));
+    let seen: Arc<Mutex<Vec<(Instant, String)>>> = Arc::default();
+    let into = seen.clone();
+    e.set_output_observer(Arc::new(move |piece: &[u8]| {
+        into.lock()
+            .unwrap()
+            .push((Instant::now(), String::from_utf8_lossy(piece).into_owned()));
+    }));
+    let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let out = sh(&mut e, &format!("echo first; sleep 1; echo {token}"));
+    let ended = Instant::now();
+    assert_eq!(out.status, Status::Ok, "{}", out.output);
+    let seen = seen.lock().unwrap().clone();
+    let all: String = seen.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(all, "first\n[REDACTED:github_token]\n");
+    let first = seen.iter().find(|(_, t)| t.contains("first")).unwrap().0;
+    assert!(
+        ended.duration_since(first) >= Duration::from_millis(500),
+        "the first line arrived only {:?} before the end",
+        ended.duration_since(first)
+    );
+}

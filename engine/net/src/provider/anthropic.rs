@@ -8,8 +8,8 @@ use reqwest::blocking::Client;
 use serde_json::{Value, json};
 
 use super::{
-    Message, Provider, ProviderConfig, ProviderError, Request, ToolCall, Turn, Usage, http,
-    parse_arguments, sse,
+    Message, ProgressFn, Provider, ProviderConfig, ProviderError, Request, ToolCall, Turn, Usage,
+    http, parse_arguments, sse,
 };
 
 /// The API version sent in `anthropic-version`.
@@ -19,12 +19,17 @@ pub const API_VERSION: &str = "2023-06-01";
 pub struct Anthropic {
     config: ProviderConfig,
     client: Client,
+    progress: Option<ProgressFn>,
 }
 
 impl Anthropic {
     pub fn new(config: ProviderConfig) -> Result<Anthropic, ProviderError> {
         let client = http::client(&config)?;
-        Ok(Anthropic { config, client })
+        Ok(Anthropic {
+            config,
+            client,
+            progress: None,
+        })
     }
 }
 
@@ -255,6 +260,10 @@ impl Provider for Anthropic {
         &self.config.model
     }
 
+    fn set_progress(&mut self, progress: Option<ProgressFn>) {
+        self.progress = progress;
+    }
+
     fn turn(&mut self, request: &Request<'_>) -> Result<Turn, ProviderError> {
         let c = &self.config;
         let url = format!("{}/v1/messages", c.base_url);
@@ -263,13 +272,24 @@ impl Provider for Anthropic {
             headers.push(("x-api-key", k.to_string()));
         }
         let body = body(&c.model, c.output_tokens_max, request, c.stream);
-        let resp = http::post(&self.client, c, &url, &headers, &body)?;
+        let resp = http::post(
+            &self.client,
+            c,
+            &url,
+            &headers,
+            &body,
+            self.progress.as_ref(),
+        )?;
         if !c.stream {
             return parse_response(&http::json_of(resp, &c.api_key)?);
         }
         let mut state = StreamState::default();
+        let progress = self.progress.clone();
         sse::read(BufReader::new(resp), &c.api_key, |event, data| {
-            state.feed(event, data)
+            let shown = state.text.len();
+            let done = state.feed(event, data)?;
+            super::tell_text(progress.as_ref(), &state.text[shown..]);
+            Ok(done)
         })?;
         state.finish()
     }

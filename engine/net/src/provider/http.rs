@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use reqwest::blocking::{Client, Response};
 
-use super::{ProviderConfig, ProviderError};
+use super::{Progress, ProgressFn, ProviderConfig, ProviderError};
 
 /// Bytes of an error body quoted in a message.
 const ERROR_BODY_CHARS_MAX: usize = 300;
@@ -19,14 +19,15 @@ pub(crate) fn client(config: &ProviderConfig) -> Result<Client, ProviderError> {
         .map_err(|e| ProviderError::Config(format!("cannot build the HTTP client: {e}")))
 }
 
-/// Posts `body` to `url` with `headers`, retrying as the limits allow; returns a
-/// response with a 2xx status.
+/// Posts `body` to `url` with `headers`, retrying as the limits allow (each retry told
+/// to `progress` before its wait); returns a response with a 2xx status.
 pub(crate) fn post(
     client: &Client,
     config: &ProviderConfig,
     url: &str,
     headers: &[(&str, String)],
     body: &serde_json::Value,
+    progress: Option<&ProgressFn>,
 ) -> Result<Response, ProviderError> {
     let limits = &config.retry;
     let mut attempt = 0u32;
@@ -84,6 +85,14 @@ pub(crate) fn post(
             .saturating_mul(1u64 << (attempt - 1).min(20))
             .min(limits.backoff_max_ms);
         let ms = wait.map_or(backoff, |w| w.min(limits.retry_after_max_ms));
+        if let Some(p) = progress {
+            p(&Progress::Retry {
+                retry: attempt,
+                retries_max: limits.retries_max,
+                wait_ms: ms,
+                reason: err.to_string(),
+            });
+        }
         std::thread::sleep(Duration::from_millis(ms));
     }
 }

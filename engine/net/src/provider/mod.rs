@@ -15,6 +15,8 @@ pub mod openai;
 pub mod recorded;
 mod sse;
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 pub use anthropic::Anthropic;
@@ -75,6 +77,46 @@ pub struct Request<'a> {
     pub tools: &'a serde_json::Value,
 }
 
+/// What a provider reports while a turn is awaited, before the turn itself: so a
+/// person watching sees the model's text as it streams and each failed attempt as it
+/// fails, instead of silence. Nothing of it is recorded: the recorded turn is the whole
+/// answer, and an attempt that failed left nothing to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Progress {
+    /// The next piece of the turn's text, as streamed (not redacted: the recorded turn
+    /// is).
+    Text(String),
+    /// An attempt failed with `reason` and is tried again in `wait_ms`: retry `retry`
+    /// (from 1) of `retries_max`.
+    Retry {
+        retry: u32,
+        retries_max: u32,
+        wait_ms: u64,
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Progress::Text(t) => f.write_str(t),
+            Progress::Retry {
+                retry,
+                retries_max,
+                wait_ms,
+                reason,
+            } => write!(
+                f,
+                "retry {retry} of {retries_max} in {:.1} s: {reason}",
+                *wait_ms as f64 / 1000.0
+            ),
+        }
+    }
+}
+
+/// Where a provider sends its [`Progress`]; called on the thread awaiting the turn.
+pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
+
 /// A model behind an API (or a recording of one).
 pub trait Provider {
     /// `openai`, `anthropic` or `recorded`.
@@ -82,6 +124,11 @@ pub trait Provider {
     fn model(&self) -> &str;
     /// Asks for the next turn.
     fn turn(&mut self, request: &Request<'_>) -> Result<Turn, ProviderError>;
+    /// Sends the progress of every later turn to `progress` (none: nowhere). A provider
+    /// with nothing to report (a recording) ignores it.
+    fn set_progress(&mut self, progress: Option<ProgressFn>) {
+        let _ = progress;
+    }
 }
 
 /// Why a provider gave no turn. No variant ever holds the API key.
@@ -120,6 +167,10 @@ pub enum ProviderError {
     /// one comes, is dropped.
     #[error("stopped while waiting for the model ({0})")]
     Stopped(String),
+    /// The person watching interrupted the turn being awaited (the session goes on);
+    /// its answer, if one comes, is dropped.
+    #[error("interrupted while waiting for the model")]
+    Interrupted,
 }
 
 /// The API key. Its `Debug` shows only that one is set.
@@ -296,6 +347,15 @@ impl ProviderConfig {
             Kind::Openai => Box::new(OpenAi::new(self)?),
             Kind::Anthropic => Box::new(Anthropic::new(self)?),
         })
+    }
+}
+
+/// Tells `progress` the text a stream just added, if any.
+pub(crate) fn tell_text(progress: Option<&ProgressFn>, added: &str) {
+    if let Some(p) = progress
+        && !added.is_empty()
+    {
+        p(&Progress::Text(added.to_string()));
     }
 }
 

@@ -9,20 +9,25 @@ use reqwest::blocking::Client;
 use serde_json::{Value, json};
 
 use super::{
-    Message, Provider, ProviderConfig, ProviderError, Request, ToolCall, Turn, Usage, http,
-    parse_arguments, sse,
+    Message, ProgressFn, Provider, ProviderConfig, ProviderError, Request, ToolCall, Turn, Usage,
+    http, parse_arguments, sse,
 };
 
 /// An OpenAI-compatible server.
 pub struct OpenAi {
     config: ProviderConfig,
     client: Client,
+    progress: Option<ProgressFn>,
 }
 
 impl OpenAi {
     pub fn new(config: ProviderConfig) -> Result<OpenAi, ProviderError> {
         let client = http::client(&config)?;
-        Ok(OpenAi { config, client })
+        Ok(OpenAi {
+            config,
+            client,
+            progress: None,
+        })
     }
 }
 
@@ -226,6 +231,10 @@ impl Provider for OpenAi {
         &self.config.model
     }
 
+    fn set_progress(&mut self, progress: Option<ProgressFn>) {
+        self.progress = progress;
+    }
+
     fn turn(&mut self, request: &Request<'_>) -> Result<Turn, ProviderError> {
         let c = &self.config;
         let url = format!("{}/chat/completions", c.base_url);
@@ -239,12 +248,19 @@ impl Provider for OpenAi {
             &url,
             &headers,
             &body(&c.model, request, c.stream),
+            self.progress.as_ref(),
         )?;
         if !c.stream {
             return parse_response(&http::json_of(resp, &c.api_key)?);
         }
         let mut state = StreamState::default();
-        sse::read(BufReader::new(resp), &c.api_key, |_, data| state.feed(data))?;
+        let progress = self.progress.clone();
+        sse::read(BufReader::new(resp), &c.api_key, |_, data| {
+            let shown = state.text.len();
+            let done = state.feed(data)?;
+            super::tell_text(progress.as_ref(), &state.text[shown..]);
+            Ok(done)
+        })?;
         state.finish()
     }
 }

@@ -25,6 +25,14 @@ impl TypedTool for CreateFile {
     const DESCRIPTION: &'static str = "Create a new file with full content. Fails if the file already exists; creates parent directories when needed; a failed create leaves no partial target.";
     const MUTATING: bool = true;
 
+    /// The new file's content; none when the file exists (the call is refused).
+    fn preview(&self, input: &Input, read: &mut crate::tool::Preview<'_>) -> Option<String> {
+        if read(&input.path)?.is_some() {
+            return None;
+        }
+        crate::tools::edit_file::write_preview(Self::NAME, &input.path, &input.content, false, read)
+    }
+
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         create(ctx, &input.path, &input.content)
     }

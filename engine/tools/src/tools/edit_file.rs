@@ -47,6 +47,17 @@ impl TypedTool for EditFile {
         )
     }
 
+    fn preview(&self, input: &Input, read: &mut crate::tool::Preview<'_>) -> Option<String> {
+        edit_preview(
+            Self::NAME,
+            &input.path,
+            &input.old_string,
+            &input.new_string,
+            input.replace_all,
+            read,
+        )
+    }
+
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         edit(
             ctx,
@@ -69,6 +80,70 @@ pub fn edit_need(tool: &str, path: &str, old: &str, new: &str) -> crate::permiss
             crate::diff::unified(path, Some(old), new, 120)
         ),
     )
+}
+
+/// What an edit's prompt shows: the change as a diff of the whole file, with its own
+/// line numbers; none when the file cannot be read or the edit would not apply (the
+/// call is then refused without asking anything of the file).
+pub fn edit_preview(
+    tool: &str,
+    path: &str,
+    old: &str,
+    new: &str,
+    all: bool,
+    read: &mut crate::tool::Preview<'_>,
+) -> Option<String> {
+    let before = read(path)??;
+    let found = if old.is_empty() {
+        0
+    } else {
+        before.matches(old).count()
+    };
+    let after = match found {
+        0 => return None,
+        1 => before.replacen(old, new, 1),
+        _ if all => before.replace(old, new),
+        _ => return None,
+    };
+    Some(format!(
+        "{tool} {path}:\n{}",
+        crate::diff::unified(
+            path,
+            Some(&before),
+            &after,
+            crate::limits::PREVIEW_DIFF_LINES_MAX
+        )
+    ))
+}
+
+/// What a write's prompt shows: the new content as a diff against the file's current
+/// content (all of it added for a new file), with the file's own line numbers.
+pub fn write_preview(
+    tool: &str,
+    path: &str,
+    content: &str,
+    append: bool,
+    read: &mut crate::tool::Preview<'_>,
+) -> Option<String> {
+    let before = read(path)?;
+    let after = match (&before, append) {
+        (Some(b), true) => format!("{b}{content}"),
+        _ => content.to_string(),
+    };
+    Some(format!(
+        "{tool} {path}{}:\n{}",
+        match (&before, append) {
+            (None, _) => " (a new file)",
+            (Some(_), true) => " (appended)",
+            (Some(_), false) => " (replaced)",
+        },
+        crate::diff::unified(
+            path,
+            before.as_deref(),
+            &after,
+            crate::limits::PREVIEW_DIFF_LINES_MAX
+        )
+    ))
 }
 
 /// The edit both catalogs share. `expected` is the `expected_before_hash` guard of a

@@ -45,6 +45,17 @@ impl TypedTool for ReplaceRange {
         )
     }
 
+    fn preview(&self, input: &Input, read: &mut crate::tool::Preview<'_>) -> Option<String> {
+        edit_file::edit_preview(
+            Self::NAME,
+            &input.path,
+            &input.old_string,
+            &input.new_string,
+            false,
+            read,
+        )
+    }
+
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         edit_file::edit(
             ctx,

@@ -41,6 +41,16 @@ impl TypedTool for WriteFile {
         input.append
     }
 
+    fn preview(&self, input: &Input, read: &mut crate::tool::Preview<'_>) -> Option<String> {
+        crate::tools::edit_file::write_preview(
+            Self::NAME,
+            &input.path,
+            &input.content,
+            input.append,
+            read,
+        )
+    }
+
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         let chars = input.content.chars().count();
         let cap = ctx.limits.write_call_chars_max;

@@ -54,6 +54,51 @@ impl TypedTool for WritePatch {
     const DESCRIPTION: &'static str = "Unified write entry point for create, replace, and exact edit operations. A call may contain one create or replace patch, or one or more edit patches for the same file. Every edit matches the original file content; the full batch is validated before writing.";
     const MUTATING: bool = true;
 
+    /// Every file the batch touches, as a diff of its whole content before and after
+    /// all of its patches; none when a patch would not apply.
+    fn preview(&self, input: &Input, read: &mut crate::tool::Preview<'_>) -> Option<String> {
+        // (path, content before the batch, content after the patches so far)
+        let mut files: Vec<(String, Option<String>, Option<String>)> = Vec::new();
+        for p in &input.patches {
+            let i = match files.iter().position(|f| f.0 == p.path) {
+                Some(i) => i,
+                None => {
+                    let before = read(&p.path)?;
+                    files.push((p.path.clone(), before.clone(), before));
+                    files.len() - 1
+                }
+            };
+            let after = match p.op {
+                Op::Create | Op::Replace => p.content.clone()?,
+                Op::Edit => {
+                    let (old, new) = (p.old_string.as_deref()?, p.new_string.as_deref()?);
+                    let cur = files[i].2.as_deref()?;
+                    if old.is_empty() || cur.matches(old).count() != 1 {
+                        return None;
+                    }
+                    cur.replacen(old, new, 1)
+                }
+            };
+            files[i].2 = Some(after);
+        }
+        let mut out = format!(
+            "{} {} file{}:",
+            Self::NAME,
+            files.len(),
+            if files.len() == 1 { "" } else { "s" }
+        );
+        for (path, before, after) in &files {
+            out.push('\n');
+            out.push_str(&crate::diff::unified(
+                path,
+                before.as_deref(),
+                after.as_deref().unwrap_or(""),
+                crate::limits::PREVIEW_DIFF_LINES_MAX,
+            ));
+        }
+        Some(out)
+    }
+
     fn run(&self, ctx: &mut Ctx<'_>, input: Input) -> Result<ToolOutput> {
         Ok(match plan(ctx, &input.patches) {
             Err(out) => out,

@@ -1,0 +1,492 @@
+//! `cairn`, `cairn chat` and `cairn run TASK` on a terminal: the agent loop runs on its
+//! own thread (one `agent::run` per user message, the session kept open between them),
+//! the chat view (`cairn_cli::chat::ChatApp`) on this one. What the model streams and
+//! each retry of the provider reach the view through the provider's progress callback;
+//! what each call does, through the engine's observer; permission requests cross over
+//! as messages and their answers come back. On exit the screen is left and the
+//! transcript's summary printed, so it stays in the scrollback.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use cairn_cli::chat::{ChatApp, ChatCmd, ChatMsg};
+use cairn_engine::agent::{self, AgentError, InterruptHandle, Stop};
+use cairn_engine::event::{Answer, Event, ShellPhase, WriteStatus};
+use cairn_engine::permission::{Approver, Request};
+use cairn_engine::provider::{Progress, Provider};
+use cairn_engine::signal::Signal;
+use cairn_engine::{CancelHandle, Engine, EngineConfig, Home, Record};
+use cairn_store::BlobStore;
+use crossterm::event::{self, KeyEventKind};
+
+use crate::out;
+use crate::sessioncmd::{Model, TaskArgs};
+
+/// Lines of a diff shown in the view, per write.
+const DIFF_LINES_MAX: usize = 200;
+
+/// Asks the view and waits for its answer.
+struct ChatApprover {
+    to_view: Sender<ChatMsg>,
+    answers: Receiver<Answer>,
+}
+
+impl Approver for ChatApprover {
+    fn answer(&mut self, r: &Request) -> (Answer, bool) {
+        if self.to_view.send(ChatMsg::Ask(r.clone())).is_err() {
+            return (Answer::Deny, false);
+        }
+        match self.answers.recv() {
+            Ok(a) => (a, true),
+            Err(_) => (Answer::Deny, false),
+        }
+    }
+}
+
+/// What the view sends the engine's thread.
+enum Input {
+    Message(String),
+    Quit,
+}
+
+/// What the view shows of a record as it is appended.
+fn shown(r: &Record, blobs: &BlobStore) -> Option<ChatMsg> {
+    let text = |b: &Option<cairn_store::BlobRef>| -> cairn_store::Result<String> {
+        match b {
+            None => Ok(String::new()),
+            Some(b) => Ok(String::from_utf8_lossy(&blobs.get(&b.hash)?).into_owned()),
+        }
+    };
+    match &r.event {
+        Event::ToolStarted {
+            call, tool, input, ..
+        } => Some(ChatMsg::CallStarted {
+            call: call.clone(),
+            tool: tool.clone(),
+            summary: cairn_replay::audit::input_summary(input),
+        }),
+        Event::ShellExec(x) if x.phase == ShellPhase::Started => {
+            Some(ChatMsg::Command(cairn_engine::shell::shown_argv(&x.argv)))
+        }
+        Event::FileWrite(w) if w.status == WriteStatus::Ok && w.withheld => {
+            Some(ChatMsg::Diff(format!(
+                "{}: withheld (a credential file, its content is not kept)",
+                w.path
+            )))
+        }
+        Event::FileWrite(w) if w.status == WriteStatus::Ok => {
+            Some(ChatMsg::Diff(match (text(&w.before), text(&w.after)) {
+                (Ok(before), Ok(after)) => cairn_engine::diff::unified(
+                    &w.path,
+                    w.before.is_some().then_some(before.as_str()),
+                    &after,
+                    DIFF_LINES_MAX,
+                ),
+                (Err(e), _) | (_, Err(e)) => format!("{}: {e}", w.path),
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// How the engine's thread ended the session.
+struct Ended {
+    id: String,
+    reason: String,
+    failed: bool,
+}
+
+/// What the engine's thread needs.
+struct Worker {
+    home: Home,
+    workspace: PathBuf,
+    config: EngineConfig,
+    approve: crate::sessioncmd::Approve,
+    model: Model,
+    task: Option<String>,
+    turns_max: u32,
+    to_view: Sender<ChatMsg>,
+    answers: Receiver<Answer>,
+    inputs: Receiver<Input>,
+    quit: Arc<AtomicBool>,
+    started: Sender<Result<(String, CancelHandle, InterruptHandle), String>>,
+}
+
+fn worker(w: Worker) -> Result<Ended, String> {
+    let Worker {
+        home,
+        workspace,
+        config,
+        approve,
+        model,
+        task,
+        turns_max,
+        to_view,
+        answers,
+        inputs,
+        quit,
+        started,
+    } = w;
+    let opened = Engine::start(&home, &workspace, config).and_then(|e| {
+        let blobs = BlobStore::open(&e.project().blobs_dir())?;
+        Ok((e, blobs))
+    });
+    let (mut engine, blobs) = match opened {
+        Ok(opened) => opened,
+        Err(e) => {
+            let text = cairn_cli::hint::text(&e);
+            let _ = started.send(Err(text.clone()));
+            return Err(text);
+        }
+    };
+    match approve {
+        crate::sessioncmd::Approve::Ask => engine.set_approver(Box::new(ChatApprover {
+            to_view: to_view.clone(),
+            answers,
+        })),
+        other => engine.set_approver(crate::sessioncmd::approver(other, false)),
+    }
+    let observed = to_view.clone();
+    engine.set_observer(Box::new(move |r: &Record| {
+        if let Some(m) = shown(r, &blobs) {
+            // Fails only once the view is gone: nobody is left to show it to.
+            let _ = observed.send(m);
+        }
+    }));
+    let printed = to_view.clone();
+    engine.set_output_observer(Arc::new(move |piece: &[u8]| {
+        let _ = printed.send(ChatMsg::Output(String::from_utf8_lossy(piece).into_owned()));
+    }));
+    let Model {
+        provider,
+        key,
+        key_var,
+        ..
+    } = model;
+    if let Some(k) = key.expose() {
+        engine.add_secret(&key_var, k);
+    }
+    let id = engine.id().to_string();
+    let _ = to_view.send(ChatMsg::Started {
+        session: id.clone(),
+        model: provider.model().to_string(),
+    });
+    let mut provider = agent::Interruptible::new(provider, engine.cancel_handle());
+    let progress_to = to_view.clone();
+    let scrub = key.clone();
+    provider.set_progress(Some(Arc::new(move |p: &Progress| {
+        let _ = progress_to.send(match p {
+            Progress::Text(t) => ChatMsg::Text(t.clone()),
+            Progress::Retry { .. } => ChatMsg::Retry(scrub.scrub(&p.to_string())),
+        });
+    })));
+    let interrupt = provider.interrupt_handle();
+    let _ = started.send(Ok((id.clone(), engine.cancel_handle(), interrupt.clone())));
+    let n = engine.refused_grants().len();
+    if n > 0 {
+        let _ = to_view.send(ChatMsg::Note(format!(
+            "{n} grant{} of the allow list not honoured: no session recorded the answer behind it (cairn allow list says why)",
+            if n == 1 { "" } else { "s" }
+        )));
+    }
+    let cfg = agent::AgentConfig {
+        turns_max,
+        system: None,
+    };
+    let by_user = "ended by the user".to_string();
+    let mut next = task;
+    let (reason, failed) = loop {
+        let text = match next.take() {
+            Some(t) => t,
+            None => loop {
+                match inputs
+                    .recv_timeout(Duration::from_millis(cairn_engine::signal::STOP_CHECK_MS))
+                {
+                    Ok(Input::Message(t)) => break Some(t),
+                    Ok(Input::Quit) | Err(RecvTimeoutError::Disconnected) => break None,
+                    Err(RecvTimeoutError::Timeout) if engine.stopped().is_some() => break None,
+                    Err(RecvTimeoutError::Timeout) => {
+                        if let Err(e) = engine.poll_background() {
+                            let _ = to_view.send(ChatMsg::Note(e.to_string()));
+                        }
+                    }
+                }
+            }
+            .unwrap_or_default(),
+        };
+        if text.is_empty() {
+            break (stop_reason(&engine, &quit, &by_user), false);
+        }
+        interrupt.clear();
+        let _ = to_view.send(ChatMsg::User(text.clone()));
+        let result = agent::run(
+            &mut engine,
+            &mut provider,
+            Some(&text),
+            &cfg,
+            |step| match step {
+                agent::Step::Turn(t) => {
+                    let _ = to_view.send(ChatMsg::Turn {
+                        text: t.text.clone(),
+                        calls: t.tool_calls.len(),
+                    });
+                }
+                agent::Step::Call(o) => {
+                    let _ = to_view.send(ChatMsg::CallFinished {
+                        call: o.call.clone(),
+                        tool: o.tool.clone(),
+                        status: o.status.as_str().to_string(),
+                        elapsed_us: o.elapsed_us,
+                        output: o.output.clone(),
+                    });
+                }
+            },
+        );
+        match result {
+            Ok(run) => match run.stop {
+                Stop::Answered => {
+                    let _ = to_view.send(ChatMsg::Idle(String::new()));
+                }
+                Stop::TurnLimit => {
+                    let _ = to_view.send(ChatMsg::Idle(format!(
+                        "stopped at the turn limit ({turns_max} turns): send a message to go on"
+                    )));
+                }
+                Stop::Interrupted => {
+                    let _ = to_view.send(ChatMsg::Idle(
+                        "interrupted: the model's turn was given up".into(),
+                    ));
+                }
+                Stop::Signal(_) => break (stop_reason(&engine, &quit, &by_user), false),
+            },
+            Err(AgentError::Provider(e)) if engine.stopped().is_none() => {
+                break (
+                    format!("provider failed: {}", key.scrub(&e.to_string())),
+                    true,
+                );
+            }
+            Err(AgentError::Provider(_)) => break (stop_reason(&engine, &quit, &by_user), false),
+            Err(e) => {
+                let msg = key.scrub(&e.to_string());
+                let reason = format!("stopped: {msg}");
+                let _ = to_view.send(ChatMsg::Ended {
+                    reason: reason.clone(),
+                    failed: false,
+                });
+                engine.end(&reason).map_err(|e| cairn_cli::hint::text(&e))?;
+                return Err(format!("{msg} (session {id})"));
+            }
+        }
+    };
+    let ended = if failed {
+        engine.end_failed(&reason)
+    } else {
+        engine.end(&reason)
+    };
+    ended.map_err(|e| cairn_cli::hint::text(&e))?;
+    let _ = to_view.send(ChatMsg::Ended {
+        reason: reason.clone(),
+        failed,
+    });
+    Ok(Ended { id, reason, failed })
+}
+
+/// Why the session stops: the person ended it, or a signal did.
+fn stop_reason(engine: &Engine, quit: &AtomicBool, by_user: &str) -> String {
+    match engine.stopped() {
+        _ if quit.load(Ordering::SeqCst) => by_user.to_string(),
+        Some(s) => s.reason(),
+        None => by_user.to_string(),
+    }
+}
+
+/// The flags of `cairn chat` (those of `cairn run TASK` that a chat needs); what they
+/// leave unset comes from the environment and the configuration files.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ChatArgs {
+    /// The workspace folder.
+    #[arg(long, default_value = ".")]
+    pub workspace: PathBuf,
+    /// Who answers permission requests: ask (the overlay), always (allow each once),
+    /// never (deny).
+    #[arg(long, default_value = "ask")]
+    pub approve: crate::sessioncmd::Approve,
+    #[command(flatten)]
+    pub model: crate::ModelArgs,
+    /// Ask for whole answers instead of streams.
+    #[arg(long)]
+    pub no_stream: bool,
+}
+
+/// Only the chat's flags, to get their defaults.
+#[derive(clap::Parser)]
+struct ChatOnly {
+    #[command(flatten)]
+    args: ChatArgs,
+}
+
+impl ChatArgs {
+    /// The flags' defaults (`cairn` alone).
+    pub fn defaults() -> ChatArgs {
+        use clap::Parser;
+        ChatOnly::parse_from(["cairn"]).args
+    }
+}
+
+/// `cairn chat`.
+pub fn chat(c: ChatArgs) -> Result<ExitCode> {
+    if !on_terminal() {
+        anyhow::bail!(
+            "cairn chat needs a terminal (standard input and output, and CI not set): use cairn run TASK for plain lines"
+        );
+    }
+    let a = TaskArgs {
+        task: String::new(),
+        workspace: c.workspace,
+        flags: c.model.settings(),
+        approve: c.approve,
+        no_stream: c.no_stream,
+        json: false,
+    };
+    run(&a, None)
+}
+
+/// True when the chat can run: standard input and output are a terminal, and `CI` is
+/// not set (a CI job's pseudo-terminal has nobody to answer).
+pub fn on_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal()
+        && std::io::stdin().is_terminal()
+        && std::env::var_os("CI").is_none_or(|v| v.is_empty())
+}
+
+/// Runs the chat: `task`, when given, is the first message.
+pub fn run(a: &TaskArgs, task: Option<String>) -> Result<ExitCode> {
+    let home = Home::from_env()?;
+    let s = crate::sessioncmd::effective(
+        &home,
+        crate::sessioncmd::project_for(&home, &a.workspace).as_ref(),
+        &a.flags,
+    )?;
+    let model = Model::from_settings(&s, a.no_stream)?;
+    let mut config = crate::sessioncmd::engine_config(&s)?;
+    config.model = Some(model.setting.clone());
+    let turns_max = s
+        .turns_max
+        .unwrap_or(cairn_engine::agent::TURNS_MAX_DEFAULT);
+    let (to_view, from_engine) = mpsc::channel::<ChatMsg>();
+    let (answer_tx, answers) = mpsc::channel::<Answer>();
+    let (input_tx, inputs) = mpsc::channel::<Input>();
+    let (started_tx, started) = mpsc::channel();
+    let quit = Arc::new(AtomicBool::new(false));
+    let w = Worker {
+        home,
+        workspace: a.workspace.clone(),
+        config,
+        approve: a.approve,
+        model,
+        task,
+        turns_max,
+        to_view,
+        answers,
+        inputs,
+        quit: quit.clone(),
+        started: started_tx,
+    };
+    let handle = std::thread::spawn(move || worker(w));
+    let (id, cancel, interrupt) = match started.recv() {
+        Ok(Ok(started)) => started,
+        Ok(Err(e)) => anyhow::bail!("{e}"),
+        Err(_) => anyhow::bail!("the session did not start"),
+    };
+    let mut app = ChatApp::new();
+    let t0 = Instant::now();
+    let mut terminal = ratatui::init();
+    // Keys are read on a thread of their own (see livecmd: a terminal that hung up
+    // would keep this one in crossterm's read forever).
+    let (key_tx, keys) = mpsc::channel();
+    std::thread::spawn(move || {
+        while let Ok(e) = event::read() {
+            if let event::Event::Key(k) = e
+                && k.kind == KeyEventKind::Press
+                && key_tx.send(k).is_err()
+            {
+                return;
+            }
+        }
+    });
+    let ui = (|| -> Result<()> {
+        loop {
+            // SIGTERM or SIGHUP: the engine's thread sees it too and ends the session.
+            if cairn_engine::signal::received().is_some() {
+                return Ok(());
+            }
+            while let Ok(m) = from_engine.try_recv() {
+                app.on_msg(m);
+            }
+            // A Ctrl-C just before a call starts would be cleared by it: triggered
+            // again until the call's end is seen.
+            if app.cancelling() {
+                cancel.cancel();
+            }
+            app.tick(t0.elapsed().as_millis() as u64);
+            terminal.draw(|f| app.render(f))?;
+            if handle.is_finished() {
+                return Ok(());
+            }
+            if let Ok(k) = keys.recv_timeout(Duration::from_millis(50)) {
+                app.on_key(k);
+            }
+            for c in app.out.drain(..) {
+                match c {
+                    ChatCmd::Answer(a) => {
+                        let _ = answer_tx.send(a);
+                    }
+                    ChatCmd::Send(t) => {
+                        let _ = input_tx.send(Input::Message(t));
+                    }
+                    ChatCmd::CancelCall => cancel.cancel(),
+                    ChatCmd::Interrupt => interrupt.interrupt(),
+                    ChatCmd::Quit => {
+                        quit.store(true, Ordering::SeqCst);
+                        // Stops a running call and the loop; an idle session hears the
+                        // message.
+                        cancel.stop(Signal::INT);
+                        let _ = input_tx.send(Input::Quit);
+                    }
+                }
+            }
+        }
+    })();
+    // Not `ratatui::restore`, whose `eprintln!` panics on a terminal that hung up.
+    if let Err(e) = ratatui::try_restore() {
+        out::note(&format!("cairn: could not restore the terminal: {e}"));
+    }
+    drop(input_tx);
+    drop(answer_tx);
+    let joined = handle.join();
+    while let Ok(m) = from_engine.try_recv() {
+        app.on_msg(m);
+    }
+    out::line(app.summary().trim_start_matches('\n').trim_end())?;
+    ui?;
+    match joined {
+        Ok(Ok(Ended {
+            failed: true,
+            reason,
+            id,
+        })) => {
+            anyhow::bail!("{reason} (session {id})")
+        }
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => anyhow::bail!("{e} (session {id})"),
+        Err(_) => anyhow::bail!("the session's thread panicked (session {id})"),
+    }
+    out::line(&id)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,627 @@
+//! The chat (`cairn`, `cairn chat`, `cairn run TASK` on a terminal): screens on
+//! ratatui's test backend, its keys, and end-to-end conversations in a real terminal
+//! through tmux against the local provider test server; and the provider's failures as
+//! the plain lines (no terminal) show and record them.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use cairn_cli::chat::{ChatApp, ChatCmd, ChatMsg};
+use cairn_engine::event::Answer;
+use cairn_engine::permission::Request;
+use cairn_tests::http::{Server, openai_stream, response};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use serde_json::{Value, json};
+
+use crate::tui::Tmux;
+
+fn key(c: KeyCode) -> KeyEvent {
+    KeyEvent::new(c, KeyModifiers::NONE)
+}
+
+fn ctrl(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+}
+
+fn screen(app: &mut ChatApp, w: u16, h: u16) -> String {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| app.render(f)).unwrap();
+    let buf = t.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..h {
+        let line: String = (0..w).map(|x| buf[(x, y)].symbol().to_string()).collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn drain(app: &mut ChatApp) -> Vec<ChatCmd> {
+    app.out.drain(..).collect()
+}
+
+/// A chat whose model streamed a sentence and asked for a command, now running.
+fn chat_running() -> ChatApp {
+    let mut app = ChatApp::new();
+    app.on_msg(ChatMsg::Started {
+        session: "20260101T000000.000000-abcdef".into(),
+        model: "m-1".into(),
+    });
+    app.on_msg(ChatMsg::User("make the tests pass".into()));
+    for piece in ["I will run ", "the tests ", "first."] {
+        app.on_msg(ChatMsg::Text(piece.into()));
+    }
+    app.on_msg(ChatMsg::Turn {
+        text: "I will run the tests first.".into(),
+        calls: 2,
+    });
+    app.on_msg(ChatMsg::CallStarted {
+        call: "c1".into(),
+        tool: "edit_file".into(),
+        summary: "path=src/lib.rs".into(),
+    });
+    app.on_msg(ChatMsg::Diff(cairn_engine::diff::unified(
+        "src/lib.rs",
+        Some("fn greeting() {\n    \"hello\"\n}\n"),
+        "fn greeting() {\n    \"Hello!\"\n}\n",
+        100,
+    )));
+    app.on_msg(ChatMsg::CallFinished {
+        call: "c1".into(),
+        tool: "edit_file".into(),
+        status: "ok".into(),
+        elapsed_us: 1234,
+        output: "edited src/lib.rs".into(),
+    });
+    app.tick(1000);
+    app.on_msg(ChatMsg::CallStarted {
+        call: "c2".into(),
+        tool: "shell".into(),
+        summary: "command=cargo test".into(),
+    });
+    app.on_msg(ChatMsg::Command("sh -c 'cargo test'".into()));
+    for piece in [
+        "   Compiling cairn v0.1.0\n",
+        "    Finished `test` profile\n     Running",
+        " tests/it/main.rs\n",
+    ] {
+        app.on_msg(ChatMsg::Output(piece.into()));
+    }
+    app.tick(3500);
+    app
+}
+
+fn ask_cargo() -> Request {
+    Request {
+        call: "c3".into(),
+        tool: "shell".into(),
+        key: "shell:cargo".into(),
+        detail: "cargo fmt --all".into(),
+        guarded: false,
+        keys: vec!["shell:cargo".into()],
+        reasons: vec![],
+        guards: vec![],
+    }
+}
+
+#[test]
+fn chat_screens_a_call_running_the_permission_overlay_and_the_answer() {
+    let mut app = chat_running();
+    insta::assert_snapshot!("chat_running_80x24", screen(&mut app, 80, 24));
+    app.on_msg(ChatMsg::CallFinished {
+        call: "c2".into(),
+        tool: "shell".into(),
+        status: "ok".into(),
+        elapsed_us: 2_500_000,
+        output: "running 3 tests\ntest a ... ok\n\ntest b ... ok\ntest c ... ok\n\ntest result: ok. 3 passed; 0 failed\n".into(),
+    });
+    app.on_msg(ChatMsg::Turn {
+        text: String::new(),
+        calls: 1,
+    });
+    app.on_msg(ChatMsg::CallStarted {
+        call: "c3".into(),
+        tool: "shell".into(),
+        summary: "command=cargo fmt --all".into(),
+    });
+    app.on_msg(ChatMsg::Ask(ask_cargo()));
+    assert!(app.asking());
+    insta::assert_snapshot!("chat_permission_80x24", screen(&mut app, 80, 24));
+    // While asking, typing goes nowhere; y answers once.
+    app.on_key(key(KeyCode::Char('x')));
+    assert!(drain(&mut app).is_empty());
+    app.on_key(key(KeyCode::Char('y')));
+    assert_eq!(drain(&mut app), vec![ChatCmd::Answer(Answer::Once)]);
+    assert!(!app.asking());
+    app.on_msg(ChatMsg::CallFinished {
+        call: "c3".into(),
+        tool: "shell".into(),
+        status: "ok".into(),
+        elapsed_us: 300_000,
+        output: String::new(),
+    });
+    for piece in ["All 3 tests ", "pass now; the greeting ", "is capitalised."] {
+        app.on_msg(ChatMsg::Text(piece.into()));
+    }
+    app.on_msg(ChatMsg::Turn {
+        text: "All 3 tests pass now; the greeting is capitalised.".into(),
+        calls: 0,
+    });
+    app.on_msg(ChatMsg::Idle(String::new()));
+    for c in "thanks".chars() {
+        app.on_key(key(KeyCode::Char(c)));
+    }
+    insta::assert_snapshot!("chat_answer_80x24", screen(&mut app, 80, 24));
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(drain(&mut app), vec![ChatCmd::Send("thanks".into())]);
+    app.on_msg(ChatMsg::Ended {
+        reason: "ended by the user".into(),
+        failed: false,
+    });
+    insta::assert_snapshot!("chat_summary", app.summary());
+}
+
+#[test]
+fn chat_keys_cancel_the_call_interrupt_the_model_and_end_the_session() {
+    // A call runs: Ctrl-C cancels it, a second ends the session.
+    let mut app = chat_running();
+    app.on_key(ctrl('c'));
+    assert_eq!(drain(&mut app), vec![ChatCmd::CancelCall]);
+    assert!(app.cancelling());
+    assert!(screen(&mut app, 100, 24).contains("cancelling"));
+    app.on_key(ctrl('c'));
+    assert_eq!(drain(&mut app), vec![ChatCmd::Quit]);
+    app.on_key(ctrl('c'));
+    assert!(drain(&mut app).is_empty(), "the session is ended once");
+
+    // The model is awaited: Esc gives up its turn (once), and so does a first Ctrl-C.
+    let mut app = ChatApp::new();
+    app.on_msg(ChatMsg::User("hello".into()));
+    let s = screen(&mut app, 80, 12);
+    assert!(s.contains("waiting for the model"), "{s}");
+    app.on_key(key(KeyCode::Esc));
+    app.on_key(key(KeyCode::Esc));
+    assert_eq!(drain(&mut app), vec![ChatCmd::Interrupt]);
+    app.on_key(ctrl('c'));
+    assert_eq!(drain(&mut app), vec![ChatCmd::Quit]);
+
+    // Text streamed for a turn given up is not shown once the model is not awaited.
+    let mut app = ChatApp::new();
+    app.on_msg(ChatMsg::User("hello".into()));
+    app.on_msg(ChatMsg::Idle(
+        "interrupted: the model's turn was given up".into(),
+    ));
+    app.on_msg(ChatMsg::Text("late words".into()));
+    let s = screen(&mut app, 80, 12);
+    assert!(!s.contains("late words"), "{s}");
+    assert!(s.contains("interrupted"), "{s}");
+
+    // A message cannot be sent while the model works; Enter on an empty line does
+    // nothing; idle, Ctrl-C ends the session.
+    let mut app = ChatApp::new();
+    app.on_msg(ChatMsg::User("hello".into()));
+    app.on_key(key(KeyCode::Char('x')));
+    app.on_key(key(KeyCode::Enter));
+    assert!(drain(&mut app).is_empty());
+    app.on_msg(ChatMsg::Idle(String::new()));
+    app.on_key(key(KeyCode::Backspace));
+    app.on_key(key(KeyCode::Enter));
+    assert!(drain(&mut app).is_empty());
+    app.on_key(ctrl('c'));
+    assert_eq!(drain(&mut app), vec![ChatCmd::Quit]);
+
+    // Asking: `a` is ignored when always is not offered; Ctrl-C denies and ends.
+    let mut app = chat_running();
+    app.on_msg(ChatMsg::Ask(Request {
+        reasons: vec!["it runs a command substitution ($(…) or backticks)".into()],
+        ..ask_cargo()
+    }));
+    app.on_key(key(KeyCode::Char('a')));
+    assert!(drain(&mut app).is_empty());
+    app.on_key(ctrl('c'));
+    assert_eq!(
+        drain(&mut app),
+        vec![ChatCmd::Answer(Answer::Deny), ChatCmd::Quit]
+    );
+}
+
+#[test]
+fn chat_shows_the_tail_of_a_command_output_and_the_input_line_at_its_limit() {
+    let mut app = chat_running();
+    let output: String = (1..=9).map(|i| format!("line {i}\n")).collect();
+    app.on_msg(ChatMsg::CallFinished {
+        call: "c2".into(),
+        tool: "shell".into(),
+        status: "error".into(),
+        elapsed_us: 10,
+        output,
+    });
+    let s = screen(&mut app, 80, 30);
+    // The last OUTPUT_TAIL_LINES_MAX lines, not the ones before.
+    for i in 5..=9 {
+        assert!(s.contains(&format!("│ line {i}")), "{s}");
+    }
+    assert!(!s.contains("│ line 4"), "{s}");
+    // A running command's output: its tail, of the last LIVE_OUTPUT_BYTES_MAX bytes.
+    app.on_msg(ChatMsg::CallStarted {
+        call: "c3".into(),
+        tool: "shell".into(),
+        summary: "command=yes".into(),
+    });
+    let max = cairn_cli::chat::LIVE_OUTPUT_BYTES_MAX;
+    app.on_msg(ChatMsg::Output(format!("{}\n", "é".repeat(max))));
+    app.on_msg(ChatMsg::Output("last line\n".into()));
+    let s = screen(&mut app, 80, 40);
+    assert!(s.contains("│ last line"), "{s}");
+    assert!(s.contains("│ éééé"), "{s}");
+    // The input line holds INPUT_CHARS_MAX characters, and no more.
+    app.on_msg(ChatMsg::Idle(String::new()));
+    for _ in 0..cairn_cli::chat::INPUT_CHARS_MAX + 1 {
+        app.on_key(key(KeyCode::Char('z')));
+    }
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(
+        drain(&mut app),
+        vec![ChatCmd::Send("z".repeat(cairn_cli::chat::INPUT_CHARS_MAX))]
+    );
+}
+
+/// Lines of `cairn log --json` of the only session under `home`.
+fn events(home: &Path, ws: &Path) -> Vec<Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["log", "--json", "last"])
+        .env("CAIRN_HOME", home)
+        .current_dir(ws)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone())
+        .collect()
+}
+
+fn wait_file(done: &Path) -> String {
+    let t0 = Instant::now();
+    loop {
+        if let Ok(s) = std::fs::read_to_string(done)
+            && !s.trim().is_empty()
+        {
+            return s.trim().to_string();
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "cairn did not exit");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `cairn run TASK` in a real terminal: the model's call asks permission, `y` answers
+/// it, the answer shows, a follow-up message typed on the input line gets a second
+/// answer, and Ctrl-C ends the session; the log holds both user messages, the answer
+/// `once` given by the user, and a clean end.
+#[test]
+fn chat_in_tmux_two_turns_with_a_permission_answered_by_one_key() {
+    assert!(
+        Command::new("tmux").arg("-V").output().is_ok(),
+        "tmux is missing: .ci/run installs it"
+    );
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let server = Server::canned(vec![
+        openai_stream(
+            "I will write the greeting.",
+            &[("call_1", "shell", json!({"command": "echo hi > b.txt"}))],
+            None,
+        ),
+        openai_stream("Done: b.txt says hi.", &[], None),
+        openai_stream(
+            "",
+            &[("call_2", "read_file", json!({"path": "b.txt"}))],
+            None,
+        ),
+        openai_stream("It still holds hi.", &[], None),
+    ]);
+    let done = home.path().join("done");
+    let sh = format!(
+        "unset CI; CAIRN_HOME={} {} run 'write a greeting' --workspace {} --base-url {}/v1 --model m-1; echo $? > {}; sleep 30",
+        home.path().display(),
+        env!("CARGO_BIN_EXE_cairn"),
+        ws.path().display(),
+        server.url,
+        done.display()
+    );
+    let tmux = Tmux(format!("cairn-chat-{}", std::process::id()));
+    let out = tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "sh",
+        "-c",
+        &sh,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let prompt = tmux.wait_for("[a] always");
+    assert!(prompt.contains("c1 shell asks to run echo"), "{prompt}");
+    assert!(prompt.contains("echo hi > b.txt"), "{prompt}");
+    assert!(prompt.contains("I will write the greeting."), "{prompt}");
+    tmux.cmd(&["send-keys", "-t", "t", "y"]);
+    // The answer streams in before its turn is recorded and the chat waits for the
+    // next message.
+    tmux.wait_for("Done: b.txt says hi.");
+    let answered = tmux.wait_for("your turn");
+    assert!(answered.contains("Done: b.txt says hi."), "{answered}");
+    assert!(answered.contains("$ sh -c 'echo hi > b.txt'"), "{answered}");
+    assert!(answered.contains("+hi"), "the diff of b.txt: {answered}");
+    tmux.cmd(&["send-keys", "-t", "t", "-l", "is it still there?"]);
+    tmux.cmd(&["send-keys", "-t", "t", "Enter"]);
+    let second = tmux.wait_for("It still holds hi.");
+    assert!(second.contains("> is it still there?"), "{second}");
+    assert!(second.contains("read_file"), "{second}");
+    tmux.wait_for("your turn");
+    tmux.cmd(&["send-keys", "-t", "t", "C-c"]);
+    assert_eq!(wait_file(&done), "0");
+    // The summary stays on the terminal once the screen is left.
+    let after = tmux.screen();
+    for words in [
+        "> write a greeting",
+        "Done: b.txt says hi.",
+        "> is it still there?",
+        "It still holds hi.",
+        "session ended: ended by the user",
+    ] {
+        assert!(after.contains(words), "{words:?} not in\n{after}");
+    }
+    let ev = events(home.path(), ws.path());
+    let users: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["type"] == "user_message")
+        .map(|e| &e["text"])
+        .collect();
+    assert_eq!(
+        users,
+        [&json!("write a greeting"), &json!("is it still there?")]
+    );
+    let decided: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["type"] == "permission_decided")
+        .collect();
+    assert_eq!(decided.len(), 1, "{ev:?}");
+    assert_eq!(decided[0]["key"], "shell:echo");
+    assert_eq!(decided[0]["answer"], "once");
+    assert_eq!(decided[0]["source"], "user");
+    let last = ev.last().unwrap();
+    assert_eq!(last["type"], "session_ended");
+    assert_eq!(last["reason"], "ended by the user");
+    assert!(last.get("failed").is_none(), "{last}");
+    assert_eq!(server.seen().len(), 4);
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("b.txt")).unwrap(),
+        "hi\n"
+    );
+}
+
+/// Without a terminal, each retry of the provider is a line on stderr as it happens
+/// (here two 503s with `retry-after: 0`), and the run goes on to its answer.
+#[test]
+fn plain_run_says_each_provider_retry() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let busy = response(
+        503,
+        &[("retry-after", "0")],
+        "{\"error\":{\"message\":\"overloaded\"}}",
+    );
+    let server = Server::canned(vec![busy.clone(), busy, openai_stream("hello", &[], None)]);
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["run", "greet", "--workspace"])
+        .arg(ws.path())
+        .args([
+            "--base-url",
+            &format!("{}/v1", server.url),
+            "--model",
+            "m-1",
+        ])
+        .env("CAIRN_HOME", home.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let retries: Vec<&str> = stderr.lines().filter(|l| l.contains("retry")).collect();
+    assert_eq!(
+        retries,
+        [
+            "cairn: provider: retry 1 of 4 in 0.0 s: the provider answered 503: overloaded",
+            "cairn: provider: retry 2 of 4 in 0.0 s: the provider answered 503: overloaded",
+        ],
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("hello\n"));
+}
+
+/// A provider that fails ends the session as failed: `session_ended` says so with the
+/// error, and `cairn sessions` lists it `failed`.
+#[test]
+fn a_failed_provider_ends_the_session_as_failed() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let server = Server::canned(vec![response(
+        401,
+        &[],
+        "{\"error\":{\"message\":\"bad key\"}}",
+    )]);
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["run", "greet", "--workspace"])
+        .arg(ws.path())
+        .args([
+            "--base-url",
+            &format!("{}/v1", server.url),
+            "--model",
+            "m-1",
+        ])
+        .env("CAIRN_HOME", home.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let ev = events(home.path(), ws.path());
+    let last = ev.last().unwrap();
+    assert_eq!(last["type"], "session_ended");
+    assert_eq!(
+        last["reason"],
+        "provider failed: authentication failed (401): bad key"
+    );
+    assert_eq!(last["failed"], true);
+    let list = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["sessions", "--json"])
+        .env("CAIRN_HOME", home.path())
+        .output()
+        .unwrap();
+    let row: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(row["state"], "failed");
+    let audit = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["audit", "--json", "last"])
+        .env("CAIRN_HOME", home.path())
+        .current_dir(ws.path())
+        .output()
+        .unwrap();
+    let a: Value = serde_json::from_slice(&audit.stdout).unwrap();
+    assert_eq!(a["header"]["end_state"], "failed");
+}
+
+/// Starts `sh` in a tmux session of its own (100×30), exiting into `done`.
+fn tmux_run(name: &str, sh: &str) -> Tmux {
+    assert!(
+        Command::new("tmux").arg("-V").output().is_ok(),
+        "tmux is missing: .ci/run installs it"
+    );
+    let tmux = Tmux(format!("{name}-{}", std::process::id()));
+    let out = tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "sh",
+        "-c",
+        sh,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    tmux
+}
+
+/// `cairn` alone opens the chat; Esc gives up the turn being awaited (a model slow to
+/// answer), the session goes on, and the next message is answered.
+#[test]
+fn chat_in_tmux_esc_interrupts_the_model_and_the_session_goes_on() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let server = Server::start(|_, n| {
+        if n == 0 {
+            std::thread::sleep(Duration::from_secs(3));
+            openai_stream("too late", &[], None)
+        } else {
+            openai_stream("Here now.", &[], None)
+        }
+    });
+    let done = home.path().join("done");
+    let sh = format!(
+        "unset CI; cd {}; CAIRN_HOME={} CAIRN_BASE_URL={}/v1 CAIRN_MODEL=m-1 {}; echo $? > {}; sleep 30",
+        ws.path().display(),
+        home.path().display(),
+        server.url,
+        env!("CARGO_BIN_EXE_cairn"),
+        done.display()
+    );
+    let tmux = tmux_run("cairn-chat-esc", &sh);
+    tmux.wait_for("your turn");
+    tmux.cmd(&["send-keys", "-t", "t", "-l", "think slowly"]);
+    tmux.cmd(&["send-keys", "-t", "t", "Enter"]);
+    tmux.wait_for("waiting for the model");
+    tmux.cmd(&["send-keys", "-t", "t", "Escape"]);
+    let s = tmux.wait_for("interrupted: the model's turn was given up");
+    assert!(s.contains("your turn"), "{s}");
+    tmux.cmd(&["send-keys", "-t", "t", "-l", "and now?"]);
+    tmux.cmd(&["send-keys", "-t", "t", "Enter"]);
+    let s = tmux.wait_for("Here now.");
+    assert!(!s.contains("too late"), "{s}");
+    tmux.wait_for("your turn");
+    tmux.cmd(&["send-keys", "-t", "t", "C-c"]);
+    assert_eq!(wait_file(&done), "0");
+    let ev = events(home.path(), ws.path());
+    let kinds: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    // The turn given up left nothing in the log.
+    assert_eq!(
+        kinds,
+        [
+            "session_started",
+            "user_message",
+            "user_message",
+            "model_turn",
+            "session_ended"
+        ]
+    );
+    assert_eq!(ev[3]["text"], "Here now.");
+    assert_eq!(ev[4]["reason"], "ended by the user");
+}
+
+/// A provider that fails in the chat ends the session as failed: the error stays on
+/// the terminal after the screen is left, the exit code is 2, and the session is
+/// listed `failed`.
+#[test]
+fn chat_in_tmux_a_failed_provider_is_shown_and_the_session_failed() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let server = Server::canned(vec![response(
+        404,
+        &[],
+        "{\"error\":{\"message\":\"no model m-9\"}}",
+    )]);
+    let done = home.path().join("done");
+    let sh = format!(
+        "unset CI; CAIRN_HOME={} {} chat --workspace {} --base-url {}/v1 --model m-9; echo $? > {}; sleep 30",
+        home.path().display(),
+        env!("CARGO_BIN_EXE_cairn"),
+        ws.path().display(),
+        server.url,
+        done.display()
+    );
+    let tmux = tmux_run("cairn-chat-fail", &sh);
+    tmux.wait_for("your turn");
+    tmux.cmd(&["send-keys", "-t", "t", "-l", "hello"]);
+    tmux.cmd(&["send-keys", "-t", "t", "Enter"]);
+    assert_eq!(wait_file(&done), "2");
+    let after = tmux.screen();
+    assert!(
+        after.contains("! provider failed: not found (404)"),
+        "{after}"
+    );
+    assert!(after.contains("no model m-9"), "{after}");
+    let list = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["sessions", "--json"])
+        .env("CAIRN_HOME", home.path())
+        .output()
+        .unwrap();
+    let row: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(row["state"], "failed");
+}
