@@ -218,6 +218,7 @@ impl Engine {
             allow: allowed.into_iter().collect(),
             inherited,
             sandbox: Some(sandbox.recorded().clone()),
+            imported: None,
         };
         rec.append(&Event::SessionStarted(started))?;
         rec.sync()?;
@@ -988,6 +989,7 @@ impl Engine {
         self.rec.append(&Event::SessionEnded {
             reason: reason.to_string(),
             orphans,
+            imported: None,
         })?;
         self.rec.snapshot()?;
         self.rec.wait_snapshot()?;

@@ -404,6 +404,7 @@ impl Engine {
                 .collect(),
             interrupted_steps: script.iter().filter_map(|s| s.decision.clone()).collect(),
             sandbox: Some(engine.rt.sandbox.recorded().clone()),
+            imported: None,
         })?;
         engine.rec.sync()?;
         let report = ResumeReport {
