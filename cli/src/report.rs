@@ -177,6 +177,9 @@ pub fn text(a: &Audit, paint: Paint) -> String {
         "catalog",
         &format!("{} (cairn {})", h.catalog, h.engine_version),
     );
+    if let Some(i) = &a.imported {
+        field(&mut o, "imported", &i.line());
+    }
     field(&mut o, "started", &h.started);
     field(
         &mut o,
