@@ -150,7 +150,9 @@ pub fn source_files(paths: &[PathBuf]) -> Vec<PathBuf> {
             out.push(p.clone());
         }
     }
-    out.sort();
+    // By their bytes, not by components: `<session>.jsonl` then comes before
+    // `<session>/subagents/…`, so a subagent finds its main session imported.
+    out.sort_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
     out.dedup();
     out
 }
@@ -219,6 +221,9 @@ struct Scan {
     file: ImportedFile,
     read_to: u64,
     read_hash: Hash,
+    /// Bytes after the last complete line: a line cut short (a live file mid-write,
+    /// or a crash), left for a later import.
+    torn: u64,
 }
 
 fn scan(path: &Path, options: &Options) -> Result<Scan> {
@@ -229,7 +234,11 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
     let mut lmeta = claude::Meta::default();
     let mut nodes = Vec::new();
     let mut first = true;
+    let mut torn = 0;
     while let Some(line) = src.next_line(&mut buf)? {
+        if let Line::Torn(n) = line {
+            torn = n;
+        }
         let v = match line {
             Line::Complete => serde_json::from_slice::<serde_json::Value>(&buf).ok(),
             _ => None,
@@ -296,6 +305,7 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
         },
         read_to,
         read_hash,
+        torn,
     })
 }
 
@@ -440,13 +450,18 @@ impl Pass<'_> {
         Ok(())
     }
 
-    fn finish(mut self, read_to: u64, read_hash: Hash) -> Result<(Writer, ImportProgress)> {
+    /// Writes the response gathered so far.
+    fn flush(&mut self) -> Result<()> {
         let mut steps = Vec::new();
         match self.format {
             Format::Codex => self.codex.finish(&mut steps),
             Format::Claude => self.claude.finish(&mut steps),
         }
-        self.record(steps)?;
+        self.record(steps)
+    }
+
+    fn finish(mut self, read_to: u64, read_hash: Hash) -> Result<(Writer, ImportProgress)> {
+        self.flush()?;
         let progress = ImportProgress {
             read_to,
             read_hash,
@@ -474,7 +489,8 @@ fn run_pass(
     from: Option<(u64, Hash)>,
     to: u64,
     pick: &dyn Fn(u64) -> bool,
-    mark: &mut dyn FnMut(u64, &Writer),
+    points: &HashSet<usize>,
+    heads: &mut HashMap<usize, (u64, Hash)>,
     summary: &mut Summary,
 ) -> Result<Hash> {
     let mut src = Source::open(path, options.line_bytes_max)?;
@@ -510,13 +526,9 @@ fn run_pass(
                 ));
                 continue;
             }
-            Line::Torn(n) => {
-                pass.warnings += 1;
-                summary.warn(format!(
-                    "{name}: the last line ({n} bytes) is cut short: left for a later import"
-                ));
-                break;
-            }
+            // Before `to`, where the scan found a whole line: the file changed (reported
+            // below).
+            Line::Torn(_) => break,
         }
         if !pick(index) {
             continue;
@@ -530,7 +542,12 @@ fn run_pass(
                 summary.warn(format!("{name}: line {} is not JSON ({e}): skipped", index + 1));
             }
         }
-        mark(index, &pass.writer);
+        if points.contains(&(index as usize)) {
+            // Where another branch parts from this one: what was gathered of the
+            // response is written, so the point is after it.
+            pass.flush()?;
+            heads.insert(index as usize, pass.writer.head());
+        }
     }
     if src.offset() != to {
         return Err(ImportError::Changed {
@@ -657,13 +674,11 @@ fn import_file(
         None,
         s.read_to,
         &pick,
-        &mut |i, w| {
-            if points.contains(&(i as usize)) {
-                heads.insert(i as usize, w.head());
-            }
-        },
+        &points,
+        &mut heads,
         summary,
     )?;
+    torn_warning(path, &s, &mut pass, summary);
     let (writer, progress) = pass.finish(s.read_to, hash)?;
     let done = writer.finish(progress.clone())?;
     index.add(
@@ -713,7 +728,17 @@ fn import_file(
                 unknown: 0,
             };
             let pick = |i: u64| plan.of_line.get(i as usize).copied().flatten() == Some(b);
-            let hash = run_pass(path, options, &mut pass, None, s.read_to, &pick, &mut |_, _| {}, summary)?;
+            let hash = run_pass(
+                path,
+                options,
+                &mut pass,
+                None,
+                s.read_to,
+                &pick,
+                &HashSet::new(),
+                &mut HashMap::new(),
+                summary,
+            )?;
             let (writer, progress) = pass.finish(s.read_to, hash)?;
             let done = writer.finish(progress.clone())?;
             summary.sessions += 1;
@@ -737,6 +762,18 @@ fn import_file(
         }
     }
     Ok(())
+}
+
+/// A line cut short at the end of the file: a warning, left for a later import.
+fn torn_warning(path: &Path, s: &Scan, pass: &mut Pass<'_>, summary: &mut Summary) {
+    if s.torn > 0 {
+        pass.warnings += 1;
+        summary.warn(format!(
+            "{}: the last line ({} bytes) is cut short: left for a later import",
+            path.display(),
+            s.torn
+        ));
+    }
 }
 
 fn tally(summary: &mut Summary, progress: &ImportProgress, interrupted: u64, bytes: u64) {
@@ -802,7 +839,18 @@ fn continue_into(
     // A continuation follows the conversation on: sidechain lines stay out.
     let nodes = &s.nodes;
     let pick = |i: u64| !nodes.get(i as usize).and_then(|n| n.as_ref()).is_some_and(|n| n.sidechain);
-    let hash = run_pass(path, options, &mut pass, from, s.read_to, &pick, &mut |_, _| {}, summary)?;
+    let hash = run_pass(
+        path,
+        options,
+        &mut pass,
+        from,
+        s.read_to,
+        &pick,
+        &HashSet::new(),
+        &mut HashMap::new(),
+        summary,
+    )?;
+    torn_warning(path, s, &mut pass, summary);
     let (writer, progress) = pass.finish(s.read_to, hash)?;
     let done = writer.finish(progress.clone())?;
     let branch = started.imported.map_or_else(|| "main".into(), |i| i.branch);
