@@ -55,10 +55,12 @@ fn home_dir() -> Result<PathBuf> {
 pub fn import(args: ImportArgs) -> Result<ExitCode> {
     let mut paths = args.paths.clone();
     if args.codex {
-        paths.push(match std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
-            Some(h) => PathBuf::from(h).join("sessions"),
-            None => home_dir()?.join(".codex").join("sessions"),
-        });
+        paths.push(
+            match std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
+                Some(h) => PathBuf::from(h).join("sessions"),
+                None => home_dir()?.join(".codex").join("sessions"),
+            },
+        );
     }
     if args.claude {
         paths.push(home_dir()?.join(".claude").join("projects"));
@@ -110,7 +112,11 @@ pub fn import(args: ImportArgs) -> Result<ExitCode> {
         for s in &summary.imported {
             out::line(&format!(
                 "{} {} {} ({}{}, {} calls) {}",
-                if s.continued { "continued" } else { "imported " },
+                if s.continued {
+                    "continued"
+                } else {
+                    "imported "
+                },
                 s.id,
                 s.agent,
                 s.branch,

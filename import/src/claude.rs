@@ -63,7 +63,10 @@ pub fn node(v: &Value) -> Option<Node> {
     Some(Node {
         uuid,
         parent,
-        sidechain: v.get("isSidechain").and_then(Value::as_bool).unwrap_or(false),
+        sidechain: v
+            .get("isSidechain")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         message: matches!(t, "user" | "assistant"),
     })
 }
@@ -195,8 +198,16 @@ impl Claude {
                         .push_str(b.get("text").and_then(Value::as_str).unwrap_or(""));
                 }
                 "tool_use" | "server_tool_use" => {
-                    let id = b.get("id").and_then(Value::as_str).unwrap_or("").to_string();
-                    let name = b.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+                    let id = b
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string();
+                    let name = b
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string();
                     let input = b.get("input").cloned().unwrap_or(Value::Null);
                     let mcp = name.strip_prefix("mcp__").and_then(|rest| {
                         rest.split_once("__").map(|(s, t)| McpRef {
@@ -242,7 +253,10 @@ impl Claude {
                 for b in blocks {
                     match b.get("type").and_then(Value::as_str).unwrap_or("") {
                         "text" => text.push(
-                            b.get("text").and_then(Value::as_str).unwrap_or("").to_string(),
+                            b.get("text")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_string(),
                         ),
                         "image" => text.push("[image]".into()),
                         "tool_result" => self.result(b, tur, cwd.clone(), out),
@@ -283,7 +297,10 @@ impl Claude {
         let mut status = if is_error { Status::Error } else { Status::Ok };
         match tool.as_str() {
             "Bash" => {
-                let interrupted = tur.get("interrupted").and_then(Value::as_bool).unwrap_or(false);
+                let interrupted = tur
+                    .get("interrupted")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
                 let exit_code = if interrupted {
                     None
                 } else if is_error {
@@ -344,11 +361,7 @@ impl Claude {
                         WriteKind::Replace
                     },
                     before,
-                    after: if is_error {
-                        None
-                    } else {
-                        s(&input, "content")
-                    },
+                    after: if is_error { None } else { s(&input, "content") },
                     diff: structured_patch(tur.get("structuredPatch")),
                     ok: !is_error,
                 }));
@@ -400,7 +413,9 @@ fn edit_of(v: &Value) -> (String, String, bool) {
     (
         s("old_string"),
         s("new_string"),
-        v.get("replace_all").and_then(Value::as_bool).unwrap_or(false),
+        v.get("replace_all")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
     )
 }
 
@@ -435,7 +450,12 @@ fn structured_patch(v: Option<&Value>) -> Option<String> {
             n("newStart"),
             n("newLines")
         ));
-        for l in h.get("lines").and_then(Value::as_array).into_iter().flatten() {
+        for l in h
+            .get("lines")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             out.push_str(l.as_str().unwrap_or(""));
             out.push('\n');
         }

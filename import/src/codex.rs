@@ -81,11 +81,7 @@ pub fn meta(v: &Value, first: bool, meta: &mut Meta) {
                 meta.started_at = str_of(m, "timestamp");
             }
         }
-        "turn_context" => {
-            if meta.cwd.is_none() {
-                meta.cwd = str_of(p, "cwd");
-            }
-        }
+        "turn_context" if meta.cwd.is_none() => meta.cwd = str_of(p, "cwd"),
         _ => {}
     }
 }
@@ -234,7 +230,11 @@ impl Codex {
                 raw: raw.to_vec(),
             }),
             "function_call" | "custom_tool_call" => {
-                let name = p.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+                let name = p
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
                 let id = call_id(p);
                 let input = match p.get("arguments").or_else(|| p.get("input")) {
                     Some(Value::String(s)) => {
@@ -334,7 +334,11 @@ impl Codex {
                 {
                     let ok = success.unwrap_or_else(|| patch_succeeded(&text));
                     for w in patch::parse(&patch) {
-                        out.push(Step::Write(Write { id: id.clone(), ok, ..w }));
+                        out.push(Step::Write(Write {
+                            id: id.clone(),
+                            ok,
+                            ..w
+                        }));
                     }
                 }
                 let failed = success == Some(false)
@@ -432,7 +436,11 @@ impl Codex {
                 };
                 self.patches.remove(&id);
                 for w in writes {
-                    out.push(Step::Write(Write { id: id.clone(), ok, ..w }));
+                    out.push(Step::Write(Write {
+                        id: id.clone(),
+                        ok,
+                        ..w
+                    }));
                 }
             }
             "mcp_tool_call_end" => {
@@ -455,11 +463,23 @@ impl Codex {
                 let item = p.get("item").unwrap_or(&Value::Null);
                 self.item_completed(item, raw, out);
             }
-            "task_started" | "task_complete" | "turn_aborted" | "turn_started"
-            | "turn_complete" | "session_configured" | "error" | "stream_error"
-            | "background_event" | "turn_diff" | "plan_update" | "entered_review_mode"
-            | "exited_review_mode" | "context_compacted" | "get_history_entry_response"
-            | "list_custom_prompts_response" | "shutdown_complete" => out.push(Step::Item {
+            "task_started"
+            | "task_complete"
+            | "turn_aborted"
+            | "turn_started"
+            | "turn_complete"
+            | "session_configured"
+            | "error"
+            | "stream_error"
+            | "background_event"
+            | "turn_diff"
+            | "plan_update"
+            | "entered_review_mode"
+            | "exited_review_mode"
+            | "context_compacted"
+            | "get_history_entry_response"
+            | "list_custom_prompts_response"
+            | "shutdown_complete" => out.push(Step::Item {
                 kind: format!("event_msg:{pt}"),
                 unknown: false,
                 raw: raw.to_vec(),
@@ -533,7 +553,11 @@ impl Codex {
                             continue;
                         };
                         if let Some(w) = patch::change(path, c) {
-                            out.push(Step::Write(Write { id: id.clone(), ok, ..w }));
+                            out.push(Step::Write(Write {
+                                id: id.clone(),
+                                ok,
+                                ..w
+                            }));
                         }
                     }
                 }
@@ -554,7 +578,12 @@ impl Codex {
                 kind: format!("event_msg:item_completed:{kind}"),
                 unknown: !matches!(
                     norm.as_str(),
-                    "agentmessage" | "usermessage" | "reasoning" | "websearch" | "plan" | "todolist"
+                    "agentmessage"
+                        | "usermessage"
+                        | "reasoning"
+                        | "websearch"
+                        | "plan"
+                        | "todolist"
                 ),
                 raw: raw.to_vec(),
             }),
@@ -712,7 +741,9 @@ pub fn parse_exec_output(text: &str) -> ExecText {
 
 fn patch_succeeded(text: &str) -> bool {
     let t = text.trim_start();
-    t.starts_with("Success") || t.starts_with("Done!") || parse_exec_output(text).exit_code == Some(0)
+    t.starts_with("Success")
+        || t.starts_with("Done!")
+        || parse_exec_output(text).exit_code == Some(0)
 }
 
 /// `{"secs":…,"nanos":…}` or a number of seconds, in microseconds.

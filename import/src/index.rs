@@ -58,7 +58,10 @@ impl Index {
             if raw.seq == 0 && kind != "session_started" {
                 return;
             }
-            if !matches!(kind, "session_started" | "session_resumed" | "session_ended") {
+            if !matches!(
+                kind,
+                "session_started" | "session_resumed" | "session_ended"
+            ) {
                 continue;
             }
             let Ok(rec) = cairn_core::fold::parse(&raw) else {

@@ -167,7 +167,10 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         if t.is_dir() {
             walk(&p, out);
         } else if t.is_file() {
-            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             if name.ends_with(".jsonl") || name.ends_with(".jsonl.zst") {
                 out.push(p);
             }
@@ -286,7 +289,13 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let (source_id, cwd, version, started_at, previous) = match format {
-        Format::Codex => (cmeta.id, cmeta.cwd, cmeta.version, cmeta.started_at, cmeta.previous),
+        Format::Codex => (
+            cmeta.id,
+            cmeta.cwd,
+            cmeta.version,
+            cmeta.started_at,
+            cmeta.previous,
+        ),
         Format::Claude => (lmeta.id, lmeta.cwd, lmeta.version, lmeta.started_at, None),
     };
     Ok(Scan {
@@ -296,7 +305,11 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
         version,
         started_at,
         previous,
-        nodes: if format == Format::Claude { nodes } else { Vec::new() },
+        nodes: if format == Format::Claude {
+            nodes
+        } else {
+            Vec::new()
+        },
         file: ImportedFile {
             path: path.to_string_lossy().into_owned(),
             hash,
@@ -401,8 +414,10 @@ fn branches(nodes: &[Option<claude::Node>], subagent_file: bool) -> Branches {
             steps += 1;
         }
         let b = *side_of_root.entry(root).or_insert_with(|| {
-            out.branches
-                .push(("sidechain".into(), parent_of(root).filter(|&p| of_line[p] == Some(0))));
+            out.branches.push((
+                "sidechain".into(),
+                parent_of(root).filter(|&p| of_line[p] == Some(0)),
+            ));
             out.branches.len() as u32
         });
         of_line[i] = Some(b);
@@ -539,7 +554,10 @@ fn run_pass(
             Ok(v) => pass.line(&v, &buf)?,
             Err(e) => {
                 pass.warnings += 1;
-                summary.warn(format!("{name}: line {} is not JSON ({e}): skipped", index + 1));
+                summary.warn(format!(
+                    "{name}: line {} is not JSON ({e}): skipped",
+                    index + 1
+                ));
             }
         }
         if points.contains(&(index as usize)) {
@@ -589,7 +607,17 @@ fn import_file(
             return Ok(());
         }
         let from = (entry.progress.read_to, entry.progress.read_hash);
-        return continue_into(home, path, options, &s, &entry.dir, Some(from), index, summary, &redactor);
+        return continue_into(
+            home,
+            path,
+            options,
+            &s,
+            &entry.dir,
+            Some(from),
+            index,
+            summary,
+            &redactor,
+        );
     }
     // A later segment of a rotated rollout: a continuation of the session the
     // segments before it are in.
@@ -609,7 +637,9 @@ fn import_file(
             import_file(home, &prev, options, index, summary, depth + 1)?;
         }
         if let Some(entry) = index.get(&prev).cloned() {
-            return continue_into(home, path, options, &s, &entry.dir, None, index, summary, &redactor);
+            return continue_into(
+                home, path, options, &s, &entry.dir, None, index, summary, &redactor,
+            );
         }
         summary.warn(format!(
             "{}: its previous segment {} could not be imported: imported alone",
@@ -627,13 +657,16 @@ fn import_file(
     }
     let subagent = s.format == Format::Claude
         && (path.components().any(|c| c.as_os_str() == "subagents")
-            || s.nodes.iter().flatten().all(|n| n.sidechain) && s.nodes.iter().flatten().next().is_some());
+            || s.nodes.iter().flatten().all(|n| n.sidechain)
+                && s.nodes.iter().flatten().next().is_some());
     let plan = match s.format {
         Format::Claude => Some(branches(&s.nodes, subagent)),
         Format::Codex => None,
     };
     let parent = if subagent {
-        index.main_of(&s.source_id).map(|(session, seq, hash)| Parent { session, seq, hash })
+        index
+            .main_of(&s.source_id)
+            .map(|(session, seq, hash)| Parent { session, seq, hash })
     } else {
         None
     };
@@ -645,7 +678,12 @@ fn import_file(
         file: file.clone(),
         started_at: s.started_at.clone(),
     };
-    let writer = Writer::create(home, &root, imported(if subagent { "subagent" } else { "main" }), parent)?;
+    let writer = Writer::create(
+        home,
+        &root,
+        imported(if subagent { "subagent" } else { "main" }),
+        parent,
+    )?;
     let mut pass = Pass {
         writer,
         format: s.format,
@@ -668,15 +706,7 @@ fn import_file(
         None => true,
     };
     let hash = run_pass(
-        path,
-        options,
-        &mut pass,
-        None,
-        s.read_to,
-        &pick,
-        &points,
-        &mut heads,
-        summary,
+        path, options, &mut pass, None, s.read_to, &pick, &points, &mut heads, summary,
     )?;
     torn_warning(path, &s, &mut pass, summary);
     let (writer, progress) = pass.finish(s.read_to, hash)?;
@@ -788,7 +818,12 @@ fn tally(summary: &mut Summary, progress: &ImportProgress, interrupted: u64, byt
 
 /// Keeps the file's bytes as a blob of the project of `root`; they must still be the
 /// bytes the scan hashed.
-fn keep(home: &Home, root: &Path, path: &Path, file: &ImportedFile) -> Result<cairn_store::BlobRef> {
+fn keep(
+    home: &Home,
+    root: &Path,
+    path: &Path,
+    file: &ImportedFile,
+) -> Result<cairn_store::BlobRef> {
     let project = home.project(root);
     cairn_store::private::create_dir_all(&project.dir).map_err(ImportError::io(&project.dir))?;
     let blobs = BlobStore::open(&project.blobs_dir())?;
@@ -838,7 +873,12 @@ fn continue_into(
     };
     // A continuation follows the conversation on: sidechain lines stay out.
     let nodes = &s.nodes;
-    let pick = |i: u64| !nodes.get(i as usize).and_then(|n| n.as_ref()).is_some_and(|n| n.sidechain);
+    let pick = |i: u64| {
+        !nodes
+            .get(i as usize)
+            .and_then(|n| n.as_ref())
+            .is_some_and(|n| n.sidechain)
+    };
     let hash = run_pass(
         path,
         options,
@@ -864,7 +904,12 @@ fn continue_into(
         (branch == "main").then_some(s.source_id.as_str()),
         done.head,
     )?;
-    tally(summary, &progress, done.interrupted, s.read_to - from.map_or(0, |f| f.0));
+    tally(
+        summary,
+        &progress,
+        done.interrupted,
+        s.read_to - from.map_or(0, |f| f.0),
+    );
     summary.sessions += 1;
     summary.continued += 1;
     summary.calls += done.written.calls;

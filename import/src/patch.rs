@@ -59,10 +59,10 @@ pub fn parse(text: &str) -> Vec<Write> {
             cur = Some((p.trim().to_string(), WriteKind::Delete, Vec::new()));
         } else if line.starts_with("*** End Patch") || line.starts_with("*** Begin Patch") {
             close(&mut cur, &mut out);
-        } else if let Some((_, _, body)) = cur.as_mut() {
-            if !line.starts_with("*** End of File") {
-                body.push(line);
-            }
+        } else if let Some((_, _, body)) = cur.as_mut()
+            && !line.starts_with("*** End of File")
+        {
+            body.push(line);
         }
     }
     close(&mut cur, &mut out);
@@ -81,7 +81,10 @@ pub fn change(path: &str, c: &Value) -> Option<Write> {
         return Some(write(path, WriteKind::Delete, None, None));
     }
     if let Some(u) = c.get("update") {
-        let diff = u.get("unified_diff").and_then(Value::as_str).map(str::to_string);
+        let diff = u
+            .get("unified_diff")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         return Some(write(path, WriteKind::Edit, None, diff));
     }
     let kind = c.get("kind").or_else(|| c.get("type"))?;
@@ -131,7 +134,12 @@ mod tests {
             w,
             vec![
                 write("a.txt", WriteKind::Create, Some("one\ntwo\n".into()), None),
-                write("b.rs", WriteKind::Edit, None, Some("@@ fn x\n-old\n+new\n".into())),
+                write(
+                    "b.rs",
+                    WriteKind::Edit,
+                    None,
+                    Some("@@ fn x\n-old\n+new\n".into())
+                ),
                 write("c.md", WriteKind::Delete, None, None),
             ]
         );
@@ -147,7 +155,12 @@ mod tests {
         let upd = serde_json::json!({"kind": {"type": "update"}, "diff": "@@\n-a\n+b\n"});
         assert_eq!(
             change("m.txt", &upd),
-            Some(write("m.txt", WriteKind::Edit, None, Some("@@\n-a\n+b\n".into())))
+            Some(write(
+                "m.txt",
+                WriteKind::Edit,
+                None,
+                Some("@@\n-a\n+b\n".into())
+            ))
         );
         assert_eq!(change("z", &serde_json::json!({"kind": "rename"})), None);
     }

@@ -121,7 +121,10 @@ impl Source {
     /// BLAKE3 and length.
     pub fn raw_hash(&mut self) -> Result<(Hash, u64)> {
         loop {
-            let buf = self.reader.fill_buf().map_err(ImportError::io(&self.path))?;
+            let buf = self
+                .reader
+                .fill_buf()
+                .map_err(ImportError::io(&self.path))?;
             if buf.is_empty() {
                 break;
             }
@@ -140,7 +143,10 @@ impl Source {
         // The content hash takes a line only once it is complete.
         let mut hashing = self.content.clone();
         loop {
-            let chunk = self.reader.fill_buf().map_err(ImportError::io(&self.path))?;
+            let chunk = self
+                .reader
+                .fill_buf()
+                .map_err(ImportError::io(&self.path))?;
             if chunk.is_empty() {
                 if len == 0 {
                     return Ok(None);

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use cairn_core::event::{
-    Event, ExecStatus, FileRead, FileWrite, ImportProgress, Imported, ImportedFile,
+    Event, ExecStatus, FORMAT_VERSION, FileRead, FileWrite, ImportProgress, Imported, ImportedFile,
     Parent, ProcKind, SessionStarted, ShellEnd, ShellExec, ShellPhase, Status, ToolFinished,
-    WebFetched, WriteOp, WriteStatus, FORMAT_VERSION,
+    WebFetched, WriteOp, WriteStatus,
 };
 use cairn_core::redact::{Counts, Redactor};
 use cairn_core::state::State;
@@ -120,7 +120,7 @@ impl Writer {
             allow: Vec::new(),
             inherited: None,
             sandbox: None,
-            imported: Some(imported),
+            imported: Some(Box::new(imported)),
         };
         rec.append(&Event::SessionStarted(started))?;
         Ok(Writer {
@@ -299,7 +299,11 @@ impl Writer {
                 self.append(&Event::FileRead(FileRead {
                     call,
                     path,
-                    ranges: if lines == 0 { Vec::new() } else { vec![(first.max(1), last.max(1))] },
+                    ranges: if lines == 0 {
+                        Vec::new()
+                    } else {
+                        vec![(first.max(1), last.max(1))]
+                    },
                     total_lines,
                     hash: Hash::of(content.as_bytes()),
                 }))
@@ -416,7 +420,10 @@ impl Writer {
                 return Ok((0, None));
             }
             let clean = self.redactor.redact(text, &mut Counts::new()).into_owned();
-            Ok((clean.len() as u64, Some(self.rec.put_blob(clean.as_bytes())?)))
+            Ok((
+                clean.len() as u64,
+                Some(self.rec.put_blob(clean.as_bytes())?),
+            ))
         };
         let (n, blob) = out(&s.stdout)?;
         end.stdout_bytes = Some(n);
@@ -535,7 +542,7 @@ fn normalise(path: &Path) -> PathBuf {
 pub fn first_started(dir: &Path) -> Result<SessionStarted> {
     let reader = cairn_store::LogReader::open(dir)?;
     let blobs = cairn_tools::fold::project_blobs(dir);
-    for raw in reader.records()? {
+    if let Some(raw) = reader.records()?.next() {
         let raw = raw?;
         let rec = cairn_tools::fold::parse_maybe_in(&raw, blobs.as_ref());
         if let Ok(r) = rec
@@ -543,7 +550,6 @@ pub fn first_started(dir: &Path) -> Result<SessionStarted> {
         {
             return Ok(s);
         }
-        break;
     }
     Err(ImportError::NotImported {
         dir: dir.to_path_buf(),

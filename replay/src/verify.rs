@@ -678,7 +678,9 @@ impl Verifier {
             Event::SessionResumed {
                 imported: Some(f), ..
             } => self.original(f),
-            Event::ToolStarted { call, tool, input, .. } => {
+            Event::ToolStarted {
+                call, tool, input, ..
+            } => {
                 self.report.calls += 1;
                 self.report.decisions_unchecked += 1;
                 let expected = format!("c{}", self.state.calls_started + 1);
@@ -712,10 +714,16 @@ impl Verifier {
                     },
                 );
             }
-            Event::FileRead(r) => self.imported_effect(&r.call, &format!("file_read of {}", r.path)),
+            Event::FileRead(r) => {
+                self.imported_effect(&r.call, &format!("file_read of {}", r.path))
+            }
             Event::FileWrite(w) => {
                 self.report.file_writes += 1;
-                for (b, what) in [(&w.before, "before"), (&w.after, "after"), (&w.diff, "diff")] {
+                for (b, what) in [
+                    (&w.before, "before"),
+                    (&w.after, "after"),
+                    (&w.diff, "diff"),
+                ] {
                     if let Some(b) = b {
                         self.blob(b, &format!("file_write of {} ({what})", w.path));
                     }
@@ -723,7 +731,10 @@ impl Verifier {
                 if w.unknown && w.after.is_some() {
                     self.problem(
                         ProblemKind::FileWrite,
-                        format!("file_write of {}: marked unknown but names its content after", w.path),
+                        format!(
+                            "file_write of {}: marked unknown but names its content after",
+                            w.path
+                        ),
                     );
                 }
                 let call = w.call.clone().unwrap_or_default();
@@ -731,7 +742,11 @@ impl Verifier {
             }
             Event::ShellExec(x) => {
                 if let Some(end) = x.end() {
-                    for (b, name) in [(&end.stdout, "stdout"), (&end.stderr, "stderr"), (&end.log_blob, "log")] {
+                    for (b, name) in [
+                        (&end.stdout, "stdout"),
+                        (&end.stderr, "stderr"),
+                        (&end.log_blob, "log"),
+                    ] {
                         if let Some(b) = b {
                             self.blob(b, &format!("call {} {name}", x.call));
                         }
@@ -747,7 +762,10 @@ impl Verifier {
                 if self.pending.remove(&f.call).is_none() {
                     self.problem(
                         ProblemKind::Structure,
-                        format!("tool_finished of {}, which is not a call started and not finished", f.call),
+                        format!(
+                            "tool_finished of {}, which is not a call started and not finished",
+                            f.call
+                        ),
                     );
                 }
             }
@@ -770,7 +788,10 @@ impl Verifier {
                 if !open.is_empty() {
                     self.problem(
                         ProblemKind::UnfinishedCall,
-                        format!("the session ended with calls started and never finished: {}", open.join(", ")),
+                        format!(
+                            "the session ended with calls started and never finished: {}",
+                            open.join(", ")
+                        ),
                     );
                     self.pending.clear();
                 }

@@ -42,11 +42,20 @@ fn import_then_show_audit_verify_checkout_and_diff() {
     std::fs::create_dir_all(&ws).unwrap();
     let ws = ws.canonicalize().unwrap();
     let rollouts = tmp.path().join("rollouts");
-    fixture("codex-rollout.jsonl", &ws, &rollouts.join("rollout-a.jsonl"), true);
+    fixture(
+        "codex-rollout.jsonl",
+        &ws,
+        &rollouts.join("rollout-a.jsonl"),
+        true,
+    );
     let claude = user.join(".claude/projects/-ws/claude-session.jsonl");
     fixture("claude-session.jsonl", &ws, &claude, false);
 
-    let out = cairn(&home, &user, &["import", rollouts.to_str().unwrap(), "--json"]);
+    let out = cairn(
+        &home,
+        &user,
+        &["import", rollouts.to_str().unwrap(), "--json"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["sessions"], 1);
@@ -55,7 +64,11 @@ fn import_then_show_audit_verify_checkout_and_diff() {
     // Again: nothing to do.
     let out = cairn(&home, &user, &["import", rollouts.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
-    assert!(text(&out.stdout).contains("0 sessions (0 continued), 1 unchanged"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("0 sessions (0 continued), 1 unchanged"),
+        "{}",
+        text(&out.stdout)
+    );
 
     let out = cairn(&home, &user, &["import", "--claude"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -76,7 +89,13 @@ fn import_then_show_audit_verify_checkout_and_diff() {
         vec!["log", codex.as_str()],
     ] {
         let out = cairn(&home, &user, &args);
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {}{}", text(&out.stdout), text(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
     }
     let out = cairn(&home, &user, &["audit", &codex]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -98,14 +117,33 @@ fn import_then_show_audit_verify_checkout_and_diff() {
     let out = cairn(
         &home,
         &user,
-        &["checkout", &codex, "--at", &head.to_string(), dest.to_str().unwrap()],
+        &[
+            "checkout",
+            &codex,
+            "--at",
+            &head.to_string(),
+            dest.to_str().unwrap(),
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("unknown README.md"), "{}", text(&out.stdout));
-    assert_eq!(std::fs::read_to_string(dest.join("hello.txt")).unwrap(), "hello\nworld\n");
+    assert!(
+        text(&out.stdout).contains("unknown README.md"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dest.join("hello.txt")).unwrap(),
+        "hello\nworld\n"
+    );
 
     let out = cairn(&home, &user, &["diff", &codex, &main_claude]);
-    assert_eq!(out.status.code(), Some(1), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -114,16 +152,37 @@ fn import_bad_arguments_exit_2_and_since_skips_older_files() {
     let (home, user) = (tmp.path().join("home"), tmp.path().join("user"));
     let out = cairn(&home, &user, &["import"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("nothing to import"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("nothing to import"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = cairn(&home, &user, &["import", "--since", "yesterday", "."]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("neither a date"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("neither a date"),
+        "{}",
+        text(&out.stderr)
+    );
     let ws = tmp.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     let file = tmp.path().join("r/rollout.jsonl");
     fixture("codex-seg1.jsonl", &ws, &file, false);
-    let out = cairn(&home, &user, &["import", file.to_str().unwrap(), "--since", "2999-01-01", "--json"]);
+    let out = cairn(
+        &home,
+        &user,
+        &[
+            "import",
+            file.to_str().unwrap(),
+            "--since",
+            "2999-01-01",
+            "--json",
+        ],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!((summary["skipped"].as_u64(), summary["sessions"].as_u64()), (Some(1), Some(0)));
+    assert_eq!(
+        (summary["skipped"].as_u64(), summary["sessions"].as_u64()),
+        (Some(1), Some(0))
+    );
 }

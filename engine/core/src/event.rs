@@ -295,7 +295,7 @@ pub struct SessionStarted {
     /// A session imported from another agent's files: none of its calls ran here, so
     /// verify checks its chain, structure and blobs, never the engine's rules.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub imported: Option<Imported>,
+    pub imported: Option<Box<Imported>>,
 }
 
 /// Where an imported session comes from (on `session_started`).

@@ -42,7 +42,9 @@ impl Env {
     /// Writes fixture `name` (a path under `tests/data/import`) into the source folder
     /// as `as_name`; `torn` drops its final newline.
     fn fixture(&self, name: &str, as_name: &str, torn: bool) -> PathBuf {
-        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/import").join(name);
+        let data = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("data/import")
+            .join(name);
         let text = std::fs::read_to_string(&data).unwrap();
         let mut text = text
             .replace("@WS@", &self.ws.to_string_lossy())
@@ -97,10 +99,17 @@ fn import_codex_rollout_maps_calls_writes_usage_and_keeps_the_rest() {
     };
     let imp = started.imported.as_ref().unwrap();
     assert_eq!(
-        (imp.agent.as_str(), imp.agent_version.as_deref(), imp.branch.as_str()),
+        (
+            imp.agent.as_str(),
+            imp.agent_version.as_deref(),
+            imp.branch.as_str()
+        ),
         ("codex", Some("0.171.0"), "main")
     );
-    assert_eq!(imp.file.hash.0, *blake3::hash(&std::fs::read(&file).unwrap()).as_bytes());
+    assert_eq!(
+        imp.file.hash.0,
+        *blake3::hash(&std::fs::read(&file).unwrap()).as_bytes()
+    );
     assert_eq!(imp.file.original, None, "not kept unless asked");
     assert_eq!(started.workspace, e.ws.to_string_lossy());
     let users: Vec<&str> = ev
@@ -134,8 +143,18 @@ fn import_codex_rollout_maps_calls_writes_usage_and_keeps_the_rest() {
     assert_eq!(
         shells,
         [
-            (vec!["bash".into(), "-lc".into(), "ls".into()], "".into(), Some(0), ExecStatus::Ok),
-            (vec!["cargo test".into()], "src".into(), Some(101), ExecStatus::Failed),
+            (
+                vec!["bash".into(), "-lc".into(), "ls".into()],
+                "".into(),
+                Some(0),
+                ExecStatus::Ok
+            ),
+            (
+                vec!["cargo test".into()],
+                "src".into(),
+                Some(101),
+                ExecStatus::Failed
+            ),
         ]
     );
     let writes: Vec<(String, WriteOp, bool, bool)> = ev
@@ -160,9 +179,10 @@ fn import_codex_rollout_maps_calls_writes_usage_and_keeps_the_rest() {
         })
         .collect();
     assert_eq!(mcp, [("cairn".to_string(), "read".to_string())]);
-    assert!(ev.iter().any(
-        |e| matches!(e, Event::WebFetched(w) if w.url == "search:rust zstd crate")
-    ));
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::WebFetched(w) if w.url == "search:rust zstd crate"))
+    );
     let unknown: Vec<&str> = ev
         .iter()
         .filter_map(|e| match e {
@@ -184,7 +204,14 @@ fn import_codex_rollout_maps_calls_writes_usage_and_keeps_the_rest() {
         .collect();
     assert_eq!(
         statuses,
-        [Status::Ok, Status::Ok, Status::Error, Status::Ok, Status::Ok, Status::Interrupted]
+        [
+            Status::Ok,
+            Status::Ok,
+            Status::Error,
+            Status::Ok,
+            Status::Ok,
+            Status::Interrupted
+        ]
     );
     // No byte of the token in the session's log.
     let log = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
@@ -211,7 +238,11 @@ fn import_is_idempotent_and_a_grown_file_continues_its_session() {
     text.push_str(more);
     std::fs::write(&file, text).unwrap();
     let grown = e.import(std::slice::from_ref(&file), &Options::default());
-    assert_eq!((grown.sessions, grown.continued, grown.calls), (1, 1, 1), "{grown:#?}");
+    assert_eq!(
+        (grown.sessions, grown.continued, grown.calls),
+        (1, 1, 1),
+        "{grown:#?}"
+    );
     assert_eq!(grown.imported[0].id, first.imported[0].id);
     let dir = &first.imported[0].dir;
     let ev = events(dir);
@@ -223,10 +254,13 @@ fn import_is_idempotent_and_a_grown_file_continues_its_session() {
         })
         .collect();
     assert_eq!(calls, ["c1", "c2"]);
-    assert!(
-        ev.iter()
-            .any(|e| matches!(e, Event::SessionResumed { imported: Some(_), .. }))
-    );
+    assert!(ev.iter().any(|e| matches!(
+        e,
+        Event::SessionResumed {
+            imported: Some(_),
+            ..
+        }
+    )));
     verify_clean(dir);
     let unchanged = e.import(std::slice::from_ref(&file), &Options::default());
     assert_eq!((unchanged.sessions, unchanged.unchanged), (0, 1));
@@ -259,7 +293,10 @@ fn import_follows_rotated_segments_and_reads_zstd() {
         panic!()
     };
     let f = &started.imported.as_ref().unwrap().file;
-    assert_eq!(f.hash.0, *blake3::hash(&std::fs::read(&zst).unwrap()).as_bytes());
+    assert_eq!(
+        f.hash.0,
+        *blake3::hash(&std::fs::read(&zst).unwrap()).as_bytes()
+    );
 }
 
 #[test]
@@ -273,7 +310,11 @@ fn import_claude_transcript_gives_main_fork_sidechain_and_subagent_sessions() {
     );
     let s = e.import(std::slice::from_ref(&e.src), &Options::default());
     let branches: Vec<&str> = s.imported.iter().map(|i| i.branch.as_str()).collect();
-    assert_eq!(branches, ["main", "fork", "sidechain", "subagent"], "{s:#?}");
+    assert_eq!(
+        branches,
+        ["main", "fork", "sidechain", "subagent"],
+        "{s:#?}"
+    );
     // Not JSON, and the cut last line.
     assert_eq!(s.warnings, 2, "{:#?}", s.warning_list);
     assert_eq!(s.unknown, 1, "weird-new-type");
@@ -308,11 +349,20 @@ fn import_claude_transcript_gives_main_fork_sidechain_and_subagent_sessions() {
             ("hello.txt".into(), WriteOp::Create, WriteStatus::Ok, true),
         ]
     );
-    assert!(ev.iter().any(|e| matches!(e, Event::FileRead(r) if r.path == "README.md" && r.ranges == [(1, 1)])));
+    assert!(
+        ev.iter().any(
+            |e| matches!(e, Event::FileRead(r) if r.path == "README.md" && r.ranges == [(1, 1)])
+        )
+    );
     assert!(ev.iter().any(|e| matches!(e, Event::WebFetched(w) if w.url == "https://example.org/" && w.status == Some(200))));
     assert!(ev.iter().any(|e| matches!(e, Event::ToolStarted { mcp: Some(m), .. } if m.server == "docs" && m.tool == "search")));
-    assert!(ev.iter().any(|e| matches!(e, Event::ShellExec(x) if x.end().is_some_and(|end| end.exit_code == Some(1)))));
-    assert!(ev.iter().any(|e| matches!(e, Event::SourceItem { kind, .. } if kind == "system")));
+    assert!(ev.iter().any(
+        |e| matches!(e, Event::ShellExec(x) if x.end().is_some_and(|end| end.exit_code == Some(1)))
+    ));
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::SourceItem { kind, .. } if kind == "system"))
+    );
     // The conversation goes on across the compaction, to the last branch.
     let last_user = ev.iter().rev().find_map(|e| match e {
         Event::UserMessage { text } => Some(text.as_str()),
@@ -341,7 +391,10 @@ fn import_claude_transcript_gives_main_fork_sidechain_and_subagent_sessions() {
         "{:?}",
         at.event
     );
-    assert!(fev.iter().any(|e| matches!(e, Event::ToolFinished(f) if f.status == Status::Interrupted)));
+    assert!(
+        fev.iter()
+            .any(|e| matches!(e, Event::ToolFinished(f) if f.status == Status::Interrupted))
+    );
     verify_clean(&fork.dir);
 
     let sub = &s.imported[3];
@@ -373,7 +426,12 @@ fn review_verbs_run_on_imported_sessions() {
     let audit = cairn_replay::audit::audit(&session, &verified);
     let info = audit.imported.as_ref().unwrap();
     assert_eq!(info.agent_name(), "Codex 0.171.0");
-    assert!(info.line().starts_with("imported from Codex 0.171.0 (main): "), "{}", info.line());
+    assert!(
+        info.line()
+            .starts_with("imported from Codex 0.171.0 (main): "),
+        "{}",
+        info.line()
+    );
     assert_eq!(info.secrets.get("github_token"), Some(&2));
     assert!(audit.integrity.clean);
     // checkout: files known whole are written, the diff-only one is listed.
@@ -381,13 +439,19 @@ fn review_verbs_run_on_imported_sessions() {
     let head = session.head.seq;
     let r = cairn_replay::checkout(cx, head, &out).unwrap();
     assert_eq!(r.unknown, ["README.md"]);
-    assert_eq!(std::fs::read_to_string(out.join("hello.txt")).unwrap(), "hello\nworld\n");
+    assert_eq!(
+        std::fs::read_to_string(out.join("hello.txt")).unwrap(),
+        "hello\nworld\n"
+    );
     assert!(!out.join("README.md").exists());
     let out2 = e.src.join("checkout2");
     let main = Session::load(cl).unwrap();
     let r = cairn_replay::checkout(cl, main.head.seq, &out2).unwrap();
     assert_eq!(r.unknown, Vec::<String>::new());
-    assert_eq!(std::fs::read_to_string(out2.join("README.md")).unwrap(), "new line\n");
+    assert_eq!(
+        std::fs::read_to_string(out2.join("README.md")).unwrap(),
+        "new line\n"
+    );
     // diff: two imports of other agents.
     let d = cairn_replay::diff(cx, cl).unwrap();
     assert!(!d.is_empty(), "{d:#?}");
@@ -408,7 +472,14 @@ fn import_keep_original_is_checked_by_deep_verify() {
         panic!()
     };
     let kept = started.imported.as_ref().unwrap().file.original.unwrap();
-    let blob = dir.parent().unwrap().parent().unwrap().join("blobs").join(&kept.hash.to_hex()[..2]).join(&kept.hash.to_hex()[2..]);
+    let blob = dir
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("blobs")
+        .join(&kept.hash.to_hex()[..2])
+        .join(&kept.hash.to_hex()[2..]);
     assert_eq!(std::fs::read(&blob).unwrap(), std::fs::read(&file).unwrap());
     // Damaged: deep verify says so.
     let mut perms = std::fs::metadata(&blob).unwrap().permissions();
@@ -418,7 +489,9 @@ fn import_keep_original_is_checked_by_deep_verify() {
     std::fs::write(&blob, b"not the original").unwrap();
     let (_, problems) = cairn_replay::verify(dir).unwrap();
     assert!(
-        problems.iter().any(|p| p.kind == cairn_replay::ProblemKind::Blob && p.what.contains("the original of")),
+        problems.iter().any(
+            |p| p.kind == cairn_replay::ProblemKind::Blob && p.what.contains("the original of")
+        ),
         "{problems:#?}"
     );
 }
@@ -455,7 +528,11 @@ fn import_line_bytes_max_at_and_past_the_limit() {
     };
     let s = e.import(std::slice::from_ref(&file), &past);
     assert_eq!((s.warnings, s.lines), (1, 4), "{:#?}", s.warning_list);
-    assert!(s.warning_list[0].contains("longer than"), "{:?}", s.warning_list);
+    assert!(
+        s.warning_list[0].contains("longer than"),
+        "{:?}",
+        s.warning_list
+    );
 }
 
 #[test]
@@ -465,5 +542,11 @@ fn import_refuses_a_file_of_neither_format_with_a_clear_error() {
     std::fs::write(&file, "{\"hello\":1}\n").unwrap();
     let s = import_paths(&e.home, &[file], &Options::default(), &mut |_, _| {});
     assert_eq!(s.errors.len(), 1);
-    assert!(s.errors[0].1.contains("neither a Codex rollout nor a Claude Code transcript"), "{:?}", s.errors);
+    assert!(
+        s.errors[0]
+            .1
+            .contains("neither a Codex rollout nor a Claude Code transcript"),
+        "{:?}",
+        s.errors
+    );
 }
