@@ -12,6 +12,7 @@ mod confine;
 mod consent;
 mod engine;
 mod events;
+mod import;
 mod redact;
 mod replay;
 mod report;
@@ -54,6 +55,11 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// Benchmark resume: time and peak memory, with and without a snapshot.
     Resume(resume::ResumeArgs),
+    /// Benchmark import: MB/s and sessions/s on generated Codex rollouts, peak memory.
+    Import(import::ImportArgs),
+    /// Import a folder in process and print the summary (used for memory).
+    #[command(name = "__import", hide = true)]
+    ImportOnce { home: PathBuf, src: PathBuf },
     /// Resume one session in process and print the time it took (used for memory).
     #[command(name = "__resume", hide = true)]
     ResumeOnce { home: PathBuf, dir: PathBuf },
@@ -89,6 +95,8 @@ fn main() -> Result<()> {
         Command::Redact(args) => redact::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Resume(args) => resume::run(&args),
+        Command::Import(args) => import::run(&args),
+        Command::ImportOnce { home, src } => import::import_once(&home, &src),
         Command::ResumeOnce { home, dir } => resume::resume_once(&home, &dir),
         Command::Verify { path, threads } => {
             let mut options = cairn_store::VerifyOptions::default();

@@ -5,6 +5,7 @@ mod auditcmd;
 mod browsecmd;
 mod chatcmd;
 mod configcmd;
+mod importcmd;
 mod livecmd;
 mod logcmd;
 mod mcpcmd;
@@ -328,6 +329,11 @@ enum Command {
     /// Print a JSON Schema: `events` (a line of a session log, docs/event.schema.json)
     /// or `stream` (a line of the --json stream, docs/stream.schema.json).
     Schema { which: SchemaKind },
+    /// Import Codex CLI rollouts and Claude Code transcripts as cairn sessions (files
+    /// or folders; `--codex`, `--claude`: their default locations). Importing a file
+    /// again does nothing; one that grew is continued. Exit 0 when every file was
+    /// imported (or unchanged), 1 when some could not be, 2 could not run.
+    Import(importcmd::ImportArgs),
     /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell).
     Completions { shell: clap_complete::Shell },
     /// Set up a sample project and run a scripted session in it per catalog.
@@ -749,6 +755,7 @@ fn main() -> ExitCode {
             },
         ),
         Command::Browse { session } => browsecmd::browse(session.as_deref()),
+        Command::Import(args) => importcmd::import(args),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             // Into memory first: the generator panics on a closed pipe.

@@ -254,6 +254,11 @@ pub fn checkout(spec: &Path, at: &cairn_replay::At, dest: &Path, json: bool) -> 
     for w in &r.withheld {
         out::line(&withheld_line(w))?;
     }
+    for p in &r.unknown {
+        out::line(&format!(
+            "unknown {p}: the imported session knows this change as a diff only; not written"
+        ))?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -408,6 +408,9 @@ pub fn text(a: &Audit, paint: Paint) -> String {
     for m in &ms {
         field(&mut o, "model", m);
     }
+    if let Some(i) = &a.imported {
+        field(&mut o, "imported", &i.line());
+    }
     field(&mut o, "started", &h.started);
     field(
         &mut o,

@@ -219,6 +219,7 @@ impl Engine {
             allow: allowed.into_iter().collect(),
             inherited,
             sandbox: Some(sandbox.recorded().clone()),
+            imported: None,
         };
         rec.append(&Event::SessionStarted(started))?;
         rec.sync()?;
@@ -1054,6 +1055,7 @@ impl Engine {
             reason: reason.to_string(),
             failed,
             orphans,
+            imported: None,
         })?;
         self.rec.snapshot()?;
         self.rec.wait_snapshot()?;

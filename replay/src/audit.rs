@@ -96,6 +96,97 @@ pub struct Audit {
     pub workspace_secrets: WorkspaceSecrets,
     /// Calls by final status (`unfinished` for calls without an end).
     pub calls_by_status: BTreeMap<String, u64>,
+    /// Where an imported session came from; none for a session cairn ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub imported: Option<ImportInfo>,
+}
+
+/// An imported session's source, and what the import found in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ImportInfo {
+    /// `codex` or `claude`.
+    pub agent: String,
+    pub agent_version: Option<String>,
+    /// The source file (the last one read, for a continued import).
+    pub path: String,
+    pub source_id: String,
+    /// `main`, `fork`, `sidechain` or `subagent`.
+    pub branch: String,
+    /// Secrets the source held, by kind, over every pass: redacted in this session.
+    pub secrets: BTreeMap<String, u64>,
+    /// Source lines of types not mapped (kept as blobs), and warnings.
+    pub unknown: u64,
+    pub warnings: u64,
+    /// Passes over the source (1, then one per continuation).
+    pub passes: u32,
+}
+
+impl ImportInfo {
+    /// `Codex 0.171.0`, `Claude Code 2.1.3`.
+    pub fn agent_name(&self) -> String {
+        let name = match self.agent.as_str() {
+            "codex" => "Codex",
+            "claude" => "Claude Code",
+            other => other,
+        };
+        match &self.agent_version {
+            Some(v) => format!("{name} {v}"),
+            None => name.to_string(),
+        }
+    }
+
+    /// One line: `imported from Codex 0.171.0 (main): /path; 2 secrets in the source,
+    /// redacted here`.
+    pub fn line(&self) -> String {
+        let secrets: u64 = self.secrets.values().sum();
+        format!(
+            "imported from {} ({}): {}; {secrets} secret{} in the source, redacted here; {} unknown line{}, {} warning{}",
+            self.agent_name(),
+            self.branch,
+            self.path,
+            if secrets == 1 { "" } else { "s" },
+            self.unknown,
+            if self.unknown == 1 { "" } else { "s" },
+            self.warnings,
+            if self.warnings == 1 { "" } else { "s" },
+        )
+    }
+}
+
+/// The import facts of a session: its `session_started.imported` and every pass's
+/// `session_ended.imported`.
+pub fn import_info(session: &Session) -> Option<ImportInfo> {
+    let i = session.started.imported.as_ref()?;
+    let mut info = ImportInfo {
+        agent: i.agent.clone(),
+        agent_version: i.agent_version.clone(),
+        path: i.file.path.clone(),
+        source_id: i.source_id.clone(),
+        branch: i.branch.clone(),
+        secrets: BTreeMap::new(),
+        unknown: 0,
+        warnings: 0,
+        passes: 0,
+    };
+    for r in &session.records {
+        match &r.event {
+            Event::SessionResumed {
+                imported: Some(f), ..
+            } => info.path = f.path.clone(),
+            Event::SessionEnded {
+                imported: Some(p), ..
+            } => {
+                info.passes += 1;
+                info.unknown += p.unknown;
+                info.warnings += p.warnings;
+                for (k, n) in &p.secrets {
+                    *info.secrets.entry(k.clone()).or_default() += n;
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(info)
 }
 
 /// Who, where and when.
@@ -1023,6 +1114,7 @@ fn gather(session: &Session, verified: &(Report, Vec<Problem>), scan: bool) -> A
             WorkspaceSecrets::default()
         },
         calls_by_status,
+        imported: import_info(session),
     }
 }
 

@@ -27,6 +27,9 @@ pub struct CheckoutReport {
     pub bytes: u64,
     /// The withheld files written, each copied from the session's workspace.
     pub withheld: Vec<WithheldFile>,
+    /// Files whose content at that point is not known (an imported session's change
+    /// given as a diff only): not written.
+    pub unknown: Vec<String>,
 }
 
 /// A withheld file written by a checkout or a replay: its content is not in the blob
@@ -151,12 +154,14 @@ pub fn checkout(session_dir: &Path, at_seq: u64, dest: &Path) -> Result<Checkout
         let _ = std::fs::remove_dir_all(&kept);
         io_at(dest)(e)
     })?;
+    let unknown = session.unknown_at(Some(at_seq));
     Ok(CheckoutReport {
         session: session.id,
         at_seq,
         files: files.len() as u64,
         bytes,
         withheld: contents.withheld,
+        unknown,
     })
 }
 

@@ -234,6 +234,9 @@ impl Session {
                     let why = match recorded_path(&w.path) {
                         RecordedPath::Workspace => continue,
                         RecordedPath::Bad(why) => why,
+                        // An imported write outside the workspace: no checkout writes
+                        // it, and no permission of cairn's was asked for it.
+                        RecordedPath::Outside if self.started.imported.is_some() => continue,
                         RecordedPath::Outside => {
                             let call = w.call.clone().unwrap_or_default();
                             let dir = Path::new(&w.path)
@@ -322,6 +325,28 @@ impl Session {
     }
 }
 
+impl Session {
+    /// The files whose content after record `at` (the head when `None`) is not known:
+    /// an imported change given as a diff only, with no write of the whole content
+    /// after it. A checkout lists them instead of writing them.
+    pub fn unknown_at(&self, at: Option<u64>) -> Vec<String> {
+        let at = at.unwrap_or(self.head.seq);
+        let mut unknown = std::collections::BTreeSet::new();
+        for r in self.records.iter().take_while(|r| r.seq <= at) {
+            if let Event::FileWrite(w) = &r.event
+                && w.status == WriteStatus::Ok
+            {
+                if w.unknown {
+                    unknown.insert(w.path.clone());
+                } else {
+                    unknown.remove(&w.path);
+                }
+            }
+        }
+        unknown.into_iter().collect()
+    }
+}
+
 /// A file of a workspace at some point of a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileAt {
@@ -351,6 +376,11 @@ impl FileAt {
 /// part of it).
 pub fn apply_write(files: &mut BTreeMap<String, FileAt>, w: &FileWrite) {
     if w.status != WriteStatus::Ok || recorded_path(&w.path) != RecordedPath::Workspace {
+        return;
+    }
+    if w.unknown {
+        // Content unknown (an imported diff): not written (see `Session::unknown_at`).
+        files.remove(&w.path);
         return;
     }
     match &w.after {

@@ -128,6 +128,10 @@ pub struct Report {
     /// Calls the session left unfinished without ending: not corruption.
     pub interrupted: Vec<Interrupted>,
     pub problems: u64,
+    /// The agent an imported session came from (`codex`, `claude`): nothing of it ran
+    /// under cairn, so no decision of it is taken again (see `Verifier::imported`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<String>,
 }
 
 /// Settings of a deep verification.
@@ -313,6 +317,8 @@ struct Verifier {
     /// The folders commands may write in, from the last `session_started` or
     /// `session_resumed` that names a sandbox (for the sandbox's note).
     writable: Vec<String>,
+    /// The session was imported from another agent (`session_started.imported`).
+    imported: bool,
 }
 
 impl Verifier {
@@ -340,6 +346,7 @@ impl Verifier {
             has_parent: false,
             interrupted: HashMap::new(),
             writable: Vec::new(),
+            imported: false,
         }
     }
 
@@ -456,6 +463,16 @@ impl Verifier {
             );
         }
         self.after_end(&rec.event);
+        if let Event::SessionStarted(s) = &rec.event {
+            self.imported = s.imported.is_some();
+            self.report.imported = s.imported.as_ref().map(|i| i.agent.clone());
+        }
+        if self.imported {
+            self.imported_record(&rec);
+            self.state.apply(&rec);
+            self.snapshot_at(rec.seq, rec.hash);
+            return;
+        }
         match &rec.event {
             Event::SessionResumed {
                 interrupted_steps,
@@ -645,6 +662,185 @@ impl Verifier {
         }
         self.state.apply(&rec);
         self.snapshot_at(rec.seq, rec.hash);
+    }
+
+    /// One record of an imported session. Its calls ran under another agent, not
+    /// under cairn's rules: no decision is taken again, no write re-applied, no output
+    /// rebuilt, and its `shell_exec` and `file_write` records are not checked against a
+    /// workspace manifest (there is none). What is checked: the structure (calls in
+    /// sequence, every effect inside its call, every call finished before the end),
+    /// every blob, and that a kept original still hashes to what the import recorded.
+    fn imported_record(&mut self, rec: &cairn_core::Record) {
+        match &rec.event {
+            Event::SessionStarted(s) => {
+                self.report.session = Some(s.id.clone());
+                self.blob(&s.manifest, "the manifest");
+                if let Some(i) = &s.imported {
+                    self.original(&i.file);
+                }
+            }
+            Event::SessionResumed {
+                imported: Some(f), ..
+            } => self.original(f),
+            Event::ToolStarted {
+                call, tool, input, ..
+            } => {
+                self.report.calls += 1;
+                self.report.decisions_unchecked += 1;
+                let expected = format!("c{}", self.state.calls_started + 1);
+                if *call != expected {
+                    self.problem(
+                        ProblemKind::Structure,
+                        format!("call id {call} out of sequence: the fold expects {expected} (a record missing or moved?)"),
+                    );
+                }
+                self.pending.insert(
+                    call.clone(),
+                    Pending {
+                        seq: rec.seq,
+                        tool: tool.clone(),
+                        input: input.clone(),
+                        admitted: None,
+                        repeats: 0,
+                        asked: Vec::new(),
+                        question: None,
+                        answer: None,
+                        intents: Vec::new(),
+                        wrote_ok: 0,
+                        last_hash: None,
+                        denied: None,
+                        granted: None,
+                        effects: 0,
+                        write_failed: false,
+                        exec: None,
+                        changes: Vec::new(),
+                        reapplied: Vec::new(),
+                    },
+                );
+            }
+            Event::FileRead(r) => {
+                self.imported_effect(&r.call, &format!("file_read of {}", r.path))
+            }
+            Event::FileWrite(w) => {
+                self.report.file_writes += 1;
+                for (b, what) in [
+                    (&w.before, "before"),
+                    (&w.after, "after"),
+                    (&w.diff, "diff"),
+                ] {
+                    if let Some(b) = b {
+                        self.blob(b, &format!("file_write of {} ({what})", w.path));
+                    }
+                }
+                if w.unknown && w.after.is_some() {
+                    self.problem(
+                        ProblemKind::FileWrite,
+                        format!(
+                            "file_write of {}: marked unknown but names its content after",
+                            w.path
+                        ),
+                    );
+                }
+                let call = w.call.clone().unwrap_or_default();
+                self.imported_effect(&call, &format!("file_write of {}", w.path));
+            }
+            Event::ShellExec(x) => {
+                if let Some(end) = x.end() {
+                    for (b, name) in [
+                        (&end.stdout, "stdout"),
+                        (&end.stderr, "stderr"),
+                        (&end.log_blob, "log"),
+                    ] {
+                        if let Some(b) = b {
+                            self.blob(b, &format!("call {} {name}", x.call));
+                        }
+                    }
+                }
+                self.imported_effect(&x.call, "shell_exec");
+            }
+            Event::WebFetched(w) => self.web_fetched(w),
+            Event::ToolFinished(f) => {
+                if let Some(b) = &f.output_blob {
+                    self.blob(b, &format!("call {} output", f.call));
+                }
+                if self.pending.remove(&f.call).is_none() {
+                    self.problem(
+                        ProblemKind::Structure,
+                        format!(
+                            "tool_finished of {}, which is not a call started and not finished",
+                            f.call
+                        ),
+                    );
+                }
+            }
+            Event::SourceItem { kind, item, .. } => self.blob(item, &format!("source item {kind}")),
+            Event::Checkpoint { state_hash, at_seq } => {
+                self.report.checkpoints += 1;
+                if self.state.last_seq != Some(*at_seq) || self.state.hash() != *state_hash {
+                    self.problem(
+                        ProblemKind::Checkpoint,
+                        format!("checkpoint for seq {at_seq} differs from the fold"),
+                    );
+                }
+            }
+            Event::SessionEnded { .. } => {
+                let open: Vec<String> = self
+                    .pending
+                    .iter()
+                    .map(|(c, p)| format!("{c} ({}, seq {})", p.tool, p.seq))
+                    .collect();
+                if !open.is_empty() {
+                    self.problem(
+                        ProblemKind::UnfinishedCall,
+                        format!(
+                            "the session ended with calls started and never finished: {}",
+                            open.join(", ")
+                        ),
+                    );
+                    self.pending.clear();
+                }
+                self.ended_at.get_or_insert(rec.seq);
+            }
+            Event::PermissionRequested { call, .. } | Event::PermissionDecided { call, .. } => {
+                self.problem(
+                    ProblemKind::Structure,
+                    format!("a permission record of call {call} in an imported session, which asked cairn nothing"),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// A side effect of an imported call: inside the call.
+    fn imported_effect(&mut self, call: &str, what: &str) {
+        match self.pending.get_mut(call) {
+            Some(p) => p.effects += 1,
+            None => self.problem(
+                ProblemKind::Structure,
+                format!("{what} outside its call {call}"),
+            ),
+        }
+    }
+
+    /// The kept bytes of an imported file still hash to what the import recorded.
+    fn original(&mut self, f: &cairn_core::event::ImportedFile) {
+        let Some(b) = &f.original else {
+            return;
+        };
+        if b.hash != f.hash || b.len != f.bytes {
+            self.problem(
+                ProblemKind::Blob,
+                format!(
+                    "the original of {} is blob {} ({} bytes), but the file read hashed to {} ({} bytes)",
+                    f.path,
+                    b.hash.short(12),
+                    b.len,
+                    f.hash.short(12),
+                    f.bytes
+                ),
+            );
+        }
+        self.blob(b, &format!("the original of {}", f.path));
     }
 
     /// Checks the path of every entry of the manifest, and (deep) every file blob it

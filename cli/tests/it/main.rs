@@ -12,6 +12,7 @@ mod audit;
 mod browse;
 mod chat;
 mod cli;
+mod import;
 mod mcp_serve;
 mod scripting;
 mod signals;

@@ -923,6 +923,8 @@ mod tests {
                 mode: None,
                 status: crate::event::WriteStatus::Ok,
                 withheld: false,
+                unknown: false,
+                diff: None,
             })
         };
         let mine = fold(vec![write(WriteOp::Create, h(1))]);
@@ -967,6 +969,8 @@ mod tests {
                 mode: None,
                 status: crate::event::WriteStatus::Ok,
                 withheld: false,
+                unknown: false,
+                diff: None,
             })
         };
         let unread = State::default();

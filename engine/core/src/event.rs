@@ -110,6 +110,22 @@ pub enum Event {
         /// mode the resume was given); none in logs from before the sandbox.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sandbox: Option<Sandboxed>,
+        /// For an imported session: the source file read again because it grew (a
+        /// live session); the records after this one import its new part.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        imported: Option<ImportedFile>,
+    },
+    /// A line of an imported source kept as it is (imported sessions only): what
+    /// cairn has no event for (a Codex turn context or compaction, a Claude Code
+    /// summary, compact boundary or file snapshot, reasoning) and, with `unknown`,
+    /// lines of a type this version does not map.
+    SourceItem {
+        /// The line's type in its source (`turn_context`, `event_msg:agent_reasoning`…).
+        kind: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        unknown: bool,
+        /// The line's JSON, redacted, as a blob.
+        item: BlobRef,
     },
     SessionEnded {
         /// Why: `script finished`, `answered`, `signal: SIGTERM`, `provider failed: …`
@@ -123,6 +139,10 @@ pub enum Event {
         /// fork) and were still this session's at its end: killed and reaped.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         orphans: Vec<Orphan>,
+        /// For an imported session: how far this pass of the import read its source
+        /// file (what a later import of the same file continues from).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        imported: Option<ImportProgress>,
     },
 }
 
@@ -163,6 +183,7 @@ impl Event {
             Event::Checkpoint { .. } => "checkpoint",
             Event::SessionResumed { .. } => "session_resumed",
             Event::SessionEnded { .. } => "session_ended",
+            Event::SourceItem { .. } => "source_item",
         }
     }
 
@@ -183,6 +204,7 @@ impl Event {
         "checkpoint",
         "session_resumed",
         "session_ended",
+        "source_item",
     ];
 }
 
@@ -275,6 +297,65 @@ pub struct SessionStarted {
     /// The sandbox commands run under (none in logs from before the sandbox).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Sandboxed>,
+    /// A session imported from another agent's files: none of its calls ran here, so
+    /// verify checks its chain, structure and blobs, never the engine's rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<Box<Imported>>,
+}
+
+/// Where an imported session comes from (on `session_started`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Imported {
+    /// The agent that wrote it: `codex` or `claude`.
+    pub agent: String,
+    /// Its version, as its file records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_version: Option<String>,
+    /// The source session's own id.
+    pub source_id: String,
+    /// What part of the source this session is: `main`, `fork` (another branch of a
+    /// Claude Code conversation), `sidechain` or `subagent`.
+    pub branch: String,
+    /// The source file as it was read (a rotated Codex rollout's later segments, and
+    /// the part a file grew by, come as continuations: `session_resumed.imported`).
+    pub file: ImportedFile,
+    /// When the source session started, as it records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+}
+
+/// One source file of an import.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ImportedFile {
+    /// Absolute path when it was read.
+    pub path: String,
+    /// BLAKE3 of the file's bytes (compressed, for a `.zst` file), and their number.
+    pub hash: Hash,
+    pub bytes: u64,
+    /// The file's bytes, kept only when asked (they hold the source's secrets raw):
+    /// deep verify checks that this blob still hashes to `hash`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original: Option<BlobRef>,
+}
+
+/// How far one pass of an import read its source (on the `session_ended` closing it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ImportProgress {
+    /// Bytes of content (decompressed) imported: up to the end of the last complete
+    /// line; a later import goes on from here when the first `read_to` bytes still
+    /// hash to `read_hash`.
+    pub read_to: u64,
+    /// BLAKE3 of the content's first `read_to` bytes.
+    pub read_hash: Hash,
+    /// Lines read in this pass, lines that were not JSON or cut short (warnings), and
+    /// lines of a type this version does not map (kept as blobs).
+    pub lines: u64,
+    pub warnings: u64,
+    pub unknown: u64,
+    /// Secrets the source held in the lines read, by kind: redacted in what this
+    /// session stores.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub secrets: std::collections::BTreeMap<String, u64>,
 }
 
 /// What a forked session inherits from its parent's fold at the fork point.
@@ -391,6 +472,14 @@ pub struct FileWrite {
     /// its hash and length only; its content is not in the blob store.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub withheld: bool,
+    /// An imported change whose content after is not known (the source gave a diff
+    /// only): `after` is none, and the file is unknown from here until a write with
+    /// content. Never set by the engine.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unknown: bool,
+    /// An imported change as the source recorded it (a unified diff), as a blob.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<BlobRef>,
 }
 
 /// Whether a write was installed.

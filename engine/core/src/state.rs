@@ -489,7 +489,8 @@ impl State {
             }
             Event::PermissionRequested { .. }
             | Event::PermissionDecided { .. }
-            | Event::Checkpoint { .. } => {}
+            | Event::Checkpoint { .. }
+            | Event::SourceItem { .. } => {}
         }
     }
 
@@ -595,6 +596,13 @@ impl State {
 
     fn apply_write(&mut self, w: &FileWrite) {
         if w.status != WriteStatus::Ok {
+            return;
+        }
+        if w.unknown {
+            // An imported change known only as a diff: nothing is known of the file
+            // now, neither its content nor what of it was read.
+            self.ws_changes.remove(&w.path);
+            self.files.remove(&w.path);
             return;
         }
         let mode = w.mode.or_else(|| {
@@ -986,6 +994,8 @@ mod tests {
                 mode: None,
                 status: WriteStatus::Ok,
                 withheld: false,
+                unknown: false,
+                diff: None,
             })
         };
         let keys = |k: &[&str]| k.iter().map(|s| s.to_string()).collect::<Vec<_>>();

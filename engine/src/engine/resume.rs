@@ -405,6 +405,7 @@ impl Engine {
                 .collect(),
             interrupted_steps: script.iter().filter_map(|s| s.decision.clone()).collect(),
             sandbox: Some(engine.rt.sandbox.recorded().clone()),
+            imported: None,
         })?;
         engine.rec.sync()?;
         // A resumed session is the user's newest; a resumed replay stays a replay.

@@ -883,6 +883,8 @@ pub fn record_external(
             mode: after.map(|a| a.mode),
             status: WriteStatus::Ok,
             withheld,
+            unknown: false,
+            diff: None,
         }))?;
         changes.push(Change {
             what,

@@ -2842,6 +2842,8 @@ fn writes_record_an_intent_then_the_outcome_with_blobs_of_both_contents() {
         mode: Some(0o640),
         status,
         withheld: false,
+        unknown: false,
+        diff: None,
     };
     let create = |status| FileWrite {
         call: Some("c3".into()),
@@ -2853,6 +2855,8 @@ fn writes_record_an_intent_then_the_outcome_with_blobs_of_both_contents() {
         mode: None,
         status,
         withheld: false,
+        unknown: false,
+        diff: None,
     };
     assert_eq!(
         writes(&e),

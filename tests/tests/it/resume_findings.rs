@@ -226,6 +226,8 @@ fn interrupted_write(disk: Option<&str>) -> (Ws, Engine, cairn_engine::ResumeRep
         mode: Some(0o644),
         status: WriteStatus::Intent,
         withheld: false,
+        unknown: false,
+        diff: None,
     }))
     .unwrap();
     log.sync().unwrap();

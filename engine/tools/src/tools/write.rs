@@ -267,6 +267,8 @@ pub fn install(
         mode,
         status,
         withheld,
+        unknown: false,
+        diff: None,
     };
     let intent = write(WriteStatus::Intent);
     let mut done = write(WriteStatus::Ok);

@@ -1,0 +1,155 @@
+//! `cairn import`: other agents' sessions into cairn. The work is `cairn_import`'s;
+//! this finds the default locations, draws the progress bar and prints the summary.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use cairn_engine::Home;
+
+use crate::out;
+
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// Files or folders to import (folders are searched for `*.jsonl` and
+    /// `*.jsonl.zst`); the format of each file is detected.
+    paths: Vec<PathBuf>,
+    /// Also import Codex CLI's sessions: `$CODEX_HOME/sessions`, else
+    /// `~/.codex/sessions`.
+    #[arg(long)]
+    codex: bool,
+    /// Also import Claude Code's transcripts: `~/.claude/projects`.
+    #[arg(long)]
+    claude: bool,
+    /// Only files modified at or after DATE (`2026-11-01`, or an RFC 3339 time).
+    #[arg(long, value_name = "DATE")]
+    since: Option<String>,
+    /// Keep each source file's bytes as a blob, so deep verify can check it. They hold
+    /// the source's secrets unredacted.
+    #[arg(long)]
+    keep_original: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `--since`: a date (midnight UTC) or a full time.
+fn since(text: &str) -> Result<jiff::Timestamp> {
+    if let Ok(t) = text.parse::<jiff::Timestamp>() {
+        return Ok(t);
+    }
+    let d: jiff::civil::Date = text.parse().with_context(|| {
+        format!("--since {text:?} is neither a date (2026-11-01) nor an RFC 3339 time (2026-11-01T12:00:00Z)")
+    })?;
+    Ok(d.to_zoned(jiff::tz::TimeZone::UTC)?.timestamp())
+}
+
+fn home_dir() -> Result<PathBuf> {
+    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        Some(h) => Ok(PathBuf::from(h)),
+        None => bail!("HOME is not set: give the folder to import instead of --codex or --claude"),
+    }
+}
+
+pub fn import(args: ImportArgs) -> Result<ExitCode> {
+    let mut paths = args.paths.clone();
+    if args.codex {
+        paths.push(
+            match std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
+                Some(h) => PathBuf::from(h).join("sessions"),
+                None => home_dir()?.join(".codex").join("sessions"),
+            },
+        );
+    }
+    if args.claude {
+        paths.push(home_dir()?.join(".claude").join("projects"));
+    }
+    if paths.is_empty() {
+        bail!("nothing to import: give files or folders, or --codex or --claude");
+    }
+    for p in &paths {
+        if !p.exists() {
+            bail!("{}: no such file or folder", p.display());
+        }
+    }
+    let options = cairn_import::Options {
+        keep_original: args.keep_original,
+        since: args.since.as_deref().map(since).transpose()?,
+        ..cairn_import::Options::default()
+    };
+    let home = Home::from_env()?;
+    let files = cairn_import::source_files(&paths);
+    let total: u64 = files
+        .iter()
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .sum();
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let pb = indicatif::ProgressBar::new(total);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} {msg}",
+        ) {
+            pb.set_style(style);
+        }
+        pb
+    });
+    let summary = cairn_import::import_paths(&home, &paths, &options, &mut |file, bytes| {
+        if let Some(pb) = &bar {
+            pb.inc(bytes);
+            pb.set_message(
+                file.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            );
+        }
+    });
+    if let Some(pb) = bar {
+        pb.finish_and_clear();
+    }
+    if args.json {
+        out::line(&serde_json::to_string_pretty(&summary)?)?;
+    } else {
+        for s in &summary.imported {
+            out::line(&format!(
+                "{} {} {} ({}{}, {} calls) {}",
+                if s.continued {
+                    "continued"
+                } else {
+                    "imported "
+                },
+                s.id,
+                s.agent,
+                s.branch,
+                if s.continued { ", continued" } else { "" },
+                s.calls,
+                s.source.display()
+            ))?;
+        }
+        for w in &summary.warning_list {
+            out::note(&format!("warning: {w}"));
+        }
+        for (path, e) in &summary.errors {
+            out::note(&format!("error: {}: {e}", path.display()));
+        }
+        let secrets: u64 = summary.secrets.values().sum();
+        out::line(&format!(
+            "{} files: {} sessions ({} continued), {} unchanged, {} skipped, {} failed; {} calls ({} interrupted), {} lines, {} warnings, {} unknown lines kept, {secrets} secrets redacted",
+            summary.files,
+            summary.sessions,
+            summary.continued,
+            summary.unchanged,
+            summary.skipped,
+            summary.errors.len(),
+            summary.calls,
+            summary.interrupted,
+            summary.lines,
+            summary.warnings,
+            summary.unknown,
+        ))?;
+    }
+    Ok(if summary.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,188 @@
+//! `cairn import` end to end, and every review verb on what it imported: the fixtures
+//! of `tests/data/import` (`@WS@` a temporary workspace, `@TOKEN@` a token made here).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn cairn(home: &Path, user_home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(args)
+        .env("CAIRN_HOME", home)
+        .env("HOME", user_home)
+        .env_remove("CODEX_HOME")
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Writes fixture `name` to `dest`, its last newline dropped when `torn`.
+fn fixture(name: &str, ws: &Path, dest: &Path, torn: bool) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/import")
+        .join(name);
+    let mut t = std::fs::read_to_string(src)
+        .unwrap()
+        .replace("@WS@", &ws.to_string_lossy())
+        .replace("@TOKEN@", &format!("ghp_{}", "Zz09".repeat(10)));
+    if torn {
+        t.pop();
+    }
+    std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+    std::fs::write(dest, t).unwrap();
+}
+
+#[test]
+fn import_then_show_audit_verify_checkout_and_diff() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, user) = (tmp.path().join("home"), tmp.path().join("user"));
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let ws = ws.canonicalize().unwrap();
+    let rollouts = tmp.path().join("rollouts");
+    fixture(
+        "codex-rollout.jsonl",
+        &ws,
+        &rollouts.join("rollout-a.jsonl"),
+        true,
+    );
+    let claude = user.join(".claude/projects/-ws/claude-session.jsonl");
+    fixture("claude-session.jsonl", &ws, &claude, false);
+
+    let out = cairn(
+        &home,
+        &user,
+        &["import", rollouts.to_str().unwrap(), "--json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["sessions"], 1);
+    assert_eq!(summary["warnings"], 2);
+    let codex = summary["imported"][0]["id"].as_str().unwrap().to_string();
+    // Again: nothing to do.
+    let out = cairn(&home, &user, &["import", rollouts.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stdout).contains("0 sessions (0 continued), 1 unchanged"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let out = cairn(&home, &user, &["import", "--claude"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let listed = text(&out.stdout);
+    assert!(listed.contains("claude (main"), "{listed}");
+    assert!(listed.contains("claude (fork"), "{listed}");
+    let main_claude = listed
+        .lines()
+        .find(|l| l.contains("claude (main"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap()
+        .to_string();
+
+    for args in [
+        vec!["show", codex.as_str()],
+        vec!["verify", codex.as_str()],
+        vec!["verify", main_claude.as_str()],
+        vec!["log", codex.as_str()],
+    ] {
+        let out = cairn(&home, &user, &args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+    }
+    let out = cairn(&home, &user, &["audit", &codex]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("imported from Codex 0.171.0 (main)"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = cairn(&home, &user, &["audit", &codex, "--json"]);
+    let audit: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(audit["imported"]["secrets"]["github_token"], 2);
+
+    let head: u64 = {
+        let out = cairn(&home, &user, &["head", &codex, "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["head"]["seq"].as_u64().unwrap()
+    };
+    let dest: PathBuf = tmp.path().join("out");
+    let out = cairn(
+        &home,
+        &user,
+        &[
+            "checkout",
+            &codex,
+            "--at",
+            &head.to_string(),
+            dest.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("unknown README.md"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dest.join("hello.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+
+    let out = cairn(&home, &user, &["diff", &codex, &main_claude]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn import_bad_arguments_exit_2_and_since_skips_older_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, user) = (tmp.path().join("home"), tmp.path().join("user"));
+    let out = cairn(&home, &user, &["import"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("nothing to import"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = cairn(&home, &user, &["import", "--since", "yesterday", "."]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("neither a date"),
+        "{}",
+        text(&out.stderr)
+    );
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let file = tmp.path().join("r/rollout.jsonl");
+    fixture("codex-seg1.jsonl", &ws, &file, false);
+    let out = cairn(
+        &home,
+        &user,
+        &[
+            "import",
+            file.to_str().unwrap(),
+            "--since",
+            "2999-01-01",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (summary["skipped"].as_u64(), summary["sessions"].as_u64()),
+        (Some(1), Some(0))
+    );
+}

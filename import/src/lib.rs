@@ -1,0 +1,927 @@
+//! Importing other agents' sessions: Codex CLI rollouts (`rollout-*.jsonl`, also
+//! `.jsonl.zst`) and Claude Code transcripts (`<project>/<session>.jsonl`, their
+//! subagents' files) become cairn sessions, so that every review verb works on them.
+//!
+//! Each source session becomes a session in the project of its working directory,
+//! written through the [`cairn_tools::Recorder`]: hash-chained, every record redacted.
+//! `session_started.imported` says where it came from (agent, version, path, the
+//! BLAKE3 of the file; its bytes only when asked, as they hold secrets raw), and each
+//! pass ends with `session_ended.imported`: how far the file was read, the warnings,
+//! the lines of unknown types, the secrets the source held. Importing a file again
+//! does nothing; a file that grew is imported from where the last pass stopped, as a
+//! continuation (`session_resumed.imported`, then the new records).
+//!
+//! Reading streams the file line by line: memory is bounded by `line_bytes_max` (and,
+//! for a Claude Code transcript, a few words per line for its tree). A line that is
+//! not JSON, too long or cut short is a warning, never a failure; a line of a type
+//! this version does not map is kept, raw, in a blob (`source_item`).
+//!
+//! ```no_run
+//! let home = cairn_engine::Home::at(std::path::Path::new("/tmp/cairn-home"));
+//! let summary = cairn_import::import_paths(
+//!     &home,
+//!     &[std::path::PathBuf::from("/tmp/rollout.jsonl")],
+//!     &cairn_import::Options::default(),
+//!     &mut |_, _| {},
+//! );
+//! println!("{} sessions, {} calls", summary.sessions, summary.calls);
+//! ```
+
+mod claude;
+mod codex;
+mod error;
+mod index;
+mod patch;
+mod source;
+mod step;
+mod writer;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use cairn_core::event::{ImportProgress, Imported, ImportedFile, Parent};
+use cairn_core::redact::{Counts, Redactor};
+use cairn_engine::Home;
+use cairn_store::{BlobStore, Hash};
+use serde::Serialize;
+
+pub use error::{ImportError, Result};
+pub use index::Index;
+pub use source::{Format, Line, Source};
+pub use step::Step;
+pub use writer::{Finished, OUTPUT_INLINE_BYTES_MAX, Writer};
+
+/// The longest source line read, in bytes: a longer one is skipped with a warning, so
+/// memory stays bounded whatever the file holds.
+pub const LINE_BYTES_MAX: usize = 64 * 1024 * 1024;
+
+/// Lines read to tell a file's format before giving up.
+pub const DETECT_LINES_MAX: u64 = 64;
+
+/// Rotated segments followed back from a live Codex rollout.
+pub const SEGMENTS_MAX: usize = 256;
+
+/// Warnings kept word for word in a summary (all are counted).
+pub const WARNINGS_KEPT_MAX: usize = 100;
+
+/// How to import.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Keep each source file's bytes as a blob (they hold its secrets raw).
+    pub keep_original: bool,
+    /// Only files modified at or after this time.
+    pub since: Option<jiff::Timestamp>,
+    pub line_bytes_max: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            keep_original: false,
+            since: None,
+            line_bytes_max: LINE_BYTES_MAX,
+        }
+    }
+}
+
+/// One session an import wrote or continued.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionSummary {
+    pub id: String,
+    pub dir: PathBuf,
+    pub source: PathBuf,
+    pub agent: &'static str,
+    /// `main`, `fork`, `sidechain` or `subagent`.
+    pub branch: String,
+    /// A continuation of a session imported before.
+    pub continued: bool,
+    pub calls: u64,
+    pub records: u64,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Source files looked at.
+    pub files: u64,
+    /// Sessions written (new ones and continuations).
+    pub sessions: u64,
+    /// Of them, continuations of sessions imported before.
+    pub continued: u64,
+    /// Files imported before and unchanged since: nothing done.
+    pub unchanged: u64,
+    /// Files left out by `since`.
+    pub skipped: u64,
+    pub calls: u64,
+    /// Calls with no result in the source, finished as interrupted.
+    pub interrupted: u64,
+    pub lines: u64,
+    pub bytes: u64,
+    /// Lines that were not JSON, too long or cut short, and other oddities.
+    pub warnings: u64,
+    /// Lines of a type this version does not map (kept as blobs).
+    pub unknown: u64,
+    /// Secrets the sources held, by kind (redacted in what cairn stores).
+    pub secrets: BTreeMap<String, u64>,
+    /// Files that could not be imported, with why.
+    pub errors: Vec<(PathBuf, String)>,
+    /// The first warnings, word for word.
+    pub warning_list: Vec<String>,
+    pub imported: Vec<SessionSummary>,
+}
+
+impl Summary {
+    fn warn(&mut self, what: String) {
+        self.warnings += 1;
+        if self.warning_list.len() < WARNINGS_KEPT_MAX {
+            self.warning_list.push(what);
+        }
+    }
+}
+
+/// The source files under `paths` (files as given; folders walked for `*.jsonl` and
+/// `*.jsonl.zst`), sorted, each once.
+pub fn source_files(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    // By their bytes, not by components: `<session>.jsonl` then comes before
+    // `<session>/subagents/…`, so a subagent finds its main session imported.
+    out.sort_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
+    out.dedup();
+    out
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let Ok(t) = e.file_type() else { continue };
+        if t.is_dir() {
+            walk(&p, out);
+        } else if t.is_file() {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if name.ends_with(".jsonl") || name.ends_with(".jsonl.zst") {
+                out.push(p);
+            }
+        }
+    }
+}
+
+/// Imports every source file under `paths` into `home`. `progress` is called after
+/// each file with its path and size. A file that cannot be imported is listed in the
+/// summary's errors; the others go on.
+pub fn import_paths(
+    home: &Home,
+    paths: &[PathBuf],
+    options: &Options,
+    progress: &mut dyn FnMut(&Path, u64),
+) -> Summary {
+    let mut summary = Summary::default();
+    let mut index = Index::load(home);
+    for file in source_files(paths) {
+        summary.files += 1;
+        let size = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+        if let Some(since) = options.since {
+            let modified = std::fs::metadata(&file)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| jiff::Timestamp::try_from(t).ok());
+            if modified.is_some_and(|m| m < since) {
+                summary.skipped += 1;
+                progress(&file, size);
+                continue;
+            }
+        }
+        if let Err(e) = import_file(home, &file, options, &mut index, &mut summary, 0) {
+            summary.errors.push((file.clone(), e.to_string()));
+        }
+        progress(&file, size);
+    }
+    summary
+}
+
+/// What the first pass over a file found.
+struct Scan {
+    format: Format,
+    source_id: String,
+    cwd: Option<String>,
+    version: Option<String>,
+    started_at: Option<String>,
+    previous: Option<String>,
+    /// Claude Code: each line's node (none for lines outside the tree).
+    nodes: Vec<Option<claude::Node>>,
+    file: ImportedFile,
+    read_to: u64,
+    read_hash: Hash,
+    /// Bytes after the last complete line: a line cut short (a live file mid-write,
+    /// or a crash), left for a later import.
+    torn: u64,
+}
+
+fn scan(path: &Path, options: &Options) -> Result<Scan> {
+    let mut src = Source::open(path, options.line_bytes_max)?;
+    let mut buf = Vec::new();
+    let mut format = None;
+    let mut cmeta = codex::Meta::default();
+    let mut lmeta = claude::Meta::default();
+    let mut nodes = Vec::new();
+    let mut first = true;
+    let mut torn = 0;
+    while let Some(line) = src.next_line(&mut buf)? {
+        if let Line::Torn(n) = line {
+            torn = n;
+        }
+        let v = match line {
+            Line::Complete => serde_json::from_slice::<serde_json::Value>(&buf).ok(),
+            _ => None,
+        };
+        let Some(v) = v else {
+            nodes.push(None);
+            if format.is_none() && src.index >= DETECT_LINES_MAX {
+                break;
+            }
+            continue;
+        };
+        if format.is_none() {
+            if codex::is_codex(&v) {
+                format = Some(Format::Codex);
+            } else if claude::is_claude(&v) {
+                format = Some(Format::Claude);
+            } else if src.index >= DETECT_LINES_MAX {
+                break;
+            }
+        }
+        match format {
+            Some(Format::Codex) => {
+                codex::meta(&v, first, &mut cmeta);
+                nodes.push(None);
+            }
+            Some(Format::Claude) => {
+                claude::meta(&v, &mut lmeta);
+                nodes.push(claude::node(&v));
+            }
+            None => nodes.push(None),
+        }
+        first = false;
+    }
+    let Some(format) = format else {
+        return Err(ImportError::UnknownFormat {
+            path: path.to_path_buf(),
+            lines: src.index,
+        });
+    };
+    let read_to = src.offset();
+    let read_hash = src.content_hash();
+    let (hash, bytes) = src.raw_hash()?;
+    let stem = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (source_id, cwd, version, started_at, previous) = match format {
+        Format::Codex => (
+            cmeta.id,
+            cmeta.cwd,
+            cmeta.version,
+            cmeta.started_at,
+            cmeta.previous,
+        ),
+        Format::Claude => (lmeta.id, lmeta.cwd, lmeta.version, lmeta.started_at, None),
+    };
+    Ok(Scan {
+        format,
+        source_id: source_id.unwrap_or(stem),
+        cwd,
+        version,
+        started_at,
+        previous,
+        nodes: if format == Format::Claude {
+            nodes
+        } else {
+            Vec::new()
+        },
+        file: ImportedFile {
+            path: path.to_string_lossy().into_owned(),
+            hash,
+            bytes,
+            original: None,
+        },
+        read_to,
+        read_hash,
+        torn,
+    })
+}
+
+/// Which session of a Claude Code file each line goes to.
+struct Branches {
+    /// Per line: the branch index (0: main), or `None` for a line of no branch.
+    of_line: Vec<Option<u32>>,
+    /// Per branch after main: its kind and the line its fork point is (none: the
+    /// start or end of main).
+    branches: Vec<(String, Option<usize>)>,
+}
+
+fn branches(nodes: &[Option<claude::Node>], subagent_file: bool) -> Branches {
+    let by_uuid: HashMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| n.as_ref().map(|n| (n.uuid.as_str(), i)))
+        .collect();
+    let parent_of = |i: usize| -> Option<usize> {
+        nodes[i]
+            .as_ref()
+            .and_then(|n| n.parent.as_deref())
+            .and_then(|p| by_uuid.get(p).copied())
+    };
+    let mut of_line: Vec<Option<u32>> = vec![None; nodes.len()];
+    let mut out = Branches {
+        of_line: Vec::new(),
+        branches: Vec::new(),
+    };
+    if subagent_file {
+        // A subagent's own file: all of it is one session.
+        out.of_line = vec![Some(0); nodes.len()];
+        return out;
+    }
+    let main_side = |i: usize| nodes[i].as_ref().is_some_and(|n| !n.sidechain);
+    // Main: the ancestors of the last message of the main conversation.
+    if let Some(leaf) = (0..nodes.len())
+        .rev()
+        .find(|&i| main_side(i) && nodes[i].as_ref().is_some_and(|n| n.message))
+    {
+        let mut at = Some(leaf);
+        let mut steps = 0;
+        while let Some(i) = at {
+            if of_line[i].is_some() || steps > nodes.len() {
+                break;
+            }
+            of_line[i] = Some(0);
+            at = parent_of(i);
+            steps += 1;
+        }
+    }
+    let has_child: HashSet<usize> = (0..nodes.len()).filter_map(parent_of).collect();
+    // Other branches: each other leaf message, up to where it meets one already placed.
+    for leaf in 0..nodes.len() {
+        let is_leaf = main_side(leaf)
+            && nodes[leaf].as_ref().is_some_and(|n| n.message)
+            && !has_child.contains(&leaf)
+            && of_line[leaf].is_none();
+        if !is_leaf {
+            continue;
+        }
+        let b = out.branches.len() as u32 + 1;
+        let mut at = Some(leaf);
+        let mut point = None;
+        let mut steps = 0;
+        while let Some(i) = at {
+            if of_line[i].is_some() {
+                point = Some(i);
+                break;
+            }
+            if steps > nodes.len() {
+                break;
+            }
+            of_line[i] = Some(b);
+            at = parent_of(i);
+            steps += 1;
+        }
+        out.branches.push(("fork".into(), point));
+    }
+    // Sidechains: each tree of sidechain lines, from its first line.
+    let mut side_of_root: HashMap<usize, u32> = HashMap::new();
+    for i in 0..nodes.len() {
+        if !nodes[i].as_ref().is_some_and(|n| n.sidechain) || of_line[i].is_some() {
+            continue;
+        }
+        let mut root = i;
+        let mut steps = 0;
+        while let Some(p) = parent_of(root) {
+            if !nodes[p].as_ref().is_some_and(|n| n.sidechain) || steps > nodes.len() {
+                break;
+            }
+            root = p;
+            steps += 1;
+        }
+        let b = *side_of_root.entry(root).or_insert_with(|| {
+            out.branches.push((
+                "sidechain".into(),
+                parent_of(root).filter(|&p| of_line[p] == Some(0)),
+            ));
+            out.branches.len() as u32
+        });
+        of_line[i] = Some(b);
+    }
+    // Lines outside the tree, and tree lines on no branch: main's.
+    for (i, slot) in of_line.iter_mut().enumerate() {
+        if slot.is_none() && !nodes[i].as_ref().is_some_and(|n| n.sidechain) {
+            *slot = Some(0);
+        }
+    }
+    out.of_line = of_line;
+    out
+}
+
+/// A pass over a file that writes lines into a session.
+struct Pass<'a> {
+    writer: Writer,
+    format: Format,
+    codex: codex::Codex,
+    claude: claude::Claude,
+    redactor: &'a Redactor,
+    secrets: Counts,
+    lines: u64,
+    warnings: u64,
+    unknown: u64,
+}
+
+impl Pass<'_> {
+    fn line(&mut self, v: &serde_json::Value, raw: &[u8]) -> Result<()> {
+        let mut steps = Vec::new();
+        match self.format {
+            Format::Codex => self.codex.line(v, raw, &mut steps),
+            Format::Claude => self.claude.line(v, raw, &mut steps),
+        }
+        self.record(steps)
+    }
+
+    fn record(&mut self, steps: Vec<Step>) -> Result<()> {
+        for s in steps {
+            if let Step::Item { unknown: true, .. } = &s {
+                self.unknown += 1;
+            }
+            self.writer.step(s)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the response gathered so far.
+    fn flush(&mut self) -> Result<()> {
+        let mut steps = Vec::new();
+        match self.format {
+            Format::Codex => self.codex.finish(&mut steps),
+            Format::Claude => self.claude.finish(&mut steps),
+        }
+        self.record(steps)
+    }
+
+    fn finish(mut self, read_to: u64, read_hash: Hash) -> Result<(Writer, ImportProgress)> {
+        self.flush()?;
+        let progress = ImportProgress {
+            read_to,
+            read_hash,
+            lines: self.lines,
+            warnings: self.warnings,
+            unknown: self.unknown,
+            secrets: self
+                .secrets
+                .iter()
+                .map(|(k, n)| (k.clone(), u64::from(*n)))
+                .collect(),
+        };
+        Ok((self.writer, progress))
+    }
+}
+
+/// Reads `path` from content offset `from` (its first `from` bytes must hash to
+/// `from_hash`) to `to`, giving each line (`Some(index)` picks lines by index) to
+/// the pass. Returns the content hash up to `to`.
+#[allow(clippy::too_many_arguments)]
+fn run_pass(
+    path: &Path,
+    options: &Options,
+    pass: &mut Pass<'_>,
+    from: Option<(u64, Hash)>,
+    to: u64,
+    pick: &dyn Fn(u64) -> bool,
+    points: &HashSet<usize>,
+    heads: &mut HashMap<usize, (u64, Hash)>,
+    summary: &mut Summary,
+) -> Result<Hash> {
+    let mut src = Source::open(path, options.line_bytes_max)?;
+    let mut buf = Vec::new();
+    let (start, start_hash) = from.unwrap_or((0, Hash::of(b"")));
+    let name = path.display().to_string();
+    loop {
+        if src.offset() == start && src.content_hash() != start_hash {
+            return Err(ImportError::Changed {
+                path: path.to_path_buf(),
+                bytes: start,
+            });
+        }
+        if src.offset() >= to {
+            break;
+        }
+        let index = src.index;
+        let before = src.offset();
+        let Some(line) = src.next_line(&mut buf)? else {
+            break;
+        };
+        if before < start {
+            continue;
+        }
+        match line {
+            Line::Complete => {}
+            Line::TooLong(n) => {
+                pass.warnings += 1;
+                summary.warn(format!(
+                    "{name}: line {} is {n} bytes, longer than {} bytes: skipped",
+                    index + 1,
+                    options.line_bytes_max
+                ));
+                continue;
+            }
+            // Before `to`, where the scan found a whole line: the file changed (reported
+            // below).
+            Line::Torn(_) => break,
+        }
+        if !pick(index) {
+            continue;
+        }
+        pass.lines += 1;
+        pass.redactor.redact_bytes(&buf, &mut pass.secrets);
+        match serde_json::from_slice::<serde_json::Value>(&buf) {
+            Ok(v) => pass.line(&v, &buf)?,
+            Err(e) => {
+                pass.warnings += 1;
+                summary.warn(format!(
+                    "{name}: line {} is not JSON ({e}): skipped",
+                    index + 1
+                ));
+            }
+        }
+        if points.contains(&(index as usize)) {
+            // Where another branch parts from this one: what was gathered of the
+            // response is written, so the point is after it.
+            pass.flush()?;
+            heads.insert(index as usize, pass.writer.head());
+        }
+    }
+    if src.offset() != to {
+        return Err(ImportError::Changed {
+            path: path.to_path_buf(),
+            bytes: to,
+        });
+    }
+    Ok(src.content_hash())
+}
+
+fn root_of(cwd: &str) -> PathBuf {
+    cairn_engine::project::canonical_prefix(Path::new(cwd))
+}
+
+/// Imports one file (and, for a rotated rollout, the segments before it first).
+fn import_file(
+    home: &Home,
+    path: &Path,
+    options: &Options,
+    index: &mut Index,
+    summary: &mut Summary,
+    depth: usize,
+) -> Result<()> {
+    let path = &cairn_engine::project::canonical_prefix(path);
+    let s = scan(path, options)?;
+    let redactor = Redactor::with_env(std::env::vars());
+    // Imported before: nothing new, a continuation, or a file changed otherwise.
+    if let Some(entry) = index.get(path).cloned() {
+        if entry.progress.read_to == s.read_to && entry.progress.read_hash == s.read_hash {
+            summary.unchanged += 1;
+            return Ok(());
+        }
+        if s.read_to < entry.progress.read_to {
+            summary.warn(format!(
+                "{}: shorter than when it was imported into session {}: left as it is",
+                path.display(),
+                entry.id
+            ));
+            return Ok(());
+        }
+        let from = (entry.progress.read_to, entry.progress.read_hash);
+        return continue_into(
+            home,
+            path,
+            options,
+            &s,
+            &entry.dir,
+            Some(from),
+            index,
+            summary,
+            &redactor,
+        );
+    }
+    // A later segment of a rotated rollout: a continuation of the session the
+    // segments before it are in.
+    if let Some(prev) = &s.previous {
+        let prev = match Path::new(prev) {
+            p if p.is_absolute() => p.to_path_buf(),
+            p => path.parent().map_or(p.to_path_buf(), |d| d.join(p)),
+        };
+        let prev = cairn_engine::project::canonical_prefix(&prev);
+        if depth >= SEGMENTS_MAX || prev == *path {
+            return Err(ImportError::SegmentChain {
+                path: path.to_path_buf(),
+                max: SEGMENTS_MAX,
+            });
+        }
+        if index.get(&prev).is_none() {
+            import_file(home, &prev, options, index, summary, depth + 1)?;
+        }
+        if let Some(entry) = index.get(&prev).cloned() {
+            return continue_into(
+                home, path, options, &s, &entry.dir, None, index, summary, &redactor,
+            );
+        }
+        summary.warn(format!(
+            "{}: its previous segment {} could not be imported: imported alone",
+            path.display(),
+            prev.display()
+        ));
+    }
+    let cwd = s.cwd.clone().ok_or_else(|| ImportError::NoWorkspace {
+        path: path.to_path_buf(),
+    })?;
+    let root = root_of(&cwd);
+    let mut file = s.file.clone();
+    if options.keep_original {
+        file.original = Some(keep(home, &root, path, &file)?);
+    }
+    let subagent = s.format == Format::Claude
+        && (path.components().any(|c| c.as_os_str() == "subagents")
+            || s.nodes.iter().flatten().all(|n| n.sidechain)
+                && s.nodes.iter().flatten().next().is_some());
+    let plan = match s.format {
+        Format::Claude => Some(branches(&s.nodes, subagent)),
+        Format::Codex => None,
+    };
+    let parent = if subagent {
+        index
+            .main_of(&s.source_id)
+            .map(|(session, seq, hash)| Parent { session, seq, hash })
+    } else {
+        None
+    };
+    let imported = |branch: &str| Imported {
+        agent: s.format.agent().to_string(),
+        agent_version: s.version.clone(),
+        source_id: s.source_id.clone(),
+        branch: branch.to_string(),
+        file: file.clone(),
+        started_at: s.started_at.clone(),
+    };
+    let writer = Writer::create(
+        home,
+        &root,
+        imported(if subagent { "subagent" } else { "main" }),
+        parent,
+    )?;
+    let mut pass = Pass {
+        writer,
+        format: s.format,
+        codex: codex::Codex::new(Some(cwd.clone())),
+        claude: claude::Claude::new(),
+        redactor: &redactor,
+        secrets: Counts::new(),
+        lines: 0,
+        warnings: 0,
+        unknown: 0,
+    };
+    // Where main stood after each fork point's line: what forks name as parent.
+    let points: HashSet<usize> = plan
+        .as_ref()
+        .map(|p| p.branches.iter().filter_map(|(_, at)| *at).collect())
+        .unwrap_or_default();
+    let mut heads: HashMap<usize, (u64, Hash)> = HashMap::new();
+    let pick = |i: u64| match &plan {
+        Some(p) => p.of_line.get(i as usize).copied().flatten() == Some(0),
+        None => true,
+    };
+    let hash = run_pass(
+        path, options, &mut pass, None, s.read_to, &pick, &points, &mut heads, summary,
+    )?;
+    torn_warning(path, &s, &mut pass, summary);
+    let (writer, progress) = pass.finish(s.read_to, hash)?;
+    let done = writer.finish(progress.clone())?;
+    index.add(
+        path,
+        index::Entry {
+            id: done.id.clone(),
+            dir: done.dir.clone(),
+            progress: progress.clone(),
+        },
+        (!subagent).then_some(s.source_id.as_str()),
+        done.head,
+    )?;
+    tally(summary, &progress, done.interrupted, s.read_to);
+    summary.sessions += 1;
+    summary.calls += done.written.calls;
+    summary.imported.push(SessionSummary {
+        id: done.id.clone(),
+        dir: done.dir.clone(),
+        source: path.to_path_buf(),
+        agent: s.format.agent(),
+        branch: if subagent { "subagent" } else { "main" }.into(),
+        continued: false,
+        calls: done.written.calls,
+        records: done.written.records,
+    });
+    let (id, end) = (done.id, done.head);
+    // The other branches of a Claude Code conversation, each its own session.
+    if let Some(plan) = &plan {
+        for (k, (kind, at)) in plan.branches.iter().enumerate() {
+            let b = k as u32 + 1;
+            let (seq, hash) = at.and_then(|i| heads.get(&i).copied()).unwrap_or(end);
+            let parent = Parent {
+                session: id.clone(),
+                seq,
+                hash,
+            };
+            let writer = Writer::create(home, &root, imported(kind), Some(parent))?;
+            let mut pass = Pass {
+                writer,
+                format: s.format,
+                codex: codex::Codex::new(None),
+                claude: claude::Claude::new(),
+                redactor: &redactor,
+                secrets: Counts::new(),
+                lines: 0,
+                warnings: 0,
+                unknown: 0,
+            };
+            let pick = |i: u64| plan.of_line.get(i as usize).copied().flatten() == Some(b);
+            let hash = run_pass(
+                path,
+                options,
+                &mut pass,
+                None,
+                s.read_to,
+                &pick,
+                &HashSet::new(),
+                &mut HashMap::new(),
+                summary,
+            )?;
+            let (writer, progress) = pass.finish(s.read_to, hash)?;
+            let done = writer.finish(progress.clone())?;
+            summary.sessions += 1;
+            summary.calls += done.written.calls;
+            summary.interrupted += done.interrupted;
+            summary.unknown += progress.unknown;
+            summary.lines += progress.lines;
+            for (k, n) in &progress.secrets {
+                *summary.secrets.entry(k.clone()).or_default() += n;
+            }
+            summary.imported.push(SessionSummary {
+                id: done.id,
+                dir: done.dir,
+                source: path.to_path_buf(),
+                agent: s.format.agent(),
+                branch: kind.clone(),
+                continued: false,
+                calls: done.written.calls,
+                records: done.written.records,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A line cut short at the end of the file: a warning, left for a later import.
+fn torn_warning(path: &Path, s: &Scan, pass: &mut Pass<'_>, summary: &mut Summary) {
+    if s.torn > 0 {
+        pass.warnings += 1;
+        summary.warn(format!(
+            "{}: the last line ({} bytes) is cut short: left for a later import",
+            path.display(),
+            s.torn
+        ));
+    }
+}
+
+fn tally(summary: &mut Summary, progress: &ImportProgress, interrupted: u64, bytes: u64) {
+    summary.lines += progress.lines;
+    summary.bytes += bytes;
+    summary.unknown += progress.unknown;
+    summary.interrupted += interrupted;
+    for (k, n) in &progress.secrets {
+        *summary.secrets.entry(k.clone()).or_default() += n;
+    }
+}
+
+/// Keeps the file's bytes as a blob of the project of `root`; they must still be the
+/// bytes the scan hashed.
+fn keep(
+    home: &Home,
+    root: &Path,
+    path: &Path,
+    file: &ImportedFile,
+) -> Result<cairn_store::BlobRef> {
+    let project = home.project(root);
+    cairn_store::private::create_dir_all(&project.dir).map_err(ImportError::io(&project.dir))?;
+    let blobs = BlobStore::open(&project.blobs_dir())?;
+    let f = std::fs::File::open(path).map_err(ImportError::io(path))?;
+    use std::io::Read;
+    let blob = blobs.put_reader(f.take(file.bytes))?;
+    if blob.hash != file.hash {
+        return Err(ImportError::Changed {
+            path: path.to_path_buf(),
+            bytes: file.bytes,
+        });
+    }
+    Ok(blob)
+}
+
+/// Appends to the session at `dir` the lines of `path` after `from` (all of them for
+/// a rotated rollout's next segment).
+#[allow(clippy::too_many_arguments)]
+fn continue_into(
+    home: &Home,
+    path: &Path,
+    options: &Options,
+    s: &Scan,
+    dir: &Path,
+    from: Option<(u64, Hash)>,
+    index: &mut Index,
+    summary: &mut Summary,
+    redactor: &Redactor,
+) -> Result<()> {
+    let started = writer::first_started(dir)?;
+    let root = PathBuf::from(&started.workspace);
+    let mut file = s.file.clone();
+    if options.keep_original {
+        file.original = Some(keep(home, &root, path, &file)?);
+    }
+    let writer = Writer::resume(home, dir, file)?;
+    let mut pass = Pass {
+        writer,
+        format: s.format,
+        codex: codex::Codex::new(s.cwd.clone().or(Some(started.workspace.clone()))),
+        claude: claude::Claude::new(),
+        redactor,
+        secrets: Counts::new(),
+        lines: 0,
+        warnings: 0,
+        unknown: 0,
+    };
+    // A continuation follows the conversation on: sidechain lines stay out.
+    let nodes = &s.nodes;
+    let pick = |i: u64| {
+        !nodes
+            .get(i as usize)
+            .and_then(|n| n.as_ref())
+            .is_some_and(|n| n.sidechain)
+    };
+    let hash = run_pass(
+        path,
+        options,
+        &mut pass,
+        from,
+        s.read_to,
+        &pick,
+        &HashSet::new(),
+        &mut HashMap::new(),
+        summary,
+    )?;
+    torn_warning(path, s, &mut pass, summary);
+    let (writer, progress) = pass.finish(s.read_to, hash)?;
+    let done = writer.finish(progress.clone())?;
+    let branch = started.imported.map_or_else(|| "main".into(), |i| i.branch);
+    index.add(
+        path,
+        index::Entry {
+            id: done.id.clone(),
+            dir: done.dir.clone(),
+            progress: progress.clone(),
+        },
+        (branch == "main").then_some(s.source_id.as_str()),
+        done.head,
+    )?;
+    tally(
+        summary,
+        &progress,
+        done.interrupted,
+        s.read_to - from.map_or(0, |f| f.0),
+    );
+    summary.sessions += 1;
+    summary.continued += 1;
+    summary.calls += done.written.calls;
+    summary.imported.push(SessionSummary {
+        id: done.id,
+        dir: done.dir,
+        source: path.to_path_buf(),
+        agent: s.format.agent(),
+        branch,
+        continued: true,
+        calls: done.written.calls,
+        records: done.written.records,
+    });
+    Ok(())
+}

@@ -1,0 +1,564 @@
+//! Steps into a cairn session, through the one writer every session has (the
+//! [`Recorder`]): the hash chain and the redaction pass apply to imported records as to
+//! any. Source call ids become `c1`, `c2`, … in the order calls start; a call the
+//! source never finished is finished here as `interrupted` when the pass ends.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use cairn_core::event::{
+    Event, ExecStatus, FORMAT_VERSION, FileRead, FileWrite, ImportProgress, Imported, ImportedFile,
+    Parent, ProcKind, SessionStarted, ShellEnd, ShellExec, ShellPhase, Status, ToolFinished,
+    WebFetched, WriteOp, WriteStatus,
+};
+use cairn_core::redact::{Counts, Redactor};
+use cairn_core::state::State;
+use cairn_engine::project::{Home, new_session_id};
+use cairn_store::{BlobRef, BlobStore, Durability, Hash, LogWriter, Options, SnapshotStore};
+use cairn_tools::{EngineConfig, Recorder};
+
+use crate::error::{ImportError, Result};
+use crate::step::{ModelCall, Shell, Step, Write, WriteKind};
+
+/// Bytes of a call's output kept inline in its `tool_finished`; the whole output goes
+/// into `output_blob` past it.
+pub const OUTPUT_INLINE_BYTES_MAX: usize = 16 * 1024;
+
+/// What a session written by an import holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Written {
+    pub calls: u64,
+    pub records: u64,
+}
+
+/// A pass written and ended.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub id: String,
+    pub dir: PathBuf,
+    pub written: Written,
+    /// Its last record: (seq, hash).
+    pub head: (u64, Hash),
+    pub interrupted: u64,
+}
+
+/// A session being written by an import.
+pub struct Writer {
+    rec: Recorder,
+    pub id: String,
+    pub dir: PathBuf,
+    root: PathBuf,
+    provider: &'static str,
+    /// Source call id → (cairn call id, tool).
+    calls: HashMap<String, (String, String)>,
+    /// Source ids of calls started and not finished, in order.
+    open: Vec<String>,
+    /// Calls that ran a command already (so an output does not record it again).
+    ran: std::collections::HashSet<String>,
+    redactor: Redactor,
+    pub written: Written,
+    /// Calls finished here as interrupted at the end of the pass.
+    pub interrupted: u64,
+    /// Calls the session had before this pass (a continuation numbers on from them).
+    base: u64,
+}
+
+fn durable_options() -> Options {
+    Options {
+        durability: Durability::Batch,
+        ..Options::default()
+    }
+}
+
+impl Writer {
+    /// Starts a new session in the project of `root` (the source's working directory).
+    pub fn create(
+        home: &Home,
+        root: &Path,
+        imported: Imported,
+        parent: Option<Parent>,
+    ) -> Result<Writer> {
+        let project = home.project(root);
+        cairn_store::private::create_dir_all(&project.sessions_dir())
+            .map_err(ImportError::io(&project.dir))?;
+        let note = project.dir.join("workspace");
+        if !note.exists() {
+            std::fs::write(&note, root.to_string_lossy().as_bytes())
+                .map_err(ImportError::io(&note))?;
+        }
+        let blobs = BlobStore::open(&project.blobs_dir())?.without_sync();
+        // Nothing of the workspace was captured: the manifest is empty.
+        let manifest = blobs.put(b"")?;
+        let id = new_session_id();
+        let dir = project.session_dir(&id);
+        let log = LogWriter::create(&dir, durable_options())?;
+        let config = EngineConfig::new(cairn_tools::Catalog::Thoth);
+        let mut rec = Recorder::new(
+            log,
+            State::default(),
+            blobs,
+            SnapshotStore::new(&dir),
+            Durability::Batch,
+            // One snapshot, at the end of the pass: a snapshot every 1000 records
+            // archived the whole growing conversation each time, and made the home 14
+            // times the size of the sources (1 GB of rollouts: 14 GB).
+            0,
+            config.checkpoint_every,
+        );
+        rec.note_blobs_written();
+        let redactor = Redactor::with_env(std::env::vars());
+        rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
+        let provider = provider_of(&imported.agent);
+        let started = SessionStarted {
+            id: id.clone(),
+            format_version: FORMAT_VERSION,
+            engine_version: env!("CARGO_PKG_VERSION").to_string(),
+            workspace: root.to_string_lossy().into_owned(),
+            catalog: config.catalog.name().to_string(),
+            tools: Vec::new(),
+            manifest,
+            manifest_files: 0,
+            config: serde_json::to_value(&config).unwrap_or_default(),
+            parent,
+            allow: Vec::new(),
+            inherited: None,
+            sandbox: None,
+            imported: Some(Box::new(imported)),
+        };
+        rec.append(&Event::SessionStarted(started))?;
+        Ok(Writer {
+            rec,
+            id,
+            dir,
+            root: root.to_path_buf(),
+            provider,
+            calls: HashMap::new(),
+            open: Vec::new(),
+            ran: Default::default(),
+            redactor,
+            written: Written {
+                calls: 0,
+                records: 1,
+            },
+            interrupted: 0,
+            base: 0,
+        })
+    }
+
+    /// Opens an imported session to append the part its source grew by: records
+    /// `session_resumed` naming the file as read now.
+    pub fn resume(home: &Home, dir: &Path, file: ImportedFile) -> Result<Writer> {
+        let (log, recovery) = LogWriter::open(dir, durable_options())?;
+        let folded = cairn_tools::fold::fold_with_snapshot(dir)?;
+        let started = first_started(dir)?;
+        let root = PathBuf::from(&started.workspace);
+        let project = home.project(&root);
+        let blobs = BlobStore::open(&project.blobs_dir())?.without_sync();
+        let config = EngineConfig::new(cairn_tools::Catalog::Thoth);
+        let calls_started = folded.state.calls_started;
+        let mut rec = Recorder::new(
+            log,
+            folded.state,
+            blobs,
+            SnapshotStore::new(dir),
+            Durability::Batch,
+            // One snapshot, at the end of the pass: a snapshot every 1000 records
+            // archived the whole growing conversation each time, and made the home 14
+            // times the size of the sources (1 GB of rollouts: 14 GB).
+            0,
+            config.checkpoint_every,
+        );
+        let redactor = Redactor::with_env(std::env::vars());
+        rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
+        rec.append(&Event::SessionResumed {
+            previous_head: recovery.head.map_or(Hash::ZERO, |h| h.hash),
+            findings: Vec::new(),
+            interrupted_steps: Vec::new(),
+            sandbox: None,
+            imported: Some(file),
+        })?;
+        let agent = started.imported.map(|i| i.agent).unwrap_or_default();
+        Ok(Writer {
+            rec,
+            id: started.id,
+            dir: dir.to_path_buf(),
+            root,
+            provider: provider_of(&agent),
+            calls: HashMap::new(),
+            open: Vec::new(),
+            ran: Default::default(),
+            redactor,
+            written: Written {
+                calls: 0,
+                records: 1,
+            },
+            interrupted: 0,
+            base: calls_started,
+        })
+    }
+
+    /// The last record written: (seq, hash).
+    pub fn head(&self) -> (u64, Hash) {
+        match self.rec.log.head() {
+            Some(h) => (h.seq, h.hash),
+            None => (0, Hash::ZERO),
+        }
+    }
+
+    fn append(&mut self, event: &Event) -> Result<()> {
+        self.rec.append(event)?;
+        self.written.records += 1;
+        Ok(())
+    }
+
+    /// A blob of `bytes` redacted.
+    fn redacted_blob(&mut self, bytes: &[u8]) -> Result<BlobRef> {
+        let clean = self.redactor.redact_bytes(bytes, &mut Counts::new());
+        Ok(self.rec.put_blob(&clean)?)
+    }
+
+    /// A workspace path for `path`: relative to the root when inside it, else
+    /// absolute (a write outside the workspace, which no checkout writes).
+    fn ws_path(&self, path: &str, cwd: Option<&str>) -> String {
+        let p = Path::new(path);
+        let abs = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            Path::new(cwd.unwrap_or(&self.root.to_string_lossy())).join(p)
+        };
+        let abs = normalise(&abs);
+        match abs.strip_prefix(&self.root) {
+            Ok(rel) => rel.to_string_lossy().into_owned(),
+            Err(_) => abs.to_string_lossy().into_owned(),
+        }
+    }
+
+    fn call_of(&self, source: &str) -> Option<&str> {
+        self.calls.get(source).map(|(c, _)| c.as_str())
+    }
+
+    /// The cairn id of source call `id`, starting a call of `tool` for it when the
+    /// source showed an outcome without its call.
+    fn ensure_call(&mut self, id: &str, tool: &str, input: serde_json::Value) -> Result<String> {
+        if let Some(c) = self.call_of(id) {
+            return Ok(c.to_string());
+        }
+        self.step(Step::Call {
+            id: id.to_string(),
+            tool: tool.to_string(),
+            input,
+            mcp: None,
+        })?;
+        Ok(self.call_of(id).unwrap_or_default().to_string())
+    }
+
+    /// Records one step.
+    pub fn step(&mut self, step: Step) -> Result<()> {
+        match step {
+            Step::User { text } => self.append(&Event::UserMessage { text }),
+            Step::Model {
+                model,
+                text,
+                calls,
+                usage,
+            } => self.append(&Event::ModelTurn {
+                provider: self.provider.to_string(),
+                model,
+                text,
+                tool_calls: calls.iter().map(model_call).collect(),
+                usage,
+            }),
+            Step::Call {
+                id,
+                tool,
+                input,
+                mcp,
+            } => {
+                if self.calls.contains_key(&id) {
+                    return Ok(());
+                }
+                let call = format!("c{}", self.base + self.written.calls + 1);
+                self.written.calls += 1;
+                self.calls.insert(id.clone(), (call.clone(), tool.clone()));
+                self.open.push(id);
+                self.append(&Event::ToolStarted {
+                    call,
+                    tool,
+                    input,
+                    mcp,
+                    observed: None,
+                })
+            }
+            Step::Shell(s) => self.shell(s),
+            Step::Write(w) => self.write(w),
+            Step::Read {
+                id,
+                path,
+                first,
+                lines,
+                total_lines,
+                content,
+            } => {
+                let call = self.ensure_call(&id, "read", serde_json::json!({ "path": path }))?;
+                let path = self.ws_path(&path, None);
+                let last = first.saturating_add(lines.saturating_sub(1));
+                self.append(&Event::FileRead(FileRead {
+                    call,
+                    path,
+                    ranges: if lines == 0 {
+                        Vec::new()
+                    } else {
+                        vec![(first.max(1), last.max(1))]
+                    },
+                    total_lines,
+                    hash: Hash::of(content.as_bytes()),
+                }))
+            }
+            Step::Fetch {
+                id,
+                url,
+                status,
+                text,
+                error,
+            } => {
+                let call = self.ensure_call(&id, "fetch", serde_json::json!({ "url": url }))?;
+                let (bytes, hash, text) = match text {
+                    Some(t) => (
+                        t.len() as u64,
+                        Some(Hash::of(t.as_bytes())),
+                        Some(self.redacted_blob(t.as_bytes())?),
+                    ),
+                    None => (0, None, None),
+                };
+                self.append(&Event::WebFetched(WebFetched {
+                    call,
+                    url,
+                    final_url: None,
+                    redirects: Vec::new(),
+                    status,
+                    content_type: None,
+                    bytes,
+                    hash,
+                    text,
+                    error,
+                }))
+            }
+            Step::End { id, status, output } => self.end(&id, status, &output),
+            Step::Item { kind, unknown, raw } => {
+                let item = self.redacted_blob(&raw)?;
+                self.append(&Event::SourceItem {
+                    kind,
+                    unknown,
+                    item,
+                })
+            }
+        }
+    }
+
+    fn end(&mut self, id: &str, status: Status, output: &str) -> Result<()> {
+        let call = self.ensure_call(id, "unknown", serde_json::Value::Null)?;
+        let Some(pos) = self.open.iter().position(|o| o == id) else {
+            // Finished already: a second outcome adds nothing.
+            return Ok(());
+        };
+        self.open.remove(pos);
+        let (output, output_blob) = if output.len() > OUTPUT_INLINE_BYTES_MAX {
+            let blob = self.redacted_blob(output.as_bytes())?;
+            let mut cut = OUTPUT_INLINE_BYTES_MAX;
+            while !output.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            (output[..cut].to_string(), Some(blob))
+        } else {
+            (output.to_string(), None)
+        };
+        self.append(&Event::ToolFinished(ToolFinished {
+            call,
+            status,
+            output,
+            output_blob,
+            elapsed_us: 0,
+            refusal: None,
+            redactions: Default::default(),
+            mcp_result: None,
+            injection: Vec::new(),
+        }))
+    }
+
+    fn shell(&mut self, s: Shell) -> Result<()> {
+        let call = self.ensure_call(
+            &s.id,
+            "shell",
+            serde_json::json!({ "command": s.argv.join(" ") }),
+        )?;
+        if !self.ran.insert(s.id.clone()) {
+            return Ok(());
+        }
+        let cwd = match &s.cwd {
+            Some(c) => self.ws_path(c, None),
+            None => String::new(),
+        };
+        let started = ShellExec {
+            call: call.clone(),
+            id: None,
+            argv: s.argv.clone(),
+            argv_hash: None,
+            cwd: cwd.clone(),
+            pid: None,
+            start_time: None,
+            kind: ProcKind::Foreground,
+            timeout_ms: None,
+            log: None,
+            sandbox: None,
+            phase: ShellPhase::Started,
+        };
+        self.append(&Event::ShellExec(started.clone()))?;
+        let mut end = ShellEnd::new(match (s.interrupted, s.exit_code) {
+            (true, _) => ExecStatus::Cancelled,
+            (false, Some(0)) => ExecStatus::Ok,
+            (false, Some(_)) => ExecStatus::Failed,
+            (false, None) => ExecStatus::Lost,
+        });
+        end.exit_code = s.exit_code;
+        end.elapsed_us = s.elapsed_us;
+        let mut out = |text: &str| -> Result<(u64, Option<BlobRef>)> {
+            if text.is_empty() {
+                return Ok((0, None));
+            }
+            let clean = self.redactor.redact(text, &mut Counts::new()).into_owned();
+            Ok((
+                clean.len() as u64,
+                Some(self.rec.put_blob(clean.as_bytes())?),
+            ))
+        };
+        let (n, blob) = out(&s.stdout)?;
+        end.stdout_bytes = Some(n);
+        end.stdout = blob;
+        let (n, blob) = out(&s.stderr)?;
+        end.stderr_bytes = Some(n);
+        end.stderr = blob;
+        if s.exit_code.is_none() && !s.interrupted {
+            end.error = Some("the source does not record how the command ended".into());
+        }
+        self.append(&Event::ShellExec(ShellExec {
+            phase: ShellPhase::Finished(end),
+            ..started
+        }))
+    }
+
+    fn write(&mut self, w: Write) -> Result<()> {
+        let call = self.ensure_call(&w.id, "write", serde_json::json!({ "path": w.path }))?;
+        let path = self.ws_path(&w.path, None);
+        let before = match &w.before {
+            Some(b) => Some(self.rec.put_blob(b.as_bytes())?),
+            None => None,
+        };
+        let after = match &w.after {
+            Some(a) => Some(self.rec.put_blob(a.as_bytes())?),
+            None => None,
+        };
+        let diff = match &w.diff {
+            Some(d) => Some(self.redacted_blob(d.as_bytes())?),
+            None => None,
+        };
+        let unknown = after.is_none() && w.kind != WriteKind::Delete;
+        let lines_after = w.after.as_deref().map_or(0, |a| a.lines().count() as u32);
+        self.append(&Event::FileWrite(FileWrite {
+            call: Some(call),
+            op: match w.kind {
+                WriteKind::Create => WriteOp::Create,
+                WriteKind::Replace => WriteOp::Replace,
+                WriteKind::Edit => WriteOp::Edit,
+                WriteKind::Delete => WriteOp::Delete,
+            },
+            path,
+            before,
+            after,
+            lines_after,
+            mode: None,
+            status: if w.ok {
+                WriteStatus::Ok
+            } else {
+                WriteStatus::Failed
+            },
+            withheld: false,
+            unknown,
+            diff,
+        }))
+    }
+
+    /// Ends the pass: calls left open are finished as interrupted, then
+    /// `session_ended` records how far the source was read.
+    pub fn finish(mut self, progress: ImportProgress) -> Result<Finished> {
+        for id in self.open.clone() {
+            self.interrupted += 1;
+            self.end(
+                &id,
+                Status::Interrupted,
+                "the source has no result for this call: it was interrupted (or its result is in a part of the file not written yet)",
+            )?;
+        }
+        self.append(&Event::SessionEnded {
+            reason: "imported".into(),
+            orphans: Vec::new(),
+            failed: false,
+            imported: Some(progress),
+        })?;
+        self.rec.snapshot()?;
+        self.rec.wait_snapshot()?;
+        self.rec.sync()?;
+        let head = self.head();
+        Ok(Finished {
+            id: self.id,
+            dir: self.dir,
+            written: self.written,
+            head,
+            interrupted: self.interrupted,
+        })
+    }
+}
+
+fn provider_of(agent: &str) -> &'static str {
+    match agent {
+        "codex" => "openai",
+        "claude" => "anthropic",
+        _ => "unknown",
+    }
+}
+
+fn model_call(c: &ModelCall) -> serde_json::Value {
+    serde_json::json!({ "id": c.id, "name": c.name, "input": c.input })
+}
+
+/// `path` with `.` and `..` taken lexically.
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The `session_started` of the session at `dir`.
+pub fn first_started(dir: &Path) -> Result<SessionStarted> {
+    let reader = cairn_store::LogReader::open(dir)?;
+    let blobs = cairn_tools::fold::project_blobs(dir);
+    if let Some(raw) = reader.records()?.next() {
+        let raw = raw?;
+        let rec = cairn_tools::fold::parse_maybe_in(&raw, blobs.as_ref());
+        if let Ok(r) = rec
+            && let Event::SessionStarted(s) = r.event
+        {
+            return Ok(s);
+        }
+    }
+    Err(ImportError::NotImported {
+        dir: dir.to_path_buf(),
+    })
+}

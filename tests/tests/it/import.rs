@@ -1,0 +1,552 @@
+//! Importing Codex CLI rollouts and Claude Code transcripts (`cairn_import`): the
+//! fixtures in `tests/data/import` are written from the formats as their projects'
+//! protocol types define them; `@WS@` becomes a temporary workspace and `@TOKEN@` a
+//! token made here, so no secret is written out in the repository.
+
+use std::path::{Path, PathBuf};
+
+use cairn_engine::Home;
+use cairn_engine::event::{Event, ExecStatus, Status, WriteOp, WriteStatus};
+use cairn_import::{Options, Summary, import_paths};
+use cairn_replay::Session;
+
+/// A GitHub-token-shaped secret, made at run time.
+fn token() -> String {
+    format!("ghp_{}", "a1B2c3D4e5".repeat(4))
+}
+
+struct Env {
+    _tmp: tempfile::TempDir,
+    home: Home,
+    ws: PathBuf,
+    src: PathBuf,
+}
+
+fn env() -> Env {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&src).unwrap();
+    let home = Home::at(&tmp.path().join("home"));
+    let ws = ws.canonicalize().unwrap();
+    Env {
+        _tmp: tmp,
+        home,
+        ws,
+        src,
+    }
+}
+
+impl Env {
+    /// Writes fixture `name` (a path under `tests/data/import`) into the source folder
+    /// as `as_name`; `torn` drops its final newline.
+    fn fixture(&self, name: &str, as_name: &str, torn: bool) -> PathBuf {
+        let data = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("data/import")
+            .join(name);
+        let text = std::fs::read_to_string(&data).unwrap();
+        let mut text = text
+            .replace("@WS@", &self.ws.to_string_lossy())
+            .replace("@TOKEN@", &token());
+        if torn && text.ends_with('\n') {
+            text.pop();
+        }
+        let out = self.src.join(as_name);
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        std::fs::write(&out, text).unwrap();
+        out
+    }
+
+    fn import(&self, paths: &[PathBuf], options: &Options) -> Summary {
+        let s = import_paths(&self.home, paths, options, &mut |_, _| {});
+        assert_eq!(s.errors, Vec::<(PathBuf, String)>::new(), "{s:#?}");
+        s
+    }
+}
+
+fn events(dir: &Path) -> Vec<Event> {
+    Session::load(dir)
+        .unwrap()
+        .records
+        .into_iter()
+        .map(|r| r.event)
+        .collect()
+}
+
+fn verify_clean(dir: &Path) {
+    let (report, problems) = cairn_replay::verify(dir).unwrap();
+    assert_eq!(problems, Vec::new(), "{report:#?}");
+    assert!(report.imported.is_some());
+}
+
+#[test]
+fn import_codex_rollout_maps_calls_writes_usage_and_keeps_the_rest() {
+    let e = env();
+    let file = e.fixture("codex-rollout.jsonl", "rollout-1.jsonl", true);
+    let s = e.import(std::slice::from_ref(&file), &Options::default());
+    assert_eq!((s.files, s.sessions, s.calls), (1, 1, 6), "{s:#?}");
+    // The line that is not JSON, and the last line cut short.
+    assert_eq!(s.warnings, 2, "{:#?}", s.warning_list);
+    assert_eq!(s.unknown, 1, "brand_new_kind");
+    assert_eq!(s.interrupted, 1, "the sleep never returned");
+    // The token was in two lines of the source (the message and its event).
+    assert_eq!(s.secrets.get("github_token"), Some(&2));
+    let dir = &s.imported[0].dir;
+    let ev = events(dir);
+    let Event::SessionStarted(started) = &ev[0] else {
+        panic!()
+    };
+    let imp = started.imported.as_ref().unwrap();
+    assert_eq!(
+        (
+            imp.agent.as_str(),
+            imp.agent_version.as_deref(),
+            imp.branch.as_str()
+        ),
+        ("codex", Some("0.171.0"), "main")
+    );
+    assert_eq!(
+        imp.file.hash.0,
+        *blake3::hash(&std::fs::read(&file).unwrap()).as_bytes()
+    );
+    assert_eq!(imp.file.original, None, "not kept unless asked");
+    assert_eq!(started.workspace, e.ws.to_string_lossy());
+    let users: Vec<&str> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::UserMessage { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        users,
+        ["add a greeting and run the tests; the token is [REDACTED:github_token]"]
+    );
+    let usage: Vec<u64> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::ModelTurn { usage: Some(u), .. } => u["total_tokens"].as_u64(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(usage, [110, 180], "each response once");
+    let shells: Vec<(Vec<String>, String, Option<i32>, ExecStatus)> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::ShellExec(x) => x
+                .end()
+                .map(|end| (x.argv.clone(), x.cwd.clone(), end.exit_code, end.status)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        shells,
+        [
+            (
+                vec!["bash".into(), "-lc".into(), "ls".into()],
+                "".into(),
+                Some(0),
+                ExecStatus::Ok
+            ),
+            (
+                vec!["cargo test".into()],
+                "src".into(),
+                Some(101),
+                ExecStatus::Failed
+            ),
+        ]
+    );
+    let writes: Vec<(String, WriteOp, bool, bool)> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::FileWrite(w) => Some((w.path.clone(), w.op, w.after.is_some(), w.unknown)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        writes,
+        [
+            ("hello.txt".into(), WriteOp::Create, true, false),
+            ("README.md".into(), WriteOp::Edit, false, true),
+        ]
+    );
+    let mcp: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolStarted { mcp: Some(m), .. } => Some((m.server.clone(), m.tool.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(mcp, [("cairn".to_string(), "read".to_string())]);
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::WebFetched(w) if w.url == "search:rust zstd crate"))
+    );
+    let unknown: Vec<&str> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::SourceItem {
+                kind,
+                unknown: true,
+                ..
+            } => Some(kind.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(unknown, ["brand_new_kind"]);
+    let statuses: Vec<Status> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolFinished(f) => Some(f.status),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            Status::Ok,
+            Status::Ok,
+            Status::Error,
+            Status::Ok,
+            Status::Ok,
+            Status::Interrupted
+        ]
+    );
+    // No byte of the token in the session's log.
+    let log = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    assert!(!log.contains(&token()));
+    verify_clean(dir);
+}
+
+#[test]
+fn import_is_idempotent_and_a_grown_file_continues_its_session() {
+    let e = env();
+    let file = e.fixture("codex-seg1.jsonl", "rollout-2.jsonl", false);
+    let first = e.import(std::slice::from_ref(&file), &Options::default());
+    assert_eq!(first.sessions, 1);
+    let again = e.import(std::slice::from_ref(&file), &Options::default());
+    assert_eq!((again.sessions, again.unchanged), (0, 1));
+    // The live session goes on: two more lines.
+    let more = concat!(
+        r#"{"timestamp":"2026-10-02T10:00:02.000Z","type":"response_item","payload":{"type":"function_call","name":"shell_command","arguments":"{\"command\":\"echo more\"}","call_id":"s9"}}"#,
+        "\n",
+        r#"{"timestamp":"2026-10-02T10:00:02.100Z","type":"response_item","payload":{"type":"function_call_output","call_id":"s9","output":"Exit code: 3\nOutput:\nmore\n"}}"#,
+        "\n"
+    );
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(more);
+    std::fs::write(&file, text).unwrap();
+    let grown = e.import(std::slice::from_ref(&file), &Options::default());
+    assert_eq!(
+        (grown.sessions, grown.continued, grown.calls),
+        (1, 1, 1),
+        "{grown:#?}"
+    );
+    assert_eq!(grown.imported[0].id, first.imported[0].id);
+    let dir = &first.imported[0].dir;
+    let ev = events(dir);
+    let calls: Vec<&str> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolStarted { call, .. } => Some(call.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls, ["c1", "c2"]);
+    assert!(ev.iter().any(|e| matches!(
+        e,
+        Event::SessionResumed {
+            imported: Some(_),
+            ..
+        }
+    )));
+    verify_clean(dir);
+    let unchanged = e.import(std::slice::from_ref(&file), &Options::default());
+    assert_eq!((unchanged.sessions, unchanged.unchanged), (0, 1));
+}
+
+#[test]
+fn import_follows_rotated_segments_and_reads_zstd() {
+    let e = env();
+    let seg1 = e.fixture("codex-seg1.jsonl", "codex-seg1.jsonl", false);
+    e.fixture("codex-seg2.jsonl", "codex-seg2.jsonl", false);
+    // The live segment alone names its predecessor: both become one session.
+    let s = e.import(&[e.src.join("codex-seg2.jsonl")], &Options::default());
+    assert_eq!((s.sessions, s.continued, s.calls), (2, 1, 2), "{s:#?}");
+    assert_eq!(s.imported[0].id, s.imported[1].id);
+    assert_eq!(s.imported[0].source, seg1.canonicalize().unwrap());
+    verify_clean(&s.imported[0].dir);
+    // The folder again: both files known, nothing done.
+    let again = e.import(std::slice::from_ref(&e.src), &Options::default());
+    assert_eq!((again.sessions, again.unchanged), (0, 2));
+
+    let z = env();
+    let plain = z.fixture("codex-seg1.jsonl", "rollout-z.jsonl", false);
+    let bytes = std::fs::read(&plain).unwrap();
+    let zst = z.src.join("rollout-z.jsonl.zst");
+    std::fs::write(&zst, zstd::encode_all(&bytes[..], 3).unwrap()).unwrap();
+    std::fs::remove_file(&plain).unwrap();
+    let s = z.import(std::slice::from_ref(&zst), &Options::default());
+    assert_eq!((s.sessions, s.calls, s.bytes), (1, 1, bytes.len() as u64));
+    let Event::SessionStarted(started) = &events(&s.imported[0].dir)[0] else {
+        panic!()
+    };
+    let f = &started.imported.as_ref().unwrap().file;
+    assert_eq!(
+        f.hash.0,
+        *blake3::hash(&std::fs::read(&zst).unwrap()).as_bytes()
+    );
+}
+
+#[test]
+fn import_claude_transcript_gives_main_fork_sidechain_and_subagent_sessions() {
+    let e = env();
+    e.fixture("claude-session.jsonl", "proj/claude-session.jsonl", false);
+    e.fixture(
+        "claude-session/subagents/agent-ag2.jsonl",
+        "proj/claude-session/subagents/agent-ag2.jsonl",
+        false,
+    );
+    let s = e.import(std::slice::from_ref(&e.src), &Options::default());
+    let branches: Vec<&str> = s.imported.iter().map(|i| i.branch.as_str()).collect();
+    assert_eq!(
+        branches,
+        ["main", "fork", "sidechain", "subagent"],
+        "{s:#?}"
+    );
+    // Not JSON, and the cut last line.
+    assert_eq!(s.warnings, 2, "{:#?}", s.warning_list);
+    assert_eq!(s.unknown, 1, "weird-new-type");
+    let main = &s.imported[0];
+    let ev = events(&main.dir);
+    // msg_1 came in three lines, each repeating its usage: counted once.
+    let turns: Vec<(String, usize, bool)> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::ModelTurn {
+                text,
+                tool_calls,
+                usage,
+                ..
+            } => Some((text.clone(), tool_calls.len(), usage.is_some())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(turns[0], ("Let me look.".to_string(), 2, true));
+    assert_eq!(turns.iter().filter(|t| t.2).count(), turns.len());
+    let writes: Vec<(String, WriteOp, WriteStatus, bool)> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::FileWrite(w) => Some((w.path.clone(), w.op, w.status, w.after.is_some())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        writes,
+        [
+            ("README.md".into(), WriteOp::Edit, WriteStatus::Ok, true),
+            ("hello.txt".into(), WriteOp::Create, WriteStatus::Ok, true),
+        ]
+    );
+    assert!(
+        ev.iter().any(
+            |e| matches!(e, Event::FileRead(r) if r.path == "README.md" && r.ranges == [(1, 1)])
+        )
+    );
+    assert!(ev.iter().any(|e| matches!(e, Event::WebFetched(w) if w.url == "https://example.org/" && w.status == Some(200))));
+    assert!(ev.iter().any(|e| matches!(e, Event::ToolStarted { mcp: Some(m), .. } if m.server == "docs" && m.tool == "search")));
+    assert!(ev.iter().any(
+        |e| matches!(e, Event::ShellExec(x) if x.end().is_some_and(|end| end.exit_code == Some(1)))
+    ));
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::SourceItem { kind, .. } if kind == "system"))
+    );
+    // The conversation goes on across the compaction, to the last branch.
+    let last_user = ev.iter().rev().find_map(|e| match e {
+        Event::UserMessage { text } => Some(text.as_str()),
+        _ => None,
+    });
+    assert_eq!(last_user, Some("actually, stop there"));
+    verify_clean(&main.dir);
+
+    // The fork starts where the branches part: after the record of line a9.
+    let fork = &s.imported[1];
+    let fev = events(&fork.dir);
+    let Event::SessionStarted(fs) = &fev[0] else {
+        panic!()
+    };
+    let parent = fs.parent.as_ref().unwrap();
+    assert_eq!(parent.session, main.id);
+    let main_session = Session::load(&main.dir).unwrap();
+    let at = main_session
+        .records
+        .iter()
+        .find(|r| r.seq == parent.seq)
+        .unwrap();
+    assert_eq!(at.hash, parent.hash);
+    assert!(
+        matches!(&at.event, Event::ModelTurn { text, .. } if text.starts_with("Done;")),
+        "{:?}",
+        at.event
+    );
+    assert!(
+        fev.iter()
+            .any(|e| matches!(e, Event::ToolFinished(f) if f.status == Status::Interrupted))
+    );
+    verify_clean(&fork.dir);
+
+    let sub = &s.imported[3];
+    let Event::SessionStarted(ss) = &events(&sub.dir)[0] else {
+        panic!()
+    };
+    assert_eq!(ss.parent.as_ref().unwrap().session, main.id);
+    verify_clean(&sub.dir);
+    verify_clean(&s.imported[2].dir);
+}
+
+#[test]
+fn review_verbs_run_on_imported_sessions() {
+    let e = env();
+    let codex = e.fixture("codex-rollout.jsonl", "rollout-1.jsonl", true);
+    let claude = e.fixture("claude-session.jsonl", "claude-session.jsonl", false);
+    let s = e.import(&[codex, claude], &Options::default());
+    let of = |agent: &str| {
+        &s.imported
+            .iter()
+            .find(|i| i.agent == agent && i.branch == "main")
+            .unwrap()
+            .dir
+    };
+    let (cx, cl) = (of("codex"), of("claude"));
+    // audit: flagged, with the secrets the source held.
+    let session = Session::load(cx).unwrap();
+    let verified = cairn_replay::verify(cx).unwrap();
+    let audit = cairn_replay::audit::audit(&session, &verified);
+    let info = audit.imported.as_ref().unwrap();
+    assert_eq!(info.agent_name(), "Codex 0.171.0");
+    assert!(
+        info.line()
+            .starts_with("imported from Codex 0.171.0 (main): "),
+        "{}",
+        info.line()
+    );
+    assert_eq!(info.secrets.get("github_token"), Some(&2));
+    assert!(audit.integrity.clean);
+    // checkout: files known whole are written, the diff-only one is listed.
+    let out = e.src.join("checkout");
+    let head = session.head.seq;
+    let r = cairn_replay::checkout(cx, head, &out).unwrap();
+    assert_eq!(r.unknown, ["README.md"]);
+    assert_eq!(
+        std::fs::read_to_string(out.join("hello.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+    assert!(!out.join("README.md").exists());
+    let out2 = e.src.join("checkout2");
+    let main = Session::load(cl).unwrap();
+    let r = cairn_replay::checkout(cl, main.head.seq, &out2).unwrap();
+    assert_eq!(r.unknown, Vec::<String>::new());
+    assert_eq!(
+        std::fs::read_to_string(out2.join("README.md")).unwrap(),
+        "new line\n"
+    );
+    // diff: two imports of other agents.
+    let d = cairn_replay::diff(cx, cl).unwrap();
+    assert!(!d.is_empty(), "{d:#?}");
+}
+
+#[test]
+fn import_keep_original_is_checked_by_deep_verify() {
+    let e = env();
+    let file = e.fixture("codex-seg1.jsonl", "rollout-k.jsonl", false);
+    let options = Options {
+        keep_original: true,
+        ..Options::default()
+    };
+    let s = e.import(std::slice::from_ref(&file), &options);
+    let dir = &s.imported[0].dir;
+    verify_clean(dir);
+    let Event::SessionStarted(started) = &events(dir)[0] else {
+        panic!()
+    };
+    let kept = started.imported.as_ref().unwrap().file.original.unwrap();
+    let blob = dir
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("blobs")
+        .join(&kept.hash.to_hex()[..2])
+        .join(&kept.hash.to_hex()[2..]);
+    assert_eq!(std::fs::read(&blob).unwrap(), std::fs::read(&file).unwrap());
+    // Damaged: deep verify says so.
+    let mut perms = std::fs::metadata(&blob).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&blob, perms).unwrap();
+    std::fs::write(&blob, b"not the original").unwrap();
+    let (_, problems) = cairn_replay::verify(dir).unwrap();
+    assert!(
+        problems.iter().any(
+            |p| p.kind == cairn_replay::ProblemKind::Blob && p.what.contains("the original of")
+        ),
+        "{problems:#?}"
+    );
+}
+
+#[test]
+fn import_line_bytes_max_at_and_past_the_limit() {
+    // A user message longer than every other line: the one the limit falls on.
+    let long = format!(
+        r#"{{"timestamp":"2026-10-02T10:00:05.000Z","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{}"}}]}}}}"#,
+        "x".repeat(2000)
+    );
+    let grown = |e: &Env| {
+        let file = e.fixture("codex-seg1.jsonl", "rollout-l.jsonl", false);
+        let mut text = std::fs::read_to_string(&file).unwrap();
+        text.push_str(&long);
+        text.push('\n');
+        std::fs::write(&file, text).unwrap();
+        file
+    };
+    let e = env();
+    let file = grown(&e);
+    let at = Options {
+        line_bytes_max: long.len(),
+        ..Options::default()
+    };
+    let s = e.import(std::slice::from_ref(&file), &at);
+    assert_eq!((s.warnings, s.lines), (0, 5), "{:#?}", s.warning_list);
+
+    let e = env();
+    let file = grown(&e);
+    let past = Options {
+        line_bytes_max: long.len() - 1,
+        ..Options::default()
+    };
+    let s = e.import(std::slice::from_ref(&file), &past);
+    assert_eq!((s.warnings, s.lines), (1, 4), "{:#?}", s.warning_list);
+    assert!(
+        s.warning_list[0].contains("longer than"),
+        "{:?}",
+        s.warning_list
+    );
+}
+
+#[test]
+fn import_refuses_a_file_of_neither_format_with_a_clear_error() {
+    let e = env();
+    let file = e.src.join("notes.jsonl");
+    std::fs::write(&file, "{\"hello\":1}\n").unwrap();
+    let s = import_paths(&e.home, &[file], &Options::default(), &mut |_, _| {});
+    assert_eq!(s.errors.len(), 1);
+    assert!(
+        s.errors[0]
+            .1
+            .contains("neither a Codex rollout nor a Claude Code transcript"),
+        "{:?}",
+        s.errors
+    );
+}
