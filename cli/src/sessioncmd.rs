@@ -576,7 +576,7 @@ pub fn demo(dir: Option<&Path>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn project_of(workspace: &Path) -> Result<cairn_engine::Project> {
+pub(crate) fn project_of(workspace: &Path) -> Result<cairn_engine::Project> {
     let root = workspace
         .canonicalize()
         .with_context(|| format!("workspace {}", workspace.display()))?;

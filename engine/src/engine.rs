@@ -200,6 +200,7 @@ impl Engine {
             config.snapshot_every,
             config.checkpoint_every,
         );
+        rec.set_tree_checkpoints(config.tree_checkpoint_every_records, home.log_signer()?);
         rec.note_blobs_written();
         let redactor = Redactor::with_env(std::env::vars());
         rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
@@ -989,6 +990,11 @@ impl Engine {
             reason: reason.to_string(),
             orphans,
         })?;
+        // The signed head of everything, session_ended included. Unsigned, it would
+        // prove nothing the chain does not: only a key makes one at the end.
+        if self.rec.signs_checkpoints() {
+            self.rec.tree_checkpoint()?;
+        }
         self.rec.snapshot()?;
         self.rec.wait_snapshot()?;
         self.rec.sync()?;

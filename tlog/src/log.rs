@@ -374,6 +374,86 @@ pub fn verify_since(dir: &Path, note_text: &str, keys: &[Verifier]) -> Result<Co
     })
 }
 
+/// The newest checkpoint note beside the log, if any: (size, path, text).
+pub fn latest_checkpoint(dir: &Path) -> Result<Option<(u64, PathBuf, String)>, TlogError> {
+    match checkpoint_files(dir)?.pop() {
+        Some((size, path)) => {
+            let text = read(&path)?;
+            Ok(Some((size, path, text)))
+        }
+        None => Ok(None),
+    }
+}
+
+/// What one witness answered a push.
+#[derive(Debug)]
+pub struct Pushed {
+    pub url: String,
+    /// The cosignature lines added to the checkpoint, or why there are none.
+    pub result: Result<Vec<String>, crate::witness::PushError>,
+}
+
+/// Sends the newest checkpoint of the log in `dir` to each witness (tlog-witness
+/// `add-checkpoint`), and adds the cosignature lines they answer to its file. A
+/// witness that saw another size first answers 409 with that size; the push then
+/// sends the consistency proof from it, built from the log.
+pub fn push_checkpoint(dir: &Path, witnesses: &[String]) -> Result<(u64, Vec<Pushed>), TlogError> {
+    let Some((size, _, text)) = latest_checkpoint(dir)? else {
+        return Err(TlogError::NoCheckpoint { seq: 0, latest: 0 });
+    };
+    let note = Note::parse(&text)?;
+    let leaves = leaves(dir)?;
+    if size > leaves.len() as u64 {
+        return Err(TlogError::Shrunk {
+            size,
+            log: leaves.len() as u64,
+        });
+    }
+    let covered = &leaves[..size as usize];
+    let mut results = Vec::new();
+    let mut added: Vec<String> = Vec::new();
+    for url in witnesses {
+        let mut request = crate::witness::Request {
+            old_size: 0,
+            proof: Vec::new(),
+            checkpoint: text.clone(),
+        };
+        let mut answer = crate::witness::add_checkpoint(url, &request);
+        if let Err(crate::witness::PushError::Refused { status: 409, body, .. }) = &answer
+            && let Ok(old) = body.trim().parse::<u64>()
+            && old != 0
+            && old <= size
+        {
+            request.old_size = old;
+            request.proof = tree::consistency_proof(covered, old).unwrap_or_default();
+            answer = crate::witness::add_checkpoint(url, &request);
+        }
+        let result = answer.map(|body| {
+            body.lines()
+                .filter(|l| crate::note::parse_sig_line(l).is_ok())
+                .map(|l| format!("{l}\n"))
+                .collect::<Vec<_>>()
+        });
+        if let Ok(lines) = &result {
+            added.extend(lines.iter().cloned());
+        }
+        results.push(Pushed {
+            url: url.clone(),
+            result,
+        });
+    }
+    if !added.is_empty() {
+        let mut all = note;
+        for line in added {
+            if !all.sigs.iter().any(|s| s.line == line) {
+                all.sigs.push(crate::note::parse_sig_line(line.trim_end_matches('\n'))?);
+            }
+        }
+        write_checkpoint(dir, size, &all.to_text())?;
+    }
+    Ok((size, results))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -343,6 +343,7 @@ impl Engine {
             config.snapshot_every,
             config.checkpoint_every,
         );
+        rec.set_tree_checkpoints(config.tree_checkpoint_every_records, home.log_signer()?);
         let redactor = Redactor::with_env(std::env::vars());
         rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
         let rt = Runtime {
