@@ -12,5 +12,6 @@ mod audit;
 mod browse;
 mod cli;
 mod mcp_serve;
+mod proofs;
 mod signals;
 mod tui;
