@@ -630,7 +630,9 @@ pub fn allow_list(workspace: &Path, json: bool) -> Result<ExitCode> {
 
 pub fn allow_reset(workspace: &Path) -> Result<ExitCode> {
     let project = project_of(workspace)?;
-    AllowList::new(&project.dir).reset()?;
+    AllowList::new(&project.dir)
+        .with_signer(Home::from_env()?.log_signer()?)
+        .reset()?;
     out::line("the allow list is empty now")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -188,7 +188,7 @@ impl Engine {
         )?;
         let registry = Registry::new(config.catalog);
         let mcp = Box::new(Servers::new(McpConfig::load(&project.dir)?, &root));
-        let allow_list = AllowList::new(&project.dir);
+        let allow_list = AllowList::new(&project.dir).with_signer(home.log_signer()?);
         let audit = allow_list.audit()?;
         let allowed = audit.keys;
         let mut rec = Recorder::new(

@@ -333,7 +333,7 @@ impl Engine {
             &started.id,
         )?;
         let mcp = Box::new(Servers::new(McpConfig::load(&project.dir)?, &root));
-        let allow_list = AllowList::new(&project.dir);
+        let allow_list = AllowList::new(&project.dir).with_signer(home.log_signer()?);
         let mut rec = Recorder::new(
             log,
             state,

@@ -332,3 +332,46 @@ fn a_witness_cosigns_a_grown_log_through_the_consistency_proof() {
     let older = note_at(&dir, size);
     assert!(tlog_log::verify_since(&dir, &older, &[vkey(&signer)]).is_ok());
 }
+
+/// Answers "always" to everything.
+struct Always;
+
+impl cairn_engine::permission::Approver for Always {
+    fn answer(
+        &mut self,
+        _: &cairn_engine::permission::Request,
+    ) -> (cairn_engine::event::Answer, bool) {
+        (cairn_engine::event::Answer::Always, true)
+    }
+}
+
+#[test]
+fn the_allow_log_is_signed_after_each_grant_and_its_records_prove_offline() {
+    let tmp = cairn_tests::ram_tempdir();
+    let home = Home::at(&tmp.path().join("home"));
+    std::fs::create_dir_all(&home.root).unwrap();
+    let signer = Signer::from_seed("cairn.local", &LOG_SEED);
+    std::fs::write(home.log_key_file(), signer.to_private_text()).unwrap();
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let mut e = cairn_engine::Engine::start(&home, &ws, quick_config(Catalog::Thoth)).unwrap();
+    e.set_approver(Box::new(Always));
+    let out = e
+        .call("write_file", json!({"path": "x.txt", "content": "x\n"}))
+        .unwrap();
+    assert_eq!(out.status, cairn_engine::event::Status::Ok, "{}", out.output);
+    let allow = e.project().dir.join("allow");
+    e.end("done").unwrap();
+    assert_eq!(
+        tlog_log::origin_of(&allow),
+        format!(
+            "cairn.local/{}/allow",
+            allow.parent().unwrap().file_name().unwrap().to_string_lossy()
+        )
+    );
+    let leaves = tlog_log::leaves(&allow).unwrap();
+    assert_eq!(leaves.len(), 1);
+    let proof = tlog_log::prove(&allow, 0).unwrap().to_text();
+    let proven = tlog_log::verify_proof(&proof, &[vkey(&signer)]).unwrap();
+    assert!(proven.line.contains("\"key\":\"write_file\""), "{}", proven.line);
+}
