@@ -19,6 +19,7 @@ mod resume;
 mod scan;
 mod shell;
 mod store;
+mod tree;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -54,6 +55,8 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// Benchmark resume: time and peak memory, with and without a snapshot.
     Resume(resume::ResumeArgs),
+    /// Benchmark the Merkle tree: cost per record, per checkpoint, prove and verify --since.
+    Tree(tree::TreeArgs),
     /// Resume one session in process and print the time it took (used for memory).
     #[command(name = "__resume", hide = true)]
     ResumeOnce { home: PathBuf, dir: PathBuf },
@@ -89,6 +92,7 @@ fn main() -> Result<()> {
         Command::Redact(args) => redact::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Resume(args) => resume::run(&args),
+        Command::Tree(args) => tree::run(&args),
         Command::ResumeOnce { home, dir } => resume::resume_once(&home, &dir),
         Command::Verify { path, threads } => {
             let mut options = cairn_store::VerifyOptions::default();

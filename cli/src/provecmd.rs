@@ -47,7 +47,10 @@ pub fn prove(session: &str, seq: u64, out_file: Option<&Path>, allow: bool) -> R
     match out_file {
         Some(path) => {
             std::fs::write(path, &proof).with_context(|| path.display().to_string())?;
-            out::note(&format!("cairn: wrote the proof of seq {seq} to {}", path.display()));
+            out::note(&format!(
+                "cairn: wrote the proof of seq {seq} to {}",
+                path.display()
+            ));
         }
         None => {
             use std::io::Write as _;
@@ -67,7 +70,10 @@ pub struct Checks<'a> {
 
 fn refused(json: bool, what: &str, e: &dyn std::fmt::Display) -> Result<ExitCode> {
     if json {
-        out::line(&serde_json::json!({"clean": false, "check": what, "problem": e.to_string()}).to_string())?;
+        out::line(
+            &serde_json::json!({"clean": false, "check": what, "problem": e.to_string()})
+                .to_string(),
+        )?;
     } else {
         out::line(&format!("{what}: {e}"))?;
     }
@@ -77,13 +83,20 @@ fn refused(json: bool, what: &str, e: &dyn std::fmt::Display) -> Result<ExitCode
 /// `verify --proof FILE`: offline, with the keys (or the policy's logs and quorum).
 pub fn verify_proof(c: &Checks, proof: &Path) -> Result<ExitCode> {
     let text = read(proof)?;
-    let policy = c.policy.map(read).transpose()?.map(|p| Policy::parse(&p)).transpose()?;
+    let policy = c
+        .policy
+        .map(read)
+        .transpose()?
+        .map(|p| Policy::parse(&p))
+        .transpose()?;
     let mut keys = keys(c.keys)?;
     if let Some(p) = &policy {
         keys.extend(p.logs.iter().cloned());
     }
     if keys.is_empty() {
-        bail!("checking a proof needs the log's key: --key VKEY (`cairn key show` prints it) or --policy FILE");
+        bail!(
+            "checking a proof needs the log's key: --key VKEY (`cairn key show` prints it) or --policy FILE"
+        );
     }
     let proven = match tlog::log::verify_proof(&text, &keys) {
         Ok(p) => p,
@@ -157,7 +170,11 @@ pub fn verify_session(c: &Checks, session: &Path) -> Result<ExitCode> {
             Ok(v) => lines.push(format!(
                 "policy met: the checkpoint of {size} records ({}) is cosigned by {}",
                 path.display(),
-                if v.cosigned_by.is_empty() { "no witness (quorum none)".into() } else { v.cosigned_by.join(", ") }
+                if v.cosigned_by.is_empty() {
+                    "no witness (quorum none)".into()
+                } else {
+                    v.cosigned_by.join(", ")
+                }
             )),
             Err(e) => return refused(c.json, "policy", &e),
         }

@@ -15,7 +15,9 @@ pub fn serve(addr: &str, key: &Path, logs: &[String], state: &Path) -> Result<Ex
     let text = std::fs::read_to_string(key).with_context(|| key.display().to_string())?;
     let signer = Signer::parse(&text).with_context(|| key.display().to_string())?;
     if logs.is_empty() {
-        bail!("a witness cosigns only the logs it knows: give --log VKEY (the log's `cairn key show`)");
+        bail!(
+            "a witness cosigns only the logs it knows: give --log VKEY (the log's `cairn key show`)"
+        );
     }
     let logs = logs
         .iter()
@@ -27,7 +29,10 @@ pub fn serve(addr: &str, key: &Path, logs: &[String], state: &Path) -> Result<Ex
         .server_addr()
         .to_ip()
         .map_or_else(|| addr.to_string(), |a| a.to_string());
-    out::line(&format!("witness {} listening on http://{bound}", signer.cosigner_vkey()))?;
+    out::line(&format!(
+        "witness {} listening on http://{bound}",
+        signer.cosigner_vkey()
+    ))?;
     tlog::witness::serve(&server, witness, state);
     Ok(ExitCode::SUCCESS)
 }
@@ -46,7 +51,11 @@ pub fn push(session: &str, witnesses: &[String], json: bool) -> Result<ExitCode>
             Ok(lines) => {
                 rows.push(serde_json::json!({"witness": p.url, "cosignatures": lines.len()}));
                 if !json {
-                    out::line(&format!("{}: {} cosignature(s) of size {size}", p.url, lines.len()))?;
+                    out::line(&format!(
+                        "{}: {} cosignature(s) of size {size}",
+                        p.url,
+                        lines.len()
+                    ))?;
                 }
             }
             Err(e) => {
@@ -59,7 +68,13 @@ pub fn push(session: &str, witnesses: &[String], json: bool) -> Result<ExitCode>
         }
     }
     if json {
-        out::line(&serde_json::json!({"clean": clean, "size": size, "witnesses": rows}).to_string())?;
+        out::line(
+            &serde_json::json!({"clean": clean, "size": size, "witnesses": rows}).to_string(),
+        )?;
     }
-    Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -76,8 +76,12 @@ impl Checkpoint {
             .filter(|_| size_text == "0" || !size_text.starts_with('0'))
             .filter(|_| size_text.bytes().all(|b| b.is_ascii_digit()))
             .ok_or_else(|| bad(format!("tree size {size_text:?} is not a decimal number")))?;
-        let root = hash_b64(lines.next().ok_or_else(|| bad("no root hash line".into()))?)
-            .map_err(|e| bad(format!("root hash {e}")))?;
+        let root = hash_b64(
+            lines
+                .next()
+                .ok_or_else(|| bad("no root hash line".into()))?,
+        )
+        .map_err(|e| bad(format!("root hash {e}")))?;
         let extensions: Vec<String> = lines.map(str::to_string).collect();
         if extensions.iter().any(String::is_empty) {
             return Err(bad("an extension line is empty".into()));
@@ -98,7 +102,8 @@ mod tests {
     #[test]
     fn the_spec_checkpoint_reads_and_writes_back() {
         // The example of c2sp.org/tlog-checkpoint.
-        let text = "example.com/behind-the-sofa\n20852163\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n";
+        let text =
+            "example.com/behind-the-sofa\n20852163\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n";
         let c = Checkpoint::parse(text).unwrap();
         assert_eq!(c.origin, "example.com/behind-the-sofa");
         assert_eq!(c.size, 20852163);
@@ -108,11 +113,20 @@ mod tests {
     #[test]
     fn a_bad_checkpoint_says_which_line() {
         for (text, what) in [
-            ("o\n012\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n", "tree size"),
+            (
+                "o\n012\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
+                "tree size",
+            ),
             ("o\n12\nAAAA\n", "root hash"),
-            ("\n12\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n", "origin"),
+            (
+                "\n12\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n",
+                "origin",
+            ),
             ("o\n12\n", "root hash"),
-            ("o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n\nx\n", "extension"),
+            (
+                "o\n1\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n\nx\n",
+                "extension",
+            ),
         ] {
             let e = Checkpoint::parse(text).unwrap_err().to_string();
             assert!(e.contains(what), "{text:?}: {e}");

@@ -35,15 +35,21 @@ pub enum TlogError {
     MalformedProof(String),
     #[error("the log has {size} records, none with seq {seq}")]
     NoRecord { seq: u64, size: u64 },
-    #[error("no checkpoint of this log covers seq {seq} (the latest is of size {latest}); a checkpoint is signed at the session's end and every few thousand records when a key exists")]
+    #[error(
+        "no checkpoint of this log covers seq {seq} (the latest is of size {latest}); a checkpoint is signed at the session's end and every few thousand records when a key exists"
+    )]
     NoCheckpoint { seq: u64, latest: u64 },
     #[error("the checkpoint is of {origin:?}, not of this log ({want:?})")]
     WrongOrigin { origin: String, want: String },
     #[error("the checkpoint has {size} records but the log only {log} now: records were removed")]
     Shrunk { size: u64, log: u64 },
-    #[error("the log's first {size} records do not match the checkpoint ({what}): its history was rewritten")]
+    #[error(
+        "the log's first {size} records do not match the checkpoint ({what}): its history was rewritten"
+    )]
     Rewritten { size: u64, what: ProofError },
-    #[error("no key given signs {origin:?} (keys: {names}); a key signs the origins below its name")]
+    #[error(
+        "no key given signs {origin:?} (keys: {names}); a key signs the origins below its name"
+    )]
     NoKeyFor { origin: String, names: String },
     #[error("the proof does not hold: {0}")]
     Proof(ProofError),
@@ -340,7 +346,11 @@ pub struct Consistent {
 /// proof from the checkpoint's size to the log's and verifies it against both roots.
 /// A history rewritten before the checkpoint's size fails, whatever hashes were
 /// recomputed.
-pub fn verify_since(dir: &Path, note_text: &str, keys: &[Verifier]) -> Result<Consistent, TlogError> {
+pub fn verify_since(
+    dir: &Path,
+    note_text: &str,
+    keys: &[Verifier],
+) -> Result<Consistent, TlogError> {
     let note = Note::parse(note_text)?;
     let old = Checkpoint::parse(&note.text)?;
     if !keys.is_empty() {
@@ -419,7 +429,9 @@ pub fn push_checkpoint(dir: &Path, witnesses: &[String]) -> Result<(u64, Vec<Pus
             checkpoint: text.clone(),
         };
         let mut answer = crate::witness::add_checkpoint(url, &request);
-        if let Err(crate::witness::PushError::Refused { status: 409, body, .. }) = &answer
+        if let Err(crate::witness::PushError::Refused {
+            status: 409, body, ..
+        }) = &answer
             && let Ok(old) = body.trim().parse::<u64>()
             && old != 0
             && old <= size
@@ -446,7 +458,8 @@ pub fn push_checkpoint(dir: &Path, witnesses: &[String]) -> Result<(u64, Vec<Pus
         let mut all = note;
         for line in added {
             if !all.sigs.iter().any(|s| s.line == line) {
-                all.sigs.push(crate::note::parse_sig_line(line.trim_end_matches('\n'))?);
+                all.sigs
+                    .push(crate::note::parse_sig_line(line.trim_end_matches('\n'))?);
             }
         }
         write_checkpoint(dir, size, &all.to_text())?;
@@ -465,7 +478,8 @@ mod tests {
         let dir = home.path().join("proj").join("sessions").join("s1");
         let mut log = cairn_store::LogWriter::create(&dir, Default::default()).unwrap();
         for i in 0..7 {
-            log.append(&serde_json::json!({"type": "note", "i": i})).unwrap();
+            log.append(&serde_json::json!({"type": "note", "i": i}))
+                .unwrap();
         }
         log.sync().unwrap();
         drop(log);
@@ -521,7 +535,9 @@ mod tests {
             Err(TlogError::Note(NoteError::Unverified { .. }))
         ));
         // No checkpoint covers a record past it.
-        let mut log = cairn_store::LogWriter::open(&dir, Default::default()).unwrap().0;
+        let mut log = cairn_store::LogWriter::open(&dir, Default::default())
+            .unwrap()
+            .0;
         log.append(&serde_json::json!({"type": "note"})).unwrap();
         log.sync().unwrap();
         drop(log);

@@ -102,7 +102,9 @@ impl Signer {
             .decode(material)
             .map_err(|e| NoteError::Key(format!("key material is not base64: {e}")))?;
         let [TYPE_ED25519, seed @ ..] = material.as_slice() else {
-            return Err(NoteError::Key("not an Ed25519 signing key (type 0x01)".into()));
+            return Err(NoteError::Key(
+                "not an Ed25519 signing key (type 0x01)".into(),
+            ));
         };
         let seed: [u8; 32] = seed
             .try_into()
@@ -135,12 +137,20 @@ impl Signer {
 
     /// The key ID of its note signatures (type 0x01).
     pub fn key_id(&self) -> u32 {
-        key_id(&self.name, TYPE_ED25519, self.key.verifying_key().as_bytes())
+        key_id(
+            &self.name,
+            TYPE_ED25519,
+            self.key.verifying_key().as_bytes(),
+        )
     }
 
     /// The verifier key of its note signatures.
     pub fn vkey(&self) -> String {
-        vkey_text(&self.name, TYPE_ED25519, self.key.verifying_key().as_bytes())
+        vkey_text(
+            &self.name,
+            TYPE_ED25519,
+            self.key.verifying_key().as_bytes(),
+        )
     }
 
     /// The verifier key of its cosignatures (type 0x04).
@@ -199,17 +209,14 @@ fn vkey_text(name: &str, kind: u8, public: &[u8]) -> String {
 
 fn split_key(text: &str) -> Result<(&str, u32, &str), NoteError> {
     let mut parts = text.splitn(3, '+');
-    let (Some(name), Some(id), Some(material)) = (parts.next(), parts.next(), parts.next())
-    else {
+    let (Some(name), Some(id), Some(material)) = (parts.next(), parts.next(), parts.next()) else {
         return Err(NoteError::Key(
             "expected name+keyid+base64 (three parts joined by '+')".into(),
         ));
     };
     check_name(name)?;
     if id.len() != 8 {
-        return Err(NoteError::Key(format!(
-            "key ID {id:?} is not 8 hex digits"
-        )));
+        return Err(NoteError::Key(format!("key ID {id:?} is not 8 hex digits")));
     }
     let id = u32::from_str_radix(id, 16)
         .map_err(|_| NoteError::Key(format!("key ID {id:?} is not 8 hex digits")))?;
@@ -307,7 +314,9 @@ pub struct Note {
 
 fn check_text(text: &str) -> Result<(), NoteError> {
     if !text.ends_with('\n') {
-        return Err(NoteError::Malformed("the text must end with a newline".into()));
+        return Err(NoteError::Malformed(
+            "the text must end with a newline".into(),
+        ));
     }
     if let Some(c) = text.chars().find(|c| c.is_control() && *c != '\n') {
         return Err(NoteError::Malformed(format!(
@@ -319,9 +328,11 @@ fn check_text(text: &str) -> Result<(), NoteError> {
 
 /// Parses one signature line (without its newline).
 pub fn parse_sig_line(line: &str) -> Result<SigLine, NoteError> {
-    let rest = line
-        .strip_prefix("— ")
-        .ok_or_else(|| NoteError::Malformed(format!("signature line {line:?} does not start with \"— \"")))?;
+    let rest = line.strip_prefix("— ").ok_or_else(|| {
+        NoteError::Malformed(format!(
+            "signature line {line:?} does not start with \"— \""
+        ))
+    })?;
     let (name, b64) = rest
         .split_once(' ')
         .ok_or_else(|| NoteError::Malformed(format!("signature line {line:?} has no signature")))?;
@@ -453,7 +464,9 @@ mod tests {
         // One changed byte of the text: refused.
         let changed = SPEC_NOTE.replacen("example", "exemple", 1);
         assert_eq!(
-            Note::parse(&changed).unwrap().verify(std::slice::from_ref(&v)),
+            Note::parse(&changed)
+                .unwrap()
+                .verify(std::slice::from_ref(&v)),
             Err(NoteError::BadSignature {
                 name: "example.com/foo".into(),
                 id: 0x530d903a
@@ -473,7 +486,8 @@ mod tests {
         // A cosignature verifies with the cosigner vkey only, and carries its time.
         let cv = Verifier::parse(&s.cosigner_vkey()).unwrap();
         assert_ne!(cv.id, v.id);
-        let cosigned = Note::parse(&format!("{text}\n{}", s.cosign_line(text, 1_700_000_000))).unwrap();
+        let cosigned =
+            Note::parse(&format!("{text}\n{}", s.cosign_line(text, 1_700_000_000))).unwrap();
         assert_eq!(
             cosigned.verify(std::slice::from_ref(&cv)).unwrap(),
             vec![(cv.clone(), Some(1_700_000_000))]
@@ -489,11 +503,24 @@ mod tests {
         let s = Signer::from_seed("a", &[1; 32]);
         let vkey = s.vkey();
         let wrong_id = format!("a+00000000+{}", vkey.rsplit('+').next().unwrap());
-        assert!(matches!(Verifier::parse(&wrong_id), Err(NoteError::Key(m)) if m.contains("does not match")));
-        assert!(matches!(Verifier::parse("a b+530d903a+AA=="), Err(NoteError::Key(_))));
-        assert!(matches!(Signer::parse(&vkey), Err(NoteError::Key(m)) if m.contains("PRIVATE+KEY+")));
-        assert!(matches!(Note::parse("text\n"), Err(NoteError::Malformed(_))));
-        assert!(matches!(Note::parse("text\n\n— a !!\n"), Err(NoteError::Malformed(_))));
+        assert!(
+            matches!(Verifier::parse(&wrong_id), Err(NoteError::Key(m)) if m.contains("does not match"))
+        );
+        assert!(matches!(
+            Verifier::parse("a b+530d903a+AA=="),
+            Err(NoteError::Key(_))
+        ));
+        assert!(
+            matches!(Signer::parse(&vkey), Err(NoteError::Key(m)) if m.contains("PRIVATE+KEY+"))
+        );
+        assert!(matches!(
+            Note::parse("text\n"),
+            Err(NoteError::Malformed(_))
+        ));
+        assert!(matches!(
+            Note::parse("text\n\n— a !!\n"),
+            Err(NoteError::Malformed(_))
+        ));
         assert!(matches!(s.sign("no newline"), Err(NoteError::Malformed(_))));
     }
 

@@ -140,7 +140,9 @@ impl Policy {
                         return Err(err("a second quorum line".into()));
                     }
                     if *name != "none" && !defined(name) {
-                        return Err(err(format!("{name} is not a witness or group defined above")));
+                        return Err(err(format!(
+                            "{name} is not a witness or group defined above"
+                        )));
                     }
                     quorum = Some(name.to_string());
                 }
@@ -280,7 +282,11 @@ mod tests {
         for (text, line, what) in [
             ("quorum A\n".to_string(), 1, "not a witness"),
             (format!("log {}\n", log.vkey()), 1, "no quorum"),
-            (format!("witness A {}\nquorum A\n", log.vkey()), 1, "cosignature key"),
+            (
+                format!("witness A {}\nquorum A\n", log.vkey()),
+                1,
+                "cosignature key",
+            ),
             (
                 format!("witness A {}\ngroup G 2 A\nquorum G\n", log.cosigner_vkey()),
                 2,

@@ -375,7 +375,13 @@ mod tests {
         while level.len() > 1 {
             level = level
                 .chunks(2)
-                .map(|c| if c.len() == 2 { node_hash(&c[0], &c[1]) } else { c[0] })
+                .map(|c| {
+                    if c.len() == 2 {
+                        node_hash(&c[0], &c[1])
+                    } else {
+                        c[0]
+                    }
+                })
                 .collect();
         }
         level[0]
@@ -417,8 +423,9 @@ mod tests {
                     assert!(
                         verify_inclusion(i, n as u64, &d[other as usize], &proof, &root).is_err()
                     );
-                    assert!(verify_inclusion(other, n as u64, &d[i as usize], &proof, &root)
-                        .is_err());
+                    assert!(
+                        verify_inclusion(other, n as u64, &d[i as usize], &proof, &root).is_err()
+                    );
                 }
                 for j in 0..proof.len() {
                     let mut bad = proof.clone();
@@ -474,8 +481,7 @@ mod tests {
                     let mut bad = proof.clone();
                     bad[j][31] ^= 0x80;
                     assert!(
-                        verify_consistency(m as u64, n as u64, &old_root, &new_root, &bad)
-                            .is_err()
+                        verify_consistency(m as u64, n as u64, &old_root, &new_root, &bad).is_err()
                     );
                 }
             }

@@ -166,17 +166,21 @@ impl Witness {
         if req.old_size > cp.size {
             return Err(refuse(
                 400,
-                format!("old size {} is past the checkpoint's {}", req.old_size, cp.size),
+                format!(
+                    "old size {} is past the checkpoint's {}",
+                    req.old_size, cp.size
+                ),
             ));
         }
-        let (seen_size, seen_root) = self
-            .latest(&cp.origin)
-            .unwrap_or((0, tree::empty_root()));
+        let (seen_size, seen_root) = self.latest(&cp.origin).unwrap_or((0, tree::empty_root()));
         if req.old_size != seen_size {
             return Err(refuse(409, format!("{seen_size}")));
         }
         if cp.size == 0 && cp.root != tree::empty_root() {
-            return Err(refuse(422, "a checkpoint of size 0 must have the empty tree's root"));
+            return Err(refuse(
+                422,
+                "a checkpoint of size 0 must have the empty tree's root",
+            ));
         }
         tree::verify_consistency(req.old_size, cp.size, &seen_root, &cp.root, &req.proof)
             .map_err(|e| refuse(422, format!("not consistent with size {seen_size}: {e}")))?;
@@ -240,7 +244,11 @@ pub fn serve(server: &tiny_http::Server, witness: Witness, state_file: &Path) {
 
 fn handle(served: &Mutex<Served>, request: &mut tiny_http::Request) -> (u16, String, &'static str) {
     if request.url() != "/add-checkpoint" {
-        return (404, "no such endpoint (POST /add-checkpoint)\n".into(), "text/plain");
+        return (
+            404,
+            "no such endpoint (POST /add-checkpoint)\n".into(),
+            "text/plain",
+        );
     }
     if *request.method() != tiny_http::Method::Post {
         return (405, "POST only\n".into(), "text/plain");
@@ -270,7 +278,11 @@ fn handle(served: &Mutex<Served>, request: &mut tiny_http::Request) -> (u16, Str
             if let Err(e) = save(&s.state_file, &s.witness.state_text()) {
                 // Not persisted: not cosigned.
                 s.witness.seen = before;
-                return (500, format!("saving the witness state failed: {e}\n"), "text/plain");
+                return (
+                    500,
+                    format!("saving the witness state failed: {e}\n"),
+                    "text/plain",
+                );
             }
             (200, line, "text/plain")
         }
@@ -285,7 +297,11 @@ pub enum PushError {
     #[error("{url}: {what}")]
     Http { url: String, what: String },
     #[error("{url} refused the checkpoint ({status}): {body}")]
-    Refused { url: String, status: u16, body: String },
+    Refused {
+        url: String,
+        status: u16,
+        body: String,
+    },
 }
 
 /// Sends an add-checkpoint request to the witness at `url` (its submission prefix) and
@@ -336,7 +352,9 @@ mod tests {
         let log = Signer::from_seed("cairn.local/p/s", &[1; 32]);
         let w_key = Signer::from_seed("witness.test/w1", &[2; 32]);
         let mut w = Witness::new(w_key.clone(), vec![Verifier::parse(&log.vkey()).unwrap()]);
-        let leaves: Vec<Hash32> = (0..10u64).map(|i| tree::record_leaf_hash(i, &[i as u8; 32])).collect();
+        let leaves: Vec<Hash32> = (0..10u64)
+            .map(|i| tree::record_leaf_hash(i, &[i as u8; 32]))
+            .collect();
         let first = Request {
             old_size: 0,
             proof: vec![],
@@ -349,7 +367,10 @@ mod tests {
         // The same request again: its old size is no longer what the witness saw.
         assert_eq!(
             w.add_checkpoint(&first.to_text(), 1).unwrap_err(),
-            Refusal { status: 409, body: "4\n".into() }
+            Refusal {
+                status: 409,
+                body: "4\n".into()
+            }
         );
         // An extension with its consistency proof: cosigned.
         let next = Request {
@@ -367,7 +388,10 @@ mod tests {
             proof: vec![],
             checkpoint: checkpoint(&log, &forked),
         };
-        assert_eq!(w.add_checkpoint(&fork.to_text(), 3).unwrap_err().status, 422);
+        assert_eq!(
+            w.add_checkpoint(&fork.to_text(), 3).unwrap_err().status,
+            422
+        );
         // A stranger's log, and a checkpoint not signed by the log's key.
         let stranger = Signer::from_seed("other.test/log", &[5; 32]);
         let r = Request {

@@ -21,7 +21,13 @@ fn text(b: &[u8]) -> String {
 }
 
 fn ok(out: &Output) -> String {
-    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
     text(&out.stdout)
 }
 
@@ -40,21 +46,46 @@ fn key_generate_refuses_to_overwrite_and_writes_mode_0600() {
     let home = tempfile::tempdir().unwrap();
     let out = cairn(home.path(), &["key", "show"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("cairn key generate"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("cairn key generate"),
+        "{}",
+        text(&out.stderr)
+    );
     let vkey = ok(&cairn(home.path(), &["key", "generate"]));
     assert!(vkey.starts_with("cairn.local+"), "{vkey}");
     let key = home.path().join("log.key");
-    assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     assert_eq!(ok(&cairn(home.path(), &["key", "show"])), vkey);
     let out = cairn(home.path(), &["key", "generate"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("--force"), "{}", text(&out.stderr));
-    assert_eq!(ok(&cairn(home.path(), &["key", "show"])), vkey, "the key was kept");
-    let again = ok(&cairn(home.path(), &["key", "generate", "--force", "--name", "example.test"]));
+    assert!(
+        text(&out.stderr).contains("--force"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        ok(&cairn(home.path(), &["key", "show"])),
+        vkey,
+        "the key was kept"
+    );
+    let again = ok(&cairn(
+        home.path(),
+        &["key", "generate", "--force", "--name", "example.test"],
+    ));
     assert!(again.starts_with("example.test+"), "{again}");
-    let bad = cairn(home.path(), &["key", "generate", "--force", "--name", "a b"]);
+    let bad = cairn(
+        home.path(),
+        &["key", "generate", "--force", "--name", "a b"],
+    );
     assert_eq!(bad.status.code(), Some(2));
-    assert!(text(&bad.stderr).contains("no space"), "{}", text(&bad.stderr));
+    assert!(
+        text(&bad.stderr).contains("no space"),
+        "{}",
+        text(&bad.stderr)
+    );
 }
 
 /// A home with a key and one session of two reads; (home, base folder, vkey).
@@ -73,14 +104,28 @@ fn session() -> (tempfile::TempDir, PathBuf, PathBuf, String) {
     .unwrap();
     ok(&cairn(
         &home,
-        &["run", "--script", script.to_str().unwrap(), "--workspace", ws.to_str().unwrap()],
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            ws.to_str().unwrap(),
+        ],
     ));
     (tmp, home, base, vkey)
 }
 
 fn session_dir(home: &Path) -> PathBuf {
-    let project = std::fs::read_dir(home.join("projects")).unwrap().next().unwrap().unwrap();
-    let s = std::fs::read_dir(project.path().join("sessions")).unwrap().next().unwrap().unwrap();
+    let project = std::fs::read_dir(home.join("projects"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let s = std::fs::read_dir(project.path().join("sessions"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
     s.path()
 }
 
@@ -88,11 +133,17 @@ fn session_dir(home: &Path) -> PathBuf {
 fn a_proof_verifies_offline_and_a_forged_history_fails_since() {
     let (_tmp, home, base, vkey) = session();
     let proof = base.join("p.tlog-proof");
-    ok(&cairn(&home, &["prove", "last", "1", "--out", proof.to_str().unwrap()]));
+    ok(&cairn(
+        &home,
+        &["prove", "last", "1", "--out", proof.to_str().unwrap()],
+    ));
     let p = proof.to_str().unwrap();
     // Offline: another (empty) home, only the file and the key.
     let elsewhere = base.join("elsewhere");
-    let out = ok(&cairn(&elsewhere, &["verify", "--proof", p, "--key", &vkey]));
+    let out = ok(&cairn(
+        &elsewhere,
+        &["verify", "--proof", p, "--key", &vkey],
+    ));
     assert!(out.starts_with("proven: record 1 of cairn.local/"), "{out}");
     let out = cairn(&elsewhere, &["verify", "--proof", p]);
     assert_eq!(out.status.code(), Some(2), "a proof needs a key");
@@ -105,23 +156,40 @@ fn a_proof_verifies_offline_and_a_forged_history_fails_since() {
     std::fs::write(&proof, forged).unwrap();
     let out = cairn(&elsewhere, &["verify", "--proof", p, "--key", &vkey]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
-    assert!(text(&out.stdout).contains("does not lead to the root"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("does not lead to the root"),
+        "{}",
+        text(&out.stdout)
+    );
 
     // Someone kept the checkpoint; the history is then rewritten, hashes recomputed.
     let dir = session_dir(&home);
-    let (size, cp) = cairn_engine::tlog::log::checkpoint_files(&dir).unwrap().pop().unwrap();
+    let (size, cp) = cairn_engine::tlog::log::checkpoint_files(&dir)
+        .unwrap()
+        .pop()
+        .unwrap();
     let kept = base.join("kept.checkpoint");
     std::fs::copy(cp, &kept).unwrap();
     let k = kept.to_str().unwrap();
-    let out = ok(&cairn(&home, &["verify", "last", "--since", k, "--key", &vkey]));
-    assert!(out.contains(&format!("extend the checkpoint of {size}")), "{out}");
+    let out = ok(&cairn(
+        &home,
+        &["verify", "last", "--since", k, "--key", &vkey],
+    ));
+    assert!(
+        out.contains(&format!("extend the checkpoint of {size}")),
+        "{out}"
+    );
     cairn_tests::replay::rewrite(&dir, |recs| {
         let i = cairn_tests::replay::find(recs, "tool_started", |_| true);
         recs[i].event["input"]["path"] = serde_json::json!("b.txt");
     });
     let out = cairn(&home, &["verify", "last", "--since", k]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
-    assert!(text(&out.stdout).contains("history was rewritten"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("history was rewritten"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 #[test]
@@ -129,11 +197,24 @@ fn checkpoint_push_to_a_witness_process_meets_the_policy_of_one_not_of_two() {
     let (_tmp, home, base, vkey) = session();
     // The witness's key lives in a home of its own.
     let whome = base.join("witness-home");
-    ok(&cairn(&whome, &["key", "generate", "--name", "witness.test/w1"]));
-    let wvkey = ok(&cairn(&whome, &["key", "show", "--cosigner"])).trim().to_string();
+    ok(&cairn(
+        &whome,
+        &["key", "generate", "--name", "witness.test/w1"],
+    ));
+    let wvkey = ok(&cairn(&whome, &["key", "show", "--cosigner"]))
+        .trim()
+        .to_string();
     let mut child = Child(
         Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .args(["witness", "serve", "--addr", "127.0.0.1:0", "--log", &vkey, "--key"])
+            .args([
+                "witness",
+                "serve",
+                "--addr",
+                "127.0.0.1:0",
+                "--log",
+                &vkey,
+                "--key",
+            ])
             .arg(whome.join("log.key"))
             .arg("--state")
             .arg(base.join("witness.state"))
@@ -144,17 +225,28 @@ fn checkpoint_push_to_a_witness_process_meets_the_policy_of_one_not_of_two() {
             .unwrap(),
     );
     let mut first = String::new();
-    BufReader::new(child.0.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
     let url = first.trim().rsplit(' ').next().unwrap().to_string();
     assert!(url.starts_with("http://127.0.0.1:"), "{first}");
-    let out = ok(&cairn(&home, &["checkpoint", "push", "last", "--witness", &url]));
+    let out = ok(&cairn(
+        &home,
+        &["checkpoint", "push", "last", "--witness", &url],
+    ));
     assert!(out.contains("1 cosignature(s)"), "{out}");
 
     let one = base.join("one.policy");
     std::fs::write(&one, format!("log {vkey}\nwitness W1 {wvkey}\nquorum W1\n")).unwrap();
-    let out = ok(&cairn(&home, &["verify", "last", "--policy", one.to_str().unwrap()]));
+    let out = ok(&cairn(
+        &home,
+        &["verify", "last", "--policy", one.to_str().unwrap()],
+    ));
     assert!(out.contains("cosigned by W1"), "{out}");
-    ok(&cairn(&base.join("other"), &["key", "generate", "--name", "w2.test"]));
+    ok(&cairn(
+        &base.join("other"),
+        &["key", "generate", "--name", "w2.test"],
+    ));
     let other = Command::new(env!("CARGO_BIN_EXE_cairn"))
         .args(["key", "show", "--cosigner"])
         .env("CAIRN_HOME", base.join("other"))
@@ -164,13 +256,26 @@ fn checkpoint_push_to_a_witness_process_meets_the_policy_of_one_not_of_two() {
     let two = base.join("two.policy");
     std::fs::write(
         &two,
-        format!("log {vkey}\nwitness W1 {wvkey}\nwitness W2 {other}\ngroup G all W1 W2\nquorum G\n"),
+        format!(
+            "log {vkey}\nwitness W1 {wvkey}\nwitness W2 {other}\ngroup G all W1 W2\nquorum G\n"
+        ),
     )
     .unwrap();
-    let out = cairn(&home, &["verify", "last", "--policy", two.to_str().unwrap()]);
+    let out = cairn(
+        &home,
+        &["verify", "last", "--policy", two.to_str().unwrap()],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
-    assert!(text(&out.stdout).contains("quorum G not met: cosigned by W1"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("quorum G not met: cosigned by W1"),
+        "{}",
+        text(&out.stdout)
+    );
     // Pushing the same checkpoint again: the witness already holds that size.
     let out = cairn(&home, &["checkpoint", "push", "last", "--witness", &url]);
-    assert_eq!(out.status.code(), Some(0), "same size, same root: cosigned again");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "same size, same root: cosigned again"
+    );
 }

@@ -352,7 +352,11 @@ impl TreeHead {
         match cairn_tlog::CompactRange::from_parts(self.size, self.stack.clone()) {
             Some(r) => r,
             // Only `push` writes it, and a snapshot is checked before it is used.
-            None => panic!("tree head of size {} with {} roots", self.size, self.stack.len()),
+            None => panic!(
+                "tree head of size {} with {} roots",
+                self.size,
+                self.stack.len()
+            ),
         }
     }
 

@@ -143,7 +143,10 @@ fn the_tree_of_vector_three_is_the_one_format_md_gives() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(data("vector-three.jsonl"), dir.path().join("events.jsonl")).unwrap();
     let leaves = cairn_engine::tlog::log::leaves(dir.path()).unwrap();
-    let mut ours: Vec<String> = leaves.iter().map(|l| cairn_store::Hash(*l).to_hex()).collect();
+    let mut ours: Vec<String> = leaves
+        .iter()
+        .map(|l| cairn_store::Hash(*l).to_hex())
+        .collect();
     ours.push(cairn_store::Hash(cairn_engine::tlog::tree::root_of(&leaves)).to_hex());
     assert_eq!(rows, ours);
 }

@@ -56,7 +56,10 @@ fn a_signed_session_ends_with_a_checkpoint_whose_proofs_verify_offline() {
     assert_eq!(note_at(&dir, size), note);
     let cp = Checkpoint::parse(&Note::parse(note).unwrap().text).unwrap();
     assert_eq!(cp.origin, tlog_log::origin_of(&dir));
-    assert_eq!(cp.root, tree::root_of(&tlog_log::leaves(&dir).unwrap()[..size as usize]));
+    assert_eq!(
+        cp.root,
+        tree::root_of(&tlog_log::leaves(&dir).unwrap()[..size as usize])
+    );
     let (_, problems) = cairn_replay::verify(&dir).unwrap();
     assert!(problems.is_empty(), "{problems:?}");
 
@@ -167,7 +170,11 @@ fn tree_checkpoints_come_every_n_records_and_verify_recomputes_them() {
         .filter(|(_, r)| r.event["type"] == "tree_checkpoint")
         .map(|(i, _)| i)
         .collect();
-    assert_eq!(at.first(), Some(&3), "at the limit of 3 records, not before");
+    assert_eq!(
+        at.first(),
+        Some(&3),
+        "at the limit of 3 records, not before"
+    );
     for w in at.windows(2) {
         assert_eq!(w[1] - w[0], 3);
     }
@@ -190,7 +197,11 @@ fn tree_checkpoints_come_every_n_records_and_verify_recomputes_them() {
     let (_, problems) = cairn_replay::verify(&dir).unwrap();
     let seqs: Vec<Option<u64>> = problems.iter().map(|p| p.seq).collect();
     assert_eq!(seqs, at.iter().map(|&i| Some(i as u64)).collect::<Vec<_>>());
-    assert!(problems.iter().all(|p| p.what.contains("differs from the tree of the log")));
+    assert!(
+        problems
+            .iter()
+            .all(|p| p.what.contains("differs from the tree of the log"))
+    );
 }
 
 /// A witness serving on 127.0.0.1 in this process; its URL and state file.
@@ -228,13 +239,18 @@ fn a_witness_on_localhost_cosigns_the_checkpoint_and_refuses_a_forked_history() 
     let (url, state) = witness(tmp.path(), &w1, &[&signer]);
     let size = read_records(&dir).len() as u64 - 1;
 
-    let (pushed_size, pushed) = tlog_log::push_checkpoint(&dir, std::slice::from_ref(&url)).unwrap();
+    let (pushed_size, pushed) =
+        tlog_log::push_checkpoint(&dir, std::slice::from_ref(&url)).unwrap();
     assert_eq!(pushed_size, size);
     assert_eq!(pushed[0].result.as_ref().unwrap().len(), 1);
     let cosigned = note_at(&dir, size);
     assert_eq!(Note::parse(&cosigned).unwrap().sigs.len(), 2);
     // Persisted before the answer.
-    assert!(std::fs::read_to_string(&state).unwrap().contains(&format!(" {size} ")));
+    assert!(
+        std::fs::read_to_string(&state)
+            .unwrap()
+            .contains(&format!(" {size} "))
+    );
 
     // Policies: the one witness meets a quorum of it; two of two is not met.
     let one = Policy::parse(&format!(
@@ -359,19 +375,33 @@ fn the_allow_log_is_signed_after_each_grant_and_its_records_prove_offline() {
     let out = e
         .call("write_file", json!({"path": "x.txt", "content": "x\n"}))
         .unwrap();
-    assert_eq!(out.status, cairn_engine::event::Status::Ok, "{}", out.output);
+    assert_eq!(
+        out.status,
+        cairn_engine::event::Status::Ok,
+        "{}",
+        out.output
+    );
     let allow = e.project().dir.join("allow");
     e.end("done").unwrap();
     assert_eq!(
         tlog_log::origin_of(&allow),
         format!(
             "cairn.local/{}/allow",
-            allow.parent().unwrap().file_name().unwrap().to_string_lossy()
+            allow
+                .parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
         )
     );
     let leaves = tlog_log::leaves(&allow).unwrap();
     assert_eq!(leaves.len(), 1);
     let proof = tlog_log::prove(&allow, 0).unwrap().to_text();
     let proven = tlog_log::verify_proof(&proof, &[vkey(&signer)]).unwrap();
-    assert!(proven.line.contains("\"key\":\"write_file\""), "{}", proven.line);
+    assert!(
+        proven.line.contains("\"key\":\"write_file\""),
+        "{}",
+        proven.line
+    );
 }
