@@ -22,13 +22,16 @@
 //! ```
 
 pub mod checkpoint;
+#[cfg(feature = "io")]
 pub mod log;
 pub mod note;
 pub mod policy;
 pub mod tree;
+#[cfg(feature = "io")]
 pub mod witness;
 
 pub use checkpoint::Checkpoint;
+#[cfg(feature = "io")]
 pub use log::{Proof, TlogError};
 pub use note::{Note, NoteError, Signer, Verifier};
 pub use policy::Policy;
