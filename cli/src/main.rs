@@ -488,7 +488,9 @@ fn main() -> ExitCode {
             };
             match (path, &proof) {
                 (_, Some(p)) => provecmd::verify_proof(&checks, p),
-                (Some(path), None) if since.is_some() || checks.policy.is_some() => {
+                (Some(path), None)
+                    if since.is_some() || checks.policy.is_some() || !keys.is_empty() =>
+                {
                     provecmd::verify_session(&checks, &path)
                 }
                 (Some(path), None) if replaycmd::is_session(&path) => {

@@ -161,6 +161,26 @@ pub fn verify_session(c: &Checks, session: &Path) -> Result<ExitCode> {
             Err(e) => return refused(c.json, "since", &e),
         }
     }
+    if c.since.is_none() && c.policy.is_none() {
+        // Keys alone: the newest signed checkpoint is the log's key's, and the log
+        // extends it.
+        let Some((size, path, note)) = tlog::log::latest_checkpoint(&dir)? else {
+            return refused(
+                c.json,
+                "checkpoint",
+                &"the session has no signed checkpoint",
+            );
+        };
+        match tlog::log::verify_since(&dir, &note, &keys) {
+            Ok(ok) => lines.push(format!(
+                "signed: the checkpoint of {size} records ({}) verifies with the key, and the log's {} records extend it",
+                path.display(),
+                ok.size
+            )),
+            Err(e @ (TlogError::Io { .. } | TlogError::Store(_))) => return Err(e.into()),
+            Err(e) => return refused(c.json, "checkpoint", &e),
+        }
+    }
     if let Some(policy) = c.policy {
         let policy = Policy::parse(&read(policy)?)?;
         let Some((size, path, note)) = tlog::log::latest_checkpoint(&dir)? else {

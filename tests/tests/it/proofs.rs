@@ -405,3 +405,19 @@ fn the_allow_log_is_signed_after_each_grant_and_its_records_prove_offline() {
         proven.line
     );
 }
+
+#[test]
+fn a_witness_reads_request_bytes_max_bytes_and_refuses_one_more() {
+    let tmp = cairn_tests::ram_tempdir();
+    let log = Signer::from_seed("cairn.local", &LOG_SEED);
+    let w1 = Signer::from_seed("witness.test/w1", &[21; 32]);
+    let (url, _) = witness(tmp.path(), &w1, &[&log]);
+    let max = tlog::witness::REQUEST_BYTES_MAX;
+    // At the limit the body is read (and refused for what it says); past it, for its
+    // size.
+    let (status, _, body) = post(&url, &"x".repeat(max));
+    assert_eq!(status, 400, "{body}");
+    let (status, _, body) = post(&url, &"x".repeat(max + 1));
+    assert_eq!(status, 413, "{body}");
+    assert!(body.contains(&max.to_string()), "{body}");
+}
