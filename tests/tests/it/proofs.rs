@@ -421,3 +421,28 @@ fn a_witness_reads_request_bytes_max_bytes_and_refuses_one_more() {
     assert_eq!(status, 413, "{body}");
     assert!(body.contains(&max.to_string()), "{body}");
 }
+
+#[test]
+fn a_resumed_signed_session_extends_its_first_checkpoint_and_verifies_clean() {
+    let (_tmp, home, dir, signer) = signed_session();
+    let first_size = read_records(&dir).len() as u64 - 1;
+    let first = note_at(&dir, first_size);
+    let (mut e, _) =
+        cairn_engine::Engine::resume(&home, &dir, cairn_engine::ResumeOptions::default()).unwrap();
+    e.call("read_file", json!({"path": "b.txt"})).unwrap();
+    e.end("again").unwrap();
+    let recs = read_records(&dir);
+    let second_size = recs.len() as u64 - 1;
+    assert!(second_size > first_size + 2);
+    assert_eq!(recs.last().unwrap().event["size"], second_size);
+    let sizes: Vec<u64> = tlog_log::checkpoint_files(&dir)
+        .unwrap()
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
+    assert_eq!(sizes, vec![first_size, second_size]);
+    let since = tlog_log::verify_since(&dir, &first, &[vkey(&signer)]).unwrap();
+    assert_eq!(since.old_size, first_size);
+    let (_, problems) = cairn_replay::verify(&dir).unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+}
