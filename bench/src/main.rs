@@ -20,6 +20,7 @@ mod resume;
 mod scan;
 mod shell;
 mod store;
+mod tree;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -60,6 +61,8 @@ enum Command {
     /// Import a folder in process and print the summary (used for memory).
     #[command(name = "__import", hide = true)]
     ImportOnce { home: PathBuf, src: PathBuf },
+    /// Benchmark the Merkle tree: cost per record, per checkpoint, prove and verify --since.
+    Tree(tree::TreeArgs),
     /// Resume one session in process and print the time it took (used for memory).
     #[command(name = "__resume", hide = true)]
     ResumeOnce { home: PathBuf, dir: PathBuf },
@@ -97,6 +100,7 @@ fn main() -> Result<()> {
         Command::Resume(args) => resume::run(&args),
         Command::Import(args) => import::run(&args),
         Command::ImportOnce { home, src } => import::import_once(&home, &src),
+        Command::Tree(args) => tree::run(&args),
         Command::ResumeOnce { home, dir } => resume::resume_once(&home, &dir),
         Command::Verify { path, threads } => {
             let mut options = cairn_store::VerifyOptions::default();

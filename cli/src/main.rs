@@ -6,15 +6,18 @@ mod browsecmd;
 mod chatcmd;
 mod configcmd;
 mod importcmd;
+mod keycmd;
 mod livecmd;
 mod logcmd;
 mod mcpcmd;
 mod out;
+mod provecmd;
 mod pscmd;
 mod replaycmd;
 mod resumecmd;
 mod sessioncmd;
 mod stream;
+mod witnesscmd;
 
 use std::process::ExitCode;
 
@@ -43,12 +46,57 @@ enum Command {
     /// Verify a session deeply: integrity, the fold, checkpoints, every recorded
     /// decision taken again, blobs, unfinished calls. A plain log file gets the
     /// integrity check only. Exit 0 clean, 1 problems found, 2 could not run.
+    ///
+    /// With --since, --policy or --proof it checks the log's Merkle tree instead:
+    /// that the session extends an older checkpoint, that its newest checkpoint is
+    /// cosigned as a policy asks, or (without a session) a proof file, offline.
     Verify {
         /// A session (id, unique prefix, `last`), a session folder or a log file.
-        path: std::path::PathBuf,
+        #[arg(required_unless_present = "proof")]
+        path: Option<std::path::PathBuf>,
         /// Print a machine-readable report.
         #[arg(long)]
         json: bool,
+        /// A proof file (`cairn prove`) to check offline, with --key or --policy.
+        #[arg(long, conflicts_with_all = ["path", "since"])]
+        proof: Option<std::path::PathBuf>,
+        /// An older checkpoint file of the session: its log must extend it.
+        #[arg(long)]
+        since: Option<std::path::PathBuf>,
+        /// A witness policy (tlog-policy: log, witness, group, quorum lines).
+        #[arg(long)]
+        policy: Option<std::path::PathBuf>,
+        /// A log's verifier key (`cairn key show`), or a file holding it; repeatable.
+        #[arg(long = "key")]
+        keys: Vec<String>,
+    },
+    /// Manage the Ed25519 key that signs the tree checkpoints of sessions.
+    Key {
+        #[command(subcommand)]
+        action: KeyAction,
+    },
+    /// Write a proof (C2SP tlog-proof) that record SEQ is in the session's signed
+    /// checkpoint; `cairn verify --proof FILE --key VKEY` checks it without the session.
+    Prove {
+        /// A session (id, unique prefix, `last`, folder); with --allow, a workspace.
+        session: String,
+        seq: u64,
+        /// Where to write the proof (default: stdout).
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+        /// Prove a record of the workspace's allow log instead of a session's.
+        #[arg(long)]
+        allow: bool,
+    },
+    /// Run a witness (C2SP tlog-witness): cosigns checkpoints that extend what it saw.
+    Witness {
+        #[command(subcommand)]
+        action: WitnessAction,
+    },
+    /// Send a session's newest checkpoint to witnesses and keep their cosignatures.
+    Checkpoint {
+        #[command(subcommand)]
+        action: CheckpointAction,
     },
     /// Print a log's records, one line each (seq, time, type, summary).
     Log {
@@ -474,6 +522,59 @@ enum McpAction {
 }
 
 #[derive(Debug, Subcommand)]
+enum KeyAction {
+    /// Make a key in the home (`log.key`, mode 0600) and print its verifier key.
+    Generate {
+        /// The key's name: it signs the logs whose origin is below it
+        /// (`cairn.local/<project>/<session>`).
+        #[arg(long, default_value = "cairn.local")]
+        name: String,
+        /// Replace an existing key.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print the verifier key (signed-note vkey).
+    Show {
+        /// The key of its cosignatures (type 0x04), for a witness in a policy.
+        #[arg(long)]
+        cosigner: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum WitnessAction {
+    /// Serve POST /add-checkpoint until killed.
+    Serve {
+        /// Address to listen on (port 0: any free port; the address is printed).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        addr: String,
+        /// The witness's key file (`cairn key generate` makes one; see CAIRN_HOME).
+        #[arg(long)]
+        key: std::path::PathBuf,
+        /// A log key it trusts (vkey); repeatable.
+        #[arg(long = "log", required = true)]
+        logs: Vec<String>,
+        /// The file keeping the latest checkpoint cosigned per log.
+        #[arg(long)]
+        state: std::path::PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum CheckpointAction {
+    /// Push the newest checkpoint; cosignatures are added to its file.
+    Push {
+        /// A session (id, unique prefix, `last`, folder).
+        session: String,
+        /// A witness's URL (its submission prefix); repeatable.
+        #[arg(long = "witness", required = true)]
+        witnesses: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum MemoryAction {
     /// The facts, numbered.
     List {
@@ -573,10 +674,61 @@ fn main() -> ExitCode {
     }
     let result = match command {
         Command::Chat { model } => chatcmd::chat(model),
-        Command::Verify { path, json } if replaycmd::is_session(&path) => {
-            replaycmd::verify(&path, json)
+        Command::Verify {
+            path,
+            json,
+            proof,
+            since,
+            policy,
+            keys,
+        } => {
+            let checks = provecmd::Checks {
+                since: since.as_deref(),
+                policy: policy.as_deref(),
+                keys: &keys,
+                json,
+            };
+            match (path, &proof) {
+                (_, Some(p)) => provecmd::verify_proof(&checks, p),
+                (Some(path), None)
+                    if since.is_some() || checks.policy.is_some() || !keys.is_empty() =>
+                {
+                    provecmd::verify_session(&checks, &path)
+                }
+                (Some(path), None) if replaycmd::is_session(&path) => {
+                    replaycmd::verify(&path, json)
+                }
+                (Some(path), None) => logcmd::verify(&path, json),
+                (None, None) => unreachable!("clap requires a path without --proof"),
+            }
         }
-        Command::Verify { path, json } => logcmd::verify(&path, json),
+        Command::Key { action } => match action {
+            KeyAction::Generate { name, force } => keycmd::generate(&name, force),
+            KeyAction::Show { cosigner } => keycmd::show(cosigner),
+        },
+        Command::Prove {
+            session,
+            seq,
+            out,
+            allow,
+        } => provecmd::prove(&session, seq, out.as_deref(), allow),
+        Command::Witness {
+            action:
+                WitnessAction::Serve {
+                    addr,
+                    key,
+                    logs,
+                    state,
+                },
+        } => witnesscmd::serve(&addr, &key, &logs, &state),
+        Command::Checkpoint {
+            action:
+                CheckpointAction::Push {
+                    session,
+                    witnesses,
+                    json,
+                },
+        } => witnesscmd::push(&session, &witnesses, json),
         Command::Replay {
             session,
             shell,

@@ -788,7 +788,7 @@ pub fn demo(dir: Option<&Path>, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn project_of(workspace: &Path) -> Result<cairn_engine::Project> {
+pub(crate) fn project_of(workspace: &Path) -> Result<cairn_engine::Project> {
     let root = workspace
         .canonicalize()
         .with_context(|| format!("workspace {}", workspace.display()))?;
@@ -842,7 +842,9 @@ pub fn allow_list(workspace: &Path, json: bool) -> Result<ExitCode> {
 
 pub fn allow_reset(workspace: &Path, json: bool) -> Result<ExitCode> {
     let project = project_of(workspace)?;
-    let keys = AllowList::new(&project.dir).reset()?;
+    let keys = AllowList::new(&project.dir)
+        .with_signer(Home::from_env()?.log_signer()?)
+        .reset()?;
     if json {
         out::line(&serde_json::json!({"keys": keys}).to_string())?;
     } else {
@@ -853,7 +855,9 @@ pub fn allow_reset(workspace: &Path, json: bool) -> Result<ExitCode> {
 
 pub fn allow_revoke(workspace: &Path, key: &str, json: bool) -> Result<ExitCode> {
     let project = project_of(workspace)?;
-    let keys = AllowList::new(&project.dir).revoke(key)?;
+    let keys = AllowList::new(&project.dir)
+        .with_signer(Home::from_env()?.log_signer()?)
+        .revoke(key)?;
     if json {
         out::line(&serde_json::json!({"revoked": key, "keys": keys}).to_string())?;
     } else {

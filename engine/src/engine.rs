@@ -189,7 +189,7 @@ impl Engine {
         )?;
         let registry = Registry::new(config.catalog);
         let mcp = Box::new(Servers::new(McpConfig::load(&project.dir)?, &root));
-        let allow_list = AllowList::new(&project.dir);
+        let allow_list = AllowList::new(&project.dir).with_signer(home.log_signer()?);
         let audit = allow_list.audit()?;
         let allowed = audit.keys;
         let mut rec = Recorder::new(
@@ -201,6 +201,7 @@ impl Engine {
             config.snapshot_every,
             config.checkpoint_every,
         );
+        rec.set_tree_checkpoints(config.tree_checkpoint_every_records, home.log_signer()?);
         rec.note_blobs_written();
         let redactor = Redactor::with_env(std::env::vars());
         rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
@@ -1057,6 +1058,11 @@ impl Engine {
             orphans,
             imported: None,
         })?;
+        // The signed head of everything, session_ended included. Unsigned, it would
+        // prove nothing the chain does not: only a key makes one at the end.
+        if self.rec.signs_checkpoints() {
+            self.rec.tree_checkpoint()?;
+        }
         self.rec.snapshot()?;
         self.rec.wait_snapshot()?;
         self.rec.sync()?;

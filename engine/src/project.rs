@@ -39,6 +39,9 @@ pub fn canonical_prefix(path: &Path) -> std::path::PathBuf {
     abs
 }
 
+/// The name of the log key file in the home.
+pub const LOG_KEY_FILE: &str = "log.key";
+
 impl Home {
     /// `$CAIRN_HOME`, or `~/.cairn`.
     pub fn from_env() -> Result<Home> {
@@ -66,6 +69,27 @@ impl Home {
     pub fn project(&self, workspace: &Path) -> Project {
         Project {
             dir: self.root.join("projects").join(project_key(workspace)),
+        }
+    }
+
+    /// The log key file (`log.key`, mode 0600): the Ed25519 key that signs tree
+    /// checkpoints, in the signed-note private key format (`cairn_tlog::Signer`).
+    pub fn log_key_file(&self) -> PathBuf {
+        self.root.join(LOG_KEY_FILE)
+    }
+
+    /// The log key, when the home holds one.
+    pub fn log_signer(&self) -> Result<Option<cairn_tlog::Signer>> {
+        let path = self.log_key_file();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(cairn_tlog::Signer::parse(&text).map_err(|e| {
+                EngineError::KeyFile {
+                    path: path.clone(),
+                    what: e.to_string(),
+                }
+            })?)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_at(&path)(e)),
         }
     }
 

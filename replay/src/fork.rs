@@ -80,7 +80,7 @@ pub fn fork(
                 }
                 state.apply(&rec);
             }
-            Err(_) => state.apply_unknown(r.seq),
+            Err(_) => state.apply_unknown(r.seq, &r.hash),
         }
     }
     let started = started.ok_or_else(|| ReplayError::Session {

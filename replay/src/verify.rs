@@ -417,6 +417,44 @@ impl Verifier {
         }
     }
 
+    /// A recorded tree head must be the tree of the records before it, and its note
+    /// (when signed) must say the same. The signature itself needs the log's key:
+    /// `cairn_tlog` checks it where one is given.
+    fn tree_checkpoint(&mut self, size: u64, root: &str, origin: &str, note: Option<&str>) {
+        let tree = &self.state.tree;
+        let ours = cairn_store::Hash(tree.root()).to_hex();
+        if size != tree.size || root != ours {
+            self.problem(
+                ProblemKind::Checkpoint,
+                format!(
+                    "tree checkpoint of size {size} with root {root} differs from the tree of the log: size {}, root {ours}",
+                    tree.size
+                ),
+            );
+            return;
+        }
+        let Some(note) = note else { return };
+        let read = cairn_tlog::Note::parse(note)
+            .map_err(|e| e.to_string())
+            .and_then(|n| cairn_tlog::Checkpoint::parse(&n.text).map_err(|e| e.to_string()));
+        match read {
+            Ok(c) if c.size == size && c.root == tree.root() && c.origin == origin => {}
+            Ok(c) => self.problem(
+                ProblemKind::Checkpoint,
+                format!(
+                    "the signed note of the tree checkpoint at size {size} says {:?} size {}, root {}",
+                    c.origin,
+                    c.size,
+                    cairn_store::Hash(c.root).to_hex()
+                ),
+            ),
+            Err(e) => self.problem(
+                ProblemKind::Checkpoint,
+                format!("the signed note of the tree checkpoint at size {size}: {e}"),
+            ),
+        }
+    }
+
     fn record(&mut self, raw: &cairn_store::Record) {
         self.at = (raw.seq, raw.line, raw.offset);
         self.report.head = Some(Head {
@@ -443,7 +481,7 @@ impl Verifier {
                 if !(known && blob_problems) {
                     self.problem(kind, u.what);
                 }
-                self.state.apply_unknown(raw.seq);
+                self.state.apply_unknown(raw.seq, &raw.hash);
                 return;
             }
         };
@@ -640,6 +678,12 @@ impl Verifier {
                     );
                 }
             }
+            Event::TreeCheckpoint {
+                size,
+                root,
+                origin,
+                note,
+            } => self.tree_checkpoint(*size, root, origin, note.as_deref()),
             Event::SessionEnded { .. } => {
                 let open: Vec<String> = self
                     .pending
@@ -1500,7 +1544,8 @@ impl Verifier {
             return;
         };
         match event {
-            Event::Checkpoint { .. } => {}
+            // The signed tree head of the whole session follows its end.
+            Event::Checkpoint { .. } | Event::TreeCheckpoint { .. } => {}
             Event::SessionResumed { .. } => {
                 self.after_end.clear();
                 self.ended_at = None;

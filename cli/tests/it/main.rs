@@ -15,5 +15,6 @@ mod cli;
 mod import;
 mod mcp_serve;
 mod scripting;
+mod proofs;
 mod signals;
 mod tui;

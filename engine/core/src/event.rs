@@ -96,6 +96,20 @@ pub enum Event {
         /// The seq the state was folded up to.
         at_seq: u64,
     },
+    /// The head of the log's Merkle tree (RFC 6962, see `cairn_tlog::tree`) over the
+    /// records before this one, and the checkpoint note of it, signed when the home
+    /// holds a key.
+    TreeCheckpoint {
+        /// The number of records covered: every record before this one.
+        size: u64,
+        /// The tree's root (SHA-256, hex).
+        root: String,
+        /// The log's origin line: `cairn.local/<project key>/<session id>`.
+        origin: String,
+        /// The checkpoint as a C2SP signed note; absent when no key signed it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
     SessionResumed {
         previous_head: Hash,
         #[serde(default)]
@@ -181,6 +195,7 @@ impl Event {
             Event::ToolFinished(_) => "tool_finished",
             Event::WebFetched(_) => "web_fetched",
             Event::Checkpoint { .. } => "checkpoint",
+            Event::TreeCheckpoint { .. } => "tree_checkpoint",
             Event::SessionResumed { .. } => "session_resumed",
             Event::SessionEnded { .. } => "session_ended",
             Event::SourceItem { .. } => "source_item",
@@ -202,6 +217,7 @@ impl Event {
         "tool_finished",
         "web_fetched",
         "checkpoint",
+        "tree_checkpoint",
         "session_resumed",
         "session_ended",
         "source_item",

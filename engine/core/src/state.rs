@@ -13,7 +13,7 @@ use crate::event::{
 };
 
 /// The version of the archived state in snapshot files; bump it when `State` changes.
-pub const STATE_FORMAT_VERSION: u32 = 6;
+pub const STATE_FORMAT_VERSION: u32 = 7;
 
 /// One record as the engine sees it: the store's envelope with a parsed event.
 #[derive(Debug, Clone, PartialEq)]
@@ -330,12 +330,58 @@ pub struct State {
     pub ws_changes: BTreeMap<String, Option<WsFile>>,
     pub unknown_events: u64,
     pub ended: bool,
+    /// The head of the log's Merkle tree over every record folded (see [`TreeHead`]).
+    pub tree: TreeHead,
+}
+
+/// A log's Merkle tree head kept as the fold goes (`cairn_tlog::tree::CompactRange`):
+/// the roots of its perfect subtrees, O(log n) of them. Every record is a leaf, whatever
+/// its event, even one this version cannot read.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Default, Archive, RSerialize, RDeserialize, serde::Serialize,
+)]
+pub struct TreeHead {
+    /// Leaves: the number of records folded.
+    pub size: u64,
+    /// The subtree roots, largest first: one per set bit of `size`.
+    pub stack: Vec<[u8; 32]>,
+}
+
+impl TreeHead {
+    fn range(&self) -> cairn_tlog::CompactRange {
+        match cairn_tlog::CompactRange::from_parts(self.size, self.stack.clone()) {
+            Some(r) => r,
+            // Only `push` writes it, and a snapshot is checked before it is used.
+            None => panic!(
+                "tree head of size {} with {} roots",
+                self.size,
+                self.stack.len()
+            ),
+        }
+    }
+
+    /// Adds record `seq` (whose hash is `hash`) as the next leaf. A log read from the
+    /// store has `seq` equal to the leaf's index (the store refuses a gap); the fold
+    /// does not check it, so that a state can be folded from made-up records.
+    pub fn push(&mut self, seq: u64, hash: &cairn_store::Hash) {
+        let mut r = self.range();
+        r.push(cairn_tlog::tree::record_leaf_hash(seq, &hash.0));
+        let (size, stack) = r.parts();
+        self.size = size;
+        self.stack = stack.to_vec();
+    }
+
+    /// The root hash over the records folded.
+    pub fn root(&self) -> [u8; 32] {
+        self.range().root()
+    }
 }
 
 impl State {
     /// Folds one record into the state.
     pub fn apply(&mut self, record: &Record) {
         self.last_seq = Some(record.seq);
+        self.tree.push(record.seq, &record.hash);
         match &record.event {
             Event::SessionStarted(s) => {
                 self.session = Some(s.id.clone());
@@ -490,13 +536,15 @@ impl State {
             Event::PermissionRequested { .. }
             | Event::PermissionDecided { .. }
             | Event::Checkpoint { .. }
-            | Event::SourceItem { .. } => {}
+            | Event::SourceItem { .. }
+            | Event::TreeCheckpoint { .. } => {}
         }
     }
 
     /// Notes a record whose event this version cannot parse.
-    pub fn apply_unknown(&mut self, seq: u64) {
+    pub fn apply_unknown(&mut self, seq: u64, hash: &cairn_store::Hash) {
         self.last_seq = Some(seq);
+        self.tree.push(seq, hash);
         self.unknown_events += 1;
     }
 

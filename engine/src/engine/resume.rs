@@ -333,7 +333,7 @@ impl Engine {
             &started.id,
         )?;
         let mcp = Box::new(Servers::new(McpConfig::load(&project.dir)?, &root));
-        let allow_list = AllowList::new(&project.dir);
+        let allow_list = AllowList::new(&project.dir).with_signer(home.log_signer()?);
         let mut rec = Recorder::new(
             log,
             state,
@@ -343,6 +343,7 @@ impl Engine {
             config.snapshot_every,
             config.checkpoint_every,
         );
+        rec.set_tree_checkpoints(config.tree_checkpoint_every_records, home.log_signer()?);
         let redactor = Redactor::with_env(std::env::vars());
         rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
         let rt = Runtime {

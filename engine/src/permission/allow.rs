@@ -28,6 +28,8 @@ use cairn_tools::{Result, io_at};
 #[derive(Debug, Clone)]
 pub struct AllowList {
     dir: PathBuf,
+    /// Signs a checkpoint of the allow log after each record, when set.
+    signer: Option<cairn_tlog::Signer>,
 }
 
 /// A grant as the allow log records it: a key, and the answer that granted it.
@@ -154,7 +156,16 @@ impl AllowList {
     pub fn new(project_dir: &Path) -> AllowList {
         AllowList {
             dir: project_dir.to_path_buf(),
+            signer: None,
         }
+    }
+
+    /// Signs a tree checkpoint of the allow log (written beside it, in
+    /// `allow/checkpoints/<size>`, origin `cairn.local/<project key>/allow`) after each
+    /// record it appends, so that its history can be proven as a session's.
+    pub fn with_signer(mut self, signer: Option<cairn_tlog::Signer>) -> AllowList {
+        self.signer = signer;
+        self
     }
 
     fn log_dir(&self) -> PathBuf {
@@ -409,6 +420,19 @@ impl AllowList {
         };
         log.append(event)?;
         log.close()?;
+        if let Some(signer) = &self.signer {
+            // The allow log is small and folded whole at every load anyway: its tree
+            // is computed from the file, not kept.
+            let leaves = cairn_tlog::log::leaves(&dir)?;
+            let checkpoint = cairn_tlog::Checkpoint {
+                origin: cairn_tlog::log::origin_of(&dir),
+                size: leaves.len() as u64,
+                root: cairn_tlog::tree::root_of(&leaves),
+                extensions: Vec::new(),
+            };
+            let note = signer.sign(&checkpoint.to_text())?;
+            cairn_tlog::log::write_checkpoint(&dir, checkpoint.size, &note)?;
+        }
         self.load()
     }
 

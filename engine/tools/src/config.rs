@@ -20,6 +20,10 @@ pub struct EngineConfig {
     pub snapshot_every: u64,
     /// Records between checkpoints (0: none).
     pub checkpoint_every: u64,
+    /// Records between tree checkpoints (`tree_checkpoint` events, signed when the
+    /// home holds a key; 0: only at the session's end).
+    #[serde(default = "default_tree_checkpoint_every_records")]
+    pub tree_checkpoint_every_records: u64,
     pub limits: Limits,
     /// Guarded commands: always asked, even when every program is allowed (rules
     /// matched on parsed argv, or regular expressions; see `cairn_core::command::guard`).
@@ -70,6 +74,13 @@ pub struct ModelSetting {
     pub base_url: String,
 }
 
+/// The default number of records between tree checkpoints.
+pub const TREE_CHECKPOINT_EVERY_RECORDS: u64 = 10_000;
+
+fn default_tree_checkpoint_every_records() -> u64 {
+    TREE_CHECKPOINT_EVERY_RECORDS
+}
+
 fn default_check_timeout_ms() -> u64 {
     300_000
 }
@@ -82,6 +93,7 @@ impl EngineConfig {
             durability: Durability::Batch,
             snapshot_every: 1000,
             checkpoint_every: 1000,
+            tree_checkpoint_every_records: TREE_CHECKPOINT_EVERY_RECORDS,
             limits: catalog.limits(),
             guarded_commands: cairn_core::command::default_guards(),
             credential_files: cairn_core::permission::default_credential_files(),

@@ -15,6 +15,15 @@ pub enum EngineError {
     /// The log, the blob store or a snapshot failed.
     #[error(transparent)]
     Store(#[from] cairn_store::Error),
+    /// A tree checkpoint could not be made or written.
+    #[error(transparent)]
+    Tlog(#[from] cairn_tlog::TlogError),
+    /// A signing key could not be read, or a note not signed.
+    #[error(transparent)]
+    Note(#[from] cairn_tlog::NoteError),
+    /// The home's log key file does not read as a key.
+    #[error("{}: {what}", path.display())]
+    KeyFile { path: PathBuf, what: String },
     /// The OS sandbox of commands could not be set up.
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::SandboxError),

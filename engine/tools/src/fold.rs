@@ -106,7 +106,7 @@ fn fold_from(
             match parse_maybe_in(&r, blobs) {
                 Ok(rec) => state.apply(&rec),
                 Err(u) => {
-                    state.apply_unknown(r.seq);
+                    state.apply_unknown(r.seq, &r.hash);
                     folded.unknown.push(u);
                 }
             }

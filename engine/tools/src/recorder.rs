@@ -39,6 +39,15 @@ pub struct Recorder {
     /// The longest event JSON a record holds inline, in bytes (see
     /// `cairn_core::spill`); past it the event's largest fields go into blobs.
     pub event_inline_bytes_max: usize,
+    /// Records between tree checkpoints (0: only when [`Recorder::tree_checkpoint`]
+    /// is called, at the session's end).
+    pub tree_checkpoint_every_records: u64,
+    since_tree_checkpoint: u64,
+    /// The log's origin line in its checkpoints.
+    origin: String,
+    /// The key that signs the checkpoints (none: they are recorded unsigned).
+    signer: Option<cairn_tlog::Signer>,
+    last_was_tree_checkpoint: bool,
     since_snapshot: u64,
     since_checkpoint: u64,
     blobs_unsynced: bool,
@@ -76,6 +85,11 @@ impl Recorder {
             snapshot_every,
             checkpoint_every,
             event_inline_bytes_max: cairn_core::spill::EVENT_INLINE_BYTES_MAX,
+            tree_checkpoint_every_records: 0,
+            since_tree_checkpoint: 0,
+            origin: String::new(),
+            signer: None,
+            last_was_tree_checkpoint: false,
             since_snapshot: 0,
             since_checkpoint: 0,
             blobs_unsynced: false,
@@ -93,6 +107,60 @@ impl Recorder {
     pub fn set_redaction(&mut self, redactor: Redactor, secret_key: Option<SecretKey>) {
         self.redactor = redactor;
         self.secret_key = secret_key;
+    }
+
+    /// Sets how tree checkpoints are made: every `every_records` records (0: only at
+    /// the end), signed by `signer` when there is one. The origin is the log's, from
+    /// where it lives (`cairn_tlog::log::origin_of`).
+    pub fn set_tree_checkpoints(&mut self, every_records: u64, signer: Option<cairn_tlog::Signer>) {
+        self.tree_checkpoint_every_records = every_records;
+        self.signer = signer;
+        self.origin = self
+            .log
+            .path()
+            .parent()
+            .map(cairn_tlog::log::origin_of)
+            .unwrap_or_default();
+    }
+
+    /// Whether tree checkpoints are signed (a key was set).
+    pub fn signs_checkpoints(&self) -> bool {
+        self.signer.is_some()
+    }
+
+    /// Records a `tree_checkpoint` of every record so far, signed when a key is set,
+    /// and writes the signed note beside the log (`checkpoints/<size>`) first. Nothing
+    /// when the tree is empty or the last record is already such a checkpoint.
+    pub fn tree_checkpoint(&mut self) -> Result<()> {
+        self.since_tree_checkpoint = 0;
+        let tree = &self.state.tree;
+        let size = tree.size;
+        if size == 0 || self.last_was_tree_checkpoint {
+            return Ok(());
+        }
+        let checkpoint = cairn_tlog::Checkpoint {
+            origin: self.origin.clone(),
+            size,
+            root: tree.root(),
+            extensions: Vec::new(),
+        };
+        let note = match &self.signer {
+            Some(s) => {
+                let note = s.sign(&checkpoint.to_text())?;
+                if let Some(dir) = self.log.path().parent() {
+                    cairn_tlog::log::write_checkpoint(dir, size, &note)?;
+                }
+                Some(note)
+            }
+            None => None,
+        };
+        self.append(&Event::TreeCheckpoint {
+            size,
+            root: cairn_store::Hash(checkpoint.root).to_hex(),
+            origin: checkpoint.origin,
+            note,
+        })?;
+        Ok(())
     }
 
     /// Replaces the redactor; the key stays.
@@ -148,8 +216,10 @@ impl Recorder {
         if let Some(observe) = &mut self.observer {
             observe(&record);
         }
+        self.last_was_tree_checkpoint = matches!(record.event, Event::TreeCheckpoint { .. });
         self.since_checkpoint += 1;
         self.since_snapshot += 1;
+        self.since_tree_checkpoint += 1;
         if self.checkpoint_every > 0 && self.since_checkpoint >= self.checkpoint_every {
             self.since_checkpoint = 0;
             let checkpoint = Event::Checkpoint {
@@ -157,6 +227,11 @@ impl Recorder {
                 at_seq: appended.seq,
             };
             self.append(&checkpoint)?;
+        }
+        if self.tree_checkpoint_every_records > 0
+            && self.since_tree_checkpoint >= self.tree_checkpoint_every_records
+        {
+            self.tree_checkpoint()?;
         }
         if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {
             self.snapshot()?;

@@ -123,3 +123,30 @@ fn format_md_names_every_event_type() {
         "docs/FORMAT.md lacks event types {missing:?}"
     );
 }
+
+#[test]
+fn the_tree_of_vector_three_is_the_one_format_md_gives() {
+    let doc = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/FORMAT.md"),
+    )
+    .unwrap();
+    let table = doc
+        .split("<!-- vector-three-tree -->")
+        .nth(1)
+        .expect("FORMAT.md lacks the tree vector");
+    let rows: Vec<String> = table
+        .lines()
+        .skip(3)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.split('`').nth(1).unwrap().to_string())
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(data("vector-three.jsonl"), dir.path().join("events.jsonl")).unwrap();
+    let leaves = cairn_engine::tlog::log::leaves(dir.path()).unwrap();
+    let mut ours: Vec<String> = leaves
+        .iter()
+        .map(|l| cairn_store::Hash(*l).to_hex())
+        .collect();
+    ours.push(cairn_store::Hash(cairn_engine::tlog::tree::root_of(&leaves)).to_hex());
+    assert_eq!(rows, ours);
+}

@@ -32,6 +32,7 @@ mod mcp_client;
 mod mcp_server;
 mod peer_parity;
 mod process_runner;
+mod proofs;
 mod replay_checkout;
 mod replay_diff;
 mod replay_rerun;
