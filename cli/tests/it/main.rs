@@ -11,6 +11,7 @@ mod common;
 mod audit;
 mod browse;
 mod cli;
+mod durability;
 mod mcp_serve;
 mod signals;
 mod tui;
