@@ -39,6 +39,18 @@ pub struct EngineArgs {
     /// Also write the report to this file.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Measure only these sections (search, overhead, start; repeat the flag), e.g.
+    /// `--only overhead` for the per-call cost alone.
+    #[arg(long, value_enum)]
+    only: Vec<EngineSection>,
+}
+
+/// A section of `cairn-bench engine`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineSection {
+    Search,
+    Overhead,
+    Start,
 }
 
 fn config(durability: Durability, high_caps: bool) -> EngineConfig {
@@ -145,9 +157,17 @@ pub fn run(args: &EngineArgs) -> Result<()> {
         }
     )];
 
-    let mut sections = vec![search_section(args, &s, &tree, &mut notes)?];
-    sections.push(overhead_section(args, &s, &mut notes)?);
-    sections.push(start_section(args, &s, &mut notes)?);
+    let wanted = |x: EngineSection| args.only.is_empty() || args.only.contains(&x);
+    let mut sections = Vec::new();
+    if wanted(EngineSection::Search) {
+        sections.push(search_section(args, &s, &tree, &mut notes)?);
+    }
+    if wanted(EngineSection::Overhead) {
+        sections.push(overhead_section(args, &s, &mut notes)?);
+    }
+    if wanted(EngineSection::Start) {
+        sections.push(start_section(args, &s, &mut notes)?);
+    }
     let load_after = loadavg();
 
     let mut out = String::new();

@@ -419,6 +419,8 @@ impl Engine {
         if let Err(denied) = self.decide(call, &t.name, need, answer)? {
             return Ok(denied);
         }
+        // The server may act on the call at once: its records reach the disk first.
+        self.rec.sync()?;
         Ok(
             match self
                 .mcp
@@ -491,7 +493,7 @@ impl Engine {
         self.poll_background()?;
         let text = self.redactor.redact(text, &mut Counts::new()).into_owned();
         self.rec.append(&Event::UserMessage { text })?;
-        self.rec.sync()
+        self.rec.commit()
     }
 
     /// Adds a secret the redactor must know (an API key given other than through a
@@ -539,7 +541,7 @@ impl Engine {
             tool_calls,
             usage: turn.usage.and_then(|u| serde_json::to_value(u).ok()),
         })?;
-        self.rec.sync()?;
+        self.rec.commit()?;
         Ok(shown)
     }
 
@@ -627,7 +629,7 @@ impl Engine {
             mcp_result: None,
             injection,
         }))?;
-        self.rec.sync()?;
+        self.rec.commit()?;
         Ok(CallOutcome {
             call,
             tool: tool.to_string(),
@@ -759,7 +761,15 @@ impl Engine {
                             };
                             let registry = &self.registry;
                             match registry.get(tool) {
-                                Some(t) => t.run(&mut ctx, &input)?,
+                                Some(t) => {
+                                    // What the call is about to do outside the log
+                                    // cannot be taken back: the records announcing it
+                                    // reach the disk first.
+                                    if changes_the_world(t.effects()) {
+                                        ctx.rec.sync()?;
+                                    }
+                                    t.run(&mut ctx, &input)?
+                                }
                                 None => ToolOutput::error(format!("unknown tool '{tool}'")),
                             }
                         }
@@ -804,7 +814,7 @@ impl Engine {
             mcp_result,
             injection,
         }))?;
-        self.rec.sync()?;
+        self.rec.commit()?;
         Ok(CallOutcome {
             call,
             tool: tool.to_string(),
@@ -992,7 +1002,7 @@ impl Engine {
         }
         let done = shell::poll(&mut self.rec, &mut self.rt, &self.root)?;
         if !done.is_empty() {
-            self.rec.sync()?;
+            self.rec.commit()?;
         }
         Ok(done)
     }
@@ -1008,7 +1018,7 @@ impl Engine {
         let grace = self.config.limits.shell_kill_grace_ms;
         match shell::cancel(&mut self.rec, &mut self.rt, &self.root, id, grace)? {
             Some(status) => {
-                self.rec.sync()?;
+                self.rec.commit()?;
                 Ok(status)
             }
             None => Err(EngineError::NotFound(format!(
@@ -1095,4 +1105,13 @@ fn validate_mcp(t: &McpTool, input: &serde_json::Value) -> Result<(), InputError
         }
     }
     Ok(())
+}
+
+/// Whether a tool with these effects acts outside the log in a way that cannot be taken
+/// back (runs a program, reaches the network or another server), so that the records
+/// announcing the call must be durable before it runs. A workspace write syncs between
+/// its `intent` record and the change itself; a call that only reads is committed at
+/// its end, within the group-commit window.
+fn changes_the_world(effects: cairn_tools::Effects) -> bool {
+    effects.runs_commands || effects.external
 }

@@ -19,6 +19,7 @@
 //! ```
 
 mod blob;
+mod commit;
 mod error;
 mod hash;
 mod lock;
@@ -30,12 +31,13 @@ mod snapshot;
 mod verify;
 
 pub use blob::{BlobCheck, BlobRef, BlobStore, hash_reader};
+pub use commit::SYNC_TRACE_ENV;
 pub use error::{Error, ParseNameError, Result};
 pub use hash::{Hash, ParseHashError};
 pub use lock::writer_pid;
 pub use log::{
-    Appended, Durability, Head, LOCK_FILE, LOG_FILE, LogWriter, Options, QUARANTINE_DIR, Recovery,
-    log_path, now_ts,
+    Appended, COMMIT_WINDOW_MS_DEFAULT, Durability, Head, LOCK_FILE, LOG_FILE, LogWriter, Options,
+    QUARANTINE_DIR, Recovery, log_path, now_ts,
 };
 pub use reader::{INDEX_FILE, LogReader, Record, Records, TailState};
 pub use record::{

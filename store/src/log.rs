@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::commit::Committer;
 use crate::error::{Error, IoContext, Result};
 use crate::hash::Hash;
 use crate::lock::WriterLock;
@@ -31,7 +32,9 @@ pub const QUARANTINE_DIR: &str = "quarantine";
 pub enum Durability {
     /// `fdatasync` after every record.
     Always,
-    /// `fdatasync` at each explicit [`LogWriter::sync`] (group commit at tool boundaries).
+    /// Durable within a bounded window: [`LogWriter::commit`] hands the records to a
+    /// group-commit thread that runs one `fdatasync` for all written in the window
+    /// (`commit_window_ms`); [`LogWriter::sync`] makes them durable before it returns.
     #[default]
     Batch,
     /// Never synced by cairn; the operating system writes it back when it likes.
@@ -60,13 +63,20 @@ pub struct Options {
     pub durability: Durability,
     /// The largest record accepted, newline included.
     pub record_bytes_max: usize,
+    /// With `batch`, how long the group-commit thread waits for more records before
+    /// the `fdatasync` that makes a [`LogWriter::commit`] durable.
+    pub commit_window_ms: u64,
 }
+
+/// The group-commit window of `batch` durability, unless configured.
+pub const COMMIT_WINDOW_MS_DEFAULT: u64 = 2;
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             durability: Durability::Batch,
             record_bytes_max: RECORD_BYTES_MAX,
+            commit_window_ms: COMMIT_WINDOW_MS_DEFAULT,
         }
     }
 }
@@ -101,6 +111,8 @@ pub struct Recovery {
 /// The one writer of a session log.
 #[derive(Debug)]
 pub struct LogWriter {
+    /// First, so that it is dropped (and syncs what was committed) while the lock is held.
+    committer: Committer,
     path: PathBuf,
     file: File,
     _lock: WriterLock,
@@ -108,7 +120,6 @@ pub struct LogWriter {
     next_seq: u64,
     prev: Hash,
     len: u64,
-    dirty: bool,
     failed: Option<String>,
     event_buf: Vec<u8>,
     line_buf: Vec<u8>,
@@ -186,6 +197,11 @@ impl LogWriter {
             recovery.quarantined_bytes = len - tail.good_len;
             recovery.quarantine_file = Some(qpath);
         }
+        // What a writer before this one left may still be only in the page cache: the
+        // durable length starts true.
+        if options.durability != Durability::None {
+            file.sync_data().at(&path)?;
+        }
         let writer = LogWriter::new(path, file, lock, options, tail.head, tail.good_len);
         Ok((writer, recovery))
     }
@@ -199,6 +215,12 @@ impl LogWriter {
         len: u64,
     ) -> LogWriter {
         LogWriter {
+            committer: Committer::new(
+                &path,
+                len,
+                std::time::Duration::from_millis(options.commit_window_ms),
+                crate::commit::trace_file(),
+            ),
             path,
             file,
             _lock: lock,
@@ -206,7 +228,6 @@ impl LogWriter {
             next_seq: head.map_or(0, |h| h.seq + 1),
             prev: head.map_or(Hash::ZERO, |h| h.hash),
             len,
-            dirty: false,
             failed: None,
             event_buf: Vec::with_capacity(1024),
             line_buf: Vec::with_capacity(1024),
@@ -293,11 +314,6 @@ impl LogWriter {
             self.failed = Some(format!("write failed: {e}"));
             return Err(e).at(&self.path);
         }
-        if self.options.durability == Durability::Always {
-            self.sync_now()?;
-        } else {
-            self.dirty = true;
-        }
         let appended = Appended {
             seq: self.next_seq,
             hash,
@@ -306,22 +322,54 @@ impl LogWriter {
         self.len += self.line_buf.len() as u64;
         self.next_seq += 1;
         self.prev = hash;
+        if self.options.durability == Durability::Always {
+            self.sync_now()?;
+        }
         Ok(appended)
     }
 
-    /// Makes every appended record durable (a no-op with durability `none`). Place one
-    /// at each tool boundary: this is the group commit of `batch`.
+    /// Makes every appended record durable before it returns (a no-op with durability
+    /// `none`). Call it before an action the records announce and that cannot be taken
+    /// back: a command run, a request sent.
     pub fn sync(&mut self) -> Result<()> {
-        if let Some(what) = &self.failed {
-            return Err(Error::Poisoned {
-                path: self.path.clone(),
-                what: what.clone(),
-            });
-        }
-        if self.dirty && self.options.durability != Durability::None {
+        self.check_failed()?;
+        if self.options.durability != Durability::None && self.committer.synced() < self.len {
             self.sync_now()?;
         }
         Ok(())
+    }
+
+    /// Asks for every appended record to be durable within the group-commit window
+    /// (`commit_window_ms`), without waiting for the disk: the boundary of a call that
+    /// changed nothing outside the log. With `always` they already are; with `none`,
+    /// nothing is asked.
+    pub fn commit(&mut self) -> Result<()> {
+        self.check_failed()?;
+        if self.options.durability == Durability::Batch
+            && self.committer.request(&self.file, self.len).is_err()
+        {
+            // No thread could start to sync later: sync now.
+            return self.sync_now();
+        }
+        Ok(())
+    }
+
+    /// The bytes of the log known to be on the disk (all of them with `always`).
+    pub fn durable_len(&self) -> u64 {
+        self.committer.synced()
+    }
+
+    fn check_failed(&mut self) -> Result<()> {
+        if self.failed.is_none() {
+            self.failed = self.committer.failed();
+        }
+        match &self.failed {
+            Some(what) => Err(Error::Poisoned {
+                path: self.path.clone(),
+                what: what.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     fn sync_now(&mut self) -> Result<()> {
@@ -330,7 +378,7 @@ impl LogWriter {
             self.failed = Some(format!("fsync failed: {e}"));
             return Err(e).at(&self.path);
         }
-        self.dirty = false;
+        self.committer.note_synced(self.len);
         Ok(())
     }
 

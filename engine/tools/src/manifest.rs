@@ -116,6 +116,8 @@ pub struct ScanCache {
     file: std::path::PathBuf,
     entries: Option<HashMap<String, CacheEntry>>,
     withheld: CredentialFiles,
+    /// The last scan stored blobs (files it had to hash).
+    pub stored_blobs: bool,
 }
 
 impl ScanCache {
@@ -126,6 +128,7 @@ impl ScanCache {
             file,
             entries: None,
             withheld,
+            stored_blobs: false,
         }
     }
 }
@@ -269,6 +272,7 @@ pub fn scan_cached(
         // manifest would make checkout and replay silently inexact.
         entries[i] = r?;
     }
+    cache_state.stored_blobs = !todo.is_empty();
     let manifest: Vec<ManifestEntry> = entries.into_iter().flatten().collect();
     let racy = |mtime_ns: i64| mtime_ns >= started_ns.saturating_sub(RACY_NS);
     if todo.is_empty() && cache.len() == manifest.len() && !seen.iter().any(|s| racy(s.mtime_ns)) {

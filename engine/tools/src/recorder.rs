@@ -200,9 +200,9 @@ impl Recorder {
             None => event,
         };
         let written = self.spill(event)?;
-        if self.durability == Durability::Always {
-            self.sync_blobs()?;
-        }
+        // A record reaches the log only once every blob written before it is durable:
+        // the group-commit thread may sync the log at any moment after the append.
+        self.sync_blobs()?;
         let ts = now_ts();
         let appended = self.log.append_json_at(&ts, &written)?;
         let record = Record {
@@ -288,10 +288,20 @@ impl Recorder {
         Ok(())
     }
 
-    /// Group commit: blobs first, then the log.
+    /// Makes every record appended so far durable before it returns (blobs first, then
+    /// the log): call it before an action the records announce that cannot be taken
+    /// back (a command, a request, a workspace write, a grant).
     pub fn sync(&mut self) -> Result<()> {
         self.sync_blobs()?;
         self.log.sync()?;
+        Ok(())
+    }
+
+    /// Asks for every record appended so far to be durable within the log's group-commit
+    /// window, without waiting (see [`cairn_store::LogWriter::commit`]): the end of a call.
+    pub fn commit(&mut self) -> Result<()> {
+        self.sync_blobs()?;
+        self.log.commit()?;
         Ok(())
     }
 

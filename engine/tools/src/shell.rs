@@ -841,7 +841,10 @@ pub fn record_external(
     call: Option<&str>,
 ) -> Result<Vec<Change>> {
     let mut files = manifest::scan_cached(root, &rec.blobs, &mut rt.manifest_cache)?;
-    rec.note_blobs_written();
+    // Only a scan that stored blobs has any to sync before the next record.
+    if rt.manifest_cache.stored_blobs {
+        rec.note_blobs_written();
+    }
     if let Some(inner) = &rt.home_inner {
         files.retain(|f| !f.path.starts_with(inner.as_str()));
     }

@@ -49,6 +49,7 @@ mod signals;
 mod special_files;
 mod store_bad_input;
 mod store_blob;
+mod store_commit;
 mod store_corruption;
 mod store_crash;
 mod store_model;

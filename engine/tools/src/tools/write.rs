@@ -273,6 +273,9 @@ pub fn install(
     let intent = write(WriteStatus::Intent);
     let mut done = write(WriteStatus::Ok);
     ctx.record(Event::FileWrite(intent))?;
+    // The intent is on the disk before the file changes: after a crash, resume tells a
+    // write cairn made from one made behind its back by it (docs/FORMAT.md, Durability).
+    ctx.rec.sync()?;
     let installed = match before {
         None => parent.create_new(after),
         Some(c) => parent.replace(after, c.mode),
