@@ -22,7 +22,6 @@ use cairn_engine::provider::{Progress, Provider};
 use cairn_engine::signal::Signal;
 use cairn_engine::{CancelHandle, Engine, EngineConfig, Home, Record};
 use cairn_store::BlobStore;
-use crossterm::event::{self, KeyEventKind};
 
 use crate::out;
 use crate::sessioncmd::{Model, TaskArgs};
@@ -407,19 +406,7 @@ pub fn run(a: &TaskArgs, task: Option<String>) -> Result<ExitCode> {
     let mut app = ChatApp::new();
     let t0 = Instant::now();
     let mut terminal = ratatui::init();
-    // Keys are read on a thread of their own (see livecmd: a terminal that hung up
-    // would keep this one in crossterm's read forever).
-    let (key_tx, keys) = mpsc::channel();
-    std::thread::spawn(move || {
-        while let Ok(e) = event::read() {
-            if let event::Event::Key(k) = e
-                && k.kind == KeyEventKind::Press
-                && key_tx.send(k).is_err()
-            {
-                return;
-            }
-        }
-    });
+    let keys = crate::livecmd::key_presses();
     let ui = (|| -> Result<()> {
         loop {
             // SIGTERM or SIGHUP: the engine's thread sees it too and ends the session.

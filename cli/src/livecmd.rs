@@ -288,20 +288,7 @@ pub fn run(
     let mut app = ViewApp::new(&id);
     let t0 = Instant::now();
     let mut terminal = ratatui::init();
-    // Keys are read on a thread of their own: on a terminal that hung up, crossterm's
-    // read returns nothing forever and its poll never returns, so this thread must
-    // never wait in it, or the session would not be ended after SIGHUP.
-    let (key_tx, keys) = mpsc::channel();
-    std::thread::spawn(move || {
-        while let Ok(e) = event::read() {
-            if let event::Event::Key(k) = e
-                && k.kind == KeyEventKind::Press
-                && key_tx.send(k).is_err()
-            {
-                return;
-            }
-        }
-    });
+    let keys = key_presses();
     let ui = (|| -> Result<()> {
         loop {
             // SIGTERM or SIGHUP (Ctrl-C is a key here): the engine's thread sees it too,
@@ -358,4 +345,22 @@ pub fn run(
     }
     out::line(&id)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Key presses, read on a thread of their own: on a terminal that hung up, crossterm's
+/// read returns nothing forever and its poll never returns, so the view's thread must
+/// never wait in it, or the session would not be ended after SIGHUP.
+pub(crate) fn key_presses() -> mpsc::Receiver<event::KeyEvent> {
+    let (key_tx, keys) = mpsc::channel();
+    std::thread::spawn(move || {
+        while let Ok(e) = event::read() {
+            if let event::Event::Key(k) = e
+                && k.kind == KeyEventKind::Press
+                && key_tx.send(k).is_err()
+            {
+                return;
+            }
+        }
+    });
+    keys
 }

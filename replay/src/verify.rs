@@ -283,6 +283,38 @@ struct Pending {
     reapplied: Vec<(String, Option<Hash>)>,
 }
 
+impl Pending {
+    /// A call at its `tool_started` (record `seq`), nothing seen of it yet.
+    fn new(
+        seq: u64,
+        tool: &str,
+        input: &serde_json::Value,
+        admitted: Option<Decision>,
+        repeats: u32,
+    ) -> Pending {
+        Pending {
+            seq,
+            tool: tool.to_string(),
+            input: input.clone(),
+            admitted,
+            repeats,
+            asked: Vec::new(),
+            question: None,
+            answer: None,
+            intents: Vec::new(),
+            wrote_ok: 0,
+            last_hash: None,
+            denied: None,
+            granted: None,
+            effects: 0,
+            write_failed: false,
+            exec: None,
+            changes: Vec::new(),
+            reapplied: Vec::new(),
+        }
+    }
+}
+
 struct Verifier {
     blobs: BlobStore,
     check_blobs: bool,
@@ -583,26 +615,13 @@ impl Verifier {
                 });
                 self.pending.insert(
                     call.clone(),
-                    Pending {
-                        seq: rec.seq,
-                        tool: tool.clone(),
-                        input: input.clone(),
+                    Pending::new(
+                        rec.seq,
+                        tool,
+                        input,
                         admitted,
-                        repeats: decide::repeats(&self.state, tool, input),
-                        asked: Vec::new(),
-                        question: None,
-                        answer: None,
-                        intents: Vec::new(),
-                        wrote_ok: 0,
-                        last_hash: None,
-                        denied: None,
-                        granted: None,
-                        effects: 0,
-                        write_failed: false,
-                        exec: None,
-                        changes: Vec::new(),
-                        reapplied: Vec::new(),
-                    },
+                        decide::repeats(&self.state, tool, input),
+                    ),
                 );
             }
             Event::FileRead(r) => {
@@ -738,29 +757,8 @@ impl Verifier {
                         format!("call id {call} out of sequence: the fold expects {expected} (a record missing or moved?)"),
                     );
                 }
-                self.pending.insert(
-                    call.clone(),
-                    Pending {
-                        seq: rec.seq,
-                        tool: tool.clone(),
-                        input: input.clone(),
-                        admitted: None,
-                        repeats: 0,
-                        asked: Vec::new(),
-                        question: None,
-                        answer: None,
-                        intents: Vec::new(),
-                        wrote_ok: 0,
-                        last_hash: None,
-                        denied: None,
-                        granted: None,
-                        effects: 0,
-                        write_failed: false,
-                        exec: None,
-                        changes: Vec::new(),
-                        reapplied: Vec::new(),
-                    },
-                );
+                self.pending
+                    .insert(call.clone(), Pending::new(rec.seq, tool, input, None, 0));
             }
             Event::FileRead(r) => {
                 self.imported_effect(&r.call, &format!("file_read of {}", r.path))

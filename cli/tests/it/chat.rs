@@ -336,25 +336,7 @@ fn chat_in_tmux_two_turns_with_a_permission_answered_by_one_key() {
         server.url,
         done.display()
     );
-    let tmux = Tmux(format!("cairn-chat-{}", std::process::id()));
-    let out = tmux.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        "sh",
-        "-c",
-        &sh,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let tmux = Tmux::start("cairn-chat", &sh);
     let prompt = tmux.wait_for("[a] always");
     assert!(prompt.contains("c1 shell asks to run echo"), "{prompt}");
     assert!(prompt.contains("echo hi > b.txt"), "{prompt}");
@@ -502,34 +484,6 @@ fn a_failed_provider_ends_the_session_as_failed() {
     assert_eq!(a["header"]["end_state"], "failed");
 }
 
-/// Starts `sh` in a tmux session of its own (100×30), exiting into `done`.
-fn tmux_run(name: &str, sh: &str) -> Tmux {
-    assert!(
-        Command::new("tmux").arg("-V").output().is_ok(),
-        "tmux is missing: .ci/run installs it"
-    );
-    let tmux = Tmux(format!("{name}-{}", std::process::id()));
-    let out = tmux.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        "sh",
-        "-c",
-        sh,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    tmux
-}
-
 /// `cairn` alone opens the chat; Esc gives up the turn being awaited (a model slow to
 /// answer), the session goes on, and the next message is answered.
 #[test]
@@ -553,7 +507,7 @@ fn chat_in_tmux_esc_interrupts_the_model_and_the_session_goes_on() {
         env!("CARGO_BIN_EXE_cairn"),
         done.display()
     );
-    let tmux = tmux_run("cairn-chat-esc", &sh);
+    let tmux = Tmux::start("cairn-chat-esc", &sh);
     tmux.wait_for("your turn");
     tmux.cmd(&["send-keys", "-t", "t", "-l", "think slowly"]);
     tmux.cmd(&["send-keys", "-t", "t", "Enter"]);
@@ -606,7 +560,7 @@ fn chat_in_tmux_a_failed_provider_is_shown_and_the_session_failed() {
         server.url,
         done.display()
     );
-    let tmux = tmux_run("cairn-chat-fail", &sh);
+    let tmux = Tmux::start("cairn-chat-fail", &sh);
     tmux.wait_for("your turn");
     tmux.cmd(&["send-keys", "-t", "t", "-l", "hello"]);
     tmux.cmd(&["send-keys", "-t", "t", "Enter"]);

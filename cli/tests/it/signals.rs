@@ -429,25 +429,7 @@ fn live_view(s: &Setup, name: &str, script: &Path) -> (crate::tui::Tmux, PathBuf
         s.ws.display(),
         done.display()
     );
-    let tmux = crate::tui::Tmux(format!("{name}-{}", std::process::id()));
-    let out = tmux.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        "sh",
-        "-c",
-        &sh,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let tmux = crate::tui::Tmux::start(name, &sh);
     (tmux, pid, done)
 }
 

@@ -201,6 +201,35 @@ fn ctrl_c_cancels_the_running_call_then_ends_the_session() {
 pub(crate) struct Tmux(pub(crate) String);
 
 impl Tmux {
+    /// Starts `sh -c sh` in a tmux server of its own (named `name` and this process's
+    /// id) holding session `t` of 100×30.
+    pub(crate) fn start(name: &str, sh: &str) -> Tmux {
+        assert!(
+            Command::new("tmux").arg("-V").output().is_ok(),
+            "tmux is missing: .ci/run installs it"
+        );
+        let tmux = Tmux(format!("{name}-{}", std::process::id()));
+        let out = tmux.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "100",
+            "-y",
+            "30",
+            "sh",
+            "-c",
+            sh,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tmux
+    }
+
     pub(crate) fn cmd(&self, args: &[&str]) -> std::process::Output {
         Command::new("tmux")
             .arg("-L")
@@ -293,25 +322,7 @@ fn run_in_tmux_answers_the_permission_prompt() {
         ws.path().display(),
         done.display()
     );
-    let tmux = Tmux(format!("cairn-test-{}", std::process::id()));
-    let out = tmux.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        "sh",
-        "-c",
-        &sh,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let tmux = Tmux::start("cairn-test", &sh);
     let prompt = tmux.wait_for("[a] always");
     assert!(prompt.contains("shell:echo"), "{prompt}");
     assert!(prompt.contains("echo hi > b.txt"), "{prompt}");
@@ -377,25 +388,7 @@ fn run_in_tmux_ctrl_c_cancels_the_running_command() {
         ws.path().display(),
         done.display()
     );
-    let tmux = Tmux(format!("cairn-test-cancel-{}", std::process::id()));
-    let out = tmux.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        "sh",
-        "-c",
-        &sh,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let tmux = Tmux::start("cairn-test-cancel", &sh);
     tmux.wait_for("command=sleep 30");
     let t0 = Instant::now();
     tmux.cmd(&["send-keys", "-t", "t", "C-c"]);
