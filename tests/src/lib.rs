@@ -6,6 +6,7 @@
 //! Helpers panic with a message rather than return errors: they only run inside tests.
 
 pub mod http;
+pub mod pg;
 pub mod replay;
 
 use std::fs::{File, TryLockError};

@@ -31,6 +31,7 @@ mod leak;
 mod mcp_client;
 mod mcp_server;
 mod peer_parity;
+mod pg_cluster;
 mod process_runner;
 mod proofs;
 mod replay_checkout;
