@@ -33,6 +33,7 @@ mod mcp_server;
 mod peer_parity;
 mod process_runner;
 mod proofs;
+mod real_agents;
 mod replay_checkout;
 mod replay_diff;
 mod replay_rerun;
