@@ -272,7 +272,10 @@ fn first_user_text(body: &Value) -> String {
 /// Which (conversation, turn) this request is at, or `None` for a side request.
 fn position(script: &Script, body: &Value) -> Option<(usize, usize)> {
     let tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
-    let ours: Vec<(usize, usize)> = call_ids(body).iter().filter_map(|id| parse_id(id)).collect();
+    let ours: Vec<(usize, usize)> = call_ids(body)
+        .iter()
+        .filter_map(|id| parse_id(id))
+        .collect();
     if let Some(conv) = ours.iter().map(|(c, _)| *c).max() {
         // A subagent's conversation never carries the main one's ids, and the main one
         // only carries a subagent's result as text: the highest conversation is ours.
@@ -336,8 +339,10 @@ fn responses_answer(body: &Value, turn: &Turn, ids: &[String]) -> Vec<u8> {
         .collect();
     let mut items = Vec::new();
     if !turn.text.is_empty() {
-        items.push(json!({"type": "message", "role": "assistant", "id": "msg_fake",
-            "content": [{"type": "output_text", "text": turn.text, "annotations": []}]}));
+        items.push(
+            json!({"type": "message", "role": "assistant", "id": "msg_fake",
+            "content": [{"type": "output_text", "text": turn.text, "annotations": []}]}),
+        );
     }
     for (c, id) in turn.calls.iter().zip(ids) {
         let call_id = format!("call_{id}");
@@ -377,9 +382,11 @@ fn responses_answer(body: &Value, turn: &Turn, ids: &[String]) -> Vec<u8> {
 /// (its input in one `input_json_delta`), message_delta with the stop reason.
 fn anthropic_answer(body: &Value, turn: &Turn, ids: &[String]) -> Vec<u8> {
     let model = body["model"].as_str().unwrap_or("claude-sonnet-4-5");
-    let mut events = vec![json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message",
+    let mut events = vec![
+        json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message",
         "role": "assistant", "content": [], "model": model, "stop_reason": null, "stop_sequence": null,
-        "usage": {"input_tokens": 120, "output_tokens": 1}}})];
+        "usage": {"input_tokens": 120, "output_tokens": 1}}}),
+    ];
     let mut index = 0;
     if !turn.text.is_empty() {
         events.push(json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}));
@@ -388,10 +395,14 @@ fn anthropic_answer(body: &Value, turn: &Turn, ids: &[String]) -> Vec<u8> {
         index += 1;
     }
     for (c, id) in turn.calls.iter().zip(ids) {
-        events.push(json!({"type": "content_block_start", "index": index, "content_block":
-            {"type": "tool_use", "id": format!("toolu_{id}"), "name": c.name, "input": {}}}));
-        events.push(json!({"type": "content_block_delta", "index": index, "delta":
-            {"type": "input_json_delta", "partial_json": c.input.to_string()}}));
+        events.push(
+            json!({"type": "content_block_start", "index": index, "content_block":
+            {"type": "tool_use", "id": format!("toolu_{id}"), "name": c.name, "input": {}}}),
+        );
+        events.push(
+            json!({"type": "content_block_delta", "index": index, "delta":
+            {"type": "input_json_delta", "partial_json": c.input.to_string()}}),
+        );
         events.push(json!({"type": "content_block_stop", "index": index}));
         index += 1;
     }
@@ -400,8 +411,10 @@ fn anthropic_answer(body: &Value, turn: &Turn, ids: &[String]) -> Vec<u8> {
     } else {
         "tool_use"
     };
-    events.push(json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
-        "usage": {"output_tokens": 30}}));
+    events.push(
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+        "usage": {"output_tokens": 30}}),
+    );
     events.push(json!({"type": "message_stop"}));
     let mut out = String::new();
     for e in events {
@@ -427,7 +440,8 @@ pub fn agents_dir() -> Option<PathBuf> {
 
 /// Codex's native binary (not the node wrapper, so that a signal reaches the agent).
 fn codex_bin(dir: &Path) -> PathBuf {
-    let vendor = dir.join("node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
+    let vendor =
+        dir.join("node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
     if vendor.exists() {
         vendor
     } else {
@@ -555,9 +569,7 @@ fn base_command(program: &Path, home: &Path, workspace: &Path) -> Command {
 }
 
 fn spawn(mut cmd: Command, what: &str) -> Running {
-    let child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {what}: {e}"));
+    let child = cmd.spawn().unwrap_or_else(|e| panic!("start {what}: {e}"));
     Running {
         child,
         what: what.into(),
