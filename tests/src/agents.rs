@@ -119,16 +119,19 @@ impl Script {
     }
 }
 
+/// Where a request was in the script: (conversation, turn), `None` for a side request.
+pub type Position = Option<(usize, usize)>;
+
 /// The fake model server.
 pub struct FakeModel {
     pub server: Server,
     /// Each answer given: (conversation, turn) per request, `None` for a side request.
-    pub answered: Arc<Mutex<Vec<Option<(usize, usize)>>>>,
+    pub answered: Arc<Mutex<Vec<Position>>>,
 }
 
 impl FakeModel {
     pub fn start(script: Script) -> FakeModel {
-        let answered: Arc<Mutex<Vec<Option<(usize, usize)>>>> = Arc::default();
+        let answered: Arc<Mutex<Vec<Position>>> = Arc::default();
         let log = answered.clone();
         let server = Server::start(move |req, _| {
             let (answer, which) = answer(&script, req);
