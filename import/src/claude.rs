@@ -30,6 +30,11 @@ const KEPT: &[&str] = &[
     "tag",
     "agent-name",
     "last-prompt",
+    // Claude Code 2.1.332: the shape and parts of each API request, by hash, and a
+    // marker line of its own.
+    "api-request-shape",
+    "api-request-blob",
+    "atis-latch",
 ];
 
 /// Whether a parsed line looks like a Claude Code transcript line.

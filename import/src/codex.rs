@@ -479,7 +479,9 @@ impl Codex {
             | "context_compacted"
             | "get_history_entry_response"
             | "list_custom_prompts_response"
-            | "shutdown_complete" => out.push(Step::Item {
+            | "shutdown_complete"
+            // Codex 0.171: the model, approval and permission settings a thread runs with.
+            | "thread_settings_applied" => out.push(Step::Item {
                 kind: format!("event_msg:{pt}"),
                 unknown: false,
                 raw: raw.to_vec(),
@@ -547,19 +549,28 @@ impl Codex {
                 self.patches.remove(&id);
                 let status = item.get("status").and_then(Value::as_str).unwrap_or("");
                 let ok = matches!(status, "completed" | "applied" | "success" | "");
-                if let Some(Value::Array(changes)) = item.get("changes") {
-                    for c in changes {
-                        let Some(path) = c.get("path").and_then(Value::as_str) else {
-                            continue;
-                        };
-                        if let Some(w) = patch::change(path, c) {
-                            out.push(Step::Write(Write {
-                                id: id.clone(),
-                                ok,
-                                ..w
-                            }));
-                        }
-                    }
+                // A list of changes each naming its path, or (Codex 0.171) a map from
+                // path to change.
+                let writes: Vec<_> = match item.get("changes") {
+                    Some(Value::Array(changes)) => changes
+                        .iter()
+                        .filter_map(|c| {
+                            let path = c.get("path").and_then(Value::as_str)?;
+                            patch::change(path, c)
+                        })
+                        .collect(),
+                    Some(Value::Object(changes)) => changes
+                        .iter()
+                        .filter_map(|(path, c)| patch::change(path, c))
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                for w in writes {
+                    out.push(Step::Write(Write {
+                        id: id.clone(),
+                        ok,
+                        ..w
+                    }));
                 }
             }
             "mcptoolcall" => {

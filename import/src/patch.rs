@@ -71,7 +71,8 @@ pub fn parse(text: &str) -> Vec<Write> {
 
 /// The write of one path of a patch outcome: `{"add":{"content"}}`,
 /// `{"delete":{…}}`, `{"update":{"unified_diff"}}`, or a newer item's
-/// `{"kind":"add"|{"type":"add"},"diff":…}`.
+/// `{"kind":"add"|{"type":"add"},"diff":…}`, or Codex 0.171's
+/// `{"type":"add","content":…}` / `{"type":"update","unified_diff":…}`.
 pub fn change(path: &str, c: &Value) -> Option<Write> {
     if let Some(a) = c.get("add") {
         let content = a.get("content").and_then(Value::as_str).map(str::to_string);
@@ -91,7 +92,11 @@ pub fn change(path: &str, c: &Value) -> Option<Write> {
     let kind = kind
         .as_str()
         .or_else(|| kind.get("type").and_then(Value::as_str))?;
-    let diff = c.get("diff").and_then(Value::as_str).map(str::to_string);
+    let diff = c
+        .get("diff")
+        .or_else(|| c.get("unified_diff"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
     match kind {
         "add" => {
             let content = c
@@ -160,6 +165,27 @@ mod tests {
                 WriteKind::Edit,
                 None,
                 Some("@@\n-a\n+b\n".into())
+            ))
+        );
+        // Codex 0.171's `item_completed` `FileChange`: `type` and `unified_diff`.
+        let upd = serde_json::json!({"type": "update", "unified_diff": "@@ -1 +1 @@\n-a\n+b\n", "move_path": null});
+        assert_eq!(
+            change("m.txt", &upd),
+            Some(write(
+                "m.txt",
+                WriteKind::Edit,
+                None,
+                Some("@@ -1 +1 @@\n-a\n+b\n".into())
+            ))
+        );
+        let add = serde_json::json!({"type": "add", "content": "new\n"});
+        assert_eq!(
+            change("n.txt", &add),
+            Some(write(
+                "n.txt",
+                WriteKind::Create,
+                Some("new\n".into()),
+                None
             ))
         );
         assert_eq!(change("z", &serde_json::json!({"kind": "rename"})), None);

@@ -63,9 +63,15 @@ pub struct Writer {
     base: u64,
 }
 
-fn durable_options() -> Options {
+/// An import writes with durability `none` and makes each pass durable once, at its
+/// end ([`Writer::finish`]): with `batch`, every record after a blob paid a `syncfs`.
+/// A pass cut short by a crash has no `session_ended.imported` on the disk, so the
+/// index ([`crate::Index`]) does not count it and the next import writes it anew.
+const IMPORT_DURABILITY: Durability = Durability::None;
+
+fn import_options() -> Options {
     Options {
-        durability: Durability::Batch,
+        durability: IMPORT_DURABILITY,
         ..Options::default()
     }
 }
@@ -91,14 +97,14 @@ impl Writer {
         let manifest = blobs.put(b"")?;
         let id = new_session_id();
         let dir = project.session_dir(&id);
-        let log = LogWriter::create(&dir, durable_options())?;
+        let log = LogWriter::create(&dir, import_options())?;
         let config = EngineConfig::new(cairn_tools::Catalog::Thoth);
         let mut rec = Recorder::new(
             log,
             State::default(),
             blobs,
             SnapshotStore::new(&dir),
-            Durability::Batch,
+            IMPORT_DURABILITY,
             // One snapshot, at the end of the pass: a snapshot every 1000 records
             // archived the whole growing conversation each time, and made the home 14
             // times the size of the sources (1 GB of rollouts: 14 GB).
@@ -148,7 +154,7 @@ impl Writer {
     /// Opens an imported session to append the part its source grew by: records
     /// `session_resumed` naming the file as read now.
     pub fn resume(home: &Home, dir: &Path, file: ImportedFile) -> Result<Writer> {
-        let (log, recovery) = LogWriter::open(dir, durable_options())?;
+        let (log, recovery) = LogWriter::open(dir, import_options())?;
         let folded = cairn_tools::fold::fold_with_snapshot(dir)?;
         let started = first_started(dir)?;
         let root = PathBuf::from(&started.workspace);
@@ -161,7 +167,7 @@ impl Writer {
             folded.state,
             blobs,
             SnapshotStore::new(dir),
-            Durability::Batch,
+            IMPORT_DURABILITY,
             // One snapshot, at the end of the pass: a snapshot every 1000 records
             // archived the whole growing conversation each time, and made the home 14
             // times the size of the sources (1 GB of rollouts: 14 GB).
@@ -506,7 +512,8 @@ impl Writer {
         })?;
         self.rec.snapshot()?;
         self.rec.wait_snapshot()?;
-        self.rec.sync()?;
+        // The one durable flush of the pass: blobs, then the log.
+        self.rec.flush_durable()?;
         let head = self.head();
         Ok(Finished {
             id: self.id,

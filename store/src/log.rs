@@ -339,6 +339,15 @@ impl LogWriter {
         Ok(())
     }
 
+    /// Makes the whole log durable now, whatever the durability setting: the one flush
+    /// that ends a bulk write made with durability `none` (an import), which no
+    /// per-record sync slowed down. Always syncs: with `none`, what a writer before this
+    /// one left is not known to be on the disk either.
+    pub fn flush_durable(&mut self) -> Result<()> {
+        self.check_failed()?;
+        self.sync_now()
+    }
+
     /// Asks for every appended record to be durable within the group-commit window
     /// (`commit_window_ms`), without waiting for the disk: the boundary of a call that
     /// changed nothing outside the log. With `always` they already are; with `none`,

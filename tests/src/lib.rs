@@ -5,6 +5,7 @@
 //!
 //! Helpers panic with a message rather than return errors: they only run inside tests.
 
+pub mod agents;
 pub mod http;
 pub mod pg;
 pub mod replay;
@@ -363,23 +364,31 @@ pub fn sigkill(child: &mut Child) -> io::Result<std::process::ExitStatus> {
 }
 
 /// The folder of the MCP peers (`tests/mcp-peers`), after making sure they are
-/// installed: every path in `needed` (relative to it) is there and `setup.sh --check`
-/// finds the `.ready` marker that `setup.sh` writes last, for the current pins. If not,
-/// `setup.sh` runs (once: the first test to come installs, the others wait). `None`,
-/// with a loud message, when `CAIRN_SKIP_PEERS=1`; a peer that cannot be installed fails
-/// the test, naming `setup.sh`.
+/// installed (see [`installed`]). `None`, with a loud message, when
+/// `CAIRN_SKIP_PEERS=1`.
 pub fn mcp_peers(needed: &[&str]) -> Option<std::path::PathBuf> {
+    installed("mcp-peers", needed)
+}
+
+/// The folder `tests/<folder>` of things installed from package registries (the MCP
+/// peers, the real agents), after making sure they are installed: every path in
+/// `needed` (relative to it) is there and `setup.sh --check` finds the `.ready` marker
+/// that its `setup.sh` writes last, for the current pins. If not, `setup.sh` runs
+/// (once: the first test to come installs, the others wait). `None`, with a loud
+/// message, when `CAIRN_SKIP_PEERS=1`; what cannot be installed fails the test, naming
+/// `setup.sh`.
+pub fn installed(folder: &str, needed: &[&str]) -> Option<std::path::PathBuf> {
     if std::env::var("CAIRN_SKIP_PEERS").is_ok_and(|v| v == "1") {
         // Written to the stream itself, past the test harness's capture: a skip is loud.
         use std::io::Write;
         let _ = writeln!(
             std::io::stderr().lock(),
-            "\n!!! CAIRN_SKIP_PEERS=1: SKIPPING a test against real MCP peers ({}) !!!\n",
+            "\n!!! CAIRN_SKIP_PEERS=1: SKIPPING a test against real peers ({}) !!!\n",
             needed.join(", ")
         );
         return None;
     }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp-peers");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
     // Every check holds the lock, across threads and test processes: while another
     // test's `npm ci` is half done, its files are there but not whole, and only the
     // marker, written last, says the install finished.
@@ -399,31 +408,31 @@ pub fn mcp_peers(needed: &[&str]) -> Option<std::path::PathBuf> {
                 .arg(&setup)
                 .arg("--check")
                 .status()
-                .unwrap_or_else(|e| panic!("run tests/mcp-peers/setup.sh --check: {e}"))
+                .unwrap_or_else(|e| panic!("run tests/{folder}/setup.sh --check: {e}"))
                 .success()
     };
     if !ready() {
-        // A fresh checkout, changed pins or a broken install: install the pinned peers,
-        // so that `cargo test --workspace` alone works.
+        // A fresh checkout, changed pins or a broken install: install the pinned
+        // packages, so that `cargo test --workspace` alone works.
         let status = std::process::Command::new("bash")
             .arg(&setup)
             .env("CAIRN_PEERS_LOCKED", "1")
             .status()
-            .unwrap_or_else(|e| panic!("run tests/mcp-peers/setup.sh: {e}"));
+            .unwrap_or_else(|e| panic!("run tests/{folder}/setup.sh: {e}"));
         assert!(
             status.success(),
-            "tests/mcp-peers/setup.sh failed ({status}): it needs node, npm and python3; or set CAIRN_SKIP_PEERS=1 to skip these tests"
+            "tests/{folder}/setup.sh failed ({status}): it needs node and npm (the MCP peers also python3); or set CAIRN_SKIP_PEERS=1 to skip these tests"
         );
         for n in needed {
             assert!(
                 dir.join(n).exists(),
-                "MCP peer {} is missing after tests/mcp-peers/setup.sh (npm ci and a Python venv); set CAIRN_SKIP_PEERS=1 to skip these tests",
+                "{} is missing after tests/{folder}/setup.sh; set CAIRN_SKIP_PEERS=1 to skip these tests",
                 dir.join(n).display()
             );
         }
         assert!(
             ready(),
-            "tests/mcp-peers/setup.sh finished but its .ready marker does not match the pins"
+            "tests/{folder}/setup.sh finished but its .ready marker does not match the pins"
         );
     }
     // Unlocked, not only closed: a child that another thread is starting may hold a

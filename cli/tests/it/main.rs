@@ -16,6 +16,7 @@ mod durability;
 mod import;
 mod mcp_serve;
 mod proofs;
+mod real_agents;
 mod scripting;
 mod signals;
 mod tui;

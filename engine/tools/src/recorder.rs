@@ -297,6 +297,16 @@ impl Recorder {
         Ok(())
     }
 
+    /// Makes every blob and record written so far durable now, whatever the durability
+    /// setting (see [`cairn_store::LogWriter::flush_durable`]): the end of a bulk write
+    /// made with durability `none`, such as one pass of an import.
+    pub fn flush_durable(&mut self) -> Result<()> {
+        syncfs(&self.blob_root)?;
+        self.blobs_unsynced = false;
+        self.log.flush_durable()?;
+        Ok(())
+    }
+
     /// Asks for every record appended so far to be durable within the log's group-commit
     /// window, without waiting (see [`cairn_store::LogWriter::commit`]): the end of a call.
     pub fn commit(&mut self) -> Result<()> {

@@ -34,6 +34,7 @@ mod peer_parity;
 mod pg_cluster;
 mod process_runner;
 mod proofs;
+mod real_agents;
 mod replay_checkout;
 mod replay_diff;
 mod replay_rerun;

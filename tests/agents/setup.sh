@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the real coding agents the tests run offline against a fake model server:
+# Codex CLI and Claude Code, from the npm registry, pinned by package-lock.json
+# (`npm ci`). Both packages carry their native binaries. Needs node and npm. Claude
+# Code declares node >= 22 and runs on node 20 with a warning. Safe to run again.
+#
+# `.ready` is written last, with the checksum of the pins and the versions the
+# binaries report: until it is there, what is on disk may be half an install. The
+# tests take .setup.lock, then run `setup.sh --check` (exit 0: ready for these pins)
+# and, if it fails, this script. Run by hand, it takes the lock itself.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+stamp() { sha256sum package-lock.json; }
+
+if [ "${1-}" = "--check" ]; then
+  if [ -f .ready ] && [ "$(head -n 1 .ready)" = "$(stamp)" ]; then exit 0; else exit 1; fi
+fi
+
+if [ -z "${CAIRN_PEERS_LOCKED-}" ] && command -v flock >/dev/null; then
+  exec 9>.setup.lock
+  flock 9
+fi
+rm -f .ready
+
+for tool in node npm sha256sum; do
+  command -v "$tool" >/dev/null || { echo "setup.sh: $tool is missing (it needs node, npm and sha256sum)" >&2; exit 2; }
+done
+
+npm ci --no-audit --no-fund --loglevel=error --engine-strict=false
+
+codex=$(node_modules/.bin/codex --version)
+claude=$(node_modules/@anthropic-ai/claude-code/bin/claude.exe --version)
+{ stamp; echo "$codex"; echo "$claude"; } > .ready
+echo "agents ready: $codex, claude $claude"
