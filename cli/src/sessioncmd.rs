@@ -363,12 +363,19 @@ impl Model {
             system: None,
         };
         let mut provider = agent::Interruptible::new(provider, engine.cancel_handle());
-        // Each retry is said as it happens: an unreachable provider is not silence.
+        // Each retry is said as it happens: an unreachable provider is not silence;
+        // the `--json` stream gets the model's text as it streams.
         let scrub = key.clone();
+        let deltas = stream.clone();
         provider.set_progress(Some(std::sync::Arc::new(
-            move |p: &cairn_engine::provider::Progress| {
-                if let cairn_engine::provider::Progress::Retry { .. } = p {
-                    out::note(&format!("cairn: provider: {}", scrub.scrub(&p.to_string())));
+            move |p: &cairn_engine::provider::Progress| match p {
+                cairn_engine::provider::Progress::Retry { .. } => {
+                    out::note(&format!("cairn: provider: {}", scrub.scrub(&p.to_string())))
+                }
+                cairn_engine::provider::Progress::Text(t) => {
+                    if let Some(s) = &deltas {
+                        s.text_delta(&scrub.scrub(t));
+                    }
                 }
             },
         )));
