@@ -797,3 +797,55 @@ fn continue_goes_on_with_the_model_in_last() {
         "{body}"
     );
 }
+
+/// What a tool answers when it is not configured names keys of config.toml, and those
+/// keys, written as the answer shows them, are what the configuration file takes
+/// (regression: the answers named an "engine configuration" no user could find).
+#[test]
+fn unconfigured_tools_name_config_keys_the_config_file_takes() {
+    let s = setup();
+    std::fs::create_dir_all(&s.home).unwrap();
+    std::fs::write(
+        s.home.join("config.toml"),
+        "catalog = \"thoth\"\nsearch = \"none\"\n",
+    )
+    .unwrap();
+    let id = s.run_script(&[
+        json!({"tool": "web_search", "input": {"query": "rust error E0502"}}),
+        json!({"tool": "problems", "input": {}}),
+    ]);
+    let out = s.run(&["log", &id, "--json"]);
+    let answers: Vec<String> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["event"]["type"] == "tool_finished")
+        .map(|r| r["event"]["output"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    // Every `key = value` an answer shows, as the file's lines.
+    let lines: Vec<String> = answers
+        .iter()
+        .flat_map(|a| a.split('`').skip(1).step_by(2))
+        .filter(|snippet| snippet.contains(" = "))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "search = \"duckduckgo\"",
+            "check = \"cargo check --message-format=json\""
+        ],
+        "{answers:?}"
+    );
+    assert!(answers.iter().all(|a| !a.contains("engine configuration")));
+    std::fs::write(s.home.join("config.toml"), lines.join("\n") + "\n").unwrap();
+    let out = s.run(&["config", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let c: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    assert_eq!(c["settings"]["search"]["value"], "duckduckgo");
+    assert_eq!(c["settings"]["search"]["source"]["kind"], "user");
+    assert_eq!(
+        c["settings"]["check"]["value"],
+        "cargo check --message-format=json"
+    );
+}
