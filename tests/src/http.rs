@@ -235,9 +235,11 @@ pub fn openai_stream_cached(
         "tool_calls"
     };
     events.push(chunk(serde_json::json!({}), serde_json::json!(finish)));
-    let mut usage = serde_json::json!({"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150});
+    let mut usage =
+        serde_json::json!({"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150});
     if cached > 0 {
-        usage["prompt_tokens_details"] = serde_json::json!({"cached_tokens": cached, "audio_tokens": 0});
+        usage["prompt_tokens_details"] =
+            serde_json::json!({"cached_tokens": cached, "audio_tokens": 0});
     }
     events.push(serde_json::json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "m-1",
         "choices": [], "usage": usage}));

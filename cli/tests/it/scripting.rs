@@ -391,15 +391,8 @@ fn ids_match_by_any_unique_part_and_ambiguity_lists_the_candidates() {
     );
     // `sessions` shows the short id, which every verb takes.
     let out = s.run(&["sessions", "--json"]);
-    let shorts: Vec<String> = text(&out.stdout)
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["short"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let shorts: Vec<&str> = rows.iter().map(|r| r["short"].as_str().unwrap()).collect();
     assert_eq!(shorts, [suffix(&b), suffix(&a)]);
     let out = s.run(&["sessions"]);
     assert!(

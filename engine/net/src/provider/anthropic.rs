@@ -133,7 +133,10 @@ pub fn parse_response(v: &Value) -> Result<Turn, ProviderError> {
 /// tokens read from and written to the prompt cache, cairn's counts them all.
 fn usage_of(u: &Value) -> Usage {
     let n = |k: &str| u[k].as_u64().unwrap_or(0);
-    let (cached, written) = (n("cache_read_input_tokens"), n("cache_creation_input_tokens"));
+    let (cached, written) = (
+        n("cache_read_input_tokens"),
+        n("cache_creation_input_tokens"),
+    );
     Usage {
         input_tokens: n("input_tokens") + cached + written,
         output_tokens: n("output_tokens"),
