@@ -22,6 +22,7 @@ mod witnesscmd;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use sessioncmd::Format;
 
 /// cairn: an event-sourced engine for coding agents.
 ///
@@ -297,8 +298,12 @@ enum Command {
     },
     /// List recorded sessions, newest first.
     Sessions {
-        #[arg(long)]
+        /// One JSON array of the sessions (`[]` when there are none).
+        #[arg(long, conflicts_with = "jsonl")]
         json: bool,
+        /// One JSON object per line, one line per session.
+        #[arg(long)]
+        jsonl: bool,
     },
     /// The conversation of a session in order: user messages, model text, each call on
     /// one line (tool, key input, status, elapsed), the final answer, then totals (calls
@@ -306,9 +311,13 @@ enum Command {
     Show {
         /// A session: id, unique prefix, folder, or `last`.
         session: String,
+        /// One JSON object: {"session", "steps": [each step of the conversation],
+        /// "totals"}.
+        #[arg(long, conflicts_with = "jsonl")]
+        json: bool,
         /// One JSON object per line: each step of the conversation, then the totals.
         #[arg(long)]
-        json: bool,
+        jsonl: bool,
         /// Each call's input, output and diffs as well.
         #[arg(short, long)]
         verbose: bool,
@@ -851,13 +860,19 @@ fn main() -> ExitCode {
             approve,
             json,
         } => resumecmd::fork(&session, &at, &workspace, script.as_deref(), approve, json),
-        Command::Sessions { json } => sessioncmd::sessions(json),
+        Command::Sessions { json, jsonl } => sessioncmd::sessions(Format::of(json, jsonl)),
         Command::Show {
             session,
             json,
+            jsonl,
             verbose,
             prices,
-        } => sessioncmd::show(&session, json, verbose, prices.as_deref()),
+        } => sessioncmd::show(
+            &session,
+            Format::of(json, jsonl),
+            verbose,
+            prices.as_deref(),
+        ),
         Command::Ps { session, json } => pscmd::ps(&session, json),
         Command::Tools {
             catalog,

@@ -363,12 +363,19 @@ impl Model {
             system: None,
         };
         let mut provider = agent::Interruptible::new(provider, engine.cancel_handle());
-        // Each retry is said as it happens: an unreachable provider is not silence.
+        // Each retry is said as it happens: an unreachable provider is not silence;
+        // the `--json` stream gets the model's text as it streams.
         let scrub = key.clone();
+        let deltas = stream.clone();
         provider.set_progress(Some(std::sync::Arc::new(
-            move |p: &cairn_engine::provider::Progress| {
-                if let cairn_engine::provider::Progress::Retry { .. } = p {
-                    out::note(&format!("cairn: provider: {}", scrub.scrub(&p.to_string())));
+            move |p: &cairn_engine::provider::Progress| match p {
+                cairn_engine::provider::Progress::Retry { .. } => {
+                    out::note(&format!("cairn: provider: {}", scrub.scrub(&p.to_string())))
+                }
+                cairn_engine::provider::Progress::Text(t) => {
+                    if let Some(s) = &deltas {
+                        s.text_delta(&scrub.scrub(t));
+                    }
                 }
             },
         )));
@@ -517,7 +524,28 @@ pub fn memory_forget(workspace: &Path, n: usize, json: bool) -> Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn sessions(json: bool) -> Result<ExitCode> {
+/// How a command that prints data prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    /// One JSON document (what `jq` reads whole).
+    Json,
+    /// JSON Lines: one object per line, as it comes.
+    Jsonl,
+}
+
+impl Format {
+    /// From the `--json` and `--jsonl` flags (clap makes them exclusive).
+    pub fn of(json: bool, jsonl: bool) -> Format {
+        match (json, jsonl) {
+            (_, true) => Format::Jsonl,
+            (true, false) => Format::Json,
+            (false, false) => Format::Text,
+        }
+    }
+}
+
+pub fn sessions(format: Format) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let mut all = Vec::new();
     for p in home.projects() {
@@ -536,6 +564,7 @@ pub fn sessions(json: bool) -> Result<ExitCode> {
         })
         .collect();
     let shorts = cairn_engine::short_ids(&ids);
+    let mut rows = Vec::new();
     for (dir, short) in all.into_iter().zip(shorts) {
         let s = match summary::summarise(&dir) {
             Ok(s) => s,
@@ -544,25 +573,28 @@ pub fn sessions(json: bool) -> Result<ExitCode> {
                 continue;
             }
         };
-        if json {
-            out::line(
-                &serde_json::json!({
-                    "id": s.id, "short": short, "dir": s.dir, "workspace": s.workspace, "catalog": s.catalog,
-                    "started": s.started, "records": s.records, "calls": s.calls, "state": s.state,
-                    "task": s.task, "parent": s.parent,
-                })
-                .to_string(),
-            )?;
-        } else {
-            out::line(&summary::session_line(&s, &short))?;
+        let row = || {
+            serde_json::json!({
+                "id": s.id, "short": short, "dir": s.dir, "workspace": s.workspace, "catalog": s.catalog,
+                "started": s.started, "records": s.records, "calls": s.calls, "state": s.state,
+                "task": s.task, "parent": s.parent,
+            })
+        };
+        match format {
+            Format::Json => rows.push(row()),
+            Format::Jsonl => out::line(&row().to_string())?,
+            Format::Text => out::line(&summary::session_line(&s, &short))?,
         }
+    }
+    if format == Format::Json {
+        out::line(&serde_json::Value::Array(rows).to_string())?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// `cairn show`: the conversation, then the totals. A log that does not verify is
 /// shown from its intact records, with a note.
-pub fn show(spec: &str, json: bool, verbose: bool, prices: Option<&Path>) -> Result<ExitCode> {
+pub fn show(spec: &str, format: Format, verbose: bool, prices: Option<&Path>) -> Result<ExitCode> {
     use cairn_replay::audit::Turn;
     let prices = prices
         .map(|p| summary::read_prices(p).map(|x| (p, x)))
@@ -602,9 +634,10 @@ pub fn show(spec: &str, json: bool, verbose: bool, prices: Option<&Path>) -> Res
             }
         }
     }
-    if json {
+    if format != Format::Text {
         let calls: std::collections::HashMap<&str, &cairn_replay::audit::CallEntry> =
             a.calls.iter().map(|c| (c.call.as_str(), c)).collect();
+        let mut steps = Vec::new();
         for t in &a.conversation {
             let v = match t {
                 Turn::Call { call, .. } => match calls.get(call.as_str()) {
@@ -617,7 +650,10 @@ pub fn show(spec: &str, json: bool, verbose: bool, prices: Option<&Path>) -> Res
                 },
                 other => serde_json::to_value(other)?,
             };
-            out::line(&v.to_string())?;
+            match format {
+                Format::Jsonl => out::line(&v.to_string())?,
+                _ => steps.push(v),
+            }
         }
         let tokens: Vec<serde_json::Value> = a
             .tokens
@@ -631,20 +667,24 @@ pub fn show(spec: &str, json: bool, verbose: bool, prices: Option<&Path>) -> Res
                 v
             })
             .collect();
-        out::line(
-            &serde_json::json!({
-                "kind": "totals",
-                "session": a.header.session,
-                "state": a.header.end_state,
-                "calls": a.calls_by_status,
-                "models": a.header.models,
-                "tokens": tokens,
-                "wall_ms": a.header.duration_ms,
-                "cost": total_cost,
-                "answer": a.answer,
-            })
-            .to_string(),
-        )?;
+        let totals = serde_json::json!({
+            "kind": "totals",
+            "session": a.header.session,
+            "state": a.header.end_state,
+            "calls": a.calls_by_status,
+            "models": a.header.models,
+            "tokens": tokens,
+            "wall_ms": a.header.duration_ms,
+            "cost": total_cost,
+            "answer": a.answer,
+        });
+        match format {
+            Format::Jsonl => out::line(&totals.to_string())?,
+            _ => out::line(
+                &serde_json::json!({"session": a.header.session, "steps": steps, "totals": totals})
+                    .to_string(),
+            )?,
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let paint = cairn_cli::paint::Paint::stdout();

@@ -33,6 +33,7 @@ struct Inner {
     turns: u64,
     input_tokens: u64,
     output_tokens: u64,
+    cached_tokens: u64,
     /// The first error writing to standard output (a closed pipe): later lines are
     /// dropped, the session goes on and ends cleanly.
     failed: Option<std::io::ErrorKind>,
@@ -62,6 +63,14 @@ impl Stream {
             e["resume"] = r;
         }
         self.emit(&e);
+    }
+
+    /// `text.delta`: the next piece of the model's text as the provider streams it,
+    /// before its model turn is recorded (and its `agent_message` completed).
+    pub fn text_delta(&self, text: &str) {
+        if !text.is_empty() {
+            self.emit(&json!({"type": "text.delta", "text": text}));
+        }
     }
 
     /// `error`: what stopped the run, before the session's end.
@@ -104,6 +113,7 @@ impl Inner {
         self.turn = Some(self.turns);
         self.input_tokens = 0;
         self.output_tokens = 0;
+        self.cached_tokens = 0;
         out.push(json!({"type": "turn.started", "turn": self.turns, "seq": seq}));
         self.turns
     }
@@ -112,7 +122,8 @@ impl Inner {
         if let Some(t) = self.turn.take() {
             out.push(json!({
                 "type": "turn.completed", "turn": t, "seq": seq,
-                "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens},
+                "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                          "cached_tokens": self.cached_tokens},
             }));
         }
     }
@@ -144,6 +155,7 @@ fn events(s: &mut Inner, r: &Record) -> Vec<Value> {
             if let Some(u) = usage {
                 s.input_tokens += u["input_tokens"].as_u64().unwrap_or(0);
                 s.output_tokens += u["output_tokens"].as_u64().unwrap_or(0);
+                s.cached_tokens += u["cached_tokens"].as_u64().unwrap_or(0);
             }
             out.push(item(
                 "item.completed",

@@ -187,6 +187,17 @@ pub fn openai_stream(
     calls: &[(&str, &str, serde_json::Value)],
     cut_after: Option<usize>,
 ) -> Vec<u8> {
+    openai_stream_cached(text, calls, cut_after, 0)
+}
+
+/// [`openai_stream`] whose usage says `cached` of its 120 prompt tokens were read from
+/// the prompt cache (`prompt_tokens_details.cached_tokens`; left out when 0).
+pub fn openai_stream_cached(
+    text: &str,
+    calls: &[(&str, &str, serde_json::Value)],
+    cut_after: Option<usize>,
+    cached: u64,
+) -> Vec<u8> {
     let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
         serde_json::json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "m-1",
             "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]})
@@ -224,8 +235,14 @@ pub fn openai_stream(
         "tool_calls"
     };
     events.push(chunk(serde_json::json!({}), serde_json::json!(finish)));
+    let mut usage =
+        serde_json::json!({"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150});
+    if cached > 0 {
+        usage["prompt_tokens_details"] =
+            serde_json::json!({"cached_tokens": cached, "audio_tokens": 0});
+    }
     events.push(serde_json::json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "m-1",
-        "choices": [], "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}}));
+        "choices": [], "usage": usage}));
     let mut body = String::new();
     let n = cut_after.unwrap_or(usize::MAX);
     for e in events.iter().take(n) {
@@ -248,10 +265,27 @@ pub fn anthropic_stream(
     calls: &[(&str, &str, serde_json::Value)],
     cut_after: Option<usize>,
 ) -> Vec<u8> {
+    anthropic_stream_cached(text, calls, cut_after, (0, 0))
+}
+
+/// [`anthropic_stream`] whose `message_start` usage also counts `(read, written)`
+/// prompt-cache tokens (`cache_read_input_tokens`, `cache_creation_input_tokens`; left
+/// out when both are 0), besides its 200 uncached input tokens.
+pub fn anthropic_stream_cached(
+    text: &str,
+    calls: &[(&str, &str, serde_json::Value)],
+    cut_after: Option<usize>,
+    cache: (u64, u64),
+) -> Vec<u8> {
+    let mut usage = serde_json::json!({"input_tokens": 200, "output_tokens": 1});
+    if cache != (0, 0) {
+        usage["cache_read_input_tokens"] = serde_json::json!(cache.0);
+        usage["cache_creation_input_tokens"] = serde_json::json!(cache.1);
+    }
     let mut events: Vec<(&str, serde_json::Value)> = vec![
         (
             "message_start",
-            serde_json::json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "claude-x", "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 200, "output_tokens": 1}}}),
+            serde_json::json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "claude-x", "stop_reason": null, "stop_sequence": null, "usage": usage}}),
         ),
         (
             "content_block_start",

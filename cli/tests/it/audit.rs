@@ -373,11 +373,18 @@ fn show_and_audit_tell_the_conversation_of_an_agent_session() {
     insta::assert_snapshot!("show_agent", norm(&shown));
     let verbose = text(&cairn(home.path(), &["show", &id, "-v"]).stdout);
     insta::assert_snapshot!("show_agent_verbose", norm(&verbose));
-    let mut lines: Vec<serde_json::Value> =
-        text(&cairn(home.path(), &["show", &id, "--json"]).stdout)
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+    // --json: one object (what jq reads whole); --jsonl: its steps, then its totals,
+    // one a line.
+    let one: serde_json::Value =
+        serde_json::from_slice(&cairn(home.path(), &["show", &id, "--json"]).stdout).unwrap();
+    assert_eq!(one["session"], id.as_str());
+    let mut lines: Vec<serde_json::Value> = one["steps"].as_array().unwrap().clone();
+    lines.push(one["totals"].clone());
+    let jsonl: Vec<serde_json::Value> = text(&cairn(home.path(), &["show", &id, "--jsonl"]).stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(jsonl, lines);
     lines.iter_mut().for_each(fixed_numbers);
     let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
     assert_eq!(

@@ -472,8 +472,8 @@ fn a_failed_provider_ends_the_session_as_failed() {
         .env("CAIRN_HOME", home.path())
         .output()
         .unwrap();
-    let row: Value = serde_json::from_slice(&list.stdout).unwrap();
-    assert_eq!(row["state"], "failed");
+    let rows: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(rows[0]["state"], "failed");
     let audit = Command::new(env!("CARGO_BIN_EXE_cairn"))
         .args(["audit", "--json", "last"])
         .env("CAIRN_HOME", home.path())
@@ -576,6 +576,6 @@ fn chat_in_tmux_a_failed_provider_is_shown_and_the_session_failed() {
         .env("CAIRN_HOME", home.path())
         .output()
         .unwrap();
-    let row: Value = serde_json::from_slice(&list.stdout).unwrap();
-    assert_eq!(row["state"], "failed");
+    let rows: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(rows[0]["state"], "failed");
 }

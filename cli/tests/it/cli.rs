@@ -34,7 +34,15 @@ fn demo_then_show_and_verify_last() {
         "{shown}"
     );
     let out = cairn(home.path(), &["sessions", "--json"]);
-    assert_eq!(text(&out.stdout).lines().count(), 2);
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.len(), 2);
+    // --jsonl: the same rows, one a line.
+    let out = cairn(home.path(), &["sessions", "--jsonl"]);
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines, rows);
     // A demo folder that is not empty is refused.
     let out = cairn(home.path(), &["demo", "--dir", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
@@ -78,9 +86,11 @@ fn run_script_records_calls_and_bad_scripts_exit_2_with_the_line() {
         );
         let id = text(&out.stdout).trim().to_string();
         let out = cairn(home.path(), &["show", &id, "--json"]);
-        let calls: Vec<serde_json::Value> = text(&out.stdout)
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let calls: Vec<&serde_json::Value> = shown["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
             .filter(|v| v["kind"] == "call")
             .collect();
         calls
@@ -159,9 +169,11 @@ fn a_2mb_message_and_a_400kb_input_are_run_shown_logged_audited_and_verified() {
         50_000
     );
     let out = cairn(home.path(), &["show", &id, "--json"]);
-    let call: serde_json::Value = text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let call = shown["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
         .find(|v| v["kind"] == "call")
         .unwrap();
     assert_eq!(call["status"], "ok");
@@ -185,7 +197,8 @@ fn a_2mb_message_and_a_400kb_input_are_run_shown_logged_audited_and_verified() {
         "{t}"
     );
     let out = cairn(home.path(), &["sessions", "--json"]);
-    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = &rows[0];
     assert_eq!(
         (&row["calls"], &row["state"]),
         (&serde_json::json!(1), &serde_json::json!("finished"))
@@ -305,10 +318,9 @@ fn replay_diff_and_checkout_verbs_and_their_exit_codes() {
     let out = cairn(home.path(), &["demo", "--dir", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let out = cairn(home.path(), &["sessions", "--json"]);
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     let id = |catalog: &str| -> String {
-        text(&out.stdout)
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        rows.iter()
             .find(|v| v["catalog"] == catalog)
             .map(|v| v["id"].as_str().unwrap().to_string())
             .unwrap()
@@ -663,9 +675,8 @@ fn crashed_in_a_command(home: &Path, base: &Path) -> (std::path::PathBuf, String
     assert_eq!(out.status.code(), None, "killed: {}", text(&out.stderr));
     assert!(ws.join("marker").exists());
     let out = cairn(home, &["sessions", "--json"]);
-    let first: serde_json::Value =
-        serde_json::from_str(text(&out.stdout).lines().next().unwrap()).unwrap();
-    (ws, first["id"].as_str().unwrap().to_string())
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    (ws, rows[0]["id"].as_str().unwrap().to_string())
 }
 
 const CRASH_SCRIPT: &str = r#"{"tool":"read_file","input":{"path":"a.txt"}}
@@ -675,12 +686,8 @@ const CRASH_SCRIPT: &str = r#"{"tool":"read_file","input":{"path":"a.txt"}}
 
 fn log_of(home: &Path, id: &str) -> Vec<u8> {
     let out = cairn(home, &["sessions", "--json"]);
-    let line = text(&out.stdout)
-        .lines()
-        .find(|l| l.contains(id))
-        .unwrap()
-        .to_string();
-    let s: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let s = rows.iter().find(|r| r["id"] == id).unwrap();
     std::fs::read(Path::new(s["dir"].as_str().unwrap()).join("events.jsonl")).unwrap()
 }
 
@@ -797,9 +804,8 @@ fn a_session_still_running_is_listed_running_and_interrupted_once_killed() {
         .unwrap();
     let state = || -> Option<String> {
         let out = cairn(home.path(), &["sessions", "--json"]);
-        let line = text(&out.stdout).lines().next()?.to_string();
-        let row: serde_json::Value = serde_json::from_str(&line).ok()?;
-        Some(row["state"].as_str()?.to_string())
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        Some(rows[0]["state"].as_str()?.to_string())
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     // The command is running once the session lists a call.

@@ -109,11 +109,10 @@ fn sessions(s: &Setup) -> Vec<(String, u64)> {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout)
+    serde_json::from_slice::<Vec<Value>>(&out.stdout)
         .unwrap()
-        .lines()
-        .map(|l| {
-            let row: Value = serde_json::from_str(l).unwrap();
+        .into_iter()
+        .map(|row| {
             (
                 row["state"].as_str().unwrap().to_string(),
                 row["calls"].as_u64().unwrap(),

@@ -198,8 +198,8 @@ fn run_script_json_is_a_stream_that_matches_its_schema_and_nothing_else() {
 }
 
 #[test]
-fn run_task_json_streams_the_models_turns_with_usage() {
-    use cairn_tests::http::{Server, openai_stream};
+fn run_task_json_streams_the_models_turns_with_text_deltas_and_usage() {
+    use cairn_tests::http::{Server, openai_stream, openai_stream_cached};
     let s = setup();
     let server = Server::canned(vec![
         openai_stream(
@@ -207,7 +207,7 @@ fn run_task_json_streams_the_models_turns_with_usage() {
             &[("call_1", "read_file", json!({"path": "a.txt"}))],
             None,
         ),
-        openai_stream("it says one, two", &[], None),
+        openai_stream_cached("it says one, two", &[], None, 100),
     ]);
     let url = format!("{}/v1", server.url);
     let out = s.run(&[
@@ -227,18 +227,42 @@ fn run_task_json_streams_the_models_turns_with_usage() {
             "session.started",
             "turn.started",
             "item.completed user_message",
+            "text.delta",
+            "text.delta",
             "item.completed agent_message",
             "item.started tool_call",
             "item.completed tool_call",
+            "text.delta",
+            "text.delta",
+            "text.delta",
+            "text.delta",
             "item.completed agent_message",
             "turn.completed",
             "session.ended",
         ]
     );
-    assert_eq!(events[6]["item"]["text"], "it says one, two");
+    // The text as it streamed (the test server sends five characters a piece), then whole.
+    let deltas: Vec<&str> = events[8..12]
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(deltas, ["it sa", "ys on", "e, tw", "o"]);
+    assert_eq!(events[12]["item"]["text"], "it says one, two");
     assert_eq!(
-        events[7]["usage"],
-        json!({"input_tokens": 240, "output_tokens": 60})
+        events[13]["usage"],
+        json!({"input_tokens": 240, "output_tokens": 60, "cached_tokens": 100})
+    );
+    // The cached tokens reach the totals of show and audit.
+    let id = events[0]["session"].as_str().unwrap();
+    let shown = text(&s.run(&["show", id]).stdout);
+    assert!(
+        shown.contains("m-1: 240 in (100 cached), 60 out over 2 turns"),
+        "{shown}"
+    );
+    let audited = text(&s.run(&["audit", id]).stdout);
+    assert!(
+        audited.contains("m-1: 240 in (100 cached), 60 out over 2 turns"),
+        "{audited}"
     );
 
     // A provider that fails: an error event, then the session's end; exit 2.
@@ -367,15 +391,8 @@ fn ids_match_by_any_unique_part_and_ambiguity_lists_the_candidates() {
     );
     // `sessions` shows the short id, which every verb takes.
     let out = s.run(&["sessions", "--json"]);
-    let shorts: Vec<String> = text(&out.stdout)
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["short"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let shorts: Vec<&str> = rows.iter().map(|r| r["short"].as_str().unwrap()).collect();
     assert_eq!(shorts, [suffix(&b), suffix(&a)]);
     let out = s.run(&["sessions"]);
     assert!(
@@ -754,6 +771,10 @@ fn continue_goes_on_with_the_model_in_last() {
             "session.started",
             "turn.started",
             "item.completed user_message",
+            "text.delta",
+            "text.delta",
+            "text.delta",
+            "text.delta",
             "item.completed agent_message",
             "turn.completed",
             "session.ended",
@@ -761,11 +782,63 @@ fn continue_goes_on_with_the_model_in_last() {
     );
     assert_eq!(events[0]["session"], first.as_str());
     assert_eq!(events[0]["resumed"], true);
-    assert_eq!(events[3]["item"]["text"], "it holds two lines");
+    assert_eq!(events[7]["item"]["text"], "it holds two lines");
     // The model was given the conversation so far.
     let body = server.seen()[0].json().to_string();
     assert!(
         body.contains("look at a.txt") && body.contains("and now?"),
         "{body}"
+    );
+}
+
+/// What a tool answers when it is not configured names keys of config.toml, and those
+/// keys, written as the answer shows them, are what the configuration file takes
+/// (regression: the answers named an "engine configuration" no user could find).
+#[test]
+fn unconfigured_tools_name_config_keys_the_config_file_takes() {
+    let s = setup();
+    std::fs::create_dir_all(&s.home).unwrap();
+    std::fs::write(
+        s.home.join("config.toml"),
+        "catalog = \"thoth\"\nsearch = \"none\"\n",
+    )
+    .unwrap();
+    let id = s.run_script(&[
+        json!({"tool": "web_search", "input": {"query": "rust error E0502"}}),
+        json!({"tool": "problems", "input": {}}),
+    ]);
+    let out = s.run(&["log", &id, "--json"]);
+    let answers: Vec<String> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["event"]["type"] == "tool_finished")
+        .map(|r| r["event"]["output"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    // Every `key = value` an answer shows, as the file's lines.
+    let lines: Vec<String> = answers
+        .iter()
+        .flat_map(|a| a.split('`').skip(1).step_by(2))
+        .filter(|snippet| snippet.contains(" = "))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "search = \"duckduckgo\"",
+            "check = \"cargo check --message-format=json\""
+        ],
+        "{answers:?}"
+    );
+    assert!(answers.iter().all(|a| !a.contains("engine configuration")));
+    std::fs::write(s.home.join("config.toml"), lines.join("\n") + "\n").unwrap();
+    let out = s.run(&["config", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let c: Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    assert_eq!(c["settings"]["search"]["value"], "duckduckgo");
+    assert_eq!(c["settings"]["search"]["source"]["kind"], "user");
+    assert_eq!(
+        c["settings"]["check"]["value"],
+        "cargo check --message-format=json"
     );
 }

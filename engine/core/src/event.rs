@@ -29,6 +29,11 @@ pub enum Event {
         text: String,
         #[serde(default)]
         tool_calls: Vec<serde_json::Value>,
+        /// Tokens the turn used, as the provider counted them: `input_tokens` (every
+        /// input token, those read from or written to a prompt cache included),
+        /// `output_tokens`, and when not 0 `cached_tokens` (the part of the input read
+        /// from the cache) and `cache_write_tokens` (written to it). Imported sessions
+        /// keep their source's own object. Absent when the provider gave none.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<serde_json::Value>,
     },

@@ -107,7 +107,8 @@ fn openai_whole_answer_with_parallel_tool_calls_and_the_request_it_sent() {
             {"id": "call_a", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"src/main.rs\", \"offset\": 1}"}},
             {"id": "call_b", "type": "function", "function": {"name": "grep", "arguments": "{\"pattern\":\"fn main\\\\(\\\\)\",\"path\":\".\"}"}}
         ]}, "logprobs": null, "finish_reason": "tool_calls"}],
-        "usage": {"prompt_tokens": 82, "completion_tokens": 17, "total_tokens": 99}});
+        "usage": {"prompt_tokens": 82, "completion_tokens": 17, "total_tokens": 99,
+            "prompt_tokens_details": {"cached_tokens": 64, "audio_tokens": 0}}});
     let server = Server::canned(vec![json(200, &body)]);
     let mut p = provider(Kind::Openai, &server, false);
     let turn = ask(p.as_mut()).unwrap();
@@ -117,7 +118,9 @@ fn openai_whole_answer_with_parallel_tool_calls_and_the_request_it_sent() {
             "Let me look.",
             Usage {
                 input_tokens: 82,
-                output_tokens: 17
+                output_tokens: 17,
+                cached_tokens: 64,
+                cache_write_tokens: 0,
             }
         )
     );
@@ -158,7 +161,8 @@ fn openai_streamed_tool_calls_arrive_in_pieces_and_in_parallel() {
             "Looking at both.",
             Usage {
                 input_tokens: 120,
-                output_tokens: 30
+                output_tokens: 30,
+                ..Usage::default()
             }
         )
     );
@@ -176,7 +180,8 @@ fn anthropic_whole_answer_drops_thinking_and_sends_tool_results_in_a_user_messag
             {"type": "tool_use", "id": "call_a", "name": "read_file", "input": {"path": "src/main.rs", "offset": 1}},
             {"type": "tool_use", "id": "call_b", "name": "grep", "input": {"pattern": "fn main\\(\\)", "path": "."}}
         ],
-        "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 82, "output_tokens": 17}});
+        "stop_reason": "tool_use", "stop_sequence": null, "usage": {"input_tokens": 82, "output_tokens": 17,
+            "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 50}});
     let server = Server::canned(vec![json(200, &body)]);
     let mut p = provider(Kind::Anthropic, &server, false);
     let turn = ask(p.as_mut()).unwrap();
@@ -184,9 +189,12 @@ fn anthropic_whole_answer_drops_thinking_and_sends_tool_results_in_a_user_messag
         turn,
         expected_two_calls(
             "Let me look.",
+            // Anthropic's input_tokens leaves the cached tokens out; cairn's counts them.
             Usage {
-                input_tokens: 82,
-                output_tokens: 17
+                input_tokens: 1132,
+                output_tokens: 17,
+                cached_tokens: 1000,
+                cache_write_tokens: 50,
             }
         )
     );
@@ -225,11 +233,53 @@ fn anthropic_streamed_tool_use_in_pieces_and_in_parallel() {
             "Looking at both.",
             Usage {
                 input_tokens: 200,
-                output_tokens: 42
+                output_tokens: 42,
+                ..Usage::default()
             }
         )
     );
     assert!(!format!("{turn:?}").contains("SECRET-REASONING"));
+}
+
+#[test]
+fn streamed_usage_records_the_cached_input_tokens_of_both_wire_formats() {
+    use cairn_tests::http::{anthropic_stream_cached, openai_stream_cached};
+    let server = Server::canned(vec![openai_stream_cached("ok", &[], None, 100)]);
+    let turn = ask(provider(Kind::Openai, &server, true).as_mut()).unwrap();
+    assert_eq!(
+        turn.usage,
+        Some(Usage {
+            input_tokens: 120,
+            output_tokens: 30,
+            cached_tokens: 100,
+            cache_write_tokens: 0,
+        })
+    );
+    let server = Server::canned(vec![anthropic_stream_cached("ok", &[], None, (700, 30))]);
+    let turn = ask(provider(Kind::Anthropic, &server, true).as_mut()).unwrap();
+    assert_eq!(
+        turn.usage,
+        Some(Usage {
+            input_tokens: 930,
+            output_tokens: 42,
+            cached_tokens: 700,
+            cache_write_tokens: 30,
+        })
+    );
+    // Recorded as the model_turn's usage, zero counts left out.
+    assert_eq!(
+        serde_json::to_value(turn.usage.unwrap()).unwrap(),
+        json!({"input_tokens": 930, "output_tokens": 42, "cached_tokens": 700, "cache_write_tokens": 30})
+    );
+    assert_eq!(
+        serde_json::to_value(Usage {
+            input_tokens: 1,
+            output_tokens: 2,
+            ..Usage::default()
+        })
+        .unwrap(),
+        json!({"input_tokens": 1, "output_tokens": 2})
+    );
 }
 
 #[test]

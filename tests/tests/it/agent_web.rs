@@ -549,7 +549,7 @@ fn web_search_lists_results_then_extracts_public_pages_reporting_each_failure() 
     let out = off.call("web_search", json!({"query": "x"})).unwrap();
     assert!(
         out.output
-            .starts_with("web search is off (search_backend = none)"),
+            .starts_with("web search is off (search = \"none\"): the person running cairn turns it on with `search = \"duckduckgo\"`"),
         "{}",
         out.output
     );
@@ -586,7 +586,7 @@ fn problems_reads_cargo_json_and_plain_lines_and_says_how_to_configure_it() {
     assert_eq!(out.status, Status::Error);
     assert!(
         out.output
-            .starts_with("no check command is configured: set check_command"),
+            .starts_with("no check command is configured: the person running cairn sets one with `check = \"cargo check --message-format=json\"`"),
         "{}",
         out.output
     );

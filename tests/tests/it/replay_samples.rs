@@ -46,17 +46,34 @@ fn committed_sample_sessions_verify_clean() {
     }
 }
 
+/// Answers this version words differently, on purpose, from the version that recorded
+/// the samples: (tool, the recorded answer, the answer now), each whole. Replay compares
+/// outputs verbatim, so it must report each of these as a divergence of the output, and
+/// nothing else. The samples stay as they were written: they are old logs.
+const REWORDED: &[(&str, &str, &str)] = &[(
+    // The answer named an "engine configuration" no user could find; it names the key
+    // of config.toml now.
+    "problems",
+    "no check command is configured: set check_command in the engine configuration (cairn run --check \"cargo check --message-format=json\"), e.g. [\"cargo\", \"check\", \"--message-format=json\"] or [\"npx\", \"tsc\", \"--noEmit\"]\n",
+    "no check command is configured: the person running cairn sets one with `check = \"cargo check --message-format=json\"` (or \"npx tsc --noEmit\") in config.toml, the user's or the project's (`cairn config` shows where they are)\n",
+)];
+
 #[test]
-fn committed_sample_sessions_replay_identically() {
+fn committed_sample_sessions_replay_identically_but_for_reworded_answers() {
     let (_tmp, sessions) = samples();
+    let mut reworded = Vec::new();
     for dir in sessions {
         let report = cairn_replay::replay(&dir, cairn_replay::ReplayOptions::default()).unwrap();
-        assert!(
-            report.divergences.is_empty(),
-            "{}: {:?}",
-            dir.display(),
-            report.divergences
-        );
+        for d in &report.divergences {
+            let known = d.diff.field == cairn_replay::Field::Output
+                && REWORDED.iter().any(|(tool, expected, actual)| {
+                    d.tool == *tool && d.diff.expected == *expected && d.diff.actual == *actual
+                });
+            assert!(known, "{}: {d:?}", dir.display());
+            reworded.push(d.tool.clone());
+        }
         assert!(report.rerun > 5, "{report:?}");
     }
+    // The thoth sample calls problems once without a check command.
+    assert_eq!(reworded, ["problems"]);
 }

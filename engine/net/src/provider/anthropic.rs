@@ -125,11 +125,24 @@ pub fn parse_response(v: &Value) -> Result<Turn, ProviderError> {
             _ => {}
         }
     }
-    turn.usage = v.get("usage").map(|u| Usage {
-        input_tokens: u["input_tokens"].as_u64().unwrap_or(0),
-        output_tokens: u["output_tokens"].as_u64().unwrap_or(0),
-    });
+    turn.usage = v.get("usage").map(usage_of);
     Ok(turn)
+}
+
+/// A Messages `usage` object as a [`Usage`]: Anthropic's `input_tokens` leaves out the
+/// tokens read from and written to the prompt cache, cairn's counts them all.
+fn usage_of(u: &Value) -> Usage {
+    let n = |k: &str| u[k].as_u64().unwrap_or(0);
+    let (cached, written) = (
+        n("cache_read_input_tokens"),
+        n("cache_creation_input_tokens"),
+    );
+    Usage {
+        input_tokens: n("input_tokens") + cached + written,
+        output_tokens: n("output_tokens"),
+        cached_tokens: cached,
+        cache_write_tokens: written,
+    }
 }
 
 enum Block {
@@ -161,9 +174,7 @@ impl StreamState {
         let index = v["index"].as_u64().unwrap_or(0);
         match kind {
             "message_start" => {
-                let u = &v["message"]["usage"];
-                self.usage.input_tokens = u["input_tokens"].as_u64().unwrap_or(0);
-                self.usage.output_tokens = u["output_tokens"].as_u64().unwrap_or(0);
+                self.usage = usage_of(&v["message"]["usage"]);
             }
             "content_block_start" => {
                 let b = &v["content_block"];
@@ -199,7 +210,11 @@ impl StreamState {
                 }
             }
             "message_delta" => {
-                if let Some(n) = v["usage"]["output_tokens"].as_u64() {
+                // Counts here are cumulative; newer servers repeat the input counts.
+                let u = &v["usage"];
+                if u.get("input_tokens").is_some() {
+                    self.usage = usage_of(u);
+                } else if let Some(n) = u["output_tokens"].as_u64() {
                     self.usage.output_tokens = n;
                 }
             }

@@ -34,11 +34,27 @@ pub struct ToolCall {
     pub input: serde_json::Value,
 }
 
-/// Tokens used by one turn.
+/// Tokens used by one turn, with one meaning for every provider: `input_tokens` counts
+/// every input token, those read from or written to a prompt cache included (OpenAI's
+/// `prompt_tokens`; Anthropic's `input_tokens + cache_read_input_tokens +
+/// cache_creation_input_tokens`), so a price per input token applies to
+/// `input_tokens - cached_tokens`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// The part of `input_tokens` read from the provider's prompt cache (OpenAI's
+    /// `prompt_tokens_details.cached_tokens`, Anthropic's `cache_read_input_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
+    /// The part of `input_tokens` written to the prompt cache (Anthropic's
+    /// `cache_creation_input_tokens`; OpenAI reports none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One model turn.

@@ -155,7 +155,7 @@ impl TypedTool for Problems {
             .filter(|a| !a.is_empty())
         else {
             return Ok(ToolOutput::error(
-                "no check command is configured: set check_command in the engine configuration (cairn run --check \"cargo check --message-format=json\"), e.g. [\"cargo\", \"check\", \"--message-format=json\"] or [\"npx\", \"tsc\", \"--noEmit\"]",
+                "no check command is configured: the person running cairn sets one with `check = \"cargo check --message-format=json\"` (or \"npx tsc --noEmit\") in config.toml, the user's or the project's (`cairn config` shows where they are)",
             ));
         };
         let shown = argv.join(" ");

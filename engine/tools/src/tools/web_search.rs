@@ -49,7 +49,7 @@ impl TypedTool for WebSearch {
         let url = match cfg.search_backend {
             SearchBackend::None => {
                 return Ok(ToolOutput::error(
-                    "web search is off (search_backend = none); set web.search_backend to duckduckgo or searxng in the engine configuration",
+                    "web search is off (search = \"none\"): the person running cairn turns it on with `search = \"duckduckgo\"` (or \"searxng\" and a `searxng_url`) in config.toml, the user's or the project's (`cairn config` shows where they are)",
                 ));
             }
             SearchBackend::Duckduckgo => {
@@ -58,7 +58,7 @@ impl TypedTool for WebSearch {
             SearchBackend::Searxng => match &cfg.searxng_url {
                 None => {
                     return Ok(ToolOutput::error(
-                        "search_backend is searxng but no searxng_url is configured (set web.searxng_url to the instance, e.g. http://localhost:8888)",
+                        "search is searxng but no searxng_url is configured: set `searxng_url = \"http://localhost:8888\"` (the instance) in config.toml",
                     ));
                 }
                 Some(base) => url::Url::parse_with_params(
