@@ -145,6 +145,7 @@ impl SessionDocs {
     ) -> Result<SessionDocs> {
         let (project, blobs) = project_of(dir)?;
         let reader = LogReader::open(dir)?;
+        let mut shell: HashMap<String, Vec<cairn_store::BlobRef>> = HashMap::new();
         let mut out = SessionDocs {
             session: meta.unwrap_or(SessionMeta {
                 id: String::new(),
@@ -179,7 +180,13 @@ impl SessionDocs {
                 out.session.id = s.id.clone();
                 out.session.workspace = s.workspace.clone();
             }
-            if let Some(d) = doc(&rec, &blobs, &mut tools, dir)? {
+            if let Event::ShellExec(x) = &rec.event
+                && let cairn_core::event::ShellPhase::Finished(end) = &x.phase
+            {
+                let b: Vec<_> = [&end.stdout, &end.stderr].into_iter().flatten().cloned().collect();
+                shell.insert(x.call.clone(), b);
+            }
+            if let Some(d) = doc(&rec, &blobs, &mut tools, &shell, dir)? {
                 out.docs.push(d);
             }
         }
@@ -198,8 +205,21 @@ fn doc(
     rec: &Record,
     blobs: &BlobStore,
     tools: &mut HashMap<String, String>,
+    shell: &HashMap<String, Vec<cairn_store::BlobRef>>,
     dir: &Path,
 ) -> Result<Option<Doc>> {
+    let read = |b: &cairn_store::BlobRef, buf: &mut Vec<u8>| -> Result<()> {
+        let room = (SEARCH_DOC_BYTES_MAX + 4).saturating_sub(buf.len()) as u64;
+        blobs
+            .open_blob(&b.hash)?
+            .take(room)
+            .read_to_end(buf)
+            .map_err(|source| Error::Io {
+                path: PathBuf::from(format!("{}/blob {}", dir.display(), b.hash)),
+                source,
+            })?;
+        Ok(())
+    };
     let (kind, call, tool, text) = match &rec.event {
         Event::UserMessage { text } => (Kind::User, None, None, text.clone()),
         Event::ModelTurn { text, .. } if !text.trim().is_empty() => {
@@ -217,20 +237,25 @@ fn doc(
             )
         }
         Event::ToolFinished(f) => {
-            let text = match &f.output_blob {
-                Some(b) => {
+            // The whole output: the tool's blob when its output was capped, else a
+            // command's own output blobs (stdout, then stderr) when it had some.
+            let text = match (&f.output_blob, shell.get(&f.call)) {
+                (Some(b), _) => {
                     let mut buf = Vec::new();
-                    blobs
-                        .open_blob(&b.hash)?
-                        .take(SEARCH_DOC_BYTES_MAX as u64 + 4)
-                        .read_to_end(&mut buf)
-                        .map_err(|source| Error::Io {
-                            path: PathBuf::from(format!("{}/blob {}", dir.display(), b.hash)),
-                            source,
-                        })?;
+                    read(b, &mut buf)?;
                     String::from_utf8_lossy(&buf).into_owned()
                 }
-                None => f.output.clone(),
+                (None, Some(bs)) if !bs.is_empty() => {
+                    let mut buf = Vec::new();
+                    for b in bs {
+                        if !buf.is_empty() {
+                            buf.push(b'\n');
+                        }
+                        read(b, &mut buf)?;
+                    }
+                    String::from_utf8_lossy(&buf).into_owned()
+                }
+                _ => f.output.clone(),
             };
             (
                 Kind::Output,

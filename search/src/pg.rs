@@ -122,7 +122,7 @@ pub fn search(client: &mut impl GenericClient, q: &Query, f: &Filter) -> Result<
         let sql = format!(
             "SELECT session_id, project, workspace, seq, call, tool, kind, ts, body
              FROM search_docs
-             WHERE terms @@ $1::tsquery
+             WHERE terms @@ $1::text::tsquery
                AND ($2::text IS NULL OR project = $2 OR workspace = $2)
                AND ($3::text IS NULL OR tool = $3)
                AND ($4::bigint IS NULL OR ts_us >= $4)
