@@ -127,9 +127,7 @@ pub fn search(a: SearchArgs) -> Result<ExitCode> {
         since_us: a.since.as_deref().map(cairn_search::since).transpose()?,
         limit: a.limit,
     };
-    filter
-        .check()
-        .map_err(|e| anyhow!("{e} (--limit)"))?;
+    filter.check().map_err(|e| anyhow!("{e} (--limit)"))?;
     let home = Home::from_env()?;
     let hits = match &a.archive {
         Some(given) => {

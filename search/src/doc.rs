@@ -109,10 +109,13 @@ pub fn cap(mut text: String) -> String {
 
 /// The project key and blob store of a session folder (`<project>/sessions/<id>`).
 fn project_of(dir: &Path) -> Result<(String, BlobStore)> {
-    let project = dir.parent().and_then(Path::parent).ok_or_else(|| Error::Session {
-        path: dir.to_path_buf(),
-        what: "not inside a project folder (<project>/sessions/<id>)".into(),
-    })?;
+    let project = dir
+        .parent()
+        .and_then(Path::parent)
+        .ok_or_else(|| Error::Session {
+            path: dir.to_path_buf(),
+            what: "not inside a project folder (<project>/sessions/<id>)".into(),
+        })?;
     let key = project
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -183,7 +186,11 @@ impl SessionDocs {
             if let Event::ShellExec(x) = &rec.event
                 && let cairn_core::event::ShellPhase::Finished(end) = &x.phase
             {
-                let b: Vec<_> = [&end.stdout, &end.stderr].into_iter().flatten().cloned().collect();
+                let b: Vec<_> = [&end.stdout, &end.stderr]
+                    .into_iter()
+                    .flatten()
+                    .cloned()
+                    .collect();
                 shell.insert(x.call.clone(), b);
             }
             if let Some(d) = doc(&rec, &blobs, &mut tools, &shell, dir)? {

@@ -325,7 +325,11 @@ mod tests {
     #[test]
     fn bad_queries_say_what_is_wrong() {
         let err = |q: &str| Query::parse(q).map(|_| ()).unwrap_err().to_string();
-        assert!(err(r#"one "two"#).contains("not closed"), "{}", err(r#"one "two"#));
+        assert!(
+            err(r#"one "two"#).contains("not closed"),
+            "{}",
+            err(r#"one "two"#)
+        );
         assert!(err("  -- ** ").contains("no words"));
         let at = vec!["w"; SEARCH_QUERY_TOKENS_MAX].join(" ");
         assert!(Query::parse(&at).is_ok());
@@ -339,7 +343,10 @@ mod tests {
         assert!(q.find("tests unit cargo").is_none());
         let text = "ran the\nunit   tests with cargo";
         let spans = q.find(text).unwrap_or_else(|| panic!("no match"));
-        assert_eq!(snippet(text, &spans), "ran the **unit   tests** with **cargo**".replace("   ", " "));
+        assert_eq!(
+            snippet(text, &spans),
+            "ran the **unit   tests** with **cargo**".replace("   ", " ")
+        );
         assert!(!q.exact_in_index());
         assert!(Query::parse("a b*").is_ok_and(|q| q.exact_in_index()));
     }

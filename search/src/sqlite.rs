@@ -165,9 +165,11 @@ impl Index {
             .map_err(&sq)?;
         // Another process may have indexed this session since it was read.
         let now: Option<u64> = tx
-            .query_row("SELECT next_seq FROM sessions WHERE dir = ?1", [&key], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT next_seq FROM sessions WHERE dir = ?1",
+                [&key],
+                |r| r.get(0),
+            )
             .optional()
             .map_err(&sq)?;
         if now.unwrap_or(0) != from {
@@ -208,9 +210,11 @@ impl Index {
         let key = dir.to_string_lossy().into_owned();
         Ok(self
             .conn
-            .query_row("SELECT next_seq FROM sessions WHERE dir = ?1", [&key], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT next_seq FROM sessions WHERE dir = ?1",
+                [&key],
+                |r| r.get(0),
+            )
             .optional()
             .map_err(self.sq())?
             .unwrap_or(0))

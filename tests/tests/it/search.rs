@@ -109,15 +109,29 @@ fn search_finds_messages_inputs_and_outputs_and_filters_them() {
     assert_eq!(
         brief(&hits),
         vec![
-            (b.clone(), Kind::User, None, "deploy the **unit** to staging".into()),
-            (a.clone(), Kind::User, None, "please run the **unit** tests, Ünïcode café".into()),
+            (
+                b.clone(),
+                Kind::User,
+                None,
+                "deploy the **unit** to staging".into()
+            ),
+            (
+                a.clone(),
+                Kind::User,
+                None,
+                "please run the **unit** tests, Ünïcode café".into()
+            ),
         ]
     );
     // A phrase in order, in an output; the input holds it too.
     let hits = search(&index, "\"12 passed\"", &all);
     let kinds: Vec<Kind> = hits.iter().map(|h| h.kind).collect();
     assert_eq!(kinds, vec![Kind::Input, Kind::Output]);
-    assert!(hits[1].snippet.contains("cargo test: **12 passed**"), "{}", hits[1].snippet);
+    assert!(
+        hits[1].snippet.contains("cargo test: **12 passed**"),
+        "{}",
+        hits[1].snippet
+    );
     assert!(search(&index, "\"passed 12\"", &all).is_empty());
     // Prefixes; unicode lower-cased, accents kept.
     assert_eq!(search(&index, "stag*", &all).len(), 3);
@@ -131,7 +145,10 @@ fn search_finds_messages_inputs_and_outputs_and_filters_them() {
     };
     assert!(search(&index, "unit", &shell).is_empty());
     assert_eq!(search(&index, "staging", &shell).len(), 2);
-    let ws_a = cairn_search::SessionDocs::read(&c.a).unwrap().session.workspace;
+    let ws_a = cairn_search::SessionDocs::read(&c.a)
+        .unwrap()
+        .session
+        .workspace;
     let only_a = Filter {
         project: Some(ws_a),
         ..Filter::default()
@@ -188,15 +205,21 @@ fn the_index_catches_up_on_a_session_that_grew() {
     let first = index.indexed_to(&dir).unwrap();
     // Unchanged log: nothing read.
     assert_eq!(index.update_session(&dir).unwrap(), 0);
-    e.call("shell", json!({ "command": "echo later-output" })).unwrap();
+    e.call("shell", json!({ "command": "echo later-output" }))
+        .unwrap();
     e.end("done").unwrap();
     assert_eq!(index.update_session(&dir).unwrap(), 2);
     assert!(index.indexed_to(&dir).unwrap() > first);
     let hits = search(&index, "later output", &Filter::default());
     // The output found its tool through the input indexed in the same pass.
     assert_eq!(
-        hits.iter().map(|h| (h.kind, h.tool.clone())).collect::<Vec<_>>(),
-        vec![(Kind::Input, Some("shell".into())), (Kind::Output, Some("shell".into()))]
+        hits.iter()
+            .map(|h| (h.kind, h.tool.clone()))
+            .collect::<Vec<_>>(),
+        vec![
+            (Kind::Input, Some("shell".into())),
+            (Kind::Output, Some("shell".into()))
+        ]
     );
     assert_eq!(search(&index, "first", &Filter::default()).len(), 1);
 }
@@ -216,7 +239,10 @@ fn both_backends_give_the_same_hits() {
         let n = cairn_search::pg::index_session(&mut client, &docs).unwrap();
         assert!(n > 0);
         // Again: nothing new.
-        assert_eq!(cairn_search::pg::index_session(&mut client, &docs).unwrap(), 0);
+        assert_eq!(
+            cairn_search::pg::index_session(&mut client, &docs).unwrap(),
+            0
+        );
     }
     let ws_a = SessionDocs::read(&c.a).unwrap().session.workspace;
     let filters = [
