@@ -18,6 +18,7 @@ mod replay;
 mod report;
 mod resume;
 mod scan;
+mod search;
 mod shell;
 mod store;
 mod tree;
@@ -58,6 +59,8 @@ enum Command {
     Resume(resume::ResumeArgs),
     /// Benchmark import: MB/s and sessions/s on generated Codex rollouts, peak memory.
     Import(import::ImportArgs),
+    /// Benchmark search: indexing cost per call against recording, query latency.
+    Search(search::SearchArgs),
     /// Import a folder in process and print the summary (used for memory).
     #[command(name = "__import", hide = true)]
     ImportOnce { home: PathBuf, src: PathBuf },
@@ -99,6 +102,7 @@ fn main() -> Result<()> {
         Command::Replay(args) => replay::run(&args),
         Command::Resume(args) => resume::run(&args),
         Command::Import(args) => import::run(&args),
+        Command::Search(args) => search::run(&args),
         Command::ImportOnce { home, src } => import::import_once(&home, &src),
         Command::Tree(args) => tree::run(&args),
         Command::ResumeOnce { home, dir } => resume::resume_once(&home, &dir),

@@ -15,6 +15,7 @@ mod provecmd;
 mod pscmd;
 mod replaycmd;
 mod resumecmd;
+mod searchcmd;
 mod sessioncmd;
 mod stream;
 mod witnesscmd;
@@ -391,6 +392,11 @@ enum Command {
     /// again does nothing; one that grew is continued. Exit 0 when every file was
     /// imported (or unchanged), 1 when some could not be, 2 could not run.
     Import(importcmd::ImportArgs),
+    /// Search every session's messages, tool inputs and outputs: words (all must
+    /// occur), "quoted phrases", prefix*. Newest session first, then by seq. Uses the
+    /// index in the home (brought up to date first), or with --archive a PostgreSQL
+    /// archive's. Exit 0 with hits, 1 with none, 2 could not run.
+    Search(searchcmd::SearchArgs),
     /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell).
     Completions { shell: clap_complete::Shell },
     /// Set up a sample project and run a scripted session in it per catalog.
@@ -681,6 +687,20 @@ fn main() -> ExitCode {
     ) {
         sessioncmd::prepare();
     }
+    // The commands that write sessions index them as they end (docs/SEARCH.md).
+    let writes_sessions = matches!(
+        command,
+        Command::Run { .. }
+            | Command::Chat { .. }
+            | Command::Resume { .. }
+            | Command::Continue { .. }
+            | Command::Fork { .. }
+            | Command::Replay { .. }
+            | Command::Import(_)
+            | Command::Mcp {
+                action: McpAction::Serve { .. }
+            }
+    );
     let result = match command {
         Command::Chat { model } => chatcmd::chat(model),
         Command::Verify {
@@ -923,6 +943,7 @@ fn main() -> ExitCode {
         ),
         Command::Browse { session } => browsecmd::browse(session.as_deref()),
         Command::Import(args) => importcmd::import(args),
+        Command::Search(args) => searchcmd::search(args),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             // Into memory first: the generator panics on a closed pipe.
@@ -935,6 +956,9 @@ fn main() -> ExitCode {
                 .map_err(anyhow::Error::from)
         }
     };
+    if writes_sessions {
+        searchcmd::index_quietly();
+    }
     // Stopped by a signal: the session is ended and synced by now; exit as a shell
     // reports a process the signal killed (128 + its number).
     if let Some(s) = cairn_engine::signal::received() {

@@ -6,6 +6,9 @@
 //! The server's programs are found through `$CAIRN_PG_BIN` (a directory), then `initdb`
 //! on the `PATH`, then the newest `/usr/lib/postgresql/<version>/bin` (Debian's layout).
 
+// A test helper: a failure to set the cluster up is the test's failure, said by `expect`.
+#![allow(clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;

@@ -109,15 +109,10 @@ impl Env {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| {
-                serde_json::from_str::<Value>(l).unwrap()["state"]
-                    .as_str()
-                    .unwrap()
-                    .to_string()
-            })
+        let sessions: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        sessions
+            .iter()
+            .map(|s| s["state"].as_str().unwrap().to_string())
             .collect()
     }
 

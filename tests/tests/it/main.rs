@@ -45,6 +45,7 @@ mod resume_findings;
 mod resume_fork;
 mod resume_interrupted;
 mod sandbox;
+mod search;
 mod secrets_replay;
 mod secrets_shell;
 mod signals;

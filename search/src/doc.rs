@@ -1,0 +1,294 @@
+//! The searchable documents of a session: what the user said, what the model said, each
+//! tool call's input and output. Read through the same parser every reader of a session
+//! uses (`cairn_tools::fold::parse_in`, spilled fields put back from the project's
+//! blobs), so what is indexed is what the log holds: redacted before it was written. A
+//! capped tool output is read whole from its blob, up to [`SEARCH_DOC_BYTES_MAX`].
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use cairn_core::Record;
+use cairn_core::event::Event;
+use cairn_store::{BlobStore, LogReader};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// The most bytes of one document that are indexed and kept (cut at a character
+/// boundary): a 50 MB command output is findable by its first 64 KiB.
+pub const SEARCH_DOC_BYTES_MAX: usize = 64 * 1024;
+
+/// What a document is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A `user_message`.
+    User,
+    /// The text of a `model_turn`.
+    Model,
+    /// A call's input (`tool_started`), as compact JSON.
+    Input,
+    /// A call's output (`tool_finished`), whole when it lives in a blob.
+    Output,
+}
+
+impl Kind {
+    /// Its name in output and in both indexes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::User => "user",
+            Kind::Model => "model",
+            Kind::Input => "input",
+            Kind::Output => "output",
+        }
+    }
+
+    /// The kind of a stored name.
+    pub fn parse(s: &str) -> Option<Kind> {
+        Some(match s {
+            "user" => Kind::User,
+            "model" => Kind::Model,
+            "input" => Kind::Input,
+            "output" => Kind::Output,
+            _ => return None,
+        })
+    }
+}
+
+/// One searchable document: one record's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Doc {
+    pub seq: u64,
+    /// The record's time as the log writes it.
+    pub ts: String,
+    /// The same, in microseconds since the epoch (what `since` compares).
+    pub ts_us: i64,
+    pub kind: Kind,
+    /// The call id, for inputs and outputs.
+    pub call: Option<String>,
+    /// The tool, for inputs and outputs.
+    pub tool: Option<String>,
+    /// The text, at most [`SEARCH_DOC_BYTES_MAX`] bytes.
+    pub text: String,
+}
+
+/// Which session documents belong to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionMeta {
+    pub id: String,
+    /// The project's key (its folder under `projects/`).
+    pub project: String,
+    /// The workspace root the session ran in.
+    pub workspace: String,
+}
+
+/// A session's documents from some seq on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionDocs {
+    pub session: SessionMeta,
+    pub docs: Vec<Doc>,
+    /// The first seq not read yet: where the next update starts.
+    pub next_seq: u64,
+    /// Why reading stopped before the end of the file, when it did (a torn tail of a
+    /// session still being written, or damage `cairn verify` reports).
+    pub stopped: Option<String>,
+}
+
+/// The text cut to [`SEARCH_DOC_BYTES_MAX`] bytes at a character boundary.
+pub fn cap(mut text: String) -> String {
+    if text.len() > SEARCH_DOC_BYTES_MAX {
+        let mut end = SEARCH_DOC_BYTES_MAX;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
+/// The project key and blob store of a session folder (`<project>/sessions/<id>`).
+fn project_of(dir: &Path) -> Result<(String, BlobStore)> {
+    let project = dir
+        .parent()
+        .and_then(Path::parent)
+        .ok_or_else(|| Error::Session {
+            path: dir.to_path_buf(),
+            what: "not inside a project folder (<project>/sessions/<id>)".into(),
+        })?;
+    let key = project
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let blobs = project.join("blobs");
+    if !blobs.is_dir() {
+        return Err(Error::Session {
+            path: dir.to_path_buf(),
+            what: format!("its project has no blob store at {}", blobs.display()),
+        });
+    }
+    Ok((key, BlobStore::open(&blobs)?))
+}
+
+impl SessionDocs {
+    /// Every document of the session in folder `dir`.
+    pub fn read(dir: &Path) -> Result<SessionDocs> {
+        SessionDocs::read_from(dir, 0, None, HashMap::new())
+    }
+
+    /// The documents from `seq` on. `meta` is the session as an earlier read found it
+    /// (needed when `seq` > 0: the session's id and workspace are in its first
+    /// record); `tools` the tool of each call started before `seq`, so an output
+    /// read now is named by its tool.
+    pub fn read_from(
+        dir: &Path,
+        seq: u64,
+        meta: Option<SessionMeta>,
+        mut tools: HashMap<String, String>,
+    ) -> Result<SessionDocs> {
+        let (project, blobs) = project_of(dir)?;
+        let reader = LogReader::open(dir)?;
+        let mut shell: HashMap<String, Vec<cairn_store::BlobRef>> = HashMap::new();
+        let mut out = SessionDocs {
+            session: meta.unwrap_or(SessionMeta {
+                id: String::new(),
+                project,
+                workspace: String::new(),
+            }),
+            docs: Vec::new(),
+            next_seq: seq,
+            stopped: None,
+        };
+        let records = match reader.records_from(seq) {
+            Ok(r) => r,
+            Err(e) => {
+                out.stopped = Some(e.to_string());
+                return Ok(out);
+            }
+        };
+        for r in records {
+            let r = match r {
+                Ok(r) => r,
+                Err(e) => {
+                    out.stopped = Some(e.to_string());
+                    break;
+                }
+            };
+            out.next_seq = r.seq + 1;
+            // A record of a type this version does not know has nothing to index.
+            let Ok(rec) = cairn_tools::fold::parse_in(&r, &blobs) else {
+                continue;
+            };
+            if let Event::SessionStarted(s) = &rec.event {
+                out.session.id = s.id.clone();
+                out.session.workspace = s.workspace.clone();
+            }
+            if let Event::ShellExec(x) = &rec.event
+                && let cairn_core::event::ShellPhase::Finished(end) = &x.phase
+            {
+                let b: Vec<_> = [&end.stdout, &end.stderr]
+                    .into_iter()
+                    .flatten()
+                    .cloned()
+                    .collect();
+                shell.insert(x.call.clone(), b);
+            }
+            if let Some(d) = doc(&rec, &blobs, &mut tools, &shell, dir)? {
+                out.docs.push(d);
+            }
+        }
+        if out.session.id.is_empty() && out.next_seq > 0 {
+            return Err(Error::Session {
+                path: dir.to_path_buf(),
+                what: "the log does not start with session_started".into(),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// The document of one record, if it has one. `tools` maps call ids to tools.
+fn doc(
+    rec: &Record,
+    blobs: &BlobStore,
+    tools: &mut HashMap<String, String>,
+    shell: &HashMap<String, Vec<cairn_store::BlobRef>>,
+    dir: &Path,
+) -> Result<Option<Doc>> {
+    let read = |b: &cairn_store::BlobRef, buf: &mut Vec<u8>| -> Result<()> {
+        let room = (SEARCH_DOC_BYTES_MAX + 4).saturating_sub(buf.len()) as u64;
+        blobs
+            .open_blob(&b.hash)?
+            .take(room)
+            .read_to_end(buf)
+            .map_err(|source| Error::Io {
+                path: PathBuf::from(format!("{}/blob {}", dir.display(), b.hash)),
+                source,
+            })?;
+        Ok(())
+    };
+    let (kind, call, tool, text) = match &rec.event {
+        Event::UserMessage { text } => (Kind::User, None, None, text.clone()),
+        Event::ModelTurn { text, .. } if !text.trim().is_empty() => {
+            (Kind::Model, None, None, text.clone())
+        }
+        Event::ToolStarted {
+            call, tool, input, ..
+        } => {
+            tools.insert(call.clone(), tool.clone());
+            (
+                Kind::Input,
+                Some(call.clone()),
+                Some(tool.clone()),
+                input.to_string(),
+            )
+        }
+        Event::ToolFinished(f) => {
+            // The whole output: the tool's blob when its output was capped, else a
+            // command's own output blobs (stdout, then stderr) when it had some.
+            let text = match (&f.output_blob, shell.get(&f.call)) {
+                (Some(b), _) => {
+                    let mut buf = Vec::new();
+                    read(b, &mut buf)?;
+                    String::from_utf8_lossy(&buf).into_owned()
+                }
+                (None, Some(bs)) if !bs.is_empty() => {
+                    let mut buf = Vec::new();
+                    for b in bs {
+                        if !buf.is_empty() {
+                            buf.push(b'\n');
+                        }
+                        read(b, &mut buf)?;
+                    }
+                    String::from_utf8_lossy(&buf).into_owned()
+                }
+                _ => f.output.clone(),
+            };
+            (
+                Kind::Output,
+                Some(f.call.clone()),
+                tools.get(&f.call).cloned(),
+                text,
+            )
+        }
+        _ => return Ok(None),
+    };
+    let ts_us = rec
+        .ts
+        .parse::<jiff::Timestamp>()
+        .map(|t| t.as_microsecond())
+        .map_err(|e| Error::Session {
+            path: dir.to_path_buf(),
+            what: format!("seq {}: time {:?} does not parse: {e}", rec.seq, rec.ts),
+        })?;
+    let text = cap(text);
+    Ok(Some(Doc {
+        seq: rec.seq,
+        ts: rec.ts.clone(),
+        ts_us,
+        kind,
+        call,
+        tool,
+        text,
+    }))
+}

@@ -1,0 +1,296 @@
+//! `cairn search`'s two backends over real sessions recorded by the engine: what is
+//! findable (user messages, model text, call inputs and outputs, capped outputs from
+//! their blobs), what is not (a secret by its raw value), filters, incremental catch-up
+//! after a log grew, and the embedded index and a throw-away PostgreSQL cluster giving
+//! the same hits for the same queries.
+
+use std::path::{Path, PathBuf};
+
+use cairn_engine::permission::Policy;
+use cairn_engine::{Catalog, Engine, EngineConfig, Home};
+use cairn_search::sqlite::Index;
+use cairn_search::{Filter, Hit, Kind, Query, SessionDocs};
+use cairn_store::Durability;
+use serde_json::json;
+
+fn config() -> EngineConfig {
+    let mut c = EngineConfig::new(Catalog::Thoth);
+    c.durability = Durability::None;
+    c
+}
+
+/// A session in `ws`: a message, a shell call per command; returns its folder.
+fn session(home: &Home, ws: &Path, message: &str, commands: &[&str]) -> PathBuf {
+    let mut e = Engine::start(home, ws, config()).unwrap();
+    e.set_approver(Box::new(Policy::AllowAll));
+    e.user_message(message).unwrap();
+    for c in commands {
+        e.call("shell", json!({ "command": c })).unwrap();
+    }
+    let dir = e.dir().to_path_buf();
+    e.end("done").unwrap();
+    dir
+}
+
+fn dirs(home: &Home) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for p in home.projects() {
+        for id in p.sessions() {
+            v.push(p.session_dir(&id));
+        }
+    }
+    v
+}
+
+fn search(index: &Index, q: &str, f: &Filter) -> Vec<Hit> {
+    index.search(&Query::parse(q).unwrap(), f).unwrap()
+}
+
+fn brief(hits: &[Hit]) -> Vec<(String, Kind, Option<String>, String)> {
+    hits.iter()
+        .map(|h| (h.short.clone(), h.kind, h.tool.clone(), h.snippet.clone()))
+        .collect()
+}
+
+struct Corpus {
+    home_dir: tempfile::TempDir,
+    _ws: Vec<tempfile::TempDir>,
+    a: PathBuf,
+    b: PathBuf,
+}
+
+fn corpus() -> Corpus {
+    let home_dir = tempfile::tempdir().unwrap();
+    let home = Home::at(home_dir.path());
+    let ws1 = tempfile::tempdir().unwrap();
+    let ws2 = tempfile::tempdir().unwrap();
+    let secret = format!("ghp_{}", "Ab1".repeat(12));
+    let a = session(
+        &home,
+        ws1.path(),
+        "please run the unit tests, Ünïcode café",
+        &[
+            "echo 'cargo test: 12 passed' ; echo naïve-résumé x.y@example.org",
+            &format!("echo token {secret}"),
+        ],
+    );
+    // Session ids begin with their start time: b is newer than a.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let b = session(
+        &home,
+        ws2.path(),
+        "deploy the unit to staging",
+        &["echo tests passed on staging; printf 'a%.0s' $(seq 70000)"],
+    );
+    Corpus {
+        home_dir,
+        _ws: vec![ws1, ws2],
+        a,
+        b,
+    }
+}
+
+fn short_of(dir: &Path) -> String {
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    cairn_search::short(&name).to_string()
+}
+
+#[test]
+fn search_finds_messages_inputs_and_outputs_and_filters_them() {
+    let c = corpus();
+    let home = Home::at(c.home_dir.path());
+    let mut index = Index::open(&c.home_dir.path().join("search.db")).unwrap();
+    let up = index.update(dirs(&home)).unwrap();
+    assert_eq!((up.sessions, up.problems.len()), (2, 0));
+    let all = Filter::default();
+    let (a, b) = (short_of(&c.a), short_of(&c.b));
+    // Words are ANDed; newest session first.
+    let hits = search(&index, "unit", &all);
+    assert_eq!(
+        brief(&hits),
+        vec![
+            (
+                b.clone(),
+                Kind::User,
+                None,
+                "deploy the **unit** to staging".into()
+            ),
+            (
+                a.clone(),
+                Kind::User,
+                None,
+                "please run the **unit** tests, Ünïcode café".into()
+            ),
+        ]
+    );
+    // A phrase in order, in an output; the input holds it too.
+    let hits = search(&index, "\"12 passed\"", &all);
+    let kinds: Vec<Kind> = hits.iter().map(|h| h.kind).collect();
+    assert_eq!(kinds, vec![Kind::Input, Kind::Output]);
+    assert!(
+        hits[1].snippet.contains("cargo test: **12 passed**"),
+        "{}",
+        hits[1].snippet
+    );
+    assert!(search(&index, "\"passed 12\"", &all).is_empty());
+    // Prefixes; unicode lower-cased, accents kept.
+    assert_eq!(search(&index, "stag*", &all).len(), 3);
+    assert_eq!(search(&index, "ünïcode", &all).len(), 1);
+    assert!(search(&index, "unicode", &all).is_empty());
+    assert_eq!(search(&index, "résumé", &all).len(), 2);
+    // Filters: tool, project (by workspace), since.
+    let shell = Filter {
+        tool: Some("shell".into()),
+        ..Filter::default()
+    };
+    assert!(search(&index, "unit", &shell).is_empty());
+    assert_eq!(search(&index, "staging", &shell).len(), 2);
+    let ws_a = cairn_search::SessionDocs::read(&c.a)
+        .unwrap()
+        .session
+        .workspace;
+    let only_a = Filter {
+        project: Some(ws_a),
+        ..Filter::default()
+    };
+    assert_eq!(brief(&search(&index, "unit", &only_a)).len(), 1);
+    let later = Filter {
+        since_us: Some(cairn_search::since("2999-01-01").unwrap()),
+        ..Filter::default()
+    };
+    assert!(search(&index, "unit", &later).is_empty());
+    // The limit.
+    let one = Filter {
+        limit: 1,
+        ..Filter::default()
+    };
+    assert_eq!(brief(&search(&index, "unit", &one))[0].0, b);
+}
+
+#[test]
+fn a_redacted_secret_is_not_findable_by_its_raw_value() {
+    let c = corpus();
+    let home = Home::at(c.home_dir.path());
+    let mut index = Index::open(&c.home_dir.path().join("search.db")).unwrap();
+    index.update(dirs(&home)).unwrap();
+    let secret = format!("ghp_{}", "Ab1".repeat(12));
+    assert!(search(&index, &secret, &Filter::default()).is_empty());
+    assert!(search(&index, "ab1ab1*", &Filter::default()).is_empty());
+    let hits = search(&index, "redacted github_token", &Filter::default());
+    assert_eq!(hits.len(), 2, "{hits:?}");
+}
+
+#[test]
+fn a_capped_output_is_searched_from_its_blob_up_to_the_document_limit() {
+    let c = corpus();
+    let docs = SessionDocs::read(&c.b).unwrap();
+    let out = docs.docs.iter().find(|d| d.kind == Kind::Output).unwrap();
+
+    // 70,000 bytes of output: more than the model was shown, cut at the limit.
+    assert_eq!(out.text.len(), cairn_search::SEARCH_DOC_BYTES_MAX);
+    assert!(out.text.starts_with("tests passed on staging"));
+}
+
+#[test]
+fn the_index_catches_up_on_a_session_that_grew() {
+    let home_dir = tempfile::tempdir().unwrap();
+    let home = Home::at(home_dir.path());
+    let ws = tempfile::tempdir().unwrap();
+    let mut e = Engine::start(&home, ws.path(), config()).unwrap();
+    e.set_approver(Box::new(Policy::AllowAll));
+    e.user_message("first words").unwrap();
+    let dir = e.dir().to_path_buf();
+    let mut index = Index::open(&home_dir.path().join("search.db")).unwrap();
+    assert_eq!(index.update_session(&dir).unwrap(), 1);
+    let first = index.indexed_to(&dir).unwrap();
+    // Unchanged log: nothing read.
+    assert_eq!(index.update_session(&dir).unwrap(), 0);
+    e.call("shell", json!({ "command": "echo later-output" }))
+        .unwrap();
+    e.end("done").unwrap();
+    assert_eq!(index.update_session(&dir).unwrap(), 2);
+    assert!(index.indexed_to(&dir).unwrap() > first);
+    let hits = search(&index, "later output", &Filter::default());
+    // The output found its tool through the input indexed in the same pass.
+    assert_eq!(
+        hits.iter()
+            .map(|h| (h.kind, h.tool.clone()))
+            .collect::<Vec<_>>(),
+        vec![
+            (Kind::Input, Some("shell".into())),
+            (Kind::Output, Some("shell".into()))
+        ]
+    );
+    assert_eq!(search(&index, "first", &Filter::default()).len(), 1);
+}
+
+#[test]
+fn both_backends_give_the_same_hits() {
+    let c = corpus();
+    let home = Home::at(c.home_dir.path());
+    let mut index = Index::open(&c.home_dir.path().join("search.db")).unwrap();
+    index.update(dirs(&home)).unwrap();
+    let pg = cairn_tests::pg::Cluster::start();
+    let url = pg.create_db("search");
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    cairn_search::pg::ensure_schema(&mut client).unwrap();
+    for d in dirs(&home) {
+        let docs = SessionDocs::read(&d).unwrap();
+        let n = cairn_search::pg::index_session(&mut client, &docs).unwrap();
+        assert!(n > 0);
+        // Again: nothing new.
+        assert_eq!(
+            cairn_search::pg::index_session(&mut client, &docs).unwrap(),
+            0
+        );
+    }
+    let ws_a = SessionDocs::read(&c.a).unwrap().session.workspace;
+    let filters = [
+        Filter::default(),
+        Filter {
+            tool: Some("shell".into()),
+            ..Filter::default()
+        },
+        Filter {
+            project: Some(ws_a),
+            ..Filter::default()
+        },
+        Filter {
+            since_us: Some(cairn_search::since("2999-01-01").unwrap()),
+            ..Filter::default()
+        },
+        Filter {
+            limit: 1,
+            ..Filter::default()
+        },
+    ];
+    let queries = [
+        "unit",
+        "unit tests",
+        "\"unit tests\"",
+        "\"tests unit\"",
+        "stag*",
+        "\"cargo te\"*",
+        "Ünïcode",
+        "CAFÉ",
+        "naïve-résumé",
+        "x.y@example.org",
+        "echo token",
+        "redacted",
+        "12",
+        "aaaa*",
+        "nothing-like-this",
+    ];
+    let mut compared = 0;
+    for q in queries {
+        for f in &filters {
+            let query = Query::parse(q).unwrap();
+            let local = index.search(&query, f).unwrap();
+            let archive = cairn_search::pg::search(&mut client, &query, f).unwrap();
+            assert_eq!(local, archive, "query {q:?} filter {f:?}");
+            compared += usize::from(!local.is_empty());
+        }
+    }
+    // Not all empty: the comparison compared hits.
+    assert!(compared > 20, "{compared}");
+}
