@@ -74,6 +74,18 @@ pub struct Settings {
     /// Limits by name (`read_file_bytes_max = 1000000`), each over the default.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limits: Option<BTreeMap<String, u64>>,
+    /// The team archive (`[archive]` with `url = "postgres://…"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive: Option<ArchiveSettings>,
+}
+
+/// The `[archive]` table: where `cairn archive` and `archive:<id>` sessions go.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveSettings {
+    /// The archive database, `postgres://user@host:port/db`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// Where a value came from.
