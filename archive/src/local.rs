@@ -84,7 +84,11 @@ fn run(c: &mut Command, what: &str) -> Result<String, ArchiveError> {
     if out.status.success() {
         Ok(text)
     } else {
-        Err(local_err(format!("{what} failed ({}): {}", out.status, text.trim())))
+        Err(local_err(format!(
+            "{what} failed ({}): {}",
+            out.status,
+            text.trim()
+        )))
     }
 }
 
@@ -181,7 +185,15 @@ pub fn start(dir: &Path, port: Option<u16>) -> Result<Local, ArchiveError> {
     }
     let port_text = port.to_string();
     if let Err(e) = run(
-        command(&bin, "createdb").args(["-h", "127.0.0.1", "-p", &port_text, "-U", "cairn", "cairn"]),
+        command(&bin, "createdb").args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port_text,
+            "-U",
+            "cairn",
+            "cairn",
+        ]),
         "createdb",
     ) && !e.to_string().contains("already exists")
     {
@@ -197,7 +209,8 @@ pub fn start(dir: &Path, port: Option<u16>) -> Result<Local, ArchiveError> {
 
 /// Stops the cluster in `dir` (fast shutdown: sessions are disconnected, data kept).
 pub fn stop(dir: &Path) -> Result<(), ArchiveError> {
-    let bin = bin_dir().ok_or_else(|| local_err("PostgreSQL's server programs were not found".into()))?;
+    let bin =
+        bin_dir().ok_or_else(|| local_err("PostgreSQL's server programs were not found".into()))?;
     let data = dir.join("data");
     run(
         command(&bin, "pg_ctl").args(["-D", path_str(&data)?, "-m", "fast", "-w", "stop"]),

@@ -114,9 +114,11 @@ pub struct PushReport {
 pub(crate) fn jsonb_can_hold(event: &str) -> bool {
     let lower = event.to_ascii_lowercase();
     !(lower.contains("\\u0000")
-        || ["\\ud8", "\\ud9", "\\uda", "\\udb", "\\udc", "\\udd", "\\ude", "\\udf"]
-            .iter()
-            .any(|s| lower.contains(s)))
+        || [
+            "\\ud8", "\\ud9", "\\uda", "\\udb", "\\udc", "\\udd", "\\ude", "\\udf",
+        ]
+        .iter()
+        .any(|s| lower.contains(s)))
 }
 
 /// A record's line as the log holds it (the layout is fixed; `check_line` confirms the
@@ -150,7 +152,9 @@ fn local_checkpoints(dir: &Path) -> Result<Vec<LocalCheckpoint>, ArchiveError> {
         };
         let parsed = Note::parse(&note).map_err(|e| bad(e.to_string()))?;
         if parsed.to_text() != note {
-            return Err(bad("it is not in the form text, blank line, signatures".into()));
+            return Err(bad(
+                "it is not in the form text, blank line, signatures".into()
+            ));
         }
         out.push(LocalCheckpoint {
             size,
@@ -257,7 +261,15 @@ impl Archive {
             &[&s.id, &s.project, &s.vkey],
         )?;
         self.push_blobs(s, &store, &wanted, options, &mut report, progress)?;
-        self.push_records(s, &reader, before, local_len, options, &mut report, progress)?;
+        self.push_records(
+            s,
+            &reader,
+            before,
+            local_len,
+            options,
+            &mut report,
+            progress,
+        )?;
         self.push_checkpoints(s, &checkpoints, &archived_cps, &mut report)?;
         Ok(report)
     }

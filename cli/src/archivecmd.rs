@@ -221,7 +221,11 @@ pub fn verify(spec: Option<&str>, all: bool, keys: &[String], json: bool) -> Res
         .collect::<Result<Vec<_>>>()?;
     let mut archive = connect(None)?;
     let ids = match (spec, all) {
-        (Some(spec), false) => vec![archive.resolve(spec.strip_prefix(PREFIX).unwrap_or(spec))?.0],
+        (Some(spec), false) => vec![
+            archive
+                .resolve(spec.strip_prefix(PREFIX).unwrap_or(spec))?
+                .0,
+        ],
         (None, true) => archive.session_ids()?,
         _ => return Err(anyhow!("give a session or --all")),
     };

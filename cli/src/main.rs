@@ -833,9 +833,11 @@ fn main() -> ExitCode {
                 verbose,
                 json,
             }),
-            ArchiveAction::Pull { session, home, json } => {
-                archivecmd::pull(&session, home.as_deref(), json)
-            }
+            ArchiveAction::Pull {
+                session,
+                home,
+                json,
+            } => archivecmd::pull(&session, home.as_deref(), json),
             ArchiveAction::List { project, json } => archivecmd::list(project.as_deref(), json),
             ArchiveAction::Verify {
                 session,
