@@ -1,6 +1,7 @@
 //! `cairn`: the command line of the cairn engine. Thin glue: every piece of logic lives
 //! in the library crates; this crate parses flags and formats output.
 
+mod archivecmd;
 mod auditcmd;
 mod browsecmd;
 mod chatcmd;
@@ -41,6 +42,11 @@ struct Cli {
     /// Without a command, on a terminal: `chat`.
     #[command(subcommand)]
     command: Option<Command>,
+    /// The team archive (postgres://USER@HOST:PORT/DB) for `cairn archive` and for
+    /// `archive:<id>` sessions (default: CAIRN_ARCHIVE_URL, then `url` in the
+    /// configuration's [archive] table).
+    #[arg(long, global = true, value_name = "URL")]
+    archive: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -99,6 +105,13 @@ enum Command {
     Checkpoint {
         #[command(subcommand)]
         action: CheckpointAction,
+    },
+    /// The team archive in PostgreSQL: push sessions (records, blobs, checkpoints),
+    /// pull them back byte-exact, list and verify them there. The review verbs (show,
+    /// audit, diff, replay, verify) take `archive:<id>` for an archived session.
+    Archive {
+        #[command(subcommand)]
+        action: ArchiveAction,
     },
     /// Print a log's records, one line each (seq, time, type, summary).
     Log {
@@ -576,6 +589,78 @@ enum WitnessAction {
 }
 
 #[derive(Debug, Subcommand)]
+enum ArchiveAction {
+    /// Push a session (or --all of the home's) to the archive: what it lacks is added,
+    /// so a push interrupted and run again ends the same. A session whose history
+    /// contradicts the archived one is refused, naming the seq. Exit 0 pushed, 2 not.
+    Push {
+        /// A session: id, unique prefix, folder, or `last`.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        session: Option<String>,
+        /// Every session of the home.
+        #[arg(long)]
+        all: bool,
+        /// The archive (postgres://USER@HOST:PORT/DB); the same as --archive.
+        #[arg(long, value_name = "URL")]
+        to: Option<String>,
+        /// Records per transaction.
+        #[arg(long, default_value_t = cairn_archive::BATCH_RECORDS_MAX_DEFAULT as u32, value_parser = clap::value_parser!(u32).range(1..))]
+        batch_records_max: u32,
+        /// A line on stderr per committed batch.
+        #[arg(short, long)]
+        verbose: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pull an archived session (id or unique part) into a home, byte-exact: its log,
+    /// blobs and checkpoints; `cairn verify` then checks it as any local session.
+    Pull {
+        session: String,
+        /// The home to pull into (default: CAIRN_HOME).
+        #[arg(long = "to", value_name = "HOME")]
+        home: Option<std::path::PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The archived sessions, newest first: id, project, records, first and last time.
+    List {
+        /// Only the projects whose key holds P.
+        #[arg(long, value_name = "P")]
+        project: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verify inside the archive, from the stored bytes: every record's hash and chain,
+    /// the Merkle tree against each checkpoint, the checkpoints' signatures, the blobs.
+    /// Exit 0 clean, 1 problems found, 2 could not run.
+    Verify {
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        session: Option<String>,
+        #[arg(long)]
+        all: bool,
+        /// The log's verifier key (or a file holding it), repeatable (default: the key
+        /// each session was pushed with).
+        #[arg(long = "key")]
+        keys: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a local archive for trying it: a PostgreSQL cluster in DIR (made the first
+    /// time) on 127.0.0.1, with a database `cairn`; prints its URL.
+    Local {
+        dir: std::path::PathBuf,
+        /// The port (default: the one it had, else a free one).
+        #[arg(long)]
+        port: Option<u16>,
+        /// Stop it instead.
+        #[arg(long)]
+        stop: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum CheckpointAction {
     /// Push the newest checkpoint; cosignatures are added to its file.
     Push {
@@ -662,6 +747,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
+    if let Some(url) = cli.archive {
+        archivecmd::set_flag_url(url);
+    }
     let command = match cli.command {
         Some(c) => c,
         // `cairn` alone: the chat on a terminal, else the help.
@@ -758,6 +846,41 @@ fn main() -> ExitCode {
                     json,
                 },
         } => witnesscmd::push(&session, &witnesses, json),
+        Command::Archive { action } => match action {
+            ArchiveAction::Push {
+                session,
+                all,
+                to,
+                batch_records_max,
+                verbose,
+                json,
+            } => archivecmd::push(&archivecmd::PushArgs {
+                session: session.as_deref(),
+                all,
+                to: to.as_deref(),
+                batch_records_max: batch_records_max as usize,
+                verbose,
+                json,
+            }),
+            ArchiveAction::Pull {
+                session,
+                home,
+                json,
+            } => archivecmd::pull(&session, home.as_deref(), json),
+            ArchiveAction::List { project, json } => archivecmd::list(project.as_deref(), json),
+            ArchiveAction::Verify {
+                session,
+                all,
+                keys,
+                json,
+            } => archivecmd::verify(session.as_deref(), all, &keys, json),
+            ArchiveAction::Local {
+                dir,
+                port,
+                stop,
+                json,
+            } => archivecmd::local_cluster(&dir, port, stop, json),
+        },
         Command::Replay {
             session,
             shell,

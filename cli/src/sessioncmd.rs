@@ -13,8 +13,12 @@ use cairn_engine::{CallOutcome, Catalog, Engine, EngineConfig, Home, Registry, s
 
 use crate::out;
 
-/// A session folder from an id, prefix, path or `last`.
+/// A session folder from an id, prefix, path or `last`; `archive:<id>` (or a unique
+/// part of one) is pulled from the archive into the home's cache first.
 pub fn session_dir(spec: &str) -> Result<PathBuf> {
+    if let Some(archived) = spec.strip_prefix(crate::archivecmd::PREFIX) {
+        return crate::archivecmd::cached(archived);
+    }
     let home = Home::from_env()?;
     let cwd = std::env::current_dir().ok();
     Ok(cairn_engine::find_session(&home, spec, cwd.as_deref())?.dir)

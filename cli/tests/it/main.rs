@@ -8,6 +8,7 @@
 
 mod common;
 
+mod archive;
 mod audit;
 mod browse;
 mod chat;

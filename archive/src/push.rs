@@ -1,0 +1,511 @@
+//! Pushing a local session: compare what both sides hold, refuse a contradiction before
+//! writing anything, then add blobs, records (in batches, one transaction each) and
+//! checkpoints. Every step only adds what the archive lacks, so a push interrupted at
+//! any point and run again ends with the same archive as one that was not interrupted,
+//! and a session already pushed costs one read of its log and of its archived hashes.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use cairn_store::{BlobStore, Hash, LogReader, check_line};
+use cairn_tlog::Note;
+
+use crate::{Archive, ArchiveError, blobs, io_at};
+
+/// Records per transaction, by default.
+pub const BATCH_RECORDS_MAX_DEFAULT: usize = 1000;
+/// Bytes of record lines (or blob contents) per transaction, by default; one larger
+/// record or blob goes alone.
+pub const BATCH_BYTES_MAX_DEFAULT: usize = 8 * 1024 * 1024;
+/// The largest blob the archive takes: PostgreSQL's `bytea` holds at most 1 GB.
+pub const BLOB_BYTES_MAX: u64 = 1 << 30;
+
+/// A session on this machine: its folder, its id and project key (the names of the
+/// folder and of its project's), its project's blob store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalSession {
+    pub id: String,
+    pub project: String,
+    pub dir: PathBuf,
+    pub blobs: PathBuf,
+    /// The verifier key of the home's log key, kept with the session when first pushed.
+    pub vkey: Option<String>,
+}
+
+impl LocalSession {
+    /// The session in folder `<project>/sessions/<id>`.
+    pub fn at(dir: &Path) -> Result<LocalSession, ArchiveError> {
+        if !cairn_store::log_path(dir).is_file() {
+            return Err(ArchiveError::NotASession(dir.to_path_buf()));
+        }
+        let dir = dir.canonicalize().map_err(io_at(dir))?;
+        let name = |p: Option<&Path>| {
+            p.and_then(Path::file_name)
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        let project_dir = dir.parent().and_then(Path::parent);
+        Ok(LocalSession {
+            id: name(Some(&dir)),
+            project: name(project_dir),
+            blobs: project_dir.unwrap_or(&dir).join("blobs"),
+            dir,
+            vkey: None,
+        })
+    }
+}
+
+/// How a push batches its writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PushOptions {
+    pub batch_records_max: usize,
+    pub batch_bytes_max: usize,
+}
+
+impl Default for PushOptions {
+    fn default() -> PushOptions {
+        PushOptions {
+            batch_records_max: BATCH_RECORDS_MAX_DEFAULT,
+            batch_bytes_max: BATCH_BYTES_MAX_DEFAULT,
+        }
+    }
+}
+
+/// A step of a push done (committed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress<'a> {
+    /// Blobs `done` of `total` are in the archive.
+    Blobs {
+        session: &'a str,
+        done: u64,
+        total: u64,
+    },
+    /// Records up to `next - 1` are in the archive, of `total`.
+    Records {
+        session: &'a str,
+        next: u64,
+        total: u64,
+    },
+}
+
+/// What a push did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PushReport {
+    pub session: String,
+    pub project: String,
+    /// Records in the local log.
+    pub records_local: u64,
+    /// Records the archive held before.
+    pub records_before: u64,
+    pub records_pushed: u64,
+    pub record_bytes_pushed: u64,
+    /// Blobs the session's records reference (directly or through other blobs).
+    pub blobs_referenced: u64,
+    /// Blobs the archive did not hold yet (another session may have brought the rest).
+    pub blobs_pushed: u64,
+    pub blob_bytes_pushed: u64,
+    pub checkpoints_pushed: u64,
+    pub signatures_pushed: u64,
+}
+
+/// False when PostgreSQL's `jsonb` cannot hold the event: it refuses the `\u0000`
+/// escape and unpaired surrogates. Such an event is archived with a NULL `event`; its
+/// line holds it still.
+pub(crate) fn jsonb_can_hold(event: &str) -> bool {
+    let lower = event.to_ascii_lowercase();
+    !(lower.contains("\\u0000")
+        || [
+            "\\ud8", "\\ud9", "\\uda", "\\udb", "\\udc", "\\udd", "\\ude", "\\udf",
+        ]
+        .iter()
+        .any(|s| lower.contains(s)))
+}
+
+/// A record's line as the log holds it (the layout is fixed; `check_line` confirms the
+/// hash of what is rebuilt).
+fn line_of(r: &cairn_store::Record) -> Vec<u8> {
+    format!(
+        "{{\"prev\":\"{}\",\"seq\":{},\"ts\":\"{}\",\"event\":{},\"hash\":\"{}\"}}",
+        r.prev.to_hex(),
+        r.seq,
+        r.ts,
+        r.event.get(),
+        r.hash.to_hex()
+    )
+    .into_bytes()
+}
+
+/// A local checkpoint: its note's text and signature lines.
+struct LocalCheckpoint {
+    size: u64,
+    text: String,
+    sigs: Vec<String>,
+}
+
+fn local_checkpoints(dir: &Path) -> Result<Vec<LocalCheckpoint>, ArchiveError> {
+    let mut out = Vec::new();
+    for (size, path) in cairn_tlog::log::checkpoint_files(dir)? {
+        let note = std::fs::read_to_string(&path).map_err(io_at(&path))?;
+        let bad = |what: String| ArchiveError::BadCheckpointFile {
+            path: path.clone(),
+            what,
+        };
+        let parsed = Note::parse(&note).map_err(|e| bad(e.to_string()))?;
+        if parsed.to_text() != note {
+            return Err(bad(
+                "it is not in the form text, blank line, signatures".into()
+            ));
+        }
+        out.push(LocalCheckpoint {
+            size,
+            text: parsed.text,
+            sigs: parsed.sigs.into_iter().map(|s| s.line).collect(),
+        });
+    }
+    Ok(out)
+}
+
+impl Archive {
+    /// Pushes one session. A local record that contradicts an archived one (same seq,
+    /// another hash), or a checkpoint that differs from the archived one of its size,
+    /// is refused before anything is written.
+    pub fn push(
+        &mut self,
+        s: &LocalSession,
+        options: &PushOptions,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<PushReport, ArchiveError> {
+        assert!(options.batch_records_max > 0 && options.batch_bytes_max > 0);
+        let reader = LogReader::open(&s.dir)?;
+        // A torn tail (a writer mid-line, a crash) is not the session's yet.
+        let local_len = reader.tail()?.head.map_or(0, |h| h.seq + 1);
+        let archived: Vec<String> = self
+            .client
+            .query(
+                "select hash from records where session = $1 order by seq",
+                &[&s.id],
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let before = archived.len() as u64;
+        let mut report = PushReport {
+            session: s.id.clone(),
+            project: s.project.clone(),
+            records_local: local_len,
+            records_before: before,
+            ..PushReport::default()
+        };
+
+        // Pass one: the shared part must agree; the rest names the blobs to bring.
+        let store = BlobStore::open(&s.blobs)?;
+        let mut lines_to_scan: Vec<Vec<u8>> = Vec::new();
+        let mut wanted: BTreeSet<Hash> = BTreeSet::new();
+        let mut scanned_bytes = 0usize;
+        for r in reader.records()? {
+            let r = r?;
+            if r.seq >= local_len {
+                break;
+            }
+            if let Some(a) = archived.get(r.seq as usize) {
+                if *a != r.hash.to_hex() {
+                    return Err(ArchiveError::Contradiction {
+                        session: s.id.clone(),
+                        seq: r.seq,
+                        local: r.hash.to_hex(),
+                        archived: a.clone(),
+                    });
+                }
+                continue;
+            }
+            let line = line_of(&r);
+            scanned_bytes += line.len();
+            lines_to_scan.push(line);
+            // Bounded memory: scan in slices.
+            if scanned_bytes > options.batch_bytes_max {
+                wanted.extend(blobs::referenced(
+                    &store,
+                    lines_to_scan.iter().map(Vec::as_slice),
+                )?);
+                lines_to_scan.clear();
+                scanned_bytes = 0;
+            }
+        }
+        wanted.extend(blobs::referenced(
+            &store,
+            lines_to_scan.iter().map(Vec::as_slice),
+        )?);
+        drop(lines_to_scan);
+
+        let checkpoints = local_checkpoints(&s.dir)?;
+        let archived_cps: std::collections::BTreeMap<u64, String> = self
+            .client
+            .query(
+                "select size, text from checkpoints where session = $1",
+                &[&s.id],
+            )?
+            .iter()
+            .map(|r| (r.get::<_, i64>(0) as u64, r.get(1)))
+            .collect();
+        for c in &checkpoints {
+            if archived_cps.get(&c.size).is_some_and(|t| *t != c.text) {
+                return Err(ArchiveError::CheckpointContradiction {
+                    session: s.id.clone(),
+                    size: c.size,
+                });
+            }
+        }
+
+        self.client.execute(
+            "insert into sessions (id, project, vkey) values ($1, $2, $3) on conflict (id) do nothing",
+            &[&s.id, &s.project, &s.vkey],
+        )?;
+        self.push_blobs(s, &store, &wanted, options, &mut report, progress)?;
+        self.push_records(
+            s,
+            &reader,
+            before,
+            local_len,
+            options,
+            &mut report,
+            progress,
+        )?;
+        self.push_checkpoints(s, &checkpoints, &archived_cps, &mut report)?;
+        Ok(report)
+    }
+
+    fn push_blobs(
+        &mut self,
+        s: &LocalSession,
+        store: &BlobStore,
+        wanted: &BTreeSet<Hash>,
+        options: &PushOptions,
+        report: &mut PushReport,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<(), ArchiveError> {
+        report.blobs_referenced = wanted.len() as u64;
+        let all: Vec<String> = wanted.iter().map(Hash::to_hex).collect();
+        let have: BTreeSet<String> = self
+            .client
+            .query("select hash from blobs where hash = any($1)", &[&all])?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let missing: Vec<&Hash> = wanted
+            .iter()
+            .filter(|h| !have.contains(&h.to_hex()))
+            .collect();
+        let total = missing.len() as u64;
+        let mut done = 0u64;
+        let mut i = 0;
+        while i < missing.len() {
+            let (mut hashes, mut lens, mut contents) = (Vec::new(), Vec::new(), Vec::new());
+            let mut bytes = 0usize;
+            while i < missing.len()
+                && (hashes.is_empty()
+                    || (hashes.len() < options.batch_records_max
+                        && bytes < options.batch_bytes_max))
+            {
+                let h = missing[i];
+                let len = std::fs::metadata(store.path(h))
+                    .map_err(io_at(&store.path(h)))?
+                    .len();
+                if len > BLOB_BYTES_MAX {
+                    return Err(ArchiveError::Limit(format!(
+                        "blob {h} of session {} is {len} bytes, over the archive's {BLOB_BYTES_MAX} (PostgreSQL's bytea)",
+                        s.id
+                    )));
+                }
+                let content = store.get(h)?;
+                if Hash::of(&content) != *h {
+                    return Err(ArchiveError::BadBlob {
+                        session: s.id.clone(),
+                        hash: h.to_hex(),
+                        what: "the local copy is damaged (its content hashes otherwise); run `cairn verify` on the session".into(),
+                    });
+                }
+                bytes += content.len();
+                hashes.push(h.to_hex());
+                lens.push(content.len() as i64);
+                contents.push(content);
+                i += 1;
+            }
+            let mut tx = self.client.transaction()?;
+            tx.execute(
+                "insert into blobs (hash, len, content)
+                 select * from unnest($1::text[], $2::bigint[], $3::bytea[])
+                 on conflict (hash) do nothing",
+                &[&hashes, &lens, &contents],
+            )?;
+            tx.commit()?;
+            done += hashes.len() as u64;
+            report.blobs_pushed += hashes.len() as u64;
+            report.blob_bytes_pushed += bytes as u64;
+            progress(Progress::Blobs {
+                session: &s.id,
+                done,
+                total,
+            });
+        }
+        self.client.execute(
+            "insert into session_blobs (session, hash) select $1, unnest($2::text[])
+             on conflict do nothing",
+            &[&s.id, &all],
+        )?;
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_records(
+        &mut self,
+        s: &LocalSession,
+        reader: &LogReader,
+        from: u64,
+        to: u64,
+        options: &PushOptions,
+        report: &mut PushReport,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<(), ArchiveError> {
+        if from >= to {
+            return Ok(());
+        }
+        let mut batch = Batch::default();
+        for r in reader.records_from(from)? {
+            let r = r?;
+            if r.seq >= to {
+                break;
+            }
+            let line = line_of(&r);
+            // The line rebuilt must be the line hashed: a check, not a hope.
+            let f = check_line(&line).map_err(|e| ArchiveError::BadArchivedRecord {
+                session: s.id.clone(),
+                seq: r.seq,
+                what: format!("the local record does not rebuild to its line: {}", e.what),
+            })?;
+            debug_assert_eq!(f.hash, r.hash);
+            let event = r.event.get();
+            batch.bytes += line.len();
+            batch.seq.push(r.seq as i64);
+            batch.hash.push(r.hash.to_hex());
+            batch.prev.push(r.prev.to_hex());
+            batch.kind.push(r.event_type());
+            batch.ts.push(r.ts.clone());
+            batch
+                .event
+                .push(jsonb_can_hold(event).then(|| event.to_string()));
+            batch.line.push(line);
+            if batch.seq.len() >= options.batch_records_max
+                || batch.bytes >= options.batch_bytes_max
+            {
+                self.insert_batch(s, &mut batch, report)?;
+                progress(Progress::Records {
+                    session: &s.id,
+                    next: r.seq + 1,
+                    total: to,
+                });
+            }
+        }
+        if !batch.seq.is_empty() {
+            self.insert_batch(s, &mut batch, report)?;
+            progress(Progress::Records {
+                session: &s.id,
+                next: to,
+                total: to,
+            });
+        }
+        Ok(())
+    }
+
+    fn insert_batch(
+        &mut self,
+        s: &LocalSession,
+        b: &mut Batch,
+        report: &mut PushReport,
+    ) -> Result<(), ArchiveError> {
+        let mut tx = self.client.transaction()?;
+        tx.execute(
+            "insert into records (session, seq, hash, prev, type, ts, event, line)
+             select $1, u.seq, u.hash, u.prev, u.type, u.ts, u.event::jsonb, u.line
+             from unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],
+                         $7::text[], $8::bytea[])
+                  with ordinality as u(seq, hash, prev, type, ts, event, line, n)
+             order by u.n",
+            &[
+                &s.id, &b.seq, &b.hash, &b.prev, &b.kind, &b.ts, &b.event, &b.line,
+            ],
+        )?;
+        tx.commit()?;
+        report.records_pushed += b.seq.len() as u64;
+        report.record_bytes_pushed += b.bytes as u64;
+        *b = Batch::default();
+        Ok(())
+    }
+
+    fn push_checkpoints(
+        &mut self,
+        s: &LocalSession,
+        local: &[LocalCheckpoint],
+        archived: &std::collections::BTreeMap<u64, String>,
+        report: &mut PushReport,
+    ) -> Result<(), ArchiveError> {
+        for c in local {
+            let size = c.size as i64;
+            let mut tx = self.client.transaction()?;
+            if !archived.contains_key(&c.size) {
+                tx.execute(
+                    "insert into checkpoints (session, size, text) values ($1, $2, $3)
+                     on conflict do nothing",
+                    &[&s.id, &size, &c.text],
+                )?;
+                report.checkpoints_pushed += 1;
+            }
+            let have: Vec<String> = tx
+                .query(
+                    "select line from checkpoint_signatures where session = $1 and size = $2 order by n",
+                    &[&s.id, &size],
+                )?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            let mut n = have.len() as i32;
+            for line in &c.sigs {
+                if have.contains(line) {
+                    continue;
+                }
+                tx.execute(
+                    "insert into checkpoint_signatures (session, size, n, line) values ($1, $2, $3, $4)",
+                    &[&s.id, &size, &n, line],
+                )?;
+                n += 1;
+                report.signatures_pushed += 1;
+            }
+            tx.commit()?;
+        }
+        Ok(())
+    }
+}
+
+/// Records on their way into one transaction, column by column.
+#[derive(Default)]
+struct Batch {
+    seq: Vec<i64>,
+    hash: Vec<String>,
+    prev: Vec<String>,
+    kind: Vec<Option<String>>,
+    ts: Vec<String>,
+    event: Vec<Option<String>>,
+    line: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::jsonb_can_hold;
+
+    #[test]
+    fn jsonb_cannot_hold_nul_escapes_and_lone_surrogates() {
+        assert!(jsonb_can_hold(r#"{"type":"x","text":"a\nb"}"#));
+        assert!(!jsonb_can_hold(r#"{"text":"a\u0000b"}"#));
+        assert!(!jsonb_can_hold(r#"{"text":"\uD800"}"#));
+    }
+}

@@ -1,0 +1,297 @@
+//! `cairn archive push|pull|list|verify|local`, and `archive:<id>` sessions for the
+//! review verbs. The logic is in `cairn-archive`; this file finds the URL and the
+//! sessions, prints and picks exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::OnceLock;
+
+use anyhow::{Context, Result, anyhow};
+use cairn_archive::{Archive, LocalSession, Progress, PushOptions};
+use cairn_engine::Home;
+use cairn_engine::settings::Files;
+
+use crate::out;
+
+/// The prefix that names an archived session in place of a local one.
+pub const PREFIX: &str = "archive:";
+
+/// The folder under the home where `archive:<id>` sessions are pulled to (a home of
+/// its own: `projects/<key>/sessions/<id>`, `projects/<key>/blobs`).
+pub const CACHE_DIR: &str = "archive-cache";
+
+/// The global `--archive URL`, set once by `main`.
+static FLAG_URL: OnceLock<String> = OnceLock::new();
+
+pub fn set_flag_url(url: String) {
+    let _ = FLAG_URL.set(url);
+}
+
+/// The archive's URL: `--archive` (or `--to`), then `CAIRN_ARCHIVE_URL`, then
+/// `archive.url` of the project's configuration (the current directory's), then of the
+/// user's.
+fn url(given: Option<&str>) -> Result<String> {
+    if let Some(u) = given.or(FLAG_URL.get().map(String::as_str)) {
+        return Ok(u.to_string());
+    }
+    if let Some(u) = std::env::var("CAIRN_ARCHIVE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    {
+        return Ok(u);
+    }
+    let home = Home::from_env()?;
+    let project = std::env::current_dir()
+        .ok()
+        .map(|cwd| home.project(&cwd.canonicalize().unwrap_or(cwd)));
+    let files = Files::load(&home, project.as_ref())?;
+    [files.project, files.user]
+        .into_iter()
+        .flatten()
+        .find_map(|(_, s)| s.archive.and_then(|a| a.url))
+        .ok_or_else(|| {
+            anyhow!(
+                "no archive given: add --archive postgres://USER@HOST:PORT/DB, set CAIRN_ARCHIVE_URL, or set url in the [archive] table of {}",
+                home.root.join("config.toml").display()
+            )
+        })
+}
+
+fn connect(given: Option<&str>) -> Result<Archive> {
+    let url = url(given)?;
+    Archive::connect(&url).with_context(|| format!("archive {}", redact_url(&url)))
+}
+
+/// The URL without a password, for messages.
+fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// A local session to push, with the home's verifier key.
+fn local(dir: &Path, home: &Home) -> Result<LocalSession> {
+    let mut s = LocalSession::at(dir)?;
+    s.vkey = home.log_signer()?.map(|k| k.vkey());
+    Ok(s)
+}
+
+pub struct PushArgs<'a> {
+    pub session: Option<&'a str>,
+    pub all: bool,
+    pub to: Option<&'a str>,
+    pub batch_records_max: usize,
+    pub verbose: bool,
+    pub json: bool,
+}
+
+/// `cairn archive push`: one session, or every session of the home. Exit 0 when every
+/// session was pushed, 2 when one could not be (the others are pushed still).
+pub fn push(a: &PushArgs<'_>) -> Result<ExitCode> {
+    let home = Home::from_env()?;
+    let dirs: Vec<PathBuf> = match (a.session, a.all) {
+        (Some(spec), false) => vec![crate::sessioncmd::session_dir(spec)?],
+        (None, true) => home
+            .projects()
+            .iter()
+            .flat_map(|p| p.sessions().into_iter().map(|s| p.session_dir(&s)))
+            .collect(),
+        _ => return Err(anyhow!("give a session or --all")),
+    };
+    let mut archive = connect(a.to)?;
+    let options = PushOptions {
+        batch_records_max: a.batch_records_max,
+        ..PushOptions::default()
+    };
+    let mut failed = 0;
+    for dir in dirs {
+        let verbose = a.verbose;
+        let result = local(&dir, &home).and_then(|s| {
+            archive
+                .push(&s, &options, &mut |p| {
+                    if verbose {
+                        match p {
+                            Progress::Blobs {
+                                session,
+                                done,
+                                total,
+                            } => out::note(&format!("cairn: {session}: blobs {done}/{total}")),
+                            Progress::Records {
+                                session,
+                                next,
+                                total,
+                            } => out::note(&format!("cairn: {session}: records {next}/{total}")),
+                        }
+                    }
+                })
+                .map_err(anyhow::Error::from)
+        });
+        match result {
+            Ok(r) if a.json => out::line(&serde_json::to_string(&r)?)?,
+            Ok(r) => out::line(&format!(
+                "{}: {} records pushed ({} were archived, {} local), {} blobs pushed ({} bytes) of {}, {} checkpoints, {} signatures",
+                r.session,
+                r.records_pushed,
+                r.records_before,
+                r.records_local,
+                r.blobs_pushed,
+                r.blob_bytes_pushed,
+                r.blobs_referenced,
+                r.checkpoints_pushed,
+                r.signatures_pushed
+            ))?,
+            Err(e) => {
+                failed += 1;
+                out::note(&format!("cairn: {}", out::error_text(&e)));
+            }
+        }
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+/// `cairn archive pull SESSION [--to HOME]`.
+pub fn pull(spec: &str, home: Option<&Path>, json: bool) -> Result<ExitCode> {
+    let home = match home {
+        Some(h) => Home::at(h),
+        None => Home::from_env()?,
+    };
+    let mut archive = connect(None)?;
+    let (id, _) = archive.resolve(spec.strip_prefix(PREFIX).unwrap_or(spec))?;
+    let p = archive.pull(&id, &home.root)?;
+    if json {
+        out::line(&serde_json::to_string(&p)?)?;
+    } else {
+        out::line(&format!(
+            "{}: pulled into {}: {} records ({} new), {} blobs ({} new), {} checkpoints",
+            p.session,
+            p.dir.display(),
+            p.records,
+            p.records_new,
+            p.blobs,
+            p.blobs_new,
+            p.checkpoints
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cairn archive list [--project P]`.
+pub fn list(project: Option<&str>, json: bool) -> Result<ExitCode> {
+    let mut archive = connect(None)?;
+    for s in archive.list(project)? {
+        if json {
+            out::line(&serde_json::to_string(&s)?)?;
+        } else {
+            out::line(&format!(
+                "{}  {}  {} records  {} … {}  {} blobs  {} checkpoints",
+                s.id,
+                s.project,
+                s.records,
+                s.first_ts.as_deref().unwrap_or("-"),
+                s.last_ts.as_deref().unwrap_or("-"),
+                s.blobs,
+                s.checkpoints
+            ))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cairn archive verify [SESSION|--all]`: exit 0 clean, 1 problems found, 2 could
+/// not run.
+pub fn verify(spec: Option<&str>, all: bool, keys: &[String], json: bool) -> Result<ExitCode> {
+    let keys = keys
+        .iter()
+        .map(|k| {
+            let text = if Path::new(k).is_file() {
+                std::fs::read_to_string(k).with_context(|| k.clone())?
+            } else {
+                k.clone()
+            };
+            cairn_engine::tlog::Verifier::parse(text.trim()).with_context(|| format!("key {k}"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut archive = connect(None)?;
+    let ids = match (spec, all) {
+        (Some(spec), false) => vec![
+            archive
+                .resolve(spec.strip_prefix(PREFIX).unwrap_or(spec))?
+                .0,
+        ],
+        (None, true) => archive.session_ids()?,
+        _ => return Err(anyhow!("give a session or --all")),
+    };
+    let r = archive.verify(&ids, &keys)?;
+    if json {
+        out::line(&serde_json::to_string(&r)?)?;
+    } else {
+        for p in &r.problems {
+            out::line(&p.to_string())?;
+        }
+        out::line(&format!(
+            "archive: {} sessions, {} records ({} bytes), {} blobs ({} bytes), {} checkpoints ({} signatures checked{}): {}",
+            r.sessions,
+            r.records,
+            r.record_bytes,
+            r.blobs,
+            r.blob_bytes,
+            r.checkpoints,
+            r.signatures_checked,
+            if r.signatures_unchecked > 0 {
+                format!(", {} unchecked: no key", r.signatures_unchecked)
+            } else {
+                String::new()
+            },
+            if r.is_clean() {
+                "clean".to_string()
+            } else {
+                format!("{} problems", r.problems.len())
+            }
+        ))?;
+    }
+    Ok(if r.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `cairn archive local DIR`: start a local archive (or `--stop` it).
+pub fn local_cluster(dir: &Path, port: Option<u16>, stop: bool, json: bool) -> Result<ExitCode> {
+    if stop {
+        cairn_archive::local::stop(dir)?;
+        out::note(&format!("cairn: stopped the archive in {}", dir.display()));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let l = cairn_archive::local::start(dir, port)?;
+    if json {
+        out::line(&serde_json::to_string(&l)?)?;
+    } else {
+        out::note(&format!(
+            "cairn: the archive in {} {} (stop it: cairn archive local {} --stop)",
+            l.dir.display(),
+            if l.started { "started" } else { "was running" },
+            l.dir.display()
+        ));
+        out::line(&l.url)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The local folder of `archive:<spec>`: the session pulled (or brought up to date)
+/// into the home's archive cache.
+pub fn cached(spec: &str) -> Result<PathBuf> {
+    let home = Home::from_env()?;
+    let mut archive = connect(None)?;
+    let (id, _) = archive.resolve(spec)?;
+    let pulled = archive.pull(&id, &home.root.join(CACHE_DIR))?;
+    Ok(pulled.dir)
+}
