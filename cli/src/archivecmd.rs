@@ -129,6 +129,13 @@ pub fn push(a: &PushArgs<'_>) -> Result<ExitCode> {
                     }
                 })
                 .map_err(anyhow::Error::from)
+                .and_then(|r| {
+                    // What was pushed is searchable in the archive (`search --archive`).
+                    let docs = cairn_search::SessionDocs::read(&dir)?;
+                    cairn_search::pg::ensure_schema(archive.client())?;
+                    cairn_search::pg::index_session(archive.client(), &docs)?;
+                    Ok(r)
+                })
         });
         match result {
             Ok(r) if a.json => out::line(&serde_json::to_string(&r)?)?,

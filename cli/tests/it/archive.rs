@@ -53,6 +53,29 @@ fn a_pushed_session_pulls_back_byte_exact_and_the_database_refuses_changes() {
     assert_eq!(r2["records_pushed"], 0);
     assert_eq!(r2["blobs_pushed"], 0);
 
+    // What was pushed is searchable in the archive, with the hits the local index gives
+    // for that session.
+    let hits = |args: &[&str]| -> Vec<serde_json::Value> {
+        let o = ok(&cairn(home, args));
+        let v: serde_json::Value = serde_json::from_str(o.trim()).unwrap();
+        v["hits"].as_array().unwrap().clone()
+    };
+    let local: Vec<_> = hits(&["search", "fn", "--json", "--limit", "1000"])
+        .into_iter()
+        .filter(|h| h["session"] == id.as_str())
+        .collect();
+    assert!(!local.is_empty(), "the demo session has no hit for `fn`");
+    let archived = hits(&[
+        "search",
+        "fn",
+        "--json",
+        "--limit",
+        "1000",
+        "--archive",
+        &url,
+    ]);
+    assert_eq!(archived, local);
+
     // Pulled into another home: the same log, and it verifies there.
     let other = tempfile::tempdir().unwrap();
     ok(&cairn(
