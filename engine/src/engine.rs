@@ -221,6 +221,7 @@ impl Engine {
             inherited,
             sandbox: Some(sandbox.recorded().clone()),
             imported: None,
+            agent: None,
         };
         rec.append(&Event::SessionStarted(started))?;
         rec.sync()?;

@@ -21,6 +21,7 @@
 //! ```
 
 pub mod agent;
+pub mod hook;
 pub mod demo;
 mod engine;
 mod mcp_serve;
