@@ -146,9 +146,9 @@ pub fn verdict(
                     .map(String::as_str)
                     .collect();
                 format!(
-                    "{} is not on the project's allow list (`cairn allow {}` adds it)",
+                    "{} {} not on the project's allow list (an \"always\" answer in a cairn session puts it there)",
                     missing.join(" "),
-                    missing.join(" ")
+                    if missing.len() == 1 { "is" } else { "are" }
                 )
             };
             match unlisted {
@@ -156,7 +156,7 @@ pub fn verdict(
                     reason: format!("cairn asks: {why}"),
                 },
                 Unlisted::Deny => Verdict::Deny {
-                    reason: format!("cairn refuses {}: {why}", q.key),
+                    reason: format!("cairn refuses this call: {why}"),
                 },
                 Unlisted::Allow => Verdict::Allow {
                     reason: format!("cairn: allowed once ({why})"),

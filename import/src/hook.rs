@@ -107,6 +107,23 @@ pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answe
     let s = |k: &str| input.get(k).and_then(Value::as_str);
     let event = s("hook_event_name")
         .ok_or_else(|| bad("no hook_event_name: is this command run by the agent's hooks?"))?;
+    const EVENTS: &[&str] = &[
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+        "SubagentStop",
+        "Notification",
+        "PreCompact",
+        "SessionEnd",
+    ];
+    if !EVENTS.contains(&event) {
+        return Err(bad(format!(
+            "hook_event_name {event:?} is not one cairn records (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, PostToolUseFailure, Stop, SessionEnd)"
+        )));
+    }
     let source_id = s("session_id").ok_or_else(|| bad("no session_id"))?;
     if source_id.is_empty()
         || !source_id
@@ -229,11 +246,7 @@ pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answe
                 s("reason").unwrap_or("no reason given")
             ));
         }
-        other => {
-            return Err(bad(format!(
-                "hook_event_name {other:?} is not one cairn records (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, PostToolUseFailure, Stop, SessionEnd)"
-            )));
-        }
+        other => unreachable!("{other} is checked above"),
     }
     let session = writer.id.clone();
     match end {
