@@ -512,6 +512,21 @@ enum McpAction {
         #[arg(long, default_value = ".")]
         workspace: std::path::PathBuf,
     },
+    /// Stand between an MCP client and a real server: cairn mcp proxy NAME -- COMMAND
+    /// ARGS... Every message passes through; each tools/call is recorded as a call of
+    /// mcp__NAME__<tool> (key mcp:NAME:<tool>, asked per the allow list, then --approve),
+    /// redacted and capped, in one session per connection started at its first call.
+    Proxy {
+        name: String,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+        #[arg(long, default_value = ".")]
+        workspace: std::path::PathBuf,
+        /// Who answers what the allow list does not cover: never (deny, the default)
+        /// or always (allow once); `--approve` alone is always.
+        #[arg(long, default_value = "never", num_args = 0..=1, default_missing_value = "always")]
+        approve: sessioncmd::Approve,
+    },
     /// Speak MCP on stdin/stdout: one recorded session per connection, started at its
     /// first tool call, ended when the client closes stdin or on SIGINT, SIGTERM, SIGHUP.
     Serve {
@@ -730,7 +745,7 @@ fn main() -> ExitCode {
             | Command::Resume { .. }
             | Command::Fork { .. }
             | Command::Mcp {
-                action: McpAction::Serve { .. }
+                action: McpAction::Serve { .. } | McpAction::Proxy { .. }
             }
     ) {
         sessioncmd::prepare();
@@ -953,6 +968,12 @@ fn main() -> ExitCode {
                 approve,
                 sandbox,
             } => mcpcmd::serve(&workspace, catalog, approve, &sandbox),
+            McpAction::Proxy {
+                name,
+                command,
+                workspace,
+                approve,
+            } => mcpcmd::proxy(&workspace, &name, &command, approve),
         },
         Command::Hook { action } => match action {
             HookAction::Claude { approve } => Ok(hookcmd::run(hookcmd::AgentName::Claude, approve)),
