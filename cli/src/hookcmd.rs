@@ -83,7 +83,10 @@ pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> ExitCode {
         Ok(answered) => {
             if let Some(out) = answered.output {
                 let mut stdout = std::io::stdout().lock();
-                if writeln!(stdout, "{out}").and_then(|()| stdout.flush()).is_err() {
+                if writeln!(stdout, "{out}")
+                    .and_then(|()| stdout.flush())
+                    .is_err()
+                {
                     return ExitCode::from(if pre { 2 } else { 1 });
                 }
             }
@@ -152,12 +155,21 @@ pub fn install(
         crate::out::line(&format!(
             "{}: nothing to change (cairn's hooks are {})",
             path.display(),
-            if uninstall { "not there" } else { "there already" }
+            if uninstall {
+                "not there"
+            } else {
+                "there already"
+            }
         ))?;
         return Ok(ExitCode::SUCCESS);
     }
     let shown = path.display().to_string();
-    crate::out::line(&cairn_engine::diff::unified(&shown, Some(&old), &new, 10_000))?;
+    crate::out::line(&cairn_engine::diff::unified(
+        &shown,
+        Some(&old),
+        &new,
+        10_000,
+    ))?;
     if !yes {
         if !std::io::stdin().is_terminal() {
             anyhow::bail!(
@@ -186,10 +198,15 @@ pub fn install(
     std::fs::rename(&tmp, &path).with_context(|| format!("{}", path.display()))?;
     crate::out::line(&format!(
         "{} {}{}",
-        if uninstall { "removed cairn's hooks from" } else { "wrote" },
+        if uninstall {
+            "removed cairn's hooks from"
+        } else {
+            "wrote"
+        },
         path.display(),
         match (agent, uninstall) {
-            (AgentName::Codex, false) => ": Codex runs a hook only once it is trusted (review it with /hooks in Codex)",
+            (AgentName::Codex, false) =>
+                ": Codex runs a hook only once it is trusted (review it with /hooks in Codex)",
             _ => "",
         }
     ))?;

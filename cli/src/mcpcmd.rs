@@ -285,7 +285,10 @@ pub fn proxy(
         std::io::stdout(),
     )?;
     match head {
-        Some(head) => out::note(&format!("cairn: mcp proxy session ended at seq {}", head.seq)),
+        Some(head) => out::note(&format!(
+            "cairn: mcp proxy session ended at seq {}",
+            head.seq
+        )),
         None => out::note("cairn: no tool was called: no session recorded"),
     }
     Ok(ExitCode::SUCCESS)

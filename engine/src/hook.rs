@@ -53,8 +53,7 @@ pub fn need(tool: &str, input: &Value, root: &Path, credentials: &CredentialFile
                 .map(str::to_string)
                 .or_else(|| argv_line(input.get("command")))?;
             let analysis = cairn_core::command::analyse(&line, &root_text);
-            let context = if input.get("run_in_background").and_then(Value::as_bool) == Some(true)
-            {
+            let context = if input.get("run_in_background").and_then(Value::as_bool) == Some(true) {
                 "\n(in the background)"
             } else {
                 ""
@@ -76,11 +75,9 @@ pub fn need(tool: &str, input: &Value, root: &Path, credentials: &CredentialFile
                 ),
             };
             let inner = match rel(root, path) {
-                Some(r) if credentials.matches(&r) => cairn_core::permission::read_need(
-                    key,
-                    &r,
-                    credentials,
-                ),
+                Some(r) if credentials.matches(&r) => {
+                    cairn_core::permission::read_need(key, &r, credentials)
+                }
                 _ => Need::ask(key, detail),
             };
             Some(place(root, path, key, inner, input))
@@ -236,17 +233,53 @@ mod tests {
     #[test]
     fn each_tool_asks_under_the_key_cairn_would() {
         let cases: Vec<(&str, Value, Option<&str>)> = vec![
-            ("Bash", json!({"command": "git status && cargo test"}), Some("shell:git shell:cargo")),
-            ("Bash", json!({"command": ["bash", "-lc", "ls -l"]}), Some("shell:ls")),
-            ("Edit", json!({"file_path": "/w/src/a.rs", "old_string": "a", "new_string": "b"}), Some("edit_file")),
-            ("Write", json!({"file_path": "/w/b.txt", "content": "x"}), Some("write_file")),
-            ("Write", json!({"file_path": "/etc/motd", "content": "x"}), Some("write_file@/etc")),
+            (
+                "Bash",
+                json!({"command": "git status && cargo test"}),
+                Some("shell:git shell:cargo"),
+            ),
+            (
+                "Bash",
+                json!({"command": ["bash", "-lc", "ls -l"]}),
+                Some("shell:ls"),
+            ),
+            (
+                "Edit",
+                json!({"file_path": "/w/src/a.rs", "old_string": "a", "new_string": "b"}),
+                Some("edit_file"),
+            ),
+            (
+                "Write",
+                json!({"file_path": "/w/b.txt", "content": "x"}),
+                Some("write_file"),
+            ),
+            (
+                "Write",
+                json!({"file_path": "/etc/motd", "content": "x"}),
+                Some("write_file@/etc"),
+            ),
             ("Read", json!({"file_path": "/w/src/a.rs"}), Some("auto")),
-            ("Read", json!({"file_path": "/w/.env"}), Some("read_credentials:.env")),
-            ("Read", json!({"file_path": "/etc/passwd"}), Some("read_file@/etc")),
+            (
+                "Read",
+                json!({"file_path": "/w/.env"}),
+                Some("read_credentials:.env"),
+            ),
+            (
+                "Read",
+                json!({"file_path": "/etc/passwd"}),
+                Some("read_file@/etc"),
+            ),
             ("Grep", json!({"pattern": "x"}), Some("auto")),
-            ("WebFetch", json!({"url": "https://example.org/a"}), Some("web_fetch:example.org")),
-            ("mcp__everything__echo", json!({"message": "hi"}), Some("mcp:everything:echo")),
+            (
+                "WebFetch",
+                json!({"url": "https://example.org/a"}),
+                Some("web_fetch:example.org"),
+            ),
+            (
+                "mcp__everything__echo",
+                json!({"message": "hi"}),
+                Some("mcp:everything:echo"),
+            ),
             ("TodoWrite", json!({"todos": []}), None),
         ];
         for (tool, input, want) in cases {

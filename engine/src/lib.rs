@@ -21,9 +21,9 @@
 //! ```
 
 pub mod agent;
-pub mod hook;
 pub mod demo;
 mod engine;
+pub mod hook;
 mod mcp_proxy;
 mod mcp_serve;
 pub mod permission;

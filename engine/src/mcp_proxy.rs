@@ -94,7 +94,10 @@ impl Link {
         if self.dead.load(Ordering::SeqCst) {
             return Err(crashed());
         }
-        let id = format!("{OWN_ID_PREFIX}{}", self.next.fetch_add(1, Ordering::SeqCst));
+        let id = format!(
+            "{OWN_ID_PREFIX}{}",
+            self.next.fetch_add(1, Ordering::SeqCst)
+        );
         let (tx, rx) = channel();
         if let Ok(mut w) = self.waiting.lock() {
             w.insert(id.clone(), tx);
@@ -246,6 +249,7 @@ enum FromClient {
 /// first one; returns the head of the ended session, or `None` when no tool was
 /// called. Fails only when the server cannot be started (or the session not
 /// recorded).
+#[allow(clippy::too_many_arguments)]
 pub fn proxy_session(
     home: &Home,
     workspace: &Path,
@@ -269,8 +273,10 @@ pub fn proxy_session(
         path: std::path::PathBuf::from(&server.command),
         source: e,
     })?;
-    let server_in: ChildStdin = process.take_stdin().expect("stdin was piped");
-    let server_out = process.take_stdout().expect("stdout was piped");
+    let (Some(server_in), Some(server_out)) = (process.take_stdin(), process.take_stdout()) else {
+        unreachable!("the server's stdin and stdout were piped just above");
+    };
+    let server_in: ChildStdin = server_in;
     let client_out: Out = Arc::new(Mutex::new(Box::new(output)));
     let link = Link {
         name: name.to_string(),
@@ -386,9 +392,7 @@ pub fn proxy_session(
 
 /// Runs the client's `tools/call` through the engine; the reply to send.
 fn call(engine: &mut crate::Engine, server: &str, id: &Value, params: &Value) -> Result<Value> {
-    let error = |code: i64, message: String| {
-        json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-    };
+    let error = |code: i64, message: String| json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
     let Some(tool) = params["name"].as_str() else {
         return Ok(error(-32602, "tools/call needs params.name".into()));
     };
@@ -547,9 +551,7 @@ fn server_reader(out: impl Read, link: &Link, client_out: &Out, tx: &Sender<From
                 }
                 continue;
             }
-            if m.get("method").and_then(Value::as_str)
-                == Some("notifications/tools/list_changed")
-            {
+            if m.get("method").and_then(Value::as_str) == Some("notifications/tools/list_changed") {
                 link.changed.store(true, Ordering::SeqCst);
             }
         }
@@ -569,7 +571,6 @@ fn stop(process: &mut Process, link: &Link) {
         // Dropping the pipe's end closes the server's stdin.
         *w = Box::new(std::io::sink());
     }
-    let exited =
-        process.wait_exit(Instant::now() + Duration::from_millis(SERVER_EXIT_WAIT_MS / 4));
+    let exited = process.wait_exit(Instant::now() + Duration::from_millis(SERVER_EXIT_WAIT_MS / 4));
     process.stop_code(if exited { 0 } else { SERVER_EXIT_WAIT_MS });
 }

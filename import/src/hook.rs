@@ -214,7 +214,9 @@ pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answe
             w
         }
     };
-    let side_ref = side.as_mut().expect("the sidecar was read or made above");
+    let Some(side_ref) = side.as_mut() else {
+        unreachable!("the sidecar was read or made above");
+    };
     let mut output = None;
     let mut verdict = None;
     let mut end = None;
@@ -222,7 +224,9 @@ pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answe
         "SessionStart" | "Stop" | "SubagentStop" | "Notification" | "PreCompact" => {}
         "UserPromptSubmit" => {
             if let Some(p) = s("prompt") {
-                writer.step(Step::User { text: p.to_string() })?;
+                writer.step(Step::User {
+                    text: p.to_string(),
+                })?;
             }
         }
         "PreToolUse" => {
@@ -451,7 +455,16 @@ fn post_tool_use(
             Step::Write(_) => {}
             end @ Step::End { .. } => {
                 if let Some(path) = &open.path {
-                    record_write(w, &id, &tool, path, open.before, open.before_unknown, root, !failed)?;
+                    record_write(
+                        w,
+                        &id,
+                        &tool,
+                        path,
+                        open.before,
+                        open.before_unknown,
+                        root,
+                        !failed,
+                    )?;
                 }
                 w.step(end)?;
             }
@@ -493,7 +506,9 @@ fn capture(abs: &Path, root: &Path, credentials: &CredentialFiles) -> Captured {
         return Captured::Unknown;
     }
     let mut bytes = Vec::new();
-    match std::fs::File::open(abs).and_then(|f| f.take(HOOK_FILE_BYTES_MAX + 1).read_to_end(&mut bytes)) {
+    match std::fs::File::open(abs)
+        .and_then(|f| f.take(HOOK_FILE_BYTES_MAX + 1).read_to_end(&mut bytes))
+    {
         Ok(_) if bytes.len() as u64 <= HOOK_FILE_BYTES_MAX => Captured::Content(bytes),
         Ok(_) => Captured::Unknown,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Captured::Missing,

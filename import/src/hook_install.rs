@@ -24,7 +24,12 @@ pub const CLAUDE_EVENTS: &[&str] = &[
 
 /// The Codex events cairn records (Codex has no session end nor a failure event:
 /// its session is ended by the next one's start or left open).
-pub const CODEX_EVENTS: &[&str] = &["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse"];
+pub const CODEX_EVENTS: &[&str] = &[
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+];
 
 /// Events whose entries carry a tool matcher.
 const TOOL_EVENTS: &[&str] = &["PreToolUse", "PostToolUse", "PostToolUseFailure"];
@@ -208,7 +213,10 @@ pub fn codex_uninstall(text: &str) -> Result<String, InstallError> {
     let mut changed = false;
     let events: Vec<String> = hooks.iter().map(|(k, _)| k.to_string()).collect();
     for event in events {
-        let Some(list) = hooks.get_mut(&event).and_then(|i| i.as_array_of_tables_mut()) else {
+        let Some(list) = hooks
+            .get_mut(&event)
+            .and_then(|i| i.as_array_of_tables_mut())
+        else {
             continue;
         };
         let before = list.len();
@@ -286,7 +294,10 @@ mod tests {
         let installed = claude_install(OTHER, &cmd).unwrap();
         let v: Value = serde_json::from_str(&installed).unwrap();
         assert_eq!(v["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
-        assert_eq!(v["hooks"]["PreToolUse"][0]["hooks"][0]["command"], "./check.sh");
+        assert_eq!(
+            v["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+            "./check.sh"
+        );
         assert_eq!(v["hooks"]["PreToolUse"][1]["matcher"], "*");
         assert_eq!(v["hooks"]["PreToolUse"][1]["hooks"][0]["command"], cmd);
         for e in CLAUDE_EVENTS {
@@ -308,7 +319,10 @@ mod tests {
 
     #[test]
     fn claude_refuses_a_file_that_is_not_json_or_of_another_shape() {
-        assert!(matches!(claude_install("{oops", "cairn hook claude"), Err(InstallError::Json(_))));
+        assert!(matches!(
+            claude_install("{oops", "cairn hook claude"),
+            Err(InstallError::Json(_))
+        ));
         assert!(matches!(
             claude_install(r#"{"hooks": []}"#, "cairn hook claude"),
             Err(InstallError::Shape(..))
@@ -322,7 +336,10 @@ mod tests {
         assert!(!is_ours("cairn hook codex", "claude"));
         assert!(!is_ours("notcairn hook claude", "claude"));
         assert!(!is_ours("./check.sh", "claude"));
-        assert_eq!(command("/opt/my tools/cairn", "claude"), "'/opt/my tools/cairn' hook claude");
+        assert_eq!(
+            command("/opt/my tools/cairn", "claude"),
+            "'/opt/my tools/cairn' hook claude"
+        );
     }
 
     const CODEX: &str = r#"# my settings
@@ -346,7 +363,11 @@ command = "./on-stop.sh"
         assert!(installed.starts_with(CODEX), "{installed}");
         let parsed: toml_edit::DocumentMut = installed.parse().unwrap();
         let first = |event: &str| {
-            parsed["hooks"][event].as_array_of_tables().unwrap().get(0).unwrap()["hooks"]
+            parsed["hooks"][event]
+                .as_array_of_tables()
+                .unwrap()
+                .get(0)
+                .unwrap()["hooks"]
                 .as_array_of_tables()
                 .unwrap()
                 .get(0)
@@ -358,6 +379,9 @@ command = "./on-stop.sh"
         assert_eq!(first("Stop"), Some("./on-stop.sh".to_string()));
         assert_eq!(codex_install(&installed, &cmd).unwrap(), installed);
         assert_eq!(codex_uninstall(&installed).unwrap(), CODEX);
-        assert_eq!(codex_uninstall(&codex_install("", &cmd).unwrap()).unwrap(), "");
+        assert_eq!(
+            codex_uninstall(&codex_install("", &cmd).unwrap()).unwrap(),
+            ""
+        );
     }
 }

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use cairn_core::event::{
-    Agent, Event, ExecStatus, FORMAT_VERSION, FileRead, FileWrite, ImportProgress, Imported, ImportedFile,
-    Parent, ProcKind, SessionStarted, ShellEnd, ShellExec, ShellPhase, Status, ToolFinished,
-    WebFetched, WriteOp, WriteStatus,
+    Agent, Event, ExecStatus, FORMAT_VERSION, FileRead, FileWrite, ImportProgress, Imported,
+    ImportedFile, Parent, ProcKind, SessionStarted, ShellEnd, ShellExec, ShellPhase, Status,
+    ToolFinished, WebFetched, WriteOp, WriteStatus,
 };
 use cairn_core::redact::{Counts, Redactor};
 use cairn_core::state::State;

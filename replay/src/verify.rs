@@ -539,13 +539,15 @@ impl Verifier {
         if let Event::SessionStarted(s) = &rec.event {
             // A session recorded from another agent's hooks ran its calls under that
             // agent too: checked like an imported one.
-            self.imported = s.imported.is_some() || s.agent.as_ref().is_some_and(|a| a.via == "hook");
+            self.imported =
+                s.imported.is_some() || s.agent.as_ref().is_some_and(|a| a.via == "hook");
             self.hooked = s.agent.as_ref().is_some_and(|a| a.via == "hook");
-            self.report.imported = s
-                .imported
-                .as_ref()
-                .map(|i| i.agent.clone())
-                .or_else(|| s.agent.as_ref().filter(|a| a.via == "hook").map(|a| a.name.clone()));
+            self.report.imported = s.imported.as_ref().map(|i| i.agent.clone()).or_else(|| {
+                s.agent
+                    .as_ref()
+                    .filter(|a| a.via == "hook")
+                    .map(|a| a.name.clone())
+            });
         }
         if self.imported {
             self.imported_record(&rec);
@@ -856,15 +858,14 @@ impl Verifier {
             // A hook asked cairn before each call: its questions and answers are in
             // the call (the allow list it answered from is `session_started.allow`).
             Event::PermissionRequested { call, .. } | Event::PermissionDecided { call, .. }
-                if self.hooked =>
+                if self.hooked && !self.pending.contains_key(call) =>
             {
-                if !self.pending.contains_key(call) {
-                    self.problem(
-                        ProblemKind::Structure,
-                        format!("a permission record outside its call {call}"),
-                    );
-                }
+                self.problem(
+                    ProblemKind::Structure,
+                    format!("a permission record outside its call {call}"),
+                );
             }
+            Event::PermissionRequested { .. } | Event::PermissionDecided { .. } if self.hooked => {}
             Event::PermissionRequested { call, .. } | Event::PermissionDecided { call, .. } => {
                 self.problem(
                     ProblemKind::Structure,

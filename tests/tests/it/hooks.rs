@@ -96,11 +96,19 @@ fn hook_claude_session_records_each_built_in_call_and_verifies() {
     env.send(s, "UserPromptSubmit", json!({"prompt": "fix a.txt"}));
     // Read, then edit a.txt (the agent changes the file between its two hooks).
     let read = json!({"file_path": env.path("a.txt")});
-    env.send(s, "PreToolUse", json!({"tool_name": "Read", "tool_use_id": "t1", "tool_input": read}));
+    env.send(
+        s,
+        "PreToolUse",
+        json!({"tool_name": "Read", "tool_use_id": "t1", "tool_input": read}),
+    );
     env.send(s, "PostToolUse", json!({"tool_name": "Read", "tool_use_id": "t1", "tool_input": read,
         "tool_response": {"type": "text", "file": {"filePath": env.path("a.txt"), "content": "one\ntwo\n", "numLines": 2, "startLine": 1, "totalLines": 2}}}));
     let edit = json!({"file_path": env.path("a.txt"), "old_string": "two", "new_string": "2"});
-    let pre = env.send(s, "PreToolUse", json!({"tool_name": "Edit", "tool_use_id": "t2", "tool_input": edit}));
+    let pre = env.send(
+        s,
+        "PreToolUse",
+        json!({"tool_name": "Edit", "tool_use_id": "t2", "tool_input": edit}),
+    );
     assert_eq!(
         pre.output.unwrap()["hookSpecificOutput"]["permissionDecision"],
         "ask"
@@ -109,21 +117,39 @@ fn hook_claude_session_records_each_built_in_call_and_verifies() {
     env.send(s, "PostToolUse", json!({"tool_name": "Edit", "tool_use_id": "t2", "tool_input": edit, "tool_response": {"filePath": env.path("a.txt")}}));
     // A new file.
     let write = json!({"file_path": env.path("new/b.txt"), "content": "bee\n"});
-    env.send(s, "PreToolUse", json!({"tool_name": "Write", "tool_use_id": "t3", "tool_input": write}));
+    env.send(
+        s,
+        "PreToolUse",
+        json!({"tool_name": "Write", "tool_use_id": "t3", "tool_input": write}),
+    );
     std::fs::create_dir_all(env.ws.join("new")).unwrap();
     std::fs::write(env.ws.join("new/b.txt"), "bee\n").unwrap();
     env.send(s, "PostToolUse", json!({"tool_name": "Write", "tool_use_id": "t3", "tool_input": write, "tool_response": {"type": "create"}}));
     // A command that fails.
     let bash = json!({"command": "cargo test"});
-    env.send(s, "PreToolUse", json!({"tool_name": "Bash", "tool_use_id": "t4", "tool_input": bash}));
+    env.send(
+        s,
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "t4", "tool_input": bash}),
+    );
     env.send(s, "PostToolUseFailure", json!({"tool_name": "Bash", "tool_use_id": "t4", "tool_input": bash, "error": "Exit code 101\nerror: could not compile"}));
     // A call of a tool cairn has no rule for: recorded, no verdict.
     let todo = json!({"todos": []});
-    let abstained = env.send(s, "PreToolUse", json!({"tool_name": "TodoWrite", "tool_use_id": "t5", "tool_input": todo}));
-    assert_eq!((abstained.output, abstained.verdict), (None, Some(Verdict::Abstain)));
+    let abstained = env.send(
+        s,
+        "PreToolUse",
+        json!({"tool_name": "TodoWrite", "tool_use_id": "t5", "tool_input": todo}),
+    );
+    assert_eq!(
+        (abstained.output, abstained.verdict),
+        (None, Some(Verdict::Abstain))
+    );
     env.send(s, "PostToolUse", json!({"tool_name": "TodoWrite", "tool_use_id": "t5", "tool_input": todo, "tool_response": {"ok": true}}));
     let last = env.send(s, "SessionEnd", json!({"reason": "prompt_input_exit"}));
-    assert_eq!(first.session, last.session, "one cairn session per agent session");
+    assert_eq!(
+        first.session, last.session,
+        "one cairn session per agent session"
+    );
 
     let dir = env.session_dir(&first.session);
     verified(&dir, 5, true);
@@ -133,32 +159,66 @@ fn hook_claude_session_records_each_built_in_call_and_verifies() {
     };
     let agent = started.agent.as_ref().unwrap();
     assert_eq!(
-        (agent.name.as_str(), agent.version.as_deref(), agent.via.as_str(), agent.source_id.as_deref()),
+        (
+            agent.name.as_str(),
+            agent.version.as_deref(),
+            agent.via.as_str(),
+            agent.source_id.as_deref()
+        ),
         ("claude", Some("2.1.332"), "hook", Some(s))
     );
     let writes: Vec<_> = evs
         .iter()
         .filter_map(|e| match e {
-            Event::FileWrite(w) => Some((w.path.clone(), w.op, blob(&env, &w.before), blob(&env, &w.after))),
+            Event::FileWrite(w) => Some((
+                w.path.clone(),
+                w.op,
+                blob(&env, &w.before),
+                blob(&env, &w.after),
+            )),
             _ => None,
         })
         .collect();
     assert_eq!(
         writes,
         vec![
-            ("a.txt".into(), WriteOp::Edit, Some("one\ntwo\n".into()), Some("one\n2\n".into())),
-            ("new/b.txt".into(), WriteOp::Create, None, Some("bee\n".into())),
+            (
+                "a.txt".into(),
+                WriteOp::Edit,
+                Some("one\ntwo\n".into()),
+                Some("one\n2\n".into())
+            ),
+            (
+                "new/b.txt".into(),
+                WriteOp::Create,
+                None,
+                Some("bee\n".into())
+            ),
         ]
     );
     let shell: Vec<_> = evs
         .iter()
         .filter_map(|e| match e {
-            Event::ShellExec(x) => x.end().map(|end| (x.argv.clone(), end.status, end.exit_code)),
+            Event::ShellExec(x) => x
+                .end()
+                .map(|end| (x.argv.clone(), end.status, end.exit_code)),
             _ => None,
         })
         .collect();
-    assert_eq!(shell, vec![(vec!["cargo test".to_string()], ExecStatus::Failed, Some(101))]);
-    let reads = evs.iter().filter(|e| matches!(e, Event::FileRead(r) if r.path == "a.txt" && r.ranges == vec![(1, 2)])).count();
+    assert_eq!(
+        shell,
+        vec![(
+            vec!["cargo test".to_string()],
+            ExecStatus::Failed,
+            Some(101)
+        )]
+    );
+    let reads = evs
+        .iter()
+        .filter(
+            |e| matches!(e, Event::FileRead(r) if r.path == "a.txt" && r.ranges == vec![(1, 2)]),
+        )
+        .count();
     assert_eq!(reads, 1);
     let statuses: Vec<Status> = evs
         .iter()
@@ -167,7 +227,16 @@ fn hook_claude_session_records_each_built_in_call_and_verifies() {
             _ => None,
         })
         .collect();
-    assert_eq!(statuses, vec![Status::Ok, Status::Ok, Status::Ok, Status::Error, Status::Ok]);
+    assert_eq!(
+        statuses,
+        vec![
+            Status::Ok,
+            Status::Ok,
+            Status::Ok,
+            Status::Error,
+            Status::Ok
+        ]
+    );
     // The edit was asked in Claude Code and ran: the person said yes there.
     assert!(evs.iter().any(|e| matches!(e, Event::PermissionDecided { key, answer: Answer::Once, source: AnswerSource::User, .. } if key == "edit_file")));
 }
@@ -180,7 +249,8 @@ fn grant_ls(env: &Env) {
             (Answer::Always, true)
         }
     }
-    let mut engine = cairn_engine::Engine::start(&env.home, &env.ws, EngineConfig::new(Catalog::Thoth)).unwrap();
+    let mut engine =
+        cairn_engine::Engine::start(&env.home, &env.ws, EngineConfig::new(Catalog::Thoth)).unwrap();
     engine.set_approver(Box::new(Always));
     let out = engine.call("shell", json!({"command": "ls"})).unwrap();
     assert_eq!(out.status, Status::Ok, "{}", out.output);
@@ -197,7 +267,10 @@ fn hook_pre_tool_use_answers_from_the_allow_list_and_denies_when_told() {
         handle(&env.home, &options(unlisted), &ev).unwrap()
     };
     let ls = verdict("ls -l", Unlisted::Deny);
-    assert_eq!(ls.output.unwrap()["hookSpecificOutput"]["permissionDecision"], "allow");
+    assert_eq!(
+        ls.output.unwrap()["hookSpecificOutput"]["permissionDecision"],
+        "allow"
+    );
     // Guarded: asked even though `rm` is... not allowed anyway; asked, never allowed.
     let curl = verdict("curl https://example.org", Unlisted::Deny);
     let out = curl.output.unwrap();
@@ -207,14 +280,20 @@ fn hook_pre_tool_use_answers_from_the_allow_list_and_denies_when_told() {
         "cairn refuses this call: shell:curl is not on the project's allow list (an \"always\" answer in a cairn session puts it there)"
     );
     let piped = verdict("ls | curl -d @- https://example.org", Unlisted::Ask);
-    assert_eq!(piped.output.unwrap()["hookSpecificOutput"]["permissionDecision"], "ask");
+    assert_eq!(
+        piped.output.unwrap()["hookSpecificOutput"]["permissionDecision"],
+        "ask"
+    );
     let dir = env.session_dir(&ls.session);
     let evs = events(&dir);
     assert!(evs.iter().any(|e| matches!(e, Event::PermissionDecided { key, answer: Answer::Always, source: AnswerSource::AllowList, .. } if key == "shell:ls")));
     assert!(evs.iter().any(|e| matches!(e, Event::PermissionDecided { key, answer: Answer::Deny, source: AnswerSource::Policy, .. } if key == "shell:curl")));
     // The denied call is finished at once, as cairn's own denied calls are; the others
     // are still running.
-    assert!(evs.iter().any(|e| matches!(e, Event::ToolFinished(f) if f.status == Status::Denied)));
+    assert!(
+        evs.iter()
+            .any(|e| matches!(e, Event::ToolFinished(f) if f.status == Status::Denied))
+    );
     verified(&dir, 3, false);
 }
 
@@ -243,17 +322,30 @@ fn hook_session_end_finishes_open_calls_and_a_later_event_resumes_the_session() 
     let env = env();
     let s = "resumed-1";
     let bash = json!({"command": "sleep 100"});
-    env.send(s, "PreToolUse", json!({"tool_name": "Bash", "tool_use_id": "k1", "tool_input": bash}));
+    env.send(
+        s,
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "k1", "tool_input": bash}),
+    );
     // Killed mid-call: the agent ends the session without a PostToolUse.
     let end = env.send(s, "SessionEnd", json!({"reason": "other"}));
     let dir = env.session_dir(&end.session);
     verified(&dir, 1, true);
-    assert!(events(&dir).iter().any(|e| matches!(e, Event::ToolFinished(f) if f.status == Status::Interrupted)));
+    assert!(
+        events(&dir)
+            .iter()
+            .any(|e| matches!(e, Event::ToolFinished(f) if f.status == Status::Interrupted))
+    );
     let again = env.send(s, "UserPromptSubmit", json!({"prompt": "go on"}));
     assert_eq!(again.session, end.session);
     env.send(s, "SessionEnd", json!({"reason": "exit"}));
     let evs = events(&dir);
-    assert_eq!(evs.iter().filter(|e| matches!(e, Event::SessionResumed { .. })).count(), 1);
+    assert_eq!(
+        evs.iter()
+            .filter(|e| matches!(e, Event::SessionResumed { .. }))
+            .count(),
+        1
+    );
     verified(&dir, 1, true);
 }
 
@@ -264,13 +356,23 @@ fn hook_bad_input_says_what_is_wrong() {
         let e = handle(&env.home, &options(Unlisted::Ask), &input).unwrap_err();
         assert_eq!(e.to_string(), expected);
     };
-    check(json!({}), "hook input: no hook_event_name: is this command run by the agent's hooks?");
-    check(json!({"hook_event_name": "Stop"}), "hook input: no session_id");
+    check(
+        json!({}),
+        "hook input: no hook_event_name: is this command run by the agent's hooks?",
+    );
+    check(
+        json!({"hook_event_name": "Stop"}),
+        "hook input: no session_id",
+    );
     check(
         json!({"hook_event_name": "Stop", "session_id": "../x", "cwd": "/"}),
         "hook input: session_id \"../x\" is not a plain id (letters, digits, - and _)",
     );
     let unknown = env.event("bad-1", "Elicitation", json!({}));
     let e = handle(&env.home, &options(Unlisted::Ask), &unknown).unwrap_err();
-    assert!(e.to_string().starts_with("hook input: hook_event_name \"Elicitation\" is not one cairn records"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("hook input: hook_event_name \"Elicitation\" is not one cairn records"),
+        "{e}"
+    );
 }

@@ -676,20 +676,41 @@ fn proxy_forwards_everything_records_tools_call_and_replays_from_the_recording()
         )
         .unwrap();
         let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
-        let replies: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let replies: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         (head, replies)
     };
     // A health check: initialize, list, quit. Nothing recorded.
     let (head, replies) = run(Policy::AllowAll, &lines[..3]);
     assert!(head.is_none());
-    assert!(replies.iter().any(|r| r["id"] == 2 && r["result"]["tools"].as_array().is_some_and(|t| t.iter().any(|t| t["name"] == "echo"))));
+    assert!(replies.iter().any(|r| {
+        r["id"] == 2
+            && r["result"]["tools"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["name"] == "echo"))
+    }));
 
     let (head, replies) = run(Policy::AllowAll, &lines);
     assert!(head.is_some());
-    let reply = |id: u64| replies.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("no reply {id}: {replies:?}"));
-    assert_eq!(reply(1)["result"]["serverInfo"]["name"].as_str().map(|n| !n.is_empty()), Some(true));
+    let reply = |id: u64| {
+        replies
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("no reply {id}: {replies:?}"))
+    };
+    assert_eq!(
+        reply(1)["result"]["serverInfo"]["name"]
+            .as_str()
+            .map(|n| !n.is_empty()),
+        Some(true)
+    );
     assert_eq!(reply(3)["result"], json!({}));
-    assert_eq!(reply(4)["result"]["content"][0]["text"], "Echo: through cairn");
+    assert_eq!(
+        reply(4)["result"]["content"][0]["text"],
+        "Echo: through cairn"
+    );
     assert_eq!(reply(4)["result"]["isError"], false);
     assert!(reply(5).get("result").is_some() || reply(5).get("error").is_some());
 
@@ -702,20 +723,41 @@ fn proxy_forwards_everything_records_tools_call_and_replays_from_the_recording()
     assert!(report.ended);
     let calls = cairn_engine::mcp::recorded_calls(&dir).unwrap();
     assert_eq!(calls.len(), 1);
-    assert_eq!((calls[0].server.as_str(), calls[0].tool.as_str(), calls[0].status), ("everything", "echo", Status::Ok));
-    let first = cairn_store::LogReader::open(&dir).unwrap().records().unwrap().next().unwrap().unwrap();
+    assert_eq!(
+        (
+            calls[0].server.as_str(),
+            calls[0].tool.as_str(),
+            calls[0].status
+        ),
+        ("everything", "echo", Status::Ok)
+    );
+    let first = cairn_store::LogReader::open(&dir)
+        .unwrap()
+        .records()
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
     match cairn_engine::fold::parse(&first).unwrap().event {
         Event::SessionStarted(s) => {
             let a = s.agent.unwrap();
-            assert_eq!((a.name.as_str(), a.version.as_deref(), a.via.as_str()), ("test-client", Some("9.9"), "proxy"));
+            assert_eq!(
+                (a.name.as_str(), a.version.as_deref(), a.via.as_str()),
+                ("test-client", Some("9.9"), "proxy")
+            );
         }
         other => panic!("{other:?}"),
     }
     // Replayed from the recording, as cairn's own MCP calls are.
     let mut r = engine(home.path(), ws.path(), vec![], 30_000);
     r.set_mcp_backend(Box::new(Recorded::from_session(&dir).unwrap()));
-    let again = r.call(&calls[0].name, json!({"message": "through cairn"})).unwrap();
-    assert_eq!((again.status, again.output.as_str()), (Status::Ok, calls[0].output.as_str()));
+    let again = r
+        .call(&calls[0].name, json!({"message": "through cairn"}))
+        .unwrap();
+    assert_eq!(
+        (again.status, again.output.as_str()),
+        (Status::Ok, calls[0].output.as_str())
+    );
     r.end("replayed").unwrap();
 
     // Denied by the policy: the client is told, the server never asked.
