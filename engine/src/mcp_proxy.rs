@@ -294,12 +294,12 @@ pub fn proxy_session(
     let running: Arc<Mutex<Option<Value>>> = Default::default();
     let cancelled: Arc<Mutex<BTreeSet<String>>> = Default::default();
     let cancel_slot: Arc<Mutex<Option<CancelHandle>>> = Default::default();
-    {
+    let server_thread = {
         let link = link.clone();
         let client_out = client_out.clone();
         let tx = tx.clone();
-        std::thread::spawn(move || server_reader(server_out, &link, &client_out, &tx));
-    }
+        std::thread::spawn(move || server_reader(server_out, &link, &client_out, &tx))
+    };
     {
         let link = link.clone();
         let client_out = client_out.clone();
@@ -387,6 +387,9 @@ pub fn proxy_session(
         }
     };
     stop(&mut process, &link);
+    // What the server wrote before it exited reaches the client (answers to requests
+    // the client sent just before closing its end).
+    let _ = server_thread.join();
     session.end(&reason)
 }
 
