@@ -12,6 +12,7 @@ mod confine;
 mod consent;
 mod engine;
 mod events;
+mod hook;
 mod import;
 mod redact;
 mod replay;
@@ -57,6 +58,8 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// Benchmark resume: time and peak memory, with and without a snapshot.
     Resume(resume::ResumeArgs),
+    /// Benchmark `cairn hook claude`: the latency it adds per tool call (p50, p99).
+    Hook(hook::HookArgs),
     /// Benchmark import: MB/s and sessions/s on generated Codex rollouts, peak memory.
     Import(import::ImportArgs),
     /// Benchmark search: indexing cost per call against recording, query latency.
@@ -103,6 +106,7 @@ fn main() -> Result<()> {
         Command::Resume(args) => resume::run(&args),
         Command::Import(args) => import::run(&args),
         Command::Search(args) => search::run(&args),
+        Command::Hook(args) => hook::run(&args),
         Command::ImportOnce { home, src } => import::import_once(&home, &src),
         Command::Tree(args) => tree::run(&args),
         Command::ResumeOnce { home, dir } => resume::resume_once(&home, &dir),

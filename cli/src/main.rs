@@ -6,6 +6,7 @@ mod auditcmd;
 mod browsecmd;
 mod chatcmd;
 mod configcmd;
+mod hookcmd;
 mod importcmd;
 mod keycmd;
 mod livecmd;
@@ -373,6 +374,13 @@ enum Command {
         #[command(subcommand)]
         action: McpAction,
     },
+    /// Record the agents people already use, live, through their hooks: `cairn hook
+    /// claude` (Claude Code) and `cairn hook codex` are run by the agent before and
+    /// after each tool call; `install` writes them into the agent's settings.
+    Hook {
+        #[command(subcommand)]
+        action: HookAction,
+    },
     /// What a session did: header (times, end state, lineage, integrity from a deep
     /// verify, head hash, model and base URL, tokens), the conversation, files written
     /// with diffs, files read, commands, processes left running, network, permissions,
@@ -532,6 +540,21 @@ enum McpAction {
         #[arg(long, default_value = ".")]
         workspace: std::path::PathBuf,
     },
+    /// Stand between an MCP client and a real server: cairn mcp proxy NAME -- COMMAND
+    /// ARGS... Every message passes through; each tools/call is recorded as a call of
+    /// mcp__NAME__<tool> (key mcp:NAME:<tool>, asked per the allow list, then --approve),
+    /// redacted and capped, in one session per connection started at its first call.
+    Proxy {
+        name: String,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+        #[arg(long, default_value = ".")]
+        workspace: std::path::PathBuf,
+        /// Who answers what the allow list does not cover: never (deny, the default)
+        /// or always (allow once); `--approve` alone is always.
+        #[arg(long, default_value = "never", num_args = 0..=1, default_missing_value = "always")]
+        approve: sessioncmd::Approve,
+    },
     /// Speak MCP on stdin/stdout: one recorded session per connection, started at its
     /// first tool call, ended when the client closes stdin or on SIGINT, SIGTERM, SIGHUP.
     Serve {
@@ -546,6 +569,53 @@ enum McpAction {
         approve: sessioncmd::Approve,
         #[command(flatten)]
         sandbox: sessioncmd::SandboxArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum HookAction {
+    /// Claude Code's hook: one event as JSON on stdin (SessionStart, UserPromptSubmit,
+    /// PreToolUse, PostToolUse, PostToolUseFailure, Stop, SessionEnd), recorded in one
+    /// cairn session per Claude Code session; PreToolUse answers with cairn's verdict.
+    Claude {
+        /// Who answers what the project's allow list does not cover: ask (the person,
+        /// through Claude Code's prompt), never (deny) or always (allow once).
+        #[arg(long, default_value = "ask")]
+        approve: sessioncmd::Approve,
+    },
+    /// Codex's hook (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse): the
+    /// same recording; Codex honours a denial only, so only `--approve never` refuses.
+    Codex {
+        #[arg(long, default_value = "ask")]
+        approve: sessioncmd::Approve,
+    },
+    /// Write cairn's hooks into the agent's settings (Claude Code: .claude/settings.json;
+    /// Codex: .codex/config.toml), showing the diff first and asking.
+    Install {
+        agent: hookcmd::AgentName,
+        /// The project's settings (the default).
+        #[arg(long, conflicts_with = "user")]
+        project: bool,
+        /// The user's settings.
+        #[arg(long)]
+        user: bool,
+        /// Write without asking.
+        #[arg(long)]
+        yes: bool,
+        #[arg(long, default_value = ".")]
+        workspace: std::path::PathBuf,
+    },
+    /// Remove exactly the hooks `install` added.
+    Uninstall {
+        agent: hookcmd::AgentName,
+        #[arg(long, conflicts_with = "user")]
+        project: bool,
+        #[arg(long)]
+        user: bool,
+        #[arg(long)]
+        yes: bool,
+        #[arg(long, default_value = ".")]
+        workspace: std::path::PathBuf,
     },
 }
 
@@ -742,6 +812,14 @@ fn usage_error(rendered: &str) -> String {
     format!("cairn: {}", text.strip_prefix("error: ").unwrap_or(text))
 }
 
+fn scope(user: bool) -> hookcmd::Scope {
+    if user {
+        hookcmd::Scope::User
+    } else {
+        hookcmd::Scope::Project
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match parse() {
         Ok(cli) => cli,
@@ -770,7 +848,7 @@ fn main() -> ExitCode {
             | Command::Resume { .. }
             | Command::Fork { .. }
             | Command::Mcp {
-                action: McpAction::Serve { .. }
+                action: McpAction::Serve { .. } | McpAction::Proxy { .. }
             }
     ) {
         sessioncmd::prepare();
@@ -1048,6 +1126,30 @@ fn main() -> ExitCode {
                 approve,
                 sandbox,
             } => mcpcmd::serve(&workspace, catalog, approve, &sandbox),
+            McpAction::Proxy {
+                name,
+                command,
+                workspace,
+                approve,
+            } => mcpcmd::proxy(&workspace, &name, &command, approve),
+        },
+        Command::Hook { action } => match action {
+            HookAction::Claude { approve } => Ok(hookcmd::run(hookcmd::AgentName::Claude, approve)),
+            HookAction::Codex { approve } => Ok(hookcmd::run(hookcmd::AgentName::Codex, approve)),
+            HookAction::Install {
+                agent,
+                user,
+                yes,
+                workspace,
+                ..
+            } => hookcmd::install(agent, scope(user), &workspace, yes, false),
+            HookAction::Uninstall {
+                agent,
+                user,
+                yes,
+                workspace,
+                ..
+            } => hookcmd::install(agent, scope(user), &workspace, yes, true),
         },
         Command::Demo { dir, json } => sessioncmd::demo(dir.as_deref(), json),
         Command::Audit {

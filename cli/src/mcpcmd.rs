@@ -235,3 +235,61 @@ pub fn serve(
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// `cairn mcp proxy NAME -- COMMAND ARGS...`.
+pub fn proxy(
+    workspace: &Path,
+    name: &str,
+    command: &[String],
+    approve: crate::sessioncmd::Approve,
+) -> Result<ExitCode> {
+    let Some((program, args)) = command.split_first() else {
+        anyhow::bail!(
+            "give the command that starts the server: cairn mcp proxy NAME -- COMMAND ARGS..."
+        );
+    };
+    let home = Home::from_env()?;
+    let project = crate::sessioncmd::project_for(&home, workspace);
+    let config = crate::sessioncmd::engine_config(&crate::sessioncmd::effective(
+        &home,
+        project.as_ref(),
+        &cairn_engine::settings::Settings::default(),
+    )?)?;
+    let policy = match approve {
+        crate::sessioncmd::Approve::Always => Policy::AllowAll,
+        crate::sessioncmd::Approve::Never => Policy::DenyAll,
+        crate::sessioncmd::Approve::Ask => anyhow::bail!(
+            "--approve ask needs a terminal, and stdio belongs to the MCP client: use always or never"
+        ),
+    };
+    let root = workspace
+        .canonicalize()
+        .with_context(|| format!("workspace {}", workspace.display()))?;
+    let stdin = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .context("standard input")?;
+    let input = cairn_engine::signal::Interruptible::new(std::fs::File::from(stdin));
+    let head = cairn_engine::mcp::proxy_session(
+        &home,
+        &root,
+        config,
+        policy,
+        name,
+        &ServerConfig {
+            command: program.clone(),
+            args: args.to_vec(),
+            env: Default::default(),
+        },
+        input,
+        std::io::stdout(),
+    )?;
+    match head {
+        Some(head) => out::note(&format!(
+            "cairn: mcp proxy session ended at seq {}",
+            head.seq
+        )),
+        None => out::note("cairn: no tool was called: no session recorded"),
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -108,6 +108,17 @@ impl Engine {
         Engine::start_with_parent(home, workspace, config, None)
     }
 
+    /// Starts a new session for another agent whose calls pass through cairn (an MCP
+    /// client of `mcp serve` or `mcp proxy`): `session_started.agent` names it.
+    pub fn start_for(
+        home: &Home,
+        workspace: &Path,
+        config: EngineConfig,
+        agent: Option<crate::event::Agent>,
+    ) -> Result<Engine> {
+        Engine::start_inner(home, workspace, config, None, None, agent)
+    }
+
     /// Starts a session that names a parent (a fork or a replay).
     pub fn start_with_parent(
         home: &Home,
@@ -115,7 +126,7 @@ impl Engine {
         config: EngineConfig,
         parent: Option<Parent>,
     ) -> Result<Engine> {
-        Engine::start_inner(home, workspace, config, parent, None)
+        Engine::start_inner(home, workspace, config, parent, None, None)
     }
 
     /// Starts a fork: a session that names its parent and starts knowing what the
@@ -129,7 +140,7 @@ impl Engine {
         parent: Parent,
         inherited: Inherited,
     ) -> Result<Engine> {
-        Engine::start_inner(home, workspace, config, Some(parent), Some(inherited))
+        Engine::start_inner(home, workspace, config, Some(parent), Some(inherited), None)
     }
 
     fn start_inner(
@@ -138,6 +149,7 @@ impl Engine {
         config: EngineConfig,
         parent: Option<Parent>,
         inherited: Option<Inherited>,
+        agent: Option<crate::event::Agent>,
     ) -> Result<Engine> {
         let is_replay = parent.is_some() && inherited.is_none();
         let credential_files = CredentialFiles::new(&config.credential_files)?;
@@ -221,6 +233,7 @@ impl Engine {
             inherited,
             sandbox: Some(sandbox.recorded().clone()),
             imported: None,
+            agent: agent.map(Box::new),
         };
         rec.append(&Event::SessionStarted(started))?;
         rec.sync()?;

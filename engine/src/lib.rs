@@ -23,6 +23,8 @@
 pub mod agent;
 pub mod demo;
 mod engine;
+pub mod hook;
+mod mcp_proxy;
 mod mcp_serve;
 pub mod permission;
 pub mod project;
@@ -35,6 +37,7 @@ pub use cairn_tools::{fold, manifest, memory, process, sandbox, shell, signal, t
 
 /// MCP both ways: the client (`cairn_mcp`) and the server driver ([`mcp::serve`]).
 pub mod mcp {
+    pub use crate::mcp_proxy::{REASON_SERVER_EXITED, proxy_session};
     pub use crate::mcp_serve::{serve, serve_session};
     pub use cairn_mcp::*;
 }

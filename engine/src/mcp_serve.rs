@@ -44,13 +44,7 @@ pub fn serve_session(
     input: impl BufRead,
     output: impl Write,
 ) -> Result<Option<Head>> {
-    let session = Session::Pending(Box::new(Pending {
-        registry: Registry::new(config.catalog),
-        home,
-        workspace,
-        config,
-        policy,
-    }));
+    let session = Session::Pending(Box::new(Pending::new(home, workspace, config, policy)));
     serve_in(session, input, output)
 }
 
@@ -66,17 +60,52 @@ pub fn serve(engine: Engine, input: impl BufRead, output: impl Write) -> Result<
 }
 
 /// What a session needs to start at the first call.
-struct Pending<'a> {
+pub(crate) struct Pending<'a> {
     /// The tools offered before the session starts (the session's registry after).
     registry: Registry,
     home: &'a Home,
     workspace: &'a Path,
     config: EngineConfig,
     policy: Policy,
+    /// The client, from its `initialize` (`clientInfo`).
+    pub(crate) agent: Option<crate::event::Agent>,
+}
+
+impl<'a> Pending<'a> {
+    pub(crate) fn new(
+        home: &'a Home,
+        workspace: &'a Path,
+        config: EngineConfig,
+        policy: Policy,
+    ) -> Pending<'a> {
+        Pending {
+            registry: Registry::new(config.catalog),
+            home,
+            workspace,
+            config,
+            policy,
+            agent: None,
+        }
+    }
+}
+
+/// The client an `initialize` request names (`clientInfo`), seen `via` `mcp` (a
+/// client of `mcp serve`) or `proxy`.
+pub(crate) fn client_agent(params: &Value, via: &str) -> Option<crate::event::Agent> {
+    let info = params.get("clientInfo")?;
+    Some(crate::event::Agent {
+        name: info.get("name")?.as_str()?.to_string(),
+        version: info
+            .get("version")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        via: via.to_string(),
+        source_id: None,
+    })
 }
 
 /// The connection's session: not started until a tool is called.
-enum Session<'a> {
+pub(crate) enum Session<'a> {
     Pending(Box<Pending<'a>>),
     Started(Box<Engine>),
 }
@@ -90,7 +119,7 @@ impl Session<'_> {
     }
 
     /// The signal that stopped the server, if one did.
-    fn stopped(&self) -> Option<crate::signal::Signal> {
+    pub(crate) fn stopped(&self) -> Option<crate::signal::Signal> {
         match self {
             Session::Pending(_) => crate::signal::received(),
             Session::Started(e) => e.stopped(),
@@ -98,9 +127,10 @@ impl Session<'_> {
     }
 
     /// The engine, the session started now if it was not yet.
-    fn engine(&mut self) -> Result<&mut Engine> {
+    pub(crate) fn engine(&mut self) -> Result<&mut Engine> {
         if let Session::Pending(p) = self {
-            let mut engine = Engine::start(p.home, p.workspace, p.config.clone())?;
+            let mut engine =
+                Engine::start_for(p.home, p.workspace, p.config.clone(), p.agent.take())?;
             engine.set_approver(Box::new(p.policy));
             *self = Session::Started(Box::new(engine));
         }
@@ -111,7 +141,7 @@ impl Session<'_> {
     }
 
     /// Ends the session with `reason`; `None` if it never started.
-    fn end(self, reason: &str) -> Result<Option<Head>> {
+    pub(crate) fn end(self, reason: &str) -> Result<Option<Head>> {
         match self {
             Session::Pending(_) => Ok(None),
             Session::Started(e) => (*e).end(reason).map(Some),
@@ -187,6 +217,9 @@ fn handle(session: &mut Session<'_>, m: Value) -> Result<Option<Value>> {
     let params = m.get("params").cloned().unwrap_or(Value::Null);
     let result = match method {
         "initialize" => {
+            if let Session::Pending(p) = session {
+                p.agent = client_agent(&params, "mcp");
+            }
             let asked = params["protocolVersion"].as_str().unwrap_or("");
             // The client's version when cairn speaks it, else cairn's latest.
             let version = PROTOCOL_VERSIONS

@@ -298,9 +298,37 @@ impl Claude {
             .tools
             .remove(&id)
             .unwrap_or_else(|| ("unknown".to_string(), Value::Null));
+        result_steps(&id, &tool, &input, tur, output, is_error, cwd, out);
+    }
+
+    /// Ends a branch: a response still gathered is written.
+    pub fn finish(&mut self, out: &mut Vec<Step>) {
+        self.flush(out);
+    }
+}
+
+/// The steps of a call's result: its effects by tool (`Bash` a command, `Edit`,
+/// `MultiEdit` and `Write` a file written, `Read` lines read, `WebFetch` and
+/// `WebSearch` a fetch), then its end. `tur` is Claude Code's structured result
+/// (`toolUseResult` in a transcript, `tool_response` in a hook), `output` what the
+/// model was given.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn result_steps(
+    id: &str,
+    tool: &str,
+    input: &Value,
+    tur: &Value,
+    output: String,
+    is_error: bool,
+    cwd: Option<String>,
+    out: &mut Vec<Step>,
+) {
+    let id = id.to_string();
+    {
+        let input = input.clone();
         let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
         let mut status = if is_error { Status::Error } else { Status::Ok };
-        match tool.as_str() {
+        match tool {
             "Bash" => {
                 let interrupted = tur
                     .get("interrupted")
@@ -405,11 +433,6 @@ impl Claude {
             _ => {}
         }
         out.push(Step::End { id, status, output });
-    }
-
-    /// Ends a branch: a response still gathered is written.
-    pub fn finish(&mut self, out: &mut Vec<Step>) {
-        self.flush(out);
     }
 }
 

@@ -21,6 +21,8 @@ pub enum ImportError {
     SegmentChain { path: PathBuf, max: usize },
     #[error("{}: not a session imported by cairn", dir.display())]
     NotImported { dir: PathBuf },
+    #[error("hook input: {what}")]
+    HookInput { what: String },
     #[error(transparent)]
     Engine(#[from] cairn_tools::EngineError),
     #[error(transparent)]

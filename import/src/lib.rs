@@ -30,6 +30,8 @@
 mod claude;
 mod codex;
 mod error;
+pub mod hook;
+pub mod hook_install;
 mod index;
 mod patch;
 mod source;

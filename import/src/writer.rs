@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use cairn_core::event::{
-    Event, ExecStatus, FORMAT_VERSION, FileRead, FileWrite, ImportProgress, Imported, ImportedFile,
-    Parent, ProcKind, SessionStarted, ShellEnd, ShellExec, ShellPhase, Status, ToolFinished,
-    WebFetched, WriteOp, WriteStatus,
+    Agent, Event, ExecStatus, FORMAT_VERSION, FileRead, FileWrite, ImportProgress, Imported,
+    ImportedFile, Parent, ProcKind, SessionStarted, ShellEnd, ShellExec, ShellPhase, Status,
+    ToolFinished, WebFetched, WriteOp, WriteStatus,
 };
 use cairn_core::redact::{Counts, Redactor};
 use cairn_core::state::State;
@@ -76,6 +76,15 @@ fn import_options() -> Options {
     }
 }
 
+/// A hook appends to a live session and exits at once: each of its records is durable
+/// as with a live session's `batch`.
+fn durable_options() -> Options {
+    Options {
+        durability: Durability::Batch,
+        ..Options::default()
+    }
+}
+
 impl Writer {
     /// Starts a new session in the project of `root` (the source's working directory).
     pub fn create(
@@ -83,6 +92,28 @@ impl Writer {
         root: &Path,
         imported: Imported,
         parent: Option<Parent>,
+    ) -> Result<Writer> {
+        Writer::create_as(home, root, Some(imported), None, parent, Vec::new())
+    }
+
+    /// Starts a session recorded live from another agent (its hooks): `allow` is the
+    /// project's allow list now, which its permission answers are taken from.
+    pub fn create_live(
+        home: &Home,
+        root: &Path,
+        agent: Agent,
+        allow: Vec<String>,
+    ) -> Result<Writer> {
+        Writer::create_as(home, root, None, Some(agent), None, allow)
+    }
+
+    fn create_as(
+        home: &Home,
+        root: &Path,
+        imported: Option<Imported>,
+        agent: Option<Agent>,
+        parent: Option<Parent>,
+        allow: Vec<String>,
     ) -> Result<Writer> {
         let project = home.project(root);
         cairn_store::private::create_dir_all(&project.sessions_dir())
@@ -114,7 +145,13 @@ impl Writer {
         rec.note_blobs_written();
         let redactor = Redactor::with_env(std::env::vars());
         rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
-        let provider = provider_of(&imported.agent);
+        let provider = provider_of(
+            imported
+                .as_ref()
+                .map(|i| i.agent.as_str())
+                .or(agent.as_ref().map(|a| a.name.as_str()))
+                .unwrap_or(""),
+        );
         let started = SessionStarted {
             id: id.clone(),
             format_version: FORMAT_VERSION,
@@ -126,10 +163,11 @@ impl Writer {
             manifest_files: 0,
             config: serde_json::to_value(&config).unwrap_or_default(),
             parent,
-            allow: Vec::new(),
+            allow,
             inherited: None,
             sandbox: None,
-            imported: Some(Box::new(imported)),
+            imported: imported.map(Box::new),
+            agent: agent.map(Box::new),
         };
         rec.append(&Event::SessionStarted(started))?;
         Ok(Writer {
@@ -201,6 +239,92 @@ impl Writer {
             interrupted: 0,
             base: calls_started,
         })
+    }
+
+    /// Opens a live session to append to it, as it is: nothing is recorded by
+    /// opening (a hook opens its session once per call). The log's torn tail, if any,
+    /// is repaired; the state is folded from the latest snapshot.
+    pub fn reopen(home: &Home, dir: &Path) -> Result<Writer> {
+        let (log, _recovery) = LogWriter::open(dir, durable_options())?;
+        let folded = cairn_tools::fold::fold_with_snapshot(dir)?;
+        let started = first_started(dir)?;
+        let root = PathBuf::from(&started.workspace);
+        let project = home.project(&root);
+        let blobs = BlobStore::open(&project.blobs_dir())?.without_sync();
+        let config = EngineConfig::new(cairn_tools::Catalog::Thoth);
+        let calls_started = folded.state.calls_started;
+        let mut rec = Recorder::new(
+            log,
+            folded.state,
+            blobs,
+            SnapshotStore::new(dir),
+            Durability::Batch,
+            // No snapshot on the way: the session's end takes one.
+            0,
+            config.checkpoint_every,
+        );
+        let redactor = Redactor::with_env(std::env::vars());
+        rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
+        let agent = started
+            .agent
+            .map(|a| a.name)
+            .or(started.imported.map(|i| i.agent))
+            .unwrap_or_default();
+        Ok(Writer {
+            rec,
+            id: started.id,
+            dir: dir.to_path_buf(),
+            root,
+            provider: provider_of(&agent),
+            calls: HashMap::new(),
+            open: Vec::new(),
+            ran: Default::default(),
+            redactor,
+            written: Written::default(),
+            interrupted: 0,
+            base: calls_started,
+        })
+    }
+
+    /// The folded state of the session as written so far.
+    pub fn state(&self) -> &State {
+        &self.rec.state
+    }
+
+    /// Takes up a call started by an earlier writer of this session: `source` is the
+    /// agent's id of it, `call` cairn's, still open.
+    pub fn adopt(&mut self, source: &str, call: &str, tool: &str) {
+        self.calls
+            .insert(source.to_string(), (call.to_string(), tool.to_string()));
+        self.open.push(source.to_string());
+    }
+
+    /// The cairn id of the agent's call `source`, once started.
+    pub fn call_id(&self, source: &str) -> Option<&str> {
+        self.call_of(source)
+    }
+
+    /// Records an event that is not a step (a permission question and its answer, the
+    /// end of a live session).
+    pub fn record(&mut self, event: &Event) -> Result<()> {
+        self.append(event)
+    }
+
+    /// A blob of `bytes` as they are (a file's content: the workspace's own bytes,
+    /// which checkout writes back; a credential file is never read into one).
+    pub fn blob(&mut self, bytes: &[u8]) -> Result<BlobRef> {
+        Ok(self.rec.put_blob(bytes)?)
+    }
+
+    /// Makes what was written durable (records and blobs), then takes a snapshot
+    /// when `snapshot` (the end of a live session).
+    pub fn close(mut self, snapshot: bool) -> Result<(u64, Hash)> {
+        if snapshot {
+            self.rec.snapshot()?;
+            self.rec.wait_snapshot()?;
+        }
+        self.rec.sync()?;
+        Ok(self.head())
     }
 
     /// The last record written: (seq, hash).
@@ -491,6 +615,58 @@ impl Writer {
             unknown,
             diff,
         }))
+    }
+
+    /// Records a file written by the agent's call `id`, its contents before and
+    /// after already stored as blobs (`None`: no such file).
+    pub fn file_write(
+        &mut self,
+        id: &str,
+        path: &str,
+        op: WriteOp,
+        before: Option<BlobRef>,
+        after: Option<(BlobRef, u32)>,
+        ok: bool,
+    ) -> Result<()> {
+        let call = self.ensure_call(id, "write", serde_json::json!({ "path": path }))?;
+        let path = self.ws_path(path, None);
+        self.append(&Event::FileWrite(FileWrite {
+            call: Some(call),
+            op,
+            path,
+            before,
+            after: after.map(|a| a.0),
+            lines_after: after.map_or(0, |a| a.1),
+            mode: None,
+            status: if ok {
+                WriteStatus::Ok
+            } else {
+                WriteStatus::Failed
+            },
+            withheld: false,
+            unknown: after.is_none() && op != WriteOp::Delete,
+            diff: None,
+        }))
+    }
+
+    /// Ends a live session: calls left open are finished as interrupted, then
+    /// `session_ended` with `reason`, a snapshot, and everything made durable.
+    pub fn end_live(mut self, reason: &str) -> Result<(u64, Hash)> {
+        for id in self.open.clone() {
+            self.interrupted += 1;
+            self.end(
+                &id,
+                Status::Interrupted,
+                "the agent never said how this call ended: it was interrupted",
+            )?;
+        }
+        self.append(&Event::SessionEnded {
+            reason: reason.to_string(),
+            orphans: Vec::new(),
+            failed: false,
+            imported: None,
+        })?;
+        self.close(true)
     }
 
     /// Ends the pass: calls left open are finished as interrupted, then

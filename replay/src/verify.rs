@@ -351,6 +351,8 @@ struct Verifier {
     writable: Vec<String>,
     /// The session was imported from another agent (`session_started.imported`).
     imported: bool,
+    /// The session was recorded from another agent's hooks (`session_started.agent`).
+    hooked: bool,
 }
 
 impl Verifier {
@@ -379,6 +381,7 @@ impl Verifier {
             interrupted: HashMap::new(),
             writable: Vec::new(),
             imported: false,
+            hooked: false,
         }
     }
 
@@ -534,8 +537,17 @@ impl Verifier {
         }
         self.after_end(&rec.event);
         if let Event::SessionStarted(s) = &rec.event {
-            self.imported = s.imported.is_some();
-            self.report.imported = s.imported.as_ref().map(|i| i.agent.clone());
+            // A session recorded from another agent's hooks ran its calls under that
+            // agent too: checked like an imported one.
+            self.imported =
+                s.imported.is_some() || s.agent.as_ref().is_some_and(|a| a.via == "hook");
+            self.hooked = s.agent.as_ref().is_some_and(|a| a.via == "hook");
+            self.report.imported = s.imported.as_ref().map(|i| i.agent.clone()).or_else(|| {
+                s.agent
+                    .as_ref()
+                    .filter(|a| a.via == "hook")
+                    .map(|a| a.name.clone())
+            });
         }
         if self.imported {
             self.imported_record(&rec);
@@ -843,6 +855,17 @@ impl Verifier {
                 }
                 self.ended_at.get_or_insert(rec.seq);
             }
+            // A hook asked cairn before each call: its questions and answers are in
+            // the call (the allow list it answered from is `session_started.allow`).
+            Event::PermissionRequested { call, .. } | Event::PermissionDecided { call, .. }
+                if self.hooked && !self.pending.contains_key(call) =>
+            {
+                self.problem(
+                    ProblemKind::Structure,
+                    format!("a permission record outside its call {call}"),
+                );
+            }
+            Event::PermissionRequested { .. } | Event::PermissionDecided { .. } if self.hooked => {}
             Event::PermissionRequested { call, .. } | Event::PermissionDecided { call, .. } => {
                 self.problem(
                     ProblemKind::Structure,

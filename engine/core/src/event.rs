@@ -322,6 +322,28 @@ pub struct SessionStarted {
     /// verify checks its chain, structure and blobs, never the engine's rules.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported: Option<Box<Imported>>,
+    /// A session recorded live from another agent's hooks or through `mcp proxy`:
+    /// which agent, which version, and how cairn saw its calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<Box<Agent>>,
+}
+
+/// The agent a session was recorded from as it ran (on `session_started`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Agent {
+    /// The agent: `claude` (Claude Code), `codex` (Codex CLI), or an MCP client's
+    /// `clientInfo.name`.
+    pub name: String,
+    /// Its version, when it says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// How cairn saw its calls: `hook` (the agent ran them and told cairn before and
+    /// after each, so their effects are what the agent reported and what cairn read
+    /// from disk) or `proxy` (they passed through cairn on their way to an MCP server).
+    pub via: String,
+    /// The agent's own id of the session, when it has one (Claude Code's `session_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_id: Option<String>,
 }
 
 /// Where an imported session comes from (on `session_started`).

@@ -26,6 +26,7 @@ mod engine_search;
 mod engine_shell;
 mod forged_paths;
 mod format_vectors;
+mod hooks;
 mod import;
 mod leak;
 mod mcp_client;

@@ -628,3 +628,140 @@ fn a_cancel_from_another_thread_gives_up_a_slow_mcp_call_and_the_server_stays() 
     e.end("done").unwrap();
     assert_clean(&dir);
 }
+
+/// A writer the test reads back (the proxy's stdout).
+#[derive(Clone, Default)]
+struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Shared {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn proxy_forwards_everything_records_tools_call_and_replays_from_the_recording() {
+    let Some(peers) = cairn_tests::mcp_peers(&[
+        "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    ]) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let server = node_server(&peers, "server-everything", &["stdio"]);
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test-client", "version": "9.9"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "through cairn"}}}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "resources/list"}),
+    ];
+    let run = |policy: Policy, lines: &[Value]| {
+        let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let out = Shared::default();
+        let head = cairn_engine::mcp::proxy_session(
+            &Home::at(home.path()),
+            &ws.path().canonicalize().unwrap(),
+            EngineConfig::new(Catalog::Thoth),
+            policy,
+            "everything",
+            &server,
+            std::io::Cursor::new(input.into_bytes()),
+            out.clone(),
+        )
+        .unwrap();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let replies: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (head, replies)
+    };
+    // A health check: initialize, list, quit. Nothing recorded.
+    let (head, replies) = run(Policy::AllowAll, &lines[..3]);
+    assert!(head.is_none());
+    assert!(replies.iter().any(|r| {
+        r["id"] == 2
+            && r["result"]["tools"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["name"] == "echo"))
+    }));
+
+    let (head, replies) = run(Policy::AllowAll, &lines);
+    assert!(head.is_some());
+    let reply = |id: u64| {
+        replies
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("no reply {id}: {replies:?}"))
+    };
+    assert_eq!(
+        reply(1)["result"]["serverInfo"]["name"]
+            .as_str()
+            .map(|n| !n.is_empty()),
+        Some(true)
+    );
+    assert_eq!(reply(3)["result"], json!({}));
+    assert_eq!(
+        reply(4)["result"]["content"][0]["text"],
+        "Echo: through cairn"
+    );
+    assert_eq!(reply(4)["result"]["isError"], false);
+    assert!(reply(5).get("result").is_some() || reply(5).get("error").is_some());
+
+    let project = Home::at(home.path()).project(&ws.path().canonicalize().unwrap());
+    let sessions = project.sessions();
+    assert_eq!(sessions.len(), 1);
+    let dir = project.session_dir(&sessions[0]);
+    let (report, problems) = cairn_replay::verify(&dir).unwrap();
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert!(report.ended);
+    let calls = cairn_engine::mcp::recorded_calls(&dir).unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        (
+            calls[0].server.as_str(),
+            calls[0].tool.as_str(),
+            calls[0].status
+        ),
+        ("everything", "echo", Status::Ok)
+    );
+    let first = cairn_store::LogReader::open(&dir)
+        .unwrap()
+        .records()
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    match cairn_engine::fold::parse(&first).unwrap().event {
+        Event::SessionStarted(s) => {
+            let a = s.agent.unwrap();
+            assert_eq!(
+                (a.name.as_str(), a.version.as_deref(), a.via.as_str()),
+                ("test-client", Some("9.9"), "proxy")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Replayed from the recording, as cairn's own MCP calls are.
+    let mut r = engine(home.path(), ws.path(), vec![], 30_000);
+    r.set_mcp_backend(Box::new(Recorded::from_session(&dir).unwrap()));
+    let again = r
+        .call(&calls[0].name, json!({"message": "through cairn"}))
+        .unwrap();
+    assert_eq!(
+        (again.status, again.output.as_str()),
+        (Status::Ok, calls[0].output.as_str())
+    );
+    r.end("replayed").unwrap();
+
+    // Denied by the policy: the client is told, the server never asked.
+    let (_, replies) = run(Policy::DenyAll, &lines);
+    let denied = replies.iter().find(|r| r["id"] == 4).unwrap();
+    assert_eq!(denied["result"]["isError"], true);
+}

@@ -1,0 +1,214 @@
+//! `cairn hook`: the hook an agent runs before and after each of its tool calls
+//! (`claude`, `codex`), and `install` / `uninstall` of it in the agent's settings.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use cairn_engine::Home;
+use cairn_engine::hook::Unlisted;
+use cairn_import::hook::{HookOptions, handle};
+use cairn_import::hook_install;
+
+/// The largest hook input read (a tool's whole response can be large).
+pub const HOOK_INPUT_BYTES_MAX: u64 = 64 << 20;
+
+/// Which agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AgentName {
+    Claude,
+    Codex,
+}
+
+impl AgentName {
+    fn name(self) -> &'static str {
+        match self {
+            AgentName::Claude => "claude",
+            AgentName::Codex => "codex",
+        }
+    }
+}
+
+/// Runs one hook event: JSON on stdin, the answer on stdout. Exit 0; on a failure, 2
+/// for `PreToolUse` (the agent then refuses the call: a call cairn could not record
+/// does not run) and 1 for any other event (the agent says so and goes on).
+pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> ExitCode {
+    let mut bytes = Vec::new();
+    let read = std::io::stdin()
+        .lock()
+        .take(HOOK_INPUT_BYTES_MAX + 1)
+        .read_to_end(&mut bytes);
+    let pre = bytes
+        .windows(b"\"PreToolUse\"".len())
+        .any(|w| w == b"\"PreToolUse\"");
+    let fail = |e: String| {
+        crate::out::note(&format!(
+            "cairn hook {}: {e} (`cairn hook uninstall {}` removes the hook)",
+            agent.name(),
+            agent.name()
+        ));
+        ExitCode::from(if pre { 2 } else { 1 })
+    };
+    if let Err(e) = read {
+        return fail(format!("reading standard input: {e}"));
+    }
+    if bytes.len() as u64 > HOOK_INPUT_BYTES_MAX {
+        return fail(format!(
+            "the hook input is longer than {HOOK_INPUT_BYTES_MAX} bytes (HOOK_INPUT_BYTES_MAX)"
+        ));
+    }
+    let input: serde_json::Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => return fail(format!("the hook input is not JSON: {e}")),
+    };
+    let home = match Home::from_env() {
+        Ok(h) => h,
+        Err(e) => return fail(e.to_string()),
+    };
+    let options = HookOptions {
+        agent: agent.name().to_string(),
+        unlisted: match approve {
+            crate::sessioncmd::Approve::Ask => Unlisted::Ask,
+            crate::sessioncmd::Approve::Never => Unlisted::Deny,
+            crate::sessioncmd::Approve::Always => Unlisted::Allow,
+        },
+        project_dir: std::env::var_os("CLAUDE_PROJECT_DIR")
+            .filter(|_| agent == AgentName::Claude)
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from),
+        agent_version: None,
+    };
+    match handle(&home, &options, &input) {
+        Ok(answered) => {
+            if let Some(out) = answered.output {
+                let mut stdout = std::io::stdout().lock();
+                if writeln!(stdout, "{out}")
+                    .and_then(|()| stdout.flush())
+                    .is_err()
+                {
+                    return ExitCode::from(if pre { 2 } else { 1 });
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e.to_string()),
+    }
+}
+
+/// Where the settings live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Project,
+    User,
+}
+
+/// The settings file of `agent` for `scope`: Claude Code's `.claude/settings.json`
+/// (the user's in `$CLAUDE_CONFIG_DIR`, else `$HOME/.claude`), Codex's
+/// `.codex/config.toml` (the user's in `$CODEX_HOME`, else `$HOME/.codex`).
+pub fn settings_path(agent: AgentName, scope: Scope, workspace: &Path) -> Result<PathBuf> {
+    let home = || -> Result<PathBuf> {
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .context("HOME is not set: give --project, or set HOME")
+    };
+    Ok(match (agent, scope) {
+        (AgentName::Claude, Scope::Project) => workspace.join(".claude/settings.json"),
+        (AgentName::Codex, Scope::Project) => workspace.join(".codex/config.toml"),
+        (AgentName::Claude, Scope::User) => match std::env::var_os("CLAUDE_CONFIG_DIR") {
+            Some(d) if !d.is_empty() => PathBuf::from(d).join("settings.json"),
+            _ => home()?.join(".claude/settings.json"),
+        },
+        (AgentName::Codex, Scope::User) => match std::env::var_os("CODEX_HOME") {
+            Some(d) if !d.is_empty() => PathBuf::from(d).join("config.toml"),
+            _ => home()?.join(".codex/config.toml"),
+        },
+    })
+}
+
+/// `cairn hook install|uninstall`: the new text of the settings file, its diff shown,
+/// written after a yes (or `--yes`).
+pub fn install(
+    agent: AgentName,
+    scope: Scope,
+    workspace: &Path,
+    yes: bool,
+    uninstall: bool,
+) -> Result<ExitCode> {
+    let path = settings_path(agent, scope, workspace)?;
+    let old = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("{}", path.display())),
+    };
+    let program = std::env::current_exe().context("the path of this cairn")?;
+    let command = hook_install::command(&program.to_string_lossy(), agent.name());
+    let new = match (agent, uninstall) {
+        (AgentName::Claude, false) => hook_install::claude_install(&old, &command),
+        (AgentName::Claude, true) => hook_install::claude_uninstall(&old),
+        (AgentName::Codex, false) => hook_install::codex_install(&old, &command),
+        (AgentName::Codex, true) => hook_install::codex_uninstall(&old),
+    }
+    .with_context(|| format!("{}", path.display()))?;
+    if new == old {
+        crate::out::line(&format!(
+            "{}: nothing to change (cairn's hooks are {})",
+            path.display(),
+            if uninstall {
+                "not there"
+            } else {
+                "there already"
+            }
+        ))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let shown = path.display().to_string();
+    crate::out::line(&cairn_engine::diff::unified(
+        &shown,
+        Some(&old),
+        &new,
+        10_000,
+    ))?;
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            anyhow::bail!(
+                "no terminal to ask whether to write {}: run again with --yes to write it",
+                path.display()
+            );
+        }
+        eprint!("write {}? [y/N] ", path.display());
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            crate::out::line("nothing written")?;
+            return Ok(ExitCode::from(1));
+        }
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+    }
+    // Written whole or not at all: a temporary file beside it, then renamed.
+    let tmp = path.with_extension("cairn-tmp");
+    std::fs::write(&tmp, &new).with_context(|| format!("{}", tmp.display()))?;
+    if let Ok(meta) = std::fs::metadata(&path) {
+        std::fs::set_permissions(&tmp, meta.permissions())
+            .with_context(|| format!("{}", tmp.display()))?;
+    }
+    std::fs::rename(&tmp, &path).with_context(|| format!("{}", path.display()))?;
+    crate::out::line(&format!(
+        "{} {}{}",
+        if uninstall {
+            "removed cairn's hooks from"
+        } else {
+            "wrote"
+        },
+        path.display(),
+        match (agent, uninstall) {
+            (AgentName::Codex, false) =>
+                ": Codex runs a hook only once it is trusted (review it with /hooks in Codex)",
+            _ => "",
+        }
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,692 @@
+//! Another agent recorded live, through its hooks: Claude Code (and Codex, whose
+//! hooks speak the same protocol) run `cairn hook <agent>` before and after each
+//! built-in tool call, at each prompt and at the session's start and end, with one
+//! JSON object on stdin (`session_id`, `transcript_path`, `cwd`, `hook_event_name`,
+//! `tool_name`, `tool_input`, `tool_use_id`, `tool_response`, …).
+//!
+//! Each agent session is one cairn session (`session_started.agent`), in the project
+//! of the agent's project folder. Every hook is a process of its own: it takes the
+//! agent session's lock (`<project>/hooks/<agent>-<session id>.lock`, so that
+//! parallel calls append one after the other), reopens the log, appends, and goes.
+//! What a call started and has not finished yet (its cairn id, the content of the
+//! file it is about to write) waits in `<agent>-<session id>.json` beside the lock,
+//! a cache of facts the log holds too.
+//!
+//! `PreToolUse` records `tool_started` and cairn's permission question and answer
+//! ([`cairn_engine::hook`]), and keeps the content of a file an edit is about to
+//! change as a blob; `PostToolUse` (or `PostToolUseFailure`) records what the call
+//! did (a command as `shell_exec`, a write as `file_write` with the content after
+//! read from disk, lines read as `file_read`, a fetch as `web_fetched`) and
+//! `tool_finished`; `SessionEnd` ends the session, finishing calls left open as
+//! interrupted. An event after the end resumes the session (`session_resumed`).
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use cairn_core::event::{Agent, Answer, AnswerSource, Event, Status, WriteOp};
+use cairn_core::permission::CredentialFiles;
+use cairn_engine::Home;
+use cairn_engine::hook::{Unlisted, Verdict};
+use cairn_store::{BlobRef, Hash};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::error::{ImportError, Result};
+use crate::step::Step;
+use crate::writer::Writer;
+
+/// The largest file whose content before and after a write is kept; a larger one is
+/// recorded as written, its content unknown.
+pub const HOOK_FILE_BYTES_MAX: u64 = 64 << 20;
+
+/// Bytes read from each end of a transcript to find the agent's version.
+pub const VERSION_SCAN_BYTES_MAX: u64 = 64 << 10;
+
+/// What the hook answers the agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answered {
+    /// The JSON to print on stdout, if any.
+    pub output: Option<Value>,
+    /// The cairn session the event was recorded in.
+    pub session: String,
+    pub verdict: Option<Verdict>,
+}
+
+/// The hook's settings.
+#[derive(Debug, Clone)]
+pub struct HookOptions {
+    /// `claude` or `codex`.
+    pub agent: String,
+    /// Who answers what the allow list does not cover.
+    pub unlisted: Unlisted,
+    /// The agent's project folder, when it says it apart from `cwd`
+    /// (`CLAUDE_PROJECT_DIR`).
+    pub project_dir: Option<PathBuf>,
+    /// The agent's version, when known without looking (else read from its
+    /// transcript, or its package beside the program that started the hook).
+    pub agent_version: Option<String>,
+}
+
+/// A call started and not finished yet.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Open {
+    call: String,
+    tool: String,
+    /// A question was put to the person at the agent: answered yes if the call ran.
+    #[serde(default)]
+    asked: Option<String>,
+    /// The file the call writes, and its content before (`None`: there was none).
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    before: Option<BlobRef>,
+    /// The content before could not be kept (too large, a credential file, not
+    /// readable).
+    #[serde(default)]
+    before_unknown: bool,
+}
+
+/// What one agent session's hooks keep between calls.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Sidecar {
+    session: String,
+    #[serde(default)]
+    ended: bool,
+    /// Open calls by the agent's call id.
+    #[serde(default)]
+    calls: BTreeMap<String, Open>,
+}
+
+fn bad(what: impl Into<String>) -> ImportError {
+    ImportError::HookInput { what: what.into() }
+}
+
+/// Handles one hook event `input` of an agent session.
+pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answered> {
+    let s = |k: &str| input.get(k).and_then(Value::as_str);
+    let event = s("hook_event_name")
+        .ok_or_else(|| bad("no hook_event_name: is this command run by the agent's hooks?"))?;
+    const EVENTS: &[&str] = &[
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+        "SubagentStop",
+        "Notification",
+        "PreCompact",
+        "SessionEnd",
+    ];
+    if !EVENTS.contains(&event) {
+        return Err(bad(format!(
+            "hook_event_name {event:?} is not one cairn records (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, PostToolUseFailure, Stop, SessionEnd)"
+        )));
+    }
+    let source_id = s("session_id").ok_or_else(|| bad("no session_id"))?;
+    if source_id.is_empty()
+        || !source_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(bad(format!(
+            "session_id {source_id:?} is not a plain id (letters, digits, - and _)"
+        )));
+    }
+    let folder = match &options.project_dir {
+        Some(p) => p.clone(),
+        None => PathBuf::from(s("cwd").ok_or_else(|| bad("no cwd"))?),
+    };
+    let root = folder.canonicalize().map_err(ImportError::io(&folder))?;
+    let project = home.project(&root);
+    let hooks_dir = project.dir.join("hooks");
+    cairn_store::private::create_dir_all(&hooks_dir).map_err(ImportError::io(&hooks_dir))?;
+    let stem = format!("{}-{source_id}", options.agent);
+    let lock_path = hooks_dir.join(format!("{stem}.lock"));
+    let lock = cairn_store::private::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .map_err(ImportError::io(&lock_path))?;
+    // Parallel calls of one agent session append one after the other.
+    lock.lock().map_err(ImportError::io(&lock_path))?;
+    let side_path = hooks_dir.join(format!("{stem}.json"));
+    let mut side: Option<Sidecar> = match std::fs::read(&side_path) {
+        Ok(bytes) => Some(serde_json::from_slice(&bytes).map_err(|e| {
+            bad(format!(
+                "{}: {e} (remove it to start a new cairn session for this agent session)",
+                side_path.display()
+            ))
+        })?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(ImportError::io(&side_path)(e)),
+    };
+    let mut writer = match &mut side {
+        Some(sc) => {
+            let mut w = Writer::reopen(home, &project.session_dir(&sc.session))?;
+            if sc.ended {
+                let head = w.head();
+                w.record(&Event::SessionResumed {
+                    previous_head: head.1,
+                    findings: Vec::new(),
+                    interrupted_steps: Vec::new(),
+                    sandbox: None,
+                    imported: None,
+                })?;
+                sc.ended = false;
+            }
+            for (id, open) in &sc.calls {
+                w.adopt(id, &open.call, &open.tool);
+            }
+            w
+        }
+        None => {
+            let version = options
+                .agent_version
+                .clone()
+                .or_else(|| s("transcript_path").and_then(|p| version_in(Path::new(p))))
+                .or_else(|| version_of_parent(&options.agent));
+            let allow = cairn_engine::permission::AllowList::new(&project.dir)
+                .with_signer(home.log_signer()?)
+                .audit()?
+                .keys
+                .into_iter()
+                .collect();
+            let w = Writer::create_live(
+                home,
+                &root,
+                Agent {
+                    name: options.agent.clone(),
+                    version,
+                    via: "hook".into(),
+                    source_id: Some(source_id.to_string()),
+                },
+                allow,
+            )?;
+            project.mark(home, &w.id, cairn_engine::Handle::Last)?;
+            side = Some(Sidecar {
+                session: w.id.clone(),
+                ..Sidecar::default()
+            });
+            w
+        }
+    };
+    let Some(side_ref) = side.as_mut() else {
+        unreachable!("the sidecar was read or made above");
+    };
+    let mut output = None;
+    let mut verdict = None;
+    let mut end = None;
+    match event {
+        "SessionStart" | "Stop" | "SubagentStop" | "Notification" | "PreCompact" => {}
+        "UserPromptSubmit" => {
+            if let Some(p) = s("prompt") {
+                writer.step(Step::User {
+                    text: p.to_string(),
+                })?;
+            }
+        }
+        "PreToolUse" => {
+            let (v, out) = pre_tool_use(&mut writer, side_ref, options, &root, input)?;
+            verdict = Some(v);
+            output = out;
+        }
+        "PostToolUse" | "PostToolUseFailure" => {
+            post_tool_use(
+                &mut writer,
+                side_ref,
+                &root,
+                input,
+                event == "PostToolUseFailure",
+            )?;
+        }
+        "SessionEnd" => {
+            end = Some(format!(
+                "{} session ended ({})",
+                options.agent,
+                s("reason").unwrap_or("no reason given")
+            ));
+        }
+        other => unreachable!("{other} is checked above"),
+    }
+    let session = writer.id.clone();
+    match end {
+        Some(reason) => {
+            writer.end_live(&reason)?;
+            side_ref.ended = true;
+            side_ref.calls.clear();
+        }
+        None => {
+            writer.close(false)?;
+        }
+    }
+    write_atomic(
+        &side_path,
+        &serde_json::to_vec(&side).map_err(|e| bad(e.to_string()))?,
+    )?;
+    drop(lock);
+    Ok(Answered {
+        output,
+        session,
+        verdict,
+    })
+}
+
+fn pre_tool_use(
+    w: &mut Writer,
+    side: &mut Sidecar,
+    options: &HookOptions,
+    root: &Path,
+    input: &Value,
+) -> Result<(Verdict, Option<Value>)> {
+    let tool = input
+        .get("tool_name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("PreToolUse without tool_name"))?;
+    let tool_input = input.get("tool_input").cloned().unwrap_or(Value::Null);
+    let id = call_id(input, w);
+    let credentials = CredentialFiles::new(&cairn_core::permission::default_credential_files())
+        .map_err(|e| bad(e.to_string()))?;
+    w.step(Step::Call {
+        id: id.clone(),
+        tool: tool.to_string(),
+        input: tool_input.clone(),
+        mcp: mcp_ref(tool),
+    })?;
+    let call = w.call_id(&id).unwrap_or_default().to_string();
+    let mut open = Open {
+        call: call.clone(),
+        tool: tool.to_string(),
+        ..Open::default()
+    };
+    let need = cairn_engine::hook::need(tool, &tool_input, root, &credentials);
+    let verdict = match need {
+        None => Verdict::Abstain,
+        Some(need) => {
+            let guards = cairn_core::command::default_guards();
+            let (permission, verdict) =
+                cairn_engine::hook::verdict(w.state(), need, &guards, options.unlisted);
+            record_permission(w, &call, tool, &permission, &verdict)?;
+            if let (Verdict::Ask { .. }, cairn_core::decide::Permission::Ask(q)) =
+                (&verdict, &permission)
+            {
+                open.asked = Some(q.key.clone());
+            }
+            verdict
+        }
+    };
+    if let Verdict::Deny { reason } = &verdict {
+        // It will not run: finished here, as cairn's own denied calls are.
+        w.step(Step::End {
+            id: id.clone(),
+            status: Status::Denied,
+            output: reason.clone(),
+        })?;
+    } else {
+        if let Some(path) = written_path(tool, &tool_input) {
+            let abs = root.join(&path);
+            match capture(&abs, root, &credentials) {
+                Captured::Content(bytes) => open.before = Some(w.blob(&bytes)?),
+                Captured::Missing => {}
+                Captured::Unknown => open.before_unknown = true,
+            }
+            open.path = Some(abs.to_string_lossy().into_owned());
+        }
+        side.calls.insert(id, open);
+    }
+    Ok((verdict.clone(), answer(&options.agent, &verdict)))
+}
+
+fn record_permission(
+    w: &mut Writer,
+    call: &str,
+    tool: &str,
+    permission: &cairn_core::decide::Permission,
+    verdict: &Verdict,
+) -> Result<()> {
+    use cairn_core::decide::Permission;
+    match permission {
+        Permission::Auto => Ok(()),
+        Permission::AllowList(q) => w.record(&Event::PermissionDecided {
+            call: call.to_string(),
+            key: q.key.clone(),
+            answer: Answer::Always,
+            source: AnswerSource::AllowList,
+            grants: Some(Vec::new()),
+        }),
+        Permission::Ask(q) => {
+            w.record(&Event::PermissionRequested {
+                call: call.to_string(),
+                key: q.key.clone(),
+                detail: q.detail.clone(),
+                tool: tool.to_string(),
+                guarded: q.guarded,
+                keys: q.keys.clone(),
+                reasons: q.reasons.clone(),
+                guards: q.guards.clone(),
+            })?;
+            let answer = match verdict {
+                Verdict::Deny { .. } => Answer::Deny,
+                Verdict::Allow { .. } => Answer::Once,
+                // Answered by the person at the agent: known when the call runs.
+                _ => return Ok(()),
+            };
+            w.record(&Event::PermissionDecided {
+                call: call.to_string(),
+                key: q.key.clone(),
+                answer,
+                source: AnswerSource::Policy,
+                grants: None,
+            })
+        }
+    }
+}
+
+fn post_tool_use(
+    w: &mut Writer,
+    side: &mut Sidecar,
+    root: &Path,
+    input: &Value,
+    failed: bool,
+) -> Result<()> {
+    let tool = input
+        .get("tool_name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("PostToolUse without tool_name"))?
+        .to_string();
+    let tool_input = input.get("tool_input").cloned().unwrap_or(Value::Null);
+    let id = call_id(input, w);
+    let open = match side.calls.remove(&id) {
+        Some(o) => o,
+        None => {
+            // No PreToolUse seen (hooks installed mid-call): started now.
+            w.step(Step::Call {
+                id: id.clone(),
+                tool: tool.clone(),
+                input: tool_input.clone(),
+                mcp: mcp_ref(&tool),
+            })?;
+            Open {
+                call: w.call_id(&id).unwrap_or_default().to_string(),
+                tool: tool.clone(),
+                before_unknown: true,
+                ..Open::default()
+            }
+        }
+    };
+    if let Some(key) = &open.asked {
+        // It ran: the person at the agent said yes.
+        w.record(&Event::PermissionDecided {
+            call: open.call.clone(),
+            key: key.clone(),
+            answer: Answer::Once,
+            source: AnswerSource::User,
+            grants: None,
+        })?;
+    }
+    let response = input.get("tool_response").cloned().unwrap_or(Value::Null);
+    let output = if failed {
+        input
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("the call failed")
+            .to_string()
+    } else {
+        response_text(&response)
+    };
+    let cwd = input.get("cwd").and_then(Value::as_str).map(str::to_string);
+    let mut steps = Vec::new();
+    crate::claude::result_steps(
+        &id,
+        &tool,
+        &tool_input,
+        &response,
+        output,
+        failed,
+        cwd,
+        &mut steps,
+    );
+    for step in steps {
+        match step {
+            // The write as the disk shows it, not as the agent said it.
+            Step::Write(_) => {}
+            end @ Step::End { .. } => {
+                if let Some(path) = &open.path {
+                    record_write(
+                        w,
+                        &id,
+                        &tool,
+                        path,
+                        open.before,
+                        open.before_unknown,
+                        root,
+                        !failed,
+                    )?;
+                }
+                w.step(end)?;
+            }
+            other => w.step(other)?,
+        }
+    }
+    Ok(())
+}
+
+/// The file a call of `tool` writes, as given.
+fn written_path(tool: &str, input: &Value) -> Option<String> {
+    match tool {
+        "Edit" | "MultiEdit" | "Write" => input.get("file_path")?.as_str().map(str::to_string),
+        "NotebookEdit" => input.get("notebook_path")?.as_str().map(str::to_string),
+        _ => None,
+    }
+}
+
+enum Captured {
+    Content(Vec<u8>),
+    Missing,
+    Unknown,
+}
+
+/// A file's content as a write finds it: a credential file, a file past
+/// [`HOOK_FILE_BYTES_MAX`] or one that is not a regular file is not kept.
+fn capture(abs: &Path, root: &Path, credentials: &CredentialFiles) -> Captured {
+    if let Ok(rel) = abs.strip_prefix(root)
+        && credentials.matches(&rel.to_string_lossy())
+    {
+        return Captured::Unknown;
+    }
+    let meta = match std::fs::symlink_metadata(abs) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Captured::Missing,
+        Err(_) => return Captured::Unknown,
+    };
+    if !meta.is_file() || meta.len() > HOOK_FILE_BYTES_MAX {
+        return Captured::Unknown;
+    }
+    let mut bytes = Vec::new();
+    match std::fs::File::open(abs)
+        .and_then(|f| f.take(HOOK_FILE_BYTES_MAX + 1).read_to_end(&mut bytes))
+    {
+        Ok(_) if bytes.len() as u64 <= HOOK_FILE_BYTES_MAX => Captured::Content(bytes),
+        Ok(_) => Captured::Unknown,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Captured::Missing,
+        Err(_) => Captured::Unknown,
+    }
+}
+
+/// The agent's id of a call: `tool_use_id`, else one made of the tool and input
+/// (a PreToolUse and its PostToolUse carry the same).
+fn call_id(input: &Value, _w: &Writer) -> String {
+    if let Some(id) = input.get("tool_use_id").and_then(Value::as_str)
+        && !id.is_empty()
+    {
+        return id.to_string();
+    }
+    let text = format!(
+        "{}\n{}",
+        input.get("tool_name").and_then(Value::as_str).unwrap_or(""),
+        cairn_core::state::canonical_json(input.get("tool_input").unwrap_or(&Value::Null))
+    );
+    format!("h{}", &Hash::of(text.as_bytes()).to_string()[..16])
+}
+
+fn mcp_ref(tool: &str) -> Option<cairn_core::event::McpRef> {
+    let rest = tool.strip_prefix("mcp__")?;
+    let (server, name) = rest.split_once("__")?;
+    Some(cairn_core::event::McpRef {
+        server: server.to_string(),
+        tool: name.to_string(),
+    })
+}
+
+/// What a call's result says, as text.
+fn response_text(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Object(o) if o.contains_key("stdout") => {
+            let out = o.get("stdout").and_then(Value::as_str).unwrap_or("");
+            let err = o.get("stderr").and_then(Value::as_str).unwrap_or("");
+            if err.is_empty() {
+                out.to_string()
+            } else {
+                format!("{out}\n{err}")
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The JSON that tells the agent the verdict. Codex honours only a denial: to allow
+/// or ask, its hook says nothing and Codex's own approval policy goes on.
+fn answer(agent: &str, verdict: &Verdict) -> Option<Value> {
+    let (decision, reason) = match verdict {
+        Verdict::Abstain => return None,
+        Verdict::Allow { reason } => ("allow", reason),
+        Verdict::Ask { reason } => ("ask", reason),
+        Verdict::Deny { reason } => ("deny", reason),
+    };
+    if agent == "codex" && decision != "deny" {
+        return None;
+    }
+    Some(json!({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason,
+        }
+    }))
+}
+
+/// The agent's version from its transcript: Claude Code writes `version` on each
+/// line, Codex `cli_version` in its first.
+fn version_in(path: &Path) -> Option<String> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let mut head = Vec::new();
+    (&mut f)
+        .take(VERSION_SCAN_BYTES_MAX)
+        .read_to_end(&mut head)
+        .ok()?;
+    let mut tail = Vec::new();
+    if len > VERSION_SCAN_BYTES_MAX {
+        f.seek(SeekFrom::Start(len - VERSION_SCAN_BYTES_MAX)).ok()?;
+        f.take(VERSION_SCAN_BYTES_MAX).read_to_end(&mut tail).ok()?;
+    }
+    for chunk in [&tail, &head] {
+        for line in chunk.split(|b| *b == b'\n').rev() {
+            let Ok(v) = serde_json::from_slice::<Value>(line) else {
+                continue;
+            };
+            let found = v
+                .get("version")
+                .or_else(|| v.pointer("/payload/cli_version"))
+                .and_then(Value::as_str);
+            if let Some(found) = found {
+                return Some(found.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// The agent's version from the package of the program that ran this hook: the
+/// first ancestor process (up to four up) whose command line names a script of
+/// `@anthropic-ai/claude-code` or `@openai/codex`, read from its `package.json`.
+fn version_of_parent(agent: &str) -> Option<String> {
+    let package = match agent {
+        "claude" => "@anthropic-ai/claude-code",
+        "codex" => "@openai/codex",
+        _ => return None,
+    };
+    let mut pid = std::os::unix::process::parent_id();
+    for _ in 0..4 {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        for arg in cmdline.split(|b| *b == 0) {
+            let arg = Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(arg));
+            let resolved = std::fs::canonicalize(arg).unwrap_or_else(|_| arg.to_path_buf());
+            for dir in resolved.ancestors().skip(1).take(4) {
+                let Ok(text) = std::fs::read(dir.join("package.json")) else {
+                    continue;
+                };
+                let Ok(v) = serde_json::from_slice::<Value>(&text) else {
+                    continue;
+                };
+                if v.get("name").and_then(Value::as_str) == Some(package) {
+                    return v.get("version").and_then(Value::as_str).map(str::to_string);
+                }
+            }
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // `pid (comm) state ppid …`: comm may hold spaces, so from the last `)`.
+        let after = &stat[stat.rfind(')')? + 1..];
+        pid = after.split_whitespace().nth(1)?.parse().ok()?;
+        if pid <= 1 {
+            return None;
+        }
+    }
+    None
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, bytes).map_err(ImportError::io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(ImportError::io(path))
+}
+
+/// The file writes of a finished call, recorded from disk.
+#[allow(clippy::too_many_arguments)]
+fn record_write(
+    w: &mut Writer,
+    id: &str,
+    tool: &str,
+    path: &str,
+    before: Option<BlobRef>,
+    before_unknown: bool,
+    root: &Path,
+    ok: bool,
+) -> Result<()> {
+    let credentials = CredentialFiles::new(&cairn_core::permission::default_credential_files())
+        .map_err(|e| bad(e.to_string()))?;
+    let after = match capture(Path::new(path), root, &credentials) {
+        Captured::Content(bytes) => {
+            let lines = bytes.iter().filter(|b| **b == b'\n').count() as u32
+                + u32::from(!bytes.is_empty() && !bytes.ends_with(b"\n"));
+            Some((w.blob(&bytes)?, lines))
+        }
+        Captured::Missing | Captured::Unknown => None,
+    };
+    if !ok && after.map(|a| a.0) == before && !before_unknown {
+        // Nothing changed.
+        return Ok(());
+    }
+    let op = match (before, before_unknown, tool) {
+        (None, false, _) => WriteOp::Create,
+        (_, _, "Write") => WriteOp::Replace,
+        _ => WriteOp::Edit,
+    };
+    w.file_write(id, path, op, before, after, ok)
+}

@@ -1,0 +1,387 @@
+//! The hook configuration `cairn hook install` writes into an agent's settings and
+//! `cairn hook uninstall` takes out again: Claude Code's `settings.json` (`hooks`:
+//! event → `[{matcher, hooks: [{type: "command", command}]}]`) and Codex's
+//! `config.toml` (`[[hooks.<Event>]]` tables of the same shape). Pure text in, text
+//! out: the caller reads, shows the diff, asks and writes.
+//!
+//! What is cairn's is told by its command: a program named `cairn` run with
+//! `hook <agent>`. Installing twice adds nothing; uninstalling removes exactly those
+//! entries, and an event list or `hooks` table left empty by that. The rest of the
+//! file is kept: a TOML file byte for byte (comments too), a JSON file as its values
+//! in their order, printed with two spaces of indent as Claude Code prints it.
+
+use serde_json::{Value, json};
+
+/// The Claude Code events cairn records.
+pub const CLAUDE_EVENTS: &[&str] = &[
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "SessionEnd",
+];
+
+/// The Codex events cairn records (Codex has no session end nor a failure event:
+/// its session is ended by the next one's start or left open).
+pub const CODEX_EVENTS: &[&str] = &[
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+];
+
+/// Events whose entries carry a tool matcher.
+const TOOL_EVENTS: &[&str] = &["PreToolUse", "PostToolUse", "PostToolUseFailure"];
+
+/// Why a settings file could not be changed.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("not JSON ({0}): fix the file or move it away, then install again")]
+    Json(String),
+    #[error("not TOML ({0}): fix the file or move it away, then install again")]
+    Toml(String),
+    #[error("`{0}` is there but is not {1}: cairn will not change it")]
+    Shape(String, &'static str),
+}
+
+/// True when `command` runs cairn's hook for `agent`.
+pub fn is_ours(command: &str, agent: &str) -> bool {
+    let Some(rest) = command.trim_end().strip_suffix(&format!(" hook {agent}")) else {
+        return false;
+    };
+    let program = rest.trim().trim_matches(|c| c == '\'' || c == '"');
+    program == "cairn" || program.ends_with("/cairn")
+}
+
+/// The command line of the hook: `program hook <agent>`, quoted for a shell.
+pub fn command(program: &str, agent: &str) -> String {
+    let quoted = if program
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+    {
+        program.to_string()
+    } else {
+        format!("'{}'", program.replace('\'', "'\\''"))
+    };
+    format!("{quoted} hook {agent}")
+}
+
+/// Claude Code's settings with cairn's hooks added for every event of
+/// [`CLAUDE_EVENTS`] that has none yet.
+pub fn claude_install(text: &str, command: &str) -> Result<String, InstallError> {
+    let mut v = parse_json(text)?;
+    let root = v
+        .as_object_mut()
+        .ok_or_else(|| InstallError::Shape("the file".into(), "an object"))?;
+    let hooks = root.entry("hooks").or_insert_with(|| json!({}));
+    let hooks = hooks
+        .as_object_mut()
+        .ok_or_else(|| InstallError::Shape("hooks".into(), "an object"))?;
+    for event in CLAUDE_EVENTS {
+        let list = hooks.entry(*event).or_insert_with(|| json!([]));
+        let list = list
+            .as_array_mut()
+            .ok_or_else(|| InstallError::Shape(format!("hooks.{event}"), "a list"))?;
+        if list.iter().any(|e| entry_is_ours(e, "claude")) {
+            continue;
+        }
+        let mut entry = serde_json::Map::new();
+        if TOOL_EVENTS.contains(event) {
+            entry.insert("matcher".into(), json!("*"));
+        }
+        entry.insert(
+            "hooks".into(),
+            json!([{"type": "command", "command": command}]),
+        );
+        list.push(Value::Object(entry));
+    }
+    Ok(print_json(&v, text))
+}
+
+/// Claude Code's settings without cairn's hooks.
+pub fn claude_uninstall(text: &str) -> Result<String, InstallError> {
+    if text.trim().is_empty() {
+        return Ok(text.to_string());
+    }
+    let mut v = parse_json(text)?;
+    let Some(hooks) = v.get_mut("hooks").and_then(Value::as_object_mut) else {
+        return Ok(text.to_string());
+    };
+    let mut changed = false;
+    for event in hooks.keys().cloned().collect::<Vec<_>>() {
+        let Some(list) = hooks.get_mut(&event).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        let before = list.len();
+        list.retain(|e| !entry_is_ours(e, "claude"));
+        if list.len() != before {
+            changed = true;
+            if list.is_empty() {
+                hooks.shift_remove(&event);
+            }
+        }
+    }
+    if !changed {
+        return Ok(text.to_string());
+    }
+    if hooks.is_empty()
+        && let Some(root) = v.as_object_mut()
+    {
+        root.shift_remove("hooks");
+    }
+    Ok(print_json(&v, text))
+}
+
+fn entry_is_ours(entry: &Value, agent: &str) -> bool {
+    let hooks = entry.get("hooks").and_then(Value::as_array);
+    hooks.is_some_and(|hs| {
+        !hs.is_empty()
+            && hs.iter().all(|h| {
+                h.get("command")
+                    .and_then(Value::as_str)
+                    .is_some_and(|c| is_ours(c, agent))
+            })
+    })
+}
+
+fn parse_json(text: &str) -> Result<Value, InstallError> {
+    if text.trim().is_empty() {
+        return Ok(json!({}));
+    }
+    serde_json::from_str(text).map_err(|e| InstallError::Json(e.to_string()))
+}
+
+/// `v` printed with two spaces of indent, ending with a newline unless `original`
+/// (not empty) did not.
+fn print_json(v: &Value, original: &str) -> String {
+    let mut out = serde_json::to_string_pretty(v).unwrap_or_default();
+    if original.is_empty() || original.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
+/// Codex's `config.toml` with cairn's hooks added for every event of
+/// [`CODEX_EVENTS`] that has none yet.
+pub fn codex_install(text: &str, command: &str) -> Result<String, InstallError> {
+    use toml_edit::{ArrayOfTables, DocumentMut, Item, Table, value};
+    let mut doc: DocumentMut = text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| InstallError::Toml(e.to_string()))?;
+    if !doc.contains_key("hooks") {
+        let mut t = Table::new();
+        t.set_implicit(true);
+        doc.insert("hooks", Item::Table(t));
+    }
+    let hooks = doc["hooks"]
+        .as_table_mut()
+        .ok_or_else(|| InstallError::Shape("hooks".into(), "a table"))?;
+    for event in CODEX_EVENTS {
+        if !hooks.contains_key(event) {
+            hooks.insert(event, Item::ArrayOfTables(ArrayOfTables::new()));
+        }
+        let list = hooks[*event]
+            .as_array_of_tables_mut()
+            .ok_or_else(|| InstallError::Shape(format!("hooks.{event}"), "a list of tables"))?;
+        if list.iter().any(|t| toml_entry_is_ours(t, "codex")) {
+            continue;
+        }
+        let mut handler = Table::new();
+        handler.insert("type", value("command"));
+        handler.insert("command", value(command));
+        let mut handlers = ArrayOfTables::new();
+        handlers.push(handler);
+        let mut entry = Table::new();
+        if TOOL_EVENTS.contains(event) {
+            entry.insert("matcher", value("*"));
+        }
+        entry.insert("hooks", Item::ArrayOfTables(handlers));
+        list.push(entry);
+    }
+    Ok(doc.to_string())
+}
+
+/// Codex's `config.toml` without cairn's hooks.
+pub fn codex_uninstall(text: &str) -> Result<String, InstallError> {
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| InstallError::Toml(e.to_string()))?;
+    let Some(hooks) = doc.get_mut("hooks").and_then(|h| h.as_table_mut()) else {
+        return Ok(text.to_string());
+    };
+    let mut changed = false;
+    let events: Vec<String> = hooks.iter().map(|(k, _)| k.to_string()).collect();
+    for event in events {
+        let Some(list) = hooks
+            .get_mut(&event)
+            .and_then(|i| i.as_array_of_tables_mut())
+        else {
+            continue;
+        };
+        let before = list.len();
+        list.retain(|t| !toml_entry_is_ours(t, "codex"));
+        if list.len() != before {
+            changed = true;
+            if list.is_empty() {
+                hooks.remove(&event);
+            }
+        }
+    }
+    if !changed {
+        return Ok(text.to_string());
+    }
+    if hooks.is_empty() && hooks.is_implicit() {
+        doc.remove("hooks");
+    }
+    Ok(doc.to_string())
+}
+
+fn toml_entry_is_ours(entry: &toml_edit::Table, agent: &str) -> bool {
+    entry
+        .get("hooks")
+        .and_then(|h| h.as_array_of_tables())
+        .is_some_and(|hs| {
+            !hs.is_empty()
+                && hs.iter().all(|h| {
+                    h.get("command")
+                        .and_then(|c| c.as_str())
+                        .is_some_and(|c| is_ours(c, agent))
+                })
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OTHER: &str = r#"{
+  "model": "opus",
+  "hooks": {
+    "PreToolUse": [
+      {
+        "matcher": "Bash",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "./check.sh"
+          }
+        ]
+      }
+    ],
+    "Notification": [
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "notify-send done"
+          }
+        ]
+      }
+    ]
+  },
+  "permissions": {
+    "allow": [
+      "Bash(ls:*)"
+    ]
+  }
+}
+"#;
+
+    #[test]
+    fn claude_install_keeps_other_hooks_and_uninstall_restores_the_file_byte_for_byte() {
+        let cmd = command("/usr/local/bin/cairn", "claude");
+        let installed = claude_install(OTHER, &cmd).unwrap();
+        let v: Value = serde_json::from_str(&installed).unwrap();
+        assert_eq!(v["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            v["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+            "./check.sh"
+        );
+        assert_eq!(v["hooks"]["PreToolUse"][1]["matcher"], "*");
+        assert_eq!(v["hooks"]["PreToolUse"][1]["hooks"][0]["command"], cmd);
+        for e in CLAUDE_EVENTS {
+            assert!(v["hooks"][e].is_array(), "{e}");
+        }
+        assert_eq!(v["permissions"]["allow"][0], "Bash(ls:*)");
+        // Installing again adds nothing.
+        assert_eq!(claude_install(&installed, &cmd).unwrap(), installed);
+        assert_eq!(claude_uninstall(&installed).unwrap(), OTHER);
+    }
+
+    #[test]
+    fn claude_install_into_no_file_and_back_leaves_an_empty_object() {
+        let cmd = command("cairn", "claude");
+        let installed = claude_install("", &cmd).unwrap();
+        assert!(installed.ends_with("}\n"));
+        assert_eq!(claude_uninstall(&installed).unwrap(), "{}\n");
+    }
+
+    #[test]
+    fn claude_refuses_a_file_that_is_not_json_or_of_another_shape() {
+        assert!(matches!(
+            claude_install("{oops", "cairn hook claude"),
+            Err(InstallError::Json(_))
+        ));
+        assert!(matches!(
+            claude_install(r#"{"hooks": []}"#, "cairn hook claude"),
+            Err(InstallError::Shape(..))
+        ));
+    }
+
+    #[test]
+    fn only_cairns_own_commands_are_cairns() {
+        assert!(is_ours("cairn hook claude", "claude"));
+        assert!(is_ours("'/opt/my tools/cairn' hook claude", "claude"));
+        assert!(!is_ours("cairn hook codex", "claude"));
+        assert!(!is_ours("notcairn hook claude", "claude"));
+        assert!(!is_ours("./check.sh", "claude"));
+        assert_eq!(
+            command("/opt/my tools/cairn", "claude"),
+            "'/opt/my tools/cairn' hook claude"
+        );
+    }
+
+    const CODEX: &str = r#"# my settings
+model = "gpt-5.1-codex"   # the default
+approval_policy = "never"
+
+[mcp_servers.docs]
+command = "npx"
+args = ["-y", "docs-server"]
+
+[[hooks.Stop]]
+[[hooks.Stop.hooks]]
+type = "command"
+command = "./on-stop.sh"
+"#;
+
+    #[test]
+    fn codex_install_keeps_the_file_and_uninstall_restores_it_byte_for_byte() {
+        let cmd = command("/usr/bin/cairn", "codex");
+        let installed = codex_install(CODEX, &cmd).unwrap();
+        assert!(installed.starts_with(CODEX), "{installed}");
+        let parsed: toml_edit::DocumentMut = installed.parse().unwrap();
+        let first = |event: &str| {
+            parsed["hooks"][event]
+                .as_array_of_tables()
+                .unwrap()
+                .get(0)
+                .unwrap()["hooks"]
+                .as_array_of_tables()
+                .unwrap()
+                .get(0)
+                .unwrap()["command"]
+                .as_str()
+                .map(str::to_string)
+        };
+        assert_eq!(first("PreToolUse"), Some(cmd.clone()));
+        assert_eq!(first("Stop"), Some("./on-stop.sh".to_string()));
+        assert_eq!(codex_install(&installed, &cmd).unwrap(), installed);
+        assert_eq!(codex_uninstall(&installed).unwrap(), CODEX);
+        assert_eq!(
+            codex_uninstall(&codex_install("", &cmd).unwrap()).unwrap(),
+            ""
+        );
+    }
+}
