@@ -35,6 +35,7 @@ pub mod sandbox;
 pub mod shell;
 pub mod signal;
 mod tool;
+mod walk;
 pub mod tools;
 pub mod web;
 
