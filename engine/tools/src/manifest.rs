@@ -82,6 +82,13 @@ impl ScanCache {
     }
 }
 
+impl ScanCache {
+    /// The last walk's listing is kept for the next (nothing in it was too recent).
+    pub fn has_listing(&self) -> bool {
+        self.listing.is_some()
+    }
+}
+
 /// Scans the workspace: hashes (and stores as blobs) what the cache does not vouch
 /// for, rewrites the cache, and returns the manifest sorted by path. Files matching
 /// `withheld` are hashed by streaming and never stored.

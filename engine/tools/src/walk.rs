@@ -362,3 +362,197 @@ fn listing_of(
     }
     Some(Listing { dirs: out, exclude })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use cairn_core::permission::CredentialFiles;
+    use cairn_store::{BlobStore, Hash};
+
+    use crate::manifest::{ManifestEntry, ScanCache, scan_cached};
+
+    /// Sets the mtime of `path` to `secs` (past the racy window: the cache trusts it).
+    fn set_mtime(path: &Path, secs: i64) {
+        let t = rustix::fs::Timespec {
+            tv_sec: secs,
+            tv_nsec: 0,
+        };
+        rustix::fs::utimensat(
+            rustix::fs::CWD,
+            path,
+            &rustix::fs::Timestamps {
+                last_access: t,
+                last_modification: t,
+            },
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .unwrap();
+    }
+
+    struct Fixture {
+        ws: tempfile::TempDir,
+        _home: tempfile::TempDir,
+        blobs: BlobStore,
+        cache: ScanCache,
+    }
+
+    impl Fixture {
+        fn new() -> Fixture {
+            let ws = tempfile::tempdir().unwrap();
+            let home = tempfile::tempdir().unwrap();
+            let blobs = BlobStore::open(&home.path().join("blobs")).unwrap();
+            let cache = ScanCache::new(home.path().join("cache"), CredentialFiles::defaults());
+            Fixture {
+                ws,
+                _home: home,
+                blobs,
+                cache,
+            }
+        }
+        fn write(&self, rel: &str, body: &str) {
+            let p = self.ws.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, body).unwrap();
+        }
+        fn scan(&mut self) -> Vec<ManifestEntry> {
+            scan_cached(self.ws.path(), &self.blobs, &mut self.cache).unwrap()
+        }
+        /// Scans until the cache trusts every stamp (the racy window has passed),
+        /// so that the next scan takes the fast path.
+        fn settle(&mut self) {
+            std::thread::sleep(Duration::from_millis(2 * super::RACY_NS as u64 / 1_000_000));
+            self.scan();
+            self.scan();
+            assert!(self.cache.has_listing(), "the listing is reused once settled");
+        }
+        /// What the workspace holds: every file's path and hash, read from disk.
+        fn truth(&self) -> Vec<(String, Hash)> {
+            let mut out = Vec::new();
+            for e in walkdir(self.ws.path(), self.ws.path()) {
+                out.push(e);
+            }
+            out.sort();
+            out
+        }
+    }
+
+    fn walkdir(root: &Path, dir: &Path) -> Vec<(String, Hash)> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            if e.file_type().unwrap().is_dir() {
+                out.extend(walkdir(root, &p));
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                out.push((rel, Hash::of(&std::fs::read(&p).unwrap())));
+            }
+        }
+        out
+    }
+
+    fn hashes(m: &[ManifestEntry]) -> Vec<(String, Hash)> {
+        m.iter().map(|e| (e.path.clone(), e.hash)).collect()
+    }
+
+    // Regression guard: same size, same mtime, other content (the mtime set back, as
+    // `touch -r` or an archive extraction does) must not be vouched for by the cache.
+    #[test]
+    fn a_same_size_rewrite_with_its_mtime_set_back_is_caught() {
+        let mut f = Fixture::new();
+        f.write("d/a.txt", "aaaa");
+        set_mtime(&f.ws.path().join("d/a.txt"), 1_600_000_000);
+        f.settle();
+        f.write("d/a.txt", "bbbb");
+        set_mtime(&f.ws.path().join("d/a.txt"), 1_600_000_000);
+        assert_eq!(hashes(&f.scan()), vec![("d/a.txt".into(), Hash::of(b"bbbb"))]);
+    }
+
+    // Regression guard: a file created in a listed folder whose mtime was then set back
+    // (only its ctime moved) must still be found.
+    #[test]
+    fn a_file_created_in_a_folder_with_its_mtime_set_back_is_found() {
+        let mut f = Fixture::new();
+        f.write("d/a.txt", "a");
+        set_mtime(&f.ws.path().join("d"), 1_600_000_000);
+        f.settle();
+        f.write("d/b.txt", "b");
+        set_mtime(&f.ws.path().join("d"), 1_600_000_000);
+        assert_eq!(f.scan().len(), 2);
+        assert_eq!(hashes(&f.scan()), f.truth());
+    }
+
+    #[test]
+    fn a_change_within_one_tick_of_the_scan_before_is_caught() {
+        let mut f = Fixture::new();
+        f.settle();
+        // Written, scanned and rewritten with the same size and mtime at once: the
+        // times cannot tell the two contents apart, the racy rule must.
+        f.write("a.txt", "1111");
+        let mtime = std::fs::metadata(f.ws.path().join("a.txt")).unwrap().modified().unwrap();
+        f.scan();
+        f.write("a.txt", "2222");
+        std::fs::File::options()
+            .write(true)
+            .open(f.ws.path().join("a.txt"))
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        assert_eq!(hashes(&f.scan()), vec![("a.txt".into(), Hash::of(b"2222"))]);
+    }
+
+    #[test]
+    fn an_ignore_file_edited_in_place_is_seen() {
+        let mut f = Fixture::new();
+        f.write(".gitignore", "x.log\n");
+        f.write("x.log", "x");
+        f.write("y.log", "y");
+        let d = f.ws.path().to_path_buf();
+        set_mtime(&d, 1_600_000_000);
+        f.settle();
+        let paths = |m: Vec<ManifestEntry>| m.into_iter().map(|e| e.path).collect::<Vec<_>>();
+        assert_eq!(paths(f.scan()), [".gitignore", "y.log"]);
+        // Same size, the folder's mtime untouched: only the rule file's stamp moves.
+        f.write(".gitignore", "y.log\n");
+        assert_eq!(paths(f.scan()), [".gitignore", "x.log"]);
+    }
+
+    #[test]
+    fn changes_made_during_scans_are_all_caught_by_the_next() {
+        let mut f = Fixture::new();
+        for i in 0..200 {
+            f.write(&format!("d{}/f{i}.txt", i % 10), "0000");
+        }
+        f.settle();
+        let root = f.ws.path().to_path_buf();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut n = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    n += 1;
+                    // Same size, new content, mtime set back; now and then a new file
+                    // and a removed one.
+                    let p = root.join(format!("d{}/f{}.txt", n % 10, n % 200));
+                    std::fs::write(&p, format!("{:04}", n % 10_000)).unwrap();
+                    set_mtime(&p, 1_600_000_000);
+                    if n % 7 == 0 {
+                        std::fs::write(root.join(format!("d{}/new{n}.txt", n % 10)), "n")
+                            .unwrap();
+                        let _ = std::fs::remove_file(root.join(format!("d{}/new{}.txt", n % 10, n - 7)));
+                    }
+                }
+            });
+            for _ in 0..30 {
+                f.scan();
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        assert_eq!(hashes(&f.scan()), f.truth());
+        // And after the racy window, from the fast path.
+        f.settle();
+        assert_eq!(hashes(&f.scan()), f.truth());
+    }
+}
