@@ -143,7 +143,15 @@ fn xor_rot<const N: usize>(a: &mut V<N>, b: &V<N>, r: u32) {
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn g<const N: usize>(s: &mut [V<N>; 16], a: usize, b: usize, c: usize, d: usize, x: &V<N>, y: &V<N>) {
+fn g<const N: usize>(
+    s: &mut [V<N>; 16],
+    a: usize,
+    b: usize,
+    c: usize,
+    d: usize,
+    x: &V<N>,
+    y: &V<N>,
+) {
     let (mut va, mut vb, mut vc, mut vd) = (s[a], s[b], s[c], s[d]);
     add(&mut va, &vb);
     add(&mut va, x);

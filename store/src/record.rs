@@ -99,7 +99,10 @@ const LINE_BYTES_MIN: usize =
 
 /// [`check_line`] given the record hash of [`hashed_part`] when it is already known
 /// (verify hashes many lines at once in SIMD lanes).
-pub(crate) fn check_line_hashed(line: &[u8], computed: Option<Hash>) -> Result<Fields<'_>, BadLine> {
+pub(crate) fn check_line_hashed(
+    line: &[u8],
+    computed: Option<Hash>,
+) -> Result<Fields<'_>, BadLine> {
     let bad = |what: &str, seq: Option<u64>, hash: Option<Hash>| BadLine {
         what: what.to_string(),
         seq,

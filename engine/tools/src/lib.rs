@@ -35,8 +35,8 @@ pub mod sandbox;
 pub mod shell;
 pub mod signal;
 mod tool;
-mod walk;
 pub mod tools;
+mod walk;
 pub mod web;
 
 pub use cancel::CancelHandle;

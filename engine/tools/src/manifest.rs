@@ -233,12 +233,14 @@ pub fn scan_cached(
     }
     cache_state.stored_blobs = !todo.is_empty();
     let manifest: Vec<ManifestEntry> = entries.into_iter().flatten().collect();
-    if todo.is_empty() && cache.len() == manifest.len() && !seen.iter().any(|s| s.racy(started_ns)) {
+    if todo.is_empty() && cache.len() == manifest.len() && !seen.iter().any(|s| s.racy(started_ns))
+    {
         // Nothing moved: the cache is already right.
         cache_state.entries = Some(cache);
         return Ok(manifest);
     }
-    let by_path: HashMap<&str, &crate::walk::Seen> = seen.iter().map(|s| (s.path.as_str(), s)).collect();
+    let by_path: HashMap<&str, &crate::walk::Seen> =
+        seen.iter().map(|s| (s.path.as_str(), s)).collect();
     let fresh: Vec<CacheEntry> = manifest
         .iter()
         .filter_map(|m| {

@@ -425,7 +425,10 @@ mod tests {
             std::thread::sleep(Duration::from_millis(2 * super::RACY_NS as u64 / 1_000_000));
             self.scan();
             self.scan();
-            assert!(self.cache.has_listing(), "the listing is reused once settled");
+            assert!(
+                self.cache.has_listing(),
+                "the listing is reused once settled"
+            );
         }
         /// What the workspace holds: every file's path and hash, read from disk.
         fn truth(&self) -> Vec<(String, Hash)> {
@@ -467,7 +470,10 @@ mod tests {
         f.settle();
         f.write("d/a.txt", "bbbb");
         set_mtime(&f.ws.path().join("d/a.txt"), 1_600_000_000);
-        assert_eq!(hashes(&f.scan()), vec![("d/a.txt".into(), Hash::of(b"bbbb"))]);
+        assert_eq!(
+            hashes(&f.scan()),
+            vec![("d/a.txt".into(), Hash::of(b"bbbb"))]
+        );
     }
 
     // Regression guard: a file created in a listed folder whose mtime was then set back
@@ -491,7 +497,10 @@ mod tests {
         // Written, scanned and rewritten with the same size and mtime at once: the
         // times cannot tell the two contents apart, the racy rule must.
         f.write("a.txt", "1111");
-        let mtime = std::fs::metadata(f.ws.path().join("a.txt")).unwrap().modified().unwrap();
+        let mtime = std::fs::metadata(f.ws.path().join("a.txt"))
+            .unwrap()
+            .modified()
+            .unwrap();
         f.scan();
         f.write("a.txt", "2222");
         std::fs::File::options()
@@ -538,10 +547,13 @@ mod tests {
                     let p = root.join(format!("d{}/f{}.txt", n % 10, n % 200));
                     std::fs::write(&p, format!("{:04}", n % 10_000)).unwrap();
                     set_mtime(&p, 1_600_000_000);
-                    if n % 7 == 0 {
-                        std::fs::write(root.join(format!("d{}/new{n}.txt", n % 10)), "n")
-                            .unwrap();
-                        let _ = std::fs::remove_file(root.join(format!("d{}/new{}.txt", n % 10, n - 7)));
+                    if n.is_multiple_of(7) {
+                        std::fs::write(root.join(format!("d{}/new{n}.txt", n % 10)), "n").unwrap();
+                        let _ = std::fs::remove_file(root.join(format!(
+                            "d{}/new{}.txt",
+                            n % 10,
+                            n - 7
+                        )));
                     }
                 }
             });
