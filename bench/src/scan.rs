@@ -1,7 +1,9 @@
 //! `cairn-bench scan`: the workspace scan that follows every foreground command, on a
 //! tree where nothing changed (the common case), against the target of 50 ms on
 //! 50,000 files. The scan walks the tree (ignore rules honoured), compares size and
-//! mtime with the in-memory manifest cache, and hashes nothing.
+//! mtime with the in-memory manifest cache, and hashes nothing. Its anchor, measured in
+//! the same run and interleaved with it: `git status --porcelain` on the same tree,
+//! committed (`--no-git` skips it).
 
 use std::time::Instant;
 
@@ -17,6 +19,23 @@ pub struct ScanArgs {
     /// Scans measured.
     #[arg(long, default_value_t = 30)]
     pub runs: usize,
+    /// Do not measure `git status` beside the scan.
+    #[arg(long)]
+    pub no_git: bool,
+}
+
+fn git(ws: &std::path::Path, args: &[&str]) -> Result<()> {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=bench", "-c", "user.email=bench@localhost"])
+        .args(args)
+        .current_dir(ws)
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
 }
 
 fn percentile(samples: &mut [f64], p: f64) -> f64 {
@@ -35,6 +54,11 @@ pub fn run(args: &ScanArgs) -> Result<()> {
         }
         std::fs::write(dir.join(format!("f{i}.txt")), format!("file {i}\n"))?;
     }
+    if !args.no_git {
+        git(&ws, &["init", "-q"])?;
+        git(&ws, &["add", "-A"])?;
+        git(&ws, &["commit", "-q", "-m", "tree"])?;
+    }
     let blobs = BlobStore::open(&tmp.path().join("blobs"))?.without_sync();
     // The default credential files: every path is matched against them at every scan.
     let mut cache = ScanCache::new(
@@ -49,11 +73,17 @@ pub fn run(args: &ScanArgs) -> Result<()> {
     std::thread::sleep(std::time::Duration::from_millis(200));
     scan_cached(&ws, &blobs, &mut cache)?;
     let mut ms = Vec::with_capacity(args.runs);
+    let mut git_ms = Vec::with_capacity(args.runs);
     for _ in 0..args.runs {
         let t = Instant::now();
         let m = scan_cached(&ws, &blobs, &mut cache)?.len();
         ms.push(t.elapsed().as_secs_f64() * 1e3);
         anyhow::ensure!(m == n, "the tree changed under the benchmark");
+        if !args.no_git {
+            let t = Instant::now();
+            git(&ws, &["status", "--porcelain"])?;
+            git_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
     }
     println!("files {n}; first scan (hash + store every file) {cold:.0} ms");
     println!(
@@ -61,5 +91,20 @@ pub fn run(args: &ScanArgs) -> Result<()> {
         percentile(&mut ms, 0.5),
         percentile(&mut ms, 0.99)
     );
+    if !git_ms.is_empty() {
+        println!(
+            "git status        p50 {:.1} ms  p99 {:.1} ms  (the anchor, same tree, interleaved)",
+            percentile(&mut git_ms, 0.5),
+            percentile(&mut git_ms, 0.99)
+        );
+    }
+    println!("load average: {}", load_average());
     Ok(())
+}
+
+/// The first three fields of `/proc/loadavg`, to note beside the figures.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
 }

@@ -22,6 +22,7 @@ mod blob;
 mod commit;
 mod error;
 mod hash;
+mod lanes;
 mod lock;
 mod log;
 pub mod private;
@@ -34,6 +35,7 @@ pub use blob::{BlobCheck, BlobRef, BlobStore, hash_reader};
 pub use commit::SYNC_TRACE_ENV;
 pub use error::{Error, ParseNameError, Result};
 pub use hash::{Hash, ParseHashError};
+pub use lanes::{LANE_MESSAGE_BYTES_MAX, record_hashes};
 pub use lock::writer_pid;
 pub use log::{
     Appended, COMMIT_WINDOW_MS_DEFAULT, Durability, Head, LOCK_FILE, LOG_FILE, LogWriter, Options,

@@ -84,13 +84,31 @@ pub struct BadLine {
 /// Checks one line (without its `\n`): layout, its own hash, and that the event is one
 /// well-formed JSON object. Does not look at the chain.
 pub fn check_line(line: &[u8]) -> Result<Fields<'_>, BadLine> {
+    check_line_hashed(line, None)
+}
+
+/// The part of a line its hash covers, when the line is long enough to hold one and
+/// starts like a record: what [`check_line_hashed`] wants the hash of.
+pub(crate) fn hashed_part(line: &[u8]) -> Option<&[u8]> {
+    (line.len() >= LINE_BYTES_MIN && line.starts_with(PREFIX))
+        .then(|| &line[..line.len() - SUFFIX_BYTES])
+}
+
+const LINE_BYTES_MIN: usize =
+    PREFIX.len() + 64 + SEQ_KEY.len() + 1 + TS_KEY.len() + EVENT_KEY.len() + 2 + SUFFIX_BYTES;
+
+/// [`check_line`] given the record hash of [`hashed_part`] when it is already known
+/// (verify hashes many lines at once in SIMD lanes).
+pub(crate) fn check_line_hashed(
+    line: &[u8],
+    computed: Option<Hash>,
+) -> Result<Fields<'_>, BadLine> {
     let bad = |what: &str, seq: Option<u64>, hash: Option<Hash>| BadLine {
         what: what.to_string(),
         seq,
         hash,
     };
-    let min = PREFIX.len() + 64 + SEQ_KEY.len() + 1 + TS_KEY.len() + EVENT_KEY.len() + 2;
-    if line.len() < min + SUFFIX_BYTES || !line.starts_with(PREFIX) {
+    if line.len() < LINE_BYTES_MIN || !line.starts_with(PREFIX) {
         return Err(bad("not a log record (expected {\"prev\":\"…)", None, None));
     }
     let suffix = &line[line.len() - SUFFIX_BYTES..];
@@ -109,7 +127,8 @@ pub fn check_line(line: &[u8]) -> Result<Fields<'_>, BadLine> {
             None,
         ));
     };
-    if record_hash(hashed) != written {
+    let computed = computed.unwrap_or_else(|| record_hash(hashed));
+    if computed != written {
         return Err(bad(
             "record hash does not match its content",
             seq(),

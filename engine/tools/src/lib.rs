@@ -36,6 +36,7 @@ pub mod shell;
 pub mod signal;
 mod tool;
 pub mod tools;
+mod walk;
 pub mod web;
 
 pub use cancel::CancelHandle;

@@ -7,9 +7,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::sync::Mutex;
 
 use cairn_core::permission::CredentialFiles;
 use cairn_store::{BlobStore, Hash};
@@ -39,6 +37,11 @@ struct CacheEntry {
     path: String,
     size: u64,
     mtime_ns: i64,
+    /// Compared as well as the mtime: a same-size rewrite whose mtime was set back
+    /// still moves it. Absent (0) in caches written before: those entries are hashed
+    /// once more.
+    #[serde(default)]
+    ctime_ns: i64,
     mode: u32,
     hash: Hash,
     /// The file was hashed without being stored: the cache vouches for its hash, not
@@ -46,63 +49,6 @@ struct CacheEntry {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     withheld: bool,
 }
-
-struct Seen {
-    path: String,
-    size: u64,
-    mtime_ns: i64,
-    mode: u32,
-}
-
-/// Lists the files of `root` the ignore rules admit (hidden files included, `.git`
-/// left out), sorted by path; without hashing them.
-fn walk(root: &Path) -> Vec<Seen> {
-    let seen = Mutex::new(Vec::new());
-    ignore::WalkBuilder::new(root)
-        .hidden(false)
-        .git_ignore(true)
-        .git_global(false)
-        .git_exclude(true)
-        .require_git(false)
-        .parents(false)
-        .follow_links(false)
-        .filter_entry(|e| e.file_name() != ".git")
-        .build_parallel()
-        .run(|| {
-            let seen = &seen;
-            Box::new(move |entry| {
-                let Ok(entry) = entry else {
-                    return ignore::WalkState::Continue;
-                };
-                if entry.file_type().is_some_and(|t| t.is_file())
-                    && let (Ok(meta), Ok(rel)) = (entry.metadata(), entry.path().strip_prefix(root))
-                {
-                    let item = Seen {
-                        path: rel.to_string_lossy().replace('\\', "/"),
-                        size: meta.len(),
-                        mtime_ns: meta
-                            .mtime()
-                            .saturating_mul(1_000_000_000)
-                            .saturating_add(meta.mtime_nsec()),
-                        mode: meta.mode() & 0o7777,
-                    };
-                    if let Ok(mut s) = seen.lock() {
-                        s.push(item);
-                    }
-                }
-                ignore::WalkState::Continue
-            })
-        });
-    let mut seen = seen.into_inner().unwrap_or_default();
-    seen.sort_by(|a, b| a.path.cmp(&b.path));
-    seen
-}
-
-/// A file modified this close to a scan (or after it) may change again within the same
-/// mtime tick (file times come from a coarse clock, a few ms a tick) with its size
-/// unchanged, as `sed -i` does: the cache must not vouch for it next time (git's
-/// "racily clean" entries).
-const RACY_NS: i64 = 100_000_000;
 
 /// The mtime a cache entry gets when it must be hashed again next time.
 const SMUDGED: i64 = i64::MIN;
@@ -116,6 +62,8 @@ pub struct ScanCache {
     file: std::path::PathBuf,
     entries: Option<HashMap<String, CacheEntry>>,
     withheld: CredentialFiles,
+    /// The directories and files of the last walk, reused while their stamps hold.
+    listing: Option<crate::walk::Listing>,
     /// The last scan stored blobs (files it had to hash).
     pub stored_blobs: bool,
 }
@@ -128,8 +76,16 @@ impl ScanCache {
             file,
             entries: None,
             withheld,
+            listing: None,
             stored_blobs: false,
         }
+    }
+}
+
+impl ScanCache {
+    /// The last walk's listing is kept for the next (nothing in it was too recent).
+    pub fn has_listing(&self) -> bool {
+        self.listing.is_some()
     }
 }
 
@@ -187,7 +143,7 @@ pub fn scan_cached(
         Some(c) => c,
         None => read_cache(&cache_file),
     };
-    let seen = walk(root);
+    let seen = crate::walk::walk(root, &mut cache_state.listing, started_ns);
     // Matched at every scan (a few hundred nanoseconds a path): cheap beside the walk.
     let withheld: Vec<bool> = seen
         .iter()
@@ -202,7 +158,10 @@ pub fn scan_cached(
             // session's list) vouches for no blob, and a file this session keeps
             // needs one.
             Some(c)
-                if c.size == s.size && c.mtime_ns == s.mtime_ns && (withheld[i] || !c.withheld) =>
+                if c.size == s.size
+                    && c.mtime_ns == s.mtime_ns
+                    && c.ctime_ns == s.ctime_ns
+                    && (withheld[i] || !c.withheld) =>
             {
                 entries[i] = Some(ManifestEntry {
                     path: s.path.clone(),
@@ -274,24 +233,26 @@ pub fn scan_cached(
     }
     cache_state.stored_blobs = !todo.is_empty();
     let manifest: Vec<ManifestEntry> = entries.into_iter().flatten().collect();
-    let racy = |mtime_ns: i64| mtime_ns >= started_ns.saturating_sub(RACY_NS);
-    if todo.is_empty() && cache.len() == manifest.len() && !seen.iter().any(|s| racy(s.mtime_ns)) {
+    if todo.is_empty() && cache.len() == manifest.len() && !seen.iter().any(|s| s.racy(started_ns))
+    {
         // Nothing moved: the cache is already right.
         cache_state.entries = Some(cache);
         return Ok(manifest);
     }
-    let by_path: HashMap<&str, &Seen> = seen.iter().map(|s| (s.path.as_str(), s)).collect();
+    let by_path: HashMap<&str, &crate::walk::Seen> =
+        seen.iter().map(|s| (s.path.as_str(), s)).collect();
     let fresh: Vec<CacheEntry> = manifest
         .iter()
         .filter_map(|m| {
             by_path.get(m.path.as_str()).map(|s| CacheEntry {
                 path: m.path.clone(),
                 size: m.size,
-                mtime_ns: if racy(s.mtime_ns) {
+                mtime_ns: if s.racy(started_ns) {
                     SMUDGED
                 } else {
                     s.mtime_ns
                 },
+                ctime_ns: s.ctime_ns,
                 mode: m.mode,
                 hash: m.hash,
                 withheld: m.withheld,

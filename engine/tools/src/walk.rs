@@ -1,0 +1,570 @@
+//! Listing the workspace's files with their size, mtime and ctime: the walk under
+//! every scan, and the part of a no-change rescan that costs most.
+//!
+//! The first walk of a session runs the `ignore` crate's parallel walker (the ignore
+//! rules are its business) and keeps, for every directory it entered, the directory's
+//! stamp (inode, mtime, ctime) and the files it admitted; and the stamp of every
+//! ignore-rule file (`.gitignore`, `.ignore` in each directory, `.git/info/exclude`).
+//! The next walks reuse that listing when every stamp is unchanged: a directory's
+//! entries change only with its mtime and ctime (creating, removing or renaming an
+//! entry updates both; only mtime can be set back, ctime cannot), and the rules
+//! change only with their files. Then each listed file is `fstatat`ed relative to its
+//! directory's descriptor (opened with `openat2`, beneath the root, no symlinks), the
+//! directories shared between the cores. Any stamp that moved, any listed file that is
+//! no longer a regular file, and any error sends the walk back to the full walker.
+//!
+//! A stamp taken within [`RACY_NS`] of the walk that recorded it (or after) is not
+//! trusted: a change in the same clock tick as the listing would leave it unchanged
+//! (git's "racily clean" rule, applied to directories).
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
+
+/// A file or directory whose mtime or ctime is this close to a scan's start (or after
+/// it) may change again within the same tick of the file system's clock (a few ms)
+/// without its times moving: the next scan must not vouch for it.
+pub(crate) const RACY_NS: i64 = 100_000_000;
+
+/// One file the walk found.
+pub(crate) struct Seen {
+    pub path: String,
+    pub size: u64,
+    pub mtime_ns: i64,
+    /// The inode change time: it moves with every write, rename or `touch -d`, and
+    /// cannot be set back, so a same-size rewrite with its mtime restored still shows.
+    pub ctime_ns: i64,
+    pub mode: u32,
+}
+
+impl Seen {
+    /// Changed too close to `started_ns` for its times to prove it unchanged later.
+    pub fn racy(&self, started_ns: i64) -> bool {
+        self.mtime_ns.max(self.ctime_ns) >= started_ns.saturating_sub(RACY_NS)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    ino: u64,
+    mtime_ns: i64,
+    ctime_ns: i64,
+}
+
+impl Stamp {
+    fn of(st: &rustix::fs::Stat) -> Stamp {
+        Stamp {
+            ino: st.st_ino,
+            mtime_ns: ns(st.st_mtime, st.st_mtime_nsec),
+            ctime_ns: ns(st.st_ctime, st.st_ctime_nsec),
+        }
+    }
+}
+
+fn ns(s: i64, n: impl TryInto<i64>) -> i64 {
+    s.saturating_mul(1_000_000_000)
+        .saturating_add(n.try_into().unwrap_or(0))
+}
+
+/// One directory of the listing: its stamp, the stamps of its ignore-rule files
+/// (`None`: absent) and the files it admitted.
+struct Dir {
+    /// Relative to the root, `/`-separated; empty for the root.
+    rel: String,
+    stamp: Stamp,
+    rules: [Option<Stamp>; 2],
+    /// Names of the admitted regular files.
+    files: Vec<String>,
+}
+
+const RULE_FILES: [&str; 2] = [".gitignore", ".ignore"];
+
+/// The listing of the last full walk, reused while nothing in it moved.
+#[derive(Default)]
+pub(crate) struct Listing {
+    dirs: Vec<Dir>,
+    /// `.git/info/exclude` of the root.
+    exclude: Option<Stamp>,
+}
+
+impl std::fmt::Debug for Listing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Listing({} dirs)", self.dirs.len())
+    }
+}
+
+/// Lists the files of `root` the ignore rules admit (hidden files included, `.git`
+/// left out), sorted by path, without hashing them; from `listing` when nothing in it
+/// moved, which is then replaced by what this walk saw.
+pub(crate) fn walk(root: &Path, listing: &mut Option<Listing>, started_ns: i64) -> Vec<Seen> {
+    if let Some(l) = listing.as_ref()
+        && let Some(seen) = rescan(root, l)
+    {
+        return seen;
+    }
+    let (seen, fresh) = full_walk(root, started_ns);
+    *listing = fresh;
+    seen
+}
+
+fn stat_at(dir: impl AsFd, name: &str) -> Option<rustix::fs::Stat> {
+    rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()
+}
+
+fn open_dir(root: impl AsFd, rel: &str) -> Option<OwnedFd> {
+    let rel = if rel.is_empty() { "." } else { rel };
+    rustix::fs::openat2(
+        root,
+        rel,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
+    )
+    .ok()
+}
+
+/// The files of `listing`, stat'ed again; `None` when the listing no longer holds.
+fn rescan(root: &Path, listing: &Listing) -> Option<Vec<Seen>> {
+    let root_fd = rustix::fs::open(
+        root,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let exclude = stat_at(&root_fd, ".git/info/exclude").map(|s| Stamp::of(&s));
+    if exclude != listing.exclude {
+        return None;
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    let next = AtomicUsize::new(0);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    // Directories are taken a few at a time by whichever thread is free.
+    const STEP: usize = 16;
+    let parts: Mutex<Vec<(usize, Vec<Seen>)>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut mine = Vec::new();
+                loop {
+                    if failed.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let first = next.fetch_add(STEP, Ordering::Relaxed);
+                    if first >= listing.dirs.len() {
+                        break;
+                    }
+                    for i in first..(first + STEP).min(listing.dirs.len()) {
+                        match rescan_dir(&root_fd, &listing.dirs[i]) {
+                            Some(seen) => mine.push((i, seen)),
+                            None => {
+                                failed.store(true, Ordering::Relaxed);
+                                return;
+                            }
+                        }
+                    }
+                }
+                if let Ok(mut p) = parts.lock() {
+                    p.extend(mine);
+                }
+            });
+        }
+    });
+    if failed.into_inner() {
+        return None;
+    }
+    let mut parts = parts.into_inner().ok()?;
+    if parts.len() != listing.dirs.len() {
+        return None;
+    }
+    parts.sort_unstable_by_key(|(i, _)| *i);
+    let mut seen: Vec<Seen> = parts.into_iter().flat_map(|(_, s)| s).collect();
+    // Directories are kept in path order but a directory's files and its
+    // subdirectories' interleave by name: sort, as the full walk does.
+    seen.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    Some(seen)
+}
+
+fn rescan_dir(root_fd: &OwnedFd, dir: &Dir) -> Option<Vec<Seen>> {
+    let fd = open_dir(root_fd, &dir.rel)?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    if Stamp::of(&st) != dir.stamp {
+        return None;
+    }
+    for (name, want) in RULE_FILES.iter().zip(&dir.rules) {
+        if stat_at(&fd, name).map(|s| Stamp::of(&s)) != *want {
+            return None;
+        }
+    }
+    let mut seen = Vec::with_capacity(dir.files.len());
+    for name in &dir.files {
+        let st = stat_at(&fd, name)?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return None;
+        }
+        seen.push(Seen {
+            path: if dir.rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{}/{name}", dir.rel)
+            },
+            size: u64::try_from(st.st_size).unwrap_or(0),
+            mtime_ns: ns(st.st_mtime, st.st_mtime_nsec),
+            ctime_ns: ns(st.st_ctime, st.st_ctime_nsec),
+            mode: st.st_mode & 0o7777,
+        });
+    }
+    Some(seen)
+}
+
+/// The `ignore` crate's walk, and the listing it makes (`None` when a stamp could not
+/// be taken or is too recent to be trusted).
+fn full_walk(root: &Path, started_ns: i64) -> (Vec<Seen>, Option<Listing>) {
+    struct Found {
+        seen: Vec<Seen>,
+        dirs: Vec<(String, Stamp)>,
+        trusted: bool,
+    }
+    let found = Mutex::new(Found {
+        seen: Vec::new(),
+        dirs: Vec::new(),
+        trusted: true,
+    });
+    let recent = |s: &Stamp| s.mtime_ns.max(s.ctime_ns) >= started_ns.saturating_sub(RACY_NS);
+    ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .git_ignore(true)
+        .git_global(false)
+        .git_exclude(true)
+        .require_git(false)
+        .parents(false)
+        .follow_links(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build_parallel()
+        .run(|| {
+            let found = &found;
+            Box::new(move |entry| {
+                let Ok(entry) = entry else {
+                    // A directory that could not be read: its listing is unknown.
+                    if let Ok(mut f) = found.lock() {
+                        f.trusted = false;
+                    }
+                    return ignore::WalkState::Continue;
+                };
+                let Some(ft) = entry.file_type() else {
+                    return ignore::WalkState::Continue;
+                };
+                let Ok(rel) = entry.path().strip_prefix(root) else {
+                    return ignore::WalkState::Continue;
+                };
+                let rel = rel.to_string_lossy().replace('\\', "/");
+                if ft.is_dir() {
+                    // Stat'ed after the walker read it: a change in between leaves the
+                    // stamp recent, and a recent stamp is not trusted.
+                    let stamp = std::fs::symlink_metadata(entry.path()).ok().map(|m| Stamp {
+                        ino: m.ino(),
+                        mtime_ns: ns(m.mtime(), m.mtime_nsec()),
+                        ctime_ns: ns(m.ctime(), m.ctime_nsec()),
+                    });
+                    if let Ok(mut f) = found.lock() {
+                        match stamp {
+                            Some(s) if !recent(&s) => f.dirs.push((rel, s)),
+                            _ => f.trusted = false,
+                        }
+                    }
+                } else if ft.is_file()
+                    && let Ok(meta) = entry.metadata()
+                {
+                    let item = Seen {
+                        path: rel,
+                        size: meta.len(),
+                        mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+                        ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+                        mode: meta.mode() & 0o7777,
+                    };
+                    if let Ok(mut f) = found.lock() {
+                        f.seen.push(item);
+                    }
+                }
+                ignore::WalkState::Continue
+            })
+        });
+    let Ok(mut found) = found.into_inner() else {
+        return (Vec::new(), None);
+    };
+    found.seen.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    let listing = if found.trusted {
+        listing_of(root, &found.seen, found.dirs, started_ns)
+    } else {
+        None
+    };
+    (found.seen, listing)
+}
+
+/// Groups the files under the directories they lie in, with the stamps of the rule
+/// files; `None` when a file's directory was not recorded or a stamp is missing.
+fn listing_of(
+    root: &Path,
+    seen: &[Seen],
+    mut dirs: Vec<(String, Stamp)>,
+    started_ns: i64,
+) -> Option<Listing> {
+    let recent = |s: &Option<Stamp>| {
+        s.is_some_and(|s| s.mtime_ns.max(s.ctime_ns) >= started_ns.saturating_sub(RACY_NS))
+    };
+    dirs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let index: std::collections::HashMap<&str, usize> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, (rel, _))| (rel.as_str(), i))
+        .collect();
+    let mut files: Vec<Vec<String>> = vec![Vec::new(); dirs.len()];
+    for s in seen {
+        let (dir, name) = match s.path.rfind('/') {
+            Some(i) => (&s.path[..i], &s.path[i + 1..]),
+            None => ("", s.path.as_str()),
+        };
+        files[*index.get(dir)?].push(name.to_string());
+    }
+    let root_fd = rustix::fs::open(
+        root,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let exclude = stat_at(&root_fd, ".git/info/exclude").map(|s| Stamp::of(&s));
+    if recent(&exclude) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(dirs.len());
+    for ((rel, stamp), files) in dirs.into_iter().zip(files) {
+        let fd = open_dir(&root_fd, &rel)?;
+        // The directory must still be the one the walker listed.
+        if Stamp::of(&rustix::fs::fstat(&fd).ok()?) != stamp {
+            return None;
+        }
+        let rules = RULE_FILES.map(|name| stat_at(&fd, name).map(|s| Stamp::of(&s)));
+        // Rules read by the walker just before they changed would look unchanged.
+        if rules.iter().any(recent) {
+            return None;
+        }
+        out.push(Dir {
+            rel,
+            stamp,
+            rules,
+            files,
+        });
+    }
+    Some(Listing { dirs: out, exclude })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use cairn_core::permission::CredentialFiles;
+    use cairn_store::{BlobStore, Hash};
+
+    use crate::manifest::{ManifestEntry, ScanCache, scan_cached};
+
+    /// Sets the mtime of `path` to `secs` (past the racy window: the cache trusts it).
+    fn set_mtime(path: &Path, secs: i64) {
+        let t = rustix::fs::Timespec {
+            tv_sec: secs,
+            tv_nsec: 0,
+        };
+        rustix::fs::utimensat(
+            rustix::fs::CWD,
+            path,
+            &rustix::fs::Timestamps {
+                last_access: t,
+                last_modification: t,
+            },
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .unwrap();
+    }
+
+    struct Fixture {
+        ws: tempfile::TempDir,
+        _home: tempfile::TempDir,
+        blobs: BlobStore,
+        cache: ScanCache,
+    }
+
+    impl Fixture {
+        fn new() -> Fixture {
+            let ws = tempfile::tempdir().unwrap();
+            let home = tempfile::tempdir().unwrap();
+            let blobs = BlobStore::open(&home.path().join("blobs")).unwrap();
+            let cache = ScanCache::new(home.path().join("cache"), CredentialFiles::defaults());
+            Fixture {
+                ws,
+                _home: home,
+                blobs,
+                cache,
+            }
+        }
+        fn write(&self, rel: &str, body: &str) {
+            let p = self.ws.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, body).unwrap();
+        }
+        fn scan(&mut self) -> Vec<ManifestEntry> {
+            scan_cached(self.ws.path(), &self.blobs, &mut self.cache).unwrap()
+        }
+        /// Scans until the cache trusts every stamp (the racy window has passed),
+        /// so that the next scan takes the fast path.
+        fn settle(&mut self) {
+            std::thread::sleep(Duration::from_millis(2 * super::RACY_NS as u64 / 1_000_000));
+            self.scan();
+            self.scan();
+            assert!(
+                self.cache.has_listing(),
+                "the listing is reused once settled"
+            );
+        }
+        /// What the workspace holds: every file's path and hash, read from disk.
+        fn truth(&self) -> Vec<(String, Hash)> {
+            let mut out = Vec::new();
+            for e in walkdir(self.ws.path(), self.ws.path()) {
+                out.push(e);
+            }
+            out.sort();
+            out
+        }
+    }
+
+    fn walkdir(root: &Path, dir: &Path) -> Vec<(String, Hash)> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            if e.file_type().unwrap().is_dir() {
+                out.extend(walkdir(root, &p));
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                out.push((rel, Hash::of(&std::fs::read(&p).unwrap())));
+            }
+        }
+        out
+    }
+
+    fn hashes(m: &[ManifestEntry]) -> Vec<(String, Hash)> {
+        m.iter().map(|e| (e.path.clone(), e.hash)).collect()
+    }
+
+    // Regression guard: same size, same mtime, other content (the mtime set back, as
+    // `touch -r` or an archive extraction does) must not be vouched for by the cache.
+    #[test]
+    fn a_same_size_rewrite_with_its_mtime_set_back_is_caught() {
+        let mut f = Fixture::new();
+        f.write("d/a.txt", "aaaa");
+        set_mtime(&f.ws.path().join("d/a.txt"), 1_600_000_000);
+        f.settle();
+        f.write("d/a.txt", "bbbb");
+        set_mtime(&f.ws.path().join("d/a.txt"), 1_600_000_000);
+        assert_eq!(
+            hashes(&f.scan()),
+            vec![("d/a.txt".into(), Hash::of(b"bbbb"))]
+        );
+    }
+
+    // Regression guard: a file created in a listed folder whose mtime was then set back
+    // (only its ctime moved) must still be found.
+    #[test]
+    fn a_file_created_in_a_folder_with_its_mtime_set_back_is_found() {
+        let mut f = Fixture::new();
+        f.write("d/a.txt", "a");
+        set_mtime(&f.ws.path().join("d"), 1_600_000_000);
+        f.settle();
+        f.write("d/b.txt", "b");
+        set_mtime(&f.ws.path().join("d"), 1_600_000_000);
+        assert_eq!(f.scan().len(), 2);
+        assert_eq!(hashes(&f.scan()), f.truth());
+    }
+
+    #[test]
+    fn a_change_within_one_tick_of_the_scan_before_is_caught() {
+        let mut f = Fixture::new();
+        f.settle();
+        // Written, scanned and rewritten with the same size and mtime at once: the
+        // times cannot tell the two contents apart, the racy rule must.
+        f.write("a.txt", "1111");
+        let mtime = std::fs::metadata(f.ws.path().join("a.txt"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        f.scan();
+        f.write("a.txt", "2222");
+        std::fs::File::options()
+            .write(true)
+            .open(f.ws.path().join("a.txt"))
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        assert_eq!(hashes(&f.scan()), vec![("a.txt".into(), Hash::of(b"2222"))]);
+    }
+
+    #[test]
+    fn an_ignore_file_edited_in_place_is_seen() {
+        let mut f = Fixture::new();
+        f.write(".gitignore", "x.log\n");
+        f.write("x.log", "x");
+        f.write("y.log", "y");
+        let d = f.ws.path().to_path_buf();
+        set_mtime(&d, 1_600_000_000);
+        f.settle();
+        let paths = |m: Vec<ManifestEntry>| m.into_iter().map(|e| e.path).collect::<Vec<_>>();
+        assert_eq!(paths(f.scan()), [".gitignore", "y.log"]);
+        // Same size, the folder's mtime untouched: only the rule file's stamp moves.
+        f.write(".gitignore", "y.log\n");
+        assert_eq!(paths(f.scan()), [".gitignore", "x.log"]);
+    }
+
+    #[test]
+    fn changes_made_during_scans_are_all_caught_by_the_next() {
+        let mut f = Fixture::new();
+        for i in 0..200 {
+            f.write(&format!("d{}/f{i}.txt", i % 10), "0000");
+        }
+        f.settle();
+        let root = f.ws.path().to_path_buf();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut n = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    n += 1;
+                    // Same size, new content, mtime set back; now and then a new file
+                    // and a removed one.
+                    let p = root.join(format!("d{}/f{}.txt", n % 10, n % 200));
+                    std::fs::write(&p, format!("{:04}", n % 10_000)).unwrap();
+                    set_mtime(&p, 1_600_000_000);
+                    if n.is_multiple_of(7) {
+                        std::fs::write(root.join(format!("d{}/new{n}.txt", n % 10)), "n").unwrap();
+                        let _ = std::fs::remove_file(root.join(format!(
+                            "d{}/new{}.txt",
+                            n % 10,
+                            n - 7
+                        )));
+                    }
+                }
+            });
+            for _ in 0..30 {
+                f.scan();
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        assert_eq!(hashes(&f.scan()), f.truth());
+        // And after the racy window, from the fast path.
+        f.settle();
+        assert_eq!(hashes(&f.scan()), f.truth());
+    }
+}
