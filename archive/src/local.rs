@@ -60,7 +60,9 @@ pub fn bin_dir() -> Option<PathBuf> {
     versions.pop().map(|(_, bin)| bin)
 }
 
-fn command(bin: &Path, program: &str) -> Command {
+/// `program` from `bin`, run as `nobody` when this process is root (the server refuses
+/// to run as root).
+pub fn command(bin: &Path, program: &str) -> Command {
     let exe = bin.join(program);
     if as_root() {
         let mut c = Command::new("runuser");

@@ -3,15 +3,17 @@
 //! dropped. The server refuses to run as root, so as root both commands run as `nobody`
 //! (through `runuser`), in a directory handed to that user.
 //!
-//! The server's programs are found through `$CAIRN_PG_BIN` (a directory), then `initdb`
-//! on the `PATH`, then the newest `/usr/lib/postgresql/<version>/bin` (Debian's layout).
+//! The server's programs are found, and run, as `cairn archive local` does
+//! ([`cairn_archive::local::bin_dir`], [`cairn_archive::local::command`]).
 
 // A test helper: a failure to set the cluster up is the test's failure, said by `expect`.
 #![allow(clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
+
+pub use cairn_archive::local::bin_dir;
+use cairn_archive::local::command;
 
 /// A running cluster; stopped (immediately, it holds nothing worth keeping) and deleted
 /// when dropped.
@@ -19,39 +21,6 @@ pub struct Cluster {
     dir: tempfile::TempDir,
     bin: PathBuf,
     port: u16,
-}
-
-/// The user the server runs as: `nobody` when this process is root, else the caller.
-fn as_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// The directory holding `initdb`, `pg_ctl` and `createdb`.
-pub fn bin_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("CAIRN_PG_BIN") {
-        return Some(PathBuf::from(dir));
-    }
-    if let Some(path) = std::env::var_os("PATH") {
-        for dir in std::env::split_paths(&path) {
-            let initdb = dir.join("initdb");
-            if initdb.is_file() {
-                let real = std::fs::canonicalize(&initdb).unwrap_or(initdb);
-                return real.parent().map(Path::to_path_buf);
-            }
-        }
-    }
-    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
-        .ok()?
-        .filter_map(|e| {
-            let e = e.ok()?;
-            let v: u32 = e.file_name().to_str()?.parse().ok()?;
-            let bin = e.path().join("bin");
-            bin.join("initdb").is_file().then_some((v, bin))
-        })
-        .collect();
-    versions.sort();
-    versions.pop().map(|(_, bin)| bin)
 }
 
 impl Cluster {
@@ -69,7 +38,8 @@ impl Cluster {
             .prefix("cairn-pg-")
             .tempdir()
             .expect("temporary directory for the cluster");
-        if as_root() {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
             std::os::unix::fs::chown(dir.path(), Some(65534), Some(65534))
                 .expect("hand the cluster directory to nobody");
         }
@@ -154,20 +124,6 @@ impl Drop for Cluster {
         let _ = command(&self.bin, "pg_ctl")
             .args(["-D", path_str(&data), "-m", "immediate", "-w", "stop"])
             .output();
-    }
-}
-
-/// `program` from `bin`, run as `nobody` when this process is root.
-fn command(bin: &Path, program: &str) -> Command {
-    let exe = bin.join(program);
-    if as_root() {
-        let mut c = Command::new("runuser");
-        c.args(["-u", "nobody", "--"]).arg(exe);
-        // nobody cannot read root's working directory on every system.
-        c.current_dir("/");
-        c
-    } else {
-        Command::new(exe)
     }
 }
 
