@@ -30,10 +30,11 @@ pub fn spinner(what: &str) -> Option<indicatif::ProgressBar> {
     Some(pb)
 }
 
-/// Audits a session. A session that does not verify is still audited, from its intact
+/// Audits a session, priced by `prices` (see `sessioncmd::prices_for`). A session that does not verify is still audited, from its intact
 /// records, with what is wrong at the top of the report; the exit code is then 1.
-pub fn audit(spec: &str, format: Format) -> Result<ExitCode> {
+pub fn audit(spec: &str, prices: Option<&Path>, format: Format) -> Result<ExitCode> {
     let dir = crate::sessioncmd::session_dir(spec)?;
+    let prices = crate::sessioncmd::prices_for(&dir, prices)?;
     let pb = spinner("verifying the session");
     let verified = cairn_replay::verify(&dir);
     if let Some(pb) = pb {
@@ -50,7 +51,8 @@ pub fn audit(spec: &str, format: Format) -> Result<ExitCode> {
                 .context("the session cannot be audited (cairn verify lists what is wrong)");
         }
     };
-    let a = cairn_replay::audit::audit(&session, &verified);
+    let mut a = cairn_replay::audit::audit(&session, &verified);
+    crate::sessioncmd::priced(&mut a, prices.as_ref());
     match format {
         Format::Text => {
             let text = report::text(&a, Paint::stdout());

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Result;
 use cairn_cli::chat::{ChatApp, ChatCmd, ChatMsg};
@@ -257,8 +257,14 @@ fn worker(w: Worker) -> Result<Ended, String> {
                     )));
                 }
                 Stop::Interrupted => {
+                    // What the model had said is kept, as recorded.
+                    let _ = to_view.send(ChatMsg::Turn {
+                        text: run.answer,
+                        calls: 0,
+                    });
                     let _ = to_view.send(ChatMsg::Idle(
-                        "interrupted: the model's turn was given up".into(),
+                        "interrupted: the model's turn was stopped; what it said so far is kept"
+                            .into(),
                     ));
                 }
                 Stop::Signal(_) => break (stop_reason(&engine, &quit, &by_user), false),
@@ -404,56 +410,22 @@ pub fn run(a: &TaskArgs, task: Option<String>) -> Result<ExitCode> {
         Err(_) => anyhow::bail!("the session did not start"),
     };
     let mut app = ChatApp::new();
-    let t0 = Instant::now();
-    let mut terminal = ratatui::init();
-    let keys = crate::livecmd::key_presses();
-    let ui = (|| -> Result<()> {
-        loop {
-            // SIGTERM or SIGHUP: the engine's thread sees it too and ends the session.
-            if cairn_engine::signal::received().is_some() {
-                return Ok(());
-            }
-            while let Ok(m) = from_engine.try_recv() {
-                app.on_msg(m);
-            }
-            // A Ctrl-C just before a call starts would be cleared by it: triggered
-            // again until the call's end is seen.
-            if app.cancelling() {
-                cancel.cancel();
-            }
-            app.tick(t0.elapsed().as_millis() as u64);
-            terminal.draw(|f| app.render(f))?;
-            if handle.is_finished() {
-                return Ok(());
-            }
-            if let Ok(k) = keys.recv_timeout(Duration::from_millis(50)) {
-                app.on_key(k);
-            }
-            for c in app.out.drain(..) {
-                match c {
-                    ChatCmd::Answer(a) => {
-                        let _ = answer_tx.send(a);
-                    }
-                    ChatCmd::Send(t) => {
-                        let _ = input_tx.send(Input::Message(t));
-                    }
-                    ChatCmd::CancelCall => cancel.cancel(),
-                    ChatCmd::Interrupt => interrupt.interrupt(),
-                    ChatCmd::Quit => {
-                        quit.store(true, Ordering::SeqCst);
-                        // Stops a running call and the loop; an idle session hears the
-                        // message.
-                        cancel.stop(Signal::INT);
-                        let _ = input_tx.send(Input::Quit);
-                    }
-                }
-            }
+    let ui = crate::screen::run(&mut app, &from_engine, &handle, &cancel, 50, |c| match c {
+        ChatCmd::Answer(a) => {
+            let _ = answer_tx.send(a);
         }
-    })();
-    // Not `ratatui::restore`, whose `eprintln!` panics on a terminal that hung up.
-    if let Err(e) = ratatui::try_restore() {
-        out::note(&format!("cairn: could not restore the terminal: {e}"));
-    }
+        ChatCmd::Send(t) => {
+            let _ = input_tx.send(Input::Message(t));
+        }
+        ChatCmd::CancelCall => cancel.cancel(),
+        ChatCmd::Interrupt => interrupt.interrupt(),
+        ChatCmd::Quit => {
+            quit.store(true, Ordering::SeqCst);
+            // Stops a running call and the loop; an idle session hears the message.
+            cancel.stop(Signal::INT);
+            let _ = input_tx.send(Input::Quit);
+        }
+    });
     drop(input_tx);
     drop(answer_tx);
     let joined = handle.join();

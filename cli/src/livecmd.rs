@@ -10,7 +10,6 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use cairn_cli::summary::first_line;
@@ -20,7 +19,6 @@ use cairn_engine::permission::{Approver, Request};
 use cairn_engine::script::{self, Hooks, Step};
 use cairn_engine::{CallOutcome, CancelHandle, Engine, EngineConfig, Home, Record};
 use cairn_store::BlobStore;
-use crossterm::event::{self, KeyEventKind};
 
 use crate::out;
 
@@ -286,51 +284,16 @@ pub fn run(
         Err(_) => anyhow::bail!("the session did not start"),
     };
     let mut app = ViewApp::new(&id);
-    let t0 = Instant::now();
-    let mut terminal = ratatui::init();
-    let keys = key_presses();
-    let ui = (|| -> Result<()> {
-        loop {
-            // SIGTERM or SIGHUP (Ctrl-C is a key here): the engine's thread sees it too,
-            // cancels the running call and ends the session once the view is gone.
-            if cairn_engine::signal::received().is_some() {
-                return Ok(());
-            }
-            while let Ok(m) = from_engine.try_recv() {
-                app.on_msg(m);
-            }
-            // Each call clears the handle when it starts, and the view hears of a call
-            // just before: a Ctrl-C in between would be lost, so it is triggered again
-            // until the call's end is seen.
-            if app.cancelling() {
-                cancel.cancel();
-            }
-            app.tick(t0.elapsed().as_millis() as u64);
-            terminal.draw(|f| app.render(f))?;
-            if handle.is_finished() {
-                return Ok(());
-            }
-            if let Ok(k) = keys.recv_timeout(Duration::from_millis(100)) {
-                app.on_key(k);
-            }
-            for c in app.out.drain(..) {
-                match c {
-                    Cmd::Answer(a) => {
-                        let _ = answer_tx.send(a);
-                    }
-                    // The engine's thread is inside the call: the handle reaches it there.
-                    Cmd::CancelCall => cancel.cancel(),
-                    other => {
-                        let _ = cmd_tx.send(other);
-                    }
-                }
-            }
+    let ui = crate::screen::run(&mut app, &from_engine, &handle, &cancel, 100, |c| match c {
+        Cmd::Answer(a) => {
+            let _ = answer_tx.send(a);
         }
-    })();
-    // Not `ratatui::restore`, whose `eprintln!` panics on a terminal that hung up.
-    if let Err(e) = ratatui::try_restore() {
-        out::note(&format!("cairn: could not restore the terminal: {e}"));
-    }
+        // The engine's thread is inside the call: the handle reaches it there.
+        Cmd::CancelCall => cancel.cancel(),
+        other => {
+            let _ = cmd_tx.send(other);
+        }
+    });
     drop(cmd_tx);
     drop(answer_tx);
     // The session is ended (by the engine's thread) before anything else, even when
@@ -345,22 +308,4 @@ pub fn run(
     }
     out::line(&id)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Key presses, read on a thread of their own: on a terminal that hung up, crossterm's
-/// read returns nothing forever and its poll never returns, so the view's thread must
-/// never wait in it, or the session would not be ended after SIGHUP.
-pub(crate) fn key_presses() -> mpsc::Receiver<event::KeyEvent> {
-    let (key_tx, keys) = mpsc::channel();
-    std::thread::spawn(move || {
-        while let Ok(e) = event::read() {
-            if let event::Event::Key(k) = e
-                && k.kind == KeyEventKind::Press
-                && key_tx.send(k).is_err()
-            {
-                return;
-            }
-        }
-    });
-    keys
 }

@@ -17,6 +17,7 @@ mod provecmd;
 mod pscmd;
 mod replaycmd;
 mod resumecmd;
+mod screen;
 mod searchcmd;
 mod sessioncmd;
 mod stream;
@@ -322,7 +323,7 @@ enum Command {
     },
     /// The conversation of a session in order: user messages, model text, each call on
     /// one line (tool, key input, status, elapsed), the final answer, then totals (calls
-    /// by status, tokens per model, wall time, cost with --prices).
+    /// by status, tokens per model, wall time, cost when prices are configured).
     Show {
         /// A session: id, unique prefix, folder, or `last`.
         session: String,
@@ -338,7 +339,8 @@ enum Command {
         verbose: bool,
         /// A JSON file of prices per model: {"MODEL": {"input_per_mtok": 3.0,
         /// "output_per_mtok": 15.0, "cached_per_mtok": 0.3}} (dollars per million
-        /// tokens; cached_per_mtok defaults to input_per_mtok).
+        /// tokens; cached_per_mtok defaults to input_per_mtok). Without it, the
+        /// [prices."MODEL"] tables of config.toml.
         #[arg(long, value_name = "FILE")]
         prices: Option<std::path::PathBuf>,
     },
@@ -397,6 +399,10 @@ enum Command {
         /// standard output).
         #[arg(long, value_name = "FILE")]
         html: Option<std::path::PathBuf>,
+        /// A JSON file of prices per model, as for `cairn show`; without it, the
+        /// [prices."MODEL"] tables of config.toml. The cost is in every format.
+        #[arg(long, value_name = "FILE")]
+        prices: Option<std::path::PathBuf>,
     },
     /// Browse sessions on the terminal: the current project's sessions, a session's
     /// conversation (messages and calls), a call's detail (input, output, diff,
@@ -1157,8 +1163,10 @@ fn main() -> ExitCode {
             json,
             markdown,
             html,
+            prices,
         } => auditcmd::audit(
             &session,
+            prices.as_deref(),
             match (json, markdown, &html) {
                 (true, _, _) => auditcmd::Format::Json,
                 (_, true, _) => auditcmd::Format::Markdown,

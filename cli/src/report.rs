@@ -103,9 +103,21 @@ pub fn conversation_text(a: &Audit, verbose: bool, paint: Paint) -> Vec<String> 
     for turn in &a.conversation {
         match turn {
             Turn::User { seq, text: t, .. } => text(&mut o, *seq, "user", t),
-            Turn::Model { seq, text: t, .. } if !t.is_empty() && !is_answer(a, turn) => {
-                text(&mut o, *seq, "model", t)
-            }
+            Turn::Model {
+                seq,
+                text: t,
+                interrupted,
+                ..
+            } if !t.is_empty() && !is_answer(a, turn) => text(
+                &mut o,
+                *seq,
+                if *interrupted {
+                    "model (interrupted)"
+                } else {
+                    "model"
+                },
+                t,
+            ),
             Turn::Model { .. } => {}
             Turn::Call { seq, call } => {
                 let Some(c) = calls.get(call.as_str()) else {
@@ -426,6 +438,9 @@ pub fn text(a: &Audit, paint: Paint) -> String {
     for t in &a.tokens {
         field(&mut o, "tokens", &tokens_line(t));
     }
+    if let Some(c) = &a.cost {
+        field(&mut o, "cost", &crate::summary::cost_line(c));
+    }
     let section = |o: &mut String, title: &str, n: usize| {
         let _ = writeln!(o, "\n{}", paint.head(&format!("== {title} ({n})")));
     };
@@ -673,8 +688,7 @@ pub fn markdown(a: &Audit) -> String {
     let mut o = String::new();
     let h = &a.header;
     let _ = writeln!(o, "# Audit of session `{}`\n", h.session);
-    let _ = writeln!(o, "| | |\n|---|---|");
-    for (k, v) in [
+    let head = [
         ("workspace", format!("`{}`", h.workspace)),
         (
             "catalog",
@@ -704,9 +718,18 @@ pub fn markdown(a: &Audit) -> String {
                 t => t.join("; "),
             },
         ),
-    ] {
-        let _ = writeln!(o, "| {k} | {} |", cell(&v));
-    }
+    ];
+    let cost = a
+        .cost
+        .as_ref()
+        .map(|c| ("cost", crate::summary::cost_line(c)));
+    md_table(
+        &mut o,
+        &["", ""],
+        head.into_iter()
+            .chain(cost)
+            .map(|(k, v)| vec![k.to_string(), cell(&v)]),
+    );
 
     if !a.integrity.clean {
         let _ = writeln!(o, "\n## Integrity problems ({})\n", a.integrity.list.len());
@@ -728,8 +751,14 @@ pub fn markdown(a: &Audit) -> String {
             Turn::User { seq, text, .. } => {
                 let _ = writeln!(o, "- **user** (seq {seq}): {}", cell(text));
             }
-            Turn::Model { seq, text, .. } if !text.is_empty() && !is_answer(a, t) => {
-                let _ = writeln!(o, "- **model** (seq {seq}): {}", cell(text));
+            Turn::Model {
+                seq,
+                text,
+                interrupted,
+                ..
+            } if !text.is_empty() && !is_answer(a, t) => {
+                let cut = if *interrupted { " (interrupted)" } else { "" };
+                let _ = writeln!(o, "- **model**{cut} (seq {seq}): {}", cell(text));
             }
             Turn::Model { .. } => {}
             Turn::Call { seq, call } => {
@@ -780,46 +809,42 @@ pub fn markdown(a: &Audit) -> String {
     }
 
     let _ = writeln!(o, "## Files read ({})\n", a.reads.len());
-    if !a.reads.is_empty() {
-        let _ = writeln!(
-            o,
-            "| seq | call | path | lines | of |\n|---|---|---|---|---|"
-        );
-        for r in &a.reads {
-            let _ = writeln!(
-                o,
-                "| {} | {} | `{}` | {} | {} |",
-                r.seq,
-                r.call,
-                cell(&r.path),
+    if md_table(
+        &mut o,
+        &["seq", "call", "path", "lines", "of"],
+        a.reads.iter().map(|r| {
+            vec![
+                r.seq.to_string(),
+                r.call.clone(),
+                format!("`{}`", cell(&r.path)),
                 ranges(&r.ranges),
-                r.total_lines
-            );
-        }
+                r.total_lines.to_string(),
+            ]
+        }),
+    ) {
         o.push('\n');
     }
 
     let _ = writeln!(o, "## Commands run ({})\n", a.commands.len());
-    if !a.commands.is_empty() {
-        let _ = writeln!(
-            o,
-            "| seq | call | command | cwd | kind | status | exit | elapsed | output |\n|---|---|---|---|---|---|---|---|---|"
-        );
-        for c in &a.commands {
-            let _ = writeln!(
-                o,
-                "| {} | {} | `{}` | `{}` | {} | {} | {} | {} | {} B |",
-                c.seq,
-                c.call,
-                cell(&c.command),
-                if c.cwd.is_empty() { "." } else { &c.cwd },
-                kind(c),
-                c.status,
+    if md_table(
+        &mut o,
+        &[
+            "seq", "call", "command", "cwd", "kind", "status", "exit", "elapsed", "output",
+        ],
+        a.commands.iter().map(|c| {
+            vec![
+                c.seq.to_string(),
+                c.call.clone(),
+                format!("`{}`", cell(&c.command)),
+                format!("`{}`", if c.cwd.is_empty() { "." } else { &c.cwd }),
+                kind(c).to_string(),
+                c.status.to_string(),
                 exit(c),
                 c.elapsed_us.map_or("-".into(), elapsed),
-                c.output_bytes
-            );
-        }
+                format!("{} B", c.output_bytes),
+            ]
+        }),
+    ) {
         o.push('\n');
     }
     let _ = writeln!(
@@ -842,84 +867,71 @@ pub fn markdown(a: &Audit) -> String {
             host_list(a)
         }
     );
-    if !net.is_empty() {
-        let _ = writeln!(
-            o,
-            "| seq | call | kind | what | host | outcome |\n|---|---|---|---|---|---|"
-        );
-        for n in &net {
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | `{}` | {} | {} |",
-                n.seq,
-                n.call,
-                n.kind,
-                cell(&n.what),
+    md_table(
+        &mut o,
+        &["seq", "call", "kind", "what", "host", "outcome"],
+        net.iter().map(|n| {
+            vec![
+                n.seq.to_string(),
+                n.call.to_string(),
+                n.kind.to_string(),
+                format!("`{}`", cell(&n.what)),
                 cell(&n.host),
-                cell(&n.outcome)
-            );
-        }
-    }
+                cell(&n.outcome),
+            ]
+        }),
+    );
     let _ = writeln!(o, "\n## Permissions ({})\n", a.permissions.len());
-    if !a.permissions.is_empty() {
-        let _ = writeln!(
-            o,
-            "| seq | call | key | decision | guarded | detail |\n|---|---|---|---|---|---|"
-        );
-        for p in &a.permissions {
-            let _ = writeln!(
-                o,
-                "| {} | {} | `{}` | {} | {} | {} |",
-                p.seq,
-                p.call,
-                cell(&perm_key(p)),
+    if md_table(
+        &mut o,
+        &["seq", "call", "key", "decision", "guarded", "detail"],
+        a.permissions.iter().map(|p| {
+            vec![
+                p.seq.to_string(),
+                p.call.clone(),
+                format!("`{}`", cell(&perm_key(p))),
                 answer(p),
-                if p.guarded { "yes" } else { "" },
-                cell(&p.detail)
-            );
-        }
+                if p.guarded { "yes" } else { "" }.to_string(),
+                cell(&p.detail),
+            ]
+        }),
+    ) {
         o.push('\n');
     }
 
     let _ = writeln!(o, "## Refusals ({})\n", a.refusals.len());
-    if !a.refusals.is_empty() {
-        let _ = writeln!(
-            o,
-            "| seq | call | tool | status | rule | path | reason |\n|---|---|---|---|---|---|---|"
-        );
-        for r in &a.refusals {
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | {} | {} | {} | {} |",
-                r.seq,
-                r.call,
-                r.tool,
-                r.status.as_str(),
+    if md_table(
+        &mut o,
+        &["seq", "call", "tool", "status", "rule", "path", "reason"],
+        a.refusals.iter().map(|r| {
+            vec![
+                r.seq.to_string(),
+                r.call.clone(),
+                r.tool.clone(),
+                r.status.as_str().to_string(),
                 r.rule.map_or(String::new(), |x| snake(&format!("{x:?}"))),
                 r.path.as_deref().map_or(String::new(), cell),
-                cell(&r.reason)
-            );
-        }
+                cell(&r.reason),
+            ]
+        }),
+    ) {
         o.push('\n');
     }
 
     let _ = writeln!(o, "## Failed calls ({})\n", a.failed.len());
-    if !a.failed.is_empty() {
-        let _ = writeln!(
-            o,
-            "| seq | call | tool | status | reason |\n|---|---|---|---|---|"
-        );
-        for r in &a.failed {
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | {} | {} |",
-                r.seq,
-                r.call,
-                r.tool,
-                r.status.as_str(),
-                cell(&r.reason)
-            );
-        }
+    if md_table(
+        &mut o,
+        &["seq", "call", "tool", "status", "reason"],
+        a.failed.iter().map(|r| {
+            vec![
+                r.seq.to_string(),
+                r.call.clone(),
+                r.tool.clone(),
+                r.status.as_str().to_string(),
+                cell(&r.reason),
+            ]
+        }),
+    ) {
         o.push('\n');
     }
 
@@ -936,17 +948,18 @@ pub fn markdown(a: &Audit) -> String {
     }
     if !a.injections.is_empty() {
         let _ = writeln!(o, "## Injection suspected ({})\n", a.injections.len());
-        let _ = writeln!(o, "| seq | call | tool | marks |\n|---|---|---|---|");
-        for i in &a.injections {
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | {} |",
-                i.seq,
-                i.call,
-                i.tool,
-                cell(&marks(&i.marks))
-            );
-        }
+        md_table(
+            &mut o,
+            &["seq", "call", "tool", "marks"],
+            a.injections.iter().map(|i| {
+                vec![
+                    i.seq.to_string(),
+                    i.call.clone(),
+                    i.tool.clone(),
+                    cell(&marks(&i.marks)),
+                ]
+            }),
+        );
         o.push('\n');
     }
     let _ = writeln!(o, "## Redactions ({})\n", a.redactions.len());
@@ -963,17 +976,17 @@ pub fn markdown(a: &Audit) -> String {
         ws.files.len()
     );
     let _ = writeln!(o, "{}\n", secrets_found(ws));
-    if !ws.files.is_empty() {
-        let _ = writeln!(o, "| path | content | secrets |\n|---|---|---|");
-        for f in &ws.files {
-            let _ = writeln!(
-                o,
-                "| `{}` | `{}` | {} |",
-                cell(&f.path),
-                &f.hash[..12.min(f.hash.len())],
-                secret_kinds(&f.kinds)
-            );
-        }
+    if md_table(
+        &mut o,
+        &["path", "content", "secrets"],
+        ws.files.iter().map(|f| {
+            vec![
+                format!("`{}`", cell(&f.path)),
+                format!("`{}`", &f.hash[..12.min(f.hash.len())]),
+                secret_kinds(&f.kinds),
+            ]
+        }),
+    ) {
         o.push('\n');
     }
     let _ = writeln!(o, "{}", secrets_scanned(ws));
@@ -981,6 +994,38 @@ pub fn markdown(a: &Audit) -> String {
         let _ = writeln!(o, "\n{}", cell(&w));
     }
     o
+}
+
+/// Writes a Markdown table: its head (an empty name is a blank head cell), the rule,
+/// then a line per row, whose cells are written as given (the caller escapes them).
+/// Nothing when there is no row; true when the table was written.
+fn md_table(o: &mut String, head: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> bool {
+    let mut rows = rows.into_iter().peekable();
+    if rows.peek().is_none() {
+        return false;
+    }
+    o.push('|');
+    for h in head {
+        o.push_str(if h.is_empty() { " |" } else { " " });
+        if !h.is_empty() {
+            o.push_str(h);
+            o.push_str(" |");
+        }
+    }
+    o.push_str("\n|");
+    for _ in head {
+        o.push_str("---|");
+    }
+    o.push('\n');
+    for row in rows {
+        debug_assert_eq!(row.len(), head.len(), "a row of {head:?}");
+        o.push('|');
+        for c in &row {
+            let _ = write!(o, " {c} |");
+        }
+        o.push('\n');
+    }
+    true
 }
 
 /// Escapes text for HTML.
@@ -1389,12 +1434,17 @@ fn conversation_html(o: &mut String, a: &Audit) {
                 );
             }
             Turn::Model {
-                seq, text, model, ..
+                seq,
+                text,
+                model,
+                interrupted,
+                ..
             } if !text.is_empty() && !is_answer(a, t) => {
                 let _ = writeln!(
                     o,
-                    "<div class=\"msg model\" id=\"seq-{seq}\"><b>{} · seq {seq}</b>{}</div>",
+                    "<div class=\"msg model\" id=\"seq-{seq}\"><b>{}{} · seq {seq}</b>{}</div>",
                     esc(model),
+                    if *interrupted { " (interrupted)" } else { "" },
                     esc(text)
                 );
             }
@@ -1520,6 +1570,13 @@ pub fn html(a: &Audit) -> String {
     o.push_str("<div class=\"box\"><table class=\"hdr\">");
     for (k, v) in rows {
         let _ = write!(o, "<tr><td>{k}</td><td>{v}</td></tr>");
+    }
+    if let Some(c) = &a.cost {
+        let _ = write!(
+            o,
+            "<tr><td>cost</td><td>{}</td></tr>",
+            esc(&crate::summary::cost_line(c))
+        );
     }
     o.push_str("</table></div>\n");
     if !a.integrity.clean {

@@ -596,15 +596,58 @@ pub fn sessions(format: Format) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The prices `show` and `audit` use, and where they come from: those of `--prices
+/// FILE` when given, else the `[prices."MODEL"]` tables of the configuration files (the
+/// user's and the session's project's); none when neither has any.
+pub(crate) fn prices_for(
+    dir: &Path,
+    file: Option<&Path>,
+) -> Result<Option<(String, std::collections::BTreeMap<String, summary::Price>)>> {
+    if let Some(p) = file {
+        let prices = summary::read_prices(p).map_err(anyhow::Error::msg)?;
+        return Ok(Some((p.display().to_string(), prices)));
+    }
+    let home = Home::from_env()?;
+    // A session's folder is `<project>/sessions/<id>`.
+    let project = dir
+        .parent()
+        .and_then(Path::parent)
+        .map(|d| cairn_engine::Project {
+            dir: d.to_path_buf(),
+        });
+    let files = settings::Files::load(&home, project.as_ref())?;
+    let (s, _) = settings::resolve(&Settings::default(), &files, |_| None)?;
+    Ok(s.prices.map(|p| {
+        (
+            "the configuration's [prices] (cairn config shows them)".to_string(),
+            summary::prices_of(&p),
+        )
+    }))
+}
+
+/// Prices the audit `a` with `prices` (see [`prices_for`]), noting each model they
+/// have no price for.
+pub(crate) fn priced(
+    a: &mut cairn_replay::audit::Audit,
+    prices: Option<&(String, std::collections::BTreeMap<String, summary::Price>)>,
+) {
+    let Some((from, prices)) = prices else {
+        return;
+    };
+    a.price(prices);
+    for model in a.cost.iter().flat_map(|c| &c.unpriced) {
+        out::note(&format!(
+            "cairn: note: {from} has no price for model {model} (its cost is left out)"
+        ));
+    }
+}
+
 /// `cairn show`: the conversation, then the totals. A log that does not verify is
 /// shown from its intact records, with a note.
 pub fn show(spec: &str, format: Format, verbose: bool, prices: Option<&Path>) -> Result<ExitCode> {
     use cairn_replay::audit::Turn;
-    let prices = prices
-        .map(|p| summary::read_prices(p).map(|x| (p, x)))
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
     let dir = session_dir(spec)?;
+    let prices = prices_for(&dir, prices)?;
     let session = match cairn_replay::Session::load(&dir) {
         Ok(s) => s,
         Err(e) => {
@@ -615,29 +658,14 @@ pub fn show(spec: &str, format: Format, verbose: bool, prices: Option<&Path>) ->
             s
         }
     };
-    let a = cairn_replay::audit::transcript(&session);
+    let mut a = cairn_replay::audit::transcript(&session);
+    priced(&mut a, prices.as_ref());
     let costs: Vec<Option<f64>> = a
         .tokens
         .iter()
-        .map(|t| {
-            prices
-                .as_ref()
-                .and_then(|(_, p)| p.get(&t.model))
-                .map(|p| p.cost(t))
-        })
+        .map(|t| a.cost.as_ref().and_then(|c| c.models.get(&t.model).copied()))
         .collect();
-    let total_cost: Option<f64> = prices.as_ref().map(|_| costs.iter().flatten().sum());
-    if let Some((file, _)) = &prices {
-        for (t, c) in a.tokens.iter().zip(&costs) {
-            if c.is_none() {
-                out::note(&format!(
-                    "cairn: note: {} has no price for model {} (its cost is left out)",
-                    file.display(),
-                    t.model
-                ));
-            }
-        }
-    }
+    let total_cost: Option<f64> = a.cost.as_ref().map(|c| c.total);
     if format != Format::Text {
         let calls: std::collections::HashMap<&str, &cairn_replay::audit::CallEntry> =
             a.calls.iter().map(|c| (c.call.as_str(), c)).collect();

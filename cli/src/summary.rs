@@ -137,25 +137,41 @@ pub fn progress(o: &CallOutcome) -> String {
     )
 }
 
-/// A model's prices, in dollars per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Price {
-    pub input_per_mtok: f64,
-    pub output_per_mtok: f64,
-    /// Input tokens read from the provider's cache (the input price when not given).
-    pub cached_per_mtok: f64,
+pub use cairn_replay::audit::Price;
+
+/// The prices of a configuration's `[prices."MODEL"]` tables.
+pub fn prices_of(
+    set: &std::collections::BTreeMap<String, cairn_engine::settings::Price>,
+) -> std::collections::BTreeMap<String, Price> {
+    set.iter()
+        .map(|(model, p)| {
+            (
+                model.clone(),
+                Price {
+                    input_per_mtok: p.input_per_mtok,
+                    output_per_mtok: p.output_per_mtok,
+                    cached_per_mtok: p.cached_per_mtok.unwrap_or(p.input_per_mtok),
+                },
+            )
+        })
+        .collect()
 }
 
-impl Price {
-    /// What `t`'s tokens cost, in dollars: cached input at the cached price, the rest
-    /// of the input at the input price, the output at the output price.
-    pub fn cost(&self, t: &cairn_replay::audit::TokenUse) -> f64 {
-        let cached = t.cached.min(t.input);
-        ((t.input - cached) as f64 * self.input_per_mtok
-            + cached as f64 * self.cached_per_mtok
-            + t.output as f64 * self.output_per_mtok)
-            / 1e6
+/// What the cost of an audit says: `$0.0123 (m-1 $0.0100, m-2 $0.0023; no price for
+/// m-3)`.
+pub fn cost_line(c: &cairn_replay::audit::Cost) -> String {
+    let mut parts: Vec<String> = c
+        .models
+        .iter()
+        .map(|(m, d)| format!("{m} ${d:.4}"))
+        .collect();
+    if !c.unpriced.is_empty() {
+        parts.push(format!("no price for {}", c.unpriced.join(", ")));
     }
+    if parts.is_empty() {
+        return format!("${:.4}", c.total);
+    }
+    format!("${:.4} ({})", c.total, parts.join("; "))
 }
 
 /// Bytes a prices file may hold.

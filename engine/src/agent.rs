@@ -14,17 +14,20 @@
 //!
 //! A stop (a signal, [`Engine::stopped`]) ends the run before the next turn or call,
 //! with [`Stop::Signal`]; the caller ends the session. A turn being awaited is given
-//! up at once when the provider is wrapped in [`Interruptible`].
+//! up at once when the provider is wrapped in [`Interruptible`]: its request is dropped,
+//! and an interruption (Esc) records what the model had streamed as an interrupted turn.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::engine::{CallOutcome, Engine};
 use crate::event::Status;
 use crate::limits::Limits;
-use crate::provider::{Message, ProgressFn, Provider, ProviderError, Request, ToolCall, Turn};
+use crate::provider::{
+    GiveUp, Message, ProgressFn, Provider, ProviderError, Request, ToolCall, Turn,
+};
 use crate::state::{ConversationEntry, State};
 use cairn_tools::signal::{self, Signal};
 use cairn_tools::{CancelHandle, EngineError};
@@ -103,8 +106,9 @@ pub enum Stop {
     /// cancelled, the calls of the turn after it were not started.
     Signal(Signal),
     /// The turn being awaited was given up by the person watching
-    /// ([`Interruptible::interrupt_handle`]); the session goes on with their next
-    /// message.
+    /// ([`Interruptible::interrupt_handle`]): it is recorded as an interrupted
+    /// `model_turn` with the text streamed by then ([`AgentRun::answer`]); the session
+    /// goes on with their next message.
     Interrupted,
 }
 
@@ -267,7 +271,10 @@ pub fn run(
             Ok(turn) => turn,
             // Given up on because of the stop (see [`Interruptible`]).
             Err(_) if engine.stopped().is_some() => continue,
-            Err(ProviderError::Interrupted) => {
+            Err(ProviderError::Interrupted { text }) => {
+                run.turns += 1;
+                let (name, model) = (provider.name().to_string(), provider.model().to_string());
+                run.answer = engine.interrupted_turn(&name, &model, &text)?;
                 run.stop = Stop::Interrupted;
                 return Ok(run);
             }
@@ -297,13 +304,22 @@ pub fn run(
     Ok(run)
 }
 
-/// A provider whose turn is given up when the session is stopped: the turn runs on a
-/// thread of its own, and the wait for it looks at the engine's [`CancelHandle`] every
-/// [`signal::STOP_CHECK_MS`]. A blocking HTTP request cannot be cut short, so on a stop
-/// it is left to finish or fail on that thread, its answer dropped, and the turn fails
-/// with [`ProviderError::Stopped`]: a model that takes minutes to answer does not keep
-/// a stopped session waiting. Its [`InterruptHandle`] gives up the turn the same way
-/// without stopping the session ([`ProviderError::Interrupted`]).
+/// How long a turn given up is waited for, in milliseconds: a provider that gives up
+/// ([`Provider::set_give_up`]) answers within [`crate::provider::GIVE_UP_CHECK_MS`],
+/// with the text it had streamed; one that cannot is left to finish on its thread.
+pub const GIVE_UP_WAIT_MS: u64 = 500;
+
+/// A provider whose turn is given up when the session is stopped or the person watching
+/// interrupts it. The provider is told to give up ([`Provider::set_give_up`]): the
+/// OpenAI and Anthropic providers then drop the request, which closes its connection,
+/// and answer with the text streamed so far. The turn runs on a thread of its own, and
+/// the wait for it looks at the engine's [`CancelHandle`] and the [`InterruptHandle`]
+/// every [`signal::STOP_CHECK_MS`]; a provider that does not give up within
+/// [`GIVE_UP_WAIT_MS`] is left to finish on its thread, its answer dropped. A stop
+/// fails the turn with [`ProviderError::Stopped`], an interruption with
+/// [`ProviderError::Interrupted`] (the text streamed by then). A turn that ends on its
+/// own after it was interrupted is an interrupted turn too: its text is kept, its tool
+/// calls never run.
 pub struct Interruptible {
     inner: Arc<Mutex<Box<dyn Provider + Send>>>,
     name: String,
@@ -334,15 +350,26 @@ impl InterruptHandle {
     }
 }
 
+/// Why a turn is given up now, if it is: a stop first.
+fn give_up_now(cancel: &CancelHandle, interrupt: &InterruptHandle) -> Option<GiveUp> {
+    if let Some(s) = cancel.stopped() {
+        return Some(GiveUp::Stopped(s.reason()));
+    }
+    interrupt.is_interrupted().then_some(GiveUp::Interrupted)
+}
+
 impl Interruptible {
     /// Wraps `inner`; `cancel` is the engine's ([`Engine::cancel_handle`]).
-    pub fn new(inner: Box<dyn Provider + Send>, cancel: CancelHandle) -> Interruptible {
+    pub fn new(mut inner: Box<dyn Provider + Send>, cancel: CancelHandle) -> Interruptible {
+        let interrupt = InterruptHandle::default();
+        let (c, i) = (cancel.clone(), interrupt.clone());
+        inner.set_give_up(Some(Arc::new(move || give_up_now(&c, &i))));
         Interruptible {
             name: inner.name().to_string(),
             model: inner.model().to_string(),
             inner: Arc::new(Mutex::new(inner)),
             cancel,
-            interrupt: InterruptHandle::default(),
+            interrupt,
             progress_on: Arc::new(AtomicBool::new(true)),
         }
     }
@@ -379,11 +406,8 @@ impl Provider for Interruptible {
     }
 
     fn turn(&mut self, request: &Request<'_>) -> Result<Turn, ProviderError> {
-        if let Some(s) = self.cancel.stopped() {
-            return Err(ProviderError::Stopped(s.reason()));
-        }
-        if self.interrupt.is_interrupted() {
-            return Err(ProviderError::Interrupted);
+        if let Some(why) = give_up_now(&self.cancel, &self.interrupt) {
+            return Err(why.error(String::new()));
         }
         let (system, messages, tools) = (
             request.system.to_string(),
@@ -407,18 +431,27 @@ impl Provider for Interruptible {
             let _ = tx.send(turn);
         });
         let tick = Duration::from_millis(signal::STOP_CHECK_MS);
+        let mut given_up: Option<(GiveUp, Instant)> = None;
         loop {
             match rx.recv_timeout(tick) {
-                Ok(turn) => return turn,
-                Err(RecvTimeoutError::Timeout) => {
-                    let given_up = match (self.cancel.stopped(), self.interrupt.is_interrupted()) {
-                        (Some(s), _) => ProviderError::Stopped(s.reason()),
-                        (None, true) => ProviderError::Interrupted,
-                        (None, false) => continue,
+                Ok(Ok(turn)) => {
+                    return match given_up {
+                        Some((why, _)) => Err(why.error(turn.text)),
+                        None => Ok(turn),
                     };
-                    self.progress_on.store(false, Ordering::SeqCst);
-                    return Err(given_up);
                 }
+                Ok(Err(e)) => return Err(e),
+                Err(RecvTimeoutError::Timeout) => match &given_up {
+                    None => {
+                        given_up =
+                            give_up_now(&self.cancel, &self.interrupt).map(|w| (w, Instant::now()))
+                    }
+                    Some((why, at)) if at.elapsed() >= Duration::from_millis(GIVE_UP_WAIT_MS) => {
+                        self.progress_on.store(false, Ordering::SeqCst);
+                        return Err(why.clone().error(String::new()));
+                    }
+                    Some(_) => {}
+                },
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err(ProviderError::Transport(
                         "the model request's thread ended without an answer".into(),
@@ -464,6 +497,7 @@ mod tests {
                     serde_json::json!({"id": "b", "name": "shell", "input": {}}),
                 ],
                 usage: None,
+                interrupted: false,
             },
         );
         apply(
@@ -489,7 +523,8 @@ mod tests {
         assert!(outputs[1].starts_with("not run:"), "{}", outputs[1]);
     }
 
-    /// Streams `late` only after a while on its first turn, `now` at once after.
+    /// Streams `late` only after a while on its first turn (longer than a turn given
+    /// up is waited for: it does not give up), `now` at once after.
     struct Slow {
         turns: u32,
         progress: Option<ProgressFn>,
@@ -508,7 +543,7 @@ mod tests {
         fn turn(&mut self, _: &Request<'_>) -> Result<Turn, ProviderError> {
             self.turns += 1;
             let text = if self.turns == 1 {
-                std::thread::sleep(Duration::from_millis(300));
+                std::thread::sleep(Duration::from_millis(GIVE_UP_WAIT_MS + 300));
                 "late"
             } else {
                 "now"
@@ -553,12 +588,74 @@ mod tests {
             std::thread::sleep(Duration::from_millis(50));
             later.interrupt();
         });
-        assert_eq!(p.turn(&request), Err(ProviderError::Interrupted));
+        assert_eq!(
+            p.turn(&request),
+            Err(ProviderError::Interrupted {
+                text: String::new()
+            })
+        );
         interrupt.clear();
         let turn = p.turn(&request);
         assert_eq!(turn.map(|t| t.text), Ok("now".to_string()));
         let seen = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
         assert_eq!(seen, ["now"]);
+    }
+
+    /// Streams `par` then waits for its give-up, as the HTTP providers do.
+    struct GivesUp {
+        give_up: Option<crate::provider::GiveUpFn>,
+    }
+
+    impl Provider for GivesUp {
+        fn name(&self) -> &str {
+            "gives-up"
+        }
+        fn model(&self) -> &str {
+            "m"
+        }
+        fn set_give_up(&mut self, give_up: Option<crate::provider::GiveUpFn>) {
+            self.give_up = give_up;
+        }
+        fn turn(&mut self, _: &Request<'_>) -> Result<Turn, ProviderError> {
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(30) {
+                if let Some(why) = self.give_up.as_ref().and_then(|g| g()) {
+                    return Err(why.error("par".into()));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Ok(Turn::default())
+        }
+    }
+
+    /// A turn interrupted while it streams ends at once with the text streamed so far,
+    /// and a stop is told apart from an interruption.
+    #[test]
+    fn an_interrupted_turn_ends_at_once_with_its_streamed_text() {
+        let cancel = CancelHandle::default();
+        let mut p = Interruptible::new(Box::new(GivesUp { give_up: None }), cancel.clone());
+        let tools = serde_json::json!([]);
+        let request = Request {
+            system: "",
+            messages: &[],
+            tools: &tools,
+        };
+        let interrupt = p.interrupt_handle();
+        let later = interrupt.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            later.interrupt();
+        });
+        let t0 = Instant::now();
+        assert_eq!(
+            p.turn(&request),
+            Err(ProviderError::Interrupted { text: "par".into() })
+        );
+        let took = t0.elapsed();
+        assert!(took < Duration::from_millis(100 + GIVE_UP_WAIT_MS), "{took:?}");
+        interrupt.clear();
+        cancel.stop(Signal::TERM);
+        assert!(matches!(p.turn(&request), Err(ProviderError::Stopped(_))));
     }
 
     #[test]

@@ -529,6 +529,28 @@ impl Engine {
         model: &str,
         turn: &crate::provider::Turn,
     ) -> Result<crate::provider::Turn> {
+        self.record_turn(provider, model, turn, false)
+    }
+
+    /// Records a model turn the person watching interrupted: `text` is what the model
+    /// had streamed by then (redacted as any turn); it has no tool calls and no usage.
+    /// Gives back the text as recorded.
+    pub fn interrupted_turn(&mut self, provider: &str, model: &str, text: &str) -> Result<String> {
+        let turn = crate::provider::Turn {
+            text: text.to_string(),
+            ..Default::default()
+        };
+        Ok(self.record_turn(provider, model, &turn, true)?.text)
+    }
+
+    fn record_turn(
+        &mut self,
+        provider: &str,
+        model: &str,
+        turn: &crate::provider::Turn,
+        interrupted: bool,
+    ) -> Result<crate::provider::Turn> {
+        debug_assert!(!interrupted || turn.tool_calls.is_empty());
         let mut counts = Counts::new();
         let shown = crate::provider::Turn {
             text: self.redactor.redact(&turn.text, &mut counts).into_owned(),
@@ -553,6 +575,7 @@ impl Engine {
             text: shown.text.clone(),
             tool_calls,
             usage: turn.usage.and_then(|u| serde_json::to_value(u).ok()),
+            interrupted,
         })?;
         self.rec.commit()?;
         Ok(shown)

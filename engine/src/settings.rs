@@ -77,6 +77,36 @@ pub struct Settings {
     /// The team archive (`[archive]` with `url = "postgres://…"`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub archive: Option<ArchiveSettings>,
+    /// Prices per model (`[prices."MODEL"]`), for the cost `cairn show` and `cairn
+    /// audit` give; each model's table over the lower layers'.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prices: Option<BTreeMap<String, Price>>,
+}
+
+/// A model's prices (`[prices."MODEL"]`), in dollars per million tokens, at least 0.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+    /// Input tokens read from the provider's prompt cache (the input price when left
+    /// out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_per_mtok: Option<f64>,
+}
+
+impl Price {
+    /// The first field that is not a number of dollars at least 0, and its value.
+    pub fn bad_field(&self) -> Option<(&'static str, f64)> {
+        let ok = |n: f64| n.is_finite() && n >= 0.0;
+        [
+            ("input_per_mtok", Some(self.input_per_mtok)),
+            ("output_per_mtok", Some(self.output_per_mtok)),
+            ("cached_per_mtok", self.cached_per_mtok),
+        ]
+        .into_iter()
+        .find_map(|(k, v)| v.filter(|n| !ok(*n)).map(|n| (k, n)))
+    }
 }
 
 /// The `[archive]` table: where `cairn archive` and `archive:<id>` sessions go.
@@ -170,6 +200,13 @@ pub fn parse(text: &str) -> std::result::Result<Settings, String> {
             None => msg,
         }
     })?;
+    for (model, price) in settings.prices.iter().flatten() {
+        if let Some((field, n)) = price.bad_field() {
+            return Err(format!(
+                "`prices.\"{model}\".{field}` is {n}: give dollars per million tokens, at least 0"
+            ));
+        }
+    }
     if let Some(limits) = &settings.limits {
         let known = default_limits();
         for key in limits.keys() {
@@ -194,8 +231,8 @@ fn default_limits() -> serde_json::Map<String, Value> {
 /// Every setting with its value and where it came from, the highest layer first.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Resolved {
-    /// `key` (`limits.<name>` for a limit) → value and source. Keys no layer sets are
-    /// absent.
+    /// `key` (`limits.<name>` for a limit, `prices.<model>` for a model's prices) →
+    /// value and source. Keys no layer sets are absent.
     pub entries: BTreeMap<String, (Value, Source)>,
 }
 
@@ -260,11 +297,12 @@ pub fn resolve(
         };
         for (key, value) in map {
             match (key.as_str(), value) {
-                ("limits", Value::Object(limits)) => {
-                    for (name, v) in limits {
+                // Tables merged entry by entry.
+                (table @ ("limits" | "prices"), Value::Object(entries)) => {
+                    for (name, v) in entries {
                         resolved
                             .entries
-                            .entry(format!("limits.{name}"))
+                            .entry(format!("{table}.{name}"))
                             .or_insert((v, source.clone()));
                     }
                 }
@@ -279,17 +317,20 @@ pub fn resolve(
     }
     let mut top = serde_json::Map::new();
     let mut limits = serde_json::Map::new();
+    let mut prices = serde_json::Map::new();
     for (key, (value, _)) in &resolved.entries {
-        match key.strip_prefix("limits.") {
-            Some(name) => {
-                limits.insert(name.to_string(), value.clone());
-            }
-            None => {
-                top.insert(key.clone(), value.clone());
-            }
+        if let Some(name) = key.strip_prefix("limits.") {
+            limits.insert(name.to_string(), value.clone());
+        } else if let Some(model) = key.strip_prefix("prices.") {
+            prices.insert(model.to_string(), value.clone());
+        } else {
+            top.insert(key.clone(), value.clone());
         }
     }
     top.insert("limits".into(), Value::Object(limits));
+    if !prices.is_empty() {
+        top.insert("prices".into(), Value::Object(prices));
+    }
     let settings: Settings =
         serde_json::from_value(Value::Object(top)).map_err(|e| EngineError::Config {
             path: PathBuf::from("(merged settings)"),
@@ -391,6 +432,59 @@ mod tests {
             "unknown key `limits.read_bytes`",
         );
         check("provider = \"nope\"\n", "line 1: unknown variant `nope`");
+    }
+
+    #[test]
+    fn prices_merge_model_by_model_and_a_bad_one_is_named() {
+        let file = |text: &str| parse(text).unwrap_or_else(|e| panic!("{e}"));
+        let files = Files {
+            user: Some((
+                "/u".into(),
+                file(
+                    "[prices.\"m-1\"]\ninput_per_mtok = 3\noutput_per_mtok = 15.0\n[prices.m-2]\ninput_per_mtok = 1\noutput_per_mtok = 2\ncached_per_mtok = 0.1\n",
+                ),
+            )),
+            project: Some((
+                "/p".into(),
+                file("[prices.m-1]\ninput_per_mtok = 0\noutput_per_mtok = 0\n"),
+            )),
+        };
+        let (s, r) =
+            resolve(&Settings::default(), &files, |_| None).unwrap_or_else(|e| panic!("{e}"));
+        let price = |i: f64, o: f64, c: Option<f64>| Price {
+            input_per_mtok: i,
+            output_per_mtok: o,
+            cached_per_mtok: c,
+        };
+        assert_eq!(
+            s.prices,
+            Some(BTreeMap::from([
+                ("m-1".to_string(), price(0.0, 0.0, None)),
+                ("m-2".to_string(), price(1.0, 2.0, Some(0.1))),
+            ]))
+        );
+        assert_eq!(r.entries["prices.m-1"].1.to_string(), "project /p");
+        assert_eq!(r.entries["prices.m-2"].1.to_string(), "user /u");
+        let (s, r) = resolve(&Settings::default(), &Files::default(), |_| None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((s.prices, r.entries.contains_key("prices")), (None, false));
+        let check = |text: &str, expected: &str| {
+            assert_eq!(parse(text).map(|_| ()), Err(expected.to_string()), "{text}");
+        };
+        check(
+            "[prices.m-1]\ninput_per_mtok = -1\noutput_per_mtok = 2\n",
+            "`prices.\"m-1\".input_per_mtok` is -1: give dollars per million tokens, at least 0",
+        );
+        check(
+            "[prices.m-1]\ninput_per_mtok = 1\noutput_per_mtok = nan\n",
+            "`prices.\"m-1\".output_per_mtok` is NaN: give dollars per million tokens, at least 0",
+        );
+        // At the limit: 0 is a price.
+        assert!(parse("[prices.m-1]\ninput_per_mtok = 0\noutput_per_mtok = 0\ncached_per_mtok = 0\n").is_ok());
+        let e = parse("[prices.m-1]\ninput_per_mtok = 1\n").unwrap_err();
+        assert!(e.contains("missing field `output_per_mtok`"), "{e}");
+        let e = parse("[prices.m-1]\ninput_per_mtok = 1\noutput_per_mtok = 1\ncached_input_per_mtok = 1\n").unwrap_err();
+        assert!(e.contains("line 4: unknown field `cached_input_per_mtok`"), "{e}");
     }
 
     #[test]

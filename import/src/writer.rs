@@ -397,6 +397,7 @@ impl Writer {
                 text,
                 tool_calls: calls.iter().map(model_call).collect(),
                 usage,
+                interrupted: false,
             }),
             Step::Call {
                 id,

@@ -99,6 +99,60 @@ pub struct Audit {
     /// Where an imported session came from; none for a session cairn ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub imported: Option<ImportInfo>,
+    /// What the tokens cost, when the caller knows prices ([`Audit::price`]); the
+    /// audit itself reads no prices.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+}
+
+/// What a session's tokens cost, in dollars.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Cost {
+    /// Each model that has a price, with what its tokens cost.
+    pub models: BTreeMap<String, f64>,
+    /// Models used without a price: their cost is left out of `total`.
+    pub unpriced: Vec<String>,
+    pub total: f64,
+}
+
+/// A model's prices, in dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Price {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+    /// Input tokens read from the provider's cache.
+    pub cached_per_mtok: f64,
+}
+
+impl Price {
+    /// What `t`'s tokens cost, in dollars: cached input at the cached price, the rest
+    /// of the input at the input price, the output at the output price.
+    pub fn cost(&self, t: &TokenUse) -> f64 {
+        let cached = t.cached.min(t.input);
+        ((t.input - cached) as f64 * self.input_per_mtok
+            + cached as f64 * self.cached_per_mtok
+            + t.output as f64 * self.output_per_mtok)
+            / 1e6
+    }
+}
+
+impl Audit {
+    /// Sets [`Audit::cost`] from `prices` (by model name).
+    pub fn price(&mut self, prices: &BTreeMap<String, Price>) {
+        let mut cost = Cost::default();
+        for t in &self.tokens {
+            match prices.get(&t.model) {
+                Some(p) => {
+                    let c = p.cost(t);
+                    *cost.models.entry(t.model.clone()).or_default() += c;
+                    cost.total += c;
+                }
+                None if !cost.unpriced.contains(&t.model) => cost.unpriced.push(t.model.clone()),
+                None => {}
+            }
+        }
+        self.cost = Some(cost);
+    }
 }
 
 /// An imported session's source, and what the import found in it.
@@ -254,6 +308,10 @@ pub enum Turn {
         model: String,
         text: String,
         calls: u64,
+        /// The person watching interrupted the turn (`model_turn.interrupted`): `text`
+        /// is what it had said by then. Absent when false.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        interrupted: bool,
     },
     /// A call: its entry in [`Audit::calls`] has the same `call`.
     Call { seq: u64, call: String },
@@ -718,6 +776,7 @@ fn gather(session: &Session, verified: &(Report, Vec<Problem>), scan: bool) -> A
                 text,
                 tool_calls,
                 usage,
+                interrupted,
             } => {
                 if !models
                     .iter()
@@ -754,13 +813,16 @@ fn gather(session: &Session, verified: &(Report, Vec<Problem>), scan: bool) -> A
                     }
                     None => t.turns_without_usage += 1,
                 }
-                answer = (tool_calls.is_empty() && !text.is_empty()).then(|| text.clone());
+                // An interrupted turn is no answer.
+                answer = (tool_calls.is_empty() && !text.is_empty() && !interrupted)
+                    .then(|| text.clone());
                 conversation.push(Turn::Model {
                     seq: r.seq,
                     ts: r.ts.clone(),
                     model: model.clone(),
                     text: text.clone(),
                     calls: tool_calls.len() as u64,
+                    interrupted: *interrupted,
                 });
             }
             Event::ToolStarted {
@@ -1115,6 +1177,7 @@ fn gather(session: &Session, verified: &(Report, Vec<Problem>), scan: bool) -> A
         },
         calls_by_status,
         imported: import_info(session),
+        cost: None,
     }
 }
 

@@ -69,6 +69,42 @@ impl Server {
         }
     }
 
+    /// Hands request number `n` (from 0) and its connection to `handler`, which writes
+    /// its answer as it likes (a piece, a pause, another piece): each connection on a
+    /// thread of its own, so a later request is answered while an earlier one still
+    /// streams. The connection is closed when the handler returns.
+    pub fn streaming(
+        handler: impl Fn(&Req, usize, &mut std::net::TcpStream) + Send + Sync + 'static,
+    ) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind: {e}"));
+        let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+        let requests: Arc<Mutex<Vec<Req>>> = Arc::default();
+        let seen = requests.clone();
+        let handler = Arc::new(handler);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let (seen, handler) = (seen.clone(), handler.clone());
+                std::thread::spawn(move || {
+                    let Some(req) = read_request(&mut stream) else {
+                        return;
+                    };
+                    let n = {
+                        let mut s = seen.lock().unwrap_or_else(|p| p.into_inner());
+                        s.push(req.clone());
+                        s.len() - 1
+                    };
+                    handler(&req, n, &mut stream);
+                    let _ = stream.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        });
+        Server {
+            url: format!("http://127.0.0.1:{port}"),
+            requests,
+        }
+    }
+
     /// Answers the n-th request with `answers[n]`, and 500 past the end.
     pub fn canned(answers: Vec<Vec<u8>>) -> Server {
         Server::start(move |_, n| {
@@ -165,6 +201,39 @@ pub fn sse(body: &str) -> Vec<u8> {
         "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n{body}"
     )
     .into_bytes()
+}
+
+/// Waits until the client closes `stream` (or `wait_max` passes); true when it did.
+/// What the client sends meanwhile is read and dropped.
+pub fn closed_by_client(stream: &mut std::net::TcpStream, wait_max: std::time::Duration) -> bool {
+    let t0 = std::time::Instant::now();
+    let mut buf = [0u8; 256];
+    while t0.elapsed() < wait_max {
+        let left = wait_max.saturating_sub(t0.elapsed()).max(std::time::Duration::from_millis(1));
+        if stream.set_read_timeout(Some(left)).is_err() {
+            return false;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// The head of a server-sent event stream (no content length: it ends at close), to
+/// write before its events.
+pub fn sse_head() -> &'static [u8] {
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n"
+}
+
+/// One OpenAI `chat.completion.chunk` event carrying `text`.
+pub fn openai_text_event(text: &str) -> String {
+    let chunk = serde_json::json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "m-1",
+        "choices": [{"index": 0, "delta": {"content": text}, "logprobs": null, "finish_reason": null}]});
+    format!("data: {chunk}\n\n")
 }
 
 /// A body without a content length (ends at close).

@@ -472,6 +472,126 @@ fn show_and_audit_tell_the_conversation_of_an_agent_session() {
     );
 }
 
+/// Prices come from `[prices."MODEL"]` in config.toml when `--prices` is not given:
+/// the user's file, over it the project's (model by model), and `--prices FILE` over
+/// both; `show` and `audit` in every format give the cost; `cairn config` says where a
+/// model's prices came from; a bad value is an error naming the key and the file, and
+/// a model without a price is said.
+#[test]
+fn prices_come_from_config_toml_and_the_flag_overrides_them() {
+    let (home, ws, _url, id) = agent_session();
+    let user = home.path().join("config.toml");
+    // 360 × $2 + 90 × $10 per million tokens.
+    std::fs::write(
+        &user,
+        "[prices.\"m-1\"]\ninput_per_mtok = 2\noutput_per_mtok = 10.0\n",
+    )
+    .unwrap();
+    let shown = text(&cairn(home.path(), &["show", &id]).stdout);
+    assert!(
+        shown.contains("tokens    m-1: 360 in (0 cached), 90 out over 3 turns, $0.0016\n"),
+        "{shown}"
+    );
+    assert!(shown.contains("\ncost      $0.0016\n"), "{shown}");
+    let a = cairn(home.path(), &["audit", &id]);
+    assert_eq!(a.status.code(), Some(0), "{}", text(&a.stderr));
+    let line = "$0.0016 (m-1 $0.0016)";
+    assert!(text(&a.stdout).contains(&format!("cost      {line}\n")), "{}", text(&a.stdout));
+    let md = text(&cairn(home.path(), &["audit", &id, "--markdown"]).stdout);
+    assert!(md.contains(&format!("| cost | {line} |")), "{md}");
+    let html = text(&cairn(home.path(), &["audit", &id, "--html", "-"]).stdout);
+    assert!(html.contains(&format!("<tr><td>cost</td><td>{line}</td></tr>")));
+    let json: serde_json::Value =
+        serde_json::from_slice(&cairn(home.path(), &["audit", &id, "--json"]).stdout).unwrap();
+    assert_eq!(
+        json["cost"],
+        serde_json::json!({"models": {"m-1": 0.00162}, "unpriced": [], "total": 0.00162})
+    );
+    let show_json: serde_json::Value =
+        serde_json::from_slice(&cairn(home.path(), &["show", &id, "--json"]).stdout).unwrap();
+    assert_eq!(show_json["totals"]["cost"], 0.00162);
+
+    // The project's file wins over the user's for m-1: 360 × $10.
+    let projects: Vec<_> = std::fs::read_dir(home.path().join("projects"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(projects.len(), 1, "{projects:?}");
+    let project = projects[0].join("config.toml");
+    std::fs::write(
+        &project,
+        "[prices.m-1]\ninput_per_mtok = 10\noutput_per_mtok = 0\n",
+    )
+    .unwrap();
+    let shown = text(&cairn(home.path(), &["show", &id]).stdout);
+    assert!(shown.contains("\ncost      $0.0036\n"), "{shown}");
+    let config = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["config", "--json", "--workspace"])
+        .arg(ws.path())
+        .env("CAIRN_HOME", home.path())
+        .output()
+        .unwrap();
+    let config: serde_json::Value = serde_json::from_slice(&config.stdout).unwrap();
+    assert_eq!(
+        config["settings"]["prices.m-1"],
+        serde_json::json!({"value": {"input_per_mtok": 10.0, "output_per_mtok": 0.0},
+            "source": {"kind": "project", "file": project}})
+    );
+
+    // --prices overrides both.
+    let prices = ws.path().join("prices.json");
+    std::fs::write(
+        &prices,
+        r#"{"m-1": {"input_per_mtok": 2, "output_per_mtok": 10}}"#,
+    )
+    .unwrap();
+    let flagged = cairn(
+        home.path(),
+        &["audit", &id, "--prices", prices.to_str().unwrap()],
+    );
+    assert!(text(&flagged.stdout).contains(&format!("cost      {line}\n")));
+
+    // A model without a price is said, and left out of the total.
+    std::fs::remove_file(&project).unwrap();
+    std::fs::write(
+        &user,
+        "[prices.m-2]\ninput_per_mtok = 2\noutput_per_mtok = 10\n",
+    )
+    .unwrap();
+    let unpriced = cairn(home.path(), &["audit", &id]);
+    assert!(
+        text(&unpriced.stdout).contains("cost      $0.0000 (no price for m-1)\n"),
+        "{}",
+        text(&unpriced.stdout)
+    );
+    assert!(
+        text(&unpriced.stderr).contains(
+            "cairn: note: the configuration's [prices] (cairn config shows them) has no price for model m-1 (its cost is left out)"
+        ),
+        "{}",
+        text(&unpriced.stderr)
+    );
+
+    // A bad value: an error naming the key and the file, for show and audit alike.
+    std::fs::write(
+        &user,
+        "[prices.m-1]\ninput_per_mtok = -1\noutput_per_mtok = 10\n",
+    )
+    .unwrap();
+    for verb in ["show", "audit"] {
+        let bad = cairn(home.path(), &[verb, &id]);
+        assert_eq!(bad.status.code(), Some(2), "{verb}");
+        assert_eq!(
+            text(&bad.stderr).trim_end(),
+            format!(
+                "cairn: {}: `prices.\"m-1\".input_per_mtok` is -1: give dollars per million tokens, at least 0",
+                user.display()
+            ),
+            "{verb}"
+        );
+    }
+}
+
 /// Every call whose status is not `ok` is listed in a section (refusals, failed or
 /// interrupted calls), and the network entries come in seq order.
 // Regression guard: calls that failed without a rule (a search with no backend, a

@@ -3,14 +3,16 @@
 //! through tmux against the local provider test server; and the provider's failures as
 //! the plain lines (no terminal) show and record them.
 
+use std::io::Write;
 use std::path::Path;
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cairn_cli::chat::{ChatApp, ChatCmd, ChatMsg};
 use cairn_engine::event::Answer;
 use cairn_engine::permission::Request;
-use cairn_tests::http::{Server, openai_stream, response};
+use cairn_tests::http::{self, Server, openai_stream, response};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -484,18 +486,30 @@ fn a_failed_provider_ends_the_session_as_failed() {
     assert_eq!(a["header"]["end_state"], "failed");
 }
 
-/// `cairn` alone opens the chat; Esc gives up the turn being awaited (a model slow to
-/// answer), the session goes on, and the next message is answered.
+/// `cairn` alone opens the chat; the model streams a sentence and then pauses for
+/// good. Esc interrupts it at once: the request's connection is closed, the screen says
+/// so within a second, what was streamed is recorded as an interrupted `model_turn`,
+/// and the session goes on: the next message is answered, with the interrupted text in
+/// the conversation it sends.
 #[test]
-fn chat_in_tmux_esc_interrupts_the_model_and_the_session_goes_on() {
+fn chat_in_tmux_esc_interrupts_a_streaming_model_at_once_and_the_session_goes_on() {
     let home = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
-    let server = Server::start(|_, n| {
-        if n == 0 {
-            std::thread::sleep(Duration::from_secs(3));
-            openai_stream("too late", &[], None)
-        } else {
-            openai_stream("Here now.", &[], None)
+    // When the client closed the first request's connection, after its text was sent.
+    let closed: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let closed_at = closed.clone();
+    let server = Server::streaming(move |_, n, stream| {
+        if n > 0 {
+            let _ = stream.write_all(&openai_stream("Here now.", &[], None));
+            return;
+        }
+        let _ = stream.write_all(http::sse_head());
+        let _ = stream.write_all(http::openai_text_event("Thinking about ").as_bytes());
+        let _ = stream.write_all(http::openai_text_event("it slowly.").as_bytes());
+        let _ = stream.flush();
+        // The pause: nothing more unless the client goes away.
+        if http::closed_by_client(stream, Duration::from_secs(60)) {
+            *closed_at.lock().unwrap() = Some(Instant::now());
         }
     });
     let done = home.path().join("done");
@@ -511,32 +525,65 @@ fn chat_in_tmux_esc_interrupts_the_model_and_the_session_goes_on() {
     tmux.wait_for("your turn");
     tmux.cmd(&["send-keys", "-t", "t", "-l", "think slowly"]);
     tmux.cmd(&["send-keys", "-t", "t", "Enter"]);
-    tmux.wait_for("waiting for the model");
+    tmux.wait_for("Thinking about it slowly.");
+    let esc = Instant::now();
     tmux.cmd(&["send-keys", "-t", "t", "Escape"]);
-    let s = tmux.wait_for("interrupted: the model's turn was given up");
+    let s = tmux.wait_for("interrupted: the model's turn was stopped");
+    let shown_after = esc.elapsed();
+    assert!(shown_after < Duration::from_secs(1), "{shown_after:?}");
+    assert!(s.contains("Thinking about it slowly."), "{s}");
     assert!(s.contains("your turn"), "{s}");
+    let closed_after = closed
+        .lock()
+        .unwrap()
+        .map(|at| at.saturating_duration_since(esc));
+    assert!(
+        closed_after.is_some_and(|d| d < Duration::from_secs(1)),
+        "the streaming request was not closed: {closed_after:?}"
+    );
+    eprintln!("esc: shown after {shown_after:?}, connection closed after {closed_after:?}");
     tmux.cmd(&["send-keys", "-t", "t", "-l", "and now?"]);
     tmux.cmd(&["send-keys", "-t", "t", "Enter"]);
-    let s = tmux.wait_for("Here now.");
-    assert!(!s.contains("too late"), "{s}");
+    tmux.wait_for("Here now.");
     tmux.wait_for("your turn");
     tmux.cmd(&["send-keys", "-t", "t", "C-c"]);
     assert_eq!(wait_file(&done), "0");
     let ev = events(home.path(), ws.path());
     let kinds: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    // The turn given up left nothing in the log.
     assert_eq!(
         kinds,
         [
             "session_started",
             "user_message",
+            "model_turn",
             "user_message",
             "model_turn",
             "session_ended"
         ]
     );
-    assert_eq!(ev[3]["text"], "Here now.");
-    assert_eq!(ev[4]["reason"], "ended by the user");
+    assert_eq!(ev[2]["text"], "Thinking about it slowly.");
+    assert_eq!(ev[2]["interrupted"], true);
+    assert_eq!(ev[2]["tool_calls"], json!([]));
+    assert_eq!(ev[4]["text"], "Here now.");
+    assert!(ev[4].get("interrupted").is_none(), "{}", ev[4]);
+    assert_eq!(ev[5]["reason"], "ended by the user");
+    // The follow-up told the model what it had said before it was interrupted.
+    let asked = server.seen()[1].json();
+    let roles: Vec<(&str, &str)> = asked["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap(), m["content"].as_str().unwrap_or("")))
+        .skip(1)
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            ("user", "think slowly"),
+            ("assistant", "Thinking about it slowly."),
+            ("user", "and now?")
+        ]
+    );
 }
 
 /// A provider that fails in the chat ends the session as failed: the error stays on

@@ -36,6 +36,12 @@ pub enum Event {
         /// keep their source's own object. Absent when the provider gave none.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<serde_json::Value>,
+        /// True when the person watching interrupted the turn (Esc in the chat) while
+        /// it streamed: `text` is what the model had sent by then, the rest of its
+        /// answer and its tool calls were dropped (its request closed). Absent when
+        /// false.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        interrupted: bool,
     },
     ToolStarted {
         call: String,

@@ -427,17 +427,23 @@ impl State {
                     .push(ConversationEntry::User { text: text.clone() });
             }
             Event::ModelTurn {
-                text, tool_calls, ..
+                text,
+                tool_calls,
+                interrupted,
+                ..
             } => {
                 let calls: Vec<ModelCall> = tool_calls.iter().map(ModelCall::from_value).collect();
                 self.model_calls_pending = calls
                     .iter()
                     .map(|c| (c.id.clone(), c.name.clone()))
                     .collect();
-                self.conversation.push(ConversationEntry::Assistant {
-                    text: text.clone(),
-                    tool_calls: calls,
-                });
+                // An interrupted turn that said nothing is nothing to tell the model.
+                if !(*interrupted && text.is_empty()) {
+                    self.conversation.push(ConversationEntry::Assistant {
+                        text: text.clone(),
+                        tool_calls: calls,
+                    });
+                }
             }
             Event::ToolStarted {
                 call,

@@ -102,6 +102,7 @@ fn turn(text_bytes: usize, input_bytes: usize) -> Event {
             "input": {"path": "a.txt", "content": "\"\u{1}".repeat(input_bytes / 8)},
         })],
         usage: Some(serde_json::json!({"input_tokens": 10, "output_tokens": 2})),
+        interrupted: false,
     }
 }
 

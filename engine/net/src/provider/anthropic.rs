@@ -2,13 +2,11 @@
 //! Thinking blocks are the model's hidden reasoning: they are skipped, never recorded.
 
 use std::collections::BTreeMap;
-use std::io::BufReader;
 
-use reqwest::blocking::Client;
 use serde_json::{Value, json};
 
 use super::{
-    Message, ProgressFn, Provider, ProviderConfig, ProviderError, Request, ToolCall, Turn, Usage,
+    GiveUpFn, Message, ProgressFn, Provider, ProviderConfig, ProviderError, Request, ToolCall, Turn, Usage,
     http, parse_arguments, sse,
 };
 
@@ -18,17 +16,19 @@ pub const API_VERSION: &str = "2023-06-01";
 /// The Anthropic Messages API.
 pub struct Anthropic {
     config: ProviderConfig,
-    client: Client,
+    wire: http::Wire,
     progress: Option<ProgressFn>,
+    give_up: Option<GiveUpFn>,
 }
 
 impl Anthropic {
     pub fn new(config: ProviderConfig) -> Result<Anthropic, ProviderError> {
-        let client = http::client(&config)?;
+        let wire = http::Wire::new(&config)?;
         Ok(Anthropic {
             config,
-            client,
+            wire,
             progress: None,
+            give_up: None,
         })
     }
 }
@@ -279,6 +279,10 @@ impl Provider for Anthropic {
         self.progress = progress;
     }
 
+    fn set_give_up(&mut self, give_up: Option<GiveUpFn>) {
+        self.give_up = give_up;
+    }
+
     fn turn(&mut self, request: &Request<'_>) -> Result<Turn, ProviderError> {
         let c = &self.config;
         let url = format!("{}/v1/messages", c.base_url);
@@ -287,25 +291,35 @@ impl Provider for Anthropic {
             headers.push(("x-api-key", k.to_string()));
         }
         let body = body(&c.model, c.output_tokens_max, request, c.stream);
-        let resp = http::post(
-            &self.client,
-            c,
-            &url,
-            &headers,
-            &body,
-            self.progress.as_ref(),
-        )?;
-        if !c.stream {
-            return parse_response(&http::json_of(resp, &c.api_key)?);
-        }
         let mut state = StreamState::default();
         let progress = self.progress.clone();
-        sse::read(BufReader::new(resp), &c.api_key, |event, data| {
-            let shown = state.text.len();
-            let done = state.feed(event, data)?;
-            super::tell_text(progress.as_ref(), &state.text[shown..]);
-            Ok(done)
-        })?;
-        state.finish()
+        let answered = self.wire.run(self.give_up.as_ref(), async {
+            let resp = http::post(
+                &self.wire.client,
+                c,
+                &url,
+                &headers,
+                &body,
+                progress.as_ref(),
+            )
+            .await?;
+            if !c.stream {
+                return parse_response(&http::json_of(resp, &c.api_key).await?).map(Some);
+            }
+            sse::read(resp, &c.api_key, |event, data| {
+                let shown = state.text.len();
+                let done = state.feed(event, data)?;
+                super::tell_text(progress.as_ref(), &state.text[shown..]);
+                Ok(done)
+            })
+            .await?;
+            Ok(None)
+        });
+        match answered {
+            Err(why) => Err(why.error(state.text)),
+            Ok(Err(e)) => Err(e),
+            Ok(Ok(Some(whole))) => Ok(whole),
+            Ok(Ok(None)) => state.finish(),
+        }
     }
 }

@@ -1,27 +1,82 @@
 //! Sending a provider request: retries with backoff on 429, 5xx and transport failures
 //! (honouring `retry-after`), clear errors for the rest, every error text scrubbed of
 //! the key.
+//!
+//! A request runs on reqwest's async client, driven by a runtime of one worker thread
+//! that [`Wire::run`] blocks on, so the providers stay synchronous. While it runs, the
+//! provider's [`GiveUpFn`] is asked every [`GIVE_UP_CHECK_MS`]: when it says so, the
+//! request's future is dropped, which closes its connection at once — in the middle of
+//! a stream, of a retry's wait or of a connect.
 
+use std::future::Future;
+use std::task::Poll;
 use std::time::Duration;
 
-use reqwest::blocking::{Client, Response};
+use reqwest::{Client, Response};
 
-use super::{Progress, ProgressFn, ProviderConfig, ProviderError};
+use super::{GiveUp, GiveUpFn, Progress, ProgressFn, ProviderConfig, ProviderError};
 
 /// Bytes of an error body quoted in a message.
 const ERROR_BODY_CHARS_MAX: usize = 300;
 
-pub(crate) fn client(config: &ProviderConfig) -> Result<Client, ProviderError> {
-    Client::builder()
-        .timeout(Duration::from_millis(config.retry.request_timeout_ms))
-        .connect_timeout(Duration::from_secs(30))
-        .build()
-        .map_err(|e| ProviderError::Config(format!("cannot build the HTTP client: {e}")))
+/// How often a running request asks whether to give up, in milliseconds.
+pub const GIVE_UP_CHECK_MS: u64 = 20;
+
+/// The HTTP client of a provider and the runtime its requests run on.
+pub(crate) struct Wire {
+    pub(crate) client: Client,
+    rt: tokio::runtime::Runtime,
+}
+
+impl Wire {
+    pub(crate) fn new(config: &ProviderConfig) -> Result<Wire, ProviderError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("cairn-provider")
+            .enable_all()
+            .build()
+            .map_err(|e| ProviderError::Config(format!("cannot start the HTTP runtime: {e}")))?;
+        let client = {
+            let _in = rt.enter();
+            Client::builder()
+                .timeout(Duration::from_millis(config.retry.request_timeout_ms))
+                .connect_timeout(Duration::from_secs(30))
+                .build()
+                .map_err(|e| ProviderError::Config(format!("cannot build the HTTP client: {e}")))?
+        };
+        Ok(Wire { client, rt })
+    }
+
+    /// Runs `work` to its end, or until `give_up` says why not to wait any longer:
+    /// then `work` is dropped (its request and connection with it) and the answer is
+    /// `Err` with that reason.
+    pub(crate) fn run<T>(
+        &self,
+        give_up: Option<&GiveUpFn>,
+        work: impl Future<Output = T>,
+    ) -> Result<T, GiveUp> {
+        self.rt.block_on(async {
+            let mut work = std::pin::pin!(work);
+            let mut tick = tokio::time::interval(Duration::from_millis(GIVE_UP_CHECK_MS));
+            std::future::poll_fn(|cx| {
+                // Asked first: a turn given up before it starts sends nothing.
+                if let Some(g) = give_up {
+                    while tick.poll_tick(cx).is_ready() {
+                        if let Some(why) = g() {
+                            return Poll::Ready(Err(why));
+                        }
+                    }
+                }
+                work.as_mut().poll(cx).map(Ok)
+            })
+            .await
+        })
+    }
 }
 
 /// Posts `body` to `url` with `headers`, retrying as the limits allow (each retry told
 /// to `progress` before its wait); returns a response with a 2xx status.
-pub(crate) fn post(
+pub(crate) async fn post(
     client: &Client,
     config: &ProviderConfig,
     url: &str,
@@ -33,11 +88,14 @@ pub(crate) fn post(
     let mut attempt = 0u32;
     loop {
         attempt += 1;
-        let mut req = client.post(url).json_body(body);
+        let mut req = client
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body.to_string());
         for (k, v) in headers {
             req = req.header(*k, v);
         }
-        let (err, wait) = match req.send() {
+        let (err, wait) = match req.send().await {
             Err(e) => (
                 ProviderError::Transport(config.api_key.scrub(&transport_text(&e))),
                 None,
@@ -52,7 +110,8 @@ pub(crate) fn post(
                     .and_then(|v| v.trim().parse::<f64>().ok())
                     .filter(|s| s.is_finite() && *s >= 0.0)
                     .map(|s| (s * 1000.0) as u64);
-                let text = resp.text().unwrap_or_default();
+                // The body only words the error: one that cannot be read has none.
+                let text = resp.text().await.unwrap_or_default();
                 let message = config.api_key.scrub(&error_message(&text));
                 let err = match status {
                     401 | 403 => {
@@ -93,22 +152,11 @@ pub(crate) fn post(
                 reason: err.to_string(),
             });
         }
-        std::thread::sleep(Duration::from_millis(ms));
+        tokio::time::sleep(Duration::from_millis(ms)).await;
     }
 }
 
-trait JsonBody {
-    fn json_body(self, body: &serde_json::Value) -> Self;
-}
-
-impl JsonBody for reqwest::blocking::RequestBuilder {
-    fn json_body(self, body: &serde_json::Value) -> Self {
-        self.header("content-type", "application/json")
-            .body(body.to_string())
-    }
-}
-
-fn transport_text(e: &reqwest::Error) -> String {
+pub(crate) fn transport_text(e: &reqwest::Error) -> String {
     let mut s = e.to_string();
     let mut src = std::error::Error::source(e);
     while let Some(inner) = src {
@@ -144,12 +192,13 @@ fn error_message(body: &str) -> String {
 }
 
 /// The body of a non-streamed answer as JSON.
-pub(crate) fn json_of(
+pub(crate) async fn json_of(
     resp: Response,
     key: &super::Secret,
 ) -> Result<serde_json::Value, ProviderError> {
     let text = resp
         .text()
+        .await
         .map_err(|e| ProviderError::Transport(key.scrub(&transport_text(&e))))?;
     serde_json::from_str(&text).map_err(|e| {
         let start: String = text.chars().take(120).collect();

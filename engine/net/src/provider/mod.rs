@@ -5,7 +5,9 @@
 //! Messages — both with streaming; a recorded provider answers from a session's
 //! `model_turn` events, for replay and tests.
 //!
-//! Providers are blocking (reqwest's blocking client), so the engine stays synchronous.
+//! Providers are blocking, so the engine stays synchronous: each request runs on
+//! reqwest's async client in a runtime the provider blocks on, so that a turn given up
+//! ([`Provider::set_give_up`]) drops its request and closes its connection at once.
 //! The API key is a [`Secret`]: it is never formatted, and every error text that could
 //! carry it (a response body echoing it) is scrubbed before it leaves this module.
 
@@ -20,6 +22,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub use anthropic::Anthropic;
+pub use http::GIVE_UP_CHECK_MS;
 pub use openai::OpenAi;
 pub use recorded::Recorded;
 
@@ -133,6 +136,29 @@ impl std::fmt::Display for Progress {
 /// Where a provider sends its [`Progress`]; called on the thread awaiting the turn.
 pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 
+/// Why a turn being awaited is given up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GiveUp {
+    /// The session was stopped (a signal), for this reason.
+    Stopped(String),
+    /// The person watching interrupted the model (Esc in the chat).
+    Interrupted,
+}
+
+/// Asked again and again while a turn is awaited (every
+/// [`GIVE_UP_CHECK_MS`]); `Some` gives the turn up at once.
+pub type GiveUpFn = std::sync::Arc<dyn Fn() -> Option<GiveUp> + Send + Sync>;
+
+impl GiveUp {
+    /// The turn's error: an interruption keeps the text streamed so far.
+    pub fn error(self, text: String) -> ProviderError {
+        match self {
+            GiveUp::Stopped(reason) => ProviderError::Stopped(reason),
+            GiveUp::Interrupted => ProviderError::Interrupted { text },
+        }
+    }
+}
+
 /// A model behind an API (or a recording of one).
 pub trait Provider {
     /// `openai`, `anthropic` or `recorded`.
@@ -144,6 +170,12 @@ pub trait Provider {
     /// with nothing to report (a recording) ignores it.
     fn set_progress(&mut self, progress: Option<ProgressFn>) {
         let _ = progress;
+    }
+    /// Gives up every later turn as soon as `give_up` says so: the request is dropped
+    /// (its connection closed) and the turn fails with [`GiveUp::error`]. A provider
+    /// that cannot give up a turn (a recording answers at once) ignores it.
+    fn set_give_up(&mut self, give_up: Option<GiveUpFn>) {
+        let _ = give_up;
     }
 }
 
@@ -183,10 +215,11 @@ pub enum ProviderError {
     /// one comes, is dropped.
     #[error("stopped while waiting for the model ({0})")]
     Stopped(String),
-    /// The person watching interrupted the turn being awaited (the session goes on);
-    /// its answer, if one comes, is dropped.
+    /// The person watching interrupted the turn being awaited (the session goes on):
+    /// `text` is what the model had streamed by then; the rest of its answer, and any
+    /// tool call, is dropped.
     #[error("interrupted while waiting for the model")]
-    Interrupted,
+    Interrupted { text: String },
 }
 
 /// The API key. Its `Debug` shows only that one is set.

@@ -3,30 +3,30 @@
 //! piece carries the id and name, later ones pieces of the arguments text.
 
 use std::collections::BTreeMap;
-use std::io::BufReader;
 
-use reqwest::blocking::Client;
 use serde_json::{Value, json};
 
 use super::{
-    Message, ProgressFn, Provider, ProviderConfig, ProviderError, Request, ToolCall, Turn, Usage,
+    GiveUpFn, Message, ProgressFn, Provider, ProviderConfig, ProviderError, Request, ToolCall, Turn, Usage,
     http, parse_arguments, sse,
 };
 
 /// An OpenAI-compatible server.
 pub struct OpenAi {
     config: ProviderConfig,
-    client: Client,
+    wire: http::Wire,
     progress: Option<ProgressFn>,
+    give_up: Option<GiveUpFn>,
 }
 
 impl OpenAi {
     pub fn new(config: ProviderConfig) -> Result<OpenAi, ProviderError> {
-        let client = http::client(&config)?;
+        let wire = http::Wire::new(&config)?;
         Ok(OpenAi {
             config,
-            client,
+            wire,
             progress: None,
+            give_up: None,
         })
     }
 }
@@ -240,6 +240,10 @@ impl Provider for OpenAi {
         self.progress = progress;
     }
 
+    fn set_give_up(&mut self, give_up: Option<GiveUpFn>) {
+        self.give_up = give_up;
+    }
+
     fn turn(&mut self, request: &Request<'_>) -> Result<Turn, ProviderError> {
         let c = &self.config;
         let url = format!("{}/chat/completions", c.base_url);
@@ -247,25 +251,36 @@ impl Provider for OpenAi {
         if let Some(k) = c.api_key.expose() {
             headers.push(("authorization", format!("Bearer {k}")));
         }
-        let resp = http::post(
-            &self.client,
-            c,
-            &url,
-            &headers,
-            &body(&c.model, request, c.stream),
-            self.progress.as_ref(),
-        )?;
-        if !c.stream {
-            return parse_response(&http::json_of(resp, &c.api_key)?);
-        }
+        let body = body(&c.model, request, c.stream);
         let mut state = StreamState::default();
         let progress = self.progress.clone();
-        sse::read(BufReader::new(resp), &c.api_key, |_, data| {
-            let shown = state.text.len();
-            let done = state.feed(data)?;
-            super::tell_text(progress.as_ref(), &state.text[shown..]);
-            Ok(done)
-        })?;
-        state.finish()
+        let answered = self.wire.run(self.give_up.as_ref(), async {
+            let resp = http::post(
+                &self.wire.client,
+                c,
+                &url,
+                &headers,
+                &body,
+                progress.as_ref(),
+            )
+            .await?;
+            if !c.stream {
+                return parse_response(&http::json_of(resp, &c.api_key).await?).map(Some);
+            }
+            sse::read(resp, &c.api_key, |_, data| {
+                let shown = state.text.len();
+                let done = state.feed(data)?;
+                super::tell_text(progress.as_ref(), &state.text[shown..]);
+                Ok(done)
+            })
+            .await?;
+            Ok(None)
+        });
+        match answered {
+            Err(why) => Err(why.error(state.text)),
+            Ok(Err(e)) => Err(e),
+            Ok(Ok(Some(whole))) => Ok(whole),
+            Ok(Ok(None)) => state.finish(),
+        }
     }
 }

@@ -58,7 +58,8 @@ impl Recorded {
     }
 }
 
-/// A `model_turn` event as a turn (with its provider and model).
+/// A `model_turn` event as a turn (with its provider and model). An interrupted turn is
+/// none: it answered no request to its end.
 pub fn turn_of(e: &Event) -> Option<(String, String, Turn)> {
     let Event::ModelTurn {
         provider,
@@ -66,6 +67,7 @@ pub fn turn_of(e: &Event) -> Option<(String, String, Turn)> {
         text,
         tool_calls,
         usage,
+        interrupted: false,
     } = e
     else {
         return None;
