@@ -17,35 +17,14 @@ use anyhow::Result;
 use cairn_cli::chat::{ChatApp, ChatCmd, ChatMsg};
 use cairn_engine::agent::{self, AgentError, InterruptHandle, Stop};
 use cairn_engine::event::{Answer, Event, ShellPhase, WriteStatus};
-use cairn_engine::permission::{Approver, Request};
 use cairn_engine::provider::{Progress, Provider};
 use cairn_engine::signal::Signal;
 use cairn_engine::{CancelHandle, Engine, EngineConfig, Home, Record};
 use cairn_store::BlobStore;
 
 use crate::out;
+use crate::screen::ViewApprover;
 use crate::sessioncmd::{Model, TaskArgs};
-
-/// Lines of a diff shown in the view, per write.
-const DIFF_LINES_MAX: usize = 200;
-
-/// Asks the view and waits for its answer.
-struct ChatApprover {
-    to_view: Sender<ChatMsg>,
-    answers: Receiver<Answer>,
-}
-
-impl Approver for ChatApprover {
-    fn answer(&mut self, r: &Request) -> (Answer, bool) {
-        if self.to_view.send(ChatMsg::Ask(r.clone())).is_err() {
-            return (Answer::Deny, false);
-        }
-        match self.answers.recv() {
-            Ok(a) => (a, true),
-            Err(_) => (Answer::Deny, false),
-        }
-    }
-}
 
 /// What the view sends the engine's thread.
 enum Input {
@@ -55,12 +34,6 @@ enum Input {
 
 /// What the view shows of a record as it is appended.
 fn shown(r: &Record, blobs: &BlobStore) -> Option<ChatMsg> {
-    let text = |b: &Option<cairn_store::BlobRef>| -> cairn_store::Result<String> {
-        match b {
-            None => Ok(String::new()),
-            Some(b) => Ok(String::from_utf8_lossy(&blobs.get(&b.hash)?).into_owned()),
-        }
-    };
     match &r.event {
         Event::ToolStarted {
             call, tool, input, ..
@@ -72,22 +45,8 @@ fn shown(r: &Record, blobs: &BlobStore) -> Option<ChatMsg> {
         Event::ShellExec(x) if x.phase == ShellPhase::Started => {
             Some(ChatMsg::Command(cairn_engine::shell::shown_argv(&x.argv)))
         }
-        Event::FileWrite(w) if w.status == WriteStatus::Ok && w.withheld => {
-            Some(ChatMsg::Diff(format!(
-                "{}: withheld (a credential file, its content is not kept)",
-                w.path
-            )))
-        }
         Event::FileWrite(w) if w.status == WriteStatus::Ok => {
-            Some(ChatMsg::Diff(match (text(&w.before), text(&w.after)) {
-                (Ok(before), Ok(after)) => cairn_engine::diff::unified(
-                    &w.path,
-                    w.before.is_some().then_some(before.as_str()),
-                    &after,
-                    DIFF_LINES_MAX,
-                ),
-                (Err(e), _) | (_, Err(e)) => format!("{}: {e}", w.path),
-            }))
+            Some(ChatMsg::Diff(crate::screen::write_shown(w, blobs)))
         }
         _ => None,
     }
@@ -131,22 +90,18 @@ fn worker(w: Worker) -> Result<Ended, String> {
         quit,
         started,
     } = w;
-    let opened = Engine::start(&home, &workspace, config).and_then(|e| {
-        let blobs = BlobStore::open(&e.project().blobs_dir())?;
-        Ok((e, blobs))
-    });
-    let (mut engine, blobs) = match opened {
+    let (mut engine, blobs) = match crate::screen::start(&home, &workspace, config) {
         Ok(opened) => opened,
-        Err(e) => {
-            let text = cairn_cli::hint::text(&e);
+        Err(text) => {
             let _ = started.send(Err(text.clone()));
             return Err(text);
         }
     };
     match approve {
-        crate::sessioncmd::Approve::Ask => engine.set_approver(Box::new(ChatApprover {
+        crate::sessioncmd::Approve::Ask => engine.set_approver(Box::new(ViewApprover {
             to_view: to_view.clone(),
             answers,
+            ask: ChatMsg::Ask,
         })),
         other => engine.set_approver(crate::sessioncmd::approver(other, false)),
     }

@@ -8,6 +8,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use cairn_engine::Home;
 
+use cairn_cli::summary::count;
+
 use crate::out;
 
 #[derive(Debug, clap::Args)]
@@ -111,7 +113,7 @@ pub fn import(args: ImportArgs) -> Result<ExitCode> {
     } else {
         for s in &summary.imported {
             out::line(&format!(
-                "{} {} {} ({}{}, {} calls) {}",
+                "{} {} {} ({}{}, {}) {}",
                 if s.continued {
                     "continued"
                 } else {
@@ -121,7 +123,7 @@ pub fn import(args: ImportArgs) -> Result<ExitCode> {
                 s.agent,
                 s.branch,
                 if s.continued { ", continued" } else { "" },
-                s.calls,
+                count(s.calls as u64, "call"),
                 s.source.display()
             ))?;
         }
@@ -133,18 +135,19 @@ pub fn import(args: ImportArgs) -> Result<ExitCode> {
         }
         let secrets: u64 = summary.secrets.values().sum();
         out::line(&format!(
-            "{} files: {} sessions ({} continued), {} unchanged, {} skipped, {} failed; {} calls ({} interrupted), {} lines, {} warnings, {} unknown lines kept, {secrets} secrets redacted",
-            summary.files,
-            summary.sessions,
+            "{}: {} ({} continued), {} unchanged, {} skipped, {} failed; {} ({} interrupted), {}, {}, {} kept, {} redacted",
+            count(summary.files as u64, "file"),
+            count(summary.sessions as u64, "session"),
             summary.continued,
             summary.unchanged,
             summary.skipped,
             summary.errors.len(),
-            summary.calls,
+            count(summary.calls as u64, "call"),
             summary.interrupted,
-            summary.lines,
-            summary.warnings,
-            summary.unknown,
+            count(summary.lines as u64, "line"),
+            count(summary.warnings as u64, "warning"),
+            count(summary.unknown as u64, "unknown line"),
+            count(secrets, "secret"),
         ))?;
     }
     Ok(if summary.errors.is_empty() {

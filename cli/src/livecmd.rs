@@ -15,33 +15,12 @@ use anyhow::Result;
 use cairn_cli::summary::first_line;
 use cairn_cli::view::{Cmd, Msg, ViewApp};
 use cairn_engine::event::{Answer, Event, ShellPhase, WriteStatus};
-use cairn_engine::permission::{Approver, Request};
 use cairn_engine::script::{self, Hooks, Step};
 use cairn_engine::{CallOutcome, CancelHandle, Engine, EngineConfig, Home, Record};
 use cairn_store::BlobStore;
 
 use crate::out;
-
-/// Lines of a diff shown in the view, per write.
-const DIFF_LINES_MAX: usize = 200;
-
-/// Asks the view and waits for its answer.
-struct ViewApprover {
-    to_view: Sender<Msg>,
-    answers: Receiver<Answer>,
-}
-
-impl Approver for ViewApprover {
-    fn answer(&mut self, r: &Request) -> (Answer, bool) {
-        if self.to_view.send(Msg::Ask(r.clone())).is_err() {
-            return (Answer::Deny, false);
-        }
-        match self.answers.recv() {
-            Ok(a) => (a, true),
-            Err(_) => (Answer::Deny, false),
-        }
-    }
-}
+use crate::screen::ViewApprover;
 
 /// Handles the view's requests that are not answers; true on `Quit`.
 fn serve(engine: &mut Engine, cmd: Cmd, to_view: &Sender<Msg>) -> bool {
@@ -114,22 +93,8 @@ impl Live {
         let mut commands = Vec::new();
         for r in self.records.try_iter() {
             match r.event {
-                Event::FileWrite(w) if w.status == WriteStatus::Ok && w.withheld => {
-                    diffs.push(format!(
-                        "{}: withheld (a credential file, its content is not kept)",
-                        w.path
-                    ))
-                }
                 Event::FileWrite(w) if w.status == WriteStatus::Ok => {
-                    match (self.text(&w.before), self.text(&w.after)) {
-                        (Ok(before), Ok(after)) => diffs.push(cairn_engine::diff::unified(
-                            &w.path,
-                            w.before.is_some().then_some(before.as_str()),
-                            &after,
-                            DIFF_LINES_MAX,
-                        )),
-                        (Err(e), _) | (_, Err(e)) => diffs.push(format!("{}: {e}", w.path)),
-                    }
+                    diffs.push(crate::screen::write_shown(&w, &self.blobs))
                 }
                 Event::ShellExec(x) if x.phase == ShellPhase::Started => {
                     commands.push(cairn_engine::shell::shown_argv(&x.argv))
@@ -138,14 +103,6 @@ impl Live {
             }
         }
         (diffs, commands)
-    }
-
-    /// A blob's text; empty when there is none (the file did not exist).
-    fn text(&self, blob: &Option<cairn_store::BlobRef>) -> cairn_store::Result<String> {
-        match blob {
-            None => Ok(String::new()),
-            Some(b) => Ok(String::from_utf8_lossy(&self.blobs.get(&b.hash)?).into_owned()),
-        }
     }
 }
 
@@ -197,15 +154,11 @@ fn worker(
     cmds: Receiver<Cmd>,
     started: Sender<Result<(String, CancelHandle), String>>,
 ) -> Result<(), String> {
-    let opened = Engine::start(&home, &workspace, config).and_then(|e| {
-        let blobs = BlobStore::open(&e.project().blobs_dir())?;
-        Ok((e, blobs))
-    });
-    let (mut engine, blobs) = match opened {
+    let (mut engine, blobs) = match crate::screen::start(&home, &workspace, config) {
         Ok(opened) => opened,
-        Err(e) => {
-            let _ = started.send(Err(cairn_cli::hint::text(&e)));
-            return Err(cairn_cli::hint::text(&e));
+        Err(text) => {
+            let _ = started.send(Err(text.clone()));
+            return Err(text);
         }
     };
     match policy {
@@ -213,6 +166,7 @@ fn worker(
         None => engine.set_approver(Box::new(ViewApprover {
             to_view: to_view.clone(),
             answers,
+            ask: Msg::Ask,
         })),
     }
     let (record_tx, records) = mpsc::channel();

@@ -65,8 +65,9 @@ pub fn verify(path: &Path, json: bool) -> Result<ExitCode> {
             }
         };
         out::line(&format!(
-            "{verdict}: {} records, {} bytes, {head}",
-            report.records, report.bytes
+            "{verdict}: {}, {}, {head}",
+            cairn_cli::summary::count(report.records as u64, "record"),
+            cairn_cli::summary::count(report.bytes as u64, "byte")
         ))?;
     }
     Ok(if report.is_clean() {

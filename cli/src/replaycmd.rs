@@ -154,13 +154,13 @@ pub fn replay(spec: &Path, shell: ShellMode, json: bool) -> Result<ExitCode> {
         out::line(&withheld_line(w))?;
     }
     out::line(&format!(
-        "{}: {} calls, {} re-run, {} answered from the recording{}; replay session {} (parent {})",
+        "{}: {}, {} re-run, {} answered from the recording{}; replay session {} (parent {})",
         if report.is_identical() {
             "identical".to_string()
         } else {
-            format!("{} divergences", report.divergences.len())
+            cairn_cli::summary::count(report.divergences.len() as u64, "divergence")
         },
-        report.calls,
+        cairn_cli::summary::count(report.calls as u64, "call"),
         report.rerun,
         report.from_recording,
         if report.held_secret > 0 {
@@ -244,9 +244,9 @@ pub fn checkout(spec: &Path, at: &cairn_replay::At, dest: &Path, json: bool) -> 
         return Ok(ExitCode::SUCCESS);
     }
     out::line(&format!(
-        "{} files, {} bytes: the workspace of {} after seq {} in {}",
-        r.files,
-        r.bytes,
+        "{}, {}: the workspace of {} after seq {} in {}",
+        cairn_cli::summary::count(r.files as u64, "file"),
+        cairn_cli::summary::count(r.bytes as u64, "byte"),
         r.session,
         r.at_seq,
         dest.display()

@@ -362,12 +362,12 @@ pub fn fork(
         out::line(&serde_json::to_string(&report)?)?;
     } else {
         eprintln!(
-            "forked {} at seq {} ({}) into {}: {} files",
+            "forked {} at seq {} ({}) into {}: {}",
             report.parent,
             report.at_seq,
             report.hash.short(12),
             workspace.display(),
-            report.checkout.files
+            cairn_cli::summary::count(report.checkout.files as u64, "file")
         );
         for w in &report.checkout.withheld {
             eprintln!("{}", crate::replaycmd::withheld_line(w));

@@ -3,17 +3,84 @@
 //! engine runs on a thread of its own and talks to the view through messages; this
 //! thread draws the view, reads keys and carries out what the view asks.
 
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use cairn_cli::chat::{ChatApp, ChatCmd, ChatMsg};
 use cairn_cli::view::{Cmd, Msg, ViewApp};
 use cairn_engine::CancelHandle;
+use cairn_engine::event::{Answer, FileWrite};
+use cairn_engine::permission::{Approver, Request};
+use cairn_store::BlobStore;
 use crossterm::event::{self, KeyEvent, KeyEventKind};
 use ratatui::Frame;
 
 use crate::out;
+
+/// Lines of a diff shown in a view, per write.
+const DIFF_LINES_MAX: usize = 200;
+
+/// Asks the view (with the message `ask` makes) and waits for its answer; a view that
+/// is gone denies.
+pub(crate) struct ViewApprover<M> {
+    pub to_view: Sender<M>,
+    pub answers: Receiver<Answer>,
+    pub ask: fn(Request) -> M,
+}
+
+impl<M: Send> Approver for ViewApprover<M> {
+    fn answer(&mut self, r: &Request) -> (Answer, bool) {
+        if self.to_view.send((self.ask)(r.clone())).is_err() {
+            return (Answer::Deny, false);
+        }
+        match self.answers.recv() {
+            Ok(a) => (a, true),
+            Err(_) => (Answer::Deny, false),
+        }
+    }
+}
+
+/// What a view shows of a file the running call wrote: its diff (up to
+/// [`DIFF_LINES_MAX`] lines), or why there is none.
+pub(crate) fn write_shown(w: &FileWrite, blobs: &BlobStore) -> String {
+    if w.withheld {
+        return format!(
+            "{}: withheld (a credential file, its content is not kept)",
+            w.path
+        );
+    }
+    let text = |b: &Option<cairn_store::BlobRef>| -> cairn_store::Result<String> {
+        match b {
+            None => Ok(String::new()),
+            Some(b) => Ok(String::from_utf8_lossy(&blobs.get(&b.hash)?).into_owned()),
+        }
+    };
+    match (text(&w.before), text(&w.after)) {
+        (Ok(before), Ok(after)) => cairn_engine::diff::unified(
+            &w.path,
+            w.before.is_some().then_some(before.as_str()),
+            &after,
+            DIFF_LINES_MAX,
+        ),
+        (Err(e), _) | (_, Err(e)) => format!("{}: {e}", w.path),
+    }
+}
+
+/// Starts the session a view shows, and opens its blob store (for the diffs); an
+/// error is its text with what to do about it.
+pub(crate) fn start(
+    home: &cairn_engine::Home,
+    workspace: &std::path::Path,
+    config: cairn_engine::EngineConfig,
+) -> Result<(cairn_engine::Engine, BlobStore), String> {
+    cairn_engine::Engine::start(home, workspace, config)
+        .and_then(|e| {
+            let blobs = BlobStore::open(&e.project().blobs_dir())?;
+            Ok((e, blobs))
+        })
+        .map_err(|e| cairn_cli::hint::text(&e))
+}
 
 /// A view: a pure state machine fed messages and keys, drawn on each round, leaving
 /// commands for the runner.

@@ -558,6 +558,12 @@ pub fn sessions(format: Format) -> Result<ExitCode> {
         }
     }
     all.sort_by(|a, b| b.file_name().cmp(&a.file_name()));
+    if all.is_empty() && format == Format::Text {
+        out::line(&format!(
+            "no sessions in {} yet (cairn demo, cairn run TASK or cairn chat start one)",
+            home.root.display()
+        ))?;
+    }
     // Each session's shortest unique name (its random suffix), which every verb takes.
     let ids: Vec<String> = all
         .iter()
@@ -663,7 +669,11 @@ pub fn show(spec: &str, format: Format, verbose: bool, prices: Option<&Path>) ->
     let costs: Vec<Option<f64>> = a
         .tokens
         .iter()
-        .map(|t| a.cost.as_ref().and_then(|c| c.models.get(&t.model).copied()))
+        .map(|t| {
+            a.cost
+                .as_ref()
+                .and_then(|c| c.models.get(&t.model).copied())
+        })
         .collect();
     let total_cost: Option<f64> = a.cost.as_ref().map(|c| c.total);
     if format != Format::Text {

@@ -116,12 +116,19 @@ pub fn session_line(s: &SessionRow, id: &str) -> String {
     line
 }
 
-/// The first line of `text`, cut to `chars_max` characters.
+/// The first line of `text` for people, cut to `chars_max` characters: a tab (a
+/// read's line numbers end with one) is two spaces, other control characters are
+/// dropped, so a terminal's columns stay where they are.
 pub fn first_line(text: &str, chars_max: usize) -> String {
     text.lines()
         .next()
         .unwrap_or("")
         .chars()
+        .flat_map(|c| match c {
+            '\t' => vec![' ', ' '],
+            c if c.is_control() => vec![],
+            c => vec![c],
+        })
         .take(chars_max)
         .collect()
 }
@@ -273,6 +280,16 @@ pub fn elapsed(us: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A regression test: a read's first line reached the terminal with its raw tab.
+    #[test]
+    fn a_first_line_has_no_tab_nor_control_character() {
+        assert_eq!(
+            first_line("     1\t/// The greeting\u{7}\r\n     2\t", 80),
+            "     1  /// The greeting"
+        );
+        assert_eq!(first_line("a\tb", 2), "a ");
+    }
 
     #[test]
     fn progress_shows_the_first_line_of_the_output_cut_to_60_characters() {

@@ -652,7 +652,10 @@ mod tests {
             Err(ProviderError::Interrupted { text: "par".into() })
         );
         let took = t0.elapsed();
-        assert!(took < Duration::from_millis(100 + GIVE_UP_WAIT_MS), "{took:?}");
+        assert!(
+            took < Duration::from_millis(100 + GIVE_UP_WAIT_MS),
+            "{took:?}"
+        );
         interrupt.clear();
         cancel.stop(Signal::TERM);
         assert!(matches!(p.turn(&request), Err(ProviderError::Stopped(_))));

@@ -480,11 +480,20 @@ mod tests {
             "`prices.\"m-1\".output_per_mtok` is NaN: give dollars per million tokens, at least 0",
         );
         // At the limit: 0 is a price.
-        assert!(parse("[prices.m-1]\ninput_per_mtok = 0\noutput_per_mtok = 0\ncached_per_mtok = 0\n").is_ok());
+        assert!(
+            parse("[prices.m-1]\ninput_per_mtok = 0\noutput_per_mtok = 0\ncached_per_mtok = 0\n")
+                .is_ok()
+        );
         let e = parse("[prices.m-1]\ninput_per_mtok = 1\n").unwrap_err();
         assert!(e.contains("missing field `output_per_mtok`"), "{e}");
-        let e = parse("[prices.m-1]\ninput_per_mtok = 1\noutput_per_mtok = 1\ncached_input_per_mtok = 1\n").unwrap_err();
-        assert!(e.contains("line 4: unknown field `cached_input_per_mtok`"), "{e}");
+        let e = parse(
+            "[prices.m-1]\ninput_per_mtok = 1\noutput_per_mtok = 1\ncached_input_per_mtok = 1\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("line 4: unknown field `cached_input_per_mtok`"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -209,7 +209,9 @@ pub fn closed_by_client(stream: &mut std::net::TcpStream, wait_max: std::time::D
     let t0 = std::time::Instant::now();
     let mut buf = [0u8; 256];
     while t0.elapsed() < wait_max {
-        let left = wait_max.saturating_sub(t0.elapsed()).max(std::time::Duration::from_millis(1));
+        let left = wait_max
+            .saturating_sub(t0.elapsed())
+            .max(std::time::Duration::from_millis(1));
         if stream.set_read_timeout(Some(left)).is_err() {
             return false;
         }

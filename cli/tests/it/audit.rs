@@ -496,7 +496,11 @@ fn prices_come_from_config_toml_and_the_flag_overrides_them() {
     let a = cairn(home.path(), &["audit", &id]);
     assert_eq!(a.status.code(), Some(0), "{}", text(&a.stderr));
     let line = "$0.0016 (m-1 $0.0016)";
-    assert!(text(&a.stdout).contains(&format!("cost      {line}\n")), "{}", text(&a.stdout));
+    assert!(
+        text(&a.stdout).contains(&format!("cost      {line}\n")),
+        "{}",
+        text(&a.stdout)
+    );
     let md = text(&cairn(home.path(), &["audit", &id, "--markdown"]).stdout);
     assert!(md.contains(&format!("| cost | {line} |")), "{md}");
     let html = text(&cairn(home.path(), &["audit", &id, "--html", "-"]).stdout);

@@ -573,7 +573,12 @@ fn chat_in_tmux_esc_interrupts_a_streaming_model_at_once_and_the_session_goes_on
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| (m["role"].as_str().unwrap(), m["content"].as_str().unwrap_or("")))
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap(),
+                m["content"].as_str().unwrap_or(""),
+            )
+        })
         .skip(1)
         .collect();
     assert_eq!(

@@ -831,3 +831,62 @@ fn a_session_still_running_is_listed_running_and_interrupted_once_killed() {
     assert_eq!(state().as_deref(), Some("interrupted"));
     assert_eq!(audit_state().as_deref(), Some("interrupted"));
 }
+
+/// What the verbs print for people, checked against the walkthrough: an empty
+/// home says so (and `--json` gives `[]`), a read's line in the progress lines has no
+/// raw tab, and a count of one is singular (`1 file, 3 bytes`).
+// Regression guard: `cairn demo` printed a read's first line with its tab, `checkout`
+// said "1 files", and `cairn sessions` printed nothing at all in an empty home.
+#[test]
+fn plain_output_says_an_empty_home_counts_nouns_and_has_no_tab() {
+    let home = tempfile::tempdir().unwrap();
+    let out = cairn(home.path(), &["sessions"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "no sessions in {} yet (cairn demo, cairn run TASK or cairn chat start one)\n",
+            home.path().display()
+        )
+    );
+    let out = cairn(home.path(), &["sessions", "--json"]);
+    assert_eq!(text(&out.stdout), "[]\n");
+
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "one\ttab\ntwo\n").unwrap();
+    // Outside the workspace: its only file is a.txt.
+    let scripts = tempfile::tempdir().unwrap();
+    let script = scripts.path().join("s.jsonl");
+    std::fs::write(
+        &script,
+        "{\"tool\":\"read_file\",\"input\":{\"path\":\"a.txt\"}}\n",
+    )
+    .unwrap();
+    let out = cairn(
+        home.path(),
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            ws.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let progress = text(&out.stderr);
+    assert!(progress.contains("     1  one  tab"), "{progress}");
+    assert!(!progress.contains('\t'), "{progress}");
+    let id = text(&out.stdout).trim().to_string();
+
+    let dest = home.path().join("co");
+    let out = cairn(
+        home.path(),
+        &["checkout", &id, "--at", "0", dest.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("1 file, 12 bytes: the workspace of "),
+        "{}",
+        text(&out.stdout)
+    );
+}

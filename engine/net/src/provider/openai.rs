@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::{
-    GiveUpFn, Message, ProgressFn, Provider, ProviderConfig, ProviderError, Request, ToolCall, Turn, Usage,
-    http, parse_arguments, sse,
+    GiveUpFn, Message, ProgressFn, Provider, ProviderConfig, ProviderError, Request, ToolCall,
+    Turn, Usage, http, parse_arguments, sse,
 };
 
 /// An OpenAI-compatible server.
