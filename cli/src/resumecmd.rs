@@ -154,7 +154,11 @@ fn ask_pick(
         let _ = writeln!(err, "{:>3}. {line}", i + 1);
     }
     loop {
-        let _ = write!(err, "resume which? [1-{}, empty to stop] ", lines.len());
+        let range = match lines.len() {
+            1 => "1".to_string(),
+            n => format!("1-{n}"),
+        };
+        let _ = write!(err, "resume which? [{range}, empty to stop] ");
         let _ = err.flush();
         let answer = read()?;
         let answer = answer.trim();
@@ -198,9 +202,9 @@ fn choices(home: &Home, cwd: Option<&Path>) -> Vec<(std::path::PathBuf, String)>
         .map(|(dir, short)| {
             let line = match cairn_cli::summary::summarise(&dir) {
                 Ok(s) => format!(
-                    "{short}  {:<11} {:>4} calls  {}",
+                    "{short}  {:<11} {:>10}  {}",
                     s.state,
-                    s.calls,
+                    cairn_cli::summary::count(s.calls as u64, "call"),
                     first_message(&dir).unwrap_or_else(|| s.workspace.clone())
                 ),
                 Err(e) => format!("{short}  unreadable: {e}"),
@@ -406,7 +410,7 @@ mod tests {
     fn the_picker_takes_a_listed_number_and_asks_again_otherwise() {
         let lines = vec![
             "a1b2c3  finished  2 calls  fix the tests".to_string(),
-            "d4e5f6  interrupted  1 calls  /ws".to_string(),
+            "d4e5f6  interrupted  1 call  /ws".to_string(),
         ];
         let check = |answers: &[&str], expected: Option<usize>, shown: &str| {
             let mut answers = answers.iter().map(|a| a.to_string());
@@ -418,7 +422,7 @@ mod tests {
             );
             assert_eq!(String::from_utf8(err).unwrap(), shown);
         };
-        let list = "  1. a1b2c3  finished  2 calls  fix the tests\n  2. d4e5f6  interrupted  1 calls  /ws\n";
+        let list = "  1. a1b2c3  finished  2 calls  fix the tests\n  2. d4e5f6  interrupted  1 call  /ws\n";
         let ask = "resume which? [1-2, empty to stop] ";
         check(&["2\n"], Some(1), &format!("{list}{ask}"));
         check(&[" 1 \n"], Some(0), &format!("{list}{ask}"));
@@ -432,6 +436,17 @@ mod tests {
         );
         check(&["\n"], None, &format!("{list}{ask}"));
         check(&[], None, &format!("{list}{ask}"));
+        // One session: one number to give.
+        let mut err = Vec::new();
+        let mut answers = ["1\n".to_string()].into_iter();
+        assert_eq!(
+            ask_pick(&lines[..1], &mut || answers.next(), &mut err),
+            Some(0)
+        );
+        assert_eq!(
+            String::from_utf8(err).unwrap(),
+            "  1. a1b2c3  finished  2 calls  fix the tests\nresume which? [1, empty to stop] "
+        );
     }
 
     #[test]

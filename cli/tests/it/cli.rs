@@ -890,3 +890,70 @@ fn plain_output_says_an_empty_home_counts_nouns_and_has_no_tab() {
         text(&out.stdout)
     );
 }
+
+/// `cairn resume` with no session on a terminal: the project's sessions in a numbered
+/// list (short id, state, calls counted, the task), a number picks one, and that
+/// session is resumed (`session_resumed` recorded).
+#[test]
+fn resume_on_a_terminal_without_a_session_picks_from_a_numbered_list() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "one\n").unwrap();
+    let scripts = tempfile::tempdir().unwrap();
+    let script = scripts.path().join("s.jsonl");
+    std::fs::write(
+        &script,
+        "{\"user\":\"look at a.txt\"}\n{\"tool\":\"read_file\",\"input\":{\"path\":\"a.txt\"}}\n",
+    )
+    .unwrap();
+    let out = cairn(
+        home.path(),
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            ws.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let id = text(&out.stdout).trim().to_string();
+    let short = &id[id.len() - 6..];
+    let done = home.path().join("done");
+    let sh = format!(
+        "unset CI; cd {}; CAIRN_HOME={} {} resume; echo $? > {}; sleep 30",
+        ws.path().display(),
+        home.path().display(),
+        env!("CARGO_BIN_EXE_cairn"),
+        done.display()
+    );
+    let tmux = crate::tui::Tmux::start("cairn-resume-pick", &sh);
+    let s = tmux.wait_for("resume which? [1, empty to stop]");
+    assert!(
+        s.contains(&format!(
+            "  1. {short}  finished        1 call  look at a.txt"
+        )),
+        "{s}"
+    );
+    tmux.cmd(&["send-keys", "-t", "t", "1", "Enter"]);
+    let t0 = std::time::Instant::now();
+    let code = loop {
+        if let Ok(c) = std::fs::read_to_string(&done)
+            && !c.trim().is_empty()
+        {
+            break c.trim().to_string();
+        }
+        assert!(t0.elapsed().as_secs() < 20, "cairn did not exit");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(code, "0", "{}", tmux.screen());
+    let log = cairn(home.path(), &["log", "--json", &id]);
+    let kinds: Vec<String> = text(&log.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["event"]["type"].to_string())
+        .collect();
+    assert!(
+        kinds.contains(&"\"session_resumed\"".to_string()),
+        "{kinds:?}"
+    );
+}
