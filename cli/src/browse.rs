@@ -535,7 +535,12 @@ pub fn load_session(row: &SessionRow) -> Result<SessionView, String> {
     for r in &session.records {
         let (who, text) = match &r.event {
             Event::UserMessage { text } => ("user", text),
-            Event::ModelTurn { text, .. } if !text.is_empty() => ("model", text),
+            Event::ModelTurn {
+                text,
+                interrupted: false,
+                ..
+            } if !text.is_empty() => ("model", text),
+            Event::ModelTurn { text, .. } if !text.is_empty() => ("model (interrupted)", text),
             _ => continue,
         };
         let mut detail = vec![format!("{who} · seq {} · {}", r.seq, r.ts)];

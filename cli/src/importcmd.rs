@@ -123,7 +123,7 @@ pub fn import(args: ImportArgs) -> Result<ExitCode> {
                 s.agent,
                 s.branch,
                 if s.continued { ", continued" } else { "" },
-                count(s.calls as u64, "call"),
+                count(s.calls, "call"),
                 s.source.display()
             ))?;
         }

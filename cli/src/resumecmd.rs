@@ -204,7 +204,7 @@ fn choices(home: &Home, cwd: Option<&Path>) -> Vec<(std::path::PathBuf, String)>
                 Ok(s) => format!(
                     "{short}  {:<11} {:>10}  {}",
                     s.state,
-                    cairn_cli::summary::count(s.calls as u64, "call"),
+                    cairn_cli::summary::count(s.calls, "call"),
                     first_message(&dir).unwrap_or_else(|| s.workspace.clone())
                 ),
                 Err(e) => format!("{short}  unreadable: {e}"),
@@ -371,7 +371,7 @@ pub fn fork(
             report.at_seq,
             report.hash.short(12),
             workspace.display(),
-            cairn_cli::summary::count(report.checkout.files as u64, "file")
+            cairn_cli::summary::count(report.checkout.files, "file")
         );
         for w in &report.checkout.withheld {
             eprintln!("{}", crate::replaycmd::withheld_line(w));

@@ -184,6 +184,7 @@ fn the_turn_limit_stops_a_model_that_never_answers() {
             json!({"id": format!("c{i}"), "name": "list_dir", "input": {"path": format!("./{}", ".".repeat(0)) + &"/".repeat(i as usize)}}),
         ],
         usage: None,
+        interrupted: false,
     };
     let evs: Vec<Event> = (0..5).map(turn).collect();
     let mut rp = Recorded::from_events(evs.iter());
@@ -227,6 +228,7 @@ fn results_are_capped_to_fit_the_context_window() {
                 json!({"id": "x1", "name": "read_file", "input": {"path": "big.txt"}}),
             ],
             usage: None,
+            interrupted: false,
         },
         Event::ModelTurn {
             provider: "p".into(),
@@ -234,6 +236,7 @@ fn results_are_capped_to_fit_the_context_window() {
             text: "ok".into(),
             tool_calls: vec![],
             usage: None,
+            interrupted: false,
         },
     ];
     let mut rp = Recorded::from_events(evs.iter());
