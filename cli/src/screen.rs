@@ -191,6 +191,13 @@ pub(crate) fn run<S: Screen, T>(
     if let Err(e) = ratatui::try_restore() {
         out::note(&format!("cairn: could not restore the terminal: {e}"));
     }
+    // Dropping a terminal whose cursor cannot be shown again `eprintln!`s, which panics
+    // once the terminal hung up — before the engine's thread has ended the session. So
+    // the cursor is shown here, and a terminal that cannot is not dropped.
+    match terminal.show_cursor() {
+        Ok(()) => drop(terminal),
+        Err(_) => std::mem::forget(terminal),
+    }
     ui
 }
 
