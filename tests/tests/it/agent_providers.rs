@@ -1,14 +1,17 @@
 //! Both providers against a local server speaking their documented wire formats: whole
 //! and streamed answers, tool-call arguments in pieces, parallel calls, hidden
 //! reasoning dropped, retries on 429 (retry-after honoured) and 5xx, clear errors for
-//! 401, 404, malformed bodies and streams cut in the middle, and the key never in an
-//! error.
+//! 401, 404, malformed bodies and streams cut in the middle, turns given up mid-stream
+//! and mid-retry, and the key never in an error.
 
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cairn_engine::provider::{
-    Kind, Message, Overrides, Provider, ProviderConfig, ProviderError, Request, ToolCall, Turn,
-    Usage,
+    GiveUp, Kind, Message, Overrides, Provider, ProviderConfig, ProviderError, Request, ToolCall,
+    Turn, Usage,
 };
 use cairn_tests::http::{Server, anthropic_stream, json, openai_stream, response};
 use serde_json::json;
@@ -544,4 +547,96 @@ fn progress_reports_each_retry_then_the_streamed_text() {
             }
         }
     }
+}
+
+/// A give-up that says `why` once `after` has passed.
+fn give_up_after(after: Duration, why: GiveUp) -> cairn_engine::provider::GiveUpFn {
+    let t0 = Instant::now();
+    let said = Arc::new(AtomicBool::new(false));
+    Arc::new(move || {
+        if t0.elapsed() >= after {
+            said.store(true, Ordering::SeqCst);
+        }
+        said.load(Ordering::SeqCst).then(|| why.clone())
+    })
+}
+
+/// Both providers give a turn up while it streams and the server pauses: the turn ends
+/// at once with `Interrupted` and the text streamed so far, and the request's
+/// connection is closed (the server sees it go).
+#[test]
+fn a_turn_given_up_mid_stream_keeps_its_text_and_closes_its_connection() {
+    for kind in [Kind::Openai, Kind::Anthropic] {
+        let closed: Arc<Mutex<Option<Instant>>> = Arc::default();
+        let closed_at = closed.clone();
+        let server = Server::streaming(move |_, _, stream| {
+            let first = match kind {
+                Kind::Openai => cairn_tests::http::openai_text_event("Thinking "),
+                Kind::Anthropic => [
+                    r#"event: message_start
+data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m-1","content":[],"usage":{"input_tokens":10,"output_tokens":1}}}"#,
+                    r#"event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+                    r#"event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Thinking "}}"#,
+                ]
+                .map(|e| format!("{e}\n\n"))
+                .concat(),
+            };
+            let _ = stream.write_all(cairn_tests::http::sse_head());
+            let _ = stream.write_all(first.as_bytes());
+            let _ = stream.flush();
+            if cairn_tests::http::closed_by_client(stream, Duration::from_secs(30)) {
+                *closed_at.lock().unwrap() = Some(Instant::now());
+            }
+        });
+        let mut p = provider(kind, &server, true);
+        let after = Duration::from_millis(300);
+        p.set_give_up(Some(give_up_after(after, GiveUp::Interrupted)));
+        let t0 = Instant::now();
+        assert_eq!(
+            ask(p.as_mut()),
+            Err(ProviderError::Interrupted {
+                text: "Thinking ".into()
+            }),
+            "{kind:?}"
+        );
+        let ended = Instant::now();
+        assert!(ended - t0 < after + Duration::from_secs(1), "{kind:?}");
+        let t1 = Instant::now();
+        while closed.lock().unwrap().is_none() && t1.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let seen = closed
+            .lock()
+            .unwrap()
+            .map(|at| at.saturating_duration_since(ended));
+        assert!(
+            seen.is_some_and(|d| d < Duration::from_secs(1)),
+            "{kind:?}: the connection was not closed: {seen:?}"
+        );
+    }
+}
+
+/// A turn given up while it waits to retry (a 503 asking for 30 s) ends at once, with
+/// the reason of the stop.
+#[test]
+fn a_turn_given_up_in_a_retry_wait_ends_at_once() {
+    let server = Server::canned(vec![response(
+        503,
+        &[("retry-after", "30")],
+        "{\"error\":{\"message\":\"busy\"}}",
+    )]);
+    let mut p = provider(Kind::Openai, &server, true);
+    p.set_give_up(Some(give_up_after(
+        Duration::from_millis(200),
+        GiveUp::Stopped("signal: SIGTERM".into()),
+    )));
+    let t0 = Instant::now();
+    assert_eq!(
+        ask(p.as_mut()),
+        Err(ProviderError::Stopped("signal: SIGTERM".into()))
+    );
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    assert_eq!(server.seen().len(), 1);
 }
