@@ -149,6 +149,7 @@ fn events(s: &mut Inner, r: &Record) -> Vec<Value> {
             tool_calls,
             usage,
             model,
+            interrupted,
             ..
         } => {
             let turn = s.begin_turn(seq, &mut out);
@@ -157,15 +158,14 @@ fn events(s: &mut Inner, r: &Record) -> Vec<Value> {
                 s.output_tokens += u["output_tokens"].as_u64().unwrap_or(0);
                 s.cached_tokens += u["cached_tokens"].as_u64().unwrap_or(0);
             }
-            out.push(item(
-                "item.completed",
-                turn,
-                seq,
-                json!({
-                    "id": format!("m{seq}"), "kind": "agent_message", "text": text,
-                    "model": model, "tool_calls": tool_calls.len(),
-                }),
-            ));
+            let mut message = json!({
+                "id": format!("m{seq}"), "kind": "agent_message", "text": text,
+                "model": model, "tool_calls": tool_calls.len(),
+            });
+            if *interrupted {
+                message["interrupted"] = true.into();
+            }
+            out.push(item("item.completed", turn, seq, message));
         }
         Event::ToolStarted {
             call, tool, input, ..
@@ -268,4 +268,45 @@ fn events(s: &mut Inner, r: &Record) -> Vec<Value> {
 
 fn item(kind: &str, turn: u64, seq: u64, item: Value) -> Value {
     json!({"type": kind, "turn": turn, "seq": seq, "item": item})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An interrupted model turn is an `agent_message` marked `interrupted`, and the
+    /// line matches the stream's schema; a whole turn's has no such mark.
+    #[test]
+    fn an_interrupted_turn_is_an_agent_message_marked_interrupted() {
+        let schema: Value = serde_json::from_str(SCHEMA).unwrap_or_else(|e| panic!("{e}"));
+        let validator = jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{e}"));
+        let turn = |interrupted: bool| Record {
+            seq: 2,
+            ts: "2026-01-01T00:00:00.000000Z".into(),
+            hash: cairn_store::Hash::ZERO,
+            event: cairn_engine::event::Event::ModelTurn {
+                provider: "openai".into(),
+                model: "m-1".into(),
+                text: "Thinking about".into(),
+                tool_calls: vec![],
+                usage: None,
+                interrupted,
+            },
+        };
+        for interrupted in [true, false] {
+            let lines = events(&mut Inner::default(), &turn(interrupted));
+            let message = lines
+                .iter()
+                .find(|l| l["item"]["kind"] == "agent_message")
+                .unwrap_or_else(|| panic!("{lines:?}"));
+            assert_eq!(
+                message["item"].get("interrupted"),
+                interrupted.then_some(&Value::Bool(true)),
+                "{message}"
+            );
+            for l in &lines {
+                assert!(validator.is_valid(l), "{l}");
+            }
+        }
+    }
 }
