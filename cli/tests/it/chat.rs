@@ -567,6 +567,20 @@ fn chat_in_tmux_esc_interrupts_a_streaming_model_at_once_and_the_session_goes_on
     assert_eq!(ev[4]["text"], "Here now.");
     assert!(ev[4].get("interrupted").is_none(), "{}", ev[4]);
     assert_eq!(ev[5]["reason"], "ended by the user");
+    // show tells the interrupted turn apart, and it is not the final answer.
+    let shown = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["show", "last"])
+        .env("CAIRN_HOME", home.path())
+        .env("NO_COLOR", "1")
+        .current_dir(ws.path())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("     2  model (interrupted): Thinking about it slowly.\n"),
+        "{shown}"
+    );
+    assert!(shown.contains("Here now."), "{shown}");
     // The follow-up told the model what it had said before it was interrupted.
     let asked = server.seen()[1].json();
     let roles: Vec<(&str, &str)> = asked["messages"]
