@@ -36,8 +36,8 @@ pub fn generate(name: &str, force: bool) -> Result<ExitCode> {
 }
 
 /// Prints the verifier key of the home's key (`--cosigner`: of its cosignatures, for a
-/// witness policy).
-pub fn show(cosigner: bool) -> Result<ExitCode> {
+/// witness policy; `json`: both keys, the name and the file as one object).
+pub fn show(cosigner: bool, json: bool) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let Some(signer) = home.log_signer()? else {
         bail!(
@@ -45,6 +45,16 @@ pub fn show(cosigner: bool) -> Result<ExitCode> {
             home.log_key_file().display()
         );
     };
+    if json {
+        let v = serde_json::json!({
+            "name": signer.name(),
+            "vkey": signer.vkey(),
+            "cosigner_vkey": signer.cosigner_vkey(),
+            "path": home.log_key_file(),
+        });
+        out::line(&v.to_string())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     out::line(&if cosigner {
         signer.cosigner_vkey()
     } else {

@@ -642,6 +642,9 @@ enum KeyAction {
         /// The key of its cosignatures (type 0x04), for a witness in a policy.
         #[arg(long)]
         cosigner: bool,
+        /// One JSON object: name, vkey, cosigner_vkey and the key file's path.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -905,7 +908,7 @@ fn main() -> ExitCode {
         }
         Command::Key { action } => match action {
             KeyAction::Generate { name, force } => keycmd::generate(&name, force),
-            KeyAction::Show { cosigner } => keycmd::show(cosigner),
+            KeyAction::Show { cosigner, json } => keycmd::show(cosigner, json),
         },
         Command::Prove {
             session,

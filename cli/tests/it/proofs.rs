@@ -59,6 +59,15 @@ fn key_generate_refuses_to_overwrite_and_writes_mode_0600() {
         0o600
     );
     assert_eq!(ok(&cairn(home.path(), &["key", "show"])), vkey);
+    let shown: serde_json::Value =
+        serde_json::from_str(&ok(&cairn(home.path(), &["key", "show", "--json"]))).unwrap();
+    assert_eq!(shown["name"], "cairn.local");
+    assert_eq!(shown["vkey"], vkey.as_str());
+    assert_eq!(
+        shown["cosigner_vkey"].as_str().unwrap(),
+        ok(&cairn(home.path(), &["key", "show", "--cosigner"]))
+    );
+    assert_eq!(shown["path"], key.to_str().unwrap());
     let out = cairn(home.path(), &["key", "generate"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
