@@ -120,6 +120,13 @@ pub fn push(a: &PushArgs<'_>) -> Result<ExitCode> {
             .collect(),
         _ => return Err(anyhow!("give a session or --all")),
     };
+    if dirs.is_empty() {
+        out::note(&format!(
+            "cairn: no sessions in {}: nothing to push",
+            home.root.display()
+        ));
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut archive = connect(a.to)?;
     search_schema(&mut archive)?;
     let options = PushOptions {

@@ -159,6 +159,15 @@ fn a_pushed_session_pulls_back_byte_exact_and_the_database_refuses_changes() {
         .execute("delete from records where session = $1", &[&id])
         .unwrap_err();
     assert!(format!("{:?}", e).contains("append-only"), "{e:?}");
+    for table in [
+        "records",
+        "blobs cascade",
+        "sessions cascade",
+        "checkpoints cascade",
+    ] {
+        let e = sql.batch_execute(&format!("truncate {table}")).unwrap_err();
+        assert!(format!("{:?}", e).contains("append-only"), "{table}: {e:?}");
+    }
     let n: i64 = sql
         .query_one("select count(*) from records where session = $1", &[&id])
         .unwrap()
@@ -392,6 +401,41 @@ fn two_pushes_of_different_sessions_at_once_both_succeed_and_verify_clean() {
     let text = ok(&v);
     assert!(text.contains("archive: 2 sessions, 6000 records"), "{text}");
     assert!(text.trim_end().ends_with(": clean"), "{text}");
+
+    // Two pushes of one session at once: the database lets each record in once (a push
+    // that loses a batch to the other fails on it); run again, the session is whole.
+    let c = grown_session(like, "20261201T000000.000000-cccccc", 3000);
+    let (pc1, pc2) = (spawn(&c), spawn(&c));
+    let (o1, o2) = (
+        pc1.wait_with_output().unwrap(),
+        pc2.wait_with_output().unwrap(),
+    );
+    assert!(
+        o1.status.success() || o2.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o1.stderr),
+        String::from_utf8_lossy(&o2.stderr)
+    );
+    let again = ok(&cairn(
+        home,
+        &[
+            "archive",
+            "push",
+            c.to_str().unwrap(),
+            "--to",
+            &url,
+            "--json",
+        ],
+    ));
+    let r: serde_json::Value = serde_json::from_str(again.trim()).unwrap();
+    assert_eq!(r["records_before"], 3000, "{r}");
+    assert_eq!(r["records_pushed"], 0, "{r}");
+    let text = ok(&cairn(
+        home,
+        &["--archive", &url, "archive", "verify", "--all"],
+    ));
+    assert!(text.contains("archive: 3 sessions, 9000 records"), "{text}");
+    assert!(text.trim_end().ends_with(": clean"), "{text}");
 }
 
 #[test]
@@ -453,6 +497,36 @@ fn a_push_killed_half_way_and_run_again_leaves_the_archive_one_push_leaves() {
     ));
 }
 
+/// The folder of session `id` in `home`, whichever project holds it.
+fn session_by_id(home: &Path, id: &str) -> std::path::PathBuf {
+    std::fs::read_dir(home.join("projects"))
+        .unwrap()
+        .map(|p| p.unwrap().path().join("sessions").join(id))
+        .find(|d| d.is_dir())
+        .unwrap_or_else(|| panic!("no session {id} in {}", home.display()))
+}
+
+/// Every file under `dir` with its bytes, by relative path.
+fn files(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push((
+                    p.strip_prefix(dir).unwrap().to_path_buf(),
+                    std::fs::read(&p).unwrap(),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 #[test]
 fn the_review_verbs_on_archive_sessions_print_what_they_print_on_the_local_ones() {
     let cluster = Cluster::start();
@@ -492,9 +566,14 @@ fn the_review_verbs_on_archive_sessions_print_what_they_print_on_the_local_ones(
             let t = regex::Regex::new(r"-[0-9a-f]{8}/sessions/")
                 .unwrap()
                 .replace_all(&t, "-<key>/sessions/");
-            regex::Regex::new(r"cairn-<session>-\w{6}")
+            let t = regex::Regex::new(r"cairn-<session>-\w{6}")
                 .unwrap()
-                .replace_all(&t, "cairn-<session>-<r>")
+                .replace_all(&t, "cairn-<session>-<r>");
+            // Snapshots are a local cache of the fold, not part of a session: the
+            // archive keeps none.
+            regex::Regex::new(r"\d+ snapshots?\b")
+                .unwrap()
+                .replace_all(&t, "<n> snapshots")
                 .into_owned()
         };
         assert_eq!(norm(&archived), norm(&local), "{what}");
@@ -531,6 +610,19 @@ fn the_review_verbs_on_archive_sessions_print_what_they_print_on_the_local_ones(
         cairn(home, &["replay", "--shell", "recorded", a, "--json"]),
         "replay --shell recorded --json",
     );
+    same(
+        archived(&["verify", &aa]),
+        cairn(home, &["verify", a]),
+        "verify",
+    );
+    let (ca, cl) = (
+        other.path().join("co-archived"),
+        other.path().join("co-local"),
+    );
+    ok(&archived(&["checkout", &aa, ca.to_str().unwrap()]));
+    ok(&cairn(home, &["checkout", a, cl.to_str().unwrap()]));
+    assert_eq!(files(&ca), files(&cl));
+    assert!(!files(&ca).is_empty());
     // An id no session holds, and a part two hold, are refused by name.
     let o = archived(&["show", "archive:zzzz"]);
     assert_eq!(o.status.code(), Some(2));
@@ -560,6 +652,15 @@ fn archive_list_prints_each_session_as_text_a_json_array_or_json_lines() {
         all.extend_from_slice(args);
         ok(&cairn(home, &all))
     };
+    // A home without sessions has nothing to push, and says so.
+    let empty = tempfile::tempdir().unwrap();
+    let o = cairn(empty.path(), &["archive", "push", "--all", "--to", &url]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no sessions in"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // Empty: nothing, and an empty array.
     assert_eq!(list(&[]), "");
     assert_eq!(list(&["--json"]), "[]\n");
@@ -617,6 +718,31 @@ fn archive_list_prints_each_session_as_text_a_json_array_or_json_lines() {
     let none: serde_json::Value =
         serde_json::from_str(&list(&["--json", "--project", "no-such-project"])).unwrap();
     assert_eq!(none, serde_json::json!([]));
+
+    // Without the flag: CAIRN_ARCHIVE_URL, then `url` of [archive] in config.toml.
+    let by_env = Command::new(CAIRN)
+        .env("CAIRN_HOME", home)
+        .env("CAIRN_ARCHIVE_URL", &url)
+        .args(["archive", "list", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(ok(&by_env), list(&["--json"]));
+    let o = cairn(home, &["archive", "list", "--json"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no archive given: add --archive"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    std::fs::write(
+        home.join("config.toml"),
+        format!("[archive]\nurl = \"{url}\"\n"),
+    )
+    .unwrap();
+    assert_eq!(
+        ok(&cairn(home, &["archive", "list", "--json"])),
+        list(&["--json"])
+    );
 }
 
 /// The batches a push committed: the `next` seq after each records batch.
@@ -788,4 +914,137 @@ fn a_blobs_batch_holds_at_most_batch_records_max_and_batch_bytes_max() {
     check(1000, 100, vec![1, 2, 3]); // each over it: alone
     check(3, 1 << 20, vec![3]); // at the count limit
     check(2, 1 << 20, vec![2, 3]); // past it
+}
+
+#[test]
+fn checkpoints_and_cosignatures_are_archived_verified_with_the_key_and_pulled_back() {
+    use std::io::BufRead;
+    let cluster = Cluster::start();
+    let url = cluster.create_db("archive_checkpoints");
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let (home, ws) = (base.join("home"), base.join("ws"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("a.txt"), "hello\n").unwrap();
+    let vkey = ok(&cairn(&home, &["key", "generate"])).trim().to_string();
+    let script = base.join("s.jsonl");
+    std::fs::write(
+        &script,
+        "{\"tool\":\"read_file\",\"input\":{\"path\":\"a.txt\"}}\n",
+    )
+    .unwrap();
+    let (script_arg, ws_arg) = (script.to_str().unwrap(), ws.to_str().unwrap());
+    ok(&cairn(
+        &home,
+        &["run", "--script", script_arg, "--workspace", ws_arg],
+    ));
+    // A witness process cosigns the session's newest checkpoint.
+    let whome = base.join("witness-home");
+    ok(&cairn(
+        &whome,
+        &["key", "generate", "--name", "witness.test/w1"],
+    ));
+    let mut witness = Command::new(CAIRN)
+        .args(["witness", "serve", "--addr", "127.0.0.1:0", "--log", &vkey])
+        .arg("--key")
+        .arg(whome.join("log.key"))
+        .arg("--state")
+        .arg(base.join("witness.state"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(witness.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let wurl = first.trim().rsplit(' ').next().unwrap().to_string();
+    let pushed = cairn(&home, &["checkpoint", "push", "last", "--witness", &wurl]);
+    witness.kill().unwrap();
+    witness.wait().unwrap();
+    assert!(ok(&pushed).contains("1 cosignature(s)"));
+
+    let r: serde_json::Value = serde_json::from_str(
+        ok(&cairn(
+            &home,
+            &["archive", "push", "last", "--to", &url, "--json"],
+        ))
+        .trim(),
+    )
+    .unwrap();
+    let cps = r["checkpoints_pushed"].as_u64().unwrap();
+    assert!(cps >= 1, "{r}");
+    // The log's signature on each checkpoint, and the witness's on the newest.
+    assert_eq!(r["signatures_pushed"].as_u64().unwrap(), cps + 1, "{r}");
+    let id = r["session"].as_str().unwrap().to_string();
+
+    let verify = |args: &[&str]| {
+        let mut all = vec![
+            "--archive",
+            url.as_str(),
+            "archive",
+            "verify",
+            &id,
+            "--json",
+        ];
+        all.extend_from_slice(args);
+        let o = cairn(&home, &all);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (o.status.code(), v)
+    };
+    // With the key it was pushed with, and with the key given.
+    for args in [&[][..], &["--key", &vkey][..]] {
+        let (code, v) = verify(args);
+        assert_eq!(code, Some(0), "{v}");
+        assert_eq!(v["checkpoints"], cps, "{v}");
+        assert_eq!(v["signatures_checked"], cps, "{v}");
+    }
+    // Another log's key does not verify them.
+    let other_key = ok(&cairn(
+        &base.join("other-home"),
+        &["key", "generate", "--name", "other.test"],
+    ))
+    .trim()
+    .to_string();
+    let (code, v) = verify(&["--key", &other_key]);
+    assert_eq!(code, Some(1), "{v}");
+    assert!(
+        v["problems"][0]["what"]
+            .as_str()
+            .unwrap()
+            .contains("its signature does not verify")
+    );
+
+    // Pulled into another home: the checkpoint files, cosignature included, as here.
+    let other = base.join("pulled");
+    ok(&cairn(&other, &["--archive", &url, "archive", "pull", &id]));
+    let local_dir = session_by_id(&home, &id);
+    let pulled_dir = session_by_id(&other, &id);
+    assert_eq!(
+        files(&local_dir.join("checkpoints")),
+        files(&pulled_dir.join("checkpoints"))
+    );
+    ok(&cairn(&other, &["verify", pulled_dir.to_str().unwrap()]));
+
+    // A checkpoint whose root a superuser changed is caught.
+    let mut sql = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    sql.batch_execute("alter table checkpoints disable trigger user")
+        .unwrap();
+    let n = sql
+        .execute(
+            "update checkpoints set text = regexp_replace(text, '\\n[A-Za-z0-9+/=]{44}\\n', E'\\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\\n') where session = $1",
+            &[&id],
+        )
+        .unwrap();
+    assert!(n >= 1);
+    let (code, v) = verify(&[]);
+    assert_eq!(code, Some(1), "{v}");
+    assert!(
+        v["problems"].as_array().unwrap().iter().any(|p| p["what"]
+            .as_str()
+            .unwrap()
+            .contains("its root is not the root")),
+        "{v}"
+    );
 }
