@@ -555,6 +555,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::single_range_in_vec_init)] // one batch is a list of one range
     fn batches_hold_at_most_their_count_and_bytes_and_a_larger_item_goes_alone() {
         check(&[], 2, 10, &[]);
         // Bytes: at the limit in one batch, one past it splits.
