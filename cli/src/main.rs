@@ -797,13 +797,13 @@ enum AllowAction {
     },
 }
 
-/// The command line parsed; a usage error is printed with the `cairn:` prefix of every
-/// error and exits 2, help and version print as usual and exit 0.
 /// The id of `search --in-archive`.
 const IN_ARCHIVE: &str = "in_archive";
 
-/// The command line, and whether `search --in-archive` was given (a switch the derived
-/// `Cli` has no field for: see `Command::Search`).
+/// The command line parsed, and whether `search --in-archive` was given (a switch the
+/// derived `Cli` has no field for: see `Command::Search`); a usage error is printed
+/// with the `cairn:` prefix of every error and exits 2, help and version print as usual
+/// and exit 0.
 fn parse() -> Result<(Cli, bool), ExitCode> {
     use clap::{CommandFactory, FromArgMatches};
     let parsed = Cli::command().try_get_matches().and_then(|mut m| {
