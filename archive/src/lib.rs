@@ -30,8 +30,8 @@ use std::path::{Path, PathBuf};
 
 pub use pull::Pulled;
 pub use push::{
-    BATCH_BYTES_MAX_DEFAULT, BATCH_RECORDS_MAX_DEFAULT, LocalSession, Progress, PushOptions,
-    PushReport,
+    BATCH_BYTES_MAX_DEFAULT, BATCH_RECORDS_MAX_DEFAULT, BLOB_BYTES_MAX, LocalSession, Progress,
+    PushOptions, PushReport,
 };
 pub use verify::{ArchiveProblem, VerifyReport};
 

@@ -12,13 +12,16 @@ use cairn_tlog::Note;
 
 use crate::{Archive, ArchiveError, blobs, io_at};
 
-/// Records per transaction, by default.
+/// Records (or blobs) per transaction, by default.
 pub const BATCH_RECORDS_MAX_DEFAULT: usize = 1000;
-/// Bytes of record lines (or blob contents) per transaction, by default; one larger
-/// record or blob goes alone.
+/// Bytes of record lines (or blob contents) per transaction, by default; one record or
+/// blob larger than that goes alone.
 pub const BATCH_BYTES_MAX_DEFAULT: usize = 8 * 1024 * 1024;
-/// The largest blob the archive takes: PostgreSQL's `bytea` holds at most 1 GB.
-pub const BLOB_BYTES_MAX: u64 = 1 << 30;
+/// The largest blob the archive takes, by default. PostgreSQL caps any one value (and
+/// any one message, and the `bytea[]` a batch is sent as) just under 1 GiB including
+/// headers, so a blob of 1 GiB could never go in; half of that leaves the server and
+/// both clients room to build the messages that carry it.
+pub const BLOB_BYTES_MAX: u64 = 512 << 20;
 
 /// A session on this machine: its folder, its id and project key (the names of the
 /// folder and of its project's), its project's blob store.
@@ -55,11 +58,18 @@ impl LocalSession {
     }
 }
 
-/// How a push batches its writes.
+/// How a push batches its writes, and the largest blob it takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PushOptions {
+    /// Records (or blobs) per transaction, at least 1.
     pub batch_records_max: usize,
+    /// Bytes of record lines (or blob contents) per transaction, at least 1: a batch
+    /// never holds more, except a single record or blob larger than this, which goes
+    /// alone.
     pub batch_bytes_max: usize,
+    /// A session referencing a blob larger than this is refused before anything is
+    /// written; at most [`BLOB_BYTES_MAX`].
+    pub blob_bytes_max: u64,
 }
 
 impl Default for PushOptions {
@@ -67,6 +77,7 @@ impl Default for PushOptions {
         PushOptions {
             batch_records_max: BATCH_RECORDS_MAX_DEFAULT,
             batch_bytes_max: BATCH_BYTES_MAX_DEFAULT,
+            blob_bytes_max: BLOB_BYTES_MAX,
         }
     }
 }
@@ -176,6 +187,7 @@ impl Archive {
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<PushReport, ArchiveError> {
         assert!(options.batch_records_max > 0 && options.batch_bytes_max > 0);
+        assert!(options.blob_bytes_max <= BLOB_BYTES_MAX);
         let reader = LogReader::open(&s.dir)?;
         // A torn tail (a writer mid-line, a crash) is not the session's yet.
         let local_len = reader.tail()?.head.map_or(0, |h| h.seq + 1);
@@ -256,11 +268,39 @@ impl Archive {
             }
         }
 
+        // The blobs the archive lacks, and their sizes: one too large refuses the
+        // session before anything is written.
+        report.blobs_referenced = wanted.len() as u64;
+        let all: Vec<String> = wanted.iter().map(Hash::to_hex).collect();
+        let have: BTreeSet<String> = self
+            .client
+            .query("select hash from blobs where hash = any($1)", &[&all])?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let mut missing: Vec<(Hash, u64)> = Vec::new();
+        for h in wanted.iter().filter(|h| !have.contains(&h.to_hex())) {
+            let path = store.path(h);
+            let len = std::fs::metadata(&path).map_err(io_at(&path))?.len();
+            if len > options.blob_bytes_max {
+                return Err(ArchiveError::Limit(format!(
+                    "session {}: blob {h} is {len} bytes, over the archive's blob_bytes_max ({} bytes, set by what one PostgreSQL value can hold); nothing was pushed",
+                    s.id, options.blob_bytes_max
+                )));
+            }
+            missing.push((*h, len));
+        }
+
         self.client.execute(
             "insert into sessions (id, project, vkey) values ($1, $2, $3) on conflict (id) do nothing",
             &[&s.id, &s.project, &s.vkey],
         )?;
-        self.push_blobs(s, &store, &wanted, options, &mut report, progress)?;
+        self.push_blobs(s, &store, &missing, options, &mut report, progress)?;
+        self.client.execute(
+            "insert into session_blobs (session, hash) select $1, unnest($2::text[])
+             on conflict do nothing",
+            &[&s.id, &all],
+        )?;
         self.push_records(
             s,
             &reader,
@@ -274,61 +314,39 @@ impl Archive {
         Ok(report)
     }
 
+    /// Adds `missing` blobs in batches of at most `batch_records_max` blobs and
+    /// `batch_bytes_max` bytes (a larger blob alone), one transaction each.
     fn push_blobs(
         &mut self,
         s: &LocalSession,
         store: &BlobStore,
-        wanted: &BTreeSet<Hash>,
+        missing: &[(Hash, u64)],
         options: &PushOptions,
         report: &mut PushReport,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<(), ArchiveError> {
-        report.blobs_referenced = wanted.len() as u64;
-        let all: Vec<String> = wanted.iter().map(Hash::to_hex).collect();
-        let have: BTreeSet<String> = self
-            .client
-            .query("select hash from blobs where hash = any($1)", &[&all])?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
-        let missing: Vec<&Hash> = wanted
-            .iter()
-            .filter(|h| !have.contains(&h.to_hex()))
-            .collect();
         let total = missing.len() as u64;
         let mut done = 0u64;
-        let mut i = 0;
-        while i < missing.len() {
+        for batch in plan_batches(
+            missing.iter().map(|(_, len)| *len),
+            options.batch_records_max,
+            options.batch_bytes_max as u64,
+        ) {
             let (mut hashes, mut lens, mut contents) = (Vec::new(), Vec::new(), Vec::new());
-            let mut bytes = 0usize;
-            while i < missing.len()
-                && (hashes.is_empty()
-                    || (hashes.len() < options.batch_records_max
-                        && bytes < options.batch_bytes_max))
-            {
-                let h = missing[i];
-                let len = std::fs::metadata(store.path(h))
-                    .map_err(io_at(&store.path(h)))?
-                    .len();
-                if len > BLOB_BYTES_MAX {
-                    return Err(ArchiveError::Limit(format!(
-                        "blob {h} of session {} is {len} bytes, over the archive's {BLOB_BYTES_MAX} (PostgreSQL's bytea)",
-                        s.id
-                    )));
-                }
+            let mut bytes = 0u64;
+            for (h, len) in &missing[batch] {
                 let content = store.get(h)?;
-                if Hash::of(&content) != *h {
+                if Hash::of(&content) != *h || content.len() as u64 != *len {
                     return Err(ArchiveError::BadBlob {
                         session: s.id.clone(),
                         hash: h.to_hex(),
                         what: "the local copy is damaged (its content hashes otherwise); run `cairn verify` on the session".into(),
                     });
                 }
-                bytes += content.len();
+                bytes += *len;
                 hashes.push(h.to_hex());
-                lens.push(content.len() as i64);
+                lens.push(*len as i64);
                 contents.push(content);
-                i += 1;
             }
             let mut tx = self.client.transaction()?;
             tx.execute(
@@ -340,18 +358,13 @@ impl Archive {
             tx.commit()?;
             done += hashes.len() as u64;
             report.blobs_pushed += hashes.len() as u64;
-            report.blob_bytes_pushed += bytes as u64;
+            report.blob_bytes_pushed += bytes;
             progress(Progress::Blobs {
                 session: &s.id,
                 done,
                 total,
             });
         }
-        self.client.execute(
-            "insert into session_blobs (session, hash) select $1, unnest($2::text[])
-             on conflict do nothing",
-            &[&s.id, &all],
-        )?;
         Ok(())
     }
 
@@ -383,6 +396,14 @@ impl Archive {
                 what: format!("the local record does not rebuild to its line: {}", e.what),
             })?;
             debug_assert_eq!(f.hash, r.hash);
+            if !batch.seq.is_empty() && batch.bytes + line.len() > options.batch_bytes_max {
+                self.insert_batch(s, &mut batch, report)?;
+                progress(Progress::Records {
+                    session: &s.id,
+                    next: r.seq,
+                    total: to,
+                });
+            }
             let event = r.event.get();
             batch.bytes += line.len();
             batch.seq.push(r.seq as i64);
@@ -394,9 +415,7 @@ impl Archive {
                 .event
                 .push(jsonb_can_hold(event).then(|| event.to_string()));
             batch.line.push(line);
-            if batch.seq.len() >= options.batch_records_max
-                || batch.bytes >= options.batch_bytes_max
-            {
+            if batch.seq.len() >= options.batch_records_max {
                 self.insert_batch(s, &mut batch, report)?;
                 progress(Progress::Records {
                     session: &s.id,
@@ -485,6 +504,31 @@ impl Archive {
     }
 }
 
+/// Splits items of the given sizes, in order, into runs of at most `count_max` items
+/// and `bytes_max` bytes; an item larger than `bytes_max` forms a run of its own.
+pub(crate) fn plan_batches(
+    sizes: impl IntoIterator<Item = u64>,
+    count_max: usize,
+    bytes_max: u64,
+) -> Vec<std::ops::Range<usize>> {
+    assert!(count_max > 0 && bytes_max > 0);
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0usize, 0u64);
+    let mut n = 0usize;
+    for (i, size) in sizes.into_iter().enumerate() {
+        if i > start && (i - start == count_max || bytes + size > bytes_max) {
+            out.push(start..i);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size;
+        n = i + 1;
+    }
+    if n > start {
+        out.push(start..n);
+    }
+    out
+}
+
 /// Records on their way into one transaction, column by column.
 #[derive(Default)]
 struct Batch {
@@ -500,7 +544,32 @@ struct Batch {
 
 #[cfg(test)]
 mod tests {
-    use super::jsonb_can_hold;
+    use super::{jsonb_can_hold, plan_batches};
+
+    fn check(sizes: &[u64], count_max: usize, bytes_max: u64, expected: &[std::ops::Range<usize>]) {
+        assert_eq!(
+            plan_batches(sizes.iter().copied(), count_max, bytes_max),
+            expected,
+            "sizes {sizes:?}, count_max {count_max}, bytes_max {bytes_max}"
+        );
+    }
+
+    #[test]
+    #[allow(clippy::single_range_in_vec_init)] // one batch is a list of one range
+    fn batches_hold_at_most_their_count_and_bytes_and_a_larger_item_goes_alone() {
+        check(&[], 2, 10, &[]);
+        // Bytes: at the limit in one batch, one past it splits.
+        check(&[4, 6, 1], 10, 10, &[0..2, 2..3]);
+        check(&[4, 7, 1], 10, 10, &[0..1, 1..3]);
+        // Count: at the limit, then past it.
+        check(&[1, 1], 2, 100, &[0..2]);
+        check(&[1, 1, 1], 2, 100, &[0..2, 2..3]);
+        // An item over the byte limit alone, wherever it is.
+        check(&[11], 5, 10, &[0..1]);
+        check(&[3, 11, 3], 5, 10, &[0..1, 1..2, 2..3]);
+        // Both limits of 1: one item a batch.
+        check(&[5, 5, 5], 1, 1, &[0..1, 1..2, 2..3]);
+    }
 
     #[test]
     fn jsonb_cannot_hold_nul_escapes_and_lone_surrogates() {

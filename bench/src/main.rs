@@ -7,6 +7,7 @@
 //! The hidden subcommands (`__verify`, `__read`) are what the harness re-executes itself
 //! as, so that the peak memory of one operation is measured alone in its own process.
 
+mod archive;
 mod child;
 mod confine;
 mod consent;
@@ -64,6 +65,9 @@ enum Command {
     Import(import::ImportArgs),
     /// Benchmark search: indexing cost per call against recording, query latency.
     Search(search::SearchArgs),
+    /// Benchmark the team archive: push and pull throughput, verify time, on a local
+    /// PostgreSQL cluster.
+    Archive(archive::ArchiveArgs),
     /// Import a folder in process and print the summary (used for memory).
     #[command(name = "__import", hide = true)]
     ImportOnce { home: PathBuf, src: PathBuf },
@@ -106,6 +110,7 @@ fn main() -> Result<()> {
         Command::Resume(args) => resume::run(&args),
         Command::Import(args) => import::run(&args),
         Command::Search(args) => search::run(&args),
+        Command::Archive(args) => archive::run(&args),
         Command::Hook(args) => hook::run(&args),
         Command::ImportOnce { home, src } => import::import_once(&home, &src),
         Command::Tree(args) => tree::run(&args),

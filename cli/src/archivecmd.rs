@@ -12,6 +12,7 @@ use cairn_engine::Home;
 use cairn_engine::settings::Files;
 
 use crate::out;
+use crate::sessioncmd::Format;
 
 /// The prefix that names an archived session in place of a local one.
 pub const PREFIX: &str = "archive:";
@@ -30,7 +31,7 @@ pub fn set_flag_url(url: String) {
 /// The archive's URL: `--archive` (or `--to`), then `CAIRN_ARCHIVE_URL`, then
 /// `archive.url` of the project's configuration (the current directory's), then of the
 /// user's.
-fn url(given: Option<&str>) -> Result<String> {
+pub fn url(given: Option<&str>) -> Result<String> {
     if let Some(u) = given.or(FLAG_URL.get().map(String::as_str)) {
         return Ok(u.to_string());
     }
@@ -73,6 +74,23 @@ fn redact_url(url: &str) -> String {
     }
 }
 
+/// An arbitrary, fixed key of the advisory lock held while the search tables are
+/// created: `create table if not exists` is not safe against a second pusher doing the
+/// same at the same time (both see no table; one fails on the catalog's unique key).
+const SEARCH_SCHEMA_LOCK_KEY: i64 = 0x6361_6972_6e73_6368; // "cairnsch"
+
+/// Creates the archive's search tables when missing, one pusher at a time.
+fn search_schema(archive: &mut Archive) -> Result<()> {
+    let mut tx = archive.client().transaction()?;
+    tx.execute(
+        "select pg_advisory_xact_lock($1)",
+        &[&SEARCH_SCHEMA_LOCK_KEY],
+    )?;
+    cairn_search::pg::ensure_schema(&mut tx)?;
+    tx.commit()?;
+    Ok(())
+}
+
 /// A local session to push, with the home's verifier key.
 fn local(dir: &Path, home: &Home) -> Result<LocalSession> {
     let mut s = LocalSession::at(dir)?;
@@ -102,7 +120,15 @@ pub fn push(a: &PushArgs<'_>) -> Result<ExitCode> {
             .collect(),
         _ => return Err(anyhow!("give a session or --all")),
     };
+    if dirs.is_empty() {
+        out::note(&format!(
+            "cairn: no sessions in {}: nothing to push",
+            home.root.display()
+        ));
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut archive = connect(a.to)?;
+    search_schema(&mut archive)?;
     let options = PushOptions {
         batch_records_max: a.batch_records_max,
         ..PushOptions::default()
@@ -132,7 +158,6 @@ pub fn push(a: &PushArgs<'_>) -> Result<ExitCode> {
                 .and_then(|r| {
                     // What was pushed is searchable in the archive (`search --archive`).
                     let docs = cairn_search::SessionDocs::read(&dir)?;
-                    cairn_search::pg::ensure_schema(archive.client())?;
                     cairn_search::pg::index_session(archive.client(), &docs)?;
                     Ok(r)
                 })
@@ -190,11 +215,16 @@ pub fn pull(spec: &str, home: Option<&Path>, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `cairn archive list [--project P]`.
-pub fn list(project: Option<&str>, json: bool) -> Result<ExitCode> {
+/// `cairn archive list [--project P] [--json|--jsonl]`.
+pub fn list(project: Option<&str>, format: Format) -> Result<ExitCode> {
     let mut archive = connect(None)?;
-    for s in archive.list(project)? {
-        if json {
+    let listed = archive.list(project)?;
+    if format == Format::Json {
+        out::line(&serde_json::to_string(&listed)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for s in listed {
+        if format == Format::Jsonl {
             out::line(&serde_json::to_string(&s)?)?;
         } else {
             out::line(&format!(

@@ -44,9 +44,9 @@ struct Cli {
     /// Without a command, on a terminal: `chat`.
     #[command(subcommand)]
     command: Option<Command>,
-    /// The team archive (postgres://USER@HOST:PORT/DB) for `cairn archive` and for
-    /// `archive:<id>` sessions (default: CAIRN_ARCHIVE_URL, then `url` in the
-    /// configuration's [archive] table).
+    /// The team archive (postgres://USER@HOST:PORT/DB) for `cairn archive`,
+    /// `archive:<id>` sessions and `search --in-archive` (default: CAIRN_ARCHIVE_URL,
+    /// then `url` in the configuration's [archive] table).
     #[arg(long, global = true, value_name = "URL")]
     archive: Option<String>,
 }
@@ -421,8 +421,22 @@ enum Command {
     Import(importcmd::ImportArgs),
     /// Search every session's messages, tool inputs and outputs: words (all must
     /// occur), "quoted phrases", prefix*. Newest session first, then by seq. Uses the
-    /// index in the home (brought up to date first), or with --archive a PostgreSQL
-    /// archive's. Exit 0 with hits, 1 with none, 2 could not run.
+    /// index in the home (brought up to date first), or with --in-archive the team
+    /// archive's (the one `cairn --archive URL` names, else CAIRN_ARCHIVE_URL, else
+    /// `url` of [archive]). Exit 0 with hits, 1 with none, 2 could not run.
+    // One flag names the archive for every command: the global `--archive URL`. What
+    // search's own arguments call `archive` becomes a switch, `--in-archive` (another
+    // id, so that the global flag reaches search as it reaches every command), which
+    // `main` turns into the URL that flag, the environment or the configuration gives.
+    #[command(mut_arg("archive", |a| a
+        .id(IN_ARCHIVE)
+        .long("in-archive")
+        .num_args(0)
+        .action(clap::ArgAction::SetTrue)
+        .value_parser(clap::value_parser!(bool))
+        .default_missing_value("true")
+        .default_value("false")
+        .help("Search the team archive's index instead of the home's: the archive --archive URL names, else CAIRN_ARCHIVE_URL, else url in the [archive] table of the configuration")))]
     Search(searchcmd::SearchArgs),
     /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell).
     Completions { shell: clap_complete::Shell },
@@ -701,13 +715,18 @@ enum ArchiveAction {
         #[arg(long)]
         json: bool,
     },
-    /// The archived sessions, newest first: id, project, records, first and last time.
+    /// The archived sessions, newest first: id, project, records, first and last time,
+    /// blobs, checkpoints.
     List {
         /// Only the projects whose key holds P.
         #[arg(long, value_name = "P")]
         project: Option<String>,
-        #[arg(long)]
+        /// One JSON array of the sessions (`[]` when there are none).
+        #[arg(long, conflicts_with = "jsonl")]
         json: bool,
+        /// One JSON object per line, one line per session.
+        #[arg(long)]
+        jsonl: bool,
     },
     /// Verify inside the archive, from the stored bytes: every record's hash and chain,
     /// the Merkle tree against each checkpoint, the checkpoints' signatures, the blobs.
@@ -787,11 +806,25 @@ enum AllowAction {
     },
 }
 
-/// The command line parsed; a usage error is printed with the `cairn:` prefix of every
-/// error and exits 2, help and version print as usual and exit 0.
-fn parse() -> Result<Cli, ExitCode> {
-    match Cli::try_parse() {
-        Ok(cli) => Ok(cli),
+/// The id of `search --in-archive`.
+const IN_ARCHIVE: &str = "in_archive";
+
+/// The command line parsed, and whether `search --in-archive` was given (a switch the
+/// derived `Cli` has no field for: see `Command::Search`); a usage error is printed
+/// with the `cairn:` prefix of every error and exits 2, help and version print as usual
+/// and exit 0.
+fn parse() -> Result<(Cli, bool), ExitCode> {
+    use clap::{CommandFactory, FromArgMatches};
+    let parsed = Cli::command().try_get_matches().and_then(|mut m| {
+        let in_archive = m
+            .subcommand_matches("search")
+            .is_some_and(|s| s.get_flag(IN_ARCHIVE));
+        Cli::from_arg_matches_mut(&mut m)
+            .map(|cli| (cli, in_archive))
+            .map_err(|e| e.format(&mut Cli::command()))
+    });
+    match parsed {
+        Ok(parsed) => Ok(parsed),
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(
@@ -830,8 +863,8 @@ fn scope(user: bool) -> hookcmd::Scope {
 }
 
 fn main() -> ExitCode {
-    let cli = match parse() {
-        Ok(cli) => cli,
+    let (cli, in_archive) = match parse() {
+        Ok(parsed) => parsed,
         Err(code) => return code,
     };
     if let Some(url) = cli.archive {
@@ -954,7 +987,11 @@ fn main() -> ExitCode {
                 home,
                 json,
             } => archivecmd::pull(&session, home.as_deref(), json),
-            ArchiveAction::List { project, json } => archivecmd::list(project.as_deref(), json),
+            ArchiveAction::List {
+                project,
+                json,
+                jsonl,
+            } => archivecmd::list(project.as_deref(), sessioncmd::Format::of(json, jsonl)),
             ArchiveAction::Verify {
                 session,
                 all,
@@ -1179,7 +1216,15 @@ fn main() -> ExitCode {
         ),
         Command::Browse { session } => browsecmd::browse(session.as_deref()),
         Command::Import(args) => importcmd::import(args),
-        Command::Search(args) => searchcmd::search(args),
+        Command::Search(mut args) => (|| {
+            // The global --archive reaches `args.archive`, but only names the archive:
+            // --in-archive searches it, found as every command finds it.
+            args.archive = match in_archive {
+                true => Some(archivecmd::url(None)?),
+                false => None,
+            };
+            searchcmd::search(args)
+        })(),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             // Into memory first: the generator panics on a closed pipe.
