@@ -40,6 +40,9 @@ use crate::writer::Writer;
 /// recorded as written, its content unknown.
 pub const HOOK_FILE_BYTES_MAX: u64 = 64 << 20;
 
+/// The largest hook input read, in bytes (a tool's whole response can be large).
+pub const HOOK_INPUT_BYTES_MAX: u64 = 64 << 20;
+
 /// Bytes read from each end of a transcript to find the agent's version.
 pub const VERSION_SCAN_BYTES_MAX: u64 = 64 << 10;
 
@@ -260,7 +263,9 @@ pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answe
             side_ref.calls.clear();
         }
         None => {
-            writer.close(false)?;
+            // The state at the head kept as the session's snapshot: the next event's
+            // process reads it instead of folding the log from its start.
+            writer.close_cached()?;
         }
     }
     write_atomic(
