@@ -79,9 +79,16 @@ struct Open {
     /// A question was put to the person at the agent: answered yes if the call ran.
     #[serde(default)]
     asked: Option<String>,
-    /// The file the call writes, and its content before (`None`: there was none).
+    /// The files the call writes, each with its content before.
     #[serde(default)]
-    path: Option<String>,
+    files: Vec<OpenFile>,
+}
+
+/// A file a call is about to write.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct OpenFile {
+    path: String,
+    /// Its content before (`None`: there was none).
     #[serde(default)]
     before: Option<BlobRef>,
     /// The content before could not be kept (too large, a credential file, not
@@ -331,14 +338,22 @@ fn pre_tool_use(
             output: reason.clone(),
         })?;
     } else {
-        if let Some(path) = written_path(tool, &tool_input) {
-            let abs = root.join(&path);
+        let cwd = input
+            .get("cwd")
+            .and_then(Value::as_str)
+            .map_or(root.to_path_buf(), PathBuf::from);
+        for path in written_paths(tool, &tool_input) {
+            let abs = cwd.join(&path);
+            let mut file = OpenFile {
+                path: abs.to_string_lossy().into_owned(),
+                ..OpenFile::default()
+            };
             match capture(&abs, root, &credentials) {
-                Captured::Content(bytes) => open.before = Some(w.blob(&bytes)?),
+                Captured::Content(bytes) => file.before = Some(w.blob(&bytes)?),
                 Captured::Missing => {}
-                Captured::Unknown => open.before_unknown = true,
+                Captured::Unknown => file.before_unknown = true,
             }
-            open.path = Some(abs.to_string_lossy().into_owned());
+            open.files.push(file);
         }
         side.calls.insert(id, open);
     }
@@ -417,7 +432,14 @@ fn post_tool_use(
             Open {
                 call: w.call_id(&id).unwrap_or_default().to_string(),
                 tool: tool.clone(),
-                before_unknown: true,
+                files: written_paths(&tool, &tool_input)
+                    .into_iter()
+                    .map(|p| OpenFile {
+                        path: root.join(p).to_string_lossy().into_owned(),
+                        before: None,
+                        before_unknown: true,
+                    })
+                    .collect(),
                 ..Open::default()
             }
         }
@@ -458,18 +480,16 @@ fn post_tool_use(
         match step {
             // The write as the disk shows it, not as the agent said it.
             Step::Write(_) => {}
+            // Codex 0.171 gives a command's output alone, as text, success or not: the
+            // exit code is known only when the text says it, else it is unknown (the
+            // command's status `lost`), never taken for 0.
+            Step::Shell(mut sh) if response.is_string() && !failed => {
+                sh.exit_code = text_exit_code(&sh.stdout);
+                w.step(Step::Shell(sh))?;
+            }
             end @ Step::End { .. } => {
-                if let Some(path) = &open.path {
-                    record_write(
-                        w,
-                        &id,
-                        &tool,
-                        path,
-                        open.before,
-                        open.before_unknown,
-                        root,
-                        !failed,
-                    )?;
+                for file in &open.files {
+                    record_write(w, &id, &tool, file, root, !failed)?;
                 }
                 w.step(end)?;
             }
@@ -479,12 +499,44 @@ fn post_tool_use(
     Ok(())
 }
 
-/// The file a call of `tool` writes, as given.
-fn written_path(tool: &str, input: &Value) -> Option<String> {
+/// The exit code a command's output text states (`Exit code: N` or `Process exited
+/// with code N` on a line of its own, as Codex writes it for the model).
+fn text_exit_code(text: &str) -> Option<i32> {
+    text.lines().find_map(|l| {
+        let l = l.trim();
+        l.strip_prefix("Exit code: ")
+            .or_else(|| l.strip_prefix("Process exited with code "))
+            .and_then(|n| n.trim().parse().ok())
+    })
+}
+
+/// The files a call of `tool` writes, as given: Claude Code's edits and writes name
+/// one, Codex's `apply_patch` names each in its envelope (`*** Add File:`,
+/// `*** Update File:`, `*** Delete File:`, `*** Move to:`).
+fn written_paths(tool: &str, input: &Value) -> Vec<String> {
+    let s = |k: &str| input.get(k).and_then(Value::as_str).map(str::to_string);
     match tool {
-        "Edit" | "MultiEdit" | "Write" => input.get("file_path")?.as_str().map(str::to_string),
-        "NotebookEdit" => input.get("notebook_path")?.as_str().map(str::to_string),
-        _ => None,
+        "Edit" | "MultiEdit" | "Write" => s("file_path").into_iter().collect(),
+        "NotebookEdit" => s("notebook_path").into_iter().collect(),
+        "apply_patch" => {
+            let Some(patch) = s("command").or(s("input")).or(s("patch")) else {
+                return Vec::new();
+            };
+            let mut paths: Vec<String> = Vec::new();
+            for line in patch.lines() {
+                let path = ["*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "]
+                    .iter()
+                    .find_map(|p| line.strip_prefix(p));
+                if let Some(p) = path.map(str::trim)
+                    && !p.is_empty()
+                    && !paths.iter().any(|q| q == p)
+                {
+                    paths.push(p.to_string());
+                }
+            }
+            paths
+        }
+        _ => Vec::new(),
     }
 }
 
@@ -662,21 +714,21 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, path).map_err(ImportError::io(path))
 }
 
-/// The file writes of a finished call, recorded from disk.
-#[allow(clippy::too_many_arguments)]
+/// The write of `file` by a finished call, recorded from disk.
 fn record_write(
     w: &mut Writer,
     id: &str,
     tool: &str,
-    path: &str,
-    before: Option<BlobRef>,
-    before_unknown: bool,
+    file: &OpenFile,
     root: &Path,
     ok: bool,
 ) -> Result<()> {
     let credentials = CredentialFiles::new(&cairn_core::permission::default_credential_files())
         .map_err(|e| bad(e.to_string()))?;
-    let after = match capture(Path::new(path), root, &credentials) {
+    let (before, before_unknown) = (file.before, file.before_unknown);
+    let captured = capture(Path::new(&file.path), root, &credentials);
+    let gone = matches!(captured, Captured::Missing);
+    let after = match captured {
         Captured::Content(bytes) => {
             let lines = bytes.iter().filter(|b| **b == b'\n').count() as u32
                 + u32::from(!bytes.is_empty() && !bytes.ends_with(b"\n"));
@@ -684,14 +736,16 @@ fn record_write(
         }
         Captured::Missing | Captured::Unknown => None,
     };
-    if !ok && after.map(|a| a.0) == before && !before_unknown {
-        // Nothing changed.
+    if after.map(|a| a.0) == before && !before_unknown && (!ok || before.is_some() || gone) {
+        // Nothing changed (a failed call, a patch that left this file as it was, or a
+        // file that was not there and still is not).
         return Ok(());
     }
     let op = match (before, before_unknown, tool) {
+        (Some(_), _, _) if gone => WriteOp::Delete,
         (None, false, _) => WriteOp::Create,
         (_, _, "Write") => WriteOp::Replace,
         _ => WriteOp::Edit,
     };
-    w.file_write(id, path, op, before, after, ok)
+    w.file_write(id, &file.path, op, before, after, ok)
 }

@@ -190,6 +190,25 @@ fn grant(e: &Env, peers: &Path) {
     cairn_ok(e, &["mcp", "remove", "everything", "--workspace", &ws]);
 }
 
+/// Puts `write_patch` (what Codex's `apply_patch` asks) on the allow list: an "always"
+/// answer in a session of the thndrs catalog, which has that tool.
+fn grant_write_patch(e: &Env) {
+    let ws = e.s.ws.to_string_lossy().into_owned();
+    let config = e.s.home.join("config.toml");
+    std::fs::write(&config, "catalog = \"thndrs\"\n").unwrap();
+    let step = json!({"tool": "write_patch", "input": {"patches": [{"op": "create", "path": "scratch.txt", "content": "c\n"}]}, "approve": "always"});
+    let script = e.s.home.parent().unwrap().join("grant-patch.jsonl");
+    std::fs::write(&script, format!("{step}\n")).unwrap();
+    cairn_ok(
+        e,
+        &["run", "--script", script.to_str().unwrap(), "--workspace", &ws],
+    );
+    std::fs::remove_file(&config).unwrap();
+    std::fs::remove_file(e.s.ws.join("scratch.txt")).unwrap();
+    let listed = cairn_ok(e, &["allow", "list", "--json", "--workspace", &ws]);
+    assert!(listed.contains("\"write_patch\""), "{listed}");
+}
+
 /// `cairn hook install AGENT --approve APPROVE --yes` in the workspace.
 fn install(e: &Env, agent: &str, approve: &str) {
     let ws = e.s.ws.to_string_lossy().into_owned();
@@ -379,7 +398,7 @@ fn real_claude_killed_mid_command_leaves_the_hook_call_interrupted() {
     install(&e, "claude", "always");
     let model = FakeModel::start(Script::new(vec![Turn::calls(vec![call(
         "Bash",
-        json!({"command": "sleep 30.522", "description": "wait"}),
+        json!({"command": "python3 -c 'import time; time.sleep(30.522)'", "description": "wait"}),
     )])]));
     let mut claude = Claude::new(&e.agents, &model, &e.agent_home, &e.s.ws, &[]);
     claude.env.push((
@@ -441,6 +460,7 @@ fn real_codex_tools_through_cairn_hooks_are_recorded_and_a_denial_honoured() {
         return;
     };
     grant(&e, &peers);
+    grant_write_patch(&e);
     let model = FakeModel::start(codex_hooks_script());
     let mut codex = Codex::new(&e.agents, &model, &e.agent_home, &e.s.ws, &[]);
     // Codex runs a new hook only once a person trusted it (`/hooks`); a test has nobody.
@@ -465,11 +485,37 @@ fn real_codex_tools_through_cairn_hooks_are_recorded_and_a_denial_honoured() {
     assert_eq!(events[0]["agent"]["name"], "codex");
     assert_eq!(
         calls_of(&events),
-        [("Bash", "error"), ("apply_patch", "ok"), ("Bash", "denied")]
+        [("Bash", "ok"), ("apply_patch", "ok"), ("Bash", "denied")]
             .map(|(t, s)| (t.to_string(), s.to_string())),
         "{events:#?}\n{}",
         model.describe()
     );
+    // Codex 0.171 tells a hook a command's output only, not how it exited: the failed
+    // `ls` is recorded with its exit code unknown (`lost`), never as 0.
+    let finished: Vec<(Value, Value)> = events
+        .iter()
+        .filter(|ev| ev["type"] == "shell_exec" && ev["phase"] == "finished")
+        .map(|ev| (ev["status"].clone(), ev["exit_code"].clone()))
+        .collect();
+    assert_eq!(finished, [(json!("lost"), Value::Null)], "{events:#?}");
+    // The patch as a file_write with the content before and after, read from disk.
+    assert_eq!(
+        std::fs::read_to_string(e.s.ws.join("notes.txt")).unwrap(),
+        "hello, world\nsecond line\n"
+    );
+    assert!(
+        events.iter().any(|ev| ev["type"] == "file_write"
+            && ev["path"] == "notes.txt"
+            && ev["before"].is_object()
+            && ev["after"].is_object()),
+        "{events:#?}"
+    );
+    // Codex 0.171 runs SessionEnd hooks: the session ended.
+    assert_eq!(
+        events.last().unwrap()["reason"],
+        "codex session ended (other)"
+    );
+    assert_eq!(state(&e, &dir), "finished");
     let (code, out) = verify(&e, &dir);
     assert_eq!(code, Some(0), "{out}");
 }
