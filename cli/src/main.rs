@@ -583,8 +583,9 @@ enum HookAction {
         #[arg(long, default_value = "ask")]
         approve: sessioncmd::Approve,
     },
-    /// Codex's hook (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse): the
-    /// same recording; Codex honours a denial only, so only `--approve never` refuses.
+    /// Codex's hook (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse,
+    /// SessionEnd): the same recording; Codex honours a denial only, so only
+    /// `--approve never` refuses.
     Codex {
         #[arg(long, default_value = "ask")]
         approve: sessioncmd::Approve,

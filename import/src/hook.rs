@@ -487,11 +487,27 @@ fn post_tool_use(
                 sh.exit_code = text_exit_code(&sh.stdout);
                 w.step(Step::Shell(sh))?;
             }
-            end @ Step::End { .. } => {
-                for file in &open.files {
-                    record_write(w, &id, &tool, file, root, !failed)?;
+            Step::End {
+                id: end_id,
+                mut status,
+                output,
+            } => {
+                // Codex's result text states how a patch or command exited, in its
+                // header, when it does: a non-zero exit is a failed call.
+                if let Some(text) = response.as_str()
+                    && status == Status::Ok
+                    && text_exit_code(text).is_some_and(|c| c != 0)
+                {
+                    status = Status::Error;
                 }
-                w.step(end)?;
+                for file in &open.files {
+                    record_write(w, &id, &tool, file, root, status == Status::Ok)?;
+                }
+                w.step(Step::End {
+                    id: end_id,
+                    status,
+                    output,
+                })?;
             }
             other => w.step(other)?,
         }
@@ -499,10 +515,16 @@ fn post_tool_use(
     Ok(())
 }
 
-/// The exit code a command's output text states (`Exit code: N` or `Process exited
-/// with code N` on a line of its own, as Codex writes it for the model).
+/// The exit code a command's result text states in its header, as Codex writes one
+/// for the model (`Exit code: N` or `Process exited with code N`, then `Output:`);
+/// `None` for text without such a header (what the command printed is never read
+/// for it).
 fn text_exit_code(text: &str) -> Option<i32> {
-    text.lines().find_map(|l| {
+    let header: Vec<&str> = text.lines().take_while(|l| l.trim() != "Output:").collect();
+    if header.len() == text.lines().count() {
+        return None;
+    }
+    header.iter().find_map(|l| {
         let l = l.trim();
         l.strip_prefix("Exit code: ")
             .or_else(|| l.strip_prefix("Process exited with code "))
@@ -748,4 +770,43 @@ fn record_write(
         _ => WriteOp::Edit,
     };
     w.file_write(id, &file.path, op, before, after, ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_files_a_call_writes_are_named_by_its_input() {
+        let cases: Vec<(&str, Value, Vec<&str>)> = vec![
+            ("Edit", json!({"file_path": "/w/a.rs"}), vec!["/w/a.rs"]),
+            ("Write", json!({"file_path": "b.txt", "content": ""}), vec!["b.txt"]),
+            ("NotebookEdit", json!({"notebook_path": "n.ipynb"}), vec!["n.ipynb"]),
+            (
+                "apply_patch",
+                json!({"command": "*** Begin Patch\n*** Add File: new.txt\n+x\n*** Update File: a.rs\n*** Move to: b.rs\n@@\n-a\n+b\n*** Delete File: old.txt\n*** Update File: a.rs\n*** End Patch\n"}),
+                vec!["new.txt", "a.rs", "b.rs", "old.txt"],
+            ),
+            ("Bash", json!({"command": "echo > x"}), vec![]),
+            ("Read", json!({"file_path": "a.rs"}), vec![]),
+        ];
+        for (tool, input, want) in cases {
+            assert_eq!(written_paths(tool, &input), want, "{tool} {input}");
+        }
+    }
+
+    #[test]
+    fn an_exit_code_is_read_only_where_the_text_states_it() {
+        let cases = [
+            ("Exit code: 0\nWall time: 0 seconds\nOutput:\nok\n", Some(0)),
+            ("Chunk ID: e5\nProcess exited with code 2\nOutput:\nls: x\n", Some(2)),
+            ("ls: cannot access 'x': No such file or directory\n", None),
+            ("the Exit code: 3 was printed by the program\n", None),
+            ("Exit code: 3\n", None),
+            ("Output:\nExit code: 3\n", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(text_exit_code(text), want, "{text}");
+        }
+    }
 }

@@ -209,12 +209,20 @@ fn grant_write_patch(e: &Env) {
     assert!(listed.contains("\"write_patch\""), "{listed}");
 }
 
-/// `cairn hook install AGENT --approve APPROVE --yes` in the workspace.
+/// `cairn hook install AGENT --approve APPROVE --yes` in the workspace: the diff it
+/// shows adds the hook's command.
 fn install(e: &Env, agent: &str, approve: &str) {
     let ws = e.s.ws.to_string_lossy().into_owned();
-    cairn_ok(
+    let shown = cairn_ok(
         e,
         &["hook", "install", agent, "--approve", approve, "--yes", "--workspace", &ws],
+    );
+    let added = format!("hook {agent} --approve {approve}\"");
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.contains(" +") && l.contains(&added)),
+        "{shown}"
     );
 }
 
@@ -383,6 +391,16 @@ fn real_claude_builtin_tools_through_cairn_hooks_are_recorded_gated_and_end_clea
         let (code, out) = verify(&e, dir);
         assert_eq!(code, Some(0), "{via}: {out}");
         assert_eq!(state(&e, dir), "finished", "{via}");
+    }
+    // `show`, `audit` and `diff` read it as any session.
+    let hook_dir = dir.to_str().unwrap();
+    for args in [
+        vec!["show", hook_dir, "--verbose"],
+        vec!["audit", hook_dir, "--markdown"],
+        vec!["diff", hook_dir, hook_dir],
+    ] {
+        let out = cairn_ok(&e, &args);
+        assert!(out.contains("Bash") || args[0] == "diff", "{args:?}: {out}");
     }
     // The proxied call, recorded by the proxy too.
     let proxied = all.iter().find(|(v, _)| v == "proxy").unwrap();
