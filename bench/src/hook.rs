@@ -175,7 +175,11 @@ fn claude_session(cairn: &Path, agents: &Path, calls: u64, hooks: bool) -> Resul
         let sessions = home.join("projects");
         let log = std::fs::read_dir(&sessions)?
             .flatten()
-            .flat_map(|p| std::fs::read_dir(p.path().join("sessions")).into_iter().flatten())
+            .flat_map(|p| {
+                std::fs::read_dir(p.path().join("sessions"))
+                    .into_iter()
+                    .flatten()
+            })
             .flatten()
             .map(|s| std::fs::read_to_string(s.path().join("events.jsonl")).unwrap_or_default())
             .collect::<String>();

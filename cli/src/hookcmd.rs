@@ -11,7 +11,6 @@ use cairn_engine::hook::Unlisted;
 use cairn_import::hook::{HOOK_INPUT_BYTES_MAX, HookOptions, handle};
 use cairn_import::hook_install;
 
-
 /// Which agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AgentName {

@@ -545,6 +545,8 @@ fn stop(process: &mut Process, link: &Link) {
         // Dropping the pipe's end closes the server's stdin.
         *w = Box::new(std::io::sink());
     }
-    let exited = process.wait_exit(Instant::now() + Duration::from_millis(SERVER_EXIT_WAIT_MS / 4));
+    // The whole wait: a server still starting (node under load) answers what the
+    // client sent before it closed its end, then exits on its own.
+    let exited = process.wait_exit(Instant::now() + Duration::from_millis(SERVER_EXIT_WAIT_MS));
     process.stop_code(if exited { 0 } else { SERVER_EXIT_WAIT_MS });
 }

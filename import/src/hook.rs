@@ -546,9 +546,14 @@ fn written_paths(tool: &str, input: &Value) -> Vec<String> {
             };
             let mut paths: Vec<String> = Vec::new();
             for line in patch.lines() {
-                let path = ["*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "]
-                    .iter()
-                    .find_map(|p| line.strip_prefix(p));
+                let path = [
+                    "*** Add File: ",
+                    "*** Update File: ",
+                    "*** Delete File: ",
+                    "*** Move to: ",
+                ]
+                .iter()
+                .find_map(|p| line.strip_prefix(p));
                 if let Some(p) = path.map(str::trim)
                     && !p.is_empty()
                     && !paths.iter().any(|q| q == p)
@@ -780,8 +785,16 @@ mod tests {
     fn the_files_a_call_writes_are_named_by_its_input() {
         let cases: Vec<(&str, Value, Vec<&str>)> = vec![
             ("Edit", json!({"file_path": "/w/a.rs"}), vec!["/w/a.rs"]),
-            ("Write", json!({"file_path": "b.txt", "content": ""}), vec!["b.txt"]),
-            ("NotebookEdit", json!({"notebook_path": "n.ipynb"}), vec!["n.ipynb"]),
+            (
+                "Write",
+                json!({"file_path": "b.txt", "content": ""}),
+                vec!["b.txt"],
+            ),
+            (
+                "NotebookEdit",
+                json!({"notebook_path": "n.ipynb"}),
+                vec!["n.ipynb"],
+            ),
             (
                 "apply_patch",
                 json!({"command": "*** Begin Patch\n*** Add File: new.txt\n+x\n*** Update File: a.rs\n*** Move to: b.rs\n@@\n-a\n+b\n*** Delete File: old.txt\n*** Update File: a.rs\n*** End Patch\n"}),
@@ -799,7 +812,10 @@ mod tests {
     fn an_exit_code_is_read_only_where_the_text_states_it() {
         let cases = [
             ("Exit code: 0\nWall time: 0 seconds\nOutput:\nok\n", Some(0)),
-            ("Chunk ID: e5\nProcess exited with code 2\nOutput:\nls: x\n", Some(2)),
+            (
+                "Chunk ID: e5\nProcess exited with code 2\nOutput:\nls: x\n",
+                Some(2),
+            ),
             ("ls: cannot access 'x': No such file or directory\n", None),
             ("the Exit code: 3 was printed by the program\n", None),
             ("Exit code: 3\n", None),

@@ -209,7 +209,10 @@ pub fn codex_install(text: &str, command: &str) -> Result<String, InstallError> 
             .ok_or_else(|| InstallError::Shape(format!("hooks.{event}"), "a list of tables"))?;
         if let Some(ours) = list.iter_mut().find(|t| toml_entry_is_ours(t, "codex")) {
             // Installed again with another `--approve`: the command is replaced.
-            if let Some(hs) = ours.get_mut("hooks").and_then(|h| h.as_array_of_tables_mut()) {
+            if let Some(hs) = ours
+                .get_mut("hooks")
+                .and_then(|h| h.as_array_of_tables_mut())
+            {
                 for h in hs.iter_mut() {
                     if h.get("command").and_then(|c| c.as_str()) != Some(command) {
                         h.insert("command", value(command));

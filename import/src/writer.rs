@@ -134,12 +134,8 @@ impl Writer {
             .map_err(|e| ImportError::HookInput {
                 what: e.to_string(),
             })?;
-            let mut files = cairn_tools::manifest::scan(
-                root,
-                &blobs,
-                &project.manifest_cache(),
-                &credentials,
-            )?;
+            let mut files =
+                cairn_tools::manifest::scan(root, &blobs, &project.manifest_cache(), &credentials)?;
             if let Ok(inner) = home.root.strip_prefix(root) {
                 let inner = inner.to_string_lossy().into_owned();
                 files.retain(|f| !f.path.starts_with(inner.as_str()));

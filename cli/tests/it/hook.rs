@@ -221,13 +221,33 @@ fn a_file_at_hook_file_bytes_max_is_kept_and_one_past_it_is_recorded_unknown() {
     file_of(&past, HOOK_FILE_BYTES_MAX + 1, b'a');
     for (id, path) in [("w1", &at), ("w2", &past)] {
         let input = json!({"file_path": path, "old_string": "a", "new_string": "b"});
-        let out = hook(&s, "claude", &["--approve", "always"], &pre(&s, id, "Edit", input.clone()));
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = hook(
+            &s,
+            "claude",
+            &["--approve", "always"],
+            &pre(&s, id, "Edit", input.clone()),
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         // The edit, as the agent makes it: the last byte changes, the size stays.
         let len = std::fs::metadata(path).unwrap().len();
         file_of(path, len, b'b');
-        let out = hook(&s, "claude", &[], &post(&s, id, "Edit", input, json!({"filePath": path})));
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = hook(
+            &s,
+            "claude",
+            &[],
+            &post(&s, id, "Edit", input, json!({"filePath": path})),
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     assert_eq!(
         writes(&s),
@@ -244,31 +264,72 @@ fn a_hook_session_starts_with_the_workspace_manifest_and_checks_out_at_any_point
     std::fs::create_dir_all(s.ws.join("src")).unwrap();
     std::fs::write(s.ws.join("src/a.rs"), "fn a() {}\n").unwrap();
     std::fs::write(s.ws.join("notes.txt"), "hello\n").unwrap();
-    let out = hook(&s, "claude", &[], &event(&s, "SessionStart", json!({"source": "startup"})));
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = hook(
+        &s,
+        "claude",
+        &[],
+        &event(&s, "SessionStart", json!({"source": "startup"})),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let started = s.events()[0].clone();
     assert_eq!(started["manifest_files"], 2, "{started}");
     // An edit through the hooks.
-    let input = json!({"file_path": s.ws.join("notes.txt"), "old_string": "hello", "new_string": "bye"});
-    hook(&s, "claude", &["--approve", "always"], &pre(&s, "e1", "Edit", input.clone()));
+    let input =
+        json!({"file_path": s.ws.join("notes.txt"), "old_string": "hello", "new_string": "bye"});
+    hook(
+        &s,
+        "claude",
+        &["--approve", "always"],
+        &pre(&s, "e1", "Edit", input.clone()),
+    );
     std::fs::write(s.ws.join("notes.txt"), "bye\n").unwrap();
     hook(&s, "claude", &[], &post(&s, "e1", "Edit", input, json!({})));
-    hook(&s, "claude", &[], &event(&s, "SessionEnd", json!({"reason": "exit"})));
+    hook(
+        &s,
+        "claude",
+        &[],
+        &event(&s, "SessionEnd", json!({"reason": "exit"})),
+    );
     let dir = s.session().unwrap();
     let checkout = |at: &str, into: &Path| {
         let out = s
-            .cairn(&["checkout", dir.to_str().unwrap(), "--at", at, into.to_str().unwrap()])
+            .cairn(&[
+                "checkout",
+                dir.to_str().unwrap(),
+                "--at",
+                at,
+                into.to_str().unwrap(),
+            ])
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     let first = s.home.parent().unwrap().join("at-start");
     checkout("0", &first);
-    assert_eq!(std::fs::read_to_string(first.join("notes.txt")).unwrap(), "hello\n");
-    assert_eq!(std::fs::read_to_string(first.join("src/a.rs")).unwrap(), "fn a() {}\n");
+    assert_eq!(
+        std::fs::read_to_string(first.join("notes.txt")).unwrap(),
+        "hello\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(first.join("src/a.rs")).unwrap(),
+        "fn a() {}\n"
+    );
     let last = s.home.parent().unwrap().join("at-end");
     checkout("end", &last);
-    assert_eq!(std::fs::read_to_string(last.join("notes.txt")).unwrap(), "bye\n");
+    assert_eq!(
+        std::fs::read_to_string(last.join("notes.txt")).unwrap(),
+        "bye\n"
+    );
 }
 
 #[test]
@@ -305,11 +366,20 @@ fn hooks_run_in_parallel_append_one_after_the_other_and_verify_clean() {
             .collect();
         for h in handles {
             let out = h.join().unwrap();
-            assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
     };
     let line = |i: usize| json!({"command": format!("echo {i}")});
-    run_all((0..n).map(|i| pre(&s, &format!("p{i}"), "Bash", line(i))).collect());
+    run_all(
+        (0..n)
+            .map(|i| pre(&s, &format!("p{i}"), "Bash", line(i)))
+            .collect(),
+    );
     run_all(
         (0..n)
             .map(|i| {
@@ -323,16 +393,27 @@ fn hooks_run_in_parallel_append_one_after_the_other_and_verify_clean() {
             })
             .collect(),
     );
-    hook(&s, "claude", &[], &event(&s, "SessionEnd", json!({"reason": "exit"})));
+    hook(
+        &s,
+        "claude",
+        &[],
+        &event(&s, "SessionEnd", json!({"reason": "exit"})),
+    );
     let events = s.events();
     let finished: Vec<&Value> = events
         .iter()
         .filter(|e| e["type"] == "tool_finished")
         .collect();
     assert_eq!(finished.len(), n, "{events:#?}");
-    assert!(finished.iter().all(|e| e["status"] == "ok"), "{finished:#?}");
+    assert!(
+        finished.iter().all(|e| e["status"] == "ok"),
+        "{finished:#?}"
+    );
     let dir = s.session().unwrap();
-    let out = s.cairn(&["verify", dir.to_str().unwrap()]).output().unwrap();
+    let out = s
+        .cairn(&["verify", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -354,7 +435,12 @@ fn an_input_at_hook_input_bytes_max_is_read_and_one_past_it_refused() {
         v
     };
     let out = hook(&s, "claude", &[], &padded(HOOK_INPUT_BYTES_MAX));
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = hook(&s, "claude", &[], &padded(HOOK_INPUT_BYTES_MAX + 1));
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);

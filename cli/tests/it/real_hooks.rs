@@ -85,7 +85,10 @@ fn calls_of(events: &[Value]) -> Vec<(String, String)> {
 
 /// `cairn verify DIR`: exit code and output.
 fn verify(e: &Env, dir: &Path) -> (Option<i32>, String) {
-    let out = e.s.cairn(&["verify", dir.to_str().unwrap()]).output().unwrap();
+    let out =
+        e.s.cairn(&["verify", dir.to_str().unwrap()])
+            .output()
+            .unwrap();
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
@@ -95,7 +98,12 @@ fn verify(e: &Env, dir: &Path) -> (Option<i32>, String) {
 /// The state `cairn sessions --json` gives the session in `dir`.
 fn state(e: &Env, dir: &Path) -> String {
     let out = e.s.cairn(&["sessions", "--json"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let id = dir.file_name().unwrap().to_string_lossy().into_owned();
     rows.iter()
@@ -135,10 +143,7 @@ fn proxy_server(e: &Env, peers: &Path) -> McpServer {
             peers.join(EVERYTHING).to_string_lossy().into_owned(),
             "stdio".into(),
         ],
-        env: vec![(
-            "CAIRN_HOME".into(),
-            e.s.home.to_string_lossy().into_owned(),
-        )],
+        env: vec![("CAIRN_HOME".into(), e.s.home.to_string_lossy().into_owned())],
     }
 }
 
@@ -150,14 +155,31 @@ fn grant(e: &Env, peers: &Path) {
     cairn_ok(
         e,
         &[
-            "mcp", "add", "cairn", "--", cairn, "mcp", "serve", "--workspace", &ws, "--approve",
+            "mcp",
+            "add",
+            "cairn",
+            "--",
+            cairn,
+            "mcp",
+            "serve",
+            "--workspace",
+            &ws,
+            "--approve",
             "always",
         ],
     );
     let everything = peers.join(EVERYTHING).to_string_lossy().into_owned();
     cairn_ok(
         e,
-        &["mcp", "add", "everything", "--", "node", &everything, "stdio"],
+        &[
+            "mcp",
+            "add",
+            "everything",
+            "--",
+            "node",
+            &everything,
+            "stdio",
+        ],
     );
     let steps = [
         json!({"tool": "write_file", "input": {"path": "scratch.txt", "content": "a\n"}, "approve": "always"}),
@@ -173,7 +195,13 @@ fn grant(e: &Env, peers: &Path) {
     std::fs::write(&script, text).unwrap();
     cairn_ok(
         e,
-        &["run", "--script", script.to_str().unwrap(), "--workspace", &ws],
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            &ws,
+        ],
     );
     let listed = cairn_ok(e, &["allow", "list", "--json", "--workspace", &ws]);
     for key in [
@@ -184,7 +212,10 @@ fn grant(e: &Env, peers: &Path) {
         "mcp:cairn:read_file",
         "mcp:everything:echo",
     ] {
-        assert!(listed.contains(&format!("\"{key}\"")), "{key} not granted: {listed}");
+        assert!(
+            listed.contains(&format!("\"{key}\"")),
+            "{key} not granted: {listed}"
+        );
     }
     cairn_ok(e, &["mcp", "remove", "cairn", "--workspace", &ws]);
     cairn_ok(e, &["mcp", "remove", "everything", "--workspace", &ws]);
@@ -201,7 +232,13 @@ fn grant_write_patch(e: &Env) {
     std::fs::write(&script, format!("{step}\n")).unwrap();
     cairn_ok(
         e,
-        &["run", "--script", script.to_str().unwrap(), "--workspace", &ws],
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            &ws,
+        ],
     );
     std::fs::remove_file(&config).unwrap();
     std::fs::remove_file(e.s.ws.join("scratch.txt")).unwrap();
@@ -215,7 +252,16 @@ fn install(e: &Env, agent: &str, approve: &str) {
     let ws = e.s.ws.to_string_lossy().into_owned();
     let shown = cairn_ok(
         e,
-        &["hook", "install", agent, "--approve", approve, "--yes", "--workspace", &ws],
+        &[
+            "hook",
+            "install",
+            agent,
+            "--approve",
+            approve,
+            "--yes",
+            "--workspace",
+            &ws,
+        ],
     );
     let added = format!("hook {agent} --approve {approve}\"");
     assert!(
@@ -278,10 +324,9 @@ fn real_claude_builtin_tools_through_cairn_hooks_are_recorded_gated_and_end_clea
         &e.s.ws,
         &[e.cairn_server(), proxy_server(&e, &peers)],
     );
-    claude.env.push((
-        "CAIRN_HOME".into(),
-        e.s.home.to_string_lossy().into_owned(),
-    ));
+    claude
+        .env
+        .push(("CAIRN_HOME".into(), e.s.home.to_string_lossy().into_owned()));
     claude.run("tidy the notes", &model);
 
     // The workspace: the edit and the write happened, the refused command did not run.
@@ -291,7 +336,10 @@ fn real_claude_builtin_tools_through_cairn_hooks_are_recorded_gated_and_end_clea
         "{}",
         model.describe()
     );
-    assert_eq!(std::fs::read_to_string(e.s.ws.join("new.txt")).unwrap(), "created\n");
+    assert_eq!(
+        std::fs::read_to_string(e.s.ws.join("new.txt")).unwrap(),
+        "created\n"
+    );
     assert!(!e.s.ws.join("forbidden.txt").exists());
     // The model was told why.
     let told = model
@@ -327,7 +375,10 @@ fn real_claude_builtin_tools_through_cairn_hooks_are_recorded_gated_and_end_clea
     assert_eq!(started["agent"]["name"], "claude");
     assert_eq!(started["agent"]["version"], "2.1.332");
     // Captured at the start: notes.txt was there (and the settings cairn wrote).
-    assert!(started["manifest_files"].as_u64().unwrap() >= 2, "{started}");
+    assert!(
+        started["manifest_files"].as_u64().unwrap() >= 2,
+        "{started}"
+    );
     // Bash as shell_exec, the failing one with its exit code.
     let shells: Vec<&Value> = events
         .iter()
@@ -340,7 +391,9 @@ fn real_claude_builtin_tools_through_cairn_hooks_are_recorded_gated_and_end_clea
         "{shells:#?}"
     );
     assert!(
-        !shells.iter().any(|ev| ev["argv"].to_string().contains("touch")),
+        !shells
+            .iter()
+            .any(|ev| ev["argv"].to_string().contains("touch")),
         "{shells:#?}"
     );
     // Edit and Write as file_write with the content before and after.
@@ -373,7 +426,10 @@ fn real_claude_builtin_tools_through_cairn_hooks_are_recorded_gated_and_end_clea
     );
     let last = events.last().unwrap();
     assert!(
-        last["reason"].as_str().unwrap().starts_with("claude session ended"),
+        last["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("claude session ended"),
         "{last}"
     );
 
@@ -381,7 +437,10 @@ fn real_claude_builtin_tools_through_cairn_hooks_are_recorded_gated_and_end_clea
     // proxy's and the one that made the allow list.
     let all = sessions(&e);
     let vias: Vec<&str> = all.iter().map(|(v, _)| v.as_str()).collect();
-    assert!(vias.contains(&"hook") && vias.contains(&"mcp") && vias.contains(&"proxy"), "{vias:?}");
+    assert!(
+        vias.contains(&"hook") && vias.contains(&"mcp") && vias.contains(&"proxy"),
+        "{vias:?}"
+    );
     for (via, dir) in &all {
         wait_until(&format!("the {via} session ended"), || {
             events_of(dir)
@@ -419,17 +478,16 @@ fn real_claude_killed_mid_command_leaves_the_hook_call_interrupted() {
         json!({"command": "python3 -c 'import time; time.sleep(30.522)'", "description": "wait"}),
     )])]));
     let mut claude = Claude::new(&e.agents, &model, &e.agent_home, &e.s.ws, &[]);
-    claude.env.push((
-        "CAIRN_HOME".into(),
-        e.s.home.to_string_lossy().into_owned(),
-    ));
+    claude
+        .env
+        .push(("CAIRN_HOME".into(), e.s.home.to_string_lossy().into_owned()));
     let run = claude.spawn("wait a while");
     // The hook recorded the call; then its command started.
     wait_until("the hook recorded the command", || {
         hook_session(&e).is_some_and(|d| {
-            events_of(&d)
-                .iter()
-                .any(|ev| ev["type"] == "tool_started" && ev["input"].to_string().contains("30.522"))
+            events_of(&d).iter().any(|ev| {
+                ev["type"] == "tool_started" && ev["input"].to_string().contains("30.522")
+            })
         })
     });
     wait_until("the command runs", || {
@@ -461,7 +519,9 @@ fn codex_hooks_script() -> Script {
         )]),
         Turn::calls(vec![call(
             "apply_patch",
-            json!("*** Begin Patch\n*** Update File: notes.txt\n@@\n-hello\n+hello, world\n second line\n*** End Patch\n"),
+            json!(
+                "*** Begin Patch\n*** Update File: notes.txt\n@@\n-hello\n+hello, world\n second line\n*** End Patch\n"
+            ),
         )]),
         Turn::calls(vec![call(
             "exec_command",
@@ -482,20 +542,32 @@ fn real_codex_tools_through_cairn_hooks_are_recorded_and_a_denial_honoured() {
     let model = FakeModel::start(codex_hooks_script());
     let mut codex = Codex::new(&e.agents, &model, &e.agent_home, &e.s.ws, &[]);
     // Codex runs a new hook only once a person trusted it (`/hooks`); a test has nobody.
-    codex.exec_args.push("--dangerously-bypass-hook-trust".into());
-    codex.env.push((
-        "CAIRN_HOME".into(),
-        e.s.home.to_string_lossy().into_owned(),
-    ));
+    codex
+        .exec_args
+        .push("--dangerously-bypass-hook-trust".into());
+    codex
+        .env
+        .push(("CAIRN_HOME".into(), e.s.home.to_string_lossy().into_owned()));
     // Into the user's settings (the private CODEX_HOME): a project's `.codex/` is only
     // read in a trusted project.
-    let out = e
-        .s
-        .cairn(&["hook", "install", "codex", "--user", "--approve", "never", "--yes"])
+    let out =
+        e.s.cairn(&[
+            "hook",
+            "install",
+            "codex",
+            "--user",
+            "--approve",
+            "never",
+            "--yes",
+        ])
         .env("CODEX_HOME", codex.codex_home())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     codex.run("tidy the notes", &model);
     assert!(!e.s.ws.join("forbidden.txt").exists());
     let dir = hook_session(&e).unwrap_or_else(|| panic!("no hook session: {}", model.describe()));

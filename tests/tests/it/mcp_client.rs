@@ -687,12 +687,15 @@ fn proxy_forwards_everything_records_tools_call_and_replays_from_the_recording()
     // A health check: initialize, list, quit. Nothing recorded.
     let (head, replies) = run(Policy::AllowAll, &lines[..3]);
     assert!(head.is_none());
-    assert!(replies.iter().any(|r| {
-        r["id"] == 2
-            && r["result"]["tools"]
-                .as_array()
-                .is_some_and(|t| t.iter().any(|t| t["name"] == "echo"))
-    }));
+    assert!(
+        replies.iter().any(|r| {
+            r["id"] == 2
+                && r["result"]["tools"]
+                    .as_array()
+                    .is_some_and(|t| t.iter().any(|t| t["name"] == "echo"))
+        }),
+        "{replies:#?}"
+    );
 
     let (head, replies) = run(Policy::AllowAll, &lines);
     assert!(head.is_some());
@@ -719,9 +722,13 @@ fn proxy_forwards_everything_records_tools_call_and_replays_from_the_recording()
     // (regression: the proxy once answered every call with its text only).
     let image = &reply(6)["result"]["content"];
     assert!(
-        image.as_array().unwrap().iter().any(|c| c["type"] == "image"
-            && c["mimeType"] == "image/png"
-            && c["data"].as_str().is_some_and(|d| d.len() > 40)),
+        image
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "image"
+                && c["mimeType"] == "image/png"
+                && c["data"].as_str().is_some_and(|d| d.len() > 40)),
         "{image}"
     );
     let structured = &reply(7)["result"]["structuredContent"];
