@@ -19,6 +19,13 @@ pub struct HookArgs {
     /// The `cairn` binary (default: beside this one).
     #[arg(long)]
     pub cairn: Option<PathBuf>,
+    /// Also run the real Claude Code (`tests/agents`) against a fake model: a session
+    /// of this many Bash calls, with and without cairn's hooks, `--runs` times each.
+    #[arg(long)]
+    pub claude_calls: Option<u64>,
+    /// Runs of each Claude Code session.
+    #[arg(long, default_value_t = 3)]
+    pub runs: u64,
 }
 
 fn spawn(program: &Path, args: &[&str], home: &Path, input: &[u8]) -> Result<f64> {
@@ -51,6 +58,9 @@ pub fn run(args: &HookArgs) -> Result<()> {
             .context("this binary's folder")?
             .join("cairn"),
     };
+    if let Some(calls) = args.claude_calls {
+        claude(&cairn, calls, args.runs)?;
+    }
     let tmp = tempfile::tempdir()?;
     let ws = tmp.path().join("ws");
     let home = tmp.path().join("home");
@@ -116,6 +126,96 @@ pub fn run(args: &HookArgs) -> Result<()> {
         "floor (spawning `true` twice): p50 {:.2} ms, p99 {:.2} ms",
         pct(&floor, 0.5),
         pct(&floor, 0.99)
+    );
+    Ok(())
+}
+
+/// One scripted Claude Code session of `calls` Bash calls (`true`), with cairn's hooks
+/// installed in the workspace's settings (`--approve always`) or without: its wall
+/// time in ms, from spawn to exit.
+fn claude_session(cairn: &Path, agents: &Path, calls: u64, hooks: bool) -> Result<f64> {
+    use cairn_tests::agents::{Claude, FakeModel, Script, Turn, call};
+    let tmp = tempfile::tempdir()?;
+    let base = tmp.path().canonicalize()?;
+    let (ws, home, agent_home) = (base.join("ws"), base.join("home"), base.join("agent"));
+    std::fs::create_dir_all(&ws)?;
+    if hooks {
+        let out = Command::new(cairn)
+            .args(["hook", "install", "claude", "--approve", "always", "--yes"])
+            .arg("--workspace")
+            .arg(&ws)
+            .env("CAIRN_HOME", &home)
+            .output()?;
+        if !out.status.success() {
+            bail!(
+                "cairn hook install: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    let mut turns: Vec<Turn> = (0..calls)
+        .map(|i| {
+            Turn::calls(vec![call(
+                "Bash",
+                serde_json::json!({"command": format!("true {i}"), "description": "nothing"}),
+            )])
+        })
+        .collect();
+    turns.push(Turn::text("done"));
+    let model = FakeModel::start(Script::new(turns));
+    let mut claude = Claude::new(agents, &model, &agent_home, &ws, &[]);
+    claude
+        .env
+        .push(("CAIRN_HOME".into(), home.to_string_lossy().into_owned()));
+    let start = Instant::now();
+    claude.run("bench", &model);
+    let ms = start.elapsed().as_secs_f64() * 1000.0;
+    if hooks {
+        // Every call reached the session: the hooks ran.
+        let sessions = home.join("projects");
+        let log = std::fs::read_dir(&sessions)?
+            .flatten()
+            .flat_map(|p| {
+                std::fs::read_dir(p.path().join("sessions"))
+                    .into_iter()
+                    .flatten()
+            })
+            .flatten()
+            .map(|s| std::fs::read_to_string(s.path().join("events.jsonl")).unwrap_or_default())
+            .collect::<String>();
+        let finished = log.matches("\"type\":\"tool_finished\"").count() as u64;
+        if finished != calls {
+            bail!("the hook session has {finished} finished calls, not {calls}");
+        }
+    }
+    Ok(ms)
+}
+
+/// What the hooks add to each call of the real Claude Code: (with − without) / calls,
+/// per run, and the median.
+fn claude(cairn: &Path, calls: u64, runs: u64) -> Result<()> {
+    let agents = cairn_tests::agents::agents_dir()
+        .context("the real agents are not installed (CAIRN_SKIP_PEERS=1)")?;
+    let mut added = Vec::new();
+    let mut without_all = Vec::new();
+    let mut with_all = Vec::new();
+    for _ in 0..runs {
+        let without = claude_session(cairn, &agents, calls, false)?;
+        let with = claude_session(cairn, &agents, calls, true)?;
+        without_all.push(without);
+        with_all.push(with);
+        added.push((with - without) / calls as f64);
+    }
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "real Claude Code, {calls} Bash calls, {runs} runs: without hooks {:.0} ms (median; {without_all:.0?}), with cairn's hooks {:.0} ms ({with_all:.0?}); added per call {:.1} ms (median; runs {added:.1?})",
+        median(&without_all),
+        median(&with_all),
+        median(&added),
     );
     Ok(())
 }

@@ -8,11 +8,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use cairn_engine::Home;
 use cairn_engine::hook::Unlisted;
-use cairn_import::hook::{HookOptions, handle};
+use cairn_import::hook::{HOOK_INPUT_BYTES_MAX, HookOptions, handle};
 use cairn_import::hook_install;
-
-/// The largest hook input read (a tool's whole response can be large).
-pub const HOOK_INPUT_BYTES_MAX: u64 = 64 << 20;
 
 /// Which agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -128,14 +125,16 @@ pub fn settings_path(agent: AgentName, scope: Scope, workspace: &Path) -> Result
 }
 
 /// `cairn hook install|uninstall`: the new text of the settings file, its diff shown,
-/// written after a yes (or `--yes`).
+/// written after a yes (or `--yes`). `install` is `Some(--approve)` to install, `None`
+/// to uninstall.
 pub fn install(
     agent: AgentName,
     scope: Scope,
     workspace: &Path,
     yes: bool,
-    uninstall: bool,
+    install: Option<Option<crate::sessioncmd::Approve>>,
 ) -> Result<ExitCode> {
+    let uninstall = install.is_none();
     let path = settings_path(agent, scope, workspace)?;
     let old = match std::fs::read_to_string(&path) {
         Ok(t) => t,
@@ -143,7 +142,12 @@ pub fn install(
         Err(e) => return Err(e).with_context(|| format!("{}", path.display())),
     };
     let program = std::env::current_exe().context("the path of this cairn")?;
-    let command = hook_install::command(&program.to_string_lossy(), agent.name());
+    let approve = install.flatten().map(|a| match a {
+        crate::sessioncmd::Approve::Ask => "ask",
+        crate::sessioncmd::Approve::Never => "never",
+        crate::sessioncmd::Approve::Always => "always",
+    });
+    let command = hook_install::command(&program.to_string_lossy(), agent.name(), approve);
     let new = match (agent, uninstall) {
         (AgentName::Claude, false) => hook_install::claude_install(&old, &command),
         (AgentName::Claude, true) => hook_install::claude_uninstall(&old),

@@ -603,8 +603,9 @@ enum HookAction {
         #[arg(long, default_value = "ask")]
         approve: sessioncmd::Approve,
     },
-    /// Codex's hook (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse): the
-    /// same recording; Codex honours a denial only, so only `--approve never` refuses.
+    /// Codex's hook (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse,
+    /// SessionEnd): the same recording; Codex honours a denial only, so only
+    /// `--approve never` refuses.
     Codex {
         #[arg(long, default_value = "ask")]
         approve: sessioncmd::Approve,
@@ -613,6 +614,10 @@ enum HookAction {
     /// Codex: .codex/config.toml), showing the diff first and asking.
     Install {
         agent: hookcmd::AgentName,
+        /// Written into the hook's command: who answers what the project's allow list
+        /// does not cover (ask, never, always; the hook's default is ask).
+        #[arg(long)]
+        approve: Option<sessioncmd::Approve>,
         /// The project's settings (the default).
         #[arg(long, conflicts_with = "user")]
         project: bool,
@@ -1184,18 +1189,19 @@ fn main() -> ExitCode {
             HookAction::Codex { approve } => Ok(hookcmd::run(hookcmd::AgentName::Codex, approve)),
             HookAction::Install {
                 agent,
+                approve,
                 user,
                 yes,
                 workspace,
                 ..
-            } => hookcmd::install(agent, scope(user), &workspace, yes, false),
+            } => hookcmd::install(agent, scope(user), &workspace, yes, Some(approve)),
             HookAction::Uninstall {
                 agent,
                 user,
                 yes,
                 workspace,
                 ..
-            } => hookcmd::install(agent, scope(user), &workspace, yes, true),
+            } => hookcmd::install(agent, scope(user), &workspace, yes, None),
         },
         Command::Demo { dir, json } => sessioncmd::demo(dir.as_deref(), json),
         Command::Audit {

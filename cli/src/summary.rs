@@ -300,6 +300,7 @@ mod tests {
             output: format!("{}\nsecond", "x".repeat(70)),
             refusal: None,
             elapsed_us: 5,
+            mcp_result: None,
         };
         assert_eq!(
             progress(&o),

@@ -70,6 +70,10 @@ pub struct CallOutcome {
     /// The call's time as its `tool_finished` records it, in microseconds (0 for a call
     /// answered from a recording).
     pub elapsed_us: u64,
+    /// The MCP server's whole `tools/call` result (images, structured content and
+    /// all), redacted, as `tool_finished.mcp_result` keeps it: for an MCP call that got
+    /// one.
+    pub mcp_result: Option<serde_json::Value>,
 }
 
 /// A running session.
@@ -673,6 +677,7 @@ impl Engine {
             output,
             refusal: refusal.cloned(),
             elapsed_us: 0,
+            mcp_result: None,
         })
     }
 
@@ -831,11 +836,9 @@ impl Engine {
         } else {
             None
         };
-        let mcp_result = match mcp_raw {
-            Some(raw) => {
-                let raw = self.redactor.redact_json(&raw, &mut redactions);
-                Some(self.rec.put_blob(raw.to_string().as_bytes())?)
-            }
+        let mcp_raw = mcp_raw.map(|raw| self.redactor.redact_json(&raw, &mut redactions));
+        let mcp_result = match &mcp_raw {
+            Some(raw) => Some(self.rec.put_blob(raw.to_string().as_bytes())?),
             None => None,
         };
         let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -858,6 +861,7 @@ impl Engine {
             output: text,
             refusal: output.refusal,
             elapsed_us,
+            mcp_result: mcp_raw,
         })
     }
 

@@ -7,8 +7,9 @@
 //! list or the policy, the repeat rule, redaction, the output cap, and the server's raw
 //! result kept as a blob, so that replay answers it from the recording
 //! ([`crate::mcp::Recorded`]) exactly as it answers cairn's own MCP calls. The client
-//! is answered what a model of cairn's would see: the capped, redacted text, with
-//! `isError` for any status but ok.
+//! is answered the server's result as recorded (redacted; images and structured
+//! content kept), or, for a call that never reached the server or got no answer, the
+//! text a model of cairn's would see, with `isError`.
 //!
 //! Three threads: the client's messages are read on one (forwarded at once, a
 //! `tools/call` queued for the session), the server's on another (forwarded at once,
@@ -127,17 +128,7 @@ impl Link {
                 .saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(TICK_MS));
             match rx.recv_timeout(left) {
-                Ok(m) => {
-                    if let Some(e) = m.get("error") {
-                        return Err(McpError::Rpc {
-                            server: self.name.clone(),
-                            method: method.to_string(),
-                            code: e["code"].as_i64().unwrap_or(0),
-                            message: e["message"].as_str().unwrap_or("").to_string(),
-                        });
-                    }
-                    return Ok(m.get("result").cloned().unwrap_or(Value::Null));
-                }
+                Ok(m) => return cairn_mcp::client::response_result(&self.name, method, &m),
                 Err(RecvTimeoutError::Disconnected) => return Err(crashed()),
                 Err(RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
                 Err(RecvTimeoutError::Timeout) => {
@@ -168,39 +159,8 @@ impl McpBackend for Link {
                 server: server.to_string(),
             });
         }
-        let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..cairn_mcp::client::LIST_PAGES_MAX {
-            let params = match &cursor {
-                Some(c) => json!({"cursor": c}),
-                None => json!({}),
-            };
-            let page = self.request("tools/list", params, timeout, None)?;
-            for t in page["tools"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
-                let Some(name) = t["name"].as_str() else {
-                    continue;
-                };
-                tools.push(ListedTool {
-                    name: name.to_string(),
-                    description: t["description"].as_str().unwrap_or("").to_string(),
-                    input_schema: t
-                        .get("inputSchema")
-                        .cloned()
-                        .unwrap_or_else(|| json!({"type": "object"})),
-                    read_only: t["annotations"]["readOnlyHint"].as_bool() == Some(true),
-                });
-            }
-            match page["nextCursor"].as_str() {
-                Some(c) if !c.is_empty() => cursor = Some(c.to_string()),
-                _ => return Ok(tools),
-            }
-        }
-        Err(McpError::Protocol {
-            server: self.name.clone(),
-            detail: format!(
-                "tools/list went on for more than {} pages",
-                cairn_mcp::client::LIST_PAGES_MAX
-            ),
+        cairn_mcp::client::list_all_tools(&self.name, |params| {
+            self.request("tools/list", params, timeout, None)
         })
     }
 
@@ -427,10 +387,21 @@ fn call(engine: &mut crate::Engine, server: &str, id: &Value, params: &Value) ->
         }
     };
     let out = engine.call(&name, args)?;
-    Ok(json!({"jsonrpc": "2.0", "id": id, "result": {
-        "content": [{"type": "text", "text": out.output}],
-        "isError": out.status != Status::Ok,
-    }}))
+    Ok(json!({"jsonrpc": "2.0", "id": id, "result": reply_result(&out)}))
+}
+
+/// What the client is answered: the server's result as recorded (redacted: images,
+/// audio, resources and `structuredContent` as the server gave them) when the call ran
+/// and the server answered; else, for a call cairn refused, a repeat it stopped, a
+/// timeout or a crash, the text a model of cairn's would see, as an error.
+fn reply_result(out: &crate::CallOutcome) -> Value {
+    match &out.mcp_result {
+        Some(result) if out.status == Status::Ok || result["isError"] == true => result.clone(),
+        _ => json!({
+            "content": [{"type": "text", "text": out.output}],
+            "isError": out.status != Status::Ok,
+        }),
+    }
 }
 
 /// Reads the client: forwards every message to the server but `tools/call`
@@ -574,6 +545,8 @@ fn stop(process: &mut Process, link: &Link) {
         // Dropping the pipe's end closes the server's stdin.
         *w = Box::new(std::io::sink());
     }
-    let exited = process.wait_exit(Instant::now() + Duration::from_millis(SERVER_EXIT_WAIT_MS / 4));
+    // The whole wait: a server still starting (node under load) answers what the
+    // client sent before it closed its end, then exits on its own.
+    let exited = process.wait_exit(Instant::now() + Duration::from_millis(SERVER_EXIT_WAIT_MS));
     process.stop_code(if exited { 0 } else { SERVER_EXIT_WAIT_MS });
 }

@@ -40,6 +40,9 @@ use crate::writer::Writer;
 /// recorded as written, its content unknown.
 pub const HOOK_FILE_BYTES_MAX: u64 = 64 << 20;
 
+/// The largest hook input read, in bytes (a tool's whole response can be large).
+pub const HOOK_INPUT_BYTES_MAX: u64 = 64 << 20;
+
 /// Bytes read from each end of a transcript to find the agent's version.
 pub const VERSION_SCAN_BYTES_MAX: u64 = 64 << 10;
 
@@ -76,9 +79,16 @@ struct Open {
     /// A question was put to the person at the agent: answered yes if the call ran.
     #[serde(default)]
     asked: Option<String>,
-    /// The file the call writes, and its content before (`None`: there was none).
+    /// The files the call writes, each with its content before.
     #[serde(default)]
-    path: Option<String>,
+    files: Vec<OpenFile>,
+}
+
+/// A file a call is about to write.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct OpenFile {
+    path: String,
+    /// Its content before (`None`: there was none).
     #[serde(default)]
     before: Option<BlobRef>,
     /// The content before could not be kept (too large, a credential file, not
@@ -260,7 +270,9 @@ pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answe
             side_ref.calls.clear();
         }
         None => {
-            writer.close(false)?;
+            // The state at the head kept as the session's snapshot: the next event's
+            // process reads it instead of folding the log from its start.
+            writer.close_cached()?;
         }
     }
     write_atomic(
@@ -326,14 +338,22 @@ fn pre_tool_use(
             output: reason.clone(),
         })?;
     } else {
-        if let Some(path) = written_path(tool, &tool_input) {
-            let abs = root.join(&path);
+        let cwd = input
+            .get("cwd")
+            .and_then(Value::as_str)
+            .map_or(root.to_path_buf(), PathBuf::from);
+        for path in written_paths(tool, &tool_input) {
+            let abs = cwd.join(&path);
+            let mut file = OpenFile {
+                path: abs.to_string_lossy().into_owned(),
+                ..OpenFile::default()
+            };
             match capture(&abs, root, &credentials) {
-                Captured::Content(bytes) => open.before = Some(w.blob(&bytes)?),
+                Captured::Content(bytes) => file.before = Some(w.blob(&bytes)?),
                 Captured::Missing => {}
-                Captured::Unknown => open.before_unknown = true,
+                Captured::Unknown => file.before_unknown = true,
             }
-            open.path = Some(abs.to_string_lossy().into_owned());
+            open.files.push(file);
         }
         side.calls.insert(id, open);
     }
@@ -412,7 +432,14 @@ fn post_tool_use(
             Open {
                 call: w.call_id(&id).unwrap_or_default().to_string(),
                 tool: tool.clone(),
-                before_unknown: true,
+                files: written_paths(&tool, &tool_input)
+                    .into_iter()
+                    .map(|p| OpenFile {
+                        path: root.join(p).to_string_lossy().into_owned(),
+                        before: None,
+                        before_unknown: true,
+                    })
+                    .collect(),
                 ..Open::default()
             }
         }
@@ -453,20 +480,34 @@ fn post_tool_use(
         match step {
             // The write as the disk shows it, not as the agent said it.
             Step::Write(_) => {}
-            end @ Step::End { .. } => {
-                if let Some(path) = &open.path {
-                    record_write(
-                        w,
-                        &id,
-                        &tool,
-                        path,
-                        open.before,
-                        open.before_unknown,
-                        root,
-                        !failed,
-                    )?;
+            // Codex 0.171 gives a command's output alone, as text, success or not: the
+            // exit code is known only when the text says it, else it is unknown (the
+            // command's status `lost`), never taken for 0.
+            Step::Shell(mut sh) if response.is_string() && !failed => {
+                sh.exit_code = text_exit_code(&sh.stdout);
+                w.step(Step::Shell(sh))?;
+            }
+            Step::End {
+                id: end_id,
+                mut status,
+                output,
+            } => {
+                // Codex's result text states how a patch or command exited, in its
+                // header, when it does: a non-zero exit is a failed call.
+                if let Some(text) = response.as_str()
+                    && status == Status::Ok
+                    && text_exit_code(text).is_some_and(|c| c != 0)
+                {
+                    status = Status::Error;
                 }
-                w.step(end)?;
+                for file in &open.files {
+                    record_write(w, &id, &tool, file, root, status == Status::Ok)?;
+                }
+                w.step(Step::End {
+                    id: end_id,
+                    status,
+                    output,
+                })?;
             }
             other => w.step(other)?,
         }
@@ -474,12 +515,55 @@ fn post_tool_use(
     Ok(())
 }
 
-/// The file a call of `tool` writes, as given.
-fn written_path(tool: &str, input: &Value) -> Option<String> {
+/// The exit code a command's result text states in its header, as Codex writes one
+/// for the model (`Exit code: N` or `Process exited with code N`, then `Output:`);
+/// `None` for text without such a header (what the command printed is never read
+/// for it).
+fn text_exit_code(text: &str) -> Option<i32> {
+    let header: Vec<&str> = text.lines().take_while(|l| l.trim() != "Output:").collect();
+    if header.len() == text.lines().count() {
+        return None;
+    }
+    header.iter().find_map(|l| {
+        let l = l.trim();
+        l.strip_prefix("Exit code: ")
+            .or_else(|| l.strip_prefix("Process exited with code "))
+            .and_then(|n| n.trim().parse().ok())
+    })
+}
+
+/// The files a call of `tool` writes, as given: Claude Code's edits and writes name
+/// one, Codex's `apply_patch` names each in its envelope (`*** Add File:`,
+/// `*** Update File:`, `*** Delete File:`, `*** Move to:`).
+fn written_paths(tool: &str, input: &Value) -> Vec<String> {
+    let s = |k: &str| input.get(k).and_then(Value::as_str).map(str::to_string);
     match tool {
-        "Edit" | "MultiEdit" | "Write" => input.get("file_path")?.as_str().map(str::to_string),
-        "NotebookEdit" => input.get("notebook_path")?.as_str().map(str::to_string),
-        _ => None,
+        "Edit" | "MultiEdit" | "Write" => s("file_path").into_iter().collect(),
+        "NotebookEdit" => s("notebook_path").into_iter().collect(),
+        "apply_patch" => {
+            let Some(patch) = s("command").or(s("input")).or(s("patch")) else {
+                return Vec::new();
+            };
+            let mut paths: Vec<String> = Vec::new();
+            for line in patch.lines() {
+                let path = [
+                    "*** Add File: ",
+                    "*** Update File: ",
+                    "*** Delete File: ",
+                    "*** Move to: ",
+                ]
+                .iter()
+                .find_map(|p| line.strip_prefix(p));
+                if let Some(p) = path.map(str::trim)
+                    && !p.is_empty()
+                    && !paths.iter().any(|q| q == p)
+                {
+                    paths.push(p.to_string());
+                }
+            }
+            paths
+        }
+        _ => Vec::new(),
     }
 }
 
@@ -657,21 +741,21 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, path).map_err(ImportError::io(path))
 }
 
-/// The file writes of a finished call, recorded from disk.
-#[allow(clippy::too_many_arguments)]
+/// The write of `file` by a finished call, recorded from disk.
 fn record_write(
     w: &mut Writer,
     id: &str,
     tool: &str,
-    path: &str,
-    before: Option<BlobRef>,
-    before_unknown: bool,
+    file: &OpenFile,
     root: &Path,
     ok: bool,
 ) -> Result<()> {
     let credentials = CredentialFiles::new(&cairn_core::permission::default_credential_files())
         .map_err(|e| bad(e.to_string()))?;
-    let after = match capture(Path::new(path), root, &credentials) {
+    let (before, before_unknown) = (file.before, file.before_unknown);
+    let captured = capture(Path::new(&file.path), root, &credentials);
+    let gone = matches!(captured, Captured::Missing);
+    let after = match captured {
         Captured::Content(bytes) => {
             let lines = bytes.iter().filter(|b| **b == b'\n').count() as u32
                 + u32::from(!bytes.is_empty() && !bytes.ends_with(b"\n"));
@@ -679,14 +763,66 @@ fn record_write(
         }
         Captured::Missing | Captured::Unknown => None,
     };
-    if !ok && after.map(|a| a.0) == before && !before_unknown {
-        // Nothing changed.
+    if after.map(|a| a.0) == before && !before_unknown && (!ok || before.is_some() || gone) {
+        // Nothing changed (a failed call, a patch that left this file as it was, or a
+        // file that was not there and still is not).
         return Ok(());
     }
     let op = match (before, before_unknown, tool) {
+        (Some(_), _, _) if gone => WriteOp::Delete,
         (None, false, _) => WriteOp::Create,
         (_, _, "Write") => WriteOp::Replace,
         _ => WriteOp::Edit,
     };
-    w.file_write(id, path, op, before, after, ok)
+    w.file_write(id, &file.path, op, before, after, ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_files_a_call_writes_are_named_by_its_input() {
+        let cases: Vec<(&str, Value, Vec<&str>)> = vec![
+            ("Edit", json!({"file_path": "/w/a.rs"}), vec!["/w/a.rs"]),
+            (
+                "Write",
+                json!({"file_path": "b.txt", "content": ""}),
+                vec!["b.txt"],
+            ),
+            (
+                "NotebookEdit",
+                json!({"notebook_path": "n.ipynb"}),
+                vec!["n.ipynb"],
+            ),
+            (
+                "apply_patch",
+                json!({"command": "*** Begin Patch\n*** Add File: new.txt\n+x\n*** Update File: a.rs\n*** Move to: b.rs\n@@\n-a\n+b\n*** Delete File: old.txt\n*** Update File: a.rs\n*** End Patch\n"}),
+                vec!["new.txt", "a.rs", "b.rs", "old.txt"],
+            ),
+            ("Bash", json!({"command": "echo > x"}), vec![]),
+            ("Read", json!({"file_path": "a.rs"}), vec![]),
+        ];
+        for (tool, input, want) in cases {
+            assert_eq!(written_paths(tool, &input), want, "{tool} {input}");
+        }
+    }
+
+    #[test]
+    fn an_exit_code_is_read_only_where_the_text_states_it() {
+        let cases = [
+            ("Exit code: 0\nWall time: 0 seconds\nOutput:\nok\n", Some(0)),
+            (
+                "Chunk ID: e5\nProcess exited with code 2\nOutput:\nls: x\n",
+                Some(2),
+            ),
+            ("ls: cannot access 'x': No such file or directory\n", None),
+            ("the Exit code: 3 was printed by the program\n", None),
+            ("Exit code: 3\n", None),
+            ("Output:\nExit code: 3\n", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(text_exit_code(text), want, "{text}");
+        }
+    }
 }

@@ -22,13 +22,14 @@ pub const CLAUDE_EVENTS: &[&str] = &[
     "SessionEnd",
 ];
 
-/// The Codex events cairn records (Codex has no session end nor a failure event:
-/// its session is ended by the next one's start or left open).
+/// The Codex events cairn records (Codex 0.171 has no failure event: a failed call is
+/// a `PostToolUse`).
 pub const CODEX_EVENTS: &[&str] = &[
     "SessionStart",
     "UserPromptSubmit",
     "PreToolUse",
     "PostToolUse",
+    "SessionEnd",
 ];
 
 /// Events whose entries carry a tool matcher.
@@ -45,17 +46,32 @@ pub enum InstallError {
     Shape(String, &'static str),
 }
 
-/// True when `command` runs cairn's hook for `agent`.
+/// The answers `cairn hook <agent> --approve` takes.
+pub const APPROVE_ANSWERS: &[&str] = &["ask", "never", "always"];
+
+/// True when `command` runs cairn's hook for `agent` (with `--approve <answer>` or
+/// without).
 pub fn is_ours(command: &str, agent: &str) -> bool {
-    let Some(rest) = command.trim_end().strip_suffix(&format!(" hook {agent}")) else {
+    let mut command = command.trim_end();
+    if let Some((head, answer)) = command.rsplit_once(" --approve ")
+        && APPROVE_ANSWERS.contains(&answer)
+    {
+        command = head.trim_end();
+    }
+    let Some(rest) = command.strip_suffix(&format!(" hook {agent}")) else {
         return false;
     };
     let program = rest.trim().trim_matches(|c| c == '\'' || c == '"');
     program == "cairn" || program.ends_with("/cairn")
 }
 
-/// The command line of the hook: `program hook <agent>`, quoted for a shell.
-pub fn command(program: &str, agent: &str) -> String {
+/// The command line of the hook: `program hook <agent>`, quoted for a shell, with
+/// `--approve <answer>` when `approve` is given (one of [`APPROVE_ANSWERS`]).
+pub fn command(program: &str, agent: &str, approve: Option<&str>) -> String {
+    assert!(
+        approve.is_none_or(|a| APPROVE_ANSWERS.contains(&a)),
+        "--approve takes {APPROVE_ANSWERS:?}"
+    );
     let quoted = if program
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
@@ -64,7 +80,10 @@ pub fn command(program: &str, agent: &str) -> String {
     } else {
         format!("'{}'", program.replace('\'', "'\\''"))
     };
-    format!("{quoted} hook {agent}")
+    match approve {
+        Some(a) => format!("{quoted} hook {agent} --approve {a}"),
+        None => format!("{quoted} hook {agent}"),
+    }
 }
 
 /// Claude Code's settings with cairn's hooks added for every event of
@@ -83,7 +102,11 @@ pub fn claude_install(text: &str, command: &str) -> Result<String, InstallError>
         let list = list
             .as_array_mut()
             .ok_or_else(|| InstallError::Shape(format!("hooks.{event}"), "a list"))?;
-        if list.iter().any(|e| entry_is_ours(e, "claude")) {
+        if let Some(ours) = list.iter_mut().find(|e| entry_is_ours(e, "claude")) {
+            // Installed again with another `--approve`: the command is replaced.
+            for h in ours["hooks"].as_array_mut().into_iter().flatten() {
+                h["command"] = json!(command);
+            }
             continue;
         }
         let mut entry = serde_json::Map::new();
@@ -184,7 +207,18 @@ pub fn codex_install(text: &str, command: &str) -> Result<String, InstallError> 
         let list = hooks[*event]
             .as_array_of_tables_mut()
             .ok_or_else(|| InstallError::Shape(format!("hooks.{event}"), "a list of tables"))?;
-        if list.iter().any(|t| toml_entry_is_ours(t, "codex")) {
+        if let Some(ours) = list.iter_mut().find(|t| toml_entry_is_ours(t, "codex")) {
+            // Installed again with another `--approve`: the command is replaced.
+            if let Some(hs) = ours
+                .get_mut("hooks")
+                .and_then(|h| h.as_array_of_tables_mut())
+            {
+                for h in hs.iter_mut() {
+                    if h.get("command").and_then(|c| c.as_str()) != Some(command) {
+                        h.insert("command", value(command));
+                    }
+                }
+            }
             continue;
         }
         let mut handler = Table::new();
@@ -290,7 +324,7 @@ mod tests {
 
     #[test]
     fn claude_install_keeps_other_hooks_and_uninstall_restores_the_file_byte_for_byte() {
-        let cmd = command("/usr/local/bin/cairn", "claude");
+        let cmd = command("/usr/local/bin/cairn", "claude", None);
         let installed = claude_install(OTHER, &cmd).unwrap();
         let v: Value = serde_json::from_str(&installed).unwrap();
         assert_eq!(v["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
@@ -311,7 +345,7 @@ mod tests {
 
     #[test]
     fn claude_install_into_no_file_and_back_leaves_an_empty_object() {
-        let cmd = command("cairn", "claude");
+        let cmd = command("cairn", "claude", None);
         let installed = claude_install("", &cmd).unwrap();
         assert!(installed.ends_with("}\n"));
         assert_eq!(claude_uninstall(&installed).unwrap(), "{}\n");
@@ -336,10 +370,31 @@ mod tests {
         assert!(!is_ours("cairn hook codex", "claude"));
         assert!(!is_ours("notcairn hook claude", "claude"));
         assert!(!is_ours("./check.sh", "claude"));
+        assert!(is_ours("cairn hook claude --approve never", "claude"));
+        assert!(!is_ours("cairn hook claude --approve maybe", "claude"));
         assert_eq!(
-            command("/opt/my tools/cairn", "claude"),
+            command("/opt/my tools/cairn", "claude", None),
             "'/opt/my tools/cairn' hook claude"
         );
+        assert_eq!(
+            command("/usr/bin/cairn", "codex", Some("never")),
+            "/usr/bin/cairn hook codex --approve never"
+        );
+    }
+
+    #[test]
+    fn installing_with_another_approve_replaces_cairns_command_and_nothing_else() {
+        let plain = command("/usr/bin/cairn", "claude", None);
+        let never = command("/usr/bin/cairn", "claude", Some("never"));
+        let once = claude_install(OTHER, &plain).unwrap();
+        let again = claude_install(&once, &never).unwrap();
+        assert_eq!(again, claude_install(OTHER, &never).unwrap());
+        assert_eq!(claude_uninstall(&again).unwrap(), OTHER);
+        let plain = command("/usr/bin/cairn", "codex", None);
+        let never = command("/usr/bin/cairn", "codex", Some("never"));
+        let again = codex_install(&codex_install(CODEX, &plain).unwrap(), &never).unwrap();
+        assert_eq!(again, codex_install(CODEX, &never).unwrap());
+        assert_eq!(codex_uninstall(&again).unwrap(), CODEX);
     }
 
     const CODEX: &str = r#"# my settings
@@ -358,7 +413,7 @@ command = "./on-stop.sh"
 
     #[test]
     fn codex_install_keeps_the_file_and_uninstall_restores_it_byte_for_byte() {
-        let cmd = command("/usr/bin/cairn", "codex");
+        let cmd = command("/usr/bin/cairn", "codex", None);
         let installed = codex_install(CODEX, &cmd).unwrap();
         assert!(installed.starts_with(CODEX), "{installed}");
         let parsed: toml_edit::DocumentMut = installed.parse().unwrap();

@@ -97,7 +97,9 @@ impl Writer {
     }
 
     /// Starts a session recorded live from another agent (its hooks): `allow` is the
-    /// project's allow list now, which its permission answers are taken from.
+    /// project's allow list now, which its permission answers are taken from. The
+    /// workspace is scanned into the session's manifest first, as a session of cairn's
+    /// own starts (so that `checkout` at any point starts from it).
     pub fn create_live(
         home: &Home,
         root: &Path,
@@ -124,8 +126,28 @@ impl Writer {
                 .map_err(ImportError::io(&note))?;
         }
         let blobs = BlobStore::open(&project.blobs_dir())?.without_sync();
-        // Nothing of the workspace was captured: the manifest is empty.
-        let manifest = blobs.put(b"")?;
+        let (manifest, manifest_files) = if agent.is_some() {
+            // Live: the workspace as it is now, as cairn's own sessions capture it.
+            let credentials = cairn_core::permission::CredentialFiles::new(
+                &cairn_core::permission::default_credential_files(),
+            )
+            .map_err(|e| ImportError::HookInput {
+                what: e.to_string(),
+            })?;
+            let mut files =
+                cairn_tools::manifest::scan(root, &blobs, &project.manifest_cache(), &credentials)?;
+            if let Ok(inner) = home.root.strip_prefix(root) {
+                let inner = inner.to_string_lossy().into_owned();
+                files.retain(|f| !f.path.starts_with(inner.as_str()));
+            }
+            (
+                blobs.put(&cairn_tools::manifest::to_jsonl(&files))?,
+                files.len() as u64,
+            )
+        } else {
+            // Imported: nothing of the workspace was captured, the manifest is empty.
+            (blobs.put(b"")?, 0)
+        };
         let id = new_session_id();
         let dir = project.session_dir(&id);
         let log = LogWriter::create(&dir, import_options())?;
@@ -160,7 +182,7 @@ impl Writer {
             catalog: config.catalog.name().to_string(),
             tools: Vec::new(),
             manifest,
-            manifest_files: 0,
+            manifest_files,
             config: serde_json::to_value(&config).unwrap_or_default(),
             parent,
             allow,
@@ -324,6 +346,25 @@ impl Writer {
             self.rec.wait_snapshot()?;
         }
         self.rec.sync()?;
+        Ok(self.head())
+    }
+
+    /// Makes what was written durable (records and blobs), then leaves the state at the
+    /// head as the session's one snapshot, written without waiting for the disk
+    /// ([`SnapshotStore::save_only_cache`]): the next process to open the session folds
+    /// nothing ([`Writer::reopen`]). A hook closes so after each event.
+    pub fn close_cached(mut self) -> Result<(u64, Hash)> {
+        self.rec.sync()?;
+        if let Some(head) = self.rec.log.head() {
+            let meta = cairn_store::SnapshotMeta {
+                format_version: cairn_core::state::STATE_FORMAT_VERSION,
+                seq: head.seq,
+                record_hash: head.hash,
+            };
+            self.rec
+                .snapshots
+                .save_only_cache(&meta, &self.rec.state.to_bytes())?;
+        }
         Ok(self.head())
     }
 

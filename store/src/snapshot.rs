@@ -84,6 +84,29 @@ impl SnapshotStore {
 
     /// Writes a snapshot (temporary file, fsync, rename).
     pub fn save(&self, meta: &SnapshotMeta, body: &[u8]) -> Result<PathBuf> {
+        self.write(meta, body, true)
+    }
+
+    /// Writes a snapshot without waiting for the disk (temporary file, rename; no
+    /// fsync), then removes every other snapshot of the session: the one cache of a
+    /// session appended to by short-lived processes (an agent's hooks), rewritten by
+    /// each. After a crash it may be missing, empty or torn; [`SnapshotStore::load`]
+    /// tells by its checksum and the state is folded from the log instead.
+    pub fn save_only_cache(&self, meta: &SnapshotMeta, body: &[u8]) -> Result<PathBuf> {
+        let dest = self.write(meta, body, false)?;
+        for (seq, path) in self.list()? {
+            if seq != meta.seq {
+                match fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e).at(&path),
+                }
+            }
+        }
+        Ok(dest)
+    }
+
+    fn write(&self, meta: &SnapshotMeta, body: &[u8], durable: bool) -> Result<PathBuf> {
         crate::private::create_dir_all(&self.dir).at(&self.dir)?;
         let mut header = Vec::with_capacity(HEADER_BYTES);
         header.extend_from_slice(MAGIC);
@@ -97,9 +120,13 @@ impl SnapshotStore {
         let mut tmp = tempfile::NamedTempFile::new_in(&self.dir).at(&self.dir)?;
         tmp.write_all(&header).at(tmp.path())?;
         tmp.write_all(body).at(tmp.path())?;
-        tmp.as_file().sync_all().at(tmp.path())?;
+        if durable {
+            tmp.as_file().sync_all().at(tmp.path())?;
+        }
         tmp.persist(&dest).map_err(|e| e.error).at(&dest)?;
-        sync_dir(&self.dir)?;
+        if durable {
+            sync_dir(&self.dir)?;
+        }
         Ok(dest)
     }
 

@@ -588,6 +588,10 @@ pub struct Codex {
     /// `HOME` of the run; `CODEX_HOME` is `home/.codex`.
     pub home: PathBuf,
     pub workspace: PathBuf,
+    /// More environment for the run (and so for its hooks and MCP servers).
+    pub env: Vec<(String, String)>,
+    /// More arguments of `codex exec`, before the prompt.
+    pub exec_args: Vec<String>,
 }
 
 /// Codex's model slug in these tests.
@@ -633,6 +637,8 @@ impl Codex {
             bin: codex_bin(dir),
             home: home.to_path_buf(),
             workspace: workspace.to_path_buf(),
+            env: Vec::new(),
+            exec_args: Vec::new(),
         }
     }
 
@@ -650,7 +656,10 @@ impl Codex {
         let mut cmd = base_command(&self.bin, &self.home, &self.workspace);
         cmd.env("CODEX_HOME", self.codex_home())
             .env("FAKE_MODEL_KEY", "fake-key")
-            .args(["exec", "--skip-git-repo-check", prompt]);
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .args(["exec", "--skip-git-repo-check"])
+            .args(&self.exec_args)
+            .arg(prompt);
         spawn(cmd, "codex exec")
     }
 
@@ -678,6 +687,9 @@ pub struct Claude {
     pub home: PathBuf,
     pub workspace: PathBuf,
     pub url: String,
+    /// More environment for the run (and so for its hooks and MCP servers), such as
+    /// `CAIRN_HOME`.
+    pub env: Vec<(String, String)>,
 }
 
 impl Claude {
@@ -717,6 +729,7 @@ impl Claude {
             home: home.to_path_buf(),
             workspace: workspace.to_path_buf(),
             url: model.url().to_string(),
+            env: Vec::new(),
         }
     }
 
@@ -737,6 +750,7 @@ impl Claude {
             .env("DISABLE_ERROR_REPORTING", "1")
             .env("DISABLE_BUG_COMMAND", "1")
             .env("CLAUDE_CODE_DISABLE_TERMINAL_TITLE", "1")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .args(args);
         cmd
     }

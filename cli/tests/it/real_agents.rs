@@ -18,13 +18,13 @@ use serde_json::{Value, json};
 use crate::signals::{Setup, setup, wait_until};
 
 /// The agents' folder, a cairn home and workspace, and the agent's own home.
-struct Env {
-    s: Setup,
-    agents: PathBuf,
-    agent_home: PathBuf,
+pub(crate) struct Env {
+    pub s: Setup,
+    pub agents: PathBuf,
+    pub agent_home: PathBuf,
 }
 
-fn env() -> Option<Env> {
+pub(crate) fn env() -> Option<Env> {
     let agents = agents::agents_dir()?;
     let s = setup();
     std::fs::write(s.ws.join("notes.txt"), "hello\nsecond line\n").unwrap();
@@ -38,7 +38,7 @@ fn env() -> Option<Env> {
 
 impl Env {
     /// `cairn mcp serve` for this workspace and home, every call allowed.
-    fn cairn_server(&self) -> McpServer {
+    pub fn cairn_server(&self) -> McpServer {
         McpServer {
             name: "cairn".into(),
             command: PathBuf::from(env!("CARGO_BIN_EXE_cairn")),
@@ -150,7 +150,7 @@ impl Env {
 /// Kills, with SIGKILL, every `cairn mcp serve` of this workspace and every process
 /// with `marker` in its command line, then the agent's whole process group: a crash of
 /// everything in the middle of a call.
-fn kill_all(run: Running, ws: &Path, marker: &str) {
+pub(crate) fn kill_all(run: Running, ws: &Path, marker: &str) {
     let ws = ws.to_string_lossy().into_owned();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<libc::pid_t>() else {

@@ -165,37 +165,8 @@ impl Client {
 
     /// `tools/list`, following `nextCursor` through every page.
     pub fn list_tools(&mut self, timeout: Duration) -> Result<Vec<ListedTool>, McpError> {
-        let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..LIST_PAGES_MAX {
-            let params = match &cursor {
-                Some(c) => json!({"cursor": c}),
-                None => json!({}),
-            };
-            let page = self.request("tools/list", params, timeout)?;
-            for t in page["tools"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
-                let Some(name) = t["name"].as_str() else {
-                    continue;
-                };
-                tools.push(ListedTool {
-                    name: name.to_string(),
-                    description: t["description"].as_str().unwrap_or("").to_string(),
-                    input_schema: t
-                        .get("inputSchema")
-                        .cloned()
-                        .unwrap_or_else(|| json!({"type": "object"})),
-                    read_only: t["annotations"]["readOnlyHint"].as_bool() == Some(true),
-                });
-            }
-            match page["nextCursor"].as_str() {
-                Some(c) if !c.is_empty() => cursor = Some(c.to_string()),
-                _ => return Ok(tools),
-            }
-        }
-        Err(McpError::Protocol {
-            server: self.name.clone(),
-            detail: format!("tools/list went on for more than {LIST_PAGES_MAX} pages"),
-        })
+        let name = self.name.clone();
+        list_all_tools(&name, |params| self.request("tools/list", params, timeout))
     }
 
     /// `tools/call`: the raw result.
@@ -397,15 +368,7 @@ impl Client {
                 Ok(None)
             }
             (None, Some(got)) if got.as_u64() == Some(id) => {
-                if let Some(e) = m.get("error") {
-                    return Ok(Some(Err(McpError::Rpc {
-                        server: self.name.clone(),
-                        method: method.to_string(),
-                        code: e["code"].as_i64().unwrap_or(0),
-                        message: e["message"].as_str().unwrap_or("").to_string(),
-                    })));
-                }
-                Ok(Some(Ok(m.get("result").cloned().unwrap_or(Value::Null))))
+                Ok(Some(response_result(&self.name, method, &m)))
             }
             // A late answer to a request that timed out, or a stray response.
             _ => Ok(None),
@@ -436,6 +399,60 @@ impl Drop for Client {
 
 /// Reads newline-delimited messages until the end of the stream or a line that is not
 /// a JSON-RPC object.
+/// Every tool a server lists: `tools/list` asked through `request` (given the
+/// params, it returns the result) page after page, following `nextCursor`, at most
+/// [`LIST_PAGES_MAX`] pages. cairn's client and `cairn mcp proxy` both list so.
+pub fn list_all_tools(
+    server: &str,
+    mut request: impl FnMut(Value) -> Result<Value, McpError>,
+) -> Result<Vec<ListedTool>, McpError> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..LIST_PAGES_MAX {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let page = request(params)?;
+        for t in page["tools"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+            let Some(name) = t["name"].as_str() else {
+                continue;
+            };
+            tools.push(ListedTool {
+                name: name.to_string(),
+                description: t["description"].as_str().unwrap_or("").to_string(),
+                input_schema: t
+                    .get("inputSchema")
+                    .cloned()
+                    .unwrap_or_else(|| json!({"type": "object"})),
+                read_only: t["annotations"]["readOnlyHint"].as_bool() == Some(true),
+            });
+        }
+        match page["nextCursor"].as_str() {
+            Some(c) if !c.is_empty() => cursor = Some(c.to_string()),
+            _ => return Ok(tools),
+        }
+    }
+    Err(McpError::Protocol {
+        server: server.to_string(),
+        detail: format!("tools/list went on for more than {LIST_PAGES_MAX} pages"),
+    })
+}
+
+/// The result of a JSON-RPC response `m` of `server` to `method`: its `result`, or its
+/// `error` as [`McpError::Rpc`].
+pub fn response_result(server: &str, method: &str, m: &Value) -> Result<Value, McpError> {
+    if let Some(e) = m.get("error") {
+        return Err(McpError::Rpc {
+            server: server.to_string(),
+            method: method.to_string(),
+            code: e["code"].as_i64().unwrap_or(0),
+            message: e["message"].as_str().unwrap_or("").to_string(),
+        });
+    }
+    Ok(m.get("result").cloned().unwrap_or(Value::Null))
+}
+
 fn read_messages(out: impl Read, tx: &std::sync::mpsc::Sender<Incoming>) {
     let mut reader = BufReader::new(out);
     let mut line = Vec::new();

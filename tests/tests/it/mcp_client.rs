@@ -660,6 +660,8 @@ fn proxy_forwards_everything_records_tools_call_and_replays_from_the_recording()
         json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
         json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "through cairn"}}}),
         json!({"jsonrpc": "2.0", "id": 5, "method": "resources/list"}),
+        json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "get-tiny-image", "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "get-structured-content", "arguments": {"location": "New York"}}}),
     ];
     let run = |policy: Policy, lines: &[Value]| {
         let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
@@ -685,12 +687,15 @@ fn proxy_forwards_everything_records_tools_call_and_replays_from_the_recording()
     // A health check: initialize, list, quit. Nothing recorded.
     let (head, replies) = run(Policy::AllowAll, &lines[..3]);
     assert!(head.is_none());
-    assert!(replies.iter().any(|r| {
-        r["id"] == 2
-            && r["result"]["tools"]
-                .as_array()
-                .is_some_and(|t| t.iter().any(|t| t["name"] == "echo"))
-    }));
+    assert!(
+        replies.iter().any(|r| {
+            r["id"] == 2
+                && r["result"]["tools"]
+                    .as_array()
+                    .is_some_and(|t| t.iter().any(|t| t["name"] == "echo"))
+        }),
+        "{replies:#?}"
+    );
 
     let (head, replies) = run(Policy::AllowAll, &lines);
     assert!(head.is_some());
@@ -711,8 +716,23 @@ fn proxy_forwards_everything_records_tools_call_and_replays_from_the_recording()
         reply(4)["result"]["content"][0]["text"],
         "Echo: through cairn"
     );
-    assert_eq!(reply(4)["result"]["isError"], false);
+    assert_eq!(reply(4)["result"]["isError"], Value::Null);
     assert!(reply(5).get("result").is_some() || reply(5).get("error").is_some());
+    // The image and the structured content reach the client as the server gave them
+    // (regression: the proxy once answered every call with its text only).
+    let image = &reply(6)["result"]["content"];
+    assert!(
+        image
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "image"
+                && c["mimeType"] == "image/png"
+                && c["data"].as_str().is_some_and(|d| d.len() > 40)),
+        "{image}"
+    );
+    let structured = &reply(7)["result"]["structuredContent"];
+    assert!(structured["temperature"].is_number(), "{}", reply(7));
 
     let project = Home::at(home.path()).project(&ws.path().canonicalize().unwrap());
     let sessions = project.sessions();
@@ -722,15 +742,20 @@ fn proxy_forwards_everything_records_tools_call_and_replays_from_the_recording()
     assert!(problems.is_empty(), "{problems:#?}");
     assert!(report.ended);
     let calls = cairn_engine::mcp::recorded_calls(&dir).unwrap();
-    assert_eq!(calls.len(), 1);
     assert_eq!(
-        (
-            calls[0].server.as_str(),
-            calls[0].tool.as_str(),
-            calls[0].status
-        ),
-        ("everything", "echo", Status::Ok)
+        calls
+            .iter()
+            .map(|c| (c.server.as_str(), c.tool.as_str(), c.status))
+            .collect::<Vec<_>>(),
+        [
+            ("everything", "echo", Status::Ok),
+            ("everything", "get-tiny-image", Status::Ok),
+            ("everything", "get-structured-content", Status::Ok),
+        ]
     );
+    // Recorded whole: what the client was answered is the result blob.
+    assert_eq!(calls[1].result.as_ref(), Some(&reply(6)["result"]));
+    assert_eq!(calls[2].result.as_ref(), Some(&reply(7)["result"]));
     let first = cairn_store::LogReader::open(&dir)
         .unwrap()
         .records()
@@ -758,6 +783,8 @@ fn proxy_forwards_everything_records_tools_call_and_replays_from_the_recording()
         (again.status, again.output.as_str()),
         (Status::Ok, calls[0].output.as_str())
     );
+    let image = r.call(&calls[1].name, json!({})).unwrap();
+    assert_eq!(image.mcp_result.as_ref(), Some(&reply(6)["result"]));
     r.end("replayed").unwrap();
 
     // Denied by the policy: the client is told, the server never asked.

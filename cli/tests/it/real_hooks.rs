@@ -1,0 +1,611 @@
+//! The agents' own tools recorded live through cairn's hooks (issue 21): Claude Code and
+//! Codex CLI as published (`tests/agents`), run offline against the tests' fake model,
+//! with `cairn hook install` in the workspace's settings. Claude Code's built-in Read,
+//! Edit, Write and Bash (one command failing, one refused by cairn's allow list), a
+//! tool of `cairn mcp serve` and one of the npm reference server behind
+//! `cairn mcp proxy` each become a call of one cairn session per agent session, with
+//! the right status; the refusal is honoured (the command never ran, the model was told
+//! why); every session verifies clean and ends `ended`. An agent killed in the middle
+//! of a command leaves its call interrupted and the log clean.
+//!
+//! The project's allow list is made as a person would make it: "always" answers in a
+//! scripted cairn session (`shell:ls`, `shell:rm`, `write_file`, `edit_file`,
+//! `mcp:cairn:read_file`, `mcp:everything:echo`); the hook runs with `--approve never`,
+//! so what the list does not cover (`touch`) is refused.
+
+use std::path::{Path, PathBuf};
+
+use cairn_tests::agents::{Claude, Codex, FakeModel, McpServer, Script, Turn, call, tool_results};
+use serde_json::{Value, json};
+
+use crate::real_agents::{Env, env, kill_all};
+use crate::signals::wait_until;
+
+const EVERYTHING: &str = "node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+
+/// The events of the session in `dir`, in order.
+fn events_of(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|r| r["event"].clone())
+        .collect()
+}
+
+/// Every session of the home: (`session_started.agent.via`, or "" for none, folder).
+fn sessions(e: &Env) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    let Ok(projects) = std::fs::read_dir(e.s.home.join("projects")) else {
+        return out;
+    };
+    for p in projects.flatten() {
+        let Ok(dirs) = std::fs::read_dir(p.path().join("sessions")) else {
+            continue;
+        };
+        for d in dirs.flatten() {
+            let dir = d.path();
+            if let Some(first) = events_of(&dir).first() {
+                let via = first["agent"]["via"].as_str().unwrap_or("").to_string();
+                out.push((via, dir));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The one session recorded through the hooks.
+fn hook_session(e: &Env) -> Option<PathBuf> {
+    let hooks: Vec<PathBuf> = sessions(e)
+        .into_iter()
+        .filter(|(via, _)| via == "hook")
+        .map(|(_, d)| d)
+        .collect();
+    assert!(hooks.len() <= 1, "more than one hook session: {hooks:?}");
+    hooks.into_iter().next()
+}
+
+/// (tool, status) of each call, in order.
+fn calls_of(events: &[Value]) -> Vec<(String, String)> {
+    let status = |call: &Value| {
+        events
+            .iter()
+            .find(|e| e["type"] == "tool_finished" && e["call"] == *call)
+            .map_or("unfinished".to_string(), |e| {
+                e["status"].as_str().unwrap().to_string()
+            })
+    };
+    events
+        .iter()
+        .filter(|e| e["type"] == "tool_started")
+        .map(|e| (e["tool"].as_str().unwrap().to_string(), status(&e["call"])))
+        .collect()
+}
+
+/// `cairn verify DIR`: exit code and output.
+fn verify(e: &Env, dir: &Path) -> (Option<i32>, String) {
+    let out =
+        e.s.cairn(&["verify", dir.to_str().unwrap()])
+            .output()
+            .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+/// The state `cairn sessions --json` gives the session in `dir`.
+fn state(e: &Env, dir: &Path) -> String {
+    let out = e.s.cairn(&["sessions", "--json"]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let id = dir.file_name().unwrap().to_string_lossy().into_owned();
+    rows.iter()
+        .find(|r| r["id"] == id.as_str())
+        .map(|r| r["state"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| format!("not listed: {rows:?}"))
+}
+
+/// `cairn ARGS` in the workspace; fails the test on a non-zero exit.
+fn cairn_ok(e: &Env, args: &[&str]) -> String {
+    let out = e.s.cairn(args).current_dir(&e.s.ws).output().unwrap();
+    assert!(
+        out.status.success(),
+        "cairn {args:?} ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The reference server behind `cairn mcp proxy everything`.
+fn proxy_server(e: &Env, peers: &Path) -> McpServer {
+    McpServer {
+        name: "everything".into(),
+        command: PathBuf::from(env!("CARGO_BIN_EXE_cairn")),
+        args: vec![
+            "mcp".into(),
+            "proxy".into(),
+            "everything".into(),
+            "--workspace".into(),
+            e.s.ws.to_string_lossy().into_owned(),
+            "--approve".into(),
+            "always".into(),
+            "--".into(),
+            "node".into(),
+            peers.join(EVERYTHING).to_string_lossy().into_owned(),
+            "stdio".into(),
+        ],
+        env: vec![("CAIRN_HOME".into(), e.s.home.to_string_lossy().into_owned())],
+    }
+}
+
+/// Puts on the project's allow list what a person would by answering "always" in a
+/// cairn session: a scripted one, whose MCP servers are the agent's.
+fn grant(e: &Env, peers: &Path) {
+    let cairn = env!("CARGO_BIN_EXE_cairn");
+    let ws = e.s.ws.to_string_lossy().into_owned();
+    cairn_ok(
+        e,
+        &[
+            "mcp",
+            "add",
+            "cairn",
+            "--",
+            cairn,
+            "mcp",
+            "serve",
+            "--workspace",
+            &ws,
+            "--approve",
+            "always",
+        ],
+    );
+    let everything = peers.join(EVERYTHING).to_string_lossy().into_owned();
+    cairn_ok(
+        e,
+        &[
+            "mcp",
+            "add",
+            "everything",
+            "--",
+            "node",
+            &everything,
+            "stdio",
+        ],
+    );
+    let steps = [
+        json!({"tool": "write_file", "input": {"path": "scratch.txt", "content": "a\n"}, "approve": "always"}),
+        json!({"tool": "read_file", "input": {"path": "scratch.txt"}}),
+        json!({"tool": "edit_file", "input": {"path": "scratch.txt", "old_string": "a\n", "new_string": "b\n"}, "approve": "always"}),
+        json!({"tool": "shell", "input": {"command": "ls"}, "approve": "always"}),
+        json!({"tool": "shell", "input": {"command": "rm scratch.txt"}, "approve": "always"}),
+        json!({"tool": "mcp__cairn__read_file", "input": {"path": "notes.txt"}, "approve": "always"}),
+        json!({"tool": "mcp__everything__echo", "input": {"message": "grant"}, "approve": "always"}),
+    ];
+    let script = e.s.home.parent().unwrap().join("grant.jsonl");
+    let text: String = steps.iter().map(|s| format!("{s}\n")).collect();
+    std::fs::write(&script, text).unwrap();
+    cairn_ok(
+        e,
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            &ws,
+        ],
+    );
+    let listed = cairn_ok(e, &["allow", "list", "--json", "--workspace", &ws]);
+    for key in [
+        "shell:ls",
+        "shell:rm",
+        "write_file",
+        "edit_file",
+        "mcp:cairn:read_file",
+        "mcp:everything:echo",
+    ] {
+        assert!(
+            listed.contains(&format!("\"{key}\"")),
+            "{key} not granted: {listed}"
+        );
+    }
+    cairn_ok(e, &["mcp", "remove", "cairn", "--workspace", &ws]);
+    cairn_ok(e, &["mcp", "remove", "everything", "--workspace", &ws]);
+}
+
+/// Puts `write_patch` (what Codex's `apply_patch` asks) on the allow list: an "always"
+/// answer in a session of the thndrs catalog, which has that tool.
+fn grant_write_patch(e: &Env) {
+    let ws = e.s.ws.to_string_lossy().into_owned();
+    let config = e.s.home.join("config.toml");
+    std::fs::write(&config, "catalog = \"thndrs\"\n").unwrap();
+    let step = json!({"tool": "write_patch", "input": {"patches": [{"op": "create", "path": "scratch.txt", "content": "c\n"}]}, "approve": "always"});
+    let script = e.s.home.parent().unwrap().join("grant-patch.jsonl");
+    std::fs::write(&script, format!("{step}\n")).unwrap();
+    cairn_ok(
+        e,
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            &ws,
+        ],
+    );
+    std::fs::remove_file(&config).unwrap();
+    std::fs::remove_file(e.s.ws.join("scratch.txt")).unwrap();
+    let listed = cairn_ok(e, &["allow", "list", "--json", "--workspace", &ws]);
+    assert!(listed.contains("\"write_patch\""), "{listed}");
+}
+
+/// `cairn hook install AGENT --approve APPROVE --yes` in the workspace: the diff it
+/// shows adds the hook's command.
+fn install(e: &Env, agent: &str, approve: &str) {
+    let ws = e.s.ws.to_string_lossy().into_owned();
+    let shown = cairn_ok(
+        e,
+        &[
+            "hook",
+            "install",
+            agent,
+            "--approve",
+            approve,
+            "--yes",
+            "--workspace",
+            &ws,
+        ],
+    );
+    let added = format!("hook {agent} --approve {approve}\"");
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.contains(" +") && l.contains(&added)),
+        "{shown}"
+    );
+}
+
+fn claude_hooks_script(ws: &Path) -> Script {
+    let at = |name: &str| ws.join(name).to_string_lossy().into_owned();
+    Script::new(vec![
+        Turn::calls(vec![call(
+            "ToolSearch",
+            json!({"query": "select:mcp__cairn__read_file,mcp__everything__echo", "max_results": 5}),
+        )]),
+        Turn::calls(vec![call("Read", json!({"file_path": at("notes.txt")}))]),
+        Turn::calls(vec![call(
+            "Edit",
+            json!({"file_path": at("notes.txt"), "old_string": "hello\n", "new_string": "hello, world\n"}),
+        )]),
+        Turn::calls(vec![call(
+            "Write",
+            json!({"file_path": at("new.txt"), "content": "created\n"}),
+        )]),
+        Turn::calls(vec![call(
+            "Bash",
+            json!({"command": "ls does-not-exist", "description": "list a missing file"}),
+        )]),
+        Turn::calls(vec![call(
+            "Bash",
+            json!({"command": "touch forbidden.txt", "description": "make a file"}),
+        )]),
+        Turn::calls(vec![call(
+            "mcp__cairn__read_file",
+            json!({"path": "new.txt"}),
+        )]),
+        Turn::calls(vec![call(
+            "mcp__everything__echo",
+            json!({"message": "through the proxy"}),
+        )]),
+        Turn::text("all done"),
+    ])
+}
+
+#[test]
+fn real_claude_builtin_tools_through_cairn_hooks_are_recorded_gated_and_end_cleanly() {
+    let Some(e) = env() else { return };
+    let Some(peers) = cairn_tests::mcp_peers(&[EVERYTHING]) else {
+        return;
+    };
+    grant(&e, &peers);
+    install(&e, "claude", "never");
+    let model = FakeModel::start(claude_hooks_script(&e.s.ws));
+    let mut claude = Claude::new(
+        &e.agents,
+        &model,
+        &e.agent_home,
+        &e.s.ws,
+        &[e.cairn_server(), proxy_server(&e, &peers)],
+    );
+    claude
+        .env
+        .push(("CAIRN_HOME".into(), e.s.home.to_string_lossy().into_owned()));
+    claude.run("tidy the notes", &model);
+
+    // The workspace: the edit and the write happened, the refused command did not run.
+    assert_eq!(
+        std::fs::read_to_string(e.s.ws.join("notes.txt")).unwrap(),
+        "hello, world\nsecond line\n",
+        "{}",
+        model.describe()
+    );
+    assert_eq!(
+        std::fs::read_to_string(e.s.ws.join("new.txt")).unwrap(),
+        "created\n"
+    );
+    assert!(!e.s.ws.join("forbidden.txt").exists());
+    // The model was told why.
+    let told = model
+        .seen()
+        .iter()
+        .flat_map(|r| tool_results(&r.json()))
+        .any(|(_, text)| text.contains("cairn refuses this call") && text.contains("shell:touch"));
+    assert!(told, "{}", model.describe());
+
+    let dir = hook_session(&e).expect("a hook session");
+    wait_until("the hook session ended", || {
+        events_of(&dir)
+            .last()
+            .is_some_and(|ev| ev["type"] == "session_ended")
+    });
+    let events = events_of(&dir);
+    assert_eq!(
+        calls_of(&events),
+        [
+            ("ToolSearch", "ok"),
+            ("Read", "ok"),
+            ("Edit", "ok"),
+            ("Write", "ok"),
+            ("Bash", "error"),
+            ("Bash", "denied"),
+            ("mcp__cairn__read_file", "ok"),
+            ("mcp__everything__echo", "ok"),
+        ]
+        .map(|(t, s)| (t.to_string(), s.to_string())),
+        "{events:#?}"
+    );
+    let started = &events[0];
+    assert_eq!(started["agent"]["name"], "claude");
+    assert_eq!(started["agent"]["version"], "2.1.332");
+    // Captured at the start: notes.txt was there (and the settings cairn wrote).
+    assert!(
+        started["manifest_files"].as_u64().unwrap() >= 2,
+        "{started}"
+    );
+    // Bash as shell_exec, the failing one with its exit code.
+    let shells: Vec<&Value> = events
+        .iter()
+        .filter(|ev| ev["type"] == "shell_exec")
+        .collect();
+    assert!(
+        shells
+            .iter()
+            .any(|ev| ev["argv"].to_string().contains("ls does-not-exist")),
+        "{shells:#?}"
+    );
+    assert!(
+        !shells
+            .iter()
+            .any(|ev| ev["argv"].to_string().contains("touch")),
+        "{shells:#?}"
+    );
+    // Edit and Write as file_write with the content before and after.
+    let writes: Vec<(String, String, bool, bool)> = events
+        .iter()
+        .filter(|ev| ev["type"] == "file_write")
+        .map(|ev| {
+            (
+                ev["path"].as_str().unwrap().to_string(),
+                ev["op"].as_str().unwrap_or("").to_string(),
+                ev["before"].is_object(),
+                ev["after"].is_object(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        writes,
+        [
+            ("notes.txt".to_string(), "edit".to_string(), true, true),
+            ("new.txt".to_string(), "create".to_string(), false, true),
+        ],
+        "{events:#?}"
+    );
+    // The refusal: asked, answered deny by the policy, the call finished denied.
+    assert!(
+        events.iter().any(|ev| ev["type"] == "permission_decided"
+            && ev["key"] == "shell:touch"
+            && ev["answer"] == "deny"),
+        "{events:#?}"
+    );
+    let last = events.last().unwrap();
+    assert!(
+        last["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("claude session ended"),
+        "{last}"
+    );
+
+    // Every session verifies clean and ended: the hook's, cairn's MCP server's, the
+    // proxy's and the one that made the allow list.
+    let all = sessions(&e);
+    let vias: Vec<&str> = all.iter().map(|(v, _)| v.as_str()).collect();
+    assert!(
+        vias.contains(&"hook") && vias.contains(&"mcp") && vias.contains(&"proxy"),
+        "{vias:?}"
+    );
+    for (via, dir) in &all {
+        wait_until(&format!("the {via} session ended"), || {
+            events_of(dir)
+                .last()
+                .is_some_and(|ev| ev["type"] == "session_ended")
+        });
+        let (code, out) = verify(&e, dir);
+        assert_eq!(code, Some(0), "{via}: {out}");
+        assert_eq!(state(&e, dir), "finished", "{via}");
+    }
+    // `show`, `audit` and `diff` read it as any session.
+    let hook_dir = dir.to_str().unwrap();
+    for args in [
+        vec!["show", hook_dir, "--verbose"],
+        vec!["audit", hook_dir, "--markdown"],
+        vec!["diff", hook_dir, hook_dir],
+    ] {
+        let out = cairn_ok(&e, &args);
+        assert!(out.contains("Bash") || args[0] == "diff", "{args:?}: {out}");
+    }
+    // The proxied call, recorded by the proxy too.
+    let proxied = all.iter().find(|(v, _)| v == "proxy").unwrap();
+    assert_eq!(
+        calls_of(&events_of(&proxied.1)),
+        [("mcp__everything__echo".to_string(), "ok".to_string())]
+    );
+}
+
+#[test]
+fn real_claude_killed_mid_command_leaves_the_hook_call_interrupted() {
+    let Some(e) = env() else { return };
+    install(&e, "claude", "always");
+    let model = FakeModel::start(Script::new(vec![Turn::calls(vec![call(
+        "Bash",
+        json!({"command": "python3 -c 'import time; time.sleep(30.522)'", "description": "wait"}),
+    )])]));
+    let mut claude = Claude::new(&e.agents, &model, &e.agent_home, &e.s.ws, &[]);
+    claude
+        .env
+        .push(("CAIRN_HOME".into(), e.s.home.to_string_lossy().into_owned()));
+    let run = claude.spawn("wait a while");
+    // The hook recorded the call; then its command started.
+    wait_until("the hook recorded the command", || {
+        hook_session(&e).is_some_and(|d| {
+            events_of(&d).iter().any(|ev| {
+                ev["type"] == "tool_started" && ev["input"].to_string().contains("30.522")
+            })
+        })
+    });
+    wait_until("the command runs", || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+            std::fs::read(p.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("30.522"))
+        })
+    });
+    kill_all(run, &e.s.ws, "30.522");
+    let dir = hook_session(&e).unwrap();
+    assert_eq!(
+        calls_of(&events_of(&dir)),
+        [("Bash".to_string(), "unfinished".to_string())]
+    );
+    let (code, out) = verify(&e, &dir);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("interrupted"), "{out}");
+    assert_eq!(state(&e, &dir), "interrupted");
+}
+
+/// Codex 0.171's hooks: `PreToolUse` and `PostToolUse` for its shell, `apply_patch` and
+/// MCP tools, `SessionStart`, `UserPromptSubmit` and `SessionEnd`; a denial is honoured,
+/// an allow is not a thing it takes (so the hook says nothing then).
+fn codex_hooks_script() -> Script {
+    Script::new(vec![
+        Turn::calls(vec![call(
+            "exec_command",
+            json!({"cmd": "ls does-not-exist"}),
+        )]),
+        Turn::calls(vec![call(
+            "apply_patch",
+            json!(
+                "*** Begin Patch\n*** Update File: notes.txt\n@@\n-hello\n+hello, world\n second line\n*** End Patch\n"
+            ),
+        )]),
+        Turn::calls(vec![call(
+            "exec_command",
+            json!({"cmd": "touch forbidden.txt"}),
+        )]),
+        Turn::text("all done"),
+    ])
+}
+
+#[test]
+fn real_codex_tools_through_cairn_hooks_are_recorded_and_a_denial_honoured() {
+    let Some(e) = env() else { return };
+    let Some(peers) = cairn_tests::mcp_peers(&[EVERYTHING]) else {
+        return;
+    };
+    grant(&e, &peers);
+    grant_write_patch(&e);
+    let model = FakeModel::start(codex_hooks_script());
+    let mut codex = Codex::new(&e.agents, &model, &e.agent_home, &e.s.ws, &[]);
+    // Codex runs a new hook only once a person trusted it (`/hooks`); a test has nobody.
+    codex
+        .exec_args
+        .push("--dangerously-bypass-hook-trust".into());
+    codex
+        .env
+        .push(("CAIRN_HOME".into(), e.s.home.to_string_lossy().into_owned()));
+    // Into the user's settings (the private CODEX_HOME): a project's `.codex/` is only
+    // read in a trusted project.
+    let out =
+        e.s.cairn(&[
+            "hook",
+            "install",
+            "codex",
+            "--user",
+            "--approve",
+            "never",
+            "--yes",
+        ])
+        .env("CODEX_HOME", codex.codex_home())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    codex.run("tidy the notes", &model);
+    assert!(!e.s.ws.join("forbidden.txt").exists());
+    let dir = hook_session(&e).unwrap_or_else(|| panic!("no hook session: {}", model.describe()));
+    let events = events_of(&dir);
+    assert_eq!(events[0]["agent"]["name"], "codex");
+    assert_eq!(
+        calls_of(&events),
+        [("Bash", "ok"), ("apply_patch", "ok"), ("Bash", "denied")]
+            .map(|(t, s)| (t.to_string(), s.to_string())),
+        "{events:#?}\n{}",
+        model.describe()
+    );
+    // Codex 0.171 tells a hook a command's output only, not how it exited: the failed
+    // `ls` is recorded with its exit code unknown (`lost`), never as 0.
+    let finished: Vec<(Value, Value)> = events
+        .iter()
+        .filter(|ev| ev["type"] == "shell_exec" && ev["phase"] == "finished")
+        .map(|ev| (ev["status"].clone(), ev["exit_code"].clone()))
+        .collect();
+    assert_eq!(finished, [(json!("lost"), Value::Null)], "{events:#?}");
+    // The patch as a file_write with the content before and after, read from disk.
+    assert_eq!(
+        std::fs::read_to_string(e.s.ws.join("notes.txt")).unwrap(),
+        "hello, world\nsecond line\n"
+    );
+    assert!(
+        events.iter().any(|ev| ev["type"] == "file_write"
+            && ev["path"] == "notes.txt"
+            && ev["before"].is_object()
+            && ev["after"].is_object()),
+        "{events:#?}"
+    );
+    // Codex 0.171 runs SessionEnd hooks: the session ended.
+    assert_eq!(
+        events.last().unwrap()["reason"],
+        "codex session ended (other)"
+    );
+    assert_eq!(state(&e, &dir), "finished");
+    let (code, out) = verify(&e, &dir);
+    assert_eq!(code, Some(0), "{out}");
+}
