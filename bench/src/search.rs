@@ -108,16 +108,34 @@ fn median(mut v: Vec<f64>) -> f64 {
     pct(&v, 0.5)
 }
 
+/// CPU seconds this process has used (every thread).
+fn cpu_s() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec to write into.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+
+/// Seconds of wall time and of CPU time.
+#[derive(Default, Clone, Copy)]
+struct Cost {
+    wall: f64,
+    cpu: f64,
+}
+
 /// Records `n` sessions in `home`; with `index`, indexes each as it ends. Returns
-/// seconds spent recording and seconds spent indexing.
+/// what recording cost and what indexing cost.
 fn record(
     home: &Home,
     ws: &Path,
     a: &SearchArgs,
     words: &mut Words,
     mut index: Option<&mut Index>,
-) -> Result<(f64, f64)> {
-    let (mut record_s, mut index_s) = (0.0, 0.0);
+) -> Result<(Cost, Cost)> {
+    let (mut rec, mut idx) = (Cost::default(), Cost::default());
     for s in 0..a.sessions {
         for c in 0..a.calls {
             std::fs::write(
@@ -127,7 +145,7 @@ fn record(
         }
         let mut config = EngineConfig::new(Catalog::Thoth);
         config.durability = cairn_store::Durability::Batch;
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), cpu_s());
         let mut e = Engine::start(home, ws, config)?;
         e.set_approver(Box::new(Policy::AllowAll));
         e.user_message(&format!("session {s}: {}", words.text(200)))?;
@@ -136,17 +154,19 @@ fn record(
         }
         let dir = e.dir().to_path_buf();
         e.end("done")?;
-        record_s += t.elapsed().as_secs_f64();
+        rec.wall += t.elapsed().as_secs_f64();
+        rec.cpu += cpu_s() - c;
         if let Some(index) = index.as_deref_mut() {
-            let t = Instant::now();
+            let (t, c) = (Instant::now(), cpu_s());
             let n = index.update_session(&dir)?;
-            index_s += t.elapsed().as_secs_f64();
+            idx.wall += t.elapsed().as_secs_f64();
+            idx.cpu += cpu_s() - c;
             if n == 0 {
                 bail!("{}: nothing indexed", dir.display());
             }
         }
     }
-    Ok((record_s, index_s))
+    Ok((rec, idx))
 }
 
 pub fn run(a: &SearchArgs) -> Result<()> {
@@ -155,6 +175,7 @@ pub fn run(a: &SearchArgs) -> Result<()> {
     let calls = (a.sessions * a.calls) as f64;
     let mut words = Words(7);
     let (mut without, mut with, mut index_only, mut share) = (vec![], vec![], vec![], vec![]);
+    let (mut rec_cpu, mut idx_cpu, mut cpu_share) = (vec![], vec![], vec![]);
     for round in 0..a.repeat {
         let home = Home::at(&base.join(format!("home-{round}")));
         let ws = base.join(format!("ws-{round}"));
@@ -164,27 +185,36 @@ pub fn run(a: &SearchArgs) -> Result<()> {
         let (rec, idx) = record(&home, &ws, a, &mut words, Some(&mut index))?;
         let ms = |s: f64| s * 1000.0 / calls;
         println!(
-            "round {round}: record {:.3} ms/call without the index; with it {:.3} ms/call recording + {:.3} ms/call indexing ({:.1}% of recording)",
-            ms(plain),
-            ms(rec),
-            ms(idx),
-            idx * 100.0 / rec
+            "round {round}: wall: record {:.3} ms/call without the index; with it {:.3} ms/call recording + {:.3} ms/call indexing ({:.1}% of recording); CPU: recording {:.3} ms/call, indexing {:.3} ms/call ({:.1}%)",
+            ms(plain.wall),
+            ms(rec.wall),
+            ms(idx.wall),
+            idx.wall * 100.0 / rec.wall,
+            ms(rec.cpu),
+            ms(idx.cpu),
+            idx.cpu * 100.0 / rec.cpu
         );
-        without.push(ms(plain));
-        with.push(ms(rec + idx));
-        index_only.push(ms(idx));
-        share.push(idx * 100.0 / rec);
+        without.push(ms(plain.wall));
+        with.push(ms(rec.wall + idx.wall));
+        index_only.push(ms(idx.wall));
+        share.push(idx.wall * 100.0 / rec.wall);
+        rec_cpu.push(ms(rec.cpu));
+        idx_cpu.push(ms(idx.cpu));
+        cpu_share.push(idx.cpu * 100.0 / rec.cpu);
     }
     let (w0, w1) = (median(without), median(with));
     println!(
-        "medians of {} rounds, {} sessions x {} calls of {} KB: without the index {w0:.3} ms/call, with it {w1:.3} ms/call ({:+.1}%); indexing alone {:.3} ms/call = {:.1}% of recording in the same round",
+        "medians of {} rounds, {} sessions x {} calls of {} KB: wall: without the index {w0:.3} ms/call, with it {w1:.3} ms/call ({:+.1}%); indexing alone {:.3} ms/call = {:.1}% of recording in the same round; CPU: recording {:.3} ms/call, indexing {:.3} ms/call = {:.1}%",
         a.repeat,
         a.sessions,
         a.calls,
         a.file_kb,
         (w1 / w0 - 1.0) * 100.0,
         median(index_only),
-        median(share)
+        median(share),
+        median(rec_cpu),
+        median(idx_cpu),
+        median(cpu_share)
     );
     Ok(())
 }

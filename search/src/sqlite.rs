@@ -18,9 +18,11 @@
 //! millisecond) interleave; the search orders those itself. Rowids also ascend as an
 //! update adds them (it takes sessions newest first): FTS5 writes its pending terms
 //! out whenever a rowid is lower than the one before, so descending rowids would
-//! make a segment per document. No positions are kept
-//! (`detail = none`: phrases are checked on the text); prefixes of 1 to 3 characters
-//! have their own lists, so a short prefix reads one list, not every word it begins.
+//! make a segment per document. No positions or counts are kept (`detail = none`,
+//! `columnsize = 0`: phrases are checked on the text), so each distinct token of a
+//! document is given once; prefixes of 2 and 3 characters have their own lists, so
+//! a short prefix reads one list, not every word it begins (a 1-character prefix
+//! does read them all).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -78,7 +80,7 @@ CREATE TABLE IF NOT EXISTS docs (
     UNIQUE (session, seq)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
-    terms, content = '', detail = none, columnsize = 0, tokenize = 'ascii', prefix = '1 2 3'
+    terms, content = '', detail = none, columnsize = 0, tokenize = 'ascii', prefix = '2 3'
 );
 ";
 
@@ -439,7 +441,7 @@ fn insert(tx: &rusqlite::Transaction, docs: &SessionDocs) -> rusqlite::Result<Op
     )?;
     let mut fts = tx.prepare_cached("INSERT INTO docs_fts (rowid, terms) VALUES (?1, ?2)")?;
     let mut n = 0;
-    let mut terms = String::new();
+    let (mut terms, mut all) = (String::new(), String::new());
     for d in &docs.docs {
         let Some(rowid) = next_rowid(key, highest) else {
             return Ok(None);
@@ -458,7 +460,7 @@ fn insert(tx: &rusqlite::Transaction, docs: &SessionDocs) -> rusqlite::Result<Op
             d.text
         ])?;
         if added == 1 {
-            fts_terms_into(&d.text, &mut terms);
+            fts_terms_into(&d.text, &mut terms, &mut all);
             fts.execute(params![rowid, terms])?;
             highest = Some(rowid);
             n += 1;
@@ -482,17 +484,36 @@ fn fts_match(q: &Query) -> String {
         .join(" AND ")
 }
 
-/// The FTS5 text of a document: its tokens' index forms in order, one space apart.
+/// The FTS5 text of a document: each distinct index form of its tokens once, in the
+/// order they first occur, one space apart. The FTS5 table keeps neither positions nor
+/// counts, so a repeated token would only cost another lookup.
 pub fn fts_terms(text: &str) -> String {
-    let mut out = String::new();
-    fts_terms_into(text, &mut out);
+    let (mut out, mut all) = (String::new(), String::new());
+    fts_terms_into(text, &mut out, &mut all);
     out
 }
 
-/// [`fts_terms`] into `out` (cleared first), without a string per token: each
-/// token's lower-cased characters are written while they fit in
-/// [`SEARCH_TOKEN_BYTES_MAX`] bytes (what [`crate::query::index_form`] keeps).
-fn fts_terms_into(text: &str, out: &mut String) {
+/// [`fts_terms`] into `out` (cleared first), `all` holding every token meanwhile.
+fn fts_terms_into(text: &str, out: &mut String, all: &mut String) {
+    index_forms_into(text, all);
+    out.clear();
+    out.reserve(all.len());
+    let mut seen = std::collections::HashSet::with_capacity(all.len() / 8);
+    for t in all.split(' ').filter(|t| !t.is_empty()) {
+        if seen.insert(t) {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(t);
+        }
+    }
+}
+
+/// Every token's index form in order, one space apart, into `out` (cleared first),
+/// without a string per token: each token's lower-cased characters are written while
+/// they fit in [`SEARCH_TOKEN_BYTES_MAX`] bytes (what [`crate::query::index_form`]
+/// keeps).
+fn index_forms_into(text: &str, out: &mut String) {
     out.clear();
     out.reserve(text.len());
     // Bytes of the current token written; `None` between tokens.
@@ -526,19 +547,22 @@ mod tests {
     use crate::query::{index_form, tokens};
 
     #[test]
-    fn fts_terms_are_the_index_forms_of_the_tokens() {
+    fn fts_terms_are_the_distinct_index_forms_of_the_tokens() {
         let long = format!("{}é{}", "a".repeat(SEARCH_TOKEN_BYTES_MAX - 1), "b".repeat(9));
         for text in [
             "",
-            "  Cargo TEST: 12 passed\n",
+            "  Cargo TEST: 12 passed\n cargo test again",
             "naïve-résumé x.y@example.org ÉTÉ İstanbul ß",
             long.as_str(),
             &format!("{long} {long}x tail"),
         ] {
-            let want: Vec<String> = tokens(text)
-                .iter()
-                .map(|t| index_form(&t.text).to_string())
-                .collect();
+            let mut want: Vec<String> = Vec::new();
+            for t in tokens(text) {
+                let f = index_form(&t.text).to_string();
+                if !want.contains(&f) {
+                    want.push(f);
+                }
+            }
             assert_eq!(fts_terms(text), want.join(" "), "{text:?}");
         }
     }
