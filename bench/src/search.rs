@@ -275,8 +275,9 @@ fn write_session(
     words: &mut Words,
 ) -> Result<u64> {
     // A minute apart from 2026-01-01, so ids sort as sessions were started.
-    let start = jiff::Timestamp::from_second(1_767_225_600 + i as i64 * 60)?
-        .checked_add(jiff::SignedDuration::from_micros((i * 7919 % 1_000_000) as i64))?;
+    let start = jiff::Timestamp::from_second(1_767_225_600 + i as i64 * 60)?.checked_add(
+        jiff::SignedDuration::from_micros((i * 7919 % 1_000_000) as i64),
+    )?;
     let id = format!(
         "{}.{:06}-{:06x}",
         start.strftime("%Y%m%dT%H%M%S"),
@@ -328,7 +329,10 @@ fn write_session(
         f["output"] = json!(words.text(out_bytes));
         put(&mut log, &f)?;
     }
-    put(&mut log, &json!({"type": "session_ended", "reason": "done"}))?;
+    put(
+        &mut log,
+        &json!({"type": "session_ended", "reason": "done"}),
+    )?;
     log.sync()?;
     let len = log.len_bytes();
     log.close()?;
@@ -376,7 +380,10 @@ pub fn query(a: &QueryArgs) -> Result<()> {
     let up = index.update(dirs.clone())?;
     let index_s = clock.elapsed().as_secs_f64();
     if !up.problems.is_empty() {
-        bail!("not indexed: {:?}", &up.problems[..up.problems.len().min(3)]);
+        bail!(
+            "not indexed: {:?}",
+            &up.problems[..up.problems.len().min(3)]
+        );
     }
     let db_bytes: u64 = ["search.db", "search.db-wal"]
         .iter()

@@ -81,14 +81,12 @@ fn index_on(home: &Home) -> Result<bool> {
 /// `search_index` is off; a failure is a note, never the command's failure (the next
 /// search catches up).
 pub fn index_quietly() {
-    let r = Home::from_env()
-        .map_err(anyhow::Error::from)
-        .and_then(|h| {
-            if index_on(&h)? {
-                update(&h)?;
-            }
-            Ok(())
-        });
+    let r = Home::from_env().map_err(anyhow::Error::from).and_then(|h| {
+        if index_on(&h)? {
+            update(&h)?;
+        }
+        Ok(())
+    });
     if let Err(e) = r {
         out::note(&format!(
             "cairn: note: the search index was not updated ({}); `cairn search` catches up",

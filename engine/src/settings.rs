@@ -415,7 +415,9 @@ mod tests {
         let file = |text: &str| parse(text).unwrap_or_else(|e| panic!("{e}"));
         let check = |files: &Files, env: Option<&str>, want: Result<(bool, &str), &str>| {
             let got = resolve(&Settings::default(), files, |k| {
-                (k == SEARCH_INDEX_ENV).then(|| env.map(str::to_string)).flatten()
+                (k == SEARCH_INDEX_ENV)
+                    .then(|| env.map(str::to_string))
+                    .flatten()
             })
             .map(|(s, r)| {
                 (
@@ -447,7 +449,9 @@ mod tests {
         check(
             &files,
             Some("maybe"),
-            Err("env CAIRN_SEARCH_INDEX: \"maybe\" is neither on nor off: set it to on or off (or unset it)"),
+            Err(
+                "env CAIRN_SEARCH_INDEX: \"maybe\" is neither on nor off: set it to on or off (or unset it)",
+            ),
         );
         assert!(parse("search_index = \"off\"\n").is_err_and(|e| e.contains("line 1")));
     }

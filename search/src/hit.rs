@@ -242,7 +242,10 @@ mod tests {
             "20211201T025500.124000-000000",
         ];
         ids.sort();
-        assert!(ids.windows(2).all(|w| session_key(w[0]) <= session_key(w[1])));
+        assert!(
+            ids.windows(2)
+                .all(|w| session_key(w[0]) <= session_key(w[1]))
+        );
     }
 
     #[test]

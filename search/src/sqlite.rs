@@ -112,7 +112,7 @@ fn key_of(rowid: i64) -> i64 {
 fn next_rowid(key: i64, highest: Option<i64>) -> Option<i64> {
     let base = key_base(key);
     let next = highest.map_or(base, |h| h + 1);
-    (next < base + SEARCH_KEY_DOCS_MAX).then_some(next)
+    (next <= base + (SEARCH_KEY_DOCS_MAX - 1)).then_some(next)
 }
 
 /// The embedded search index.
@@ -150,7 +150,7 @@ impl Index {
         conn.execute_batch(
             "PRAGMA page_size = 16384; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;",
         )
-            .map_err(sq)?;
+        .map_err(sq)?;
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(sq)?;
@@ -288,10 +288,7 @@ impl Index {
     pub fn search(&self, q: &Query, f: &Filter) -> Result<Vec<Hit>> {
         f.check()?;
         let limit = f.limit as usize;
-        let mut st = self
-            .conn
-            .prepare_cached(SEARCH_SQL)
-            .map_err(self.sq())?;
+        let mut st = self.conn.prepare_cached(SEARCH_SQL).map_err(self.sq())?;
         let mut doc = self
             .conn
             .prepare_cached(
@@ -427,11 +424,13 @@ fn insert(tx: &rusqlite::Transaction, docs: &SessionDocs) -> rusqlite::Result<Op
     let base = key_base(key);
     let mut highest: Option<i64> = tx.query_row(
         "SELECT max(id) FROM docs WHERE id BETWEEN ?1 AND ?2",
-        params![base, base + SEARCH_KEY_DOCS_MAX - 1],
+        params![base, base + (SEARCH_KEY_DOCS_MAX - 1)],
         |r| r.get(0),
     )?;
     // Room for every document first: a session is indexed whole or not at all.
-    let room = highest.map_or(SEARCH_KEY_DOCS_MAX, |h| base + SEARCH_KEY_DOCS_MAX - 1 - h);
+    let room = highest.map_or(SEARCH_KEY_DOCS_MAX, |h| {
+        (base + (SEARCH_KEY_DOCS_MAX - 1)) - h
+    });
     if docs.docs.len() as i64 > room {
         return Ok(None);
     }
@@ -548,7 +547,11 @@ mod tests {
 
     #[test]
     fn fts_terms_are_the_distinct_index_forms_of_the_tokens() {
-        let long = format!("{}é{}", "a".repeat(SEARCH_TOKEN_BYTES_MAX - 1), "b".repeat(9));
+        let long = format!(
+            "{}é{}",
+            "a".repeat(SEARCH_TOKEN_BYTES_MAX - 1),
+            "b".repeat(9)
+        );
         for text in [
             "",
             "  Cargo TEST: 12 passed\n cargo test again",
@@ -594,14 +597,14 @@ mod tests {
         assert_eq!(next_rowid(5, None), Some(base));
         assert_eq!(next_rowid(5, Some(base + 7)), Some(base + 8));
         // At the limit: the last rowid of the key is handed out; past it, none.
-        let last = base + SEARCH_KEY_DOCS_MAX - 1;
+        let last = base + (SEARCH_KEY_DOCS_MAX - 1);
         assert_eq!(next_rowid(5, Some(last - 1)), Some(last));
         assert_eq!(next_rowid(5, Some(last)), None);
         assert_eq!(key_of(last), 5);
         // Newer keys first; both ends fit a rowid.
-        assert!(key_base(6) + SEARCH_KEY_DOCS_MAX - 1 < base);
+        assert!(key_base(6) + (SEARCH_KEY_DOCS_MAX - 1) < base);
         assert_eq!(key_base(KEY_MAX), 0);
-        assert_eq!(key_base(0) + SEARCH_KEY_DOCS_MAX - 1, i64::MAX);
+        assert_eq!(key_base(0) + (SEARCH_KEY_DOCS_MAX - 1), i64::MAX);
         assert_eq!((key_of(0), key_of(i64::MAX)), (KEY_MAX, 0));
     }
 }

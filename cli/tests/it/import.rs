@@ -287,13 +287,22 @@ fn imported_sessions_are_indexed_as_they_are_imported_and_searchable() {
     assert!(find(&format!("ghp_{}", "Zz09".repeat(10))).is_empty());
 
     // And through the command line: one JSON document, the same hits.
-    let out = cairn_index(&home, &user, None, &["search", "greeting", "--json", "--limit", "100"]);
+    let out = cairn_index(
+        &home,
+        &user,
+        None,
+        &["search", "greeting", "--json", "--limit", "100"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["hits"].as_array().map(Vec::len), Some(said.len()));
     let out = cairn_index(&home, &user, None, &["search", "lc", "--tool", "shell"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("  shell  input  "), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("  shell  input  "),
+        "{}",
+        text(&out.stdout)
+    );
     let out = cairn_index(&home, &user, None, &["search", "nowhere-at-all"]);
     assert_eq!(out.status.code(), Some(1));
 }

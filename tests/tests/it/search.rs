@@ -308,9 +308,12 @@ fn both_backends_give_the_same_hits() {
 /// `session_started` replaced, each record chained again.
 fn copy_as(src: &Path, id: &str) -> PathBuf {
     let dir = src.parent().unwrap().join(id);
-    let mut log =
-        cairn_store::LogWriter::create(&dir, cairn_store::Options::default()).unwrap();
-    for r in cairn_store::LogReader::open(src).unwrap().records().unwrap() {
+    let mut log = cairn_store::LogWriter::create(&dir, cairn_store::Options::default()).unwrap();
+    for r in cairn_store::LogReader::open(src)
+        .unwrap()
+        .records()
+        .unwrap()
+    {
         let r = r.unwrap();
         let mut ev: serde_json::Value = serde_json::from_str(r.event.get()).unwrap();
         if ev["type"] == "session_started" {
@@ -380,7 +383,11 @@ fn sessions_started_in_one_millisecond_keep_the_order_of_their_ids() {
             let n = (limit as usize).min(want.len());
             let expected: Vec<_> = if q.contains('"') {
                 // Only "marker two" (seq 2) of each session.
-                want.iter().filter(|w| w.1 == 2).take(limit as usize).cloned().collect()
+                want.iter()
+                    .filter(|w| w.1 == 2)
+                    .take(limit as usize)
+                    .cloned()
+                    .collect()
             } else {
                 want[..n].to_vec()
             };
