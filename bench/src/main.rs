@@ -63,11 +63,14 @@ enum Command {
     Hook(hook::HookArgs),
     /// Benchmark import: MB/s and sessions/s on generated Codex rollouts, peak memory.
     Import(import::ImportArgs),
-    /// Benchmark search: indexing cost per call against recording, query latency.
+    /// Benchmark search indexing: recording cost per call with and without the index.
     Search(search::SearchArgs),
     /// Benchmark the team archive: push and pull throughput, verify time, on a local
     /// PostgreSQL cluster.
     Archive(archive::ArchiveArgs),
+    /// Benchmark search queries on a large generated home (10,000 sessions / 5 GB with
+    /// `--sessions 10000 --session-kb 500`).
+    SearchQuery(search::QueryArgs),
     /// Import a folder in process and print the summary (used for memory).
     #[command(name = "__import", hide = true)]
     ImportOnce { home: PathBuf, src: PathBuf },
@@ -111,6 +114,7 @@ fn main() -> Result<()> {
         Command::Import(args) => import::run(&args),
         Command::Search(args) => search::run(&args),
         Command::Archive(args) => archive::run(&args),
+        Command::SearchQuery(args) => search::query(&args),
         Command::Hook(args) => hook::run(&args),
         Command::ImportOnce { home, src } => import::import_once(&home, &src),
         Command::Tree(args) => tree::run(&args),

@@ -1,26 +1,34 @@
-//! `cairn-bench search`: the embedded search index on sessions recorded by the engine.
+//! `cairn-bench search` and `cairn-bench search-query`: the embedded search index.
 //!
-//! Each session: a user message, then `calls` `read_file` calls of files of generated
-//! words (a vocabulary of 20,000 words plus a few common ones), so outputs carry text
-//! to find. Measured: recording time, then indexing time per session (the cost the
-//! index adds to a session, as a share of recording it), then query latency p50/p99
-//! over a set of queries, each run `runs` times. Size grows with `--sessions`,
-//! `--calls` and `--file-kb`.
+//! `search` measures what indexing adds to recording. Each session: a user message,
+//! then `calls` `read_file` calls of files of generated words (a vocabulary of 20,000
+//! words plus a few common ones), recorded by the engine (durability `batch`). One
+//! round records `sessions` sessions without the index, then `sessions` sessions
+//! indexing each as it ends (as the command line does after a command); `repeat`
+//! rounds, medians of the per-call costs.
+//!
+//! `search-query` measures query latency on a large home: one real session recorded
+//! by the engine is the template of `sessions` sessions written straight to their
+//! logs (new ids a minute apart, new words in every message and output, each record
+//! hashed and chained), about `session-kb` KB each, over `projects` projects. The
+//! home is indexed once (timed), then each query runs `runs` times with and without
+//! filters: p50 and p99. The default is small; the figure is
+//! `--sessions 10000 --session-kb 500` (5 GB of logs).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 use cairn_engine::permission::Policy;
 use cairn_engine::{Catalog, Engine, EngineConfig, Home};
 use cairn_search::sqlite::Index;
 use cairn_search::{Filter, Query};
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[derive(Debug, clap::Args)]
 pub struct SearchArgs {
-    /// Sessions to record.
-    #[arg(long, default_value_t = 100)]
+    /// Sessions recorded per round and mode.
+    #[arg(long, default_value_t = 30)]
     pub sessions: u64,
     /// Calls per session.
     #[arg(long, default_value_t = 10)]
@@ -28,12 +36,38 @@ pub struct SearchArgs {
     /// Size of each file read, in KB.
     #[arg(long, default_value_t = 4)]
     pub file_kb: u64,
+    /// Rounds (each records without, then with the index).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+    /// Where to build the homes (default: a temporary folder).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct QueryArgs {
+    /// Sessions written.
+    #[arg(long, default_value_t = 500)]
+    pub sessions: u64,
+    /// Size of each session's log, in KB (about).
+    #[arg(long, default_value_t = 100)]
+    pub session_kb: u64,
+    /// Calls per session (their outputs share the size).
+    #[arg(long, default_value_t = 40)]
+    pub calls: u64,
+    /// Projects the sessions are spread over.
+    #[arg(long, default_value_t = 10)]
+    pub projects: u64,
     /// Times each query runs.
     #[arg(long, default_value_t = 50)]
     pub runs: usize,
-    /// Where to build the home (default: a temporary folder).
+    /// Where to build the home, in a folder `cairn-bench-search` made in it (default: a
+    /// temporary folder); that folder is removed at the end unless --keep.
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Keep the home and its index.
+    #[arg(long)]
+    pub keep: bool,
 }
 
 /// A deterministic generator of words.
@@ -69,17 +103,39 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
-pub fn run(a: &SearchArgs) -> Result<()> {
-    let tmp = tempfile::tempdir()?;
-    let base = a.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
-    let home = Home::at(&base.join("home"));
-    let ws = base.join("ws");
-    std::fs::create_dir_all(&ws)?;
-    let mut words = Words(7);
-    let mut record_s = 0.0;
-    let mut index_s = 0.0;
-    let mut index = Index::open(&base.join("search.db"))?;
-    let mut log_bytes = 0u64;
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    pct(&v, 0.5)
+}
+
+/// CPU seconds this process has used (every thread).
+fn cpu_s() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec to write into.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+
+/// Seconds of wall time and of CPU time.
+#[derive(Default, Clone, Copy)]
+struct Cost {
+    wall: f64,
+    cpu: f64,
+}
+
+/// Records `n` sessions in `home`; with `index`, indexes each as it ends. Returns
+/// what recording cost and what indexing cost.
+fn record(
+    home: &Home,
+    ws: &Path,
+    a: &SearchArgs,
+    words: &mut Words,
+    mut index: Option<&mut Index>,
+) -> Result<(Cost, Cost)> {
+    let (mut rec, mut idx) = (Cost::default(), Cost::default());
     for s in 0..a.sessions {
         for c in 0..a.calls {
             std::fs::write(
@@ -89,8 +145,8 @@ pub fn run(a: &SearchArgs) -> Result<()> {
         }
         let mut config = EngineConfig::new(Catalog::Thoth);
         config.durability = cairn_store::Durability::Batch;
-        let t = Instant::now();
-        let mut e = Engine::start(&home, &ws, config)?;
+        let (t, c) = (Instant::now(), cpu_s());
+        let mut e = Engine::start(home, ws, config)?;
         e.set_approver(Box::new(Policy::AllowAll));
         e.user_message(&format!("session {s}: {}", words.text(200)))?;
         for c in 0..a.calls {
@@ -98,50 +154,329 @@ pub fn run(a: &SearchArgs) -> Result<()> {
         }
         let dir = e.dir().to_path_buf();
         e.end("done")?;
-        record_s += t.elapsed().as_secs_f64();
-        let t = Instant::now();
-        index.update_session(&dir)?;
-        index_s += t.elapsed().as_secs_f64();
-        log_bytes += std::fs::metadata(cairn_store::log_path(&dir))?.len();
-    }
-    let calls = (a.sessions * a.calls) as f64;
-    println!(
-        "sessions {}  calls {}  log bytes {}  search.db bytes {}",
-        a.sessions,
-        a.sessions * a.calls,
-        log_bytes,
-        std::fs::metadata(base.join("search.db"))?.len()
-    );
-    println!(
-        "record {:.1} ms/call  index {:.3} ms/call  indexing overhead {:.1}%",
-        record_s * 1000.0 / calls,
-        index_s * 1000.0 / calls,
-        index_s * 100.0 / record_s
-    );
-    let queries = [
-        "cargo",
-        "w123",
-        "\"cargo test\"",
-        "w1*",
-        "cargo test passed",
-        "w19999 w5",
-        "nothing-here",
-    ];
-    for q in queries {
-        let query = Query::parse(q)?;
-        let mut ms = Vec::new();
-        let mut hits = 0;
-        for _ in 0..a.runs {
-            let t = Instant::now();
-            hits = index.search(&query, &Filter::default())?.len();
-            ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        rec.wall += t.elapsed().as_secs_f64();
+        rec.cpu += cpu_s() - c;
+        if let Some(index) = index.as_deref_mut() {
+            let (t, c) = (Instant::now(), cpu_s());
+            let n = index.update_session(&dir)?;
+            idx.wall += t.elapsed().as_secs_f64();
+            idx.cpu += cpu_s() - c;
+            if n == 0 {
+                bail!("{}: nothing indexed", dir.display());
+            }
         }
-        ms.sort_by(f64::total_cmp);
+    }
+    Ok((rec, idx))
+}
+
+pub fn run(a: &SearchArgs) -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let base = a.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    let calls = (a.sessions * a.calls) as f64;
+    let mut words = Words(7);
+    let (mut without, mut with, mut index_only, mut share) = (vec![], vec![], vec![], vec![]);
+    let (mut rec_cpu, mut idx_cpu, mut cpu_share) = (vec![], vec![], vec![]);
+    for round in 0..a.repeat {
+        let home = Home::at(&base.join(format!("home-{round}")));
+        let ws = base.join(format!("ws-{round}"));
+        std::fs::create_dir_all(&ws)?;
+        let (plain, _) = record(&home, &ws, a, &mut words, None)?;
+        let mut index = Index::open(&base.join(format!("search-{round}.db")))?;
+        let (rec, idx) = record(&home, &ws, a, &mut words, Some(&mut index))?;
+        let ms = |s: f64| s * 1000.0 / calls;
         println!(
-            "query {q:<22} hits {hits:>3}  p50 {:.2} ms  p99 {:.2} ms",
-            pct(&ms, 0.5),
-            pct(&ms, 0.99)
+            "round {round}: wall: record {:.3} ms/call without the index; with it {:.3} ms/call recording + {:.3} ms/call indexing ({:.1}% of recording); CPU: recording {:.3} ms/call, indexing {:.3} ms/call ({:.1}%)",
+            ms(plain.wall),
+            ms(rec.wall),
+            ms(idx.wall),
+            idx.wall * 100.0 / rec.wall,
+            ms(rec.cpu),
+            ms(idx.cpu),
+            idx.cpu * 100.0 / rec.cpu
         );
+        without.push(ms(plain.wall));
+        with.push(ms(rec.wall + idx.wall));
+        index_only.push(ms(idx.wall));
+        share.push(idx.wall * 100.0 / rec.wall);
+        rec_cpu.push(ms(rec.cpu));
+        idx_cpu.push(ms(idx.cpu));
+        cpu_share.push(idx.cpu * 100.0 / rec.cpu);
+    }
+    let (w0, w1) = (median(without), median(with));
+    println!(
+        "medians of {} rounds, {} sessions x {} calls of {} KB: wall: without the index {w0:.3} ms/call, with it {w1:.3} ms/call ({:+.1}%); indexing alone {:.3} ms/call = {:.1}% of recording in the same round; CPU: recording {:.3} ms/call, indexing {:.3} ms/call = {:.1}%",
+        a.repeat,
+        a.sessions,
+        a.calls,
+        a.file_kb,
+        (w1 / w0 - 1.0) * 100.0,
+        median(index_only),
+        median(share),
+        median(rec_cpu),
+        median(idx_cpu),
+        median(cpu_share)
+    );
+    Ok(())
+}
+
+/// The first record of each type of a template session, as JSON events.
+struct Template {
+    started: Value,
+    model: Value,
+    tool_started: Value,
+    file_read: Value,
+    finished: Value,
+}
+
+/// Records one real session (a message, two `read_file` calls) and keeps its events.
+fn template(base: &Path) -> Result<Template> {
+    let home = Home::at(&base.join("template-home"));
+    let ws = base.join("template-ws");
+    std::fs::create_dir_all(&ws)?;
+    std::fs::write(ws.join("f.txt"), "some words\n")?;
+    let mut config = EngineConfig::new(Catalog::Thoth);
+    config.durability = cairn_store::Durability::None;
+    let mut e = Engine::start(&home, &ws, config)?;
+    e.set_approver(Box::new(Policy::AllowAll));
+    e.user_message("hello")?;
+    e.call("read_file", json!({ "path": "f.txt" }))?;
+    let dir = e.dir().to_path_buf();
+    e.end("done")?;
+    let find = |ty: &str| -> Result<Value> {
+        for r in cairn_store::LogReader::open(&dir)?.records()? {
+            let ev: Value = serde_json::from_str(r?.event.get())?;
+            if ev["type"] == ty {
+                return Ok(ev);
+            }
+        }
+        bail!("the template session has no {ty}")
+    };
+    let model = json!({
+        "type": "model_turn", "provider": "openai", "model": "bench", "text": "",
+        "tool_calls": [], "usage": {"input_tokens": 1000, "output_tokens": 100}
+    });
+    Ok(Template {
+        started: find("session_started")?,
+        model: find("model_turn").unwrap_or(model),
+        tool_started: find("tool_started")?,
+        file_read: find("file_read")?,
+        finished: find("tool_finished")?,
+    })
+}
+
+/// Writes session `i` of project folder `project` from the template; returns its
+/// log's length.
+fn write_session(
+    t: &Template,
+    project: &Path,
+    workspace: &str,
+    i: u64,
+    a: &QueryArgs,
+    words: &mut Words,
+) -> Result<u64> {
+    // A minute apart from 2026-01-01, so ids sort as sessions were started.
+    let start = jiff::Timestamp::from_second(1_767_225_600 + i as i64 * 60)?.checked_add(
+        jiff::SignedDuration::from_micros((i * 7919 % 1_000_000) as i64),
+    )?;
+    let id = format!(
+        "{}.{:06}-{:06x}",
+        start.strftime("%Y%m%dT%H%M%S"),
+        start.subsec_microsecond(),
+        i * 2654435761 % 0xffffff
+    );
+    let dir = project.join("sessions").join(&id);
+    let mut log = cairn_store::LogWriter::create(
+        &dir,
+        cairn_store::Options {
+            durability: cairn_store::Durability::None,
+            ..cairn_store::Options::default()
+        },
+    )?;
+    let mut ms = 0i64;
+    let mut put = |log: &mut cairn_store::LogWriter, ev: &Value| -> Result<()> {
+        ms += 37;
+        let ts = start.checked_add(jiff::SignedDuration::from_millis(ms))?;
+        log.append_at(&ts.strftime("%Y-%m-%dT%H:%M:%S.%6fZ").to_string(), ev)?;
+        Ok(())
+    };
+    let mut started = t.started.clone();
+    started["id"] = json!(id);
+    started["workspace"] = json!(workspace);
+    put(&mut log, &started)?;
+    // A rare word in one session of a thousand; the output size fills the session.
+    let rare = if i % 1000 == 0 { " quasar" } else { "" };
+    put(
+        &mut log,
+        &json!({"type": "user_message", "text": format!("session {i}{rare}: {}", words.text(200))}),
+    )?;
+    let out_bytes = (a.session_kb as usize * 1024 / a.calls.max(1) as usize).saturating_sub(700);
+    for c in 0..a.calls {
+        let call = format!("call_{c}");
+        let path = format!("src/f{c}.rs");
+        let mut m = t.model.clone();
+        m["text"] = json!(words.text(100));
+        put(&mut log, &m)?;
+        let mut s = t.tool_started.clone();
+        s["call"] = json!(call);
+        s["input"] = json!({ "path": path });
+        put(&mut log, &s)?;
+        let mut r = t.file_read.clone();
+        r["call"] = json!(call);
+        r["path"] = json!(path);
+        put(&mut log, &r)?;
+        let mut f = t.finished.clone();
+        f["call"] = json!(call);
+        f["output"] = json!(words.text(out_bytes));
+        put(&mut log, &f)?;
+    }
+    put(
+        &mut log,
+        &json!({"type": "session_ended", "reason": "done"}),
+    )?;
+    log.sync()?;
+    let len = log.len_bytes();
+    log.close()?;
+    Ok(len)
+}
+
+pub fn query(a: &QueryArgs) -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    // Only this folder is removed at the end, never the one given.
+    let base = a
+        .dir
+        .clone()
+        .unwrap_or_else(|| tmp.path().to_path_buf())
+        .join("cairn-bench-search");
+    std::fs::create_dir_all(&base)?;
+    let t = template(&base)?;
+    let home = Home::at(&base.join("home"));
+    // Projects as the home names them, one workspace folder each.
+    let mut projects = Vec::new();
+    for p in 0..a.projects.max(1) {
+        let ws = base.join(format!("ws-{p}"));
+        std::fs::create_dir_all(&ws)?;
+        let ws = ws.canonicalize()?;
+        let project = home.project(&ws);
+        std::fs::create_dir_all(project.dir.join("blobs"))?;
+        projects.push((project.dir.clone(), ws.to_string_lossy().into_owned()));
+    }
+    let mut words = Words(11);
+    let clock = Instant::now();
+    let mut log_bytes = 0u64;
+    for i in 0..a.sessions {
+        let (dir, ws) = &projects[(i % projects.len() as u64) as usize];
+        log_bytes += write_session(&t, dir, ws, i, a, &mut words)?;
+    }
+    let write_s = clock.elapsed().as_secs_f64();
+    let db = base.join("search.db");
+    let clock = Instant::now();
+    let mut index = Index::open(&db)?;
+    let mut dirs = Vec::new();
+    for p in home.projects() {
+        for id in p.sessions() {
+            dirs.push(p.session_dir(&id));
+        }
+    }
+    let up = index.update(dirs.clone())?;
+    let index_s = clock.elapsed().as_secs_f64();
+    if !up.problems.is_empty() {
+        bail!(
+            "not indexed: {:?}",
+            &up.problems[..up.problems.len().min(3)]
+        );
+    }
+    let db_bytes: u64 = ["search.db", "search.db-wal"]
+        .iter()
+        .filter_map(|f| std::fs::metadata(base.join(f)).ok())
+        .map(|m| m.len())
+        .sum();
+    println!(
+        "sessions {}  documents {}  log bytes {} ({:.2} GB)  written in {:.1} s  indexed in {:.1} s ({:.1} MB/s of log)  search.db bytes {} ({:.2} GB)",
+        a.sessions,
+        up.docs,
+        log_bytes,
+        log_bytes as f64 / 1e9,
+        write_s,
+        index_s,
+        log_bytes as f64 / 1e6 / index_s,
+        db_bytes,
+        db_bytes as f64 / 1e9
+    );
+    // What `cairn search` does before it answers: a catch-up that finds nothing new.
+    let mut ms = Vec::new();
+    for _ in 0..5 {
+        let clock = Instant::now();
+        let up = index.update(dirs.clone())?;
+        ms.push(clock.elapsed().as_secs_f64() * 1000.0);
+        if up.docs != 0 {
+            bail!("a catch-up found new documents");
+        }
+    }
+    ms.sort_by(f64::total_cmp);
+    println!(
+        "catch-up with nothing new over {} sessions: p50 {:.1} ms  max {:.1} ms",
+        dirs.len(),
+        pct(&ms, 0.5),
+        pct(&ms, 1.0)
+    );
+    let since = cairn_search::since("2026-01-05")?;
+    let filters: [(&str, Filter); 4] = [
+        ("-", Filter::default()),
+        (
+            "--project",
+            Filter {
+                project: Some(projects[0].1.clone()),
+                ..Filter::default()
+            },
+        ),
+        (
+            "--tool read_file",
+            Filter {
+                tool: Some("read_file".into()),
+                ..Filter::default()
+            },
+        ),
+        (
+            "--since 2026-01-05",
+            Filter {
+                since_us: Some(since),
+                ..Filter::default()
+            },
+        ),
+    ];
+    let queries = [
+        ("common word", "cargo"),
+        ("rare word", "quasar"),
+        ("prefix", "w1*"),
+        ("long prefix", "w123*"),
+        ("phrase", "\"cargo test\""),
+        ("two words", "cargo w5"),
+        ("no hit", "nothing-here"),
+    ];
+    println!("| query | filter | hits | p50 ms | p99 ms |");
+    println!("|---|---|--:|--:|--:|");
+    for (what, q) in queries {
+        let query = Query::parse(q).context("query")?;
+        for (fname, f) in &filters {
+            let mut ms = Vec::new();
+            let mut hits = 0;
+            for _ in 0..a.runs {
+                let clock = Instant::now();
+                hits = index.search(&query, f)?.len();
+                ms.push(clock.elapsed().as_secs_f64() * 1000.0);
+            }
+            ms.sort_by(f64::total_cmp);
+            println!(
+                "| {what} `{q}` | {fname} | {hits} | {:.2} | {:.2} |",
+                pct(&ms, 0.5),
+                pct(&ms, 0.99)
+            );
+        }
+    }
+    if a.keep {
+        println!("kept: {}", base.display());
+    } else {
+        std::fs::remove_dir_all(&base).with_context(|| format!("removing {}", base.display()))?;
     }
     Ok(())
 }

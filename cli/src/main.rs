@@ -910,8 +910,9 @@ fn main() -> ExitCode {
             | Command::Fork { .. }
             | Command::Replay { .. }
             | Command::Import(_)
+            | Command::Demo { .. }
             | Command::Mcp {
-                action: McpAction::Serve { .. }
+                action: McpAction::Serve { .. } | McpAction::Proxy { .. }
             }
     );
     let result = match command {

@@ -6,17 +6,13 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow};
 use cairn_engine::Home;
-use cairn_engine::settings::Files;
+use cairn_engine::settings::{Files, Settings};
 use cairn_search::{Filter, Hit, Query};
 
 use crate::out;
 
 /// The embedded index's file in the home.
 pub const INDEX_FILE: &str = "search.db";
-
-/// Set to `0` or `off`, sessions are not indexed as they end (`cairn search` still
-/// catches up before it answers).
-pub const INDEX_ENV: &str = "CAIRN_SEARCH_INDEX";
 
 #[derive(Debug, clap::Args)]
 pub struct SearchArgs {
@@ -72,15 +68,25 @@ fn update(home: &Home) -> Result<cairn_search::sqlite::Index> {
     Ok(index)
 }
 
-/// Indexes what sessions were written, after a command that writes them; a failure
-/// is a note, never the command's failure (the next search catches up).
+/// Whether `search_index` is on in the settings in force in the current folder (the
+/// user's file, its project's, `CAIRN_SEARCH_INDEX`).
+fn index_on(home: &Home) -> Result<bool> {
+    let cwd = std::env::current_dir()?;
+    let project = crate::sessioncmd::project_for(home, &cwd);
+    let s = crate::sessioncmd::effective(home, project.as_ref(), &Settings::default())?;
+    Ok(s.search_index != Some(false))
+}
+
+/// Indexes what sessions were written, after a command that writes them, unless
+/// `search_index` is off; a failure is a note, never the command's failure (the next
+/// search catches up).
 pub fn index_quietly() {
-    if std::env::var(INDEX_ENV).is_ok_and(|v| v == "0" || v == "off") {
-        return;
-    }
-    let r = Home::from_env()
-        .map_err(anyhow::Error::from)
-        .and_then(|h| update(&h));
+    let r = Home::from_env().map_err(anyhow::Error::from).and_then(|h| {
+        if index_on(&h)? {
+            update(&h)?;
+        }
+        Ok(())
+    });
     if let Err(e) = r {
         out::note(&format!(
             "cairn: note: the search index was not updated ({}); `cairn search` catches up",

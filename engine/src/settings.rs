@@ -81,6 +81,11 @@ pub struct Settings {
     /// audit` give; each model's table over the lower layers'.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prices: Option<BTreeMap<String, Price>>,
+    /// Whether the commands that write sessions add them to the search index
+    /// (`$CAIRN_HOME/search.db`) as they end; `cairn search` catches up either way.
+    /// `CAIRN_SEARCH_INDEX=on|off` overrides the files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search_index: Option<bool>,
 }
 
 /// A model's prices (`[prices."MODEL"]`), in dollars per million tokens, at least 0.
@@ -108,6 +113,9 @@ impl Price {
         .find_map(|(k, v)| v.filter(|n| !ok(*n)).map(|n| (k, n)))
     }
 }
+
+/// The environment variable over `search_index`: `on`/`off` (`1`/`0`, `true`/`false`).
+pub const SEARCH_INDEX_ENV: &str = "CAIRN_SEARCH_INDEX";
 
 /// The `[archive]` table: where `cairn archive` and `archive:<id>` sessions go.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -250,12 +258,14 @@ pub fn defaults(catalog: Catalog) -> Settings {
         limits: serde_json::to_value(&config.limits)
             .ok()
             .and_then(|v| serde_json::from_value(v).ok()),
+        search_index: Some(true),
         ..Settings::default()
     }
 }
 
-/// The environment's layer: `CAIRN_MODEL`, `CAIRN_BASE_URL`.
-pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Vec<(Settings, Source)> {
+/// The environment's layer: `CAIRN_MODEL`, `CAIRN_BASE_URL`, `CAIRN_SEARCH_INDEX`; a
+/// value that does not parse is an error naming the variable.
+pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Result<Vec<(Settings, Source)>> {
     let mut out = Vec::new();
     let mut one = |var: &str, set: &dyn Fn(&mut Settings, String)| {
         if let Some(v) = env(var).filter(|v| !v.is_empty()) {
@@ -266,7 +276,28 @@ pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Vec<(Settings, Source)>
     };
     one("CAIRN_MODEL", &|s, v| s.model = Some(v));
     one("CAIRN_BASE_URL", &|s, v| s.base_url = Some(v));
-    out
+    if let Some(v) = env(SEARCH_INDEX_ENV).filter(|v| !v.is_empty()) {
+        let on = match v.to_ascii_lowercase().as_str() {
+            "on" | "1" | "true" => true,
+            "off" | "0" | "false" => false,
+            _ => {
+                return Err(EngineError::Config {
+                    path: PathBuf::from(format!("env {SEARCH_INDEX_ENV}")),
+                    what: format!("{v:?} is neither on nor off: set it to on or off (or unset it)"),
+                });
+            }
+        };
+        out.push((
+            Settings {
+                search_index: Some(on),
+                ..Settings::default()
+            },
+            Source::Env {
+                var: SEARCH_INDEX_ENV.into(),
+            },
+        ));
+    }
+    Ok(out)
 }
 
 /// Merges `flags` > the environment > the project's file > the user's file > the
@@ -277,7 +308,7 @@ pub fn resolve(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<(Settings, Resolved)> {
     let mut layers: Vec<(Settings, Source)> = vec![(flags.clone(), Source::Flag)];
-    layers.extend(from_env(env));
+    layers.extend(from_env(env)?);
     if let Some((file, s)) = &files.project {
         layers.push((s.clone(), Source::Project { file: file.clone() }));
     }
@@ -418,6 +449,52 @@ mod tests {
                 path.display()
             )
         );
+    }
+
+    #[test]
+    fn search_index_comes_from_the_env_over_the_files_over_the_default() {
+        let file = |text: &str| parse(text).unwrap_or_else(|e| panic!("{e}"));
+        let check = |files: &Files, env: Option<&str>, want: Result<(bool, &str), &str>| {
+            let got = resolve(&Settings::default(), files, |k| {
+                (k == SEARCH_INDEX_ENV)
+                    .then(|| env.map(str::to_string))
+                    .flatten()
+            })
+            .map(|(s, r)| {
+                (
+                    s.search_index.unwrap_or_else(|| panic!("no search_index")),
+                    r.entries["search_index"].1.to_string(),
+                )
+            })
+            .map_err(|e| e.to_string());
+            let want = want
+                .map(|(on, source)| (on, source.to_string()))
+                .map_err(str::to_string);
+            assert_eq!(got, want, "env {env:?}");
+        };
+        let none = Files::default();
+        check(&none, None, Ok((true, "default")));
+        let files = Files {
+            user: Some(("/u".into(), file("search_index = false\n"))),
+            project: None,
+        };
+        check(&files, None, Ok((false, "user /u")));
+        let both = Files {
+            user: Some(("/u".into(), file("search_index = false\n"))),
+            project: Some(("/p".into(), file("search_index = true\n"))),
+        };
+        check(&both, None, Ok((true, "project /p")));
+        check(&both, Some("off"), Ok((false, "env CAIRN_SEARCH_INDEX")));
+        check(&files, Some("1"), Ok((true, "env CAIRN_SEARCH_INDEX")));
+        check(&files, Some(""), Ok((false, "user /u")));
+        check(
+            &files,
+            Some("maybe"),
+            Err(
+                "env CAIRN_SEARCH_INDEX: \"maybe\" is neither on nor off: set it to on or off (or unset it)",
+            ),
+        );
+        assert!(parse("search_index = \"off\"\n").is_err_and(|e| e.contains("line 1")));
     }
 
     #[test]

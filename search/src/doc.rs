@@ -175,6 +175,9 @@ impl SessionDocs {
                 }
             };
             out.next_seq = r.seq + 1;
+            if !may_have_doc(r.event.get()) {
+                continue;
+            }
             // A record of a type this version does not know has nothing to index.
             let Ok(rec) = cairn_tools::fold::parse_in(&r, &blobs) else {
                 continue;
@@ -204,6 +207,30 @@ impl SessionDocs {
             });
         }
         Ok(out)
+    }
+}
+
+/// The event types a document is made of, or that one needs (the session's id, a
+/// command's output blobs).
+const TYPES_READ: &[&str] = &[
+    "session_started",
+    "user_message",
+    "model_turn",
+    "tool_started",
+    "shell_exec",
+    "tool_finished",
+];
+
+/// Whether an event may make a document: false only for an event whose first key is
+/// `type` naming another type (as cairn writes every event), so that the others
+/// (file reads, permissions, checkpoints: most records) are not parsed at all.
+fn may_have_doc(event: &str) -> bool {
+    let Some(rest) = event.strip_prefix("{\"type\":\"") else {
+        return true;
+    };
+    match rest.split_once('"') {
+        Some((ty, _)) if !ty.contains('\\') => TYPES_READ.contains(&ty),
+        _ => true,
     }
 }
 
@@ -291,4 +318,27 @@ fn doc(
         tool,
         text,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_events_of_other_types_written_type_first_are_skipped_unread() {
+        for (event, read) in [
+            (r#"{"type":"file_read","path":"a"}"#, false),
+            (r#"{"type":"checkpoint","state_hash":"00"}"#, false),
+            (r#"{"type":"tool_finished","call":"c"}"#, true),
+            (r#"{"type":"user_message","text":"x"}"#, true),
+            (r#"{"type":"shell_exec","call":"c"}"#, true),
+            // Not written as cairn writes: parsed, to be sure.
+            (r#"{"text":"x","type":"user_message"}"#, true),
+            (r#"{ "type":"file_read"}"#, true),
+            (r#"{"type":"file\u005fread"}"#, true),
+            (r#"{"type":"#, true),
+        ] {
+            assert_eq!(may_have_doc(event), read, "{event}");
+        }
+    }
 }

@@ -1,6 +1,10 @@
 //! What a search asks for besides its words (filters, a limit) and what it answers:
-//! hits, in one order both backends keep — newest session first (session ids begin
-//! with their start time), then by seq.
+//! hits, in one order both backends keep — newest session first, then by seq.
+//!
+//! "Newest" is [`session_key`] (the start time a session id begins with, to the
+//! millisecond), then the id itself, both descending: for the ids cairn writes
+//! (`20261129T120000.123456-ab12cd`) that is the ids' own order. The key lets the
+//! embedded index hand out its documents in this order without sorting them.
 
 use serde::Serialize;
 
@@ -104,6 +108,49 @@ pub(crate) struct Candidate {
     pub text: String,
 }
 
+/// The first day [`session_key`] counts from: 2020-01-01T00:00:00Z, in milliseconds
+/// since the epoch.
+pub const SESSION_KEY_EPOCH_MS: i64 = 1_577_836_800_000;
+
+/// Bits of a [`session_key`]: keys are below `2^SESSION_KEY_BITS`.
+pub const SESSION_KEY_BITS: u32 = 41;
+
+/// The ordering key of a session id: the start time it begins with
+/// (`YYYYMMDDTHHMMSS.ffffff-`, UTC), in milliseconds since
+/// [`SESSION_KEY_EPOCH_MS`], kept within 1 to `2^SESSION_KEY_BITS - 1` (2020 to 2089;
+/// earlier or later times share the end key); 0 for an id that does not begin with a
+/// valid time, so such sessions come after every other. Non-decreasing in the order
+/// of the ids that begin with a time.
+pub fn session_key(id: &str) -> i64 {
+    let b = id.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    let shaped = b.len() >= 23
+        && digits(0..8)
+        && b[8] == b'T'
+        && digits(9..15)
+        && b[15] == b'.'
+        && digits(16..22)
+        && b[22] == b'-';
+    if !shaped {
+        return 0;
+    }
+    let Ok(t) = jiff::civil::DateTime::strptime("%Y%m%dT%H%M%S", &id[..15]) else {
+        return 0;
+    };
+    let Ok(z) = t.to_zoned(jiff::tz::TimeZone::UTC) else {
+        return 0;
+    };
+    let micros: i64 = id[16..22].parse().unwrap_or(0);
+    let ms = z.timestamp().as_millisecond() + micros / 1000 - SESSION_KEY_EPOCH_MS;
+    ms.clamp(1, (1 << SESSION_KEY_BITS) - 1)
+}
+
+/// Whether a document (`key`, `session`, `seq`) comes before another in the order of
+/// hits: newer key, then greater id, then smaller seq.
+pub(crate) fn precedes(a: (i64, &str, u64), b: (i64, &str, u64)) -> bool {
+    (b.0, b.1, a.2) < (a.0, a.1, b.2)
+}
+
 /// The short name of a session id: its random suffix.
 pub fn short(id: &str) -> &str {
     id.rsplit('-').next().unwrap_or(id)
@@ -160,4 +207,53 @@ where
         hits.len() < limit
     })?;
     Ok(hits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_keys_follow_the_start_time_of_ids() {
+        let max = (1 << SESSION_KEY_BITS) - 1;
+        for (id, key) in [
+            ("20200101T000000.000000-ab12cd", 1),
+            ("20200101T000000.001999-ab12cd", 1),
+            ("20200101T000000.002000-ab12cd", 2),
+            ("20200101T000001.000000-ab12cd", 1000),
+            ("20261201T025500.123456-ab12cd", 218_256_900_123),
+            // Before 2020 and past 2089: the end keys.
+            ("20191231T235959.999999-ab12cd", 1),
+            ("20900101T000000.000000-ab12cd", max),
+            // Not a time: last.
+            ("not-a-time", 0),
+            ("20261399T000000.000000-ab12cd", 0),
+            ("20261201T025500.123456", 0),
+            ("20261201T025500,123456-ab12cd", 0),
+            ("", 0),
+        ] {
+            assert_eq!(session_key(id), key, "{id}");
+        }
+        // Non-decreasing in the order of ids.
+        let mut ids = [
+            "20261201T025500.123456-ab12cd",
+            "20261201T025500.123999-000000",
+            "20261201T025500.124000-000000",
+            "20211201T025500.124000-000000",
+        ];
+        ids.sort();
+        assert!(
+            ids.windows(2)
+                .all(|w| session_key(w[0]) <= session_key(w[1]))
+        );
+    }
+
+    #[test]
+    fn hits_go_newest_key_then_greatest_id_then_smallest_seq() {
+        assert!(precedes((2, "a", 9), (1, "z", 0)));
+        assert!(precedes((1, "b", 9), (1, "a", 0)));
+        assert!(precedes((1, "a", 0), (1, "a", 1)));
+        assert!(!precedes((1, "a", 1), (1, "a", 1)));
+        assert!(!precedes((1, "a", 1), (1, "a", 0)));
+    }
 }

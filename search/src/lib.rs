@@ -30,5 +30,8 @@ pub mod sqlite;
 
 pub use doc::{Doc, Kind, SEARCH_DOC_BYTES_MAX, SessionDocs, SessionMeta};
 pub use error::{Error, Result};
-pub use hit::{Filter, Hit, SEARCH_LIMIT_MAX, short, since};
+pub use hit::{
+    Filter, Hit, SEARCH_LIMIT_MAX, SESSION_KEY_BITS, SESSION_KEY_EPOCH_MS, session_key, short,
+    since,
+};
 pub use query::Query;

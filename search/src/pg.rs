@@ -15,7 +15,7 @@ use postgres::GenericClient;
 
 use crate::doc::SessionDocs;
 use crate::error::Result;
-use crate::hit::{Candidate, Filter, Hit, run};
+use crate::hit::{Candidate, Filter, Hit, run, session_key};
 use crate::query::{Query, index_terms};
 
 const SCHEMA: &str = "
@@ -27,6 +27,7 @@ CREATE TABLE IF NOT EXISTS search_sessions (
 );
 CREATE TABLE IF NOT EXISTS search_docs (
     session_id TEXT NOT NULL,
+    session_key BIGINT NOT NULL,
     project TEXT NOT NULL,
     workspace TEXT NOT NULL,
     seq BIGINT NOT NULL,
@@ -45,6 +46,39 @@ CREATE INDEX IF NOT EXISTS search_docs_terms ON search_docs USING GIN (terms);
 /// Creates the search tables and index when missing.
 pub fn ensure_schema(client: &mut impl GenericClient) -> Result<()> {
     client.batch_execute(SCHEMA)?;
+    migrate_session_key(client)
+}
+
+/// An archive indexed before documents carried their session's order key
+/// (`session_key`) gets the column, filled from each session's id.
+fn migrate_session_key(client: &mut impl GenericClient) -> Result<()> {
+    let has = client
+        .query_one(
+            "SELECT count(*) FROM information_schema.columns \
+             WHERE table_name = 'search_docs' AND column_name = 'session_key' \
+             AND table_schema = current_schema()",
+            &[],
+        )?
+        .get::<_, i64>(0)
+        > 0;
+    if has {
+        return Ok(());
+    }
+    let mut tx = client.transaction()?;
+    tx.batch_execute("ALTER TABLE search_docs ADD COLUMN session_key BIGINT")?;
+    let ids: Vec<String> = tx
+        .query("SELECT DISTINCT session_id FROM search_docs", &[])?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for id in &ids {
+        tx.execute(
+            "UPDATE search_docs SET session_key = $1 WHERE session_id = $2",
+            &[&session_key(id), id],
+        )?;
+    }
+    tx.batch_execute("ALTER TABLE search_docs ALTER COLUMN session_key SET NOT NULL")?;
+    tx.commit()?;
     Ok(())
 }
 
@@ -55,10 +89,11 @@ pub fn index_session(client: &mut impl GenericClient, docs: &SessionDocs) -> Res
     let s = &docs.session;
     let st = tx.prepare(
         "INSERT INTO search_docs
-           (session_id, project, workspace, seq, call, tool, kind, ts, ts_us, body, terms)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, array_to_tsvector($11::text[]))
+           (session_id, project, workspace, seq, call, tool, kind, ts, ts_us, body, terms, session_key)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, array_to_tsvector($11::text[]), $12)
          ON CONFLICT (session_id, seq) DO NOTHING",
     )?;
+    let key = session_key(&s.id);
     let mut n = 0;
     for d in &docs.docs {
         let seq = i64::try_from(d.seq).unwrap_or(i64::MAX);
@@ -76,6 +111,7 @@ pub fn index_session(client: &mut impl GenericClient, docs: &SessionDocs) -> Res
                 &d.ts_us,
                 &d.text,
                 &index_terms(&d.text),
+                &key,
             ],
         )?;
     }
@@ -126,7 +162,7 @@ pub fn search(client: &mut impl GenericClient, q: &Query, f: &Filter) -> Result<
                AND ($2::text IS NULL OR project = $2 OR workspace = $2)
                AND ($3::text IS NULL OR tool = $3)
                AND ($4::bigint IS NULL OR ts_us >= $4)
-             ORDER BY session_id COLLATE \"C\" DESC, seq ASC{}",
+             ORDER BY session_key DESC, session_id COLLATE \"C\" DESC, seq ASC{}",
             limit.map_or(String::new(), |n| format!(" LIMIT {n}"))
         );
         let rows = client.query(&sql, &[&tq, &f.project, &f.tool, &f.since_us])?;

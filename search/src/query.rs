@@ -199,7 +199,8 @@ impl Query {
     /// Every occurrence of every item in `text`, by position, or `None` when some item
     /// does not occur.
     pub fn find(&self, text: &str) -> Option<Vec<Span>> {
-        let toks = tokens(text);
+        // Where the tokens are; each is lower-cased only as far as it is compared.
+        let toks = token_spans(text);
         let mut spans = Vec::new();
         for item in &self.items {
             let n = item.tokens.len();
@@ -207,12 +208,8 @@ impl Query {
             if toks.len() >= n {
                 for i in 0..=toks.len() - n {
                     let ok = item.tokens.iter().enumerate().all(|(j, want)| {
-                        let have = &toks[i + j].text;
-                        if j == n - 1 && item.prefix {
-                            have.starts_with(want.as_str())
-                        } else {
-                            have == want
-                        }
+                        let t = toks[i + j];
+                        lower_matches(&text[t.start..t.end], want, j == n - 1 && item.prefix)
                     });
                     if ok {
                         found = true;
@@ -230,6 +227,40 @@ impl Query {
         spans.sort_by_key(|s| (s.start, s.end));
         Some(spans)
     }
+}
+
+/// Where the tokens of `text` are, in order (as [`tokens`] finds them, without
+/// lower-casing them).
+fn token_spans(text: &str) -> Vec<Span> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    for (i, c) in text.char_indices() {
+        if c.is_alphanumeric() {
+            start.get_or_insert(i);
+        } else if let Some(s) = start.take() {
+            out.push(Span { start: s, end: i });
+        }
+    }
+    if let Some(s) = start {
+        out.push(Span {
+            start: s,
+            end: text.len(),
+        });
+    }
+    out
+}
+
+/// Whether token `tok`, lower-cased, is `want` (or begins with it, for a prefix).
+fn lower_matches(tok: &str, want: &str, prefix: bool) -> bool {
+    let mut w = want.chars();
+    for c in tok.chars().flat_map(char::to_lowercase) {
+        match w.next() {
+            Some(x) if x == c => {}
+            Some(_) => return false,
+            None => return prefix,
+        }
+    }
+    w.next().is_none()
 }
 
 /// Characters of context before the first match in a snippet.

@@ -1,11 +1,28 @@
 //! The embedded index: `$CAIRN_HOME/search.db`, SQLite with an FTS5 table over each
-//! document's tokens (ours, in order, so the FTS5 tokeniser finds the same words).
+//! document's tokens (ours, in order, one space apart; FTS5's `ascii` tokenizer splits
+//! them on the spaces alone and keeps every other byte, so it finds exactly our
+//! tokens).
 //!
 //! It is a cache of the logs: per session folder it keeps the first seq not indexed
 //! and the log's length then, so an update reads only what a log grew by, and skips a
 //! log whose length did not change. Each session's new documents and its new position
 //! are written in one transaction: an interrupted update leaves the index as it was
 //! before that session, and two processes updating at once index each record once.
+//! An index of another layout ([`SEARCH_SCHEMA_VERSION`]) is dropped and rebuilt.
+//!
+//! A document's rowid orders it: the newer its session's [`session_key`], the lower
+//! the high bits, and below them a number handed out upwards as documents are added
+//! ([`SEARCH_KEY_DOCS_MAX`] per key). FTS5 yields matches by rowid without sorting:
+//! newest session first and, within a session, by seq (a session's records are
+//! indexed in seq order). Only sessions sharing a key (started within one
+//! millisecond) interleave; the search orders those itself. Rowids also ascend as an
+//! update adds them (it takes sessions newest first): FTS5 writes its pending terms
+//! out whenever a rowid is lower than the one before, so descending rowids would
+//! make a segment per document. No positions or counts are kept (`detail = none`,
+//! `columnsize = 0`: phrases are checked on the text), so each distinct token of a
+//! document is given once; prefixes of 2 and 3 characters have their own lists, so
+//! a short prefix reads one list, not every word it begins (a 1-character prefix
+//! does read them all).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -15,14 +32,31 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::doc::{SessionDocs, SessionMeta};
 use crate::error::{Error, Result};
-use crate::hit::{Candidate, Filter, Hit, run};
-use crate::query::{Query, index_form, tokens};
+use crate::hit::{Candidate, Filter, Hit, precedes, session_key};
+use crate::query::{Query, SEARCH_TOKEN_BYTES_MAX};
 
 /// How long a writer waits for another process's transaction on the index.
 pub const SEARCH_BUSY_TIMEOUT_MS: u64 = 10_000;
 
+/// The layout of `search.db`; an index of another is rebuilt from the logs.
+pub const SEARCH_SCHEMA_VERSION: i64 = 2;
+
+/// The most bytes of document text one transaction of [`Index::update`] adds before
+/// it commits (a session is never split): fewer, larger FTS5 segments.
+pub const SEARCH_BATCH_BYTES_MAX: usize = 16 * 1024 * 1024;
+
+/// The terms FTS5 gathers in memory before it writes them as a segment (its default
+/// is 1 MiB): fewer segments to merge while a large home is indexed.
+const SEARCH_FTS_HASH_BYTES: usize = 16 * 1024 * 1024;
+
+/// Bits of a rowid below the session key.
+const DOC_BITS: u32 = 22;
+
+/// The most documents of sessions sharing one [`session_key`] (started in the same
+/// millisecond) the index holds: 4,194,304.
+pub const SEARCH_KEY_DOCS_MAX: i64 = 1 << DOC_BITS;
+
 const SCHEMA: &str = "
-PRAGMA journal_mode = WAL;
 CREATE TABLE IF NOT EXISTS sessions (
     dir TEXT PRIMARY KEY,
     id TEXT NOT NULL,
@@ -46,9 +80,40 @@ CREATE TABLE IF NOT EXISTS docs (
     UNIQUE (session, seq)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
-    terms, content = '', tokenize = 'unicode61 remove_diacritics 0'
+    terms, content = '', detail = none, columnsize = 0, tokenize = 'ascii', prefix = '2 3'
 );
 ";
+
+/// The candidates of a search (`?1` the FTS5 query, then the filters), by rowid: FTS5
+/// yields them in that order, so nothing is sorted.
+const SEARCH_SQL: &str = "SELECT docs_fts.rowid, d.session, d.seq
+     FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid
+     WHERE docs_fts MATCH ?1
+       AND (?2 IS NULL OR d.project = ?2 OR d.workspace = ?2)
+       AND (?3 IS NULL OR d.tool = ?3)
+       AND (?4 IS NULL OR d.ts_us >= ?4)
+     ORDER BY docs_fts.rowid";
+
+/// The largest [`session_key`].
+const KEY_MAX: i64 = (1 << crate::hit::SESSION_KEY_BITS) - 1;
+
+/// The first rowid of the documents of key `key`: newer keys come first.
+fn key_base(key: i64) -> i64 {
+    (KEY_MAX - key) << DOC_BITS
+}
+
+/// The key of a document's rowid.
+fn key_of(rowid: i64) -> i64 {
+    KEY_MAX - (rowid >> DOC_BITS)
+}
+
+/// The rowid of the next document of key `key`, after `highest` (the highest rowid
+/// of that key so far); `None` when the key holds [`SEARCH_KEY_DOCS_MAX`] documents.
+fn next_rowid(key: i64, highest: Option<i64>) -> Option<i64> {
+    let base = key_base(key);
+    let next = highest.map_or(base, |h| h + 1);
+    (next <= base + (SEARCH_KEY_DOCS_MAX - 1)).then_some(next)
+}
 
 /// The embedded search index.
 pub struct Index {
@@ -68,7 +133,8 @@ pub struct Updated {
 }
 
 impl Index {
-    /// Opens (creating when missing) the index at `path`.
+    /// Opens (creating when missing) the index at `path`; an index of another
+    /// [`SEARCH_SCHEMA_VERSION`] is emptied, to be filled again from the logs.
     pub fn open(path: &Path) -> Result<Index> {
         let sq = |source| Error::Sqlite {
             path: path.to_path_buf(),
@@ -77,7 +143,30 @@ impl Index {
         let conn = Connection::open(path).map_err(sq)?;
         conn.busy_timeout(Duration::from_millis(SEARCH_BUSY_TIMEOUT_MS))
             .map_err(sq)?;
-        conn.execute_batch(SCHEMA).map_err(sq)?;
+        // A cache of the logs: a commit lost in a power cut is indexed again, so
+        // commits need not wait for the disk (WAL keeps the file consistent).
+        // 16 KiB pages before anything is written (a no-op on an index that exists):
+        // documents of a few KiB waste half of 4 KiB pages.
+        conn.execute_batch(
+            "PRAGMA page_size = 16384; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;",
+        )
+        .map_err(sq)?;
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(sq)?;
+        if version != SEARCH_SCHEMA_VERSION {
+            conn.execute_batch(&format!(
+                "BEGIN IMMEDIATE;
+                 DROP TABLE IF EXISTS docs_fts;
+                 DROP TABLE IF EXISTS docs;
+                 DROP TABLE IF EXISTS sessions;
+                 {SCHEMA}
+                 INSERT INTO docs_fts (docs_fts, rank) VALUES ('hashsize', {SEARCH_FTS_HASH_BYTES});
+                 PRAGMA user_version = {SEARCH_SCHEMA_VERSION};
+                 COMMIT;"
+            ))
+            .map_err(sq)?;
+        }
         Ok(Index {
             conn,
             path: path.to_path_buf(),
@@ -92,68 +181,74 @@ impl Index {
     }
 
     /// Brings every session folder of `dirs` up to date; a session that cannot be read
-    /// is listed in `problems` and the others go on.
+    /// is listed in `problems` and the others go on. A log whose length is the one
+    /// indexed is skipped after one `stat`. Sessions are written in transactions of
+    /// up to [`SEARCH_BATCH_BYTES_MAX`] bytes of text (each session whole in one).
     pub fn update(&mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Result<Updated> {
+        let known: HashMap<String, u64> = {
+            let mut st = self
+                .conn
+                .prepare("SELECT dir, log_bytes FROM sessions")
+                .map_err(self.sq())?;
+            let rows = st
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(self.sq())?;
+            rows.collect::<rusqlite::Result<_>>().map_err(self.sq())?
+        };
         let mut out = Updated::default();
-        for dir in dirs {
-            match self.update_session(&dir) {
-                Ok(0) => {}
-                Ok(n) => {
-                    out.sessions += 1;
-                    out.docs += n;
+        let path = self.path.clone();
+        let sq = |source| Error::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let mut changed = dirs
+            .into_iter()
+            .filter(|dir| {
+                !known
+                    .get(dir.to_string_lossy().as_ref())
+                    .is_some_and(|&len| {
+                        std::fs::metadata(cairn_store::log_path(dir)).is_ok_and(|m| m.len() == len)
+                    })
+            })
+            .collect::<Vec<_>>();
+        // Newest session first (a session folder is named by its id): the rowids of
+        // one transaction then ascend.
+        changed.sort_by_cached_key(|dir| {
+            let id = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+            std::cmp::Reverse(id.as_deref().map_or(0, session_key))
+        });
+        let mut changed = changed.into_iter().peekable();
+        while changed.peek().is_some() {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(&sq)?;
+            let mut bytes = 0;
+            while bytes < SEARCH_BATCH_BYTES_MAX {
+                let Some(dir) = changed.next() else {
+                    break;
+                };
+                match update_in(&tx, &path, &dir) {
+                    Ok((0, _)) => {}
+                    Ok((n, b)) => {
+                        out.sessions += 1;
+                        out.docs += n;
+                        bytes += b;
+                    }
+                    Err(Error::Sqlite { path, source }) => {
+                        return Err(Error::Sqlite { path, source });
+                    }
+                    Err(e) => out.problems.push((dir, e.to_string())),
                 }
-                Err(Error::Sqlite { path, source }) => return Err(Error::Sqlite { path, source }),
-                Err(e) => out.problems.push((dir, e.to_string())),
             }
+            tx.commit().map_err(&sq)?;
         }
         Ok(out)
     }
 
-    /// Indexes what the log in session folder `dir` holds past what is indexed;
-    /// returns the number of documents added.
+    /// Indexes what the log in session folder `dir` holds past what is indexed, in one
+    /// transaction; returns the number of documents added.
     pub fn update_session(&mut self, dir: &Path) -> Result<u64> {
-        let log = cairn_store::log_path(dir);
-        let log_bytes = std::fs::metadata(&log)
-            .map_err(|source| Error::Io {
-                path: log.clone(),
-                source,
-            })?
-            .len();
-        let key = dir.to_string_lossy().into_owned();
-        let known: Option<(SessionMeta, u64, u64)> = self
-            .conn
-            .query_row(
-                "SELECT id, project, workspace, next_seq, log_bytes FROM sessions WHERE dir = ?1",
-                [&key],
-                |r| {
-                    Ok((
-                        SessionMeta {
-                            id: r.get(0)?,
-                            project: r.get(1)?,
-                            workspace: r.get(2)?,
-                        },
-                        r.get(3)?,
-                        r.get(4)?,
-                    ))
-                },
-            )
-            .optional()
-            .map_err(self.sq())?;
-        if known.as_ref().is_some_and(|k| k.2 == log_bytes) {
-            return Ok(0);
-        }
-        let (meta, from) = match known {
-            Some((m, seq, _)) => (Some(m), seq),
-            None => (None, 0),
-        };
-        let tools = match &meta {
-            Some(m) => self.call_tools(&m.id)?,
-            None => HashMap::new(),
-        };
-        let docs = SessionDocs::read_from(dir, from, meta, tools)?;
-        if docs.next_seq == from {
-            return Ok(0);
-        }
         let path = self.path.clone();
         let sq = |source| Error::Sqlite {
             path: path.clone(),
@@ -163,46 +258,9 @@ impl Index {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(&sq)?;
-        // Another process may have indexed this session since it was read.
-        let now: Option<u64> = tx
-            .query_row(
-                "SELECT next_seq FROM sessions WHERE dir = ?1",
-                [&key],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(&sq)?;
-        if now.unwrap_or(0) != from {
-            return Ok(0);
-        }
-        let n = insert(&tx, &docs).map_err(|source| Error::Sqlite {
-            path: path.clone(),
-            source,
-        })?;
-        let s = &docs.session;
-        tx.execute(
-            "INSERT INTO sessions (dir, id, project, workspace, next_seq, log_bytes)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-             ON CONFLICT (dir) DO UPDATE SET next_seq = ?5, log_bytes = ?6",
-            params![key, s.id, s.project, s.workspace, docs.next_seq, log_bytes],
-        )
-        .map_err(&sq)?;
+        let (n, _) = update_in(&tx, &path, dir)?;
         tx.commit().map_err(&sq)?;
         Ok(n)
-    }
-
-    /// The tool of each call of a session, from its indexed inputs.
-    fn call_tools(&self, session: &str) -> Result<HashMap<String, String>> {
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT call, tool FROM docs WHERE session = ?1 AND kind = 'input' AND call IS NOT NULL AND tool IS NOT NULL",
-            )
-            .map_err(self.sq())?;
-        let rows = st
-            .query_map([session], |r| Ok((r.get(0)?, r.get(1)?)))
-            .map_err(self.sq())?;
-        rows.collect::<rusqlite::Result<_>>().map_err(self.sq())
     }
 
     /// The first seq not yet indexed of session folder `dir` (0 when unknown).
@@ -220,56 +278,175 @@ impl Index {
             .unwrap_or(0))
     }
 
-    /// The documents matching `q` that pass `f`, in order.
+    /// The documents matching `q` that pass `f`, in order, at most `f.limit`.
+    ///
+    /// FTS5 yields candidates by rowid descending, i.e. in the order of hits except
+    /// among sessions sharing a key; each candidate that could still be among the
+    /// first `f.limit` is checked on its text ([`Query::find`]) and kept in order. The
+    /// search stops at the first candidate of a key older than the last kept hit's
+    /// once `f.limit` hits are kept: no candidate is sorted, none past them is read.
     pub fn search(&self, q: &Query, f: &Filter) -> Result<Vec<Hit>> {
-        let m = fts_match(q);
-        run(q, f, |limit, each| {
-            let sql = format!(
-                "SELECT d.session, d.project, d.workspace, d.seq, d.call, d.tool, d.kind, d.ts, d.body
-                 FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid
-                 WHERE docs_fts MATCH ?1
-                   AND (?2 IS NULL OR d.project = ?2 OR d.workspace = ?2)
-                   AND (?3 IS NULL OR d.tool = ?3)
-                   AND (?4 IS NULL OR d.ts_us >= ?4)
-                 ORDER BY d.session DESC, d.seq ASC{}",
-                limit.map_or(String::new(), |n| format!(" LIMIT {n}"))
-            );
-            let mut st = self.conn.prepare(&sql).map_err(self.sq())?;
-            let mut rows = st
-                .query(params![m, f.project, f.tool, f.since_us])
-                .map_err(self.sq())?;
-            while let Some(r) = rows.next().map_err(self.sq())? {
-                let c = Candidate {
-                    session: r.get(0).map_err(self.sq())?,
-                    project: r.get(1).map_err(self.sq())?,
-                    workspace: r.get(2).map_err(self.sq())?,
-                    seq: r.get(3).map_err(self.sq())?,
-                    call: r.get(4).map_err(self.sq())?,
-                    tool: r.get(5).map_err(self.sq())?,
-                    kind: r.get(6).map_err(self.sq())?,
-                    time: r.get(7).map_err(self.sq())?,
-                    text: r.get(8).map_err(self.sq())?,
-                };
-                if !each(c) {
+        f.check()?;
+        let limit = f.limit as usize;
+        let mut st = self.conn.prepare_cached(SEARCH_SQL).map_err(self.sq())?;
+        let mut doc = self
+            .conn
+            .prepare_cached(
+                "SELECT project, workspace, call, tool, kind, ts, body FROM docs WHERE id = ?1",
+            )
+            .map_err(self.sq())?;
+        let mut rows = st
+            .query(params![fts_match(q), f.project, f.tool, f.since_us])
+            .map_err(self.sq())?;
+        // The hits so far, in order, with their keys; at most `limit`.
+        let mut top: Vec<(i64, Hit)> = Vec::new();
+        while let Some(r) = rows.next().map_err(self.sq())? {
+            let rowid: i64 = r.get(0).map_err(self.sq())?;
+            let session: String = r.get(1).map_err(self.sq())?;
+            let seq: u64 = r.get(2).map_err(self.sq())?;
+            let key = key_of(rowid);
+            let at = (key, session.as_str(), seq);
+            if top.len() == limit {
+                let (wk, w) = &top[limit - 1];
+                if key < *wk {
                     break;
                 }
+                if !precedes(at, (*wk, &w.session, w.seq)) {
+                    continue;
+                }
             }
-            Ok(())
-        })
+            let c = doc
+                .query_row([rowid], |d| {
+                    Ok(Candidate {
+                        session: session.clone(),
+                        project: d.get(0)?,
+                        workspace: d.get(1)?,
+                        seq,
+                        call: d.get(2)?,
+                        tool: d.get(3)?,
+                        kind: d.get(4)?,
+                        time: d.get(5)?,
+                        text: d.get(6)?,
+                    })
+                })
+                .map_err(self.sq())?;
+            if let Some(h) = c.hit(q) {
+                let i = top.partition_point(|(k, t)| precedes((*k, &t.session, t.seq), at));
+                top.insert(i, (key, h));
+                top.truncate(limit);
+            }
+        }
+        Ok(top.into_iter().map(|(_, h)| h).collect())
     }
 }
 
-/// Inserts a session's documents; returns how many were new.
-fn insert(tx: &rusqlite::Transaction, docs: &SessionDocs) -> rusqlite::Result<u64> {
+/// Indexes, inside the caller's transaction `tx` on the index at `path`, what the log
+/// in session folder `dir` holds past what is indexed; returns the documents added
+/// and the bytes of their text. The transaction is taken before the position is read,
+/// so two processes updating at once add each document once.
+fn update_in(tx: &rusqlite::Transaction, path: &Path, dir: &Path) -> Result<(u64, usize)> {
+    let sq = |source| Error::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    };
+    let log = cairn_store::log_path(dir);
+    let log_bytes = std::fs::metadata(&log)
+        .map_err(|source| Error::Io {
+            path: log.clone(),
+            source,
+        })?
+        .len();
+    let key = dir.to_string_lossy().into_owned();
+    let known: Option<(SessionMeta, u64, u64)> = tx
+        .query_row(
+            "SELECT id, project, workspace, next_seq, log_bytes FROM sessions WHERE dir = ?1",
+            [&key],
+            |r| {
+                Ok((
+                    SessionMeta {
+                        id: r.get(0)?,
+                        project: r.get(1)?,
+                        workspace: r.get(2)?,
+                    },
+                    r.get(3)?,
+                    r.get(4)?,
+                ))
+            },
+        )
+        .optional()
+        .map_err(&sq)?;
+    if known.as_ref().is_some_and(|k| k.2 == log_bytes) {
+        return Ok((0, 0));
+    }
+    let (meta, from) = match known {
+        Some((m, seq, _)) => (Some(m), seq),
+        None => (None, 0),
+    };
+    let tools = match &meta {
+        Some(m) => call_tools(tx, &m.id).map_err(&sq)?,
+        None => HashMap::new(),
+    };
+    let docs = SessionDocs::read_from(dir, from, meta, tools)?;
+    if docs.next_seq == from {
+        return Ok((0, 0));
+    }
+    let n = insert(tx, &docs).map_err(&sq)?.ok_or_else(|| Error::Session {
+        path: dir.to_path_buf(),
+        what: format!(
+            "the index holds {SEARCH_KEY_DOCS_MAX} documents of sessions started in the same millisecond as this one, the most it can order; it is not indexed"
+        ),
+    })?;
     let s = &docs.session;
+    tx.execute(
+        "INSERT INTO sessions (dir, id, project, workspace, next_seq, log_bytes)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (dir) DO UPDATE SET next_seq = ?5, log_bytes = ?6",
+        params![key, s.id, s.project, s.workspace, docs.next_seq, log_bytes],
+    )
+    .map_err(&sq)?;
+    Ok((n, docs.docs.iter().map(|d| d.text.len()).sum()))
+}
+
+/// The tool of each call of a session, from its indexed inputs.
+fn call_tools(conn: &Connection, session: &str) -> rusqlite::Result<HashMap<String, String>> {
+    let mut st = conn.prepare_cached(
+        "SELECT call, tool FROM docs WHERE session = ?1 AND kind = 'input' AND call IS NOT NULL AND tool IS NOT NULL",
+    )?;
+    let rows = st.query_map([session], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+/// Inserts a session's documents; returns how many were new, or `None` when their
+/// key has no room for them all (nothing inserted then).
+fn insert(tx: &rusqlite::Transaction, docs: &SessionDocs) -> rusqlite::Result<Option<u64>> {
+    let s = &docs.session;
+    let key = session_key(&s.id);
+    let base = key_base(key);
+    let mut highest: Option<i64> = tx.query_row(
+        "SELECT max(id) FROM docs WHERE id BETWEEN ?1 AND ?2",
+        params![base, base + (SEARCH_KEY_DOCS_MAX - 1)],
+        |r| r.get(0),
+    )?;
+    // Room for every document first: a session is indexed whole or not at all.
+    let room = highest.map_or(SEARCH_KEY_DOCS_MAX, |h| {
+        (base + (SEARCH_KEY_DOCS_MAX - 1)) - h
+    });
+    if docs.docs.len() as i64 > room {
+        return Ok(None);
+    }
     let mut doc = tx.prepare_cached(
-        "INSERT OR IGNORE INTO docs (session, project, workspace, seq, call, tool, kind, ts, ts_us, body)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "INSERT OR IGNORE INTO docs (id, session, project, workspace, seq, call, tool, kind, ts, ts_us, body)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?;
     let mut fts = tx.prepare_cached("INSERT INTO docs_fts (rowid, terms) VALUES (?1, ?2)")?;
     let mut n = 0;
+    let (mut terms, mut all) = (String::new(), String::new());
     for d in &docs.docs {
+        let Some(rowid) = next_rowid(key, highest) else {
+            return Ok(None);
+        };
         let added = doc.execute(params![
+            rowid,
             s.id,
             s.project,
             s.workspace,
@@ -282,11 +459,13 @@ fn insert(tx: &rusqlite::Transaction, docs: &SessionDocs) -> rusqlite::Result<u6
             d.text
         ])?;
         if added == 1 {
-            fts.execute(params![tx.last_insert_rowid(), fts_terms(&d.text)])?;
+            fts_terms_into(&d.text, &mut terms, &mut all);
+            fts.execute(params![rowid, terms])?;
+            highest = Some(rowid);
             n += 1;
         }
     }
-    Ok(n)
+    Ok(Some(n))
 }
 
 /// The FTS5 query of `q`'s terms: `"a" AND "b"*`.
@@ -304,14 +483,128 @@ fn fts_match(q: &Query) -> String {
         .join(" AND ")
 }
 
-/// The FTS5 text of a document: its tokens' index forms in order, one space apart.
+/// The FTS5 text of a document: each distinct index form of its tokens once, in the
+/// order they first occur, one space apart. The FTS5 table keeps neither positions nor
+/// counts, so a repeated token would only cost another lookup.
 pub fn fts_terms(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for t in tokens(text) {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(index_form(&t.text));
-    }
+    let (mut out, mut all) = (String::new(), String::new());
+    fts_terms_into(text, &mut out, &mut all);
     out
+}
+
+/// [`fts_terms`] into `out` (cleared first), `all` holding every token meanwhile.
+fn fts_terms_into(text: &str, out: &mut String, all: &mut String) {
+    index_forms_into(text, all);
+    out.clear();
+    out.reserve(all.len());
+    let mut seen = std::collections::HashSet::with_capacity(all.len() / 8);
+    for t in all.split(' ').filter(|t| !t.is_empty()) {
+        if seen.insert(t) {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(t);
+        }
+    }
+}
+
+/// Every token's index form in order, one space apart, into `out` (cleared first),
+/// without a string per token: each token's lower-cased characters are written while
+/// they fit in [`SEARCH_TOKEN_BYTES_MAX`] bytes (what [`crate::query::index_form`]
+/// keeps).
+fn index_forms_into(text: &str, out: &mut String) {
+    out.clear();
+    out.reserve(text.len());
+    // Bytes of the current token written; `None` between tokens.
+    let mut len: Option<usize> = None;
+    for c in text.chars() {
+        if !c.is_alphanumeric() {
+            len = None;
+            continue;
+        }
+        let n = len.get_or_insert_with(|| {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            0
+        });
+        for l in c.to_lowercase() {
+            if *n + l.len_utf8() > SEARCH_TOKEN_BYTES_MAX {
+                // Past the cut: the rest of this token is not indexed.
+                *n = SEARCH_TOKEN_BYTES_MAX + 1;
+                break;
+            }
+            *n += l.len_utf8();
+            out.push(l);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::{index_form, tokens};
+
+    #[test]
+    fn fts_terms_are_the_distinct_index_forms_of_the_tokens() {
+        let long = format!(
+            "{}é{}",
+            "a".repeat(SEARCH_TOKEN_BYTES_MAX - 1),
+            "b".repeat(9)
+        );
+        for text in [
+            "",
+            "  Cargo TEST: 12 passed\n cargo test again",
+            "naïve-résumé x.y@example.org ÉTÉ İstanbul ß",
+            long.as_str(),
+            &format!("{long} {long}x tail"),
+        ] {
+            let mut want: Vec<String> = Vec::new();
+            for t in tokens(text) {
+                let f = index_form(&t.text).to_string();
+                if !want.contains(&f) {
+                    want.push(f);
+                }
+            }
+            assert_eq!(fts_terms(text), want.join(" "), "{text:?}");
+        }
+    }
+
+    // Regression guard: a search sorted every candidate before its limit (563 ms for
+    // a prefix on 200 sessions). The plan must take FTS5's order as it comes.
+    #[test]
+    fn a_search_sorts_nothing() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let index = Index::open(&dir.path().join("search.db")).unwrap_or_else(|e| panic!("{e}"));
+        let plan: Vec<String> = index
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {SEARCH_SQL}"))
+            .and_then(|mut st| {
+                st.query_map(params!["\"w1\"*", "p", "t", 0], |r| r.get::<_, String>(3))?
+                    .collect()
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!plan.is_empty());
+        assert!(
+            plan.iter().all(|step| !step.contains("TEMP B-TREE")),
+            "{plan:?}"
+        );
+    }
+
+    #[test]
+    fn a_key_holds_up_to_its_limit_of_documents() {
+        let base = key_base(5);
+        assert_eq!(next_rowid(5, None), Some(base));
+        assert_eq!(next_rowid(5, Some(base + 7)), Some(base + 8));
+        // At the limit: the last rowid of the key is handed out; past it, none.
+        let last = base + (SEARCH_KEY_DOCS_MAX - 1);
+        assert_eq!(next_rowid(5, Some(last - 1)), Some(last));
+        assert_eq!(next_rowid(5, Some(last)), None);
+        assert_eq!(key_of(last), 5);
+        // Newer keys first; both ends fit a rowid.
+        assert!(key_base(6) + (SEARCH_KEY_DOCS_MAX - 1) < base);
+        assert_eq!(key_base(KEY_MAX), 0);
+        assert_eq!(key_base(0) + (SEARCH_KEY_DOCS_MAX - 1), i64::MAX);
+        assert_eq!((key_of(0), key_of(i64::MAX)), (KEY_MAX, 0));
+    }
 }

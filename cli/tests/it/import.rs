@@ -186,3 +186,123 @@ fn import_bad_arguments_exit_2_and_since_skips_older_files() {
         (Some(1), Some(0))
     );
 }
+
+/// `cairn` with `CAIRN_SEARCH_INDEX` as given (unset when `None`, whatever the tests'
+/// own environment says).
+fn cairn_index(home: &Path, user_home: &Path, index: Option<&str>, args: &[&str]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+    c.args(args)
+        .env("CAIRN_HOME", home)
+        .env("HOME", user_home)
+        .env_remove("CODEX_HOME")
+        .env_remove("CAIRN_SEARCH_INDEX");
+    if let Some(v) = index {
+        c.env("CAIRN_SEARCH_INDEX", v);
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn imported_sessions_are_indexed_as_they_are_imported_and_searchable() {
+    use cairn_search::{Filter, Kind, Query};
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, user) = (tmp.path().join("home"), tmp.path().join("user"));
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let ws = ws.canonicalize().unwrap();
+    let rollouts = tmp.path().join("rollouts");
+    fixture(
+        "codex-rollout.jsonl",
+        &ws,
+        &rollouts.join("rollout-a.jsonl"),
+        false,
+    );
+    let claude = user.join(".claude/projects/-ws/claude-session.jsonl");
+    fixture("claude-session.jsonl", &ws, &claude, false);
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("config.toml"), "search_index = false\n").unwrap();
+    let db = home.join("search.db");
+
+    // Off in the user's file: the import leaves no index.
+    let out = cairn_index(&home, &user, None, &["import", rollouts.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!db.exists());
+    // The environment is over the file, and `cairn config` says so.
+    let out = cairn_index(&home, &user, Some("on"), &["config", "--json"]);
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        c["settings"]["search_index"],
+        serde_json::json!({"value": true, "source": {"kind": "env", "var": "CAIRN_SEARCH_INDEX"}})
+    );
+    let out = cairn_index(&home, &user, None, &["config"]);
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains(&format!(
+            "search_index = false  # user {}",
+            home.join("config.toml").display()
+        )),
+        "{shown}"
+    );
+    let out = cairn_index(&home, &user, Some("maybe"), &["import", "--claude"]);
+    assert!(
+        text(&out.stderr).contains("env CAIRN_SEARCH_INDEX: \"maybe\" is neither on nor off"),
+        "{}",
+        text(&out.stderr)
+    );
+    // On: the import of Claude's sessions indexes every session as it ends.
+    let out = cairn_index(&home, &user, Some("on"), &["import", "--claude"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(db.is_file());
+
+    // What the import left in the index, read without the catch-up a search does.
+    let index = cairn_search::sqlite::Index::open(&db).unwrap();
+    let all = Filter {
+        limit: 100,
+        ..Filter::default()
+    };
+    let find = |q: &str| index.search(&Query::parse(q).unwrap(), &all).unwrap();
+    let said = find("greeting");
+    let users: std::collections::BTreeSet<&str> = said
+        .iter()
+        .filter(|h| h.kind == Kind::User)
+        .map(|h| h.session.as_str())
+        .collect();
+    // Codex's session and Claude's (its main line and its fork).
+    assert!(users.len() >= 2, "{said:#?}");
+    let inputs = find("lc");
+    assert!(
+        inputs
+            .iter()
+            .any(|h| h.kind == Kind::Input && h.tool.as_deref() == Some("shell")),
+        "{inputs:#?}"
+    );
+    let outputs = find("readme");
+    let out_sessions: std::collections::BTreeSet<&str> = outputs
+        .iter()
+        .filter(|h| h.kind == Kind::Output)
+        .map(|h| h.session.as_str())
+        .collect();
+    assert!(out_sessions.len() >= 2, "{outputs:#?}");
+    // The token the fixtures hold was redacted before it was written.
+    assert!(find(&format!("ghp_{}", "Zz09".repeat(10))).is_empty());
+
+    // And through the command line: one JSON document, the same hits.
+    let out = cairn_index(
+        &home,
+        &user,
+        None,
+        &["search", "greeting", "--json", "--limit", "100"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hits"].as_array().map(Vec::len), Some(said.len()));
+    let out = cairn_index(&home, &user, None, &["search", "lc", "--tool", "shell"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("  shell  input  "),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = cairn_index(&home, &user, None, &["search", "nowhere-at-all"]);
+    assert_eq!(out.status.code(), Some(1));
+}

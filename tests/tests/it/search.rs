@@ -228,6 +228,15 @@ fn the_index_catches_up_on_a_session_that_grew() {
 fn both_backends_give_the_same_hits() {
     let c = corpus();
     let home = Home::at(c.home_dir.path());
+    // Sessions sharing a start millisecond, and one whose id is no time: both order
+    // them by the same key, then by id.
+    for id in [
+        "20261201T000000.000900-cccccc",
+        "20261201T000000.000100-aaaaaa",
+        "not-a-time-eeeeee",
+    ] {
+        copy_as(&c.a, id);
+    }
     let mut index = Index::open(&c.home_dir.path().join("search.db")).unwrap();
     index.update(dirs(&home)).unwrap();
     let pg = cairn_tests::pg::Cluster::start();
@@ -293,4 +302,154 @@ fn both_backends_give_the_same_hits() {
     }
     // Not all empty: the comparison compared hits.
     assert!(compared > 20, "{compared}");
+}
+
+/// A copy of the session in `src` under id `id`, beside it: the same events, the id in
+/// `session_started` replaced, each record chained again.
+fn copy_as(src: &Path, id: &str) -> PathBuf {
+    let dir = src.parent().unwrap().join(id);
+    let mut log = cairn_store::LogWriter::create(&dir, cairn_store::Options::default()).unwrap();
+    for r in cairn_store::LogReader::open(src)
+        .unwrap()
+        .records()
+        .unwrap()
+    {
+        let r = r.unwrap();
+        let mut ev: serde_json::Value = serde_json::from_str(r.event.get()).unwrap();
+        if ev["type"] == "session_started" {
+            ev["id"] = json!(id);
+        }
+        log.append_at(&r.ts, &ev).unwrap();
+    }
+    log.sync().unwrap();
+    dir
+}
+
+// Regression guard: the embedded index hands out documents by rowid, ordered by the
+// start millisecond of their session; sessions sharing one must still come in the
+// order of their ids, and a limit must cut that order, not the rowid order.
+#[test]
+fn sessions_started_in_one_millisecond_keep_the_order_of_their_ids() {
+    let home_dir = tempfile::tempdir().unwrap();
+    let home = Home::at(home_dir.path());
+    let ws = tempfile::tempdir().unwrap();
+    let mut e = Engine::start(&home, ws.path(), config()).unwrap();
+    e.user_message("marker one").unwrap();
+    e.user_message("marker two").unwrap();
+    let src = e.dir().to_path_buf();
+    e.end("done").unwrap();
+    // a, b and c share the millisecond 2026-12-01T00:00:00.000; d is the next one; e
+    // does not begin with a time and comes last.
+    let ids = [
+        "20261201T000000.000900-cccccc",
+        "20261201T000000.000100-aaaaaa",
+        "20261201T000000.001000-dddddd",
+        "not-a-time-eeeeee",
+        "20261201T000000.000200-bbbbbb",
+    ];
+    let dirs: Vec<PathBuf> = ids.iter().map(|id| copy_as(&src, id)).collect();
+    let mut index = Index::open(&home_dir.path().join("search.db")).unwrap();
+    // Indexed in this scrambled order, the template last (it is the newest).
+    for d in dirs.iter().chain([&src]) {
+        assert_eq!(index.update_session(d).unwrap(), 2, "{}", d.display());
+    }
+    let want: Vec<(String, u64)> = [
+        (short_of(&src).as_str(), 1),
+        (short_of(&src).as_str(), 2),
+        ("dddddd", 1),
+        ("dddddd", 2),
+        ("cccccc", 1),
+        ("cccccc", 2),
+        ("bbbbbb", 1),
+        ("bbbbbb", 2),
+        ("aaaaaa", 1),
+        ("aaaaaa", 2),
+        ("eeeeee", 1),
+        ("eeeeee", 2),
+    ]
+    .iter()
+    .map(|(s, q)| (s.to_string(), *q))
+    .collect();
+    for limit in 1..=want.len() as u32 + 1 {
+        for q in ["marker", "mark*", "\"marker t\"*"] {
+            let f = Filter {
+                limit,
+                ..Filter::default()
+            };
+            let got: Vec<(String, u64)> = search(&index, q, &f)
+                .iter()
+                .map(|h| (h.short.clone(), h.seq))
+                .collect();
+            let n = (limit as usize).min(want.len());
+            let expected: Vec<_> = if q.contains('"') {
+                // Only "marker two" (seq 2) of each session.
+                want.iter()
+                    .filter(|w| w.1 == 2)
+                    .take(limit as usize)
+                    .cloned()
+                    .collect()
+            } else {
+                want[..n].to_vec()
+            };
+            assert_eq!(got, expected, "query {q} limit {limit}");
+        }
+    }
+}
+
+/// An archive indexed before documents carried `session_key` gets the column, filled
+/// from each session's id, when a newer cairn first opens it; nothing is lost.
+#[test]
+fn an_archive_index_without_session_keys_gets_them_filled_from_the_ids() {
+    let pg = cairn_tests::pg::Cluster::start();
+    let url = pg.create_db("old_index");
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client
+        .batch_execute(
+            "CREATE TABLE search_sessions (session_id TEXT PRIMARY KEY, project TEXT NOT NULL,
+                 workspace TEXT NOT NULL, next_seq BIGINT NOT NULL);
+             CREATE TABLE search_docs (session_id TEXT NOT NULL, project TEXT NOT NULL,
+                 workspace TEXT NOT NULL, seq BIGINT NOT NULL, call TEXT, tool TEXT,
+                 kind TEXT NOT NULL, ts TEXT NOT NULL, ts_us BIGINT NOT NULL,
+                 body TEXT NOT NULL, terms TSVECTOR NOT NULL, PRIMARY KEY (session_id, seq));
+             INSERT INTO search_docs VALUES
+                 ('20261201T000000.000900-cccccc', 'p', '/w', 1, NULL, NULL, 'user', 't', 0,
+                  'hello', array_to_tsvector('{hello}')),
+                 ('20261201T000000.000900-cccccc', 'p', '/w', 2, NULL, NULL, 'user', 't', 0,
+                  'again', array_to_tsvector('{again}')),
+                 ('not-a-time-eeeeee', 'p', '/w', 1, NULL, NULL, 'user', 't', 0,
+                  'hello', array_to_tsvector('{hello}'));",
+        )
+        .unwrap();
+    cairn_search::pg::ensure_schema(&mut client).unwrap();
+    // Twice: the second finds the column and changes nothing.
+    cairn_search::pg::ensure_schema(&mut client).unwrap();
+    let rows = client
+        .query(
+            "SELECT session_id, seq, session_key FROM search_docs ORDER BY session_id, seq",
+            &[],
+        )
+        .unwrap();
+    let got: Vec<(String, i64, i64)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    let timed = cairn_search::session_key("20261201T000000.000900-cccccc");
+    assert_ne!(timed, 0, "a time-shaped id has a key");
+    assert_eq!(
+        got,
+        vec![
+            ("20261201T000000.000900-cccccc".to_string(), 1, timed),
+            ("20261201T000000.000900-cccccc".to_string(), 2, timed),
+            ("not-a-time-eeeeee".to_string(), 1, 0),
+        ]
+    );
+    let nullable: String = client
+        .query_one(
+            "SELECT is_nullable FROM information_schema.columns
+             WHERE table_name = 'search_docs' AND column_name = 'session_key'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(nullable, "NO");
 }
