@@ -65,6 +65,16 @@ pub fn mcp_call(server: &str, tool: &str, input: Value) -> Call {
     }
 }
 
+/// Codex's call of tool `name` of namespace `namespace` (a `function_call` with a
+/// `namespace`), such as `collaboration`'s `spawn_agent` (multi-agent v2).
+pub fn ns_call(namespace: &str, name: &str, input: Value) -> Call {
+    Call {
+        name: name.into(),
+        input,
+        namespace: Some(namespace.into()),
+    }
+}
+
 /// One answer of the model: some text, then tool calls (parallel when several).
 #[derive(Debug, Clone, Default)]
 pub struct Turn {
@@ -242,7 +252,9 @@ fn call_ids(body: &Value) -> Vec<String> {
 }
 
 /// The text of the first user message (Claude Code: all its text blocks; Codex: the
-/// user messages that are not the environment context).
+/// user messages, and the messages from other agents: a subagent's task comes as an
+/// `agent_message` whose payload is `encrypted_content`, which Codex passes through as
+/// the model wrote it).
 fn first_user_text(body: &Value) -> String {
     let text_of = |content: &Value| -> String {
         match content {
@@ -266,8 +278,17 @@ fn first_user_text(body: &Value) -> String {
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|i| i["type"] == "message" && i["role"] == "user")
-        .map(|i| text_of(&i["content"]))
+        .filter(|i| i["type"] == "message" && i["role"] == "user" || i["type"] == "agent_message")
+        .map(|i| {
+            let mut text = text_of(&i["content"]);
+            for p in i["content"].as_array().into_iter().flatten() {
+                if let Some(e) = p["encrypted_content"].as_str() {
+                    text.push('\n');
+                    text.push_str(e);
+                }
+            }
+            text
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -638,6 +659,20 @@ impl Codex {
 
     pub fn codex_home(&self) -> PathBuf {
         self.home.join(".codex")
+    }
+
+    /// Turns on Codex's feature flags `features` (`[features]` in `config.toml`), such
+    /// as `multi_agent_v2`, which offers the `collaboration` tools that spawn subagents.
+    pub fn with_features(self, features: &[&str]) -> Codex {
+        let path = self.codex_home().join("config.toml");
+        let mut config = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+        config.push_str("\n[features]\n");
+        for f in features {
+            config.push_str(&format!("{f} = true\n"));
+        }
+        std::fs::write(&path, config).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        self
     }
 
     /// Where Codex writes its rollouts.
