@@ -186,3 +186,59 @@ fn import_bad_arguments_exit_2_and_since_skips_older_files() {
         (Some(1), Some(0))
     );
 }
+
+#[test]
+fn import_codex_finds_its_default_folder_and_browse_shows_the_import() {
+    use cairn_cli::browse;
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, user) = (tmp.path().join("home"), tmp.path().join("user"));
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let ws = ws.canonicalize().unwrap();
+    // `--codex` without CODEX_HOME: `$HOME/.codex/sessions`, searched through.
+    fixture(
+        "codex-rollout.jsonl",
+        &ws,
+        &user.join(".codex/sessions/2026/10/01/rollout-b.jsonl"),
+        true,
+    );
+    let out = cairn(&home, &user, &["import", "--codex", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            summary["sessions"].as_u64(),
+            summary["imported"][0]["agent"].as_str()
+        ),
+        (Some(1), Some("codex"))
+    );
+
+    let rows = browse::list_sessions(&cairn_engine::Home::at(&home), &ws);
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    let view = browse::load_session(&rows[0]).unwrap();
+    let patch = view
+        .calls
+        .iter()
+        .find(|c| c.tool == "apply_patch")
+        .expect("the patch call");
+    let detail = patch.detail.join("\n");
+    // The added file's content is known; README.md's change only as the source's diff.
+    assert!(detail.contains("+hello\n+world"), "{detail}");
+    assert!(
+        detail.contains(
+            "README.md: content unknown; the change as the source recorded it:\n@@ -1 +1 @@\n-old line\n+new line"
+        ),
+        "{detail}"
+    );
+    let mut app = browse::App::on_session(view, Box::new(|r| browse::load_session(r)));
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
+    t.draw(|f| app.render(f)).unwrap();
+    let screen: String = t
+        .backend()
+        .buffer()
+        .content()
+        .iter()
+        .map(|c| c.symbol())
+        .collect();
+    assert!(screen.contains("apply_patch"), "{screen}");
+}
