@@ -156,11 +156,23 @@ impl Codex {
                 }
                 out.push(item(t.into(), false));
             }
+            // A thread forked with its parent's history (a subagent spawned with
+            // `fork_turns: all`, Codex 0.171) starts with that history, each item marked
+            // inherited: the parent's, kept as it is, not this session's own.
+            "response_item"
+                if v.pointer("/metadata/inherited_user_message") == Some(&Value::Bool(true)) =>
+            {
+                self.flush(None, out);
+                out.push(item(format!("response_item:inherited:{pt}"), false));
+            }
             "response_item" => self.response_item(p, pt, raw, out),
             "event_msg" => self.event_msg(p, pt, raw, out),
             // Codex 0.171: the world the model was shown, the usage of each response,
             // and how a message between agents (multi-agent v2) was delivered.
-            "compacted" | "world_state" | "token_usage_record" | "inter_agent_communication_metadata" => {
+            "compacted"
+            | "world_state"
+            | "token_usage_record"
+            | "inter_agent_communication_metadata" => {
                 self.flush(None, out);
                 out.push(item(t.into(), false));
             }

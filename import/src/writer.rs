@@ -733,7 +733,12 @@ fn provider_of(agent: &str) -> &'static str {
 /// (`anthropic`) leaves it out (`cache_read_input_tokens`,
 /// `cache_creation_input_tokens`).
 pub fn usage_of(provider: &str, source: serde_json::Value) -> serde_json::Value {
-    let n = |k: &str| source.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+    let n = |k: &str| {
+        source
+            .get(k)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+    };
     let (input, cached, written) = match provider {
         "anthropic" => {
             let (cached, written) = (

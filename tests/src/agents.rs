@@ -293,6 +293,26 @@ fn first_user_text(body: &Value) -> String {
         .join("\n")
 }
 
+/// The text of the messages from other agents a Codex request carries (multi-agent v2's
+/// `agent_message`: a task for a subagent, a subagent's answer).
+fn agent_messages_text(body: &Value) -> String {
+    let mut text = String::new();
+    for i in body["input"].as_array().into_iter().flatten() {
+        if i["type"] != "agent_message" {
+            continue;
+        }
+        for p in i["content"].as_array().into_iter().flatten() {
+            for k in ["text", "encrypted_content"] {
+                if let Some(t) = p[k].as_str() {
+                    text.push_str(t);
+                    text.push('\n');
+                }
+            }
+        }
+    }
+    text
+}
+
 /// Which (conversation, turn) this request is at, or `None` for a side request.
 fn position(script: &Script, body: &Value) -> Option<(usize, usize)> {
     let tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
@@ -300,6 +320,24 @@ fn position(script: &Script, body: &Value) -> Option<(usize, usize)> {
         .iter()
         .filter_map(|id| parse_id(id))
         .collect();
+    // A Codex subagent spawned with its parent's history (`fork_turns: all`, the
+    // default) carries the parent's call ids too: its task, an `agent_message` holding
+    // its marker, says whose it is.
+    let tasks = agent_messages_text(body);
+    if let Some(i) = script
+        .subagents
+        .iter()
+        .position(|(marker, _)| tasks.contains(marker.as_str()))
+    {
+        let conv = i + 1;
+        let turn = ours
+            .iter()
+            .filter(|(c, _)| *c == conv)
+            .map(|(_, t)| t + 1)
+            .max()
+            .unwrap_or(0);
+        return Some((conv, turn));
+    }
     if let Some(conv) = ours.iter().map(|(c, _)| *c).max() {
         // A subagent's conversation never carries the main one's ids, and the main one
         // only carries a subagent's result as text: the highest conversation is ours.

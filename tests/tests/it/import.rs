@@ -290,15 +290,19 @@ fn imported_usage_counts_cached_tokens_as_cairn_does() {
     let source: serde_json::Value = serde_json::from_str(last).unwrap();
     assert_eq!(
         usages(cx),
-        [serde_json::json!({"input_tokens": 1000, "output_tokens": 20, "cached_tokens": 800,
-            "cache_write_tokens": 50, "source": source})]
+        [
+            serde_json::json!({"input_tokens": 1000, "output_tokens": 20, "cached_tokens": 800,
+            "cache_write_tokens": 50, "source": source})
+        ]
     );
     assert_eq!(
         usages(cl),
-        [serde_json::json!({"input_tokens": 1000, "output_tokens": 7, "cached_tokens": 900,
+        [
+            serde_json::json!({"input_tokens": 1000, "output_tokens": 7, "cached_tokens": 900,
             "cache_write_tokens": 90, "source": {"input_tokens": 10,
             "cache_read_input_tokens": 900, "cache_creation_input_tokens": 90,
-            "output_tokens": 7}})]
+            "output_tokens": 7}})
+        ]
     );
     // What show and audit report.
     assert_eq!(audit_tokens(cx), (1000, 800, 20));
@@ -717,7 +721,10 @@ fn search_finds_what_imported_sessions_said_and_never_their_secrets() {
             .clone()
     };
     // Each import's own words, across both.
-    assert_eq!(search("\"add a greeting and run the tests\""), [id("codex")]);
+    assert_eq!(
+        search("\"add a greeting and run the tests\""),
+        [id("codex")]
+    );
     assert!(search("greeting").contains(&id("claude")));
     // The token the Codex source held was redacted before anything was indexed.
     assert_eq!(search(&token()["ghp_".len()..]), Vec::<String>::new());

@@ -225,17 +225,24 @@ fn branch<'a>(s: &'a Summary, branch: &str) -> &'a cairn_import::SessionSummary 
 
 #[test]
 fn real_codex_subagent_imports_as_a_subagent_session_linked_to_its_parent() {
+    // With the parent's history (the default) and without it.
+    codex_subagent(None);
+    codex_subagent(Some("none"));
+}
+
+/// Multi-agent v2: the `collaboration` tools; the task goes to the subagent as an
+/// `agent_message`. With `fork_turns` `all` (`None`: the default) the subagent's rollout
+/// starts with the parent's history, marked inherited, which is not the subagent's own.
+fn codex_subagent(fork_turns: Option<&str>) {
     let Some(e) = env() else { return };
-    // Multi-agent v2: the `collaboration` tools; the task goes to the subagent as an
-    // `agent_message`, without the parent's history (`fork_turns: none`).
+    let mut spawn = json!({"task_name": "counter",
+        "message": "SUBAGENT-ONE: count the lines of notes.txt"});
+    if let Some(f) = fork_turns {
+        spawn["fork_turns"] = json!(f);
+    }
     let model = FakeModel::start(
         Script::new(vec![
-            Turn::calls(vec![ns_call(
-                "collaboration",
-                "spawn_agent",
-                json!({"task_name": "counter", "fork_turns": "none",
-                    "message": "SUBAGENT-ONE: count the lines of notes.txt"}),
-            )]),
+            Turn::calls(vec![ns_call("collaboration", "spawn_agent", spawn)]),
             Turn::calls(vec![ns_call(
                 "collaboration",
                 "wait_agent",
@@ -246,16 +253,23 @@ fn real_codex_subagent_imports_as_a_subagent_session_linked_to_its_parent() {
         .subagent(
             "SUBAGENT-ONE",
             vec![
-                Turn::calls(vec![call("exec_command", json!({"cmd": "wc -l notes.txt"}))]),
+                Turn::calls(vec![call(
+                    "exec_command",
+                    json!({"cmd": "wc -l notes.txt"}),
+                )]),
                 Turn::text("2 lines"),
             ],
         ),
     );
-    let codex = Codex::new(&e.agents, &model, &e.agent_home, &e.ws, &[])
-        .with_features(&["multi_agent_v2"]);
+    let codex =
+        Codex::new(&e.agents, &model, &e.agent_home, &e.ws, &[]).with_features(&["multi_agent_v2"]);
     codex.run("count the lines with a subagent", &model);
     let s = e.import(&codex.sessions_dir());
-    assert_eq!((s.files, s.sessions, s.warnings), (2, 2, 0), "{s:#?}");
+    assert_eq!(
+        (s.files, s.sessions, s.warnings, s.interrupted),
+        (2, 2, 0, 0),
+        "{fork_turns:?}: {s:#?}"
+    );
     let main = branch(&s, "main");
     let sub = branch(&s, "subagent");
     let ev = events(&main.dir);
@@ -295,7 +309,16 @@ fn real_codex_subagent_imports_as_a_subagent_session_linked_to_its_parent() {
         started.imported.as_ref().map(|i| i.branch.as_str()),
         Some("subagent")
     );
-    assert_eq!(calls(&sev), [("exec_command".to_string(), Status::Ok)]);
+    // Its own call only: the parent's spawn_agent it inherited is not one of its calls.
+    assert_eq!(
+        calls(&sev),
+        [("exec_command".to_string(), Status::Ok)],
+        "{fork_turns:?}"
+    );
+    assert!(
+        !sev.iter().any(|e| matches!(e, Event::UserMessage { .. })),
+        "the parent's user message is not the subagent's: {sev:#?}"
+    );
     let sh = shells(&sev);
     assert_eq!(sh.len(), 1, "{sh:#?}");
     assert_eq!(
@@ -364,7 +387,12 @@ fn real_codex_mcp_call_imports_with_its_server_tool_and_result() {
                 mcp: Some(m),
                 input,
                 ..
-            } => Some((call.clone(), m.server.clone(), m.tool.clone(), input.clone())),
+            } => Some((
+                call.clone(),
+                m.server.clone(),
+                m.tool.clone(),
+                input.clone(),
+            )),
             _ => None,
         })
         .collect();
@@ -392,7 +420,8 @@ fn real_codex_mcp_call_imports_with_its_server_tool_and_result() {
     let blob = finished.mcp_result.expect("the server's result kept");
     let project = dir.parent().and_then(Path::parent).unwrap();
     let blobs = cairn_store::BlobStore::open(&project.join("blobs")).unwrap();
-    let result: serde_json::Value = serde_json::from_slice(&blobs.get(&blob.hash).unwrap()).unwrap();
+    let result: serde_json::Value =
+        serde_json::from_slice(&blobs.get(&blob.hash).unwrap()).unwrap();
     assert_eq!(
         result,
         json!({"content": [{"type": "text", "text": "Echo: hello from codex"}]})
