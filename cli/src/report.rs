@@ -674,6 +674,10 @@ pub fn markdown(a: &Audit) -> String {
     let h = &a.header;
     let _ = writeln!(o, "# Audit of session `{}`\n", h.session);
     let _ = writeln!(o, "| | |\n|---|---|");
+    // An imported session says so first: where it came from is half of what it is.
+    if let Some(i) = &a.imported {
+        let _ = writeln!(o, "| imported | {} |", cell(&i.line()));
+    }
     for (k, v) in [
         ("workspace", format!("`{}`", h.workspace)),
         (
@@ -1518,6 +1522,9 @@ pub fn html(a: &Audit) -> String {
         ),
     ];
     o.push_str("<div class=\"box\"><table class=\"hdr\">");
+    if let Some(i) = &a.imported {
+        let _ = write!(o, "<tr><td>imported</td><td>{}</td></tr>", esc(&i.line()));
+    }
     for (k, v) in rows {
         let _ = write!(o, "<tr><td>{k}</td><td>{v}</td></tr>");
     }

@@ -107,6 +107,21 @@ fn import_then_show_audit_verify_checkout_and_diff() {
     let out = cairn(&home, &user, &["audit", &codex, "--json"]);
     let audit: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(audit["imported"]["secrets"]["github_token"], 2);
+    // Every format says where the session came from.
+    for format in [&["--markdown"][..], &["--html", "-"][..]] {
+        let args: Vec<&str> = ["audit", codex.as_str()]
+            .iter()
+            .chain(format)
+            .copied()
+            .collect();
+        let out = cairn(&home, &user, &args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).contains("imported from Codex 0.171.0 (main)"),
+            "{format:?}: {}",
+            text(&out.stdout)
+        );
+    }
 
     let head: u64 = {
         let out = cairn(&home, &user, &["head", &codex, "--json"]);
