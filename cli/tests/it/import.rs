@@ -238,7 +238,10 @@ fn import_codex_finds_its_default_folder_and_browse_shows_the_import() {
         .expect("the patch call");
     let detail = patch.detail.join("\n");
     // The added file's content is known; README.md's change only as the source's diff.
-    assert!(detail.contains("+hello\n+world"), "{detail}");
+    assert!(
+        detail.contains("1 +hello\n") && detail.contains("2 +world\n"),
+        "{detail}"
+    );
     assert!(
         detail.contains(
             "README.md: content unknown; the change as the source recorded it:\n@@ -1 +1 @@\n-old line\n+new line"
