@@ -659,10 +659,7 @@ mod tests {
         // Nothing new: it syncs again all the same (a writer before this one may have
         // left bytes only in the page cache), and says so.
         w.flush_durable().unwrap();
-        assert_eq!(
-            std::fs::read_to_string(&trace).unwrap().lines().count(),
-            2
-        );
+        assert_eq!(std::fs::read_to_string(&trace).unwrap().lines().count(), 2);
     }
 
     #[test]

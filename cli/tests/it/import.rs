@@ -248,7 +248,7 @@ fn import_codex_finds_its_default_folder_and_browse_shows_the_import() {
         ),
         "{detail}"
     );
-    let mut app = browse::App::on_session(view, Box::new(|r| browse::load_session(r)));
+    let mut app = browse::App::on_session(view, Box::new(browse::load_session));
     let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
     t.draw(|f| app.render(f)).unwrap();
     let screen: String = t
