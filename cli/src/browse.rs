@@ -602,6 +602,16 @@ pub fn load_session(row: &SessionRow) -> Result<SessionView, String> {
                         .map(|b| String::from_utf8_lossy(&b).into_owned())
                         .unwrap_or_default()
                 };
+                if w.unknown {
+                    // An imported change known only as the source's diff: no content to
+                    // compare, the diff as the source recorded it.
+                    d.push(format!(
+                        "{}: content unknown; the change as the source recorded it:",
+                        w.path
+                    ));
+                    d.extend(text(&w.diff).lines().map(str::to_string));
+                    continue;
+                }
                 d.extend(
                     cairn_engine::diff::unified(
                         &w.path,

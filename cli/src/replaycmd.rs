@@ -232,6 +232,11 @@ fn print_diff(r: &DiffReport) -> Result<()> {
         )))?;
         print_diff_text(paint, &f.diff)?;
     }
+    for path in &r.unknown {
+        out::line(&format!(
+            "workspace: unknown {path} (an imported change known only as a diff: not compared)"
+        ))?;
+    }
     Ok(())
 }
 

@@ -688,6 +688,8 @@ pub fn markdown(a: &Audit) -> String {
     let mut o = String::new();
     let h = &a.header;
     let _ = writeln!(o, "# Audit of session `{}`\n", h.session);
+    // An imported session says so first: where it came from is half of what it is.
+    let imported = a.imported.as_ref().map(|i| ("imported", i.line()));
     let head = [
         ("workspace", format!("`{}`", h.workspace)),
         (
@@ -726,7 +728,9 @@ pub fn markdown(a: &Audit) -> String {
     md_table(
         &mut o,
         &["", ""],
-        head.into_iter()
+        imported
+            .into_iter()
+            .chain(head)
             .chain(cost)
             .map(|(k, v)| vec![k.to_string(), cell(&v)]),
     );
@@ -1568,6 +1572,9 @@ pub fn html(a: &Audit) -> String {
         ),
     ];
     o.push_str("<div class=\"box\"><table class=\"hdr\">");
+    if let Some(i) = &a.imported {
+        let _ = write!(o, "<tr><td>imported</td><td>{}</td></tr>", esc(&i.line()));
+    }
     for (k, v) in rows {
         let _ = write!(o, "<tr><td>{k}</td><td>{v}</td></tr>");
     }

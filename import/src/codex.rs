@@ -33,6 +33,9 @@ pub struct Meta {
     pub started_at: Option<String>,
     /// The previous segment of a rotated rollout, as the first line names it.
     pub previous: Option<String>,
+    /// A subagent's rollout: the thread that spawned it (`parent_thread_id`, or
+    /// `source.subagent.thread_spawn.parent_thread_id`).
+    pub parent: Option<String>,
 }
 
 /// Whether a parsed line looks like a Codex rollout line.
@@ -79,6 +82,13 @@ pub fn meta(v: &Value, first: bool, meta: &mut Meta) {
             }
             if meta.started_at.is_none() {
                 meta.started_at = str_of(m, "timestamp");
+            }
+            if meta.parent.is_none() {
+                meta.parent = str_of(m, "parent_thread_id").or_else(|| {
+                    m.pointer("/source/subagent/thread_spawn/parent_thread_id")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                });
             }
         }
         "turn_context" if meta.cwd.is_none() => meta.cwd = str_of(p, "cwd"),
@@ -146,9 +156,23 @@ impl Codex {
                 }
                 out.push(item(t.into(), false));
             }
+            // A thread forked with its parent's history (a subagent spawned with
+            // `fork_turns: all`, Codex 0.171) starts with that history, each item marked
+            // inherited: the parent's, kept as it is, not this session's own.
+            "response_item"
+                if v.pointer("/metadata/inherited_user_message") == Some(&Value::Bool(true)) =>
+            {
+                self.flush(None, out);
+                out.push(item(format!("response_item:inherited:{pt}"), false));
+            }
             "response_item" => self.response_item(p, pt, raw, out),
             "event_msg" => self.event_msg(p, pt, raw, out),
-            "compacted" | "world_state" | "token_usage_record" => {
+            // Codex 0.171: the world the model was shown, the usage of each response,
+            // and how a message between agents (multi-agent v2) was delivered.
+            "compacted"
+            | "world_state"
+            | "token_usage_record"
+            | "inter_agent_communication_metadata" => {
                 self.flush(None, out);
                 out.push(item(t.into(), false));
             }
@@ -182,16 +206,22 @@ impl Codex {
         self.response.get_or_insert_with(Response::default)
     }
 
+    /// A call the model asked for. An MCP call's tool is named `mcp__server__tool`
+    /// whatever the model called it, as when Codex records only its end.
     fn start_call(&mut self, id: String, name: String, input: Value, mcp: Option<McpRef>) {
+        let tool = match &mcp {
+            Some(m) => format!("mcp__{}__{}", m.server, m.tool),
+            None => name.clone(),
+        };
         let r = self.response();
         r.calls.push(ModelCall {
             id: id.clone(),
-            name: name.clone(),
+            name,
             input: input.clone(),
         });
         r.starts.push(Step::Call {
             id,
-            tool: name,
+            tool,
             input,
             mcp,
         });
@@ -270,6 +300,32 @@ impl Codex {
                     self.patches.insert(id.clone(), t.clone());
                 }
                 self.start_call(id, name, input, mcp);
+            }
+            // Codex 0.171 finds deferred tools (MCP tools among them) by a search the
+            // client runs: a call like any other, its output the tools found.
+            "tool_search_call" => {
+                let id = call_id(p);
+                let input = p.get("arguments").cloned().unwrap_or(Value::Null);
+                self.start_call(id, "tool_search".into(), input, None);
+            }
+            "tool_search_output" => {
+                self.flush(None, out);
+                let done = p.get("status").and_then(Value::as_str) != Some("failed");
+                out.push(Step::End {
+                    id: call_id(p),
+                    status: if done { Status::Ok } else { Status::Error },
+                    output: p.get("tools").map(Value::to_string).unwrap_or_default(),
+                });
+            }
+            // A message between agents (multi-agent v2: a task for a subagent, its final
+            // answer for its parent): kept as it is, its payload may be encrypted.
+            "agent_message" => {
+                self.flush(None, out);
+                out.push(Step::Item {
+                    kind: "response_item:agent_message".into(),
+                    unknown: false,
+                    raw: raw.to_vec(),
+                });
             }
             "local_shell_call" => {
                 let id = call_id(p);
@@ -584,6 +640,22 @@ impl Codex {
                     input: item.get("arguments").cloned().unwrap_or(Value::Null),
                     mcp: Some(mcp),
                 });
+                // The server's answer, or the error that stood for one.
+                let status = item.get("status").and_then(Value::as_str).unwrap_or("");
+                let result = item
+                    .get("result")
+                    .filter(|r| !r.is_null())
+                    .or_else(|| item.get("error").filter(|e| !e.is_null()));
+                if let Some(result) = result {
+                    let failed = status == "failed"
+                        || item.get("error").is_some_and(|e| !e.is_null())
+                        || result.get("isError").and_then(Value::as_bool) == Some(true);
+                    out.push(Step::McpResult {
+                        id,
+                        result: result.clone(),
+                        failed,
+                    });
+                }
             }
             _ => out.push(Step::Item {
                 kind: format!("event_msg:item_completed:{kind}"),
@@ -595,6 +667,10 @@ impl Codex {
                         | "websearch"
                         | "plan"
                         | "todolist"
+                        // Codex 0.171, multi-agent v2: a subagent's progress, and a call
+                        // of a collaboration tool (spawn, wait, message) as it ended.
+                        | "subagentactivity"
+                        | "collabagenttoolcall"
                 ),
                 raw: raw.to_vec(),
             }),
@@ -616,10 +692,11 @@ fn call_id(p: &Value) -> String {
 }
 
 /// The MCP server and tool of a call: a `namespace` (`mcp__server`) or a qualified
-/// name (`mcp__server__tool`).
+/// name (`mcp__server__tool`). Other namespaces are Codex's own tools (multi-agent
+/// v2's `collaboration`).
 fn mcp_of(namespace: Option<&str>, name: &str) -> Option<McpRef> {
     if let Some(ns) = namespace {
-        let server = ns.strip_prefix("mcp__").unwrap_or(ns);
+        let server = ns.strip_prefix("mcp__")?;
         return Some(McpRef {
             server: server.to_string(),
             tool: name.to_string(),
@@ -702,6 +779,8 @@ fn output_of(v: Option<&Value>) -> (String, Option<bool>, Option<i32>) {
             };
             (text, o.get("success").and_then(Value::as_bool), None)
         }
+        // Codex 0.171: content parts (`input_text`, …), an MCP call's output among them.
+        Some(parts @ Value::Array(_)) => (content_text(Some(parts)), None, None),
         Some(other) => (other.to_string(), None, None),
         None => (String::new(), None, None),
     }
@@ -798,5 +877,6 @@ mod tests {
         assert_eq!(mcp_of(Some("mcp__cairn"), "read"), m("cairn", "read"));
         assert_eq!(mcp_of(None, "mcp__docs__search"), m("docs", "search"));
         assert_eq!(mcp_of(None, "shell"), None);
+        assert_eq!(mcp_of(Some("collaboration"), "spawn_agent"), None);
     }
 }

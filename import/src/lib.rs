@@ -191,6 +191,9 @@ pub fn import_paths(
 ) -> Summary {
     let mut summary = Summary::default();
     let mut index = Index::load(home);
+    // Subagents whose parent session is not imported yet: taken up after the others,
+    // so that a parent later in the order is there to link to.
+    let mut deferred = Vec::new();
     for file in source_files(paths) {
         summary.files += 1;
         let size = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
@@ -205,7 +208,18 @@ pub fn import_paths(
                 continue;
             }
         }
-        if let Err(e) = import_file(home, &file, options, &mut index, &mut summary, 0) {
+        match import_file(home, &file, options, &mut index, &mut summary, 0, true) {
+            Ok(true) => {
+                deferred.push((file, size));
+                continue;
+            }
+            Ok(false) => {}
+            Err(e) => summary.errors.push((file.clone(), e.to_string())),
+        }
+        progress(&file, size);
+    }
+    for (file, size) in deferred {
+        if let Err(e) = import_file(home, &file, options, &mut index, &mut summary, 0, false) {
             summary.errors.push((file.clone(), e.to_string()));
         }
         progress(&file, size);
@@ -221,6 +235,8 @@ struct Scan {
     version: Option<String>,
     started_at: Option<String>,
     previous: Option<String>,
+    /// A Codex subagent's rollout: the source id of the session that spawned it.
+    parent: Option<String>,
     /// Claude Code: each line's node (none for lines outside the tree).
     nodes: Vec<Option<claude::Node>>,
     file: ImportedFile,
@@ -290,6 +306,7 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let parent = cmeta.parent.filter(|_| format == Format::Codex);
     let (source_id, cwd, version, started_at, previous) = match format {
         Format::Codex => (
             cmeta.id,
@@ -307,6 +324,7 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
         version,
         started_at,
         previous,
+        parent,
         nodes: if format == Format::Claude {
             nodes
         } else {
@@ -583,6 +601,8 @@ fn root_of(cwd: &str) -> PathBuf {
 }
 
 /// Imports one file (and, for a rotated rollout, the segments before it first).
+/// Returns true, having written nothing, for a subagent whose parent session is not
+/// imported yet when `defer` allows it to wait for it.
 fn import_file(
     home: &Home,
     path: &Path,
@@ -590,7 +610,8 @@ fn import_file(
     index: &mut Index,
     summary: &mut Summary,
     depth: usize,
-) -> Result<()> {
+    defer: bool,
+) -> Result<bool> {
     let path = &cairn_engine::project::canonical_prefix(path);
     let s = scan(path, options)?;
     let redactor = Redactor::with_env(std::env::vars());
@@ -598,7 +619,7 @@ fn import_file(
     if let Some(entry) = index.get(path).cloned() {
         if entry.progress.read_to == s.read_to && entry.progress.read_hash == s.read_hash {
             summary.unchanged += 1;
-            return Ok(());
+            return Ok(false);
         }
         if s.read_to < entry.progress.read_to {
             summary.warn(format!(
@@ -606,7 +627,7 @@ fn import_file(
                 path.display(),
                 entry.id
             ));
-            return Ok(());
+            return Ok(false);
         }
         let from = (entry.progress.read_to, entry.progress.read_hash);
         return continue_into(
@@ -619,7 +640,8 @@ fn import_file(
             index,
             summary,
             &redactor,
-        );
+        )
+        .map(|()| false);
     }
     // A later segment of a rotated rollout: a continuation of the session the
     // segments before it are in.
@@ -636,12 +658,13 @@ fn import_file(
             });
         }
         if index.get(&prev).is_none() {
-            import_file(home, &prev, options, index, summary, depth + 1)?;
+            import_file(home, &prev, options, index, summary, depth + 1, false)?;
         }
         if let Some(entry) = index.get(&prev).cloned() {
             return continue_into(
                 home, path, options, &s, &entry.dir, None, index, summary, &redactor,
-            );
+            )
+            .map(|()| false);
         }
         summary.warn(format!(
             "{}: its previous segment {} could not be imported: imported alone",
@@ -657,21 +680,34 @@ fn import_file(
     if options.keep_original {
         file.original = Some(keep(home, &root, path, &file)?);
     }
-    let subagent = s.format == Format::Claude
-        && (path.components().any(|c| c.as_os_str() == "subagents")
-            || s.nodes.iter().flatten().all(|n| n.sidechain)
-                && s.nodes.iter().flatten().next().is_some());
+    let subagent = s.parent.is_some()
+        || s.format == Format::Claude
+            && (path.components().any(|c| c.as_os_str() == "subagents")
+                || s.nodes.iter().flatten().all(|n| n.sidechain)
+                    && s.nodes.iter().flatten().next().is_some());
     let plan = match s.format {
         Format::Claude => Some(branches(&s.nodes, subagent)),
         Format::Codex => None,
     };
+    // A Codex subagent names its parent thread; a Claude Code one shares its parent's
+    // session id.
+    let parent_source = s.parent.as_deref().unwrap_or(&s.source_id);
     let parent = if subagent {
         index
-            .main_of(&s.source_id)
+            .main_of(parent_source)
             .map(|(session, seq, hash)| Parent { session, seq, hash })
     } else {
         None
     };
+    if subagent && parent.is_none() {
+        if defer {
+            return Ok(true);
+        }
+        summary.warn(format!(
+            "{}: a subagent of session {parent_source}, which is not imported (import its file too): imported without a link to it",
+            path.display()
+        ));
+    }
     let imported = |branch: &str| Imported {
         agent: s.format.agent().to_string(),
         agent_version: s.version.clone(),
@@ -793,7 +829,7 @@ fn import_file(
             });
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 /// A line cut short at the end of the file: a warning, left for a later import.

@@ -45,6 +45,13 @@ pub enum Step {
         text: Option<String>,
         error: Option<String>,
     },
+    /// What an MCP server answered a call (its raw `tools/call` result), before the
+    /// call's end; `failed`: the server said the call failed.
+    McpResult {
+        id: String,
+        result: serde_json::Value,
+        failed: bool,
+    },
     /// A call ended.
     End {
         id: String,

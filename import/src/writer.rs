@@ -61,6 +61,9 @@ pub struct Writer {
     pub interrupted: u64,
     /// Calls the session had before this pass (a continuation numbers on from them).
     base: u64,
+    /// MCP results waiting for their call's end: the redacted result, and whether the
+    /// server said the call failed.
+    mcp_results: HashMap<String, (BlobRef, bool)>,
 }
 
 /// An import writes with durability `none` and makes each pass durable once, at its
@@ -208,6 +211,7 @@ impl Writer {
             },
             interrupted: 0,
             base: 0,
+            mcp_results: HashMap::new(),
         })
     }
 
@@ -260,6 +264,7 @@ impl Writer {
             },
             interrupted: 0,
             base: calls_started,
+            mcp_results: HashMap::new(),
         })
     }
 
@@ -305,6 +310,7 @@ impl Writer {
             written: Written::default(),
             interrupted: 0,
             base: calls_started,
+            mcp_results: HashMap::new(),
         })
     }
 
@@ -437,7 +443,7 @@ impl Writer {
                 model,
                 text,
                 tool_calls: calls.iter().map(model_call).collect(),
-                usage,
+                usage: usage.map(|u| usage_of(self.provider, u)),
                 interrupted: false,
             }),
             Step::Call {
@@ -515,6 +521,11 @@ impl Writer {
                     error,
                 }))
             }
+            Step::McpResult { id, result, failed } => {
+                let blob = self.redacted_blob(result.to_string().as_bytes())?;
+                self.mcp_results.insert(id, (blob, failed));
+                Ok(())
+            }
             Step::End { id, status, output } => self.end(&id, status, &output),
             Step::Item { kind, unknown, raw } => {
                 let item = self.redacted_blob(&raw)?;
@@ -534,6 +545,11 @@ impl Writer {
             return Ok(());
         };
         self.open.remove(pos);
+        let (mcp_result, status) = match self.mcp_results.remove(id) {
+            Some((blob, true)) if status == Status::Ok => (Some(blob), Status::Error),
+            Some((blob, _)) => (Some(blob), status),
+            None => (None, status),
+        };
         let (output, output_blob) = if output.len() > OUTPUT_INLINE_BYTES_MAX {
             let blob = self.redacted_blob(output.as_bytes())?;
             let mut cut = OUTPUT_INLINE_BYTES_MAX;
@@ -552,7 +568,7 @@ impl Writer {
             elapsed_us: 0,
             refusal: None,
             redactions: Default::default(),
-            mcp_result: None,
+            mcp_result,
             injection: Vec::new(),
         }))
     }
@@ -749,6 +765,48 @@ fn provider_of(agent: &str) -> &'static str {
         "claude" => "anthropic",
         _ => "unknown",
     }
+}
+
+/// A source's usage object in cairn's terms (see `Event::ModelTurn`): `input_tokens`
+/// counting every input token, `cached_tokens` and `cache_write_tokens` the parts read
+/// from and written to the prompt cache (left out when 0), and the source's own object
+/// as it was under `source`. Codex (`openai`) counts cached input inside
+/// `input_tokens` (`cached_input_tokens`, `cache_write_input_tokens`); Claude Code
+/// (`anthropic`) leaves it out (`cache_read_input_tokens`,
+/// `cache_creation_input_tokens`).
+pub fn usage_of(provider: &str, source: serde_json::Value) -> serde_json::Value {
+    let n = |k: &str| {
+        source
+            .get(k)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+    };
+    let (input, cached, written) = match provider {
+        "anthropic" => {
+            let (cached, written) = (
+                n("cache_read_input_tokens"),
+                n("cache_creation_input_tokens"),
+            );
+            (n("input_tokens") + cached + written, cached, written)
+        }
+        _ => (
+            n("input_tokens"),
+            n("cached_input_tokens"),
+            n("cache_write_input_tokens"),
+        ),
+    };
+    let mut u = serde_json::json!({
+        "input_tokens": input,
+        "output_tokens": n("output_tokens"),
+    });
+    if cached > 0 {
+        u["cached_tokens"] = cached.into();
+    }
+    if written > 0 {
+        u["cache_write_tokens"] = written.into();
+    }
+    u["source"] = source;
+    u
 }
 
 fn model_call(c: &ModelCall) -> serde_json::Value {

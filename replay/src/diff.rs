@@ -3,10 +3,16 @@
 //! between two aligned ones are paired when they name the same tool (a call whose input
 //! changed), the rest are only in one session. Matched calls are compared field by
 //! field (`compare`), then the final workspaces (manifest + writes) file by file.
+//!
+//! An imported session knows of its workspace only what it wrote (its source captured
+//! no manifest), and of some of that only a diff: the files it did not write are left
+//! out of the comparison, and those whose content it does not know are listed as
+//! unknown, not as removed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use cairn_core::event::{Event, WriteStatus};
 use cairn_core::state::canonical_json;
 use serde::Serialize;
 
@@ -74,6 +80,9 @@ pub struct DiffReport {
     pub changed: Vec<ChangedCall>,
     /// The final workspaces, file by file.
     pub workspace: Vec<FileDiff>,
+    /// Files left out of the final workspaces' comparison because one session does not
+    /// know their content at its end (an imported change known only as a diff).
+    pub unknown: Vec<String>,
 }
 
 impl DiffReport {
@@ -102,6 +111,7 @@ pub fn diff(a: &Path, b: &Path) -> Result<DiffReport> {
         only_b: Vec::new(),
         changed: Vec::new(),
         workspace: Vec::new(),
+        unknown: Vec::new(),
     };
     let matched = |i: usize, j: usize, report: &mut DiffReport| {
         let fields = compare_calls(&ca[i], &sa.blobs, &cb[j], &sb.blobs, &norm);
@@ -158,7 +168,7 @@ pub fn diff(a: &Path, b: &Path) -> Result<DiffReport> {
             }
         }
     }
-    report.workspace = workspace_diff(&sa, &sb)?;
+    (report.workspace, report.unknown) = workspace_diff(&sa, &sb)?;
     Ok(report)
 }
 
@@ -174,14 +184,43 @@ fn text_of(s: &Session, f: Option<&FileAt>) -> Option<String> {
     }
 }
 
-fn workspace_diff(a: &Session, b: &Session) -> Result<Vec<FileDiff>> {
+/// The paths an imported session wrote (all it knows of its workspace); `None` for a
+/// session recorded by cairn, which knows all of it.
+fn written_paths(s: &Session) -> Option<BTreeSet<&str>> {
+    s.started.imported.as_ref()?;
+    Some(
+        s.records
+            .iter()
+            .filter_map(|r| match &r.event {
+                Event::FileWrite(w) if w.status == WriteStatus::Ok => Some(w.path.as_str()),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+/// The files that differ, and those left out as unknown (sorted).
+fn workspace_diff(a: &Session, b: &Session) -> Result<(Vec<FileDiff>, Vec<String>)> {
     let (wa, wb) = (a.workspace_at(None)?, b.workspace_at(None)?);
+    let unknown: BTreeSet<String> = a
+        .unknown_at(None)
+        .into_iter()
+        .chain(b.unknown_at(None))
+        .collect();
+    let (known_a, known_b) = (written_paths(a), written_paths(b));
+    let known = |p: &str| {
+        known_a.as_ref().is_none_or(|k| k.contains(p))
+            && known_b.as_ref().is_none_or(|k| k.contains(p))
+    };
     let mut paths: BTreeMap<&String, ()> = BTreeMap::new();
     for p in wa.keys().chain(wb.keys()) {
         paths.insert(p, ());
     }
     let mut out = Vec::new();
     for path in paths.keys() {
+        if unknown.contains(*path) || !known(path) {
+            continue;
+        }
         let (x, y) = (wa.get(*path), wb.get(*path));
         let change = match (x, y) {
             (Some(x), Some(y)) if x.hash == y.hash => continue,
@@ -207,5 +246,5 @@ fn workspace_diff(a: &Session, b: &Session) -> Result<Vec<FileDiff>> {
             diff,
         });
     }
-    Ok(out)
+    Ok((out, unknown.into_iter().collect()))
 }

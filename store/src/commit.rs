@@ -89,6 +89,13 @@ impl Committer {
         self.shared.lock().failed.clone()
     }
 
+    /// Traces this log's syncs to `file` (as [`SYNC_TRACE_ENV`] does for every log),
+    /// without the process-wide environment that tests running in parallel share.
+    #[cfg(test)]
+    pub(crate) fn trace_to(&mut self, file: File) {
+        self.trace = Some(Arc::new(Mutex::new(file)));
+    }
+
     /// Records that the first `len` bytes were made durable on the caller's thread.
     pub(crate) fn note_synced(&self, len: u64) {
         let mut s = self.shared.lock();

@@ -614,3 +614,77 @@ fn corruption(file: &File, path: &Path, offset: u64, seq: Option<u64>, what: &st
         what: what.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn durability_none() -> Options {
+        Options {
+            durability: Durability::None,
+            ..Options::default()
+        }
+    }
+
+    /// A writer of a new log with durability `none`, its syncs traced to `trace`.
+    fn writer(dir: &Path, trace: &Path) -> LogWriter {
+        let mut w = LogWriter::create(&dir.join("session"), durability_none()).unwrap();
+        w.committer.trace_to(File::create(trace).unwrap());
+        w
+    }
+
+    #[test]
+    fn flush_durable_makes_records_written_with_durability_none_durable() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("trace");
+        let mut w = writer(dir.path(), &trace);
+        for i in 0..3 {
+            w.append(&serde_json::json!({"type": "note", "i": i}))
+                .unwrap();
+            // With `none`, the call path's syncs and commits do nothing.
+            w.sync().unwrap();
+            w.commit().unwrap();
+        }
+        assert_eq!(w.durable_len(), 0);
+        assert_eq!(std::fs::read_to_string(&trace).unwrap(), "");
+        w.flush_durable().unwrap();
+        let len = std::fs::metadata(w.path()).unwrap().len();
+        assert!(len > 0);
+        assert_eq!(w.durable_len(), len);
+        assert_eq!(
+            std::fs::read_to_string(&trace).unwrap(),
+            format!("synced {} {len}\n", w.path().display())
+        );
+        // Nothing new: it syncs again all the same (a writer before this one may have
+        // left bytes only in the page cache), and says so.
+        w.flush_durable().unwrap();
+        assert_eq!(std::fs::read_to_string(&trace).unwrap().lines().count(), 2);
+    }
+
+    #[test]
+    fn flush_durable_that_fails_is_an_error_and_poisons_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("trace");
+        let mut w = writer(dir.path(), &trace);
+        w.append(&serde_json::json!({"type": "note"})).unwrap();
+        // fdatasync on a character device fails (EINVAL): the disk refusing a sync.
+        w.file = OpenOptions::new().write(true).open("/dev/null").unwrap();
+        let err = w.flush_durable().unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { path, .. } if path == w.path()),
+            "{err:?}"
+        );
+        assert_eq!(w.durable_len(), 0);
+        assert_eq!(std::fs::read_to_string(&trace).unwrap(), "");
+        // What reached the disk is unknown now: the writer refuses to go on, and never
+        // retries the sync.
+        assert!(
+            matches!(w.flush_durable(), Err(Error::Poisoned { what, .. }) if what.starts_with("fsync failed")),
+        );
+        assert!(matches!(
+            w.append(&serde_json::json!({"type": "note"})),
+            Err(Error::Poisoned { .. })
+        ));
+    }
+}

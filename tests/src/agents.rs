@@ -65,6 +65,16 @@ pub fn mcp_call(server: &str, tool: &str, input: Value) -> Call {
     }
 }
 
+/// Codex's call of tool `name` of namespace `namespace` (a `function_call` with a
+/// `namespace`), such as `collaboration`'s `spawn_agent` (multi-agent v2).
+pub fn ns_call(namespace: &str, name: &str, input: Value) -> Call {
+    Call {
+        name: name.into(),
+        input,
+        namespace: Some(namespace.into()),
+    }
+}
+
 /// One answer of the model: some text, then tool calls (parallel when several).
 #[derive(Debug, Clone, Default)]
 pub struct Turn {
@@ -242,7 +252,9 @@ fn call_ids(body: &Value) -> Vec<String> {
 }
 
 /// The text of the first user message (Claude Code: all its text blocks; Codex: the
-/// user messages that are not the environment context).
+/// user messages, and the messages from other agents: a subagent's task comes as an
+/// `agent_message` whose payload is `encrypted_content`, which Codex passes through as
+/// the model wrote it).
 fn first_user_text(body: &Value) -> String {
     let text_of = |content: &Value| -> String {
         match content {
@@ -266,10 +278,39 @@ fn first_user_text(body: &Value) -> String {
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|i| i["type"] == "message" && i["role"] == "user")
-        .map(|i| text_of(&i["content"]))
+        .filter(|i| i["type"] == "message" && i["role"] == "user" || i["type"] == "agent_message")
+        .map(|i| {
+            let mut text = text_of(&i["content"]);
+            for p in i["content"].as_array().into_iter().flatten() {
+                if let Some(e) = p["encrypted_content"].as_str() {
+                    text.push('\n');
+                    text.push_str(e);
+                }
+            }
+            text
+        })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The text of the messages from other agents a Codex request carries (multi-agent v2's
+/// `agent_message`: a task for a subagent, a subagent's answer).
+fn agent_messages_text(body: &Value) -> String {
+    let mut text = String::new();
+    for i in body["input"].as_array().into_iter().flatten() {
+        if i["type"] != "agent_message" {
+            continue;
+        }
+        for p in i["content"].as_array().into_iter().flatten() {
+            for k in ["text", "encrypted_content"] {
+                if let Some(t) = p[k].as_str() {
+                    text.push_str(t);
+                    text.push('\n');
+                }
+            }
+        }
+    }
+    text
 }
 
 /// Which (conversation, turn) this request is at, or `None` for a side request.
@@ -279,6 +320,24 @@ fn position(script: &Script, body: &Value) -> Option<(usize, usize)> {
         .iter()
         .filter_map(|id| parse_id(id))
         .collect();
+    // A Codex subagent spawned with its parent's history (`fork_turns: all`, the
+    // default) carries the parent's call ids too: its task, an `agent_message` holding
+    // its marker, says whose it is.
+    let tasks = agent_messages_text(body);
+    if let Some(i) = script
+        .subagents
+        .iter()
+        .position(|(marker, _)| tasks.contains(marker.as_str()))
+    {
+        let conv = i + 1;
+        let turn = ours
+            .iter()
+            .filter(|(c, _)| *c == conv)
+            .map(|(_, t)| t + 1)
+            .max()
+            .unwrap_or(0);
+        return Some((conv, turn));
+    }
     if let Some(conv) = ours.iter().map(|(c, _)| *c).max() {
         // A subagent's conversation never carries the main one's ids, and the main one
         // only carries a subagent's result as text: the highest conversation is ours.
@@ -644,6 +703,20 @@ impl Codex {
 
     pub fn codex_home(&self) -> PathBuf {
         self.home.join(".codex")
+    }
+
+    /// Turns on Codex's feature flags `features` (`[features]` in `config.toml`), such
+    /// as `multi_agent_v2`, which offers the `collaboration` tools that spawn subagents.
+    pub fn with_features(self, features: &[&str]) -> Codex {
+        let path = self.codex_home().join("config.toml");
+        let mut config = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+        config.push_str("\n[features]\n");
+        for f in features {
+            config.push_str(&format!("{f} = true\n"));
+        }
+        std::fs::write(&path, config).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        self
     }
 
     /// Where Codex writes its rollouts.

@@ -107,6 +107,21 @@ fn import_then_show_audit_verify_checkout_and_diff() {
     let out = cairn(&home, &user, &["audit", &codex, "--json"]);
     let audit: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(audit["imported"]["secrets"]["github_token"], 2);
+    // Every format says where the session came from.
+    for format in [&["--markdown"][..], &["--html", "-"][..]] {
+        let args: Vec<&str> = ["audit", codex.as_str()]
+            .iter()
+            .chain(format)
+            .copied()
+            .collect();
+        let out = cairn(&home, &user, &args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).contains("imported from Codex 0.171.0 (main)"),
+            "{format:?}: {}",
+            text(&out.stdout)
+        );
+    }
 
     let head: u64 = {
         let out = cairn(&home, &user, &["head", &codex, "--json"]);
@@ -305,4 +320,63 @@ fn imported_sessions_are_indexed_as_they_are_imported_and_searchable() {
     );
     let out = cairn_index(&home, &user, None, &["search", "nowhere-at-all"]);
     assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn import_codex_finds_its_default_folder_and_browse_shows_the_import() {
+    use cairn_cli::browse;
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, user) = (tmp.path().join("home"), tmp.path().join("user"));
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let ws = ws.canonicalize().unwrap();
+    // `--codex` without CODEX_HOME: `$HOME/.codex/sessions`, searched through.
+    fixture(
+        "codex-rollout.jsonl",
+        &ws,
+        &user.join(".codex/sessions/2026/10/01/rollout-b.jsonl"),
+        true,
+    );
+    let out = cairn(&home, &user, &["import", "--codex", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            summary["sessions"].as_u64(),
+            summary["imported"][0]["agent"].as_str()
+        ),
+        (Some(1), Some("codex"))
+    );
+
+    let rows = browse::list_sessions(&cairn_engine::Home::at(&home), &ws);
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    let view = browse::load_session(&rows[0]).unwrap();
+    let patch = view
+        .calls
+        .iter()
+        .find(|c| c.tool == "apply_patch")
+        .expect("the patch call");
+    let detail = patch.detail.join("\n");
+    // The added file's content is known; README.md's change only as the source's diff.
+    assert!(
+        detail.contains("1 +hello\n") && detail.contains("2 +world\n"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains(
+            "README.md: content unknown; the change as the source recorded it:\n@@ -1 +1 @@\n-old line\n+new line"
+        ),
+        "{detail}"
+    );
+    let mut app = browse::App::on_session(view, Box::new(browse::load_session));
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
+    t.draw(|f| app.render(f)).unwrap();
+    let screen: String = t
+        .backend()
+        .buffer()
+        .content()
+        .iter()
+        .map(|c| c.symbol())
+        .collect();
+    assert!(screen.contains("apply_patch"), "{screen}");
 }

@@ -33,7 +33,8 @@ pub enum Event {
         /// input token, those read from or written to a prompt cache included),
         /// `output_tokens`, and when not 0 `cached_tokens` (the part of the input read
         /// from the cache) and `cache_write_tokens` (written to it). Imported sessions
-        /// keep their source's own object. Absent when the provider gave none.
+        /// count the same fields from their source's own object, kept in `source`.
+        /// Absent when the provider gave none.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<serde_json::Value>,
         /// True when the person watching interrupted the turn (Esc in the chat) while

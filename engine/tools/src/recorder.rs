@@ -336,3 +336,67 @@ fn syncfs(dir: &std::path::Path) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use cairn_core::event::Event;
+    use cairn_store::Options;
+
+    /// A recorder of a new session with durability `none` (as an import writes), its
+    /// blobs under `dir/blobs`.
+    fn recorder(dir: &std::path::Path) -> Recorder {
+        let session = dir.join("session");
+        let options = Options {
+            durability: Durability::None,
+            ..Options::default()
+        };
+        let log = LogWriter::create(&session, options).unwrap();
+        let blobs = BlobStore::open(&dir.join("blobs")).unwrap().without_sync();
+        Recorder::new(
+            log,
+            State::default(),
+            blobs,
+            SnapshotStore::new(&session),
+            Durability::None,
+            0,
+            0,
+        )
+    }
+
+    fn note(rec: &mut Recorder, text: &str) {
+        rec.append(&Event::UserMessage { text: text.into() })
+            .unwrap();
+    }
+
+    #[test]
+    fn flush_durable_makes_blobs_and_records_of_durability_none_durable() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = recorder(dir.path());
+        let blob = rec.put_blob(b"file content").unwrap();
+        note(&mut rec, "one");
+        note(&mut rec, "two");
+        // With `none`, the call path's sync leaves everything in the page cache.
+        rec.sync().unwrap();
+        assert_eq!(rec.log.durable_len(), 0);
+        rec.flush_durable().unwrap();
+        let len = std::fs::metadata(rec.log.path()).unwrap().len();
+        assert_eq!(rec.log.durable_len(), len);
+        assert!(!rec.blobs_unsynced);
+        assert_eq!(rec.blobs.get(&blob.hash).unwrap(), b"file content");
+    }
+
+    #[test]
+    fn flush_durable_fails_on_blobs_it_cannot_sync_before_touching_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = recorder(dir.path());
+        rec.put_blob(b"file content").unwrap();
+        note(&mut rec, "one");
+        std::fs::remove_dir_all(dir.path().join("blobs")).unwrap();
+        let err = rec.flush_durable().unwrap_err().to_string();
+        assert!(err.contains("blobs"), "{err}");
+        // Blobs first: a record is never durable before the blobs it names.
+        assert_eq!(rec.log.durable_len(), 0);
+    }
+}

@@ -126,7 +126,7 @@ fn import_codex_rollout_maps_calls_writes_usage_and_keeps_the_rest() {
     let usage: Vec<u64> = ev
         .iter()
         .filter_map(|e| match e {
-            Event::ModelTurn { usage: Some(u), .. } => u["total_tokens"].as_u64(),
+            Event::ModelTurn { usage: Some(u), .. } => u["source"]["total_tokens"].as_u64(),
             _ => None,
         })
         .collect();
@@ -217,6 +217,96 @@ fn import_codex_rollout_maps_calls_writes_usage_and_keeps_the_rest() {
     let log = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
     assert!(!log.contains(&token()));
     verify_clean(dir);
+}
+
+/// The usage of every model turn of the session at `dir`.
+fn usages(dir: &Path) -> Vec<serde_json::Value> {
+    events(dir)
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::ModelTurn { usage, .. } => usage,
+            _ => None,
+        })
+        .collect()
+}
+
+/// (input, cached, output) tokens the audit of the session at `dir` counts.
+fn audit_tokens(dir: &Path) -> (u64, u64, u64) {
+    let session = Session::load(dir).unwrap();
+    let verified = cairn_replay::verify(dir).unwrap();
+    let audit = cairn_replay::audit::audit(&session, &verified);
+    assert_eq!(audit.tokens.len(), 1, "{:#?}", audit.tokens);
+    let t = &audit.tokens[0];
+    (t.input, t.cached, t.output)
+}
+
+#[test]
+fn imported_usage_counts_cached_tokens_as_cairn_does() {
+    let e = env();
+    let ws = e.ws.to_string_lossy();
+    // Codex: `cached_input_tokens` (and `cache_write_input_tokens`, 0.171) are parts of
+    // `input_tokens`.
+    let codex = e.src.join("rollout-cached.jsonl");
+    let last = r#"{"input_tokens":1000,"cached_input_tokens":800,"cache_write_input_tokens":50,"output_tokens":20,"reasoning_output_tokens":5,"total_tokens":1020}"#;
+    std::fs::write(
+        &codex,
+        format!(
+            "{}\n{}\n{}\n{}\n",
+            format_args!(
+                r#"{{"timestamp":"2026-10-05T10:00:00.000Z","type":"session_meta","payload":{{"id":"0199a213-0000-7000-8000-0000000000c5","timestamp":"2026-10-05T10:00:00.000Z","cwd":"{ws}","cli_version":"0.171.0"}}}}"#
+            ),
+            r#"{"timestamp":"2026-10-05T10:00:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}"#,
+            r#"{"timestamp":"2026-10-05T10:00:02.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hello"}]}}"#,
+            format_args!(
+                r#"{{"timestamp":"2026-10-05T10:00:03.000Z","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{last},"last_token_usage":{last}}}}}}}"#
+            ),
+        ),
+    )
+    .unwrap();
+    // Claude Code: `input_tokens` leaves out what was read from and written to the cache.
+    let claude = e.src.join("claude-cached.jsonl");
+    let line = |kind: &str, uuid: &str, parent: &str, message: &str| {
+        format!(
+            r#"{{"parentUuid":{parent},"isSidechain":false,"cwd":"{ws}","sessionId":"5b7c0c1e-0000-4000-8000-0000000000c5","version":"2.1.332","type":"{kind}","uuid":"{uuid}","timestamp":"2026-10-05T10:00:01.000Z","message":{message}}}"#
+        )
+    };
+    std::fs::write(
+        &claude,
+        format!(
+            "{}\n{}\n",
+            line("user", "u1", "null", r#"{"role":"user","content":"hi"}"#),
+            line(
+                "assistant",
+                "a1",
+                r#""u1""#,
+                r#"{"id":"msg_c","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"hello"}],"usage":{"input_tokens":10,"cache_read_input_tokens":900,"cache_creation_input_tokens":90,"output_tokens":7}}"#
+            ),
+        ),
+    )
+    .unwrap();
+    let s = e.import(&[codex, claude], &Options::default());
+    let of = |agent: &str| &s.imported.iter().find(|i| i.agent == agent).unwrap().dir;
+    let (cx, cl) = (of("codex"), of("claude"));
+    let source: serde_json::Value = serde_json::from_str(last).unwrap();
+    assert_eq!(
+        usages(cx),
+        [
+            serde_json::json!({"input_tokens": 1000, "output_tokens": 20, "cached_tokens": 800,
+            "cache_write_tokens": 50, "source": source})
+        ]
+    );
+    assert_eq!(
+        usages(cl),
+        [
+            serde_json::json!({"input_tokens": 1000, "output_tokens": 7, "cached_tokens": 900,
+            "cache_write_tokens": 90, "source": {"input_tokens": 10,
+            "cache_read_input_tokens": 900, "cache_creation_input_tokens": 90,
+            "output_tokens": 7}})
+        ]
+    );
+    // What show and audit report.
+    assert_eq!(audit_tokens(cx), (1000, 800, 20));
+    assert_eq!(audit_tokens(cl), (1000, 900, 7));
 }
 
 #[test]
@@ -549,4 +639,94 @@ fn import_refuses_a_file_of_neither_format_with_a_clear_error() {
         "{:?}",
         s.errors
     );
+}
+
+#[test]
+fn diff_of_an_import_and_a_cairn_session_compares_only_what_the_import_knows() {
+    let e = env();
+    let file = e.fixture("codex-rollout.jsonl", "rollout-d.jsonl", true);
+    let s = e.import(std::slice::from_ref(&file), &Options::default());
+    let imported = &s.imported[0].dir;
+    // The same task done through cairn: hello.txt written otherwise, README.md edited,
+    // and a file the import never touched (its workspace was not captured).
+    let ws = e.src.join("cairn-ws");
+    let cairn = cairn_tests::replay::record(
+        &e.home,
+        &ws,
+        &[("README.md", "old line\n"), ("other.txt", "untouched\n")],
+        cairn_tests::replay::quick_config(cairn_engine::Catalog::Thoth),
+        &[
+            (
+                "write_file",
+                serde_json::json!({"path": "hello.txt", "content": "hello\nthere\n"}),
+            ),
+            ("read_file", serde_json::json!({"path": "README.md"})),
+            (
+                "edit_file",
+                serde_json::json!({"path": "README.md", "old_string": "old line", "new_string": "new line"}),
+            ),
+        ],
+    );
+    let d = cairn_replay::diff(imported, &cairn).unwrap();
+    let files: Vec<(&str, cairn_replay::FileChange, &str)> = d
+        .workspace
+        .iter()
+        .map(|f| (f.path.as_str(), f.change, f.diff.as_str()))
+        .collect();
+    assert_eq!(
+        files,
+        [(
+            "hello.txt",
+            cairn_replay::FileChange::Changed,
+            "--- a/hello.txt\n+++ b/hello.txt\n@@ -1,2 +1,2 @@\n hello\n-world\n+there\n"
+        )]
+    );
+    // README.md: the import knows its change only as a diff.
+    assert_eq!(d.unknown, ["README.md"]);
+    assert!(!d.only_a.is_empty() && !d.only_b.is_empty(), "{d:#?}");
+    // Two imports: an import against itself is empty.
+    assert!(cairn_replay::diff(imported, imported).unwrap().is_empty());
+}
+
+#[test]
+fn search_finds_what_imported_sessions_said_and_never_their_secrets() {
+    let e = env();
+    let codex = e.fixture("codex-rollout.jsonl", "rollout-s.jsonl", true);
+    let claude = e.fixture("claude-session.jsonl", "claude-s.jsonl", false);
+    let s = e.import(&[codex, claude], &Options::default());
+    let mut index = cairn_search::sqlite::Index::open(&e.src.join("search.db")).unwrap();
+    index
+        .update(s.imported.iter().map(|i| i.dir.clone()))
+        .unwrap();
+    let search = |q: &str| -> Vec<String> {
+        let mut hits: Vec<String> = index
+            .search(
+                &cairn_search::Query::parse(q).unwrap(),
+                &cairn_search::Filter::default(),
+            )
+            .unwrap()
+            .into_iter()
+            .map(|h| h.session)
+            .collect();
+        hits.sort();
+        hits.dedup();
+        hits
+    };
+    let id = |agent: &str| {
+        s.imported
+            .iter()
+            .find(|i| i.agent == agent && i.branch == "main")
+            .unwrap()
+            .id
+            .clone()
+    };
+    // Each import's own words, across both.
+    assert_eq!(
+        search("\"add a greeting and run the tests\""),
+        [id("codex")]
+    );
+    assert!(search("greeting").contains(&id("claude")));
+    // The token the Codex source held was redacted before anything was indexed.
+    assert_eq!(search(&token()["ghp_".len()..]), Vec::<String>::new());
+    assert!(!search("github_token").is_empty());
 }

@@ -1,8 +1,10 @@
 //! Importing what the real agents write (issue 17): Codex CLI and Claude Code, as
 //! published (`tests/agents`), run offline against the tests' fake model
 //! (`cairn_tests::agents`), scripted to read a file, patch or edit it, run commands
-//! (one failing), write a new file, call a subagent (Claude Code), and, in a second
-//! run, to be killed with SIGKILL while a command sleeps. Their session files are
+//! (one failing), write a new file, call a subagent (both: Codex through its
+//! multi-agent v2 `spawn_agent`), call an MCP tool (Codex, found through its
+//! `tool_search`), and, in a second run, to be killed with SIGKILL while a command
+//! sleeps. Their session files are
 //! imported with `cairn_import` and the cairn sessions checked call by call.
 
 use std::path::{Path, PathBuf};
@@ -11,7 +13,9 @@ use cairn_engine::Home;
 use cairn_engine::event::{Event, ExecStatus, Status, WriteOp};
 use cairn_import::{Options, Summary, import_paths};
 use cairn_replay::Session;
-use cairn_tests::agents::{self, Claude, Codex, FakeModel, Script, Turn, call};
+use cairn_tests::agents::{
+    self, Claude, Codex, FakeModel, McpServer, Script, Turn, call, mcp_call, ns_call,
+};
 use serde_json::json;
 
 struct Env {
@@ -210,6 +214,220 @@ fn real_codex_session_imports_with_its_commands_patches_and_failure() {
                 .ends_with("; 0 secrets in the source, redacted here; 0 unknown lines, 0 warnings"),
         "{line}"
     );
+}
+
+/// The imported session of `branch` (exactly one).
+fn branch<'a>(s: &'a Summary, branch: &str) -> &'a cairn_import::SessionSummary {
+    let of: Vec<_> = s.imported.iter().filter(|i| i.branch == branch).collect();
+    assert_eq!(of.len(), 1, "one {branch} session: {s:#?}");
+    of[0]
+}
+
+#[test]
+fn real_codex_subagent_imports_as_a_subagent_session_linked_to_its_parent() {
+    // With the parent's history (the default) and without it.
+    codex_subagent(None);
+    codex_subagent(Some("none"));
+}
+
+/// Multi-agent v2: the `collaboration` tools; the task goes to the subagent as an
+/// `agent_message`. With `fork_turns` `all` (`None`: the default) the subagent's rollout
+/// starts with the parent's history, marked inherited, which is not the subagent's own.
+fn codex_subagent(fork_turns: Option<&str>) {
+    let Some(e) = env() else { return };
+    let mut spawn = json!({"task_name": "counter",
+        "message": "SUBAGENT-ONE: count the lines of notes.txt"});
+    if let Some(f) = fork_turns {
+        spawn["fork_turns"] = json!(f);
+    }
+    let model = FakeModel::start(
+        Script::new(vec![
+            Turn::calls(vec![ns_call("collaboration", "spawn_agent", spawn)]),
+            Turn::calls(vec![ns_call(
+                "collaboration",
+                "wait_agent",
+                json!({"timeout_ms": 60000}),
+            )]),
+            Turn::text("all done"),
+        ])
+        .subagent(
+            "SUBAGENT-ONE",
+            vec![
+                Turn::calls(vec![call(
+                    "exec_command",
+                    json!({"cmd": "wc -l notes.txt"}),
+                )]),
+                Turn::text("2 lines"),
+            ],
+        ),
+    );
+    let codex =
+        Codex::new(&e.agents, &model, &e.agent_home, &e.ws, &[]).with_features(&["multi_agent_v2"]);
+    codex.run("count the lines with a subagent", &model);
+    let s = e.import(&codex.sessions_dir());
+    assert_eq!(
+        (s.files, s.sessions, s.warnings, s.interrupted),
+        (2, 2, 0, 0),
+        "{fork_turns:?}: {s:#?}"
+    );
+    let main = branch(&s, "main");
+    let sub = branch(&s, "subagent");
+    let ev = events(&main.dir);
+    assert_eq!(
+        calls(&ev),
+        [
+            ("spawn_agent".into(), Status::Ok),
+            ("wait_agent".into(), Status::Ok),
+        ],
+        "{}",
+        model.describe()
+    );
+    // Codex's own collaboration tools are not MCP calls.
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e, Event::ToolStarted { mcp: Some(_), .. })),
+        "{ev:#?}"
+    );
+    assert_eq!(unknown_kinds(&ev), Vec::<String>::new());
+    verify_clean(&main.dir);
+    let sev = events(&sub.dir);
+    let Event::SessionStarted(started) = &sev[0] else {
+        panic!("first event: {:?}", sev[0])
+    };
+    let parent = started.parent.as_ref().expect("linked to its parent");
+    assert_eq!(parent.session, main.id);
+    let main_session = Session::load(&main.dir).unwrap();
+    assert_eq!(
+        main_session
+            .records
+            .iter()
+            .find(|r| r.seq == parent.seq)
+            .map(|r| r.hash),
+        Some(parent.hash)
+    );
+    assert_eq!(
+        started.imported.as_ref().map(|i| i.branch.as_str()),
+        Some("subagent")
+    );
+    // Its own call only: the parent's spawn_agent it inherited is not one of its calls.
+    assert_eq!(
+        calls(&sev),
+        [("exec_command".to_string(), Status::Ok)],
+        "{fork_turns:?}"
+    );
+    assert!(
+        !sev.iter().any(|e| matches!(e, Event::UserMessage { .. })),
+        "the parent's user message is not the subagent's: {sev:#?}"
+    );
+    let sh = shells(&sev);
+    assert_eq!(sh.len(), 1, "{sh:#?}");
+    assert_eq!(
+        (sh[0].0.as_str(), sh[0].1, sh[0].2),
+        ("wc -l notes.txt", Some(0), ExecStatus::Ok)
+    );
+    assert_eq!(unknown_kinds(&sev), Vec::<String>::new());
+    verify_clean(&sub.dir);
+    let line = audit_import_line(&sub.dir);
+    assert!(
+        line.starts_with("imported from Codex 0.171.0 (subagent): "),
+        "{line}"
+    );
+}
+
+#[test]
+fn real_codex_mcp_call_imports_with_its_server_tool_and_result() {
+    let Some(e) = env() else { return };
+    let Some(peers) = cairn_tests::mcp_peers(&[
+        "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    ]) else {
+        return;
+    };
+    let server = McpServer {
+        name: "everything".into(),
+        command: PathBuf::from("node"),
+        args: vec![
+            peers
+                .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+                .to_string_lossy()
+                .into_owned(),
+            "stdio".into(),
+        ],
+        env: Vec::new(),
+    };
+    // Codex defers MCP tools behind `tool_search`: the model searches, then calls.
+    let model = FakeModel::start(Script::new(vec![
+        Turn::calls(vec![call("tool_search", json!({"query": "echo"}))]),
+        Turn::calls(vec![mcp_call(
+            "everything",
+            "echo",
+            json!({"message": "hello from codex"}),
+        )]),
+        Turn::text("all done"),
+    ]));
+    let codex = Codex::new(&e.agents, &model, &e.agent_home, &e.ws, &[server]);
+    codex.run("echo through the mcp server", &model);
+    let s = e.import(&codex.sessions_dir());
+    assert_eq!((s.sessions, s.calls, s.warnings), (1, 2, 0), "{s:#?}");
+    let dir = &s.imported[0].dir;
+    let ev = events(dir);
+    assert_eq!(
+        calls(&ev),
+        [
+            ("tool_search".into(), Status::Ok),
+            ("mcp__everything__echo".into(), Status::Ok),
+        ],
+        "{}",
+        model.describe()
+    );
+    let started: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolStarted {
+                call,
+                mcp: Some(m),
+                input,
+                ..
+            } => Some((
+                call.clone(),
+                m.server.clone(),
+                m.tool.clone(),
+                input.clone(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        started,
+        [(
+            "c2".to_string(),
+            "everything".to_string(),
+            "echo".to_string(),
+            json!({"message": "hello from codex"})
+        )]
+    );
+    let finished = ev
+        .iter()
+        .find_map(|e| match e {
+            Event::ToolFinished(f) if f.call == "c2" => Some(f.clone()),
+            _ => None,
+        })
+        .expect("the mcp call finished");
+    assert!(
+        finished.output.contains("Echo: hello from codex"),
+        "{finished:#?}"
+    );
+    // The server's own result, as it answered.
+    let blob = finished.mcp_result.expect("the server's result kept");
+    let project = dir.parent().and_then(Path::parent).unwrap();
+    let blobs = cairn_store::BlobStore::open(&project.join("blobs")).unwrap();
+    let result: serde_json::Value =
+        serde_json::from_slice(&blobs.get(&blob.hash).unwrap()).unwrap();
+    assert_eq!(
+        result,
+        json!({"content": [{"type": "text", "text": "Echo: hello from codex"}]})
+    );
+    assert_eq!(unknown_kinds(&ev), Vec::<String>::new());
+    verify_clean(dir);
 }
 
 /// Waits until a file under `dir` ending in `suffix` holds `needle` (the agent wrote the
