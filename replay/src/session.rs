@@ -357,6 +357,9 @@ pub struct FileAt {
     /// A credential file recorded by hash only: its content is not in the blob store
     /// (see [`Session::live_content`]).
     pub withheld: bool,
+    /// Recorded by hash and size only (the manifest's `not_kept`): no checkout can
+    /// write it.
+    pub not_kept: Option<manifest::NotKept>,
 }
 
 impl FileAt {
@@ -367,6 +370,7 @@ impl FileAt {
             len: e.size,
             mode: Some(e.mode),
             withheld: e.withheld,
+            not_kept: e.not_kept,
         }
     }
 }
@@ -396,6 +400,7 @@ pub fn apply_write(files: &mut BTreeMap<String, FileAt>, w: &FileWrite) {
                     len: after.len,
                     mode,
                     withheld: w.withheld,
+                    not_kept: None,
                 },
             );
         }

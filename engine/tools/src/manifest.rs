@@ -4,6 +4,14 @@
 //! their bytes never reach the home. FIFOs, sockets and devices are left out unread
 //! (opening a FIFO would wait for a writer). A per-project cache keyed on path, size
 //! and mtime (like git's index) saves re-hashing files that did not change.
+//!
+//! What is kept of a file (its BLAKE3 is always recorded, read from the file):
+//! - git-backed (`git`: its blob id; capture `git`, the session-start scan only): a
+//!   file git holds unchanged (see [`crate::git::CleanFiles`]) is read back from the
+//!   repository's object store, not copied into the blob store;
+//! - not kept (`not_kept`): a file over `capture_file_bytes_max` bytes, or a sparse
+//!   file (one with a hole): hash and size only, never copied (so never densified);
+//! - otherwise, and always with capture `full` (except credential files): a blob.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -16,7 +24,60 @@ use cairn_store::{BlobStore, Hash};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{EngineError, Result, io_at};
+use crate::git::{CleanFiles, GitOid};
 use crate::open::open_regular;
+
+/// How a session captures its workspace: `git` (the default) records files git
+/// holds unchanged by their blob id; `full` copies every file into the blob store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capture {
+    #[default]
+    Git,
+    Full,
+}
+
+impl std::str::FromStr for Capture {
+    type Err = cairn_store::ParseNameError;
+    fn from_str(s: &str) -> std::result::Result<Capture, cairn_store::ParseNameError> {
+        match s {
+            "git" => Ok(Capture::Git),
+            "full" => Ok(Capture::Full),
+            _ => Err(cairn_store::ParseNameError {
+                what: "capture",
+                name: s.to_string(),
+                expected: &["git", "full"],
+            }),
+        }
+    }
+}
+
+impl Capture {
+    /// What a configuration recorded before there was a choice captured: everything.
+    pub fn before_git() -> Capture {
+        Capture::Full
+    }
+}
+
+/// Why a file's content was not kept (recorded by hash and size only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotKept {
+    /// Larger than `capture_file_bytes_max`.
+    TooLarge,
+    /// A sparse file (it has a hole): copying it would write its holes out densely.
+    Sparse,
+}
+
+impl NotKept {
+    /// The reason, as a person reads it.
+    pub fn reason(self) -> &'static str {
+        match self {
+            NotKept::TooLarge => "larger than capture_file_bytes_max: recorded by hash and size only",
+            NotKept::Sparse => "a sparse file: recorded by hash and size only, never densified",
+        }
+    }
+}
 
 /// One file of the workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,6 +93,20 @@ pub struct ManifestEntry {
     /// withheld, and in every entry that is not withheld.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub withheld: bool,
+    /// Git-backed: the content is this git blob of the workspace's repository, not a
+    /// blob of the store (`hash` is still its BLAKE3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitOid>,
+    /// The content was not kept, and why: no blob, no git object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_kept: Option<NotKept>,
+}
+
+impl ManifestEntry {
+    /// Its content is a blob of the store.
+    pub fn has_blob(&self) -> bool {
+        !self.withheld && self.git.is_none() && self.not_kept.is_none()
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -45,6 +120,12 @@ struct CacheEntry {
     /// for a blob.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     withheld: bool,
+    /// Hashed without being stored: git holds it (this blob id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    git: Option<GitOid>,
+    /// Hashed without being stored: not kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    not_kept: Option<NotKept>,
 }
 
 struct Seen {
@@ -116,6 +197,8 @@ pub struct ScanCache {
     file: std::path::PathBuf,
     entries: Option<HashMap<String, CacheEntry>>,
     withheld: CredentialFiles,
+    capture: Capture,
+    file_bytes_max: u64,
     /// The last scan stored blobs (files it had to hash).
     pub stored_blobs: bool,
 }
@@ -128,8 +211,18 @@ impl ScanCache {
             file,
             entries: None,
             withheld,
+            capture: Capture::Full,
+            file_bytes_max: u64::MAX,
             stored_blobs: false,
         }
+    }
+
+    /// The same cache for a session capturing with `capture`, keeping no file larger
+    /// than `file_bytes_max` bytes.
+    pub fn with_capture(mut self, capture: Capture, file_bytes_max: u64) -> ScanCache {
+        self.capture = capture;
+        self.file_bytes_max = file_bytes_max;
+        self
     }
 }
 
@@ -171,11 +264,39 @@ pub fn hash_len(reader: impl std::io::Read) -> std::io::Result<(Hash, u64)> {
     Ok((hash, counting.len))
 }
 
-/// [`scan`] with a cache kept in memory between calls.
+/// The scan at a session's start: [`scan_cached`], and with capture `git` every file
+/// it has to hash that git holds unchanged is recorded by its blob id, not stored.
+pub fn scan_start(
+    root: &Path,
+    blobs: &BlobStore,
+    cache_state: &mut ScanCache,
+) -> Result<Vec<ManifestEntry>> {
+    scan_with(root, blobs, cache_state, true)
+}
+
+/// [`scan`] with a cache kept in memory between calls. It looks nothing up in git
+/// (the rescan after a command: what a command changed is stored), but keeps a cache
+/// entry that git backs when the file did not change.
 pub fn scan_cached(
     root: &Path,
     blobs: &BlobStore,
     cache_state: &mut ScanCache,
+) -> Result<Vec<ManifestEntry>> {
+    scan_with(root, blobs, cache_state, false)
+}
+
+/// A sparse file: fewer blocks allocated than its size and, to be sure (compressed or
+/// inline-data file systems allocate fewer blocks too), a hole before its end.
+fn is_sparse(file: &std::fs::File, meta: &std::fs::Metadata) -> bool {
+    meta.blocks().saturating_mul(512) < meta.len()
+        && rustix::fs::seek(file, rustix::fs::SeekFrom::Hole(0)).is_ok_and(|at| at < meta.len())
+}
+
+fn scan_with(
+    root: &Path,
+    blobs: &BlobStore,
+    cache_state: &mut ScanCache,
+    git_lookup: bool,
 ) -> Result<Vec<ManifestEntry>> {
     let started_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -195,14 +316,24 @@ pub fn scan_cached(
         .collect();
     let mut entries: Vec<Option<ManifestEntry>> = vec![None; seen.len()];
     let mut todo = Vec::new();
+    let (capture, file_bytes_max) = (cache_state.capture, cache_state.file_bytes_max);
     for (i, s) in seen.iter().enumerate() {
         match cache.get(&s.path) {
             // Blobs are never deleted, so a cache hit needs no look at the blob store;
             // but an entry hashed without its blob (withheld by this or another
-            // session's list) vouches for no blob, and a file this session keeps
-            // needs one.
-            Some(c)
-                if c.size == s.size && c.mtime_ns == s.mtime_ns && (withheld[i] || !c.withheld) =>
+            // session's list, git-backed, not kept) vouches for no blob, and a file
+            // this session keeps needs one.
+            Some(c) if c.size == s.size && c.mtime_ns == s.mtime_ns && {
+                let has_blob = !c.withheld && c.git.is_none() && c.not_kept.is_none();
+                let kept_elsewhere = !c.withheld
+                    && match (&c.git, c.not_kept) {
+                        (Some(_), _) => capture == Capture::Git,
+                        (_, Some(NotKept::TooLarge)) => s.size > file_bytes_max,
+                        (_, Some(NotKept::Sparse)) => true,
+                        _ => false,
+                    };
+                withheld[i] || has_blob || kept_elsewhere
+            } =>
             {
                 entries[i] = Some(ManifestEntry {
                     path: s.path.clone(),
@@ -210,11 +341,18 @@ pub fn scan_cached(
                     mode: s.mode,
                     hash: c.hash,
                     withheld: withheld[i],
+                    git: c.git.clone().filter(|_| !withheld[i]),
+                    not_kept: c.not_kept.filter(|_| !withheld[i]),
                 });
             }
             _ => todo.push(i),
         }
     }
+    // Read only when some file has to be hashed: a warm start reads no index.
+    let clean = (git_lookup && capture == Capture::Git && !todo.is_empty())
+        .then(|| CleanFiles::open(root))
+        .flatten();
+    let clean = clean.as_ref();
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8);
@@ -234,24 +372,37 @@ pub fn scan_cached(
                             // a FIFO or a device since the walk is left out (`None`):
                             // the workspace no longer has it as a readable file.
                             let path = root.join(&s.path);
-                            let Ok((file, _)) = open_regular(&path) else {
+                            let Ok((file, meta)) = open_regular(&path) else {
                                 return (i, Ok(None));
                             };
-                            let entry = |hash, size| ManifestEntry {
+                            let entry = |hash, size, git, not_kept| ManifestEntry {
                                 path: s.path.clone(),
                                 size,
                                 mode: s.mode,
                                 hash,
                                 withheld: withheld[i],
+                                git,
+                                not_kept,
                             };
-                            let r = if withheld[i] {
+                            let elsewhere = if withheld[i] {
+                                Some((None, None))
+                            } else if meta.len() > file_bytes_max {
+                                Some((None, Some(NotKept::TooLarge)))
+                            } else if is_sparse(&file, &meta) {
+                                Some((None, Some(NotKept::Sparse)))
+                            } else {
+                                clean
+                                    .and_then(|c| c.oid(&s.path, &meta))
+                                    .map(|oid| (Some(oid), None))
+                            };
+                            let r = if let Some((git, not_kept)) = elsewhere {
                                 hash_len(file)
-                                    .map(|(hash, len)| Some(entry(hash, len)))
+                                    .map(|(hash, len)| Some(entry(hash, len, git, not_kept)))
                                     .map_err(io_at(&path))
                             } else {
                                 blobs
                                     .put_reader(file)
-                                    .map(|b| Some(entry(b.hash, b.len)))
+                                    .map(|b| Some(entry(b.hash, b.len, None, None)))
                                     .map_err(EngineError::from)
                             };
                             (i, r)
@@ -272,7 +423,7 @@ pub fn scan_cached(
         // manifest would make checkout and replay silently inexact.
         entries[i] = r?;
     }
-    cache_state.stored_blobs = !todo.is_empty();
+    cache_state.stored_blobs = manifest_stored(&todo, &entries);
     let manifest: Vec<ManifestEntry> = entries.into_iter().flatten().collect();
     let racy = |mtime_ns: i64| mtime_ns >= started_ns.saturating_sub(RACY_NS);
     if todo.is_empty() && cache.len() == manifest.len() && !seen.iter().any(|s| racy(s.mtime_ns)) {
@@ -295,12 +446,20 @@ pub fn scan_cached(
                 mode: m.mode,
                 hash: m.hash,
                 withheld: m.withheld,
+                git: m.git.clone(),
+                not_kept: m.not_kept,
             })
         })
         .collect();
     write_cache(&cache_file, fresh.iter().cloned())?;
     cache_state.entries = Some(fresh.into_iter().map(|e| (e.path.clone(), e)).collect());
     Ok(manifest)
+}
+
+/// Whether the files hashed (`todo`) stored any blob.
+fn manifest_stored(todo: &[usize], entries: &[Option<ManifestEntry>]) -> bool {
+    todo.iter()
+        .any(|&i| entries[i].as_ref().is_some_and(ManifestEntry::has_blob))
 }
 
 /// The manifest as JSON Lines (what is stored as the manifest blob).
@@ -460,6 +619,8 @@ mod tests {
                 mode: 0o644,
                 hash: Hash::of(b"TOKEN=abcdefgh"),
                 withheld: true,
+                git: None,
+                not_kept: None,
             },
             ManifestEntry {
                 path: "a.txt".into(),
@@ -467,6 +628,8 @@ mod tests {
                 mode: 0o644,
                 hash: Hash::of(b"a"),
                 withheld: false,
+                git: None,
+                not_kept: None,
             },
             ManifestEntry {
                 path: "id_rsa".into(),
@@ -474,6 +637,8 @@ mod tests {
                 mode: 0o644,
                 hash: Hash::of(b"key"),
                 withheld: true,
+                git: None,
+                not_kept: None,
             },
         ];
         let mut m = scan(ws.path(), &blobs, &cache, &files).unwrap();
@@ -530,6 +695,8 @@ mod tests {
                 mode: 0o644,
                 hash: h,
                 withheld: false,
+                git: None,
+                not_kept: None,
             }]
         );
         // A kept entry is written byte for byte as before (manifests of sessions
@@ -537,6 +704,8 @@ mod tests {
         assert_eq!(to_jsonl(&entries), format!("{old}\n").into_bytes());
         let withheld = ManifestEntry {
             withheld: true,
+            git: None,
+            not_kept: None,
             ..entries[0].clone()
         };
         assert_eq!(

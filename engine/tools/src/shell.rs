@@ -156,6 +156,8 @@ impl Runtime {
                         mode,
                         hash: after.hash,
                         withheld: w.withheld,
+                        git: None,
+                        not_kept: None,
                     },
                 );
             }
@@ -865,9 +867,33 @@ pub fn record_external(
             (Some(_), None) => ChangeKind::Deleted,
             _ => continue,
         };
+        // A file git backs (a cache entry of the session's start, seen anew) gets its
+        // blob now: a write's content after is always a blob or withheld.
+        let stored;
+        let after = match after {
+            Some(a) if a.git.is_some() => {
+                let abs = root.join(path);
+                let (file, _) = crate::open::open_regular(&abs).map_err(|e| {
+                    io_at(&abs)(match e {
+                        crate::open::OpenError::Io(e) => e,
+                        other => std::io::Error::other(format!("{other:?}")),
+                    })
+                })?;
+                let b = rec.blobs.put_reader(file)?;
+                rec.note_blobs_written();
+                stored = ManifestEntry {
+                    hash: b.hash,
+                    size: b.len,
+                    git: None,
+                    ..a.clone()
+                };
+                Some(&stored)
+            }
+            other => other,
+        };
         // A withheld file has no blob: its lines are counted in the workspace.
         let lines_after = match after {
-            Some(a) if a.withheld => count_lines(&root.join(path)),
+            Some(a) if a.withheld || a.not_kept.is_some() => count_lines(&root.join(path)),
             Some(a) => count_lines(&rec.blobs.path(&a.hash)),
             None => 0,
         };
@@ -886,6 +912,8 @@ pub fn record_external(
             mode: after.map(|a| a.mode),
             status: WriteStatus::Ok,
             withheld,
+            // A file not kept (too large, sparse) names content no blob holds: a
+            // checkout lists it with the missing blobs.
             unknown: false,
             diff: None,
         }))?;
