@@ -386,10 +386,10 @@ fn scan_with(
                             };
                             let elsewhere = if withheld[i] {
                                 Some((None, None))
-                            } else if meta.len() > file_bytes_max {
-                                Some((None, Some(NotKept::TooLarge)))
                             } else if is_sparse(&file, &meta) {
                                 Some((None, Some(NotKept::Sparse)))
+                            } else if meta.len() > file_bytes_max {
+                                Some((None, Some(NotKept::TooLarge)))
                             } else {
                                 clean
                                     .and_then(|c| c.oid(&s.path, &meta))
