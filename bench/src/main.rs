@@ -17,6 +17,7 @@ mod redact;
 mod replay;
 mod report;
 mod resume;
+mod capture;
 mod scan;
 mod shell;
 mod store;
@@ -50,6 +51,9 @@ enum Command {
     Confine(confine::ConfineArgs),
     /// Benchmark the no-change workspace scan that follows every command.
     Scan(scan::ScanArgs),
+    /// Benchmark the session start on a clean git checkout: time and bytes stored,
+    /// capture git against full, cold and warm.
+    Capture(capture::CaptureArgs),
     /// Benchmark the redaction of command output as it streams.
     Redact(redact::RedactArgs),
     /// Benchmark replay: deep verify against integrity-only, replay against recorded time.
@@ -95,6 +99,7 @@ fn main() -> Result<()> {
         Command::Consent(args) => consent::run(&args),
         Command::Confine(args) => confine::run(&args),
         Command::Scan(args) => scan::run(&args),
+        Command::Capture(args) => capture::run(&args),
         Command::Redact(args) => redact::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Resume(args) => resume::run(&args),
