@@ -40,7 +40,11 @@ impl CleanFiles {
         let repo = gix::discover(root).ok()?;
         let workdir = repo.workdir()?.canonicalize().ok()?;
         // The workspace's place in the work tree, as a prefix of index paths.
-        let prefix = root.strip_prefix(&workdir).ok()?.to_string_lossy().into_owned();
+        let prefix = root
+            .strip_prefix(&workdir)
+            .ok()?
+            .to_string_lossy()
+            .into_owned();
         let prefix = if prefix.is_empty() {
             prefix
         } else {

@@ -73,7 +73,9 @@ impl NotKept {
     /// The reason, as a person reads it.
     pub fn reason(self) -> &'static str {
         match self {
-            NotKept::TooLarge => "larger than capture_file_bytes_max: recorded by hash and size only",
+            NotKept::TooLarge => {
+                "larger than capture_file_bytes_max: recorded by hash and size only"
+            }
             NotKept::Sparse => "a sparse file: recorded by hash and size only, never densified",
         }
     }
@@ -323,17 +325,18 @@ fn scan_with(
             // but an entry hashed without its blob (withheld by this or another
             // session's list, git-backed, not kept) vouches for no blob, and a file
             // this session keeps needs one.
-            Some(c) if c.size == s.size && c.mtime_ns == s.mtime_ns && {
-                let has_blob = !c.withheld && c.git.is_none() && c.not_kept.is_none();
-                let kept_elsewhere = !c.withheld
-                    && match (&c.git, c.not_kept) {
-                        (Some(_), _) => capture == Capture::Git,
-                        (_, Some(NotKept::TooLarge)) => s.size > file_bytes_max,
-                        (_, Some(NotKept::Sparse)) => true,
-                        _ => false,
-                    };
-                withheld[i] || has_blob || kept_elsewhere
-            } =>
+            Some(c)
+                if c.size == s.size && c.mtime_ns == s.mtime_ns && {
+                    let has_blob = !c.withheld && c.git.is_none() && c.not_kept.is_none();
+                    let kept_elsewhere = !c.withheld
+                        && match (&c.git, c.not_kept) {
+                            (Some(_), _) => capture == Capture::Git,
+                            (_, Some(NotKept::TooLarge)) => s.size > file_bytes_max,
+                            (_, Some(NotKept::Sparse)) => true,
+                            _ => false,
+                        };
+                    withheld[i] || has_blob || kept_elsewhere
+                } =>
             {
                 entries[i] = Some(ManifestEntry {
                     path: s.path.clone(),

@@ -142,7 +142,13 @@ fn checkout_restores_git_backed_files_byte_exact_and_deep_verify_reads_them() {
     let dest = r.base.join("out");
     let report = cairn_replay::checkout(&dir, head, &dest).unwrap();
     assert_eq!((report.files, report.from_git), (5, 3));
-    for p in ["README.md", "bin.dat", "changed.txt", "new.txt", "src/main.rs"] {
+    for p in [
+        "README.md",
+        "bin.dat",
+        "changed.txt",
+        "new.txt",
+        "src/main.rs",
+    ] {
         assert_eq!(
             std::fs::read(dest.join(p)).unwrap(),
             std::fs::read(r.ws.join(p)).unwrap(),
@@ -240,7 +246,12 @@ fn files_over_capture_file_bytes_max_are_recorded_by_hash_and_size_only() {
     let m = session.manifest().unwrap();
     assert_eq!(
         m.iter()
-            .map(|e| (e.path.as_str(), e.size, e.not_kept, session.blobs.has(&e.hash)))
+            .map(|e| (
+                e.path.as_str(),
+                e.size,
+                e.not_kept,
+                session.blobs.has(&e.hash)
+            ))
             .collect::<Vec<_>>(),
         vec![
             ("at.bin", 100, None, true),
