@@ -101,7 +101,12 @@ fn copy_tree(from: &Path, to: &Path, bytes_min: u64, files_min: u64) -> Result<(
 
 fn git(ws: &Path, args: &[&str]) -> Result<()> {
     let out = Command::new("git")
-        .args(["-c", "user.name=bench", "-c", "user.email=bench@example.invalid"])
+        .args([
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@example.invalid",
+        ])
         .args(["-c", "core.autocrlf=false", "-c", "gc.auto=0"])
         .args(args)
         .current_dir(ws)
@@ -165,22 +170,22 @@ pub fn run(args: &CaptureArgs) -> Result<()> {
         );
     }
     // The warm start on a generated tree of small files (not a repository).
-    let gen = tmp.path().join("gen");
+    let tree = tmp.path().join("generated");
     for i in 0..args.warm_files {
-        let dir = gen.join(format!("d{}", i / 100));
+        let dir = tree.join(format!("d{}", i / 100));
         if i % 100 == 0 {
             std::fs::create_dir_all(&dir)?;
         }
         std::fs::write(dir.join(format!("f{i}.txt")), format!("file {i}\n"))?;
     }
-    let home = tmp.path().join("home-gen");
-    let first = start(&home, &gen, Capture::Git)?;
+    let home = tmp.path().join("home-tree");
+    let first = start(&home, &tree, Capture::Git)?;
     // Files written just now are racily clean for a moment: let them age first.
     std::thread::sleep(std::time::Duration::from_millis(200));
-    start(&home, &gen, Capture::Git)?;
+    start(&home, &tree, Capture::Git)?;
     let mut warm = Vec::new();
     for _ in 0..args.runs {
-        warm.push(start(&home, &gen, Capture::Git)?);
+        warm.push(start(&home, &tree, Capture::Git)?);
     }
     println!(
         "generated tree of {} files: first start {first:.0} ms; warm start median {:.0} ms  (target < 300 ms, raised ≤ 100 ms)",

@@ -7,6 +7,7 @@
 //! The hidden subcommands (`__verify`, `__read`) are what the harness re-executes itself
 //! as, so that the peak memory of one operation is measured alone in its own process.
 
+mod capture;
 mod child;
 mod confine;
 mod consent;
@@ -17,7 +18,6 @@ mod redact;
 mod replay;
 mod report;
 mod resume;
-mod capture;
 mod scan;
 mod shell;
 mod store;
