@@ -125,7 +125,7 @@ impl Contents {
                 .map_or(true, |c| c != cairn_store::BlobCheck::Ok)
             {
                 // Not in the store: the repository may hold it (read once, checked).
-                match contents.from_repository(f) {
+                match contents.read_repository(f) {
                     Some(bytes) => {
                         contents.from_git += 1;
                         contents.live.insert(f.hash, bytes);
@@ -145,7 +145,7 @@ impl Contents {
 
     /// The content of git-backed `f` from the workspace's repository, when the
     /// object is there and has the recorded BLAKE3 and length.
-    fn from_repository(&self, f: &FileAt) -> Option<Vec<u8>> {
+    fn read_repository(&self, f: &FileAt) -> Option<Vec<u8>> {
         let oid = self.git.get(&f.hash)?;
         let bytes = self.objects.as_ref()?.blob(oid)?;
         (bytes.len() as u64 == f.len && Hash::of(&bytes) == f.hash).then_some(bytes)
