@@ -63,6 +63,10 @@ pub struct Limits {
     /// blob; past it the stream is still read to its end, counted and dropped.
     #[serde(default = "shell_capture_bytes_max")]
     pub shell_capture_bytes_max: u64,
+    /// Workspace files larger than this are recorded in the manifest by hash and size
+    /// only, their content not kept (see `cairn_tools::manifest`).
+    #[serde(default = "capture_file_bytes_max")]
+    pub capture_file_bytes_max: u64,
     /// How long an MCP server has to answer one `tools/call` (or `tools/list`).
     #[serde(default = "mcp_call_timeout_ms")]
     pub mcp_call_timeout_ms: u64,
@@ -75,6 +79,10 @@ impl Default for Limits {
     fn default() -> Limits {
         Limits::thndrs()
     }
+}
+
+fn capture_file_bytes_max() -> u64 {
+    64 << 20
 }
 
 fn shell_capture_bytes_max() -> u64 {
@@ -132,6 +140,7 @@ impl Limits {
             shell_line_chars_max: 512,
             shell_background_max: 16,
             shell_capture_bytes_max: shell_capture_bytes_max(),
+            capture_file_bytes_max: capture_file_bytes_max(),
             mcp_call_timeout_ms: mcp_call_timeout_ms(),
             mcp_start_timeout_ms: mcp_start_timeout_ms(),
         }

@@ -22,14 +22,14 @@
 //! scanned against the session's manifest and every file the command created,
 //! changed or deleted is recorded as a `file_write` with operation `external`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cairn_store::BlobRef;
+use cairn_store::{BlobRef, Hash};
 
 use crate::error::{Result, io_at};
 use crate::event::{
@@ -154,8 +154,10 @@ impl Runtime {
                         path: w.path.clone(),
                         size: after.len,
                         mode,
-                        hash: after.hash,
+                        hash: Some(after.hash),
                         withheld: w.withheld,
+                        git: None,
+                        not_kept: None,
                     },
                 );
             }
@@ -854,38 +856,83 @@ pub fn record_external(
     let mut paths: Vec<&String> = rt.manifest.keys().chain(now.keys()).collect();
     paths.sort();
     paths.dedup();
+    // The repository, opened at the first git-backed file recorded without its hash
+    // that changed: its BLAKE3 is computed from the object then.
+    let objects = std::cell::OnceCell::new();
+    let found: std::cell::RefCell<HashMap<String, Option<Hash>>> = Default::default();
+    let hash_of = |m: &ManifestEntry| {
+        m.hash.or_else(|| {
+            let oid = m.git.clone()?;
+            let objects = objects.get_or_init(|| crate::git::Objects::open(root));
+            *found
+                .borrow_mut()
+                .entry(oid)
+                .or_insert_with(|| m.content_hash(objects))
+        })
+    };
     for path in paths {
         let before = rt.manifest.get(path);
         let after = now.get(path);
         let what = match (before, after) {
             (None, Some(_)) => ChangeKind::Created,
-            (Some(b), Some(a)) if a.hash != b.hash => ChangeKind::Changed,
+            (Some(b), Some(a)) => match b.same_content(a) {
+                Some(true) => continue,
+                Some(false) => ChangeKind::Changed,
+                None if hash_of(b).is_some_and(|h| Some(h) == hash_of(a)) => continue,
+                None => ChangeKind::Changed,
+            },
             // A file the ignore rules hide (written by a file tool) is not deleted.
             (Some(_), None) if root.join(path).exists() => continue,
             (Some(_), None) => ChangeKind::Deleted,
             _ => continue,
         };
+        // A file git backs (a cache entry of the session's start, seen anew) gets its
+        // blob now: a write's content after is always a blob or withheld.
+        let stored;
+        let after = match after {
+            Some(a) if a.git.is_some() => {
+                let abs = root.join(path);
+                let (file, _) = crate::open::open_regular(&abs).map_err(|e| {
+                    io_at(&abs)(match e {
+                        crate::open::OpenError::Io(e) => e,
+                        other => std::io::Error::other(format!("{other:?}")),
+                    })
+                })?;
+                let b = rec.blobs.put_reader(file)?;
+                rec.note_blobs_written();
+                stored = ManifestEntry {
+                    hash: Some(b.hash),
+                    size: b.len,
+                    git: None,
+                    ..a.clone()
+                };
+                Some(&stored)
+            }
+            other => other,
+        };
         // A withheld file has no blob: its lines are counted in the workspace.
         let lines_after = match after {
-            Some(a) if a.withheld => count_lines(&root.join(path)),
-            Some(a) => count_lines(&rec.blobs.path(&a.hash)),
+            Some(a) if a.withheld || a.not_kept.is_some() => count_lines(&root.join(path)),
+            Some(a) => a.hash.map_or(0, |h| count_lines(&rec.blobs.path(&h))),
             None => 0,
         };
         let withheld = before.is_some_and(|b| b.withheld) || after.is_some_and(|a| a.withheld);
-        let blob = |m: &ManifestEntry| BlobRef {
-            hash: m.hash,
-            len: m.size,
-        };
+        // A git-backed content before has its hash computed from the object; when the
+        // repository no longer has it (the same command removed it), its content is
+        // gone from the world and the write names no content before.
+        let blob = |m: &ManifestEntry| hash_of(m).map(|hash| BlobRef { hash, len: m.size });
         rec.append(&Event::FileWrite(FileWrite {
             call: call.map(str::to_string),
             op: WriteOp::External,
             path: path.clone(),
-            before: before.map(blob),
-            after: after.map(blob),
+            before: before.and_then(blob),
+            after: after.and_then(blob),
             lines_after,
             mode: after.map(|a| a.mode),
             status: WriteStatus::Ok,
             withheld,
+            // A file not kept (too large, sparse) names content no blob holds: a
+            // checkout lists it with the missing blobs.
             unknown: false,
             diff: None,
         }))?;

@@ -39,6 +39,8 @@ pub(crate) struct Seen {
     /// cannot be set back, so a same-size rewrite with its mtime restored still shows.
     pub ctime_ns: i64,
     pub mode: u32,
+    /// The inode number (git's index records it: a file git holds unchanged has it).
+    pub ino: u64,
 }
 
 impl Seen {
@@ -217,6 +219,7 @@ fn rescan_dir(root_fd: &OwnedFd, dir: &Dir) -> Option<Vec<Seen>> {
             mtime_ns: ns(st.st_mtime, st.st_mtime_nsec),
             ctime_ns: ns(st.st_ctime, st.st_ctime_nsec),
             mode: st.st_mode & 0o7777,
+            ino: st.st_ino,
         });
     }
     Some(seen)
@@ -286,6 +289,7 @@ fn full_walk(root: &Path, started_ns: i64) -> (Vec<Seen>, Option<Listing>) {
                         mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
                         ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
                         mode: meta.mode() & 0o7777,
+                        ino: meta.ino(),
                     };
                     if let Ok(mut f) = found.lock() {
                         f.seen.push(item);
@@ -457,7 +461,9 @@ mod tests {
     }
 
     fn hashes(m: &[ManifestEntry]) -> Vec<(String, Hash)> {
-        m.iter().map(|e| (e.path.clone(), e.hash)).collect()
+        m.iter()
+            .map(|e| (e.path.clone(), e.hash.unwrap()))
+            .collect()
     }
 
     // Regression guard: same size, same mtime, other content (the mtime set back, as
