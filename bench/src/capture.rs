@@ -150,6 +150,15 @@ pub fn run(args: &CaptureArgs) -> Result<()> {
         bytes as f64 / 1e6,
         from.display()
     );
+    // The anchor: `git status` on the same tree (it stats every tracked file against
+    // the index, as the git-backed start does).
+    let mut status = Vec::new();
+    for _ in 0..args.runs {
+        let t = Instant::now();
+        git(&ws, &["status", "--porcelain"])?;
+        status.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    println!("git status --porcelain: median {:.0} ms", median(status));
     for capture in [Capture::Git, Capture::Full] {
         let (mut cold, mut stored, mut warm) = (Vec::new(), Vec::new(), Vec::new());
         for i in 0..args.runs {

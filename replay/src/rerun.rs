@@ -145,6 +145,7 @@ fn materialise(session: &Session, dir: &Path) -> Result<Vec<WithheldFile>> {
     let files: Vec<(String, FileAt)> = session
         .manifest()?
         .iter()
+        .filter(|e| e.special.is_none())
         .map(|e| (e.path.clone(), FileAt::of(e)))
         .collect();
     let contents = Contents::gather(session, files.iter().map(|(p, f)| (p, f)))?;

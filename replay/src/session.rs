@@ -196,7 +196,10 @@ impl Session {
         let repository = PathBuf::from(&self.started.workspace);
         let mut objects = None;
         let mut missing = Vec::new();
-        for e in entries.iter_mut().filter(|e| e.hash.is_none()) {
+        for e in entries
+            .iter_mut()
+            .filter(|e| e.hash.is_none() && e.special.is_none())
+        {
             let objects =
                 objects.get_or_insert_with(|| cairn_tools::git::Objects::open(&repository));
             e.hash = e.content_hash(objects);
@@ -340,6 +343,7 @@ impl Session {
         let mut files: BTreeMap<String, FileAt> = self
             .manifest()?
             .into_iter()
+            .filter(|e| e.special.is_none())
             .map(|e| (e.path.clone(), FileAt::of(&e)))
             .collect();
         for r in self.records.iter().take_while(|r| r.seq <= at) {

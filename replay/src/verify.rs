@@ -1731,10 +1731,23 @@ impl Verifier {
                 self.blob(b, &format!("call {call} {name}"));
             }
         }
-        for (bytes, blob, name) in [
-            (end.stdout_bytes, &end.stdout, "stdout"),
-            (end.stderr_bytes, &end.stderr, "stderr"),
+        for (bytes, blob, cut, name) in [
+            (end.stdout_bytes, &end.stdout, end.stdout_cut, "stdout"),
+            (end.stderr_bytes, &end.stderr, end.stderr_cut, "stderr"),
         ] {
+            // A cut says where its blob joins head and tail and how much went between:
+            // the blob and the count must agree with it.
+            if let (Some(n), Some(b), Some(c)) = (bytes, blob, cut)
+                && (c.at > b.len || b.len.checked_add(c.dropped_bytes) != Some(n))
+            {
+                self.problem(
+                    ProblemKind::Output,
+                    format!(
+                        "call {call}: {name} cut at {} dropping {} bytes, but {name}_bytes is {n} and its blob {} bytes",
+                        c.at, c.dropped_bytes, b.len
+                    ),
+                );
+            }
             // Past the capture limit the blob keeps the first bytes only.
             if let (Some(n), Some(b)) = (bytes, blob)
                 && b.len != n.min(self.limits.shell_capture_bytes_max)

@@ -314,6 +314,7 @@ impl Engine {
                             withheld: credential_files.matches(path),
                             git: None,
                             not_kept: None,
+                            special: None,
                         },
                     );
                 }

@@ -6,7 +6,10 @@
 //! to the nanosecond and inode as the index recorded them, and not "racily clean": its
 //! mtime is older than the index file's, as git decides it) and its blob id is the one
 //! HEAD's tree has at that path. Such a file's content is the object HEAD holds, kept
-//! alive by the history rather than by cairn.
+//! alive by the history rather than by cairn. It is judged from its stat alone (not
+//! opened, not hashed); HEAD's tree is read only when the index's tree cache does not
+//! already say that the index is HEAD's tree. Reading an object back checks it
+//! against its id.
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;

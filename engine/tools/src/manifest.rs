@@ -58,6 +58,36 @@ impl Capture {
     }
 }
 
+/// A special file of the workspace: recorded by kind and mode, never opened (opening a
+/// FIFO waits for a writer; a device or socket has no content to keep).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Special {
+    Fifo,
+    Socket,
+    CharDevice,
+    BlockDevice,
+}
+
+impl Special {
+    /// The kind of a file of type `ft`; `None` for a regular file, a directory or a
+    /// symlink.
+    pub fn of(ft: std::fs::FileType) -> Option<Special> {
+        use std::os::unix::fs::FileTypeExt;
+        if ft.is_fifo() {
+            Some(Special::Fifo)
+        } else if ft.is_socket() {
+            Some(Special::Socket)
+        } else if ft.is_char_device() {
+            Some(Special::CharDevice)
+        } else if ft.is_block_device() {
+            Some(Special::BlockDevice)
+        } else {
+            None
+        }
+    }
+}
+
 /// Why a file's content was not kept (recorded by hash and size only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -105,12 +135,16 @@ pub struct ManifestEntry {
     /// The content was not kept, and why: no blob, no git object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_kept: Option<NotKept>,
+    /// A special file (FIFO, socket, device): its kind, no hash, size 0; no checkout
+    /// writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub special: Option<Special>,
 }
 
 impl ManifestEntry {
     /// Its content is a blob of the store.
     pub fn has_blob(&self) -> bool {
-        !self.withheld && self.git.is_none() && self.not_kept.is_none()
+        !self.withheld && self.git.is_none() && self.not_kept.is_none() && self.special.is_none()
     }
 
     /// The content's BLAKE3: recorded, or (a git-backed entry recorded without it)
@@ -306,6 +340,19 @@ fn scan_with(
     let mut todo = Vec::new();
     let (capture, file_bytes_max) = (cache_state.capture, cache_state.file_bytes_max);
     for (i, s) in seen.iter().enumerate() {
+        if let Some(kind) = s.special {
+            entries[i] = Some(ManifestEntry {
+                path: s.path.clone(),
+                size: 0,
+                mode: s.mode,
+                hash: None,
+                withheld: false,
+                git: None,
+                not_kept: None,
+                special: Some(kind),
+            });
+            continue;
+        }
         match cache.get(&s.path) {
             // Blobs are never deleted, so a cache hit needs no look at the blob store;
             // but an entry hashed without its blob (withheld by this or another
@@ -335,6 +382,7 @@ fn scan_with(
                     withheld: withheld[i],
                     git: c.git.clone().filter(|_| !withheld[i]),
                     not_kept: c.not_kept.filter(|_| !withheld[i]),
+                    special: None,
                 });
             }
             _ => todo.push(i),
@@ -359,6 +407,7 @@ fn scan_with(
                 withheld: false,
                 git: Some(oid),
                 not_kept: None,
+                special: None,
             });
             false
         });
@@ -393,6 +442,7 @@ fn scan_with(
                                 withheld: withheld[i],
                                 git,
                                 not_kept,
+                                special: None,
                             };
                             let elsewhere = if withheld[i] {
                                 Some((None, None))
@@ -433,7 +483,9 @@ fn scan_with(
     }
     cache_state.stored_blobs = manifest_stored(&todo, &entries);
     let manifest: Vec<ManifestEntry> = entries.into_iter().flatten().collect();
-    if todo.is_empty() && cache.len() == manifest.len() && !seen.iter().any(|s| s.racy(started_ns))
+    // Special files have no cache entry.
+    let cached = manifest.iter().filter(|m| m.special.is_none()).count();
+    if todo.is_empty() && cache.len() == cached && !seen.iter().any(|s| s.racy(started_ns))
     {
         // Nothing moved: the cache is already right.
         cache_state.entries = Some(cache);
@@ -443,6 +495,7 @@ fn scan_with(
         seen.iter().map(|s| (s.path.as_str(), s)).collect();
     let fresh: Vec<CacheEntry> = manifest
         .iter()
+        .filter(|m| m.special.is_none())
         .filter_map(|m| {
             by_path.get(m.path.as_str()).map(|s| CacheEntry {
                 path: m.path.clone(),
@@ -495,9 +548,9 @@ pub fn from_jsonl(bytes: &[u8]) -> Result<Vec<ManifestEntry>> {
                 source,
             };
             let e: ManifestEntry = serde_json::from_slice(l).map_err(bad)?;
-            if e.hash.is_none() && e.git.is_none() {
+            if e.hash.is_none() && e.git.is_none() && e.special.is_none() {
                 return Err(bad(<serde_json::Error as serde::de::Error>::custom(
-                    "an entry without `hash` must have `git` (its content's blob id)",
+                    "an entry without `hash` must have `git` (its content's blob id) or `special` (its kind)",
                 )));
             }
             Ok(e)
@@ -638,6 +691,7 @@ mod tests {
                 withheld: true,
                 git: None,
                 not_kept: None,
+                special: None,
             },
             ManifestEntry {
                 path: "a.txt".into(),
@@ -647,6 +701,7 @@ mod tests {
                 withheld: false,
                 git: None,
                 not_kept: None,
+                special: None,
             },
             ManifestEntry {
                 path: "id_rsa".into(),
@@ -656,6 +711,7 @@ mod tests {
                 withheld: true,
                 git: None,
                 not_kept: None,
+                special: None,
             },
         ];
         let mut m = scan(ws.path(), &blobs, &cache, &files).unwrap();
@@ -714,6 +770,7 @@ mod tests {
                 withheld: false,
                 git: None,
                 not_kept: None,
+                special: None,
             }]
         );
         // A kept entry is written byte for byte as before (manifests of sessions
@@ -723,6 +780,7 @@ mod tests {
             withheld: true,
             git: None,
             not_kept: None,
+            special: None,
             ..entries[0].clone()
         };
         assert_eq!(

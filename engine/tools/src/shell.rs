@@ -33,8 +33,8 @@ use cairn_store::{BlobRef, Hash};
 
 use crate::error::{Result, io_at};
 use crate::event::{
-    Event, ExecStatus, FileWrite, ProcKind, ShellEnd, ShellExec, ShellPhase, Status, WriteOp,
-    WriteStatus,
+    Event, ExecStatus, FileWrite, OutputCut, ProcKind, ShellEnd, ShellExec, ShellPhase, Status,
+    WriteOp, WriteStatus,
 };
 use crate::manifest::{self, ManifestEntry};
 use crate::paths::WsPath;
@@ -158,6 +158,7 @@ impl Runtime {
                         withheld: w.withheld,
                         git: None,
                         not_kept: None,
+                        special: None,
                     },
                 );
             }
@@ -421,6 +422,7 @@ pub(crate) fn exec_foreground(
                 Stream {
                     bytes: got.bytes,
                     blob: Some(blob),
+                    cut: got.cut,
                     preview: got.preview,
                     complete: true,
                 }
@@ -428,12 +430,14 @@ pub(crate) fn exec_foreground(
             Some(Err(e)) => Stream {
                 bytes: 0,
                 blob: None,
+                cut: None,
                 preview: format!("(output could not be read: {e})"),
                 complete: false,
             },
             None => Stream {
                 bytes: 0,
                 blob: None,
+                cut: None,
                 preview: "(output not collected: a process outside the command's process group still holds the pipe)".into(),
                 complete: false,
             },
@@ -457,6 +461,8 @@ pub(crate) fn exec_foreground(
         stderr_bytes: Some(streams[1].bytes),
         stdout: streams[0].blob,
         stderr: streams[1].blob,
+        stdout_cut: streams[0].cut,
+        stderr_cut: streams[1].cut,
         ..ShellEnd::new(exec_status)
     });
     ctx.record(Event::ShellExec(rec))?;
@@ -493,6 +499,7 @@ fn foreground(
     let shown = streams.each_ref().map(|s| Shown {
         bytes: s.bytes,
         kept: s.blob.map(|b| b.len),
+        cut: s.cut,
         preview: &s.preview,
         complete: s.complete,
     });
@@ -551,6 +558,9 @@ pub struct Shown<'a> {
     /// Bytes its blob kept (fewer than `bytes` past the capture limit); none when it
     /// was not collected.
     pub kept: Option<u64>,
+    /// Past the capture limit, what its blob dropped between head and tail (none in
+    /// logs from before, whose blob kept the head only).
+    pub cut: Option<OutputCut>,
     /// The preview of what was kept, or one line of why it was not collected.
     pub preview: &'a str,
     /// False when the output could not be collected.
@@ -598,8 +608,14 @@ pub fn foreground_text(
         if s.complete && s.bytes == 0 {
             continue;
         }
-        match s.kept {
-            Some(kept) if kept < s.bytes => text.push_str(&format!(
+        match (s.kept, s.cut) {
+            (Some(kept), Some(cut)) if kept < s.bytes => text.push_str(&format!(
+                "--- {name} ({} bytes; {kept} kept: the first {} and the last {}, shell_capture_bytes_max) ---\n",
+                s.bytes,
+                cut.at,
+                kept - cut.at
+            )),
+            (Some(kept), _) if kept < s.bytes => text.push_str(&format!(
                 "--- {name} ({} bytes; the first {kept} kept, shell_capture_bytes_max) ---\n",
                 s.bytes
             )),
@@ -639,6 +655,8 @@ pub(crate) struct Stream {
     /// Bytes the stream carried (its blob may hold fewer: the capture limit).
     pub bytes: u64,
     pub blob: Option<BlobRef>,
+    /// Bytes dropped between the head and the tail its blob keeps.
+    pub cut: Option<OutputCut>,
     pub preview: String,
     /// False when the output could not be collected.
     pub complete: bool,
@@ -850,6 +868,9 @@ pub fn record_external(
     if let Some(inner) = &rt.home_inner {
         files.retain(|f| !f.path.starts_with(inner.as_str()));
     }
+    // A special file has no content a write could name: it is in the manifest of the
+    // start only. A regular file replaced by one is deleted.
+    files.retain(|f| f.special.is_none());
     let now: BTreeMap<String, ManifestEntry> =
         files.into_iter().map(|f| (f.path.clone(), f)).collect();
     let mut changes = Vec::new();
@@ -882,7 +903,12 @@ pub fn record_external(
                 None => ChangeKind::Changed,
             },
             // A file the ignore rules hide (written by a file tool) is not deleted.
-            (Some(_), None) if root.join(path).exists() => continue,
+            (Some(b), None)
+                if b.special.is_some()
+                    || std::fs::symlink_metadata(root.join(path)).is_ok_and(|m| m.is_file()) =>
+            {
+                continue;
+            }
             (Some(_), None) => ChangeKind::Deleted,
             _ => continue,
         };

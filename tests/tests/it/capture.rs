@@ -351,6 +351,7 @@ fn a_sparse_gibibyte_is_never_densified_and_a_fifo_does_not_hang_the_start() {
             .collect::<Vec<_>>(),
         vec![
             ("disk.img", 1 << 30, Some(NotKept::Sparse)),
+            ("pipe", 0, None),
             ("small.txt", 6, None),
         ]
     );
@@ -446,4 +447,73 @@ fn a_manifest_entry_without_hash_or_git_is_refused() {
         err.contains("line 1") && err.contains("must have `git`"),
         "{err}"
     );
+}
+
+/// FIFOs and sockets are recorded by kind and mode, with no hash, never opened: the
+/// start does not hang, checkout writes the files around them, verify is clean, and a
+/// command run after records no write for them.
+#[test]
+fn a_fifo_and_a_unix_socket_are_recorded_by_kind_without_a_hash() {
+    use cairn_engine::manifest::Special;
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let ws = base.join("ws");
+    std::fs::create_dir_all(ws.join("run")).unwrap();
+    std::fs::write(ws.join("a.txt"), "a\n").unwrap();
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        ws.join("run/pipe"),
+        rustix::fs::Mode::from(0o600),
+    )
+    .unwrap();
+    let _listener = std::os::unix::net::UnixListener::bind(ws.join("run/sock")).unwrap();
+    let home = Home::at(&base.join("home"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (h, w) = (home.clone(), ws.clone());
+    std::thread::spawn(move || {
+        let mut engine = Engine::start(&h, &w, quick_config(Catalog::Thoth)).unwrap();
+        let out = engine
+            .call("shell", serde_json::json!({"command": "echo b > b.txt"}))
+            .unwrap();
+        let dir = engine.dir().to_path_buf();
+        engine.end("test").unwrap();
+        tx.send((dir, out.status.as_str().to_string())).unwrap();
+    });
+    let (dir, status) = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the session hung on a special file");
+    assert_eq!(status, "ok");
+    let session = Session::load(&dir).unwrap();
+    let recorded = session.manifest_unresolved().unwrap();
+    assert_eq!(
+        recorded
+            .iter()
+            .map(|e| (e.path.as_str(), e.special, e.hash.is_some(), e.size, e.mode))
+            .collect::<Vec<_>>(),
+        vec![
+            ("a.txt", None, true, 2, mode_of(&ws.join("a.txt"))),
+            ("run/pipe", Some(Special::Fifo), false, 0, 0o600),
+            ("run/sock", Some(Special::Socket), false, 0, mode_of(&ws.join("run/sock"))),
+        ]
+    );
+    // The command's only write is the file it made.
+    assert_eq!(
+        writes(&dir)
+            .iter()
+            .map(|w| w.path.as_str())
+            .collect::<Vec<_>>(),
+        vec!["b.txt"]
+    );
+    let dest = base.join("out");
+    let report = cairn_replay::checkout(&dir, session.head.seq, &dest).unwrap();
+    assert_eq!(report.files, 2);
+    assert!(dest.join("a.txt").exists() && dest.join("b.txt").exists());
+    assert!(!dest.join("run/pipe").exists() && !dest.join("run/sock").exists());
+    let (_, problems) = cairn_replay::verify(&dir).unwrap();
+    assert_eq!(problems, vec![]);
+}
+
+fn mode_of(p: &Path) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
 }
