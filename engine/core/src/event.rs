@@ -935,9 +935,7 @@ impl ShellEnd {
 
 /// Bytes dropped from the middle of a command's output stream kept whole up to the
 /// capture limit: the blob holds the stream's first `at` bytes, then its last ones.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OutputCut {
     /// Offset in the stream (and in the blob) where the bytes were dropped.
     pub at: u64,

@@ -485,8 +485,7 @@ fn scan_with(
     let manifest: Vec<ManifestEntry> = entries.into_iter().flatten().collect();
     // Special files have no cache entry.
     let cached = manifest.iter().filter(|m| m.special.is_none()).count();
-    if todo.is_empty() && cache.len() == cached && !seen.iter().any(|s| s.racy(started_ns))
-    {
+    if todo.is_empty() && cache.len() == cached && !seen.iter().any(|s| s.racy(started_ns)) {
         // Nothing moved: the cache is already right.
         cache_state.entries = Some(cache);
         return Ok(manifest);
@@ -600,7 +599,7 @@ mod tests {
     }
 
     #[test]
-    fn special_files_are_left_out_unread() {
+    fn special_files_are_recorded_by_kind_unread() {
         let ws = workspace(&[("a.txt", "a")]);
         rustix::fs::mkfifoat(
             rustix::fs::CWD,
@@ -618,8 +617,18 @@ mod tests {
             &CredentialFiles::defaults(),
         )
         .unwrap();
-        let paths: Vec<&str> = m.iter().map(|e| e.path.as_str()).collect();
-        assert_eq!(paths, ["a.txt"]);
+        let kinds: Vec<(&str, Option<Special>, bool)> = m
+            .iter()
+            .map(|e| (e.path.as_str(), e.special, e.hash.is_some()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("a.txt", None, true),
+                ("fifo", Some(Special::Fifo), false),
+                ("sock", Some(Special::Socket), false)
+            ]
+        );
     }
 
     #[test]

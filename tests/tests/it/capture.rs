@@ -493,7 +493,13 @@ fn a_fifo_and_a_unix_socket_are_recorded_by_kind_without_a_hash() {
         vec![
             ("a.txt", None, true, 2, mode_of(&ws.join("a.txt"))),
             ("run/pipe", Some(Special::Fifo), false, 0, 0o600),
-            ("run/sock", Some(Special::Socket), false, 0, mode_of(&ws.join("run/sock"))),
+            (
+                "run/sock",
+                Some(Special::Socket),
+                false,
+                0,
+                mode_of(&ws.join("run/sock"))
+            ),
         ]
     );
     // The command's only write is the file it made.
