@@ -396,9 +396,14 @@ impl FileAt {
     /// A file as the manifest records it.
     pub fn of(e: &manifest::ManifestEntry) -> FileAt {
         FileAt {
-            hash: e
-                .hash
-                .expect("Session::manifest gives every entry its hash"),
+            // A broken invariant (an entry not resolved by `Session::manifest`, or a
+            // special file) is a bug: it fails loudly.
+            hash: e.hash.unwrap_or_else(|| {
+                panic!(
+                    "{}: Session::manifest gives every file entry its hash",
+                    e.path
+                )
+            }),
             len: e.size,
             mode: Some(e.mode),
             withheld: e.withheld,
