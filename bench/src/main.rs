@@ -8,6 +8,7 @@
 //! as, so that the peak memory of one operation is measured alone in its own process.
 
 mod archive;
+mod capture;
 mod child;
 mod confine;
 mod consent;
@@ -53,6 +54,9 @@ enum Command {
     Confine(confine::ConfineArgs),
     /// Benchmark the no-change workspace scan that follows every command.
     Scan(scan::ScanArgs),
+    /// Benchmark the session start on a clean git checkout: time and bytes stored,
+    /// capture git against full, cold and warm.
+    Capture(capture::CaptureArgs),
     /// Benchmark the redaction of command output as it streams.
     Redact(redact::RedactArgs),
     /// Benchmark replay: deep verify against integrity-only, replay against recorded time.
@@ -108,6 +112,7 @@ fn main() -> Result<()> {
         Command::Consent(args) => consent::run(&args),
         Command::Confine(args) => confine::run(&args),
         Command::Scan(args) => scan::run(&args),
+        Command::Capture(args) => capture::run(&args),
         Command::Redact(args) => redact::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Resume(args) => resume::run(&args),

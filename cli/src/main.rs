@@ -466,6 +466,11 @@ pub(crate) struct ModelArgs {
     /// The command `problems` runs, e.g. "cargo check --message-format=json".
     #[arg(long)]
     check: Option<String>,
+    /// How the workspace is captured at the start: git (files git holds unchanged are
+    /// recorded by their blob id, read back from the repository) or full (every file
+    /// copied into the home). Default: the configuration's `capture`, else git.
+    #[arg(long)]
+    capture: Option<cairn_engine::manifest::Capture>,
     /// The web_search backend: duckduckgo, searxng or none.
     #[arg(long)]
     search: Option<cairn_engine::web::SearchBackend>,
@@ -521,6 +526,7 @@ impl ModelArgs {
             searxng_url: self.searxng_url.clone(),
             check: self.check.clone(),
             context_window: self.context_window,
+            capture: self.capture,
             ..self.provider.settings()
         }
     }
@@ -589,6 +595,9 @@ enum McpAction {
         approve: sessioncmd::Approve,
         #[command(flatten)]
         sandbox: sessioncmd::SandboxArgs,
+        /// How the workspace is captured at the start: git or full (see `run`).
+        #[arg(long)]
+        capture: Option<cairn_engine::manifest::Capture>,
     },
 }
 
@@ -1177,7 +1186,8 @@ fn main() -> ExitCode {
                 catalog,
                 approve,
                 sandbox,
-            } => mcpcmd::serve(&workspace, catalog, approve, &sandbox),
+                capture,
+            } => mcpcmd::serve(&workspace, catalog, approve, &sandbox, capture),
             McpAction::Proxy {
                 name,
                 command,

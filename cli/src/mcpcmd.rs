@@ -178,10 +178,12 @@ pub fn serve(
     catalog: Option<Catalog>,
     approve: crate::sessioncmd::Approve,
     sandbox: &crate::sessioncmd::SandboxArgs,
+    capture: Option<cairn_engine::manifest::Capture>,
 ) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let flags = cairn_engine::settings::Settings {
         catalog,
+        capture,
         ..sandbox.settings()
     };
     let project = crate::sessioncmd::project_for(&home, workspace);

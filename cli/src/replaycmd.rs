@@ -264,6 +264,21 @@ pub fn checkout(spec: &Path, at: &cairn_replay::At, dest: &Path, json: bool) -> 
             "unknown {p}: the imported session knows this change as a diff only; not written"
         ))?;
     }
+    if r.from_git > 0 {
+        out::line(&format!(
+            "{} files read from the workspace's git repository",
+            r.from_git
+        ))?;
+    }
+    for n in &r.not_restorable {
+        out::line(&format!(
+            "not restorable {} ({} bytes, BLAKE3 {}): {}; not written",
+            n.path,
+            n.bytes,
+            n.hash.short(12),
+            n.reason
+        ))?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

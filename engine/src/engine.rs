@@ -183,8 +183,12 @@ impl Engine {
         }
         // Blobs are made durable in groups (one syncfs) before the records naming them.
         let blobs = BlobStore::open(&project.blobs_dir())?.without_sync();
-        let mut files =
-            manifest::scan(&root, &blobs, &project.manifest_cache(), &credential_files)?;
+        let mut files = manifest::scan_start(
+            &root,
+            &blobs,
+            &mut manifest::ScanCache::new(project.manifest_cache(), credential_files.clone())
+                .with_capture(config.capture, config.limits.capture_file_bytes_max),
+        )?;
         let home_inner = home
             .root
             .strip_prefix(&root)
@@ -255,7 +259,8 @@ impl Engine {
             manifest_cache: manifest::ScanCache::new(
                 project.manifest_cache(),
                 credential_files.clone(),
-            ),
+            )
+            .with_capture(config.capture, config.limits.capture_file_bytes_max),
             home_inner,
             manifest: files.into_iter().map(|f| (f.path.clone(), f)).collect(),
             bg: Default::default(),

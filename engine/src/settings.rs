@@ -71,6 +71,10 @@ pub struct Settings {
     /// Files that ask before they are read (glob patterns; replaces the default list).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credential_files: Option<Vec<String>>,
+    /// How the workspace is captured at a session's start: `git` (files git holds
+    /// unchanged are recorded by their blob id) or `full` (every file copied).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture: Option<cairn_tools::manifest::Capture>,
     /// Limits by name (`read_file_bytes_max = 1000000`), each over the default.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limits: Option<BTreeMap<String, u64>>,
@@ -252,6 +256,7 @@ pub fn defaults(catalog: Catalog) -> Settings {
         catalog: Some(catalog),
         search: Some(config.web.search_backend),
         sandbox: Some(config.sandbox),
+        capture: Some(config.capture),
         turns_max: Some(crate::agent::TURNS_MAX_DEFAULT),
         guarded_commands: Some(config.guarded_commands.clone()),
         credential_files: Some(config.credential_files.clone()),
@@ -410,6 +415,9 @@ impl Settings {
         }
         if let Some(m) = self.sandbox {
             config.sandbox = m;
+        }
+        if let Some(c) = self.capture {
+            config.capture = c;
         }
         if let Some(roots) = &self.sandbox_write_roots {
             config.sandbox_write_roots = roots

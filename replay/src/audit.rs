@@ -589,7 +589,7 @@ pub fn workspace_secrets(session: &Session, scan_bytes_max: u64) -> WorkspaceSec
     match session.manifest() {
         Ok(entries) => {
             for e in &entries {
-                note(&e.path, Some(e.hash), e.withheld);
+                note(&e.path, e.hash, e.withheld);
             }
         }
         // Reported by verify; nothing of it can be scanned.

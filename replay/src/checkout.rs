@@ -7,6 +7,12 @@
 //! is copied from the session's own workspace when the file there still has the
 //! recorded BLAKE3, and the report says so; when it does not, the file is listed with
 //! the missing blobs and nothing is written, as for a missing blob.
+//!
+//! A git-backed file (the manifest's `git`) is read from the object store of the
+//! session's workspace repository and checked against its recorded BLAKE3; a
+//! repository without the object lists it with the missing blobs. A file recorded by
+//! hash and size only (`not_kept`: too large, sparse) is not written: the report lists
+//! it as not restorable, with the reason.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -30,6 +36,21 @@ pub struct CheckoutReport {
     /// Files whose content at that point is not known (an imported session's change
     /// given as a diff only): not written.
     pub unknown: Vec<String>,
+    /// Files read from the workspace's git repository (git-backed).
+    pub from_git: u64,
+    /// Files recorded by hash and size only: not written.
+    pub not_restorable: Vec<NotRestorable>,
+}
+
+/// A file a checkout could not write: its content was never kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotRestorable {
+    /// Workspace path.
+    pub path: String,
+    pub hash: Hash,
+    pub bytes: u64,
+    /// Why its content was not kept.
+    pub reason: String,
 }
 
 /// A withheld file written by a checkout or a replay: its content is not in the blob
@@ -52,6 +73,10 @@ pub(crate) struct Contents {
     /// Withheld files' content, by hash.
     live: HashMap<Hash, Vec<u8>>,
     pub(crate) withheld: Vec<WithheldFile>,
+    /// Git-backed contents: BLAKE3 → git blob id (from the manifest).
+    git: HashMap<Hash, String>,
+    objects: Option<cairn_tools::git::Objects>,
+    pub(crate) from_git: u64,
 }
 
 impl Contents {
@@ -62,11 +87,23 @@ impl Contents {
         let workspace = Path::new(&session.started.workspace);
         let mut missing = Vec::new();
         let mut withheld_missing = Vec::new();
+        let git: HashMap<Hash, String> = session
+            .manifest()?
+            .into_iter()
+            .filter_map(|e| Some((e.hash?, e.git?)))
+            .collect();
+        let objects = (!git.is_empty()).then(|| cairn_tools::git::Objects::open(workspace));
         let mut contents = Contents {
             live: HashMap::new(),
             withheld: Vec::new(),
+            git,
+            objects,
+            from_git: 0,
         };
         for (path, f) in files {
+            if f.not_kept.is_some() {
+                continue;
+            }
             if f.withheld {
                 let copied_from = workspace.join(path);
                 match session.live_content(path, f) {
@@ -87,7 +124,14 @@ impl Contents {
                 .verify(&f.hash)
                 .map_or(true, |c| c != cairn_store::BlobCheck::Ok)
             {
-                missing.push((path.clone(), f.hash));
+                // Not in the store: the repository may hold it (read once, checked).
+                match contents.read_repository(f) {
+                    Some(bytes) => {
+                        contents.from_git += 1;
+                        contents.live.insert(f.hash, bytes);
+                    }
+                    None => missing.push((path.clone(), f.hash)),
+                }
             }
         }
         if !missing.is_empty() || !withheld_missing.is_empty() {
@@ -99,9 +143,17 @@ impl Contents {
         Ok(contents)
     }
 
+    /// The content of git-backed `f` from the workspace's repository, when the
+    /// object is there and has the recorded BLAKE3 and length.
+    fn read_repository(&self, f: &FileAt) -> Option<Vec<u8>> {
+        let oid = self.git.get(&f.hash)?;
+        let bytes = self.objects.as_ref()?.blob(oid)?;
+        (bytes.len() as u64 == f.len && Hash::of(&bytes) == f.hash).then_some(bytes)
+    }
+
     /// The content of `path` (`f`, one of the files gathered).
     pub(crate) fn bytes(&self, session: &Session, path: &str, f: &FileAt) -> Result<Cow<'_, [u8]>> {
-        if !f.withheld {
+        if !f.withheld && !self.live.contains_key(&f.hash) {
             return session.blob(&f.hash, path).map(Cow::Owned);
         }
         // Gathered first: a withheld file not there was an error then.
@@ -141,7 +193,17 @@ pub fn checkout(session_dir: &Path, at_seq: u64, dest: &Path) -> Result<Checkout
         .map_err(io_at(&parent))?;
     let mut bytes = 0u64;
     let out = Dest::open(tmp.path())?;
+    let mut not_restorable = Vec::new();
     for (path, f) in &files {
+        if let Some(why) = f.not_kept {
+            not_restorable.push(NotRestorable {
+                path: path.clone(),
+                hash: f.hash,
+                bytes: f.len,
+                reason: why.reason().to_string(),
+            });
+            continue;
+        }
         let content = contents.bytes(&session, path, f)?;
         bytes += content.len() as u64;
         out.write(path, &content, f.mode)?;
@@ -158,10 +220,12 @@ pub fn checkout(session_dir: &Path, at_seq: u64, dest: &Path) -> Result<Checkout
     Ok(CheckoutReport {
         session: session.id,
         at_seq,
-        files: files.len() as u64,
+        files: files.len() as u64 - not_restorable.len() as u64,
         bytes,
         withheld: contents.withheld,
         unknown,
+        from_git: contents.from_git,
+        not_restorable,
     })
 }
 

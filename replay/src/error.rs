@@ -30,6 +30,19 @@ pub enum ReplayError {
         /// (where the file was looked for in the session's workspace, recorded hash).
         withheld: Vec<(String, cairn_store::Hash)>,
     },
+    /// Git-backed files of a session's manifest whose objects the workspace's
+    /// repository no longer has (or holds damaged): their content is not known.
+    #[error(
+        "{} git object(s) missing from the repository of {}: {}",
+        missing.len(),
+        repository.display(),
+        missing.iter().map(|(p, oid)| format!("{p} ({})", oid.get(..12).unwrap_or(oid))).collect::<Vec<_>>().join(", ")
+    )]
+    MissingGitObjects {
+        repository: PathBuf,
+        /// (workspace path, git blob id).
+        missing: Vec<(String, String)>,
+    },
     /// The destination of a checkout is not empty.
     #[error("{}: not empty (give a new or empty folder)", .0.display())]
     NotEmpty(PathBuf),

@@ -37,7 +37,7 @@ mod session;
 mod verify;
 
 pub use at::{At, resolve_at};
-pub use checkout::{CheckoutReport, WithheldFile, checkout};
+pub use checkout::{CheckoutReport, NotRestorable, WithheldFile, checkout};
 pub use compare::{Field, FieldDiff, unified};
 pub use diff::{CallRef, ChangedCall, DiffReport, FileChange, FileDiff, diff};
 pub use error::{ReplayError, Result};

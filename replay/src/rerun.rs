@@ -145,11 +145,13 @@ fn materialise(session: &Session, dir: &Path) -> Result<Vec<WithheldFile>> {
     let files: Vec<(String, FileAt)> = session
         .manifest()?
         .iter()
+        .filter(|e| e.special.is_none())
         .map(|e| (e.path.clone(), FileAt::of(e)))
         .collect();
     let contents = Contents::gather(session, files.iter().map(|(p, f)| (p, f)))?;
     let out = Dest::open(dir)?;
-    for (path, f) in &files {
+    // A file recorded by hash and size only has no content to write.
+    for (path, f) in files.iter().filter(|(_, f)| f.not_kept.is_none()) {
         out.write(path, &contents.bytes(session, path, f)?, f.mode)?;
     }
     Ok(contents.withheld)
@@ -359,6 +361,7 @@ fn apply_recorded_writes(
                 len: a.len,
                 mode: w.mode,
                 withheld: w.withheld,
+                not_kept: None,
             });
             (w.path.clone(), after)
         })
@@ -401,7 +404,10 @@ fn manifest_text(s: &Session) -> String {
     s.manifest()
         .map(|m| {
             m.iter()
-                .map(|e| format!("{} {} {:o} {}\n", e.path, e.size, e.mode, e.hash.short(16)))
+                .map(|e| {
+                    let hash = e.hash.map_or("none".into(), |h| h.short(16));
+                    format!("{} {} {:o} {hash}\n", e.path, e.size, e.mode)
+                })
                 .collect()
         })
         .unwrap_or_default()

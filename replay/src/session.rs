@@ -186,9 +186,38 @@ impl Session {
         calls(&self.records)
     }
 
-    /// The manifest: the workspace when the session started. Every entry must be a
-    /// workspace path (an error names the first that is not, at seq 0).
+    /// The manifest: the workspace when the session started, every entry with its
+    /// hash (a git-backed file recorded without one has it computed from its object
+    /// in the workspace's repository: an error lists every object the repository no
+    /// longer has). Every entry must be a workspace path (an error names the first
+    /// that is not, at seq 0).
     pub fn manifest(&self) -> Result<Vec<manifest::ManifestEntry>> {
+        let mut entries = self.manifest_unresolved()?;
+        let repository = PathBuf::from(&self.started.workspace);
+        let mut objects = None;
+        let mut missing = Vec::new();
+        for e in entries
+            .iter_mut()
+            .filter(|e| e.hash.is_none() && e.special.is_none())
+        {
+            let objects =
+                objects.get_or_insert_with(|| cairn_tools::git::Objects::open(&repository));
+            e.hash = e.content_hash(objects);
+            if e.hash.is_none() {
+                missing.push((e.path.clone(), e.git.clone().unwrap_or_default()));
+            }
+        }
+        if !missing.is_empty() {
+            return Err(ReplayError::MissingGitObjects {
+                repository,
+                missing,
+            });
+        }
+        Ok(entries)
+    }
+
+    /// The manifest as recorded: a git-backed entry may have no hash.
+    pub fn manifest_unresolved(&self) -> Result<Vec<manifest::ManifestEntry>> {
         let bytes = self.blob(&self.started.manifest.hash, "the manifest")?;
         let entries = manifest::from_jsonl(&bytes)?;
         for e in &entries {
@@ -314,6 +343,7 @@ impl Session {
         let mut files: BTreeMap<String, FileAt> = self
             .manifest()?
             .into_iter()
+            .filter(|e| e.special.is_none())
             .map(|e| (e.path.clone(), FileAt::of(&e)))
             .collect();
         for r in self.records.iter().take_while(|r| r.seq <= at) {
@@ -357,16 +387,27 @@ pub struct FileAt {
     /// A credential file recorded by hash only: its content is not in the blob store
     /// (see [`Session::live_content`]).
     pub withheld: bool,
+    /// Recorded by hash and size only (the manifest's `not_kept`): no checkout can
+    /// write it.
+    pub not_kept: Option<manifest::NotKept>,
 }
 
 impl FileAt {
     /// A file as the manifest records it.
     pub fn of(e: &manifest::ManifestEntry) -> FileAt {
         FileAt {
-            hash: e.hash,
+            // A broken invariant (an entry not resolved by `Session::manifest`, or a
+            // special file) is a bug: it fails loudly.
+            hash: e.hash.unwrap_or_else(|| {
+                panic!(
+                    "{}: Session::manifest gives every file entry its hash",
+                    e.path
+                )
+            }),
             len: e.size,
             mode: Some(e.mode),
             withheld: e.withheld,
+            not_kept: e.not_kept,
         }
     }
 }
@@ -396,6 +437,7 @@ pub fn apply_write(files: &mut BTreeMap<String, FileAt>, w: &FileWrite) {
                     len: after.len,
                     mode,
                     withheld: w.withheld,
+                    not_kept: None,
                 },
             );
         }

@@ -319,6 +319,12 @@ struct Verifier {
     blobs: BlobStore,
     check_blobs: bool,
     blob_checked: HashMap<Hash, BlobCheck>,
+    /// Contents the manifest records as git-backed: BLAKE3 → git blob id.
+    git_backed: HashMap<Hash, String>,
+    /// The workspace's repository, opened at the first git-backed content checked.
+    git: Option<cairn_tools::git::Objects>,
+    /// The session's workspace (from `session_started`).
+    workspace: Option<PathBuf>,
     state: State,
     limits: Limits,
     /// The session's guarded commands (upgraded from older sessions' patterns).
@@ -361,6 +367,9 @@ impl Verifier {
             blobs,
             check_blobs,
             blob_checked: HashMap::new(),
+            git_backed: HashMap::new(),
+            git: None,
+            workspace: None,
             state: State::default(),
             limits: Catalog::Thoth.limits(),
             guarded: cairn_core::command::default_guards(),
@@ -411,13 +420,45 @@ impl Verifier {
             Some(c) => *c,
             None => {
                 self.report.blobs_checked += 1;
-                let c = match self.blobs.verify(&blob.hash) {
+                let mut c = match self.blobs.verify(&blob.hash) {
                     Ok(c) => c,
                     Err(e) => {
                         self.problem(ProblemKind::Blob, format!("{what}: cannot read blob: {e}"));
                         return;
                     }
                 };
+                // Git-backed content is read from the workspace's repository and
+                // hashed; a repository without the object cannot vouch for it.
+                if c == BlobCheck::Missing
+                    && let Some(oid) = self.git_backed.get(&blob.hash).cloned()
+                {
+                    let workspace = self.workspace.clone().unwrap_or_default();
+                    let objects = self
+                        .git
+                        .get_or_insert_with(|| cairn_tools::git::Objects::open(&workspace));
+                    match objects.blob(&oid) {
+                        Some(bytes) => {
+                            let actual = Hash::of(&bytes);
+                            c = if actual == blob.hash && bytes.len() as u64 == blob.len {
+                                BlobCheck::Ok
+                            } else {
+                                BlobCheck::Mismatch { actual }
+                            };
+                        }
+                        None => {
+                            self.blob_checked.insert(blob.hash, c);
+                            self.problem(
+                                ProblemKind::Blob,
+                                format!(
+                                    "{what}: git object {oid} (content {}) is missing from the repository of {}",
+                                    blob.hash,
+                                    workspace.display()
+                                ),
+                            );
+                            return;
+                        }
+                    }
+                }
                 self.blob_checked.insert(blob.hash, c);
                 c
             }
@@ -596,6 +637,7 @@ impl Verifier {
                     ),
                 }
                 self.blob(&s.manifest, "the manifest");
+                self.workspace = Some(PathBuf::from(&s.workspace));
                 self.manifest_entries(&s.manifest);
             }
             Event::ToolStarted {
@@ -934,13 +976,51 @@ impl Verifier {
                         self.withheld(&e.path, &format!("manifest entry {}", e.path));
                         continue;
                     }
+                    // Recorded by hash and size only: nothing holds the content.
+                    if e.not_kept.is_some() {
+                        continue;
+                    }
+                    if !self.check_blobs && e.hash.is_none() {
+                        continue;
+                    }
+                    // A git-backed file recorded without its hash: the hash is the
+                    // object's content's, checked against the blob id on reading.
+                    let hash = match (e.hash, &e.git) {
+                        (Some(h), _) => h,
+                        (None, Some(oid)) => {
+                            let workspace = self.workspace.clone().unwrap_or_default();
+                            let objects = self
+                                .git
+                                .get_or_insert_with(|| cairn_tools::git::Objects::open(&workspace));
+                            self.report.blobs_checked += 1;
+                            match e.content_hash(objects) {
+                                Some(h) => {
+                                    self.git_backed.insert(h, oid.clone());
+                                    continue;
+                                }
+                                None => {
+                                    self.problem(
+                                        ProblemKind::Blob,
+                                        format!(
+                                            "manifest entry {}: git object {oid} is missing from the repository of {} (or is not {} bytes)",
+                                            e.path,
+                                            workspace.display(),
+                                            e.size
+                                        ),
+                                    );
+                                    continue;
+                                }
+                            }
+                        }
+                        (None, None) => continue,
+                    };
+                    if let Some(oid) = &e.git {
+                        self.git_backed.insert(hash, oid.clone());
+                    }
                     if !self.check_blobs {
                         continue;
                     }
-                    let r = BlobRef {
-                        hash: e.hash,
-                        len: e.size,
-                    };
+                    let r = BlobRef { hash, len: e.size };
                     self.blob(&r, &format!("manifest entry {}", e.path));
                 }
             }
@@ -1651,10 +1731,23 @@ impl Verifier {
                 self.blob(b, &format!("call {call} {name}"));
             }
         }
-        for (bytes, blob, name) in [
-            (end.stdout_bytes, &end.stdout, "stdout"),
-            (end.stderr_bytes, &end.stderr, "stderr"),
+        for (bytes, blob, cut, name) in [
+            (end.stdout_bytes, &end.stdout, end.stdout_cut, "stdout"),
+            (end.stderr_bytes, &end.stderr, end.stderr_cut, "stderr"),
         ] {
+            // A cut says where its blob joins head and tail and how much went between:
+            // the blob and the count must agree with it.
+            if let (Some(n), Some(b), Some(c)) = (bytes, blob, cut)
+                && (c.at > b.len || b.len.checked_add(c.dropped_bytes) != Some(n))
+            {
+                self.problem(
+                    ProblemKind::Output,
+                    format!(
+                        "call {call}: {name} cut at {} dropping {} bytes, but {name}_bytes is {n} and its blob {} bytes",
+                        c.at, c.dropped_bytes, b.len
+                    ),
+                );
+            }
             // Past the capture limit the blob keeps the first bytes only.
             if let (Some(n), Some(b)) = (bytes, blob)
                 && b.len != n.min(self.limits.shell_capture_bytes_max)

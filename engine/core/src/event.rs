@@ -909,6 +909,12 @@ pub struct ShellEnd {
     /// The log's content when the process ended, redacted as it was written
     /// (background).
     pub log_blob: Option<BlobRef>,
+    /// Standard output was longer than `shell_capture_bytes_max`: its blob keeps the
+    /// head and the tail, and this says what was dropped between them. Absent when
+    /// nothing was dropped, and in logs from before (whose blob kept the head only).
+    pub stdout_cut: Option<OutputCut>,
+    /// The same for standard error.
+    pub stderr_cut: Option<OutputCut>,
     /// Why the process could not start, why its end is unknown, or what of its output
     /// its log is missing (background).
     pub error: Option<String>,
@@ -927,9 +933,21 @@ impl ShellEnd {
             stdout: None,
             stderr: None,
             log_blob: None,
+            stdout_cut: None,
+            stderr_cut: None,
             error: None,
         }
     }
+}
+
+/// Bytes dropped from the middle of a command's output stream kept whole up to the
+/// capture limit: the blob holds the stream's first `at` bytes, then its last ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct OutputCut {
+    /// Offset in the stream (and in the blob) where the bytes were dropped.
+    pub at: u64,
+    /// How many bytes were dropped there.
+    pub dropped_bytes: u64,
 }
 
 impl ShellExec {
@@ -1006,6 +1024,10 @@ struct ShellExecWire {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     log_blob: Option<BlobRef>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    stdout_cut: Option<OutputCut>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stderr_cut: Option<OutputCut>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
 
@@ -1069,6 +1091,8 @@ impl From<ShellExec> for ShellExecWire {
             stderr: end.and_then(|e| e.stderr),
             log: x.log,
             log_blob: end.and_then(|e| e.log_blob),
+            stdout_cut: end.and_then(|e| e.stdout_cut),
+            stderr_cut: end.and_then(|e| e.stderr_cut),
             error: end.and_then(|e| e.error.clone()),
         }
     }
@@ -1089,6 +1113,8 @@ impl TryFrom<ShellExecWire> for ShellExec {
                     ("stdout", w.stdout.is_some()),
                     ("stderr", w.stderr.is_some()),
                     ("log_blob", w.log_blob.is_some()),
+                    ("stdout_cut", w.stdout_cut.is_some()),
+                    ("stderr_cut", w.stderr_cut.is_some()),
                     ("error", w.error.is_some()),
                 ];
                 if let Some((name, _)) = finish_fields.iter().find(|(_, set)| *set) {
@@ -1122,6 +1148,8 @@ impl TryFrom<ShellExecWire> for ShellExec {
                     stdout: w.stdout,
                     stderr: w.stderr,
                     log_blob: w.log_blob,
+                    stdout_cut: w.stdout_cut,
+                    stderr_cut: w.stderr_cut,
                     error: w.error,
                 })
             }

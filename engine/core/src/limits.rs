@@ -60,9 +60,16 @@ pub struct Limits {
     /// Background processes running at once in a session.
     pub shell_background_max: usize,
     /// Bytes of each output stream (stdout, stderr) of a foreground command kept in its
-    /// blob; past it the stream is still read to its end, counted and dropped.
+    /// blob (default [`OUTPUT_STREAM_BYTES_MAX`]); past it the stream is still read to
+    /// its end and counted, its first half and last half of this kept, the bytes
+    /// between dropped (the cut recorded in its `shell_exec`). A session recorded
+    /// before the field had 1 GiB, head only.
     #[serde(default = "shell_capture_bytes_max")]
     pub shell_capture_bytes_max: u64,
+    /// Workspace files larger than this are recorded in the manifest by hash and size
+    /// only, their content not kept (see `cairn_tools::manifest`).
+    #[serde(default = "capture_file_bytes_max")]
+    pub capture_file_bytes_max: u64,
     /// How long an MCP server has to answer one `tools/call` (or `tools/list`).
     #[serde(default = "mcp_call_timeout_ms")]
     pub mcp_call_timeout_ms: u64,
@@ -77,9 +84,20 @@ impl Default for Limits {
     }
 }
 
+fn capture_file_bytes_max() -> u64 {
+    64 << 20
+}
+
+/// What a session recorded without `shell_capture_bytes_max` kept of a stream: its
+/// first GiB.
 fn shell_capture_bytes_max() -> u64 {
     1 << 30
 }
+
+/// Bytes of each output stream of a foreground command kept by default (the config
+/// key `[limits] shell_capture_bytes_max`): a command printing gigabytes stores
+/// 256 MiB, its head and its tail.
+pub const OUTPUT_STREAM_BYTES_MAX: u64 = 256 << 20;
 
 /// What a session recorded before `write_call_chars_max` existed had: no such cap.
 fn write_call_chars_unlimited() -> usize {
@@ -131,7 +149,8 @@ impl Limits {
             shell_output_lines_max: 200,
             shell_line_chars_max: 512,
             shell_background_max: 16,
-            shell_capture_bytes_max: shell_capture_bytes_max(),
+            shell_capture_bytes_max: OUTPUT_STREAM_BYTES_MAX,
+            capture_file_bytes_max: capture_file_bytes_max(),
             mcp_call_timeout_ms: mcp_call_timeout_ms(),
             mcp_start_timeout_ms: mcp_start_timeout_ms(),
         }

@@ -310,8 +310,11 @@ impl Engine {
                             path: path.clone(),
                             size: f.len,
                             mode,
-                            hash: Hash(f.hash),
+                            hash: Some(Hash(f.hash)),
                             withheld: credential_files.matches(path),
+                            git: None,
+                            not_kept: None,
+                            special: None,
                         },
                     );
                 }
@@ -352,7 +355,8 @@ impl Engine {
             manifest_cache: crate::manifest::ScanCache::new(
                 project.manifest_cache(),
                 credential_files.clone(),
-            ),
+            )
+            .with_capture(config.capture, config.limits.capture_file_bytes_max),
             home_inner,
             manifest: known,
             bg: Default::default(),

@@ -62,6 +62,11 @@ pub struct EngineConfig {
     /// its key. None for a script or an MCP session, and in logs from before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelSetting>,
+    /// How the workspace is captured (see [`crate::manifest::Capture`]). A
+    /// configuration recorded before there was a choice names none: it copied every
+    /// file.
+    #[serde(default = "crate::manifest::Capture::before_git")]
+    pub capture: crate::manifest::Capture,
 }
 
 /// Which model a session talks to, as recorded in its configuration.
@@ -104,6 +109,7 @@ impl EngineConfig {
             sandbox: SandboxMode::default(),
             sandbox_write_roots: Vec::new(),
             model: None,
+            capture: crate::manifest::Capture::Git,
         }
     }
 

@@ -24,6 +24,7 @@ mod catalog;
 mod config;
 mod error;
 pub mod fold;
+pub mod git;
 pub mod manifest;
 pub mod mcp_names;
 pub mod memory;

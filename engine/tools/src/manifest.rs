@@ -4,9 +4,18 @@
 //! their bytes never reach the home. FIFOs, sockets and devices are left out unread
 //! (opening a FIFO would wait for a writer). A per-project cache keyed on path, size
 //! and mtime (like git's index) saves re-hashing files that did not change.
+//!
+//! What is kept of a file (its BLAKE3 is always recorded, read from the file):
+//! - git-backed (`git`: its blob id; capture `git`, the session-start scan only): a
+//!   file git holds unchanged (see [`crate::git::CleanFiles`]) is read back from the
+//!   repository's object store, not copied into the blob store;
+//! - not kept (`not_kept`): a file over `capture_file_bytes_max` bytes, or a sparse
+//!   file (one with a hole): hash and size only, never copied (so never densified);
+//! - otherwise, and always with capture `full` (except credential files): a blob.
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use cairn_core::permission::CredentialFiles;
@@ -14,7 +23,92 @@ use cairn_store::{BlobStore, Hash};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{EngineError, Result, io_at};
+use crate::git::{CleanFiles, GitOid};
 use crate::open::open_regular;
+
+/// How a session captures its workspace: `git` (the default) records files git
+/// holds unchanged by their blob id; `full` copies every file into the blob store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capture {
+    #[default]
+    Git,
+    Full,
+}
+
+impl std::str::FromStr for Capture {
+    type Err = cairn_store::ParseNameError;
+    fn from_str(s: &str) -> std::result::Result<Capture, cairn_store::ParseNameError> {
+        match s {
+            "git" => Ok(Capture::Git),
+            "full" => Ok(Capture::Full),
+            _ => Err(cairn_store::ParseNameError {
+                what: "capture",
+                name: s.to_string(),
+                expected: &["git", "full"],
+            }),
+        }
+    }
+}
+
+impl Capture {
+    /// What a configuration recorded before there was a choice captured: everything.
+    pub fn before_git() -> Capture {
+        Capture::Full
+    }
+}
+
+/// A special file of the workspace: recorded by kind and mode, never opened (opening a
+/// FIFO waits for a writer; a device or socket has no content to keep).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Special {
+    Fifo,
+    Socket,
+    CharDevice,
+    BlockDevice,
+}
+
+impl Special {
+    /// The kind of a file of type `ft`; `None` for a regular file, a directory or a
+    /// symlink.
+    pub fn of(ft: std::fs::FileType) -> Option<Special> {
+        use std::os::unix::fs::FileTypeExt;
+        if ft.is_fifo() {
+            Some(Special::Fifo)
+        } else if ft.is_socket() {
+            Some(Special::Socket)
+        } else if ft.is_char_device() {
+            Some(Special::CharDevice)
+        } else if ft.is_block_device() {
+            Some(Special::BlockDevice)
+        } else {
+            None
+        }
+    }
+}
+
+/// Why a file's content was not kept (recorded by hash and size only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotKept {
+    /// Larger than `capture_file_bytes_max`.
+    TooLarge,
+    /// A sparse file (it has a hole): copying it would write its holes out densely.
+    Sparse,
+}
+
+impl NotKept {
+    /// The reason, as a person reads it.
+    pub fn reason(self) -> &'static str {
+        match self {
+            NotKept::TooLarge => {
+                "larger than capture_file_bytes_max: recorded by hash and size only"
+            }
+            NotKept::Sparse => "a sparse file: recorded by hash and size only, never densified",
+        }
+    }
+}
 
 /// One file of the workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,12 +118,57 @@ pub struct ManifestEntry {
     pub size: u64,
     /// Unix permission bits.
     pub mode: u32,
-    pub hash: Hash,
+    /// The content's BLAKE3. Absent only for a git-backed file recorded at a session's
+    /// start without being read (`git` names its content exactly): found from the
+    /// repository's object when first needed (see [`ManifestEntry::content_hash`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<Hash>,
     /// A credential file: recorded by hash, size and mode only, its content never
     /// stored as a blob. Absent (false) in manifests written before files were
     /// withheld, and in every entry that is not withheld.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub withheld: bool,
+    /// Git-backed: the content is this git blob of the workspace's repository, not a
+    /// blob of the store (`hash`, when present, is its BLAKE3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitOid>,
+    /// The content was not kept, and why: no blob, no git object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_kept: Option<NotKept>,
+    /// A special file (FIFO, socket, device): its kind, no hash, size 0; no checkout
+    /// writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub special: Option<Special>,
+}
+
+impl ManifestEntry {
+    /// Its content is a blob of the store.
+    pub fn has_blob(&self) -> bool {
+        !self.withheld && self.git.is_none() && self.not_kept.is_none() && self.special.is_none()
+    }
+
+    /// The content's BLAKE3: recorded, or (a git-backed entry recorded without it)
+    /// computed from the git object in `objects`, checked against its id and size.
+    /// `None` when neither is possible: the repository no longer has the object.
+    pub fn content_hash(&self, objects: &crate::git::Objects) -> Option<Hash> {
+        if let Some(h) = self.hash {
+            return Some(h);
+        }
+        let (hash, len) = objects.content_hash(self.git.as_deref()?)?;
+        (len == self.size).then_some(hash)
+    }
+
+    /// Whether `self` and `other` name the same content, when that can be told without
+    /// reading anything: `Some(true)` for equal hashes, or the same git blob and size;
+    /// `Some(false)` for different ones; `None` when only one side has a hash.
+    pub fn same_content(&self, other: &ManifestEntry) -> Option<bool> {
+        match (self.hash, other.hash, &self.git, &other.git) {
+            (Some(a), Some(b), _, _) => Some(a == b),
+            (_, _, Some(a), Some(b)) if a == b && self.size == other.size => Some(true),
+            (None, None, Some(_), Some(_)) => Some(false),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -43,11 +182,19 @@ struct CacheEntry {
     #[serde(default)]
     ctime_ns: i64,
     mode: u32,
-    hash: Hash,
+    /// Absent for a git-backed file recorded without being read (as in the manifest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hash: Option<Hash>,
     /// The file was hashed without being stored: the cache vouches for its hash, not
     /// for a blob.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     withheld: bool,
+    /// Hashed without being stored: git holds it (this blob id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    git: Option<GitOid>,
+    /// Hashed without being stored: not kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    not_kept: Option<NotKept>,
 }
 
 /// The mtime a cache entry gets when it must be hashed again next time.
@@ -64,6 +211,8 @@ pub struct ScanCache {
     withheld: CredentialFiles,
     /// The directories and files of the last walk, reused while their stamps hold.
     listing: Option<crate::walk::Listing>,
+    capture: Capture,
+    file_bytes_max: u64,
     /// The last scan stored blobs (files it had to hash).
     pub stored_blobs: bool,
 }
@@ -77,8 +226,18 @@ impl ScanCache {
             entries: None,
             withheld,
             listing: None,
+            capture: Capture::Full,
+            file_bytes_max: u64::MAX,
             stored_blobs: false,
         }
+    }
+
+    /// The same cache for a session capturing with `capture`, keeping no file larger
+    /// than `file_bytes_max` bytes.
+    pub fn with_capture(mut self, capture: Capture, file_bytes_max: u64) -> ScanCache {
+        self.capture = capture;
+        self.file_bytes_max = file_bytes_max;
+        self
     }
 }
 
@@ -127,11 +286,39 @@ pub fn hash_len(reader: impl std::io::Read) -> std::io::Result<(Hash, u64)> {
     Ok((hash, counting.len))
 }
 
-/// [`scan`] with a cache kept in memory between calls.
+/// The scan at a session's start: [`scan_cached`], and with capture `git` every file
+/// it has to hash that git holds unchanged is recorded by its blob id, not stored.
+pub fn scan_start(
+    root: &Path,
+    blobs: &BlobStore,
+    cache_state: &mut ScanCache,
+) -> Result<Vec<ManifestEntry>> {
+    scan_with(root, blobs, cache_state, true)
+}
+
+/// [`scan`] with a cache kept in memory between calls. It looks nothing up in git
+/// (the rescan after a command: what a command changed is stored), but keeps a cache
+/// entry that git backs when the file did not change.
 pub fn scan_cached(
     root: &Path,
     blobs: &BlobStore,
     cache_state: &mut ScanCache,
+) -> Result<Vec<ManifestEntry>> {
+    scan_with(root, blobs, cache_state, false)
+}
+
+/// A sparse file: fewer blocks allocated than its size and, to be sure (compressed or
+/// inline-data file systems allocate fewer blocks too), a hole before its end.
+fn is_sparse(file: &std::fs::File, meta: &std::fs::Metadata) -> bool {
+    meta.blocks().saturating_mul(512) < meta.len()
+        && rustix::fs::seek(file, rustix::fs::SeekFrom::Hole(0)).is_ok_and(|at| at < meta.len())
+}
+
+fn scan_with(
+    root: &Path,
+    blobs: &BlobStore,
+    cache_state: &mut ScanCache,
+    git_lookup: bool,
 ) -> Result<Vec<ManifestEntry>> {
     let started_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -151,17 +338,41 @@ pub fn scan_cached(
         .collect();
     let mut entries: Vec<Option<ManifestEntry>> = vec![None; seen.len()];
     let mut todo = Vec::new();
+    let (capture, file_bytes_max) = (cache_state.capture, cache_state.file_bytes_max);
     for (i, s) in seen.iter().enumerate() {
+        if let Some(kind) = s.special {
+            entries[i] = Some(ManifestEntry {
+                path: s.path.clone(),
+                size: 0,
+                mode: s.mode,
+                hash: None,
+                withheld: false,
+                git: None,
+                not_kept: None,
+                special: Some(kind),
+            });
+            continue;
+        }
         match cache.get(&s.path) {
             // Blobs are never deleted, so a cache hit needs no look at the blob store;
             // but an entry hashed without its blob (withheld by this or another
-            // session's list) vouches for no blob, and a file this session keeps
-            // needs one.
+            // session's list, git-backed, not kept) vouches for no blob, and a file
+            // this session keeps needs one.
             Some(c)
                 if c.size == s.size
                     && c.mtime_ns == s.mtime_ns
                     && c.ctime_ns == s.ctime_ns
-                    && (withheld[i] || !c.withheld) =>
+                    && {
+                        let has_blob = !c.withheld && c.git.is_none() && c.not_kept.is_none();
+                        let kept_elsewhere = !c.withheld
+                            && match (&c.git, c.not_kept) {
+                                (Some(_), _) => capture == Capture::Git,
+                                (_, Some(NotKept::TooLarge)) => s.size > file_bytes_max,
+                                (_, Some(NotKept::Sparse)) => true,
+                                _ => false,
+                            };
+                        withheld[i] || has_blob || kept_elsewhere
+                    } =>
             {
                 entries[i] = Some(ManifestEntry {
                     path: s.path.clone(),
@@ -169,10 +380,37 @@ pub fn scan_cached(
                     mode: s.mode,
                     hash: c.hash,
                     withheld: withheld[i],
+                    git: c.git.clone().filter(|_| !withheld[i]),
+                    not_kept: c.not_kept.filter(|_| !withheld[i]),
+                    special: None,
                 });
             }
             _ => todo.push(i),
         }
+    }
+    // Read only when some file has to be hashed: a warm start reads no index. A file
+    // git holds unchanged is recorded by its blob id from its stat alone: not opened,
+    // not read, not hashed (its BLAKE3 is found from the object when first needed).
+    let clean = (git_lookup && capture == Capture::Git && !todo.is_empty())
+        .then(|| CleanFiles::open(root))
+        .flatten();
+    if let Some(clean) = &clean {
+        todo.retain(|&i| {
+            let s = &seen[i];
+            let oid = (!withheld[i]).then(|| clean.oid(&s.path, s)).flatten();
+            let Some(oid) = oid else { return true };
+            entries[i] = Some(ManifestEntry {
+                path: s.path.clone(),
+                size: s.size,
+                mode: s.mode,
+                hash: None,
+                withheld: false,
+                git: Some(oid),
+                not_kept: None,
+                special: None,
+            });
+            false
+        });
     }
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -193,24 +431,36 @@ pub fn scan_cached(
                             // a FIFO or a device since the walk is left out (`None`):
                             // the workspace no longer has it as a readable file.
                             let path = root.join(&s.path);
-                            let Ok((file, _)) = open_regular(&path) else {
+                            let Ok((file, meta)) = open_regular(&path) else {
                                 return (i, Ok(None));
                             };
-                            let entry = |hash, size| ManifestEntry {
+                            let entry = |hash, size, git: Option<GitOid>, not_kept| ManifestEntry {
                                 path: s.path.clone(),
                                 size,
                                 mode: s.mode,
-                                hash,
+                                hash: Some(hash),
                                 withheld: withheld[i],
+                                git,
+                                not_kept,
+                                special: None,
                             };
-                            let r = if withheld[i] {
+                            let elsewhere = if withheld[i] {
+                                Some((None, None))
+                            } else if is_sparse(&file, &meta) {
+                                Some((None, Some(NotKept::Sparse)))
+                            } else if meta.len() > file_bytes_max {
+                                Some((None, Some(NotKept::TooLarge)))
+                            } else {
+                                None
+                            };
+                            let r = if let Some((git, not_kept)) = elsewhere {
                                 hash_len(file)
-                                    .map(|(hash, len)| Some(entry(hash, len)))
+                                    .map(|(hash, len)| Some(entry(hash, len, git, not_kept)))
                                     .map_err(io_at(&path))
                             } else {
                                 blobs
                                     .put_reader(file)
-                                    .map(|b| Some(entry(b.hash, b.len)))
+                                    .map(|b| Some(entry(b.hash, b.len, None, None)))
                                     .map_err(EngineError::from)
                             };
                             (i, r)
@@ -231,10 +481,11 @@ pub fn scan_cached(
         // manifest would make checkout and replay silently inexact.
         entries[i] = r?;
     }
-    cache_state.stored_blobs = !todo.is_empty();
+    cache_state.stored_blobs = manifest_stored(&todo, &entries);
     let manifest: Vec<ManifestEntry> = entries.into_iter().flatten().collect();
-    if todo.is_empty() && cache.len() == manifest.len() && !seen.iter().any(|s| s.racy(started_ns))
-    {
+    // Special files have no cache entry.
+    let cached = manifest.iter().filter(|m| m.special.is_none()).count();
+    if todo.is_empty() && cache.len() == cached && !seen.iter().any(|s| s.racy(started_ns)) {
         // Nothing moved: the cache is already right.
         cache_state.entries = Some(cache);
         return Ok(manifest);
@@ -243,6 +494,7 @@ pub fn scan_cached(
         seen.iter().map(|s| (s.path.as_str(), s)).collect();
     let fresh: Vec<CacheEntry> = manifest
         .iter()
+        .filter(|m| m.special.is_none())
         .filter_map(|m| {
             by_path.get(m.path.as_str()).map(|s| CacheEntry {
                 path: m.path.clone(),
@@ -256,12 +508,20 @@ pub fn scan_cached(
                 mode: m.mode,
                 hash: m.hash,
                 withheld: m.withheld,
+                git: m.git.clone(),
+                not_kept: m.not_kept,
             })
         })
         .collect();
     write_cache(&cache_file, fresh.iter().cloned())?;
     cache_state.entries = Some(fresh.into_iter().map(|e| (e.path.clone(), e)).collect());
     Ok(manifest)
+}
+
+/// Whether the files hashed (`todo`) stored any blob.
+fn manifest_stored(todo: &[usize], entries: &[Option<ManifestEntry>]) -> bool {
+    todo.iter()
+        .any(|&i| entries[i].as_ref().is_some_and(ManifestEntry::has_blob))
 }
 
 /// The manifest as JSON Lines (what is stored as the manifest blob).
@@ -275,17 +535,24 @@ pub fn to_jsonl(manifest: &[ManifestEntry]) -> Vec<u8> {
     out
 }
 
-/// Parses a manifest blob.
+/// Parses a manifest blob. An entry without a hash must name its git blob.
 pub fn from_jsonl(bytes: &[u8]) -> Result<Vec<ManifestEntry>> {
     bytes
         .split(|&b| b == b'\n')
         .enumerate()
         .filter(|(_, l)| !l.is_empty())
         .map(|(i, l)| {
-            serde_json::from_slice(l).map_err(|source| EngineError::BadManifest {
+            let bad = |source| EngineError::BadManifest {
                 line: i + 1,
                 source,
-            })
+            };
+            let e: ManifestEntry = serde_json::from_slice(l).map_err(bad)?;
+            if e.hash.is_none() && e.git.is_none() && e.special.is_none() {
+                return Err(bad(<serde_json::Error as serde::de::Error>::custom(
+                    "an entry without `hash` must have `git` (its content's blob id) or `special` (its kind)",
+                )));
+            }
+            Ok(e)
         })
         .collect()
 }
@@ -332,7 +599,7 @@ mod tests {
     }
 
     #[test]
-    fn special_files_are_left_out_unread() {
+    fn special_files_are_recorded_by_kind_unread() {
         let ws = workspace(&[("a.txt", "a")]);
         rustix::fs::mkfifoat(
             rustix::fs::CWD,
@@ -350,8 +617,18 @@ mod tests {
             &CredentialFiles::defaults(),
         )
         .unwrap();
-        let paths: Vec<&str> = m.iter().map(|e| e.path.as_str()).collect();
-        assert_eq!(paths, ["a.txt"]);
+        let kinds: Vec<(&str, Option<Special>, bool)> = m
+            .iter()
+            .map(|e| (e.path.as_str(), e.special, e.hash.is_some()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("a.txt", None, true),
+                ("fifo", Some(Special::Fifo), false),
+                ("sock", Some(Special::Socket), false)
+            ]
+        );
     }
 
     #[test]
@@ -419,22 +696,31 @@ mod tests {
                 path: ".env".into(),
                 size: 14,
                 mode: 0o644,
-                hash: Hash::of(b"TOKEN=abcdefgh"),
+                hash: Some(Hash::of(b"TOKEN=abcdefgh")),
                 withheld: true,
+                git: None,
+                not_kept: None,
+                special: None,
             },
             ManifestEntry {
                 path: "a.txt".into(),
                 size: 1,
                 mode: 0o644,
-                hash: Hash::of(b"a"),
+                hash: Some(Hash::of(b"a")),
                 withheld: false,
+                git: None,
+                not_kept: None,
+                special: None,
             },
             ManifestEntry {
                 path: "id_rsa".into(),
                 size: 3,
                 mode: 0o644,
-                hash: Hash::of(b"key"),
+                hash: Some(Hash::of(b"key")),
                 withheld: true,
+                git: None,
+                not_kept: None,
+                special: None,
             },
         ];
         let mut m = scan(ws.path(), &blobs, &cache, &files).unwrap();
@@ -489,8 +775,11 @@ mod tests {
                 path: "a.txt".into(),
                 size: 1,
                 mode: 0o644,
-                hash: h,
+                hash: Some(h),
                 withheld: false,
+                git: None,
+                not_kept: None,
+                special: None,
             }]
         );
         // A kept entry is written byte for byte as before (manifests of sessions
@@ -498,6 +787,9 @@ mod tests {
         assert_eq!(to_jsonl(&entries), format!("{old}\n").into_bytes());
         let withheld = ManifestEntry {
             withheld: true,
+            git: None,
+            not_kept: None,
+            special: None,
             ..entries[0].clone()
         };
         assert_eq!(

@@ -583,16 +583,99 @@ pub fn reap_orphans(grace_ms: u64) -> Vec<crate::event::Orphan> {
 /// One output stream as captured.
 #[derive(Debug)]
 pub struct Captured {
-    /// The first `kept` bytes of the stream.
+    /// The stream, or past the capture limit its head and its tail (see `cut`).
     pub file: tempfile::NamedTempFile,
     /// Bytes the stream carried.
     pub bytes: u64,
     /// Bytes kept in `file`: `bytes`, or the capture limit when the stream was longer.
     pub kept: u64,
+    /// Past the capture limit: `file` is the first `at` bytes, then the last
+    /// `kept - at`; the `dropped_bytes` between them are gone.
+    pub cut: Option<cairn_core::event::OutputCut>,
     /// What the model is shown of the whole stream.
     pub preview: String,
     /// The secrets redacted from the stream, by kind.
     pub redactions: Counts,
+}
+
+/// Where each byte of a stream goes in its capture file when at most `bytes_max` are
+/// kept: byte `s` of the stream below `head` at `s`; from `head` on, at
+/// `head + (s - head) % tail`, so that the file's second half always holds the last
+/// `tail` bytes, turned; [`HeadTail::finish`] puts them in order.
+struct HeadTail {
+    head: u64,
+    tail: u64,
+}
+
+impl HeadTail {
+    fn new(bytes_max: u64) -> HeadTail {
+        let head = bytes_max - bytes_max / 2;
+        HeadTail {
+            head,
+            tail: bytes_max - head,
+        }
+    }
+
+    /// Writes `bytes`, the stream's bytes from offset `from`.
+    fn write(&self, file: &std::fs::File, from: u64, mut bytes: &[u8]) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let mut s = from;
+        // Only the last `tail` bytes of what comes after the head can stay.
+        if s >= self.head && bytes.len() as u64 > self.tail {
+            let skip = bytes.len() - self.tail as usize;
+            bytes = &bytes[skip..];
+            s += skip as u64;
+        }
+        while !bytes.is_empty() {
+            let (at, room) = if s < self.head {
+                (s, self.head - s)
+            } else if self.tail == 0 {
+                return Ok(());
+            } else {
+                let turned = (s - self.head) % self.tail;
+                (self.head + turned, self.tail - turned)
+            };
+            let n = usize::try_from(room).map_or(bytes.len(), |r| r.min(bytes.len()));
+            file.write_all_at(&bytes[..n], at)?;
+            bytes = &bytes[n..];
+            s += n as u64;
+        }
+        Ok(())
+    }
+
+    /// The capture file of a stream of `total` bytes in stream order, and the cut when
+    /// bytes were dropped: a new file of the head, then the tail from its oldest byte.
+    fn finish(
+        &self,
+        file: tempfile::NamedTempFile,
+        total: u64,
+    ) -> std::io::Result<(
+        tempfile::NamedTempFile,
+        Option<cairn_core::event::OutputCut>,
+    )> {
+        use std::io::{Seek, SeekFrom};
+        let bytes_max = self.head + self.tail;
+        if total <= bytes_max {
+            return Ok((file, None));
+        }
+        let dir = file.path().parent().unwrap_or(std::path::Path::new("."));
+        let mut out = tempfile::NamedTempFile::new_in(dir)?;
+        let oldest = self.head + (total - self.tail - self.head) % self.tail.max(1);
+        let mut src = file.reopen()?;
+        for (from, to) in [(0, self.head), (oldest, bytes_max), (self.head, oldest)] {
+            src.seek(SeekFrom::Start(from))?;
+            let n = std::io::copy(&mut (&mut src).take(to - from), &mut out)?;
+            assert_eq!(n, to - from, "the capture file holds every byte kept");
+        }
+        out.flush()?;
+        Ok((
+            out,
+            Some(cairn_core::event::OutputCut {
+                at: self.head,
+                dropped_bytes: total - bytes_max,
+            }),
+        ))
+    }
 }
 
 /// A stream being captured on its own thread.
@@ -612,10 +695,11 @@ impl Capture {
 }
 
 /// Copies `pipe` into `file` through one fixed buffer and `redactor` on a new thread,
-/// keeping the first `bytes_max` bytes of the redacted stream and counting the rest,
-/// and feeds every redacted byte to `preview` (and to `live`, when given, as it is
-/// read). The counts are of the redacted stream, so a file shorter than the count
-/// means exactly the limit was reached.
+/// keeping `bytes_max` bytes of the redacted stream at most: all of it up to the limit;
+/// past it its first half and its last half (the head written once, the tail turning
+/// in the file's second half as a ring, put in order at the end: memory stays one
+/// buffer whatever the stream's length), the bytes between counted and dropped. Every
+/// redacted byte goes to `preview` (and to `live`, when given, as it is read).
 pub fn capture(
     mut pipe: impl Read + Send + 'static,
     mut file: tempfile::NamedTempFile,
@@ -633,12 +717,12 @@ pub fn capture(
         let result = (|| {
             let mut buf = vec![0u8; PIPE_BUF_BYTES];
             let mut total = 0u64;
+            let ring = HeadTail::new(bytes_max);
             let mut keep = |bytes: &[u8], file: &mut tempfile::NamedTempFile| {
-                let room = bytes_max.saturating_sub(total);
-                let kept = usize::try_from(room).map_or(bytes.len(), |r| r.min(bytes.len()));
                 preview.feed(bytes);
+                ring.write(file.as_file(), total, bytes)?;
                 total += bytes.len() as u64;
-                file.write_all(&bytes[..kept])
+                Ok::<(), std::io::Error>(())
             };
             loop {
                 let n = match pipe.read(&mut buf) {
@@ -666,11 +750,13 @@ pub fn capture(
             keep(&rest, &mut file)?;
             file.flush()?;
             let kept = total.min(bytes_max);
+            let (file, cut) = ring.finish(file, total)?;
             debug_assert_eq!(file.as_file().metadata().map(|m| m.len()).ok(), Some(kept));
             Ok(Captured {
                 file,
                 bytes: total,
                 kept,
+                cut,
                 preview: preview.finish(),
                 redactions,
             })
@@ -1203,14 +1289,13 @@ mod tests {
         assert_eq!((bytes, kept, data.as_slice()), (n, n, &redacted[..]));
         assert_eq!(preview, "[REDACTED:github_token]\nok\n");
         assert_eq!(counts, Counts::from([("github_token".into(), 1)]));
-        // One byte under the redacted length: cut there, and said so by the counts.
+        // One byte under the redacted length: the redacted stream's middle byte
+        // dropped (head 13, tail 13), and said so by the counts.
         let mut cmd = sh(r#"printf '%s\nok\n' "$T""#);
         cmd.env("T", &t);
         let ((bytes, kept, data, _), _) = captured_with(cmd, n - 1);
-        assert_eq!(
-            (bytes, kept, data.as_slice()),
-            (n, n - 1, &redacted[..redacted.len() - 1])
-        );
+        let cut = [&redacted[..13], &redacted[14..]].concat();
+        assert_eq!((bytes, kept, data), (n, n - 1, cut));
     }
 
     /// Spawns `script` with both streams piped and relays them into a new log.
@@ -1293,18 +1378,22 @@ mod tests {
     }
 
     #[test]
-    fn capture_keeps_exactly_the_limit_and_counts_the_rest() {
-        // At the limit, then one past it.
+    fn capture_keeps_exactly_the_limit_as_head_and_tail_and_counts_the_rest() {
+        // At the limit, then one past it: the first 4 and the last 4 bytes.
         assert_eq!(
             captured("printf 'abc\\ndefg'", 8),
             (8, 8, b"abc\ndefg".to_vec(), "abc\ndefg\n".into())
         );
         assert_eq!(
             captured("printf 'abc\\ndefgh'", 8),
-            (9, 8, b"abc\ndefg".to_vec(), "abc\ndefgh\n".into())
+            (9, 8, b"abc\nefgh".to_vec(), "abc\ndefgh\n".into())
         );
         assert_eq!(captured("true", 8), (0, 0, Vec::new(), String::new()));
         assert_eq!(captured("printf x", 0), (1, 0, Vec::new(), "x\n".into()));
+        assert_eq!(
+            captured("printf xyz", 1),
+            (3, 1, b"x".to_vec(), "xyz\n".into())
+        );
         // Far past it the pipe is still drained, so the writer never blocks; the
         // preview counts every line.
         let (bytes, kept, data, preview) = captured(
@@ -1312,7 +1401,10 @@ mod tests {
             1000,
         );
         assert_eq!((bytes, kept), (220_000, 1000));
-        assert_eq!(data, b"0123456789\n".repeat(100)[..1000]);
+        // 220,000 = 20,000 lines of 11: the tail (500 bytes) starts 6 bytes into a line.
+        let lines = b"0123456789\n".repeat(100);
+        assert_eq!(data[..500], lines[..500]);
+        assert_eq!(data[500..], lines[lines.len() - 500..]);
         assert!(preview.ends_with("…(19991 more lines)\n"), "{preview}");
     }
 

@@ -22,19 +22,19 @@
 //! scanned against the session's manifest and every file the command created,
 //! changed or deleted is recorded as a `file_write` with operation `external`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cairn_store::BlobRef;
+use cairn_store::{BlobRef, Hash};
 
 use crate::error::{Result, io_at};
 use crate::event::{
-    Event, ExecStatus, FileWrite, ProcKind, ShellEnd, ShellExec, ShellPhase, Status, WriteOp,
-    WriteStatus,
+    Event, ExecStatus, FileWrite, OutputCut, ProcKind, ShellEnd, ShellExec, ShellPhase, Status,
+    WriteOp, WriteStatus,
 };
 use crate::manifest::{self, ManifestEntry};
 use crate::paths::WsPath;
@@ -154,8 +154,11 @@ impl Runtime {
                         path: w.path.clone(),
                         size: after.len,
                         mode,
-                        hash: after.hash,
+                        hash: Some(after.hash),
                         withheld: w.withheld,
+                        git: None,
+                        not_kept: None,
+                        special: None,
                     },
                 );
             }
@@ -419,6 +422,7 @@ pub(crate) fn exec_foreground(
                 Stream {
                     bytes: got.bytes,
                     blob: Some(blob),
+                    cut: got.cut,
                     preview: got.preview,
                     complete: true,
                 }
@@ -426,12 +430,14 @@ pub(crate) fn exec_foreground(
             Some(Err(e)) => Stream {
                 bytes: 0,
                 blob: None,
+                cut: None,
                 preview: format!("(output could not be read: {e})"),
                 complete: false,
             },
             None => Stream {
                 bytes: 0,
                 blob: None,
+                cut: None,
                 preview: "(output not collected: a process outside the command's process group still holds the pipe)".into(),
                 complete: false,
             },
@@ -455,6 +461,8 @@ pub(crate) fn exec_foreground(
         stderr_bytes: Some(streams[1].bytes),
         stdout: streams[0].blob,
         stderr: streams[1].blob,
+        stdout_cut: streams[0].cut,
+        stderr_cut: streams[1].cut,
         ..ShellEnd::new(exec_status)
     });
     ctx.record(Event::ShellExec(rec))?;
@@ -491,6 +499,7 @@ fn foreground(
     let shown = streams.each_ref().map(|s| Shown {
         bytes: s.bytes,
         kept: s.blob.map(|b| b.len),
+        cut: s.cut,
         preview: &s.preview,
         complete: s.complete,
     });
@@ -549,6 +558,9 @@ pub struct Shown<'a> {
     /// Bytes its blob kept (fewer than `bytes` past the capture limit); none when it
     /// was not collected.
     pub kept: Option<u64>,
+    /// Past the capture limit, what its blob dropped between head and tail (none in
+    /// logs from before, whose blob kept the head only).
+    pub cut: Option<OutputCut>,
     /// The preview of what was kept, or one line of why it was not collected.
     pub preview: &'a str,
     /// False when the output could not be collected.
@@ -596,8 +608,14 @@ pub fn foreground_text(
         if s.complete && s.bytes == 0 {
             continue;
         }
-        match s.kept {
-            Some(kept) if kept < s.bytes => text.push_str(&format!(
+        match (s.kept, s.cut) {
+            (Some(kept), Some(cut)) if kept < s.bytes => text.push_str(&format!(
+                "--- {name} ({} bytes; {kept} kept: the first {} and the last {}, shell_capture_bytes_max) ---\n",
+                s.bytes,
+                cut.at,
+                kept - cut.at
+            )),
+            (Some(kept), _) if kept < s.bytes => text.push_str(&format!(
                 "--- {name} ({} bytes; the first {kept} kept, shell_capture_bytes_max) ---\n",
                 s.bytes
             )),
@@ -637,6 +655,8 @@ pub(crate) struct Stream {
     /// Bytes the stream carried (its blob may hold fewer: the capture limit).
     pub bytes: u64,
     pub blob: Option<BlobRef>,
+    /// Bytes dropped between the head and the tail its blob keeps.
+    pub cut: Option<OutputCut>,
     pub preview: String,
     /// False when the output could not be collected.
     pub complete: bool,
@@ -848,44 +868,97 @@ pub fn record_external(
     if let Some(inner) = &rt.home_inner {
         files.retain(|f| !f.path.starts_with(inner.as_str()));
     }
+    // A special file has no content a write could name: it is in the manifest of the
+    // start only. A regular file replaced by one is deleted.
+    files.retain(|f| f.special.is_none());
     let now: BTreeMap<String, ManifestEntry> =
         files.into_iter().map(|f| (f.path.clone(), f)).collect();
     let mut changes = Vec::new();
     let mut paths: Vec<&String> = rt.manifest.keys().chain(now.keys()).collect();
     paths.sort();
     paths.dedup();
+    // The repository, opened at the first git-backed file recorded without its hash
+    // that changed: its BLAKE3 is computed from the object then.
+    let objects = std::cell::OnceCell::new();
+    let found: std::cell::RefCell<HashMap<String, Option<Hash>>> = Default::default();
+    let hash_of = |m: &ManifestEntry| {
+        m.hash.or_else(|| {
+            let oid = m.git.clone()?;
+            let objects = objects.get_or_init(|| crate::git::Objects::open(root));
+            *found
+                .borrow_mut()
+                .entry(oid)
+                .or_insert_with(|| m.content_hash(objects))
+        })
+    };
     for path in paths {
         let before = rt.manifest.get(path);
         let after = now.get(path);
         let what = match (before, after) {
             (None, Some(_)) => ChangeKind::Created,
-            (Some(b), Some(a)) if a.hash != b.hash => ChangeKind::Changed,
+            (Some(b), Some(a)) => match b.same_content(a) {
+                Some(true) => continue,
+                Some(false) => ChangeKind::Changed,
+                None if hash_of(b).is_some_and(|h| Some(h) == hash_of(a)) => continue,
+                None => ChangeKind::Changed,
+            },
             // A file the ignore rules hide (written by a file tool) is not deleted.
-            (Some(_), None) if root.join(path).exists() => continue,
+            (Some(b), None)
+                if b.special.is_some()
+                    || std::fs::symlink_metadata(root.join(path)).is_ok_and(|m| m.is_file()) =>
+            {
+                continue;
+            }
             (Some(_), None) => ChangeKind::Deleted,
             _ => continue,
         };
+        // A file git backs (a cache entry of the session's start, seen anew) gets its
+        // blob now: a write's content after is always a blob or withheld.
+        let stored;
+        let after = match after {
+            Some(a) if a.git.is_some() => {
+                let abs = root.join(path);
+                let (file, _) = crate::open::open_regular(&abs).map_err(|e| {
+                    io_at(&abs)(match e {
+                        crate::open::OpenError::Io(e) => e,
+                        other => std::io::Error::other(format!("{other:?}")),
+                    })
+                })?;
+                let b = rec.blobs.put_reader(file)?;
+                rec.note_blobs_written();
+                stored = ManifestEntry {
+                    hash: Some(b.hash),
+                    size: b.len,
+                    git: None,
+                    ..a.clone()
+                };
+                Some(&stored)
+            }
+            other => other,
+        };
         // A withheld file has no blob: its lines are counted in the workspace.
         let lines_after = match after {
-            Some(a) if a.withheld => count_lines(&root.join(path)),
-            Some(a) => count_lines(&rec.blobs.path(&a.hash)),
+            Some(a) if a.withheld || a.not_kept.is_some() => count_lines(&root.join(path)),
+            Some(a) => a.hash.map_or(0, |h| count_lines(&rec.blobs.path(&h))),
             None => 0,
         };
         let withheld = before.is_some_and(|b| b.withheld) || after.is_some_and(|a| a.withheld);
-        let blob = |m: &ManifestEntry| BlobRef {
-            hash: m.hash,
-            len: m.size,
-        };
+        // A git-backed content before has its hash computed from the object; when the
+        // repository no longer has it (the same command removed it), its content is
+        // gone from the world and the write names no content before.
+        let blob = |m: &ManifestEntry| hash_of(m).map(|hash| BlobRef { hash, len: m.size });
         rec.append(&Event::FileWrite(FileWrite {
             call: call.map(str::to_string),
             op: WriteOp::External,
             path: path.clone(),
-            before: before.map(blob),
-            after: after.map(blob),
+            before: before.and_then(blob),
+            after: after.and_then(blob),
             lines_after,
             mode: after.map(|a| a.mode),
             status: WriteStatus::Ok,
             withheld,
+            // A file not kept (too large, sparse) names content no blob holds: a
+            // checkout lists it with the missing blobs.
             unknown: false,
             diff: None,
         }))?;

@@ -39,6 +39,10 @@ pub(crate) struct Seen {
     /// cannot be set back, so a same-size rewrite with its mtime restored still shows.
     pub ctime_ns: i64,
     pub mode: u32,
+    /// The inode number (git's index records it: a file git holds unchanged has it).
+    pub ino: u64,
+    /// A FIFO, socket or device (never opened); `None` for a regular file.
+    pub special: Option<crate::manifest::Special>,
 }
 
 impl Seen {
@@ -77,8 +81,8 @@ struct Dir {
     rel: String,
     stamp: Stamp,
     rules: [Option<Stamp>; 2],
-    /// Names of the admitted regular files.
-    files: Vec<String>,
+    /// Names of the admitted files, with the kind of each special one.
+    files: Vec<(String, Option<crate::manifest::Special>)>,
 }
 
 const RULE_FILES: [&str; 2] = [".gitignore", ".ignore"];
@@ -202,9 +206,17 @@ fn rescan_dir(root_fd: &OwnedFd, dir: &Dir) -> Option<Vec<Seen>> {
         }
     }
     let mut seen = Vec::with_capacity(dir.files.len());
-    for name in &dir.files {
+    for (name, special) in &dir.files {
         let st = stat_at(&fd, name)?;
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        let kind = match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile => None,
+            FileType::Fifo => Some(crate::manifest::Special::Fifo),
+            FileType::Socket => Some(crate::manifest::Special::Socket),
+            FileType::CharacterDevice => Some(crate::manifest::Special::CharDevice),
+            FileType::BlockDevice => Some(crate::manifest::Special::BlockDevice),
+            _ => return None,
+        };
+        if kind != *special {
             return None;
         }
         seen.push(Seen {
@@ -217,6 +229,8 @@ fn rescan_dir(root_fd: &OwnedFd, dir: &Dir) -> Option<Vec<Seen>> {
             mtime_ns: ns(st.st_mtime, st.st_mtime_nsec),
             ctime_ns: ns(st.st_ctime, st.st_ctime_nsec),
             mode: st.st_mode & 0o7777,
+            ino: st.st_ino,
+            special: *special,
         });
     }
     Some(seen)
@@ -277,7 +291,7 @@ fn full_walk(root: &Path, started_ns: i64) -> (Vec<Seen>, Option<Listing>) {
                             _ => f.trusted = false,
                         }
                     }
-                } else if ft.is_file()
+                } else if (ft.is_file() || crate::manifest::Special::of(ft).is_some())
                     && let Ok(meta) = entry.metadata()
                 {
                     let item = Seen {
@@ -286,6 +300,8 @@ fn full_walk(root: &Path, started_ns: i64) -> (Vec<Seen>, Option<Listing>) {
                         mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
                         ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
                         mode: meta.mode() & 0o7777,
+                        ino: meta.ino(),
+                        special: crate::manifest::Special::of(ft),
                     };
                     if let Ok(mut f) = found.lock() {
                         f.seen.push(item);
@@ -323,13 +339,14 @@ fn listing_of(
         .enumerate()
         .map(|(i, (rel, _))| (rel.as_str(), i))
         .collect();
-    let mut files: Vec<Vec<String>> = vec![Vec::new(); dirs.len()];
+    let mut files: Vec<Vec<(String, Option<crate::manifest::Special>)>> =
+        vec![Vec::new(); dirs.len()];
     for s in seen {
         let (dir, name) = match s.path.rfind('/') {
             Some(i) => (&s.path[..i], &s.path[i + 1..]),
             None => ("", s.path.as_str()),
         };
-        files[*index.get(dir)?].push(name.to_string());
+        files[*index.get(dir)?].push((name.to_string(), s.special));
     }
     let root_fd = rustix::fs::open(
         root,
@@ -457,7 +474,9 @@ mod tests {
     }
 
     fn hashes(m: &[ManifestEntry]) -> Vec<(String, Hash)> {
-        m.iter().map(|e| (e.path.clone(), e.hash)).collect()
+        m.iter()
+            .map(|e| (e.path.clone(), e.hash.unwrap()))
+            .collect()
     }
 
     // Regression guard: same size, same mtime, other content (the mtime set back, as

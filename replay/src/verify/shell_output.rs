@@ -85,26 +85,31 @@ pub(super) fn expected(
     const CUT: &str = "\u{0}cut stream\u{0}";
     let sizes = [end.stdout_bytes, end.stderr_bytes];
     let blobs = [end.stdout, end.stderr];
+    let cuts = [end.stdout_cut, end.stderr_cut];
     let shown: Vec<Shown<'_>> = streams
         .iter()
         .zip(sizes)
         .zip(blobs)
-        .map(|((stream, bytes), blob)| match stream {
+        .zip(cuts)
+        .map(|(((stream, bytes), blob), cut)| match stream {
             Stream::Shown(preview) => Shown {
                 bytes: bytes.unwrap_or(0),
                 kept: blob.map(|b| b.len),
+                cut,
                 preview,
                 complete: true,
             },
             Stream::Lost => Shown {
                 bytes: bytes.unwrap_or(0),
                 kept: None,
+                cut: None,
                 preview: LOST,
                 complete: false,
             },
             Stream::Cut => Shown {
                 bytes: bytes.unwrap_or(0),
                 kept: blob.map(|b| b.len),
+                cut,
                 preview: CUT,
                 complete: true,
             },

@@ -12,7 +12,8 @@
 //!                                         "peak_rss_kib" lines
 //! store_helper shell-big DIR BYTES        start an engine in DIR/ws (home DIR/home), run a
 //!                                         foreground `shell` printing BYTES bytes of lines;
-//!                                         print "status", "session" and "peak_rss_kib"
+//!                                         print "status", "session", "baseline_rss_kib"
+//!                                         (the peak before the command) and "peak_rss_kib"
 //! ```
 
 use std::error::Error;
@@ -112,6 +113,8 @@ fn shell_big(dir: &Path, bytes: u64) -> Result<()> {
     let mut cfg = EngineConfig::new(Catalog::Thoth);
     cfg.durability = Durability::None;
     let mut engine = Engine::start(&Home::at(&dir.join("home")), &ws, cfg)?;
+    // The peak before the command: the binary's own pages and the engine's start.
+    let baseline = peak_rss_kib()?;
     let command = format!("yes 'a line of output, again and again' | head -c {bytes}");
     let out = engine.call("shell", json!({"command": command, "timeout_secs": 600}))?;
     let peak = peak_rss_kib()?;
@@ -120,6 +123,7 @@ fn shell_big(dir: &Path, bytes: u64) -> Result<()> {
     let mut o = std::io::stdout().lock();
     writeln!(o, "status {}", out.status.as_str())?;
     writeln!(o, "session {session}")?;
+    writeln!(o, "baseline_rss_kib {baseline}")?;
     writeln!(o, "peak_rss_kib {peak}")?;
     o.flush()?;
     Ok(())

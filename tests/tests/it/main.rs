@@ -14,6 +14,7 @@ mod agent_resume;
 mod agent_web;
 mod allow_list;
 mod big_records;
+mod capture;
 mod confinement_race;
 mod consent;
 mod containment;

@@ -1,7 +1,7 @@
 //! The one process runner (`cairn_tools::process`) through its three callers, with real
 //! processes: a shell command that forks a grandchild, killed on a timeout or a cancel,
 //! leaves no process of its group (`kill(-pgid, 0)` fails with ESRCH); output past
-//! `shell_capture_bytes_max` is cut at exactly the limit; `problems` records its check
+//! `shell_capture_bytes_max` keeps its head and tail with the cut recorded; `problems` records its check
 //! command as `shell_exec` and its timeout kills grandchildren; an MCP server started
 //! through a wrapper script leaves no process when the session ends.
 
@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use cairn_engine::event::{
-    Event, ExecStatus, ProcKind, ShellEnd, ShellExec, ShellPhase, Status, WriteOp,
+    Event, ExecStatus, OutputCut, ProcKind, ShellEnd, ShellExec, ShellPhase, Status, WriteOp,
 };
 use cairn_engine::mcp::{McpConfig, ServerConfig};
 use cairn_engine::permission::Policy;
@@ -230,43 +230,49 @@ fn a_shell_command_that_forks_leaves_no_process_of_its_group_after_a_timeout_or_
 }
 
 #[test]
-fn output_past_the_capture_limit_is_cut_at_exactly_the_limit() {
+fn output_past_the_capture_limit_keeps_its_head_and_tail_and_records_the_cut() {
     let w = ws();
     let mut e = w.engine(|c| c.limits.shell_capture_bytes_max = 10);
-    let run = |e: &mut Engine, out: &str, err: &str| {
-        let o = call(
-            e,
-            "shell",
-            json!({"command": format!("printf '{out}'; printf '{err}' >&2")}),
-        );
+    let run = |e: &mut Engine, command: &str| {
+        let o = call(e, "shell", json!({ "command": command }));
         assert_eq!(o.status, Status::Ok, "{}", o.output);
         let (_, f) = last_pair(e);
         let kept = |b: Option<BlobRef>| String::from_utf8(blob(e, &b.unwrap())).unwrap();
         (
-            (f.stdout_bytes.unwrap(), kept(f.stdout)),
-            (f.stderr_bytes.unwrap(), kept(f.stderr)),
+            (f.stdout_bytes.unwrap(), kept(f.stdout), f.stdout_cut),
+            (f.stderr_bytes.unwrap(), kept(f.stderr), f.stderr_cut),
             o.output,
         )
     };
-    // At the limit: all of it.
-    let (out, err, text) = run(&mut e, "0123456789", "abcdefghij");
-    assert_eq!(out, (10, "0123456789".into()));
-    assert_eq!(err, (10, "abcdefghij".into()));
+    let cut = |at, dropped_bytes| Some(OutputCut { at, dropped_bytes });
+    // At the limit: all of it, no cut.
+    let (out, err, text) = run(&mut e, "printf 0123456789; printf abcdefghij >&2");
+    assert_eq!(out, (10, "0123456789".into(), None));
+    assert_eq!(err, (10, "abcdefghij".into(), None));
     assert!(
         text.contains("--- stdout (10 bytes) ---\n0123456789\n"),
         "{text}"
     );
-    // One past it: the first 10 bytes kept, all 11 counted (and shown to the model,
-    // whose preview has caps of its own).
-    let (out, err, text) = run(&mut e, "0123456789X", "abcdefghijY");
-    assert_eq!(out, (11, "0123456789".into()));
-    assert_eq!(err, (11, "abcdefghij".into()));
+    // One past it: the first 5 and the last 5 bytes kept, the one between dropped and
+    // recorded; all 11 counted and shown to the model (whose preview has caps of its
+    // own).
+    let (out, err, text) = run(&mut e, "printf 0123456789X; printf abcdefghijY >&2");
+    assert_eq!(out, (11, "012346789X".into(), cut(5, 1)));
+    assert_eq!(err, (11, "abcdeghijY".into(), cut(5, 1)));
     assert!(
         text.contains(
-            "--- stdout (11 bytes; the first 10 kept, shell_capture_bytes_max) ---\n0123456789X\n"
+            "--- stdout (11 bytes; 10 kept: the first 5 and the last 5, shell_capture_bytes_max) ---\n0123456789X\n"
         ),
         "{text}"
     );
+    // Far past it, in many writes from a real child: the tail turns many times in its
+    // half of the file and comes out in order.
+    let (out, _, _) = run(
+        &mut e,
+        "i=0; while [ $i -lt 1000 ]; do printf '%04d' $i; i=$((i+1)); done",
+    );
+    assert_eq!(out, (4000, "0000080999".into(), cut(5, 3990)));
+    // Verify agrees with each cut (blob length + dropped = the count).
     clean(&e);
 }
 

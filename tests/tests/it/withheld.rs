@@ -219,7 +219,7 @@ fn credential_files_are_recorded_by_hash_and_never_kept_in_the_home() {
         .manifest()
         .unwrap()
         .into_iter()
-        .map(|e| (e.path, e.withheld, e.hash, e.size))
+        .map(|e| (e.path, e.withheld, e.hash.unwrap(), e.size))
         .collect();
     let entry = |path: &str| {
         let c = content(&r, path);
@@ -274,7 +274,7 @@ fn credential_files_are_recorded_by_hash_and_never_kept_in_the_home() {
         .unwrap()
         .into_iter()
         .filter(|e| e.withheld)
-        .map(|e| (e.path, e.hash))
+        .map(|e| (e.path, e.hash.unwrap()))
         .collect();
     let live = |p: &str| {
         (

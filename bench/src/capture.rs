@@ -1,0 +1,206 @@
+//! `cairn-bench capture`: the session start on a clean git checkout (issue 18). Cold
+//! (a fresh home: no manifest cache, every file hashed) with capture `git` and `full`,
+//! the bytes each stores in the home against the tree's size; then the warm start
+//! (the cache holds) on the same tree and on a generated 50,000-file tree. Medians of
+//! repeated runs, with the machine's load.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, ensure};
+use cairn_engine::manifest::Capture;
+use cairn_engine::{Catalog, Engine, EngineConfig, Home};
+
+use crate::store::loadavg;
+
+#[derive(Debug, clap::Args)]
+pub struct CaptureArgs {
+    /// Where the tree's files are copied from (whole folders, in name order, until
+    /// both minimums are met): by default the cargo registry's sources.
+    #[arg(long)]
+    pub from: Option<PathBuf>,
+    /// Bytes the git checkout holds at least.
+    #[arg(long, default_value_t = 200_000_000)]
+    pub bytes_min: u64,
+    /// Files the git checkout holds at least.
+    #[arg(long, default_value_t = 13_000)]
+    pub files_min: u64,
+    /// Files of the generated tree of the warm start.
+    #[arg(long, default_value_t = 50_000)]
+    pub warm_files: usize,
+    /// Starts measured each way.
+    #[arg(long, default_value_t = 7)]
+    pub runs: usize,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Bytes allocated under `dir` (blocks × 512).
+fn used_bytes(dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        total += meta.blocks() * 512;
+        if meta.is_dir() {
+            total += used_bytes(&entry.path())?;
+        }
+    }
+    Ok(total)
+}
+
+/// Copies `from`'s folders (each whole) into `to` until both minimums are met; returns
+/// (files, bytes) copied.
+fn copy_tree(from: &Path, to: &Path, bytes_min: u64, files_min: u64) -> Result<(u64, u64)> {
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let (mut files, mut bytes) = (0u64, 0u64);
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(from)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        if files >= files_min && bytes >= bytes_min {
+            break;
+        }
+        let name = dir.file_name().context("a folder without a name")?;
+        for entry in ignore::WalkBuilder::new(&dir)
+            .standard_filters(false)
+            .build()
+            .filter_map(|e| e.ok())
+        {
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            let rel = entry.path().strip_prefix(&dir)?;
+            // Nested repositories and ignore rules would change what git and cairn see.
+            if rel.components().any(|c| {
+                let c = c.as_os_str();
+                c == ".git" || c == ".gitignore" || c == ".ignore"
+            }) {
+                continue;
+            }
+            let dest = to.join(name).join(rel);
+            std::fs::create_dir_all(dest.parent().context("no parent")?)?;
+            bytes += std::fs::copy(entry.path(), &dest)?;
+            // Aged, so that no index entry is racily clean.
+            std::fs::File::options()
+                .write(true)
+                .open(&dest)?
+                .set_modified(old)?;
+            files += 1;
+        }
+    }
+    Ok((files, bytes))
+}
+
+fn git(ws: &Path, args: &[&str]) -> Result<()> {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@example.invalid",
+        ])
+        .args(["-c", "core.autocrlf=false", "-c", "gc.auto=0"])
+        .args(args)
+        .current_dir(ws)
+        .output()?;
+    ensure!(out.status.success(), "git {args:?} failed: {out:?}");
+    Ok(())
+}
+
+fn config(capture: Capture) -> EngineConfig {
+    let mut c = EngineConfig::new(Catalog::Thoth);
+    c.capture = capture;
+    c
+}
+
+/// One session start (and its end, not timed) with `home`: milliseconds.
+fn start(home: &Path, ws: &Path, capture: Capture) -> Result<f64> {
+    let t = Instant::now();
+    let engine = Engine::start(&Home::at(home), ws, config(capture))?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    engine.end("bench")?;
+    Ok(ms)
+}
+
+pub fn run(args: &CaptureArgs) -> Result<()> {
+    let from = match &args.from {
+        Some(f) => f.clone(),
+        None => std::fs::read_dir("/root/.cargo/registry/src")?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.is_dir())
+            .context("no cargo registry sources: give --from")?,
+    };
+    let tmp = tempfile::tempdir()?;
+    let ws = tmp.path().join("ws");
+    let (files, bytes) = copy_tree(&from, &ws, args.bytes_min, args.files_min)?;
+    git(&ws, &["init", "-q"])?;
+    git(&ws, &["add", "-A"])?;
+    git(&ws, &["commit", "-q", "-m", "tree"])?;
+    let load_before = loadavg();
+    println!(
+        "clean git checkout: {files} files, {:.1} MB (copied from {})",
+        bytes as f64 / 1e6,
+        from.display()
+    );
+    // The anchor: `git status` on the same tree (it stats every tracked file against
+    // the index, as the git-backed start does).
+    let mut status = Vec::new();
+    for _ in 0..args.runs {
+        let t = Instant::now();
+        git(&ws, &["status", "--porcelain"])?;
+        status.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    println!("git status --porcelain: median {:.0} ms", median(status));
+    for capture in [Capture::Git, Capture::Full] {
+        let (mut cold, mut stored, mut warm) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..args.runs {
+            let home = tmp.path().join(format!("home-{capture:?}-{i}"));
+            cold.push(start(&home, &ws, capture)?);
+            stored.push(used_bytes(&home)? as f64);
+            warm.push(start(&home, &ws, capture)?);
+            std::fs::remove_dir_all(&home)?;
+        }
+        let stored = median(stored);
+        println!(
+            "capture {capture:?}: cold start median {:.0} ms, home {:.1} MB ({:.2} % of the tree); warm start median {:.0} ms  ({} runs)",
+            median(cold),
+            stored / 1e6,
+            stored * 100.0 / bytes as f64,
+            median(warm),
+            args.runs
+        );
+    }
+    // The warm start on a generated tree of small files (not a repository).
+    let tree = tmp.path().join("generated");
+    for i in 0..args.warm_files {
+        let dir = tree.join(format!("d{}", i / 100));
+        if i % 100 == 0 {
+            std::fs::create_dir_all(&dir)?;
+        }
+        std::fs::write(dir.join(format!("f{i}.txt")), format!("file {i}\n"))?;
+    }
+    let home = tmp.path().join("home-tree");
+    let first = start(&home, &tree, Capture::Git)?;
+    // Files written just now are racily clean for a moment: let them age first.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    start(&home, &tree, Capture::Git)?;
+    let mut warm = Vec::new();
+    for _ in 0..args.runs {
+        warm.push(start(&home, &tree, Capture::Git)?);
+    }
+    println!(
+        "generated tree of {} files: first start {first:.0} ms; warm start median {:.0} ms  (target < 300 ms, raised ≤ 100 ms)",
+        args.warm_files,
+        median(warm)
+    );
+    println!("load average before: {load_before}; after: {}", loadavg());
+    Ok(())
+}
