@@ -304,7 +304,11 @@ fn write_session(
     started["workspace"] = json!(workspace);
     put(&mut log, &started)?;
     // A rare word in one session of a thousand; the output size fills the session.
-    let rare = if i % 1000 == 0 { " quasar" } else { "" };
+    let rare = if i.is_multiple_of(1000) {
+        " quasar"
+    } else {
+        ""
+    };
     put(
         &mut log,
         &json!({"type": "user_message", "text": format!("session {i}{rare}: {}", words.text(200))}),
