@@ -20,7 +20,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use regex::bytes::{Regex, RegexSet};
 
@@ -166,7 +166,6 @@ const SOURCES: &[(&str, &str, usize, Option<&str>)] = &[
 ];
 
 struct Pattern {
-    kind: &'static str,
     re: Regex,
     /// The capture group holding the secret (0: the whole match).
     group: usize,
@@ -191,30 +190,43 @@ fn escape_aware(re: &str, group: usize) -> (String, usize) {
     }
 }
 
-/// The compiled patterns, in the order of [`SOURCES`] (a test checks none is missing).
-static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
-    SOURCES
-        .iter()
-        .filter_map(|&(kind, re, group, end)| {
-            let (re, group) = escape_aware(re, group);
-            Some(Pattern {
-                kind,
-                re: Regex::new(&re).ok()?,
-                group,
-                end: match end {
-                    Some(end) => Some(Regex::new(end).ok()?),
-                    None => None,
-                },
-            })
-        })
-        .collect()
-});
+/// Compiles the pattern of [`SOURCES`] at `i` (its secret group moved as
+/// [`escape_aware`] says).
+fn compile(i: usize) -> Option<Pattern> {
+    let &(_, re, group, end) = SOURCES.get(i)?;
+    let (re, group) = escape_aware(re, group);
+    Some(Pattern {
+        re: Regex::new(&re).ok()?,
+        group,
+        end: match end {
+            Some(end) => Some(Regex::new(end).ok()?),
+            None => None,
+        },
+    })
+}
 
-/// All the patterns at once, in the same order as [`PATTERNS`]: one pass over the text
-/// says which may be there (most outputs hold no secret at all); only those run again
-/// to find where.
-static PATTERN_SET: LazyLock<Option<RegexSet>> =
-    LazyLock::new(|| RegexSet::new(PATTERNS.iter().map(|p| p.re.as_str())).ok());
+/// Each pattern of [`SOURCES`], compiled the first time a text may hold its secret
+/// (the set below says so): a short-lived process (a hook, one `cairn` command) pays
+/// only for the set, not for every pattern besides (a test checks all compile).
+static PATTERNS: LazyLock<Vec<OnceLock<Option<Pattern>>>> =
+    LazyLock::new(|| SOURCES.iter().map(|_| OnceLock::new()).collect());
+
+/// The pattern of [`SOURCES`] at `i`, compiled (`None`: it does not compile).
+fn pattern(i: usize) -> Option<&'static Pattern> {
+    PATTERNS.get(i)?.get_or_init(|| compile(i)).as_ref()
+}
+
+/// All the patterns at once, in the order of [`SOURCES`]: one pass over the text says
+/// which may be there (most outputs hold no secret at all); only those run again to
+/// find where.
+static PATTERN_SET: LazyLock<Option<RegexSet>> = LazyLock::new(|| {
+    RegexSet::new(
+        SOURCES
+            .iter()
+            .map(|&(_, re, group, _)| escape_aware(re, group).0),
+    )
+    .ok()
+});
 
 /// What a stretch of text is replaced for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -374,10 +386,11 @@ impl Redactor {
         }
         // Without the set every pattern runs: never fewer redactions.
         let hits = PATTERN_SET.as_ref().map(|set| set.matches(hay));
-        for (i, p) in PATTERNS.iter().enumerate() {
+        for i in 0..SOURCES.len() {
             if hits.as_ref().is_some_and(|h| !h.matched(i)) {
                 continue;
             }
+            let Some(p) = pattern(i) else { continue };
             for c in p.re.captures_iter(hay) {
                 let (Some(whole), Some(secret)) = (c.get(0), c.get(p.group)) else {
                     continue;
@@ -414,8 +427,8 @@ impl Redactor {
             }
             Secret::Pattern(i) => {
                 out.extend_from_slice(b"[REDACTED:");
-                out.extend_from_slice(PATTERNS[i].kind.as_bytes());
-                PATTERNS[i].kind
+                out.extend_from_slice(SOURCES[i].0.as_bytes());
+                SOURCES[i].0
             }
         };
         out.push(b']');
@@ -562,9 +575,8 @@ impl StreamRedactor {
         loop {
             match self.inside {
                 Inside::Key(i) => {
-                    let found = PATTERNS[i]
-                        .end
-                        .as_ref()
+                    let found = pattern(i)
+                        .and_then(|p| p.end.as_ref())
                         .and_then(|end| end.find_at(&self.buf, self.at));
                     match found {
                         Some(m) => {
@@ -644,7 +656,9 @@ impl StreamRedactor {
                 continue;
             }
             let into = match s.secret {
-                Secret::Pattern(i) if PATTERNS[i].end.is_some() => Some(Inside::Key(i)),
+                Secret::Pattern(i) if pattern(i).is_some_and(|p| p.end.is_some()) => {
+                    Some(Inside::Key(i))
+                }
                 _ if cut == Cut::Window => Some(Inside::Run),
                 _ => None,
             };
@@ -670,9 +684,8 @@ impl StreamRedactor {
                     Inside::Run => hay.len(),
                     // Its end line is looked for after its first line, as in a
                     // whole text.
-                    Inside::Key(i) => PATTERNS[i]
-                        .re
-                        .find_at(hay, s.start)
+                    Inside::Key(i) => pattern(i)
+                        .and_then(|p| p.re.find_at(hay, s.start))
                         .map_or(to, |m| m.end().max(to)),
                     Inside::Nothing => to,
                 };
@@ -871,7 +884,10 @@ mod tests {
     #[test]
     fn every_pattern_compiles() {
         assert_eq!(PATTERNS.len(), SOURCES.len());
-        assert!(PATTERN_SET.is_some());
+        for (i, source) in SOURCES.iter().enumerate() {
+            assert!(pattern(i).is_some(), "{} does not compile", source.0);
+        }
+        assert_eq!(PATTERN_SET.as_ref().map(RegexSet::len), Some(SOURCES.len()));
     }
 
     #[test]
