@@ -218,61 +218,35 @@ impl Writer {
     /// Opens an imported session to append the part its source grew by: records
     /// `session_resumed` naming the file as read now.
     pub fn resume(home: &Home, dir: &Path, file: ImportedFile) -> Result<Writer> {
-        let (log, recovery) = LogWriter::open(dir, import_options())?;
-        let folded = cairn_tools::fold::fold_with_snapshot(dir)?;
-        let started = first_started(dir)?;
-        let root = PathBuf::from(&started.workspace);
-        let project = home.project(&root);
-        let blobs = BlobStore::open(&project.blobs_dir())?.without_sync();
-        let config = EngineConfig::new(cairn_tools::Catalog::Thoth);
-        let calls_started = folded.state.calls_started;
-        let mut rec = Recorder::new(
-            log,
-            folded.state,
-            blobs,
-            SnapshotStore::new(dir),
-            IMPORT_DURABILITY,
-            // One snapshot, at the end of the pass: a snapshot every 1000 records
-            // archived the whole growing conversation each time, and made the home 14
-            // times the size of the sources (1 GB of rollouts: 14 GB).
-            0,
-            config.checkpoint_every,
-        );
-        let redactor = Redactor::with_env(std::env::vars());
-        rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
-        rec.append(&Event::SessionResumed {
-            previous_head: recovery.head.map_or(Hash::ZERO, |h| h.hash),
+        // One snapshot, at the end of the pass: a snapshot every 1000 records archived
+        // the whole growing conversation each time, and made the home 14 times the size
+        // of the sources (1 GB of rollouts: 14 GB).
+        let (mut w, previous_head) = Writer::open_existing(home, dir, import_options())?;
+        w.rec.append(&Event::SessionResumed {
+            previous_head,
             findings: Vec::new(),
             interrupted_steps: Vec::new(),
             sandbox: None,
             imported: Some(file),
         })?;
-        let agent = started.imported.map(|i| i.agent).unwrap_or_default();
-        Ok(Writer {
-            rec,
-            id: started.id,
-            dir: dir.to_path_buf(),
-            root,
-            provider: provider_of(&agent),
-            calls: HashMap::new(),
-            open: Vec::new(),
-            ran: Default::default(),
-            redactor,
-            written: Written {
-                calls: 0,
-                records: 1,
-            },
-            interrupted: 0,
-            base: calls_started,
-            mcp_results: HashMap::new(),
-        })
+        w.written.records = 1;
+        Ok(w)
     }
 
     /// Opens a live session to append to it, as it is: nothing is recorded by
     /// opening (a hook opens its session once per call). The log's torn tail, if any,
     /// is repaired; the state is folded from the latest snapshot.
     pub fn reopen(home: &Home, dir: &Path) -> Result<Writer> {
-        let (log, _recovery) = LogWriter::open(dir, durable_options())?;
+        // No snapshot on the way: the session's end takes one.
+        Ok(Writer::open_existing(home, dir, durable_options())?.0)
+    }
+
+    /// A writer appending to the session in `dir` (torn tail repaired, state folded
+    /// from the latest snapshot, no snapshot taken on the way) with the log's
+    /// `options`, and the hash of the head it found.
+    fn open_existing(home: &Home, dir: &Path, options: Options) -> Result<(Writer, Hash)> {
+        let durability = options.durability;
+        let (log, recovery) = LogWriter::open(dir, options)?;
         let folded = cairn_tools::fold::fold_with_snapshot(dir)?;
         let started = first_started(dir)?;
         let root = PathBuf::from(&started.workspace);
@@ -285,8 +259,7 @@ impl Writer {
             folded.state,
             blobs,
             SnapshotStore::new(dir),
-            Durability::Batch,
-            // No snapshot on the way: the session's end takes one.
+            durability,
             0,
             config.checkpoint_every,
         );
@@ -297,7 +270,7 @@ impl Writer {
             .map(|a| a.name)
             .or(started.imported.map(|i| i.agent))
             .unwrap_or_default();
-        Ok(Writer {
+        let writer = Writer {
             rec,
             id: started.id,
             dir: dir.to_path_buf(),
@@ -311,7 +284,8 @@ impl Writer {
             interrupted: 0,
             base: calls_started,
             mcp_results: HashMap::new(),
-        })
+        };
+        Ok((writer, recovery.head.map_or(Hash::ZERO, |h| h.hash)))
     }
 
     /// The folded state of the session as written so far.
