@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use reqwest::{Client, Response};
 
-use super::{GiveUp, GiveUpFn, Progress, ProgressFn, ProviderConfig, ProviderError};
+use super::{GiveUp, GiveUpFn, Progress, ProgressFn, ProviderConfig, ProviderError, Turn};
 
 /// Bytes of an error body quoted in a message.
 const ERROR_BODY_CHARS_MAX: usize = 300;
@@ -71,6 +71,69 @@ impl Wire {
             })
             .await
         })
+    }
+}
+
+/// What a provider's streamed answer is folded into, event by event.
+pub(crate) trait Streamed: Default {
+    /// Takes one server-sent event (its `event:` name and `data:`); true when the
+    /// answer is complete.
+    fn feed(&mut self, event: &str, data: &str) -> Result<bool, ProviderError>;
+    /// The text streamed so far.
+    fn text(&self) -> &str;
+    /// The text streamed so far, for a turn given up half-way.
+    fn into_text(self) -> String;
+    /// The whole turn, once the stream has ended.
+    fn finish(self) -> Result<Turn, ProviderError>;
+}
+
+/// One request of a turn: where it goes and what it says.
+pub(crate) struct Exchange<'a> {
+    pub(crate) url: &'a str,
+    pub(crate) headers: &'a [(&'a str, String)],
+    pub(crate) body: &'a serde_json::Value,
+    /// The whole answer as one JSON body (a request that did not ask to stream).
+    pub(crate) parse: fn(&serde_json::Value) -> Result<Turn, ProviderError>,
+}
+
+/// Runs one turn: posts the request (with retries), then reads the answer whole or
+/// streams it through `S`, telling `progress` the text as it comes. When `give_up`
+/// says so the request is dropped and the error keeps the text streamed until then.
+pub(crate) fn turn<S: Streamed>(
+    wire: &Wire,
+    config: &ProviderConfig,
+    give_up: Option<&GiveUpFn>,
+    progress: Option<ProgressFn>,
+    exchange: &Exchange<'_>,
+) -> Result<Turn, ProviderError> {
+    let mut state = S::default();
+    let answered = wire.run(give_up, async {
+        let resp = post(
+            &wire.client,
+            config,
+            exchange.url,
+            exchange.headers,
+            exchange.body,
+            progress.as_ref(),
+        )
+        .await?;
+        if !config.stream {
+            return (exchange.parse)(&json_of(resp, &config.api_key).await?).map(Some);
+        }
+        super::sse::read(resp, &config.api_key, |event, data| {
+            let shown = state.text().len();
+            let done = state.feed(event, data)?;
+            super::tell_text(progress.as_ref(), &state.text()[shown..]);
+            Ok(done)
+        })
+        .await?;
+        Ok(None)
+    });
+    match answered {
+        Err(why) => Err(why.error(state.into_text())),
+        Ok(Err(e)) => Err(e),
+        Ok(Ok(Some(whole))) => Ok(whole),
+        Ok(Ok(None)) => state.finish(),
     }
 }
 

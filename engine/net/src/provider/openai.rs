@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{
     GiveUpFn, Message, ProgressFn, Provider, ProviderConfig, ProviderError, Request, ToolCall,
-    Turn, Usage, http, parse_arguments, sse,
+    Turn, Usage, http, parse_arguments,
 };
 
 /// An OpenAI-compatible server.
@@ -227,6 +227,24 @@ impl StreamState {
     }
 }
 
+impl http::Streamed for StreamState {
+    fn feed(&mut self, _event: &str, data: &str) -> Result<bool, ProviderError> {
+        StreamState::feed(self, data)
+    }
+
+    fn text(&self) -> &str {
+        &self.text
+    }
+
+    fn into_text(self) -> String {
+        self.text
+    }
+
+    fn finish(self) -> Result<Turn, ProviderError> {
+        StreamState::finish(self)
+    }
+}
+
 impl Provider for OpenAi {
     fn name(&self) -> &str {
         "openai"
@@ -252,35 +270,17 @@ impl Provider for OpenAi {
             headers.push(("authorization", format!("Bearer {k}")));
         }
         let body = body(&c.model, request, c.stream);
-        let mut state = StreamState::default();
-        let progress = self.progress.clone();
-        let answered = self.wire.run(self.give_up.as_ref(), async {
-            let resp = http::post(
-                &self.wire.client,
-                c,
-                &url,
-                &headers,
-                &body,
-                progress.as_ref(),
-            )
-            .await?;
-            if !c.stream {
-                return parse_response(&http::json_of(resp, &c.api_key).await?).map(Some);
-            }
-            sse::read(resp, &c.api_key, |_, data| {
-                let shown = state.text.len();
-                let done = state.feed(data)?;
-                super::tell_text(progress.as_ref(), &state.text[shown..]);
-                Ok(done)
-            })
-            .await?;
-            Ok(None)
-        });
-        match answered {
-            Err(why) => Err(why.error(state.text)),
-            Ok(Err(e)) => Err(e),
-            Ok(Ok(Some(whole))) => Ok(whole),
-            Ok(Ok(None)) => state.finish(),
-        }
+        http::turn::<StreamState>(
+            &self.wire,
+            c,
+            self.give_up.as_ref(),
+            self.progress.clone(),
+            &http::Exchange {
+                url: &url,
+                headers: &headers,
+                body: &body,
+                parse: parse_response,
+            },
+        )
     }
 }
