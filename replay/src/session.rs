@@ -103,7 +103,6 @@ impl Session {
     /// own hash holds and whose event parses, the others skipped (`verify` lists
     /// them). For an audit that must still show what the damaged log says.
     pub fn load_intact(dir: &Path) -> Result<Session> {
-        use std::io::BufRead;
         check_session_dir(dir)?;
         let bad = |what: String| ReplayError::Session {
             path: dir.to_path_buf(),
@@ -111,43 +110,12 @@ impl Session {
         };
         let log = cairn_store::log_path(dir);
         let blobs = blob_store_of(dir)?;
-        let file = std::fs::File::open(&log).map_err(crate::error::io_at(&log))?;
-        let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
         let mut records = Vec::new();
-        let mut buf = Vec::new();
-        let (mut line, mut offset) = (1u64, 0u64);
-        loop {
-            buf.clear();
-            let n = reader
-                .read_until(b'\n', &mut buf)
-                .map_err(crate::error::io_at(&log))?;
-            if n == 0 {
-                break;
+        intact_records(&log, |r| {
+            if let Ok(rec) = cairn_tools::fold::parse_in(r, &blobs) {
+                records.push(rec);
             }
-            if buf.last() == Some(&b'\n') {
-                buf.pop();
-                if let Ok(fields) = cairn_store::check_line(&buf)
-                    && let Ok(event) = serde_json::value::RawValue::from_string(
-                        String::from_utf8_lossy(fields.event).into_owned(),
-                    )
-                {
-                    let r = cairn_store::Record {
-                        seq: fields.seq,
-                        ts: fields.ts.to_string(),
-                        prev: fields.prev,
-                        hash: fields.hash,
-                        event,
-                        line,
-                        offset,
-                    };
-                    if let Ok(rec) = cairn_tools::fold::parse_in(&r, &blobs) {
-                        records.push(rec);
-                    }
-                }
-            }
-            line += 1;
-            offset += n as u64;
-        }
+        })?;
         let started = match records.first().map(|r| &r.event) {
             Some(Event::SessionStarted(s)) => s.clone(),
             _ => {
@@ -542,4 +510,44 @@ pub fn calls(records: &[Record]) -> Vec<Call> {
         }
     }
     out
+}
+
+/// Calls `each` with every record of the log at `log` whose line is whole, whose own
+/// hash holds and whose event is JSON, in order; the other lines are skipped (`verify`
+/// lists them). How a damaged log is read as far as it is readable.
+pub(crate) fn intact_records(log: &Path, mut each: impl FnMut(&cairn_store::Record)) -> Result<()> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(log).map_err(crate::error::io_at(log))?;
+    let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
+    let mut buf = Vec::new();
+    let (mut line, mut offset) = (1u64, 0u64);
+    loop {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(crate::error::io_at(log))?;
+        if n == 0 {
+            return Ok(());
+        }
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+            if let Ok(fields) = cairn_store::check_line(&buf)
+                && let Ok(event) = serde_json::value::RawValue::from_string(
+                    String::from_utf8_lossy(fields.event).into_owned(),
+                )
+            {
+                each(&cairn_store::Record {
+                    seq: fields.seq,
+                    ts: fields.ts.to_string(),
+                    prev: fields.prev,
+                    hash: fields.hash,
+                    event,
+                    line,
+                    offset,
+                });
+            }
+        }
+        line += 1;
+        offset += n as u64;
+    }
 }

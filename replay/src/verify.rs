@@ -20,7 +20,6 @@
 //! it. It never writes.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use cairn_core::Limits;
@@ -35,7 +34,7 @@ use cairn_store::{BlobCheck, BlobRef, BlobStore, Hash, Head, SnapshotStore};
 use cairn_tools::{Catalog, EngineConfig, Registry, manifest};
 use serde::Serialize;
 
-use crate::error::{Result, io_at};
+use crate::error::Result;
 use crate::session::{blob_store_of, check_session_dir};
 
 mod holes;
@@ -185,38 +184,7 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<(Report, Vec<P
     v.snapshots = SnapshotStore::new(dir).list()?;
     v.report.snapshots = v.snapshots.len() as u64;
 
-    let file = std::fs::File::open(&log).map_err(io_at(&log))?;
-    let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
-    let mut buf = Vec::new();
-    let (mut line, mut offset) = (1u64, 0u64);
-    loop {
-        buf.clear();
-        let n = reader.read_until(b'\n', &mut buf).map_err(io_at(&log))?;
-        if n == 0 {
-            break;
-        }
-        if buf.last() == Some(&b'\n') {
-            buf.pop();
-            if let Ok(fields) = cairn_store::check_line(&buf)
-                && let Ok(event) = serde_json::value::RawValue::from_string(
-                    String::from_utf8_lossy(fields.event).into_owned(),
-                )
-            {
-                let r = cairn_store::Record {
-                    seq: fields.seq,
-                    ts: fields.ts.to_string(),
-                    prev: fields.prev,
-                    hash: fields.hash,
-                    event,
-                    line,
-                    offset,
-                };
-                v.record(&r);
-            }
-        }
-        line += 1;
-        offset += n as u64;
-    }
+    crate::session::intact_records(&log, |r| v.record(r))?;
     v.finish();
     v.report.running = !v.report.ended && cairn_store::writer_pid(dir).is_some();
     let mut problems = v.problems;
