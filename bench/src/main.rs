@@ -83,6 +83,9 @@ enum Command {
     /// Resume one session in process and print the time it took (used for memory).
     #[command(name = "__resume", hide = true)]
     ResumeOnce { home: PathBuf, dir: PathBuf },
+    /// Verify one session deeply in process and print the time it took (used for memory).
+    #[command(name = "__deep-verify", hide = true)]
+    DeepVerifyOnce { dir: PathBuf },
     /// Verify one log in process and print `records bytes clean` (used for memory).
     #[command(name = "__verify", hide = true)]
     Verify {
@@ -124,6 +127,7 @@ fn main() -> Result<()> {
         Command::ImportOnce { home, src } => import::import_once(&home, &src),
         Command::Tree(args) => tree::run(&args),
         Command::ResumeOnce { home, dir } => resume::resume_once(&home, &dir),
+        Command::DeepVerifyOnce { dir } => resume::deep_verify_once(&dir),
         Command::Verify { path, threads } => {
             let mut options = cairn_store::VerifyOptions::default();
             if let Some(t) = threads {

@@ -57,14 +57,27 @@ impl NameMatch {
         match self {
             NameMatch::Glob(g) => g.matches(rel, ""),
             NameMatch::Contains(s) if s.contains('/') => rel.to_lowercase().contains(s.as_str()),
-            NameMatch::Contains(s) => rel
-                .rsplit('/')
-                .next()
-                .unwrap_or(rel)
-                .to_lowercase()
-                .contains(s.as_str()),
+            NameMatch::Contains(s) => {
+                let name = rel.rsplit('/').next().unwrap_or(rel);
+                // Most names are ASCII: compared without lowercasing a copy.
+                if name.is_ascii() && s.is_ascii() {
+                    contains_ascii_nocase(name.as_bytes(), s.as_bytes())
+                } else {
+                    name.to_lowercase().contains(s.as_str())
+                }
+            }
         }
     }
+}
+
+/// True when `hay` contains `needle` (lowercase) ignoring ASCII case.
+fn contains_ascii_nocase(hay: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty()
+        || hay.windows(needle.len()).any(|w| {
+            w.iter()
+                .zip(needle)
+                .all(|(a, b)| a.to_ascii_lowercase() == *b)
+        })
 }
 
 impl TypedTool for FindFiles {
@@ -108,30 +121,71 @@ impl TypedTool for FindFiles {
                 skip_build_folders: false,
             },
         );
-        let found: Vec<String> = walked
+        // The answer is written as the paths are matched (in path order): the first
+        // list_entries_max of them, then a note on how many more there were.
+        let shown_max = ctx.limits.list_entries_max;
+        let mut out = String::new();
+        let mut found = 0usize;
+        for f in walked
             .files()
             .filter(|f| name.matches(&f.rel))
             .filter(|f| glob.as_ref().is_none_or(|g| g.matches(&f.rel, "")))
             .filter(|f| extensions.as_ref().is_none_or(|e| e.matches(&f.rel)))
-            .map(|f| f.rel.clone())
-            .collect();
-        let mut out = if found.is_empty() {
+        {
+            if found < shown_max {
+                if found > 0 {
+                    out.push('\n');
+                }
+                out.push_str(&f.rel);
+            }
+            found += 1;
+        }
+        let mut tail = Vec::new();
+        if found == 0 {
             let mut line = format!("no files found matching `{}`", input.pattern);
             if !hidden {
                 line.push_str(
                     " (hidden files were not searched: set include_hidden to include them)",
                 );
             }
-            vec![line]
-        } else {
-            search::capped_list(
-                &found,
-                ctx.limits.list_entries_max,
+            tail.push(line);
+        } else if found > shown_max {
+            tail.push(search::more_not_shown(
+                found - shown_max,
                 ("file", "files"),
                 "narrow the pattern or add a glob",
-            )
-        };
-        out.extend(walked.notes(root.display()));
-        Ok(ToolOutput::ok(out.join("\n")))
+            ));
+        }
+        tail.extend(walked.notes(root.display()));
+        for line in tail {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&line);
+        }
+        Ok(ToolOutput::ok(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_names_match_as_lowercasing_matches() {
+        for (name, needle) in [
+            ("README.md", "readme"),
+            ("readme", "readme"),
+            ("x_Test.rs", "test"),
+            ("tes", "test"),
+            ("", "a"),
+            ("abc", ""),
+        ] {
+            assert_eq!(
+                contains_ascii_nocase(name.as_bytes(), needle.as_bytes()),
+                name.to_lowercase().contains(needle),
+                "{name} {needle}"
+            );
+        }
     }
 }

@@ -119,7 +119,7 @@ impl TypedTool for Grep {
             }
         }
         Ok(ToolOutput::ok(search::render_search(
-            &report,
+            report,
             ctx.limits.read_file_bytes_max,
             &notes,
             "",

@@ -213,6 +213,54 @@ pub fn folder(ctx: &Ctx<'_>, path: Option<&str>, file_hint: &str) -> Result<Fold
 
 /// Workspace-relative `/`-separated path of `abs`, if it is inside `root`.
 pub fn rel_of(root: &Path, abs: &Path) -> Option<String> {
+    rel_view(root, abs).map(std::borrow::Cow::into_owned)
+}
+
+/// [`rel_of`] without allocating in the common case: a walked path is `root` joined
+/// with clean components, so its tail after `root/` is already the answer. Anything
+/// else (`.` or empty components, a root ending in `/`) goes the component way.
+fn rel_view<'a>(root: &Path, abs: &'a Path) -> Option<std::borrow::Cow<'a, str>> {
+    use std::os::unix::ffi::OsStrExt;
+    let (r, a) = (root.as_os_str().as_bytes(), abs.as_os_str().as_bytes());
+    if !r.ends_with(b"/")
+        && let Some(rest) = a.strip_prefix(r)
+        && (rest.is_empty() || rest[0] == b'/')
+    {
+        let rest = rest.strip_prefix(b"/").unwrap_or(rest);
+        let clean = rest.is_empty()
+            || rest
+                .split(|&b| b == b'/')
+                .all(|c| !c.is_empty() && c != b".");
+        if clean {
+            return Some(String::from_utf8_lossy(rest));
+        }
+    }
+    rel_components(root, abs).map(std::borrow::Cow::Owned)
+}
+
+/// True when `path` is `dir` or below it, compared as bytes (both as a walk makes
+/// them: absolute, without `.` components).
+fn under_bytes(path: &Path, dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let (p, d) = (path.as_os_str().as_bytes(), dir.as_os_str().as_bytes());
+    let d = d.strip_suffix(b"/").unwrap_or(d);
+    p.strip_prefix(d)
+        .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
+}
+
+/// True when `path` is absolute and has no empty or `.` component (a trailing `/`
+/// aside): two such paths are below one another exactly when their bytes say so.
+fn spelled_clean(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let b = path.as_os_str().as_bytes();
+    let Some(b) = b.strip_prefix(b"/") else {
+        return false;
+    };
+    let b = b.strip_suffix(b"/").unwrap_or(b);
+    b.is_empty() || b.split(|&c| c == b'/').all(|c| !c.is_empty() && c != b".")
+}
+
+fn rel_components(root: &Path, abs: &Path) -> Option<String> {
     let rel = abs.strip_prefix(root).ok()?;
     let parts: Vec<String> = rel
         .components()
@@ -275,15 +323,18 @@ fn walk_from(root: &Path, start: &Path, home: &Path, base_rel: &str, opts: WalkO
         let seen = Arc::clone(&seen);
         let escaping = Arc::clone(&escaping);
         let build = Arc::clone(&build);
+        // Walked paths are `start` joined with names: when the three are spelled
+        // cleanly, comparing bytes is comparing components, without the iteration.
+        let spelled_clean = spelled_clean(&root) && spelled_clean(start) && spelled_clean(&home);
         builder.filter_entry(move |e| {
             if e.file_name() == ".git" {
                 return false;
             }
             let path = e.path();
-            if path.starts_with(&home) {
+            if under_bytes(path, &home) || (!spelled_clean && path.starts_with(&home)) {
                 return false;
             }
-            let Some(rel) = rel_of(&root, path) else {
+            let Some(rel) = rel_view(&root, path) else {
                 return false;
             };
             match relation(&rel, &base_rel) {
@@ -303,7 +354,7 @@ fn walk_from(root: &Path, start: &Path, home: &Path, base_rel: &str, opts: WalkO
                 && BUILD_FOLDERS.contains(&e.file_name().to_string_lossy().as_ref())
             {
                 if let Ok(mut v) = build.lock() {
-                    v.push(rel);
+                    v.push(rel.into_owned());
                 }
                 return false;
             }
@@ -312,7 +363,7 @@ fn walk_from(root: &Path, start: &Path, home: &Path, base_rel: &str, opts: WalkO
                     .is_ok_and(|t| t.starts_with(&root) && !t.starts_with(&home));
                 if !inside {
                     if let Ok(mut v) = escaping.lock() {
-                        v.push(rel);
+                        v.push(rel.into_owned());
                     }
                     return false;
                 }
@@ -322,7 +373,11 @@ fn walk_from(root: &Path, start: &Path, home: &Path, base_rel: &str, opts: WalkO
     }
     let found = Mutex::new(Vec::new());
     builder.build_parallel().run(|| {
-        let found = &found;
+        // Each walker thread keeps what it finds and hands it over once, when it ends.
+        let mut batch = Batch {
+            out: &found,
+            found: Vec::new(),
+        };
         let root = root.to_path_buf();
         let base_rel = base_rel.to_string();
         Box::new(move |entry| {
@@ -345,17 +400,18 @@ fn walk_from(root: &Path, start: &Path, home: &Path, base_rel: &str, opts: WalkO
                 Some(t) if t.is_symlink() => Kind::Symlink,
                 _ => Kind::Other,
             };
-            if let Ok(mut v) = found.lock() {
-                v.push(Found {
-                    rel,
-                    abs: entry.into_path(),
-                    kind,
-                });
-            }
+            batch.found.push(Found {
+                rel,
+                abs: entry.into_path(),
+                kind,
+            });
             ignore::WalkState::Continue
         })
     });
-    let mut entries = found.into_inner().unwrap_or_default();
+    let mut entries = match found.into_inner() {
+        Ok(v) => v,
+        Err(poisoned) => poisoned.into_inner(),
+    };
     entries.sort_by(|a, b| a.rel.cmp(&b.rel));
     entries.dedup_by(|a, b| a.rel == b.rel);
     let mut escaping_links = escaping.lock().map(|v| v.clone()).unwrap_or_default();
@@ -372,6 +428,22 @@ fn walk_from(root: &Path, start: &Path, home: &Path, base_rel: &str, opts: WalkO
             build_folders,
         },
         base_seen: seen.load(Ordering::Relaxed),
+    }
+}
+
+/// What one walker thread found, added to `out` when the thread is done with it.
+struct Batch<'a> {
+    out: &'a Mutex<Vec<Found>>,
+    found: Vec<Found>,
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        let mut out = match self.out.lock() {
+            Ok(out) => out,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        out.append(&mut self.found);
     }
 }
 
@@ -541,16 +613,21 @@ impl Extensions {
 pub fn capped_list(items: &[String], max: usize, what: (&str, &str), hint: &str) -> Vec<String> {
     let mut out: Vec<String> = items.iter().take(max).cloned().collect();
     if items.len() > max {
-        out.push(format!(
-            "…({} not shown; {hint})",
-            plural(
-                items.len() - max,
-                &format!("more {}", what.0),
-                &format!("more {}", what.1)
-            )
-        ));
+        out.push(more_not_shown(items.len() - max, what, hint));
     }
     out
+}
+
+/// The note after a capped listing: `…(3 more files not shown; HINT)`.
+pub fn more_not_shown(more: usize, what: (&str, &str), hint: &str) -> String {
+    format!(
+        "…({} not shown; {hint})",
+        plural(
+            more,
+            &format!("more {}", what.0),
+            &format!("more {}", what.1)
+        )
+    )
 }
 
 /// `1 file`, `2 files`.
@@ -559,6 +636,16 @@ pub fn plural(n: usize, one: &str, many: &str) -> String {
         format!("1 {one}")
     } else {
         format!("{n} {many}")
+    }
+}
+
+/// Appends `line` cut to `chars_max` characters (as [`cut_line`] cuts it) to `out`.
+pub fn push_cut(out: &mut String, line: &str, chars_max: usize) {
+    // No more bytes than the limit: no more characters either.
+    if line.len() <= chars_max {
+        out.push_str(line);
+    } else {
+        out.push_str(&cut_line(line, chars_max));
     }
 }
 
@@ -766,8 +853,9 @@ pub struct LineSearch<'a> {
 /// The result of a content search.
 #[derive(Debug, Default)]
 pub struct SearchReport {
-    /// `path:line:text` for matches, `path-line-text` for context, `--` between groups.
-    pub lines: Vec<String>,
+    /// The answer's lines, each followed by `\n`: `path:line:text` for matches,
+    /// `path-line-text` for context, `--` between groups.
+    pub text: String,
     /// Matching lines found, shown or not.
     pub matches: usize,
     pub shown: usize,
@@ -783,31 +871,44 @@ enum HitKind {
     Break,
 }
 
+/// One file's answer, already formatted: `text` holds its lines, `marks` where each
+/// starts and what it is (so the merge can cut it after the match the cap allows).
 #[derive(Debug, Default)]
 struct FileHits {
     matches: usize,
-    hits: Vec<(HitKind, u64, String)>,
+    text: String,
+    marks: Vec<(HitKind, usize)>,
     skip: Option<Skip>,
 }
 
-/// Collects up to `store_max` matching lines with their context and counts the rest.
-struct Collect {
+/// Formats up to `store_max` matching lines with their context straight into one
+/// buffer, and counts the rest.
+struct Collect<'a> {
+    rel: &'a str,
     store_max: usize,
     chars_max: usize,
     matches: usize,
     full: bool,
-    hits: Vec<(HitKind, u64, String)>,
+    text: String,
+    marks: Vec<(HitKind, usize)>,
 }
 
-impl Collect {
+impl Collect<'_> {
     fn push(&mut self, kind: HitKind, n: u64, bytes: &[u8]) {
+        self.marks.push((kind, self.text.len()));
+        let sep = if kind == HitKind::Match { ':' } else { '-' };
+        self.text.push_str(self.rel);
+        self.text.push(sep);
+        self.text.push_str(itoa::Buffer::new().format(n));
+        self.text.push(sep);
         let line = String::from_utf8_lossy(bytes);
         let line = line.trim_end_matches('\n').trim_end_matches('\r');
-        self.hits.push((kind, n, cut_line(line, self.chars_max)));
+        push_cut(&mut self.text, line, self.chars_max);
+        self.text.push('\n');
     }
 }
 
-impl Sink for Collect {
+impl Sink for Collect<'_> {
     type Error = std::io::Error;
 
     fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, std::io::Error> {
@@ -836,27 +937,77 @@ impl Sink for Collect {
 
     fn context_break(&mut self, _: &Searcher) -> Result<bool, std::io::Error> {
         if !self.full {
-            self.hits.push((HitKind::Break, 0, String::new()));
+            self.marks.push((HitKind::Break, self.text.len()));
+            self.text.push_str("--\n");
         }
         Ok(true)
     }
 }
 
-fn search_file(q: &LineSearch<'_>, f: &Found, store_max: usize) -> FileHits {
+/// The searchers one thread reuses from file to file (building one zeroes its
+/// buffer): with the call's context lines, and without (for files past the cap).
+struct Searchers {
+    context: usize,
+    with_context: Option<Searcher>,
+    without: Option<Searcher>,
+}
+
+impl Searchers {
+    fn new(context: usize) -> Searchers {
+        Searchers {
+            context,
+            with_context: None,
+            without: None,
+        }
+    }
+
+    fn get(&mut self, context: bool) -> &mut Searcher {
+        let (slot, lines) = if context && self.context > 0 {
+            (&mut self.with_context, self.context)
+        } else {
+            (&mut self.without, 0)
+        };
+        slot.get_or_insert_with(|| {
+            SearcherBuilder::new()
+                .line_number(true)
+                .before_context(lines)
+                .after_context(lines)
+                .binary_detection(BinaryDetection::none())
+                .build()
+        })
+    }
+}
+
+fn search_file(
+    q: &LineSearch<'_>,
+    f: &Found,
+    store_max: usize,
+    searchers: &mut Searchers,
+) -> FileHits {
     let skipped = |s| FileHits {
         skip: Some(s),
         ..FileHits::default()
     };
-    let Ok((file, meta)) = open_found(q.fs, f) else {
+    let Ok((mut file, meta)) = open_found(q.fs, f) else {
         return skipped(Skip::Unreadable);
     };
     if meta.len() > q.bytes_max {
         return skipped(Skip::TooBig);
     }
-    // At most one byte past the limit, even from a file that grows meanwhile.
+    // At most one byte past the limit, even from a file that grows meanwhile; the
+    // head first, so that a binary file is not read past it.
+    let read_max = q.bytes_max.saturating_add(1);
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    if file
-        .take(q.bytes_max.saturating_add(1))
+    let head = read_max.min(text::SNIFF_BYTES as u64);
+    if (&mut file).take(head).read_to_end(&mut bytes).is_err() {
+        return skipped(Skip::Unreadable);
+    }
+    if (bytes.len() as u64) < head {
+        // The whole file is in: nothing more to read.
+    } else if text::is_binary(&bytes) && bytes.len() as u64 <= q.bytes_max {
+        return skipped(Skip::Binary);
+    } else if file
+        .take(read_max - bytes.len() as u64)
         .read_to_end(&mut bytes)
         .is_err()
     {
@@ -869,26 +1020,23 @@ fn search_file(q: &LineSearch<'_>, f: &Found, store_max: usize) -> FileHits {
         return skipped(Skip::Binary);
     }
     // Files past the cap are only counted: no context is gathered for them.
-    let context = if store_max > 0 { q.context } else { 0 };
-    let mut searcher = SearcherBuilder::new()
-        .line_number(true)
-        .before_context(context)
-        .after_context(context)
-        .binary_detection(BinaryDetection::none())
-        .build();
+    let searcher = searchers.get(store_max > 0);
     let mut sink = Collect {
+        rel: &f.rel,
         store_max,
         chars_max: q.chars_max,
         matches: 0,
         full: false,
-        hits: Vec::new(),
+        text: String::new(),
+        marks: Vec::new(),
     };
     if searcher.search_slice(q.matcher, &bytes, &mut sink).is_err() {
         return skipped(Skip::Unreadable);
     }
     FileHits {
         matches: sink.matches,
-        hits: sink.hits,
+        text: sink.text,
+        marks: sink.marks,
         skip: None,
     }
 }
@@ -899,6 +1047,8 @@ fn search_file(q: &LineSearch<'_>, f: &Found, store_max: usize) -> FileHits {
 /// one a sequential search gives. A file is searched with room for as many matches as
 /// the cap still allowed when it started; the cap only fills as files merge, so that
 /// is always enough, and once the cap is full the remaining files are only counted.
+/// Each file's lines are formatted as it is searched and appended to the answer as
+/// it merges: no line is held as a value of its own.
 pub fn search(q: &LineSearch<'_>, files: &[&Found]) -> SearchReport {
     let merge = Mutex::new(Merge {
         slots: (0..files.len()).map(|_| None).collect(),
@@ -908,17 +1058,18 @@ pub fn search(q: &LineSearch<'_>, files: &[&Found]) -> SearchReport {
     let shown = AtomicUsize::new(0);
     let next = AtomicUsize::new(0);
     let work = || {
+        let mut searchers = Searchers::new(q.context);
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(f) = files.get(i) else { break };
             let store_max = q.matches_max.saturating_sub(shown.load(Ordering::Acquire));
-            let hits = search_file(q, f, store_max);
+            let hits = search_file(q, f, store_max, &mut searchers);
             let mut m = match merge.lock() {
                 Ok(m) => m,
                 Err(poisoned) => poisoned.into_inner(),
             };
             m.slots[i] = Some(hits);
-            m.drain(files, q);
+            m.drain(q);
             shown.store(m.report.shown, Ordering::Release);
         }
     };
@@ -953,9 +1104,8 @@ struct Merge {
 
 impl Merge {
     /// Merges every finished file that follows the merged ones.
-    fn drain(&mut self, files: &[&Found], q: &LineSearch<'_>) {
+    fn drain(&mut self, q: &LineSearch<'_>) {
         while let Some(r) = self.slots.get_mut(self.next).and_then(Option::take) {
-            let rel = &files[self.next].rel;
             self.next += 1;
             let report = &mut self.report;
             if let Some(s) = r.skip {
@@ -968,56 +1118,47 @@ impl Merge {
             if r.matches == 0 || room == 0 {
                 continue;
             }
-            if q.context > 0 && !report.lines.is_empty() {
-                report.lines.push("--".to_string());
+            if q.context > 0 && !report.text.is_empty() {
+                report.text.push_str("--\n");
             }
-            for (kind, n, line) in take_matches(r.hits, room) {
-                match kind {
-                    HitKind::Match => {
-                        report.shown += 1;
-                        report.lines.push(format!("{rel}:{n}:{line}"));
-                    }
-                    HitKind::Before | HitKind::After => {
-                        report.lines.push(format!("{rel}-{n}-{line}"))
-                    }
-                    HitKind::Break => report.lines.push("--".to_string()),
-                }
-            }
+            let (end, shown) = cut_after(&r.marks, room, r.text.len());
+            report.shown += shown;
+            report.text.push_str(&r.text[..end]);
         }
     }
 }
 
-/// The hits up to and including the `n`th match and its after-context.
-fn take_matches(hits: Vec<(HitKind, u64, String)>, n: usize) -> Vec<(HitKind, u64, String)> {
-    let mut out = Vec::with_capacity(hits.len());
+/// Where a file's answer ends when it may show `n` matches: after the `n`th match and
+/// its after-context (context gathered for a match not shown goes with it), and how
+/// many matches that keeps. `marks` are the kinds and start offsets of its lines,
+/// `len` the length of its text.
+fn cut_after(marks: &[(HitKind, usize)], n: usize, len: usize) -> (usize, usize) {
+    let mut kept = marks.len();
     let mut seen = 0;
-    for h in hits {
-        if h.0 == HitKind::Match {
+    for (i, (kind, _)) in marks.iter().enumerate() {
+        if *kind == HitKind::Match {
             if seen == n {
+                kept = i;
                 break;
             }
             seen += 1;
         }
-        out.push(h);
     }
-    // Context gathered for a match that is not shown goes with it.
-    while out
-        .last()
-        .is_some_and(|h| matches!(h.0, HitKind::Before | HitKind::Break))
-    {
-        out.pop();
+    while kept > 0 && matches!(marks[kept - 1].0, HitKind::Before | HitKind::Break) {
+        kept -= 1;
     }
-    out
+    let end = marks.get(kept).map_or(len, |m| m.1);
+    (end, seen)
 }
 
 /// The text of a search answer: matches, then notes.
 pub fn render_search(
-    report: &SearchReport,
+    report: SearchReport,
     limits_bytes_max: u64,
     notes: &[String],
     no_match_hint: &str,
 ) -> String {
-    let mut out: Vec<String> = report.lines.clone();
+    let mut tail: Vec<String> = Vec::new();
     if report.matches == 0 {
         let mut line = format!(
             "no matches ({} searched)",
@@ -1026,19 +1167,28 @@ pub fn render_search(
         if !no_match_hint.is_empty() {
             line.push_str(&format!("; {no_match_hint}"));
         }
-        out.push(line);
+        tail.push(line);
     } else if report.matches > report.shown {
         let more = report.matches - report.shown;
-        out.push(format!(
+        tail.push(format!(
             "…({} not shown; narrow the pattern or add a glob)",
             plural(more, "more match", "more matches")
         ));
     }
-    out.extend(notes.iter().cloned());
+    tail.extend(notes.iter().cloned());
     if let Some(n) = report.skipped.note(limits_bytes_max) {
-        out.push(n);
+        tail.push(n);
     }
-    out.join("\n")
+    // The lines joined by `\n`: the matches' lines each end with one already.
+    let mut out = report.text;
+    if tail.is_empty() {
+        if out.ends_with('\n') {
+            out.pop();
+        }
+    } else {
+        out.push_str(&tail.join("\n"));
+    }
+    out
 }
 
 /// The context lines to use: the request clamped to `context_lines_max`, with a note
@@ -1146,18 +1296,79 @@ mod tests {
     }
 
     #[test]
-    fn take_matches_drops_context_of_matches_not_shown() {
-        let h = |k, n: u64| (k, n, String::new());
-        let hits = vec![
-            h(HitKind::Match, 1),
-            h(HitKind::After, 2),
-            h(HitKind::Break, 0),
-            h(HitKind::Before, 5),
-            h(HitKind::Match, 6),
+    fn cut_after_drops_context_of_matches_not_shown() {
+        let marks = [
+            (HitKind::Match, 0),
+            (HitKind::After, 10),
+            (HitKind::Break, 20),
+            (HitKind::Before, 23),
+            (HitKind::Match, 33),
         ];
+        // One match shown: it and its after-context, not the break or the next
+        // match's before-context.
+        assert_eq!(cut_after(&marks, 1, 43), (20, 1));
+        assert_eq!(cut_after(&marks, 2, 43), (43, 2));
+        assert_eq!(cut_after(&marks, 9, 43), (43, 2));
+        assert_eq!(cut_after(&marks, 0, 43), (0, 0));
+    }
+
+    #[test]
+    fn rel_of_matches_the_component_way() {
+        for (root, abs) in [
+            ("/w", "/w/a/b.rs"),
+            ("/w", "/w"),
+            ("/w/", "/w/a"),
+            ("/w", "/w/./a//b"),
+            ("/w", "/wx/a"),
+            ("/w", "/v/a"),
+            ("/w/./x", "/w/x/a"),
+            ("/", "/a/b"),
+        ] {
+            let (root, abs) = (Path::new(root), Path::new(abs));
+            assert_eq!(
+                rel_of(root, abs),
+                rel_components(root, abs),
+                "{root:?} {abs:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn under_bytes_agrees_with_components_for_clean_paths() {
+        for (path, dir, under) in [
+            ("/h/a", "/h", true),
+            ("/h", "/h", true),
+            ("/h", "/h/", true),
+            ("/hx/a", "/h", false),
+            ("/g/a", "/h", false),
+        ] {
+            let (p, d) = (Path::new(path), Path::new(dir));
+            assert!(spelled_clean(p) && spelled_clean(d));
+            assert_eq!(under_bytes(p, d), under, "{path} {dir}");
+            assert_eq!(p.starts_with(d), under, "{path} {dir}");
+        }
+        assert!(!spelled_clean(Path::new("/a/./b")));
+        assert!(!spelled_clean(Path::new("/a//b")));
+        assert!(!spelled_clean(Path::new("a/b")));
+    }
+
+    #[test]
+    fn rendered_answer_joins_lines_and_notes() {
+        let report = |text: &str, matches, shown| SearchReport {
+            text: text.to_string(),
+            matches,
+            shown,
+            files_searched: 1,
+            skipped: Skipped::default(),
+        };
+        assert_eq!(render_search(report("a:1:x\n", 1, 1), 10, &[], ""), "a:1:x");
         assert_eq!(
-            take_matches(hits, 1),
-            vec![h(HitKind::Match, 1), h(HitKind::After, 2)]
+            render_search(report("a:1:x\na:2:y\n", 3, 2), 10, &["(note)".into()], ""),
+            "a:1:x\na:2:y\n…(1 more match not shown; narrow the pattern or add a glob)\n(note)"
+        );
+        assert_eq!(
+            render_search(report("", 0, 0), 10, &[], "hint"),
+            "no matches (1 file searched); hint"
         );
     }
 

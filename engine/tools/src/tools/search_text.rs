@@ -98,7 +98,7 @@ impl TypedTool for SearchText {
             "hidden files were not searched: set include_hidden to include them"
         };
         Ok(ToolOutput::ok(search::render_search(
-            &report,
+            report,
             ctx.limits.read_file_bytes_max,
             &notes,
             hint,
