@@ -122,6 +122,23 @@ fn next_rowid(key: i64, highest: Option<i64>) -> Option<i64> {
     (next <= base + (SEARCH_KEY_DOCS_MAX - 1)).then_some(next)
 }
 
+/// Every session folder of the home at `root` (`projects/*/sessions/*`), from the
+/// listings of its folders alone: [`Index::update`] then `stat`s each log once (a
+/// folder without one is skipped there), where listing sessions as the engine does
+/// checks each log first (two `stat`s per session).
+pub fn home_session_dirs(root: &Path) -> Vec<PathBuf> {
+    let list = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for project in list(&root.join("projects")) {
+        out.extend(list(&project.join("sessions")));
+    }
+    out
+}
+
 /// The embedded search index.
 pub struct Index {
     conn: Connection,
@@ -190,7 +207,7 @@ impl Index {
 
     /// Brings every session folder of `dirs` up to date; a session that cannot be read
     /// is listed in `problems` and the others go on. A log whose length is the one
-    /// indexed is skipped after one `stat`. Sessions are written in transactions of
+    /// indexed, or a folder with no log, is skipped after one `stat`. Sessions are written in transactions of
     /// up to [`SEARCH_BATCH_BYTES_MAX`] bytes of text (each session whole in one).
     pub fn update(&mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Result<Updated> {
         let known: HashMap<String, u64> = {
@@ -209,14 +226,19 @@ impl Index {
             path: path.clone(),
             source,
         };
+        // One `stat` per folder: a folder without a log is no session (yet) and is
+        // skipped; a log of the length indexed has nothing new.
         let mut changed = dirs
             .into_iter()
             .filter(|dir| {
-                !known
-                    .get(dir.to_string_lossy().as_ref())
-                    .is_some_and(|&len| {
-                        std::fs::metadata(cairn_store::log_path(dir)).is_ok_and(|m| m.len() == len)
-                    })
+                let len = match std::fs::metadata(cairn_store::log_path(dir)) {
+                    Ok(m) => m.len(),
+                    Err(e) => {
+                        use std::io::ErrorKind::{NotADirectory, NotFound};
+                        return !matches!(e.kind(), NotFound | NotADirectory);
+                    }
+                };
+                known.get(dir.to_string_lossy().as_ref()) != Some(&len)
             })
             .collect::<Vec<_>>();
         // Newest session first (a session folder is named by its id): the rowids of
