@@ -13,7 +13,7 @@
 //! hashed and chained), about `session-kb` KB each, over `projects` projects. The
 //! home is indexed once (timed), then each query runs `runs` times with and without
 //! filters: p50 and p99. The default is small; the figure is
-//! `--sessions 10000 --session-kb 500` (5 GB of logs).
+//! `--sessions 10000 --session-kb 455` (about 5 GB of logs).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -386,7 +386,9 @@ fn write_sessions(t: &Template, projects: &[(PathBuf, String)], a: &QueryArgs) -
             .collect();
         let mut bytes = 0;
         for w in workers {
-            bytes += w.join().map_err(|_| anyhow::anyhow!("a writer panicked"))??;
+            bytes += w
+                .join()
+                .map_err(|_| anyhow::anyhow!("a writer panicked"))??;
         }
         Ok(bytes)
     })
