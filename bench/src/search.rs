@@ -13,7 +13,7 @@
 //! hashed and chained), about `session-kb` KB each, over `projects` projects. The
 //! home is indexed once (timed), then each query runs `runs` times with and without
 //! filters: p50 and p99. The default is small; the figure is
-//! `--sessions 10000 --session-kb 500` (5 GB of logs).
+//! `--sessions 10000 --session-kb 455` (about 5 GB of logs).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -62,12 +62,20 @@ pub struct QueryArgs {
     #[arg(long, default_value_t = 50)]
     pub runs: usize,
     /// Where to build the home, in a folder `cairn-bench-search` made in it (default: a
-    /// temporary folder); that folder is removed at the end unless --keep.
-    #[arg(long)]
+    /// temporary folder); that folder is removed at the end.
+    #[arg(long, conflicts_with_all = ["keep", "reuse"])]
     pub dir: Option<PathBuf>,
-    /// Keep the home and its index.
+    /// Build the home and its index in this folder (made, or empty) and keep them, for
+    /// runs with --reuse.
+    #[arg(long, value_name = "DIR", conflicts_with = "reuse")]
+    pub keep: Option<PathBuf>,
+    /// Query the home and index a run with --keep DIR built, without writing anything
+    /// (the catch-up before the queries must find nothing new).
+    #[arg(long, value_name = "DIR")]
+    pub reuse: Option<PathBuf>,
+    /// Threads writing the sessions (default: the cores).
     #[arg(long)]
-    pub keep: bool,
+    pub threads: Option<usize>,
 }
 
 /// A deterministic generator of words.
@@ -343,16 +351,84 @@ fn write_session(
     Ok(len)
 }
 
+/// Every session folder of `home`.
+fn session_dirs(home: &Home) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for p in home.projects() {
+        for id in p.sessions() {
+            dirs.push(p.session_dir(&id));
+        }
+    }
+    dirs
+}
+
+/// Writes sessions `0..a.sessions` over `projects` (folder, workspace) on `--threads`
+/// threads, session `i` by thread `i % threads` from words seeded by `i` (the same set
+/// whatever the threads); returns the bytes of their logs.
+fn write_sessions(t: &Template, projects: &[(PathBuf, String)], a: &QueryArgs) -> Result<u64> {
+    let threads = a
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1) as u64;
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|w| {
+                s.spawn(move || -> Result<u64> {
+                    let mut bytes = 0;
+                    for i in (w..a.sessions).step_by(threads as usize) {
+                        let (dir, ws) = &projects[(i % projects.len() as u64) as usize];
+                        let mut words = Words(11 + i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                        bytes += write_session(t, dir, ws, i, a, &mut words)?;
+                    }
+                    Ok(bytes)
+                })
+            })
+            .collect();
+        let mut bytes = 0;
+        for w in workers {
+            bytes += w
+                .join()
+                .map_err(|_| anyhow::anyhow!("a writer panicked"))??;
+        }
+        Ok(bytes)
+    })
+}
+
 pub fn query(a: &QueryArgs) -> Result<()> {
     let tmp = tempfile::tempdir()?;
     // Only this folder is removed at the end, never the one given.
-    let base = a
-        .dir
-        .clone()
-        .unwrap_or_else(|| tmp.path().to_path_buf())
-        .join("cairn-bench-search");
+    let base = match (&a.keep, &a.reuse) {
+        (Some(dir), _) => {
+            if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+                bail!(
+                    "--keep {}: the folder is not empty; give a new one, or query the set in it with --reuse",
+                    dir.display()
+                );
+            }
+            dir.clone()
+        }
+        (None, Some(dir)) => {
+            if !dir.join("search.db").is_file() {
+                bail!(
+                    "--reuse {}: no search.db there; build a set first with --keep {}",
+                    dir.display(),
+                    dir.display()
+                );
+            }
+            dir.clone()
+        }
+        (None, None) => a
+            .dir
+            .clone()
+            .unwrap_or_else(|| tmp.path().to_path_buf())
+            .join("cairn-bench-search"),
+    };
     std::fs::create_dir_all(&base)?;
-    let t = template(&base)?;
+    let t = if a.reuse.is_none() {
+        Some(template(&base)?)
+    } else {
+        None
+    };
     let home = Home::at(&base.join("home"));
     // Projects as the home names them, one workspace folder each.
     let mut projects = Vec::new();
@@ -361,56 +437,62 @@ pub fn query(a: &QueryArgs) -> Result<()> {
         std::fs::create_dir_all(&ws)?;
         let ws = ws.canonicalize()?;
         let project = home.project(&ws);
-        std::fs::create_dir_all(project.dir.join("blobs"))?;
+        if a.reuse.is_none() {
+            std::fs::create_dir_all(project.dir.join("blobs"))?;
+        }
         projects.push((project.dir.clone(), ws.to_string_lossy().into_owned()));
     }
-    let mut words = Words(11);
-    let clock = Instant::now();
-    let mut log_bytes = 0u64;
-    for i in 0..a.sessions {
-        let (dir, ws) = &projects[(i % projects.len() as u64) as usize];
-        log_bytes += write_session(&t, dir, ws, i, a, &mut words)?;
-    }
-    let write_s = clock.elapsed().as_secs_f64();
     let db = base.join("search.db");
-    let clock = Instant::now();
-    let mut index = Index::open(&db)?;
-    let mut dirs = Vec::new();
-    for p in home.projects() {
-        for id in p.sessions() {
-            dirs.push(p.session_dir(&id));
+    if a.reuse.is_none() {
+        let clock = Instant::now();
+        let t = t.as_ref().context("no template")?;
+        let (cpu, log_bytes) = (cpu_s(), write_sessions(t, &projects, a)?);
+        let (write_s, write_cpu) = (clock.elapsed().as_secs_f64(), cpu_s() - cpu);
+        let (clock, cpu) = (Instant::now(), cpu_s());
+        let mut index = Index::open(&db)?;
+        let up = index.update(session_dirs(&home))?;
+        let (index_s, index_cpu) = (clock.elapsed().as_secs_f64(), cpu_s() - cpu);
+        if !up.problems.is_empty() {
+            bail!(
+                "not indexed: {:?}",
+                &up.problems[..up.problems.len().min(3)]
+            );
         }
-    }
-    let up = index.update(dirs.clone())?;
-    let index_s = clock.elapsed().as_secs_f64();
-    if !up.problems.is_empty() {
-        bail!(
-            "not indexed: {:?}",
-            &up.problems[..up.problems.len().min(3)]
+        println!(
+            "built: sessions {}  documents {}  log bytes {} ({:.2} GB)  written in {write_s:.1} s ({write_cpu:.1} s CPU)  indexed in {index_s:.1} s ({index_cpu:.1} s CPU, {:.1} MB/s of log)",
+            a.sessions,
+            up.docs,
+            log_bytes,
+            log_bytes as f64 / 1e9,
+            log_bytes as f64 / 1e6 / index_s,
         );
     }
+    let mut index = Index::open(&db)?;
+    let dirs = session_dirs(&home);
+    let log_bytes: u64 = dirs
+        .iter()
+        .filter_map(|d| std::fs::metadata(cairn_store::log_path(d)).ok())
+        .map(|m| m.len())
+        .sum();
+    let docs = index.doc_count()?;
     let db_bytes: u64 = ["search.db", "search.db-wal"]
         .iter()
         .filter_map(|f| std::fs::metadata(base.join(f)).ok())
         .map(|m| m.len())
         .sum();
     println!(
-        "sessions {}  documents {}  log bytes {} ({:.2} GB)  written in {:.1} s  indexed in {:.1} s ({:.1} MB/s of log)  search.db bytes {} ({:.2} GB)",
-        a.sessions,
-        up.docs,
-        log_bytes,
+        "home: sessions {}  documents {docs}  log bytes {log_bytes} ({:.2} GB)  search.db bytes {db_bytes} ({:.2} GB, {:.2}x the logs)",
+        dirs.len(),
         log_bytes as f64 / 1e9,
-        write_s,
-        index_s,
-        log_bytes as f64 / 1e6 / index_s,
-        db_bytes,
-        db_bytes as f64 / 1e9
+        db_bytes as f64 / 1e9,
+        db_bytes as f64 / log_bytes.max(1) as f64
     );
-    // What `cairn search` does before it answers: a catch-up that finds nothing new.
+    // What `cairn search` does before it answers: list the home's session folders and
+    // catch up, finding nothing new.
     let mut ms = Vec::new();
     for _ in 0..5 {
         let clock = Instant::now();
-        let up = index.update(dirs.clone())?;
+        let up = index.update(cairn_search::sqlite::home_session_dirs(&home.root))?;
         ms.push(clock.elapsed().as_secs_f64() * 1000.0);
         if up.docs != 0 {
             bail!("a catch-up found new documents");
@@ -418,7 +500,7 @@ pub fn query(a: &QueryArgs) -> Result<()> {
     }
     ms.sort_by(f64::total_cmp);
     println!(
-        "catch-up with nothing new over {} sessions: p50 {:.1} ms  max {:.1} ms",
+        "catch-up (listing the home + a stat per session) with nothing new over {} sessions: p50 {:.1} ms  max {:.1} ms",
         dirs.len(),
         pct(&ms, 0.5),
         pct(&ms, 1.0)
@@ -452,13 +534,15 @@ pub fn query(a: &QueryArgs) -> Result<()> {
         ("common word", "cargo"),
         ("rare word", "quasar"),
         ("prefix", "w1*"),
-        ("long prefix", "w123*"),
+        ("4-char prefix", "w123*"),
+        ("5-char prefix", "w1234*"),
         ("phrase", "\"cargo test\""),
         ("two words", "cargo w5"),
         ("no hit", "nothing-here"),
     ];
     println!("| query | filter | hits | p50 ms | p99 ms |");
     println!("|---|---|--:|--:|--:|");
+    let mut every = Vec::new();
     for (what, q) in queries {
         let query = Query::parse(q).context("query")?;
         for (fname, f) in &filters {
@@ -475,9 +559,21 @@ pub fn query(a: &QueryArgs) -> Result<()> {
                 pct(&ms, 0.5),
                 pct(&ms, 0.99)
             );
+            every.extend(ms);
         }
     }
-    if a.keep {
+    every.sort_by(f64::total_cmp);
+    println!(
+        "the query set ({} queries x {} filters x {} runs) over {:.2} GB of logs: p50 {:.2} ms  p99 {:.2} ms  max {:.2} ms",
+        queries.len(),
+        filters.len(),
+        a.runs,
+        log_bytes as f64 / 1e9,
+        pct(&every, 0.5),
+        pct(&every, 0.99),
+        pct(&every, 1.0)
+    );
+    if a.keep.is_some() || a.reuse.is_some() {
         println!("kept: {}", base.display());
     } else {
         std::fs::remove_dir_all(&base).with_context(|| format!("removing {}", base.display()))?;

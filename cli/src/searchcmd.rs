@@ -1,7 +1,6 @@
 //! `cairn search`: words across every session, from the embedded index in the home
 //! (brought up to date first) or from a PostgreSQL archive's index.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow};
@@ -43,22 +42,11 @@ pub struct SearchArgs {
     pub json: bool,
 }
 
-/// Every session folder of the home.
-fn session_dirs(home: &Home) -> Vec<PathBuf> {
-    let mut all = Vec::new();
-    for p in home.projects() {
-        for id in p.sessions() {
-            all.push(p.session_dir(&id));
-        }
-    }
-    all
-}
-
 /// Brings the embedded index up to date; sessions it could not read are noted.
 fn update(home: &Home) -> Result<cairn_search::sqlite::Index> {
     let path = home.root.join(INDEX_FILE);
     let mut index = cairn_search::sqlite::Index::open(&path)?;
-    let done = index.update(session_dirs(home))?;
+    let done = index.update(cairn_search::sqlite::home_session_dirs(&home.root))?;
     for (dir, why) in done.problems {
         out::note(&format!(
             "cairn: note: {} is not searchable: {why}",

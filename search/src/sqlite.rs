@@ -20,9 +20,11 @@
 //! out whenever a rowid is lower than the one before, so descending rowids would
 //! make a segment per document. No positions or counts are kept (`detail = none`,
 //! `columnsize = 0`: phrases are checked on the text), so each distinct token of a
-//! document is given once; prefixes of 2 and 3 characters have their own lists, so
-//! a short prefix reads one list, not every word it begins (a 1-character prefix
-//! does read them all).
+//! document is given once; prefixes of 2, 3 and 4 characters
+//! ([`SEARCH_PREFIX_CHARS`]) have their own lists, so such a prefix reads one list,
+//! streamed in rowid order and stopped at the limit, not every word it begins. A
+//! 1-character prefix, or one of 5 characters or more, makes FTS5 merge the lists
+//! of every word it begins before the first match (5 characters begin few words).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -39,7 +41,12 @@ use crate::query::{Query, SEARCH_TOKEN_BYTES_MAX};
 pub const SEARCH_BUSY_TIMEOUT_MS: u64 = 10_000;
 
 /// The layout of `search.db`; an index of another is rebuilt from the logs.
-pub const SEARCH_SCHEMA_VERSION: i64 = 2;
+pub const SEARCH_SCHEMA_VERSION: i64 = 3;
+
+/// The prefix lengths, in characters, that have their own lists in the FTS5 table
+/// (version 2 had `2 3`: a prefix of 4 characters, `w123*`, took 655 ms on 610,000
+/// documents).
+pub const SEARCH_PREFIX_CHARS: &str = "2 3 4";
 
 /// The most bytes of document text one transaction of [`Index::update`] adds before
 /// it commits (a session is never split): fewer, larger FTS5 segments.
@@ -80,7 +87,7 @@ CREATE TABLE IF NOT EXISTS docs (
     UNIQUE (session, seq)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
-    terms, content = '', detail = none, columnsize = 0, tokenize = 'ascii', prefix = '2 3'
+    terms, content = '', detail = none, columnsize = 0, tokenize = 'ascii', prefix = 'PREFIX'
 );
 ";
 
@@ -113,6 +120,23 @@ fn next_rowid(key: i64, highest: Option<i64>) -> Option<i64> {
     let base = key_base(key);
     let next = highest.map_or(base, |h| h + 1);
     (next <= base + (SEARCH_KEY_DOCS_MAX - 1)).then_some(next)
+}
+
+/// Every session folder of the home at `root` (`projects/*/sessions/*`), from the
+/// listings of its folders alone: [`Index::update`] then `stat`s each log once (a
+/// folder without one is skipped there), where listing sessions as the engine does
+/// checks each log first (two `stat`s per session).
+pub fn home_session_dirs(root: &Path) -> Vec<PathBuf> {
+    let list = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for project in list(&root.join("projects")) {
+        out.extend(list(&project.join("sessions")));
+    }
+    out
 }
 
 /// The embedded search index.
@@ -155,12 +179,13 @@ impl Index {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(sq)?;
         if version != SEARCH_SCHEMA_VERSION {
+            let schema = SCHEMA.replace("PREFIX", SEARCH_PREFIX_CHARS);
             conn.execute_batch(&format!(
                 "BEGIN IMMEDIATE;
                  DROP TABLE IF EXISTS docs_fts;
                  DROP TABLE IF EXISTS docs;
                  DROP TABLE IF EXISTS sessions;
-                 {SCHEMA}
+                 {schema}
                  INSERT INTO docs_fts (docs_fts, rank) VALUES ('hashsize', {SEARCH_FTS_HASH_BYTES});
                  PRAGMA user_version = {SEARCH_SCHEMA_VERSION};
                  COMMIT;"
@@ -182,7 +207,7 @@ impl Index {
 
     /// Brings every session folder of `dirs` up to date; a session that cannot be read
     /// is listed in `problems` and the others go on. A log whose length is the one
-    /// indexed is skipped after one `stat`. Sessions are written in transactions of
+    /// indexed, or a folder with no log, is skipped after one `stat`. Sessions are written in transactions of
     /// up to [`SEARCH_BATCH_BYTES_MAX`] bytes of text (each session whole in one).
     pub fn update(&mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Result<Updated> {
         let known: HashMap<String, u64> = {
@@ -201,14 +226,19 @@ impl Index {
             path: path.clone(),
             source,
         };
+        // One `stat` per folder: a folder without a log is no session (yet) and is
+        // skipped; a log of the length indexed has nothing new.
         let mut changed = dirs
             .into_iter()
             .filter(|dir| {
-                !known
-                    .get(dir.to_string_lossy().as_ref())
-                    .is_some_and(|&len| {
-                        std::fs::metadata(cairn_store::log_path(dir)).is_ok_and(|m| m.len() == len)
-                    })
+                let len = match std::fs::metadata(cairn_store::log_path(dir)) {
+                    Ok(m) => m.len(),
+                    Err(e) => {
+                        use std::io::ErrorKind::{NotADirectory, NotFound};
+                        return !matches!(e.kind(), NotFound | NotADirectory);
+                    }
+                };
+                known.get(dir.to_string_lossy().as_ref()) != Some(&len)
             })
             .collect::<Vec<_>>();
         // Newest session first (a session folder is named by its id): the rowids of
@@ -261,6 +291,13 @@ impl Index {
         let (n, _) = update_in(&tx, &path, dir)?;
         tx.commit().map_err(&sq)?;
         Ok(n)
+    }
+
+    /// The documents the index holds.
+    pub fn doc_count(&self) -> Result<u64> {
+        self.conn
+            .query_row("SELECT count(*) FROM docs", [], |r| r.get(0))
+            .map_err(self.sq())
     }
 
     /// The first seq not yet indexed of session folder `dir` (0 when unknown).
