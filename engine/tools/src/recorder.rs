@@ -485,12 +485,18 @@ mod tests {
         let blob = rec.put_blob(b"output").unwrap();
         std::fs::remove_file(rec.blobs.path(&blob.hash)).unwrap();
         let len = std::fs::metadata(rec.log.path()).unwrap().len();
-        assert!(rec.append(&Event::UserMessage { text: "x".into() }).is_err());
+        assert!(
+            rec.append(&Event::UserMessage { text: "x".into() })
+                .is_err()
+        );
         // The blob could not be made durable: no record after it.
         assert_eq!(std::fs::metadata(rec.log.path()).unwrap().len(), len);
         // Still not durable: neither is any later record.
         rec.put_blob(b"output 2").unwrap();
-        assert!(rec.append(&Event::UserMessage { text: "y".into() }).is_err());
+        assert!(
+            rec.append(&Event::UserMessage { text: "y".into() })
+                .is_err()
+        );
         assert_eq!(std::fs::metadata(rec.log.path()).unwrap().len(), len);
         assert_eq!(rec.blobs_unsynced.len(), 2);
     }
