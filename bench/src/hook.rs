@@ -45,6 +45,18 @@ fn spawn(program: &Path, args: &[&str], home: &Path, input: &[u8]) -> Result<f64
     Ok(start.elapsed().as_secs_f64() * 1000.0)
 }
 
+/// CPU time (user + system) of every waited-for child so far, in ms.
+fn children_cpu_ms() -> f64 {
+    // SAFETY: getrusage writes only into the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
+        return f64::NAN;
+    }
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+    ms(usage.ru_utime) + ms(usage.ru_stime)
+}
+
 fn pct(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -85,8 +97,10 @@ pub fn run(args: &HookArgs) -> Result<()> {
         "session_id": "bench-session", "cwd": ws_text, "hook_event_name": "SessionStart"}))?,
     )?;
     let mut per_call = Vec::new();
+    let mut cpu_per_process = Vec::new();
     let mut floor = Vec::new();
     for i in 0..args.calls {
+        let cpu_before = children_cpu_ms();
         let pre = spawn(
             &cairn,
             &["hook", "claude"],
@@ -105,6 +119,7 @@ pub fn run(args: &HookArgs) -> Result<()> {
             ),
         )?;
         per_call.push(pre + post);
+        cpu_per_process.push((children_cpu_ms() - cpu_before) / 2.0);
         floor.push(
             spawn(Path::new("true"), &[], &home, b"")? + spawn(Path::new("true"), &[], &home, b"")?,
         );
@@ -112,6 +127,7 @@ pub fn run(args: &HookArgs) -> Result<()> {
     let last_tenth: Vec<f64> = per_call[per_call.len() * 9 / 10..].to_vec();
     per_call.sort_by(f64::total_cmp);
     floor.sort_by(f64::total_cmp);
+    cpu_per_process.sort_by(f64::total_cmp);
     let mut last_sorted = last_tenth;
     last_sorted.sort_by(f64::total_cmp);
     println!(
@@ -121,6 +137,15 @@ pub fn run(args: &HookArgs) -> Result<()> {
         pct(&per_call, 0.99),
         per_call[per_call.len() - 1],
         pct(&last_sorted, 0.5),
+    );
+    println!(
+        "CPU of one hook process (user + system, getrusage of the children): p50 {:.2} ms, p99 {:.2} ms, mean {:.2} ms; load average {}",
+        pct(&cpu_per_process, 0.5),
+        pct(&cpu_per_process, 0.99),
+        cpu_per_process.iter().sum::<f64>() / cpu_per_process.len() as f64,
+        std::fs::read_to_string("/proc/loadavg")
+            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+            .unwrap_or_else(|_| "unknown".into()),
     );
     println!(
         "floor (spawning `true` twice): p50 {:.2} ms, p99 {:.2} ms",

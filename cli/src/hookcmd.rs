@@ -30,6 +30,35 @@ impl AgentName {
 /// Runs one hook event: JSON on stdin, the answer on stdout. Exit 0; on a failure, 2
 /// for `PreToolUse` (the agent then refuses the call: a call cairn could not record
 /// does not run) and 1 for any other event (the agent says so and goes on).
+/// The agent and `--approve` of a command line that is exactly `hook claude` or `hook
+/// codex`, with `--approve ask|always|never` (or `--approve=…`) or without: the command
+/// an agent runs before and after each tool call, dispatched before clap builds the
+/// whole command tree (a millisecond of each hook process). Any other command line,
+/// `--help` and every mistake included, is `None` and goes to clap, so help and errors
+/// are clap's.
+pub fn fast_args(args: &[std::ffi::OsString]) -> Option<(AgentName, crate::sessioncmd::Approve)> {
+    use crate::sessioncmd::Approve;
+    let args: Vec<&str> = args.iter().map(|a| a.to_str()).collect::<Option<_>>()?;
+    let agent = match args.get(..2)? {
+        ["hook", "claude"] => AgentName::Claude,
+        ["hook", "codex"] => AgentName::Codex,
+        _ => return None,
+    };
+    let approve = match &args[2..] {
+        [] => "ask",
+        ["--approve", a] => a,
+        [flag] => flag.strip_prefix("--approve=")?,
+        _ => return None,
+    };
+    let approve = match approve {
+        "ask" => Approve::Ask,
+        "always" => Approve::Always,
+        "never" => Approve::Never,
+        _ => return None,
+    };
+    Some((agent, approve))
+}
+
 pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> ExitCode {
     let mut bytes = Vec::new();
     let read = std::io::stdin()

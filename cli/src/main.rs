@@ -877,6 +877,10 @@ fn scope(user: bool) -> hookcmd::Scope {
 }
 
 fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let Some((agent, approve)) = hookcmd::fast_args(&args) {
+        return hookcmd::run(agent, approve);
+    }
     let (cli, in_archive) = match parse() {
         Ok(parsed) => parsed,
         Err(code) => return code,
@@ -1273,6 +1277,55 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("cairn: {}", out::error_text(&e));
             ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// The hook's command lines dispatched before clap: each one the fast path takes
+    /// is parsed by clap to the same command, and every other goes to clap.
+    #[test]
+    fn the_hook_fast_path_takes_exactly_what_clap_parses_to_a_hook() {
+        let cases: &[(&[&str], bool)] = &[
+            (&["hook", "claude"], true),
+            (&["hook", "codex"], true),
+            (&["hook", "claude", "--approve", "never"], true),
+            (&["hook", "codex", "--approve=always"], true),
+            (&["hook", "claude", "--approve", "ask"], true),
+            (&["hook", "claude", "--approve", "maybe"], false),
+            (&["hook", "claude", "--approve"], false),
+            (&["hook", "claude", "--help"], false),
+            (&["hook", "claude", "extra"], false),
+            (&["hook", "install", "claude"], false),
+            (&["--archive", "postgres://a@b/c", "hook", "claude"], false),
+            (&["hook"], false),
+            (&["--help"], false),
+            (&[], false),
+        ];
+        for (args, fast) in cases {
+            let os: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+            let taken = hookcmd::fast_args(&os);
+            assert_eq!(taken.is_some(), *fast, "{args:?}");
+            let Some((agent, approve)) = taken else {
+                continue;
+            };
+            let cli = Cli::try_parse_from(std::iter::once("cairn").chain(args.iter().copied()))
+                .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            let parsed = match cli.command {
+                Some(Command::Hook {
+                    action: HookAction::Claude { approve },
+                }) => (hookcmd::AgentName::Claude, approve),
+                Some(Command::Hook {
+                    action: HookAction::Codex { approve },
+                }) => (hookcmd::AgentName::Codex, approve),
+                other => panic!("{args:?}: {other:?}"),
+            };
+            assert_eq!(parsed, (agent, approve), "{args:?}");
+            assert!(cli.archive.is_none());
         }
     }
 }

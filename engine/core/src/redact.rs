@@ -22,7 +22,10 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::{LazyLock, OnceLock};
 
-use regex::bytes::{Regex, RegexSet};
+use aho_corasick::{AhoCorasick, MatchKind};
+use regex::bytes::Regex;
+#[cfg(test)]
+use regex::bytes::RegexSet;
 
 /// Counts of redactions by kind.
 pub type Counts = BTreeMap<String, u32>;
@@ -165,6 +168,123 @@ const SOURCES: &[(&str, &str, usize, Option<&str>)] = &[
     ),
 ];
 
+/// The literals a match of each pattern of [`SOURCES`] must hold one of, in the same
+/// order (a test checks the kinds agree): the prefilter ([`PREFILTER`]) looks for them
+/// all in one pass, and a pattern runs only on a text holding one of its literals. A
+/// literal must be in every match: one missing would hide secrets, so each is a
+/// plain part of its pattern outside any repetition that may be empty or alternation
+/// not covered by the list. The literals of a `(?i)` pattern are lowercase and found in
+/// any ASCII case; the letters it may match outside ASCII are
+/// [`FOLDED_OUTSIDE_ASCII`].
+const LITERALS: &[(&str, &[&str])] = &[
+    ("private_key", &["-----BEGIN "]),
+    ("anthropic_key", &["sk-ant-"]),
+    ("openai_key", &["sk-"]),
+    ("aws_access_key", &["AKIA", "ASIA"]),
+    ("github_token", &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"]),
+    ("github_token", &["github_pat_"]),
+    ("slack_token", &["xox"]),
+    (
+        "gitlab_token",
+        &[
+            "glpat-", "glptt-", "gldt-", "glrt-", "glcbt-", "gloas-", "glsoat-", "glffct-",
+            "glimt-", "glagent-",
+        ],
+    ),
+    ("gitlab_token", &["GR1348941"]),
+    (
+        "stripe_key",
+        &["sk_live_", "sk_test_", "rk_live_", "rk_test_"],
+    ),
+    ("stripe_key", &["whsec_"]),
+    ("google_api_key", &["AIza"]),
+    ("npm_token", &["npm_"]),
+    ("pypi_token", &["pypi-"]),
+    ("huggingface_token", &["hf_"]),
+    ("sendgrid_key", &["SG."]),
+    ("twilio_key", &["SK"]),
+    ("azure_storage_key", &["accountkey=", "sharedaccesskey="]),
+    ("url_password", &["://"]),
+    ("jwt", &["eyJ"]),
+    ("bearer_token", &["bearer"]),
+    (
+        "assignment",
+        &["password", "passwd", "pwd", "secret", "key", "token"],
+    ),
+];
+
+/// The characters outside ASCII that a `(?i)` pattern's ASCII letters match under
+/// Unicode simple case folding: `s` matches U+017F LATIN SMALL LETTER LONG S and `k`
+/// U+212A KELVIN SIGN, no other letter matches any (a test checks every character).
+/// A text holding one of them goes to every `(?i)` pattern.
+const FOLDED_OUTSIDE_ASCII: [&str; 2] = ["\u{17F}", "\u{212A}"];
+
+/// Which patterns of [`SOURCES`] a text may hold, as a bit set: one pass of an
+/// Aho-Corasick automaton over every literal of [`LITERALS`], reporting overlapping
+/// matches (a literal inside or across another is still seen). Cheap to build (a
+/// short-lived process pays tens of microseconds, where a `RegexSet` of the patterns
+/// cost a millisecond) and never says "absent" of a pattern that could match: its
+/// hits contain the matching patterns, which then run to find where.
+struct Prefilter {
+    /// Every literal, found in any ASCII case; a case-sensitive one is checked at its
+    /// hit.
+    automaton: AhoCorasick,
+    /// By automaton pattern: the literal's bytes, whether its case must match, and the
+    /// patterns it admits.
+    literals: Vec<(&'static [u8], bool, u64)>,
+}
+
+impl Prefilter {
+    fn new() -> Prefilter {
+        assert!(
+            SOURCES.len() <= 64,
+            "the prefilter's bit set holds 64 patterns"
+        );
+        let mut literals: Vec<(&'static [u8], bool, u64)> = Vec::new();
+        let mut folding = 0u64;
+        for (i, (&(_, re, _, _), &(_, lits))) in SOURCES.iter().zip(LITERALS).enumerate() {
+            let insensitive = re.starts_with("(?i)");
+            if insensitive {
+                folding |= 1 << i;
+            }
+            for lit in lits {
+                literals.push((lit.as_bytes(), !insensitive, 1 << i));
+            }
+        }
+        for c in FOLDED_OUTSIDE_ASCII {
+            literals.push((c.as_bytes(), true, folding));
+        }
+        let automaton = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(literals.iter().map(|l| l.0))
+            .unwrap_or_else(|e| panic!("the redaction literals do not build: {e}"));
+        Prefilter {
+            automaton,
+            literals,
+        }
+    }
+
+    /// The patterns `hay` may hold (bit `i`: the pattern of [`SOURCES`] at `i`).
+    fn hits(&self, hay: &[u8]) -> u64 {
+        let all = u64::MAX >> (64 - SOURCES.len());
+        let mut hits = 0u64;
+        for m in self.automaton.find_overlapping_iter(hay) {
+            let (lit, exact, admits) = self.literals[m.pattern().as_usize()];
+            if hits & admits == admits || (exact && &hay[m.start()..m.end()] != lit) {
+                continue;
+            }
+            hits |= admits;
+            if hits == all {
+                break;
+            }
+        }
+        hits
+    }
+}
+
+static PREFILTER: LazyLock<Prefilter> = LazyLock::new(Prefilter::new);
+
 struct Pattern {
     re: Regex,
     /// The capture group holding the secret (0: the whole match).
@@ -216,9 +336,10 @@ fn pattern(i: usize) -> Option<&'static Pattern> {
     PATTERNS.get(i)?.get_or_init(|| compile(i)).as_ref()
 }
 
-/// All the patterns at once, in the order of [`SOURCES`]: one pass over the text says
-/// which may be there (most outputs hold no secret at all); only those run again to
-/// find where.
+/// All the patterns at once, in the order of [`SOURCES`]: what the redactor used to ask
+/// which patterns a text holds, kept to check the prefilter against (its hits must
+/// contain these).
+#[cfg(test)]
 static PATTERN_SET: LazyLock<Option<RegexSet>> = LazyLock::new(|| {
     RegexSet::new(
         SOURCES
@@ -363,6 +484,12 @@ impl Redactor {
 
     /// The stretches of `hay` to replace, in order (see the module's documentation).
     fn spans(&self, hay: &[u8]) -> Vec<Span> {
+        self.spans_of(hay, PREFILTER.hits(hay))
+    }
+
+    /// The same, running only the patterns in `hits` (bit `i`: the pattern of
+    /// [`SOURCES`] at `i`).
+    fn spans_of(&self, hay: &[u8], hits: u64) -> Vec<Span> {
         let mut chosen = Chosen::default();
         for (i, (_, value)) in self.env_values.iter().enumerate() {
             let finder = memchr::memmem::Finder::new(value.as_bytes());
@@ -384,10 +511,8 @@ impl Redactor {
                 }
             }
         }
-        // Without the set every pattern runs: never fewer redactions.
-        let hits = PATTERN_SET.as_ref().map(|set| set.matches(hay));
         for i in 0..SOURCES.len() {
-            if hits.as_ref().is_some_and(|h| !h.matched(i)) {
+            if hits & (1 << i) == 0 {
                 continue;
             }
             let Some(p) = pattern(i) else { continue };
@@ -713,6 +838,93 @@ mod tests {
         assert_eq!(r.redact(input, &mut counts), expected);
         let want: Counts = kinds.iter().map(|(k, n)| (k.to_string(), *n)).collect();
         assert_eq!(counts, want, "{input}");
+        prefilter_is_exact(&r, input.as_bytes());
+    }
+
+    /// The prefilter admits every pattern the old `RegexSet` said `hay` holds, and
+    /// redaction with it finds what running every pattern finds.
+    pub(super) fn prefilter_is_exact(r: &Redactor, hay: &[u8]) {
+        let hits = PREFILTER.hits(hay);
+        let set = PATTERN_SET.as_ref().expect("the set compiles").matches(hay);
+        for i in set.iter() {
+            assert!(
+                hits & (1 << i) != 0,
+                "the prefilter misses {} in {:?}",
+                SOURCES[i].0,
+                String::from_utf8_lossy(hay)
+            );
+        }
+        assert_eq!(
+            r.spans(hay),
+            r.spans_of(hay, u64::MAX),
+            "{:?}",
+            String::from_utf8_lossy(hay)
+        );
+    }
+
+    #[test]
+    fn literals_follow_the_patterns() {
+        assert_eq!(LITERALS.len(), SOURCES.len());
+        for ((kind, re, _, _), (lit_kind, lits)) in SOURCES.iter().zip(LITERALS) {
+            assert_eq!(kind, lit_kind);
+            assert!(!lits.is_empty(), "{kind} has no literal");
+            for lit in *lits {
+                assert!(!lit.is_empty(), "{kind} has an empty literal");
+                if re.starts_with("(?i)") {
+                    assert_eq!(*lit, lit.to_ascii_lowercase(), "{kind}: {lit}");
+                }
+            }
+        }
+    }
+
+    /// Decides [`FOLDED_OUTSIDE_ASCII`] exactly: over every character outside ASCII,
+    /// the ones an ASCII letter matches under `(?i)`.
+    #[test]
+    fn only_kelvin_and_long_s_fold_onto_ascii_letters() {
+        let letter = Regex::new(r"(?i)\A[a-z]\z").expect("compiles");
+        let folded: Vec<String> = (0x80..=0x10FFFFu32)
+            .filter_map(char::from_u32)
+            .map(String::from)
+            .filter(|c| letter.is_match(c.as_bytes()))
+            .collect();
+        assert_eq!(folded, FOLDED_OUTSIDE_ASCII);
+    }
+
+    /// `(?i)` patterns match Unicode case folds of their letters: a secret spelled with
+    /// a long s or a Kelvin sign holds no ASCII literal of its pattern and must still
+    /// reach it.
+    #[test]
+    fn a_secret_named_with_a_kelvin_sign_or_a_long_s_is_redacted() {
+        check(
+            "pa\u{17f}\u{17f}word=hunter22",
+            "pa\u{17f}\u{17f}word=[REDACTED:assignment]",
+            &[("assignment", 1)],
+        );
+        check(
+            "api_\u{212a}ey=abcd1234efgh",
+            "api_\u{212a}ey=[REDACTED:assignment]",
+            &[("assignment", 1)],
+        );
+        check(
+            "Account\u{212a}ey=YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=",
+            "Account\u{212a}ey=[REDACTED:azure_storage_key]",
+            &[("azure_storage_key", 1)],
+        );
+        check(
+            "Shared\u{17f}ccessKey=YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=",
+            "Shared\u{17f}ccessKey=YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=",
+            &[],
+        );
+        check(
+            "SharedAcce\u{17f}sKey=YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=",
+            "SharedAcce\u{17f}sKey=[REDACTED:azure_storage_key]",
+            &[("azure_storage_key", 1)],
+        );
+        check(
+            "client_\u{17f}ecret: qrstuvwxyz",
+            "client_\u{17f}ecret: [REDACTED:assignment]",
+            &[("assignment", 1)],
+        );
     }
 
     #[test]
@@ -1262,6 +1474,39 @@ mod stream_tests {
         }
 
         /// Redacting what was redacted changes nothing and counts nothing.
+        /// Made texts, some of their letters changed in case or into the characters
+        /// outside ASCII that fold onto them: the prefilter admits every pattern the
+        /// old set found, and redaction finds what running every pattern finds.
+        #[test]
+        fn the_prefilter_loses_no_secret_of_made_texts(
+            seed in any::<u64>(),
+            pieces in 1usize..30,
+            change_every in 2usize..40,
+        ) {
+            let rng = Rng::new(seed);
+            let (made, _) = text(&rng, pieces);
+            let mut changed = Vec::with_capacity(made.len());
+            for &b in &made {
+                if rng.below(change_every) != 0 {
+                    changed.push(b);
+                    continue;
+                }
+                match b {
+                    b'k' | b'K' if rng.below(2) == 0 => {
+                        changed.extend_from_slice("\u{212A}".as_bytes());
+                    }
+                    b's' | b'S' if rng.below(2) == 0 => {
+                        changed.extend_from_slice("\u{17F}".as_bytes());
+                    }
+                    _ if b.is_ascii_alphabetic() => changed.push(b ^ 0x20),
+                    _ => changed.push(b),
+                }
+            }
+            let r = redactor();
+            super::tests::prefilter_is_exact(&r, &made);
+            super::tests::prefilter_is_exact(&r, &changed);
+        }
+
         #[test]
         fn redaction_is_idempotent(seed in any::<u64>(), pieces in 1usize..40) {
             let rng = Rng::new(seed);

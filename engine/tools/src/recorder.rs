@@ -13,7 +13,9 @@
 use std::borrow::Cow;
 use std::path::PathBuf;
 
-use cairn_store::{BlobRef, BlobStore, Durability, LogWriter, SnapshotMeta, SnapshotStore, now_ts};
+use cairn_store::{
+    BlobRef, BlobStore, Durability, Hash, LogWriter, SnapshotMeta, SnapshotStore, now_ts,
+};
 
 use cairn_core::redact::Redactor;
 use cairn_core::scrub::{self, SecretKey};
@@ -21,6 +23,13 @@ use cairn_core::scrub::{self, SecretKey};
 use crate::error::Result;
 use crate::event::Event;
 use crate::state::{Record, STATE_FORMAT_VERSION, State};
+
+/// The most blobs made durable one by one before a record (an fsync of each, and of
+/// each directory holding one); past it, one `syncfs` of the blob store's file system
+/// makes them all durable at once (a manifest capture writes thousands). Below it
+/// `syncfs` is avoided: it flushes everything any process wrote to the file system, so
+/// on a busy machine one call of it can take tens of milliseconds.
+pub const BLOB_FSYNCS_MAX: usize = 64;
 
 /// Called with every record just after it is appended and folded.
 pub type Observer = Box<dyn FnMut(&Record) + Send>;
@@ -50,7 +59,13 @@ pub struct Recorder {
     last_was_tree_checkpoint: bool,
     since_snapshot: u64,
     since_checkpoint: u64,
-    blobs_unsynced: bool,
+    /// The blobs stored since the last sync (new or already there: one already there
+    /// may have been written without a sync, by an import), at most
+    /// [`BLOB_FSYNCS_MAX`] + 1 of them.
+    blobs_unsynced: Vec<Hash>,
+    /// Blobs were written that [`Recorder::blobs_unsynced`] does not name
+    /// ([`Recorder::note_blobs_written`]), or more than [`BLOB_FSYNCS_MAX`].
+    blobs_unsynced_unnamed: bool,
     blob_root: PathBuf,
     pending_snapshot: Option<std::thread::JoinHandle<cairn_store::Result<()>>>,
     observer: Option<Observer>,
@@ -92,7 +107,8 @@ impl Recorder {
             last_was_tree_checkpoint: false,
             since_snapshot: 0,
             since_checkpoint: 0,
-            blobs_unsynced: false,
+            blobs_unsynced: Vec::new(),
+            blobs_unsynced_unnamed: false,
             blob_root,
             pending_snapshot: None,
             observer: None,
@@ -182,12 +198,20 @@ impl Recorder {
     /// Stores a blob without syncing it yet; it is synced before any record is.
     pub fn put_blob(&mut self, bytes: &[u8]) -> Result<BlobRef> {
         let blob = self.blobs.put(bytes)?;
-        self.blobs_unsynced = true;
+        if !self.blobs_unsynced_unnamed && !self.blobs_unsynced.contains(&blob.hash) {
+            if self.blobs_unsynced.len() < BLOB_FSYNCS_MAX {
+                self.blobs_unsynced.push(blob.hash);
+            } else {
+                self.blobs_unsynced_unnamed = true;
+            }
+        }
         Ok(blob)
     }
 
+    /// Says blobs were written straight into [`Recorder::blobs`] (not through
+    /// [`Recorder::put_blob`]): the next sync makes the whole blob store durable.
     pub fn note_blobs_written(&mut self) {
-        self.blobs_unsynced = true;
+        self.blobs_unsynced_unnamed = true;
     }
 
     /// Appends and folds one event, redacted; places checkpoints and snapshots. The
@@ -301,8 +325,10 @@ impl Recorder {
     /// setting (see [`cairn_store::LogWriter::flush_durable`]): the end of a bulk write
     /// made with durability `none`, such as one pass of an import.
     pub fn flush_durable(&mut self) -> Result<()> {
-        syncfs(&self.blob_root)?;
-        self.blobs_unsynced = false;
+        // Whatever was noted: with durability `none`, blobs may have been written by
+        // means that note nothing.
+        self.blobs_unsynced_unnamed = true;
+        self.make_blobs_durable()?;
         self.log.flush_durable()?;
         Ok(())
     }
@@ -316,12 +342,48 @@ impl Recorder {
     }
 
     fn sync_blobs(&mut self) -> Result<()> {
-        if self.blobs_unsynced && self.durability != Durability::None {
-            syncfs(&self.blob_root)?;
+        if self.durability == Durability::None {
+            self.blobs_unsynced.clear();
+            self.blobs_unsynced_unnamed = false;
+            return Ok(());
         }
-        self.blobs_unsynced = false;
+        self.make_blobs_durable()
+    }
+
+    /// Makes the blobs stored since the last sync durable: each one named, with its
+    /// directory and the store's (which holds the directory, maybe new), or the whole
+    /// file system when some are not named.
+    fn make_blobs_durable(&mut self) -> Result<()> {
+        if self.blobs_unsynced_unnamed {
+            syncfs(&self.blob_root)?;
+        } else if !self.blobs_unsynced.is_empty() {
+            let mut dirs: Vec<PathBuf> = vec![self.blob_root.clone()];
+            for hash in &self.blobs_unsynced {
+                let path = self.blobs.path(hash);
+                fsync(&path)?;
+                if let Some(dir) = path.parent()
+                    && !dirs.iter().any(|d| d == dir)
+                {
+                    dirs.push(dir.to_path_buf());
+                }
+            }
+            // Deepest first: a blob's directory before the store that names it.
+            for dir in dirs.iter().rev() {
+                fsync(dir)?;
+            }
+        }
+        self.blobs_unsynced.clear();
+        self.blobs_unsynced_unnamed = false;
         Ok(())
     }
+}
+
+/// Makes the file or directory at `path` durable (`fsync`).
+fn fsync(path: &std::path::Path) -> Result<()> {
+    std::fs::File::open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(crate::error::io_at(path))?;
+    Ok(())
 }
 
 /// One `syncfs` makes every blob written since the last one durable: far cheaper than
@@ -365,6 +427,92 @@ mod tests {
         )
     }
 
+    /// A recorder of a new session with durability `always`, its blobs under
+    /// `dir/blobs`.
+    fn durable_recorder(dir: &std::path::Path) -> Recorder {
+        let session = dir.join("session");
+        let options = Options {
+            durability: Durability::Always,
+            ..Options::default()
+        };
+        let log = LogWriter::create(&session, options).unwrap();
+        let blobs = BlobStore::open(&dir.join("blobs")).unwrap().without_sync();
+        Recorder::new(
+            log,
+            State::default(),
+            blobs,
+            SnapshotStore::new(&session),
+            Durability::Always,
+            0,
+            0,
+        )
+    }
+
+    /// Stores `n` blobs (each twice: the second is already there) and removes the
+    /// first one's file; then syncs. An fsync of each blob fails on the missing one,
+    /// a `syncfs` of the store does not: which way the blobs were made durable.
+    fn sync_with_a_blob_gone(n: usize) -> (Recorder, Result<()>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = durable_recorder(dir.path());
+        let mut first = None;
+        for i in 0..n {
+            let bytes = format!("blob {i}");
+            let blob = rec.put_blob(bytes.as_bytes()).unwrap();
+            assert_eq!(rec.put_blob(bytes.as_bytes()).unwrap(), blob);
+            first.get_or_insert(blob);
+        }
+        let first = first.unwrap();
+        std::fs::remove_file(rec.blobs.path(&first.hash)).unwrap();
+        let synced = rec.sync();
+        (rec, synced, dir)
+    }
+
+    #[test]
+    fn blobs_up_to_the_fsync_limit_are_fsynced_one_by_one_and_past_it_with_syncfs() {
+        let (rec, synced, _dir) = sync_with_a_blob_gone(BLOB_FSYNCS_MAX);
+        let err = synced.unwrap_err().to_string();
+        assert!(err.contains("blobs"), "{err}");
+        assert_eq!(rec.blobs_unsynced.len(), BLOB_FSYNCS_MAX);
+        let (rec, synced, _dir) = sync_with_a_blob_gone(BLOB_FSYNCS_MAX + 1);
+        synced.unwrap();
+        assert!(rec.blobs_unsynced.is_empty() && !rec.blobs_unsynced_unnamed);
+    }
+
+    #[test]
+    fn a_record_is_appended_after_its_blobs_are_fsynced() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = durable_recorder(dir.path());
+        let blob = rec.put_blob(b"output").unwrap();
+        std::fs::remove_file(rec.blobs.path(&blob.hash)).unwrap();
+        let len = std::fs::metadata(rec.log.path()).unwrap().len();
+        assert!(
+            rec.append(&Event::UserMessage { text: "x".into() })
+                .is_err()
+        );
+        // The blob could not be made durable: no record after it.
+        assert_eq!(std::fs::metadata(rec.log.path()).unwrap().len(), len);
+        // Still not durable: neither is any later record.
+        rec.put_blob(b"output 2").unwrap();
+        assert!(
+            rec.append(&Event::UserMessage { text: "y".into() })
+                .is_err()
+        );
+        assert_eq!(std::fs::metadata(rec.log.path()).unwrap().len(), len);
+        assert_eq!(rec.blobs_unsynced.len(), 2);
+    }
+
+    #[test]
+    fn blobs_fsynced_one_by_one_are_synced_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = durable_recorder(dir.path());
+        let blob = rec.put_blob(b"output").unwrap();
+        note(&mut rec, "one");
+        assert!(rec.blobs_unsynced.is_empty() && !rec.blobs_unsynced_unnamed);
+        // Gone after its sync: the next record does not sync it again.
+        std::fs::remove_file(rec.blobs.path(&blob.hash)).unwrap();
+        note(&mut rec, "two");
+    }
+
     fn note(rec: &mut Recorder, text: &str) {
         rec.append(&Event::UserMessage { text: text.into() })
             .unwrap();
@@ -383,7 +531,7 @@ mod tests {
         rec.flush_durable().unwrap();
         let len = std::fs::metadata(rec.log.path()).unwrap().len();
         assert_eq!(rec.log.durable_len(), len);
-        assert!(!rec.blobs_unsynced);
+        assert!(rec.blobs_unsynced.is_empty() && !rec.blobs_unsynced_unnamed);
         assert_eq!(rec.blobs.get(&blob.hash).unwrap(), b"file content");
     }
 
