@@ -23,9 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::{LazyLock, OnceLock};
 
 use aho_corasick::{AhoCorasick, MatchKind};
-use regex::bytes::Regex;
-#[cfg(test)]
-use regex::bytes::RegexSet;
+use regex::bytes::{Regex, RegexSet};
 
 /// Counts of redactions by kind.
 pub type Counts = BTreeMap<String, u32>;
@@ -336,10 +334,17 @@ fn pattern(i: usize) -> Option<&'static Pattern> {
     PATTERNS.get(i)?.get_or_init(|| compile(i)).as_ref()
 }
 
-/// All the patterns at once, in the order of [`SOURCES`]: what the redactor used to ask
-/// which patterns a text holds, kept to check the prefilter against (its hits must
-/// contain these).
-#[cfg(test)]
+/// Texts of at least this many bytes are asked [`PATTERN_SET`] which patterns they may
+/// hold, shorter ones the [`PREFILTER`]: the set costs a millisecond or two to build
+/// (once per process) but says "absent" of a pattern whose literal stands in the text
+/// without the rest of it (`max_tokens=4096` holds `token`), so a big text is searched
+/// again only by the patterns that match in it; the prefilter is the cheaper answer
+/// for the short texts of a short-lived process (a hook). Both contain every pattern
+/// that matches, so the redaction is the same either way (a test checks it).
+pub const SET_TEXT_BYTES_MIN: usize = 64 * 1024;
+
+/// All the patterns at once, in the order of [`SOURCES`]: one pass over a big text says
+/// which of them match in it.
 static PATTERN_SET: LazyLock<Option<RegexSet>> = LazyLock::new(|| {
     RegexSet::new(
         SOURCES
@@ -348,6 +353,15 @@ static PATTERN_SET: LazyLock<Option<RegexSet>> = LazyLock::new(|| {
     )
     .ok()
 });
+
+/// The patterns [`PATTERN_SET`] finds in `hay`, as the prefilter's bit set (all of them
+/// when the set did not compile: never fewer redactions).
+fn set_hits(hay: &[u8]) -> u64 {
+    match PATTERN_SET.as_ref() {
+        Some(set) => set.matches(hay).iter().fold(0, |bits, i| bits | 1 << i),
+        None => u64::MAX,
+    }
+}
 
 /// What a stretch of text is replaced for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -484,7 +498,12 @@ impl Redactor {
 
     /// The stretches of `hay` to replace, in order (see the module's documentation).
     fn spans(&self, hay: &[u8]) -> Vec<Span> {
-        self.spans_of(hay, PREFILTER.hits(hay))
+        let hits = if hay.len() >= SET_TEXT_BYTES_MIN {
+            set_hits(hay)
+        } else {
+            PREFILTER.hits(hay)
+        };
+        self.spans_of(hay, hits)
     }
 
     /// The same, running only the patterns in `hits` (bit `i`: the pattern of
@@ -839,6 +858,27 @@ mod tests {
         let want: Counts = kinds.iter().map(|(k, n)| (k.to_string(), *n)).collect();
         assert_eq!(counts, want, "{input}");
         prefilter_is_exact(&r, input.as_bytes());
+    }
+
+    /// Texts just under and at [`SET_TEXT_BYTES_MIN`] (the prefilter, then the set
+    /// decides which patterns run) are redacted as running every pattern redacts them.
+    #[test]
+    fn texts_at_the_set_size_are_redacted_as_by_every_pattern() {
+        let r = Redactor::default();
+        let secrets = " password=hunter2hunter2 ghp_abcdefghijklmnopqrstuvwxyz0123456789 \
+                       Bearer abcdefghijklmnopqrstuvwxyz";
+        for len in [SET_TEXT_BYTES_MIN - 1, SET_TEXT_BYTES_MIN, SET_TEXT_BYTES_MIN + 1] {
+            let mut text = String::from(secrets);
+            while text.len() < len {
+                text.push_str(" max_tokens=4096 token_count\n");
+            }
+            text.truncate(len - secrets.len());
+            text.push_str(secrets);
+            assert_eq!(text.len(), len);
+            let spans = r.spans(text.as_bytes());
+            assert_eq!(spans, r.spans_of(text.as_bytes(), u64::MAX), "at {len} bytes");
+            assert_eq!(spans.len(), 6, "two of each secret at {len} bytes: {spans:?}");
+        }
     }
 
     /// The prefilter admits every pattern the old `RegexSet` said `hay` holds, and
