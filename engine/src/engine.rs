@@ -183,12 +183,11 @@ impl Engine {
         }
         // Blobs are made durable in groups (one syncfs) before the records naming them.
         let blobs = BlobStore::open(&project.blobs_dir())?.without_sync();
-        let mut files = manifest::scan_start(
-            &root,
-            &blobs,
-            &mut manifest::ScanCache::new(project.manifest_cache(), credential_files.clone())
-                .with_capture(config.capture, config.limits.capture_file_bytes_max),
-        )?;
+        // Kept for the session's rescans: its cache and listing are read once.
+        let mut scan_cache =
+            manifest::ScanCache::new(project.manifest_cache(), credential_files.clone())
+                .with_capture(config.capture, config.limits.capture_file_bytes_max);
+        let mut files = manifest::scan_start(&root, &blobs, &mut scan_cache)?;
         let home_inner = home
             .root
             .strip_prefix(&root)
@@ -256,11 +255,7 @@ impl Engine {
         let rt = Runtime {
             session_dir: dir.clone(),
             tmp_dir: project.dir.join("tmp"),
-            manifest_cache: manifest::ScanCache::new(
-                project.manifest_cache(),
-                credential_files.clone(),
-            )
-            .with_capture(config.capture, config.limits.capture_file_bytes_max),
+            manifest_cache: scan_cache,
             home_inner,
             manifest: files.into_iter().map(|f| (f.path.clone(), f)).collect(),
             bg: Default::default(),

@@ -2,8 +2,8 @@
 //! and that every event is well-formed JSON. Every problem is reported, not the first,
 //! each with its seq, line and byte offset. Nothing is ever written.
 //!
-//! Hashing and parsing a line need nothing from other lines, so each chunk of the file
-//! is split between threads that summarise their lines; only the chain and seq checks,
+//! Hashing and parsing a line need nothing from other lines, so whole chunks of the
+//! file go to worker threads that summarise their lines; only the chain and seq checks,
 //! which are cheap, run in order over the summaries.
 
 use std::fs::File;
@@ -106,54 +106,17 @@ pub fn verify_path(path: &Path, options: &VerifyOptions) -> Result<VerifyReport>
         });
     }
     let mut file = File::open(path).at(path)?;
-    let mut v = Verifier::new(*options);
-    let mut buf: Vec<u8> = Vec::with_capacity(options.chunk_bytes + options.record_bytes_max);
-    // Small logs get small buffers; big ones a full chunk.
     let file_len = file.metadata().at(path)?.len();
-    let chunk_bytes = options
-        .chunk_bytes
-        .max(1)
-        .min(usize::try_from(file_len).unwrap_or(usize::MAX).max(1));
-    // A reader thread keeps the next chunk coming while the workers hash this one.
-    // Buffers go back and forth, so reading never allocates or zeroes after the first two.
-    let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<(Vec<u8>, usize)>>(2);
-    let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<u8>>();
-    let report = std::thread::scope(|s| -> Result<VerifyReport> {
-        s.spawn(move || {
-            loop {
-                let mut chunk = back_rx
-                    .try_recv()
-                    .unwrap_or_else(|_| vec![0u8; chunk_bytes]);
-                let mut filled = 0;
-                let result = loop {
-                    match file.read(&mut chunk[filled..]) {
-                        Ok(0) => break Ok(()),
-                        Ok(n) => {
-                            filled += n;
-                            if filled == chunk.len() {
-                                break Ok(());
-                            }
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(e) => break Err(e),
-                    }
-                };
-                let end = filled == 0 || result.is_err();
-                if tx.send(result.map(|()| (chunk, filled))).is_err() || end {
-                    return;
-                }
-            }
-        });
-        for chunk in rx {
-            let (chunk, filled) = chunk.at(path)?;
-            if filled == 0 {
-                break;
-            }
-            v.push(&mut buf, &chunk[..filled]);
-            let _ = back_tx.send(chunk);
-        }
-        Ok(v.finish(&buf))
-    })?;
+    let file_len = usize::try_from(file_len).unwrap_or(usize::MAX);
+    // Small logs get small buffers; big ones a full chunk.
+    let chunk_bytes = options.chunk_bytes.max(1).min(file_len.max(1));
+    let read = move |buf: &mut [u8]| file.read(buf);
+    let report = if file_len <= chunk_bytes {
+        verify_in_order(read, options, chunk_bytes, file_len)
+    } else {
+        verify_pipelined(read, options, chunk_bytes, file_len)
+    }
+    .at(path)?;
     if report.head.is_none() && report.bytes > 0 {
         // Not one good record: tell "not a log at all" apart from a damaged log.
         crate::log::check_is_log_file(path)?;
@@ -161,14 +124,220 @@ pub fn verify_path(path: &Path, options: &VerifyOptions) -> Result<VerifyReport>
     Ok(report)
 }
 
-/// Verifies a log held in memory.
+/// Verifies a log held in memory, on this thread alone.
 pub fn verify_bytes(bytes: &[u8], options: &VerifyOptions) -> VerifyReport {
-    let mut v = Verifier::new(*options);
-    let mut buf = Vec::new();
-    for chunk in bytes.chunks(options.chunk_bytes.max(1)) {
-        v.push(&mut buf, chunk);
+    let chunk_bytes = options.chunk_bytes.min(bytes.len()).max(1);
+    let mut rest = bytes;
+    let read = move |buf: &mut [u8]| rest.read(buf);
+    // Reading from memory cannot fail.
+    verify_in_order(read, options, chunk_bytes, bytes.len())
+        .unwrap_or_else(|e| unreachable!("reading from memory failed: {e}"))
+}
+
+/// Cuts what is read into chunks of whole lines: the line the chunk before cut is
+/// carried to the start of the next, and a line longer than `record_bytes_max` that
+/// spans chunks is only counted, never kept.
+struct Splitter {
+    chunk_bytes: usize,
+    record_bytes_max: usize,
+    /// The start of the line the last chunk cut (never longer than the limit).
+    tail: Vec<u8>,
+    /// Bytes of an over-long line being skipped.
+    skipping: Option<u64>,
+    bytes: u64,
+    /// Bytes a chunk buffer holds: a carried line and a chunk read.
+    buf_bytes: usize,
+}
+
+/// What a chunk holds for the checks, in order.
+struct Piece {
+    /// An over-long line that ended in this chunk, with its length.
+    skipped: Option<u64>,
+    /// The complete lines, each ending with `\n`.
+    lines: std::ops::Range<usize>,
+}
+
+impl Splitter {
+    fn new(options: &VerifyOptions, chunk_bytes: usize, len_hint: usize) -> Splitter {
+        Splitter {
+            chunk_bytes,
+            record_bytes_max: options.record_bytes_max,
+            tail: Vec::new(),
+            skipping: None,
+            bytes: 0,
+            buf_bytes: chunk_bytes.saturating_add(options.record_bytes_max.min(len_hint)),
+        }
     }
-    v.finish(&buf)
+
+    /// Fills `buf` with the carried line and the next chunk read; `None` at the end.
+    fn next(
+        &mut self,
+        buf: &mut Vec<u8>,
+        read: &mut impl FnMut(&mut [u8]) -> std::io::Result<usize>,
+    ) -> std::io::Result<Option<Piece>> {
+        let t = self.tail.len();
+        let end = t + self.chunk_bytes;
+        if buf.len() < end {
+            // Zeroed once, then reused: a chunk's pages are touched only as it is read.
+            buf.resize(end.max(self.buf_bytes), 0);
+        }
+        buf[..t].copy_from_slice(&self.tail);
+        let mut filled = t;
+        while filled < end {
+            match read(&mut buf[filled..end]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let n = filled - t;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.bytes += n as u64;
+        self.tail.clear();
+        let mut start = 0;
+        let mut skipped = None;
+        if let Some(s) = self.skipping {
+            // Nothing is carried while a line is skipped.
+            match memchr::memchr(b'\n', &buf[..filled]) {
+                None => {
+                    self.skipping = Some(s + n as u64);
+                    return Ok(Some(Piece {
+                        skipped: None,
+                        lines: 0..0,
+                    }));
+                }
+                Some(i) => {
+                    skipped = Some(s + i as u64 + 1);
+                    self.skipping = None;
+                    start = i + 1;
+                }
+            }
+        }
+        let lines_end = match memchr::memrchr(b'\n', &buf[start..filled]) {
+            Some(last) => start + last + 1,
+            None => start,
+        };
+        let rest = &buf[lines_end..filled];
+        if rest.len() > self.record_bytes_max {
+            self.skipping = Some(rest.len() as u64);
+        } else {
+            self.tail.extend_from_slice(rest);
+        }
+        Ok(Some(Piece {
+            skipped,
+            lines: start..lines_end,
+        }))
+    }
+}
+
+/// Reads, summarises and steps on this thread: for logs of one chunk, and for
+/// [`verify_bytes`] (called thousands of times by the tests, it spawns nothing).
+fn verify_in_order(
+    mut read: impl FnMut(&mut [u8]) -> std::io::Result<usize>,
+    options: &VerifyOptions,
+    chunk_bytes: usize,
+    len_hint: usize,
+) -> std::io::Result<VerifyReport> {
+    let mut v = Verifier::new(*options);
+    let mut split = Splitter::new(options, chunk_bytes, len_hint);
+    let mut buf = Vec::new();
+    while let Some(piece) = split.next(&mut buf, &mut read)? {
+        let summaries = summarise(&buf[piece.lines], options.record_bytes_max);
+        v.piece(piece.skipped, summaries);
+    }
+    Ok(v.finish(&split))
+}
+
+/// Reads on one thread, summarises whole chunks on `threads` workers, and steps
+/// through their summaries in file order on this one. Each stage runs while the others
+/// do: the workers never wait for a spawn, a read or the in-order steps. Buffers go
+/// round (reader → worker → here → reader), so at most `2 × threads + 1` are ever
+/// allocated, and none after the first round.
+fn verify_pipelined(
+    mut read: impl FnMut(&mut [u8]) -> std::io::Result<usize> + Send,
+    options: &VerifyOptions,
+    chunk_bytes: usize,
+    len_hint: usize,
+) -> std::io::Result<VerifyReport> {
+    use std::sync::mpsc;
+    type Done = (
+        u64,
+        Vec<u8>,
+        Option<u64>,
+        std::thread::Result<Vec<(u32, Summary)>>,
+    );
+    let workers = options.threads.max(1);
+    let in_flight = 2 * workers + 1;
+    let max = options.record_bytes_max;
+    let (job_tx, job_rx) = mpsc::sync_channel::<(u64, Vec<u8>, Piece)>(in_flight);
+    let job_rx = std::sync::Mutex::new(job_rx);
+    let (done_tx, done_rx) = mpsc::channel::<Done>();
+    let (back_tx, back_rx) = mpsc::channel::<Vec<u8>>();
+    for _ in 0..in_flight {
+        let _ = back_tx.send(Vec::new());
+    }
+    std::thread::scope(|s| {
+        let mut split = Splitter::new(options, chunk_bytes, len_hint);
+        let reader = s.spawn(move || -> std::io::Result<Splitter> {
+            let mut n = 0u64;
+            // Ends when every buffer is lost (this thread's consumer panicked), at the
+            // end of the file, or on a read error; dropping `job_tx` stops the workers.
+            while let Ok(mut buf) = back_rx.recv() {
+                let Some(piece) = split.next(&mut buf, &mut read)? else {
+                    break;
+                };
+                if job_tx.send((n, buf, piece)).is_err() {
+                    break;
+                }
+                n += 1;
+            }
+            Ok(split)
+        });
+        for _ in 0..workers {
+            let done_tx = done_tx.clone();
+            let job_rx = &job_rx;
+            s.spawn(move || {
+                loop {
+                    let job = job_rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                    let Ok((n, buf, piece)) = job else { return };
+                    // A panic is a bug: it is carried to the stepping thread, which
+                    // raises it again, rather than leaving the pipeline waiting.
+                    let summaries = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        summarise(&buf[piece.lines], max)
+                    }));
+                    if done_tx.send((n, buf, piece.skipped, summaries)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        let back_tx = back_tx;
+        let mut v = Verifier::new(*options);
+        let mut pending = std::collections::BTreeMap::new();
+        let mut next = 0u64;
+        for (n, buf, skipped, summaries) in done_rx {
+            let summaries = summaries.unwrap_or_else(|p| std::panic::resume_unwind(p));
+            pending.insert(n, (buf, skipped, summaries));
+            while let Some((buf, skipped, summaries)) = pending.remove(&next) {
+                v.piece(skipped, summaries);
+                // The reader is gone once the file is read.
+                let _ = back_tx.send(buf);
+                next += 1;
+            }
+        }
+        assert!(
+            pending.is_empty(),
+            "a chunk was summarised but never stepped"
+        );
+        let split = reader
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+        Ok(v.finish(&split))
+    })
 }
 
 enum Summary {
@@ -184,8 +353,6 @@ struct Verifier {
     last_hash: Hash,
     after_bad: bool,
     last_good_seq: Option<u64>,
-    /// Bytes of an over-long line being skipped.
-    skipping: Option<u64>,
     report: VerifyReport,
 }
 
@@ -199,7 +366,6 @@ impl Verifier {
             last_hash: Hash::ZERO,
             after_bad: false,
             last_good_seq: None,
-            skipping: None,
             report: VerifyReport {
                 records: 0,
                 bytes: 0,
@@ -224,56 +390,6 @@ impl Verifier {
         }
     }
 
-    /// Adds `data` to the carried bytes in `buf` and checks every complete line.
-    fn push(&mut self, carry: &mut Vec<u8>, mut data: &[u8]) {
-        self.report.bytes += data.len() as u64;
-        if let Some(skipped) = self.skipping {
-            match data.iter().position(|&b| b == b'\n') {
-                None => {
-                    self.skipping = Some(skipped + data.len() as u64);
-                    return;
-                }
-                Some(i) => {
-                    self.skipped_line(skipped + i as u64 + 1);
-                    data = &data[i + 1..];
-                }
-            }
-        }
-        // Lines are checked where they lie in `data`; only a line cut by the chunk
-        // boundary is copied, into `carry`.
-        let max = self.options.record_bytes_max;
-        if !carry.is_empty() {
-            match memchr::memchr(b'\n', data) {
-                None => {
-                    carry.extend_from_slice(data);
-                    if carry.len() > max {
-                        self.skipping = Some(carry.len() as u64);
-                        carry.clear();
-                    }
-                    return;
-                }
-                Some(i) => {
-                    carry.extend_from_slice(&data[..=i]);
-                    let line = std::mem::take(carry);
-                    self.lines(&line);
-                    data = &data[i + 1..];
-                }
-            }
-        }
-        let rest = match memchr::memrchr(b'\n', data) {
-            Some(last) => {
-                self.lines(&data[..=last]);
-                &data[last + 1..]
-            }
-            None => data,
-        };
-        if rest.len() > max {
-            self.skipping = Some(rest.len() as u64);
-        } else {
-            carry.extend_from_slice(rest);
-        }
-    }
-
     fn skipped_line(&mut self, len: u64) {
         let seq = self.expected_seq;
         self.problem(
@@ -287,7 +403,6 @@ impl Verifier {
         self.next_line(len);
         self.expected_seq += 1;
         self.after_bad = true;
-        self.skipping = None;
     }
 
     fn next_line(&mut self, len: u64) {
@@ -296,47 +411,12 @@ impl Verifier {
         self.offset += len;
     }
 
-    /// Checks a region of complete lines, each ending with `\n`.
-    fn lines(&mut self, region: &[u8]) {
-        let threads = if region.len() < 256 * 1024 {
-            1
-        } else {
-            self.options.threads.max(1)
-        };
-        let mut parts = Vec::with_capacity(threads);
-        let mut start = 0;
-        for t in 1..=threads {
-            let mut end = region.len() * t / threads;
-            if t < threads {
-                end = match memchr::memchr(b'\n', &region[end.max(start)..]) {
-                    Some(i) => end.max(start) + i + 1,
-                    None => region.len(),
-                };
-            }
-            let end = end.max(start);
-            parts.push(&region[start..end]);
-            start = end;
+    /// Steps through a chunk: the over-long line that ended in it, then its lines.
+    fn piece(&mut self, skipped: Option<u64>, summaries: Vec<(u32, Summary)>) {
+        if let Some(len) = skipped {
+            self.skipped_line(len);
         }
-        let max = self.options.record_bytes_max;
-        let summaries: Vec<Vec<(u32, Summary)>> = if threads == 1 {
-            vec![summarise(region, max)]
-        } else {
-            // This thread takes the first part itself.
-            std::thread::scope(|s| {
-                let handles: Vec<_> = parts[1..]
-                    .iter()
-                    .map(|p| s.spawn(move || summarise(p, max)))
-                    .collect();
-                let mut all = vec![summarise(parts[0], max)];
-                all.extend(
-                    handles
-                        .into_iter()
-                        .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))),
-                );
-                all
-            })
-        };
-        for (len, summary) in summaries.into_iter().flatten() {
+        for (len, summary) in summaries {
             self.step(u64::from(len), summary);
         }
     }
@@ -388,8 +468,10 @@ impl Verifier {
         self.next_line(len);
     }
 
-    fn finish(&mut self, rest: &[u8]) -> VerifyReport {
-        if let Some(skipped) = self.skipping {
+    fn finish(&mut self, split: &Splitter) -> VerifyReport {
+        self.report.bytes = split.bytes;
+        let rest = &split.tail;
+        if let Some(skipped) = split.skipping {
             let seq = self.expected_seq;
             self.problem(Some(seq), ProblemKind::TooLong, format!("a final line of {skipped} bytes without a newline is longer than record_bytes_max"));
         } else if !rest.is_empty() {
@@ -455,4 +537,124 @@ fn summarise(region: &[u8], record_bytes_max: usize) -> Vec<(u32, Summary)> {
         out.push((u32::try_from(line.len()).unwrap_or(u32::MAX), summary));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::{LogWriter, Options, log_path};
+
+    /// A log of `records` records with every kind of damage verify reports: a flipped
+    /// byte, a broken line, an over-long line, a missing record and a torn tail.
+    fn damaged_log(dir: &Path, records: usize) -> Vec<u8> {
+        let mut log = LogWriter::create(dir, Options::default()).unwrap();
+        for i in 0..records {
+            let pad = "x".repeat(i % 97);
+            log.append(&serde_json::json!({"type": "note", "i": i, "pad": pad}))
+                .unwrap();
+        }
+        drop(log);
+        let bytes = std::fs::read(log_path(dir)).unwrap();
+        let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+        let mut out = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            match i {
+                // A record gone: a seq gap and a broken chain.
+                30 => {}
+                // A flipped byte in the event.
+                50 => {
+                    let mut l = line.to_vec();
+                    l[100] ^= 1;
+                    out.extend_from_slice(&l);
+                }
+                // A line over the limit of the test (500 bytes), spanning small chunks.
+                70 => {
+                    out.extend_from_slice(&[b'y'; 1300]);
+                    out.push(b'\n');
+                }
+                // Not a record at all.
+                90 => out.extend_from_slice(b"garbage\n"),
+                _ => out.extend_from_slice(line),
+            }
+        }
+        out.extend_from_slice(b"{\"prev\":\"torn");
+        out
+    }
+
+    // Regression guard for the pipeline: reading, summarising whole chunks on workers
+    // and stepping in order must report exactly what one thread reading the same bytes
+    // reports, whatever the chunk size (lines and over-long lines cut anywhere) and
+    // however many workers there are.
+    #[test]
+    fn pipelined_verify_reports_exactly_what_in_order_verify_reports() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bytes = damaged_log(tmp.path(), 300);
+        let path = tmp.path().join("damaged.jsonl");
+        std::fs::write(&path, &bytes).unwrap();
+        let base = VerifyOptions {
+            record_bytes_max: 500,
+            ..VerifyOptions::default()
+        };
+        let expected = verify_bytes(&bytes, &base);
+        let kinds: Vec<ProblemKind> = expected.problems.iter().map(|p| p.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                ProblemKind::SeqGap,
+                ProblemKind::BrokenChain,
+                ProblemKind::BadRecord,
+                ProblemKind::TooLong,
+                ProblemKind::BadRecord,
+                ProblemKind::TornTail,
+            ],
+            "{:?}",
+            expected.problems
+        );
+        assert_eq!(expected.bytes, bytes.len() as u64);
+        for chunk_bytes in [7, 64, 499, 500, 501, 4096] {
+            for threads in [1, 2, 3, 8] {
+                let options = VerifyOptions {
+                    chunk_bytes,
+                    threads,
+                    ..base
+                };
+                let got = verify_path(&path, &options).unwrap();
+                assert_eq!(
+                    got, expected,
+                    "chunks of {chunk_bytes} bytes, {threads} threads"
+                );
+                assert_eq!(
+                    verify_bytes(&bytes, &options),
+                    expected,
+                    "in memory, chunks of {chunk_bytes} bytes"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_over_long_final_line_spanning_chunks_is_too_long_not_torn() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut bytes = damaged_log(tmp.path(), 20);
+        bytes.truncate(bytes.len() - 13);
+        bytes.extend_from_slice(&[b'z'; 700]);
+        let path = tmp.path().join("tail.jsonl");
+        std::fs::write(&path, &bytes).unwrap();
+        let options = VerifyOptions {
+            record_bytes_max: 500,
+            chunk_bytes: 64,
+            threads: 2,
+            ..VerifyOptions::default()
+        };
+        let report = verify_path(&path, &options).unwrap();
+        let last = report.problems.last().unwrap();
+        assert_eq!(
+            (last.kind, last.what.as_str()),
+            (
+                ProblemKind::TooLong,
+                "a final line of 700 bytes without a newline is longer than record_bytes_max"
+            )
+        );
+        assert_eq!(report, verify_bytes(&bytes, &options));
+    }
 }

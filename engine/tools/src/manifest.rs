@@ -211,6 +211,12 @@ pub struct ScanCache {
     withheld: CredentialFiles,
     /// The directories and files of the last walk, reused while their stamps hold.
     listing: Option<crate::walk::Listing>,
+    /// Which files of the last walk are credential files, in its order.
+    withheld_of_listing: Vec<bool>,
+    /// The listing saved beside the cache was looked for.
+    listing_loaded: bool,
+    /// The last walk reused the listing (tests look).
+    listing_reused: bool,
     capture: Capture,
     file_bytes_max: u64,
     /// The last scan stored blobs (files it had to hash).
@@ -226,6 +232,9 @@ impl ScanCache {
             entries: None,
             withheld,
             listing: None,
+            withheld_of_listing: Vec::new(),
+            listing_loaded: false,
+            listing_reused: false,
             capture: Capture::Full,
             file_bytes_max: u64::MAX,
             stored_blobs: false,
@@ -242,6 +251,18 @@ impl ScanCache {
 }
 
 impl ScanCache {
+    /// Where the last walk's listing is saved for the next session: beside the cache.
+    fn listing_file(&self) -> std::path::PathBuf {
+        let mut name = self.file.file_name().unwrap_or_default().to_os_string();
+        name.push(".listing");
+        self.file.with_file_name(name)
+    }
+
+    /// The last scan took its files from the listing, without walking the tree.
+    pub fn listing_reused(&self) -> bool {
+        self.listing_reused
+    }
+
     /// The last walk's listing is kept for the next (nothing in it was too recent).
     pub fn has_listing(&self) -> bool {
         self.listing.is_some()
@@ -330,12 +351,38 @@ fn scan_with(
         Some(c) => c,
         None => read_cache(&cache_file),
     };
-    let seen = crate::walk::walk(root, &mut cache_state.listing, started_ns);
-    // Matched at every scan (a few hundred nanoseconds a path): cheap beside the walk.
-    let withheld: Vec<bool> = seen
-        .iter()
-        .map(|s| cache_state.withheld.matches(&s.path))
-        .collect();
+    // A session's first scan starts from the listing the session before saved: a warm
+    // start then stats the listed files instead of walking the tree.
+    let listing_file = cache_state.listing_file();
+    if !cache_state.listing_loaded {
+        cache_state.listing_loaded = true;
+        if cache_state.listing.is_none() {
+            cache_state.listing = crate::walk::Listing::load(&listing_file);
+        }
+    }
+    let (seen, reused) = crate::walk::walk(root, &mut cache_state.listing, started_ns);
+    cache_state.listing_reused = reused;
+    if !reused {
+        match &cache_state.listing {
+            Some(l) => l.save(&listing_file).map_err(io_at(&listing_file))?,
+            // Too recent to be trusted: the next session walks the tree.
+            None => match std::fs::remove_file(&listing_file) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(io_at(&listing_file)(e));
+                }
+                _ => {}
+            },
+        }
+    }
+    // A reused listing has the paths of the walk before, in its order: so has the
+    // answer of the credential-file patterns (a few hundred nanoseconds a path).
+    if !reused || cache_state.withheld_of_listing.len() != seen.len() {
+        cache_state.withheld_of_listing = seen
+            .iter()
+            .map(|s| cache_state.withheld.matches(&s.path))
+            .collect();
+    }
+    let withheld = &cache_state.withheld_of_listing;
     let mut entries: Vec<Option<ManifestEntry>> = vec![None; seen.len()];
     let mut todo = Vec::new();
     let (capture, file_bytes_max) = (cache_state.capture, cache_state.file_bytes_max);

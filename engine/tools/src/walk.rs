@@ -52,7 +52,7 @@ impl Seen {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Stamp {
     ino: u64,
     mtime_ns: i64,
@@ -81,8 +81,21 @@ struct Dir {
     rel: String,
     stamp: Stamp,
     rules: [Option<Stamp>; 2],
-    /// Names of the admitted files, with the kind of each special one.
-    files: Vec<(String, Option<crate::manifest::Special>)>,
+    /// The admitted files, in name order.
+    files: Vec<Listed>,
+}
+
+/// One file of the listing.
+struct Listed {
+    /// Relative to the root, `/`-separated: the path a walk reports.
+    path: String,
+    /// Where the file's name starts in `path`.
+    name_at: usize,
+    /// Its place in the walk's output, which is sorted by path: a rescan puts each
+    /// file there without comparing paths again.
+    rank: u32,
+    /// The kind of a special file.
+    special: Option<crate::manifest::Special>,
 }
 
 const RULE_FILES: [&str; 2] = [".gitignore", ".ignore"];
@@ -91,6 +104,8 @@ const RULE_FILES: [&str; 2] = [".gitignore", ".ignore"];
 #[derive(Default)]
 pub(crate) struct Listing {
     dirs: Vec<Dir>,
+    /// Files in all the directories.
+    files: usize,
     /// `.git/info/exclude` of the root.
     exclude: Option<Stamp>,
 }
@@ -101,18 +116,135 @@ impl std::fmt::Debug for Listing {
     }
 }
 
+/// The layout of a saved listing; a file of another version is not read.
+const LISTING_VERSION: u32 = 1;
+
+/// A listing as saved between sessions: each file as `[name, rank, special]`.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Saved {
+    version: u32,
+    exclude: Option<Stamp>,
+    dirs: Vec<SavedDir>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SavedDir {
+    rel: String,
+    stamp: Stamp,
+    rules: [Option<Stamp>; 2],
+    files: Vec<(String, u32, Option<crate::manifest::Special>)>,
+}
+
+impl Listing {
+    /// The listing saved at `path` by an earlier session, to be checked like any
+    /// other (every stamp, every file): `None` when there is none, or it is of
+    /// another version or not a listing a walk could have made (a name that is not
+    /// one path component, ranks that do not order the paths).
+    pub(crate) fn load(path: &Path) -> Option<Listing> {
+        let bytes = std::fs::read(path).ok()?;
+        let saved: Saved = serde_json::from_slice(&bytes).ok()?;
+        if saved.version != LISTING_VERSION {
+            return None;
+        }
+        let files: usize = saved.dirs.iter().map(|d| d.files.len()).sum();
+        let mut by_rank: Vec<Option<String>> = vec![None; files];
+        let mut dirs = Vec::with_capacity(saved.dirs.len());
+        for d in saved.dirs {
+            if d.rel.starts_with('/') || d.rel.split('/').any(|c| c == ".." || c == ".") {
+                return None;
+            }
+            let mut listed = Vec::with_capacity(d.files.len());
+            for (name, rank, special) in d.files {
+                if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+                    return None;
+                }
+                let (path, name_at) = if d.rel.is_empty() {
+                    (name, 0)
+                } else {
+                    (format!("{}/{name}", d.rel), d.rel.len() + 1)
+                };
+                let slot = by_rank.get_mut(rank as usize)?;
+                if slot.is_some() {
+                    return None;
+                }
+                *slot = Some(path.clone());
+                listed.push(Listed {
+                    path,
+                    name_at,
+                    rank,
+                    special,
+                });
+            }
+            dirs.push(Dir {
+                rel: d.rel,
+                stamp: d.stamp,
+                rules: d.rules,
+                files: listed,
+            });
+        }
+        // The ranks must be the order by path, as the walk sorts it.
+        let sorted = by_rank
+            .iter()
+            .zip(by_rank.iter().skip(1))
+            .all(|(a, b)| a < b);
+        sorted.then_some(Listing {
+            dirs,
+            files,
+            exclude: saved.exclude,
+        })
+    }
+
+    /// Saves the listing at `path` (written whole, then renamed over the old one).
+    pub(crate) fn save(&self, path: &Path) -> std::io::Result<()> {
+        let saved = Saved {
+            version: LISTING_VERSION,
+            exclude: self.exclude,
+            dirs: self
+                .dirs
+                .iter()
+                .map(|d| SavedDir {
+                    rel: d.rel.clone(),
+                    stamp: d.stamp,
+                    rules: d.rules,
+                    files: d
+                        .files
+                        .iter()
+                        .map(|f| (f.path[f.name_at..].to_string(), f.rank, f.special))
+                        .collect(),
+                })
+                .collect(),
+        };
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        {
+            let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+            serde_json::to_writer(&mut w, &saved)?;
+            std::io::Write::flush(&mut w)?;
+        }
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    }
+}
+
 /// Lists the files of `root` the ignore rules admit (hidden files included, `.git`
 /// left out), sorted by path, without hashing them; from `listing` when nothing in it
 /// moved, which is then replaced by what this walk saw.
-pub(crate) fn walk(root: &Path, listing: &mut Option<Listing>, started_ns: i64) -> Vec<Seen> {
+/// Also says whether the listing was reused: then the paths are those of the walk
+/// before, in the same order.
+pub(crate) fn walk(
+    root: &Path,
+    listing: &mut Option<Listing>,
+    started_ns: i64,
+) -> (Vec<Seen>, bool) {
     if let Some(l) = listing.as_ref()
         && let Some(seen) = rescan(root, l)
     {
-        return seen;
+        return (seen, true);
     }
     let (seen, fresh) = full_walk(root, started_ns);
     *listing = fresh;
-    seen
+    (seen, false)
 }
 
 fn stat_at(dir: impl AsFd, name: &str) -> Option<rustix::fs::Stat> {
@@ -182,15 +314,27 @@ fn rescan(root: &Path, listing: &Listing) -> Option<Vec<Seen>> {
     if failed.into_inner() {
         return None;
     }
-    let mut parts = parts.into_inner().ok()?;
+    let parts = parts.into_inner().ok()?;
     if parts.len() != listing.dirs.len() {
         return None;
     }
-    parts.sort_unstable_by_key(|(i, _)| *i);
-    let mut seen: Vec<Seen> = parts.into_iter().flat_map(|(_, s)| s).collect();
-    // Directories are kept in path order but a directory's files and its
-    // subdirectories' interleave by name: sort, as the full walk does.
-    seen.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    // Each file goes to its rank: the order of the full walk (by path), without
+    // comparing a path.
+    let mut slots: Vec<Option<Seen>> = Vec::with_capacity(listing.files);
+    slots.resize_with(listing.files, || None);
+    for (i, seen) in parts {
+        for (f, s) in listing.dirs[i].files.iter().zip(seen) {
+            let slot = &mut slots[f.rank as usize];
+            assert!(slot.is_none(), "two listed files share rank {}", f.rank);
+            *slot = Some(s);
+        }
+    }
+    let seen: Vec<Seen> = slots.into_iter().flatten().collect();
+    assert_eq!(
+        seen.len(),
+        listing.files,
+        "a rank of the listing was left empty"
+    );
     Some(seen)
 }
 
@@ -206,8 +350,9 @@ fn rescan_dir(root_fd: &OwnedFd, dir: &Dir) -> Option<Vec<Seen>> {
         }
     }
     let mut seen = Vec::with_capacity(dir.files.len());
-    for (name, special) in &dir.files {
-        let st = stat_at(&fd, name)?;
+    for f in &dir.files {
+        let special = &f.special;
+        let st = stat_at(&fd, &f.path[f.name_at..])?;
         let kind = match FileType::from_raw_mode(st.st_mode) {
             FileType::RegularFile => None,
             FileType::Fifo => Some(crate::manifest::Special::Fifo),
@@ -220,11 +365,7 @@ fn rescan_dir(root_fd: &OwnedFd, dir: &Dir) -> Option<Vec<Seen>> {
             return None;
         }
         seen.push(Seen {
-            path: if dir.rel.is_empty() {
-                name.clone()
-            } else {
-                format!("{}/{name}", dir.rel)
-            },
+            path: f.path.clone(),
             size: u64::try_from(st.st_size).unwrap_or(0),
             mtime_ns: ns(st.st_mtime, st.st_mtime_nsec),
             ctime_ns: ns(st.st_ctime, st.st_ctime_nsec),
@@ -339,14 +480,19 @@ fn listing_of(
         .enumerate()
         .map(|(i, (rel, _))| (rel.as_str(), i))
         .collect();
-    let mut files: Vec<Vec<(String, Option<crate::manifest::Special>)>> =
-        vec![Vec::new(); dirs.len()];
-    for s in seen {
-        let (dir, name) = match s.path.rfind('/') {
-            Some(i) => (&s.path[..i], &s.path[i + 1..]),
-            None => ("", s.path.as_str()),
+    let mut files: Vec<Vec<Listed>> = Vec::with_capacity(dirs.len());
+    files.resize_with(dirs.len(), Vec::new);
+    for (rank, s) in seen.iter().enumerate() {
+        let (dir, name_at) = match s.path.rfind('/') {
+            Some(i) => (&s.path[..i], i + 1),
+            None => ("", 0),
         };
-        files[*index.get(dir)?].push((name.to_string(), s.special));
+        files[*index.get(dir)?].push(Listed {
+            path: s.path.clone(),
+            name_at,
+            rank: u32::try_from(rank).ok()?,
+            special: s.special,
+        });
     }
     let root_fd = rustix::fs::open(
         root,
@@ -377,7 +523,11 @@ fn listing_of(
             files,
         });
     }
-    Some(Listing { dirs: out, exclude })
+    Some(Listing {
+        dirs: out,
+        files: seen.len(),
+        exclude,
+    })
 }
 
 #[cfg(test)]
@@ -410,7 +560,7 @@ mod tests {
 
     struct Fixture {
         ws: tempfile::TempDir,
-        _home: tempfile::TempDir,
+        home: tempfile::TempDir,
         blobs: BlobStore,
         cache: ScanCache,
     }
@@ -423,7 +573,7 @@ mod tests {
             let cache = ScanCache::new(home.path().join("cache"), CredentialFiles::defaults());
             Fixture {
                 ws,
-                _home: home,
+                home,
                 blobs,
                 cache,
             }
@@ -432,6 +582,11 @@ mod tests {
             let p = self.ws.path().join(rel);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, body).unwrap();
+        }
+        /// A new session's cache on the same file: nothing kept in memory.
+        fn reopen(&mut self) {
+            self.cache =
+                ScanCache::new(self.home.path().join("cache"), CredentialFiles::defaults());
         }
         fn scan(&mut self) -> Vec<ManifestEntry> {
             scan_cached(self.ws.path(), &self.blobs, &mut self.cache).unwrap()
@@ -585,5 +740,70 @@ mod tests {
         // And after the racy window, from the fast path.
         f.settle();
         assert_eq!(hashes(&f.scan()), f.truth());
+    }
+
+    // Regression guard: a listing saved by one session is only a hint to the next,
+    // which must check it like its own: a file created (the folder's mtime set back)
+    // and a same-size rewrite (the file's mtime set back) between two sessions.
+    #[test]
+    fn a_listing_saved_by_a_session_is_reused_and_checked_by_the_next() {
+        let mut f = Fixture::new();
+        f.write("d/a.txt", "aaaa");
+        f.write("e/c.txt", "cccc");
+        set_mtime(&f.ws.path().join("d/a.txt"), 1_600_000_000);
+        set_mtime(&f.ws.path().join("d"), 1_600_000_000);
+        f.settle();
+        f.reopen();
+        assert_eq!(hashes(&f.scan()), f.truth());
+        assert!(
+            f.cache.listing_reused(),
+            "a warm start stats the listed files"
+        );
+        f.reopen();
+        f.write("d/a.txt", "bbbb");
+        set_mtime(&f.ws.path().join("d/a.txt"), 1_600_000_000);
+        assert_eq!(hashes(&f.scan()), f.truth());
+        f.settle();
+        f.reopen();
+        f.write("d/b.txt", "b");
+        set_mtime(&f.ws.path().join("d"), 1_600_000_000);
+        assert_eq!(hashes(&f.scan()), f.truth());
+        assert!(!f.cache.listing_reused(), "the folder's ctime moved");
+        assert_eq!(f.truth().len(), 3);
+    }
+
+    // Regression guard: a saved listing no walk could have made (a name that climbs
+    // out of its folder, ranks out of path order, not JSON) is not used at all.
+    #[test]
+    fn a_saved_listing_no_walk_could_make_is_not_used() {
+        let mut f = Fixture::new();
+        f.write("d/a.txt", "a");
+        f.write("d/b.txt", "b");
+        f.settle();
+        let file = f.home.path().join("cache.listing");
+        let good = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            good.contains(r#"["a.txt",0,null],["b.txt",1,null]"#),
+            "{good}"
+        );
+        for bad in [
+            good.replace(r#""a.txt""#, r#""../d/a.txt""#),
+            good.replace(
+                r#"["a.txt",0,null],["b.txt",1,null]"#,
+                r#"["a.txt",1,null],["b.txt",0,null]"#,
+            ),
+            good.replace(r#"["b.txt",1,null]"#, r#"["b.txt",0,null]"#),
+            "not json".to_string(),
+        ] {
+            assert_ne!(bad, good);
+            std::fs::write(&file, &bad).unwrap();
+            f.reopen();
+            assert_eq!(hashes(&f.scan()), f.truth(), "{bad}");
+            assert!(!f.cache.listing_reused(), "{bad}");
+        }
+        f.reopen();
+        std::fs::write(&file, &good).unwrap();
+        f.scan();
+        assert!(f.cache.listing_reused(), "the good listing is used");
     }
 }
