@@ -867,7 +867,11 @@ mod tests {
         let r = Redactor::default();
         let secrets = " password=hunter2hunter2 ghp_abcdefghijklmnopqrstuvwxyz0123456789 \
                        Bearer abcdefghijklmnopqrstuvwxyz";
-        for len in [SET_TEXT_BYTES_MIN - 1, SET_TEXT_BYTES_MIN, SET_TEXT_BYTES_MIN + 1] {
+        for len in [
+            SET_TEXT_BYTES_MIN - 1,
+            SET_TEXT_BYTES_MIN,
+            SET_TEXT_BYTES_MIN + 1,
+        ] {
             let mut text = String::from(secrets);
             while text.len() < len {
                 text.push_str(" max_tokens=4096 token_count\n");
@@ -876,8 +880,16 @@ mod tests {
             text.push_str(secrets);
             assert_eq!(text.len(), len);
             let spans = r.spans(text.as_bytes());
-            assert_eq!(spans, r.spans_of(text.as_bytes(), u64::MAX), "at {len} bytes");
-            assert_eq!(spans.len(), 6, "two of each secret at {len} bytes: {spans:?}");
+            assert_eq!(
+                spans,
+                r.spans_of(text.as_bytes(), u64::MAX),
+                "at {len} bytes"
+            );
+            assert_eq!(
+                spans.len(),
+                6,
+                "two of each secret at {len} bytes: {spans:?}"
+            );
         }
     }
 
