@@ -16,6 +16,9 @@ use crate::record::{self, RECORD_BYTES_MAX};
 
 /// The index file inside a session directory.
 pub const INDEX_FILE: &str = "events.idx";
+
+/// Bytes read at a time when a record near the end is found by reading backwards.
+const BACK_READ_BYTES: usize = 64 * 1024;
 const INDEX_MAGIC: &[u8; 8] = b"CAIRNIX1";
 
 /// One record, checked and parsed.
@@ -157,6 +160,11 @@ impl LogReader {
         let log = File::open(&self.path).at(&self.path)?;
         let log_len = log.metadata().at(&self.path)?.len();
         let mut entries = valid_index_entries(idx_path, &log, log_len);
+        if seq >= entries
+            && let Some(offset) = self.offset_back(&log, log_len, seq, entries)?
+        {
+            return Ok(Some(offset));
+        }
         if seq >= entries {
             let (start_seq, start_offset) = match entries {
                 0 => (0, 0),
@@ -212,6 +220,41 @@ impl LogReader {
             }
             None => self.scan_for(seq),
         }
+    }
+
+    /// Byte offset of record `seq` counted back from the log's last good record, when
+    /// it lies nearer that end than the index's (`indexed` entries): the record of a
+    /// snapshot at resume, found by reading the log's tail backwards in blocks instead
+    /// of indexing (or scanning) the whole log from the start. `None` when it lies
+    /// nearer the start, or when the count does not land on a line of that seq (a log
+    /// whose lines are not one seq each): the index then finds it.
+    fn offset_back(&self, log: &File, log_len: u64, seq: u64, indexed: u64) -> Result<Option<u64>> {
+        let tail = scan_tail(log, &self.path, log_len, self.record_bytes_max)?;
+        let Some(head) = tail.head else {
+            return Ok(None);
+        };
+        if seq > head.seq || head.seq - seq >= seq - indexed {
+            return Ok(None);
+        }
+        // The line of `seq` starts after the newline that ends the line before it: the
+        // (head.seq - seq + 1)-th newline before the head's own, or at 0 for seq 0.
+        let mut wanted = head.seq - seq + 1;
+        let mut end = tail.good_len.saturating_sub(1);
+        let mut buf = vec![0u8; BACK_READ_BYTES];
+        while end > 0 {
+            let start = end.saturating_sub(BACK_READ_BYTES as u64);
+            let block = &mut buf[..(end - start) as usize];
+            log.read_exact_at(block, start).at(&self.path)?;
+            for i in memchr::memrchr_iter(b'\n', block) {
+                wanted -= 1;
+                if wanted == 0 {
+                    let offset = start + i as u64 + 1;
+                    return Ok(is_line_of(log, offset, seq).then_some(offset));
+                }
+            }
+            end = start;
+        }
+        Ok((wanted == 1 && is_line_of(log, 0, seq)).then_some(0))
     }
 
     fn scan_for(&self, seq: u64) -> Result<Option<u64>> {
@@ -443,5 +486,70 @@ impl Iterator for Records {
         self.offset += consumed;
         self.line += 1;
         Some(Ok(record))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::{Durability, LogWriter, Options};
+
+    fn log_of(dir: &Path, records: u64) {
+        let mut w = LogWriter::create(
+            dir,
+            Options {
+                durability: Durability::None,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        for i in 0..records {
+            // Lines of different lengths, so that a wrong count lands mid-line.
+            let pad = "x".repeat((i % 7 * 50) as usize);
+            w.append(&serde_json::json!({"type": "note", "i": i, "pad": pad}))
+                .unwrap();
+        }
+        w.close().unwrap();
+    }
+
+    /// A record near the end is found by counting lines back from the head, without
+    /// building the index; one near the start goes through the index; both are the
+    /// record asked for, at every seq around the block size of the backward read.
+    #[test]
+    fn a_record_near_the_end_is_found_backwards_without_indexing_the_log() {
+        let tmp = tempfile::tempdir().unwrap();
+        let records = 3_000;
+        log_of(tmp.path(), records);
+        let reader = LogReader::open(tmp.path()).unwrap();
+        let idx = tmp.path().join(INDEX_FILE);
+        for seq in [records - 1, records - 2, records - 300, records / 2 + 1] {
+            let r = reader.get(seq).unwrap().unwrap();
+            assert_eq!(r.seq, seq);
+            assert!(!idx.exists(), "seq {seq} was found through the index");
+        }
+        let r = reader.get(5).unwrap().unwrap();
+        assert_eq!(r.seq, 5);
+        assert!(idx.exists(), "a record near the start builds the index");
+        assert!(reader.get(records).unwrap().is_none());
+        // With the index there, records past it near the end are still found.
+        for seq in (0..records).step_by(97) {
+            assert_eq!(reader.get(seq).unwrap().unwrap().seq, seq);
+        }
+    }
+
+    /// A torn tail after the last good record does not shift the count.
+    #[test]
+    fn a_torn_tail_does_not_shift_the_backward_count() {
+        let tmp = tempfile::tempdir().unwrap();
+        log_of(tmp.path(), 200);
+        let log = log_path(tmp.path());
+        let mut f = OpenOptions::new().append(true).open(&log).unwrap();
+        f.write_all(b"{\"hash\":\"torn").unwrap();
+        let reader = LogReader::open(tmp.path()).unwrap();
+        for seq in [199, 198, 150] {
+            assert_eq!(reader.get(seq).unwrap().unwrap().seq, seq);
+        }
+        assert!(!tmp.path().join(INDEX_FILE).exists());
     }
 }
