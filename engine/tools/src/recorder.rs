@@ -406,12 +406,11 @@ mod tests {
     use cairn_core::event::Event;
     use cairn_store::Options;
 
-    /// A recorder of a new session with durability `none` (as an import writes), its
-    /// blobs under `dir/blobs`.
-    fn recorder(dir: &std::path::Path) -> Recorder {
+    /// A recorder of a new session with `durability`, its blobs under `dir/blobs`.
+    fn recorder_with(dir: &std::path::Path, durability: Durability) -> Recorder {
         let session = dir.join("session");
         let options = Options {
-            durability: Durability::None,
+            durability,
             ..Options::default()
         };
         let log = LogWriter::create(&session, options).unwrap();
@@ -421,31 +420,20 @@ mod tests {
             State::default(),
             blobs,
             SnapshotStore::new(&session),
-            Durability::None,
+            durability,
             0,
             0,
         )
     }
 
-    /// A recorder of a new session with durability `always`, its blobs under
-    /// `dir/blobs`.
+    /// A recorder of a new session with durability `none` (as an import writes).
+    fn recorder(dir: &std::path::Path) -> Recorder {
+        recorder_with(dir, Durability::None)
+    }
+
+    /// A recorder of a new session with durability `always`.
     fn durable_recorder(dir: &std::path::Path) -> Recorder {
-        let session = dir.join("session");
-        let options = Options {
-            durability: Durability::Always,
-            ..Options::default()
-        };
-        let log = LogWriter::create(&session, options).unwrap();
-        let blobs = BlobStore::open(&dir.join("blobs")).unwrap().without_sync();
-        Recorder::new(
-            log,
-            State::default(),
-            blobs,
-            SnapshotStore::new(&session),
-            Durability::Always,
-            0,
-            0,
-        )
+        recorder_with(dir, Durability::Always)
     }
 
     /// Stores `n` blobs (each twice: the second is already there) and removes the
