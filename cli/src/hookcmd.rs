@@ -50,12 +50,8 @@ pub fn fast_args(args: &[std::ffi::OsString]) -> Option<(AgentName, crate::sessi
         [flag] => flag.strip_prefix("--approve=")?,
         _ => return None,
     };
-    let approve = match approve {
-        "ask" => Approve::Ask,
-        "always" => Approve::Always,
-        "never" => Approve::Never,
-        _ => return None,
-    };
+    // Parsed by the same `ValueEnum` clap uses, without building the command tree.
+    let approve = <Approve as clap::ValueEnum>::from_str(approve, false).ok()?;
     Some((agent, approve))
 }
 
