@@ -14,6 +14,10 @@ pub(crate) struct WriterLock {
     _file: File,
 }
 
+/// How long a writer waits for a log's lock that this same process's last writer
+/// held, in milliseconds (see [`WriterLock::acquire`]).
+const SELF_LOCK_WAIT_MS: u64 = 500;
+
 impl WriterLock {
     pub(crate) fn acquire(path: &Path) -> Result<WriterLock> {
         let mut file = crate::private::options()
@@ -23,17 +27,32 @@ impl WriterLock {
             .truncate(false)
             .open(path)
             .at(path)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                let mut text = String::new();
-                let _ = file.read_to_string(&mut text);
-                return Err(Error::Locked {
-                    path: path.to_path_buf(),
-                    pid: text.trim().parse().ok(),
-                });
+        let since = std::time::Instant::now();
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) => {
+                    let mut text = String::new();
+                    let _ = file.rewind();
+                    let _ = file.read_to_string(&mut text);
+                    let pid: Option<u32> = text.trim().parse().ok();
+                    // The lock file names this very process: a writer of another thread
+                    // that has just closed it, whose descriptor a child forked at that
+                    // moment (before its exec) still holds. Wait that out; any other
+                    // holder is refused at once.
+                    if pid == Some(std::process::id())
+                        && since.elapsed().as_millis() < u128::from(SELF_LOCK_WAIT_MS)
+                    {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                        continue;
+                    }
+                    return Err(Error::Locked {
+                        path: path.to_path_buf(),
+                        pid,
+                    });
+                }
+                Err(TryLockError::Error(e)) => return Err(e).at(path),
             }
-            Err(TryLockError::Error(e)) => return Err(e).at(path),
         }
         file.set_len(0).at(path)?;
         file.seek(SeekFrom::Start(0)).at(path)?;
