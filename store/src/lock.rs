@@ -99,6 +99,40 @@ fn held_by(line: &str, ino: u64, pid: u32) -> bool {
 mod tests {
     use super::*;
 
+    /// A lock this process's writer still holds is waited for up to
+    /// `SELF_LOCK_WAIT_MS`: taken when it is let go within that time, refused naming
+    /// this process when it is not. A holder of another process is refused at once.
+    #[test]
+    fn a_lock_held_by_this_process_is_waited_for_up_to_its_limit() {
+        #![allow(clippy::unwrap_used)]
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("events.lock");
+        let first = WriterLock::acquire(&path).unwrap();
+        let let_go = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(SELF_LOCK_WAIT_MS / 5));
+            drop(first);
+        });
+        WriterLock::acquire(&path).unwrap();
+        let_go.join().unwrap();
+
+        let _held = WriterLock::acquire(&path).unwrap();
+        let since = std::time::Instant::now();
+        match WriterLock::acquire(&path) {
+            Err(Error::Locked { pid, .. }) => assert_eq!(pid, Some(std::process::id())),
+            other => panic!("{other:?}"),
+        }
+        assert!(since.elapsed().as_millis() >= u128::from(SELF_LOCK_WAIT_MS));
+
+        // The file names another process: no wait.
+        std::fs::write(&path, "1").unwrap();
+        let since = std::time::Instant::now();
+        match WriterLock::acquire(&path) {
+            Err(Error::Locked { pid, .. }) => assert_eq!(pid, Some(1)),
+            other => panic!("{other:?}"),
+        }
+        assert!(since.elapsed().as_millis() < u128::from(SELF_LOCK_WAIT_MS));
+    }
+
     #[test]
     fn a_proc_locks_line_names_its_holder_and_inode() {
         let line = "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF";
