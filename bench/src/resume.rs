@@ -128,8 +128,13 @@ pub fn deep_verify_once(dir: &Path) -> Result<()> {
     let took = t.elapsed().as_secs_f64();
     // The synthetic calls repeat seven inputs past repeat_calls_max, which verify
     // reports as decisions the fold would have blocked: counted, not fatal (every
-    // record is still checked).
-    println!("{took:.6} {} {}", report.records, problems.len());
+    // record is still checked). Printed: all found, then those kept in the list.
+    println!(
+        "{took:.6} {} {} {}",
+        report.records,
+        report.problems,
+        problems.len()
+    );
     Ok(())
 }
 
@@ -162,7 +167,11 @@ pub fn run(args: &ResumeArgs) -> Result<()> {
                 let mut parts = run.stdout.split_whitespace();
                 let secs = parts.next().context("no time")?.parse::<f64>()?;
                 let checked = parts.next().unwrap_or("?").to_string();
-                let problems = parts.next().unwrap_or("?").to_string();
+                let problems = format!(
+                    "{} ({} kept)",
+                    parts.next().unwrap_or("?"),
+                    parts.next().unwrap_or("?")
+                );
                 let bytes = std::fs::metadata(cairn_store::log_path(&dir))?.len();
                 verified.push((
                     records,
@@ -207,7 +216,7 @@ pub fn run(args: &ResumeArgs) -> Result<()> {
     if !verified.is_empty() {
         println!();
         println!(
-            "| records | log | deep verify (in a child, one run) | CPU user+sys | peak memory | records/s | problems reported |"
+            "| records | log | deep verify (in a child, one run) | CPU user+sys | peak memory | records/s | problems found (kept) |"
         );
         println!("|---:|---:|---:|---:|---:|---:|---:|");
         for (records, checked, problems, bytes, secs, cpu, rss) in verified {

@@ -41,7 +41,7 @@ pub fn audit(spec: &str, prices: Option<&Path>, format: Format) -> Result<ExitCo
         pb.finish_and_clear();
     }
     let verified = verified?;
-    let clean = verified.1.is_empty();
+    let clean = verified.0.problems == 0;
     let session = match cairn_replay::Session::load(&dir) {
         Ok(s) => s,
         Err(_) if !clean => cairn_replay::Session::load_intact(&dir)

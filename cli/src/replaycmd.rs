@@ -48,9 +48,10 @@ pub fn verify(spec: &Path, json: bool) -> Result<ExitCode> {
         pb.finish_and_clear();
     }
     let (report, problems) = verified?;
+    let clean = report.problems == 0;
     if json {
         let value = serde_json::json!({
-            "clean": problems.is_empty(),
+            "clean": clean,
             "report": report,
             "problems": problems,
         });
@@ -79,11 +80,7 @@ pub fn verify(spec: &Path, json: bool) -> Result<ExitCode> {
                 )
             })?;
         }
-        let verdict = match report.problems {
-            0 => "clean".to_string(),
-            1 => "1 problem".to_string(),
-            n => format!("{n} problems"),
-        };
+        let verdict = verdict(report.problems, report.problems_shown);
         let head = report.head.map_or("no good record".to_string(), |h| {
             format!("head seq {} {}", h.seq, h.hash)
         });
@@ -106,7 +103,17 @@ pub fn verify(spec: &Path, json: bool) -> Result<ExitCode> {
             },
         ))?;
     }
-    Ok(code(problems.is_empty()))
+    Ok(code(clean))
+}
+
+/// "clean", "1 problem", "N problems", or "N problems, first K shown" when verify kept
+/// only the first K.
+fn verdict(problems: u64, shown: u64) -> String {
+    match problems {
+        0 => "clean".to_string(),
+        n if shown < n => format!("{}, first {shown} shown", count(n, "problem")),
+        n => count(n, "problem"),
+    }
 }
 
 fn field_line(seq: u64, call: &str, tool: &str, d: &FieldDiff) -> String {
@@ -290,4 +297,23 @@ pub fn withheld_line(w: &cairn_replay::WithheldFile) -> String {
         w.copied_from.display(),
         w.hash.short(12)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verdict;
+
+    #[test]
+    fn the_verdict_says_how_many_problems_were_shown_when_not_all() {
+        let cases = [
+            ((0, 0), "clean"),
+            ((1, 1), "1 problem"),
+            ((3, 3), "3 problems"),
+            ((3, 2), "3 problems, first 2 shown"),
+            ((1, 0), "1 problem, first 0 shown"),
+        ];
+        for ((problems, shown), expected) in cases {
+            assert_eq!(verdict(problems, shown), expected, "{problems} {shown}");
+        }
+    }
 }

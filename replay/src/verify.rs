@@ -19,7 +19,7 @@
 //! them) lines whose own hash fails, so one bad record does not hide the problems after
 //! it. It never writes.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::path::{Path, PathBuf};
 
 use cairn_core::Limits;
@@ -126,7 +126,11 @@ pub struct Report {
     pub running: bool,
     /// Calls the session left unfinished without ending: not corruption.
     pub interrupted: Vec<Interrupted>,
+    /// Every problem found, kept or not.
     pub problems: u64,
+    /// The problems kept in the list: the first [`VerifyOptions::problems_max`] in
+    /// order of seq and line.
+    pub problems_shown: u64,
     /// The agent an imported session came from (`codex`, `claude`): nothing of it ran
     /// under cairn, so no decision of it is taken again (see `Verifier::imported`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,6 +144,11 @@ pub struct VerifyOptions {
     pub store: cairn_store::VerifyOptions,
     /// Re-hash every referenced blob (the most expensive part on big sessions).
     pub blobs: bool,
+    /// Problems kept in the list, the first in order of seq and line; the rest are
+    /// counted only, so that a session with millions of them verifies in bounded
+    /// memory (default 10,000). The store's integrity check keeps at most its own
+    /// `problems_max` of them.
+    pub problems_max: usize,
 }
 
 impl Default for VerifyOptions {
@@ -147,6 +156,7 @@ impl Default for VerifyOptions {
         VerifyOptions {
             store: cairn_store::VerifyOptions::default(),
             blobs: true,
+            problems_max: 10_000,
         }
     }
 }
@@ -162,11 +172,11 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<(Report, Vec<P
     check_session_dir(dir)?;
     let log = cairn_store::log_path(dir);
     let integrity = cairn_store::verify_path(&log, &options.store)?;
-    let mut v = Verifier::new(dir, blob_store_of(dir)?, options.blobs);
+    let mut v = Verifier::new(dir, blob_store_of(dir)?, options);
     v.report.records = integrity.records;
     v.report.bytes = integrity.bytes;
     for p in &integrity.problems {
-        v.problems.push(Problem {
+        v.problems.add(Problem {
             seq: p.seq,
             line: p.line,
             offset: p.offset,
@@ -187,12 +197,83 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<(Report, Vec<P
     crate::session::intact_records(&log, |r| v.record(r))?;
     v.finish();
     v.report.running = !v.report.ended && cairn_store::writer_pid(dir).is_some();
-    let mut problems = v.problems;
-    problems.sort_by_key(|p| (p.seq.unwrap_or(u64::MAX), p.line));
     let mut report = v.report;
     report.head = integrity.head.or(report.head);
-    report.problems = problems.len() as u64 + integrity.problems_omitted;
+    report.problems = v.problems.found + integrity.problems_omitted;
+    let problems = v.problems.into_sorted();
+    report.problems_shown = problems.len() as u64;
     Ok((report, problems))
+}
+
+/// The problems a verification keeps: the first `max` in report order (seq, then
+/// line, then the order they were found in), in a heap of at most `max`, and the count
+/// of every problem found.
+struct Kept {
+    max: usize,
+    /// The greatest kept problem on top, to be replaced by a smaller one.
+    heap: BinaryHeap<Ranked>,
+    found: u64,
+}
+
+/// A problem and its place in the report.
+struct Ranked {
+    /// (seq, or `u64::MAX` for none; line; the order found in).
+    place: (u64, u64, u64),
+    problem: Problem,
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.place == other.place
+    }
+}
+
+impl Eq for Ranked {}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.place.cmp(&other.place)
+    }
+}
+
+impl Kept {
+    fn new(max: usize) -> Kept {
+        Kept {
+            max,
+            heap: BinaryHeap::new(),
+            found: 0,
+        }
+    }
+
+    /// The one place a problem is added.
+    fn add(&mut self, problem: Problem) {
+        let place = (problem.seq.unwrap_or(u64::MAX), problem.line, self.found);
+        self.found += 1;
+        let ranked = Ranked { place, problem };
+        if self.heap.len() < self.max {
+            self.heap.push(ranked);
+        } else if let Some(mut top) = self.heap.peek_mut()
+            && ranked < *top
+        {
+            *top = ranked;
+        }
+        debug_assert!(self.heap.len() <= self.max);
+    }
+
+    /// The kept problems in report order.
+    fn into_sorted(self) -> Vec<Problem> {
+        self.heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|r| r.problem)
+            .collect()
+    }
 }
 
 /// What a `permission_requested` records besides its key and detail.
@@ -303,7 +384,7 @@ struct Verifier {
     pending: BTreeMap<String, Pending>,
     snapshots: Vec<(u64, PathBuf)>,
     report: Report,
-    problems: Vec<Problem>,
+    problems: Kept,
     /// Where the record being checked is.
     at: (u64, u64, u64),
     /// Denied calls that finished (seq and key of the denial): a background
@@ -330,10 +411,10 @@ struct Verifier {
 }
 
 impl Verifier {
-    fn new(dir: &Path, blobs: BlobStore, check_blobs: bool) -> Verifier {
+    fn new(dir: &Path, blobs: BlobStore, options: &VerifyOptions) -> Verifier {
         Verifier {
             blobs,
-            check_blobs,
+            check_blobs: options.blobs,
             blob_checked: HashMap::new(),
             git_backed: HashMap::new(),
             git: None,
@@ -349,7 +430,7 @@ impl Verifier {
                 path: dir.to_path_buf(),
                 ..Report::default()
             },
-            problems: Vec::new(),
+            problems: Kept::new(options.problems_max),
             at: (0, 0, 0),
             denied: HashMap::new(),
             ended_at: None,
@@ -371,7 +452,7 @@ impl Verifier {
 
     fn problem(&mut self, kind: ProblemKind, what: String) {
         let (seq, line, offset) = self.at;
-        self.problems.push(Problem {
+        self.problems.add(Problem {
             seq: Some(seq),
             line,
             offset,
@@ -507,11 +588,11 @@ impl Verifier {
         });
         // The blobs of fields moved out of the record: the event is read from them. A
         // malformed list is the parse's to report, below.
-        let before = self.problems.len();
+        let before = self.problems.found;
         for (name, s) in cairn_core::spill::spilled(raw.event.get()).unwrap_or_default() {
             self.blob(&s.blob(), &format!("spilled field `{name}`"));
         }
-        let blob_problems = self.problems.len() > before;
+        let blob_problems = self.problems.found > before;
         let rec = match cairn_tools::fold::parse_in(raw, &self.blobs) {
             Ok(rec) => rec,
             Err(u) => {
@@ -1633,7 +1714,7 @@ impl Verifier {
             return;
         };
         for ((seq, line, offset), kind) in std::mem::take(&mut self.after_end) {
-            self.problems.push(Problem {
+            self.problems.add(Problem {
                 seq: Some(seq),
                 line,
                 offset,
@@ -2090,7 +2171,7 @@ impl Verifier {
         for (seq, path) in remaining {
             if last.is_none_or(|l| seq > l) {
                 let first_missing = last.map_or(0, |l| l + 1);
-                self.problems.push(Problem {
+                self.problems.add(Problem {
                     seq: Some(first_missing),
                     line: self.at.1 + 1,
                     offset: self.report.bytes,
@@ -2207,4 +2288,54 @@ fn first_difference(expected: &str, recorded: &str) -> String {
 /// command too but answers with what it parsed from it.
 fn answers_with_command(tool: &str) -> bool {
     cairn_tools::effects_of(tool).is_some_and(|e| e.command_output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(seq: Option<u64>, line: u64, what: &str) -> Problem {
+        Problem {
+            seq,
+            line,
+            offset: 0,
+            kind: ProblemKind::Structure,
+            what: what.into(),
+        }
+    }
+
+    /// Adds `found` in order to a [`Kept`] of `max`; checks the count and what it kept.
+    fn check(max: usize, found: &[Problem], expected: &[Problem]) {
+        let mut kept = Kept::new(max);
+        for p in found {
+            kept.add(p.clone());
+        }
+        assert_eq!(kept.found, found.len() as u64);
+        assert_eq!(kept.into_sorted(), expected, "max {max}");
+    }
+
+    #[test]
+    fn the_first_problems_max_in_report_order_are_kept_and_every_one_counted() {
+        // Found out of order: the integrity check's problems come before the fold's,
+        // a problem without a seq sorts last, and equal places keep the order found.
+        let found = [
+            problem(Some(9), 10, "a"),
+            problem(None, 0, "b"),
+            problem(Some(2), 3, "c"),
+            problem(Some(2), 3, "d"),
+            problem(Some(1), 2, "e"),
+            problem(Some(2), 4, "f"),
+        ];
+        let sorted = [
+            found[4].clone(),
+            found[2].clone(),
+            found[3].clone(),
+            found[5].clone(),
+            found[0].clone(),
+            found[1].clone(),
+        ];
+        for max in 0..=found.len() + 1 {
+            check(max, &found, &sorted[..max.min(found.len())]);
+        }
+    }
 }

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use cairn_replay::{Problem, ProblemKind, verify};
+use cairn_replay::{Problem, ProblemKind, VerifyOptions, verify, verify_with};
 use cairn_tests::replay::{Rec, demo, find, raw_lines, read_records, rewrite, write_raw};
 use serde_json::{Value, json};
 
@@ -124,6 +124,57 @@ fn a_blocked_call_turned_ok_is_reported_at_its_tool_finished() {
     });
     let p = check_first(dir, ProblemKind::Decision, at as u64);
     assert!(p[0].what.contains("should have been blocked"), "{p:#?}");
+}
+
+#[test]
+fn problems_past_problems_max_are_counted_and_the_first_in_order_kept() {
+    // A deep problem early (a blocked call turned ok, re-chained), and a damaged line
+    // near the end, which the integrity check finds before the deep checks run: kept
+    // in report order, not in the order found.
+    let d = demo();
+    let dir = &d.sessions[0];
+    rewrite(dir, |recs| {
+        let at = find(recs, "tool_finished", |e| e["status"] == "blocked");
+        let e = recs[at].event.as_object_mut().unwrap();
+        e.insert("status".into(), json!("ok"));
+        e.shift_remove("refusal");
+    });
+    let mut lines = raw_lines(dir);
+    let damaged = lines.len() - 2;
+    let hex = lines[damaged].len() - 3;
+    lines[damaged][hex] = if lines[damaged][hex] == b'0' {
+        b'1'
+    } else {
+        b'0'
+    };
+    write_raw(dir, &lines.concat());
+    let with = |problems_max| {
+        let options = VerifyOptions {
+            problems_max,
+            ..VerifyOptions::default()
+        };
+        verify_with(dir, &options).unwrap()
+    };
+    let (report, all) = with(usize::MAX);
+    let n = all.len();
+    assert_eq!(
+        (report.problems, report.problems_shown),
+        (n as u64, n as u64)
+    );
+    assert_ne!(all[0].kind, ProblemKind::Integrity, "{all:#?}");
+    assert!(
+        all.iter().any(|p| p.kind == ProblemKind::Integrity),
+        "{all:#?}"
+    );
+    for max in [0, 1, n - 1, n, n + 1] {
+        let (report, kept) = with(max);
+        let shown = max.min(n);
+        assert_eq!(
+            (report.problems, report.problems_shown, kept.as_slice()),
+            (n as u64, shown as u64, &all[..shown]),
+            "problems_max {max}"
+        );
+    }
 }
 
 #[test]
