@@ -749,7 +749,7 @@ impl Engine {
             }),
             observed,
         })?;
-        let output = match admitted {
+        let mut output = match admitted {
             None => ToolOutput::error(format!(
                 "unknown tool '{tool}'; this catalog has: {}{}",
                 self.registry.all_names().join(", "),
@@ -822,8 +822,7 @@ impl Engine {
         // all redacted.
         let full = self
             .redactor
-            .redact(&output.text, &mut redactions)
-            .into_owned();
+            .redact_string(std::mem::take(&mut output.text), &mut redactions);
         // Capped, and flagged when what the model is shown reads like an instruction
         // aimed at it (prompt injection): the note follows, and the call records it.
         let decide::Shown {

@@ -332,7 +332,7 @@ pub struct Integrity {
     pub problems: u64,
     pub decisions_checked: u64,
     pub blobs_checked: u64,
-    /// Every problem, as verify reports it.
+    /// The problems verify kept (the first `problems_max` of `problems`), in order.
     pub list: Vec<Problem>,
 }
 

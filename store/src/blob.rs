@@ -83,13 +83,21 @@ impl BlobStore {
         if self.has(&blob.hash) {
             return Ok(blob);
         }
-        self.put_reader(bytes)
+        // Hashed once: the bytes are written as they are, not read back and hashed.
+        let mut tmp = self.tmp_file()?;
+        tmp.write_all(bytes).at(tmp.path())?;
+        self.persist(tmp, blob)
+    }
+
+    /// A new temporary file beside the blobs, to be persisted under its hash.
+    fn tmp_file(&self) -> Result<tempfile::NamedTempFile> {
+        let tmp_dir = self.root.join("tmp");
+        tempfile::NamedTempFile::new_in(&tmp_dir).at(&tmp_dir)
     }
 
     /// Stores what `reader` yields, streaming.
     pub fn put_reader(&self, mut reader: impl Read) -> Result<BlobRef> {
-        let tmp_dir = self.root.join("tmp");
-        let mut tmp = tempfile::NamedTempFile::new_in(&tmp_dir).at(&tmp_dir)?;
+        let mut tmp = self.tmp_file()?;
         let mut hasher = blake3::Hasher::new();
         let mut buf = vec![0u8; COPY_BUF_BYTES];
         let mut len = 0u64;
@@ -108,6 +116,12 @@ impl BlobStore {
             hash: Hash(*hasher.finalize().as_bytes()),
             len,
         };
+        self.persist(tmp, blob)
+    }
+
+    /// Moves `tmp`, holding the content of `blob`, to the blob's name (synced when the
+    /// store syncs); a blob already there is kept and `tmp` removed.
+    fn persist(&self, tmp: tempfile::NamedTempFile, blob: BlobRef) -> Result<BlobRef> {
         let dest = self.path(&blob.hash);
         if dest.is_file() {
             return Ok(blob);

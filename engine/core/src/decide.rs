@@ -419,7 +419,10 @@ pub fn write(
 /// Cuts `text` to `lines_max` lines and `bytes_max` bytes (on a character boundary),
 /// with a marker saying what was cut. Returns whether anything was.
 pub fn cap_output(text: &str, bytes_max: usize, lines_max: usize) -> (String, bool) {
-    let total_lines = text.lines().count();
+    // What `text.lines().count()` gives, counted by memchr: a whole answer may be
+    // megabytes.
+    let total_lines = memchr::memchr_iter(b'\n', text.as_bytes()).count()
+        + usize::from(!text.is_empty() && !text.ends_with('\n'));
     let mut out = String::new();
     let mut cut = false;
     for (i, line) in text.split_inclusive('\n').enumerate() {
@@ -1685,5 +1688,17 @@ mod tests {
         );
         let (t, _) = cap_output("ééé", 3, 10);
         assert!(t.starts_with("é\n…"), "{t}");
+        // Lines counted as `str::lines` counts them: a last line without its newline
+        // counts, an empty text has none.
+        for (text, lines) in [("a\n\nb", 3), ("a\r\nb\n", 2), ("\n", 1)] {
+            let (t, _) = cap_output(text, 0, 10);
+            assert_eq!(text.lines().count(), lines);
+            assert!(
+                t.ends_with(&format!(
+                    "of {lines} lines shown; the whole output is kept in the session's blobs)"
+                )),
+                "{text:?}: {t}"
+            );
+        }
     }
 }

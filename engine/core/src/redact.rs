@@ -460,6 +460,16 @@ impl Redactor {
         }
     }
 
+    /// [`Redactor::redact`] of an owned text: the text itself when nothing in it is a
+    /// secret (a multi-megabyte answer is not copied).
+    pub fn redact_string(&self, text: String, counts: &mut Counts) -> String {
+        let redacted = match self.redact(&text, counts) {
+            Cow::Owned(r) => Some(r),
+            Cow::Borrowed(_) => None,
+        };
+        redacted.unwrap_or(text)
+    }
+
     /// Redacts `bytes`, adding to `counts`. Bytes that are not UTF-8 pass through
     /// unchanged (no pattern matches them).
     pub fn redact_bytes<'a>(&self, bytes: &'a [u8], counts: &mut Counts) -> Cow<'a, [u8]> {
@@ -857,6 +867,9 @@ mod tests {
         assert_eq!(r.redact(input, &mut counts), expected);
         let want: Counts = kinds.iter().map(|(k, n)| (k.to_string(), *n)).collect();
         assert_eq!(counts, want, "{input}");
+        let mut owned = Counts::new();
+        assert_eq!(r.redact_string(input.to_string(), &mut owned), expected);
+        assert_eq!(owned, want, "{input}");
         prefilter_is_exact(&r, input.as_bytes());
     }
 
