@@ -66,6 +66,20 @@ fn hook_session(e: &Env) -> Option<PathBuf> {
     hooks.into_iter().next()
 }
 
+/// The one session recorded through the hooks, once its `session_ended` is there (the
+/// test waits for it rather than assume when the agent's last hook ran): its folder
+/// and events.
+fn ended_hook_session(e: &Env) -> (PathBuf, Vec<Value>) {
+    let dir = hook_session(e).expect("a hook session");
+    wait_until("the hook session ended", || {
+        events_of(&dir)
+            .last()
+            .is_some_and(|ev| ev["type"] == "session_ended")
+    });
+    let events = events_of(&dir);
+    (dir, events)
+}
+
 /// (tool, status) of each call, in order.
 fn calls_of(events: &[Value]) -> Vec<(String, String)> {
     let status = |call: &Value| {
@@ -349,13 +363,7 @@ fn real_claude_builtin_tools_through_cairn_hooks_are_recorded_gated_and_end_clea
         .any(|(_, text)| text.contains("cairn refuses this call") && text.contains("shell:touch"));
     assert!(told, "{}", model.describe());
 
-    let dir = hook_session(&e).expect("a hook session");
-    wait_until("the hook session ended", || {
-        events_of(&dir)
-            .last()
-            .is_some_and(|ev| ev["type"] == "session_ended")
-    });
-    let events = events_of(&dir);
+    let (dir, events) = ended_hook_session(&e);
     assert_eq!(
         calls_of(&events),
         [
@@ -667,13 +675,7 @@ fn real_claude_many_quick_calls_all_finish_with_their_writes_chained() {
         model.describe()
     );
 
-    let dir = hook_session(&e).expect("a hook session");
-    wait_until("the hook session ended", || {
-        events_of(&dir)
-            .last()
-            .is_some_and(|ev| ev["type"] == "session_ended")
-    });
-    let events = events_of(&dir);
+    let (dir, events) = ended_hook_session(&e);
     assert_eq!(
         calls_of(&events),
         want.iter()
