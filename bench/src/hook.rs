@@ -143,9 +143,7 @@ pub fn run(args: &HookArgs) -> Result<()> {
         pct(&cpu_per_process, 0.5),
         pct(&cpu_per_process, 0.99),
         cpu_per_process.iter().sum::<f64>() / cpu_per_process.len() as f64,
-        std::fs::read_to_string("/proc/loadavg")
-            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-            .unwrap_or_else(|_| "unknown".into()),
+        load_average(),
     );
     println!(
         "floor (spawning `true` twice): p50 {:.2} ms, p99 {:.2} ms",
@@ -155,16 +153,49 @@ pub fn run(args: &HookArgs) -> Result<()> {
     Ok(())
 }
 
-/// One scripted Claude Code session of `calls` Bash calls (`true`), with cairn's hooks
-/// installed in the workspace's settings (`--approve always`) or without: its wall
-/// time in ms, from spawn to exit.
-fn claude_session(cairn: &Path, agents: &Path, calls: u64, hooks: bool) -> Result<f64> {
+/// The hooks a Claude Code session of the bench runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hooks {
+    /// None at all.
+    Without,
+    /// The entries `cairn hook install` writes, each command replaced by one that reads
+    /// its input and exits: what any hook costs Claude Code (its `sh -c` included).
+    Noop,
+    /// cairn's own (`--approve always`).
+    Cairn,
+}
+
+impl Hooks {
+    const ALL: [Hooks; 3] = [Hooks::Without, Hooks::Noop, Hooks::Cairn];
+
+    fn name(self) -> &'static str {
+        match self {
+            Hooks::Without => "without hooks",
+            Hooks::Noop => "no-op hooks",
+            Hooks::Cairn => "cairn's hooks",
+        }
+    }
+}
+
+/// The command of every no-op hook.
+const NOOP_COMMAND: &str = "cat >/dev/null";
+
+/// One Claude Code session of the bench: its wall time from spawn to exit, and the
+/// time of each round (from one model request of the main conversation to the next:
+/// the model's answer, Claude Code running the call with its hooks, the next request).
+struct Session {
+    ms: f64,
+    rounds_ms: Vec<f64>,
+}
+
+/// One scripted Claude Code session of `calls` Bash calls (`true`) with `hooks`.
+fn claude_session(cairn: &Path, agents: &Path, calls: u64, hooks: Hooks) -> Result<Session> {
     use cairn_tests::agents::{Claude, FakeModel, Script, Turn, call};
     let tmp = tempfile::tempdir()?;
     let base = tmp.path().canonicalize()?;
     let (ws, home, agent_home) = (base.join("ws"), base.join("home"), base.join("agent"));
     std::fs::create_dir_all(&ws)?;
-    if hooks {
+    if hooks != Hooks::Without {
         let out = Command::new(cairn)
             .args(["hook", "install", "claude", "--approve", "always", "--yes"])
             .arg("--workspace")
@@ -177,6 +208,21 @@ fn claude_session(cairn: &Path, agents: &Path, calls: u64, hooks: bool) -> Resul
                 String::from_utf8_lossy(&out.stderr)
             );
         }
+    }
+    if hooks == Hooks::Noop {
+        let path = ws.join(".claude/settings.json");
+        let mut settings: serde_json::Value = serde_json::from_slice(&std::fs::read(&path)?)?;
+        let entries = settings["hooks"]
+            .as_object_mut()
+            .context("no hooks in the settings cairn wrote")?
+            .values_mut()
+            .flat_map(|list| list.as_array_mut().into_iter().flatten());
+        for entry in entries {
+            for hook in entry["hooks"].as_array_mut().into_iter().flatten() {
+                hook["command"] = serde_json::json!(NOOP_COMMAND);
+            }
+        }
+        std::fs::write(&path, serde_json::to_vec_pretty(&settings)?)?;
     }
     let mut turns: Vec<Turn> = (0..calls)
         .map(|i| {
@@ -195,52 +241,143 @@ fn claude_session(cairn: &Path, agents: &Path, calls: u64, hooks: bool) -> Resul
     let start = Instant::now();
     claude.run("bench", &model);
     let ms = start.elapsed().as_secs_f64() * 1000.0;
-    if hooks {
-        // Every call reached the session: the hooks ran.
-        let sessions = home.join("projects");
-        let log = std::fs::read_dir(&sessions)?
-            .flatten()
-            .flat_map(|p| {
-                std::fs::read_dir(p.path().join("sessions"))
-                    .into_iter()
-                    .flatten()
-            })
-            .flatten()
-            .map(|s| std::fs::read_to_string(s.path().join("events.jsonl")).unwrap_or_default())
-            .collect::<String>();
-        let finished = log.matches("\"type\":\"tool_finished\"").count() as u64;
-        if finished != calls {
-            bail!("the hook session has {finished} finished calls, not {calls}");
+    if hooks == Hooks::Cairn {
+        // Every call reached the session, finished, and the session ended: the hooks
+        // ran (an async hook may still be running when Claude Code exits).
+        let deadline = Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let log = hook_logs(&home);
+            let finished = log.matches("\"type\":\"tool_finished\"").count() as u64;
+            let ended = log
+                .lines()
+                .last()
+                .is_some_and(|l| l.contains("\"type\":\"session_ended\""));
+            if finished == calls && ended {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "the hook session has {finished} finished calls, not {calls} (ended: {ended})"
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
-    Ok(ms)
+    Ok(Session {
+        ms,
+        rounds_ms: rounds_ms(&model),
+    })
 }
 
-/// What the hooks add to each call of the real Claude Code: (with − without) / calls,
-/// per run, and the median.
+/// The logs of every session under the cairn home `home`, one after the other.
+fn hook_logs(home: &Path) -> String {
+    let Ok(projects) = std::fs::read_dir(home.join("projects")) else {
+        return String::new();
+    };
+    projects
+        .flatten()
+        .flat_map(|p| {
+            std::fs::read_dir(p.path().join("sessions"))
+                .into_iter()
+                .flatten()
+        })
+        .flatten()
+        .map(|s| std::fs::read_to_string(s.path().join("events.jsonl")).unwrap_or_default())
+        .collect()
+}
+
+/// The time between the first request of each turn of the main conversation and the
+/// first of the next turn, in ms: one tool call's round each.
+fn rounds_ms(model: &cairn_tests::agents::FakeModel) -> Vec<f64> {
+    let answered = model
+        .answered
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let mut first: std::collections::BTreeMap<usize, Instant> = Default::default();
+    for (req, at) in model.seen().iter().zip(answered) {
+        if let Some((0, turn)) = at {
+            first.entry(turn).or_insert(req.at);
+        }
+    }
+    first
+        .iter()
+        .zip(first.iter().skip(1))
+        .filter(|((t, _), (u, _))| **u == **t + 1)
+        .map(|((_, a), (_, b))| b.duration_since(*a).as_secs_f64() * 1000.0)
+        .collect()
+}
+
+/// What the hooks add to each call of the real Claude Code: per configuration the
+/// sessions' wall times and the rounds' p50 / p99 (all runs' rounds together); the
+/// time added per call ((with − without) / calls, median of the runs) and per round
+/// (same percentile, with − without), for no-op hooks and for cairn's, and cairn's own
+/// part (cairn's − no-op's).
 fn claude(cairn: &Path, calls: u64, runs: u64) -> Result<()> {
     let agents = cairn_tests::agents::agents_dir()
         .context("the real agents are not installed (CAIRN_SKIP_PEERS=1)")?;
-    let mut added = Vec::new();
-    let mut without_all = Vec::new();
-    let mut with_all = Vec::new();
+    let mut sessions: Vec<Vec<Session>> = Hooks::ALL.iter().map(|_| Vec::new()).collect();
     for _ in 0..runs {
-        let without = claude_session(cairn, &agents, calls, false)?;
-        let with = claude_session(cairn, &agents, calls, true)?;
-        without_all.push(without);
-        with_all.push(with);
-        added.push((with - without) / calls as f64);
+        // Interleaved, so that a change of the machine's load falls on all three.
+        for (i, hooks) in Hooks::ALL.iter().enumerate() {
+            sessions[i].push(claude_session(cairn, &agents, calls, *hooks)?);
+        }
     }
     let median = |v: &[f64]| {
         let mut v = v.to_vec();
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
+    let rounds: Vec<Vec<f64>> = sessions
+        .iter()
+        .map(|s| {
+            let mut r: Vec<f64> = s.iter().flat_map(|s| s.rounds_ms.clone()).collect();
+            r.sort_by(f64::total_cmp);
+            r
+        })
+        .collect();
     println!(
-        "real Claude Code, {calls} Bash calls, {runs} runs: without hooks {:.0} ms (median; {without_all:.0?}), with cairn's hooks {:.0} ms ({with_all:.0?}); added per call {:.1} ms (median; runs {added:.1?})",
-        median(&without_all),
-        median(&with_all),
-        median(&added),
+        "real Claude Code, {calls} Bash calls a session, {runs} runs of each configuration; load average {}",
+        load_average()
     );
+    for (i, hooks) in Hooks::ALL.iter().enumerate() {
+        let ms: Vec<f64> = sessions[i].iter().map(|s| s.ms).collect();
+        if rounds[i].is_empty() {
+            bail!("{}: no rounds seen by the fake model", hooks.name());
+        }
+        println!(
+            "  {:<14} session {:.0} ms (median; {ms:.0?}); round p50 {:.1} ms, p99 {:.1} ms ({} rounds)",
+            hooks.name(),
+            median(&ms),
+            pct(&rounds[i], 0.5),
+            pct(&rounds[i], 0.99),
+            rounds[i].len(),
+        );
+    }
+    let added = |i: usize, base: usize| {
+        let per_run: Vec<f64> = sessions[i]
+            .iter()
+            .zip(&sessions[base])
+            .map(|(a, b)| (a.ms - b.ms) / calls as f64)
+            .collect();
+        println!(
+            "  {} − {}: per call {:.1} ms (median of runs; {per_run:.1?}); per round p50 {:+.1} ms, p99 {:+.1} ms",
+            Hooks::ALL[i].name(),
+            Hooks::ALL[base].name(),
+            median(&per_run),
+            pct(&rounds[i], 0.5) - pct(&rounds[base], 0.5),
+            pct(&rounds[i], 0.99) - pct(&rounds[base], 0.99),
+        );
+    };
+    added(1, 0);
+    added(2, 0);
+    added(2, 1);
     Ok(())
+}
+
+/// The 1, 5 and 15 minute load averages.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
 }

@@ -300,8 +300,7 @@ fn pre_tool_use(
         .ok_or_else(|| bad("PreToolUse without tool_name"))?;
     let tool_input = input.get("tool_input").cloned().unwrap_or(Value::Null);
     let id = call_id(input, w);
-    let credentials = CredentialFiles::new(&cairn_core::permission::default_credential_files())
-        .map_err(|e| bad(e.to_string()))?;
+    let credentials = cairn_engine::hook::DefaultCredentials::default();
     w.step(Step::Call {
         id: id.clone(),
         tool: tool.to_string(),
@@ -348,7 +347,7 @@ fn pre_tool_use(
                 path: abs.to_string_lossy().into_owned(),
                 ..OpenFile::default()
             };
-            match capture(&abs, root, &credentials) {
+            match capture(&abs, root, credentials.get()) {
                 Captured::Content(bytes) => file.before = Some(w.blob(&bytes)?),
                 Captured::Missing => {}
                 Captured::Unknown => file.before_unknown = true,
@@ -750,10 +749,9 @@ fn record_write(
     root: &Path,
     ok: bool,
 ) -> Result<()> {
-    let credentials = CredentialFiles::new(&cairn_core::permission::default_credential_files())
-        .map_err(|e| bad(e.to_string()))?;
+    let credentials = cairn_engine::hook::DefaultCredentials::default();
     let (before, before_unknown) = (file.before, file.before_unknown);
-    let captured = capture(Path::new(&file.path), root, &credentials);
+    let captured = capture(Path::new(&file.path), root, credentials.get());
     let gone = matches!(captured, Captured::Missing);
     let after = match captured {
         Captured::Content(bytes) => {

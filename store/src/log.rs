@@ -157,7 +157,7 @@ impl LogWriter {
                 },
             })?;
         sync_dir(dir)?;
-        Ok(LogWriter::new(path, file, lock, options, None, 0))
+        Ok(LogWriter::new(path, file, lock, options, None, 0, 0))
     }
 
     /// Opens an existing log for append, repairing a torn tail (see the module docs).
@@ -197,12 +197,17 @@ impl LogWriter {
             recovery.quarantined_bytes = len - tail.good_len;
             recovery.quarantine_file = Some(qpath);
         }
-        // What a writer before this one left may still be only in the page cache: the
-        // durable length starts true.
-        if options.durability != Durability::None {
-            file.sync_data().at(&path)?;
-        }
-        let writer = LogWriter::new(path, file, lock, options, tail.head, tail.good_len);
+        // What a writer before this one left may still be only in the page cache, so
+        // nothing counts as durable yet (unless the repair just synced it): the first
+        // sync's `fdatasync` covers it too. Not synced here: a writer that appends
+        // syncs anyway (a hook process did both, twice per event), and one that
+        // appends nothing claims nothing.
+        let durable = if recovery.quarantined_bytes > 0 {
+            tail.good_len
+        } else {
+            0
+        };
+        let writer = LogWriter::new(path, file, lock, options, tail.head, tail.good_len, durable);
         Ok((writer, recovery))
     }
 
@@ -213,11 +218,13 @@ impl LogWriter {
         options: Options,
         head: Option<Head>,
         len: u64,
+        durable: u64,
     ) -> LogWriter {
+        debug_assert!(durable <= len, "durable {durable} past the log's end {len}");
         LogWriter {
             committer: Committer::new(
                 &path,
-                len,
+                durable,
                 std::time::Duration::from_millis(options.commit_window_ms),
                 crate::commit::trace_file(),
             ),
@@ -660,6 +667,39 @@ mod tests {
         // left bytes only in the page cache), and says so.
         w.flush_durable().unwrap();
         assert_eq!(std::fs::read_to_string(&trace).unwrap().lines().count(), 2);
+    }
+
+    /// Guards against a sync at open (a hook process opened, appended and synced its
+    /// session's log: two `fdatasync`s an event where one does): nothing counts as
+    /// durable after open, and the first sync covers what the writer before left.
+    #[test]
+    fn open_does_not_sync_and_the_first_sync_covers_what_the_writer_before_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join("session");
+        let mut w = LogWriter::create(&session, durability_none()).unwrap();
+        w.append(&serde_json::json!({"type": "note", "i": 0}))
+            .unwrap();
+        let left = w.len_bytes();
+        drop(w);
+        let (mut w, _) = LogWriter::open(&session, Options::default()).unwrap();
+        let trace = dir.path().join("trace");
+        w.committer.trace_to(File::create(&trace).unwrap());
+        assert_eq!(w.durable_len(), 0);
+        // Nothing appended by this writer: its sync still makes the earlier bytes durable.
+        w.sync().unwrap();
+        assert_eq!(w.durable_len(), left);
+        w.append(&serde_json::json!({"type": "note", "i": 1}))
+            .unwrap();
+        w.sync().unwrap();
+        let len = w.len_bytes();
+        assert_eq!(w.durable_len(), len);
+        assert_eq!(
+            std::fs::read_to_string(&trace).unwrap(),
+            format!(
+                "synced {path} {left}\nsynced {path} {len}\n",
+                path = w.path().display()
+            )
+        );
     }
 
     #[test]

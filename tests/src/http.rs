@@ -13,6 +13,8 @@ pub struct Req {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: String,
+    /// When the whole request had arrived (the bench times an agent's rounds by it).
+    pub at: std::time::Instant,
 }
 
 impl Req {
@@ -155,6 +157,7 @@ fn read_request(stream: &mut std::net::TcpStream) -> Option<Req> {
         path,
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
+        at: std::time::Instant::now(),
     })
 }
 

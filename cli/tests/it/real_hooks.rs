@@ -66,6 +66,20 @@ fn hook_session(e: &Env) -> Option<PathBuf> {
     hooks.into_iter().next()
 }
 
+/// The one session recorded through the hooks, once its `session_ended` is there (the
+/// test waits for it rather than assume when the agent's last hook ran): its folder
+/// and events.
+fn ended_hook_session(e: &Env) -> (PathBuf, Vec<Value>) {
+    let dir = hook_session(e).expect("a hook session");
+    wait_until("the hook session ended", || {
+        events_of(&dir)
+            .last()
+            .is_some_and(|ev| ev["type"] == "session_ended")
+    });
+    let events = events_of(&dir);
+    (dir, events)
+}
+
 /// (tool, status) of each call, in order.
 fn calls_of(events: &[Value]) -> Vec<(String, String)> {
     let status = |call: &Value| {
@@ -349,13 +363,7 @@ fn real_claude_builtin_tools_through_cairn_hooks_are_recorded_gated_and_end_clea
         .any(|(_, text)| text.contains("cairn refuses this call") && text.contains("shell:touch"));
     assert!(told, "{}", model.describe());
 
-    let dir = hook_session(&e).expect("a hook session");
-    wait_until("the hook session ended", || {
-        events_of(&dir)
-            .last()
-            .is_some_and(|ev| ev["type"] == "session_ended")
-    });
-    let events = events_of(&dir);
+    let (dir, events) = ended_hook_session(&e);
     assert_eq!(
         calls_of(&events),
         [
@@ -608,4 +616,108 @@ fn real_codex_tools_through_cairn_hooks_are_recorded_and_a_denial_honoured() {
     assert_eq!(state(&e, &dir), "finished");
     let (code, out) = verify(&e, &dir);
     assert_eq!(code, Some(0), "{out}");
+}
+
+/// Guards against cairn's `PostToolUse` hook running in the background (`"async":
+/// true`; bench/RESULTS.md, issue 21, 2026-12-01): Claude Code 2.1.332 exits without
+/// waiting for background hooks (the last calls were lost, finished `interrupted`) and
+/// runs the next call while one still reads the file its call wrote (an edit's content
+/// after was the next edit's). In a session of many quick calls, Bash commands and
+/// edits of one file one after the other, every call finishes with its own output,
+/// each edit's content before is the content after of the edit before it, and the
+/// session ends `ended`, verifying clean.
+#[test]
+fn real_claude_many_quick_calls_all_finish_with_their_writes_chained() {
+    const EDITS: usize = 12;
+    let Some(e) = env() else { return };
+    install(&e, "claude", "always");
+    let settings: Value =
+        serde_json::from_slice(&std::fs::read(e.s.ws.join(".claude/settings.json")).unwrap())
+            .unwrap();
+    let hooks = &settings["hooks"];
+    for event in [
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "SessionEnd",
+    ] {
+        assert_eq!(hooks[event][0]["hooks"][0].get("async"), None, "{settings}");
+    }
+
+    let count = e.s.ws.join("count.txt").to_string_lossy().into_owned();
+    let mut turns = vec![Turn::calls(vec![call(
+        "Write",
+        json!({"file_path": count, "content": "0\n"}),
+    )])];
+    let mut want = vec![("Write", "ok")];
+    for i in 0..EDITS {
+        turns.push(Turn::calls(vec![call(
+            "Edit",
+            json!({"file_path": count, "old_string": format!("{i}\n"), "new_string": format!("{}\n", i + 1)}),
+        )]));
+        turns.push(Turn::calls(vec![call(
+            "Bash",
+            json!({"command": format!("echo call-{i}"), "description": "say"}),
+        )]));
+        want.extend([("Edit", "ok"), ("Bash", "ok")]);
+    }
+    turns.push(Turn::text("done"));
+    let model = FakeModel::start(Script::new(turns));
+    let mut claude = Claude::new(&e.agents, &model, &e.agent_home, &e.s.ws, &[]);
+    claude
+        .env
+        .push(("CAIRN_HOME".into(), e.s.home.to_string_lossy().into_owned()));
+    claude.run("count up", &model);
+    assert_eq!(
+        std::fs::read_to_string(&count).unwrap(),
+        format!("{EDITS}\n"),
+        "{}",
+        model.describe()
+    );
+
+    let (dir, events) = ended_hook_session(&e);
+    assert_eq!(
+        calls_of(&events),
+        want.iter()
+            .map(|(t, s)| (t.to_string(), s.to_string()))
+            .collect::<Vec<_>>(),
+        "{events:#?}"
+    );
+    // Each command's own output, not another's.
+    let finished = |call: &Value| {
+        events
+            .iter()
+            .find(|ev| ev["type"] == "tool_finished" && ev["call"] == *call)
+            .unwrap()
+    };
+    let bash: Vec<String> = events
+        .iter()
+        .filter(|ev| ev["type"] == "tool_started" && ev["tool"] == "Bash")
+        .map(|ev| {
+            finished(&ev["call"])["output"]
+                .as_str()
+                .unwrap()
+                .trim()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        bash,
+        (0..EDITS).map(|i| format!("call-{i}")).collect::<Vec<_>>()
+    );
+    // The writes form a chain: none read the file after a later edit.
+    let writes: Vec<&Value> = events
+        .iter()
+        .filter(|ev| ev["type"] == "file_write")
+        .collect();
+    assert_eq!(writes.len(), EDITS + 1, "{writes:#?}");
+    assert!(writes[0]["before"].is_null(), "{}", writes[0]);
+    for pair in writes.windows(2) {
+        assert_eq!(pair[1]["before"], pair[0]["after"], "{pair:#?}");
+    }
+    let last = &writes[EDITS]["after"];
+    assert_eq!(last["len"], format!("{EDITS}\n").len(), "{last}");
+    let (code, out) = verify(&e, &dir);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(state(&e, &dir), "finished");
 }
