@@ -139,8 +139,9 @@ impl Listing {
     /// The listing saved at `path` by an earlier session, to be checked like any
     /// other (every stamp, every file): `None` when there is none, or it is of
     /// another version or not a listing a walk could have made (a name that is not
-    /// one path component, ranks that do not order the paths).
-    pub(crate) fn load(path: &Path) -> Option<Listing> {
+    /// one path component, ranks that do not order the paths). With it, the BLAKE3 of
+    /// the file's bytes.
+    pub(crate) fn load(path: &Path) -> Option<(Listing, cairn_store::Hash)> {
         let bytes = std::fs::read(path).ok()?;
         let saved: Saved = serde_json::from_slice(&bytes).ok()?;
         if saved.version != LISTING_VERSION {
@@ -187,15 +188,19 @@ impl Listing {
             .iter()
             .zip(by_rank.iter().skip(1))
             .all(|(a, b)| a < b);
-        sorted.then_some(Listing {
-            dirs,
-            files,
-            exclude: saved.exclude,
-        })
+        sorted.then_some((
+            Listing {
+                dirs,
+                files,
+                exclude: saved.exclude,
+            },
+            cairn_store::Hash::of(&bytes),
+        ))
     }
 
-    /// Saves the listing at `path` (written whole, then renamed over the old one).
-    pub(crate) fn save(&self, path: &Path) -> std::io::Result<()> {
+    /// Saves the listing at `path` (written whole, then renamed over the old one);
+    /// returns the BLAKE3 of the bytes written.
+    pub(crate) fn save(&self, path: &Path) -> std::io::Result<cairn_store::Hash> {
         let saved = Saved {
             version: LISTING_VERSION,
             exclude: self.exclude,
@@ -214,16 +219,13 @@ impl Listing {
                 })
                 .collect(),
         };
+        let bytes = serde_json::to_vec(&saved)?;
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-        {
-            let mut w = std::io::BufWriter::new(tmp.as_file_mut());
-            serde_json::to_writer(&mut w, &saved)?;
-            std::io::Write::flush(&mut w)?;
-        }
+        std::io::Write::write_all(&mut tmp, &bytes)?;
         tmp.persist(path).map_err(|e| e.error)?;
-        Ok(())
+        Ok(cairn_store::Hash::of(&bytes))
     }
 }
 
@@ -538,7 +540,7 @@ mod tests {
     use cairn_core::permission::CredentialFiles;
     use cairn_store::{BlobStore, Hash};
 
-    use crate::manifest::{ManifestEntry, ScanCache, scan_cached};
+    use crate::manifest::{ManifestEntry, ScanCache, scan_cached, scan_start, start_manifest};
 
     /// Sets the mtime of `path` to `secs` (past the racy window: the cache trusts it).
     fn set_mtime(path: &Path, secs: i64) {
@@ -590,6 +592,12 @@ mod tests {
         }
         fn scan(&mut self) -> Vec<ManifestEntry> {
             scan_cached(self.ws.path(), &self.blobs, &mut self.cache).unwrap()
+        }
+        /// A session's start: its scan and the manifest blob it records.
+        fn start(&mut self) -> (Vec<ManifestEntry>, cairn_store::BlobRef) {
+            let files = scan_start(self.ws.path(), &self.blobs, &mut self.cache).unwrap();
+            let blob = start_manifest(&self.blobs, &mut self.cache, &files, "").unwrap();
+            (files, blob)
         }
         /// Scans until the cache trusts every stamp (the racy window has passed),
         /// so that the next scan takes the fast path.
@@ -805,5 +813,108 @@ mod tests {
         std::fs::write(&file, &good).unwrap();
         f.scan();
         assert!(f.cache.listing_reused(), "the good listing is used");
+    }
+
+    #[test]
+    fn a_warm_start_where_nothing_moved_names_the_manifest_of_the_start_before() {
+        let mut f = Fixture::new();
+        f.write("d/a.txt", "aaaa");
+        f.write("e/b.txt", "bb");
+        f.settle();
+        f.reopen();
+        let (files, first) = f.start();
+        assert!(!f.cache.manifest_reused(), "no start recorded one yet");
+        assert_eq!(first.hash, Hash::of(&crate::manifest::to_jsonl(&files)));
+        f.reopen();
+        let (again, second) = f.start();
+        assert!(f.cache.manifest_reused(), "neither serialised nor hashed");
+        assert_eq!((again, second), (files, first));
+    }
+
+    // Regression guard: a file rewritten with the same size and its mtime set back
+    // between two sessions must not be hidden by the reused manifest.
+    #[test]
+    fn a_warm_start_sees_a_same_size_rewrite_with_its_mtime_set_back() {
+        let mut f = Fixture::new();
+        f.write("d/a.txt", "aaaa");
+        set_mtime(&f.ws.path().join("d/a.txt"), 1_600_000_000);
+        f.settle();
+        f.reopen();
+        let (_, first) = f.start();
+        f.write("d/a.txt", "bbbb");
+        set_mtime(&f.ws.path().join("d/a.txt"), 1_600_000_000);
+        f.reopen();
+        let (files, second) = f.start();
+        assert!(!f.cache.manifest_reused());
+        assert_eq!(hashes(&files), vec![("d/a.txt".into(), Hash::of(b"bbbb"))]);
+        assert_ne!(second, first);
+        assert_eq!(second.hash, Hash::of(&crate::manifest::to_jsonl(&files)));
+    }
+
+    // Regression guard: a file changed within one clock tick of a start (same size,
+    // same mtime) is hashed again by the next start, not vouched for.
+    #[test]
+    fn a_warm_start_sees_a_change_within_one_tick_of_the_start_before() {
+        let mut f = Fixture::new();
+        f.settle();
+        f.write("a.txt", "1111");
+        let mtime = std::fs::metadata(f.ws.path().join("a.txt"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        f.reopen();
+        f.start();
+        f.write("a.txt", "2222");
+        std::fs::File::options()
+            .write(true)
+            .open(f.ws.path().join("a.txt"))
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        f.reopen();
+        let (files, _) = f.start();
+        assert!(!f.cache.manifest_reused());
+        assert_eq!(hashes(&files), vec![("a.txt".into(), Hash::of(b"2222"))]);
+    }
+
+    // Regression guard: a start record that is damaged, made with other settings, or
+    // names a blob no longer there sends the start down the full path.
+    #[test]
+    fn a_damaged_or_stale_start_record_is_not_used() {
+        let mut f = Fixture::new();
+        f.write("d/.env", "TOKEN=1");
+        f.write("d/a.txt", "a");
+        f.settle();
+        f.reopen();
+        let (files, first) = f.start();
+        let record = f.home.path().join("cache.start");
+        assert!(record.exists());
+        let check = |f: &mut Fixture, reused: bool| {
+            let (again, blob) = f.start();
+            assert_eq!(f.cache.manifest_reused(), reused);
+            assert_eq!(blob.hash, Hash::of(&crate::manifest::to_jsonl(&again)));
+            again
+        };
+        std::fs::write(&record, b"{not json").unwrap();
+        f.reopen();
+        assert_eq!(check(&mut f, false), files);
+        f.reopen();
+        check(&mut f, true);
+        // Other credential files: `.env` is no longer withheld.
+        f.cache = ScanCache::new(
+            f.home.path().join("cache"),
+            CredentialFiles::new(&[]).unwrap(),
+        );
+        let kept = check(&mut f, false);
+        assert!(kept.iter().all(|e| !e.withheld));
+        // Back to the defaults: recorded anew, then reused, until the blob it names
+        // is gone.
+        f.reopen();
+        assert_eq!(check(&mut f, false), files);
+        f.reopen();
+        check(&mut f, true);
+        std::fs::remove_file(f.blobs.path(&first.hash)).unwrap();
+        f.reopen();
+        check(&mut f, false);
     }
 }
