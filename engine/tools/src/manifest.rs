@@ -232,6 +232,17 @@ pub struct ScanCache {
     unmoved: bool,
     /// The last [`start_manifest`] named the manifest blob the start before recorded.
     manifest_reused: bool,
+    /// The last scan's manifest, by rank of the listing, with each file's stamp: a
+    /// rescan takes the entry of every file whose stamp holds without looking it up.
+    last: Option<Last>,
+}
+
+/// A scan's manifest with one entry per file of the listing, in its order, and each
+/// file's stamp (smudged when it changed too close to the scan to be vouched for).
+#[derive(Debug)]
+struct Last {
+    stamps: Vec<crate::walk::FileStamp>,
+    manifest: Vec<ManifestEntry>,
 }
 
 impl ScanCache {
@@ -253,6 +264,7 @@ impl ScanCache {
             listing_digest: None,
             unmoved: false,
             manifest_reused: false,
+            last: None,
         }
     }
 
@@ -281,6 +293,12 @@ impl ScanCache {
     /// The last walk's listing is kept for the next (nothing in it was too recent).
     pub fn has_listing(&self) -> bool {
         self.listing.is_some()
+    }
+
+    /// The last scan moved nothing: its manifest is the one of the scan before (or,
+    /// for a session's first, the one its cache and listing make).
+    pub fn unmoved(&self) -> bool {
+        self.unmoved
     }
 
     /// The last [`start_manifest`] reused the manifest blob of the start before: it
@@ -495,7 +513,27 @@ fn scan_with(
             cache_state.listing = loaded.map(|(listing, _)| listing);
         }
     }
-    let (seen, reused) = crate::walk::walk(root, &mut cache_state.listing, started_ns);
+    let last = cache_state.last.take();
+    let moved = match (&last, &cache_state.listing) {
+        (Some(last), Some(listing)) => crate::walk::moved(root, listing, &last.stamps),
+        _ => None,
+    };
+    let (seen, reused) = match (moved, last) {
+        // Every file's stamp holds: the manifest is the last scan's.
+        (Some(moved), Some(last)) if moved.is_empty() => {
+            cache_state.listing_reused = true;
+            cache_state.stored_blobs = false;
+            cache_state.unmoved = true;
+            cache_state.entries = Some(cache);
+            let manifest = last.manifest.clone();
+            cache_state.last = Some(last);
+            return Ok(manifest);
+        }
+        // Only the files that moved are looked at as a walk's would be; the others
+        // are what the last scan saw.
+        (Some(moved), Some(last)) => (since(last, moved), true),
+        _ => crate::walk::walk(root, &mut cache_state.listing, started_ns),
+    };
     cache_state.listing_reused = reused;
     if !reused {
         cache_state.listing_digest = match &cache_state.listing {
@@ -666,6 +704,25 @@ fn scan_with(
     let manifest: Vec<ManifestEntry> = entries.into_iter().flatten().collect();
     // Special files have no cache entry.
     let cached = manifest.iter().filter(|m| m.special.is_none()).count();
+    // One entry per listed file (none vanished): kept for the next rescan.
+    cache_state.last = (cache_state
+        .listing
+        .as_ref()
+        .is_some_and(|l| l.files() == seen.len())
+        && manifest.len() == seen.len())
+    .then(|| Last {
+        stamps: seen
+            .iter()
+            .map(|s| {
+                if s.racy(started_ns) {
+                    s.stamp().smudged()
+                } else {
+                    s.stamp()
+                }
+            })
+            .collect(),
+        manifest: manifest.clone(),
+    });
     if todo.is_empty() && cache.len() == cached && !seen.iter().any(|s| s.racy(started_ns)) {
         // Nothing moved: the cache is already right.
         cache_state.entries = Some(cache);
@@ -698,6 +755,21 @@ fn scan_with(
     cache_state.cache_digest = Some(write_cache(&cache_file, fresh.iter().cloned())?);
     cache_state.entries = Some(fresh.into_iter().map(|e| (e.path.clone(), e)).collect());
     Ok(manifest)
+}
+
+/// The files of the last scan's listing, with those that `moved` (by rank, in rank
+/// order) as they are now and the others as the last scan saw them.
+fn since(last: Last, moved: Vec<(u32, crate::walk::Seen)>) -> Vec<crate::walk::Seen> {
+    let mut moved = moved.into_iter().peekable();
+    let mut seen = Vec::with_capacity(last.manifest.len());
+    for (rank, (m, stamp)) in last.manifest.into_iter().zip(last.stamps).enumerate() {
+        match moved.next_if(|(r, _)| *r as usize == rank) {
+            Some((_, s)) => seen.push(s),
+            None => seen.push(crate::walk::Seen::of(m.path, stamp, m.special)),
+        }
+    }
+    assert!(moved.next().is_none(), "a moved file beyond the listing");
+    seen
 }
 
 /// Whether the files hashed (`todo`) stored any blob.

@@ -50,6 +50,52 @@ impl Seen {
     pub fn racy(&self, started_ns: i64) -> bool {
         self.mtime_ns.max(self.ctime_ns) >= started_ns.saturating_sub(RACY_NS)
     }
+
+    /// A file at `path` with `stamp`, as a walk would have seen it.
+    pub fn of(path: String, stamp: FileStamp, special: Option<crate::manifest::Special>) -> Seen {
+        Seen {
+            path,
+            size: stamp.size,
+            mtime_ns: stamp.mtime_ns,
+            ctime_ns: stamp.ctime_ns,
+            mode: stamp.mode,
+            ino: stamp.ino,
+            special,
+        }
+    }
+
+    /// What a rescan compares of it.
+    pub fn stamp(&self) -> FileStamp {
+        FileStamp {
+            size: self.size,
+            mtime_ns: self.mtime_ns,
+            ctime_ns: self.ctime_ns,
+            mode: self.mode,
+            ino: self.ino,
+        }
+    }
+}
+
+/// What a rescan compares of a file: equal to the scan before's, the file is what it
+/// was then (the manifest cache's rule: size, mtime, ctime and mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileStamp {
+    size: u64,
+    mtime_ns: i64,
+    ctime_ns: i64,
+    mode: u32,
+    ino: u64,
+}
+
+impl FileStamp {
+    /// A stamp no file has: the file is looked at again next time (it changed too
+    /// close to the scan that saw it).
+    pub fn smudged(self) -> FileStamp {
+        FileStamp {
+            mtime_ns: i64::MIN,
+            ..self
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -108,6 +154,13 @@ pub(crate) struct Listing {
     files: usize,
     /// `.git/info/exclude` of the root.
     exclude: Option<Stamp>,
+}
+
+impl Listing {
+    /// Files in all the directories.
+    pub(crate) fn files(&self) -> usize {
+        self.files
+    }
 }
 
 impl std::fmt::Debug for Listing {
@@ -267,6 +320,50 @@ fn open_dir(root: impl AsFd, rel: &str) -> Option<OwnedFd> {
 
 /// The files of `listing`, stat'ed again; `None` when the listing no longer holds.
 fn rescan(root: &Path, listing: &Listing) -> Option<Vec<Seen>> {
+    let parts = restat(root, listing, None)?;
+    // Each file goes to its rank: the order of the full walk (by path), without
+    // comparing a path.
+    let mut slots: Vec<Option<Seen>> = Vec::with_capacity(listing.files);
+    slots.resize_with(listing.files, || None);
+    for (rank, s) in parts.into_iter().flatten() {
+        let slot = &mut slots[rank as usize];
+        assert!(slot.is_none(), "two listed files share rank {rank}");
+        *slot = Some(s);
+    }
+    let seen: Vec<Seen> = slots.into_iter().flatten().collect();
+    assert_eq!(
+        seen.len(),
+        listing.files,
+        "a rank of the listing was left empty"
+    );
+    Some(seen)
+}
+
+/// The files of `listing` whose stamp is no longer the one in `before` (the scan
+/// before's, by rank), with their ranks, in rank order: what a rescan must look at
+/// again. `None` when the listing no longer holds (then walk the tree).
+pub(crate) fn moved(
+    root: &Path,
+    listing: &Listing,
+    before: &[FileStamp],
+) -> Option<Vec<(u32, Seen)>> {
+    assert_eq!(before.len(), listing.files, "one stamp per listed file");
+    let mut moved: Vec<(u32, Seen)> = restat(root, listing, Some(before))?
+        .into_iter()
+        .flatten()
+        .collect();
+    moved.sort_unstable_by_key(|(rank, _)| *rank);
+    Some(moved)
+}
+
+/// Stats every directory and file of `listing` again, the directories shared between
+/// the cores; each directory's files (all, or with `before` only those whose stamp
+/// moved), with their ranks. `None` when the listing no longer holds.
+fn restat(
+    root: &Path,
+    listing: &Listing,
+    before: Option<&[FileStamp]>,
+) -> Option<Vec<Vec<(u32, Seen)>>> {
     let root_fd = rustix::fs::open(
         root,
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -284,63 +381,53 @@ fn rescan(root: &Path, listing: &Listing) -> Option<Vec<Seen>> {
     let failed = std::sync::atomic::AtomicBool::new(false);
     // Directories are taken a few at a time by whichever thread is free.
     const STEP: usize = 16;
-    let parts: Mutex<Vec<(usize, Vec<Seen>)>> = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let mut mine = Vec::new();
-                loop {
-                    if failed.load(Ordering::Relaxed) {
+    let parts: Mutex<Vec<Vec<(u32, Seen)>>> = Mutex::new(Vec::new());
+    let work = || {
+        let mut mine = Vec::new();
+        loop {
+            if failed.load(Ordering::Relaxed) {
+                return;
+            }
+            let first = next.fetch_add(STEP, Ordering::Relaxed);
+            if first >= listing.dirs.len() {
+                break;
+            }
+            for dir in &listing.dirs[first..(first + STEP).min(listing.dirs.len())] {
+                match rescan_dir(&root_fd, dir, before, &mut mine) {
+                    Some(()) => {}
+                    None => {
+                        failed.store(true, Ordering::Relaxed);
                         return;
                     }
-                    let first = next.fetch_add(STEP, Ordering::Relaxed);
-                    if first >= listing.dirs.len() {
-                        break;
-                    }
-                    for i in first..(first + STEP).min(listing.dirs.len()) {
-                        match rescan_dir(&root_fd, &listing.dirs[i]) {
-                            Some(seen) => mine.push((i, seen)),
-                            None => {
-                                failed.store(true, Ordering::Relaxed);
-                                return;
-                            }
-                        }
-                    }
                 }
-                if let Ok(mut p) = parts.lock() {
-                    p.extend(mine);
-                }
-            });
+            }
         }
+        if let Ok(mut p) = parts.lock() {
+            p.push(mine);
+        }
+    };
+    std::thread::scope(|s| {
+        // The calling thread takes a share too: one thread fewer to start.
+        for _ in 1..threads {
+            s.spawn(work);
+        }
+        work();
     });
     if failed.into_inner() {
         return None;
     }
-    let parts = parts.into_inner().ok()?;
-    if parts.len() != listing.dirs.len() {
-        return None;
-    }
-    // Each file goes to its rank: the order of the full walk (by path), without
-    // comparing a path.
-    let mut slots: Vec<Option<Seen>> = Vec::with_capacity(listing.files);
-    slots.resize_with(listing.files, || None);
-    for (i, seen) in parts {
-        for (f, s) in listing.dirs[i].files.iter().zip(seen) {
-            let slot = &mut slots[f.rank as usize];
-            assert!(slot.is_none(), "two listed files share rank {}", f.rank);
-            *slot = Some(s);
-        }
-    }
-    let seen: Vec<Seen> = slots.into_iter().flatten().collect();
-    assert_eq!(
-        seen.len(),
-        listing.files,
-        "a rank of the listing was left empty"
-    );
-    Some(seen)
+    parts.into_inner().ok()
 }
 
-fn rescan_dir(root_fd: &OwnedFd, dir: &Dir) -> Option<Vec<Seen>> {
+/// Stats `dir` and its files again, pushing to `out` each file (with `before`: each
+/// whose stamp moved) with its rank; `None` when the directory or a file is no longer
+/// what the listing says.
+fn rescan_dir(
+    root_fd: &OwnedFd,
+    dir: &Dir,
+    before: Option<&[FileStamp]>,
+    out: &mut Vec<(u32, Seen)>,
+) -> Option<()> {
     let fd = open_dir(root_fd, &dir.rel)?;
     let st = rustix::fs::fstat(&fd).ok()?;
     if Stamp::of(&st) != dir.stamp {
@@ -351,7 +438,6 @@ fn rescan_dir(root_fd: &OwnedFd, dir: &Dir) -> Option<Vec<Seen>> {
             return None;
         }
     }
-    let mut seen = Vec::with_capacity(dir.files.len());
     for f in &dir.files {
         let special = &f.special;
         let st = stat_at(&fd, &f.path[f.name_at..])?;
@@ -366,17 +452,30 @@ fn rescan_dir(root_fd: &OwnedFd, dir: &Dir) -> Option<Vec<Seen>> {
         if kind != *special {
             return None;
         }
-        seen.push(Seen {
-            path: f.path.clone(),
+        let stamp = FileStamp {
             size: u64::try_from(st.st_size).unwrap_or(0),
             mtime_ns: ns(st.st_mtime, st.st_mtime_nsec),
             ctime_ns: ns(st.st_ctime, st.st_ctime_nsec),
             mode: st.st_mode & 0o7777,
             ino: st.st_ino,
-            special: *special,
-        });
+        };
+        if before.is_some_and(|b| b[f.rank as usize] == stamp) {
+            continue;
+        }
+        out.push((
+            f.rank,
+            Seen {
+                path: f.path.clone(),
+                size: stamp.size,
+                mtime_ns: stamp.mtime_ns,
+                ctime_ns: stamp.ctime_ns,
+                mode: stamp.mode,
+                ino: stamp.ino,
+                special: *special,
+            },
+        ));
     }
-    Some(seen)
+    Some(())
 }
 
 /// The `ignore` crate's walk, and the listing it makes (`None` when a stamp could not
@@ -916,5 +1015,52 @@ mod tests {
         std::fs::remove_file(f.blobs.path(&first.hash)).unwrap();
         f.reopen();
         check(&mut f, false);
+    }
+
+    // Regression guard: a rescan takes the last scan's entry of every file whose stamp
+    // holds; each kind of change to one file among many must still be seen.
+    #[test]
+    fn a_rescan_looks_again_at_what_moved_and_sees_every_change() {
+        use std::os::unix::fs::PermissionsExt;
+        let mut f = Fixture::new();
+        for i in 0..60 {
+            f.write(&format!("d{}/f{i}.txt", i % 3), "0000");
+            set_mtime(
+                &f.ws.path().join(format!("d{}/f{i}.txt", i % 3)),
+                1_600_000_000,
+            );
+        }
+        f.settle();
+        let before = f.scan();
+        assert!(f.cache.unmoved(), "nothing moved since the scan before");
+        let a = f.ws.path().join("d1/f7.txt");
+        // Same size, mtime set back.
+        f.write("d1/f7.txt", "1111");
+        set_mtime(&a, 1_600_000_000);
+        assert_eq!(hashes(&f.scan()), f.truth());
+        assert!(!f.cache.unmoved());
+        // Rewritten again within the same tick: still seen.
+        f.write("d1/f7.txt", "2222");
+        set_mtime(&a, 1_600_000_000);
+        assert_eq!(hashes(&f.scan()), f.truth());
+        // Its mode only.
+        std::fs::set_permissions(
+            f.ws.path().join("d2/f8.txt"),
+            PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let m = f.scan();
+        assert_eq!(
+            m.iter().find(|e| e.path == "d2/f8.txt").unwrap().mode,
+            0o755
+        );
+        assert_eq!(hashes(&m), f.truth());
+        // Settled again: the manifest of the scan before, every change in it.
+        f.settle();
+        let after = f.scan();
+        assert!(f.cache.unmoved());
+        assert_eq!(hashes(&after), f.truth());
+        assert_ne!(after, before);
+        assert_eq!(after.len(), before.len());
     }
 }
