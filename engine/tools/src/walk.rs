@@ -684,6 +684,18 @@ mod tests {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, body).unwrap();
         }
+        /// Rewrites `rel` with `body`, its mtime set back to what it was.
+        fn rewrite_keeping_mtime(&self, rel: &str, body: &str) {
+            let p = self.ws.path().join(rel);
+            let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();
+            self.write(rel, body);
+            std::fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(mtime)
+                .unwrap();
+        }
         /// A new session's cache on the same file: nothing kept in memory.
         fn reopen(&mut self) {
             self.cache =
@@ -778,18 +790,8 @@ mod tests {
         // Written, scanned and rewritten with the same size and mtime at once: the
         // times cannot tell the two contents apart, the racy rule must.
         f.write("a.txt", "1111");
-        let mtime = std::fs::metadata(f.ws.path().join("a.txt"))
-            .unwrap()
-            .modified()
-            .unwrap();
         f.scan();
-        f.write("a.txt", "2222");
-        std::fs::File::options()
-            .write(true)
-            .open(f.ws.path().join("a.txt"))
-            .unwrap()
-            .set_modified(mtime)
-            .unwrap();
+        f.rewrite_keeping_mtime("a.txt", "2222");
         assert_eq!(hashes(&f.scan()), vec![("a.txt".into(), Hash::of(b"2222"))]);
     }
 
@@ -957,19 +959,9 @@ mod tests {
         let mut f = Fixture::new();
         f.settle();
         f.write("a.txt", "1111");
-        let mtime = std::fs::metadata(f.ws.path().join("a.txt"))
-            .unwrap()
-            .modified()
-            .unwrap();
         f.reopen();
         f.start();
-        f.write("a.txt", "2222");
-        std::fs::File::options()
-            .write(true)
-            .open(f.ws.path().join("a.txt"))
-            .unwrap()
-            .set_modified(mtime)
-            .unwrap();
+        f.rewrite_keeping_mtime("a.txt", "2222");
         f.reopen();
         let (files, _) = f.start();
         assert!(!f.cache.manifest_reused());
