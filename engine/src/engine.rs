@@ -196,7 +196,13 @@ impl Engine {
         if let Some(inner) = &home_inner {
             files.retain(|f| !f.path.starts_with(inner.as_str()));
         }
-        let manifest_blob = blobs.put(&manifest::to_jsonl(&files))?;
+        // A warm start where nothing moved names the manifest the start before stored.
+        let manifest_blob = manifest::start_manifest(
+            &blobs,
+            &mut scan_cache,
+            &files,
+            home_inner.as_deref().unwrap_or(""),
+        )?;
         let id = new_session_id();
         let dir = project.session_dir(&id);
         let log = LogWriter::create(

@@ -19,7 +19,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use cairn_core::permission::CredentialFiles;
-use cairn_store::{BlobStore, Hash};
+use cairn_store::{BlobRef, BlobStore, Hash};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{EngineError, Result, io_at};
@@ -221,6 +221,28 @@ pub struct ScanCache {
     file_bytes_max: u64,
     /// The last scan stored blobs (files it had to hash).
     pub stored_blobs: bool,
+    /// The BLAKE3 of the cache file as this session last read or wrote it (`None`:
+    /// there was none).
+    cache_digest: Option<Hash>,
+    /// The same of the saved listing (`None`: none saved or loaded).
+    listing_digest: Option<Hash>,
+    /// The last scan moved nothing: the listing held, every file's stamp matched its
+    /// cache entry, nothing was hashed, the cache was not rewritten. Its manifest is
+    /// then a function of the two files' contents and the session's settings.
+    unmoved: bool,
+    /// The last [`start_manifest`] named the manifest blob the start before recorded.
+    manifest_reused: bool,
+    /// The last scan's manifest, by rank of the listing, with each file's stamp: a
+    /// rescan takes the entry of every file whose stamp holds without looking it up.
+    last: Option<Last>,
+}
+
+/// A scan's manifest with one entry per file of the listing, in its order, and each
+/// file's stamp (smudged when it changed too close to the scan to be vouched for).
+#[derive(Debug)]
+struct Last {
+    stamps: Vec<crate::walk::FileStamp>,
+    manifest: Vec<ManifestEntry>,
 }
 
 impl ScanCache {
@@ -238,6 +260,11 @@ impl ScanCache {
             capture: Capture::Full,
             file_bytes_max: u64::MAX,
             stored_blobs: false,
+            cache_digest: None,
+            listing_digest: None,
+            unmoved: false,
+            manifest_reused: false,
+            last: None,
         }
     }
 
@@ -267,6 +294,125 @@ impl ScanCache {
     pub fn has_listing(&self) -> bool {
         self.listing.is_some()
     }
+
+    /// The last scan moved nothing: its manifest is the one of the scan before (or,
+    /// for a session's first, the one its cache and listing make).
+    pub fn unmoved(&self) -> bool {
+        self.unmoved
+    }
+
+    /// The last [`start_manifest`] reused the manifest blob of the start before: it
+    /// neither serialised nor hashed the manifest.
+    pub fn manifest_reused(&self) -> bool {
+        self.manifest_reused
+    }
+
+    /// Where the start record is kept: beside the cache.
+    fn start_file(&self) -> std::path::PathBuf {
+        let mut name = self.file.file_name().unwrap_or_default().to_os_string();
+        name.push(".start");
+        self.file.with_file_name(name)
+    }
+
+    /// What the manifest of the last scan is a function of, when it is one: the
+    /// cache's and the listing's bytes, the session's capture settings and credential
+    /// files, and `context` (what the caller filters out); `None` when either file is
+    /// unknown.
+    fn start_key(&self, context: &str) -> Option<Hash> {
+        let (cache, listing) = (self.cache_digest?, self.listing_digest?);
+        let mut h = b"cairn start manifest 1\0".to_vec();
+        h.extend_from_slice(&cache.0);
+        h.extend_from_slice(&listing.0);
+        h.extend_from_slice(match self.capture {
+            Capture::Git => b"git\0",
+            Capture::Full => b"full",
+        });
+        h.extend_from_slice(&self.file_bytes_max.to_le_bytes());
+        for p in self.withheld.patterns() {
+            h.extend_from_slice(&(p.len() as u64).to_le_bytes());
+            h.extend_from_slice(p.as_bytes());
+        }
+        h.extend_from_slice(&(context.len() as u64).to_le_bytes());
+        h.extend_from_slice(context.as_bytes());
+        Some(Hash::of(&h))
+    }
+}
+
+/// The layout of a start record; a file of another version is not read.
+const START_VERSION: u32 = 1;
+
+/// What a session's start stored as its manifest, and what that manifest was made from
+/// (its key: see [`ScanCache::start_key`]).
+#[derive(Debug, Serialize, Deserialize)]
+struct StartRecord {
+    version: u32,
+    key: Hash,
+    manifest: BlobRef,
+    files: u64,
+}
+
+/// The manifest blob of a session's start for `files`, the result of the start's scan
+/// with `cache` (less what `context` names the caller filtered out). When that scan
+/// moved nothing and the start before recorded a manifest made from the same cache,
+/// listing and settings, `files` is that manifest: its blob is named again, neither
+/// serialised nor hashed. Otherwise the manifest is stored and recorded for the next.
+pub fn start_manifest(
+    blobs: &BlobStore,
+    cache: &mut ScanCache,
+    files: &[ManifestEntry],
+    context: &str,
+) -> Result<BlobRef> {
+    let key = cache.start_key(context);
+    let record_file = cache.start_file();
+    cache.manifest_reused = false;
+    if cache.unmoved
+        && let Some(key) = key
+        && let Some(r) = std::fs::read(&record_file)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<StartRecord>(&b).ok())
+        && r.version == START_VERSION
+        && r.key == key
+        && r.files == files.len() as u64
+        && blobs.has(&r.manifest.hash)
+    {
+        cache.manifest_reused = true;
+        return Ok(r.manifest);
+    }
+    let manifest = blobs.put(&to_jsonl(files))?;
+    match key {
+        Some(key) => {
+            let record = StartRecord {
+                version: START_VERSION,
+                key,
+                manifest,
+                files: files.len() as u64,
+            };
+            let bytes = serde_json::to_vec(&record).map_err(|e| io_at(&record_file)(e.into()))?;
+            write_whole(&record_file, &bytes)?;
+        }
+        None => remove_if_there(&record_file)?,
+    }
+    Ok(manifest)
+}
+
+/// Removes `path`; one that is not there is no error.
+fn remove_if_there(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_at(path)(e)),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `bytes` to `path` whole: a temporary file renamed over it.
+fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io_at(dir))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io_at(dir))?;
+    tmp.write_all(bytes).map_err(io_at(path))?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .map_err(io_at(path))?;
+    Ok(())
 }
 
 /// Scans the workspace: hashes (and stores as blobs) what the cache does not vouch
@@ -347,9 +493,14 @@ fn scan_with(
             i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
         });
     let cache_file = cache_state.file.clone();
+    cache_state.unmoved = false;
     let cache = match cache_state.entries.take() {
         Some(c) => c,
-        None => read_cache(&cache_file),
+        None => {
+            let (entries, digest) = read_cache(&cache_file);
+            cache_state.cache_digest = digest;
+            entries
+        }
     };
     // A session's first scan starts from the listing the session before saved: a warm
     // start then stats the listed files instead of walking the tree.
@@ -357,22 +508,42 @@ fn scan_with(
     if !cache_state.listing_loaded {
         cache_state.listing_loaded = true;
         if cache_state.listing.is_none() {
-            cache_state.listing = crate::walk::Listing::load(&listing_file);
+            let loaded = crate::walk::Listing::load(&listing_file);
+            cache_state.listing_digest = loaded.as_ref().map(|(_, digest)| *digest);
+            cache_state.listing = loaded.map(|(listing, _)| listing);
         }
     }
-    let (seen, reused) = crate::walk::walk(root, &mut cache_state.listing, started_ns);
+    let last = cache_state.last.take();
+    let moved = match (&last, &cache_state.listing) {
+        (Some(last), Some(listing)) => crate::walk::moved(root, listing, &last.stamps),
+        _ => None,
+    };
+    let (seen, reused) = match (moved, last) {
+        // Every file's stamp holds: the manifest is the last scan's.
+        (Some(moved), Some(last)) if moved.is_empty() => {
+            cache_state.listing_reused = true;
+            cache_state.stored_blobs = false;
+            cache_state.unmoved = true;
+            cache_state.entries = Some(cache);
+            let manifest = last.manifest.clone();
+            cache_state.last = Some(last);
+            return Ok(manifest);
+        }
+        // Only the files that moved are looked at as a walk's would be; the others
+        // are what the last scan saw.
+        (Some(moved), Some(last)) => (since(last, moved), true),
+        _ => crate::walk::walk(root, &mut cache_state.listing, started_ns),
+    };
     cache_state.listing_reused = reused;
     if !reused {
-        match &cache_state.listing {
-            Some(l) => l.save(&listing_file).map_err(io_at(&listing_file))?,
+        cache_state.listing_digest = match &cache_state.listing {
+            Some(l) => Some(l.save(&listing_file).map_err(io_at(&listing_file))?),
             // Too recent to be trusted: the next session walks the tree.
-            None => match std::fs::remove_file(&listing_file) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(io_at(&listing_file)(e));
-                }
-                _ => {}
-            },
-        }
+            None => {
+                remove_if_there(&listing_file)?;
+                None
+            }
+        };
     }
     // A reused listing has the paths of the walk before, in its order: so has the
     // answer of the credential-file patterns (a few hundred nanoseconds a path).
@@ -409,6 +580,7 @@ fn scan_with(
                 if c.size == s.size
                     && c.mtime_ns == s.mtime_ns
                     && c.ctime_ns == s.ctime_ns
+                    && c.mode == s.mode
                     && {
                         let has_blob = !c.withheld && c.git.is_none() && c.not_kept.is_none();
                         let kept_elsewhere = !c.withheld
@@ -532,9 +704,29 @@ fn scan_with(
     let manifest: Vec<ManifestEntry> = entries.into_iter().flatten().collect();
     // Special files have no cache entry.
     let cached = manifest.iter().filter(|m| m.special.is_none()).count();
+    // One entry per listed file (none vanished): kept for the next rescan.
+    cache_state.last = (cache_state
+        .listing
+        .as_ref()
+        .is_some_and(|l| l.files() == seen.len())
+        && manifest.len() == seen.len())
+    .then(|| Last {
+        stamps: seen
+            .iter()
+            .map(|s| {
+                if s.racy(started_ns) {
+                    s.stamp().smudged()
+                } else {
+                    s.stamp()
+                }
+            })
+            .collect(),
+        manifest: manifest.clone(),
+    });
     if todo.is_empty() && cache.len() == cached && !seen.iter().any(|s| s.racy(started_ns)) {
         // Nothing moved: the cache is already right.
         cache_state.entries = Some(cache);
+        cache_state.unmoved = reused;
         return Ok(manifest);
     }
     let by_path: HashMap<&str, &crate::walk::Seen> =
@@ -560,9 +752,24 @@ fn scan_with(
             })
         })
         .collect();
-    write_cache(&cache_file, fresh.iter().cloned())?;
+    cache_state.cache_digest = Some(write_cache(&cache_file, fresh.iter().cloned())?);
     cache_state.entries = Some(fresh.into_iter().map(|e| (e.path.clone(), e)).collect());
     Ok(manifest)
+}
+
+/// The files of the last scan's listing, with those that `moved` (by rank, in rank
+/// order) as they are now and the others as the last scan saw them.
+fn since(last: Last, moved: Vec<(u32, crate::walk::Seen)>) -> Vec<crate::walk::Seen> {
+    let mut moved = moved.into_iter().peekable();
+    let mut seen = Vec::with_capacity(last.manifest.len());
+    for (rank, (m, stamp)) in last.manifest.into_iter().zip(last.stamps).enumerate() {
+        match moved.next_if(|(r, _)| *r as usize == rank) {
+            Some((_, s)) => seen.push(s),
+            None => seen.push(crate::walk::Seen::of(m.path, stamp, m.special)),
+        }
+    }
+    assert!(moved.next().is_none(), "a moved file beyond the listing");
+    seen
 }
 
 /// Whether the files hashed (`todo`) stored any blob.
@@ -604,33 +811,28 @@ pub fn from_jsonl(bytes: &[u8]) -> Result<Vec<ManifestEntry>> {
         .collect()
 }
 
-fn read_cache(path: &Path) -> HashMap<String, CacheEntry> {
+/// The cache's entries by path, and the BLAKE3 of its bytes (`None`: no cache).
+fn read_cache(path: &Path) -> (HashMap<String, CacheEntry>, Option<Hash>) {
     let Ok(bytes) = std::fs::read(path) else {
-        return HashMap::new();
+        return (HashMap::new(), None);
     };
-    bytes
+    let entries = bytes
         .split(|&b| b == b'\n')
         .filter_map(|l| serde_json::from_slice::<CacheEntry>(l).ok())
         .map(|e| (e.path.clone(), e))
-        .collect()
+        .collect();
+    (entries, Some(Hash::of(&bytes)))
 }
 
-fn write_cache(path: &Path, entries: impl Iterator<Item = CacheEntry>) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io_at(dir))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io_at(dir))?;
-    {
-        let mut w = std::io::BufWriter::new(tmp.as_file_mut());
-        for e in entries {
-            serde_json::to_writer(&mut w, &e).map_err(|e| io_at(path)(e.into()))?;
-            w.write_all(b"\n").map_err(io_at(path))?;
-        }
-        w.flush().map_err(io_at(path))?;
+/// Writes the cache whole; returns the BLAKE3 of its bytes.
+fn write_cache(path: &Path, entries: impl Iterator<Item = CacheEntry>) -> Result<Hash> {
+    let mut bytes = Vec::new();
+    for e in entries {
+        serde_json::to_writer(&mut bytes, &e).map_err(|e| io_at(path)(e.into()))?;
+        bytes.push(b'\n');
     }
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .map_err(io_at(path))?;
-    Ok(())
+    write_whole(path, &bytes)?;
+    Ok(Hash::of(&bytes))
 }
 
 #[cfg(test)]

@@ -50,6 +50,52 @@ impl Seen {
     pub fn racy(&self, started_ns: i64) -> bool {
         self.mtime_ns.max(self.ctime_ns) >= started_ns.saturating_sub(RACY_NS)
     }
+
+    /// A file at `path` with `stamp`, as a walk would have seen it.
+    pub fn of(path: String, stamp: FileStamp, special: Option<crate::manifest::Special>) -> Seen {
+        Seen {
+            path,
+            size: stamp.size,
+            mtime_ns: stamp.mtime_ns,
+            ctime_ns: stamp.ctime_ns,
+            mode: stamp.mode,
+            ino: stamp.ino,
+            special,
+        }
+    }
+
+    /// What a rescan compares of it.
+    pub fn stamp(&self) -> FileStamp {
+        FileStamp {
+            size: self.size,
+            mtime_ns: self.mtime_ns,
+            ctime_ns: self.ctime_ns,
+            mode: self.mode,
+            ino: self.ino,
+        }
+    }
+}
+
+/// What a rescan compares of a file: equal to the scan before's, the file is what it
+/// was then (the manifest cache's rule: size, mtime, ctime and mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileStamp {
+    size: u64,
+    mtime_ns: i64,
+    ctime_ns: i64,
+    mode: u32,
+    ino: u64,
+}
+
+impl FileStamp {
+    /// A stamp no file has: the file is looked at again next time (it changed too
+    /// close to the scan that saw it).
+    pub fn smudged(self) -> FileStamp {
+        FileStamp {
+            mtime_ns: i64::MIN,
+            ..self
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -110,6 +156,13 @@ pub(crate) struct Listing {
     exclude: Option<Stamp>,
 }
 
+impl Listing {
+    /// Files in all the directories.
+    pub(crate) fn files(&self) -> usize {
+        self.files
+    }
+}
+
 impl std::fmt::Debug for Listing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Listing({} dirs)", self.dirs.len())
@@ -139,8 +192,9 @@ impl Listing {
     /// The listing saved at `path` by an earlier session, to be checked like any
     /// other (every stamp, every file): `None` when there is none, or it is of
     /// another version or not a listing a walk could have made (a name that is not
-    /// one path component, ranks that do not order the paths).
-    pub(crate) fn load(path: &Path) -> Option<Listing> {
+    /// one path component, ranks that do not order the paths). With it, the BLAKE3 of
+    /// the file's bytes.
+    pub(crate) fn load(path: &Path) -> Option<(Listing, cairn_store::Hash)> {
         let bytes = std::fs::read(path).ok()?;
         let saved: Saved = serde_json::from_slice(&bytes).ok()?;
         if saved.version != LISTING_VERSION {
@@ -187,15 +241,19 @@ impl Listing {
             .iter()
             .zip(by_rank.iter().skip(1))
             .all(|(a, b)| a < b);
-        sorted.then_some(Listing {
-            dirs,
-            files,
-            exclude: saved.exclude,
-        })
+        sorted.then_some((
+            Listing {
+                dirs,
+                files,
+                exclude: saved.exclude,
+            },
+            cairn_store::Hash::of(&bytes),
+        ))
     }
 
-    /// Saves the listing at `path` (written whole, then renamed over the old one).
-    pub(crate) fn save(&self, path: &Path) -> std::io::Result<()> {
+    /// Saves the listing at `path` (written whole, then renamed over the old one);
+    /// returns the BLAKE3 of the bytes written.
+    pub(crate) fn save(&self, path: &Path) -> std::io::Result<cairn_store::Hash> {
         let saved = Saved {
             version: LISTING_VERSION,
             exclude: self.exclude,
@@ -214,16 +272,13 @@ impl Listing {
                 })
                 .collect(),
         };
+        let bytes = serde_json::to_vec(&saved)?;
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-        {
-            let mut w = std::io::BufWriter::new(tmp.as_file_mut());
-            serde_json::to_writer(&mut w, &saved)?;
-            std::io::Write::flush(&mut w)?;
-        }
+        std::io::Write::write_all(&mut tmp, &bytes)?;
         tmp.persist(path).map_err(|e| e.error)?;
-        Ok(())
+        Ok(cairn_store::Hash::of(&bytes))
     }
 }
 
@@ -265,6 +320,50 @@ fn open_dir(root: impl AsFd, rel: &str) -> Option<OwnedFd> {
 
 /// The files of `listing`, stat'ed again; `None` when the listing no longer holds.
 fn rescan(root: &Path, listing: &Listing) -> Option<Vec<Seen>> {
+    let parts = restat(root, listing, None)?;
+    // Each file goes to its rank: the order of the full walk (by path), without
+    // comparing a path.
+    let mut slots: Vec<Option<Seen>> = Vec::with_capacity(listing.files);
+    slots.resize_with(listing.files, || None);
+    for (rank, s) in parts.into_iter().flatten() {
+        let slot = &mut slots[rank as usize];
+        assert!(slot.is_none(), "two listed files share rank {rank}");
+        *slot = Some(s);
+    }
+    let seen: Vec<Seen> = slots.into_iter().flatten().collect();
+    assert_eq!(
+        seen.len(),
+        listing.files,
+        "a rank of the listing was left empty"
+    );
+    Some(seen)
+}
+
+/// The files of `listing` whose stamp is no longer the one in `before` (the scan
+/// before's, by rank), with their ranks, in rank order: what a rescan must look at
+/// again. `None` when the listing no longer holds (then walk the tree).
+pub(crate) fn moved(
+    root: &Path,
+    listing: &Listing,
+    before: &[FileStamp],
+) -> Option<Vec<(u32, Seen)>> {
+    assert_eq!(before.len(), listing.files, "one stamp per listed file");
+    let mut moved: Vec<(u32, Seen)> = restat(root, listing, Some(before))?
+        .into_iter()
+        .flatten()
+        .collect();
+    moved.sort_unstable_by_key(|(rank, _)| *rank);
+    Some(moved)
+}
+
+/// Stats every directory and file of `listing` again, the directories shared between
+/// the cores; each directory's files (all, or with `before` only those whose stamp
+/// moved), with their ranks. `None` when the listing no longer holds.
+fn restat(
+    root: &Path,
+    listing: &Listing,
+    before: Option<&[FileStamp]>,
+) -> Option<Vec<Vec<(u32, Seen)>>> {
     let root_fd = rustix::fs::open(
         root,
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -282,63 +381,53 @@ fn rescan(root: &Path, listing: &Listing) -> Option<Vec<Seen>> {
     let failed = std::sync::atomic::AtomicBool::new(false);
     // Directories are taken a few at a time by whichever thread is free.
     const STEP: usize = 16;
-    let parts: Mutex<Vec<(usize, Vec<Seen>)>> = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let mut mine = Vec::new();
-                loop {
-                    if failed.load(Ordering::Relaxed) {
+    let parts: Mutex<Vec<Vec<(u32, Seen)>>> = Mutex::new(Vec::new());
+    let work = || {
+        let mut mine = Vec::new();
+        loop {
+            if failed.load(Ordering::Relaxed) {
+                return;
+            }
+            let first = next.fetch_add(STEP, Ordering::Relaxed);
+            if first >= listing.dirs.len() {
+                break;
+            }
+            for dir in &listing.dirs[first..(first + STEP).min(listing.dirs.len())] {
+                match rescan_dir(&root_fd, dir, before, &mut mine) {
+                    Some(()) => {}
+                    None => {
+                        failed.store(true, Ordering::Relaxed);
                         return;
                     }
-                    let first = next.fetch_add(STEP, Ordering::Relaxed);
-                    if first >= listing.dirs.len() {
-                        break;
-                    }
-                    for i in first..(first + STEP).min(listing.dirs.len()) {
-                        match rescan_dir(&root_fd, &listing.dirs[i]) {
-                            Some(seen) => mine.push((i, seen)),
-                            None => {
-                                failed.store(true, Ordering::Relaxed);
-                                return;
-                            }
-                        }
-                    }
                 }
-                if let Ok(mut p) = parts.lock() {
-                    p.extend(mine);
-                }
-            });
+            }
         }
+        if let Ok(mut p) = parts.lock() {
+            p.push(mine);
+        }
+    };
+    std::thread::scope(|s| {
+        // The calling thread takes a share too: one thread fewer to start.
+        for _ in 1..threads {
+            s.spawn(work);
+        }
+        work();
     });
     if failed.into_inner() {
         return None;
     }
-    let parts = parts.into_inner().ok()?;
-    if parts.len() != listing.dirs.len() {
-        return None;
-    }
-    // Each file goes to its rank: the order of the full walk (by path), without
-    // comparing a path.
-    let mut slots: Vec<Option<Seen>> = Vec::with_capacity(listing.files);
-    slots.resize_with(listing.files, || None);
-    for (i, seen) in parts {
-        for (f, s) in listing.dirs[i].files.iter().zip(seen) {
-            let slot = &mut slots[f.rank as usize];
-            assert!(slot.is_none(), "two listed files share rank {}", f.rank);
-            *slot = Some(s);
-        }
-    }
-    let seen: Vec<Seen> = slots.into_iter().flatten().collect();
-    assert_eq!(
-        seen.len(),
-        listing.files,
-        "a rank of the listing was left empty"
-    );
-    Some(seen)
+    parts.into_inner().ok()
 }
 
-fn rescan_dir(root_fd: &OwnedFd, dir: &Dir) -> Option<Vec<Seen>> {
+/// Stats `dir` and its files again, pushing to `out` each file (with `before`: each
+/// whose stamp moved) with its rank; `None` when the directory or a file is no longer
+/// what the listing says.
+fn rescan_dir(
+    root_fd: &OwnedFd,
+    dir: &Dir,
+    before: Option<&[FileStamp]>,
+    out: &mut Vec<(u32, Seen)>,
+) -> Option<()> {
     let fd = open_dir(root_fd, &dir.rel)?;
     let st = rustix::fs::fstat(&fd).ok()?;
     if Stamp::of(&st) != dir.stamp {
@@ -349,7 +438,6 @@ fn rescan_dir(root_fd: &OwnedFd, dir: &Dir) -> Option<Vec<Seen>> {
             return None;
         }
     }
-    let mut seen = Vec::with_capacity(dir.files.len());
     for f in &dir.files {
         let special = &f.special;
         let st = stat_at(&fd, &f.path[f.name_at..])?;
@@ -364,17 +452,30 @@ fn rescan_dir(root_fd: &OwnedFd, dir: &Dir) -> Option<Vec<Seen>> {
         if kind != *special {
             return None;
         }
-        seen.push(Seen {
-            path: f.path.clone(),
+        let stamp = FileStamp {
             size: u64::try_from(st.st_size).unwrap_or(0),
             mtime_ns: ns(st.st_mtime, st.st_mtime_nsec),
             ctime_ns: ns(st.st_ctime, st.st_ctime_nsec),
             mode: st.st_mode & 0o7777,
             ino: st.st_ino,
-            special: *special,
-        });
+        };
+        if before.is_some_and(|b| b[f.rank as usize] == stamp) {
+            continue;
+        }
+        out.push((
+            f.rank,
+            Seen {
+                path: f.path.clone(),
+                size: stamp.size,
+                mtime_ns: stamp.mtime_ns,
+                ctime_ns: stamp.ctime_ns,
+                mode: stamp.mode,
+                ino: stamp.ino,
+                special: *special,
+            },
+        ));
     }
-    Some(seen)
+    Some(())
 }
 
 /// The `ignore` crate's walk, and the listing it makes (`None` when a stamp could not
@@ -538,7 +639,7 @@ mod tests {
     use cairn_core::permission::CredentialFiles;
     use cairn_store::{BlobStore, Hash};
 
-    use crate::manifest::{ManifestEntry, ScanCache, scan_cached};
+    use crate::manifest::{ManifestEntry, ScanCache, scan_cached, scan_start, start_manifest};
 
     /// Sets the mtime of `path` to `secs` (past the racy window: the cache trusts it).
     fn set_mtime(path: &Path, secs: i64) {
@@ -583,6 +684,18 @@ mod tests {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, body).unwrap();
         }
+        /// Rewrites `rel` with `body`, its mtime set back to what it was.
+        fn rewrite_keeping_mtime(&self, rel: &str, body: &str) {
+            let p = self.ws.path().join(rel);
+            let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();
+            self.write(rel, body);
+            std::fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(mtime)
+                .unwrap();
+        }
         /// A new session's cache on the same file: nothing kept in memory.
         fn reopen(&mut self) {
             self.cache =
@@ -590,6 +703,12 @@ mod tests {
         }
         fn scan(&mut self) -> Vec<ManifestEntry> {
             scan_cached(self.ws.path(), &self.blobs, &mut self.cache).unwrap()
+        }
+        /// A session's start: its scan and the manifest blob it records.
+        fn start(&mut self) -> (Vec<ManifestEntry>, cairn_store::BlobRef) {
+            let files = scan_start(self.ws.path(), &self.blobs, &mut self.cache).unwrap();
+            let blob = start_manifest(&self.blobs, &mut self.cache, &files, "").unwrap();
+            (files, blob)
         }
         /// Scans until the cache trusts every stamp (the racy window has passed),
         /// so that the next scan takes the fast path.
@@ -671,18 +790,8 @@ mod tests {
         // Written, scanned and rewritten with the same size and mtime at once: the
         // times cannot tell the two contents apart, the racy rule must.
         f.write("a.txt", "1111");
-        let mtime = std::fs::metadata(f.ws.path().join("a.txt"))
-            .unwrap()
-            .modified()
-            .unwrap();
         f.scan();
-        f.write("a.txt", "2222");
-        std::fs::File::options()
-            .write(true)
-            .open(f.ws.path().join("a.txt"))
-            .unwrap()
-            .set_modified(mtime)
-            .unwrap();
+        f.rewrite_keeping_mtime("a.txt", "2222");
         assert_eq!(hashes(&f.scan()), vec![("a.txt".into(), Hash::of(b"2222"))]);
     }
 
@@ -805,5 +914,145 @@ mod tests {
         std::fs::write(&file, &good).unwrap();
         f.scan();
         assert!(f.cache.listing_reused(), "the good listing is used");
+    }
+
+    #[test]
+    fn a_warm_start_where_nothing_moved_names_the_manifest_of_the_start_before() {
+        let mut f = Fixture::new();
+        f.write("d/a.txt", "aaaa");
+        f.write("e/b.txt", "bb");
+        f.settle();
+        f.reopen();
+        let (files, first) = f.start();
+        assert!(!f.cache.manifest_reused(), "no start recorded one yet");
+        assert_eq!(first.hash, Hash::of(&crate::manifest::to_jsonl(&files)));
+        f.reopen();
+        let (again, second) = f.start();
+        assert!(f.cache.manifest_reused(), "neither serialised nor hashed");
+        assert_eq!((again, second), (files, first));
+    }
+
+    // Regression guard: a file rewritten with the same size and its mtime set back
+    // between two sessions must not be hidden by the reused manifest.
+    #[test]
+    fn a_warm_start_sees_a_same_size_rewrite_with_its_mtime_set_back() {
+        let mut f = Fixture::new();
+        f.write("d/a.txt", "aaaa");
+        set_mtime(&f.ws.path().join("d/a.txt"), 1_600_000_000);
+        f.settle();
+        f.reopen();
+        let (_, first) = f.start();
+        f.write("d/a.txt", "bbbb");
+        set_mtime(&f.ws.path().join("d/a.txt"), 1_600_000_000);
+        f.reopen();
+        let (files, second) = f.start();
+        assert!(!f.cache.manifest_reused());
+        assert_eq!(hashes(&files), vec![("d/a.txt".into(), Hash::of(b"bbbb"))]);
+        assert_ne!(second, first);
+        assert_eq!(second.hash, Hash::of(&crate::manifest::to_jsonl(&files)));
+    }
+
+    // Regression guard: a file changed within one clock tick of a start (same size,
+    // same mtime) is hashed again by the next start, not vouched for.
+    #[test]
+    fn a_warm_start_sees_a_change_within_one_tick_of_the_start_before() {
+        let mut f = Fixture::new();
+        f.settle();
+        f.write("a.txt", "1111");
+        f.reopen();
+        f.start();
+        f.rewrite_keeping_mtime("a.txt", "2222");
+        f.reopen();
+        let (files, _) = f.start();
+        assert!(!f.cache.manifest_reused());
+        assert_eq!(hashes(&files), vec![("a.txt".into(), Hash::of(b"2222"))]);
+    }
+
+    // Regression guard: a start record that is damaged, made with other settings, or
+    // names a blob no longer there sends the start down the full path.
+    #[test]
+    fn a_damaged_or_stale_start_record_is_not_used() {
+        let mut f = Fixture::new();
+        f.write("d/.env", "TOKEN=1");
+        f.write("d/a.txt", "a");
+        f.settle();
+        f.reopen();
+        let (files, first) = f.start();
+        let record = f.home.path().join("cache.start");
+        assert!(record.exists());
+        let check = |f: &mut Fixture, reused: bool| {
+            let (again, blob) = f.start();
+            assert_eq!(f.cache.manifest_reused(), reused);
+            assert_eq!(blob.hash, Hash::of(&crate::manifest::to_jsonl(&again)));
+            again
+        };
+        std::fs::write(&record, b"{not json").unwrap();
+        f.reopen();
+        assert_eq!(check(&mut f, false), files);
+        f.reopen();
+        check(&mut f, true);
+        // Other credential files: `.env` is no longer withheld.
+        f.cache = ScanCache::new(
+            f.home.path().join("cache"),
+            CredentialFiles::new(&[]).unwrap(),
+        );
+        let kept = check(&mut f, false);
+        assert!(kept.iter().all(|e| !e.withheld));
+        // Back to the defaults: recorded anew, then reused, until the blob it names
+        // is gone.
+        f.reopen();
+        assert_eq!(check(&mut f, false), files);
+        f.reopen();
+        check(&mut f, true);
+        std::fs::remove_file(f.blobs.path(&first.hash)).unwrap();
+        f.reopen();
+        check(&mut f, false);
+    }
+
+    // Regression guard: a rescan takes the last scan's entry of every file whose stamp
+    // holds; each kind of change to one file among many must still be seen.
+    #[test]
+    fn a_rescan_looks_again_at_what_moved_and_sees_every_change() {
+        use std::os::unix::fs::PermissionsExt;
+        let mut f = Fixture::new();
+        for i in 0..60 {
+            f.write(&format!("d{}/f{i}.txt", i % 3), "0000");
+            set_mtime(
+                &f.ws.path().join(format!("d{}/f{i}.txt", i % 3)),
+                1_600_000_000,
+            );
+        }
+        f.settle();
+        let before = f.scan();
+        assert!(f.cache.unmoved(), "nothing moved since the scan before");
+        let a = f.ws.path().join("d1/f7.txt");
+        // Same size, mtime set back.
+        f.write("d1/f7.txt", "1111");
+        set_mtime(&a, 1_600_000_000);
+        assert_eq!(hashes(&f.scan()), f.truth());
+        assert!(!f.cache.unmoved());
+        // Rewritten again within the same tick: still seen.
+        f.write("d1/f7.txt", "2222");
+        set_mtime(&a, 1_600_000_000);
+        assert_eq!(hashes(&f.scan()), f.truth());
+        // Its mode only.
+        std::fs::set_permissions(
+            f.ws.path().join("d2/f8.txt"),
+            PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let m = f.scan();
+        assert_eq!(
+            m.iter().find(|e| e.path == "d2/f8.txt").unwrap().mode,
+            0o755
+        );
+        assert_eq!(hashes(&m), f.truth());
+        // Settled again: the manifest of the scan before, every change in it.
+        f.settle();
+        let after = f.scan();
+        assert!(f.cache.unmoved());
+        assert_eq!(hashes(&after), f.truth());
+        assert_ne!(after, before);
+        assert_eq!(after.len(), before.len());
     }
 }
