@@ -14,7 +14,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The environment variable naming a file where every log sync is traced as a line
 /// `synced <log path> <bytes>` once its `fdatasync` returned. For tests and debugging:
@@ -30,6 +30,8 @@ struct State {
     synced: u64,
     failed: Option<String>,
     stop: bool,
+    /// The thread waits for a request (not inside a window): a request must wake it.
+    idle: bool,
 }
 
 #[derive(Debug, Default)]
@@ -108,13 +110,14 @@ impl Committer {
     /// Asks for the first `len` bytes of `file` to be made durable within the window;
     /// starts the thread on first use.
     pub(crate) fn request(&mut self, file: &File, len: u64) -> std::io::Result<()> {
-        {
+        let idle = {
             let mut s = self.shared.lock();
             if len <= s.wanted {
                 return Ok(());
             }
             s.wanted = len;
-        }
+            s.idle
+        };
         if self.thread.is_none() {
             let file = file.try_clone()?;
             let shared = Arc::clone(&self.shared);
@@ -126,8 +129,11 @@ impl Committer {
                     .name("cairn-commit".into())
                     .spawn(move || run(&shared, &file, window, &path, trace.as_deref()))?,
             );
+        } else if idle {
+            // Inside a window the thread is not woken per request: it syncs all of
+            // them when the window ends.
+            self.shared.wake.notify_all();
         }
-        self.shared.wake.notify_all();
         Ok(())
     }
 }
@@ -153,16 +159,24 @@ fn run(
     loop {
         let mut s = shared.lock();
         while !s.stop && s.wanted <= s.synced && s.failed.is_none() {
+            s.idle = true;
             s = shared.wake.wait(s).unwrap_or_else(PoisonError::into_inner);
         }
+        s.idle = false;
         if s.failed.is_some() || s.wanted <= s.synced {
             return;
         }
-        if !s.stop {
-            // Let the records of the next few milliseconds join this sync.
-            drop(s);
-            std::thread::sleep(window);
-            s = shared.lock();
+        // Let the records of the next few milliseconds join this sync; a drop of the
+        // committer ends the window at once (it waits for this sync).
+        let end = Instant::now() + window;
+        while !s.stop {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            s = (shared.wake.wait_timeout(s, left))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
         let target = s.wanted;
         drop(s);
@@ -228,6 +242,24 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(60));
         let trace = std::fs::read_to_string(trace_path).unwrap();
         assert_eq!(trace, format!("synced {} 10\n", log.display()));
+    }
+
+    #[test]
+    fn a_drop_ends_a_window_the_thread_is_already_waiting_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let file = File::create(&log).unwrap();
+        let (trace_path, trace_file) = traced(dir.path());
+        let mut c = Committer::new(&log, 0, Duration::from_secs(600), Some(trace_file));
+        c.request(&file, 10).unwrap();
+        // The thread is in its window by now (it used to sleep through all of it).
+        std::thread::sleep(Duration::from_millis(200));
+        c.request(&file, 20).unwrap();
+        let started = std::time::Instant::now();
+        drop(c);
+        assert!(started.elapsed() < Duration::from_secs(60));
+        let trace = std::fs::read_to_string(trace_path).unwrap();
+        assert_eq!(trace, format!("synced {} 20\n", log.display()));
     }
 
     #[test]
