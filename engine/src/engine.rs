@@ -76,6 +76,22 @@ pub struct CallOutcome {
     pub mcp_result: Option<serde_json::Value>,
 }
 
+/// The background indexer of session folder `dir`, when `config` asks for one: the
+/// records go to the home's search index as they are appended, off the call path.
+fn indexer(
+    home: &Home,
+    dir: &Path,
+    config: &EngineConfig,
+) -> Option<Box<dyn cairn_tools::RecordSink>> {
+    config.search_index.then(|| {
+        Box::new(cairn_search::Indexer::start(
+            &home.root.join(cairn_search::sqlite::INDEX_FILE),
+            dir,
+            cairn_search::IndexerLimits::default(),
+        )) as Box<dyn cairn_tools::RecordSink>
+    })
+}
+
 /// A running session.
 pub struct Engine {
     id: String,
@@ -221,6 +237,7 @@ impl Engine {
             config.checkpoint_every,
         );
         rec.set_tree_checkpoints(config.tree_checkpoint_every_records, home.log_signer()?);
+        rec.set_sink(indexer(home, &dir, &config));
         rec.note_blobs_written();
         let redactor = Redactor::with_env(std::env::vars());
         rec.set_redaction(redactor.clone(), Some(project.secret_key()?));

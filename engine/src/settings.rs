@@ -416,6 +416,9 @@ impl Settings {
         if let Some(m) = self.sandbox {
             config.sandbox = m;
         }
+        if let Some(on) = self.search_index {
+            config.search_index = on;
+        }
         if let Some(c) = self.capture {
             config.capture = c;
         }
