@@ -319,6 +319,14 @@ impl Engine {
         self.rec.set_observer(Some(observer));
     }
 
+    /// Sets who works on every record off the call path (see
+    /// [`cairn_tools::RecordSink`]), in place of the search indexer
+    /// [`EngineConfig::search_index`] starts; it is told when the session's writer is
+    /// done. Records appended before are not handed to it.
+    pub fn set_sink(&mut self, sink: Box<dyn cairn_tools::RecordSink>) {
+        self.rec.set_sink(Some(sink));
+    }
+
     /// Hands what each foreground command prints to `sink` as it prints it, redacted,
     /// in the pieces it was read in (stdout and stderr each from their own thread): a
     /// live view shows a running command's output tail with it. Nothing is recorded

@@ -120,6 +120,12 @@ impl Indexer {
         }
     }
 
+    /// Whether a record with this event is handed to the thread (it makes or feeds a
+    /// document); the others only move the position on.
+    pub fn takes(event: &cairn_core::event::Event) -> bool {
+        needed(event)
+    }
+
     /// Records dropped because the queue was full.
     pub fn dropped(&self) -> u64 {
         self.dropped
