@@ -130,11 +130,25 @@ fn cpu_s() -> f64 {
     t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
+/// CPU seconds the calling thread has used.
+fn thread_cpu_s() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec to write into.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+
 /// What recording `sessions` sessions cost, in seconds.
 #[derive(Default, Clone, Copy)]
 struct Cost {
     /// Wall time inside `Engine::call`: the call path.
     calls: f64,
+    /// CPU time of the calling thread inside `Engine::call` (what the call path itself
+    /// does, whatever else runs on the machine).
+    calls_cpu: f64,
     /// Wall time of the sessions, start to end (the indexer's drain included).
     wall: f64,
     /// CPU time of the process (every thread: the indexer's too).
@@ -158,8 +172,11 @@ enum Mode {
 /// Records `a.sessions` sessions in `home`, indexing as `mode` says; returns the cost.
 fn record(home: &Home, ws: &Path, a: &SearchArgs, words: &mut Words, mode: Mode) -> Result<Cost> {
     let mut cost = Cost::default();
+    std::fs::create_dir_all(&home.root)?;
     let mut index = match mode {
-        Mode::After => Some(Index::open(&home.root.join(cairn_search::sqlite::INDEX_FILE))?),
+        Mode::After => Some(Index::open(
+            &home.root.join(cairn_search::sqlite::INDEX_FILE),
+        )?),
         _ => None,
     };
     for s in 0..a.sessions {
@@ -177,9 +194,10 @@ fn record(home: &Home, ws: &Path, a: &SearchArgs, words: &mut Words, mode: Mode)
         e.set_approver(Box::new(Policy::AllowAll));
         e.user_message(&format!("session {s}: {}", words.text(200)))?;
         for c in 0..a.calls {
-            let t = Instant::now();
+            let (t, tc) = (Instant::now(), thread_cpu_s());
             e.call("read_file", json!({ "path": format!("f{c}.txt") }))?;
             cost.calls += t.elapsed().as_secs_f64();
+            cost.calls_cpu += thread_cpu_s() - tc;
         }
         let dir = e.dir().to_path_buf();
         e.end("done")?;
@@ -200,7 +218,10 @@ fn record(home: &Home, ws: &Path, a: &SearchArgs, words: &mut Words, mode: Mode)
         let mut index = Index::open(&home.root.join(cairn_search::sqlite::INDEX_FILE))?;
         let up = index.catch_up(&home.root)?;
         if up.docs != 0 {
-            bail!("the engine's indexer left {} documents to the catch-up", up.docs);
+            bail!(
+                "the engine's indexer left {} documents to the catch-up",
+                up.docs
+            );
         }
     }
     Ok(cost)
@@ -213,10 +234,13 @@ pub fn run(a: &SearchArgs) -> Result<()> {
     let ms = |s: f64| s * 1000.0 / calls;
     let pct = |x: f64, base: f64| (x / base - 1.0) * 100.0;
     let mut words = Words(7);
-    let mut rows: Vec<[f64; 8]> = Vec::new();
+    let mut rows: Vec<[f64; 10]> = Vec::new();
     for round in 0..a.repeat {
         let mut costs = Vec::new();
-        for (m, mode) in [Mode::None, Mode::Live, Mode::After].into_iter().enumerate() {
+        for (m, mode) in [Mode::None, Mode::Live, Mode::After]
+            .into_iter()
+            .enumerate()
+        {
             let home = Home::at(&base.join(format!("home-{round}-{m}")));
             let ws = base.join(format!("ws-{round}-{m}"));
             std::fs::create_dir_all(&ws)?;
@@ -232,12 +256,17 @@ pub fn run(a: &SearchArgs) -> Result<()> {
             ms(live.wall),
             ms(after.cpu + after.after_cpu),
             ms(after.after_cpu),
+            ms(none.calls_cpu),
+            ms(live.calls_cpu),
         ];
         println!(
-            "round {round}: call path {:.3} -> {:.3} ms/call ({:+.1}%); CPU {:.3} -> {:.3} ms/call ({:+.1}%, indexer thread included); session wall {:.3} -> {:.3} ms/call; indexing after each session instead: CPU {:.3} ms/call, of which indexing {:.3}",
+            "round {round}: call path {:.3} -> {:.3} ms/call ({:+.1}%), its thread's CPU {:.3} -> {:.3} ms/call ({:+.1}%); CPU {:.3} -> {:.3} ms/call ({:+.1}%, indexer thread included); session wall {:.3} -> {:.3} ms/call; indexing after each session instead: CPU {:.3} ms/call, of which indexing {:.3}",
             row[0],
             row[1],
             pct(row[1], row[0]),
+            row[8],
+            row[9],
+            pct(row[9], row[8]),
             row[2],
             row[3],
             pct(row[3], row[2]),
@@ -250,7 +279,7 @@ pub fn run(a: &SearchArgs) -> Result<()> {
     }
     let med = |i: usize| median(rows.iter().map(|r| r[i]).collect());
     println!(
-        "medians of {} rounds, {} sessions x {} calls of {} KB, per call: call path without the index {:.3} ms, with the engine's indexer {:.3} ms ({:+.1}%); CPU {:.3} ms -> {:.3} ms ({:+.1}%); session wall {:.3} -> {:.3} ms ({:+.1}%); indexing each session after its end: {:.3} ms CPU ({:.1}% of recording)",
+        "medians of {} rounds, {} sessions x {} calls of {} KB, per call: call path without the index {:.3} ms, with the engine's indexer {:.3} ms ({:+.1}%), its thread's CPU {:.3} -> {:.3} ms ({:+.1}%); CPU {:.3} ms -> {:.3} ms ({:+.1}%); session wall {:.3} -> {:.3} ms ({:+.1}%); indexing each session after its end: {:.3} ms CPU ({:.1}% of recording)",
         a.repeat,
         a.sessions,
         a.calls,
@@ -258,6 +287,9 @@ pub fn run(a: &SearchArgs) -> Result<()> {
         med(0),
         med(1),
         pct(med(1), med(0)),
+        med(8),
+        med(9),
+        pct(med(9), med(8)),
         med(2),
         med(3),
         pct(med(3), med(2)),

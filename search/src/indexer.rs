@@ -18,7 +18,7 @@
 //! first record handed (a resumed session never indexed) is read from the log.
 
 use std::path::Path;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -88,6 +88,10 @@ pub struct IndexerReport {
 /// The background indexer of one session's writer.
 pub struct Indexer {
     tx: Option<SyncSender<(Record, u64)>>,
+    /// The thread, woken when a batch is waiting and when the writer is done.
+    thread: std::thread::Thread,
+    /// Records sent so far.
+    sent: usize,
     done: Receiver<IndexerReport>,
     shared: Arc<Shared>,
     limits: IndexerLimits,
@@ -105,12 +109,16 @@ impl Indexer {
         let (done_tx, done) = std::sync::mpsc::channel();
         let shared = Arc::new(Shared::default());
         let (index, dir, s) = (index.to_path_buf(), dir.to_path_buf(), shared.clone());
-        std::thread::spawn(move || {
+        let thread = std::thread::spawn(move || {
             // The writer may have given up waiting: nobody to tell then.
             let _ = done_tx.send(run(&index, &dir, &rx, &s, limits));
-        });
+        })
+        .thread()
+        .clone();
         Indexer {
             tx: Some(tx),
+            thread,
+            sent: 0,
             done,
             shared,
             limits,
@@ -149,7 +157,12 @@ impl cairn_tools::RecordSink for Indexer {
         let _ = self.shared.from.set(record.seq);
         if needed(&record.event) {
             match tx.try_send((record.clone(), log_bytes)) {
-                Ok(()) => {}
+                Ok(()) => {
+                    self.sent += 1;
+                    if self.sent.is_multiple_of(self.limits.batch_docs_max.max(1)) {
+                        self.thread.unpark();
+                    }
+                }
                 Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                     self.dropped += 1;
                     return;
@@ -170,6 +183,7 @@ impl cairn_tools::RecordSink for Indexer {
         }
         // The thread drains the queue, commits and stops once the sender is gone.
         drop(tx);
+        self.thread.unpark();
         self.report = self
             .done
             .recv_timeout(Duration::from_millis(self.limits.drain_ms))
@@ -202,27 +216,33 @@ fn run(
     };
     let mut maker = None;
     let mut batch: Vec<(Record, u64)> = Vec::new();
-    let mut since: Option<Instant> = None;
+    let batch_max = limits.batch_docs_max.max(1);
     loop {
-        let got = match since {
-            Some(t) => {
-                let wait = Duration::from_millis(limits.batch_ms).saturating_sub(t.elapsed());
-                rx.recv_timeout(wait)
-            }
-            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-        };
-        let done = match got {
+        // The first record of a batch wakes the thread; the others are taken without
+        // waking it (a wake per record would put a syscall on the call path): when
+        // the batch's time is up, or when the writer says a batch is waiting or it is
+        // done (`unpark`).
+        let mut done = match rx.recv() {
             Ok(r) => {
                 batch.push(r);
-                since.get_or_insert_with(Instant::now);
-                if batch.len() < limits.batch_docs_max.max(1) {
-                    continue;
-                }
                 false
             }
-            Err(RecvTimeoutError::Timeout) => false,
-            Err(RecvTimeoutError::Disconnected) => true,
+            Err(_) => true,
         };
+        let deadline = Instant::now() + Duration::from_millis(limits.batch_ms);
+        while !done && batch.len() < batch_max {
+            match rx.try_recv() {
+                Ok(r) => batch.push(r),
+                Err(TryRecvError::Disconnected) => done = true,
+                Err(TryRecvError::Empty) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    std::thread::park_timeout(left);
+                }
+            }
+        }
         let end = match done {
             true => shared.end.lock().ok().and_then(|mut e| e.take()),
             false => None,
@@ -243,7 +263,6 @@ fn run(
             }
         }
         batch.clear();
-        since = None;
         if done {
             return report;
         }

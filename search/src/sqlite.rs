@@ -39,6 +39,10 @@ use crate::error::{Error, Result};
 use crate::hit::{Candidate, Filter, Hit, precedes, session_key};
 use crate::query::{Query, SEARCH_TOKEN_BYTES_MAX};
 
+/// The most session folders [`Index::update`] looks up one by one; more, and it reads
+/// every session's indexed length in one query.
+const SEARCH_KNOWN_ONE_BY_ONE_MAX: usize = 256;
+
 /// The index's file in the home.
 pub const INDEX_FILE: &str = "search.db";
 
@@ -218,7 +222,11 @@ impl Index {
     /// indexed, or a folder with no log, is skipped after one `stat`. Sessions are written in transactions of
     /// up to [`SEARCH_BATCH_BYTES_MAX`] bytes of text (each session whole in one).
     pub fn update(&mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Result<Updated> {
-        let known: HashMap<String, u64> = {
+        let dirs: Vec<PathBuf> = dirs.into_iter().collect();
+        // The indexed lengths: in one query for many folders, one by one for a few (a
+        // catch-up by the written set, where reading every session's would cost more
+        // than the rest).
+        let known: HashMap<String, u64> = if dirs.len() > SEARCH_KNOWN_ONE_BY_ONE_MAX {
             let mut st = self
                 .conn
                 .prepare("SELECT dir, log_bytes FROM sessions")
@@ -227,13 +235,18 @@ impl Index {
                 .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
                 .map_err(self.sq())?;
             rows.collect::<rusqlite::Result<_>>().map_err(self.sq())?
+        } else {
+            let mut known = HashMap::new();
+            for d in &dirs {
+                if let Some(b) = self.indexed_bytes(d)? {
+                    known.insert(d.to_string_lossy().into_owned(), b);
+                }
+            }
+            known
         };
         let mut out = Updated::default();
         let path = self.path.clone();
-        let sq = |source| Error::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let sq = sql_at(&path);
         // One `stat` per folder: a folder without a log is no session (yet) and is
         // skipped; a log of the length indexed has nothing new.
         let mut changed = dirs
@@ -257,10 +270,7 @@ impl Index {
         });
         let mut changed = changed.into_iter().peekable();
         while changed.peek().is_some() {
-            let tx = self
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(&sq)?;
+            let tx = begin_write(&mut self.conn, &path)?;
             let mut bytes = 0;
             while bytes < SEARCH_BATCH_BYTES_MAX {
                 let Some(dir) = changed.next() else {
@@ -291,7 +301,7 @@ impl Index {
     /// home. Then the mark of each session indexed whole, with no writer, is cleared.
     pub fn catch_up(&mut self, home: &Path) -> Result<Updated> {
         let written = cairn_store::written::Written::at(home);
-        let listed_home = !written.is_complete() || self.session_count()? == 0;
+        let listed_home = !written.is_complete() || !self.has_sessions()?;
         let dirs = if listed_home {
             // Before the listing: a writer that opens a log from now on marks it.
             written.begin()?;
@@ -314,10 +324,10 @@ impl Index {
         Ok(out)
     }
 
-    /// The sessions the index holds.
-    pub fn session_count(&self) -> Result<u64> {
+    /// Whether the index holds a session.
+    pub fn has_sessions(&self) -> Result<bool> {
         self.conn
-            .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
+            .query_row("SELECT EXISTS (SELECT 1 FROM sessions)", [], |r| r.get(0))
             .map_err(self.sq())
     }
 
@@ -325,12 +335,8 @@ impl Index {
     pub fn indexed_bytes(&self, dir: &Path) -> Result<Option<u64>> {
         let key = dir.to_string_lossy().into_owned();
         self.conn
-            .query_row(
-                "SELECT log_bytes FROM sessions WHERE dir = ?1",
-                [&key],
-                |r| r.get(0),
-            )
-            .optional()
+            .prepare_cached("SELECT log_bytes FROM sessions WHERE dir = ?1")
+            .and_then(|mut st| st.query_row([&key], |r| r.get(0)).optional())
             .map_err(self.sq())
     }
 
@@ -350,14 +356,8 @@ impl Index {
         end: Option<(u64, u64)>,
     ) -> Result<u64> {
         let path = self.path.clone();
-        let sq = |source| Error::Sqlite {
-            path: path.clone(),
-            source,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(&sq)?;
+        let sq = sql_at(&path);
+        let tx = begin_write(&mut self.conn, &path)?;
         let mut known = known_session(&tx, dir).map_err(&sq)?;
         let mut added = 0;
         if known.as_ref().map_or(0, |k| k.1) < from {
@@ -419,14 +419,8 @@ impl Index {
     /// transaction; returns the number of documents added.
     pub fn update_session(&mut self, dir: &Path) -> Result<u64> {
         let path = self.path.clone();
-        let sq = |source| Error::Sqlite {
-            path: path.clone(),
-            source,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(&sq)?;
+        let sq = sql_at(&path);
+        let tx = begin_write(&mut self.conn, &path)?;
         let (n, _) = update_in(&tx, &path, dir)?;
         tx.commit().map_err(&sq)?;
         Ok(n)
@@ -514,6 +508,21 @@ impl Index {
         }
         Ok(top.into_iter().map(|(_, h)| h).collect())
     }
+}
+
+/// The error maker of the index at `path`.
+fn sql_at(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
+    move |source| Error::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A write transaction on `conn`, the index at `path`, taken at once (before any
+/// position is read: see [`update_in`]).
+fn begin_write<'c>(conn: &'c mut Connection, path: &Path) -> Result<rusqlite::Transaction<'c>> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql_at(path))
 }
 
 /// Indexes, inside the caller's transaction `tx` on the index at `path`, what the log

@@ -198,6 +198,14 @@ fn hand(sink: &mut Indexer, records: &[(cairn_engine::Record, u64)], n: usize) -
     at
 }
 
+/// A new index file at `db` locked by this connection until it commits: an indexer
+/// waits to open it.
+fn locked(db: &Path) -> rusqlite::Connection {
+    let lock = rusqlite::Connection::open(db).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    lock
+}
+
 /// The position after the last of `records` the indexer takes.
 fn after_last_taken(records: &[(cairn_engine::Record, u64)]) -> u64 {
     records
@@ -218,8 +226,7 @@ fn a_full_queue_drops_the_rest_of_the_session_for_the_catch_up() {
         let records = handed(&dir);
         let db = e.home.root.join(INDEX_FILE);
         // The thread waits on this lock to open the index: nothing leaves the queue.
-        let lock = rusqlite::Connection::open(&db).unwrap();
-        lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        let lock = locked(&db);
         let limits = IndexerLimits {
             queue_docs_max: 3,
             ..IndexerLimits::default()
@@ -437,4 +444,71 @@ fn the_catch_up_lists_the_home_when_it_has_no_written_set_to_go_by() {
     let up = fresh.catch_up(&e.home.root).unwrap();
     assert!(up.listed_home);
     assert_eq!(up.sessions, 2);
+}
+
+// A record waits at most `batch_ms` before it is committed, though fewer than
+// `batch_docs_max` came and the writer is not done.
+#[test]
+fn a_batch_is_committed_at_its_time() {
+    let e = env();
+    let dir = e.session(false, "timed words", &[]);
+    let records = handed(&dir);
+    let db = e.home.root.join(INDEX_FILE);
+    let limits = IndexerLimits {
+        batch_ms: 50,
+        ..IndexerLimits::default()
+    };
+    let mut sink = Indexer::start(&db, &dir, limits);
+    let two = hand(&mut sink, &records, 2);
+    let index = Index::open(&db).unwrap();
+    let clock = Instant::now();
+    while index.indexed_to(&dir).unwrap() == 0 {
+        assert!(clock.elapsed() < Duration::from_secs(10), "not committed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        index.indexed_to(&dir).unwrap(),
+        after_last_taken(&records[..two])
+    );
+    assert_eq!(search(&index, "timed").len(), 1);
+    drop(sink);
+}
+
+// A writer that is done waits `drain_ms` for the indexer, no longer: past it, it goes
+// on and the thread commits on its own (or the catch-up reads the log).
+#[test]
+fn the_writer_waits_for_the_indexer_up_to_the_drain_limit() {
+    let e = env();
+    let dir = e.session(false, "drained words", &[]);
+    let records = handed(&dir);
+    let db = e.home.root.join(INDEX_FILE);
+    let lock = locked(&db);
+    let limits = IndexerLimits {
+        drain_ms: 200,
+        ..IndexerLimits::default()
+    };
+    let mut sink = Indexer::start(&db, &dir, limits);
+    for (r, b) in &records {
+        sink.record(r, *b);
+    }
+    let clock = Instant::now();
+    sink.finish();
+    let waited = clock.elapsed();
+    assert!(waited >= Duration::from_millis(200), "{waited:?}");
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+    assert_eq!(sink.report(), None);
+    lock.execute_batch("COMMIT").unwrap();
+    drop(lock);
+    // The thread finishes on its own.
+    let clock = Instant::now();
+    let index = loop {
+        if let Ok(index) = Index::open(&db)
+            && index.indexed_bytes(&dir).unwrap() == Some(records.last().unwrap().1)
+        {
+            break index;
+        }
+        assert!(clock.elapsed() < Duration::from_secs(20), "never committed");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(search(&index, "drained").len(), 1);
 }
