@@ -206,6 +206,17 @@ fn locked(db: &Path) -> rusqlite::Connection {
     lock
 }
 
+/// Waits, up to 10 s, for the index to hold session `dir` up to seq `to` (a commit
+/// of the indexer's thread).
+fn committed(index: &Index, dir: &Path, to: u64) {
+    let clock = Instant::now();
+    while index.indexed_to(dir).unwrap() == 0 {
+        assert!(clock.elapsed() < Duration::from_secs(10), "not committed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(index.indexed_to(dir).unwrap(), to);
+}
+
 /// The position after the last of `records` the indexer takes.
 fn after_last_taken(records: &[(cairn_engine::Record, u64)]) -> u64 {
     records
@@ -298,15 +309,7 @@ fn a_batch_is_committed_at_its_size() {
     assert_eq!(index.indexed_to(&dir).unwrap(), 0);
     // At the size: session_started and the message, committed.
     let two = hand(&mut sink, &records[one..], 1) + one;
-    let clock = Instant::now();
-    while index.indexed_to(&dir).unwrap() == 0 {
-        assert!(clock.elapsed() < Duration::from_secs(10), "not committed");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert_eq!(
-        index.indexed_to(&dir).unwrap(),
-        after_last_taken(&records[..two])
-    );
+    committed(&index, &dir, after_last_taken(&records[..two]));
     assert_eq!(search(&index, "batched").len(), 1);
     for (r, b) in &records[two..] {
         sink.record(r, *b);
@@ -461,15 +464,7 @@ fn a_batch_is_committed_at_its_time() {
     let mut sink = Indexer::start(&db, &dir, limits);
     let two = hand(&mut sink, &records, 2);
     let index = Index::open(&db).unwrap();
-    let clock = Instant::now();
-    while index.indexed_to(&dir).unwrap() == 0 {
-        assert!(clock.elapsed() < Duration::from_secs(10), "not committed");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert_eq!(
-        index.indexed_to(&dir).unwrap(),
-        after_last_taken(&records[..two])
-    );
+    committed(&index, &dir, after_last_taken(&records[..two]));
     assert_eq!(search(&index, "timed").len(), 1);
     drop(sink);
 }
