@@ -77,6 +77,9 @@ impl Archive {
         drop(rows);
 
         let log = cairn_store::log_path(&dir);
+        // The log is replaced without the writer lock: marked before (a pull that dies
+        // half-way) and after (a catch-up that cleared the mark meanwhile).
+        cairn_store::written::mark(&dir, true)?;
         let mut tmp = tempfile::Builder::new()
             .prefix(".pull-")
             .tempfile_in(&dir)
@@ -133,6 +136,8 @@ impl Archive {
             }
             Err(e) => return Err(io_at(&log)(e)),
         }
+
+        cairn_store::written::mark(&dir, true)?;
 
         // Checkpoints: the archive's note, unless the local file already holds more
         // (cosignatures added here since).

@@ -3,9 +3,12 @@
 //! `search` measures what indexing adds to recording. Each session: a user message,
 //! then `calls` `read_file` calls of files of generated words (a vocabulary of 20,000
 //! words plus a few common ones), recorded by the engine (durability `batch`). One
-//! round records `sessions` sessions without the index, then `sessions` sessions
-//! indexing each as it ends (as the command line does after a command); `repeat`
-//! rounds, medians of the per-call costs.
+//! round records `sessions` sessions without the index, `sessions` with the engine's
+//! background indexer (`search_index`), and `sessions` indexed each after its end
+//! (`update_session`, for comparison); `repeat` rounds, medians of the per-call
+//! costs: the wall time inside `Engine::call` (the call path), the process's CPU time
+//! (the indexer's thread included) and the sessions' wall time (its drain at the end
+//! included).
 //!
 //! `search-query` measures query latency on a large home: one real session recorded
 //! by the engine is the template of `sessions` sessions written straight to their
@@ -127,23 +130,55 @@ fn cpu_s() -> f64 {
     t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
-/// Seconds of wall time and of CPU time.
-#[derive(Default, Clone, Copy)]
-struct Cost {
-    wall: f64,
-    cpu: f64,
+/// CPU seconds the calling thread has used.
+fn thread_cpu_s() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec to write into.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
-/// Records `n` sessions in `home`; with `index`, indexes each as it ends. Returns
-/// what recording cost and what indexing cost.
-fn record(
-    home: &Home,
-    ws: &Path,
-    a: &SearchArgs,
-    words: &mut Words,
-    mut index: Option<&mut Index>,
-) -> Result<(Cost, Cost)> {
-    let (mut rec, mut idx) = (Cost::default(), Cost::default());
+/// What recording `sessions` sessions cost, in seconds.
+#[derive(Default, Clone, Copy)]
+struct Cost {
+    /// Wall time inside `Engine::call`: the call path.
+    calls: f64,
+    /// CPU time of the calling thread inside `Engine::call` (what the call path itself
+    /// does, whatever else runs on the machine).
+    calls_cpu: f64,
+    /// Wall time of the sessions, start to end (the indexer's drain included).
+    wall: f64,
+    /// CPU time of the process (every thread: the indexer's too).
+    cpu: f64,
+    /// Wall and CPU time of indexing each session after its end (`update_session`).
+    after_wall: f64,
+    after_cpu: f64,
+}
+
+/// How a round indexes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Not at all.
+    None,
+    /// The engine's background indexer, off the call path.
+    Live,
+    /// Each session after its end, in one transaction (`Index::update_session`).
+    After,
+}
+
+/// Records `a.sessions` sessions in `home`, indexing as `mode` says; returns the cost.
+fn record(home: &Home, ws: &Path, a: &SearchArgs, words: &mut Words, mode: Mode) -> Result<Cost> {
+    let mut cost = Cost::default();
+    std::fs::create_dir_all(&home.root)?;
+    let mut index = match mode {
+        Mode::After => Some(Index::open(
+            &home.root.join(cairn_search::sqlite::INDEX_FILE),
+        )?),
+        _ => None,
+    };
     for s in 0..a.sessions {
         for c in 0..a.calls {
             std::fs::write(
@@ -153,76 +188,116 @@ fn record(
         }
         let mut config = EngineConfig::new(Catalog::Thoth);
         config.durability = cairn_store::Durability::Batch;
+        config.search_index = mode == Mode::Live;
         let (t, c) = (Instant::now(), cpu_s());
         let mut e = Engine::start(home, ws, config)?;
         e.set_approver(Box::new(Policy::AllowAll));
         e.user_message(&format!("session {s}: {}", words.text(200)))?;
         for c in 0..a.calls {
+            let (t, tc) = (Instant::now(), thread_cpu_s());
             e.call("read_file", json!({ "path": format!("f{c}.txt") }))?;
+            cost.calls += t.elapsed().as_secs_f64();
+            cost.calls_cpu += thread_cpu_s() - tc;
         }
         let dir = e.dir().to_path_buf();
         e.end("done")?;
-        rec.wall += t.elapsed().as_secs_f64();
-        rec.cpu += cpu_s() - c;
-        if let Some(index) = index.as_deref_mut() {
+        cost.wall += t.elapsed().as_secs_f64();
+        cost.cpu += cpu_s() - c;
+        if let Some(index) = index.as_mut() {
             let (t, c) = (Instant::now(), cpu_s());
             let n = index.update_session(&dir)?;
-            idx.wall += t.elapsed().as_secs_f64();
-            idx.cpu += cpu_s() - c;
+            cost.after_wall += t.elapsed().as_secs_f64();
+            cost.after_cpu += cpu_s() - c;
             if n == 0 {
                 bail!("{}: nothing indexed", dir.display());
             }
         }
     }
-    Ok((rec, idx))
+    if mode == Mode::Live {
+        // Every session indexed whole by the engine: nothing for a catch-up.
+        let mut index = Index::open(&home.root.join(cairn_search::sqlite::INDEX_FILE))?;
+        let up = index.catch_up(&home.root)?;
+        if up.docs != 0 {
+            bail!(
+                "the engine's indexer left {} documents to the catch-up",
+                up.docs
+            );
+        }
+    }
+    Ok(cost)
 }
 
 pub fn run(a: &SearchArgs) -> Result<()> {
     let tmp = tempfile::tempdir()?;
     let base = a.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     let calls = (a.sessions * a.calls) as f64;
+    let ms = |s: f64| s * 1000.0 / calls;
+    let pct = |x: f64, base: f64| (x / base - 1.0) * 100.0;
     let mut words = Words(7);
-    let (mut without, mut with, mut index_only, mut share) = (vec![], vec![], vec![], vec![]);
-    let (mut rec_cpu, mut idx_cpu, mut cpu_share) = (vec![], vec![], vec![]);
+    let mut rows: Vec<[f64; 10]> = Vec::new();
     for round in 0..a.repeat {
-        let home = Home::at(&base.join(format!("home-{round}")));
-        let ws = base.join(format!("ws-{round}"));
-        std::fs::create_dir_all(&ws)?;
-        let (plain, _) = record(&home, &ws, a, &mut words, None)?;
-        let mut index = Index::open(&base.join(format!("search-{round}.db")))?;
-        let (rec, idx) = record(&home, &ws, a, &mut words, Some(&mut index))?;
-        let ms = |s: f64| s * 1000.0 / calls;
+        let mut costs = Vec::new();
+        for (m, mode) in [Mode::None, Mode::Live, Mode::After]
+            .into_iter()
+            .enumerate()
+        {
+            let home = Home::at(&base.join(format!("home-{round}-{m}")));
+            let ws = base.join(format!("ws-{round}-{m}"));
+            std::fs::create_dir_all(&ws)?;
+            costs.push(record(&home, &ws, a, &mut words, mode)?);
+        }
+        let (none, live, after) = (costs[0], costs[1], costs[2]);
+        let row = [
+            ms(none.calls),
+            ms(live.calls),
+            ms(none.cpu),
+            ms(live.cpu),
+            ms(none.wall),
+            ms(live.wall),
+            ms(after.cpu + after.after_cpu),
+            ms(after.after_cpu),
+            ms(none.calls_cpu),
+            ms(live.calls_cpu),
+        ];
         println!(
-            "round {round}: wall: record {:.3} ms/call without the index; with it {:.3} ms/call recording + {:.3} ms/call indexing ({:.1}% of recording); CPU: recording {:.3} ms/call, indexing {:.3} ms/call ({:.1}%)",
-            ms(plain.wall),
-            ms(rec.wall),
-            ms(idx.wall),
-            idx.wall * 100.0 / rec.wall,
-            ms(rec.cpu),
-            ms(idx.cpu),
-            idx.cpu * 100.0 / rec.cpu
+            "round {round}: call path {:.3} -> {:.3} ms/call ({:+.1}%), its thread's CPU {:.3} -> {:.3} ms/call ({:+.1}%); CPU {:.3} -> {:.3} ms/call ({:+.1}%, indexer thread included); session wall {:.3} -> {:.3} ms/call; indexing after each session instead: CPU {:.3} ms/call, of which indexing {:.3}",
+            row[0],
+            row[1],
+            pct(row[1], row[0]),
+            row[8],
+            row[9],
+            pct(row[9], row[8]),
+            row[2],
+            row[3],
+            pct(row[3], row[2]),
+            row[4],
+            row[5],
+            row[6],
+            row[7],
         );
-        without.push(ms(plain.wall));
-        with.push(ms(rec.wall + idx.wall));
-        index_only.push(ms(idx.wall));
-        share.push(idx.wall * 100.0 / rec.wall);
-        rec_cpu.push(ms(rec.cpu));
-        idx_cpu.push(ms(idx.cpu));
-        cpu_share.push(idx.cpu * 100.0 / rec.cpu);
+        rows.push(row);
     }
-    let (w0, w1) = (median(without), median(with));
+    let med = |i: usize| median(rows.iter().map(|r| r[i]).collect());
     println!(
-        "medians of {} rounds, {} sessions x {} calls of {} KB: wall: without the index {w0:.3} ms/call, with it {w1:.3} ms/call ({:+.1}%); indexing alone {:.3} ms/call = {:.1}% of recording in the same round; CPU: recording {:.3} ms/call, indexing {:.3} ms/call = {:.1}%",
+        "medians of {} rounds, {} sessions x {} calls of {} KB, per call: call path without the index {:.3} ms, with the engine's indexer {:.3} ms ({:+.1}%), its thread's CPU {:.3} -> {:.3} ms ({:+.1}%); CPU {:.3} ms -> {:.3} ms ({:+.1}%); session wall {:.3} -> {:.3} ms ({:+.1}%); indexing each session after its end: {:.3} ms CPU ({:.1}% of recording)",
         a.repeat,
         a.sessions,
         a.calls,
         a.file_kb,
-        (w1 / w0 - 1.0) * 100.0,
-        median(index_only),
-        median(share),
-        median(rec_cpu),
-        median(idx_cpu),
-        median(cpu_share)
+        med(0),
+        med(1),
+        pct(med(1), med(0)),
+        med(8),
+        med(9),
+        pct(med(9), med(8)),
+        med(2),
+        med(3),
+        pct(med(3), med(2)),
+        med(4),
+        med(5),
+        pct(med(5), med(4)),
+        med(7),
+        med(7) * 100.0 / (med(6) - med(7)),
     );
     Ok(())
 }
@@ -487,23 +562,45 @@ pub fn query(a: &QueryArgs) -> Result<()> {
         db_bytes as f64 / 1e9,
         db_bytes as f64 / log_bytes.max(1) as f64
     );
-    // What `cairn search` does before it answers: list the home's session folders and
-    // catch up, finding nothing new.
-    let mut ms = Vec::new();
-    for _ in 0..5 {
-        let clock = Instant::now();
-        let up = index.update(cairn_search::sqlite::home_session_dirs(&home.root))?;
-        ms.push(clock.elapsed().as_secs_f64() * 1000.0);
-        if up.docs != 0 {
-            bail!("a catch-up found new documents");
+    // What `cairn search` did before it answered: list the home's session folders and
+    // catch up, finding nothing new; and what it does now: the written set's marks.
+    let timed = |index: &mut Index, catch_up: bool| -> Result<Vec<f64>> {
+        let mut ms = Vec::new();
+        for _ in 0..5 {
+            let clock = Instant::now();
+            let up = match catch_up {
+                true => index.catch_up(&home.root)?,
+                false => index.update(cairn_search::sqlite::home_session_dirs(&home.root))?,
+            };
+            ms.push(clock.elapsed().as_secs_f64() * 1000.0);
+            if up.docs != 0 {
+                bail!("a catch-up found new documents");
+            }
+            if catch_up && up.listed_home {
+                bail!("the catch-up listed the home");
+            }
         }
-    }
-    ms.sort_by(f64::total_cmp);
+        ms.sort_by(f64::total_cmp);
+        Ok(ms)
+    };
+    let listing = timed(&mut index, false)?;
+    // The first catch-up of a home written before the marks were read lists it once.
+    let first = Instant::now();
+    let up = index.catch_up(&home.root)?;
+    let first_ms = first.elapsed().as_secs_f64() * 1000.0;
+    let marks = timed(&mut index, true)?;
     println!(
-        "catch-up (listing the home + a stat per session) with nothing new over {} sessions: p50 {:.1} ms  max {:.1} ms",
+        "catch-up with nothing new over {} sessions: listing the home + a stat per session p50 {:.1} ms  max {:.1} ms; by the written set p50 {:.3} ms  max {:.3} ms (its first run {}: {first_ms:.1} ms)",
         dirs.len(),
-        pct(&ms, 0.5),
-        pct(&ms, 1.0)
+        pct(&listing, 0.5),
+        pct(&listing, 1.0),
+        pct(&marks, 0.5),
+        pct(&marks, 1.0),
+        if up.listed_home {
+            "listed the home"
+        } else {
+            "went by marks"
+        },
     );
     let since = cairn_search::since("2026-01-05")?;
     let filters: [(&str, Filter); 4] = [

@@ -296,6 +296,7 @@ pub fn resume(
         ResumeOptions {
             config: None,
             then,
+            search_index: settings.search_index,
             sandbox: settings.sandbox,
             sandbox_write_roots: settings.sandbox_write_roots.as_ref().map(|roots| {
                 roots

@@ -11,7 +11,7 @@ use cairn_search::{Filter, Hit, Query};
 use crate::out;
 
 /// The embedded index's file in the home.
-pub const INDEX_FILE: &str = "search.db";
+pub const INDEX_FILE: &str = cairn_search::sqlite::INDEX_FILE;
 
 #[derive(Debug, clap::Args)]
 pub struct SearchArgs {
@@ -42,11 +42,12 @@ pub struct SearchArgs {
     pub json: bool,
 }
 
-/// Brings the embedded index up to date; sessions it could not read are noted.
+/// Brings the embedded index up to date (the sessions the home's written set marks,
+/// or all of them the first time); sessions it could not read are noted.
 fn update(home: &Home) -> Result<cairn_search::sqlite::Index> {
     let path = home.root.join(INDEX_FILE);
     let mut index = cairn_search::sqlite::Index::open(&path)?;
-    let done = index.update(cairn_search::sqlite::home_session_dirs(&home.root))?;
+    let done = index.catch_up(&home.root)?;
     for (dir, why) in done.problems {
         out::note(&format!(
             "cairn: note: {} is not searchable: {why}",

@@ -76,6 +76,22 @@ pub struct CallOutcome {
     pub mcp_result: Option<serde_json::Value>,
 }
 
+/// The background indexer of session folder `dir`, when `config` asks for one: the
+/// records go to the home's search index as they are appended, off the call path.
+fn indexer(
+    home: &Home,
+    dir: &Path,
+    config: &EngineConfig,
+) -> Option<Box<dyn cairn_tools::RecordSink>> {
+    config.search_index.then(|| {
+        Box::new(cairn_search::Indexer::start(
+            &home.root.join(cairn_search::sqlite::INDEX_FILE),
+            dir,
+            cairn_search::IndexerLimits::default(),
+        )) as Box<dyn cairn_tools::RecordSink>
+    })
+}
+
 /// A running session.
 pub struct Engine {
     id: String,
@@ -227,6 +243,7 @@ impl Engine {
             config.checkpoint_every,
         );
         rec.set_tree_checkpoints(config.tree_checkpoint_every_records, home.log_signer()?);
+        rec.set_sink(indexer(home, &dir, &config));
         rec.note_blobs_written();
         let redactor = Redactor::with_env(std::env::vars());
         rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
@@ -306,6 +323,14 @@ impl Engine {
     /// channel, say) rather than work on it.
     pub fn set_observer(&mut self, observer: cairn_tools::Observer) {
         self.rec.set_observer(Some(observer));
+    }
+
+    /// Sets who works on every record off the call path (see
+    /// [`cairn_tools::RecordSink`]), in place of the search indexer
+    /// [`EngineConfig::search_index`] starts; it is told when the session's writer is
+    /// done. Records appended before are not handed to it.
+    pub fn set_sink(&mut self, sink: Box<dyn cairn_tools::RecordSink>) {
+        self.rec.set_sink(Some(sink));
     }
 
     /// Hands what each foreground command prints to `sink` as it prints it, redacted,

@@ -46,8 +46,8 @@ pub use cairn_core::{Event, Limits, Process, Record, State};
 /// Checkpoints, proofs, witnesses (`cairn-tlog`).
 pub use cairn_tlog as tlog;
 pub use cairn_tools::{
-    CancelHandle, Catalog, Ctx, EngineError, McpTool, Observer, PathError, Registry, Result, Tool,
-    ToolOutput, TypedTool, WsPath, catalog_markdown, parse_input, resolve,
+    CancelHandle, Catalog, Ctx, EngineError, McpTool, Observer, PathError, RecordSink, Registry,
+    Result, Tool, ToolOutput, TypedTool, WsPath, catalog_markdown, parse_input, resolve,
 };
 pub use engine::{
     AnsweredCall, AnsweredWrite, CallOutcome, Engine, EngineConfig, Finding, GoOn,

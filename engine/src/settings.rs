@@ -86,7 +86,8 @@ pub struct Settings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prices: Option<BTreeMap<String, Price>>,
     /// Whether the commands that write sessions add them to the search index
-    /// (`$CAIRN_HOME/search.db`) as they end; `cairn search` catches up either way.
+    /// (`$CAIRN_HOME/search.db`): as their records are appended, by a background
+    /// indexer, and after the command; `cairn search` catches up either way.
     /// `CAIRN_SEARCH_INDEX=on|off` overrides the files.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub search_index: Option<bool>,
@@ -415,6 +416,9 @@ impl Settings {
         }
         if let Some(m) = self.sandbox {
             config.sandbox = m;
+        }
+        if let Some(on) = self.search_index {
+            config.search_index = on;
         }
         if let Some(c) = self.capture {
             config.capture = c;

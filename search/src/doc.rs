@@ -130,6 +130,84 @@ fn project_of(dir: &Path) -> Result<(String, BlobStore)> {
     Ok((key, BlobStore::open(&blobs)?))
 }
 
+/// Makes a session's documents from its records, one at a time and in seq order: what
+/// [`SessionDocs::read_from`] does over a log, and the background indexer over the
+/// records a writer hands it.
+pub(crate) struct DocMaker {
+    dir: PathBuf,
+    blobs: BlobStore,
+    /// The tool of each call started so far.
+    tools: HashMap<String, String>,
+    /// The output blobs of each command finished so far.
+    shell: HashMap<String, Vec<cairn_store::BlobRef>>,
+    pub session: SessionMeta,
+}
+
+impl DocMaker {
+    /// For session folder `dir`; `meta` and `tools` as [`SessionDocs::read_from`] takes
+    /// them.
+    pub(crate) fn new(
+        dir: &Path,
+        meta: Option<SessionMeta>,
+        tools: HashMap<String, String>,
+    ) -> Result<DocMaker> {
+        let (project, blobs) = project_of(dir)?;
+        Ok(DocMaker {
+            dir: dir.to_path_buf(),
+            blobs,
+            tools,
+            shell: HashMap::new(),
+            session: meta.unwrap_or(SessionMeta {
+                id: String::new(),
+                project,
+                workspace: String::new(),
+            }),
+        })
+    }
+
+    /// The parsed record of a store record, its spilled fields put back; `None` for a
+    /// record of a type this version does not know or one that has nothing to index.
+    pub(crate) fn parse(&self, r: &cairn_store::Record) -> Option<Record> {
+        if !may_have_doc(r.event.get()) {
+            return None;
+        }
+        cairn_tools::fold::parse_in(r, &self.blobs).ok()
+    }
+
+    /// The next record's document, if it makes one.
+    pub(crate) fn push(&mut self, rec: &Record) -> Result<Option<Doc>> {
+        if let Event::SessionStarted(s) = &rec.event {
+            self.session.id = s.id.clone();
+            self.session.workspace = s.workspace.clone();
+        }
+        if let Event::ShellExec(x) = &rec.event
+            && let cairn_core::event::ShellPhase::Finished(end) = &x.phase
+        {
+            let b: Vec<_> = [&end.stdout, &end.stderr]
+                .into_iter()
+                .flatten()
+                .cloned()
+                .collect();
+            self.shell.insert(x.call.clone(), b);
+        }
+        doc(rec, &self.blobs, &mut self.tools, &self.shell, &self.dir)
+    }
+}
+
+/// Whether a record's event may make a document or be needed by one (see
+/// [`DocMaker::push`]): what a writer hands the background indexer.
+pub(crate) fn needed(event: &Event) -> bool {
+    match event {
+        Event::SessionStarted(_)
+        | Event::UserMessage { .. }
+        | Event::ToolStarted { .. }
+        | Event::ToolFinished(_) => true,
+        Event::ModelTurn { text, .. } => !text.trim().is_empty(),
+        Event::ShellExec(x) => matches!(x.phase, cairn_core::event::ShellPhase::Finished(_)),
+        _ => false,
+    }
+}
+
 impl SessionDocs {
     /// Every document of the session in folder `dir`.
     pub fn read(dir: &Path) -> Result<SessionDocs> {
@@ -144,69 +222,46 @@ impl SessionDocs {
         dir: &Path,
         seq: u64,
         meta: Option<SessionMeta>,
-        mut tools: HashMap<String, String>,
+        tools: HashMap<String, String>,
     ) -> Result<SessionDocs> {
-        let (project, blobs) = project_of(dir)?;
+        let mut maker = DocMaker::new(dir, meta, tools)?;
         let reader = LogReader::open(dir)?;
-        let mut shell: HashMap<String, Vec<cairn_store::BlobRef>> = HashMap::new();
-        let mut out = SessionDocs {
-            session: meta.unwrap_or(SessionMeta {
-                id: String::new(),
-                project,
-                workspace: String::new(),
-            }),
-            docs: Vec::new(),
-            next_seq: seq,
-            stopped: None,
-        };
-        let records = match reader.records_from(seq) {
-            Ok(r) => r,
-            Err(e) => {
-                out.stopped = Some(e.to_string());
-                return Ok(out);
-            }
-        };
-        for r in records {
-            let r = match r {
-                Ok(r) => r,
-                Err(e) => {
-                    out.stopped = Some(e.to_string());
-                    break;
+        let mut docs = Vec::new();
+        let mut next_seq = seq;
+        let mut stopped = None;
+        match reader.records_from(seq) {
+            Ok(records) => {
+                for r in records {
+                    let r = match r {
+                        Ok(r) => r,
+                        Err(e) => {
+                            stopped = Some(e.to_string());
+                            break;
+                        }
+                    };
+                    next_seq = r.seq + 1;
+                    let Some(rec) = maker.parse(&r) else {
+                        continue;
+                    };
+                    if let Some(d) = maker.push(&rec)? {
+                        docs.push(d);
+                    }
                 }
-            };
-            out.next_seq = r.seq + 1;
-            if !may_have_doc(r.event.get()) {
-                continue;
             }
-            // A record of a type this version does not know has nothing to index.
-            let Ok(rec) = cairn_tools::fold::parse_in(&r, &blobs) else {
-                continue;
-            };
-            if let Event::SessionStarted(s) = &rec.event {
-                out.session.id = s.id.clone();
-                out.session.workspace = s.workspace.clone();
-            }
-            if let Event::ShellExec(x) = &rec.event
-                && let cairn_core::event::ShellPhase::Finished(end) = &x.phase
-            {
-                let b: Vec<_> = [&end.stdout, &end.stderr]
-                    .into_iter()
-                    .flatten()
-                    .cloned()
-                    .collect();
-                shell.insert(x.call.clone(), b);
-            }
-            if let Some(d) = doc(&rec, &blobs, &mut tools, &shell, dir)? {
-                out.docs.push(d);
-            }
+            Err(e) => stopped = Some(e.to_string()),
         }
-        if out.session.id.is_empty() && out.next_seq > 0 {
+        if maker.session.id.is_empty() && next_seq > 0 {
             return Err(Error::Session {
                 path: dir.to_path_buf(),
                 what: "the log does not start with session_started".into(),
             });
         }
-        Ok(out)
+        Ok(SessionDocs {
+            session: maker.session,
+            docs,
+            next_seq,
+            stopped,
+        })
     }
 }
 

@@ -6,7 +6,10 @@
 //!   session reads them (redacted before they were written).
 //! - [`query`]: the query language (words, `"phrases"`, `prefix*`), its tokeniser and
 //!   the one check of a document both backends end with.
-//! - [`sqlite::Index`]: the embedded index, updated per session from where it stopped.
+//! - [`sqlite::Index`]: the embedded index, updated per session from where it stopped;
+//!   [`sqlite::Index::catch_up`] finds what to update from the home's written set.
+//! - [`Indexer`]: the background indexer a session's writer hands its records to, off
+//!   the call path.
 //! - [`pg`]: the archive's index (`ensure_schema`, `index_session`, `search`).
 //!
 //! ```no_run
@@ -24,6 +27,7 @@
 pub mod doc;
 mod error;
 mod hit;
+mod indexer;
 pub mod pg;
 pub mod query;
 pub mod sqlite;
@@ -33,5 +37,9 @@ pub use error::{Error, Result};
 pub use hit::{
     Filter, Hit, SEARCH_LIMIT_MAX, SESSION_KEY_BITS, SESSION_KEY_EPOCH_MS, session_key, short,
     since,
+};
+pub use indexer::{
+    Indexer, IndexerLimits, IndexerReport, SEARCH_BATCH_DOCS_MAX, SEARCH_BATCH_MS, SEARCH_DRAIN_MS,
+    SEARCH_QUEUE_DOCS_MAX,
 };
 pub use query::Query;

@@ -32,10 +32,19 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use crate::doc::{SessionDocs, SessionMeta};
+use cairn_core::Record;
+
+use crate::doc::{DocMaker, SessionDocs, SessionMeta};
 use crate::error::{Error, Result};
 use crate::hit::{Candidate, Filter, Hit, precedes, session_key};
 use crate::query::{Query, SEARCH_TOKEN_BYTES_MAX};
+
+/// The most session folders [`Index::update`] looks up one by one; more, and it reads
+/// every session's indexed length in one query.
+const SEARCH_KNOWN_ONE_BY_ONE_MAX: usize = 256;
+
+/// The index's file in the home.
+pub const INDEX_FILE: &str = "search.db";
 
 /// How long a writer waits for another process's transaction on the index.
 pub const SEARCH_BUSY_TIMEOUT_MS: u64 = 10_000;
@@ -154,6 +163,9 @@ pub struct Updated {
     pub docs: u64,
     /// Sessions that could not be read, each with why; the others were indexed.
     pub problems: Vec<(PathBuf, String)>,
+    /// Whether [`Index::catch_up`] listed every session of the home (no written set
+    /// to go by yet), rather than the sessions marked as written.
+    pub listed_home: bool,
 }
 
 impl Index {
@@ -210,7 +222,11 @@ impl Index {
     /// indexed, or a folder with no log, is skipped after one `stat`. Sessions are written in transactions of
     /// up to [`SEARCH_BATCH_BYTES_MAX`] bytes of text (each session whole in one).
     pub fn update(&mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Result<Updated> {
-        let known: HashMap<String, u64> = {
+        let dirs: Vec<PathBuf> = dirs.into_iter().collect();
+        // The indexed lengths: in one query for many folders, one by one for a few (a
+        // catch-up by the written set, where reading every session's would cost more
+        // than the rest).
+        let known: HashMap<String, u64> = if dirs.len() > SEARCH_KNOWN_ONE_BY_ONE_MAX {
             let mut st = self
                 .conn
                 .prepare("SELECT dir, log_bytes FROM sessions")
@@ -219,13 +235,18 @@ impl Index {
                 .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
                 .map_err(self.sq())?;
             rows.collect::<rusqlite::Result<_>>().map_err(self.sq())?
+        } else {
+            let mut known = HashMap::new();
+            for d in &dirs {
+                if let Some(b) = self.indexed_bytes(d)? {
+                    known.insert(d.to_string_lossy().into_owned(), b);
+                }
+            }
+            known
         };
         let mut out = Updated::default();
         let path = self.path.clone();
-        let sq = |source| Error::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let sq = sql_at(&path);
         // One `stat` per folder: a folder without a log is no session (yet) and is
         // skipped; a log of the length indexed has nothing new.
         let mut changed = dirs
@@ -249,10 +270,7 @@ impl Index {
         });
         let mut changed = changed.into_iter().peekable();
         while changed.peek().is_some() {
-            let tx = self
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(&sq)?;
+            let tx = begin_write(&mut self.conn, &path)?;
             let mut bytes = 0;
             while bytes < SEARCH_BATCH_BYTES_MAX {
                 let Some(dir) = changed.next() else {
@@ -276,18 +294,133 @@ impl Index {
         Ok(out)
     }
 
+    /// Brings the index up to date with the home at `home`, as `cairn search` does
+    /// before it answers: only the sessions its written set marks
+    /// ([`cairn_store::written`]), or, when no reader has listed the home since marks
+    /// began to be kept (or the index holds no session), every session folder of the
+    /// home. Then the mark of each session indexed whole, with no writer, is cleared.
+    pub fn catch_up(&mut self, home: &Path) -> Result<Updated> {
+        let written = cairn_store::written::Written::at(home);
+        let listed_home = !written.is_complete() || !self.has_sessions()?;
+        let dirs = if listed_home {
+            // Before the listing: a writer that opens a log from now on marks it.
+            written.begin()?;
+            home_session_dirs(home)
+        } else {
+            written.list()?
+        };
+        let mut out = self.update(dirs)?;
+        out.listed_home = listed_home;
+        let locks = cairn_store::written::Locks::read();
+        for dir in written.list()? {
+            if out.problems.iter().any(|(d, _)| *d == dir) {
+                continue;
+            }
+            written.clear(&dir, self.indexed_bytes(&dir)?, &locks)?;
+        }
+        if listed_home {
+            written.set_complete()?;
+        }
+        Ok(out)
+    }
+
+    /// Whether the index holds a session.
+    pub fn has_sessions(&self) -> Result<bool> {
+        self.conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM sessions)", [], |r| r.get(0))
+            .map_err(self.sq())
+    }
+
+    /// The length of session folder `dir`'s log the index holds (`None`: none of it).
+    pub fn indexed_bytes(&self, dir: &Path) -> Result<Option<u64>> {
+        let key = dir.to_string_lossy().into_owned();
+        self.conn
+            .prepare_cached("SELECT log_bytes FROM sessions WHERE dir = ?1")
+            .and_then(|mut st| st.query_row([&key], |r| r.get(0)).optional())
+            .map_err(self.sq())
+    }
+
+    /// Adds, in one transaction, what a writer of session folder `dir` handed the
+    /// background indexer since the last call: `records` (those that make or feed a
+    /// document, in seq order, each with the log's length after it), every record
+    /// from seq `from` on having been handed; `end` the position after the writer's
+    /// last record, when it is done. What the index lacks before `from` is read from
+    /// the log first; documents a catch-up added meanwhile are not added twice.
+    /// `maker` keeps the session's calls between calls. Returns the documents added.
+    pub(crate) fn add_handed(
+        &mut self,
+        dir: &Path,
+        maker: &mut Option<DocMaker>,
+        from: u64,
+        records: &[(Record, u64)],
+        end: Option<(u64, u64)>,
+    ) -> Result<u64> {
+        let path = self.path.clone();
+        let sq = sql_at(&path);
+        let tx = begin_write(&mut self.conn, &path)?;
+        let mut known = known_session(&tx, dir).map_err(&sq)?;
+        let mut added = 0;
+        if known.as_ref().map_or(0, |k| k.1) < from {
+            added += update_in(&tx, &path, dir)?.0;
+            known = known_session(&tx, dir).map_err(&sq)?;
+        }
+        let (meta, next_seq) = match known {
+            Some((m, n, _)) => (Some(m), n),
+            None => (None, 0),
+        };
+        if next_seq < from {
+            return Err(Error::Session {
+                path: dir.to_path_buf(),
+                what: format!(
+                    "the index holds it up to seq {next_seq}, its log no further, and the records handed start at {from}"
+                ),
+            });
+        }
+        if maker.is_none() {
+            let tools = match &meta {
+                Some(m) => call_tools(&tx, &m.id).map_err(&sq)?,
+                None => HashMap::new(),
+            };
+            *maker = Some(DocMaker::new(dir, meta, tools)?);
+        }
+        let Some(m) = maker.as_mut() else {
+            unreachable!("made above")
+        };
+        let mut docs = Vec::new();
+        for (r, _) in records {
+            // Every record goes through, for the calls and commands it names.
+            if let Some(d) = m.push(r)?
+                && d.seq >= next_seq
+            {
+                docs.push(d);
+            }
+        }
+        let last = records.last().map(|(r, b)| (r.seq + 1, *b));
+        let position = match (last, end) {
+            (Some(l), Some(e)) => Some(if e.0 >= l.0 { e } else { l }),
+            (l, e) => l.or(e),
+        };
+        if let Some((to, log_bytes)) = position
+            && to > next_seq
+        {
+            let docs = SessionDocs {
+                session: m.session.clone(),
+                docs,
+                next_seq: to,
+                stopped: None,
+            };
+            added += store_docs(&tx, &path, dir, &docs, log_bytes)?;
+        }
+        tx.commit().map_err(&sq)?;
+        Ok(added)
+    }
+
     /// Indexes what the log in session folder `dir` holds past what is indexed, in one
     /// transaction; returns the number of documents added.
     pub fn update_session(&mut self, dir: &Path) -> Result<u64> {
         let path = self.path.clone();
-        let sq = |source| Error::Sqlite {
-            path: path.clone(),
-            source,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(&sq)?;
+        let sq = sql_at(&path);
+        let tx = begin_write(&mut self.conn, &path)?;
         let (n, _) = update_in(&tx, &path, dir)?;
         tx.commit().map_err(&sq)?;
         Ok(n)
@@ -377,6 +510,21 @@ impl Index {
     }
 }
 
+/// The error maker of the index at `path`.
+fn sql_at(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
+    move |source| Error::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A write transaction on `conn`, the index at `path`, taken at once (before any
+/// position is read: see [`update_in`]).
+fn begin_write<'c>(conn: &'c mut Connection, path: &Path) -> Result<rusqlite::Transaction<'c>> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql_at(path))
+}
+
 /// Indexes, inside the caller's transaction `tx` on the index at `path`, what the log
 /// in session folder `dir` holds past what is indexed; returns the documents added
 /// and the bytes of their text. The transaction is taken before the position is read,
@@ -393,25 +541,7 @@ fn update_in(tx: &rusqlite::Transaction, path: &Path, dir: &Path) -> Result<(u64
             source,
         })?
         .len();
-    let key = dir.to_string_lossy().into_owned();
-    let known: Option<(SessionMeta, u64, u64)> = tx
-        .query_row(
-            "SELECT id, project, workspace, next_seq, log_bytes FROM sessions WHERE dir = ?1",
-            [&key],
-            |r| {
-                Ok((
-                    SessionMeta {
-                        id: r.get(0)?,
-                        project: r.get(1)?,
-                        workspace: r.get(2)?,
-                    },
-                    r.get(3)?,
-                    r.get(4)?,
-                ))
-            },
-        )
-        .optional()
-        .map_err(&sq)?;
+    let known = known_session(tx, dir).map_err(&sq)?;
     if known.as_ref().is_some_and(|k| k.2 == log_bytes) {
         return Ok((0, 0));
     }
@@ -427,7 +557,50 @@ fn update_in(tx: &rusqlite::Transaction, path: &Path, dir: &Path) -> Result<(u64
     if docs.next_seq == from {
         return Ok((0, 0));
     }
-    let n = insert(tx, &docs).map_err(&sq)?.ok_or_else(|| Error::Session {
+    let n = store_docs(tx, path, dir, &docs, log_bytes)?;
+    Ok((n, docs.docs.iter().map(|d| d.text.len()).sum()))
+}
+
+/// The session of folder `dir` as the index holds it: who it is, the first seq not
+/// indexed, the log's length then.
+fn known_session(
+    conn: &Connection,
+    dir: &Path,
+) -> rusqlite::Result<Option<(SessionMeta, u64, u64)>> {
+    let key = dir.to_string_lossy().into_owned();
+    conn.query_row(
+        "SELECT id, project, workspace, next_seq, log_bytes FROM sessions WHERE dir = ?1",
+        [&key],
+        |r| {
+            Ok((
+                SessionMeta {
+                    id: r.get(0)?,
+                    project: r.get(1)?,
+                    workspace: r.get(2)?,
+                },
+                r.get(3)?,
+                r.get(4)?,
+            ))
+        },
+    )
+    .optional()
+}
+
+/// Adds a session's new documents and its new position (`docs.next_seq`, the log's
+/// length `log_bytes` then), inside the caller's transaction; returns the documents
+/// added.
+fn store_docs(
+    tx: &rusqlite::Transaction,
+    path: &Path,
+    dir: &Path,
+    docs: &SessionDocs,
+    log_bytes: u64,
+) -> Result<u64> {
+    let sq = |source| Error::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    };
+    let n = insert(tx, docs).map_err(&sq)?.ok_or_else(|| Error::Session {
         path: dir.to_path_buf(),
         what: format!(
             "the index holds {SEARCH_KEY_DOCS_MAX} documents of sessions started in the same millisecond as this one, the most it can order; it is not indexed"
@@ -438,10 +611,17 @@ fn update_in(tx: &rusqlite::Transaction, path: &Path, dir: &Path) -> Result<(u64
         "INSERT INTO sessions (dir, id, project, workspace, next_seq, log_bytes)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)
          ON CONFLICT (dir) DO UPDATE SET next_seq = ?5, log_bytes = ?6",
-        params![key, s.id, s.project, s.workspace, docs.next_seq, log_bytes],
+        params![
+            dir.to_string_lossy(),
+            s.id,
+            s.project,
+            s.workspace,
+            docs.next_seq,
+            log_bytes
+        ],
     )
     .map_err(&sq)?;
-    Ok((n, docs.docs.iter().map(|d| d.text.len()).sum()))
+    Ok(n)
 }
 
 /// The tool of each call of a session, from its indexed inputs.

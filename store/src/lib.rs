@@ -5,6 +5,9 @@
 //! Each record is one line, self-checking (its own BLAKE3 hash) and chained (its `prev`);
 //! `docs/FORMAT.md` describes the bytes exactly.
 //!
+//! [`written`] keeps which of a home's session logs were opened for writing since a
+//! reader of all of them (the search index's catch-up) last found them complete.
+//!
 //! ```
 //! use cairn_store::{LogWriter, LogReader, Options, verify_path, VerifyOptions, log_path};
 //! let dir = tempfile::tempdir()?;
@@ -30,6 +33,7 @@ mod reader;
 mod record;
 mod snapshot;
 mod verify;
+pub mod written;
 
 pub use blob::{BlobCheck, BlobRef, BlobStore, hash_reader};
 pub use commit::SYNC_TRACE_ENV;

@@ -77,6 +77,23 @@ pub fn writer_pid(dir: &Path) -> Option<u32> {
         .then_some(pid)
 }
 
+/// True when a `/proc/locks` line is a lock of inode `ino` held (not waited for) by
+/// any process.
+pub(crate) fn locks_inode(line: &str, ino: u64) -> bool {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    if fields.get(1) == Some(&"->") {
+        return false;
+    }
+    let Some(at) = fields.iter().position(|f| *f == "WRITE" || *f == "READ") else {
+        return false;
+    };
+    fields
+        .get(at + 2)
+        .and_then(|dev| dev.rsplit(':').next())
+        .and_then(|i| i.parse::<u64>().ok())
+        == Some(ino)
+}
+
 /// True when a `/proc/locks` line is a lock of inode `ino` held by `pid`:
 /// `1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF`.
 fn held_by(line: &str, ino: u64, pid: u32) -> bool {

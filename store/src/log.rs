@@ -140,6 +140,8 @@ impl LogWriter {
     pub fn create(dir: &Path, options: Options) -> Result<LogWriter> {
         crate::private::create_dir_all(dir).at(dir)?;
         let lock = WriterLock::acquire(&dir.join(LOCK_FILE))?;
+        // Under the lock, before anything is written (see `written`).
+        crate::written::mark(dir, options.durability != Durability::None)?;
         let path = log_path(dir);
         let file = crate::private::options()
             .append(true)
@@ -165,6 +167,7 @@ impl LogWriter {
         let path = log_path(dir);
         check_is_log_file(&path)?;
         let lock = WriterLock::acquire(&dir.join(LOCK_FILE))?;
+        crate::written::mark(dir, options.durability != Durability::None)?;
         let file = OpenOptions::new()
             .append(true)
             .read(true)

@@ -69,6 +69,9 @@ pub struct ResumeOptions {
     /// What the session goes on with, checked against the log before anything is
     /// recorded.
     pub then: GoOn,
+    /// Whether the records are added to the search index as they are appended, over
+    /// the configuration's (see [`EngineConfig::search_index`]).
+    pub search_index: Option<bool>,
 }
 
 /// What a resumed session goes on with.
@@ -255,6 +258,9 @@ impl Engine {
         if let Some(roots) = options.sandbox_write_roots.take() {
             config.sandbox_write_roots = roots;
         }
+        if let Some(on) = options.search_index {
+            config.search_index = on;
+        }
         let credential_files = CredentialFiles::new(&config.credential_files)?;
         let root = PathBuf::from(&started.workspace);
         if !root.is_dir() {
@@ -347,6 +353,7 @@ impl Engine {
             config.checkpoint_every,
         );
         rec.set_tree_checkpoints(config.tree_checkpoint_every_records, home.log_signer()?);
+        rec.set_sink(super::indexer(home, dir, &config));
         let redactor = Redactor::with_env(std::env::vars());
         rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
         let rt = Runtime {

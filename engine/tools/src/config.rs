@@ -67,6 +67,12 @@ pub struct EngineConfig {
     /// file.
     #[serde(default = "crate::manifest::Capture::before_git")]
     pub capture: crate::manifest::Capture,
+    /// Whether the session's records are added to the home's search index as they are
+    /// appended, by a background indexer off the call path (`cairn_search::Indexer`).
+    /// Not recorded: it changes nothing the session does; off unless the caller (the
+    /// cli, from `search_index`) turns it on.
+    #[serde(skip)]
+    pub search_index: bool,
 }
 
 /// Which model a session talks to, as recorded in its configuration.
@@ -110,6 +116,7 @@ impl EngineConfig {
             sandbox_write_roots: Vec::new(),
             model: None,
             capture: crate::manifest::Capture::Git,
+            search_index: false,
         }
     }
 

@@ -8,7 +8,10 @@
 //! written: whatever field a secret sits in, the log never holds it.
 //!
 //! An observer ([`Recorder::set_observer`]) sees every record as it is appended, so a
-//! caller that shows a session live (the cli's view) never reads the log back.
+//! caller that shows a session live (the cli's view) never reads the log back. A sink
+//! ([`Recorder::set_sink`]) sees them too, with the log's length after each, to work on
+//! them off the call path (the search index's background indexer); the recorder tells
+//! it when the writer is done, when it is dropped.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -33,6 +36,19 @@ pub const BLOB_FSYNCS_MAX: usize = 64;
 
 /// Called with every record just after it is appended and folded.
 pub type Observer = Box<dyn FnMut(&Record) + Send>;
+
+/// Where each appended record goes to be worked on off the call path (the search
+/// index's background indexer), and told when the session's writer is done.
+pub trait RecordSink: Send {
+    /// A record just appended and folded, and the log's length in bytes after it. It
+    /// runs on the call path: it must neither block nor fail (a sink that cannot keep
+    /// up drops what it cannot take, and says so where its work lands).
+    fn record(&mut self, record: &Record, log_bytes: u64);
+
+    /// The writer is done: waits, for at most a bound of the sink's own, until what it
+    /// was handed is worked off.
+    fn finish(&mut self);
+}
 
 /// Log writer + state + blobs of one session.
 pub struct Recorder {
@@ -69,6 +85,7 @@ pub struct Recorder {
     blob_root: PathBuf,
     pending_snapshot: Option<std::thread::JoinHandle<cairn_store::Result<()>>>,
     observer: Option<Observer>,
+    sink: Option<Box<dyn RecordSink>>,
     redactor: Redactor,
     secret_key: Option<SecretKey>,
 }
@@ -77,6 +94,9 @@ impl Drop for Recorder {
     fn drop(&mut self) {
         // A snapshot is a cache: one that failed is simply not there.
         let _ = self.wait_snapshot();
+        if let Some(sink) = &mut self.sink {
+            sink.finish();
+        }
     }
 }
 
@@ -112,6 +132,7 @@ impl Recorder {
             blob_root,
             pending_snapshot: None,
             observer: None,
+            sink: None,
             redactor: Redactor::default(),
             secret_key: None,
         }
@@ -195,6 +216,12 @@ impl Recorder {
         self.observer = observer;
     }
 
+    /// Sets (or, with `None`, removes) the sink of appended records; it is told when
+    /// the recorder is dropped.
+    pub fn set_sink(&mut self, sink: Option<Box<dyn RecordSink>>) {
+        self.sink = sink;
+    }
+
     /// Stores a blob without syncing it yet; it is synced before any record is.
     pub fn put_blob(&mut self, bytes: &[u8]) -> Result<BlobRef> {
         let blob = self.blobs.put(bytes)?;
@@ -239,6 +266,9 @@ impl Recorder {
         // Before a checkpoint this append may add, so the observer sees the log's order.
         if let Some(observe) = &mut self.observer {
             observe(&record);
+        }
+        if let Some(sink) = &mut self.sink {
+            sink.record(&record, self.log.len_bytes());
         }
         self.last_was_tree_checkpoint = matches!(record.event, Event::TreeCheckpoint { .. });
         self.since_checkpoint += 1;

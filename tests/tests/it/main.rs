@@ -48,6 +48,7 @@ mod resume_fork;
 mod resume_interrupted;
 mod sandbox;
 mod search;
+mod search_live;
 mod secrets_replay;
 mod secrets_shell;
 mod signals;
