@@ -200,20 +200,17 @@ impl Drop for Indexer {
 /// The thread: batches of what `rx` brings, committed by size and by time, until the
 /// writer is done.
 fn run(
-    index: &Path,
+    index_path: &Path,
     dir: &Path,
     rx: &Receiver<(Record, u64)>,
     shared: &Shared,
     limits: IndexerLimits,
 ) -> IndexerReport {
     let mut report = IndexerReport::default();
-    let mut index = match Index::open(index) {
-        Ok(i) => Some(i),
-        Err(e) => {
-            report.failed = Some(e.to_string());
-            None
-        }
-    };
+    // Opened at the first commit, not when the session starts: the calls of a short
+    // session do not run beside SQLite's open and schema check (on a 2-core machine
+    // that slowed each call of a 10-call session by ~15 %).
+    let mut index: Option<std::result::Result<Index, String>> = None;
     let mut maker = None;
     let mut batch: Vec<(Record, u64)> = Vec::new();
     let batch_max = limits.batch_docs_max.max(1);
@@ -247,18 +244,27 @@ fn run(
             true => shared.end.lock().ok().and_then(|mut e| e.take()),
             false => None,
         };
-        if let (Some(idx), Some(from)) = (index.as_mut(), shared.from.get())
+        if let Some(from) = shared.from.get()
             && (!batch.is_empty() || end.is_some())
         {
-            match idx.add_handed(dir, &mut maker, *from, &batch, end) {
+            let opened =
+                index.get_or_insert_with(|| Index::open(index_path).map_err(|e| e.to_string()));
+            let added = match opened {
+                Ok(idx) => idx
+                    .add_handed(dir, &mut maker, *from, &batch, end)
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e.clone()),
+            };
+            match added {
                 Ok(n) => {
                     report.docs += n;
                     report.commits += 1;
                 }
                 Err(e) => {
-                    // Left to the catch-up, which reads the log from where the index is.
-                    report.failed = Some(e.to_string());
-                    index = None;
+                    // Left to the catch-up, which reads the log from where the index
+                    // is; nothing more is tried.
+                    index = Some(Err(e.clone()));
+                    report.failed = Some(e);
                 }
             }
         }
