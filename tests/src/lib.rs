@@ -46,6 +46,19 @@ pub fn ram_tempdir() -> tempfile::TempDir {
         .unwrap_or_else(|e| panic!("make a temporary directory: {e}"))
 }
 
+/// A temporary folder holding a cairn home (`home`) and a workspace (`ws`, made, its
+/// path canonical): `(tmp, home, ws)`; both go when `tmp` is dropped.
+pub fn home_and_workspace() -> (tempfile::TempDir, cairn_engine::Home, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("make a temporary directory: {e}"));
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap_or_else(|e| panic!("make {}: {e}", ws.display()));
+    let ws = ws
+        .canonicalize()
+        .unwrap_or_else(|e| panic!("canonicalize {}: {e}", ws.display()));
+    let home = cairn_engine::Home::at(&tmp.path().join("home"));
+    (tmp, home, ws)
+}
+
 /// A seed from `name` in the environment, or one from the clock; printed either way so
 /// that a failing run can be repeated with `name=<seed>`.
 pub fn seed_from_env(name: &str) -> u64 {

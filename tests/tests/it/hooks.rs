@@ -18,14 +18,11 @@ struct Env {
 }
 
 fn env() -> Env {
-    let tmp = tempfile::tempdir().unwrap();
-    let ws = tmp.path().join("ws");
-    std::fs::create_dir_all(&ws).unwrap();
-    let ws = ws.canonicalize().unwrap();
+    let (tmp, home, ws) = cairn_tests::home_and_workspace();
     Env {
-        home: Home::at(&tmp.path().join("home")),
-        ws,
         _tmp: tmp,
+        home,
+        ws,
     }
 }
 

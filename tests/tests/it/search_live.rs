@@ -30,15 +30,8 @@ struct Env {
 }
 
 fn env() -> Env {
-    let tmp = tempfile::tempdir().unwrap();
-    let ws = tmp.path().join("ws");
-    std::fs::create_dir_all(&ws).unwrap();
-    let ws = ws.canonicalize().unwrap();
-    Env {
-        home: Home::at(&tmp.path().join("home")),
-        ws,
-        tmp,
-    }
+    let (tmp, home, ws) = cairn_tests::home_and_workspace();
+    Env { tmp, home, ws }
 }
 
 impl Env {
@@ -198,6 +191,18 @@ fn hand(sink: &mut Indexer, records: &[(cairn_engine::Record, u64)], n: usize) -
     at
 }
 
+/// The number of records up to and including the `n`th one the indexer takes.
+fn hand_count(records: &[(cairn_engine::Record, u64)], n: usize) -> usize {
+    let mut taken = 0;
+    for (i, (r, _)) in records.iter().enumerate() {
+        taken += usize::from(Indexer::takes(&r.event));
+        if taken == n {
+            return i + 1;
+        }
+    }
+    records.len()
+}
+
 /// A new index file at `db` locked by this connection until it commits: an indexer
 /// waits to open it.
 fn locked(db: &Path) -> rusqlite::Connection {
@@ -233,26 +238,35 @@ fn after_last_taken(records: &[(cairn_engine::Record, u64)]) -> u64 {
 fn a_full_queue_drops_the_rest_of_the_session_for_the_catch_up() {
     for dropped in [0, 1] {
         let e = env();
-        let dir = e.session(false, "queued words", &["echo one", "echo two"]);
+        let commands = ["echo one", "echo two", "echo three", "echo four"];
+        let dir = e.session(false, "queued words", &commands);
         let records = handed(&dir);
         let db = e.home.root.join(INDEX_FILE);
-        // The thread waits on this lock to open the index: nothing leaves the queue.
+        // The thread takes at most one record (a batch of one), then waits on this lock
+        // to open the index: the others stay in the queue.
         let lock = locked(&db);
         let limits = IndexerLimits {
             queue_docs_max: 3,
+            batch_docs_max: 1,
             ..IndexerLimits::default()
         };
         let mut sink = Indexer::start(&db, &dir, limits);
         let clock = Instant::now();
         // At the limit: three records the indexer takes, and those between them.
-        let at = hand(&mut sink, &records, 3);
-        // Past it, the next one it takes is dropped at once.
-        let at = if dropped > 0 {
-            sink.record(&records[at].0, records[at].1);
-            at + 1
-        } else {
-            at
-        };
+        let mut at = hand(&mut sink, &records, 3);
+        // Past it (one more when the thread took its batch of one already), the next
+        // one it takes is dropped at once.
+        if dropped > 0 {
+            while sink.dropped() == 0 {
+                assert!(at < records.len(), "nothing dropped past the queue's limit");
+                sink.record(&records[at].0, records[at].1);
+                at += 1;
+            }
+            assert!(
+                at <= hand_count(&records, 5),
+                "dropped later than one past the limit"
+            );
+        }
         assert!(clock.elapsed() < Duration::from_secs(2));
         assert_eq!(sink.dropped(), dropped);
         lock.execute_batch("COMMIT").unwrap();
