@@ -58,7 +58,7 @@ impl Env {
         let mut index = self.index();
         let up = index.catch_up(&self.home.root).unwrap();
         assert!(up.listed_home);
-        assert_eq!(marked(&self.home), Vec::<PathBuf>::new());
+        all_cleared(&mut index, &self.home);
         index
     }
 }
@@ -98,23 +98,26 @@ fn found_by_marks(index: &mut Index, home: &Home, dir: &Path, word: &str) {
     let hits = search(index, word);
     let name = dir.file_name().unwrap().to_string_lossy().into_owned();
     assert!(hits.iter().any(|h| h.session == name), "{word}: {hits:?}");
-    // A mark is cleared only when no process holds the log's writer lock. A child that
-    // another test of this process forks holds the lock's descriptor until its exec,
-    // and a catch-up in that moment keeps the mark (for the next one): so the mark
-    // must be gone after a few catch-ups, each finding nothing new.
+    let again = index.catch_up(&home.root).unwrap();
+    assert_eq!((again.listed_home, again.docs), (false, 0));
+    all_cleared(index, home);
+}
+
+/// Every mark is gone after at most a few more catch-ups, each finding nothing new.
+/// A mark is cleared only when no process holds the log's writer lock; a child that
+/// another test of this process forks holds the lock's descriptor until its exec, and
+/// a catch-up in that moment keeps the mark for the next one.
+fn all_cleared(index: &mut Index, home: &Home) {
     let clock = Instant::now();
-    loop {
-        let again = index.catch_up(&home.root).unwrap();
-        assert_eq!((again.listed_home, again.docs), (false, 0));
-        if marked(home).is_empty() {
-            break;
-        }
+    while !marked(home).is_empty() {
         assert!(
             clock.elapsed() < Duration::from_secs(10),
-            "the mark was never cleared: {:?}",
+            "marks never cleared: {:?}",
             marked(home)
         );
         std::thread::sleep(Duration::from_millis(20));
+        let again = index.catch_up(&home.root).unwrap();
+        assert_eq!((again.listed_home, again.docs), (false, 0));
     }
 }
 
@@ -470,7 +473,7 @@ fn the_catch_up_lists_the_home_when_it_has_no_written_set_to_go_by() {
     let up = index.catch_up(&e.home.root).unwrap();
     assert!(up.listed_home);
     assert_eq!(search(&index, "listed").len(), 1);
-    assert!(!marked(&e.home).contains(&dir));
+    all_cleared(&mut index, &e.home);
     // A fresh index in a home whose written set is complete.
     let mut fresh = Index::open(&e.tmp.path().join("fresh.db")).unwrap();
     let up = fresh.catch_up(&e.home.root).unwrap();
