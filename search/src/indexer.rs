@@ -13,6 +13,11 @@
 //! the recorder is dropped), within [`SEARCH_DRAIN_MS`]. A process that dies before a
 //! commit loses nothing: the index is a cache, the catch-up reads what it lacks.
 //!
+//! Known gap: a position stored between a command's end (`shell_exec` finished) and
+//! its call's `tool_finished` (a batch that ends there, then a drop or a crash) makes
+//! the catch-up, which starts without the command's output blobs, index that call's
+//! output as the tool's text rather than the command's own output.
+//!
 //! Each batch is one transaction that reads the session's position first: what a
 //! catch-up added meanwhile is not added twice, and what the index lacks before the
 //! first record handed (a resumed session never indexed) is read from the log.
