@@ -80,36 +80,32 @@ pub fn writer_pid(dir: &Path) -> Option<u32> {
 /// True when a `/proc/locks` line is a lock of inode `ino` held (not waited for) by
 /// any process.
 pub(crate) fn locks_inode(line: &str, ino: u64) -> bool {
-    let fields: Vec<&str> = line.split_whitespace().collect();
-    if fields.get(1) == Some(&"->") {
-        return false;
-    }
-    let Some(at) = fields.iter().position(|f| *f == "WRITE" || *f == "READ") else {
-        return false;
-    };
-    fields
-        .get(at + 2)
-        .and_then(|dev| dev.rsplit(':').next())
-        .and_then(|i| i.parse::<u64>().ok())
-        == Some(ino)
+    holder(line, ino).is_some()
 }
 
-/// True when a `/proc/locks` line is a lock of inode `ino` held by `pid`:
-/// `1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF`.
+/// True when a `/proc/locks` line is a lock of inode `ino` held by `pid`.
 fn held_by(line: &str, ino: u64, pid: u32) -> bool {
+    holder(line, ino) == Some(i64::from(pid))
+}
+
+/// The pid holding the lock a `/proc/locks` line describes, when it is a lock of inode
+/// `ino` held, not waited for: `1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF` (an
+/// open file description's lock shows -1).
+fn holder(line: &str, ino: u64) -> Option<i64> {
     let fields: Vec<&str> = line.split_whitespace().collect();
     // `->` marks a process waiting for the lock, not one holding it.
     if fields.get(1) == Some(&"->") {
-        return false;
+        return None;
     }
-    let Some(at) = fields.iter().position(|f| *f == "WRITE" || *f == "READ") else {
-        return false;
-    };
-    let (Some(p), Some(dev)) = (fields.get(at + 1), fields.get(at + 2)) else {
-        return false;
-    };
-    p.parse::<u32>().ok() == Some(pid)
-        && dev.rsplit(':').next().and_then(|i| i.parse::<u64>().ok()) == Some(ino)
+    let at = fields.iter().position(|f| *f == "WRITE" || *f == "READ")?;
+    let pid = fields.get(at + 1)?.parse::<i64>().ok()?;
+    let file_ino = fields
+        .get(at + 2)?
+        .rsplit(':')
+        .next()?
+        .parse::<u64>()
+        .ok()?;
+    (file_ino == ino).then_some(pid)
 }
 
 #[cfg(test)]
@@ -159,6 +155,14 @@ mod tests {
         assert!(!held_by("2: POSIX  ADVISORY  WRITE", 5678, 1234));
         let blocked = "1: -> FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF";
         assert!(!held_by(blocked, 5678, 1234), "a waiter does not hold it");
+        // Any holder's lock of the inode, an open file description's (pid -1) too.
+        assert!(locks_inode(line, 5678));
+        assert!(locks_inode(
+            "3: OFDLCK ADVISORY  WRITE -1 fd:01:5678 0 EOF",
+            5678
+        ));
+        assert!(!locks_inode(line, 5679));
+        assert!(!locks_inode(blocked, 5678));
     }
 
     #[test]
