@@ -228,14 +228,20 @@ mod tests {
         (path, f)
     }
 
+    /// A log in `dir`, its file, its trace file and a committer with a window far
+    /// longer than a test: only a drop can make it sync in time.
+    fn long_window(dir: &Path) -> (PathBuf, File, PathBuf, Committer) {
+        let log = dir.join("log");
+        let file = File::create(&log).unwrap();
+        let (trace_path, trace_file) = traced(dir);
+        let c = Committer::new(&log, 0, Duration::from_secs(600), Some(trace_file));
+        (log, file, trace_path, c)
+    }
+
     #[test]
     fn a_committer_dropped_before_its_window_ends_still_syncs_what_was_asked() {
         let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("log");
-        let file = File::create(&log).unwrap();
-        let (trace_path, trace_file) = traced(dir.path());
-        // A window far longer than the test: only the drop can make it sync in time.
-        let mut c = Committer::new(&log, 0, Duration::from_secs(600), Some(trace_file));
+        let (log, file, trace_path, mut c) = long_window(dir.path());
         c.request(&file, 10).unwrap();
         let started = std::time::Instant::now();
         drop(c);
@@ -247,10 +253,7 @@ mod tests {
     #[test]
     fn a_drop_ends_a_window_the_thread_is_already_waiting_in() {
         let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("log");
-        let file = File::create(&log).unwrap();
-        let (trace_path, trace_file) = traced(dir.path());
-        let mut c = Committer::new(&log, 0, Duration::from_secs(600), Some(trace_file));
+        let (log, file, trace_path, mut c) = long_window(dir.path());
         c.request(&file, 10).unwrap();
         // The thread is in its window by now (it used to sleep through all of it).
         std::thread::sleep(Duration::from_millis(200));
