@@ -21,7 +21,18 @@ fn config() -> EngineConfig {
 
 /// A session in `ws`: a message, a shell call per command; returns its folder.
 fn session(home: &Home, ws: &Path, message: &str, commands: &[&str]) -> PathBuf {
-    let mut e = Engine::start(home, ws, config()).unwrap();
+    session_with(home, ws, config(), message, commands)
+}
+
+/// [`session`] with the engine's configuration `config`.
+pub(crate) fn session_with(
+    home: &Home,
+    ws: &Path,
+    config: EngineConfig,
+    message: &str,
+    commands: &[&str],
+) -> PathBuf {
+    let mut e = Engine::start(home, ws, config).unwrap();
     e.set_approver(Box::new(Policy::AllowAll));
     e.user_message(message).unwrap();
     for c in commands {

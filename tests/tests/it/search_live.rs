@@ -37,15 +37,7 @@ fn env() -> Env {
 impl Env {
     /// A session: a message, a shell call per command; returns its folder.
     fn session(&self, index_it: bool, message: &str, commands: &[&str]) -> PathBuf {
-        let mut e = Engine::start(&self.home, &self.ws, config(index_it)).unwrap();
-        e.set_approver(Box::new(Policy::AllowAll));
-        e.user_message(message).unwrap();
-        for c in commands {
-            e.call("shell", json!({ "command": c })).unwrap();
-        }
-        let dir = e.dir().to_path_buf();
-        e.end("done").unwrap();
-        dir
+        super::search::session_with(&self.home, &self.ws, config(index_it), message, commands)
     }
 
     fn index(&self) -> Index {
