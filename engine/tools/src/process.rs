@@ -1364,6 +1364,13 @@ mod tests {
             .trim()
             .parse()
             .unwrap();
+        // `$!` is written before the child has left the group: stopping the group
+        // before its `setsid` would take it along (the pipes then close).
+        // SAFETY: getpgid only reads the group of the child this test started.
+        while unsafe { libc::getpgid(escaped) } != escaped {
+            assert!(Instant::now() < until, "the child never left the group");
+            std::thread::sleep(Duration::from_millis(5));
+        }
         p.stop(0).unwrap();
         let t0 = Instant::now();
         let got = r.finish(Instant::now() + Duration::from_millis(200));
