@@ -93,6 +93,27 @@ pub struct SessionDocs {
     /// Why reading stopped before the end of the file, when it did (a torn tail of a
     /// session still being written, or damage `cairn verify` reports).
     pub stopped: Option<String>,
+    /// The output blobs of each command finished before `next_seq` whose call had not
+    /// finished by then: what an update from `next_seq` needs to index that call's
+    /// output from its command's stdout and stderr, not the tool's text for the model.
+    pub open_commands: OpenCommands,
+}
+
+/// The output blobs (stdout, then stderr) of each command finished whose call has not
+/// finished, by call id.
+pub type OpenCommands = HashMap<String, Vec<cairn_store::BlobRef>>;
+
+/// Where an update of a session starts from: what the index holds of it before.
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    /// The session (needed when starting past seq 0: its id and workspace are in its
+    /// first record).
+    pub meta: Option<SessionMeta>,
+    /// The tool of each call started before, so an output read now is named by its
+    /// tool.
+    pub tools: HashMap<String, String>,
+    /// The commands finished before whose calls had not ([`SessionDocs::open_commands`]).
+    pub commands: OpenCommands,
 }
 
 /// The text cut to [`SEARCH_DOC_BYTES_MAX`] bytes at a character boundary.
@@ -138,25 +159,25 @@ pub(crate) struct DocMaker {
     blobs: BlobStore,
     /// The tool of each call started so far.
     tools: HashMap<String, String>,
-    /// The output blobs of each command finished so far.
-    shell: HashMap<String, Vec<cairn_store::BlobRef>>,
+    /// The output blobs of each command finished so far whose call has not finished.
+    pub(crate) commands: OpenCommands,
     pub session: SessionMeta,
 }
 
 impl DocMaker {
-    /// For session folder `dir`; `meta` and `tools` as [`SessionDocs::read_from`] takes
-    /// them.
-    pub(crate) fn new(
-        dir: &Path,
-        meta: Option<SessionMeta>,
-        tools: HashMap<String, String>,
-    ) -> Result<DocMaker> {
+    /// For session folder `dir`, after what the index holds of it (`known`).
+    pub(crate) fn new(dir: &Path, known: Known) -> Result<DocMaker> {
         let (project, blobs) = project_of(dir)?;
+        let Known {
+            meta,
+            tools,
+            commands,
+        } = known;
         Ok(DocMaker {
             dir: dir.to_path_buf(),
             blobs,
             tools,
-            shell: HashMap::new(),
+            commands,
             session: meta.unwrap_or(SessionMeta {
                 id: String::new(),
                 project,
@@ -188,9 +209,13 @@ impl DocMaker {
                 .flatten()
                 .cloned()
                 .collect();
-            self.shell.insert(x.call.clone(), b);
+            self.commands.insert(x.call.clone(), b);
         }
-        doc(rec, &self.blobs, &mut self.tools, &self.shell, &self.dir)
+        let d = doc(rec, &self.blobs, &mut self.tools, &self.commands, &self.dir)?;
+        if let Event::ToolFinished(f) = &rec.event {
+            self.commands.remove(&f.call);
+        }
+        Ok(d)
     }
 }
 
@@ -211,20 +236,13 @@ pub(crate) fn needed(event: &Event) -> bool {
 impl SessionDocs {
     /// Every document of the session in folder `dir`.
     pub fn read(dir: &Path) -> Result<SessionDocs> {
-        SessionDocs::read_from(dir, 0, None, HashMap::new())
+        SessionDocs::read_from(dir, 0, Known::default())
     }
 
-    /// The documents from `seq` on. `meta` is the session as an earlier read found it
-    /// (needed when `seq` > 0: the session's id and workspace are in its first
-    /// record); `tools` the tool of each call started before `seq`, so an output
-    /// read now is named by its tool.
-    pub fn read_from(
-        dir: &Path,
-        seq: u64,
-        meta: Option<SessionMeta>,
-        tools: HashMap<String, String>,
-    ) -> Result<SessionDocs> {
-        let mut maker = DocMaker::new(dir, meta, tools)?;
+    /// The documents from `seq` on; `known` is what an earlier read found before
+    /// `seq`.
+    pub fn read_from(dir: &Path, seq: u64, known: Known) -> Result<SessionDocs> {
+        let mut maker = DocMaker::new(dir, known)?;
         let reader = LogReader::open(dir)?;
         let mut docs = Vec::new();
         let mut next_seq = seq;
@@ -261,6 +279,7 @@ impl SessionDocs {
             docs,
             next_seq,
             stopped,
+            open_commands: maker.commands,
         })
     }
 }
@@ -294,7 +313,7 @@ fn doc(
     rec: &Record,
     blobs: &BlobStore,
     tools: &mut HashMap<String, String>,
-    shell: &HashMap<String, Vec<cairn_store::BlobRef>>,
+    shell: &OpenCommands,
     dir: &Path,
 ) -> Result<Option<Doc>> {
     let read = |b: &cairn_store::BlobRef, buf: &mut Vec<u8>| -> Result<()> {

@@ -13,10 +13,12 @@
 //! the recorder is dropped), within [`SEARCH_DRAIN_MS`]. A process that dies before a
 //! commit loses nothing: the index is a cache, the catch-up reads what it lacks.
 //!
-//! Known gap: a position stored between a command's end (`shell_exec` finished) and
-//! its call's `tool_finished` (a batch that ends there, then a drop or a crash) makes
-//! the catch-up, which starts without the command's output blobs, index that call's
-//! output as the tool's text rather than the command's own output.
+//! A position may fall between a command's end (`shell_exec` finished) and its call's
+//! `tool_finished` (a batch ends there, then a drop or a crash): the index keeps the
+//! output blobs of such open commands with the position
+//! ([`crate::SessionDocs::open_commands`]), so whoever goes on from it (a catch-up,
+//! or the next batch) indexes that call's output from the command's own stdout and
+//! stderr, as a read of the whole log does.
 //!
 //! Each batch is one transaction that reads the session's position first: what a
 //! catch-up added meanwhile is not added twice, and what the index lacks before the

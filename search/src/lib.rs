@@ -32,7 +32,7 @@ pub mod pg;
 pub mod query;
 pub mod sqlite;
 
-pub use doc::{Doc, Kind, SEARCH_DOC_BYTES_MAX, SessionDocs, SessionMeta};
+pub use doc::{Doc, Kind, Known, OpenCommands, SEARCH_DOC_BYTES_MAX, SessionDocs, SessionMeta};
 pub use error::{Error, Result};
 pub use hit::{
     Filter, Hit, SEARCH_LIMIT_MAX, SESSION_KEY_BITS, SESSION_KEY_EPOCH_MS, session_key, short,

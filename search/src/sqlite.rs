@@ -34,7 +34,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use cairn_core::Record;
 
-use crate::doc::{DocMaker, SessionDocs, SessionMeta};
+use crate::doc::{DocMaker, Known, OpenCommands, SessionDocs, SessionMeta};
 use crate::error::{Error, Result};
 use crate::hit::{Candidate, Filter, Hit, precedes, session_key};
 use crate::query::{Query, SEARCH_TOKEN_BYTES_MAX};
@@ -50,7 +50,12 @@ pub const INDEX_FILE: &str = "search.db";
 pub const SEARCH_BUSY_TIMEOUT_MS: u64 = 10_000;
 
 /// The layout of `search.db`; an index of another is rebuilt from the logs.
-pub const SEARCH_SCHEMA_VERSION: i64 = 3;
+pub const SEARCH_SCHEMA_VERSION: i64 = 4;
+
+/// The one earlier layout an index is brought forward from rather than rebuilt: 3
+/// lacks `sessions.open_commands` (added empty: a position it kept between a command's
+/// end and its call's end indexes that call's output as the tool's text).
+const SEARCH_SCHEMA_VERSION_MIGRATED: i64 = 3;
 
 /// The prefix lengths, in characters, that have their own lists in the FTS5 table
 /// (version 2 had `2 3`: a prefix of 4 characters, `w123*`, took 655 ms on 610,000
@@ -79,7 +84,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     project TEXT NOT NULL,
     workspace TEXT NOT NULL,
     next_seq INTEGER NOT NULL,
-    log_bytes INTEGER NOT NULL
+    log_bytes INTEGER NOT NULL,
+    open_commands TEXT
 );
 CREATE TABLE IF NOT EXISTS docs (
     id INTEGER PRIMARY KEY,
@@ -191,18 +197,32 @@ impl Index {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(sq)?;
         if version != SEARCH_SCHEMA_VERSION {
-            let schema = SCHEMA.replace("PREFIX", SEARCH_PREFIX_CHARS);
-            conn.execute_batch(&format!(
-                "BEGIN IMMEDIATE;
-                 DROP TABLE IF EXISTS docs_fts;
-                 DROP TABLE IF EXISTS docs;
-                 DROP TABLE IF EXISTS sessions;
-                 {schema}
-                 INSERT INTO docs_fts (docs_fts, rank) VALUES ('hashsize', {SEARCH_FTS_HASH_BYTES});
-                 PRAGMA user_version = {SEARCH_SCHEMA_VERSION};
-                 COMMIT;"
-            ))
-            .map_err(sq)?;
+            // Looked at again inside the transaction: another process may have laid
+            // the index out since (laying it out again would drop what it committed).
+            let tx = rusqlite::Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)
+                .map_err(sq)?;
+            let version: i64 = tx
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .map_err(sq)?;
+            if version == SEARCH_SCHEMA_VERSION_MIGRATED {
+                tx.execute_batch(&format!(
+                    "ALTER TABLE sessions ADD COLUMN open_commands TEXT;
+                     PRAGMA user_version = {SEARCH_SCHEMA_VERSION};"
+                ))
+                .map_err(sq)?;
+            } else if version != SEARCH_SCHEMA_VERSION {
+                let schema = SCHEMA.replace("PREFIX", SEARCH_PREFIX_CHARS);
+                tx.execute_batch(&format!(
+                    "DROP TABLE IF EXISTS docs_fts;
+                     DROP TABLE IF EXISTS docs;
+                     DROP TABLE IF EXISTS sessions;
+                     {schema}
+                     INSERT INTO docs_fts (docs_fts, rank) VALUES ('hashsize', {SEARCH_FTS_HASH_BYTES});
+                     PRAGMA user_version = {SEARCH_SCHEMA_VERSION};"
+                ))
+                .map_err(sq)?;
+            }
+            tx.commit().map_err(sq)?;
         }
         Ok(Index {
             conn,
@@ -358,16 +378,13 @@ impl Index {
         let path = self.path.clone();
         let sq = sql_at(&path);
         let tx = begin_write(&mut self.conn, &path)?;
-        let mut known = known_session(&tx, dir).map_err(&sq)?;
+        let mut known = known_session(&tx, &path, dir)?;
         let mut added = 0;
-        if known.as_ref().map_or(0, |k| k.1) < from {
+        if known.as_ref().map_or(0, |k| k.next_seq) < from {
             added += update_in(&tx, &path, dir)?.0;
-            known = known_session(&tx, dir).map_err(&sq)?;
+            known = known_session(&tx, &path, dir)?;
         }
-        let (meta, next_seq) = match known {
-            Some((m, n, _)) => (Some(m), n),
-            None => (None, 0),
-        };
+        let next_seq = known.as_ref().map_or(0, |k| k.next_seq);
         if next_seq < from {
             return Err(Error::Session {
                 path: dir.to_path_buf(),
@@ -377,11 +394,11 @@ impl Index {
             });
         }
         if maker.is_none() {
-            let tools = match &meta {
-                Some(m) => call_tools(&tx, &m.id).map_err(&sq)?,
-                None => HashMap::new(),
+            let known = match known {
+                Some(k) => k.known(&tx).map_err(&sq)?,
+                None => Known::default(),
             };
-            *maker = Some(DocMaker::new(dir, meta, tools)?);
+            *maker = Some(DocMaker::new(dir, known)?);
         }
         let Some(m) = maker.as_mut() else {
             unreachable!("made above")
@@ -408,6 +425,7 @@ impl Index {
                 docs,
                 next_seq: to,
                 stopped: None,
+                open_commands: m.commands.clone(),
             };
             added += store_docs(&tx, &path, dir, &docs, log_bytes)?;
         }
@@ -541,19 +559,18 @@ fn update_in(tx: &rusqlite::Transaction, path: &Path, dir: &Path) -> Result<(u64
             source,
         })?
         .len();
-    let known = known_session(tx, dir).map_err(&sq)?;
-    if known.as_ref().is_some_and(|k| k.2 == log_bytes) {
+    let known = known_session(tx, path, dir)?;
+    if known.as_ref().is_some_and(|k| k.log_bytes == log_bytes) {
         return Ok((0, 0));
     }
-    let (meta, from) = match known {
-        Some((m, seq, _)) => (Some(m), seq),
-        None => (None, 0),
+    let (known, from) = match known {
+        Some(k) => {
+            let from = k.next_seq;
+            (k.known(tx).map_err(&sq)?, from)
+        }
+        None => (Known::default(), 0),
     };
-    let tools = match &meta {
-        Some(m) => call_tools(tx, &m.id).map_err(&sq)?,
-        None => HashMap::new(),
-    };
-    let docs = SessionDocs::read_from(dir, from, meta, tools)?;
+    let docs = SessionDocs::read_from(dir, from, known)?;
     if docs.next_seq == from {
         return Ok((0, 0));
     }
@@ -561,29 +578,73 @@ fn update_in(tx: &rusqlite::Transaction, path: &Path, dir: &Path) -> Result<(u64
     Ok((n, docs.docs.iter().map(|d| d.text.len()).sum()))
 }
 
-/// The session of folder `dir` as the index holds it: who it is, the first seq not
-/// indexed, the log's length then.
-fn known_session(
-    conn: &Connection,
-    dir: &Path,
-) -> rusqlite::Result<Option<(SessionMeta, u64, u64)>> {
+/// A session as the index holds it.
+struct Stored {
+    meta: SessionMeta,
+    /// The first seq not indexed.
+    next_seq: u64,
+    /// The log's length then.
+    log_bytes: u64,
+    /// The commands finished before `next_seq` whose calls had not.
+    commands: OpenCommands,
+}
+
+impl Stored {
+    /// What an update from `next_seq` starts with: the session, its commands still
+    /// open and the tool of each call indexed.
+    fn known(self, conn: &Connection) -> rusqlite::Result<Known> {
+        Ok(Known {
+            tools: call_tools(conn, &self.meta.id)?,
+            meta: Some(self.meta),
+            commands: self.commands,
+        })
+    }
+}
+
+/// The session of folder `dir` as the index holds it.
+fn known_session(conn: &Connection, path: &Path, dir: &Path) -> Result<Option<Stored>> {
     let key = dir.to_string_lossy().into_owned();
-    conn.query_row(
-        "SELECT id, project, workspace, next_seq, log_bytes FROM sessions WHERE dir = ?1",
-        [&key],
-        |r| {
-            Ok((
-                SessionMeta {
-                    id: r.get(0)?,
-                    project: r.get(1)?,
-                    workspace: r.get(2)?,
-                },
-                r.get(3)?,
-                r.get(4)?,
-            ))
-        },
-    )
-    .optional()
+    let row = conn
+        .query_row(
+            "SELECT id, project, workspace, next_seq, log_bytes, open_commands FROM sessions WHERE dir = ?1",
+            [&key],
+            |r| {
+                Ok((
+                    SessionMeta {
+                        id: r.get(0)?,
+                        project: r.get(1)?,
+                        workspace: r.get(2)?,
+                    },
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get::<_, Option<String>>(5)?,
+                ))
+            },
+        )
+        .optional()
+        .map_err(|source| Error::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let Some((meta, next_seq, log_bytes, commands)) = row else {
+        return Ok(None);
+    };
+    let commands = match commands {
+        None => OpenCommands::new(),
+        Some(text) => serde_json::from_str(&text).map_err(|e| Error::Session {
+            path: dir.to_path_buf(),
+            what: format!(
+                "the index's open commands of it do not parse ({e}); delete {} to index every session again",
+                path.display()
+            ),
+        })?,
+    };
+    Ok(Some(Stored {
+        meta,
+        next_seq,
+        log_bytes,
+        commands,
+    }))
 }
 
 /// Adds a session's new documents and its new position (`docs.next_seq`, the log's
@@ -607,17 +668,29 @@ fn store_docs(
         ),
     })?;
     let s = &docs.session;
+    // None when no command is open (nearly always): nothing to parse on the next
+    // update.
+    let open_commands = match docs.open_commands.is_empty() {
+        true => None,
+        false => Some(
+            serde_json::to_string(&docs.open_commands).map_err(|e| Error::Session {
+                path: dir.to_path_buf(),
+                what: format!("its open commands do not serialise: {e}"),
+            })?,
+        ),
+    };
     tx.execute(
-        "INSERT INTO sessions (dir, id, project, workspace, next_seq, log_bytes)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-         ON CONFLICT (dir) DO UPDATE SET next_seq = ?5, log_bytes = ?6",
+        "INSERT INTO sessions (dir, id, project, workspace, next_seq, log_bytes, open_commands)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT (dir) DO UPDATE SET next_seq = ?5, log_bytes = ?6, open_commands = ?7",
         params![
             dir.to_string_lossy(),
             s.id,
             s.project,
             s.workspace,
             docs.next_seq,
-            log_bytes
+            log_bytes,
+            open_commands,
         ],
     )
     .map_err(&sq)?;
@@ -785,6 +858,75 @@ mod tests {
             }
             assert_eq!(fts_terms(text), want.join(" "), "{text:?}");
         }
+    }
+
+    /// An index file laid out as version `version` (the sessions table of version 3,
+    /// with no `open_commands`), holding one session.
+    fn old_index(path: &Path, version: i64) {
+        let conn = Connection::open(path).unwrap_or_else(|e| panic!("{e}"));
+        let v3 = SCHEMA.replace("PREFIX", SEARCH_PREFIX_CHARS).replace(
+            "log_bytes INTEGER NOT NULL,\n    open_commands TEXT",
+            "log_bytes INTEGER NOT NULL",
+        );
+        assert!(!v3.contains("open_commands"));
+        conn.execute_batch(&format!(
+            "{v3}
+             INSERT INTO sessions VALUES ('/h/p/sessions/s', 's', 'p', '/w', 7, 700);
+             PRAGMA user_version = {version};"
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    // Version 3 is brought forward in place (its sessions kept, a column added);
+    // any other version is laid out anew.
+    #[test]
+    fn an_index_of_version_3_gains_open_commands_and_keeps_its_sessions() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = Path::new("/h/p/sessions/s");
+        for (version, kept) in [(3, true), (2, false), (SEARCH_SCHEMA_VERSION + 1, false)] {
+            let path = tmp.path().join(format!("v{version}.db"));
+            old_index(&path, version);
+            let index = Index::open(&path).unwrap_or_else(|e| panic!("{e}"));
+            let v: i64 = index
+                .conn
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(v, SEARCH_SCHEMA_VERSION);
+            assert_eq!(
+                index.indexed_to(dir).ok(),
+                Some(if kept { 7 } else { 0 }),
+                "{version}"
+            );
+            let known = known_session(&index.conn, &path, dir).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(
+                known.map(|k| (k.log_bytes, k.commands.len())),
+                kept.then_some((700, 0))
+            );
+            // Opened again: nothing to do.
+            drop(index);
+            let again = Index::open(&path).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(again.indexed_to(dir).ok(), Some(if kept { 7 } else { 0 }));
+        }
+    }
+
+    #[test]
+    fn open_commands_that_do_not_parse_are_an_error_that_says_how_to_mend_it() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = tmp.path().join("search.db");
+        old_index(&path, 3);
+        let index = Index::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        index
+            .conn
+            .execute("UPDATE sessions SET open_commands = '{\"c\": [1'", [])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let err = match known_session(&index.conn, &path, Path::new("/h/p/sessions/s")) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("damaged open commands were taken"),
+        };
+        assert!(
+            err.contains("open commands") && err.contains("delete"),
+            "{err}"
+        );
     }
 
     // Regression guard: a search sorted every candidate before its limit (563 ms for

@@ -249,9 +249,8 @@ fn a_full_queue_drops_the_rest_of_the_session_for_the_catch_up() {
     for dropped in [0, 1] {
         let e = env();
         // Three messages first: the drop (the 4th or 5th record the indexer takes)
-        // falls before any command. A position between a command's end and its
-        // call's end would lose the command's output blobs to the catch-up, which
-        // starts without them (a known gap: see the indexer's docs).
+        // falls before any command, so the position is known exactly. (Positions
+        // inside a command's call: see the test after this one.)
         let dir = {
             let mut s = Engine::start(&e.home, &e.ws, config(false)).unwrap();
             s.set_approver(Box::new(Policy::AllowAll));
@@ -325,6 +324,143 @@ fn a_full_queue_drops_the_rest_of_the_session_for_the_catch_up() {
             assert_eq!(brief(&index, q), brief(&rebuilt, q), "{q}");
         }
     }
+}
+
+/// A document as the index holds it: (seq, kind, call, tool, text).
+type DocRow = (u64, String, Option<String>, Option<String>, String);
+
+/// Every document of the index at `db`, in seq order.
+fn all_docs(db: &Path) -> Vec<DocRow> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut st = conn
+        .prepare("SELECT seq, kind, call, tool, body FROM docs ORDER BY session, seq")
+        .unwrap();
+    st.query_map([], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+    })
+    .unwrap()
+    .collect::<rusqlite::Result<_>>()
+    .unwrap()
+}
+
+/// A session whose calls' outputs, as indexed, are their commands' own stdout and
+/// stderr (not the shell tool's text for the model).
+fn commands_session(e: &Env) -> (PathBuf, Vec<DocRow>) {
+    let dir = e.session(
+        false,
+        "run the split commands",
+        &[
+            "printf 'alpha out\\n'; printf 'beta err\\n' >&2",
+            "echo gamma; exit 3",
+            "printf 'delta %.0s' $(seq 3)",
+        ],
+    );
+    let db = e.tmp.path().join("whole.db");
+    Index::open(&db).unwrap().update([dir.clone()]).unwrap();
+    let whole = all_docs(&db);
+    // Each command's stderr is in its call's output document: indexed from its blobs.
+    assert!(
+        whole
+            .iter()
+            .any(|d| d.1 == "output" && d.4.contains("alpha out") && d.4.contains("beta err")),
+        "{whole:#?}"
+    );
+    (dir, whole)
+}
+
+// Wherever the live indexer's last commit leaves the position before the process dies
+// (after any record it takes, in particular between a command's end and its call's
+// end), the catch-up that goes on from it indexes exactly what a whole read of the log
+// does: the position keeps the output blobs of the commands still open.
+#[test]
+fn a_catch_up_after_any_commit_of_a_dead_indexer_indexes_what_a_whole_read_does() {
+    let e = env();
+    let (dir, whole) = commands_session(&e);
+    let records = handed(&dir);
+    let taken = records
+        .iter()
+        .filter(|(r, _)| Indexer::takes(&r.event))
+        .count();
+    let mut inside_a_command = 0;
+    for k in 1..=taken {
+        let db = e.tmp.path().join(format!("dead-{k}.db"));
+        let limits = IndexerLimits {
+            batch_docs_max: k,
+            batch_ms: 600_000,
+            ..IndexerLimits::default()
+        };
+        let mut sink = Indexer::start(&db, &dir, limits);
+        let at = hand(&mut sink, &records, k);
+        let to = after_last_taken(&records[..at]);
+        if !committed_to(&db, &dir, to) {
+            sink.finish();
+            panic!(
+                "the {k}th record taken was not committed: position {:?}, indexer {:?}",
+                Index::open(&db).map(|i| i.indexed_to(&dir)),
+                sink.report()
+            );
+        }
+        // The process dies: nothing more is handed, nothing drained.
+        std::mem::forget(sink);
+        let open = matches!(&records[to as usize - 1].0.event,
+            cairn_engine::event::Event::ShellExec(x)
+                if matches!(x.phase, cairn_engine::event::ShellPhase::Finished(_)));
+        inside_a_command += usize::from(open);
+        let mut index = Index::open(&db).unwrap();
+        index.update([dir.clone()]).unwrap();
+        assert_eq!(
+            all_docs(&db),
+            whole,
+            "position after the {k}th record taken"
+        );
+    }
+    assert_eq!(inside_a_command, 3, "a position after each command's end");
+}
+
+// A catch-up that reads a log ending anywhere (a session still being written, or one
+// that died), then the rest once it is written, indexes what a whole read does.
+#[test]
+fn a_catch_up_of_a_log_cut_anywhere_then_of_the_rest_indexes_what_a_whole_read_does() {
+    let e = env();
+    let (dir, whole) = commands_session(&e);
+    let records = handed(&dir);
+    let log = std::fs::read(cairn_store::log_path(&dir)).unwrap();
+    for (i, (_, end)) in records.iter().enumerate() {
+        let cut = dir.with_file_name(format!("cut-{i}"));
+        std::fs::create_dir(&cut).unwrap();
+        let cut_log = cairn_store::log_path(&cut);
+        std::fs::write(&cut_log, &log[..*end as usize]).unwrap();
+        let db = e.tmp.path().join(format!("cut-{i}.db"));
+        let mut index = Index::open(&db).unwrap();
+        index.update([cut.clone()]).unwrap();
+        assert_eq!(index.indexed_to(&cut).unwrap(), i as u64 + 1);
+        std::fs::write(&cut_log, &log).unwrap();
+        index.update([cut.clone()]).unwrap();
+        assert_eq!(all_docs(&db), whole, "log cut after seq {i}");
+    }
+}
+
+/// Whether the index at `db` holds session `dir` up to seq `to` within 30 s. Read
+/// only, with no [`Index::open`]: the indexer's thread lays the file out alone.
+fn committed_to(db: &Path, dir: &Path, to: u64) -> bool {
+    let clock = Instant::now();
+    while clock.elapsed() < Duration::from_secs(30) {
+        let at: Option<u64> =
+            rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .and_then(|c| {
+                    c.query_row(
+                        "SELECT next_seq FROM sessions WHERE dir = ?1",
+                        [dir.to_string_lossy()],
+                        |r| r.get(0),
+                    )
+                })
+                .ok();
+        if at == Some(to) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
 }
 
 // A batch is committed when `batch_docs_max` records wait, without waiting for the
