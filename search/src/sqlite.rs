@@ -243,27 +243,7 @@ impl Index {
     /// up to [`SEARCH_BATCH_BYTES_MAX`] bytes of text (each session whole in one).
     pub fn update(&mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Result<Updated> {
         let dirs: Vec<PathBuf> = dirs.into_iter().collect();
-        // The indexed lengths: in one query for many folders, one by one for a few (a
-        // catch-up by the written set, where reading every session's would cost more
-        // than the rest).
-        let known: HashMap<String, u64> = if dirs.len() > SEARCH_KNOWN_ONE_BY_ONE_MAX {
-            let mut st = self
-                .conn
-                .prepare("SELECT dir, log_bytes FROM sessions")
-                .map_err(self.sq())?;
-            let rows = st
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(self.sq())?;
-            rows.collect::<rusqlite::Result<_>>().map_err(self.sq())?
-        } else {
-            let mut known = HashMap::new();
-            for d in &dirs {
-                if let Some(b) = self.indexed_bytes(d)? {
-                    known.insert(d.to_string_lossy().into_owned(), b);
-                }
-            }
-            known
-        };
+        let known = self.indexed_lengths(&dirs)?;
         let mut out = Updated::default();
         let path = self.path.clone();
         let sq = sql_at(&path);
@@ -312,6 +292,30 @@ impl Index {
             tx.commit().map_err(&sq)?;
         }
         Ok(out)
+    }
+
+    /// The log length the index holds of each of `dirs` it holds (keyed by the
+    /// folder as a string; more folders may be in it): in one query for many folders,
+    /// one by one for a few (a catch-up by the written set, where reading every
+    /// session's would cost more than the rest).
+    fn indexed_lengths(&self, dirs: &[PathBuf]) -> Result<HashMap<String, u64>> {
+        if dirs.len() > SEARCH_KNOWN_ONE_BY_ONE_MAX {
+            let mut st = self
+                .conn
+                .prepare("SELECT dir, log_bytes FROM sessions")
+                .map_err(self.sq())?;
+            let rows = st
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(self.sq())?;
+            return rows.collect::<rusqlite::Result<_>>().map_err(self.sq());
+        }
+        let mut known = HashMap::new();
+        for d in dirs {
+            if let Some(b) = self.indexed_bytes(d)? {
+                known.insert(d.to_string_lossy().into_owned(), b);
+            }
+        }
+        Ok(known)
     }
 
     /// Brings the index up to date with the home at `home`, as `cairn search` does
@@ -927,6 +931,46 @@ mod tests {
             err.contains("open commands") && err.contains("delete"),
             "{err}"
         );
+    }
+
+    // At the limit the lengths are looked up one by one, past it in one query: both
+    // give each folder asked for its indexed length, and none for a folder not held.
+    #[test]
+    fn indexed_lengths_are_the_same_one_by_one_and_in_one_query() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let index = Index::open(&tmp.path().join("search.db")).unwrap_or_else(|e| panic!("{e}"));
+        let held = SEARCH_KNOWN_ONE_BY_ONE_MAX + 10;
+        for i in 0..held {
+            index
+                .conn
+                .execute(
+                    "INSERT INTO sessions VALUES (?1, ?2, 'p', '/w', 1, ?3, NULL)",
+                    params![format!("/h/s{i}"), format!("s{i}"), 100 + i as i64],
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        for n in [SEARCH_KNOWN_ONE_BY_ONE_MAX, SEARCH_KNOWN_ONE_BY_ONE_MAX + 1] {
+            // Every other folder asked for is held; the last one is not.
+            let mut dirs: Vec<PathBuf> = (0..n - 1)
+                .map(|i| PathBuf::from(format!("/h/s{}", 2 * i % held)))
+                .collect();
+            dirs.push(PathBuf::from("/h/not-held"));
+            let known = index
+                .indexed_lengths(&dirs)
+                .unwrap_or_else(|e| panic!("{e}"));
+            for d in &dirs {
+                let want = d
+                    .to_string_lossy()
+                    .strip_prefix("/h/s")
+                    .and_then(|i| i.parse::<u64>().ok())
+                    .map(|i| 100 + i);
+                assert_eq!(
+                    known.get(d.to_string_lossy().as_ref()).copied(),
+                    want,
+                    "{n} {d:?}"
+                );
+            }
+        }
     }
 
     // Regression guard: a search sorted every candidate before its limit (563 ms for

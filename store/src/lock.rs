@@ -66,32 +66,63 @@ impl WriterLock {
 /// writer starting at that moment fail: the lock file's inode must be locked there by
 /// the pid the file names. `None` where `/proc/locks` cannot be read.
 pub fn writer_pid(dir: &Path) -> Option<u32> {
-    use std::os::unix::fs::MetadataExt;
     let path = dir.join(crate::LOCK_FILE);
-    let ino = std::fs::metadata(&path).ok()?.ino();
+    let file = LockedFile::of(&std::fs::metadata(&path).ok()?);
     let pid: u32 = std::fs::read_to_string(&path).ok()?.trim().parse().ok()?;
     let locks = std::fs::read_to_string("/proc/locks").ok()?;
     locks
         .lines()
-        .any(|line| held_by(line, ino, pid))
+        .any(|line| held_by(line, file, pid))
         .then_some(pid)
 }
 
-/// True when a `/proc/locks` line is a lock of inode `ino` held (not waited for) by
-/// any process.
-pub(crate) fn locks_inode(line: &str, ino: u64) -> bool {
-    holder(line, ino).is_some()
+/// A file as `/proc/locks` names it: its device's major and minor numbers and its
+/// inode (an inode number alone repeats across file systems).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LockedFile {
+    major: u32,
+    minor: u32,
+    ino: u64,
 }
 
-/// True when a `/proc/locks` line is a lock of inode `ino` held by `pid`.
-fn held_by(line: &str, ino: u64, pid: u32) -> bool {
-    holder(line, ino) == Some(i64::from(pid))
+impl LockedFile {
+    pub(crate) fn of(meta: &std::fs::Metadata) -> LockedFile {
+        use std::os::unix::fs::MetadataExt;
+        LockedFile {
+            major: rustix::fs::major(meta.dev()),
+            minor: rustix::fs::minor(meta.dev()),
+            ino: meta.ino(),
+        }
+    }
+
+    /// The file of a `/proc/locks` field `MAJ:MIN:INODE` (major and minor in hex).
+    fn parse(field: &str) -> Option<LockedFile> {
+        let mut parts = field.split(':');
+        let major = u32::from_str_radix(parts.next()?, 16).ok()?;
+        let minor = u32::from_str_radix(parts.next()?, 16).ok()?;
+        let ino = parts.next()?.parse().ok()?;
+        parts
+            .next()
+            .is_none()
+            .then_some(LockedFile { major, minor, ino })
+    }
 }
 
-/// The pid holding the lock a `/proc/locks` line describes, when it is a lock of inode
-/// `ino` held, not waited for: `1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF` (an
+/// True when a `/proc/locks` line is a lock of `file` held (not waited for) by any
+/// process.
+pub(crate) fn locks_file(line: &str, file: LockedFile) -> bool {
+    holder(line, file).is_some()
+}
+
+/// True when a `/proc/locks` line is a lock of `file` held by `pid`.
+fn held_by(line: &str, file: LockedFile, pid: u32) -> bool {
+    holder(line, file) == Some(i64::from(pid))
+}
+
+/// The pid holding the lock a `/proc/locks` line describes, when it is a lock of
+/// `file` held, not waited for: `1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF` (an
 /// open file description's lock shows -1).
-fn holder(line: &str, ino: u64) -> Option<i64> {
+fn holder(line: &str, file: LockedFile) -> Option<i64> {
     let fields: Vec<&str> = line.split_whitespace().collect();
     // `->` marks a process waiting for the lock, not one holding it.
     if fields.get(1) == Some(&"->") {
@@ -99,13 +130,7 @@ fn holder(line: &str, ino: u64) -> Option<i64> {
     }
     let at = fields.iter().position(|f| *f == "WRITE" || *f == "READ")?;
     let pid = fields.get(at + 1)?.parse::<i64>().ok()?;
-    let file_ino = fields
-        .get(at + 2)?
-        .rsplit(':')
-        .next()?
-        .parse::<u64>()
-        .ok()?;
-    (file_ino == ino).then_some(pid)
+    (LockedFile::parse(fields.get(at + 2)?)? == file).then_some(pid)
 }
 
 #[cfg(test)]
@@ -147,22 +172,58 @@ mod tests {
     }
 
     #[test]
-    fn a_proc_locks_line_names_its_holder_and_inode() {
+    fn a_proc_locks_line_names_its_holder_and_file() {
+        let file = |major, minor, ino| LockedFile { major, minor, ino };
+        let f = file(0xfd, 1, 5678);
         let line = "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF";
-        assert!(held_by(line, 5678, 1234));
-        assert!(!held_by(line, 5678, 1235));
-        assert!(!held_by(line, 5679, 1234));
-        assert!(!held_by("2: POSIX  ADVISORY  WRITE", 5678, 1234));
+        assert!(held_by(line, f, 1234));
+        assert!(!held_by(line, f, 1235));
+        assert!(!held_by(line, file(0xfd, 1, 5679), 1234));
+        // The same inode number on another file system is another file.
+        assert!(!held_by(line, file(0xfd, 2, 5678), 1234));
+        assert!(!held_by(line, file(0xfe, 1, 5678), 1234));
+        assert!(!held_by("2: POSIX  ADVISORY  WRITE", f, 1234));
         let blocked = "1: -> FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF";
-        assert!(!held_by(blocked, 5678, 1234), "a waiter does not hold it");
-        // Any holder's lock of the inode, an open file description's (pid -1) too.
-        assert!(locks_inode(line, 5678));
-        assert!(locks_inode(
+        assert!(!held_by(blocked, f, 1234), "a waiter does not hold it");
+        // Any holder's lock of the file, an open file description's (pid -1) too.
+        assert!(locks_file(line, f));
+        assert!(locks_file(
             "3: OFDLCK ADVISORY  WRITE -1 fd:01:5678 0 EOF",
-            5678
+            f
         ));
-        assert!(!locks_inode(line, 5679));
-        assert!(!locks_inode(blocked, 5678));
+        assert!(!locks_file(line, file(0xfd, 1, 5679)));
+        assert!(!locks_file(blocked, f));
+        // Numbers past two hex digits; fields that are not MAJ:MIN:INODE.
+        assert!(locks_file(
+            "4: FLOCK  ADVISORY  WRITE 9 103:1a2:77 0 EOF",
+            file(0x103, 0x1a2, 77)
+        ));
+        for bad in ["5678", "fd:5678", "fd:01:56:78", "zz:01:5678", "fd:01:-1"] {
+            let l = format!("5: FLOCK  ADVISORY  WRITE 1234 {bad} 0 EOF");
+            assert!(!locks_file(&l, f), "{bad}");
+        }
+    }
+
+    // What this process's lock of a real file looks like in /proc/locks is what
+    // `LockedFile::of` names (device included).
+    #[test]
+    fn a_real_lock_is_found_by_its_device_and_inode() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join(crate::LOCK_FILE);
+        let _lock = WriterLock::acquire(&path).unwrap_or_else(|e| panic!("{e}"));
+        let Ok(locks) = std::fs::read_to_string("/proc/locks") else {
+            return;
+        };
+        let f = LockedFile::of(&std::fs::metadata(&path).unwrap_or_else(|e| panic!("{e}")));
+        assert!(
+            locks.lines().any(|l| held_by(l, f, std::process::id())),
+            "{f:?} in {locks}"
+        );
+        let other_device = LockedFile {
+            minor: f.minor + 1,
+            ..f
+        };
+        assert!(!locks.lines().any(|l| locks_file(l, other_device)));
     }
 
     #[test]

@@ -94,15 +94,14 @@ impl Locks {
     /// Whether a process may hold the writer lock of the log in `dir`: true when the
     /// locks could not be read.
     pub fn may_be_written(&self, dir: &Path) -> bool {
-        use std::os::unix::fs::MetadataExt;
         let Some(locks) = &self.0 else {
             return true;
         };
-        let ino = match std::fs::metadata(dir.join(crate::LOCK_FILE)) {
-            Ok(m) => m.ino(),
+        let file = match std::fs::metadata(dir.join(crate::LOCK_FILE)) {
+            Ok(m) => crate::lock::LockedFile::of(&m),
             Err(e) => return e.kind() != io::ErrorKind::NotFound,
         };
-        locks.lines().any(|l| crate::lock::locks_inode(l, ino))
+        locks.lines().any(|l| crate::lock::locks_file(l, file))
     }
 }
 
