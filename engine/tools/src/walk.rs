@@ -212,27 +212,32 @@ impl Listing {
             return None;
         }
         let files: usize = saved.dirs.iter().map(|d| d.files.len()).sum();
-        let mut by_rank: Vec<Option<String>> = vec![None; files];
+        // Each rank's file, as (folder, file) of `dirs`: every rank once.
+        let mut by_rank: Vec<Option<(u32, u32)>> = vec![None; files];
         let mut dirs = Vec::with_capacity(saved.dirs.len());
-        for d in saved.dirs {
+        for (di, d) in saved.dirs.into_iter().enumerate() {
             if d.rel.starts_with('/') || d.rel.split('/').any(|c| c == ".." || c == ".") {
                 return None;
             }
             let mut listed = Vec::with_capacity(d.files.len());
-            for (name, rank, special) in d.files {
+            for (fi, (name, rank, special)) in d.files.into_iter().enumerate() {
                 if name.is_empty() || name == "." || name == ".." || name.contains('/') {
                     return None;
                 }
                 let (path, name_at) = if d.rel.is_empty() {
                     (name, 0)
                 } else {
-                    (format!("{}/{name}", d.rel), d.rel.len() + 1)
+                    let mut path = String::with_capacity(d.rel.len() + 1 + name.len());
+                    path.push_str(&d.rel);
+                    path.push('/');
+                    path.push_str(&name);
+                    (path, d.rel.len() + 1)
                 };
                 let slot = by_rank.get_mut(rank as usize)?;
                 if slot.is_some() {
                     return None;
                 }
-                *slot = Some(path.clone());
+                *slot = Some((u32::try_from(di).ok()?, u32::try_from(fi).ok()?));
                 listed.push(Listed {
                     path,
                     name_at,
@@ -247,11 +252,15 @@ impl Listing {
                 files: listed,
             });
         }
-        // The ranks must be the order by path, as the walk sorts it.
+        // The ranks must be the order by path, as the walk sorts it (as many distinct
+        // ranks below `files` as files: every slot is filled).
+        let path = |slot: &Option<(u32, u32)>| {
+            slot.map(|(d, f)| dirs[d as usize].files[f as usize].path.as_str())
+        };
         let sorted = by_rank
             .iter()
             .zip(by_rank.iter().skip(1))
-            .all(|(a, b)| a < b);
+            .all(|(a, b)| path(a) < path(b));
         sorted.then_some((
             Listing {
                 dirs,
