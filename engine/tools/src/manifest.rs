@@ -282,11 +282,16 @@ impl ScanCache {
 }
 
 impl ScanCache {
-    /// Where the last walk's listing is saved for the next session: beside the cache.
-    fn listing_file(&self) -> std::path::PathBuf {
+    /// The file beside the cache whose name is the cache's with `suffix`.
+    fn beside(&self, suffix: &str) -> std::path::PathBuf {
         let mut name = self.file.file_name().unwrap_or_default().to_os_string();
-        name.push(".listing");
+        name.push(suffix);
         self.file.with_file_name(name)
+    }
+
+    /// Where the last walk's listing is saved for the next session.
+    fn listing_file(&self) -> std::path::PathBuf {
+        self.beside(".listing")
     }
 
     /// The last scan took its files from the listing, without walking the tree.
@@ -311,11 +316,9 @@ impl ScanCache {
         self.manifest_reused
     }
 
-    /// Where the start record is kept: beside the cache.
+    /// Where the start record is kept.
     fn start_file(&self) -> std::path::PathBuf {
-        let mut name = self.file.file_name().unwrap_or_default().to_os_string();
-        name.push(".start");
-        self.file.with_file_name(name)
+        self.beside(".start")
     }
 
     /// The last scan took its stamps and manifest from the file the session before
@@ -324,11 +327,9 @@ impl ScanCache {
         self.stamps_loaded
     }
 
-    /// Where the last scan's stamps and manifest are saved: beside the cache.
+    /// Where the last scan's stamps and manifest are saved.
     fn stamps_file(&self) -> std::path::PathBuf {
-        let mut name = self.file.file_name().unwrap_or_default().to_os_string();
-        name.push(".stamps");
-        self.file.with_file_name(name)
+        self.beside(".stamps")
     }
 
     /// What a scan's entries depend on besides the files: the capture settings and
