@@ -35,6 +35,7 @@ mod recorder;
 pub mod sandbox;
 pub mod shell;
 pub mod signal;
+mod stamps;
 mod tool;
 pub mod tools;
 mod walk;

@@ -221,11 +221,14 @@ pub struct ScanCache {
     file_bytes_max: u64,
     /// The last scan stored blobs (files it had to hash).
     pub stored_blobs: bool,
-    /// The BLAKE3 of the cache file as this session last read or wrote it (`None`:
-    /// there was none).
-    cache_digest: Option<Hash>,
-    /// The same of the saved listing (`None`: none saved or loaded).
+    /// The BLAKE3 of the saved listing as this session last read or wrote it (`None`:
+    /// none saved or loaded).
     listing_digest: Option<Hash>,
+    /// The same of the saved stamps (see [`crate::stamps`]): what `last` is, when set.
+    last_digest: Option<Hash>,
+    /// The last scan took the last scan's stamps and manifest from the saved file
+    /// (tests look).
+    stamps_loaded: bool,
     /// The last scan moved nothing: the listing held, every file's stamp matched its
     /// cache entry, nothing was hashed, the cache was not rewritten. Its manifest is
     /// then a function of the two files' contents and the session's settings.
@@ -260,8 +263,9 @@ impl ScanCache {
             capture: Capture::Full,
             file_bytes_max: u64::MAX,
             stored_blobs: false,
-            cache_digest: None,
             listing_digest: None,
+            last_digest: None,
+            stamps_loaded: false,
             unmoved: false,
             manifest_reused: false,
             last: None,
@@ -278,11 +282,16 @@ impl ScanCache {
 }
 
 impl ScanCache {
-    /// Where the last walk's listing is saved for the next session: beside the cache.
-    fn listing_file(&self) -> std::path::PathBuf {
+    /// The file beside the cache whose name is the cache's with `suffix`.
+    fn beside(&self, suffix: &str) -> std::path::PathBuf {
         let mut name = self.file.file_name().unwrap_or_default().to_os_string();
-        name.push(".listing");
+        name.push(suffix);
         self.file.with_file_name(name)
+    }
+
+    /// Where the last walk's listing is saved for the next session.
+    fn listing_file(&self) -> std::path::PathBuf {
+        self.beside(".listing")
     }
 
     /// The last scan took its files from the listing, without walking the tree.
@@ -307,34 +316,86 @@ impl ScanCache {
         self.manifest_reused
     }
 
-    /// Where the start record is kept: beside the cache.
+    /// Where the start record is kept.
     fn start_file(&self) -> std::path::PathBuf {
-        let mut name = self.file.file_name().unwrap_or_default().to_os_string();
-        name.push(".start");
-        self.file.with_file_name(name)
+        self.beside(".start")
     }
 
-    /// What the manifest of the last scan is a function of, when it is one: the
-    /// cache's and the listing's bytes, the session's capture settings and credential
-    /// files, and `context` (what the caller filters out); `None` when either file is
-    /// unknown.
-    fn start_key(&self, context: &str) -> Option<Hash> {
-        let (cache, listing) = (self.cache_digest?, self.listing_digest?);
-        let mut h = b"cairn start manifest 1\0".to_vec();
-        h.extend_from_slice(&cache.0);
-        h.extend_from_slice(&listing.0);
-        h.extend_from_slice(match self.capture {
-            Capture::Git => b"git\0",
-            Capture::Full => b"full",
-        });
+    /// The last scan took its stamps and manifest from the file the session before
+    /// saved, without reading the cache.
+    pub fn stamps_loaded(&self) -> bool {
+        self.stamps_loaded
+    }
+
+    /// Where the last scan's stamps and manifest are saved.
+    fn stamps_file(&self) -> std::path::PathBuf {
+        self.beside(".stamps")
+    }
+
+    /// What a scan's entries depend on besides the files: the capture settings and
+    /// the credential-file patterns, as bytes.
+    fn settings(&self) -> Vec<u8> {
+        let mut h = match self.capture {
+            Capture::Git => b"git\0".to_vec(),
+            Capture::Full => b"full".to_vec(),
+        };
         h.extend_from_slice(&self.file_bytes_max.to_le_bytes());
         for p in self.withheld.patterns() {
             h.extend_from_slice(&(p.len() as u64).to_le_bytes());
             h.extend_from_slice(p.as_bytes());
         }
+        h
+    }
+
+    /// What the manifest of the last scan is a function of, when it is one: the
+    /// listing's and the saved stamps' bytes (the entries by rank), the session's
+    /// settings, and `context` (what the caller filters out); `None` when either file
+    /// is unknown.
+    fn start_key(&self, context: &str) -> Option<Hash> {
+        let (last, listing) = (self.last_digest?, self.listing_digest?);
+        let mut h = b"cairn start manifest 2\0".to_vec();
+        h.extend_from_slice(&last.0);
+        h.extend_from_slice(&listing.0);
+        h.extend_from_slice(&self.settings());
         h.extend_from_slice(&(context.len() as u64).to_le_bytes());
         h.extend_from_slice(context.as_bytes());
         Some(Hash::of(&h))
+    }
+
+    /// The stamps and manifest the session before saved, for the listing just
+    /// loaded; `None` when there are none fit for it.
+    fn load_last(&mut self) -> Option<Last> {
+        let listing = self.listing.as_ref()?;
+        let bytes = std::fs::read(self.stamps_file()).ok()?;
+        let settings = Hash::of(&self.settings());
+        let (stamps, manifest) =
+            crate::stamps::decode(&bytes, listing, self.listing_digest.as_ref()?, &settings)?;
+        self.last_digest = Some(crate::stamps::digest(&bytes));
+        Some(Last { stamps, manifest })
+    }
+
+    /// Saves `last` for the next session's start (or removes the file when there is
+    /// nothing to save).
+    fn save_last(&mut self) -> Result<()> {
+        let file = self.stamps_file();
+        let settings = Hash::of(&self.settings());
+        let bytes = match (&self.last, &self.listing_digest) {
+            (Some(last), Some(listing)) => {
+                crate::stamps::encode(listing, &settings, &last.stamps, &last.manifest)
+            }
+            _ => None,
+        };
+        self.last_digest = match bytes {
+            Some(bytes) => {
+                write_whole(&file, &bytes)?;
+                Some(crate::stamps::digest(&bytes))
+            }
+            None => {
+                remove_if_there(&file)?;
+                None
+            }
+        };
+        Ok(())
     }
 }
 
@@ -494,16 +555,10 @@ fn scan_with(
         });
     let cache_file = cache_state.file.clone();
     cache_state.unmoved = false;
-    let cache = match cache_state.entries.take() {
-        Some(c) => c,
-        None => {
-            let (entries, digest) = read_cache(&cache_file);
-            cache_state.cache_digest = digest;
-            entries
-        }
-    };
+    cache_state.stamps_loaded = false;
     // A session's first scan starts from the listing the session before saved: a warm
-    // start then stats the listed files instead of walking the tree.
+    // start then stats the listed files instead of walking the tree; and from the
+    // stamps and manifest it saved: then only what moved is looked up in the cache.
     let listing_file = cache_state.listing_file();
     if !cache_state.listing_loaded {
         cache_state.listing_loaded = true;
@@ -511,6 +566,10 @@ fn scan_with(
             let loaded = crate::walk::Listing::load(&listing_file);
             cache_state.listing_digest = loaded.as_ref().map(|(_, digest)| *digest);
             cache_state.listing = loaded.map(|(listing, _)| listing);
+            if cache_state.last.is_none() {
+                cache_state.last = cache_state.load_last();
+                cache_state.stamps_loaded = cache_state.last.is_some();
+            }
         }
     }
     let last = cache_state.last.take();
@@ -524,7 +583,6 @@ fn scan_with(
             cache_state.listing_reused = true;
             cache_state.stored_blobs = false;
             cache_state.unmoved = true;
-            cache_state.entries = Some(cache);
             let manifest = last.manifest.clone();
             cache_state.last = Some(last);
             return Ok(manifest);
@@ -533,6 +591,11 @@ fn scan_with(
         // are what the last scan saw.
         (Some(moved), Some(last)) => (since(last, moved), true),
         _ => crate::walk::walk(root, &mut cache_state.listing, started_ns),
+    };
+    // Read once a file is to be looked up in it.
+    let cache = match cache_state.entries.take() {
+        Some(c) => c,
+        None => read_cache(&cache_file),
     };
     cache_state.listing_reused = reused;
     if !reused {
@@ -723,6 +786,7 @@ fn scan_with(
             .collect(),
         manifest: manifest.clone(),
     });
+    cache_state.save_last()?;
     if todo.is_empty() && cache.len() == cached && !seen.iter().any(|s| s.racy(started_ns)) {
         // Nothing moved: the cache is already right.
         cache_state.entries = Some(cache);
@@ -752,7 +816,7 @@ fn scan_with(
             })
         })
         .collect();
-    cache_state.cache_digest = Some(write_cache(&cache_file, fresh.iter().cloned())?);
+    write_cache(&cache_file, fresh.iter().cloned())?;
     cache_state.entries = Some(fresh.into_iter().map(|e| (e.path.clone(), e)).collect());
     Ok(manifest)
 }
@@ -811,28 +875,26 @@ pub fn from_jsonl(bytes: &[u8]) -> Result<Vec<ManifestEntry>> {
         .collect()
 }
 
-/// The cache's entries by path, and the BLAKE3 of its bytes (`None`: no cache).
-fn read_cache(path: &Path) -> (HashMap<String, CacheEntry>, Option<Hash>) {
+/// The cache's entries by path (none when there is no cache).
+fn read_cache(path: &Path) -> HashMap<String, CacheEntry> {
     let Ok(bytes) = std::fs::read(path) else {
-        return (HashMap::new(), None);
+        return HashMap::new();
     };
-    let entries = bytes
+    bytes
         .split(|&b| b == b'\n')
         .filter_map(|l| serde_json::from_slice::<CacheEntry>(l).ok())
         .map(|e| (e.path.clone(), e))
-        .collect();
-    (entries, Some(Hash::of(&bytes)))
+        .collect()
 }
 
-/// Writes the cache whole; returns the BLAKE3 of its bytes.
-fn write_cache(path: &Path, entries: impl Iterator<Item = CacheEntry>) -> Result<Hash> {
+/// Writes the cache whole.
+fn write_cache(path: &Path, entries: impl Iterator<Item = CacheEntry>) -> Result<()> {
     let mut bytes = Vec::new();
     for e in entries {
         serde_json::to_writer(&mut bytes, &e).map_err(|e| io_at(path)(e.into()))?;
         bytes.push(b'\n');
     }
-    write_whole(path, &bytes)?;
-    Ok(Hash::of(&bytes))
+    write_whole(path, &bytes)
 }
 
 #[cfg(test)]

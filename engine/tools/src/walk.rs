@@ -80,11 +80,11 @@ impl Seen {
 /// was then (the manifest cache's rule: size, mtime, ctime and mode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileStamp {
-    size: u64,
-    mtime_ns: i64,
-    ctime_ns: i64,
-    mode: u32,
-    ino: u64,
+    pub(crate) size: u64,
+    pub(crate) mtime_ns: i64,
+    pub(crate) ctime_ns: i64,
+    pub(crate) mode: u32,
+    pub(crate) ino: u64,
 }
 
 impl FileStamp {
@@ -161,6 +161,17 @@ impl Listing {
     pub(crate) fn files(&self) -> usize {
         self.files
     }
+
+    /// Every listed file: its rank, path and special kind, in the listing's order
+    /// (by folder).
+    pub(crate) fn files_by_rank(
+        &self,
+    ) -> impl Iterator<Item = (u32, &str, Option<crate::manifest::Special>)> {
+        self.dirs
+            .iter()
+            .flat_map(|d| d.files.iter())
+            .map(|f| (f.rank, f.path.as_str(), f.special))
+    }
 }
 
 impl std::fmt::Debug for Listing {
@@ -201,27 +212,32 @@ impl Listing {
             return None;
         }
         let files: usize = saved.dirs.iter().map(|d| d.files.len()).sum();
-        let mut by_rank: Vec<Option<String>> = vec![None; files];
+        // Each rank's file, as (folder, file) of `dirs`: every rank once.
+        let mut by_rank: Vec<Option<(u32, u32)>> = vec![None; files];
         let mut dirs = Vec::with_capacity(saved.dirs.len());
-        for d in saved.dirs {
+        for (di, d) in saved.dirs.into_iter().enumerate() {
             if d.rel.starts_with('/') || d.rel.split('/').any(|c| c == ".." || c == ".") {
                 return None;
             }
             let mut listed = Vec::with_capacity(d.files.len());
-            for (name, rank, special) in d.files {
+            for (fi, (name, rank, special)) in d.files.into_iter().enumerate() {
                 if name.is_empty() || name == "." || name == ".." || name.contains('/') {
                     return None;
                 }
                 let (path, name_at) = if d.rel.is_empty() {
                     (name, 0)
                 } else {
-                    (format!("{}/{name}", d.rel), d.rel.len() + 1)
+                    let mut path = String::with_capacity(d.rel.len() + 1 + name.len());
+                    path.push_str(&d.rel);
+                    path.push('/');
+                    path.push_str(&name);
+                    (path, d.rel.len() + 1)
                 };
                 let slot = by_rank.get_mut(rank as usize)?;
                 if slot.is_some() {
                     return None;
                 }
-                *slot = Some(path.clone());
+                *slot = Some((u32::try_from(di).ok()?, u32::try_from(fi).ok()?));
                 listed.push(Listed {
                     path,
                     name_at,
@@ -236,11 +252,15 @@ impl Listing {
                 files: listed,
             });
         }
-        // The ranks must be the order by path, as the walk sorts it.
+        // The ranks must be the order by path, as the walk sorts it (as many distinct
+        // ranks below `files` as files: every slot is filled).
+        let path = |slot: &Option<(u32, u32)>| {
+            slot.map(|(d, f)| dirs[d as usize].files[f as usize].path.as_str())
+        };
         let sorted = by_rank
             .iter()
             .zip(by_rank.iter().skip(1))
-            .all(|(a, b)| a < b);
+            .all(|(a, b)| path(a) < path(b));
         sorted.then_some((
             Listing {
                 dirs,
@@ -932,6 +952,127 @@ mod tests {
         assert_eq!((again, second), (files, first));
     }
 
+    /// Files in the blob store.
+    fn blob_files(dir: &Path) -> usize {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                if e.file_type().unwrap().is_dir() {
+                    blob_files(&e.path())
+                } else {
+                    1
+                }
+            })
+            .sum()
+    }
+
+    #[test]
+    fn a_warm_start_where_nothing_moved_takes_the_saved_stamps_and_stores_nothing() {
+        let mut f = Fixture::new();
+        f.write("d/a.txt", "aaaa");
+        f.write("e/b.txt", "bb");
+        f.write("e/.env", "TOKEN=1");
+        f.settle();
+        f.reopen();
+        let (files, first) = f.start();
+        let blobs = blob_files(f.blobs.root());
+        // The cache's JSON is not needed: the saved stamps vouch for every file.
+        std::fs::remove_file(f.home.path().join("cache")).unwrap();
+        f.reopen();
+        let (again, second) = f.start();
+        assert!(f.cache.stamps_loaded());
+        assert!(f.cache.manifest_reused());
+        assert_eq!((again, second), (files.clone(), first));
+        assert_eq!(blob_files(f.blobs.root()), blobs, "no new manifest blob");
+        assert!(files.iter().any(|e| e.path == "e/.env" && e.withheld));
+    }
+
+    // Regression guard: a stamps file that is damaged, cut short, of another version,
+    // or holds a record no scan makes (its checksum made to hold) is not used: the
+    // start takes the cache's path and is still right.
+    #[test]
+    fn a_damaged_truncated_or_old_stamps_file_is_not_used() {
+        let mut f = Fixture::new();
+        f.write("d/a.txt", "aaaa");
+        f.write("d/b.txt", "bbbb");
+        f.settle();
+        f.reopen();
+        let (files, _) = f.start();
+        let file = f.home.path().join("cache.stamps");
+        let good = std::fs::read(&file).unwrap();
+        // Header 88 bytes, two records of 112, the checksum.
+        assert_eq!(good.len(), 88 + 2 * 112 + 32);
+        let resummed = |mut b: Vec<u8>| {
+            let at = b.len() - 32;
+            let sum = Hash::of(&b[..at]);
+            b[at..].copy_from_slice(&sum.0);
+            b
+        };
+        let mut flipped = good.clone();
+        // The first record's BLAKE3 (the file stays the same length).
+        flipped[88 + 48] ^= 1;
+        let mut old = good.clone();
+        old[8] = 0;
+        let mut strange = good.clone();
+        // A special kind no scan records.
+        strange[88 + 37] = 9;
+        let mut other_listing = good.clone();
+        other_listing[24] ^= 1;
+        for (what, bad) in [
+            ("flipped", flipped.clone()),
+            ("cut", good[..good.len() - 1].to_vec()),
+            ("longer", [&good[..], &[0]].concat()),
+            ("old version", resummed(old)),
+            ("unknown kind", resummed(strange)),
+            ("another listing", resummed(other_listing)),
+            ("empty", Vec::new()),
+        ] {
+            std::fs::write(&file, &bad).unwrap();
+            f.reopen();
+            let (again, blob) = f.start();
+            assert!(!f.cache.stamps_loaded(), "{what}");
+            assert_eq!(again, files, "{what}");
+            assert_eq!(blob.hash, Hash::of(&crate::manifest::to_jsonl(&again)));
+            // The start saved good stamps again.
+            assert_eq!(std::fs::read(&file).unwrap(), good, "{what}");
+        }
+        f.reopen();
+        assert_eq!(f.start().0, files);
+        assert!(f.cache.stamps_loaded());
+        // Stamps saved with other credential files are not used.
+        f.cache = ScanCache::new(
+            f.home.path().join("cache"),
+            CredentialFiles::new(&[]).unwrap(),
+        );
+        f.start();
+        assert!(!f.cache.stamps_loaded());
+    }
+
+    // Regression guard: a file added to a folder (its mtime set back) and one removed
+    // between two sessions must be seen though the saved stamps are loaded.
+    #[test]
+    fn a_warm_start_from_saved_stamps_sees_a_file_added_and_one_removed() {
+        let mut f = Fixture::new();
+        f.write("d/a.txt", "a");
+        f.write("e/c.txt", "c");
+        f.write("e/k.txt", "k");
+        f.settle();
+        f.reopen();
+        f.start();
+        f.write("d/n.txt", "n");
+        set_mtime(&f.ws.path().join("d"), 1_600_000_000);
+        std::fs::remove_file(f.ws.path().join("e/c.txt")).unwrap();
+        set_mtime(&f.ws.path().join("e"), 1_600_000_000);
+        f.reopen();
+        let (files, blob) = f.start();
+        assert!(f.cache.stamps_loaded());
+        assert!(!f.cache.manifest_reused());
+        assert_eq!(hashes(&files), f.truth());
+        assert_eq!(f.truth().len(), 3);
+        assert_eq!(blob.hash, Hash::of(&crate::manifest::to_jsonl(&files)));
+    }
+
     // Regression guard: a file rewritten with the same size and its mtime set back
     // between two sessions must not be hidden by the reused manifest.
     #[test]
@@ -946,6 +1087,7 @@ mod tests {
         set_mtime(&f.ws.path().join("d/a.txt"), 1_600_000_000);
         f.reopen();
         let (files, second) = f.start();
+        assert!(f.cache.stamps_loaded(), "the saved stamps were compared");
         assert!(!f.cache.manifest_reused());
         assert_eq!(hashes(&files), vec![("d/a.txt".into(), Hash::of(b"bbbb"))]);
         assert_ne!(second, first);

@@ -159,6 +159,33 @@ fn tracked_unchanged_files_are_git_backed_and_the_rest_copied() {
     );
 }
 
+// Regression guard: the saved stamps keep each git-backed entry's blob id (hex, written
+// as bytes and read back) and its absent BLAKE3: a warm start from them, with neither
+// the cache's JSON nor git's index to fall back on, records the manifest of the start
+// before.
+#[test]
+fn a_warm_start_from_the_saved_stamps_keeps_git_backed_entries() {
+    let r = repo();
+    // Past the racy window: the listing and every stamp are kept.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let first = start(&r, quick_config(Catalog::Thoth));
+    let project = r.home.project(&r.ws);
+    assert!(project.dir.join("manifest-cache.jsonl.stamps").is_file());
+    std::fs::remove_file(project.manifest_cache()).unwrap();
+    std::fs::remove_file(r.ws.join(".git/index")).unwrap();
+    let second = start(&r, quick_config(Catalog::Thoth));
+    let unresolved = |d: &Path| Session::load(d).unwrap().manifest_unresolved().unwrap();
+    let recorded = unresolved(&second);
+    assert_eq!(recorded, unresolved(&first));
+    assert_eq!(
+        recorded
+            .iter()
+            .filter(|e| e.git.is_some() && e.hash.is_none())
+            .count(),
+        3
+    );
+}
+
 #[test]
 fn checkout_restores_git_backed_files_byte_exact_and_deep_verify_reads_them() {
     let r = repo();
