@@ -177,10 +177,13 @@ fn numbered(file: &TextFile, first: u32, last: u32, chars_max: usize) -> Vec<Str
     // Only the lines up to the last one shown are split off: a read of ten lines does
     // not cut the whole file into lines.
     let body = file.text.strip_suffix('\n').unwrap_or(&file.text);
-    let shown = body
-        .split('\n')
-        .skip((first - 1) as usize)
-        .take((last - first + 1) as usize);
+    let from = match first {
+        1 => 0,
+        n => memchr::memchr_iter(b'\n', body.as_bytes())
+            .nth((n - 2) as usize)
+            .map_or(body.len(), |at| at + 1),
+    };
+    let shown = body[from..].split('\n').take((last - first + 1) as usize);
     (first..=last)
         .zip(shown)
         .map(|(n, line)| {
@@ -243,5 +246,38 @@ mod tests {
         ] {
             assert_eq!(line_count(text), lines(text).len(), "{text:?}");
         }
+    }
+
+    fn file(text: &str) -> TextFile {
+        TextFile {
+            ws: WsPath {
+                abs: "/ws/f".into(),
+                rel: "f".into(),
+            },
+            text: text.into(),
+            lossy: false,
+            hash: Hash::of(text.as_bytes()),
+            total_lines: u32::try_from(line_count(text)).unwrap_or(u32::MAX),
+        }
+    }
+
+    #[test]
+    fn numbered_shows_the_lines_asked_for_up_to_the_last_one() {
+        let text = "one\ntwo\r\n\nfour\nfive\n";
+        let f = file(text);
+        let all = lines(text);
+        for first in 1..=6 {
+            for last in first..=7 {
+                let want: Vec<String> = (first..=last.min(5))
+                    .map(|n| format!("{n:>6}\t{}\n", all[n as usize - 1].trim_end_matches('\r')))
+                    .collect();
+                assert_eq!(numbered(&f, first, last, 100), want, "{first}..={last}");
+            }
+        }
+        assert_eq!(numbered(&file(""), 1, 3, 100), Vec::<String>::new());
+        assert_eq!(
+            numbered(&file("no newline"), 1, 1, 100),
+            ["     1\tno newline\n"]
+        );
     }
 }
