@@ -24,7 +24,8 @@ pub const SNIFF_BYTES: usize = 8192;
 
 /// True when the bytes look binary (a NUL in the first [`SNIFF_BYTES`]).
 pub fn is_binary(bytes: &[u8]) -> bool {
-    bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0)
+    // The vectorized search: every read sniffs up to 8 KiB.
+    memchr::memchr(0, &bytes[..bytes.len().min(SNIFF_BYTES)]).is_some()
 }
 
 /// Lines of `text`: split on `\n`, a final newline does not start another line.
