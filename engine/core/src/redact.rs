@@ -488,6 +488,18 @@ impl Redactor {
         Cow::Owned(out)
     }
 
+    /// True when some string inside `v` holds a secret [`Redactor::redact_json`] would
+    /// replace: the check without building the redacted copy (every record is checked,
+    /// almost none holds one).
+    pub fn json_holds_secret(&self, v: &serde_json::Value) -> bool {
+        match v {
+            serde_json::Value::String(s) => !self.spans(s.as_bytes()).is_empty(),
+            serde_json::Value::Array(a) => a.iter().any(|x| self.json_holds_secret(x)),
+            serde_json::Value::Object(m) => m.values().any(|x| self.json_holds_secret(x)),
+            _ => false,
+        }
+    }
+
     /// Redacts every string inside a JSON value.
     pub fn redact_json(&self, v: &serde_json::Value, counts: &mut Counts) -> serde_json::Value {
         match v {

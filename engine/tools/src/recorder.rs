@@ -245,12 +245,19 @@ impl Recorder {
     /// state folds the redacted event itself: what the record moved into blobs is only
     /// where it is kept.
     pub fn append(&mut self, event: &Event) -> Result<Record> {
-        let scrubbed = scrub::event(&self.redactor, self.secret_key.as_ref(), event)?;
-        let event = match &scrubbed {
-            Some((e, _)) => e,
-            None => event,
+        // Serialized once: the tree the redaction pass checks is also what is written
+        // when it holds no secret (the same bytes as the event's own JSON: the map
+        // keeps the fields' order). Only an event with a secret is rebuilt redacted.
+        let value = serde_json::to_value(event).map_err(|e| self.not_json(&e))?;
+        let scrubbed = match self.redactor.json_holds_secret(&value) {
+            true => scrub::event(&self.redactor, self.secret_key.as_ref(), event)?,
+            false => None,
         };
-        let written = self.spill(event)?;
+        let (event, json) = match &scrubbed {
+            Some((e, _)) => (e, serde_json::to_string(e)),
+            None => (event, serde_json::to_string(&value)),
+        };
+        let written = self.spill(json.map_err(|e| self.not_json(&e))?)?;
         // A record reaches the log only once every blob written before it is durable:
         // the group-commit thread may sync the log at any moment after the append.
         self.sync_blobs()?;
@@ -293,14 +300,17 @@ impl Recorder {
         Ok(record)
     }
 
-    /// The event's JSON as its record holds it: whole, or with its largest fields
-    /// stored as blobs (synced before the record, as every blob) when it is longer than
-    /// `event_inline_bytes_max`.
-    fn spill(&mut self, event: &Event) -> Result<String> {
-        let json = serde_json::to_string(event).map_err(|e| cairn_store::Error::Format {
+    fn not_json(&self, e: &serde_json::Error) -> cairn_store::Error {
+        cairn_store::Error::Format {
             path: self.log.path().to_path_buf(),
             what: format!("event does not serialize to JSON: {e}"),
-        })?;
+        }
+    }
+
+    /// The event's JSON (`json`) as its record holds it: whole, or with its largest fields
+    /// stored as blobs (synced before the record, as every blob) when it is longer than
+    /// `event_inline_bytes_max`.
+    fn spill(&mut self, json: String) -> Result<String> {
         let max = self.event_inline_bytes_max;
         Ok(
             match cairn_core::spill::spill(&json, max, |b| self.put_blob(b))? {
@@ -483,6 +493,31 @@ mod tests {
         std::fs::remove_file(rec.blobs.path(&first.hash)).unwrap();
         let synced = rec.sync();
         (rec, synced, dir)
+    }
+
+    /// The append writes an event's JSON from the tree the redaction pass checked: it
+    /// must be the bytes of the event's own JSON (the map keeps the fields' order), or a
+    /// record would no longer be what `serde_json::to_string` of its event gives.
+    #[test]
+    fn an_event_written_from_its_json_tree_is_the_event_s_own_json() {
+        let logs = [
+            include_str!(
+                "../../../tests/data/sample-home/projects/work-wt-parity-.sample-tmp-demo-greeter-thndrs-054059ad/sessions/20261130T173004.936780-5e3749/events.jsonl"
+            ),
+            include_str!(
+                "../../../tests/data/sample-home/projects/work-wt-parity-.sample-tmp-demo-greeter-thoth-8b6efcd6/sessions/20261130T173004.343112-7d52a3/events.jsonl"
+            ),
+        ];
+        let mut checked = 0;
+        for line in logs.iter().flat_map(|l| l.lines()) {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            let event: Event = serde_json::from_value(record["event"].clone()).unwrap();
+            let direct = serde_json::to_string(&event).unwrap();
+            let via_tree = serde_json::to_string(&serde_json::to_value(&event).unwrap()).unwrap();
+            assert_eq!(via_tree, direct);
+            checked += 1;
+        }
+        assert!(checked > 100, "{checked} events");
     }
 
     #[test]
