@@ -23,7 +23,9 @@ use std::collections::BTreeMap;
 use std::sync::{LazyLock, OnceLock};
 
 use aho_corasick::{AhoCorasick, MatchKind};
-use regex::bytes::{Regex, RegexSet};
+use regex::bytes::Regex;
+#[cfg(test)]
+use regex::bytes::RegexSet;
 
 /// Counts of redactions by kind.
 pub type Counts = BTreeMap<String, u32>;
@@ -263,6 +265,23 @@ impl Prefilter {
         }
     }
 
+    /// Where `hay` holds a literal, in order of its start, with the patterns each one
+    /// admits: every match of a pattern holds one of its hits whole (a hit of a
+    /// character of [`FOLDED_OUTSIDE_ASCII`] stands for the literal it spells).
+    fn hits_at(&self, hay: &[u8]) -> Vec<(usize, u64)> {
+        let mut at: Vec<(usize, u64)> = self
+            .automaton
+            .find_overlapping_iter(hay)
+            .filter_map(|m| {
+                let (lit, exact, admits) = self.literals[m.pattern().as_usize()];
+                (!exact || &hay[m.start()..m.end()] == lit).then_some((m.start(), admits))
+            })
+            .collect();
+        // Overlapping matches come in the order of their ends.
+        at.sort_by_key(|h| h.0);
+        at
+    }
+
     /// The patterns `hay` may hold (bit `i`: the pattern of [`SOURCES`] at `i`).
     fn hits(&self, hay: &[u8]) -> u64 {
         let all = u64::MAX >> (64 - SOURCES.len());
@@ -324,7 +343,7 @@ fn compile(i: usize) -> Option<Pattern> {
 }
 
 /// Each pattern of [`SOURCES`], compiled the first time a text may hold its secret
-/// (the set below says so): a short-lived process (a hook, one `cairn` command) pays
+/// (the prefilter says so): a short-lived process (a hook, one `cairn` command) pays
 /// only for the set, not for every pattern besides (a test checks all compile).
 static PATTERNS: LazyLock<Vec<OnceLock<Option<Pattern>>>> =
     LazyLock::new(|| SOURCES.iter().map(|_| OnceLock::new()).collect());
@@ -334,17 +353,16 @@ fn pattern(i: usize) -> Option<&'static Pattern> {
     PATTERNS.get(i)?.get_or_init(|| compile(i)).as_ref()
 }
 
-/// Texts of at least this many bytes are asked [`PATTERN_SET`] which patterns they may
-/// hold, shorter ones the [`PREFILTER`]: the set costs a millisecond or two to build
-/// (once per process) but says "absent" of a pattern whose literal stands in the text
-/// without the rest of it (`max_tokens=4096` holds `token`), so a big text is searched
-/// again only by the patterns that match in it; the prefilter is the cheaper answer
-/// for the short texts of a short-lived process (a hook). Both contain every pattern
-/// that matches, so the redaction is the same either way (a test checks it).
-pub const SET_TEXT_BYTES_MIN: usize = 64 * 1024;
+/// Texts of at least this many bytes are searched in segments around the literals
+/// the [`PREFILTER`] finds ([`Redactor::spans_segmented`]), shorter ones by every
+/// pattern the prefilter admits over the whole text: in a big text, a literal standing
+/// without the rest of its pattern (`max_tokens=4096` holds `token`) would otherwise
+/// send the pattern over megabytes. Both give the same spans (tests check it).
+pub const SEGMENT_TEXT_BYTES_MIN: usize = 64 * 1024;
 
-/// All the patterns at once, in the order of [`SOURCES`]: one pass over a big text says
-/// which of them match in it.
+/// All the patterns at once, in the order of [`SOURCES`]: the tests check that the
+/// prefilter admits every pattern it finds.
+#[cfg(test)]
 static PATTERN_SET: LazyLock<Option<RegexSet>> = LazyLock::new(|| {
     RegexSet::new(
         SOURCES
@@ -354,13 +372,92 @@ static PATTERN_SET: LazyLock<Option<RegexSet>> = LazyLock::new(|| {
     .ok()
 });
 
-/// The patterns [`PATTERN_SET`] finds in `hay`, as the prefilter's bit set (all of them
-/// when the set did not compile: never fewer redactions).
-fn set_hits(hay: &[u8]) -> u64 {
-    match PATTERN_SET.as_ref() {
-        Some(set) => set.matches(hay).iter().fold(0, |bits, i| bits | 1 << i),
-        None => u64::MAX,
+/// The patterns [`Redactor::spans_segmented`] runs over the whole text: the private
+/// key's, whose secret runs to its end line or to the end of the text.
+const WHOLE_TEXT_PATTERNS: u64 = 1;
+
+/// Pushes the secret's start and end and the match's end of each match of the pattern
+/// of [`SOURCES`] at `i` in `hay[start..end]`, the text around it seen as context, in
+/// order, leaving out a secret that starts with a marker (redacted already). `end` is
+/// the text's end or a [`segment_cut`].
+fn matches(hay: &[u8], i: usize, start: usize, end: usize, found: &mut Vec<(usize, usize, usize)>) {
+    let Some(p) = pattern(i) else { return };
+    // Cut at `end`, the text gives what the whole text gives: no match holds the line
+    // end before a cut, so none ends at it nor asks what follows it.
+    let within = &hay[..end];
+    let mut at = start;
+    while at <= end {
+        let Some(c) = p.re.captures_at(within, at) else {
+            break;
+        };
+        let Some(whole) = c.get(0) else { break };
+        // As `captures_iter` goes on: after the match, past an empty one.
+        at = if whole.is_empty() {
+            whole.end() + 1
+        } else {
+            whole.end()
+        };
+        if let Some(secret) = c.get(p.group)
+            && !hay[secret.start()..].starts_with(b"[REDACTED")
+        {
+            found.push((secret.start(), secret.end(), whole.end()));
+        }
     }
+}
+
+/// True for a byte that may be part of a run of whitespace (`\s`) of a pattern: ASCII
+/// whitespace, or any byte of a character outside ASCII (Unicode has more spaces).
+fn maybe_space(b: u8) -> bool {
+    b.is_ascii_whitespace() || b == b'\x0B' || b >= 0x80
+}
+
+/// True when no match of a pattern but the private key's can hold the line end at `n`
+/// (`hay[n]` is `\n`), so a segment may end after it. Only three patterns may hold a
+/// line end: `bearer` in its `\s+` after the word, `assignment` in a `\s*` before or
+/// after its `:` or `=`, or in its value as an escaped line end (`\` then the line
+/// end). So the line end is a cut unless the run of whitespace around it follows an
+/// `r`, a `:`, an `=` or a `\`, or comes before a `:` or an `=`.
+fn segment_cut(hay: &[u8], n: usize) -> bool {
+    debug_assert_eq!(hay[n], b'\n');
+    let mut before = n;
+    while before > 0 && maybe_space(hay[before - 1]) {
+        before -= 1;
+    }
+    let mut after = n + 1;
+    while after < hay.len() && maybe_space(hay[after]) {
+        after += 1;
+    }
+    let joins_before = before > 0 && matches!(hay[before - 1], b'r' | b'R' | b':' | b'=' | b'\\');
+    let joins_after = after < hay.len() && matches!(hay[after], b':' | b'=');
+    !joins_before && !joins_after
+}
+
+/// Where the segment holding a hit at `at` starts: after the last cut before it, and
+/// not before `floor` (the end of the segment before it, a cut itself).
+fn cut_before(hay: &[u8], at: usize, floor: usize) -> usize {
+    let mut to = at;
+    while let Some(n) = memchr::memrchr(b'\n', &hay[floor..to]) {
+        let n = floor + n;
+        if segment_cut(hay, n) {
+            return n + 1;
+        }
+        to = n;
+    }
+    floor
+}
+
+/// Where the segment holding a hit at `at` ends: after the first cut after it, or at
+/// the end of the text.
+fn cut_after(hay: &[u8], at: usize) -> usize {
+    let mut from = at;
+    while let Some(n) = memchr::memchr(b'\n', &hay[from..]) {
+        let n = from + n;
+        if segment_cut(hay, n) {
+            return n + 1;
+        }
+        from = n + 1;
+    }
+    hay.len()
 }
 
 /// What a stretch of text is replaced for.
@@ -508,17 +605,88 @@ impl Redactor {
 
     /// The stretches of `hay` to replace, in order (see the module's documentation).
     fn spans(&self, hay: &[u8]) -> Vec<Span> {
-        let hits = if hay.len() >= SET_TEXT_BYTES_MIN {
-            set_hits(hay)
+        if hay.len() >= SEGMENT_TEXT_BYTES_MIN {
+            self.spans_segmented(hay)
         } else {
-            PREFILTER.hits(hay)
-        };
-        self.spans_of(hay, hits)
+            self.spans_of(hay, PREFILTER.hits(hay))
+        }
     }
 
     /// The same, running only the patterns in `hits` (bit `i`: the pattern of
     /// [`SOURCES`] at `i`).
     fn spans_of(&self, hay: &[u8], hits: u64) -> Vec<Span> {
+        let mut chosen = self.env_spans(hay);
+        for i in 0..SOURCES.len() {
+            if hits & (1 << i) != 0 {
+                self.offer_matches(hay, i, 0, hay.len(), &mut chosen);
+            }
+        }
+        chosen.0
+    }
+
+    /// [`Redactor::spans`] of a big text, searched only around its literals: the same
+    /// spans, in one pass of the [`PREFILTER`] and the patterns' runs over the lines
+    /// that hold their literals, where the whole-text way ran every pattern over the
+    /// whole text (twice for a pattern that matches: the set, then the pattern).
+    ///
+    /// Each pattern but the private key's is run only over the segments of the text
+    /// around its hits, a segment running from one [`segment_cut`] to another; no match
+    /// of these patterns crosses a cut, so a pattern finds in the segments, searched
+    /// with the text around them as context, what it finds in the whole text. The
+    /// private key's (a key runs to its end line, or to the end of the text) is run
+    /// over the whole text when the text holds its literal; its search for
+    /// `-----BEGIN ` is a literal one, fast. The matches are offered in the same order
+    /// as [`Redactor::spans_of`] offers them.
+    fn spans_segmented(&self, hay: &[u8]) -> Vec<Span> {
+        let hits = PREFILTER.hits_at(hay);
+        let mut chosen = self.env_spans(hay);
+        let mut found: Vec<Vec<(usize, usize, usize)>> = vec![Vec::new(); SOURCES.len()];
+        let mut whole = 0u64;
+        // The segments, each with the patterns its hits admit.
+        let mut segments: Vec<(usize, usize, u64)> = Vec::new();
+        for &(at, admits) in &hits {
+            whole |= admits & WHOLE_TEXT_PATTERNS;
+            let admits = admits & !WHOLE_TEXT_PATTERNS;
+            if admits == 0 {
+                continue;
+            }
+            match segments.last_mut() {
+                Some(last) if at < last.1 => last.2 |= admits,
+                last => {
+                    let floor = last.map_or(0, |l| l.1);
+                    let start = cut_before(hay, at, floor);
+                    let end = cut_after(hay, at);
+                    segments.push((start, end, admits));
+                }
+            }
+        }
+        for i in 0..SOURCES.len() {
+            if whole & (1 << i) != 0 {
+                self.offer_matches(hay, i, 0, hay.len(), &mut chosen);
+            }
+        }
+        for &(start, end, admits) in &segments {
+            for (i, found) in found.iter_mut().enumerate() {
+                if admits & (1 << i) != 0 {
+                    matches(hay, i, start, end, found);
+                }
+            }
+        }
+        for (i, found) in found.iter().enumerate() {
+            for &(start, end, whole_end) in found {
+                chosen.offer(Span {
+                    start,
+                    end,
+                    secret: Secret::Pattern(i),
+                    open: whole_end == hay.len(),
+                });
+            }
+        }
+        chosen.0
+    }
+
+    /// The spans of the environment secrets in `hay`, longest value first.
+    fn env_spans(&self, hay: &[u8]) -> Chosen {
         let mut chosen = Chosen::default();
         for (i, (_, value)) in self.env_values.iter().enumerate() {
             let finder = memchr::memmem::Finder::new(value.as_bytes());
@@ -540,35 +708,30 @@ impl Redactor {
                 }
             }
         }
-        for i in 0..SOURCES.len() {
-            if hits & (1 << i) == 0 {
-                continue;
-            }
-            let Some(p) = pattern(i) else { continue };
-            for c in p.re.captures_iter(hay) {
-                let (Some(whole), Some(secret)) = (c.get(0), c.get(p.group)) else {
-                    continue;
-                };
-                if hay[secret.start()..].starts_with(b"[REDACTED") {
-                    continue;
-                }
-                let (end, open) = match &p.end {
-                    Some(end) => match end.find_at(hay, whole.end()) {
-                        Some(m) => (m.end(), false),
-                        // No end line: the rest of the text is the secret.
-                        None => (hay.len(), true),
-                    },
-                    None => (secret.end(), whole.end() == hay.len()),
-                };
-                chosen.offer(Span {
-                    start: secret.start(),
-                    end,
-                    secret: Secret::Pattern(i),
-                    open,
-                });
-            }
+        chosen
+    }
+
+    /// Offers every match of the pattern of [`SOURCES`] at `i` in `hay[start..end]`.
+    fn offer_matches(&self, hay: &[u8], i: usize, start: usize, end: usize, chosen: &mut Chosen) {
+        let Some(p) = pattern(i) else { return };
+        let mut found = Vec::new();
+        matches(hay, i, start, end, &mut found);
+        for (secret_start, secret_end, whole_end) in found {
+            let (end, open) = match &p.end {
+                Some(end) => match end.find_at(hay, whole_end) {
+                    Some(m) => (m.end(), false),
+                    // No end line: the rest of the text is the secret.
+                    None => (hay.len(), true),
+                },
+                None => (secret_end, whole_end == hay.len()),
+            };
+            chosen.offer(Span {
+                start: secret_start,
+                end,
+                secret: Secret::Pattern(i),
+                open,
+            });
         }
-        chosen.0
     }
 
     /// Writes the marker of `secret` and counts it.
@@ -873,17 +1036,17 @@ mod tests {
         prefilter_is_exact(&r, input.as_bytes());
     }
 
-    /// Texts just under and at [`SET_TEXT_BYTES_MIN`] (the prefilter, then the set
-    /// decides which patterns run) are redacted as running every pattern redacts them.
+    /// Texts just under and at [`SEGMENT_TEXT_BYTES_MIN`] (searched whole, then in
+    /// segments) are redacted as running every pattern redacts them.
     #[test]
-    fn texts_at_the_set_size_are_redacted_as_by_every_pattern() {
+    fn texts_at_the_segment_size_are_redacted_as_by_every_pattern() {
         let r = Redactor::default();
         let secrets = " password=hunter2hunter2 ghp_abcdefghijklmnopqrstuvwxyz0123456789 \
                        Bearer abcdefghijklmnopqrstuvwxyz";
         for len in [
-            SET_TEXT_BYTES_MIN - 1,
-            SET_TEXT_BYTES_MIN,
-            SET_TEXT_BYTES_MIN + 1,
+            SEGMENT_TEXT_BYTES_MIN - 1,
+            SEGMENT_TEXT_BYTES_MIN,
+            SEGMENT_TEXT_BYTES_MIN + 1,
         ] {
             let mut text = String::from(secrets);
             while text.len() < len {
@@ -907,7 +1070,7 @@ mod tests {
     }
 
     /// The prefilter admits every pattern the old `RegexSet` said `hay` holds, and
-    /// redaction with it finds what running every pattern finds.
+    /// redaction with it, whole or in segments, finds what running every pattern finds.
     pub(super) fn prefilter_is_exact(r: &Redactor, hay: &[u8]) {
         let hits = PREFILTER.hits(hay);
         let set = PATTERN_SET.as_ref().expect("the set compiles").matches(hay);
@@ -923,6 +1086,12 @@ mod tests {
             r.spans(hay),
             r.spans_of(hay, u64::MAX),
             "{:?}",
+            String::from_utf8_lossy(hay)
+        );
+        assert_eq!(
+            r.spans_segmented(hay),
+            r.spans_of(hay, u64::MAX),
+            "segmented: {:?}",
             String::from_utf8_lossy(hay)
         );
     }
@@ -1396,6 +1565,39 @@ mod stream_tests {
         }
     }
 
+    /// What may join a line to the next into one match, and what may not.
+    const JOINTS: &[&str] = &[
+        "\n",
+        "\r\n",
+        "\n\n",
+        " \n\t ",
+        "=\n",
+        "\n=",
+        " =\r\n ",
+        ":\n",
+        "\n :",
+        "\\\n",
+        "\\n",
+        "x=a\\\nb",
+        "Bearer\n",
+        "bearer \n\t",
+        "BEARER\u{85}\n",
+        "password\n",
+        "password =\n ",
+        "api_\u{212a}ey\n=",
+        "pa\u{17f}\u{17f}word:\n",
+        "token\r\n:",
+        "\"\n",
+        "'\n",
+        "\u{a0}\n",
+        "\n\u{2028}=",
+        "\n-----END RSA PRIVATE KEY-----\n",
+        "-----BEGIN RSA PRIVATE KEY-----\n",
+        "-----BEGIN PRIVATE KEY-----",
+        "https://user:",
+        "@host\n",
+    ];
+
     fn separator(rng: &Rng) -> &'static [u8] {
         [
             &b" "[..],
@@ -1570,6 +1772,40 @@ mod stream_tests {
             let r = redactor();
             super::tests::prefilter_is_exact(&r, &made);
             super::tests::prefilter_is_exact(&r, &changed);
+        }
+
+        /// The segmented search of a big text against every pattern run over the whole
+        /// text, on made texts whose secrets are glued to the lines around them by
+        /// what may join lines into one match: line ends in whitespace runs beside `=`,
+        /// `:`, `Bearer`, escaped line ends, spaces outside ASCII, keys with and without
+        /// their end line, secrets side by side.
+        #[test]
+        fn segments_find_the_spans_of_the_whole_text(
+            seed in any::<u64>(),
+            pieces in 1usize..80,
+        ) {
+            let rng = Rng::new(seed);
+            let mut text = Vec::new();
+            for _ in 0..pieces {
+                match rng.below(3) {
+                    0 => text.extend_from_slice(JOINTS[rng.below(JOINTS.len())].as_bytes()),
+                    1 => text.extend_from_slice(separator(&rng)),
+                    _ => {}
+                }
+                if rng.below(2) == 0 {
+                    text.extend(secret(&rng, rng.below(KINDS)).into_bytes());
+                } else {
+                    text.extend(filler(&rng));
+                }
+            }
+            for r in [redactor(), Redactor::default()] {
+                let whole = r.spans_of(&text, u64::MAX);
+                prop_assert!(
+                    r.spans_segmented(&text) == whole,
+                    "{:?}",
+                    String::from_utf8_lossy(&text)
+                );
+            }
         }
 
         #[test]
