@@ -1596,6 +1596,12 @@ mod stream_tests {
         "-----BEGIN PRIVATE KEY-----",
         "https://user:",
         "@host\n",
+        // Literals inside and across one another, one or two bytes apart.
+        "sk-sk-ant-",
+        "kKEy",
+        "SSK0",
+        "ppwdPassword",
+        "xeyJ",
     ];
 
     fn separator(rng: &Rng) -> &'static [u8] {
