@@ -13,7 +13,9 @@
 //! `password=` value), which it then replaces. A match whose secret starts with a
 //! marker is left alone, so that redacting twice changes nothing. Bytes that are not
 //! UTF-8 pass through as they are. A private key with no end line runs to the end of
-//! the text: an unfinished key is redacted, not shown.
+//! the text: an unfinished key is redacted, not shown. A big text (a search's answer of
+//! megabytes) is searched only in the lines around the literals each pattern needs
+//! (`Redactor::spans_segmented`): the same stretches, found in a fraction of the time.
 //!
 //! File contents kept as blobs for the workspace (manifest, before/after of writes) are
 //! not redacted: they are the workspace itself, and checkout and replay must be exact.
