@@ -468,13 +468,8 @@ fn maybe_space(b: u8) -> bool {
     b.is_ascii_whitespace() || b == b'\x0B' || b >= 0x80
 }
 
-/// True when no match of a pattern but the private key's can hold the line end at `n`
-/// (`hay[n]` is `\n`), so a segment may end after it. Only three patterns may hold a
-/// line end: `bearer` in its `\s+` after the word, `assignment` in a `\s*` before or
-/// after its `:` or `=`, or in its value as an escaped line end (`\` then the line
-/// end). So the line end is a cut unless the run of whitespace around it follows an
-/// `r`, a `:`, an `=` or a `\`, or comes before a `:` or an `=`.
-fn segment_cut(hay: &[u8], n: usize) -> bool {
+/// The run of [`maybe_space`] bytes around the line end at `n` (`hay[n]` is `\n`).
+fn space_run(hay: &[u8], n: usize) -> std::ops::Range<usize> {
     debug_assert_eq!(hay[n], b'\n');
     let mut before = n;
     while before > 0 && maybe_space(hay[before - 1]) {
@@ -484,8 +479,21 @@ fn segment_cut(hay: &[u8], n: usize) -> bool {
     while after < hay.len() && maybe_space(hay[after]) {
         after += 1;
     }
-    let joins_before = before > 0 && matches!(hay[before - 1], b'r' | b'R' | b':' | b'=' | b'\\');
-    let joins_after = after < hay.len() && matches!(hay[after], b':' | b'=');
+    before..after
+}
+
+/// True when no match of a pattern but the private key's can hold a line end in the
+/// whitespace `run`, so a segment may end after any line end in it. Only three
+/// patterns may hold a line end: `bearer` in its `\s+` after the word, `assignment` in
+/// a `\s*` before or after its `:` or `=`, or in its value as an escaped line end (`\`
+/// then the line end). So a line end is a cut unless the run of whitespace around it
+/// follows an `r`, a `:`, an `=` or a `\`, or comes before a `:` or an `=`. The same
+/// holds for every line end of the run: a search for a cut skips the run when it is
+/// not one (a megabyte of line ends is read once, not once a line).
+fn segment_cut(hay: &[u8], run: &std::ops::Range<usize>) -> bool {
+    let joins_before =
+        run.start > 0 && matches!(hay[run.start - 1], b'r' | b'R' | b':' | b'=' | b'\\');
+    let joins_after = run.end < hay.len() && matches!(hay[run.end], b':' | b'=');
     !joins_before && !joins_after
 }
 
@@ -495,10 +503,11 @@ fn cut_before(hay: &[u8], at: usize, floor: usize) -> usize {
     let mut to = at;
     while let Some(n) = memchr::memrchr(b'\n', &hay[floor..to]) {
         let n = floor + n;
-        if segment_cut(hay, n) {
+        let run = space_run(hay, n);
+        if segment_cut(hay, &run) {
             return n + 1;
         }
-        to = n;
+        to = run.start.max(floor);
     }
     floor
 }
@@ -509,10 +518,11 @@ fn cut_after(hay: &[u8], at: usize) -> usize {
     let mut from = at;
     while let Some(n) = memchr::memchr(b'\n', &hay[from..]) {
         let n = from + n;
-        if segment_cut(hay, n) {
+        let run = space_run(hay, n);
+        if segment_cut(hay, &run) {
             return n + 1;
         }
-        from = n + 1;
+        from = run.end;
     }
     hay.len()
 }
@@ -1177,6 +1187,17 @@ mod tests {
             "segmented: {:?}",
             String::from_utf8_lossy(hay)
         );
+    }
+
+    /// Regression: a search for a cut read the whole run of whitespace around each
+    /// line end of it, a quadratic time in a long run that is no cut (before an `=`).
+    #[test]
+    fn a_long_run_of_line_ends_is_read_once() {
+        let r = Redactor::default();
+        let text = format!("password{}=hunter22 and more\n", "\n".repeat(1 << 20));
+        let spans = r.spans_segmented(text.as_bytes());
+        assert_eq!(spans, r.spans_of(text.as_bytes(), u64::MAX));
+        assert_eq!(spans.len(), 1);
     }
 
     #[test]
