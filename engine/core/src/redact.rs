@@ -13,7 +13,9 @@
 //! `password=` value), which it then replaces. A match whose secret starts with a
 //! marker is left alone, so that redacting twice changes nothing. Bytes that are not
 //! UTF-8 pass through as they are. A private key with no end line runs to the end of
-//! the text: an unfinished key is redacted, not shown.
+//! the text: an unfinished key is redacted, not shown. A big text (a search's answer of
+//! megabytes) is searched only in the lines around the literals each pattern needs
+//! (`Redactor::spans_segmented`): the same stretches, found in a fraction of the time.
 //!
 //! File contents kept as blobs for the workspace (manifest, before/after of writes) are
 //! not redacted: they are the workspace itself, and checkout and replay must be exact.
@@ -263,6 +265,23 @@ impl Prefilter {
         }
     }
 
+    /// Where `hay` holds a literal, in order of its start, with the patterns each one
+    /// admits: every match of a pattern holds one of its hits whole (a hit of a
+    /// character of [`FOLDED_OUTSIDE_ASCII`] stands for the literal it spells).
+    fn hits_at(&self, hay: &[u8]) -> Vec<(usize, u64)> {
+        let mut at: Vec<(usize, u64)> = self
+            .automaton
+            .find_overlapping_iter(hay)
+            .filter_map(|m| {
+                let (lit, exact, admits) = self.literals[m.pattern().as_usize()];
+                (!exact || &hay[m.start()..m.end()] == lit).then_some((m.start(), admits))
+            })
+            .collect();
+        // Overlapping matches come in the order of their ends.
+        at.sort_by_key(|h| h.0);
+        at
+    }
+
     /// The patterns `hay` may hold (bit `i`: the pattern of [`SOURCES`] at `i`).
     fn hits(&self, hay: &[u8]) -> u64 {
         let all = u64::MAX >> (64 - SOURCES.len());
@@ -282,6 +301,51 @@ impl Prefilter {
 }
 
 static PREFILTER: LazyLock<Prefilter> = LazyLock::new(Prefilter::new);
+
+/// The bytes of the longest literal of [`LITERALS`].
+const LITERAL_BYTES_MAX: usize = 16;
+
+/// Every literal of [`LITERALS`] (in any ASCII case for a `(?i)` pattern's) and every
+/// character of [`FOLDED_OUTSIDE_ASCII`], as one regular expression: its lazy DFA
+/// passes over a big text at a few instructions a byte, where the prefilter's
+/// automaton, reporting overlapping matches, takes about 19 (callgrind). `None` if it
+/// does not compile: the prefilter alone is used.
+static ANCHORS: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    let mut alternatives: Vec<String> = Vec::new();
+    for (&(_, re, _, _), &(_, lits)) in SOURCES.iter().zip(LITERALS) {
+        let flags = if re.starts_with("(?i)") { "i-u" } else { "-u" };
+        for lit in lits {
+            alternatives.push(format!("(?{flags}:{})", regex::escape(lit)));
+        }
+    }
+    for c in FOLDED_OUTSIDE_ASCII {
+        alternatives.push(regex::escape(c));
+    }
+    Regex::new(&alternatives.join("|")).ok()
+});
+
+/// [`Prefilter::hits_at`] of a big text, found fast: the prefilter's automaton runs
+/// only around each match of [`ANCHORS`]. Its matches do not overlap, but every
+/// literal starts inside one of them (a literal starting at `p` is itself a match
+/// from there, so the search, going left to right, reports one that starts at `p` or
+/// holds it), and ends within [`LITERAL_BYTES_MAX`] bytes of its start.
+fn anchored_hits(anchors: &Regex, hay: &[u8]) -> Vec<(usize, u64)> {
+    let pre = &*PREFILTER;
+    let mut at: Vec<(usize, u64)> = Vec::new();
+    for m in anchors.find_iter(hay) {
+        let (from, to) = (m.start(), m.end());
+        let window = &hay[from..(to - 1 + LITERAL_BYTES_MAX).min(hay.len())];
+        for h in pre.automaton.find_overlapping_iter(window) {
+            let start = from + h.start();
+            let (lit, exact, admits) = pre.literals[h.pattern().as_usize()];
+            if start < to && (!exact || &hay[start..from + h.end()] == lit) {
+                at.push((start, admits));
+            }
+        }
+    }
+    at.sort_by_key(|h| h.0);
+    at
+}
 
 struct Pattern {
     re: Regex,
@@ -324,7 +388,7 @@ fn compile(i: usize) -> Option<Pattern> {
 }
 
 /// Each pattern of [`SOURCES`], compiled the first time a text may hold its secret
-/// (the set below says so): a short-lived process (a hook, one `cairn` command) pays
+/// (the prefilter says so): a short-lived process (a hook, one `cairn` command) pays
 /// only for the set, not for every pattern besides (a test checks all compile).
 static PATTERNS: LazyLock<Vec<OnceLock<Option<Pattern>>>> =
     LazyLock::new(|| SOURCES.iter().map(|_| OnceLock::new()).collect());
@@ -334,14 +398,16 @@ fn pattern(i: usize) -> Option<&'static Pattern> {
     PATTERNS.get(i)?.get_or_init(|| compile(i)).as_ref()
 }
 
-/// Texts of at least this many bytes are asked [`PATTERN_SET`] which patterns they may
-/// hold, shorter ones the [`PREFILTER`]: the set costs a millisecond or two to build
-/// (once per process) but says "absent" of a pattern whose literal stands in the text
-/// without the rest of it (`max_tokens=4096` holds `token`), so a big text is searched
-/// again only by the patterns that match in it; the prefilter is the cheaper answer
-/// for the short texts of a short-lived process (a hook). Both contain every pattern
-/// that matches, so the redaction is the same either way (a test checks it).
-pub const SET_TEXT_BYTES_MIN: usize = 64 * 1024;
+/// A whole text of at least this many bytes is searched in segments around the
+/// literals it holds ([`Redactor::spans_segmented`]); a stream's pass over as many
+/// bytes asks [`PATTERN_SET`] first which patterns match in it; shorter texts run every
+/// pattern the [`PREFILTER`] admits. In a big text, a literal standing without the
+/// rest of its pattern (`max_tokens=4096` holds `token`) would otherwise send the
+/// pattern over all of it. The segments win where literals are few (a search's answer:
+/// about a third of the instructions), the set where they stand on every few lines
+/// with no secret (a build log: the segments take about 1.5 times its time), which is
+/// what a command's output mostly is. All give the same spans (tests check it).
+pub const SEGMENT_TEXT_BYTES_MIN: usize = 64 * 1024;
 
 /// All the patterns at once, in the order of [`SOURCES`]: one pass over a big text says
 /// which of them match in it.
@@ -361,6 +427,104 @@ fn set_hits(hay: &[u8]) -> u64 {
         Some(set) => set.matches(hay).iter().fold(0, |bits, i| bits | 1 << i),
         None => u64::MAX,
     }
+}
+
+/// The patterns [`Redactor::spans_segmented`] runs over the whole text: the private
+/// key's, whose secret runs to its end line or to the end of the text.
+const WHOLE_TEXT_PATTERNS: u64 = 1;
+
+/// Pushes the secret's start and end and the match's end of each match of the pattern
+/// of [`SOURCES`] at `i` in `hay[start..end]`, the text around it seen as context, in
+/// order, leaving out a secret that starts with a marker (redacted already). `end` is
+/// the text's end or a [`segment_cut`].
+fn matches(hay: &[u8], i: usize, start: usize, end: usize, found: &mut Vec<(usize, usize, usize)>) {
+    let Some(p) = pattern(i) else { return };
+    // Cut at `end`, the text gives what the whole text gives: no match holds the line
+    // end before a cut, so none ends at it nor asks what follows it.
+    let within = &hay[..end];
+    let mut at = start;
+    while at <= end {
+        let Some(c) = p.re.captures_at(within, at) else {
+            break;
+        };
+        let Some(whole) = c.get(0) else { break };
+        // As `captures_iter` goes on: after the match, past an empty one.
+        at = if whole.is_empty() {
+            whole.end() + 1
+        } else {
+            whole.end()
+        };
+        if let Some(secret) = c.get(p.group)
+            && !hay[secret.start()..].starts_with(b"[REDACTED")
+        {
+            found.push((secret.start(), secret.end(), whole.end()));
+        }
+    }
+}
+
+/// True for a byte that may be part of a run of whitespace (`\s`) of a pattern: ASCII
+/// whitespace, or any byte of a character outside ASCII (Unicode has more spaces).
+fn maybe_space(b: u8) -> bool {
+    b.is_ascii_whitespace() || b == b'\x0B' || b >= 0x80
+}
+
+/// The run of [`maybe_space`] bytes around the line end at `n` (`hay[n]` is `\n`).
+fn space_run(hay: &[u8], n: usize) -> std::ops::Range<usize> {
+    debug_assert_eq!(hay[n], b'\n');
+    let mut before = n;
+    while before > 0 && maybe_space(hay[before - 1]) {
+        before -= 1;
+    }
+    let mut after = n + 1;
+    while after < hay.len() && maybe_space(hay[after]) {
+        after += 1;
+    }
+    before..after
+}
+
+/// True when no match of a pattern but the private key's can hold a line end in the
+/// whitespace `run`, so a segment may end after any line end in it. Only three
+/// patterns may hold a line end: `bearer` in its `\s+` after the word, `assignment` in
+/// a `\s*` before or after its `:` or `=`, or in its value as an escaped line end (`\`
+/// then the line end). So a line end is a cut unless the run of whitespace around it
+/// follows an `r`, a `:`, an `=` or a `\`, or comes before a `:` or an `=`. The same
+/// holds for every line end of the run: a search for a cut skips the run when it is
+/// not one (a megabyte of line ends is read once, not once a line).
+fn segment_cut(hay: &[u8], run: &std::ops::Range<usize>) -> bool {
+    let joins_before =
+        run.start > 0 && matches!(hay[run.start - 1], b'r' | b'R' | b':' | b'=' | b'\\');
+    let joins_after = run.end < hay.len() && matches!(hay[run.end], b':' | b'=');
+    !joins_before && !joins_after
+}
+
+/// Where the segment holding a hit at `at` starts: after the last cut before it, and
+/// not before `floor` (the end of the segment before it, a cut itself).
+fn cut_before(hay: &[u8], at: usize, floor: usize) -> usize {
+    let mut to = at;
+    while let Some(n) = memchr::memrchr(b'\n', &hay[floor..to]) {
+        let n = floor + n;
+        let run = space_run(hay, n);
+        if segment_cut(hay, &run) {
+            return n + 1;
+        }
+        to = run.start.max(floor);
+    }
+    floor
+}
+
+/// Where the segment holding a hit at `at` ends: after the first cut after it, or at
+/// the end of the text.
+fn cut_after(hay: &[u8], at: usize) -> usize {
+    let mut from = at;
+    while let Some(n) = memchr::memchr(b'\n', &hay[from..]) {
+        let n = from + n;
+        let run = space_run(hay, n);
+        if segment_cut(hay, &run) {
+            return n + 1;
+        }
+        from = run.end;
+    }
+    hay.len()
 }
 
 /// What a stretch of text is replaced for.
@@ -520,7 +684,16 @@ impl Redactor {
 
     /// The stretches of `hay` to replace, in order (see the module's documentation).
     fn spans(&self, hay: &[u8]) -> Vec<Span> {
-        let hits = if hay.len() >= SET_TEXT_BYTES_MIN {
+        if hay.len() >= SEGMENT_TEXT_BYTES_MIN {
+            self.spans_segmented(hay)
+        } else {
+            self.spans_of(hay, PREFILTER.hits(hay))
+        }
+    }
+
+    /// The same for a stream's pass (see [`SEGMENT_TEXT_BYTES_MIN`]).
+    fn stream_spans(&self, hay: &[u8]) -> Vec<Span> {
+        let hits = if hay.len() >= SEGMENT_TEXT_BYTES_MIN {
             set_hits(hay)
         } else {
             PREFILTER.hits(hay)
@@ -531,6 +704,81 @@ impl Redactor {
     /// The same, running only the patterns in `hits` (bit `i`: the pattern of
     /// [`SOURCES`] at `i`).
     fn spans_of(&self, hay: &[u8], hits: u64) -> Vec<Span> {
+        let mut chosen = self.env_spans(hay);
+        for i in 0..SOURCES.len() {
+            if hits & (1 << i) != 0 {
+                self.offer_matches(hay, i, 0, hay.len(), &mut chosen);
+            }
+        }
+        chosen.0
+    }
+
+    /// [`Redactor::spans`] of a big text, searched only around its literals: the same
+    /// spans, in one pass of the [`PREFILTER`] and the patterns' runs over the lines
+    /// that hold their literals, where the whole-text way ran every pattern over the
+    /// whole text (twice for a pattern that matches: the set, then the pattern).
+    ///
+    /// Each pattern but the private key's is run only over the segments of the text
+    /// around its hits, a segment running from one [`segment_cut`] to another; no match
+    /// of these patterns crosses a cut, so a pattern finds in the segments, searched
+    /// with the text around them as context, what it finds in the whole text. The
+    /// private key's (a key runs to its end line, or to the end of the text) is run
+    /// over the whole text when the text holds its literal; its search for
+    /// `-----BEGIN ` is a literal one, fast. The matches are offered in the same order
+    /// as [`Redactor::spans_of`] offers them.
+    fn spans_segmented(&self, hay: &[u8]) -> Vec<Span> {
+        let hits = match ANCHORS.as_ref() {
+            Some(anchors) => anchored_hits(anchors, hay),
+            None => PREFILTER.hits_at(hay),
+        };
+        let mut chosen = self.env_spans(hay);
+        let mut found: Vec<Vec<(usize, usize, usize)>> = vec![Vec::new(); SOURCES.len()];
+        let mut whole = 0u64;
+        // The segments, each with the patterns its hits admit.
+        let mut segments: Vec<(usize, usize, u64)> = Vec::new();
+        for &(at, admits) in &hits {
+            whole |= admits & WHOLE_TEXT_PATTERNS;
+            let admits = admits & !WHOLE_TEXT_PATTERNS;
+            if admits == 0 {
+                continue;
+            }
+            match segments.last_mut() {
+                Some(last) if at < last.1 => last.2 |= admits,
+                last => {
+                    let floor = last.map_or(0, |l| l.1);
+                    let start = cut_before(hay, at, floor);
+                    let end = cut_after(hay, at);
+                    segments.push((start, end, admits));
+                }
+            }
+        }
+        for i in 0..SOURCES.len() {
+            if whole & (1 << i) != 0 {
+                self.offer_matches(hay, i, 0, hay.len(), &mut chosen);
+            }
+        }
+        for &(start, end, admits) in &segments {
+            for (i, found) in found.iter_mut().enumerate() {
+                if admits & (1 << i) != 0 {
+                    matches(hay, i, start, end, found);
+                }
+            }
+        }
+        for (i, found) in found.iter().enumerate() {
+            for &(start, end, whole_end) in found {
+                chosen.offer(Span {
+                    start,
+                    end,
+                    secret: Secret::Pattern(i),
+                    open: whole_end == hay.len(),
+                });
+            }
+        }
+        chosen.0
+    }
+
+    /// The spans of the environment secrets in `hay`, longest value first.
+    fn env_spans(&self, hay: &[u8]) -> Chosen {
         let mut chosen = Chosen::default();
         for (i, (_, value)) in self.env_values.iter().enumerate() {
             let finder = memchr::memmem::Finder::new(value.as_bytes());
@@ -552,35 +800,30 @@ impl Redactor {
                 }
             }
         }
-        for i in 0..SOURCES.len() {
-            if hits & (1 << i) == 0 {
-                continue;
-            }
-            let Some(p) = pattern(i) else { continue };
-            for c in p.re.captures_iter(hay) {
-                let (Some(whole), Some(secret)) = (c.get(0), c.get(p.group)) else {
-                    continue;
-                };
-                if hay[secret.start()..].starts_with(b"[REDACTED") {
-                    continue;
-                }
-                let (end, open) = match &p.end {
-                    Some(end) => match end.find_at(hay, whole.end()) {
-                        Some(m) => (m.end(), false),
-                        // No end line: the rest of the text is the secret.
-                        None => (hay.len(), true),
-                    },
-                    None => (secret.end(), whole.end() == hay.len()),
-                };
-                chosen.offer(Span {
-                    start: secret.start(),
-                    end,
-                    secret: Secret::Pattern(i),
-                    open,
-                });
-            }
+        chosen
+    }
+
+    /// Offers every match of the pattern of [`SOURCES`] at `i` in `hay[start..end]`.
+    fn offer_matches(&self, hay: &[u8], i: usize, start: usize, end: usize, chosen: &mut Chosen) {
+        let Some(p) = pattern(i) else { return };
+        let mut found = Vec::new();
+        matches(hay, i, start, end, &mut found);
+        for (secret_start, secret_end, whole_end) in found {
+            let (end, open) = match &p.end {
+                Some(end) => match end.find_at(hay, whole_end) {
+                    Some(m) => (m.end(), false),
+                    // No end line: the rest of the text is the secret.
+                    None => (hay.len(), true),
+                },
+                None => (secret_end, whole_end == hay.len()),
+            };
+            chosen.offer(Span {
+                start: secret_start,
+                end,
+                secret: Secret::Pattern(i),
+                open,
+            });
         }
-        chosen.0
     }
 
     /// Writes the marker of `secret` and counts it.
@@ -805,7 +1048,7 @@ impl StreamRedactor {
         };
         let spans: Vec<Span> = self
             .redactor
-            .spans(hay)
+            .stream_spans(hay)
             .into_iter()
             .filter(|s| s.end > from)
             .collect();
@@ -885,17 +1128,17 @@ mod tests {
         prefilter_is_exact(&r, input.as_bytes());
     }
 
-    /// Texts just under and at [`SET_TEXT_BYTES_MIN`] (the prefilter, then the set
-    /// decides which patterns run) are redacted as running every pattern redacts them.
+    /// Texts just under and at [`SEGMENT_TEXT_BYTES_MIN`] (searched whole, then in
+    /// segments) are redacted as running every pattern redacts them.
     #[test]
-    fn texts_at_the_set_size_are_redacted_as_by_every_pattern() {
+    fn texts_at_the_segment_size_are_redacted_as_by_every_pattern() {
         let r = Redactor::default();
         let secrets = " password=hunter2hunter2 ghp_abcdefghijklmnopqrstuvwxyz0123456789 \
                        Bearer abcdefghijklmnopqrstuvwxyz";
         for len in [
-            SET_TEXT_BYTES_MIN - 1,
-            SET_TEXT_BYTES_MIN,
-            SET_TEXT_BYTES_MIN + 1,
+            SEGMENT_TEXT_BYTES_MIN - 1,
+            SEGMENT_TEXT_BYTES_MIN,
+            SEGMENT_TEXT_BYTES_MIN + 1,
         ] {
             let mut text = String::from(secrets);
             while text.len() < len {
@@ -919,7 +1162,7 @@ mod tests {
     }
 
     /// The prefilter admits every pattern the old `RegexSet` said `hay` holds, and
-    /// redaction with it finds what running every pattern finds.
+    /// redaction with it, whole or in segments, finds what running every pattern finds.
     pub(super) fn prefilter_is_exact(r: &Redactor, hay: &[u8]) {
         let hits = PREFILTER.hits(hay);
         let set = PATTERN_SET.as_ref().expect("the set compiles").matches(hay);
@@ -937,6 +1180,45 @@ mod tests {
             "{:?}",
             String::from_utf8_lossy(hay)
         );
+        let anchors = ANCHORS.as_ref().expect("the anchors compile");
+        assert_eq!(
+            anchored_hits(anchors, hay),
+            PREFILTER.hits_at(hay),
+            "anchored: {:?}",
+            String::from_utf8_lossy(hay)
+        );
+        assert_eq!(
+            r.stream_spans(hay),
+            r.spans_of(hay, u64::MAX),
+            "stream: {:?}",
+            String::from_utf8_lossy(hay)
+        );
+        assert_eq!(
+            r.spans_segmented(hay),
+            r.spans_of(hay, u64::MAX),
+            "segmented: {:?}",
+            String::from_utf8_lossy(hay)
+        );
+    }
+
+    /// Regression: a search for a cut read the whole run of whitespace around each
+    /// line end of it, a quadratic time in a long run that is no cut (before an `=`).
+    #[test]
+    fn a_long_run_of_line_ends_is_read_once() {
+        let r = Redactor::default();
+        let text = format!("password{}=hunter22 and more\n", "\n".repeat(1 << 20));
+        let spans = r.spans_segmented(text.as_bytes());
+        assert_eq!(spans, r.spans_of(text.as_bytes(), u64::MAX));
+        assert_eq!(spans.len(), 1);
+    }
+
+    #[test]
+    fn the_longest_literal_is_known() {
+        let longest = LITERALS
+            .iter()
+            .flat_map(|(_, lits)| lits.iter().map(|l| l.len()))
+            .max();
+        assert_eq!(longest, Some(LITERAL_BYTES_MAX));
     }
 
     #[test]
@@ -1408,6 +1690,45 @@ mod stream_tests {
         }
     }
 
+    /// What may join a line to the next into one match, and what may not.
+    const JOINTS: &[&str] = &[
+        "\n",
+        "\r\n",
+        "\n\n",
+        " \n\t ",
+        "=\n",
+        "\n=",
+        " =\r\n ",
+        ":\n",
+        "\n :",
+        "\\\n",
+        "\\n",
+        "x=a\\\nb",
+        "Bearer\n",
+        "bearer \n\t",
+        "BEARER\u{85}\n",
+        "password\n",
+        "password =\n ",
+        "api_\u{212a}ey\n=",
+        "pa\u{17f}\u{17f}word:\n",
+        "token\r\n:",
+        "\"\n",
+        "'\n",
+        "\u{a0}\n",
+        "\n\u{2028}=",
+        "\n-----END RSA PRIVATE KEY-----\n",
+        "-----BEGIN RSA PRIVATE KEY-----\n",
+        "-----BEGIN PRIVATE KEY-----",
+        "https://user:",
+        "@host\n",
+        // Literals inside and across one another, one or two bytes apart.
+        "sk-sk-ant-",
+        "kKEy",
+        "SSK0",
+        "ppwdPassword",
+        "xeyJ",
+    ];
+
     fn separator(rng: &Rng) -> &'static [u8] {
         [
             &b" "[..],
@@ -1582,6 +1903,40 @@ mod stream_tests {
             let r = redactor();
             super::tests::prefilter_is_exact(&r, &made);
             super::tests::prefilter_is_exact(&r, &changed);
+        }
+
+        /// The segmented search of a big text against every pattern run over the whole
+        /// text, on made texts whose secrets are glued to the lines around them by
+        /// what may join lines into one match: line ends in whitespace runs beside `=`,
+        /// `:`, `Bearer`, escaped line ends, spaces outside ASCII, keys with and without
+        /// their end line, secrets side by side.
+        #[test]
+        fn segments_find_the_spans_of_the_whole_text(
+            seed in any::<u64>(),
+            pieces in 1usize..80,
+        ) {
+            let rng = Rng::new(seed);
+            let mut text = Vec::new();
+            for _ in 0..pieces {
+                match rng.below(3) {
+                    0 => text.extend_from_slice(JOINTS[rng.below(JOINTS.len())].as_bytes()),
+                    1 => text.extend_from_slice(separator(&rng)),
+                    _ => {}
+                }
+                if rng.below(2) == 0 {
+                    text.extend(secret(&rng, rng.below(KINDS)).into_bytes());
+                } else {
+                    text.extend(filler(&rng));
+                }
+            }
+            for r in [redactor(), Redactor::default()] {
+                let whole = r.spans_of(&text, u64::MAX);
+                prop_assert!(
+                    r.spans_segmented(&text) == whole,
+                    "{:?}",
+                    String::from_utf8_lossy(&text)
+                );
+            }
         }
 
         #[test]
