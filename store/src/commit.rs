@@ -8,14 +8,6 @@
 //! leave) calls [`LogWriter::sync`](crate::LogWriter::sync) instead, which returns only
 //! once they are. A failed `fdatasync` poisons the writer, as on the call path: what
 //! reached the disk is unknown after it.
-//!
-//! While the thread's `fdatasync` runs, an append to the same file can wait for it in
-//! the kernel (ext4 holds writes to a file being synced: measured, one `write` in a
-//! hundred took a millisecond or more, against 4 µs otherwise). So the records appended
-//! meanwhile are held in memory ([`Committer::write_or_hold`]) and the thread writes
-//! them, in order, as soon as its sync returns; at most [`HELD_BYTES_MAX`] are held,
-//! past it the writer waits for the sync as it did in the kernel. A writer that must
-//! know its records are in the file or on the disk waits for the held ones first.
 
 use std::fs::File;
 use std::io::Write as _;
@@ -30,10 +22,6 @@ use std::time::{Duration, Instant};
 /// action the record announces was taken.
 pub const SYNC_TRACE_ENV: &str = "CAIRN_SYNC_TRACE";
 
-/// The most bytes of records held in memory while the group-commit thread syncs; an
-/// append past it waits for the sync to end.
-pub const HELD_BYTES_MAX: usize = 1 << 20;
-
 #[derive(Debug, Default)]
 struct State {
     /// Bytes asked to be durable.
@@ -44,18 +32,12 @@ struct State {
     stop: bool,
     /// The thread waits for a request (not inside a window): a request must wake it.
     idle: bool,
-    /// The thread is syncing, or writing what was held meanwhile: appends are held.
-    syncing: bool,
-    /// Records appended while the thread syncs, to be written by it after the sync.
-    held: Vec<u8>,
 }
 
 #[derive(Debug, Default)]
 struct Shared {
     state: Mutex<State>,
     wake: Condvar,
-    /// Notified when the thread stops syncing (what it held is in the file).
-    synced: Condvar,
 }
 
 impl Shared {
@@ -114,38 +96,6 @@ impl Committer {
     #[cfg(test)]
     pub(crate) fn trace_to(&mut self, file: File) {
         self.trace = Some(Arc::new(Mutex::new(file)));
-    }
-
-    /// Appends `bytes` to `file`, or holds them for the thread to write after the sync
-    /// it is running (see the module docs). Fails, writing nothing, when the thread's
-    /// last write or sync failed.
-    pub(crate) fn write_or_hold(&self, file: &File, bytes: &[u8]) -> std::io::Result<()> {
-        let mut s = self.shared.lock();
-        if s.syncing && s.held.len() + bytes.len() <= HELD_BYTES_MAX {
-            s.held.extend_from_slice(bytes);
-            return Ok(());
-        }
-        // Held records go first: wait until the thread wrote them.
-        s = self.wait_written(s);
-        if let Some(what) = &s.failed {
-            return Err(std::io::Error::other(what.clone()));
-        }
-        drop(s);
-        // The thread may start a sync meanwhile: it claims only what was asked for
-        // before, which this write is not part of.
-        (&*file).write_all(bytes)
-    }
-
-    /// Waits until nothing is held (every record appended is in the file).
-    pub(crate) fn wait_written_all(&self) {
-        drop(self.wait_written(self.shared.lock()));
-    }
-
-    fn wait_written<'a>(&'a self, mut s: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
-        while s.syncing {
-            s = (self.shared.synced.wait(s)).unwrap_or_else(PoisonError::into_inner);
-        }
-        s
     }
 
     /// Records that the first `len` bytes were made durable on the caller's thread.
@@ -228,41 +178,22 @@ fn run(
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        // Nothing is held here (the last sync wrote what it held before it ended), so
-        // every byte asked for is in the file.
         let target = s.wanted;
-        s.syncing = true;
         drop(s);
         let result = file.sync_data();
         let mut s = shared.lock();
         match result {
-            Ok(()) => s.synced = s.synced.max(target),
-            Err(e) => s.failed = Some(format!("fsync failed: {e}")),
-        }
-        if end_sync(shared, s, file) {
-            return;
-        }
-        trace(trace_to, path, target);
-    }
-}
-
-/// Ends a sync: writes what was held meanwhile, in order (appends wait), then lets
-/// appends go to the file again. True when a write or the sync failed.
-fn end_sync<'a>(shared: &'a Shared, mut s: MutexGuard<'a, State>, file: &File) -> bool {
-    while s.failed.is_none() && !s.held.is_empty() {
-        let held = std::mem::take(&mut s.held);
-        drop(s);
-        let written = (&*file).write_all(&held);
-        s = shared.lock();
-        if let Err(e) = written {
-            s.failed = Some(format!("write failed: {e}"));
+            Ok(()) => {
+                s.synced = s.synced.max(target);
+                drop(s);
+                trace(trace_to, path, target);
+            }
+            Err(e) => {
+                s.failed = Some(format!("fsync failed: {e}"));
+                return;
+            }
         }
     }
-    s.syncing = false;
-    let failed = s.failed.is_some();
-    drop(s);
-    shared.synced.notify_all();
-    failed
 }
 
 /// The file [`SYNC_TRACE_ENV`] names, opened for append, if it is set and opens.
@@ -352,73 +283,6 @@ mod tests {
         drop(c);
         let trace = std::fs::read_to_string(trace_path).unwrap();
         assert_eq!(trace, format!("synced {} 50\n", log.display()));
-    }
-
-    /// A committer whose thread is (as far as appends can tell) in the middle of a sync.
-    fn syncing(dir: &Path) -> (PathBuf, File, Committer) {
-        let log = dir.join("log");
-        let file = File::create(&log).unwrap();
-        let c = Committer::new(&log, 0, Duration::from_secs(600), None);
-        c.shared.lock().syncing = true;
-        (log, file, c)
-    }
-
-    #[test]
-    fn records_appended_during_a_sync_are_written_after_it_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let (log, file, c) = syncing(dir.path());
-        c.write_or_hold(&file, b"one\n").unwrap();
-        c.write_or_hold(&file, b"two\n").unwrap();
-        assert_eq!(std::fs::read(&log).unwrap(), b"");
-        assert!(!end_sync(&c.shared, c.shared.lock(), &file));
-        c.write_or_hold(&file, b"three\n").unwrap();
-        assert_eq!(std::fs::read(&log).unwrap(), b"one\ntwo\nthree\n");
-    }
-
-    #[test]
-    fn past_held_bytes_max_an_append_waits_for_the_sync_and_keeps_the_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let (log, file, c) = syncing(dir.path());
-        let at_limit = vec![b'a'; HELD_BYTES_MAX];
-        c.write_or_hold(&file, &at_limit).unwrap();
-        assert_eq!(
-            std::fs::metadata(&log).unwrap().len(),
-            0,
-            "held at the limit"
-        );
-        let shared = Arc::clone(&c.shared);
-        let f = file.try_clone().unwrap();
-        let ender = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(100));
-            end_sync(&shared, shared.lock(), &f)
-        });
-        // One byte past: waits until the held bytes are written, then goes after them.
-        c.write_or_hold(&file, b"b").unwrap();
-        assert!(!ender.join().unwrap());
-        let mut want = at_limit;
-        want.push(b'b');
-        assert_eq!(std::fs::read(&log).unwrap(), want);
-    }
-
-    #[test]
-    fn appends_racing_real_syncs_reach_the_file_whole_and_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("log");
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .unwrap();
-        let mut c = Committer::new(&log, 0, Duration::ZERO, None);
-        let mut want = Vec::new();
-        for i in 0..3000 {
-            let line = format!("record {i}\n");
-            c.write_or_hold(&file, line.as_bytes()).unwrap();
-            want.extend_from_slice(line.as_bytes());
-            c.request(&file, want.len() as u64).unwrap();
-        }
-        drop(c);
-        assert_eq!(std::fs::read(&log).unwrap(), want);
     }
 
     #[test]

@@ -320,12 +320,7 @@ impl LogWriter {
                 ),
             });
         }
-        let written = match self.options.durability {
-            // Held while the group-commit thread syncs (see `commit`).
-            Durability::Batch => self.committer.write_or_hold(&self.file, &self.line_buf),
-            Durability::Always | Durability::None => self.file.write_all(&self.line_buf),
-        };
-        if let Err(e) = written {
+        if let Err(e) = self.file.write_all(&self.line_buf) {
             self.failed = Some(format!("write failed: {e}"));
             return Err(e).at(&self.path);
         }
@@ -397,7 +392,6 @@ impl LogWriter {
     }
 
     fn sync_now(&mut self) -> Result<()> {
-        self.committer.wait_written_all();
         if let Err(e) = self.file.sync_data() {
             // What reached the disk is unknown after a failed fsync: never retry.
             self.failed = Some(format!("fsync failed: {e}"));
@@ -425,15 +419,7 @@ impl LogWriter {
         &self.path
     }
 
-    /// Waits until every record appended is in the file (not necessarily on the disk):
-    /// with `batch`, the records appended while the group-commit thread syncs are held
-    /// until its sync returns. Call it before reading the log back while writing it.
-    pub fn wait_written(&self) {
-        self.committer.wait_written_all();
-    }
-
-    /// The length of the log in bytes (records held included, see
-    /// [`LogWriter::wait_written`]).
+    /// The length of the log in bytes.
     pub fn len_bytes(&self) -> u64 {
         self.len
     }

@@ -458,7 +458,6 @@ impl Engine {
             .map(|(id, _, _)| (id.clone(), CallTrace::default()))
             .collect();
         // Only the records after the earliest unfinished call are read.
-        self.rec.log.wait_written();
         let reader = LogReader::open(&self.dir)?;
         for r in reader.records_from(open[0].2)? {
             let r = r?;
