@@ -137,10 +137,10 @@ fn start(home: &Path, ws: &Path, capture: Capture) -> Result<f64> {
 
 /// [`start`], with the CPU time (user + system, all threads) of the start: ms each.
 fn start_cpu(home: &Path, ws: &Path, capture: Capture) -> Result<(f64, f64)> {
-    let (t, cpu) = (Instant::now(), crate::scan::process_cpu());
+    let (t, cpu) = (Instant::now(), crate::cpu::process_secs());
     let engine = Engine::start(&Home::at(home), ws, config(capture))?;
     let ms = t.elapsed().as_secs_f64() * 1e3;
-    let cpu_ms = (crate::scan::process_cpu() - cpu).as_secs_f64() * 1e3;
+    let cpu_ms = (crate::cpu::process_secs() - cpu) * 1e3;
     engine.end("bench")?;
     Ok((ms, cpu_ms))
 }

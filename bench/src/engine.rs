@@ -90,22 +90,11 @@ fn finder(names: &[&str]) -> Option<String> {
         .map(|n| n.to_string())
 }
 
-/// CPU time (user + system, seconds) of this process (`RUSAGE_SELF`: every thread)
-/// or of its waited-for children (`RUSAGE_CHILDREN`).
-fn cpu_secs(who: libc::c_int) -> f64 {
-    // SAFETY: getrusage only writes the struct it is given.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::getrusage(who, &mut u) };
-    assert_eq!(r, 0, "getrusage failed");
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(u.ru_utime) + tv(u.ru_stime)
-}
-
 /// Runs a command with its stdout drained through a pipe (not /dev/null, which rg
 /// detects and answers by stopping at the first match); returns (seconds, lines,
 /// CPU seconds of the command).
 fn time_process(program: &str, args: &[&str]) -> Result<(f64, usize, f64)> {
-    let cpu_before = cpu_secs(libc::RUSAGE_CHILDREN);
+    let cpu_before = crate::cpu::children_secs();
     let started = Instant::now();
     let mut child = Command::new(program)
         .args(args)
@@ -119,7 +108,7 @@ fn time_process(program: &str, args: &[&str]) -> Result<(f64, usize, f64)> {
     }
     let status = child.wait()?;
     let secs = started.elapsed().as_secs_f64();
-    let cpu = cpu_secs(libc::RUSAGE_CHILDREN) - cpu_before;
+    let cpu = crate::cpu::children_secs() - cpu_before;
     ensure!(
         status.code().is_some_and(|c| c <= 1),
         "{program} {args:?} failed: {status}"
@@ -141,9 +130,9 @@ fn time_call_cpu(
     tool: &str,
     input: serde_json::Value,
 ) -> Result<(f64, String, f64)> {
-    let before = cpu_secs(libc::RUSAGE_SELF);
+    let before = crate::cpu::process_secs();
     let (secs, out) = time_call(engine, tool, input)?;
-    Ok((secs, out, cpu_secs(libc::RUSAGE_SELF) - before))
+    Ok((secs, out, crate::cpu::process_secs() - before))
 }
 
 fn first_line(s: &str) -> String {

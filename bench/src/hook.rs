@@ -45,18 +45,6 @@ fn spawn(program: &Path, args: &[&str], home: &Path, input: &[u8]) -> Result<f64
     Ok(start.elapsed().as_secs_f64() * 1000.0)
 }
 
-/// CPU time (user + system) of every waited-for child so far, in ms.
-fn children_cpu_ms() -> f64 {
-    // SAFETY: getrusage writes only into the struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `usage` is a valid, writable rusage.
-    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
-        return f64::NAN;
-    }
-    let ms = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
-    ms(usage.ru_utime) + ms(usage.ru_stime)
-}
-
 fn pct(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -100,7 +88,7 @@ pub fn run(args: &HookArgs) -> Result<()> {
     let mut cpu_per_process = Vec::new();
     let mut floor = Vec::new();
     for i in 0..args.calls {
-        let cpu_before = children_cpu_ms();
+        let cpu_before = crate::cpu::children_secs() * 1e3;
         let pre = spawn(
             &cairn,
             &["hook", "claude"],
@@ -119,7 +107,7 @@ pub fn run(args: &HookArgs) -> Result<()> {
             ),
         )?;
         per_call.push(pre + post);
-        cpu_per_process.push((children_cpu_ms() - cpu_before) / 2.0);
+        cpu_per_process.push(((crate::cpu::children_secs() * 1e3) - cpu_before) / 2.0);
         floor.push(
             spawn(Path::new("true"), &[], &home, b"")? + spawn(Path::new("true"), &[], &home, b"")?,
         );

@@ -12,6 +12,7 @@ mod capture;
 mod child;
 mod confine;
 mod consent;
+mod cpu;
 mod engine;
 mod events;
 mod hook;

@@ -76,10 +76,10 @@ pub fn run(args: &ScanArgs) -> Result<()> {
     let mut cpu_ms = Vec::with_capacity(args.runs);
     let mut git_ms = Vec::with_capacity(args.runs);
     for _ in 0..args.runs {
-        let (t, cpu) = (Instant::now(), process_cpu());
+        let (t, cpu) = (Instant::now(), crate::cpu::process_secs());
         let m = scan_cached(&ws, &blobs, &mut cache)?.len();
         ms.push(t.elapsed().as_secs_f64() * 1e3);
-        cpu_ms.push((process_cpu() - cpu).as_secs_f64() * 1e3);
+        cpu_ms.push((crate::cpu::process_secs() - cpu) * 1e3);
         anyhow::ensure!(m == n, "the tree changed under the benchmark");
         if !args.no_git {
             let t = Instant::now();
@@ -107,20 +107,6 @@ pub fn run(args: &ScanArgs) -> Result<()> {
     }
     println!("load average: {}", load_average());
     Ok(())
-}
-
-/// CPU time (user + system) this process has used so far, all its threads: beside a
-/// wall time, it shows what a loaded machine's waiting hides.
-pub fn process_cpu() -> std::time::Duration {
-    // SAFETY: an all-zero `rusage` is a valid value of this plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: the out-pointer is valid; RUSAGE_SELF cannot fail.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let tv = |t: libc::timeval| {
-        std::time::Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
-            + std::time::Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
-    };
-    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 /// The first three fields of `/proc/loadavg`, to note beside the figures.

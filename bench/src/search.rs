@@ -119,28 +119,6 @@ fn median(mut v: Vec<f64>) -> f64 {
     pct(&v, 0.5)
 }
 
-/// CPU seconds this process has used (every thread).
-fn cpu_s() -> f64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `t` is a valid timespec to write into.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
-    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
-}
-
-/// CPU seconds the calling thread has used.
-fn thread_cpu_s() -> f64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `t` is a valid timespec to write into.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
-}
-
 /// What recording `sessions` sessions cost, in seconds.
 #[derive(Default, Clone, Copy)]
 struct Cost {
@@ -189,25 +167,25 @@ fn record(home: &Home, ws: &Path, a: &SearchArgs, words: &mut Words, mode: Mode)
         let mut config = EngineConfig::new(Catalog::Thoth);
         config.durability = cairn_store::Durability::Batch;
         config.search_index = mode == Mode::Live;
-        let (t, c) = (Instant::now(), cpu_s());
+        let (t, c) = (Instant::now(), crate::cpu::process_secs());
         let mut e = Engine::start(home, ws, config)?;
         e.set_approver(Box::new(Policy::AllowAll));
         e.user_message(&format!("session {s}: {}", words.text(200)))?;
         for c in 0..a.calls {
-            let (t, tc) = (Instant::now(), thread_cpu_s());
+            let (t, tc) = (Instant::now(), crate::cpu::thread_secs());
             e.call("read_file", json!({ "path": format!("f{c}.txt") }))?;
             cost.calls += t.elapsed().as_secs_f64();
-            cost.calls_cpu += thread_cpu_s() - tc;
+            cost.calls_cpu += crate::cpu::thread_secs() - tc;
         }
         let dir = e.dir().to_path_buf();
         e.end("done")?;
         cost.wall += t.elapsed().as_secs_f64();
-        cost.cpu += cpu_s() - c;
+        cost.cpu += crate::cpu::process_secs() - c;
         if let Some(index) = index.as_mut() {
-            let (t, c) = (Instant::now(), cpu_s());
+            let (t, c) = (Instant::now(), crate::cpu::process_secs());
             let n = index.update_session(&dir)?;
             cost.after_wall += t.elapsed().as_secs_f64();
-            cost.after_cpu += cpu_s() - c;
+            cost.after_cpu += crate::cpu::process_secs() - c;
             if n == 0 {
                 bail!("{}: nothing indexed", dir.display());
             }
@@ -521,12 +499,18 @@ pub fn query(a: &QueryArgs) -> Result<()> {
     if a.reuse.is_none() {
         let clock = Instant::now();
         let t = t.as_ref().context("no template")?;
-        let (cpu, log_bytes) = (cpu_s(), write_sessions(t, &projects, a)?);
-        let (write_s, write_cpu) = (clock.elapsed().as_secs_f64(), cpu_s() - cpu);
-        let (clock, cpu) = (Instant::now(), cpu_s());
+        let (cpu, log_bytes) = (crate::cpu::process_secs(), write_sessions(t, &projects, a)?);
+        let (write_s, write_cpu) = (
+            clock.elapsed().as_secs_f64(),
+            crate::cpu::process_secs() - cpu,
+        );
+        let (clock, cpu) = (Instant::now(), crate::cpu::process_secs());
         let mut index = Index::open(&db)?;
         let up = index.update(session_dirs(&home))?;
-        let (index_s, index_cpu) = (clock.elapsed().as_secs_f64(), cpu_s() - cpu);
+        let (index_s, index_cpu) = (
+            clock.elapsed().as_secs_f64(),
+            crate::cpu::process_secs() - cpu,
+        );
         if !up.problems.is_empty() {
             bail!(
                 "not indexed: {:?}",
