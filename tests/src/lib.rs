@@ -365,6 +365,21 @@ pub fn open_writer(dir: &Path, options: Options) -> Result<(LogWriter, Recovery)
     LogWriter::open(dir, options)
 }
 
+/// The first line `child` prints on its stdout (piped), with its line end: what a
+/// helper process says once it is ready. The rest of its stdout is dropped.
+pub fn first_line(child: &mut Child) -> String {
+    use std::io::BufRead;
+    let mut line = String::new();
+    let stdout = child
+        .stdout
+        .take()
+        .unwrap_or_else(|| panic!("stdout is not piped"));
+    io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .unwrap_or_else(|e| panic!("reading the child's stdout: {e}"));
+    line
+}
+
 /// Sends SIGKILL to `child` and reaps it.
 pub fn sigkill(child: &mut Child) -> io::Result<std::process::ExitStatus> {
     let pid = libc::pid_t::try_from(child.id()).map_err(io::Error::other)?;

@@ -366,10 +366,7 @@ fn a_log_locked_by_a_live_process_is_refused_naming_its_pid() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = cairn_tests::first_line(&mut child);
     assert!(line.starts_with("ready"), "{line}");
     let err = Engine::resume(&w.home, &dir, ResumeOptions::default())
         .err()

@@ -3,7 +3,6 @@
 //! before its commit loses nothing), and the catch-up that reads the home's written
 //! set instead of listing every session, after each kind of writer.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -510,10 +509,7 @@ fn a_call_of_a_process_killed_before_the_indexer_committed_is_found_by_the_catch
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = cairn_tests::first_line(&mut child);
     let dir = PathBuf::from(line.trim().strip_prefix("called ").unwrap());
     child.kill().unwrap();
     child.wait().unwrap();

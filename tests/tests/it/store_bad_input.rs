@@ -3,7 +3,6 @@
 //! variant and a lowercase message that names the file, or reports it as a problem, and
 //! never changes the file it was given.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -523,10 +522,7 @@ fn log_locked_by_another_process_names_its_pid() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut ready = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut ready)
-        .unwrap();
+    let ready = cairn_tests::first_line(&mut child);
     assert_eq!(ready.trim(), format!("ready {}", child.id()));
 
     let lock = dir.join(LOCK_FILE);
