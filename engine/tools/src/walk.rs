@@ -1049,6 +1049,66 @@ mod tests {
         assert!(!f.cache.stamps_loaded());
     }
 
+    // Regression guard: a rescan after a command that changed files writes neither the
+    // cache nor the stamps (~15 MB at 50,000 files, off the command's path); the
+    // session's end (its cache dropped) writes both, and the next start takes them. A
+    // session that dies before its end leaves the files of its start, and the next
+    // start still sees every change.
+    #[test]
+    fn a_rescan_leaves_its_writes_to_the_sessions_end_and_a_dead_session_loses_no_change() {
+        let mut f = Fixture::new();
+        f.write("d/a.txt", "a");
+        f.write("d/b.txt", "b");
+        f.settle();
+        f.reopen();
+        f.start();
+        let read = |p: &Path| std::fs::read(p).unwrap();
+        let (cache, stamps) = (
+            f.home.path().join("cache"),
+            f.home.path().join("cache.stamps"),
+        );
+        let at_start = (read(&cache), read(&stamps));
+        f.write("d/a.txt", "changed");
+        f.write("d/c.txt", "new");
+        let rescanned = f.scan();
+        assert_eq!(hashes(&rescanned), f.truth());
+        assert_eq!(
+            (read(&cache), read(&stamps)),
+            at_start,
+            "a rescan writes neither"
+        );
+        // Past the racy window, so that the start keeps a listing and stamps.
+        let past_racy =
+            || std::thread::sleep(Duration::from_millis(2 * super::RACY_NS as u64 / 1_000_000));
+        past_racy();
+        // The session dies: its cache is never dropped.
+        let dead = std::mem::replace(
+            &mut f.cache,
+            ScanCache::new(f.home.path().join("cache"), CredentialFiles::defaults()),
+        );
+        std::mem::forget(dead);
+        let (after_death, _) = f.start();
+        assert_eq!(after_death, rescanned);
+        let at_second_start = (read(&cache), read(&stamps));
+        assert_ne!(at_second_start, at_start, "a start writes at once");
+        // A session that ends: dropping its cache saves what its rescans found.
+        f.write("d/b.txt", "b, changed");
+        past_racy();
+        let ended = f.scan();
+        assert_eq!(hashes(&ended), f.truth());
+        assert_eq!((read(&cache), read(&stamps)), at_second_start);
+        f.reopen();
+        let at_end = (read(&cache), read(&stamps));
+        assert_ne!(at_end.0, at_second_start.0, "the end wrote the cache");
+        assert_ne!(at_end.1, at_second_start.1, "the end wrote the stamps");
+        let (next, _) = f.start();
+        assert!(
+            f.cache.stamps_loaded(),
+            "the next start takes the saved stamps"
+        );
+        assert_eq!(next, ended);
+    }
+
     // Regression guard: a file added to a folder (its mtime set back) and one removed
     // between two sessions must be seen though the saved stamps are loaded.
     #[test]
