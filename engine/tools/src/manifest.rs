@@ -620,6 +620,11 @@ fn scan_with(
             cache_state.last = Some(last);
             return Ok(manifest);
         }
+        // A rescan where only some files moved: the last scan's manifest and stamps
+        // with theirs put right, without a pass over every file.
+        (Some(moved), Some(last)) if !git_lookup => {
+            return patch(root, blobs, cache_state, last, moved, started_ns);
+        }
         // Only the files that moved are looked at as a walk's would be; the others
         // are what the last scan saw.
         (Some(moved), Some(last)) => (since(last, moved), true),
@@ -655,52 +660,15 @@ fn scan_with(
     let (capture, file_bytes_max) = (cache_state.capture, cache_state.file_bytes_max);
     for (i, s) in seen.iter().enumerate() {
         if let Some(kind) = s.special {
-            entries[i] = Some(ManifestEntry {
-                path: s.path.clone(),
-                size: 0,
-                mode: s.mode,
-                hash: None,
-                withheld: false,
-                git: None,
-                not_kept: None,
-                special: Some(kind),
-            });
+            entries[i] = Some(special_entry(s, kind));
             continue;
         }
-        match cache.get(&s.path) {
-            // Blobs are never deleted, so a cache hit needs no look at the blob store;
-            // but an entry hashed without its blob (withheld by this or another
-            // session's list, git-backed, not kept) vouches for no blob, and a file
-            // this session keeps needs one.
-            Some(c)
-                if c.size == s.size
-                    && c.mtime_ns == s.mtime_ns
-                    && c.ctime_ns == s.ctime_ns
-                    && c.mode == s.mode
-                    && {
-                        let has_blob = !c.withheld && c.git.is_none() && c.not_kept.is_none();
-                        let kept_elsewhere = !c.withheld
-                            && match (&c.git, c.not_kept) {
-                                (Some(_), _) => capture == Capture::Git,
-                                (_, Some(NotKept::TooLarge)) => s.size > file_bytes_max,
-                                (_, Some(NotKept::Sparse)) => true,
-                                _ => false,
-                            };
-                        withheld[i] || has_blob || kept_elsewhere
-                    } =>
-            {
-                entries[i] = Some(ManifestEntry {
-                    path: s.path.clone(),
-                    size: s.size,
-                    mode: s.mode,
-                    hash: c.hash,
-                    withheld: withheld[i],
-                    git: c.git.clone().filter(|_| !withheld[i]),
-                    not_kept: c.not_kept.filter(|_| !withheld[i]),
-                    special: None,
-                });
-            }
-            _ => todo.push(i),
+        match cache
+            .get(&s.path)
+            .and_then(|c| from_cache(c, s, withheld[i], capture, file_bytes_max))
+        {
+            Some(entry) => entries[i] = Some(entry),
+            None => todo.push(i),
         }
     }
     // Read only when some file has to be hashed: a warm start reads no index. A file
@@ -727,70 +695,7 @@ fn scan_with(
             false
         });
     }
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
-    let results: Vec<(usize, Result<Option<ManifestEntry>>)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let todo = &todo;
-                let seen = &seen;
-                let withheld = &withheld;
-                scope.spawn(move || {
-                    todo.iter()
-                        .skip(t)
-                        .step_by(threads)
-                        .map(|&i| {
-                            let s = &seen[i];
-                            // A file that vanished, cannot be opened, or was swapped for
-                            // a FIFO or a device since the walk is left out (`None`):
-                            // the workspace no longer has it as a readable file.
-                            let path = root.join(&s.path);
-                            let Ok((file, meta)) = open_regular(&path) else {
-                                return (i, Ok(None));
-                            };
-                            let entry = |hash, size, git: Option<GitOid>, not_kept| ManifestEntry {
-                                path: s.path.clone(),
-                                size,
-                                mode: s.mode,
-                                hash: Some(hash),
-                                withheld: withheld[i],
-                                git,
-                                not_kept,
-                                special: None,
-                            };
-                            let elsewhere = if withheld[i] {
-                                Some((None, None))
-                            } else if is_sparse(&file, &meta) {
-                                Some((None, Some(NotKept::Sparse)))
-                            } else if meta.len() > file_bytes_max {
-                                Some((None, Some(NotKept::TooLarge)))
-                            } else {
-                                None
-                            };
-                            let r = if let Some((git, not_kept)) = elsewhere {
-                                hash_len(file)
-                                    .map(|(hash, len)| Some(entry(hash, len, git, not_kept)))
-                                    .map_err(io_at(&path))
-                            } else {
-                                blobs
-                                    .put_reader(file)
-                                    .map(|b| Some(entry(b.hash, b.len, None, None)))
-                                    .map_err(EngineError::from)
-                            };
-                            (i, r)
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        // A hashing thread that panicked is a bug: it fails the scan loudly rather
-        // than leaving its share of the files out of the manifest.
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
+    let results = look_up_all(root, blobs, &todo, &seen, withheld, file_bytes_max);
     for (i, r) in results {
         // An error (the blob store cannot write) fails the scan: a file left out of the
         // manifest would make checkout and replay silently inexact.
@@ -841,21 +746,9 @@ fn scan_with(
         .iter()
         .filter(|m| m.special.is_none())
         .filter_map(|m| {
-            by_path.get(m.path.as_str()).map(|s| CacheEntry {
-                path: m.path.clone(),
-                size: m.size,
-                mtime_ns: if s.racy(started_ns) {
-                    SMUDGED
-                } else {
-                    s.mtime_ns
-                },
-                ctime_ns: s.ctime_ns,
-                mode: m.mode,
-                hash: m.hash,
-                withheld: m.withheld,
-                git: m.git.clone(),
-                not_kept: m.not_kept,
-            })
+            by_path
+                .get(m.path.as_str())
+                .map(|s| cache_entry(m, s, started_ns))
         })
         .collect();
     if !defer {
@@ -863,6 +756,256 @@ fn scan_with(
     }
     cache_state.entries = Some(fresh.into_iter().map(|e| (e.path.clone(), e)).collect());
     Ok(manifest)
+}
+
+/// The manifest entry the cache's entry `c` vouches for, for the file `s` seen now
+/// (`withheld`: a credential file of the session), or `None` when the file must be
+/// read again.
+fn from_cache(
+    c: &CacheEntry,
+    s: &crate::walk::Seen,
+    withheld: bool,
+    capture: Capture,
+    file_bytes_max: u64,
+) -> Option<ManifestEntry> {
+    // Blobs are never deleted, so a cache hit needs no look at the blob store; but an
+    // entry hashed without its blob (withheld by this or another session's list,
+    // git-backed, not kept) vouches for no blob, and a file this session keeps needs
+    // one.
+    let has_blob = !c.withheld && c.git.is_none() && c.not_kept.is_none();
+    let kept_elsewhere = !c.withheld
+        && match (&c.git, c.not_kept) {
+            (Some(_), _) => capture == Capture::Git,
+            (_, Some(NotKept::TooLarge)) => s.size > file_bytes_max,
+            (_, Some(NotKept::Sparse)) => true,
+            _ => false,
+        };
+    let holds = c.size == s.size
+        && c.mtime_ns == s.mtime_ns
+        && c.ctime_ns == s.ctime_ns
+        && c.mode == s.mode
+        && (withheld || has_blob || kept_elsewhere);
+    holds.then(|| ManifestEntry {
+        path: s.path.clone(),
+        size: s.size,
+        mode: s.mode,
+        hash: c.hash,
+        withheld,
+        git: c.git.clone().filter(|_| !withheld),
+        not_kept: c.not_kept.filter(|_| !withheld),
+        special: None,
+    })
+}
+
+/// Reads, hashes and (unless withheld, sparse or too large) stores the files of `seen`
+/// ranked in `todo`, shared between the cores: each with its entry, or `None` for a
+/// file that vanished, cannot be opened, or was swapped for a FIFO or a device since
+/// it was seen (the workspace no longer has it as a readable file).
+fn look_up_all(
+    root: &Path,
+    blobs: &BlobStore,
+    todo: &[usize],
+    seen: &[crate::walk::Seen],
+    withheld: &[bool],
+    file_bytes_max: u64,
+) -> Vec<(usize, Result<Option<ManifestEntry>>)> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8)
+        .min(todo.len().max(1));
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || {
+                    todo.iter()
+                        .skip(t)
+                        .step_by(threads)
+                        .map(|&i| {
+                            (
+                                i,
+                                look_up(root, blobs, &seen[i], withheld[i], file_bytes_max),
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        // A hashing thread that panicked is a bug: it fails the scan loudly rather
+        // than leaving its share of the files out of the manifest.
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
+/// One file of [`look_up_all`].
+fn look_up(
+    root: &Path,
+    blobs: &BlobStore,
+    s: &crate::walk::Seen,
+    withheld: bool,
+    file_bytes_max: u64,
+) -> Result<Option<ManifestEntry>> {
+    let path = root.join(&s.path);
+    let Ok((file, meta)) = open_regular(&path) else {
+        return Ok(None);
+    };
+    let entry = |hash, size, git: Option<GitOid>, not_kept| ManifestEntry {
+        path: s.path.clone(),
+        size,
+        mode: s.mode,
+        hash: Some(hash),
+        withheld,
+        git,
+        not_kept,
+        special: None,
+    };
+    let elsewhere = if withheld {
+        Some((None, None))
+    } else if is_sparse(&file, &meta) {
+        Some((None, Some(NotKept::Sparse)))
+    } else if meta.len() > file_bytes_max {
+        Some((None, Some(NotKept::TooLarge)))
+    } else {
+        None
+    };
+    if let Some((git, not_kept)) = elsewhere {
+        hash_len(file)
+            .map(|(hash, len)| Some(entry(hash, len, git, not_kept)))
+            .map_err(io_at(&path))
+    } else {
+        blobs
+            .put_reader(file)
+            .map(|b| Some(entry(b.hash, b.len, None, None)))
+            .map_err(EngineError::from)
+    }
+}
+
+/// The entry of a FIFO, socket or device: recorded by kind, never opened.
+fn special_entry(s: &crate::walk::Seen, kind: Special) -> ManifestEntry {
+    ManifestEntry {
+        path: s.path.clone(),
+        size: 0,
+        mode: s.mode,
+        hash: None,
+        withheld: false,
+        git: None,
+        not_kept: None,
+        special: Some(kind),
+    }
+}
+
+/// The cache's entry for `m`, the entry of the file seen as `s` by a scan that started
+/// at `started_ns` (smudged when the file changed too close to it to be vouched for).
+fn cache_entry(m: &ManifestEntry, s: &crate::walk::Seen, started_ns: i64) -> CacheEntry {
+    CacheEntry {
+        path: m.path.clone(),
+        size: m.size,
+        mtime_ns: if s.racy(started_ns) {
+            SMUDGED
+        } else {
+            s.mtime_ns
+        },
+        ctime_ns: s.ctime_ns,
+        mode: m.mode,
+        hash: m.hash,
+        withheld: m.withheld,
+        git: m.git.clone(),
+        not_kept: m.not_kept,
+    }
+}
+
+/// A rescan's scan when the listing held and only the files of `moved` (rank, as seen
+/// now) have another stamp than `last`'s: `last`'s manifest and stamps with those
+/// files' entries put right (taken from the cache, or read and hashed) and the cache's
+/// entries for them. It gives what a pass over every file gives (a test compares),
+/// at the cost of the files that moved; the rest is left for [`ScanCache::save`].
+fn patch(
+    root: &Path,
+    blobs: &BlobStore,
+    cache_state: &mut ScanCache,
+    mut last: Last,
+    moved: Vec<(u32, crate::walk::Seen)>,
+    started_ns: i64,
+) -> Result<Vec<ManifestEntry>> {
+    cache_state.listing_reused = true;
+    cache_state.unmoved = false;
+    let cache_file = cache_state.file.clone();
+    let cache = cache_state
+        .entries
+        .get_or_insert_with(|| read_cache(&cache_file));
+    if cache_state.withheld_of_listing.len() != last.manifest.len() {
+        cache_state.withheld_of_listing = last
+            .manifest
+            .iter()
+            .map(|m| cache_state.withheld.matches(&m.path))
+            .collect();
+    }
+    let (ranks, seen): (Vec<usize>, Vec<crate::walk::Seen>) =
+        moved.into_iter().map(|(r, s)| (r as usize, s)).unzip();
+    let withheld: Vec<bool> = ranks
+        .iter()
+        .map(|&r| cache_state.withheld_of_listing[r])
+        .collect();
+    let (capture, file_bytes_max) = (cache_state.capture, cache_state.file_bytes_max);
+    let mut entries: Vec<Option<ManifestEntry>> = vec![None; seen.len()];
+    let mut todo = Vec::new();
+    for (i, s) in seen.iter().enumerate() {
+        entries[i] = match s.special {
+            Some(kind) => Some(special_entry(s, kind)),
+            None => cache
+                .get(&s.path)
+                .and_then(|c| from_cache(c, s, withheld[i], capture, file_bytes_max)),
+        };
+        if entries[i].is_none() {
+            todo.push(i);
+        }
+    }
+    for (i, r) in look_up_all(root, blobs, &todo, &seen, &withheld, file_bytes_max) {
+        // As in a full scan: an error fails the scan.
+        entries[i] = r?;
+    }
+    cache_state.stored_blobs = manifest_stored(&todo, &entries);
+    let mut vanished = Vec::new();
+    for ((rank, s), entry) in ranks.into_iter().zip(&seen).zip(entries) {
+        match entry {
+            Some(m) => {
+                if m.special.is_none() {
+                    cache.insert(m.path.clone(), cache_entry(&m, s, started_ns));
+                } else {
+                    cache.remove(&m.path);
+                }
+                last.stamps[rank] = if s.racy(started_ns) {
+                    s.stamp().smudged()
+                } else {
+                    s.stamp()
+                };
+                last.manifest[rank] = m;
+            }
+            None => {
+                cache.remove(&s.path);
+                vanished.push(rank);
+            }
+        }
+    }
+    cache_state.unsaved = true;
+    cache_state.last_digest = None;
+    if vanished.is_empty() {
+        let manifest = last.manifest.clone();
+        cache_state.last = Some(last);
+        return Ok(manifest);
+    }
+    // A file went while it was read: no entry for it, and no last scan to build on
+    // (the next rescan walks), as in a full scan.
+    let mut vanished = vanished.into_iter().peekable();
+    Ok(last
+        .manifest
+        .into_iter()
+        .enumerate()
+        .filter(|(rank, _)| vanished.next_if_eq(rank).is_none())
+        .map(|(_, m)| m)
+        .collect())
 }
 
 /// The files of the last scan's listing, with those that `moved` (by rank, in rank

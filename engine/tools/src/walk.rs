@@ -1109,6 +1109,68 @@ mod tests {
         assert_eq!(next, ended);
     }
 
+    // Regression guard: a rescan where only some files' stamps moved puts the last
+    // scan's manifest right file by file; after every change of a long run (contents
+    // of every length, a same-size rewrite with its mtime set back, a mode change, a
+    // credential file, changes within the racy window and after it) it must equal a
+    // full scan with a cache of its own, and the truth on disk; and what the session
+    // saves at its end must give the next start the same.
+    #[test]
+    fn a_rescan_of_files_that_moved_equals_a_full_scan_after_every_change() {
+        use std::os::unix::fs::PermissionsExt;
+        let mut f = Fixture::new();
+        let names: Vec<String> = (0..24).map(|i| format!("d{}/f{i}.txt", i % 3)).collect();
+        for n in &names {
+            f.write(n, n);
+        }
+        f.write("d0/.env", "TOKEN=1");
+        f.settle();
+        let full = |f: &Fixture, k: usize| {
+            let mut own = ScanCache::new(
+                f.home.path().join(format!("full-{k}")),
+                CredentialFiles::defaults(),
+            );
+            scan_cached(f.ws.path(), &f.blobs, &mut own).unwrap()
+        };
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for step in 0..60usize {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let name = &names[(x % names.len() as u64) as usize];
+            let path = f.ws.path().join(name);
+            match (x >> 8) % 6 {
+                0 => f.write(name, &"y".repeat((x >> 16) as usize % 40)),
+                1 => {
+                    f.rewrite_keeping_mtime(name, &format!("{:>width$}", step, width = name.len()))
+                }
+                2 => {
+                    let mode = std::fs::metadata(&path).unwrap().permissions().mode() ^ 0o100;
+                    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+                }
+                3 => f.write("d0/.env", &format!("TOKEN={step}")),
+                4 => {
+                    f.write(name, "");
+                    f.write(
+                        &names[(x >> 20) as usize % names.len()],
+                        &format!("step {step}"),
+                    );
+                }
+                _ => {}
+            }
+            if step % 20 == 19 {
+                std::thread::sleep(Duration::from_millis(2 * super::RACY_NS as u64 / 1_000_000));
+            }
+            let rescanned = f.scan();
+            assert!(f.cache.listing_reused(), "step {step}: no folder changed");
+            assert_eq!(rescanned, full(&f, step), "step {step}");
+            assert_eq!(hashes(&rescanned), f.truth(), "step {step}");
+        }
+        let last = f.scan();
+        f.reopen();
+        assert_eq!(f.start().0, last, "the next start, from what the end saved");
+    }
+
     // Regression guard: a file added to a folder (its mtime set back) and one removed
     // between two sessions must be seen though the saved stamps are loaded.
     #[test]
