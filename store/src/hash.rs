@@ -30,16 +30,8 @@ impl Hash {
         if hex.len() != 64 {
             return None;
         }
-        // A table lookup per digit, checked once at the end: this runs twice per record
-        // in verify, so it must not branch per character.
         let mut out = [0u8; 32];
-        let mut bad = 0u8;
-        for (i, pair) in hex.chunks_exact(2).enumerate() {
-            let (hi, lo) = (HEX_VALUE[pair[0] as usize], HEX_VALUE[pair[1] as usize]);
-            bad |= (hi | lo) & 0x80;
-            out[i] = (hi << 4) | (lo & 0x0f);
-        }
-        (bad == 0).then_some(Hash(out))
+        decode_lower_hex(hex, &mut out).then_some(Hash(out))
     }
 
     /// The first `n` hex digits, for display.
@@ -51,14 +43,37 @@ impl Hash {
 }
 
 pub(crate) fn encode_hex(bytes: &[u8; 32], out: &mut [u8; 64]) {
+    encode_lower_hex(bytes, out);
+}
+
+/// Writes `bytes` as lowercase hex digits into `out`, which must be twice as long.
+#[inline]
+pub fn encode_lower_hex(bytes: &[u8], out: &mut [u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for (i, b) in bytes.iter().enumerate() {
-        out[2 * i] = DIGITS[(b >> 4) as usize];
-        out[2 * i + 1] = DIGITS[(b & 0xf) as usize];
+    assert_eq!(out.len(), 2 * bytes.len(), "two hex digits a byte");
+    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = DIGITS[(b >> 4) as usize];
+        pair[1] = DIGITS[(b & 0xf) as usize];
     }
 }
 
-/// The value of each lowercase hex digit; 0x80 marks every other byte.
+/// Parses the lowercase hex digits `hex` into `out`, which must be half as long;
+/// `false` when any is not one (an uppercase digit is not: what is persisted is
+/// lowercase, so that it round-trips byte for byte).
+#[inline]
+pub fn decode_lower_hex(hex: &[u8], out: &mut [u8]) -> bool {
+    assert_eq!(hex.len(), 2 * out.len(), "two hex digits a byte");
+    // A table lookup per digit, checked once at the end: this runs twice per record
+    // in verify, so it must not branch per character.
+    let mut bad = 0u8;
+    for (o, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
+        let (hi, lo) = (HEX_VALUE[pair[0] as usize], HEX_VALUE[pair[1] as usize]);
+        bad |= (hi | lo) & 0x80;
+        *o = (hi << 4) | (lo & 0x0f);
+    }
+    bad == 0
+}
+
 const HEX_VALUE: [u8; 256] = {
     let mut t = [0x80u8; 256];
     let mut i = 0;
@@ -137,5 +152,24 @@ mod tests {
         assert_eq!("ABC".parse::<Hash>(), Err(ParseHashError));
         let upper = h.to_hex().to_uppercase();
         assert_eq!(upper.parse::<Hash>(), Err(ParseHashError));
+    }
+
+    #[test]
+    fn hex_of_any_length_round_trips_lowercase_only() {
+        let bytes: Vec<u8> = (0..=255u8).collect();
+        for n in [0, 1, 20, 32, 256] {
+            let mut hex = vec![0u8; 2 * n];
+            encode_lower_hex(&bytes[..n], &mut hex);
+            let mut back = vec![0u8; n];
+            assert!(decode_lower_hex(&hex, &mut back), "{n}");
+            assert_eq!(back, &bytes[..n]);
+        }
+        let mut hex = [0u8; 4];
+        encode_lower_hex(&[0xab, 0x0f], &mut hex);
+        assert_eq!(&hex, b"ab0f");
+        let mut out = [0u8; 2];
+        for bad in [&b"AB0F"[..], b"ab0g", b"ab0 ", b"\xff\xffab"] {
+            assert!(!decode_lower_hex(bad, &mut out), "{bad:?}");
+        }
     }
 }

@@ -38,7 +38,7 @@ pub mod written;
 pub use blob::{BlobCheck, BlobRef, BlobStore, hash_reader};
 pub use commit::SYNC_TRACE_ENV;
 pub use error::{Error, ParseNameError, Result};
-pub use hash::{Hash, ParseHashError};
+pub use hash::{Hash, ParseHashError, decode_lower_hex, encode_lower_hex};
 pub use lanes::{LANE_MESSAGE_BYTES_MAX, record_hashes};
 pub use lock::writer_pid;
 pub use log::{

@@ -63,26 +63,16 @@ fn oid_bytes(oid: &str) -> Option<([u8; 32], u8)> {
     if oid.len() != 40 && oid.len() != 64 {
         return None;
     }
-    let digit = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
     let mut out = [0u8; 32];
-    for (i, pair) in oid.as_bytes().chunks_exact(2).enumerate() {
-        out[i] = digit(pair[0])? << 4 | digit(pair[1])?;
-    }
-    Some((out, (oid.len() / 2) as u8))
+    let len = oid.len() / 2;
+    cairn_store::decode_lower_hex(oid.as_bytes(), &mut out[..len]).then_some((out, len as u8))
 }
 
 fn oid_hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(HEX[usize::from(b >> 4)] as char);
-        s.push(HEX[usize::from(b & 15)] as char);
-    }
-    s
+    let mut out = vec![0u8; 2 * bytes.len()];
+    cairn_store::encode_lower_hex(bytes, &mut out);
+    // Hex digits are ASCII.
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// The file's bytes for `stamps` and `manifest` (one each per file of the listing
@@ -216,4 +206,33 @@ pub(crate) fn decode(
 pub(crate) fn digest(bytes: &[u8]) -> Hash {
     let at = bytes.len().saturating_sub(SUM_BYTES);
     Hash(bytes[at..].try_into().unwrap_or([0; SUM_BYTES]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_ids_of_sha1_and_sha256_round_trip_and_others_are_refused() {
+        let sha1 = "0123456789abcdef0123456789abcdef01234567";
+        let sha256 = "a5".repeat(32);
+        for id in [sha1, sha256.as_str()] {
+            let (bytes, len) = oid_bytes(id).unwrap();
+            assert_eq!(usize::from(len), id.len() / 2);
+            assert!(
+                bytes[usize::from(len)..].iter().all(|&b| b == 0),
+                "zero-padded"
+            );
+            assert_eq!(oid_hex(&bytes[..usize::from(len)]), id);
+        }
+        for bad in [
+            sha1.to_uppercase(),
+            sha1[..38].to_string(),
+            format!("{sha1}0"),
+            sha1.replace('a', "g"),
+            String::new(),
+        ] {
+            assert!(oid_bytes(&bad).is_none(), "{bad}");
+        }
+    }
 }
