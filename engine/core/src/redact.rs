@@ -27,6 +27,8 @@ use std::sync::{LazyLock, OnceLock};
 use aho_corasick::{AhoCorasick, MatchKind};
 use regex::bytes::{Regex, RegexSet};
 
+mod probe;
+
 /// Counts of redactions by kind.
 pub type Counts = BTreeMap<String, u32>;
 
@@ -674,6 +676,13 @@ impl Redactor {
             serde_json::Value::Object(m) => m.values().any(|x| self.json_holds_secret(x)),
             _ => false,
         }
+    }
+
+    /// [`Redactor::json_holds_secret`] of `value`'s JSON tree, asked of the value
+    /// itself, without building the tree: the check every record goes through before
+    /// it is written.
+    pub fn holds_secret<T: serde::Serialize + ?Sized>(&self, value: &T) -> bool {
+        probe::holds_secret(self, value)
     }
 
     /// Redacts every string inside a JSON value.
@@ -1837,11 +1846,54 @@ mod stream_tests {
     /// ASCII that fold onto their letters, with bytes that are none: texts that hold a
     /// literal, or almost.
     const NEAR_LITERALS: &[&str] = &[
-        "sk", "SK", "-", "ant", "AK", "IA", "ASI", "gh", "p_", "github_pat", "xo", "x",
-        "glpat", "GR134", "8941", "_live_", "whsec", "AIz", "a", "npm", "pypi", "hf",
-        "_", "SG", ".", "accountkey", "=", ":/", "/", "ey", "J", "bearer", "BEARER",
-        "pass", "word", "pwd", "secret", "ke", "y", "token", "\u{212A}", "\u{17F}",
-        "-----BEGIN", " ", "\n", "é", "\u{0}", "\u{ff}",
+        "sk",
+        "SK",
+        "-",
+        "ant",
+        "AK",
+        "IA",
+        "ASI",
+        "gh",
+        "p_",
+        "github_pat",
+        "xo",
+        "x",
+        "glpat",
+        "GR134",
+        "8941",
+        "_live_",
+        "whsec",
+        "AIz",
+        "a",
+        "npm",
+        "pypi",
+        "hf",
+        "_",
+        "SG",
+        ".",
+        "accountkey",
+        "=",
+        ":/",
+        "/",
+        "ey",
+        "J",
+        "bearer",
+        "BEARER",
+        "pass",
+        "word",
+        "pwd",
+        "secret",
+        "ke",
+        "y",
+        "token",
+        "\u{212A}",
+        "\u{17F}",
+        "-----BEGIN",
+        " ",
+        "\n",
+        "é",
+        "\u{0}",
+        "\u{ff}",
     ];
 
     /// The lazy DFA's answer for a text with no literal is the prefilter's.
@@ -1858,7 +1910,11 @@ mod stream_tests {
             "the sky is blue",
             "a \u{212A}ey",
         ] {
-            assert_eq!(small_hits(hay.as_bytes()), PREFILTER.hits(hay.as_bytes()), "{hay:?}");
+            assert_eq!(
+                small_hits(hay.as_bytes()),
+                PREFILTER.hits(hay.as_bytes()),
+                "{hay:?}"
+            );
             super::tests::prefilter_is_exact(&r, hay.as_bytes());
         }
         assert_eq!(small_hits(b"line 4: let value = 1;"), 0);

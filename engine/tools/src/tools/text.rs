@@ -322,7 +322,11 @@ mod tests {
                 let want: Vec<String> = (first..=last.min(5))
                     .map(|n| format!("{n:>6}\t{}\n", all[n as usize - 1].trim_end_matches('\r')))
                     .collect();
-                assert_eq!(lines_of(&numbered(&f, first, last, 100)), want, "{first}..={last}");
+                assert_eq!(
+                    lines_of(&numbered(&f, first, last, 100)),
+                    want,
+                    "{first}..={last}"
+                );
             }
         }
         assert_eq!(numbered(&file(""), 1, 3, 100), Numbered::default());
@@ -343,12 +347,34 @@ mod tests {
     /// that take one to four bytes: as `format!` and a count of characters give them.
     #[test]
     fn numbered_lines_are_formatted_as_before() {
-        for n in [0, 1, 9, 10, 99_999, 100_000, 999_999, 1_000_000, 12_345_678, u32::MAX] {
+        for n in [
+            0,
+            1,
+            9,
+            10,
+            99_999,
+            100_000,
+            999_999,
+            1_000_000,
+            12_345_678,
+            u32::MAX,
+        ] {
             let mut got = String::new();
             push_number(&mut got, n);
             assert_eq!(got, format!("{n:>6}"));
         }
-        let lines = ["", "abc", "abcd", "abcde", "éü", "éüa", "éüab", "€€€€€", "𝄞", "a\r"];
+        let lines = [
+            "",
+            "abc",
+            "abcd",
+            "abcde",
+            "éü",
+            "éüa",
+            "éüab",
+            "€€€€€",
+            "𝄞",
+            "a\r",
+        ];
         let text = lines.join("\n");
         let f = file(&text);
         for chars_max in 0..6 {
