@@ -777,14 +777,20 @@ pub fn merge_range(ranges: &mut Vec<(u32, u32)>, (a, b): (u32, u32)) {
 }
 
 /// The key of the repeated-call counter: tool and canonical input. The canonical text
-/// is hashed as it is written, with no copy of the input nor of its text: the call path
-/// makes this key three times a call (the engine's two checks and the fold).
+/// is written with no sorted copy of the input: the call path makes this key three
+/// times a call (the engine's two checks and the fold).
 pub fn repeat_key(tool: &str, input: &serde_json::Value) -> String {
-    let mut hasher = blake3::Hasher::new();
-    serde_json::to_writer(&mut hasher, &Canonical(input))
+    // Written whole, then hashed once: the serializer's many small writes would each be
+    // a call into the hasher.
+    let mut canonical = Vec::with_capacity(256);
+    serde_json::to_writer(&mut canonical, &Canonical(input))
         .unwrap_or_else(|e| panic!("a JSON value always serializes: {e}"));
-    let hash = cairn_store::Hash(*hasher.finalize().as_bytes());
-    format!("{tool}:{}", hash.short(32))
+    let hex = cairn_store::Hash::of(&canonical).to_hex();
+    let mut key = String::with_capacity(tool.len() + 33);
+    key.push_str(tool);
+    key.push(':');
+    key.push_str(&hex[..32]);
+    key
 }
 
 /// JSON with object keys sorted at every level: equal values give equal text.
