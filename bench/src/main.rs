@@ -7,6 +7,11 @@
 //! The hidden subcommands (`__verify`, `__read`) are what the harness re-executes itself
 //! as, so that the peak memory of one operation is measured alone in its own process.
 
+/// mimalloc, not glibc's malloc: a recorded call makes a few hundred small allocations
+/// and frees, and mimalloc's take about half the instructions (issue 18, bench/RESULTS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod archive;
 mod capture;
 mod child;
