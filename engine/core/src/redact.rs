@@ -326,18 +326,6 @@ static ANCHORS: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(&alternatives.join("|")).ok()
 });
 
-/// [`Prefilter::hits`], found fast where `hay` holds no literal, as almost every
-/// string of a record does: one pass of [`ANCHORS`]' lazy DFA says so, where the
-/// prefilter's automaton, reporting overlapping matches, reads each byte at several
-/// times the cost. Where an anchor matches, the prefilter runs. The same bits: a text
-/// holds a literal the prefilter admits exactly when it holds an anchor.
-fn small_hits(hay: &[u8]) -> u64 {
-    match ANCHORS.as_ref() {
-        Some(anchors) if !anchors.is_match(hay) => 0,
-        _ => PREFILTER.hits(hay),
-    }
-}
-
 /// [`Prefilter::hits_at`] of a big text, found fast: the prefilter's automaton runs
 /// only around each match of [`ANCHORS`]. Its matches do not overlap, but every
 /// literal starts inside one of them (a literal starting at `p` is itself a match
@@ -708,7 +696,7 @@ impl Redactor {
         if hay.len() >= SEGMENT_TEXT_BYTES_MIN {
             self.spans_segmented(hay)
         } else {
-            self.spans_of(hay, small_hits(hay))
+            self.spans_of(hay, PREFILTER.hits(hay))
         }
     }
 
@@ -717,7 +705,7 @@ impl Redactor {
         let hits = if hay.len() >= SEGMENT_TEXT_BYTES_MIN {
             set_hits(hay)
         } else {
-            small_hits(hay)
+            PREFILTER.hits(hay)
         };
         self.spans_of(hay, hits)
     }
@@ -1199,12 +1187,6 @@ mod tests {
             r.spans(hay),
             r.spans_of(hay, u64::MAX),
             "{:?}",
-            String::from_utf8_lossy(hay)
-        );
-        assert_eq!(
-            small_hits(hay),
-            hits,
-            "small: {:?}",
             String::from_utf8_lossy(hay)
         );
         let anchors = ANCHORS.as_ref().expect("the anchors compile");
@@ -1842,107 +1824,8 @@ mod stream_tests {
         }
     }
 
-    /// Pieces of literals, whole and cut, in both cases and as the characters outside
-    /// ASCII that fold onto their letters, with bytes that are none: texts that hold a
-    /// literal, or almost.
-    const NEAR_LITERALS: &[&str] = &[
-        "sk",
-        "SK",
-        "-",
-        "ant",
-        "AK",
-        "IA",
-        "ASI",
-        "gh",
-        "p_",
-        "github_pat",
-        "xo",
-        "x",
-        "glpat",
-        "GR134",
-        "8941",
-        "_live_",
-        "whsec",
-        "AIz",
-        "a",
-        "npm",
-        "pypi",
-        "hf",
-        "_",
-        "SG",
-        ".",
-        "accountkey",
-        "=",
-        ":/",
-        "/",
-        "ey",
-        "J",
-        "bearer",
-        "BEARER",
-        "pass",
-        "word",
-        "pwd",
-        "secret",
-        "ke",
-        "y",
-        "token",
-        "\u{212A}",
-        "\u{17F}",
-        "-----BEGIN",
-        " ",
-        "\n",
-        "é",
-        "\u{0}",
-        "\u{ff}",
-    ];
-
-    /// The lazy DFA's answer for a text with no literal is the prefilter's.
-    #[test]
-    fn small_hits_are_the_prefilter_s_on_the_record_s_strings() {
-        let r = redactor();
-        for hay in [
-            "",
-            "c1",
-            "read_file_range",
-            "small.rs",
-            "     5\tline 4: let value_4 = compute(4) + offset;\n",
-            "9d419a2ae989a2bd54528f5c3e5d0f0b9d419a2ae989a2bd54528f5c3e5d0f0b",
-            "the sky is blue",
-            "a \u{212A}ey",
-        ] {
-            assert_eq!(
-                small_hits(hay.as_bytes()),
-                PREFILTER.hits(hay.as_bytes()),
-                "{hay:?}"
-            );
-            super::tests::prefilter_is_exact(&r, hay.as_bytes());
-        }
-        assert_eq!(small_hits(b"line 4: let value = 1;"), 0);
-        assert_ne!(small_hits(b"my_token=abc"), 0);
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
-
-        /// Texts made of pieces of literals: the lazy DFA's check before the prefilter
-        /// gives the prefilter's bits, and redaction is unchanged.
-        #[test]
-        fn small_hits_are_the_prefilter_s(
-            pieces in proptest::collection::vec(0..NEAR_LITERALS.len(), 0..12),
-            flip in any::<u64>(),
-        ) {
-            let mut hay = String::new();
-            for (n, &i) in pieces.iter().enumerate() {
-                let piece = NEAR_LITERALS[i];
-                if flip >> (n % 64) & 1 == 1 {
-                    hay.push_str(&piece.to_ascii_uppercase());
-                } else {
-                    hay.push_str(piece);
-                }
-            }
-            prop_assert_eq!(small_hits(hay.as_bytes()), PREFILTER.hits(hay.as_bytes()), "{:?}", hay);
-            super::tests::prefilter_is_exact(&redactor(), hay.as_bytes());
-        }
 
         /// Any chunking (cuts at random, and cuts inside secrets on purpose), with or
         /// without whole lines flushed on the way, gives the whole text's redaction.
