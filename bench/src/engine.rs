@@ -393,15 +393,19 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
     // The tail: p90, p99 and p99.9 of each variant, so that the engine's tail can be
     // read against the bare call's own (what the scheduler does to any code).
     let quantiles = [(0.5, "p50"), (0.9, "p90"), (0.99, "p99"), (0.999, "p99.9")];
-    let mut rows: Vec<Vec<Row>> = quantiles
-        .iter()
-        .map(|(_, q)| {
-            names
-                .iter()
-                .map(|n| Row::new(format!("read_file_range {q}, {n}"), Unit::Micros))
-                .collect()
-        })
-        .collect();
+    // A row per quantile and variant, named `read_file_range {what}{q}, {variant}`.
+    let variant_rows = |what: &str, quantiles: &[(f64, &str)]| -> Vec<Vec<Row>> {
+        quantiles
+            .iter()
+            .map(|(_, q)| {
+                names
+                    .iter()
+                    .map(|n| Row::new(format!("read_file_range {what}{q}, {n}"), Unit::Micros))
+                    .collect()
+            })
+            .collect()
+    };
+    let mut rows = variant_rows("", &quantiles);
     let mut over: Vec<[Row; 2]> = quantiles
         .iter()
         .map(|(_, q)| {
@@ -420,15 +424,7 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
     // the thread was preempted does not count, so a tail here is the call's own work
     // (a page fault, a snapshot's copy, an allocator's slow path), not the scheduler's.
     let cpu_quantiles = [(0.5, "p50"), (0.99, "p99"), (0.999, "p99.9")];
-    let mut cpu_rows: Vec<Vec<Row>> = cpu_quantiles
-        .iter()
-        .map(|(_, q)| {
-            names
-                .iter()
-                .map(|n| Row::new(format!("read_file_range thread CPU {q}, {n}"), Unit::Micros))
-                .collect()
-        })
-        .collect();
+    let mut cpu_rows = variant_rows("thread CPU ", &cpu_quantiles);
     let path = ws.join("small.rs");
     let input_of = |i: usize| {
         let start = i % (file_lines - 10) + 1;

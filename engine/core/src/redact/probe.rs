@@ -55,6 +55,24 @@ impl Probe<'_> {
     }
 }
 
+/// Serializer methods of values that hold no string.
+macro_rules! ignored {
+    ($($method:ident($($ty:ty),*)),* $(,)?) => {$(
+        fn $method(self, $(_: $ty),*) -> Result<(), Stop> {
+            Ok(())
+        }
+    )*};
+}
+
+/// Serializer methods that start a sequence, a tuple, a map or a struct.
+macro_rules! compound {
+    ($($method:ident($($ty:ty),*)),* $(,)?) => {$(
+        fn $method(self, $(_: $ty),*) -> Result<Self, Stop> {
+            Ok(self)
+        }
+    )*};
+}
+
 impl<'a> ser::Serializer for Probe<'a> {
     type Ok = ();
     type Error = Stop;
@@ -66,60 +84,32 @@ impl<'a> ser::Serializer for Probe<'a> {
     type SerializeStruct = Probe<'a>;
     type SerializeStructVariant = Probe<'a>;
 
-    fn serialize_bool(self, _: bool) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_i8(self, _: i8) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_i16(self, _: i16) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_i32(self, _: i32) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_i64(self, _: i64) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_u8(self, _: u8) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_u16(self, _: u16) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_u32(self, _: u32) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_u64(self, _: u64) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_f32(self, _: f32) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_f64(self, _: f64) -> Result<(), Stop> {
-        Ok(())
-    }
+    // Numbers, booleans, nothing, and bytes (an array of numbers in the tree).
+    ignored!(
+        serialize_none(),
+        serialize_unit(),
+        serialize_unit_struct(&'static str),
+        serialize_bytes(&[u8]),
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+        serialize_f32(f32),
+        serialize_f64(f64),
+    );
     fn serialize_char(self, c: char) -> Result<(), Stop> {
         self.check(c.encode_utf8(&mut [0; 4]))
     }
     fn serialize_str(self, s: &str) -> Result<(), Stop> {
         self.check(s)
     }
-    // An array of numbers in the tree.
-    fn serialize_bytes(self, _: &[u8]) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_none(self) -> Result<(), Stop> {
-        Ok(())
-    }
     fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Stop> {
         value.serialize(self)
-    }
-    fn serialize_unit(self) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Stop> {
-        Ok(())
     }
     // A string in the tree.
     fn serialize_unit_variant(
@@ -147,84 +137,47 @@ impl<'a> ser::Serializer for Probe<'a> {
     ) -> Result<(), Stop> {
         value.serialize(self)
     }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Probe<'a>, Stop> {
-        Ok(self)
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Probe<'a>, Stop> {
-        Ok(self)
-    }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Probe<'a>, Stop> {
-        Ok(self)
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Probe<'a>, Stop> {
-        Ok(self)
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Probe<'a>, Stop> {
-        Ok(self)
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Probe<'a>, Stop> {
-        Ok(self)
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Probe<'a>, Stop> {
-        Ok(self)
-    }
+    // Their parts are walked one by one (see `parts!`).
+    compound!(
+        serialize_seq(Option<usize>),
+        serialize_tuple(usize),
+        serialize_tuple_struct(&'static str, usize),
+        serialize_tuple_variant(&'static str, u32, &'static str, usize),
+        serialize_map(Option<usize>),
+        serialize_struct(&'static str, usize),
+        serialize_struct_variant(&'static str, u32, &'static str, usize),
+    );
 }
 
-impl ser::SerializeSeq for Probe<'_> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Stop> {
-        value.serialize(*self)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Ok(())
-    }
+/// The parts of a sequence, a tuple or a struct: each value is walked in turn (a
+/// struct's field names are keys).
+macro_rules! parts {
+    ($($part:ident :: $method:ident $(($key:ty))?),* $(,)?) => {$(
+        impl ser::$part for Probe<'_> {
+            type Ok = ();
+            type Error = Stop;
+            fn $method<T: Serialize + ?Sized>(
+                &mut self,
+                $(_: $key,)?
+                value: &T,
+            ) -> Result<(), Stop> {
+                value.serialize(*self)
+            }
+            fn end(self) -> Result<(), Stop> {
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Probe<'_> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Stop> {
-        value.serialize(*self)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleStruct for Probe<'_> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Stop> {
-        value.serialize(*self)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleVariant for Probe<'_> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Stop> {
-        value.serialize(*self)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Ok(())
-    }
-}
+parts!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field,
+    SerializeStruct::serialize_field(&'static str),
+    SerializeStructVariant::serialize_field(&'static str),
+);
 
 impl ser::SerializeMap for Probe<'_> {
     type Ok = ();
@@ -234,36 +187,6 @@ impl ser::SerializeMap for Probe<'_> {
         Ok(())
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Stop> {
-        value.serialize(*self)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeStruct for Probe<'_> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        _: &'static str,
-        value: &T,
-    ) -> Result<(), Stop> {
-        value.serialize(*self)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeStructVariant for Probe<'_> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        _: &'static str,
-        value: &T,
-    ) -> Result<(), Stop> {
         value.serialize(*self)
     }
     fn end(self) -> Result<(), Stop> {
