@@ -393,15 +393,19 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
     // The tail: p90, p99 and p99.9 of each variant, so that the engine's tail can be
     // read against the bare call's own (what the scheduler does to any code).
     let quantiles = [(0.5, "p50"), (0.9, "p90"), (0.99, "p99"), (0.999, "p99.9")];
-    let mut rows: Vec<Vec<Row>> = quantiles
-        .iter()
-        .map(|(_, q)| {
-            names
-                .iter()
-                .map(|n| Row::new(format!("read_file_range {q}, {n}"), Unit::Micros))
-                .collect()
-        })
-        .collect();
+    // A row per quantile and variant, named `read_file_range {what}{q}, {variant}`.
+    let variant_rows = |what: &str, quantiles: &[(f64, &str)]| -> Vec<Vec<Row>> {
+        quantiles
+            .iter()
+            .map(|(_, q)| {
+                names
+                    .iter()
+                    .map(|n| Row::new(format!("read_file_range {what}{q}, {n}"), Unit::Micros))
+                    .collect()
+            })
+            .collect()
+    };
+    let mut rows = variant_rows("", &quantiles);
     let mut over: Vec<[Row; 2]> = quantiles
         .iter()
         .map(|(_, q)| {
@@ -416,6 +420,11 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
             ]
         })
         .collect();
+    // The calling thread's CPU time per call, read outside the wall-clock span: time
+    // the thread was preempted does not count, so a tail here is the call's own work
+    // (a page fault, a snapshot's copy, an allocator's slow path), not the scheduler's.
+    let cpu_quantiles = [(0.5, "p50"), (0.99, "p99"), (0.999, "p99.9")];
+    let mut cpu_rows = variant_rows("thread CPU ", &cpu_quantiles);
     let path = ws.join("small.rs");
     let input_of = |i: usize| {
         let start = i % (file_lines - 10) + 1;
@@ -433,20 +442,31 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
     }
     for _ in 0..args.repeat {
         let mut t: [Vec<f64>; 3] = Default::default();
+        let mut c: [Vec<f64>; 3] = Default::default();
         for i in 0..args.calls {
             let (start, input) = input_of(i);
             let end = start + 9;
             for (k, engine) in [&mut batch, &mut none].into_iter().enumerate() {
-                let (secs, out) = time_call(engine, "read_file_range", input.clone())?;
+                let input = input.clone();
+                let cpu = crate::cpu::thread_secs();
+                let (secs, out) = time_call(engine, "read_file_range", input)?;
+                c[k].push((crate::cpu::thread_secs() - cpu) * 1e6);
                 if i == 0 && !out.contains(&format!("{start}\t")) {
                     bail!("read_file_range gave an unexpected answer: {out}");
                 }
                 t[k].push(secs * 1e6);
             }
+            let cpu = crate::cpu::thread_secs();
             let started = Instant::now();
             let out = bare_read(&path, start, end)?;
             t[2].push(started.elapsed().as_secs_f64() * 1e6);
+            c[2].push((crate::cpu::thread_secs() - cpu) * 1e6);
             std::hint::black_box(out);
+        }
+        for (j, (q, _)) in cpu_quantiles.iter().enumerate() {
+            for (k, samples) in c.iter_mut().enumerate() {
+                cpu_rows[j][k].push(percentile(samples, *q));
+            }
         }
         for (j, (q, _)) in quantiles.iter().enumerate() {
             let v: Vec<f64> = t.iter_mut().map(|s| percentile(s, *q)).collect();
@@ -462,7 +482,9 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
          1..{}, after {} untimed calls of each variant; repeat_calls_max raised so the repeat \
          breaker never blocks (no user messages sent); the three variants take turns call by \
          call; percentiles per run, median over runs. A tail (p99, p99.9) the bare call shares \
-         is the scheduler's, not the recording's",
+         is the scheduler's, not the recording's. Thread CPU: the calling thread's CPU time \
+         per call (CLOCK_THREAD_CPUTIME_ID, read outside the wall-clock span), which time \
+         spent preempted does not count: its tail is the call's own work",
         args.calls,
         file_lines - 10,
         args.warmup_calls
@@ -474,6 +496,7 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
         .into_iter()
         .flatten()
         .chain(over.into_iter().flatten())
+        .chain(cpu_rows.into_iter().flatten())
         .collect();
     Ok(Section {
         title: "recording overhead of one trivial call".into(),

@@ -7,6 +7,12 @@
 //! The hidden subcommands (`__verify`, `__read`) are what the harness re-executes itself
 //! as, so that the peak memory of one operation is measured alone in its own process.
 
+/// mimalloc, not glibc's malloc: a recorded call makes a few hundred small allocations
+/// and frees; mimalloc's take about a third of glibc's instructions, and 4 µs off a
+/// trivial call's 37 (issue 18, bench/RESULTS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod archive;
 mod capture;
 mod child;

@@ -726,7 +726,7 @@ impl Engine {
         let started = Instant::now();
         let call = format!("c{}", self.rec.state.calls_started + 1);
         let limits = self.config.limits.clone();
-        let input_bytes = input.to_string().len();
+        let input_bytes = cairn_core::spill::json_len(&input);
         // An MCP tool not listed yet: its server starts on first use.
         let mut mcp_failed = Vec::new();
         if tool.starts_with(crate::mcp::MCP_PREFIX) && self.registry.mcp_tool(tool).is_none() {

@@ -423,6 +423,10 @@ pub fn cap_output(text: &str, bytes_max: usize, lines_max: usize) -> (String, bo
     // megabytes.
     let total_lines = memchr::memchr_iter(b'\n', text.as_bytes()).count()
         + usize::from(!text.is_empty() && !text.ends_with('\n'));
+    // Within both caps: the whole text, without taking it apart line by line.
+    if text.len() <= bytes_max && total_lines <= lines_max {
+        return (text.to_string(), false);
+    }
     let mut out = String::new();
     let mut cut = false;
     for (i, line) in text.split_inclusive('\n').enumerate() {

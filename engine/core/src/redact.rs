@@ -27,6 +27,8 @@ use std::sync::{LazyLock, OnceLock};
 use aho_corasick::{AhoCorasick, MatchKind};
 use regex::bytes::{Regex, RegexSet};
 
+mod probe;
+
 /// Counts of redactions by kind.
 pub type Counts = BTreeMap<String, u32>;
 
@@ -662,6 +664,13 @@ impl Redactor {
             serde_json::Value::Object(m) => m.values().any(|x| self.json_holds_secret(x)),
             _ => false,
         }
+    }
+
+    /// [`Redactor::json_holds_secret`] of `value`'s JSON tree, asked of the value
+    /// itself, without building the tree: the check every record goes through before
+    /// it is written.
+    pub fn holds_secret<T: serde::Serialize + ?Sized>(&self, value: &T) -> bool {
+        probe::holds_secret(self, value)
     }
 
     /// Redacts every string inside a JSON value.

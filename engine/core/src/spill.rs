@@ -229,8 +229,8 @@ fn list(fields: &Map<String, Value>) -> Result<Vec<(String, Spilled)>, String> {
         .collect()
 }
 
-/// The length of `v`'s compact JSON, counted as it is written.
-fn json_len(v: &impl Serialize) -> usize {
+/// The length of `v`'s compact JSON, counted as it is written (no text is made).
+pub fn json_len(v: &impl Serialize) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -776,33 +776,56 @@ pub fn merge_range(ranges: &mut Vec<(u32, u32)>, (a, b): (u32, u32)) {
     *ranges = out;
 }
 
-/// The key of the repeated-call counter: tool and canonical input.
+/// The key of the repeated-call counter: tool and canonical input. The canonical text
+/// is written with no sorted copy of the input: the call path makes this key three
+/// times a call (the engine's two checks and the fold).
 pub fn repeat_key(tool: &str, input: &serde_json::Value) -> String {
-    let canonical = canonical_json(input);
-    format!(
-        "{tool}:{}",
-        cairn_store::Hash::of(canonical.as_bytes()).short(32)
-    )
+    // Written whole, then hashed once: the serializer's many small writes would each be
+    // a call into the hasher.
+    let mut canonical = Vec::with_capacity(256);
+    serde_json::to_writer(&mut canonical, &Canonical(input))
+        .unwrap_or_else(|e| panic!("a JSON value always serializes: {e}"));
+    let hex = cairn_store::Hash::of(&canonical).to_hex();
+    let mut key = String::with_capacity(tool.len() + 33);
+    key.push_str(tool);
+    key.push(':');
+    key.push_str(&hex[..32]);
+    key
 }
 
 /// JSON with object keys sorted at every level: equal values give equal text.
 pub fn canonical_json(v: &serde_json::Value) -> String {
-    fn sort(v: &serde_json::Value) -> serde_json::Value {
-        match v {
+    serde_json::to_string(&Canonical(v))
+        .unwrap_or_else(|e| panic!("a JSON value always serializes: {e}"))
+}
+
+/// A value serialized as [`canonical_json`] writes it: the keys of every object in byte
+/// order, the rest as `serde_json` writes it.
+struct Canonical<'a>(&'a serde_json::Value);
+
+impl serde::Serialize for Canonical<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self.0 {
             serde_json::Value::Object(m) => {
-                let mut keys: Vec<_> = m.keys().collect();
-                keys.sort();
-                let mut out = serde_json::Map::new();
-                for k in keys {
-                    out.insert(k.clone(), sort(&m[k]));
+                let mut entries: Vec<(&String, &serde_json::Value)> = m.iter().collect();
+                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                let mut map = ser.serialize_map(Some(entries.len()))?;
+                for (k, v) in entries {
+                    map.serialize_entry(k, &Canonical(v))?;
                 }
-                serde_json::Value::Object(out)
+                map.end()
             }
-            serde_json::Value::Array(a) => serde_json::Value::Array(a.iter().map(sort).collect()),
-            other => other.clone(),
+            serde_json::Value::Array(a) => {
+                let mut seq = ser.serialize_seq(Some(a.len()))?;
+                for v in a {
+                    seq.serialize_element(&Canonical(v))?;
+                }
+                seq.end()
+            }
+            other => other.serialize(ser),
         }
     }
-    sort(v).to_string()
 }
 
 /// The workspace paths a call's input names (`path`, and `path` of each patch), spelt as
@@ -1101,5 +1124,75 @@ mod tests {
         let a: serde_json::Value = serde_json::from_str(r#"{"b":1,"a":{"y":2,"x":3}}"#).unwrap();
         let b: serde_json::Value = serde_json::from_str(r#"{"a":{"x":3,"y":2},"b":1}"#).unwrap();
         assert_eq!(repeat_key("t", &a), repeat_key("t", &b));
+    }
+
+    /// The canonical text as it was first made: a sorted copy of the value, then its
+    /// text. Repeat keys are kept in snapshots and hashed into checkpoints, so the
+    /// streaming writer must give exactly these bytes.
+    fn canonical_by_copy(v: &serde_json::Value) -> String {
+        fn sort(v: &serde_json::Value) -> serde_json::Value {
+            match v {
+                serde_json::Value::Object(m) => {
+                    let mut keys: Vec<_> = m.keys().collect();
+                    keys.sort();
+                    let mut out = serde_json::Map::new();
+                    for k in keys {
+                        out.insert(k.clone(), sort(&m[k]));
+                    }
+                    serde_json::Value::Object(out)
+                }
+                serde_json::Value::Array(a) => {
+                    serde_json::Value::Array(a.iter().map(sort).collect())
+                }
+                other => other.clone(),
+            }
+        }
+        sort(v).to_string()
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::Bool),
+            any::<i64>().prop_map(|n| serde_json::json!(n)),
+            any::<u64>().prop_map(|n| serde_json::json!(n)),
+            (-1e12f64..1e12).prop_map(|f| serde_json::json!(f)),
+            r#"[a-zA-Z\\"\x00-\x1f\x7f-\u{10ffff} ]{0,8}"#.prop_map(serde_json::Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::Array),
+                proptest::collection::vec((r#"[a-zA-Zé_"\\\x01]{0,5}"#, inner), 0..6)
+                    .prop_map(|kv| serde_json::Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn canonical_json_is_the_sorted_copy_s_text(v in json_value()) {
+            let want = canonical_by_copy(&v);
+            proptest::prop_assert_eq!(canonical_json(&v), want.clone());
+            let key = format!("t:{}", cairn_store::Hash::of(want.as_bytes()).short(32));
+            proptest::prop_assert_eq!(repeat_key("t", &v), key);
+        }
+    }
+
+    #[test]
+    fn repeat_keys_keep_their_bytes() {
+        let input = serde_json::json!({"path": "small.rs", "start_line": 3, "end_line": 12,
+            "nested": {"b": [1, 2.5, null, "x\u{1}y"], "a": true}});
+        assert_eq!(
+            canonical_json(&input),
+            r#"{"end_line":12,"nested":{"a":true,"b":[1,2.5,null,"x\u0001y"]},"path":"small.rs","start_line":3}"#
+        );
+        assert_eq!(
+            repeat_key("read_file_range", &input),
+            format!(
+                "read_file_range:{}",
+                cairn_store::Hash::of(canonical_json(&input).as_bytes()).short(32)
+            )
+        );
     }
 }

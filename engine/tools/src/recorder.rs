@@ -245,17 +245,16 @@ impl Recorder {
     /// state folds the redacted event itself: what the record moved into blobs is only
     /// where it is kept.
     pub fn append(&mut self, event: &Event) -> Result<Record> {
-        // Serialized once: the tree the redaction pass checks is also what is written
-        // when it holds no secret (the same bytes as the event's own JSON: the map
-        // keeps the fields' order). Only an event with a secret is rebuilt redacted.
-        let value = serde_json::to_value(event).map_err(|e| self.not_json(&e))?;
-        let scrubbed = match self.redactor.json_holds_secret(&value) {
+        // The redaction pass checks the strings of the event's JSON as they are
+        // serialized, with no tree of it built; only an event with a secret is rebuilt
+        // redacted. Then the event is serialized once, to its text.
+        let scrubbed = match self.redactor.holds_secret(event) {
             true => scrub::event(&self.redactor, self.secret_key.as_ref(), event)?,
             false => None,
         };
         let (event, json) = match &scrubbed {
             Some((e, _)) => (e, serde_json::to_string(e)),
-            None => (event, serde_json::to_string(&value)),
+            None => (event, serde_json::to_string(event)),
         };
         let written = self.spill(json.map_err(|e| self.not_json(&e))?)?;
         // A record reaches the log only once every blob written before it is durable:
@@ -495,11 +494,17 @@ mod tests {
         (rec, synced, dir)
     }
 
-    /// The append writes an event's JSON from the tree the redaction pass checked: it
-    /// must be the bytes of the event's own JSON (the map keeps the fields' order), or a
-    /// record would no longer be what `serde_json::to_string` of its event gives.
+    /// The event's JSON tree and the event give the same text (the map keeps the
+    /// fields' order), and the redaction pass's check of the event, made without the
+    /// tree, answers as the check of the tree: with the patterns alone, and with a
+    /// secret value that some of the events' strings hold and others do not.
     #[test]
     fn an_event_written_from_its_json_tree_is_the_event_s_own_json() {
+        let patterns = Redactor::default();
+        let mut values = Redactor::default();
+        values.add_value("GREETER_TOKEN", "demo/greeter");
+        values.add_value("OTHER_TOKEN", "tool_finished");
+        let mut holding = [0; 2];
         let logs = [
             include_str!(
                 "../../../tests/data/sample-home/projects/work-wt-parity-.sample-tmp-demo-greeter-thndrs-054059ad/sessions/20261130T173004.936780-5e3749/events.jsonl"
@@ -515,9 +520,20 @@ mod tests {
             let direct = serde_json::to_string(&event).unwrap();
             let via_tree = serde_json::to_string(&serde_json::to_value(&event).unwrap()).unwrap();
             assert_eq!(via_tree, direct);
+            let tree = serde_json::to_value(&event).unwrap();
+            for (k, r) in [&patterns, &values].into_iter().enumerate() {
+                let held = r.holds_secret(&event);
+                assert_eq!(held, r.json_holds_secret(&tree), "{direct}");
+                holding[k] += usize::from(held);
+            }
             checked += 1;
         }
         assert!(checked > 100, "{checked} events");
+        // Both answers were given.
+        assert!(
+            holding[1] > 0 && holding[1] < checked,
+            "{holding:?} of {checked}"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Loading a file to show it to the model: confinement, size limit, binary refusal,
 //! lossy UTF-8 with a note, and numbered line output.
 
+use std::fmt::Write as _;
 use std::io::Read;
 
 use cairn_store::Hash;
@@ -135,7 +136,7 @@ pub fn answer(
         let mut out: String = if file.total_lines == 0 {
             "(empty file)\n".to_string()
         } else {
-            numbered[..k].concat()
+            numbered.first(k).to_string()
         };
         out.push_str(&footer(file, shown, &read_on));
         match (&also, fitted) {
@@ -169,11 +170,13 @@ pub fn answer(
 }
 
 /// Lines `first..=last` (1-based, `last` cut to the file's end) numbered, each cut to
-/// `chars_max` characters with a note of how many more it has.
-fn numbered(file: &TextFile, first: u32, last: u32, chars_max: usize) -> Vec<String> {
+/// `chars_max` characters with a note of how many more it has: the lines in one text,
+/// and where each one ends in it (the first `k` lines are `text[..ends[k - 1]]`).
+fn numbered(file: &TextFile, first: u32, last: u32, chars_max: usize) -> Numbered {
+    let mut out = Numbered::default();
     let last = last.min(file.total_lines);
     if file.total_lines == 0 || first == 0 || first > last {
-        return Vec::new();
+        return out;
     }
     // Only the lines up to the last one shown are split off: a read of ten lines does
     // not cut the whole file into lines.
@@ -185,21 +188,68 @@ fn numbered(file: &TextFile, first: u32, last: u32, chars_max: usize) -> Vec<Str
             .map_or(body.len(), |at| at + 1),
     };
     let shown = body[from..].split('\n').take((last - first + 1) as usize);
-    (first..=last)
-        .zip(shown)
-        .map(|(n, line)| {
-            let line = line.trim_end_matches('\r');
-            let count = line.chars().count();
-            let shown: String = if count > chars_max {
-                let mut s: String = line.chars().take(chars_max).collect();
-                s.push_str(&format!("…({} more characters)", count - chars_max));
-                s
-            } else {
-                line.to_string()
-            };
-            format!("{n:>6}\t{shown}\n")
-        })
-        .collect()
+    for (n, line) in (first..=last).zip(shown) {
+        let line = line.trim_end_matches('\r');
+        push_number(&mut out.text, n);
+        out.text.push('\t');
+        // Counted only when it may be over: a line of at most `chars_max` bytes is not.
+        let count = match line.len() > chars_max {
+            true => line.chars().count(),
+            false => 0,
+        };
+        if count > chars_max {
+            out.text.extend(line.chars().take(chars_max));
+            let _ = write!(out.text, "…({} more characters)", count - chars_max);
+        } else {
+            out.text.push_str(line);
+        }
+        out.text.push('\n');
+        out.ends.push(out.text.len());
+    }
+    out
+}
+
+/// Numbered lines (see [`numbered`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Numbered {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl Numbered {
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The first `k` lines.
+    fn first(&self, k: usize) -> &str {
+        match k {
+            0 => "",
+            k => &self.text[..self.ends[k - 1]],
+        }
+    }
+}
+
+/// `n` right-aligned in six columns, as `format!("{n:>6}")` writes it, without the
+/// formatting machinery (ten of them a read).
+fn push_number(out: &mut String, n: u32) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let width = digits.len() - at;
+    for _ in width..6 {
+        out.push(' ');
+    }
+    // ASCII digits.
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
 }
 
 /// The footer of a read: what was shown, how to read on, the content hash.
@@ -272,13 +322,81 @@ mod tests {
                 let want: Vec<String> = (first..=last.min(5))
                     .map(|n| format!("{n:>6}\t{}\n", all[n as usize - 1].trim_end_matches('\r')))
                     .collect();
-                assert_eq!(numbered(&f, first, last, 100), want, "{first}..={last}");
+                assert_eq!(
+                    lines_of(&numbered(&f, first, last, 100)),
+                    want,
+                    "{first}..={last}"
+                );
             }
         }
-        assert_eq!(numbered(&file(""), 1, 3, 100), Vec::<String>::new());
+        assert_eq!(numbered(&file(""), 1, 3, 100), Numbered::default());
         assert_eq!(
-            numbered(&file("no newline"), 1, 1, 100),
+            lines_of(&numbered(&file("no newline"), 1, 1, 100)),
             ["     1\tno newline\n"]
         );
+    }
+
+    /// Each line of `n`, taken by its ends.
+    fn lines_of(n: &Numbered) -> Vec<String> {
+        (1..=n.len())
+            .map(|k| n.first(k)[n.first(k - 1).len()..].to_string())
+            .collect()
+    }
+
+    /// Numbers of every width, and lines at, under and past `chars_max` in characters
+    /// that take one to four bytes: as `format!` and a count of characters give them.
+    #[test]
+    fn numbered_lines_are_formatted_as_before() {
+        for n in [
+            0,
+            1,
+            9,
+            10,
+            99_999,
+            100_000,
+            999_999,
+            1_000_000,
+            12_345_678,
+            u32::MAX,
+        ] {
+            let mut got = String::new();
+            push_number(&mut got, n);
+            assert_eq!(got, format!("{n:>6}"));
+        }
+        let lines = [
+            "",
+            "abc",
+            "abcd",
+            "abcde",
+            "éü",
+            "éüa",
+            "éüab",
+            "€€€€€",
+            "𝄞",
+            "a\r",
+        ];
+        let text = lines.join("\n");
+        let f = file(&text);
+        for chars_max in 0..6 {
+            let want: Vec<String> = lines
+                .iter()
+                .enumerate()
+                .map(|(i, line)| {
+                    let line = line.trim_end_matches('\r');
+                    let count = line.chars().count();
+                    let shown: String = if count > chars_max {
+                        let mut s: String = line.chars().take(chars_max).collect();
+                        s.push_str(&format!("…({} more characters)", count - chars_max));
+                        s
+                    } else {
+                        line.to_string()
+                    };
+                    format!("{:>6}\t{shown}\n", i + 1)
+                })
+                .collect();
+            let got = numbered(&f, 1, lines.len() as u32, chars_max);
+            assert_eq!(lines_of(&got), want, "chars_max {chars_max}");
+            assert_eq!(got.text, want.concat());
+        }
     }
 }
