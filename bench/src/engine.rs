@@ -375,6 +375,34 @@ fn bare_read(path: &Path, start: usize, end: usize) -> Result<String> {
     Ok(out)
 }
 
+/// The buffer the spin reads (a power of two).
+const SPIN_BUF_BYTES: usize = 64 * 1024;
+
+/// A computation with no system call and no allocation: `iters` rounds of arithmetic
+/// over `buf`'s cache lines.
+fn spin(buf: &[u8], iters: u64) -> u64 {
+    let mut a = 0u64;
+    for i in 0..iters {
+        let byte = buf[(i as usize).wrapping_mul(64) & (buf.len() - 1)];
+        a = a.wrapping_add(u64::from(byte).wrapping_mul(i));
+        a ^= a >> 7;
+    }
+    std::hint::black_box(a)
+}
+
+/// The rounds of [`spin`] that last `micros` (the median of a few timed runs).
+fn spin_iters_for(buf: &[u8], micros: f64) -> u64 {
+    const PROBE: u64 = 200_000;
+    let mut per_round: Vec<f64> = (0..9)
+        .map(|_| {
+            let t = Instant::now();
+            spin(buf, PROBE);
+            t.elapsed().as_secs_f64() * 1e6 / PROBE as f64
+        })
+        .collect();
+    (micros / percentile(&mut per_round, 0.5)).round().max(1.0) as u64
+}
+
 fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Result<Section> {
     progress("recording overhead of read_file_range");
     let ws = s.join("small-ws");
@@ -389,9 +417,10 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
     let home = Home::at(&home_dir);
     let mut batch = Engine::start(&home, &ws, config(Durability::Batch, false))?;
     let mut none = Engine::start(&home, &ws, config(Durability::None, false))?;
-    let names = ["batch", "none", "bare"];
+    let names = ["batch", "none", "bare", "spin"];
     // The tail: p90, p99 and p99.9 of each variant, so that the engine's tail can be
-    // read against the bare call's own (what the scheduler does to any code).
+    // read against the bare call's own and against a computation as long as the call
+    // (what this machine does to any code of that length).
     let quantiles = [(0.5, "p50"), (0.9, "p90"), (0.99, "p99"), (0.999, "p99.9")];
     // A row per quantile and variant, named `read_file_range {what}{q}, {variant}`.
     let variant_rows = |what: &str, quantiles: &[(f64, &str)]| -> Vec<Vec<Row>> {
@@ -406,7 +435,7 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
             .collect()
     };
     let mut rows = variant_rows("", &quantiles);
-    let mut over: Vec<[Row; 2]> = quantiles
+    let mut over: Vec<[Row; 3]> = quantiles
         .iter()
         .map(|(_, q)| {
             let batch = Row::new(format!("overhead {q} (batch − bare)"), Unit::Micros);
@@ -417,6 +446,12 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
             [
                 batch,
                 Row::new(format!("overhead {q} (none − bare)"), Unit::Micros),
+                Row::new(
+                    format!(
+                        "batch − spin, {q} (the call's tail beyond an equally long computation's)"
+                    ),
+                    Unit::Micros,
+                ),
             ]
         })
         .collect();
@@ -433,16 +468,23 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
             json!({"path": "small.rs", "start_line": start, "end_line": start + 9}),
         )
     };
+    let mut warm = Vec::with_capacity(args.warmup_calls);
     for i in 0..args.warmup_calls {
         let (start, input) = input_of(i);
-        for engine in [&mut batch, &mut none] {
-            time_call(engine, "read_file_range", input.clone())?;
+        for (k, engine) in [&mut batch, &mut none].into_iter().enumerate() {
+            let (secs, _) = time_call(engine, "read_file_range", input.clone())?;
+            if k == 0 {
+                warm.push(secs * 1e6);
+            }
         }
         std::hint::black_box(bare_read(&path, start, start + 9)?);
     }
+    // The spin lasts what the batch call lasted at the median of the warm-up.
+    let spin_buf = vec![1u8; SPIN_BUF_BYTES];
+    let spin_iters = spin_iters_for(&spin_buf, percentile(&mut warm, 0.5));
     for _ in 0..args.repeat {
-        let mut t: [Vec<f64>; 3] = Default::default();
-        let mut c: [Vec<f64>; 3] = Default::default();
+        let mut t: [Vec<f64>; 4] = Default::default();
+        let mut c: [Vec<f64>; 4] = Default::default();
         for i in 0..args.calls {
             let (start, input) = input_of(i);
             let end = start + 9;
@@ -462,6 +504,11 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
             t[2].push(started.elapsed().as_secs_f64() * 1e6);
             c[2].push((crate::cpu::thread_secs() - cpu) * 1e6);
             std::hint::black_box(out);
+            let cpu = crate::cpu::thread_secs();
+            let started = Instant::now();
+            spin(&spin_buf, spin_iters);
+            t[3].push(started.elapsed().as_secs_f64() * 1e6);
+            c[3].push((crate::cpu::thread_secs() - cpu) * 1e6);
         }
         for (j, (q, _)) in cpu_quantiles.iter().enumerate() {
             for (k, samples) in c.iter_mut().enumerate() {
@@ -475,6 +522,7 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
             }
             over[j][0].push(v[0] - v[2]);
             over[j][1].push(v[1] - v[2]);
+            over[j][2].push(v[0] - v[3]);
         }
     }
     notes.push(format!(
@@ -484,10 +532,15 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
          call; percentiles per run, median over runs. A tail (p99, p99.9) the bare call shares \
          is the scheduler's, not the recording's. Thread CPU: the calling thread's CPU time \
          per call (CLOCK_THREAD_CPUTIME_ID, read outside the wall-clock span), which time \
-         spent preempted does not count: its tail is the call's own work",
+         spent preempted does not count: its tail is the call's own work. Spin: a computation \
+         with no system call and no allocation ({spin_iters} rounds over a {} KiB buffer), \
+         sized to last what the batch call lasted at the warm-up's median, timed in turn \
+         with the calls: its tail is what this machine (a shared VM) does to any code that \
+         long, the anchor of the call's p99",
         args.calls,
         file_lines - 10,
-        args.warmup_calls
+        args.warmup_calls,
+        SPIN_BUF_BYTES / 1024
     ));
     drop(batch);
     drop(none);
