@@ -493,9 +493,15 @@ fn space_run(hay: &[u8], n: usize) -> std::ops::Range<usize> {
 /// holds for every line end of the run: a search for a cut skips the run when it is
 /// not one (a megabyte of line ends is read once, not once a line).
 fn segment_cut(hay: &[u8], run: &std::ops::Range<usize>) -> bool {
-    let joins_before =
-        run.start > 0 && matches!(hay[run.start - 1], b'r' | b'R' | b':' | b'=' | b'\\');
-    let joins_after = run.end < hay.len() && matches!(hay[run.end], b':' | b'=');
+    let before = run.start.checked_sub(1).map(|b| hay[b]);
+    cut_between(before, hay.get(run.end).copied())
+}
+
+/// [`segment_cut`]'s rule: a run of whitespace holding a line end, with `before` the
+/// byte before it and `after` the byte after it (`None`: the text's edge), is a cut.
+fn cut_between(before: Option<u8>, after: Option<u8>) -> bool {
+    let joins_before = matches!(before, Some(b'r' | b'R' | b':' | b'=' | b'\\'));
+    let joins_after = matches!(after, Some(b':' | b'='));
     !joins_before && !joins_after
 }
 
@@ -575,6 +581,31 @@ impl Chosen {
     }
 }
 
+/// A piece of a longer text redacted on its own ([`Redactor::piece`]), to be joined to
+/// the pieces around it ([`Redactor::join`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Piece {
+    /// The text as given.
+    text: String,
+    /// Its redaction on its own, when that found a secret.
+    redacted: Option<String>,
+    counts: Counts,
+    /// A secret runs to the end of the text: in a longer one it may run further.
+    open: bool,
+}
+
+impl Piece {
+    /// The text as given, not redacted.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The text as given, not redacted.
+    pub fn into_text(self) -> String {
+        self.text
+    }
+}
+
 /// Redacts secrets; built once per session.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
@@ -643,15 +674,121 @@ impl Redactor {
         if spans.is_empty() {
             return Cow::Borrowed(bytes);
         }
+        Cow::Owned(self.replaced(bytes, &spans, counts))
+    }
+
+    /// `bytes` with each of `spans` replaced by its marker, counted.
+    fn replaced(&self, bytes: &[u8], spans: &[Span], counts: &mut Counts) -> Vec<u8> {
         let mut out = Vec::with_capacity(bytes.len());
         let mut at = 0;
-        for s in &spans {
+        for s in spans {
             out.extend_from_slice(&bytes[at..s.start]);
             self.marker(s.secret, &mut out, counts);
             at = s.end;
         }
         out.extend_from_slice(&bytes[at..]);
-        Cow::Owned(out)
+        out
+    }
+
+    /// [`Redactor::replaced`] of a text, with whether a secret runs to its end.
+    fn redacted_text(&self, text: &str, counts: &mut Counts) -> (Option<String>, bool) {
+        let spans = self.piece_spans(text.as_bytes());
+        if spans.is_empty() {
+            return (None, false);
+        }
+        let open = spans.iter().any(|s| s.open || s.end == text.len());
+        match String::from_utf8(self.replaced(text.as_bytes(), &spans, counts)) {
+            Ok(out) => (Some(out), open),
+            Err(e) => unreachable!("redaction cut a character of a text in two: {e}"),
+        }
+    }
+
+    /// Redacts `text` on its own as a piece of a longer text, to be joined to the
+    /// pieces around it with [`Redactor::join`]; runs on any thread. Search workers
+    /// redact each file's lines so: the thread that joins them searches again only
+    /// where two pieces may hold one secret between them.
+    pub fn piece(&self, text: String) -> Piece {
+        let mut counts = Counts::new();
+        let (redacted, open) = self.redacted_text(&text, &mut counts);
+        Piece {
+            text,
+            redacted,
+            counts,
+            open,
+        }
+    }
+
+    /// The redaction of the pieces' whole text (their texts one after the other), with
+    /// its counts added to `counts`: byte for byte what [`Redactor::redact`] of that
+    /// text gives, from each piece's own redaction wherever no secret can reach across
+    /// its edges. Every piece must come from this redactor's [`Redactor::piece`].
+    ///
+    /// A secret can cross from one piece into the next only at an edge that is no cut
+    /// ([`segment_cut`]: the piece before ends with a line end no match can hold), or
+    /// when it runs to the end of its piece (a private key with no end line there, in
+    /// a longer text redacted to the next end line or to the end of the text), or when
+    /// an environment secret holds a line end. The pieces between such edges are
+    /// redacted again as one text, from the piece that ends open to the last; with an
+    /// environment secret holding a line end, the whole text is.
+    pub fn join(&self, pieces: Vec<Piece>, counts: &mut Counts) -> String {
+        let pieces: Vec<Piece> = pieces.into_iter().filter(|p| !p.text.is_empty()).collect();
+        if self.env_values.iter().any(|(_, v)| v.contains('\n')) {
+            let whole: String = pieces.iter().map(|p| p.text.as_str()).collect();
+            return self.redact_string(whole, counts);
+        }
+        // The last byte that is no whitespace up to each piece's end, and the first
+        // from each piece's start on, across pieces of whitespace only.
+        let mut last_solid: Vec<Option<u8>> = Vec::with_capacity(pieces.len());
+        for p in &pieces {
+            let solid = p.text.bytes().rev().find(|&b| !maybe_space(b));
+            last_solid.push(solid.or(last_solid.last().copied().flatten()));
+        }
+        let mut first_solid: Vec<Option<u8>> = vec![None; pieces.len()];
+        for (k, p) in pieces.iter().enumerate().rev() {
+            let solid = p.text.bytes().find(|&b| !maybe_space(b));
+            first_solid[k] = solid.or(first_solid.get(k + 1).copied().flatten());
+        }
+        // True when the edge before piece `k` is a cut.
+        let cut = |k: usize| {
+            pieces[k - 1].text.ends_with('\n') && cut_between(last_solid[k - 1], first_solid[k])
+        };
+        let bytes = pieces
+            .iter()
+            .map(|p| p.redacted.as_ref().map_or(p.text.len(), String::len))
+            .sum();
+        let mut out = String::with_capacity(bytes);
+        let mut i = 0;
+        while i < pieces.len() {
+            let mut j = i + 1;
+            while j < pieces.len() && !cut(j) {
+                j += 1;
+            }
+            if j == i + 1 && !(pieces[i].open && j < pieces.len()) {
+                let p = &pieces[i];
+                out.push_str(p.redacted.as_deref().unwrap_or(&p.text));
+                for (kind, n) in &p.counts {
+                    *counts.entry(kind.clone()).or_default() += n;
+                }
+                i = j;
+                continue;
+            }
+            let mut group: String = pieces[i..j].iter().map(|p| p.text.as_str()).collect();
+            let mut found = Counts::new();
+            let (mut redacted, open) = self.redacted_text(&group, &mut found);
+            if open && j < pieces.len() {
+                // The secret may run on into the pieces after the group.
+                group.extend(pieces[j..].iter().map(|p| p.text.as_str()));
+                found.clear();
+                redacted = self.redacted_text(&group, &mut found).0;
+                j = pieces.len();
+            }
+            out.push_str(redacted.as_deref().unwrap_or(&group));
+            for (kind, n) in found {
+                *counts.entry(kind).or_default() += n;
+            }
+            i = j;
+        }
+        out
     }
 
     /// True when some string inside `v` holds a secret [`Redactor::redact_json`] would
@@ -697,6 +834,15 @@ impl Redactor {
             self.spans_segmented(hay)
         } else {
             self.spans_of(hay, PREFILTER.hits(hay))
+        }
+    }
+
+    /// The same for a piece of a text ([`Redactor::piece`]): in segments whatever its
+    /// size, the cheaper way on a search's answer.
+    fn piece_spans(&self, hay: &[u8]) -> Vec<Span> {
+        match ANCHORS.as_ref() {
+            Some(_) => self.spans_segmented(hay),
+            None => self.spans(hay),
         }
     }
 
@@ -1957,6 +2103,166 @@ mod stream_tests {
             let (twice, counts) = whole(&r, &once);
             prop_assert_eq!(&twice, &once, "{:?}", String::from_utf8_lossy(&text));
             prop_assert!(counts.is_empty(), "{counts:?}");
+        }
+    }
+
+    /// `text` cut at `cuts` (byte offsets, moved back to a character's start), each
+    /// piece redacted on its own and joined, against the whole text redacted.
+    fn joined_is_whole(r: &Redactor, text: &str, cuts: &[usize]) -> Result<(), TestCaseError> {
+        let mut pieces = Vec::new();
+        let mut at = 0;
+        for &cut in cuts.iter().chain([&text.len()]) {
+            let mut cut = cut.clamp(at, text.len());
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            if cut < at {
+                continue;
+            }
+            pieces.push(r.piece(text[at..cut].to_string()));
+            at = cut;
+        }
+        let mut want = Counts::new();
+        let whole = r.redact(text, &mut want).into_owned();
+        let mut got = Counts::new();
+        let joined = r.join(pieces, &mut got);
+        prop_assert!(
+            joined == whole && got == want,
+            "cuts {cuts:?}\ntext:   {text:?}\nwhole:  {whole:?} {want:?}\njoined: {joined:?} {got:?}"
+        );
+        Ok(())
+    }
+
+    /// A search's answer made of files' lines, `path:N:` and a line of made text, with
+    /// `--` between some files and a tail without a line end.
+    fn answer(rng: &Rng, files: usize) -> (String, Vec<usize>) {
+        let mut out = String::new();
+        let mut edges = Vec::new();
+        for f in 0..files {
+            for n in 0..rng.range(1, 4) {
+                out.push_str(&format!("src/f{f}.rs:{n}:"));
+                for _ in 0..rng.range(1, 3) {
+                    match rng.below(3) {
+                        0 => out.push_str(JOINTS[rng.below(JOINTS.len())]),
+                        1 => out.push_str(&secret(rng, rng.below(KINDS))),
+                        _ => out.push_str(&String::from_utf8_lossy(&filler(rng))),
+                    }
+                }
+                out.push('\n');
+            }
+            edges.push(out.len());
+            if rng.below(4) == 0 {
+                out.push_str("--\n");
+                edges.push(out.len());
+            }
+        }
+        out.push_str(["", "…(3 more matches not shown)", "password:", "\n="][rng.below(4)]);
+        (out, edges)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Pieces redacted on their own and joined give the whole text's redaction:
+        /// a search's answer cut at its files' edges, and made texts cut at random line
+        /// ends and anywhere, with secrets glued across the edges (line ends beside
+        /// `=`, `:`, `Bearer`, escaped ones, spaces outside ASCII), keys with and
+        /// without their end line, and an environment secret holding a line end.
+        #[test]
+        fn joined_pieces_redact_as_the_whole_text(seed in any::<u64>(), files in 1usize..40) {
+            let rng = Rng::new(seed);
+            let (answer, edges) = answer(&rng, files);
+            let mut made = Vec::new();
+            for _ in 0..files {
+                made.extend_from_slice(JOINTS[rng.below(JOINTS.len())].as_bytes());
+                if rng.below(2) == 0 {
+                    made.extend(secret(&rng, rng.below(KINDS)).into_bytes());
+                } else {
+                    made.extend(filler(&rng));
+                }
+            }
+            let made = String::from_utf8_lossy(&made).into_owned();
+            let line_ends: Vec<usize> = made
+                .match_indices('\n')
+                .map(|(at, _)| at + 1)
+                .filter(|_| rng.below(3) == 0)
+                .collect();
+            let anywhere: Vec<usize> =
+                (0..rng.below(12)).map(|_| rng.below(made.len() + 1)).collect();
+            let mut newline_env = redactor();
+            newline_env.add_value("MULTI_LINE_SECRET", "first-half\nsecond-half");
+            for r in [redactor(), Redactor::default(), newline_env] {
+                joined_is_whole(&r, &answer, &edges)?;
+                joined_is_whole(&r, &made, &line_ends)?;
+                let mut sorted = anywhere.clone();
+                sorted.sort_unstable();
+                joined_is_whole(&r, &made, &sorted)?;
+            }
+        }
+    }
+
+    /// Pieces whose edge a secret crosses, or may cross, joined as the whole text.
+    #[test]
+    fn secrets_across_the_edges_of_pieces_are_redacted_as_in_the_whole_text() {
+        let r = redactor();
+        let key = |kind: &str| format!("-----{kind} RSA PRIVATE KEY-----");
+        let token = format!("{}_{}", "ghp", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8");
+        for (pieces, expected) in [
+            // A cut: each piece alone.
+            (vec!["a:1:x\n", "b:1:y\n"], "a:1:x\nb:1:y\n".to_string()),
+            // `=` then a line end: the value on the next piece.
+            (
+                vec!["a:1:DB_PASSWORD =\n", "  hunter2hunter2\n"],
+                "a:1:DB_PASSWORD =\n  [REDACTED:assignment]\n".to_string(),
+            ),
+            // `:` or `=` after the line end.
+            (
+                vec!["a:1:api_key\n", "\u{a0}: s3cr3tvalue\n"],
+                "a:1:api_key\n\u{a0}: [REDACTED:assignment]\n".to_string(),
+            ),
+            // `Bearer` at a piece's end, the token on the next.
+            (
+                vec!["Authorization: Bearer \n", "\tabcdefghijklmnopqrstuvwxyz\n"],
+                "Authorization: Bearer \n\t[REDACTED:bearer_token]\n".to_string(),
+            ),
+            // An escaped line end inside a value.
+            (
+                vec!["secret=abc\\\n", "defgh\n"],
+                "secret=[REDACTED:assignment]\n".to_string(),
+            ),
+            // A key whose end line is two pieces on; one with no end line at all.
+            (
+                vec![
+                    &format!("x\n{}\nAAAA\n", key("BEGIN")),
+                    "BBBB\n",
+                    &format!("{}\ny\n", key("END")),
+                    "z\n",
+                ],
+                "x\n[REDACTED:private_key]\ny\nz\n".to_string(),
+            ),
+            (
+                vec![
+                    &format!("{}\nAAAA\n", key("BEGIN")),
+                    &format!("{token}\n"),
+                    "z",
+                ],
+                "[REDACTED:private_key]".to_string(),
+            ),
+            // A piece without a line end at its end.
+            (
+                vec!["to", &format!("ken: {token}\n")],
+                "token: [REDACTED:github_token]\n".to_string(),
+            ),
+        ] {
+            let text: String = pieces.concat();
+            let mut counts = Counts::new();
+            assert_eq!(r.redact(&text, &mut counts), expected, "{pieces:?}");
+            let mut joined_counts = Counts::new();
+            let joined = r.join(
+                pieces.iter().map(|p| r.piece(p.to_string())).collect(),
+                &mut joined_counts,
+            );
+            assert_eq!((joined, joined_counts), (expected, counts), "{pieces:?}");
         }
     }
 
