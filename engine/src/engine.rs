@@ -483,6 +483,7 @@ impl Engine {
                     status: e.status(),
                     text: e.to_string(),
                     refusal: None,
+                    redacted: false,
                 },
             },
         )
@@ -850,10 +851,20 @@ impl Engine {
             },
         };
         // What the model sees, what the log keeps and the blob of the whole output are
-        // all redacted.
-        let full = self
-            .redactor
-            .redact_string(std::mem::take(&mut output.text), &mut redactions);
+        // all redacted: by the tool itself when it says so (a search, on its threads).
+        let full = std::mem::take(&mut output.text);
+        let full = if output.redacted {
+            debug_assert!(
+                matches!(
+                    self.redactor.redact(&full, &mut Counts::new()),
+                    std::borrow::Cow::Borrowed(_)
+                ),
+                "{tool}'s answer, redacted by the tool, still holds a secret"
+            );
+            full
+        } else {
+            self.redactor.redact_string(full, &mut redactions)
+        };
         // Capped, and flagged when what the model is shown reads like an instruction
         // aimed at it (prompt injection): the note follows, and the call records it.
         let decide::Shown {
@@ -1044,6 +1055,7 @@ impl Engine {
                 status: Status::Denied,
                 text,
                 refusal: None,
+                redacted: false,
             })),
             Answered::Run { outside } => {
                 if !grants.is_empty() {

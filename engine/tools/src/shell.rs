@@ -534,6 +534,7 @@ fn foreground(
         status,
         text,
         refusal: None,
+        redacted: false,
     })
 }
 

@@ -25,6 +25,10 @@ pub struct ToolOutput {
     pub status: Status,
     pub text: String,
     pub refusal: Option<Refusal>,
+    /// `text` is redacted already, by the call's redactor ([`Ctx::redactor`], its
+    /// counts added to [`Ctx::redactions`]): the engine does not search it again. A
+    /// tool that redacts its answer in parts on its own threads (a search) says so.
+    pub redacted: bool,
 }
 
 impl ToolOutput {
@@ -33,6 +37,15 @@ impl ToolOutput {
             status: Status::Ok,
             text: text.into(),
             refusal: None,
+            redacted: false,
+        }
+    }
+
+    /// A successful answer the tool redacted itself (see [`ToolOutput::redacted`]).
+    pub fn ok_redacted(text: String) -> ToolOutput {
+        ToolOutput {
+            redacted: true,
+            ..ToolOutput::ok(text)
         }
     }
 
@@ -41,6 +54,7 @@ impl ToolOutput {
             status: Status::Error,
             text: text.into(),
             refusal: None,
+            redacted: false,
         }
     }
 
@@ -59,6 +73,7 @@ impl ToolOutput {
                 path: path.map(str::to_string),
                 observed,
             }),
+            redacted: false,
         }
     }
 }
@@ -157,6 +172,7 @@ impl From<Refused> for ToolOutput {
             status: r.status(),
             refusal: Some(r.refusal()),
             text: r.message,
+            redacted: false,
         }
     }
 }

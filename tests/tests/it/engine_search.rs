@@ -290,6 +290,37 @@ fn context_lines_are_marked_and_groups_separated() {
     );
 }
 
+/// The answer is redacted as one text although each file's lines are redacted on the
+/// search's threads: a value after a line end ending in `=` (the next file's line), a
+/// private key with no end line (to the end), a cap that cuts a file's lines.
+#[test]
+fn a_search_answer_is_redacted_as_one_text_across_files() {
+    let token = format!("{}_{}", "ghp", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8");
+    let key = format!("-----BEGIN RSA {}-----", "PRIVATE KEY");
+    let files = [
+        ("a.txt", "token =\n".to_string()),
+        ("b.txt", "plain\n".to_string()),
+        ("c.txt", format!("{token}\nmore\n")),
+        ("d.txt", format!("{key}\n")),
+        ("e.txt", "after the key\n".to_string()),
+    ];
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    let mut s = thndrs(&files);
+    s.ok(
+        "search_text",
+        json!({"pattern": "."}),
+        "a.txt:1:token =\n[REDACTED:assignment]\nc.txt:1:[REDACTED:github_token]\nc.txt:2:more\nd.txt:1:[REDACTED:private_key]",
+    );
+    let mut t = start_with(Catalog::Thoth, workspace(&files[..3]), |l| {
+        l.search_matches_max = 3;
+    });
+    t.ok(
+        "grep",
+        json!({"pattern": "."}),
+        "a.txt:1:token =\n[REDACTED:assignment]\nc.txt:1:[REDACTED:github_token]\n…(1 more match not shown; narrow the pattern or add a glob)",
+    );
+}
+
 #[test]
 fn gitignore_and_ignore_files_are_honoured_without_a_git_repository() {
     let files: &[(&str, &str)] = &[

@@ -66,6 +66,7 @@ impl TypedTool for Grep {
         let (context, mut notes) = search::clamp_context("context", input.context, ctx.limits);
         let query = LineSearch {
             fs: ctx.fs,
+            redactor: ctx.redactor,
             matcher: &matcher,
             context,
             matches_max: ctx.limits.search_matches_max,
@@ -118,11 +119,14 @@ impl TypedTool for Grep {
                 return Ok(ToolOutput::error(format!("cannot read {}", f.rel)));
             }
         }
-        Ok(ToolOutput::ok(search::render_search(
+        let text = search::render_search(
             report,
             ctx.limits.read_file_bytes_max,
             &notes,
             "",
-        )))
+            ctx.redactor,
+            ctx.redactions,
+        );
+        Ok(ToolOutput::ok_redacted(text))
     }
 }

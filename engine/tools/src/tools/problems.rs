@@ -180,6 +180,7 @@ impl TypedTool for Problems {
                         "`{shown}` timed out after {timeout_ms} ms (check_timeout_ms); the whole process group was killed\n{changed}"
                     ),
                     refusal: None,
+                    redacted: false,
                 });
             }
             ExecStatus::Cancelled => {
@@ -189,6 +190,7 @@ impl TypedTool for Problems {
                         "`{shown}` was cancelled by the user (the whole process group was killed)\n{changed}"
                     ),
                     refusal: None,
+                    redacted: false,
                 });
             }
             _ => {}

@@ -21,6 +21,8 @@ use grep_searcher::{
     BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
 };
 
+use cairn_core::redact::{Counts, Piece, Redactor};
+
 use crate::open::{self, OpenError};
 use crate::paths::{Root, WsPath};
 use crate::permission::CredentialFiles;
@@ -842,6 +844,9 @@ pub fn regex(pattern: &str, case_insensitive: bool) -> Result<RegexMatcher, Patt
 pub struct LineSearch<'a> {
     /// Where the files are opened (beneath the workspace root).
     pub fs: &'a Root,
+    /// The call's redactor: each file's lines are redacted as they are searched, on
+    /// the search's threads ([`Redactor::piece`]).
+    pub redactor: &'a Redactor,
     pub matcher: &'a RegexMatcher,
     /// Context lines before and after each match (already clamped).
     pub context: usize,
@@ -854,8 +859,9 @@ pub struct LineSearch<'a> {
 #[derive(Debug, Default)]
 pub struct SearchReport {
     /// The answer's lines, each followed by `\n`: `path:line:text` for matches,
-    /// `path-line-text` for context, `--` between groups.
-    pub text: String,
+    /// `path-line-text` for context, `--` between groups; one piece a file, redacted
+    /// on its own, to be joined by [`render_search`].
+    pub pieces: Vec<Piece>,
     /// Matching lines found, shown or not.
     pub matches: usize,
     pub shown: usize,
@@ -871,12 +877,13 @@ enum HitKind {
     Break,
 }
 
-/// One file's answer, already formatted: `text` holds its lines, `marks` where each
-/// starts and what it is (so the merge can cut it after the match the cap allows).
+/// One file's answer, already formatted and redacted: `piece` holds its lines, `marks`
+/// where each starts in its text and what it is (so the merge can cut it after the
+/// match the cap allows).
 #[derive(Debug, Default)]
 struct FileHits {
     matches: usize,
-    text: String,
+    piece: Piece,
     marks: Vec<(HitKind, usize)>,
     skip: Option<Skip>,
 }
@@ -901,7 +908,11 @@ impl Collect<'_> {
         self.text.push(sep);
         self.text.push_str(itoa::Buffer::new().format(n));
         self.text.push(sep);
-        let line = String::from_utf8_lossy(bytes);
+        // Valid UTF-8 checked the fast way first: the lossy way reads a byte at a time.
+        let line = match std::str::from_utf8(bytes) {
+            Ok(line) => std::borrow::Cow::Borrowed(line),
+            Err(_) => String::from_utf8_lossy(bytes),
+        };
         let line = line.trim_end_matches('\n').trim_end_matches('\r');
         push_cut(&mut self.text, line, self.chars_max);
         self.text.push('\n');
@@ -1035,7 +1046,7 @@ fn search_file(
     }
     FileHits {
         matches: sink.matches,
-        text: sink.text,
+        piece: q.redactor.piece(sink.text),
         marks: sink.marks,
         skip: None,
     }
@@ -1118,12 +1129,19 @@ impl Merge {
             if r.matches == 0 || room == 0 {
                 continue;
             }
-            if q.context > 0 && !report.text.is_empty() {
-                report.text.push_str("--\n");
+            if q.context > 0 && !report.pieces.is_empty() {
+                report.pieces.push(q.redactor.piece("--\n".to_string()));
             }
-            let (end, shown) = cut_after(&r.marks, room, r.text.len());
+            let len = r.piece.text().len();
+            let (end, shown) = cut_after(&r.marks, room, len);
             report.shown += shown;
-            report.text.push_str(&r.text[..end]);
+            // Cut after a match the cap still shows: that part is redacted anew (its
+            // redaction may differ from that of the whole).
+            report.pieces.push(if end == len {
+                r.piece
+            } else {
+                q.redactor.piece(r.piece.into_text()[..end].to_string())
+            });
         }
     }
 }
@@ -1151,12 +1169,15 @@ fn cut_after(marks: &[(HitKind, usize)], n: usize, len: usize) -> (usize, usize)
     (end, seen)
 }
 
-/// The text of a search answer: matches, then notes.
+/// The text of a search answer: matches, then notes, redacted by `redactor` (its
+/// counts added to `counts`) as the whole text would be.
 pub fn render_search(
     report: SearchReport,
     limits_bytes_max: u64,
     notes: &[String],
     no_match_hint: &str,
+    redactor: &Redactor,
+    counts: &mut Counts,
 ) -> String {
     let mut tail: Vec<String> = Vec::new();
     if report.matches == 0 {
@@ -1180,15 +1201,19 @@ pub fn render_search(
         tail.push(n);
     }
     // The lines joined by `\n`: the matches' lines each end with one already.
-    let mut out = report.text;
+    let mut pieces = report.pieces;
     if tail.is_empty() {
-        if out.ends_with('\n') {
-            out.pop();
+        if let Some(last) = pieces.pop() {
+            let mut text = last.into_text();
+            if text.ends_with('\n') {
+                text.pop();
+            }
+            pieces.push(redactor.piece(text));
         }
     } else {
-        out.push_str(&tail.join("\n"));
+        pieces.push(redactor.piece(tail.join("\n")));
     }
-    out
+    redactor.join(pieces, counts)
 }
 
 /// The context lines to use: the request clamped to `context_lines_max`, with a note
@@ -1354,20 +1379,24 @@ mod tests {
 
     #[test]
     fn rendered_answer_joins_lines_and_notes() {
+        let redactor = Redactor::default();
+        let render = |report, notes: &[String], hint| {
+            render_search(report, 10, notes, hint, &redactor, &mut Counts::new())
+        };
         let report = |text: &str, matches, shown| SearchReport {
-            text: text.to_string(),
+            pieces: vec![redactor.piece(text.to_string())],
             matches,
             shown,
             files_searched: 1,
             skipped: Skipped::default(),
         };
-        assert_eq!(render_search(report("a:1:x\n", 1, 1), 10, &[], ""), "a:1:x");
+        assert_eq!(render(report("a:1:x\n", 1, 1), &[], ""), "a:1:x");
         assert_eq!(
-            render_search(report("a:1:x\na:2:y\n", 3, 2), 10, &["(note)".into()], ""),
+            render(report("a:1:x\na:2:y\n", 3, 2), &["(note)".into()], ""),
             "a:1:x\na:2:y\n…(1 more match not shown; narrow the pattern or add a glob)\n(note)"
         );
         assert_eq!(
-            render_search(report("", 0, 0), 10, &[], "hint"),
+            render(report("", 0, 0), &[], "hint"),
             "no matches (1 file searched); hint"
         );
     }

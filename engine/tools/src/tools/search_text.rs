@@ -82,6 +82,7 @@ impl TypedTool for SearchText {
         let mut report = search::search(
             &LineSearch {
                 fs: ctx.fs,
+                redactor: ctx.redactor,
                 matcher: &matcher,
                 context,
                 matches_max: ctx.limits.search_matches_max,
@@ -97,11 +98,14 @@ impl TypedTool for SearchText {
         } else {
             "hidden files were not searched: set include_hidden to include them"
         };
-        Ok(ToolOutput::ok(search::render_search(
+        let text = search::render_search(
             report,
             ctx.limits.read_file_bytes_max,
             &notes,
             hint,
-        )))
+            ctx.redactor,
+            ctx.redactions,
+        );
+        Ok(ToolOutput::ok_redacted(text))
     }
 }
