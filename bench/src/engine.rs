@@ -47,6 +47,10 @@ pub struct EngineArgs {
     /// `--only overhead` for the per-call cost alone.
     #[arg(long, value_enum)]
     only: Vec<EngineSection>,
+    /// Search only these `search_text` patterns (repeat the flag) and leave the
+    /// `find_files` rows out, e.g. `--pattern use` to profile the many-match search.
+    #[arg(long)]
+    pattern: Vec<String>,
 }
 
 /// A section of `cairn-bench engine`.
@@ -239,6 +243,11 @@ fn search_section(
         ("case-insensitive", "(?i)error"),
         ("many matches", "use"),
     ];
+    let searches: Vec<(&str, &str)> = if args.pattern.is_empty() {
+        searches.to_vec()
+    } else {
+        args.pattern.iter().map(|p| ("asked", p.as_str())).collect()
+    };
     for (label, pattern) in searches {
         progress(&format!("search_text vs rg: {pattern}"));
         let mut r_rg = Row::new(format!("rg `{pattern}` ({label})"), Unit::Millis);
@@ -300,6 +309,11 @@ fn search_section(
             "test",
         ),
     ];
+    let finds = if args.pattern.is_empty() {
+        finds.to_vec()
+    } else {
+        Vec::new()
+    };
     for (label, fd_args, pattern) in finds {
         progress(&format!("find_files vs fd: {label}"));
         let mut r_fd = Row::new(format!("fd {} ({label})", fd_args.join(" ")), Unit::Millis);
