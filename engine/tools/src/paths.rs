@@ -263,8 +263,15 @@ impl Root {
     /// descriptor: never a FIFO, a socket or a device, never blocking (as
     /// [`crate::open_regular`]).
     pub fn open_read(&self, ws: &WsPath) -> Result<(File, Metadata), OpenError> {
-        let at = self.beneath(ws)?;
-        let (root, rel) = (at.root(), at.rel.as_str());
+        self.open_read_at(&ws.abs, &ws.rel)
+    }
+
+    /// [`Root::open_read`] of the path whose absolute and workspace-relative forms are
+    /// `abs` and `rel` (a [`WsPath`]'s fields): a search opens thousands of walked
+    /// files without making a [`WsPath`] of each.
+    pub fn open_read_at(&self, abs: &Path, rel: &str) -> Result<(File, Metadata), OpenError> {
+        let at = self.beneath_at(abs, rel)?;
+        let (root, rel) = (at.root(), at.rel.as_ref());
         let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
         let fd = match root.open_at(rel, flags, true) {
             Ok((fd, real)) => {
@@ -332,18 +339,26 @@ impl Root {
 
     /// The root `ws` lies beneath and its path relative to it: this root, or for a
     /// file in a granted folder outside, that folder opened now.
-    fn beneath<'r>(&'r self, ws: &WsPath) -> Result<Beneath<'r>, OpenError> {
-        if ws.abs.starts_with(&self.path) {
+    fn beneath<'r, 'p>(&'r self, ws: &'p WsPath) -> Result<Beneath<'r, 'p>, OpenError> {
+        self.beneath_at(&ws.abs, &ws.rel)
+    }
+
+    /// [`Root::beneath`] of a [`WsPath`]'s fields.
+    fn beneath_at<'r, 'p>(
+        &'r self,
+        abs: &Path,
+        rel: &'p str,
+    ) -> Result<Beneath<'r, 'p>, OpenError> {
+        if under_root(abs, &self.path) {
             return Ok(Beneath {
                 this: self,
                 granted: None,
-                rel: ws.rel.clone(),
+                rel: std::borrow::Cow::Borrowed(rel),
             });
         }
-        let (Some(dir), Some(name)) = (ws.abs.parent(), ws.abs.file_name()) else {
+        let (Some(dir), Some(name)) = (abs.parent(), abs.file_name()) else {
             return Err(OpenError::Outside(format!(
-                "{} is outside the workspace",
-                ws.rel
+                "{rel} is outside the workspace"
             )));
         };
         let granted = Root {
@@ -353,7 +368,7 @@ impl Root {
         Ok(Beneath {
             this: self,
             granted: Some(granted),
-            rel: name.to_string_lossy().into_owned(),
+            rel: std::borrow::Cow::Owned(name.to_string_lossy().into_owned()),
         })
     }
 
@@ -607,14 +622,26 @@ impl Root {
 
 /// Where a path resolves: the workspace root, or a granted folder outside (its files
 /// only, not its subfolders).
-struct Beneath<'r> {
+struct Beneath<'r, 'p> {
     this: &'r Root,
     granted: Option<Root>,
     /// The path relative to [`Beneath::root`].
-    rel: String,
+    rel: std::borrow::Cow<'p, str>,
 }
 
-impl Beneath<'_> {
+/// `path.starts_with(root)`, decided from the bytes when they say yes (the path is the
+/// root's bytes, then `/`, as a walk makes it): comparing component by component
+/// costs more than the open it guards.
+fn under_root(path: &Path, root: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let (p, r) = (path.as_os_str().as_bytes(), root.as_os_str().as_bytes());
+    let by_bytes = !r.is_empty()
+        && p.strip_prefix(r)
+            .is_some_and(|rest| rest.is_empty() || rest[0] == b'/');
+    by_bytes || path.starts_with(root)
+}
+
+impl Beneath<'_, '_> {
     fn root(&self) -> &Root {
         self.granted.as_ref().unwrap_or(self.this)
     }
@@ -629,7 +656,7 @@ impl Beneath<'_> {
         if real.contains('/') || real.is_empty() {
             return Err(OpenError::Outside(format!(
                 "{} leads out of {} through a symlink; only the files directly in a folder allowed outside the workspace are reachable",
-                granted.path.join(&self.rel).display(),
+                granted.path.join(&*self.rel).display(),
                 granted.path.display()
             )));
         }
@@ -762,6 +789,28 @@ impl Parent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The byte comparison says what the component one says, on paths spelled cleanly
+    /// or not (a trailing `/`, `.` and doubled separators, a sibling sharing a prefix).
+    #[test]
+    fn under_root_agrees_with_components() {
+        for (path, root) in [
+            ("/w/a/b.rs", "/w"),
+            ("/w", "/w"),
+            ("/wx/a", "/w"),
+            ("/w/a", "/w/"),
+            ("/w/./a", "/w/."),
+            ("/w//a", "/w"),
+            ("/w/a", "/w//"),
+            ("/a", "/"),
+            ("/v/a", "/w"),
+            ("w/a", "w"),
+            ("/w/..", "/w"),
+        ] {
+            let (p, r) = (Path::new(path), Path::new(root));
+            assert_eq!(under_root(p, r), p.starts_with(r), "{path} under {root}");
+        }
+    }
 
     #[test]
     fn refuses_escapes_and_bad_paths() {
