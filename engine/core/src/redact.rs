@@ -708,6 +708,9 @@ impl Redactor {
     /// redact each file's lines so: the thread that joins them searches again only
     /// where two pieces may hold one secret between them.
     pub fn piece(&self, text: String) -> Piece {
+        if text.is_empty() {
+            return Piece::default();
+        }
         let mut counts = Counts::new();
         let (redacted, open) = self.redacted_text(&text, &mut counts);
         Piece {

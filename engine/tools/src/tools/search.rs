@@ -803,10 +803,7 @@ pub fn searchable<'a>(fs: &Root, files: &[&'a Found], bytes_max: u64) -> (Vec<&'
 /// Opens a walked file beneath the workspace root: a folder on its way swapped for a
 /// symlink to outside since the walk listed it is not followed out.
 fn open_found(fs: &Root, f: &Found) -> Result<(std::fs::File, std::fs::Metadata), OpenError> {
-    fs.open_read(&WsPath {
-        abs: f.abs.clone(),
-        rel: f.rel.clone(),
-    })
+    fs.open_read_at(&f.abs, &f.rel)
 }
 
 fn sniff(fs: &Root, f: &Found, bytes_max: u64) -> Option<Skip> {
@@ -989,11 +986,21 @@ impl Searchers {
     }
 }
 
+/// The buffers one thread reuses from file to file: a file's bytes, its formatted
+/// lines. New ones per file cost a growing series of copies for the lines, and page
+/// faults for a big file's bytes.
+#[derive(Default)]
+struct Buffers {
+    bytes: Vec<u8>,
+    text: String,
+}
+
 fn search_file(
     q: &LineSearch<'_>,
     f: &Found,
     store_max: usize,
     searchers: &mut Searchers,
+    buffers: &mut Buffers,
 ) -> FileHits {
     let skipped = |s| FileHits {
         skip: Some(s),
@@ -1008,18 +1015,20 @@ fn search_file(
     // At most one byte past the limit, even from a file that grows meanwhile; the
     // head first, so that a binary file is not read past it.
     let read_max = q.bytes_max.saturating_add(1);
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    let bytes = &mut buffers.bytes;
+    bytes.clear();
+    bytes.reserve(usize::try_from(meta.len()).unwrap_or(0));
     let head = read_max.min(text::SNIFF_BYTES as u64);
-    if (&mut file).take(head).read_to_end(&mut bytes).is_err() {
+    if (&mut file).take(head).read_to_end(bytes).is_err() {
         return skipped(Skip::Unreadable);
     }
     if (bytes.len() as u64) < head {
         // The whole file is in: nothing more to read.
-    } else if text::is_binary(&bytes) && bytes.len() as u64 <= q.bytes_max {
+    } else if text::is_binary(bytes) && bytes.len() as u64 <= q.bytes_max {
         return skipped(Skip::Binary);
     } else if file
         .take(read_max - bytes.len() as u64)
-        .read_to_end(&mut bytes)
+        .read_to_end(bytes)
         .is_err()
     {
         return skipped(Skip::Unreadable);
@@ -1027,7 +1036,7 @@ fn search_file(
     if bytes.len() as u64 > q.bytes_max {
         return skipped(Skip::TooBig);
     }
-    if text::is_binary(&bytes) {
+    if text::is_binary(bytes) {
         return skipped(Skip::Binary);
     }
     // Files past the cap are only counted: no context is gathered for them.
@@ -1038,15 +1047,18 @@ fn search_file(
         chars_max: q.chars_max,
         matches: 0,
         full: false,
-        text: String::new(),
+        text: std::mem::take(&mut buffers.text),
         marks: Vec::new(),
     };
-    if searcher.search_slice(q.matcher, &bytes, &mut sink).is_err() {
+    sink.text.clear();
+    let searched = searcher.search_slice(q.matcher, bytes, &mut sink);
+    buffers.text = sink.text;
+    if searched.is_err() {
         return skipped(Skip::Unreadable);
     }
     FileHits {
         matches: sink.matches,
-        piece: q.redactor.piece(sink.text),
+        piece: q.redactor.piece(buffers.text.as_str().to_owned()),
         marks: sink.marks,
         skip: None,
     }
@@ -1070,11 +1082,12 @@ pub fn search(q: &LineSearch<'_>, files: &[&Found]) -> SearchReport {
     let next = AtomicUsize::new(0);
     let work = || {
         let mut searchers = Searchers::new(q.context);
+        let mut buffers = Buffers::default();
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(f) = files.get(i) else { break };
             let store_max = q.matches_max.saturating_sub(shown.load(Ordering::Acquire));
-            let hits = search_file(q, f, store_max, &mut searchers);
+            let hits = search_file(q, f, store_max, &mut searchers, &mut buffers);
             let mut m = match merge.lock() {
                 Ok(m) => m,
                 Err(poisoned) => poisoned.into_inner(),
