@@ -349,6 +349,48 @@ fn anchored_hits(anchors: &Regex, hay: &[u8]) -> Vec<(usize, u64)> {
     at
 }
 
+/// [`anchored_hits`] of a text whose lines mostly start with `prefix` (a search's
+/// answer for one file: each line starts with the file's path), reading each such line
+/// from `prefix.len() - (LITERAL_BYTES_MAX - 1)` on. No literal holds a line end, so
+/// the literals starting in a line end in it; one starting in the part left unread
+/// would lie whole in `prefix`, which holds none starting there (checked once; if it
+/// does, or the part is short, the whole text is read).
+fn anchored_hits_after_prefix(anchors: &Regex, hay: &[u8], prefix: &[u8]) -> Vec<(usize, u64)> {
+    let skip = prefix.len().saturating_sub(LITERAL_BYTES_MAX - 1);
+    if skip < PREFIX_SKIP_BYTES_MIN || anchored_hits(anchors, prefix).iter().any(|h| h.0 < skip) {
+        return anchored_hits(anchors, hay);
+    }
+    let pre = &*PREFILTER;
+    let mut at: Vec<(usize, u64)> = Vec::new();
+    let mut line = 0;
+    while line < hay.len() {
+        let end = memchr::memchr(b'\n', &hay[line..]).map_or(hay.len(), |n| line + n + 1);
+        let start = if hay[line..end].starts_with(prefix) {
+            line + skip
+        } else {
+            line
+        };
+        for m in anchors.find_iter(&hay[start..end]) {
+            let (from, to) = (start + m.start(), start + m.end());
+            let window = &hay[from..(to - 1 + LITERAL_BYTES_MAX).min(end)];
+            for h in pre.automaton.find_overlapping_iter(window) {
+                let hit = from + h.start();
+                let (lit, exact, admits) = pre.literals[h.pattern().as_usize()];
+                if hit < to && (!exact || &hay[hit..from + h.end()] == lit) {
+                    at.push((hit, admits));
+                }
+            }
+        }
+        line = end;
+    }
+    at.sort_by_key(|h| h.0);
+    at
+}
+
+/// A prefix shorter than this is read with its line: skipping it saves less than
+/// starting a search per line costs.
+const PREFIX_SKIP_BYTES_MIN: usize = 24;
+
 struct Pattern {
     re: Regex,
     /// The capture group holding the secret (0: the whole match).
@@ -693,11 +735,21 @@ impl Redactor {
     /// [`Redactor::replaced`] of a text, with whether a secret runs to its end.
     fn redacted_text(&self, text: &str, counts: &mut Counts) -> (Option<String>, bool) {
         let spans = self.piece_spans(text.as_bytes());
+        self.redacted_at(text, &spans, counts)
+    }
+
+    /// [`Redactor::redacted_text`] with the spans found already.
+    fn redacted_at(
+        &self,
+        text: &str,
+        spans: &[Span],
+        counts: &mut Counts,
+    ) -> (Option<String>, bool) {
         if spans.is_empty() {
             return (None, false);
         }
         let open = spans.iter().any(|s| s.open || s.end == text.len());
-        match String::from_utf8(self.replaced(text.as_bytes(), &spans, counts)) {
+        match String::from_utf8(self.replaced(text.as_bytes(), spans, counts)) {
             Ok(out) => (Some(out), open),
             Err(e) => unreachable!("redaction cut a character of a text in two: {e}"),
         }
@@ -708,11 +760,25 @@ impl Redactor {
     /// redact each file's lines so: the thread that joins them searches again only
     /// where two pieces may hold one secret between them.
     pub fn piece(&self, text: String) -> Piece {
+        self.piece_of_lines(text, "")
+    }
+
+    /// [`Redactor::piece`] of lines that mostly start with `prefix` (a search's answer
+    /// for one file, whose lines start with its path): the same piece, found without
+    /// reading every line's copy of the prefix.
+    pub fn piece_of_lines(&self, text: String, prefix: &str) -> Piece {
         if text.is_empty() {
             return Piece::default();
         }
         let mut counts = Counts::new();
-        let (redacted, open) = self.redacted_text(&text, &mut counts);
+        let spans = match ANCHORS.as_ref() {
+            Some(anchors) => {
+                let hits = anchored_hits_after_prefix(anchors, text.as_bytes(), prefix.as_bytes());
+                self.spans_at_hits(text.as_bytes(), &hits)
+            }
+            None => self.spans(text.as_bytes()),
+        };
+        let (redacted, open) = self.redacted_at(&text, &spans, &mut counts);
         Piece {
             text,
             redacted,
@@ -889,12 +955,18 @@ impl Redactor {
             Some(anchors) => anchored_hits(anchors, hay),
             None => PREFILTER.hits_at(hay),
         };
+        self.spans_at_hits(hay, &hits)
+    }
+
+    /// [`Redactor::spans_segmented`] with the literals' hits found already (as
+    /// [`Prefilter::hits_at`] finds them).
+    fn spans_at_hits(&self, hay: &[u8], hits: &[(usize, u64)]) -> Vec<Span> {
         let mut chosen = self.env_spans(hay);
         let mut found: Vec<Vec<(usize, usize, usize)>> = vec![Vec::new(); SOURCES.len()];
         let mut whole = 0u64;
         // The segments, each with the patterns its hits admit.
         let mut segments: Vec<(usize, usize, u64)> = Vec::new();
-        for &(at, admits) in &hits {
+        for &(at, admits) in hits {
             whole |= admits & WHOLE_TEXT_PATTERNS;
             let admits = admits & !WHOLE_TEXT_PATTERNS;
             if admits == 0 {
@@ -2201,6 +2273,59 @@ mod stream_tests {
                 sorted.sort_unstable();
                 joined_is_whole(&r, &made, &sorted)?;
             }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// A file's lines read after their path find the literals and make the piece
+        /// that reading every byte finds and makes: paths holding literals at their
+        /// start, middle and end (`sk` before the `-` of a context line), outside
+        /// ASCII, short and long, lines of made text, `--` lines and lines without
+        /// the path.
+        #[test]
+        fn lines_read_after_their_path_give_the_same_piece(
+            seed in any::<u64>(),
+            lines in 1usize..30,
+        ) {
+            let rng = Rng::new(seed);
+            let long = "registry/src/index.crates.io-1949cf8c6b5b557f/serde-1.0.210/src/de";
+            let path = [
+                format!("{long}/mod.rs"),
+                format!("{long}/token_sk"),
+                format!("passwd/{long}/sk"),
+                format!("{long}/pa\u{17f}\u{17f}word/ſk"),
+                format!("{long}/{}/x.rs", "sk-ant-"),
+                "src/main.rs".to_string(),
+                format!("{long}/{}", &long[..rng.below(long.len())]),
+            ][rng.below(7)]
+            .clone();
+            let mut text = String::new();
+            for n in 0..lines {
+                match rng.below(8) {
+                    0 => text.push_str("--\n"),
+                    1 => text.push_str("other/path.rs:1:x\n"),
+                    k => {
+                        let sep = if k == 2 { '-' } else { ':' };
+                        text.push_str(&format!("{path}{sep}{n}{sep}"));
+                        match rng.below(3) {
+                            0 => text.push_str(JOINTS[rng.below(JOINTS.len())]),
+                            1 => text.push_str(&secret(&rng, rng.below(KINDS))),
+                            _ => text.push_str(&String::from_utf8_lossy(&filler(&rng))),
+                        }
+                        text.push('\n');
+                    }
+                }
+            }
+            let anchors = ANCHORS.as_ref().expect("the anchors compile");
+            prop_assert_eq!(
+                anchored_hits_after_prefix(anchors, text.as_bytes(), path.as_bytes()),
+                anchored_hits(anchors, text.as_bytes()),
+                "{:?} in {:?}", path, text
+            );
+            let r = redactor();
+            prop_assert_eq!(r.piece_of_lines(text.clone(), &path), r.piece(text));
         }
     }
 

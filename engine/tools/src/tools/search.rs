@@ -1058,7 +1058,9 @@ fn search_file(
     }
     FileHits {
         matches: sink.matches,
-        piece: q.redactor.piece(buffers.text.as_str().to_owned()),
+        piece: q
+            .redactor
+            .piece_of_lines(buffers.text.as_str().to_owned(), &f.rel),
         marks: sink.marks,
         skip: None,
     }
