@@ -16,6 +16,10 @@
 //! the text: an unfinished key is redacted, not shown. A big text (a search's answer of
 //! megabytes) is searched only in the lines around the literals each pattern needs
 //! (`Redactor::spans_segmented`): the same stretches, found in a fraction of the time.
+//! A search's answer is redacted a file at a time on the search's threads
+//! ([`Redactor::piece`]) and joined ([`Redactor::join`]) into the bytes that redacting
+//! it whole gives: only where a secret may reach across two files' lines is it read
+//! again.
 //!
 //! File contents kept as blobs for the workspace (manifest, before/after of writes) are
 //! not redacted: they are the workspace itself, and checkout and replay must be exact.
