@@ -2278,10 +2278,6 @@ mod stream_tests {
                 joined_is_whole(&r, &made, &sorted)?;
             }
         }
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
 
         /// A file's lines read after their path find the literals and make the piece
         /// that reading every byte finds and makes: paths holding literals at their
