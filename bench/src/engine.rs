@@ -404,17 +404,26 @@ fn spin(buf: &[u8], iters: u64) -> u64 {
     std::hint::black_box(a)
 }
 
-/// The rounds of [`spin`] that last `micros` (the median of a few timed runs).
+/// The rounds of [`spin`] that last `micros` at the median: a first guess from long
+/// runs, then put right twice from the median of 201 runs of the guess (the machine's
+/// speed moves from moment to moment on a shared VM).
 fn spin_iters_for(buf: &[u8], micros: f64) -> u64 {
+    let median_micros = |iters: u64, runs: usize| {
+        let mut t: Vec<f64> = (0..runs)
+            .map(|_| {
+                let started = Instant::now();
+                spin(buf, iters);
+                started.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        percentile(&mut t, 0.5)
+    };
     const PROBE: u64 = 200_000;
-    let mut per_round: Vec<f64> = (0..9)
-        .map(|_| {
-            let t = Instant::now();
-            spin(buf, PROBE);
-            t.elapsed().as_secs_f64() * 1e6 / PROBE as f64
-        })
-        .collect();
-    (micros / percentile(&mut per_round, 0.5)).round().max(1.0) as u64
+    let mut iters = (PROBE as f64 * micros / median_micros(PROBE, 9)).max(1.0) as u64;
+    for _ in 0..2 {
+        iters = (iters as f64 * micros / median_micros(iters, 201)).max(1.0) as u64;
+    }
+    iters
 }
 
 fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Result<Section> {
