@@ -2290,7 +2290,7 @@ mod stream_tests {
             lines in 1usize..30,
         ) {
             let rng = Rng::new(seed);
-            let long = "registry/src/index.crates.io-1949cf8c6b5b557f/serde-1.0.210/src/de";
+            let long = "registry/src/index.registry1-1949cf8c6b5b557f/serde-1.0.210/src/de";
             let path = [
                 format!("{long}/mod.rs"),
                 format!("{long}/token_sk"),
