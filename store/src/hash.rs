@@ -20,7 +20,7 @@ impl Hash {
     /// Lowercase hex, 64 digits.
     pub fn to_hex(&self) -> String {
         let mut out = [0u8; 64];
-        encode_hex(&self.0, &mut out);
+        encode_lower_hex(&self.0, &mut out);
         // Hex digits are ASCII, so this cannot fail.
         String::from_utf8_lossy(&out).into_owned()
     }
@@ -40,10 +40,6 @@ impl Hash {
         hex.truncate(n);
         hex
     }
-}
-
-pub(crate) fn encode_hex(bytes: &[u8; 32], out: &mut [u8; 64]) {
-    encode_lower_hex(bytes, out);
 }
 
 /// Writes `bytes` as lowercase hex digits into `out`, which must be twice as long.

@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 
 use serde::de::IgnoredAny;
 
-use crate::hash::{Hash, encode_hex};
+use crate::hash::{Hash, encode_lower_hex};
 
 /// The BLAKE3 derive-key context of record hashes.
 pub const HASH_CONTEXT: &str = "cairn-log v1 record";
@@ -45,7 +45,7 @@ pub(crate) fn encode(prev: &Hash, seq: u64, ts: &str, event: &[u8], out: &mut Ve
     let start = out.len();
     let mut hex = [0u8; 64];
     out.extend_from_slice(PREFIX);
-    encode_hex(&prev.0, &mut hex);
+    encode_lower_hex(&prev.0, &mut hex);
     out.extend_from_slice(&hex);
     out.extend_from_slice(SEQ_KEY);
     out.extend_from_slice(seq.to_string().as_bytes());
@@ -55,7 +55,7 @@ pub(crate) fn encode(prev: &Hash, seq: u64, ts: &str, event: &[u8], out: &mut Ve
     out.extend_from_slice(event);
     let hash = record_hash(&out[start..]);
     out.extend_from_slice(HASH_KEY);
-    encode_hex(&hash.0, &mut hex);
+    encode_lower_hex(&hash.0, &mut hex);
     out.extend_from_slice(&hex);
     out.extend_from_slice(b"\"}\n");
     hash

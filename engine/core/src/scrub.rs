@@ -71,9 +71,6 @@ pub fn event(
     event: &Event,
 ) -> Result<Option<(Event, Counts)>, ScrubError> {
     let value = serde_json::to_value(event).map_err(|e| ScrubError(e.to_string()))?;
-    if !redactor.json_holds_secret(&value) {
-        return Ok(None);
-    }
     let mut counts = Counts::new();
     let redacted = redactor.redact_json(&value, &mut counts);
     if counts.is_empty() {

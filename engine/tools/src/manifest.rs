@@ -809,10 +809,13 @@ fn look_up_all(
     withheld: &[bool],
     file_bytes_max: u64,
 ) -> Vec<(usize, Result<Option<ManifestEntry>>)> {
+    if todo.is_empty() {
+        return Vec::new();
+    }
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8)
-        .min(todo.len().max(1));
+        .min(todo.len());
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {

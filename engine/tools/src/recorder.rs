@@ -499,7 +499,7 @@ mod tests {
     /// tree, answers as the check of the tree: with the patterns alone, and with a
     /// secret value that some of the events' strings hold and others do not.
     #[test]
-    fn an_event_written_from_its_json_tree_is_the_event_s_own_json() {
+    fn the_probe_answers_as_the_tree_s_check_on_the_sample_logs() {
         let patterns = Redactor::default();
         let mut values = Redactor::default();
         values.add_value("GREETER_TOKEN", "demo/greeter");

@@ -233,23 +233,12 @@ impl Numbered {
 /// `n` right-aligned in six columns, as `format!("{n:>6}")` writes it, without the
 /// formatting machinery (ten of them a read).
 fn push_number(out: &mut String, n: u32) {
-    let mut digits = [0u8; 10];
-    let mut at = digits.len();
-    let mut rest = n;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    let width = digits.len() - at;
-    for _ in width..6 {
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(n);
+    for _ in digits.len()..6 {
         out.push(' ');
     }
-    // ASCII digits.
-    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+    out.push_str(digits);
 }
 
 /// The footer of a read: what was shown, how to read on, the content hash.
