@@ -76,6 +76,28 @@ impl PathError {
 /// Resolves `input` against `root` (canonical). `home` is the cairn home (canonical or
 /// not yet existing), which is always refused.
 pub fn resolve(root: &Path, home: &Path, input: &str) -> Result<WsPath, PathError> {
+    resolve_plain(root, home, input).map(|(ws, _)| ws)
+}
+
+/// [`resolve`], and whether the path named has no symlink on it (each of its
+/// components exists and none is a link): then `abs` is the path named itself, and
+/// it is its own real path.
+pub(crate) fn resolve_plain(
+    root: &Path,
+    home: &Path,
+    input: &str,
+) -> Result<(WsPath, bool), PathError> {
+    resolve_with(root, home, input, true)
+}
+
+/// [`resolve_plain`]; when not `try_plain`, every path is resolved as one that may
+/// hold a symlink (what tests compare the one-call check with).
+fn resolve_with(
+    root: &Path,
+    home: &Path,
+    input: &str,
+    try_plain: bool,
+) -> Result<(WsPath, bool), PathError> {
     if input.is_empty() {
         return Err(PathError::Invalid(
             "the path is empty: give a path relative to the workspace root".into(),
@@ -120,9 +142,52 @@ pub fn resolve(root: &Path, home: &Path, input: &str) -> Result<WsPath, PathErro
     } else {
         root.join(&rel)
     };
-    // Resolve symlinks of the longest existing ancestor; what does not exist yet cannot
-    // be a link.
-    let mut existing = lexical.clone();
+    // A path with no symlink on it is its own canonical form: one `openat2` that
+    // refuses any link tells, where `realpath` reads each component.
+    let plain = try_plain && lexical_is_real(&lexical);
+    let abs = if plain {
+        lexical
+    } else {
+        realpath_of(&lexical, input)?
+    };
+    if !abs.starts_with(root) {
+        return Err(PathError::Outside(format!(
+            "{input} leads outside the workspace (through a symlink) to {}",
+            abs.display()
+        )));
+    }
+    if abs.starts_with(home) {
+        return Err(PathError::Outside(format!(
+            "{input} is inside the cairn home {}, which tools never touch",
+            home.display()
+        )));
+    }
+    Ok((WsPath { abs, rel }, plain))
+}
+
+/// Whether every component of `path` (absolute, with no `.`, `..` or empty component)
+/// exists and none is a symlink: `realpath(path)` is `path` itself.
+fn lexical_is_real(path: &Path) -> bool {
+    if OPENAT2_MISSING.load(Ordering::Relaxed) {
+        return false;
+    }
+    let how = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    let flags = OFlags::PATH | OFlags::CLOEXEC;
+    match rustix::fs::openat2(rustix::fs::CWD, path, flags, Mode::empty(), how) {
+        // Without `O_NOFOLLOW`, a link named last is refused too (`ELOOP`).
+        Ok(_) => true,
+        Err(Errno::NOSYS) => {
+            OPENAT2_MISSING.store(true, Ordering::Relaxed);
+            false
+        }
+        Err(_) => false,
+    }
+}
+
+/// The real path of `lexical` (absolute, normalised): the symlinks of its longest
+/// existing ancestor resolved, what does not exist yet (which cannot be a link) kept.
+fn realpath_of(lexical: &Path, input: &str) -> Result<PathBuf, PathError> {
+    let mut existing = lexical.to_path_buf();
     let mut rest: Vec<std::ffi::OsString> = Vec::new();
     let canonical = loop {
         match existing.canonicalize() {
@@ -143,19 +208,7 @@ pub fn resolve(root: &Path, home: &Path, input: &str) -> Result<WsPath, PathErro
     for name in rest.iter().rev() {
         abs.push(name);
     }
-    if !abs.starts_with(root) {
-        return Err(PathError::Outside(format!(
-            "{input} leads outside the workspace (through a symlink) to {}",
-            abs.display()
-        )));
-    }
-    if abs.starts_with(home) {
-        return Err(PathError::Outside(format!(
-            "{input} is inside the cairn home {}, which tools never touch",
-            home.display()
-        )));
-    }
-    Ok(WsPath { abs, rel })
+    Ok(abs)
 }
 
 /// Where `input` points, absolute and normalised (symlinks resolved as far as they
@@ -891,6 +944,85 @@ mod tests {
             root,
             out,
         }
+    }
+
+    #[test]
+    fn the_one_call_check_resolves_every_path_as_realpath_does() {
+        let f = fixture();
+        let home = f.root.join(".cairn-home");
+        symlink("nowhere", f.root.join("dangling")).unwrap();
+        let abs = |rel: &str| f.root.join(rel).to_string_lossy().into_owned();
+        let mut inputs: Vec<String> = [
+            ".",
+            "a",
+            "a/b",
+            "a/b/f.txt",
+            "a/b/f.txt/x",
+            "a/b/new.txt",
+            "new/deeper/x",
+            "in",
+            "in/f.txt",
+            "abs_in/f.txt",
+            "a/dotdot/f.txt",
+            "a/file_link",
+            "up",
+            "up/secret.txt",
+            "leak",
+            "a/climb/secret.txt",
+            "abs_out/secret.txt",
+            "loop1",
+            "loop1/x",
+            "to_home",
+            "to_home/log",
+            ".cairn-home/log",
+            "fifo",
+            "dangling",
+            "dangling/x",
+            "in/../a",
+            "a/../in/f.txt",
+            "./a//b/./f.txt",
+            "a/b/",
+            "../ws/a",
+            "/etc/passwd",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        inputs.extend(["a/b/f.txt", "in/f.txt", "fifo", ""].map(abs));
+        for input in &inputs {
+            let fast = resolve_with(&f.root, &home, input, true);
+            let slow = resolve_with(&f.root, &home, input, false);
+            assert_eq!(
+                fast.as_ref().map(|(ws, _)| ws),
+                slow.as_ref().map(|(ws, _)| ws),
+                "{input}"
+            );
+            if let Ok((ws, plain)) = &fast {
+                // Plain exactly when the path named is its own real path: it exists,
+                // with no link on it.
+                let named = f.root.join(&ws.rel);
+                let real = std::fs::canonicalize(&named).ok();
+                assert_eq!(*plain, real.as_ref() == Some(&named), "{input}");
+                if *plain {
+                    assert_eq!(ws.abs, named, "{input}");
+                }
+                if *plain {
+                    // So the root's own resolution of it finds no link either.
+                    for root in roots(&f) {
+                        assert_eq!(root.stat(ws).unwrap().1, ws.rel, "{input}");
+                    }
+                }
+            }
+        }
+        // Every input above that resolves at all is looked at: some plain, some not.
+        let plains: Vec<bool> = inputs
+            .iter()
+            .filter_map(|i| resolve_plain(&f.root, &home, i).ok().map(|(_, p)| p))
+            .collect();
+        assert!(
+            plains.contains(&true) && plains.contains(&false),
+            "{plains:?}"
+        );
     }
 
     /// Both resolutions: `openat2` first, and the walk alone.

@@ -13,7 +13,7 @@ use cairn_core::decide::Refused;
 
 use crate::event::{Event, FileRead, Refusal, Rule, Status, WriteStatus};
 use crate::limits::Limits;
-use crate::paths::{PathError, Root, WsPath, resolve};
+use crate::paths::{PathError, Root, WsPath, resolve_plain};
 use crate::permission::{CredentialFiles, Need};
 use crate::recorder::Recorder;
 use crate::shell::Runtime;
@@ -460,8 +460,9 @@ impl Ctx<'_> {
 
     /// Resolves a path inside the workspace, or the refusal to return.
     pub fn resolve(&self, path: &str) -> Result<WsPath, ToolOutput> {
-        resolve(self.root, self.home, path)
-            .map(|ws| self.real(ws))
+        resolve_plain(self.root, self.home, path)
+            // A path with no symlink on it names its real file already.
+            .map(|(ws, plain)| if plain { ws } else { self.real(ws) })
             .or_else(|e| match e {
                 PathError::Outside(m) => {
                     // A folder outside the workspace the user allowed for this tool: the

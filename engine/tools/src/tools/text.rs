@@ -79,9 +79,7 @@ pub fn load(ctx: &Ctx<'_>, path: &str, how_to_narrow: &str) -> Result<TextFile, 
         return Err(too_big(meta.len()));
     }
     // At most one byte past the limit is read, even from a file that grows meanwhile.
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(bytes_max.saturating_add(1))
-        .read_to_end(&mut bytes)
+    let bytes = read_at_most(file, meta.len(), bytes_max.saturating_add(1))
         .map_err(|e| ToolOutput::error(format!("cannot read {}: {e}", ws.rel)))?;
     if bytes.len() as u64 > bytes_max {
         return Err(too_big(bytes.len() as u64));
@@ -107,6 +105,41 @@ pub fn load(ctx: &Ctx<'_>, path: &str, how_to_narrow: &str) -> Result<TextFile, 
         total_lines,
     })
 }
+
+/// `reader` read to its end, or to `limit` bytes if it holds more. `expected` is the
+/// length its metadata gave: a file of that length is read by one `read` of it and
+/// one that sees the end, where growing a buffer from a guess takes more.
+pub fn read_at_most(mut reader: impl Read, expected: u64, limit: u64) -> std::io::Result<Vec<u8>> {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let first = usize::try_from(expected)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1)
+        .min(limit);
+    let mut buf = vec![0u8; first];
+    let mut filled = 0;
+    loop {
+        if filled == buf.len() {
+            if filled >= limit {
+                break;
+            }
+            // More than the metadata said (the file grew): grow as `read_to_end` does.
+            let more = buf.len().max(READ_GROWTH_BYTES_MIN).min(limit - filled);
+            buf.resize(filled + more, 0);
+        }
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(filled);
+    Ok(buf)
+}
+
+/// The least a [`read_at_most`] buffer grows by once the file proved longer than its
+/// metadata said.
+const READ_GROWTH_BYTES_MIN: usize = 8192;
 
 /// The note a read ends with when it showed fewer lines than asked, to fit the caps.
 pub const FITTED_NOTE: &str =
@@ -286,6 +319,83 @@ mod tests {
         ] {
             assert_eq!(line_count(text), lines(text).len(), "{text:?}");
         }
+    }
+
+    /// A reader of `bytes` that hands out at most `chunk` bytes a call, and says
+    /// "interrupted" before every other call, as a slow or signalled read may.
+    struct Trickle<'a> {
+        bytes: &'a [u8],
+        chunk: usize,
+        calls: usize,
+        reads: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.calls += 1;
+            if self.calls % 2 == 0 {
+                return Err(std::io::ErrorKind::Interrupted.into());
+            }
+            self.reads += 1;
+            let n = buf.len().min(self.chunk).min(self.bytes.len());
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn read_at_most_reads_to_the_end_or_the_limit_whatever_the_metadata_said() {
+        let data: Vec<u8> = (0..40_000u32).map(|i| (i % 251) as u8).collect();
+        for len in [0, 1, 7, 8191, 8192, 8193, 20_000, 40_000] {
+            let bytes = &data[..len];
+            // The metadata's length right, short (the file grew) and long (it shrank).
+            for expected in [len as u64, 0, len as u64 / 2, len as u64 + 100, u64::MAX] {
+                for limit in [0, 1, len, len + 1, len.saturating_sub(1), 100_000] {
+                    for chunk in [1, 3, 4096, usize::MAX] {
+                        let mut r = Trickle {
+                            bytes,
+                            chunk,
+                            calls: 0,
+                            reads: 0,
+                        };
+                        let got = read_at_most(&mut r, expected, limit as u64).unwrap();
+                        let want = &bytes[..len.min(limit)];
+                        assert_eq!(
+                            got, want,
+                            "len {len} expected {expected} limit {limit} chunk {chunk}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn read_at_most_reads_a_file_of_its_stated_length_in_two_reads() {
+        let data = vec![b'x'; 9_470];
+        let mut r = Trickle {
+            bytes: &data,
+            chunk: usize::MAX,
+            calls: 0,
+            reads: 0,
+        };
+        let got = read_at_most(&mut r, 9_470, 1 << 20).unwrap();
+        assert_eq!(got.len(), 9_470);
+        // One read of the whole file, one that sees its end.
+        assert_eq!(r.reads, 2);
+    }
+
+    #[test]
+    fn read_at_most_passes_on_an_error() {
+        struct Broken;
+        impl Read for Broken {
+            fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("disk on fire"))
+            }
+        }
+        let e = read_at_most(Broken, 10, 100).unwrap_err();
+        assert_eq!(e.to_string(), "disk on fire");
     }
 
     fn file(text: &str) -> TextFile {
