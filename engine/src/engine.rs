@@ -853,7 +853,9 @@ impl Engine {
         // What the model sees, what the log keeps and the blob of the whole output are
         // all redacted: by the tool itself when it says so (a search, on its threads).
         let full = std::mem::take(&mut output.text);
-        let full = if output.redacted {
+        // Whether the answer was searched here, with the redactor every record goes
+        // through, and held no secret: then the record need not search it again.
+        let (full, clean) = if output.redacted {
             debug_assert!(
                 matches!(
                     self.redactor.redact(&full, &mut Counts::new()),
@@ -861,9 +863,12 @@ impl Engine {
                 ),
                 "{tool}'s answer, redacted by the tool, still holds a secret"
             );
-            full
+            (full, false)
         } else {
-            self.redactor.redact_string(full, &mut redactions)
+            match self.rec.redactor().redact(&full, &mut redactions) {
+                std::borrow::Cow::Borrowed(_) => (full, true),
+                std::borrow::Cow::Owned(redacted) => (redacted, false),
+            }
         };
         // Capped, and flagged when what the model is shown reads like an instruction
         // aimed at it (prompt injection): the note follows, and the call records it.
@@ -883,7 +888,10 @@ impl Engine {
             None => None,
         };
         let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        self.rec.append(&Event::ToolFinished(ToolFinished {
+        // What the model is shown is the answer searched above when nothing was cut
+        // from it nor added to it.
+        let clean = clean && text == full;
+        let finished = Event::ToolFinished(ToolFinished {
             call: call.clone(),
             status: output.status,
             output: text.clone(),
@@ -893,7 +901,12 @@ impl Engine {
             redactions,
             mcp_result,
             injection,
-        }))?;
+        });
+        let checked = match &finished {
+            Event::ToolFinished(f) if clean => Some(f.output.as_str()),
+            _ => None,
+        };
+        self.rec.append_checked(&finished, checked)?;
         self.rec.commit()?;
         Ok(CallOutcome {
             call,

@@ -200,6 +200,11 @@ impl Recorder {
         Ok(())
     }
 
+    /// The redactor every record goes through.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
     /// Replaces the redactor; the key stays.
     pub fn set_redactor(&mut self, redactor: Redactor) {
         self.redactor = redactor;
@@ -245,10 +250,22 @@ impl Recorder {
     /// state folds the redacted event itself: what the record moved into blobs is only
     /// where it is kept.
     pub fn append(&mut self, event: &Event) -> Result<Record> {
+        self.append_checked(event, None)
+    }
+
+    /// [`Recorder::append`] of an event one of whose strings, `checked` (borrowed from
+    /// the event itself), was found to hold no secret by this recorder's redactor: the
+    /// redaction pass does not search it again (a call's answer, which the engine
+    /// redacts itself to count what it redacted).
+    pub fn append_checked(&mut self, event: &Event, checked: Option<&str>) -> Result<Record> {
         // The redaction pass checks the strings of the event's JSON as they are
         // serialized, with no tree of it built; only an event with a secret is rebuilt
         // redacted. Then the event is serialized once, to its text.
-        let scrubbed = match self.redactor.holds_secret(event) {
+        let holds = match checked {
+            Some(c) => self.redactor.holds_secret_but(event, c),
+            None => self.redactor.holds_secret(event),
+        };
+        let scrubbed = match holds {
             true => scrub::event(&self.redactor, self.secret_key.as_ref(), event)?,
             false => None,
         };

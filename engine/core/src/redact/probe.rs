@@ -39,15 +39,32 @@ impl ser::Error for Stop {
 
 /// True when a string of `value`, as its JSON tree holds it, holds a secret. A value
 /// that does not serialize holds none (its JSON cannot be made either).
-pub(super) fn holds_secret<T: Serialize + ?Sized>(r: &Redactor, value: &T) -> bool {
-    matches!(value.serialize(Probe(r)), Err(Stop::Secret))
+///
+/// `checked` is a string of `value` itself (the same bytes at the same address) that
+/// the caller found to hold no secret with this redactor: it is not searched again.
+/// Any other string, equal or not, is.
+pub(super) fn holds_secret<T: Serialize + ?Sized>(
+    r: &Redactor,
+    value: &T,
+    checked: Option<&str>,
+) -> bool {
+    let skip = checked.map(|c| (c.as_ptr() as usize, c.len()));
+    matches!(value.serialize(Probe(r, skip)), Err(Stop::Secret))
 }
 
+/// The redactor, and the address and length of the string not to search again.
 #[derive(Clone, Copy)]
-struct Probe<'a>(&'a Redactor);
+struct Probe<'a>(&'a Redactor, Option<(usize, usize)>);
 
 impl Probe<'_> {
     fn check(self, s: &str) -> Result<(), Stop> {
+        if self.1 == Some((s.as_ptr() as usize, s.len())) {
+            debug_assert!(
+                self.0.spans(s.as_bytes()).is_empty(),
+                "a string vouched for as checked holds a secret"
+            );
+            return Ok(());
+        }
         match self.0.spans(s.as_bytes()).is_empty() {
             true => Ok(()),
             false => Err(Stop::Secret),
@@ -324,6 +341,34 @@ mod tests {
         }
         assert!(!Redactor::default().holds_secret(&(Fails, SECRET)));
         assert!(Redactor::default().holds_secret(&(SECRET, Fails)));
+    }
+
+    /// Only the very string vouched for is passed over: a copy of it elsewhere in the
+    /// value, a longer string starting at the same address, and every other string
+    /// are searched as before.
+    #[test]
+    fn a_checked_string_is_passed_over_and_nothing_else() {
+        let r = Redactor::default();
+        let clean = "nothing to see here".to_string();
+        let with_secret = format!("{clean} {SECRET}");
+        // Clean, vouched: no secret; a secret beside it is still found.
+        assert!(!r.holds_secret_but(&(&clean, 7), &clean));
+        assert!(r.holds_secret_but(&(&clean, SECRET), &clean));
+        assert!(r.holds_secret_but(&(SECRET, &clean), &clean));
+        // A prefix of a string with a secret, at its address: the string is searched.
+        assert!(r.holds_secret_but(&with_secret, &with_secret[..clean.len()]));
+        // A string of another value, even equal: nothing is passed over.
+        let copy = SECRET.to_string();
+        assert!(r.holds_secret_but(&(SECRET, 1), &copy));
+    }
+
+    /// Vouching for a string that holds a secret is a bug the debug build catches.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "vouched for as checked holds a secret")]
+    fn vouching_for_a_secret_is_caught_in_debug_builds() {
+        let s = SECRET.to_string();
+        Redactor::default().holds_secret_but(&s, &s);
     }
 
     /// Values of different types behind one test helper.
