@@ -81,6 +81,11 @@ impl CompactRange {
         (self.size, &self.stack)
     }
 
+    /// [`CompactRange::parts`], owned: the stack is handed back, not copied.
+    pub fn into_parts(self) -> (u64, Vec<Hash32>) {
+        (self.size, self.stack)
+    }
+
     /// The number of leaves.
     pub fn size(&self) -> u64 {
         self.size

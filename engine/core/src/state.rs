@@ -364,11 +364,19 @@ impl TreeHead {
     /// store has `seq` equal to the leaf's index (the store refuses a gap); the fold
     /// does not check it, so that a state can be folded from made-up records.
     pub fn push(&mut self, seq: u64, hash: &cairn_store::Hash) {
-        let mut r = self.range();
+        // The stack is moved into the range and back, never copied (every record).
+        let mut r = match cairn_tlog::CompactRange::from_parts(
+            self.size,
+            std::mem::take(&mut self.stack),
+        ) {
+            Some(r) => r,
+            None => panic!(
+                "tree head of size {} with a stack not of its size",
+                self.size
+            ),
+        };
         r.push(cairn_tlog::tree::record_leaf_hash(seq, &hash.0));
-        let (size, stack) = r.parts();
-        self.size = size;
-        self.stack = stack.to_vec();
+        (self.size, self.stack) = r.into_parts();
     }
 
     /// The root hash over the records folded.
