@@ -300,6 +300,11 @@ pub fn parse_input<I: DeserializeOwned + JsonSchema>(
     tool: &str,
     input: &serde_json::Value,
 ) -> Result<I, InputError> {
+    // A call parses its input a few times (its check, its permission, its run): the
+    // path to a field at fault is tracked only once the input proved faulty.
+    if let Ok(parsed) = I::deserialize(input) {
+        return Ok(parsed);
+    }
     serde_path_to_error::deserialize(input).map_err(|e| {
         let path = e.path().to_string();
         let mut what = e.into_inner().to_string();

@@ -214,12 +214,7 @@ fn numbered(file: &TextFile, first: u32, last: u32, chars_max: usize) -> Numbere
     // Only the lines up to the last one shown are split off: a read of ten lines does
     // not cut the whole file into lines.
     let body = file.text.strip_suffix('\n').unwrap_or(&file.text);
-    let from = match first {
-        1 => 0,
-        n => memchr::memchr_iter(b'\n', body.as_bytes())
-            .nth((n - 2) as usize)
-            .map_or(body.len(), |at| at + 1),
-    };
+    let from = line_start(body.as_bytes(), first as usize);
     let shown = body[from..].split('\n').take((last - first + 1) as usize);
     for (n, line) in (first..=last).zip(shown) {
         let line = line.trim_end_matches('\r');
@@ -240,6 +235,33 @@ fn numbered(file: &TextFile, first: u32, last: u32, chars_max: usize) -> Numbere
         out.ends.push(out.text.len());
     }
     out
+}
+
+/// Bytes of `body` whose newlines [`line_start`] counts at once before it looks for
+/// one of them.
+const LINE_COUNT_CHUNK_BYTES: usize = 256;
+
+/// Where line `n` (from 1) of `body` starts: just past its `n - 1`th newline, or at
+/// the end of `body` when it has fewer. Newlines are counted a chunk at a time (a
+/// vectorized count) and only the chunk holding the one sought is searched newline by
+/// newline: a read far into a file passes over its earlier lines at the cost of a
+/// count, not of a search per line.
+fn line_start(body: &[u8], n: usize) -> usize {
+    let Some(mut skip) = n.checked_sub(2) else {
+        return 0;
+    };
+    let mut base = 0;
+    for chunk in body.chunks(LINE_COUNT_CHUNK_BYTES) {
+        let newlines = memchr::memchr_iter(b'\n', chunk).count();
+        if skip < newlines {
+            return memchr::memchr_iter(b'\n', chunk)
+                .nth(skip)
+                .map_or(body.len(), |at| base + at + 1);
+        }
+        skip -= newlines;
+        base += chunk.len();
+    }
+    body.len()
 }
 
 /// Numbered lines (see [`numbered`]).
@@ -408,6 +430,43 @@ mod tests {
             lossy: false,
             hash: Hash::of(text.as_bytes()),
             total_lines: u32::try_from(line_count(text)).unwrap_or(u32::MAX),
+        }
+    }
+
+    #[test]
+    fn line_start_is_past_the_newline_before_the_line_whatever_the_chunks() {
+        // Lines of lengths that put newlines on, before and after chunk edges.
+        let mut seed = 7u64;
+        for round in 0..40 {
+            let mut body = String::new();
+            for i in 0..(round * 7 % 90) {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let len = match i % 5 {
+                    0 => 0,
+                    1 => LINE_COUNT_CHUNK_BYTES - 1,
+                    2 => LINE_COUNT_CHUNK_BYTES,
+                    _ => (seed >> 33) as usize % 300,
+                };
+                body.push_str(&"x".repeat(len));
+                body.push('\n');
+            }
+            body.push_str("tail");
+            let starts: Vec<usize> = std::iter::once(0)
+                .chain(memchr::memchr_iter(b'\n', body.as_bytes()).map(|at| at + 1))
+                .collect();
+            for n in 0..starts.len() + 3 {
+                let want = match n {
+                    0 | 1 => 0,
+                    n => starts.get(n - 1).copied().unwrap_or(body.len()),
+                };
+                assert_eq!(
+                    line_start(body.as_bytes(), n),
+                    want,
+                    "round {round}, line {n}"
+                );
+            }
         }
     }
 
