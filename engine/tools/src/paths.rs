@@ -4,7 +4,9 @@
 //!
 //! Two layers. [`resolve`] checks the path as a string (normalised, symlinks resolved
 //! as they are now): it gives the clear refusal and the path the permission rules
-//! decide on. Then every open goes through [`Root`], an open descriptor of the
+//! decide on. A path with no symlink on it, most of them, is told so by one `openat2`
+//! with `RESOLVE_NO_SYMLINKS` (it is then its own real path, and a tool need not ask
+//! the root for it); any other is resolved by `realpath`, a component at a time. Then every open goes through [`Root`], an open descriptor of the
 //! workspace root, and never through the string: a folder swapped for a symlink to
 //! outside between the check and the open cannot lead the open out.
 //!
