@@ -308,6 +308,24 @@ impl Prefilter {
 
 static PREFILTER: LazyLock<Prefilter> = LazyLock::new(Prefilter::new);
 
+/// `redacted`, a key of `from` once redacted, made unique among the keys of `out` (what
+/// is redacted so far) and of `from` (what is still to come, kept as it is when it
+/// holds no secret): `redacted`, else `redacted#2`, `redacted#3`, …
+fn unique_key(
+    out: &serde_json::Map<String, serde_json::Value>,
+    from: &serde_json::Map<String, serde_json::Value>,
+    redacted: String,
+) -> String {
+    let taken = |k: &str| out.contains_key(k) || from.contains_key(k);
+    if !taken(&redacted) {
+        return redacted;
+    }
+    (2u64..)
+        .map(|n| format!("{redacted}#{n}"))
+        .find(|k| !taken(k))
+        .unwrap_or(redacted)
+}
+
 /// The bytes of the longest literal of [`LITERALS`].
 const LITERAL_BYTES_MAX: usize = 16;
 
@@ -871,7 +889,11 @@ impl Redactor {
         match v {
             serde_json::Value::String(s) => !self.spans(s.as_bytes()).is_empty(),
             serde_json::Value::Array(a) => a.iter().any(|x| self.json_holds_secret(x)),
-            serde_json::Value::Object(m) => m.values().any(|x| self.json_holds_secret(x)),
+            // A key is a string of the tree too: a map from the model may hold a secret
+            // as a key.
+            serde_json::Value::Object(m) => m
+                .iter()
+                .any(|(k, x)| !self.spans(k.as_bytes()).is_empty() || self.json_holds_secret(x)),
             _ => false,
         }
     }
@@ -890,7 +912,10 @@ impl Redactor {
         probe::holds_secret(self, value, Some(checked))
     }
 
-    /// Redacts every string inside a JSON value.
+    /// Redacts every string inside a JSON value, its objects' keys included. A key that
+    /// redacts to a key the object already has gets `#2`, `#3`, … after it, so that no
+    /// member is lost: `{"ghp_…": 1, "ghp_…2": 2}` becomes
+    /// `{"[REDACTED:github_token]": 1, "[REDACTED:github_token]#2": 2}`.
     pub fn redact_json(&self, v: &serde_json::Value, counts: &mut Counts) -> serde_json::Value {
         match v {
             serde_json::Value::String(s) => {
@@ -899,11 +924,18 @@ impl Redactor {
             serde_json::Value::Array(a) => {
                 serde_json::Value::Array(a.iter().map(|x| self.redact_json(x, counts)).collect())
             }
-            serde_json::Value::Object(m) => serde_json::Value::Object(
-                m.iter()
-                    .map(|(k, x)| (k.clone(), self.redact_json(x, counts)))
-                    .collect(),
-            ),
+            serde_json::Value::Object(m) => {
+                let mut out = serde_json::Map::with_capacity(m.len());
+                for (k, x) in m {
+                    let value = self.redact_json(x, counts);
+                    let key = match self.redact(k, counts) {
+                        Cow::Borrowed(_) => k.clone(),
+                        Cow::Owned(redacted) => unique_key(&out, m, redacted),
+                    };
+                    out.insert(key, value);
+                }
+                serde_json::Value::Object(out)
+            }
             other => other.clone(),
         }
     }
@@ -1353,6 +1385,41 @@ impl StreamRedactor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A key holding a secret is redacted and counted, in objects at any depth; keys
+    /// that redact alike, or to a key the object already has, are told apart by `#n`
+    /// and no member is lost; a key with no secret is kept as it is.
+    #[test]
+    fn redact_json_redacts_keys_and_loses_no_member() {
+        let r = Redactor::default();
+        let t1 = format!("{}_{}", "ghp", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8");
+        let t2 = format!("{}_{}", "ghp", "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2");
+        let marker = "[REDACTED:github_token]";
+        let mut inner = serde_json::Map::new();
+        // The marker itself, given as a key first, is a key with no secret.
+        inner.insert(marker.into(), serde_json::json!(0));
+        inner.insert(format!("{marker}#2"), serde_json::json!(1));
+        inner.insert(t1.clone(), serde_json::json!(t2.clone()));
+        inner.insert(t2.clone(), serde_json::json!(3));
+        inner.insert("plain".into(), serde_json::json!(4));
+        let v = serde_json::json!({"a": [serde_json::Value::Object(inner)]});
+        let mut counts = Counts::new();
+        let out = r.redact_json(&v, &mut counts);
+        let want = serde_json::json!({"a": [{
+            marker: 0,
+            format!("{marker}#2"): 1,
+            format!("{marker}#3"): marker,
+            format!("{marker}#4"): 3,
+            "plain": 4,
+        }]});
+        assert_eq!(out, want);
+        assert_eq!(counts, Counts::from([("github_token".to_string(), 3)]));
+        assert!(r.json_holds_secret(&v));
+        assert!(!r.json_holds_secret(&out));
+        // Keys alone: the tree's check sees them.
+        assert!(r.json_holds_secret(&serde_json::json!({ t1: null })));
+        assert!(!r.json_holds_secret(&serde_json::json!({"plain": null})));
+    }
 
     fn check(input: &str, expected: &str, kinds: &[(&str, u32)]) {
         let r = Redactor::with_env([(

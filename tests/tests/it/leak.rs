@@ -596,3 +596,62 @@ fn no_secret_of_any_kind_is_kept_or_sent_through_any_channel() {
         assert_eq!(problems, vec![], "{}", dir.display());
     }
 }
+
+/// A secret given as an object's key (in a call's input, to a known tool or not) is
+/// redacted as any string is: nothing under the home holds it, and no member of the
+/// object is lost when two keys redact alike.
+#[test]
+fn a_secret_used_as_a_key_is_redacted_and_no_member_is_lost() {
+    let home_dir = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "one\n").unwrap();
+    let home = Home::at(home_dir.path());
+    let mut e = Engine::start(&home, ws.path(), EngineConfig::new(Catalog::Thndrs)).unwrap();
+    // Made at run time: the repository holds no secret.
+    let t1 = format!("{}_{}", "ghp", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8");
+    let t2 = format!("{}_{}", "ghp", "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2");
+    let mut headers = serde_json::Map::new();
+    headers.insert(t1.clone(), json!("first"));
+    headers.insert(t2.clone(), json!("second"));
+    headers.insert("plain".into(), json!(1));
+    e.call(
+        "read_file_range",
+        json!({"path": "a.txt", "headers": headers}),
+    )
+    .unwrap();
+    let mut nested = serde_json::Map::new();
+    nested.insert(t2.clone(), json!({ t1.clone(): true }));
+    e.call("no_such_tool", serde_json::Value::Object(nested))
+        .unwrap();
+    let dir = e.dir().to_path_buf();
+    e.end("done").unwrap();
+    for (path, bytes) in files(home_dir.path()) {
+        for t in [&t1, &t2] {
+            assert!(
+                !holds(&bytes, t),
+                "{} holds a secret given as a key",
+                where_kept(home_dir.path(), &path)
+            );
+        }
+    }
+    let records = cairn_replay::Session::load(&dir).unwrap().records;
+    let inputs: Vec<serde_json::Value> = records
+        .iter()
+        .filter_map(|r| match &r.event {
+            cairn_engine::event::Event::ToolStarted { input, .. } => Some(input.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        inputs[0],
+        json!({"path": "a.txt", "headers": {
+            "[REDACTED:github_token]": "first",
+            "[REDACTED:github_token]#2": "second",
+            "plain": 1,
+        }})
+    );
+    assert_eq!(
+        inputs[1],
+        json!({"[REDACTED:github_token]": {"[REDACTED:github_token]": true}})
+    );
+}

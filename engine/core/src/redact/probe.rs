@@ -3,8 +3,11 @@
 //! with no tree of the value built (every record is checked, almost none holds one).
 //! It answers as [`Redactor::json_holds_secret`] answers of the value's tree: the
 //! strings checked are that tree's string values (a unit variant's name and a `char`
-//! included), never an object's keys nor a struct's field names; the first one holding
-//! a secret ends the walk.
+//! included) and its maps' keys; the first one holding a secret ends the walk. A
+//! struct's field names and a variant's name made a key are keys of the tree too, which
+//! the tree's check reads and the probe does not: they are the names cairn's own types
+//! give, never data, and none holds a secret (the recorder's test on the sample logs
+//! compares the two checks on every record).
 
 use std::fmt;
 
@@ -199,9 +202,10 @@ parts!(
 impl ser::SerializeMap for Probe<'_> {
     type Ok = ();
     type Error = Stop;
-    // Keys are not checked (the tree's check reads values only).
-    fn serialize_key<T: Serialize + ?Sized>(&mut self, _: &T) -> Result<(), Stop> {
-        Ok(())
+    // A map's key is a string of the tree when it is a string (a number or a bool
+    // made a key is not a secret).
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Stop> {
+        key.serialize(*self)
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Stop> {
         value.serialize(*self)
@@ -281,8 +285,8 @@ mod tests {
     }
 
     /// The probe answers as the tree's check, on every shape serde hands over, with the
-    /// secret in a string value, in a key, in bytes, and in a variant's name (a secret
-    /// value the redactor was given).
+    /// secret in a string value, in a map's key, in bytes, and in a variant's name (a
+    /// secret value the redactor was given).
     #[test]
     fn the_probe_answers_as_the_tree_s_check() {
         let patterns = Redactor::default();
@@ -314,8 +318,11 @@ mod tests {
         let inner = Some(SECRET.to_string());
         check(&patterns, &Tagged::Nested(Shape::Struct { inner }), true);
         check(&patterns, &all("plain", "k"), false);
-        // Keys and bytes are not strings of the tree.
-        check(&patterns, &all(SECRET, SECRET), false);
+        // Bytes are not strings of the tree; a map's keys are.
+        check(&patterns, &all(SECRET, "k"), false);
+        check(&patterns, &all("plain", SECRET), true);
+        check(&patterns, &BTreeMap::from([(SECRET, 1)]), true);
+        check(&patterns, &serde_json::json!({"a": {SECRET: null}}), true);
         let mut a = all("plain", "k");
         a.shapes.push(Shape::Newtype(SECRET.into()));
         check(&patterns, &a, true);
