@@ -6,9 +6,10 @@
 //! as they are now): it gives the clear refusal and the path the permission rules
 //! decide on. A path with no symlink on it, most of them, is told so by one `openat2`
 //! with `RESOLVE_NO_SYMLINKS` (it is then its own real path, and a tool need not ask
-//! the root for it); any other is resolved by `realpath`, a component at a time. Then every open goes through [`Root`], an open descriptor of the
-//! workspace root, and never through the string: a folder swapped for a symlink to
-//! outside between the check and the open cannot lead the open out.
+//! the root for it); any other is resolved by `realpath`, a component at a time. Then
+//! every open goes through [`Root`], an open descriptor of the workspace root, and
+//! never through the string: a folder swapped for a symlink to outside between the
+//! check and the open cannot lead the open out.
 //!
 //! [`Root`] resolves a workspace-relative path with `openat2(RESOLVE_BENEATH |
 //! RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)` (Linux 5.6): a path without symlinks
