@@ -355,7 +355,7 @@ mod tests {
     impl Read for Trickle<'_> {
         fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
             self.calls += 1;
-            if self.calls % 2 == 0 {
+            if self.calls.is_multiple_of(2) {
                 return Err(std::io::ErrorKind::Interrupted.into());
             }
             self.reads += 1;
