@@ -858,7 +858,7 @@ impl Engine {
         let (full, clean) = if output.redacted {
             debug_assert!(
                 matches!(
-                    self.redactor.redact(&full, &mut Counts::new()),
+                    self.rec.redactor().redact(&full, &mut Counts::new()),
                     std::borrow::Cow::Borrowed(_)
                 ),
                 "{tool}'s answer, redacted by the tool, still holds a secret"

@@ -347,17 +347,19 @@ pub struct TreeHead {
     pub stack: Vec<[u8; 32]>,
 }
 
+/// The compact range of a tree head's parts.
+fn range_of(size: u64, stack: Vec<[u8; 32]>) -> cairn_tlog::CompactRange {
+    let roots = stack.len();
+    match cairn_tlog::CompactRange::from_parts(size, stack) {
+        Some(r) => r,
+        // Only `push` writes them, and a snapshot is checked before it is used.
+        None => panic!("tree head of size {size} with {roots} roots"),
+    }
+}
+
 impl TreeHead {
     fn range(&self) -> cairn_tlog::CompactRange {
-        match cairn_tlog::CompactRange::from_parts(self.size, self.stack.clone()) {
-            Some(r) => r,
-            // Only `push` writes it, and a snapshot is checked before it is used.
-            None => panic!(
-                "tree head of size {} with {} roots",
-                self.size,
-                self.stack.len()
-            ),
-        }
+        range_of(self.size, self.stack.clone())
     }
 
     /// Adds record `seq` (whose hash is `hash`) as the next leaf. A log read from the
@@ -365,16 +367,7 @@ impl TreeHead {
     /// does not check it, so that a state can be folded from made-up records.
     pub fn push(&mut self, seq: u64, hash: &cairn_store::Hash) {
         // The stack is moved into the range and back, never copied (every record).
-        let mut r = match cairn_tlog::CompactRange::from_parts(
-            self.size,
-            std::mem::take(&mut self.stack),
-        ) {
-            Some(r) => r,
-            None => panic!(
-                "tree head of size {} with a stack not of its size",
-                self.size
-            ),
-        };
+        let mut r = range_of(self.size, std::mem::take(&mut self.stack));
         r.push(cairn_tlog::tree::record_leaf_hash(seq, &hash.0));
         (self.size, self.stack) = r.into_parts();
     }
