@@ -2,8 +2,13 @@
 //! bounded window, so that recording a call does not wait for the disk.
 //!
 //! [`LogWriter::commit`](crate::LogWriter::commit) asks for every byte written so far to
-//! reach the disk; the thread waits [`Options::commit_window_ms`](crate::Options) for
-//! more to gather, then runs one `fdatasync` for all of them. A caller that must know the
+//! reach the disk; the thread lets more gather for the first half of
+//! [`Options::commit_window_ms`](crate::Options), then runs one `fdatasync` for all of
+//! them at the next commit (the end of a call), or when the window ends if none comes
+//! first. A sync started at a call's end runs while the writer is between calls: one
+//! started in the middle of a call makes the call's next append wait for the page the
+//! writeback holds locked (ext4 locks the log's last page, and allocates its blocks,
+//! while it submits it). A caller that must know the
 //! records are on the disk before it acts (a command is about to run, a request about to
 //! leave) calls [`LogWriter::sync`](crate::LogWriter::sync) instead, which returns only
 //! once they are. A failed `fdatasync` poisons the writer, as on the call path: what
@@ -32,6 +37,10 @@ struct State {
     stop: bool,
     /// The thread waits for a request (not inside a window): a request must wake it.
     idle: bool,
+    /// Requests so far: each is the end of a call, a user message or a model turn.
+    requests: u64,
+    /// The thread waits for the next request to start its sync: a request must wake it.
+    awaiting_request: bool,
 }
 
 #[derive(Debug, Default)]
@@ -112,6 +121,11 @@ impl Committer {
     pub(crate) fn request(&mut self, file: &File, len: u64) -> std::io::Result<()> {
         let idle = {
             let mut s = self.shared.lock();
+            s.requests += 1;
+            if s.awaiting_request {
+                // The sync that waits for a call's end starts now.
+                self.shared.wake.notify_all();
+            }
             if len <= s.wanted {
                 return Ok(());
             }
@@ -166,18 +180,16 @@ fn run(
         if s.failed.is_some() || s.wanted <= s.synced {
             return;
         }
-        // Let the records of the next few milliseconds join this sync; a drop of the
-        // committer ends the window at once (it waits for this sync).
-        let end = Instant::now() + window;
-        while !s.stop {
-            let left = end.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            s = (shared.wake.wait_timeout(s, left))
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
+        // Let the records of the next millisecond or so join this sync, then start it at
+        // the next request (a call's end: see the module's doc), and when the window
+        // ends at the latest. A drop of the committer ends the window at once (it waits
+        // for this sync).
+        let opened = Instant::now();
+        s = wait_until(shared, s, opened + window / 2, |_| false);
+        let seen = s.requests;
+        s.awaiting_request = true;
+        s = wait_until(shared, s, opened + window, |s| s.requests != seen);
+        s.awaiting_request = false;
         let target = s.wanted;
         drop(s);
         let result = file.sync_data();
@@ -194,6 +206,25 @@ fn run(
             }
         }
     }
+}
+
+/// Waits on `shared`'s condition until `deadline`, a stop, or `done` holds.
+fn wait_until<'a>(
+    shared: &'a Shared,
+    mut s: MutexGuard<'a, State>,
+    deadline: Instant,
+    done: impl Fn(&State) -> bool,
+) -> MutexGuard<'a, State> {
+    while !s.stop && !done(&s) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        s = (shared.wake.wait_timeout(s, left))
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
+    }
+    s
 }
 
 /// The file [`SYNC_TRACE_ENV`] names, opened for append, if it is set and opens.
@@ -228,14 +259,19 @@ mod tests {
         (path, f)
     }
 
-    /// A log in `dir`, its file, its trace file and a committer with a window far
-    /// longer than a test: only a drop can make it sync in time.
-    fn long_window(dir: &Path) -> (PathBuf, File, PathBuf, Committer) {
+    /// A log in `dir`, its file, its trace file and a committer of it with `window`.
+    fn committer(dir: &Path, window: Duration) -> (PathBuf, File, PathBuf, Committer) {
         let log = dir.join("log");
         let file = File::create(&log).unwrap();
         let (trace_path, trace_file) = traced(dir);
-        let c = Committer::new(&log, 0, Duration::from_secs(600), Some(trace_file));
+        let c = Committer::new(&log, 0, window, Some(trace_file));
         (log, file, trace_path, c)
+    }
+
+    /// [`committer`] with a window far longer than a test: only a drop can make it sync
+    /// in time.
+    fn long_window(dir: &Path) -> (PathBuf, File, PathBuf, Committer) {
+        committer(dir, Duration::from_secs(600))
     }
 
     #[test]
@@ -268,21 +304,60 @@ mod tests {
     #[test]
     fn requests_within_one_window_share_one_sync() {
         let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("log");
-        let file = File::create(&log).unwrap();
-        let (trace_path, trace_file) = traced(dir.path());
-        let mut c = Committer::new(&log, 0, Duration::from_millis(300), Some(trace_file));
+        let (log, file, trace_path, mut c) = committer(dir.path(), Duration::from_millis(300));
         for len in 1..=50 {
             c.request(&file, len).unwrap();
         }
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while c.synced() < 50 {
-            assert!(std::time::Instant::now() < deadline, "never synced");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait_synced(&c, 50);
         drop(c);
         let trace = std::fs::read_to_string(trace_path).unwrap();
         assert_eq!(trace, format!("synced {} 50\n", log.display()));
+    }
+
+    /// Polls until `c` has synced `len` bytes; panics after a minute.
+    fn wait_synced(c: &Committer, len: u64) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while c.synced() < len {
+            assert!(std::time::Instant::now() < deadline, "never synced");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn the_sync_starts_at_the_first_request_in_the_second_half_of_its_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let window = Duration::from_secs(10);
+        let (log, file, trace_path, mut c) = committer(dir.path(), window);
+        let opened = std::time::Instant::now();
+        c.request(&file, 10).unwrap();
+        // A request in the first half joins the sync and does not start it.
+        std::thread::sleep(Duration::from_millis(200));
+        c.request(&file, 20).unwrap();
+        std::thread::sleep(window / 2 + Duration::from_millis(500));
+        // Past the half, with no request since: the thread still waits.
+        assert_eq!(c.synced(), 0, "synced before a request in the second half");
+        c.request(&file, 30).unwrap();
+        wait_synced(&c, 30);
+        // It did not wait for the window's end (4 s of slack for a slow machine).
+        let took = opened.elapsed();
+        assert!(
+            took < window - Duration::from_secs(4),
+            "synced after {took:?}"
+        );
+        drop(c);
+        let trace = std::fs::read_to_string(trace_path).unwrap();
+        assert_eq!(trace, format!("synced {} 30\n", log.display()));
+    }
+
+    #[test]
+    fn with_no_request_in_the_second_half_the_sync_starts_when_the_window_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let window = Duration::from_millis(600);
+        let (_, file, _, mut c) = committer(dir.path(), window);
+        let opened = std::time::Instant::now();
+        c.request(&file, 10).unwrap();
+        wait_synced(&c, 10);
+        assert!(opened.elapsed() >= window, "synced before the window ended");
     }
 
     #[test]

@@ -63,8 +63,9 @@ pub struct Options {
     pub durability: Durability,
     /// The largest record accepted, newline included.
     pub record_bytes_max: usize,
-    /// With `batch`, how long the group-commit thread waits for more records before
-    /// the `fdatasync` that makes a [`LogWriter::commit`] durable.
+    /// With `batch`, the longest the group-commit thread waits before the `fdatasync`
+    /// that makes a [`LogWriter::commit`] durable: it lets records gather for the first
+    /// half, then starts at the next commit or when the window ends (see `commit.rs`).
     pub commit_window_ms: u64,
 }
 
