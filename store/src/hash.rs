@@ -19,10 +19,19 @@ impl Hash {
 
     /// Lowercase hex, 64 digits.
     pub fn to_hex(&self) -> String {
+        self.with_hex(str::to_string)
+    }
+
+    /// `f` of [`Hash::to_hex`], written on the stack: serializing a hash (twice a
+    /// record) allocates nothing.
+    fn with_hex<R>(&self, f: impl FnOnce(&str) -> R) -> R {
         let mut out = [0u8; 64];
         encode_lower_hex(&self.0, &mut out);
-        // Hex digits are ASCII, so this cannot fail.
-        String::from_utf8_lossy(&out).into_owned()
+        // Hex digits are ASCII: always valid, and checked at the cost of a short scan.
+        match std::str::from_utf8(&out) {
+            Ok(hex) => f(hex),
+            Err(e) => panic!("hex digits are ASCII: {e}"),
+        }
     }
 
     /// Parses exactly 64 lowercase hex digits.
@@ -87,7 +96,7 @@ const HEX_VALUE: [u8; 256] = {
 
 impl fmt::Display for Hash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_hex())
+        self.with_hex(|hex| f.write_str(hex))
     }
 }
 
@@ -111,7 +120,7 @@ impl FromStr for Hash {
 
 impl serde::Serialize for Hash {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_hex())
+        self.with_hex(|hex| s.serialize_str(hex))
     }
 }
 
