@@ -133,7 +133,45 @@ pub fn log_path(dir: &Path) -> PathBuf {
 
 /// The current time as the log writes it: RFC 3339, UTC, microseconds.
 pub fn now_ts() -> String {
-    format!("{:.6}", jiff::Timestamp::now())
+    ts_of(jiff::Timestamp::now())
+}
+
+/// `format!("{:.6}", t)`, with the date and time up to the second formatted once a
+/// second (per thread), not once a record.
+fn ts_of(t: jiff::Timestamp) -> String {
+    thread_local! {
+        /// The second last formatted, and its text up to the `.` before the fraction.
+        static SECOND: std::cell::RefCell<(i64, String)> =
+            const { std::cell::RefCell::new((i64::MIN, String::new())) };
+    }
+    let (second, nanos) = (t.as_second(), t.subsec_nanosecond());
+    if nanos < 0 {
+        // Before 1970: not a clock's time today, formatted whole.
+        return format!("{t:.6}");
+    }
+    SECOND.with_borrow_mut(|(cached, prefix)| {
+        if *cached != second {
+            let whole = format!("{t:.6}");
+            // `….uuuuuuZ`: the fraction and the zone are the last eight bytes.
+            let Some(head) = whole.strip_suffix('Z').and_then(|w| w.get(..w.len() - 7)) else {
+                return whole;
+            };
+            *cached = second;
+            *prefix = head.to_string();
+        }
+        let micros = nanos / 1000;
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(micros);
+        let mut out = String::with_capacity(prefix.len() + 8);
+        out.push_str(prefix);
+        out.push('.');
+        for _ in digits.len()..6 {
+            out.push('0');
+        }
+        out.push_str(digits);
+        out.push('Z');
+        out
+    })
 }
 
 impl LogWriter {
@@ -643,6 +681,46 @@ mod tests {
         let mut w = LogWriter::create(&dir.join("session"), durability_none()).unwrap();
         w.committer.trace_to(File::create(trace).unwrap());
         w
+    }
+
+    #[test]
+    fn a_timestamp_reads_as_jiff_writes_it_from_one_second_to_the_next() {
+        use jiff::Timestamp;
+        let direct = |t: Timestamp| format!("{t:.6}");
+        let nanos = [
+            0,
+            1,
+            999,
+            1_000,
+            1_001,
+            9_999,
+            123_456_789,
+            999_999_000,
+            999_999_999,
+        ];
+        // Seconds around a year's, a day's and a minute's end, and today's.
+        let seconds = [
+            1_798_761_599, // 2026-12-31T23:59:59Z
+            1_798_761_600,
+            1_764_547_199,
+            1_764_547_200,
+            0,
+            59,
+            60,
+            Timestamp::now().as_second(),
+            253_402_207_199, // jiff's last second, 9999-12-30T21:59:59Z
+        ];
+        // In every order, so the per-second cache is both reused and replaced.
+        for &s in seconds.iter().chain(seconds.iter().rev()) {
+            for &n in nanos.iter().chain(nanos.iter().rev()) {
+                let t = Timestamp::new(s, n).unwrap();
+                assert_eq!(ts_of(t), direct(t), "{s} s {n} ns");
+            }
+        }
+        // Before 1970 the fraction counts back: written whole.
+        let t = Timestamp::new(-1, -5_000).unwrap();
+        assert_eq!(ts_of(t), direct(t));
+        assert!(now_ts().ends_with('Z') && now_ts().len() == "2026-12-01T20:37:20.123456Z".len());
     }
 
     #[test]
