@@ -166,12 +166,13 @@ pub fn answer(
     let shown_first = first;
     let text = |k: usize, fitted: bool| -> (String, Option<(u32, u32)>) {
         let shown = (k > 0).then(|| (shown_first, shown_first + k as u32 - 1));
-        let mut out: String = if file.total_lines == 0 {
-            "(empty file)\n".to_string()
-        } else {
-            numbered.first(k).to_string()
+        let lines = match file.total_lines {
+            0 => "(empty file)\n",
+            _ => numbered.first(k),
         };
-        out.push_str(&footer(file, shown, &read_on));
+        let mut out = String::with_capacity(lines.len() + FOOTER_BYTES + FITTED_NOTE.len());
+        out.push_str(lines);
+        push_footer(&mut out, file, shown, &read_on);
         match (&also, fitted) {
             (_, true) => out.push_str(FITTED_NOTE),
             (Some(a), false) => out.push_str(a),
@@ -215,7 +216,13 @@ fn numbered(file: &TextFile, first: u32, last: u32, chars_max: usize) -> Numbere
     // not cut the whole file into lines.
     let body = file.text.strip_suffix('\n').unwrap_or(&file.text);
     let from = line_start(body.as_bytes(), first as usize);
-    let shown = body[from..].split('\n').take((last - first + 1) as usize);
+    let count = (last - first + 1) as usize;
+    // Sized once: the lines' bytes and a number and a tab each (a cut line is shorter,
+    // its note only a few bytes more).
+    let to = from + line_start(&body.as_bytes()[from..], count + 1);
+    out.text.reserve(to - from + count * 8);
+    out.ends.reserve(count);
+    let shown = body[from..].split('\n').take(count);
     for (n, line) in (first..=last).zip(shown) {
         let line = line.trim_end_matches('\r');
         push_number(&mut out.text, n);
@@ -296,30 +303,30 @@ fn push_number(out: &mut String, n: u32) {
     out.push_str(digits);
 }
 
-/// The footer of a read: what was shown, how to read on, the content hash.
-pub fn footer(
+/// Bytes set aside for a footer (see [`push_footer`]): most fit.
+const FOOTER_BYTES: usize = 192;
+
+/// The footer of a read, pushed onto `out`: what was shown, how to read on, the
+/// content hash.
+fn push_footer(
+    out: &mut String,
     file: &TextFile,
     shown: Option<(u32, u32)>,
     read_on: &impl Fn(u32) -> String,
-) -> String {
-    let mut out = String::new();
+) {
     if file.lossy {
         out.push_str("(the file is not valid UTF-8: invalid bytes are shown as \u{FFFD})\n");
     }
-    match shown {
-        Some((a, b)) if b < file.total_lines => out.push_str(&format!(
-            "(lines {a}-{b} of {}; {})\n",
-            file.total_lines,
-            read_on(b + 1)
-        )),
-        Some((a, b)) => out.push_str(&format!(
-            "(lines {a}-{b} of {}, end of file)\n",
-            file.total_lines
-        )),
-        None => out.push_str(&format!("({} lines)\n", file.total_lines)),
-    }
-    out.push_str(&format!("hash: {}", file.hash));
-    out
+    let total = file.total_lines;
+    // Writing to a `String` does not fail.
+    let _ = match shown {
+        Some((a, b)) if b < total => {
+            writeln!(out, "(lines {a}-{b} of {total}; {})", read_on(b + 1))
+        }
+        Some((a, b)) => writeln!(out, "(lines {a}-{b} of {total}, end of file)"),
+        None => writeln!(out, "({total} lines)"),
+    };
+    let _ = write!(out, "hash: {}", file.hash);
 }
 
 #[cfg(test)]
