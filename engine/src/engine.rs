@@ -5,6 +5,7 @@
 //! commit at the tool boundary). Every decision is taken from the folded state and the
 //! facts the call's records carry, so that replay can take it again.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -738,9 +739,12 @@ impl Engine {
         let mut mcp_raw = None;
         let mut redactions = Counts::new();
         // An input too large to run is also too large to record: its size stands in.
-        let recorded_input = match decide::input_size(input_bytes, &limits) {
-            Decision::Allow => self.redactor.redact_json(&input, &mut redactions),
-            Decision::Refuse(_) => decide::oversized_input(input_bytes),
+        // An input with no secret (nearly every one) is recorded as it is, not rebuilt.
+        let recorded_input: Cow<serde_json::Value> = match decide::input_size(input_bytes, &limits)
+        {
+            Decision::Allow if !self.redactor.holds_secret(&input) => Cow::Borrowed(&input),
+            Decision::Allow => Cow::Owned(self.redactor.redact_json(&input, &mut redactions)),
+            Decision::Refuse(_) => Cow::Owned(decide::oversized_input(input_bytes)),
         };
         // The repeat rule's fact, gathered only when the count is reached: what the one
         // file the answer depends on holds now (recorded in `tool_started`). A tool that
@@ -774,7 +778,7 @@ impl Engine {
         self.rec.append(&Event::ToolStarted {
             call: call.clone(),
             tool: tool.to_string(),
-            input: recorded_input.clone(),
+            input: recorded_input.into_owned(),
             mcp: mcp_tool.as_ref().map(|t| McpRef {
                 server: t.server.clone(),
                 tool: t.tool.clone(),
@@ -894,7 +898,7 @@ impl Engine {
         let finished = Event::ToolFinished(ToolFinished {
             call: call.clone(),
             status: output.status,
-            output: text.clone(),
+            output: text,
             output_blob,
             elapsed_us,
             refusal: output.refusal.clone(),
@@ -908,6 +912,11 @@ impl Engine {
         };
         self.rec.append_checked(&finished, checked)?;
         self.rec.commit()?;
+        // The answer goes back to the caller: moved out of the record, not copied.
+        let text = match finished {
+            Event::ToolFinished(f) => f.output,
+            _ => unreachable!("built as a tool_finished above"),
+        };
         Ok(CallOutcome {
             call,
             tool: tool.to_string(),
