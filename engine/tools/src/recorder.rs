@@ -299,11 +299,17 @@ impl Recorder {
         self.since_tree_checkpoint += 1;
         if self.checkpoint_every > 0 && self.since_checkpoint >= self.checkpoint_every {
             self.since_checkpoint = 0;
-            let checkpoint = Event::Checkpoint {
-                state_hash: self.state.hash(),
+            let bytes = self.state.to_bytes();
+            let state_hash = cairn_store::Hash::of(&bytes);
+            // A snapshot due now is taken of the same state, at this record: archived
+            // once (the archive grows with the session), not again after the checkpoint.
+            if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {
+                self.save_snapshot(bytes)?;
+            }
+            self.append(&Event::Checkpoint {
+                state_hash,
                 at_seq: appended.seq,
-            };
-            self.append(&checkpoint)?;
+            })?;
         }
         if self.tree_checkpoint_every_records > 0
             && self.since_tree_checkpoint >= self.tree_checkpoint_every_records
@@ -338,6 +344,12 @@ impl Recorder {
 
     /// Saves the state as a snapshot at the current head.
     pub fn snapshot(&mut self) -> Result<()> {
+        let bytes = self.state.to_bytes();
+        self.save_snapshot(bytes)
+    }
+
+    /// Saves `bytes`, the state archived at the current head, as its snapshot.
+    fn save_snapshot(&mut self, bytes: Vec<u8>) -> Result<()> {
         self.since_snapshot = 0;
         if let Some(head) = self.log.head() {
             let meta = SnapshotMeta {
@@ -348,7 +360,6 @@ impl Recorder {
             // Written off the call path: a snapshot is a cache, and its fsyncs would
             // otherwise land on the call that happens to cross the interval.
             self.wait_snapshot()?;
-            let bytes = self.state.to_bytes();
             let store = self.snapshots.clone();
             self.pending_snapshot = Some(std::thread::spawn(move || {
                 store.save(&meta, &bytes).map(|_| ())
@@ -509,6 +520,59 @@ mod tests {
         std::fs::remove_file(rec.blobs.path(&first.hash)).unwrap();
         let synced = rec.sync();
         (rec, synced, dir)
+    }
+
+    /// A checkpoint and a snapshot due at the same record archive the state once: the
+    /// snapshot is of the state the checkpoint hashes, at the record it names, and a
+    /// fold from that snapshot gives the state of the whole log.
+    #[test]
+    fn a_checkpoint_and_a_snapshot_due_together_share_one_archive_of_the_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = recorder(dir.path());
+        rec.snapshot_every = 4;
+        rec.checkpoint_every = 4;
+        let mut checkpoints = Vec::new();
+        for i in 0..9 {
+            rec.append(&Event::MemoryWritten {
+                text: format!("note {i}"),
+            })
+            .unwrap();
+        }
+        rec.wait_snapshot().unwrap();
+        let session = dir.path().join("session");
+        for r in cairn_store::LogReader::open(&session)
+            .unwrap()
+            .records_from(0)
+            .unwrap()
+        {
+            let r = r.unwrap();
+            let json: serde_json::Value = serde_json::from_str(r.event.get()).unwrap();
+            if json["type"] == "checkpoint" {
+                checkpoints.push((json["at_seq"].as_u64().unwrap(), json["state_hash"].clone()));
+            }
+        }
+        let mut snapshots = SnapshotStore::new(&session).list().unwrap();
+        snapshots.sort();
+        assert_eq!(checkpoints.len(), 2, "{checkpoints:?}");
+        assert_eq!(snapshots.len(), 2, "{snapshots:?}");
+        for ((at_seq, hash), (seq, path)) in checkpoints.iter().zip(&snapshots) {
+            assert_eq!(at_seq, seq, "the snapshot is at the checkpoint's record");
+            let snap = SnapshotStore::load(path).unwrap();
+            assert_eq!(hash, &serde_json::json!(cairn_store::Hash::of(&snap.body)));
+            assert_eq!(snap.meta.seq, *seq);
+        }
+        // The last snapshot, folded on to the log's end, is the recorder's state.
+        let (seq, path) = snapshots.last().unwrap();
+        let mut state = State::from_bytes(&SnapshotStore::load(path).unwrap().body).unwrap();
+        for r in cairn_store::LogReader::open(&session)
+            .unwrap()
+            .records_from(seq + 1)
+            .unwrap()
+        {
+            let r = r.unwrap();
+            state.apply(&crate::fold::parse_in(&r, &rec.blobs).unwrap());
+        }
+        assert_eq!(state, rec.state);
     }
 
     /// The event's JSON tree and the event give the same text (the map keeps the
