@@ -87,6 +87,26 @@ impl SnapshotStore {
         self.write(meta, body, true)
     }
 
+    /// [`SnapshotStore::save`], then removes the snapshots older than this one but the
+    /// newest `older_kept` of them: a session that snapshots as it goes keeps a few,
+    /// not one per interval (each holds the whole state, which grows with the session).
+    /// One taken after this one (left by a log since cut short, which it reveals) is
+    /// kept. The older ones kept stand in when the newest turns out stale after a power
+    /// loss (the log's last records were still in the group commit's window).
+    pub fn save_keeping(
+        &self,
+        meta: &SnapshotMeta,
+        body: &[u8],
+        older_kept: usize,
+    ) -> Result<PathBuf> {
+        let dest = self.save(meta, body)?;
+        let older = self.list()?.into_iter().filter(|(seq, _)| *seq < meta.seq);
+        for (_, path) in older.skip(older_kept) {
+            remove_if_there(&path)?;
+        }
+        Ok(dest)
+    }
+
     /// Writes a snapshot without waiting for the disk (temporary file, rename; no
     /// fsync), then removes every other snapshot of the session: the one cache of a
     /// session appended to by short-lived processes (an agent's hooks), rewritten by
@@ -96,11 +116,7 @@ impl SnapshotStore {
         let dest = self.write(meta, body, false)?;
         for (seq, path) in self.list()? {
             if seq != meta.seq {
-                match fs::remove_file(&path) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(e).at(&path),
-                }
+                remove_if_there(&path)?;
             }
         }
         Ok(dest)
@@ -250,5 +266,14 @@ fn error_what(e: &Error) -> String {
     match e {
         Error::Format { what, .. } => what.clone(),
         other => other.to_string(),
+    }
+}
+
+/// Removes the file at `path`; one already gone is not an error.
+fn remove_if_there(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).at(path),
     }
 }

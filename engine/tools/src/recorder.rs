@@ -50,6 +50,12 @@ pub trait RecordSink: Send {
     fn finish(&mut self);
 }
 
+/// Snapshots a session keeps besides its newest: each holds the whole state (which
+/// grows with the conversation: 1,000 answers of 2 KB archive to 2 MB), so one kept
+/// per interval grew the session's folder with the square of its length. One older
+/// stands in when the newest is stale after a power loss.
+pub const SNAPSHOTS_OLDER_KEPT: usize = 1;
+
 /// Log writer + state + blobs of one session.
 pub struct Recorder {
     pub log: LogWriter,
@@ -362,7 +368,9 @@ impl Recorder {
             self.wait_snapshot()?;
             let store = self.snapshots.clone();
             self.pending_snapshot = Some(std::thread::spawn(move || {
-                store.save(&meta, &bytes).map(|_| ())
+                store
+                    .save_keeping(&meta, &bytes, SNAPSHOTS_OLDER_KEPT)
+                    .map(|_| ())
             }));
         }
         Ok(())
@@ -524,7 +532,8 @@ mod tests {
 
     /// A checkpoint and a snapshot due at the same record archive the state once: the
     /// snapshot is of the state the checkpoint hashes, at the record it names, and a
-    /// fold from that snapshot gives the state of the whole log.
+    /// fold from that snapshot gives the state of the whole log. Only the newest
+    /// snapshots are kept.
     #[test]
     fn a_checkpoint_and_a_snapshot_due_together_share_one_archive_of_the_state() {
         let dir = tempfile::tempdir().unwrap();
@@ -532,7 +541,7 @@ mod tests {
         rec.snapshot_every = 4;
         rec.checkpoint_every = 4;
         let mut checkpoints = Vec::new();
-        for i in 0..9 {
+        for i in 0..12 {
             rec.append(&Event::MemoryWritten {
                 text: format!("note {i}"),
             })
@@ -553,9 +562,10 @@ mod tests {
         }
         let mut snapshots = SnapshotStore::new(&session).list().unwrap();
         snapshots.sort();
-        assert_eq!(checkpoints.len(), 2, "{checkpoints:?}");
-        assert_eq!(snapshots.len(), 2, "{snapshots:?}");
-        for ((at_seq, hash), (seq, path)) in checkpoints.iter().zip(&snapshots) {
+        assert_eq!(checkpoints.len(), 3, "{checkpoints:?}");
+        // The newest snapshot and one older are kept (`SNAPSHOTS_OLDER_KEPT`).
+        assert_eq!(snapshots.len(), 1 + SNAPSHOTS_OLDER_KEPT, "{snapshots:?}");
+        for ((at_seq, hash), (seq, path)) in checkpoints[1..].iter().zip(&snapshots) {
             assert_eq!(at_seq, seq, "the snapshot is at the checkpoint's record");
             let snap = SnapshotStore::load(path).unwrap();
             assert_eq!(hash, &serde_json::json!(cairn_store::Hash::of(&snap.body)));

@@ -77,6 +77,36 @@ fn saved_snapshot_is_the_latest_valid() {
 }
 
 #[test]
+fn a_snapshot_saved_keeping_a_few_removes_the_older_ones_and_keeps_one_ahead_of_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let hashes = session(dir, 10);
+    let store = SnapshotStore::new(dir);
+    // One ahead of the snapshots to come, as a log later cut short leaves it.
+    store.save(&meta(9, hashes[9]), &body(9)).unwrap();
+    for seq in 1..=4 {
+        store
+            .save_keeping(&meta(seq, hashes[seq as usize]), &body(seq), 1)
+            .unwrap();
+        let seqs: Vec<u64> = store.list().unwrap().into_iter().map(|(s, _)| s).collect();
+        let kept: Vec<u64> = [9, seq]
+            .into_iter()
+            .chain((seq > 1).then_some(seq - 1))
+            .collect();
+        assert_eq!(seqs, kept, "after the snapshot at {seq}");
+    }
+    // Keeping none of the older ones, and a file already gone, are fine.
+    std::fs::remove_file(dir.join(SNAPSHOT_DIR).join("3.rkyv")).unwrap();
+    store
+        .save_keeping(&meta(5, hashes[5]), &body(5), 0)
+        .unwrap();
+    let seqs: Vec<u64> = store.list().unwrap().into_iter().map(|(s, _)| s).collect();
+    assert_eq!(seqs, vec![9, 5]);
+    // What is kept still loads (this log has a record 9, so that one is the newest).
+    assert_eq!(latest(dir).0.map(|f| f.0.seq), Some(9));
+}
+
+#[test]
 fn no_snapshot_is_none_without_warnings() {
     let tmp = tempfile::tempdir().unwrap();
     session(tmp.path(), 3);
