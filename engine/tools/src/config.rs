@@ -16,9 +16,10 @@ use std::path::PathBuf;
 pub struct EngineConfig {
     pub catalog: Catalog,
     pub durability: Durability,
-    /// Records between snapshots (0: only at session end).
+    /// Records between snapshots (0: only at session end); more for a large state
+    /// (see [`crate::STATE_ARCHIVE_SPACED_BYTES_MIN`]).
     pub snapshot_every: u64,
-    /// Records between checkpoints (0: none).
+    /// Records between checkpoints (0: none); more for a large state, as snapshots.
     pub checkpoint_every: u64,
     /// Records between tree checkpoints (`tree_checkpoint` events, signed when the
     /// home holds a key; 0: only at the session's end).
