@@ -863,15 +863,15 @@ impl Engine {
             debug_assert!(
                 matches!(
                     self.rec.redactor().redact(&full, &mut Counts::new()),
-                    std::borrow::Cow::Borrowed(_)
+                    Cow::Borrowed(_)
                 ),
                 "{tool}'s answer, redacted by the tool, still holds a secret"
             );
             (full, false)
         } else {
             match self.rec.redactor().redact(&full, &mut redactions) {
-                std::borrow::Cow::Borrowed(_) => (full, true),
-                std::borrow::Cow::Owned(redacted) => (redacted, false),
+                Cow::Borrowed(_) => (full, true),
+                Cow::Owned(redacted) => (redacted, false),
             }
         };
         // Capped, and flagged when what the model is shown reads like an instruction

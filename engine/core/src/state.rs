@@ -744,7 +744,13 @@ impl State {
 
     /// BLAKE3 of the archived state: what `checkpoint` records.
     pub fn hash(&self) -> cairn_store::Hash {
-        cairn_store::Hash::of(&self.to_bytes())
+        State::hash_of(&self.to_bytes())
+    }
+
+    /// [`State::hash`] of a state already archived ([`State::to_bytes`]): a recorder
+    /// that snapshots the same archive hashes it without archiving again.
+    pub fn hash_of(archive: &[u8]) -> cairn_store::Hash {
+        cairn_store::Hash::of(archive)
     }
 }
 

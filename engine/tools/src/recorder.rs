@@ -328,7 +328,7 @@ impl Recorder {
             // once (the archive grows with the session), not again after the checkpoint.
             let with_snapshot = snapshot_due(self);
             let bytes = self.archive();
-            let state_hash = cairn_store::Hash::of(&bytes);
+            let state_hash = State::hash_of(&bytes);
             if with_snapshot {
                 self.save_snapshot(bytes)?;
             }
@@ -570,95 +570,28 @@ mod tests {
         (rec, synced, dir)
     }
 
-    /// A checkpoint and a snapshot due at the same record archive the state once: the
-    /// snapshot is of the state the checkpoint hashes, at the record it names, and a
-    /// fold from that snapshot gives the state of the whole log. Only the newest
-    /// snapshots are kept.
-    #[test]
-    fn a_checkpoint_and_a_snapshot_due_together_share_one_archive_of_the_state() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut rec = recorder(dir.path());
-        rec.snapshot_every = 4;
-        rec.checkpoint_every = 4;
-        let mut checkpoints = Vec::new();
-        for i in 0..12 {
-            rec.append(&Event::MemoryWritten {
-                text: format!("note {i}"),
-            })
-            .unwrap();
-        }
-        rec.wait_snapshot().unwrap();
-        let session = dir.path().join("session");
-        for r in cairn_store::LogReader::open(&session)
-            .unwrap()
-            .records_from(0)
-            .unwrap()
-        {
-            let r = r.unwrap();
-            let json: serde_json::Value = serde_json::from_str(r.event.get()).unwrap();
-            if json["type"] == "checkpoint" {
-                checkpoints.push((json["at_seq"].as_u64().unwrap(), json["state_hash"].clone()));
-            }
-        }
-        let mut snapshots = SnapshotStore::new(&session).list().unwrap();
-        snapshots.sort();
-        assert_eq!(checkpoints.len(), 3, "{checkpoints:?}");
-        // The newest snapshot and one older are kept (`SNAPSHOTS_OLDER_KEPT`).
-        assert_eq!(snapshots.len(), 1 + SNAPSHOTS_OLDER_KEPT, "{snapshots:?}");
-        for ((at_seq, hash), (seq, path)) in checkpoints[1..].iter().zip(&snapshots) {
-            assert_eq!(at_seq, seq, "the snapshot is at the checkpoint's record");
-            let snap = SnapshotStore::load(path).unwrap();
-            assert_eq!(hash, &serde_json::json!(cairn_store::Hash::of(&snap.body)));
-            assert_eq!(snap.meta.seq, *seq);
-        }
-        // The last snapshot, folded on to the log's end, is the recorder's state.
-        let (seq, path) = snapshots.last().unwrap();
-        let mut state = State::from_bytes(&SnapshotStore::load(path).unwrap().body).unwrap();
-        for r in cairn_store::LogReader::open(&session)
-            .unwrap()
-            .records_from(seq + 1)
-            .unwrap()
-        {
-            let r = r.unwrap();
-            state.apply(&crate::fold::parse_in(&r, &rec.blobs).unwrap());
-        }
-        assert_eq!(state, rec.state);
+    /// A recorder of a new session (see [`recorder`]) that takes a checkpoint every
+    /// `checkpoint_every` records and a snapshot every `snapshot_every`.
+    fn archiving(dir: &std::path::Path, checkpoint_every: u64, snapshot_every: u64) -> Recorder {
+        let mut rec = recorder(dir);
+        rec.checkpoint_every = checkpoint_every;
+        rec.snapshot_every = snapshot_every;
+        rec
     }
 
-    /// A checkpoint takes a snapshot only when one is due.
-    #[test]
-    fn a_checkpoint_takes_no_snapshot_that_is_not_due() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut rec = recorder(dir.path());
-        rec.checkpoint_every = 2;
-        rec.snapshot_every = 1000;
-        for i in 0..10 {
+    /// Appends `n` notes (each grows the state by a few bytes).
+    fn notes(rec: &mut Recorder, n: usize) {
+        for i in 0..n {
             let text = format!("note {i}");
             rec.append(&Event::MemoryWritten { text }).unwrap();
         }
-        rec.wait_snapshot().unwrap();
-        let session = dir.path().join("session");
-        assert!(SnapshotStore::new(&session).list().unwrap().is_empty());
-        assert!(rec.since_checkpoint < 2, "checkpoints were taken");
     }
 
-    /// A state archived larger than [`STATE_ARCHIVE_SPACED_BYTES_MIN`] is archived
-    /// again (checkpoint and snapshot) only once the log has grown by its size, and
-    /// then at once; the state of each interval stays the same size here.
-    #[test]
-    fn a_large_state_is_archived_again_only_once_the_log_has_grown_by_its_size() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut rec = recorder(dir.path());
-        rec.snapshot_every = 2;
-        rec.checkpoint_every = 2;
-        // Over the limit, as a long conversation makes it.
-        let big = STATE_ARCHIVE_SPACED_BYTES_MIN as usize + 4096;
-        rec.state.memory.push("m".repeat(big));
-        let archive = rec.state.to_bytes().len() as u64;
-        assert!(archive > STATE_ARCHIVE_SPACED_BYTES_MIN);
-        // Answers to no call started: they change no size in the state.
+    /// Appends answers of about 2.2 KB each to no call started (they change no size in
+    /// the state) until the log holds `len` bytes.
+    fn answers_until(rec: &mut Recorder, len: u64) {
         let mut i = 0;
-        while rec.log.len_bytes() < 3 * archive + archive / 2 {
+        while rec.log.len_bytes() < len {
             let event: Event = serde_json::from_value(serde_json::json!({
                 "type": "tool_finished", "call": format!("c{i}"), "status": "ok",
                 "output": "o".repeat(2000), "elapsed_us": 1,
@@ -667,27 +600,162 @@ mod tests {
             rec.append(&event).unwrap();
             i += 1;
         }
+    }
+
+    /// The `checkpoint` records of `rec`'s session (`dir/session`), once its last
+    /// snapshot is written: each one's `at_seq`, `state_hash` and offset in the log.
+    fn checkpoints(
+        rec: &mut Recorder,
+        dir: &std::path::Path,
+    ) -> Vec<(u64, serde_json::Value, u64)> {
         rec.wait_snapshot().unwrap();
-        let session = dir.path().join("session");
-        let mut at = Vec::new();
-        for r in cairn_store::LogReader::open(&session)
+        let session = dir.join("session");
+        let records = cairn_store::LogReader::open(&session)
             .unwrap()
             .records_from(0)
-            .unwrap()
-        {
+            .unwrap();
+        let mut out = Vec::new();
+        for r in records {
             let r = r.unwrap();
-            if r.event.get().starts_with(r#"{"type":"checkpoint""#) {
-                at.push(r.offset);
+            let json: serde_json::Value = serde_json::from_str(r.event.get()).unwrap();
+            if json["type"] == "checkpoint" {
+                out.push((
+                    json["at_seq"].as_u64().unwrap(),
+                    json["state_hash"].clone(),
+                    r.offset,
+                ));
             }
         }
+        out
+    }
+
+    /// Makes `rec`'s state archive to exactly `bytes` bytes, with one long memory.
+    fn state_archived_to(rec: &mut Recorder, bytes: u64) {
+        rec.state.memory = vec![String::new()];
+        for _ in 0..16 {
+            let now = rec.state.to_bytes().len() as u64;
+            if now == bytes {
+                return;
+            }
+            let len = rec.state.memory[0].len() as u64;
+            rec.state.memory[0] = "m".repeat((len + bytes).saturating_sub(now) as usize);
+        }
+        panic!("no state archives to {bytes} bytes");
+    }
+
+    /// A checkpoint and a snapshot due at the same record archive the state once: the
+    /// snapshot is of the state the checkpoint hashes, at the record it names, and a
+    /// fold from that snapshot gives the state of the whole log. Only the newest
+    /// snapshots are kept.
+    #[test]
+    fn a_checkpoint_and_a_snapshot_due_together_share_one_archive_of_the_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = archiving(dir.path(), 4, 4);
+        notes(&mut rec, 12);
+        let checkpoints = checkpoints(&mut rec, dir.path());
+        let session = dir.path().join("session");
+        let mut snapshots = SnapshotStore::new(&session).list().unwrap();
+        snapshots.sort();
+        assert_eq!(checkpoints.len(), 3, "{checkpoints:?}");
+        // The newest snapshot and one older are kept (`SNAPSHOTS_OLDER_KEPT`).
+        assert_eq!(snapshots.len(), 1 + SNAPSHOTS_OLDER_KEPT, "{snapshots:?}");
+        for ((at_seq, hash, _), (seq, path)) in checkpoints[1..].iter().zip(&snapshots) {
+            assert_eq!(at_seq, seq, "the snapshot is at the checkpoint's record");
+            let snap = SnapshotStore::load(path).unwrap();
+            assert_eq!(hash, &serde_json::json!(cairn_store::Hash::of(&snap.body)));
+            assert_eq!(snap.meta.seq, *seq);
+        }
+        // The last snapshot, folded on to the log's end, is the recorder's state.
+        let (seq, path) = snapshots.last().unwrap();
+        let mut state = State::from_bytes(&SnapshotStore::load(path).unwrap().body).unwrap();
+        let reader = cairn_store::LogReader::open(&session).unwrap();
+        for r in reader.records_from(seq + 1).unwrap() {
+            state.apply(&crate::fold::parse_in(&r.unwrap(), &rec.blobs).unwrap());
+        }
+        assert_eq!(state, rec.state);
+    }
+
+    /// A checkpoint takes a snapshot only when one is due.
+    #[test]
+    fn a_checkpoint_takes_no_snapshot_that_is_not_due() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = archiving(dir.path(), 2, 1000);
+        notes(&mut rec, 10);
+        // After the first, one a note: the checkpoint record counts toward the next.
+        assert_eq!(checkpoints(&mut rec, dir.path()).len(), 9);
+        let session = dir.path().join("session");
+        assert!(SnapshotStore::new(&session).list().unwrap().is_empty());
+    }
+
+    /// A state archived to at most [`STATE_ARCHIVE_SPACED_BYTES_MIN`] may be archived
+    /// again at once; one byte more, only once the log has grown by as many bytes.
+    #[test]
+    fn the_spacing_starts_one_byte_past_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = recorder(dir.path());
+        let limit = STATE_ARCHIVE_SPACED_BYTES_MIN;
+        answers_until(&mut rec, limit + 2);
+        let len = rec.log.len_bytes();
+        for (archived, at_log, may) in [
+            (limit, len, true),
+            (limit + 1, len, false),
+            // Grown by one byte less than the archive, then by as many.
+            (limit + 1, len - limit, false),
+            (limit + 1, len - limit - 1, true),
+        ] {
+            rec.archived_bytes = archived;
+            rec.archived_at_log_bytes = at_log;
+            assert_eq!(
+                rec.may_archive(),
+                may,
+                "archived {archived} at {at_log}, log {len}"
+            );
+        }
+    }
+
+    /// A state under the limit is archived at every interval, one over it is not.
+    #[test]
+    fn a_state_under_the_spacing_limit_is_archived_at_every_interval() {
+        for (bytes, expected) in [
+            (STATE_ARCHIVE_SPACED_BYTES_MIN - 4096, 19),
+            (STATE_ARCHIVE_SPACED_BYTES_MIN + 4096, 1),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut rec = archiving(dir.path(), 2, 2);
+            state_archived_to(&mut rec, bytes);
+            // 20 answers, far fewer bytes than the archive.
+            for _ in 0..20 {
+                let len = rec.log.len_bytes();
+                answers_until(&mut rec, len + 1);
+            }
+            let found = checkpoints(&mut rec, dir.path()).len();
+            assert_eq!(found, expected, "a state archived to {bytes} bytes");
+        }
+    }
+
+    /// A state archived larger than [`STATE_ARCHIVE_SPACED_BYTES_MIN`] is archived
+    /// again (checkpoint and snapshot) only once the log has grown by its size, and
+    /// then at once; the state of each interval stays the same size here.
+    #[test]
+    fn a_large_state_is_archived_again_only_once_the_log_has_grown_by_its_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = archiving(dir.path(), 2, 2);
+        // Over the limit, as a long conversation makes it.
+        state_archived_to(&mut rec, STATE_ARCHIVE_SPACED_BYTES_MIN + 4096);
+        let archive = rec.state.to_bytes().len() as u64;
+        answers_until(&mut rec, 3 * archive + archive / 2);
+        let at: Vec<u64> = checkpoints(&mut rec, dir.path())
+            .into_iter()
+            .map(|c| c.2)
+            .collect();
         assert_eq!(
             at.len(),
             4,
             "checkpoints at {at:?}, the archive is {archive} bytes"
         );
         assert!(at[0] < 10_000, "the first is not spaced: {at:?}");
-        // A record of this log is about 2.2 KB: the next archive is the first record
-        // past the log's growth by the archive's size.
+        // The next archive is the first record past the log's growth by the archive's
+        // size (a record of this log is about 2.2 KB).
         for w in at.windows(2) {
             let grown = w[1] - w[0];
             assert!(
@@ -695,6 +763,7 @@ mod tests {
                 "{at:?}, {archive}"
             );
         }
+        let session = dir.path().join("session");
         assert_eq!(SnapshotStore::new(&session).list().unwrap().len(), 2);
     }
 
