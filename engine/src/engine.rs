@@ -775,6 +775,15 @@ impl Engine {
             (None, Some(t)) => Some(admit(&|| validate_mcp(t, &input))),
             (None, None) => None,
         };
+        // A call of a tool that neither runs programs nor reaches outside has its records
+        // written together as it ends (one `write`, not one per record); any other
+        // call's are written by the sync before it acts.
+        if admitted.is_some()
+            && let Some(t) = self.registry.get(tool)
+            && !changes_the_world(t.effects())
+        {
+            self.rec.hold();
+        }
         self.rec.append(&Event::ToolStarted {
             call: call.clone(),
             tool: tool.to_string(),
@@ -803,7 +812,23 @@ impl Engine {
                         root: &self.root,
                         credential_files: &self.credential_files,
                     };
-                    let mut need = self.need(tool, t.permission(&input, &asking), &input);
+                    // The call's path is resolved once, here, where it is checked
+                    // (a path outside the workspace asks), and the tool takes it.
+                    let mut resolved = input
+                        .get("path")
+                        .and_then(|v| v.as_str())
+                        .map(|raw| cairn_tools::Resolved::of(&self.root, &self.home, raw));
+                    let mut need = self.need(
+                        tool,
+                        t.permission(&input, &asking),
+                        &input,
+                        resolved.as_ref(),
+                    );
+                    // A question may wait long: the tool then resolves the path as it
+                    // is when it runs.
+                    if matches!(need, Need::Ask { .. }) {
+                        resolved = None;
+                    }
                     // A question about a write shows the write as a diff of the whole
                     // file, read now (the detail a prompt shows; no rule depends on it).
                     if let Need::Ask { key, detail, .. } = &mut need
@@ -835,6 +860,7 @@ impl Engine {
                                 rec: &mut self.rec,
                                 outside_ok,
                                 rt: &mut self.rt,
+                                resolved,
                             };
                             let registry = &self.registry;
                             match registry.get(tool) {
@@ -960,7 +986,13 @@ impl Engine {
 
     /// The call's need, widened to a `tool@folder` question when a path it names lies
     /// outside the workspace (and not in the cairn home, which is never reachable).
-    fn need(&self, tool: &str, need: Need, input: &serde_json::Value) -> Need {
+    fn need(
+        &self,
+        tool: &str,
+        need: Need,
+        input: &serde_json::Value,
+        resolved: Option<&cairn_tools::Resolved>,
+    ) -> Need {
         let mut raws: Vec<&str> = input
             .get("path")
             .and_then(|v| v.as_str())
@@ -975,7 +1007,7 @@ impl Engine {
         }
         for raw in raws {
             if let Err(cairn_tools::PathError::Outside(_)) =
-                cairn_tools::resolve(&self.root, &self.home, raw)
+                cairn_tools::Resolved::resolve(resolved, &self.root, &self.home, raw)
                 && let Some(target) = cairn_tools::target(&self.root, raw)
                 && !target.starts_with(&self.home)
             {
@@ -1056,7 +1088,11 @@ impl Engine {
         };
         let (answer, by_person) = match given {
             Some(a) => (a, true),
-            None => self.approver.answer(&request),
+            None => {
+                // The question is in the log before it is awaited.
+                self.rec.write_held()?;
+                self.approver.answer(&request)
+            }
         };
         let source = if by_person {
             AnswerSource::User

@@ -123,8 +123,15 @@ pub struct LogWriter {
     len: u64,
     failed: Option<String>,
     event_buf: Vec<u8>,
+    /// Records encoded and not written yet: only while [`LogWriter::hold`] holds them
+    /// (else each is written as it is appended).
     line_buf: Vec<u8>,
+    /// Whether appends are held (see [`LogWriter::hold`]).
+    holding: bool,
 }
+
+/// The most bytes of records [`LogWriter::hold`] keeps back: past it, they are written.
+pub const HELD_BYTES_MAX: usize = 64 * 1024;
 
 /// The path of the log file of session directory `dir`.
 pub fn log_path(dir: &Path) -> PathBuf {
@@ -280,6 +287,7 @@ impl LogWriter {
             failed: None,
             event_buf: Vec::with_capacity(1024),
             line_buf: Vec::with_capacity(1024),
+            holding: false,
         }
     }
 
@@ -341,7 +349,7 @@ impl LogWriter {
                 what: format!("timestamp {ts:?} is not RFC 3339"),
             });
         }
-        self.line_buf.clear();
+        let start = self.line_buf.len();
         let hash = record::encode(
             &self.prev,
             self.next_seq,
@@ -349,26 +357,26 @@ impl LogWriter {
             &self.event_buf,
             &mut self.line_buf,
         );
-        if self.line_buf.len() > self.options.record_bytes_max {
+        let n = self.line_buf.len() - start;
+        if n > self.options.record_bytes_max {
+            self.line_buf.truncate(start);
             return Err(Error::Format {
                 path: self.path.clone(),
                 what: format!(
                     "record of {} bytes is over record_bytes_max ({} bytes); store large payloads as blobs",
-                    self.line_buf.len(),
-                    self.options.record_bytes_max
+                    n, self.options.record_bytes_max
                 ),
             });
         }
-        if let Err(e) = self.file.write_all(&self.line_buf) {
-            self.failed = Some(format!("write failed: {e}"));
-            return Err(e).at(&self.path);
+        if !self.holding || self.line_buf.len() > HELD_BYTES_MAX {
+            self.write_lines()?;
         }
         let appended = Appended {
             seq: self.next_seq,
             hash,
             offset: self.len,
         };
-        self.len += self.line_buf.len() as u64;
+        self.len += n as u64;
         self.next_seq += 1;
         self.prev = hash;
         if self.options.durability == Durability::Always {
@@ -382,6 +390,7 @@ impl LogWriter {
     /// back: a command run, a request sent.
     pub fn sync(&mut self) -> Result<()> {
         self.check_failed()?;
+        self.write_held()?;
         if self.options.durability != Durability::None && self.committer.synced() < self.len {
             self.sync_now()?;
         }
@@ -394,6 +403,7 @@ impl LogWriter {
     /// one left is not known to be on the disk either.
     pub fn flush_durable(&mut self) -> Result<()> {
         self.check_failed()?;
+        self.write_held()?;
         self.sync_now()
     }
 
@@ -403,6 +413,7 @@ impl LogWriter {
     /// nothing is asked.
     pub fn commit(&mut self) -> Result<()> {
         self.check_failed()?;
+        self.write_held()?;
         if self.options.durability == Durability::Batch
             && self.committer.request(&self.file, self.len).is_err()
         {
@@ -415,6 +426,38 @@ impl LogWriter {
     /// The bytes of the log known to be on the disk (all of them with `always`).
     pub fn durable_len(&self) -> u64 {
         self.committer.synced()
+    }
+
+    /// Holds the records appended from now on in memory, to be written together with
+    /// one `write` at the next [`commit`](Self::commit), [`sync`](Self::sync) or
+    /// [`write_held`](Self::write_held) (or once they pass [`HELD_BYTES_MAX`]), which
+    /// ends the hold: the records of a call that only reads, so that its few records
+    /// cost one system call, not one each. Until then no reader sees them, and a crash
+    /// of the process loses them (a power loss could lose them anyway until the commit
+    /// has synced them). With durability `always` nothing is held.
+    pub fn hold(&mut self) {
+        self.holding = self.options.durability != Durability::Always;
+    }
+
+    /// Writes the records held, if any, and ends the hold: what is appended next is
+    /// written as it is appended.
+    pub fn write_held(&mut self) -> Result<()> {
+        self.holding = false;
+        self.write_lines()
+    }
+
+    /// Writes the records encoded and not written yet with one `write`.
+    fn write_lines(&mut self) -> Result<()> {
+        if self.line_buf.is_empty() {
+            return Ok(());
+        }
+        let written = self.file.write_all(&self.line_buf);
+        self.line_buf.clear();
+        if let Err(e) = written {
+            self.failed = Some(format!("write failed: {e}"));
+            return Err(e).at(&self.path);
+        }
+        Ok(())
     }
 
     fn check_failed(&mut self) -> Result<()> {
@@ -466,6 +509,15 @@ impl LogWriter {
     /// Syncs and releases the lock.
     pub fn close(mut self) -> Result<()> {
         self.sync()
+    }
+}
+
+impl Drop for LogWriter {
+    /// What is held is written (the committer, dropped next, then syncs it).
+    fn drop(&mut self) {
+        if self.failed.is_none() {
+            let _ = self.write_held();
+        }
     }
 }
 
@@ -782,6 +834,131 @@ mod tests {
                 path = w.path().display()
             )
         );
+    }
+
+    /// The bytes of `w`'s log file now.
+    fn file_len(w: &LogWriter) -> u64 {
+        std::fs::metadata(w.path()).unwrap().len()
+    }
+
+    fn note(w: &mut LogWriter, pad: usize) {
+        w.append(&serde_json::json!({"type": "note", "pad": "x".repeat(pad)}))
+            .unwrap();
+    }
+
+    #[test]
+    fn held_records_are_written_together_by_each_of_commit_sync_write_held_and_drop() {
+        type End = fn(&mut LogWriter);
+        let ends: [(&str, End); 4] = [
+            ("commit", |w| w.commit().unwrap()),
+            ("sync", |w| w.sync().unwrap()),
+            ("write_held", |w| w.write_held().unwrap()),
+            ("flush_durable", |w| w.flush_durable().unwrap()),
+        ];
+        for (name, end) in ends {
+            let dir = tempfile::tempdir().unwrap();
+            let mut w = LogWriter::create(&dir.path().join("session"), Options::default()).unwrap();
+            note(&mut w, 0);
+            let before = w.len_bytes();
+            assert_eq!(file_len(&w), before, "{name}: not held, written at once");
+            w.hold();
+            for _ in 0..3 {
+                note(&mut w, 10);
+            }
+            assert_eq!(file_len(&w), before, "{name}: held");
+            assert!(w.len_bytes() > before);
+            end(&mut w);
+            assert_eq!(file_len(&w), w.len_bytes(), "{name}: written");
+            // The hold ended: the next record is written as it is appended.
+            note(&mut w, 0);
+            assert_eq!(file_len(&w), w.len_bytes(), "{name}: the hold ended");
+            drop(w);
+            let records = crate::reader::LogReader::open(&dir.path().join("session"))
+                .unwrap()
+                .records()
+                .unwrap()
+                .map(|r| r.unwrap().seq)
+                .collect::<Vec<_>>();
+            assert_eq!(records, [0, 1, 2, 3, 4], "{name}");
+        }
+        // Dropped while holding: what is held is written.
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join("session");
+        let mut w = LogWriter::create(&session, Options::default()).unwrap();
+        w.hold();
+        note(&mut w, 0);
+        note(&mut w, 0);
+        assert_eq!(file_len(&w), 0);
+        let len = w.len_bytes();
+        drop(w);
+        assert_eq!(std::fs::metadata(log_path(&session)).unwrap().len(), len);
+        let (w, recovery) = LogWriter::open(&session, Options::default()).unwrap();
+        assert_eq!(recovery.quarantined_bytes, 0);
+        assert_eq!(w.next_seq(), 2);
+    }
+
+    #[test]
+    fn a_hold_writes_what_it_holds_one_byte_past_held_bytes_max_and_holds_on() {
+        // A record's size without its pad, at seqs of one digit.
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = LogWriter::create(&dir.path().join("probe"), durability_none()).unwrap();
+        note(&mut w, 0);
+        let bare = w.len_bytes() as usize;
+        drop(w);
+        for over in [0, 1] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut w = LogWriter::create(&dir.path().join("session"), durability_none()).unwrap();
+            w.hold();
+            note(&mut w, 0);
+            // Held: exactly HELD_BYTES_MAX, or one byte more.
+            note(&mut w, HELD_BYTES_MAX - 2 * bare + over);
+            assert_eq!(w.len_bytes() as usize, HELD_BYTES_MAX + over);
+            let want = if over == 0 { 0 } else { w.len_bytes() };
+            assert_eq!(file_len(&w), want, "{over} byte(s) past the limit");
+            // Still holding either way.
+            let before = file_len(&w);
+            note(&mut w, 0);
+            if over == 1 {
+                assert_eq!(file_len(&w), before, "the hold goes on after a write");
+            } else {
+                assert_eq!(file_len(&w), w.len_bytes(), "past the limit now");
+            }
+        }
+    }
+
+    #[test]
+    fn durability_always_holds_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = Options {
+            durability: Durability::Always,
+            ..Options::default()
+        };
+        let mut w = LogWriter::create(&dir.path().join("session"), options).unwrap();
+        w.hold();
+        note(&mut w, 0);
+        assert_eq!(file_len(&w), w.len_bytes());
+        assert_eq!(w.durable_len(), w.len_bytes());
+    }
+
+    #[test]
+    fn a_held_write_that_fails_is_an_error_and_poisons_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("trace");
+        let mut w = writer(dir.path(), &trace);
+        w.hold();
+        note(&mut w, 0);
+        // A descriptor open for reading only: the write fails (EBADF).
+        w.file = File::open("/dev/null").unwrap();
+        let err = w.commit().unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { path, .. } if path == w.path()),
+            "{err:?}"
+        );
+        assert!(matches!(
+            w.append(&serde_json::json!({"type": "note"})),
+            Err(Error::Poisoned { what, .. }) if what.starts_with("write failed")
+        ));
+        assert!(matches!(w.commit(), Err(Error::Poisoned { .. })));
     }
 
     #[test]

@@ -82,6 +82,43 @@ pub fn resolve(root: &Path, home: &Path, input: &str) -> Result<WsPath, PathErro
     resolve_plain(root, home, input).map(|(ws, _)| ws)
 }
 
+/// A path input resolved once for a call: the engine's check of where a call's path
+/// leads and the tool's [`crate::Ctx::resolve`] share it, not each resolving it (a
+/// walk of the path by the kernel each).
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    input: String,
+    result: Result<(WsPath, bool), PathError>,
+}
+
+impl Resolved {
+    /// `input` resolved now (see [`resolve`]).
+    pub fn of(root: &Path, home: &Path, input: &str) -> Resolved {
+        Resolved {
+            input: input.to_string(),
+            result: resolve_plain(root, home, input),
+        }
+    }
+
+    /// The resolution, when it is of `input`.
+    pub(crate) fn of_input(&self, input: &str) -> Option<&Result<(WsPath, bool), PathError>> {
+        (self.input == input).then_some(&self.result)
+    }
+
+    /// What [`resolve`] gives for `input`: this resolution when it is of `input`.
+    pub fn resolve(
+        this: Option<&Resolved>,
+        root: &Path,
+        home: &Path,
+        input: &str,
+    ) -> Result<WsPath, PathError> {
+        match this.and_then(|r| r.of_input(input)) {
+            Some(r) => r.clone().map(|(ws, _)| ws),
+            None => resolve(root, home, input),
+        }
+    }
+}
+
 /// [`resolve`], and whether the path named has no symlink on it (each of its
 /// components exists and none is a link): then `abs` is the path named itself, and
 /// it is its own real path.
@@ -947,6 +984,46 @@ mod tests {
             root,
             out,
         }
+    }
+
+    /// A resolution kept for a call answers for its own input only, as resolving it
+    /// then did; any other input is resolved as it is now.
+    #[test]
+    fn a_resolution_answers_for_its_own_input_only() {
+        let f = fixture();
+        let home = f.root.join(".cairn-home");
+        for input in ["a/b/f.txt", "in/f.txt", "leak", "../x", "", "a/new.txt"] {
+            let kept = Resolved::of(&f.root, &home, input);
+            assert_eq!(
+                kept.of_input(input),
+                Some(&resolve_plain(&f.root, &home, input))
+            );
+            assert_eq!(
+                Resolved::resolve(Some(&kept), &f.root, &home, input),
+                resolve(&f.root, &home, input)
+            );
+            for other in ["a/b/f.txt", "up/secret.txt", "in"] {
+                if other != input {
+                    assert_eq!(kept.of_input(other), None);
+                    assert_eq!(
+                        Resolved::resolve(Some(&kept), &f.root, &home, other),
+                        resolve(&f.root, &home, other),
+                        "{other} with {input}'s resolution kept"
+                    );
+                }
+            }
+        }
+        // Kept from before a change, it says what it said then: a link put in place of
+        // the file since is seen by a new resolution (the engine drops what it kept
+        // across a question, which may wait long).
+        let kept = Resolved::of(&f.root, &home, "a/b/f.txt");
+        std::fs::remove_file(f.root.join("a/b/f.txt")).unwrap();
+        symlink(f.out.join("secret.txt"), f.root.join("a/b/f.txt")).unwrap();
+        assert!(matches!(kept.of_input("a/b/f.txt"), Some(Ok((_, true)))));
+        assert!(matches!(
+            resolve(&f.root, &home, "a/b/f.txt"),
+            Err(PathError::Outside(_))
+        ));
     }
 
     #[test]

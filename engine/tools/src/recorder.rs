@@ -398,6 +398,9 @@ impl Recorder {
     fn save_snapshot(&mut self, bytes: Vec<u8>) -> Result<()> {
         self.since_snapshot = 0;
         if let Some(head) = self.log.head() {
+            // Never a snapshot ahead of the log's file: a crash of the process then
+            // loses no record the snapshot holds.
+            self.log.write_held()?;
             let meta = SnapshotMeta {
                 format_version: STATE_FORMAT_VERSION,
                 seq: head.seq,
@@ -445,6 +448,21 @@ impl Recorder {
         self.blobs_unsynced_unnamed = true;
         self.make_blobs_durable()?;
         self.log.flush_durable()?;
+        Ok(())
+    }
+
+    /// Holds the records appended from now on, to be written with one `write` at the
+    /// next [`commit`](Self::commit), [`sync`](Self::sync) or
+    /// [`write_held`](Self::write_held) (see [`cairn_store::LogWriter::hold`]): the
+    /// records of a call that only reads.
+    pub fn hold(&mut self) {
+        self.log.hold();
+    }
+
+    /// Writes the records held, if any, and ends the hold: before anything that may
+    /// wait (a question to the user), so that a reader of the log sees what is awaited.
+    pub fn write_held(&mut self) -> Result<()> {
+        self.log.write_held()?;
         Ok(())
     }
 

@@ -455,6 +455,9 @@ pub struct Ctx<'a> {
     pub outside_ok: Vec<std::path::PathBuf>,
     /// Background children and the workspace manifest (the shell tools' runtime).
     pub rt: &'a mut Runtime,
+    /// The call's `path` as the engine resolved it before the call (checking where it
+    /// leads), which [`Ctx::resolve`] takes rather than resolving it again.
+    pub resolved: Option<crate::Resolved>,
 }
 
 impl Ctx<'_> {
@@ -465,7 +468,11 @@ impl Ctx<'_> {
 
     /// Resolves a path inside the workspace, or the refusal to return.
     pub fn resolve(&self, path: &str) -> Result<WsPath, ToolOutput> {
-        resolve_plain(self.root, self.home, path)
+        let resolved = match self.resolved.as_ref().and_then(|r| r.of_input(path)) {
+            Some(r) => r.clone(),
+            None => resolve_plain(self.root, self.home, path),
+        };
+        resolved
             // A path with no symlink on it names its real file already.
             .map(|(ws, plain)| if plain { ws } else { self.real(ws) })
             .or_else(|e| match e {

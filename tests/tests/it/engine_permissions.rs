@@ -123,15 +123,22 @@ fn once_always_and_deny_with_their_scopes_and_an_allow_list_that_outlives_the_se
     assert_eq!(e.call("edit_file", edit(4)).unwrap().status, Status::Denied);
 }
 
-#[test]
-fn a_path_outside_the_workspace_asks_for_tool_at_folder() {
-    let home = tempfile::tempdir().unwrap();
+/// A workspace `ws` and, beside it, a folder `other` holding `notes.txt` ("far away").
+pub(crate) fn beside_the_workspace() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf)
+{
     let base = tempfile::tempdir().unwrap();
     let ws = base.path().join("ws");
     let outside = base.path().join("other");
     std::fs::create_dir_all(&ws).unwrap();
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("notes.txt"), "far away\n").unwrap();
+    (base, ws, outside)
+}
+
+#[test]
+fn a_path_outside_the_workspace_asks_for_tool_at_folder() {
+    let home = tempfile::tempdir().unwrap();
+    let (_base, ws, outside) = beside_the_workspace();
     let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut e = engine(home.path(), &ws);
     // The default policy keeps calls inside: confinement refuses.

@@ -22,6 +22,7 @@ mod decide_property;
 mod engine_catalog;
 mod engine_files;
 mod engine_fold;
+mod engine_held;
 mod engine_permissions;
 mod engine_search;
 mod engine_shell;
