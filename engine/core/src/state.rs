@@ -728,8 +728,19 @@ impl State {
 
     /// Archives the state (rkyv) for a snapshot or a checkpoint hash.
     pub fn to_bytes(&self) -> Vec<u8> {
-        match rkyv::to_bytes::<rkyv::rancor::Error>(self) {
-            Ok(b) => b.to_vec(),
+        self.to_bytes_sized(0)
+    }
+
+    /// [`State::to_bytes`] into a buffer of `capacity` bytes at first (the size of the
+    /// last archive, when known): archived in place, not grown by doubling and then
+    /// copied. The bytes are the same whatever the buffer (positions in an archive are
+    /// relative to its start).
+    pub fn to_bytes_sized(&self, capacity: usize) -> Vec<u8> {
+        match rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(
+            self,
+            Vec::with_capacity(capacity),
+        ) {
+            Ok(b) => b,
             // Serialising plain owned data into memory cannot fail short of allocation.
             Err(e) => panic!("state archive failed: {e}"),
         }
@@ -1090,6 +1101,46 @@ mod tests {
             event,
         });
         s.repeats.keys().cloned().collect()
+    }
+
+    /// The archive made in a buffer of any first size is rkyv's own, byte for byte: a
+    /// checkpoint's hash does not depend on how the recorder sized its buffer.
+    #[test]
+    fn a_state_archived_into_a_buffer_of_any_size_is_rkyv_s_own_archive() {
+        let mut s = State::default();
+        for i in 0..300u32 {
+            s.repeats.insert(
+                format!("read_file:{i:032}"),
+                counter(&[&format!("f{i}.rs")]),
+            );
+            s.files.insert(
+                format!("src/f{i}.rs"),
+                FileKnowledge {
+                    hash: Some([u8::try_from(i % 251).unwrap(); 32]),
+                    total_lines: i,
+                    ..Default::default()
+                },
+            );
+        }
+        for state in [State::default(), s] {
+            let own = rkyv::to_bytes::<rkyv::rancor::Error>(&state)
+                .unwrap()
+                .to_vec();
+            assert!(!own.is_empty());
+            for capacity in [
+                0,
+                1,
+                7,
+                own.len() - 1,
+                own.len(),
+                own.len() + 1,
+                2 * own.len(),
+            ] {
+                assert_eq!(state.to_bytes_sized(capacity), own, "capacity {capacity}");
+            }
+            assert_eq!(state.to_bytes(), own);
+            assert_eq!(State::from_bytes(&own).unwrap(), state);
+        }
     }
 
     #[test]

@@ -100,11 +100,90 @@ pub struct Recorder {
     /// ([`Recorder::note_blobs_written`]), or more than [`BLOB_FSYNCS_MAX`].
     blobs_unsynced_unnamed: bool,
     blob_root: PathBuf,
-    pending_snapshot: Option<std::thread::JoinHandle<cairn_store::Result<()>>>,
+    /// The thread snapshots are written on, started with the first.
+    snapshot_writer: Option<SnapshotWriter>,
     observer: Option<Observer>,
     sink: Option<Box<dyn RecordSink>>,
     redactor: Redactor,
     secret_key: Option<SecretKey>,
+}
+
+/// The thread a session's snapshots are written on: started with the first snapshot and
+/// kept until the recorder is dropped (a thread started per snapshot cost the call that
+/// crossed the interval tens of microseconds). One snapshot at a time.
+struct SnapshotWriter {
+    jobs: Option<std::sync::mpsc::SyncSender<(SnapshotMeta, Vec<u8>)>>,
+    done: std::sync::mpsc::Receiver<cairn_store::Result<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// A snapshot was handed over whose outcome was not taken yet.
+    writing: bool,
+}
+
+impl SnapshotWriter {
+    /// The writer of snapshots into `store`, or `None` when no thread could start.
+    fn start(store: SnapshotStore) -> Option<SnapshotWriter> {
+        let (jobs, todo) = std::sync::mpsc::sync_channel::<(SnapshotMeta, Vec<u8>)>(1);
+        let (told, done) = std::sync::mpsc::sync_channel(1);
+        let thread = std::thread::Builder::new()
+            .name("cairn-snapshots".into())
+            .spawn(move || {
+                for (meta, bytes) in todo {
+                    let saved = store
+                        .save_keeping(&meta, &bytes, SNAPSHOTS_OLDER_KEPT)
+                        .map(|_| ());
+                    if told.send(saved).is_err() {
+                        break;
+                    }
+                }
+            })
+            .ok()?;
+        Some(SnapshotWriter {
+            jobs: Some(jobs),
+            done,
+            thread: Some(thread),
+            writing: false,
+        })
+    }
+
+    /// Hands a snapshot over; the previous one must have been waited for.
+    fn send(&mut self, meta: SnapshotMeta, bytes: Vec<u8>) {
+        debug_assert!(
+            !self.writing,
+            "a snapshot handed over before the last was waited for"
+        );
+        if let Some(jobs) = &self.jobs
+            && jobs.send((meta, bytes)).is_ok()
+        {
+            self.writing = true;
+        }
+    }
+
+    /// Waits for the snapshot handed over, if any, and gives its outcome; a panic of
+    /// the thread goes on here.
+    fn wait(&mut self) -> cairn_store::Result<()> {
+        if !std::mem::take(&mut self.writing) {
+            return Ok(());
+        }
+        match self.done.recv() {
+            Ok(saved) => saved,
+            Err(_) => {
+                self.jobs = None;
+                match self.thread.take().map(|t| t.join()) {
+                    Some(Err(panic)) => std::panic::resume_unwind(panic),
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+impl Drop for SnapshotWriter {
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl Drop for Recorder {
@@ -149,7 +228,7 @@ impl Recorder {
             blobs_unsynced: Vec::new(),
             blobs_unsynced_unnamed: false,
             blob_root,
-            pending_snapshot: None,
+            snapshot_writer: None,
             observer: None,
             sink: None,
             redactor: Redactor::default(),
@@ -362,7 +441,9 @@ impl Recorder {
     /// The state archived now (for a checkpoint's hash or a snapshot), noted for
     /// [`Recorder::may_archive`].
     fn archive(&mut self) -> Vec<u8> {
-        let bytes = self.state.to_bytes();
+        // Sized as the last archive, with room to grow: one allocation, no copy.
+        let expected = usize::try_from(self.archived_bytes).unwrap_or(0);
+        let bytes = self.state.to_bytes_sized(expected + expected / 8 + 1024);
         self.archived_bytes = bytes.len() as u64;
         self.archived_at_log_bytes = self.log.len_bytes();
         bytes
@@ -407,25 +488,28 @@ impl Recorder {
                 record_hash: head.hash,
             };
             // Written off the call path: a snapshot is a cache, and its fsyncs would
-            // otherwise land on the call that happens to cross the interval.
+            // otherwise land on the call that happens to cross the interval. One at a
+            // time: a snapshot that failed is told at the next.
             self.wait_snapshot()?;
-            let store = self.snapshots.clone();
-            self.pending_snapshot = Some(std::thread::spawn(move || {
-                store
-                    .save_keeping(&meta, &bytes, SNAPSHOTS_OLDER_KEPT)
-                    .map(|_| ())
-            }));
+            if self.snapshot_writer.is_none() {
+                self.snapshot_writer = SnapshotWriter::start(self.snapshots.clone());
+            }
+            match &mut self.snapshot_writer {
+                Some(w) => w.send(meta, bytes),
+                // No thread could start: written here.
+                None => {
+                    self.snapshots
+                        .save_keeping(&meta, &bytes, SNAPSHOTS_OLDER_KEPT)?;
+                }
+            }
         }
         Ok(())
     }
 
     /// Waits for the snapshot being written, if any.
     pub fn wait_snapshot(&mut self) -> Result<()> {
-        if let Some(h) = self.pending_snapshot.take() {
-            match h.join() {
-                Ok(r) => r?,
-                Err(e) => std::panic::resume_unwind(e),
-            }
+        if let Some(w) = &mut self.snapshot_writer {
+            w.wait()?;
         }
         Ok(())
     }
@@ -645,6 +729,62 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The seqs of the snapshots on disk of `rec`'s session, newest first, once the
+    /// last is written.
+    fn snapshot_seqs(rec: &mut Recorder, dir: &std::path::Path) -> Vec<u64> {
+        rec.wait_snapshot().unwrap();
+        let store = SnapshotStore::new(&dir.join("session"));
+        store
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|(seq, _)| seq)
+            .collect()
+    }
+
+    #[test]
+    fn snapshots_are_written_on_one_thread_kept_for_the_session_and_a_failure_is_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = archiving(dir.path(), 0, 2);
+        notes(&mut rec, 2);
+        assert_eq!(snapshot_seqs(&mut rec, dir.path()), [1]);
+        let thread = |rec: &Recorder| {
+            let w = rec
+                .snapshot_writer
+                .as_ref()
+                .expect("a writer once a snapshot is taken");
+            w.thread.as_ref().unwrap().thread().id()
+        };
+        let first = thread(&rec);
+        notes(&mut rec, 4);
+        // The newest and one before it are kept (SNAPSHOTS_OLDER_KEPT).
+        assert_eq!(snapshot_seqs(&mut rec, dir.path()), [5, 3]);
+        assert_eq!(
+            thread(&rec),
+            first,
+            "one thread for every snapshot of the session"
+        );
+        // The snapshots folder made a file: the next snapshot fails, and the wait
+        // after it says so; the thread goes on.
+        let folder = dir.path().join("session").join(cairn_store::SNAPSHOT_DIR);
+        std::fs::rename(&folder, dir.path().join("kept")).unwrap();
+        std::fs::write(&folder, "not a folder").unwrap();
+        notes(&mut rec, 2);
+        let failed = rec.wait_snapshot();
+        assert!(failed.is_err(), "{failed:?}");
+        assert!(rec.wait_snapshot().is_ok(), "told once");
+        std::fs::remove_file(&folder).unwrap();
+        std::fs::rename(dir.path().join("kept"), &folder).unwrap();
+        notes(&mut rec, 2);
+        assert_eq!(snapshot_seqs(&mut rec, dir.path()), [9, 5]);
+        assert_eq!(thread(&rec), first);
+        // Dropping the recorder ends the thread once the last snapshot is written.
+        notes(&mut rec, 2);
+        drop(rec);
+        let store = SnapshotStore::new(&dir.path().join("session"));
+        assert_eq!(store.list().unwrap()[0].0, 11);
     }
 
     /// Makes `rec`'s state archive to exactly `bytes` bytes, with one long memory.
