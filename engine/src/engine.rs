@@ -817,7 +817,7 @@ impl Engine {
                     let mut resolved = input
                         .get("path")
                         .and_then(|v| v.as_str())
-                        .map(|raw| cairn_tools::Resolved::of(&self.root, &self.home, raw));
+                        .map(|raw| cairn_tools::Resolved::of(&self.fs, &self.home, raw));
                     let mut need = self.need(
                         tool,
                         t.permission(&input, &asking),

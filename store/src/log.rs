@@ -446,6 +446,12 @@ impl LogWriter {
         self.write_lines()
     }
 
+    /// Writes the records held, if any, holding on: what is appended next is held
+    /// again (a snapshot about to be taken of the records so far).
+    pub fn write_out(&mut self) -> Result<()> {
+        self.write_lines()
+    }
+
     /// Writes the records encoded and not written yet with one `write`.
     fn write_lines(&mut self) -> Result<()> {
         if self.line_buf.is_empty() {
@@ -895,6 +901,23 @@ mod tests {
         let (w, recovery) = LogWriter::open(&session, Options::default()).unwrap();
         assert_eq!(recovery.quarantined_bytes, 0);
         assert_eq!(w.next_seq(), 2);
+    }
+
+    #[test]
+    fn write_out_writes_what_is_held_and_holds_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = LogWriter::create(&dir.path().join("session"), durability_none()).unwrap();
+        w.hold();
+        note(&mut w, 0);
+        note(&mut w, 0);
+        assert_eq!(file_len(&w), 0);
+        w.write_out().unwrap();
+        let out = w.len_bytes();
+        assert_eq!(file_len(&w), out);
+        note(&mut w, 0);
+        assert_eq!(file_len(&w), out, "still holding");
+        w.commit().unwrap();
+        assert_eq!(file_len(&w), w.len_bytes());
     }
 
     #[test]

@@ -92,11 +92,11 @@ pub struct Resolved {
 }
 
 impl Resolved {
-    /// `input` resolved now (see [`resolve`]).
-    pub fn of(root: &Path, home: &Path, input: &str) -> Resolved {
+    /// `input` resolved now (see [`resolve`]) in the workspace `fs` is open on.
+    pub fn of(fs: &Root, home: &Path, input: &str) -> Resolved {
         Resolved {
             input: input.to_string(),
-            result: resolve_plain(root, home, input),
+            result: resolve_plain_in(fs, home, input),
         }
     }
 
@@ -127,16 +127,39 @@ pub(crate) fn resolve_plain(
     home: &Path,
     input: &str,
 ) -> Result<(WsPath, bool), PathError> {
-    resolve_with(root, home, input, true)
+    resolve_with(root, home, input, Plain::ByPath)
 }
 
-/// [`resolve_plain`]; when not `try_plain`, every path is resolved as one that may
-/// hold a symlink (what tests compare the one-call check with).
+/// [`resolve_plain`] of a path in the workspace `fs` is open on: whether it is plain is
+/// told beneath the root's descriptor, the kernel walking only the path's own
+/// components, not the root's again.
+pub(crate) fn resolve_plain_in(
+    fs: &Root,
+    home: &Path,
+    input: &str,
+) -> Result<(WsPath, bool), PathError> {
+    resolve_with(&fs.path, home, input, Plain::Beneath(fs))
+}
+
+/// How [`resolve_with`] tells a path with no symlink on it.
+#[derive(Clone, Copy)]
+enum Plain<'a> {
+    /// It does not: every path is resolved as one that may hold a symlink (what tests
+    /// compare the one-call check with).
+    #[cfg(test)]
+    Never,
+    /// One `openat2` of the whole path.
+    ByPath,
+    /// One `openat2` of the path relative to the root, beneath its descriptor.
+    Beneath(&'a Root),
+}
+
+/// [`resolve_plain`], telling a plain path as `plain` says.
 fn resolve_with(
     root: &Path,
     home: &Path,
     input: &str,
-    try_plain: bool,
+    plain: Plain<'_>,
 ) -> Result<(WsPath, bool), PathError> {
     if input.is_empty() {
         return Err(PathError::Invalid(
@@ -184,7 +207,12 @@ fn resolve_with(
     };
     // A path with no symlink on it is its own canonical form: one `openat2` that
     // refuses any link tells, where `realpath` reads each component.
-    let plain = try_plain && lexical_is_real(&lexical);
+    let plain = match plain {
+        #[cfg(test)]
+        Plain::Never => false,
+        Plain::ByPath => lexical_is_real(&lexical),
+        Plain::Beneath(fs) => fs.is_plain(&rel),
+    };
     let abs = if plain {
         lexical
     } else {
@@ -468,6 +496,26 @@ impl Root {
     /// Opens `rel` (workspace-relative, `/`-separated; "" for the root) with `flags`,
     /// following inside symlinks (the last component's only when `follow_last`);
     /// gives the descriptor and the real relative path.
+    /// Whether `rel` (normalised: no `.`, `..` or empty component) names something
+    /// beneath the root with no symlink on the way: [`lexical_is_real`] of the root
+    /// joined with `rel`, the root (canonical) not walked again.
+    fn is_plain(&self, rel: &str) -> bool {
+        if OPENAT2_MISSING.load(Ordering::Relaxed) {
+            return false;
+        }
+        let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        let flags = OFlags::PATH | OFlags::CLOEXEC;
+        let path = if rel.is_empty() { "." } else { rel };
+        match rustix::fs::openat2(&self.dir, path, flags, Mode::empty(), how) {
+            Ok(_) => true,
+            Err(Errno::NOSYS) => {
+                OPENAT2_MISSING.store(true, Ordering::Relaxed);
+                false
+            }
+            Err(_) => false,
+        }
+    }
+
     fn open_at(
         &self,
         rel: &str,
@@ -992,8 +1040,9 @@ mod tests {
     fn a_resolution_answers_for_its_own_input_only() {
         let f = fixture();
         let home = f.root.join(".cairn-home");
+        let fs = Root::open(&f.root, &home).unwrap();
         for input in ["a/b/f.txt", "in/f.txt", "leak", "../x", "", "a/new.txt"] {
-            let kept = Resolved::of(&f.root, &home, input);
+            let kept = Resolved::of(&fs, &home, input);
             assert_eq!(
                 kept.of_input(input),
                 Some(&resolve_plain(&f.root, &home, input))
@@ -1016,7 +1065,7 @@ mod tests {
         // Kept from before a change, it says what it said then: a link put in place of
         // the file since is seen by a new resolution (the engine drops what it kept
         // across a question, which may wait long).
-        let kept = Resolved::of(&f.root, &home, "a/b/f.txt");
+        let kept = Resolved::of(&fs, &home, "a/b/f.txt");
         std::fs::remove_file(f.root.join("a/b/f.txt")).unwrap();
         symlink(f.out.join("secret.txt"), f.root.join("a/b/f.txt")).unwrap();
         assert!(matches!(kept.of_input("a/b/f.txt"), Some(Ok((_, true)))));
@@ -1070,8 +1119,15 @@ mod tests {
         .collect();
         inputs.extend(["a/b/f.txt", "in/f.txt", "fifo", ""].map(abs));
         for input in &inputs {
-            let fast = resolve_with(&f.root, &home, input, true);
-            let slow = resolve_with(&f.root, &home, input, false);
+            let fast = resolve_with(&f.root, &home, input, Plain::ByPath);
+            let slow = resolve_with(&f.root, &home, input, Plain::Never);
+            let fs = Root::open(&f.root, &home).unwrap();
+            // Told beneath the root's descriptor, the same.
+            assert_eq!(
+                resolve_with(&f.root, &home, input, Plain::Beneath(&fs)),
+                fast,
+                "{input}"
+            );
             assert_eq!(
                 fast.as_ref().map(|(ws, _)| ws),
                 slow.as_ref().map(|(ws, _)| ws),

@@ -480,8 +480,8 @@ impl Recorder {
         self.since_snapshot = 0;
         if let Some(head) = self.log.head() {
             // Never a snapshot ahead of the log's file: a crash of the process then
-            // loses no record the snapshot holds.
-            self.log.write_held()?;
+            // loses no record the snapshot holds. A hold goes on after it.
+            self.log.write_out()?;
             let meta = SnapshotMeta {
                 format_version: STATE_FORMAT_VERSION,
                 seq: head.seq,
@@ -742,6 +742,26 @@ mod tests {
             .into_iter()
             .map(|(seq, _)| seq)
             .collect()
+    }
+
+    /// A snapshot is never of records not in the log's file yet (a crash of the process
+    /// would leave it ahead of the log), and a hold goes on after it.
+    #[test]
+    fn a_snapshot_taken_in_a_hold_writes_what_is_held_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = archiving(dir.path(), 0, 2);
+        let file_len = |rec: &Recorder| std::fs::metadata(rec.log.path()).unwrap().len();
+        rec.hold();
+        notes(&mut rec, 1);
+        assert_eq!(file_len(&rec), 0, "held");
+        notes(&mut rec, 1);
+        assert_eq!(snapshot_seqs(&mut rec, dir.path()), [1]);
+        let at_snapshot = rec.log.len_bytes();
+        assert_eq!(file_len(&rec), at_snapshot);
+        notes(&mut rec, 1);
+        assert_eq!(file_len(&rec), at_snapshot, "still held after the snapshot");
+        rec.commit().unwrap();
+        assert_eq!(file_len(&rec), rec.log.len_bytes());
     }
 
     #[test]

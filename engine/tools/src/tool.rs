@@ -13,7 +13,7 @@ use cairn_core::decide::Refused;
 
 use crate::event::{Event, FileRead, Refusal, Rule, Status, WriteStatus};
 use crate::limits::Limits;
-use crate::paths::{PathError, Root, WsPath, resolve_plain};
+use crate::paths::{PathError, Root, WsPath, resolve_plain_in};
 use crate::permission::{CredentialFiles, Need};
 use crate::recorder::Recorder;
 use crate::shell::Runtime;
@@ -470,7 +470,7 @@ impl Ctx<'_> {
     pub fn resolve(&self, path: &str) -> Result<WsPath, ToolOutput> {
         let resolved = match self.resolved.as_ref().and_then(|r| r.of_input(path)) {
             Some(r) => r.clone(),
-            None => resolve_plain(self.root, self.home, path),
+            None => resolve_plain_in(self.fs, self.home, path),
         };
         resolved
             // A path with no symlink on it names its real file already.
