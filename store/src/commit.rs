@@ -163,6 +163,20 @@ impl Drop for Committer {
     }
 }
 
+/// Makes the calling thread background work for the scheduler (`SCHED_BATCH`): woken,
+/// it does not preempt the thread running on its CPU, it runs on a free CPU or once the
+/// running thread sleeps or its slice ends (at worst the next scheduler tick). The
+/// group-commit thread is woken by the call that ends (a futex wake-up, usually placed
+/// on the caller's own CPU); as an ordinary thread it preempted that caller on its way
+/// back from the system call, and its `fdatasync` then ran on the caller's time. Where
+/// the policy cannot be set (a sandbox that refuses it), the thread runs as it was.
+pub fn run_in_background() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `sched_setscheduler` on the calling thread (pid 0), with a valid
+    // parameter that outlives the call; it reads nothing else.
+    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
+}
+
 fn run(
     shared: &Shared,
     file: &File,
@@ -170,6 +184,7 @@ fn run(
     path: &Path,
     trace_to: Option<&Mutex<File>>,
 ) {
+    run_in_background();
     loop {
         let mut s = shared.lock();
         while !s.stop && s.wanted <= s.synced && s.failed.is_none() {

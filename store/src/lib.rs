@@ -36,7 +36,7 @@ mod verify;
 pub mod written;
 
 pub use blob::{BlobCheck, BlobRef, BlobStore, hash_reader};
-pub use commit::SYNC_TRACE_ENV;
+pub use commit::{SYNC_TRACE_ENV, run_in_background};
 pub use error::{Error, ParseNameError, Result};
 pub use hash::{Hash, ParseHashError, decode_lower_hex, encode_lower_hex};
 pub use lanes::{LANE_MESSAGE_BYTES_MAX, record_hashes};

@@ -127,6 +127,8 @@ impl SnapshotWriter {
         let thread = std::thread::Builder::new()
             .name("cairn-snapshots".into())
             .spawn(move || {
+                // Never ahead of the engine's calls on their CPU.
+                cairn_store::run_in_background();
                 for (meta, bytes) in todo {
                     let saved = store
                         .save_keeping(&meta, &bytes, SNAPSHOTS_OLDER_KEPT)

@@ -26,6 +26,7 @@ mod engine_held;
 mod engine_permissions;
 mod engine_search;
 mod engine_shell;
+mod engine_threads;
 mod forged_paths;
 mod format_vectors;
 mod hooks;
