@@ -284,6 +284,10 @@ impl Recorder {
         let note = match &self.signer {
             Some(s) => {
                 let note = s.sign(&checkpoint.to_text())?;
+                // Never a signed checkpoint of records not in the log's file yet (see
+                // `save_snapshot`): a crash of the process would leave it ahead of the
+                // log, which is how a cut log shows.
+                self.log.write_out()?;
                 if let Some(dir) = self.log.path().parent() {
                     cairn_tlog::log::write_checkpoint(dir, size, &note)?;
                 }
@@ -762,6 +766,34 @@ mod tests {
         assert_eq!(file_len(&rec), at_snapshot);
         notes(&mut rec, 1);
         assert_eq!(file_len(&rec), at_snapshot, "still held after the snapshot");
+        rec.commit().unwrap();
+        assert_eq!(file_len(&rec), rec.log.len_bytes());
+    }
+
+    /// A signed tree checkpoint, like a snapshot, is never of records not in the log's
+    /// file yet.
+    #[test]
+    fn a_signed_tree_checkpoint_taken_in_a_hold_writes_what_is_held_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = recorder(dir.path());
+        rec.set_tree_checkpoints(
+            3,
+            Some(cairn_tlog::Signer::from_seed("cairn.local", &[5; 32])),
+        );
+        let file_len = |rec: &Recorder| std::fs::metadata(rec.log.path()).unwrap().len();
+        rec.hold();
+        notes(&mut rec, 2);
+        assert_eq!(file_len(&rec), 0, "held");
+        let before = rec.log.len_bytes();
+        notes(&mut rec, 1);
+        let files = cairn_tlog::log::checkpoint_files(&dir.path().join("session")).unwrap();
+        assert_eq!(files.iter().map(|(size, _)| *size).collect::<Vec<_>>(), [3]);
+        // The three records it covers are in the file; its own record is held.
+        assert!(
+            file_len(&rec) > before,
+            "written before the checkpoint file"
+        );
+        assert!(file_len(&rec) < rec.log.len_bytes(), "the hold goes on");
         rec.commit().unwrap();
         assert_eq!(file_len(&rec), rec.log.len_bytes());
     }
