@@ -1007,7 +1007,7 @@ impl Engine {
         }
         for raw in raws {
             if let Err(cairn_tools::PathError::Outside(_)) =
-                cairn_tools::Resolved::resolve(resolved, &self.root, &self.home, raw)
+                cairn_tools::Resolved::plain_in(resolved, &self.fs, &self.home, raw)
                 && let Some(target) = cairn_tools::target(&self.root, raw)
                 && !target.starts_with(&self.home)
             {

@@ -101,20 +101,22 @@ impl Resolved {
     }
 
     /// The resolution, when it is of `input`.
-    pub(crate) fn of_input(&self, input: &str) -> Option<&Result<(WsPath, bool), PathError>> {
+    fn of_input(&self, input: &str) -> Option<&Result<(WsPath, bool), PathError>> {
         (self.input == input).then_some(&self.result)
     }
 
-    /// What [`resolve`] gives for `input`: this resolution when it is of `input`.
-    pub fn resolve(
+    /// What [`resolve_plain_in`] gives for `input` in the workspace `fs` is open on:
+    /// the resolution kept, `this`, when it is of `input`, else one made now. The
+    /// engine's check and the tool's [`crate::Ctx::resolve`] both ask here.
+    pub fn plain_in(
         this: Option<&Resolved>,
-        root: &Path,
+        fs: &Root,
         home: &Path,
         input: &str,
-    ) -> Result<WsPath, PathError> {
+    ) -> Result<(WsPath, bool), PathError> {
         match this.and_then(|r| r.of_input(input)) {
-            Some(r) => r.clone().map(|(ws, _)| ws),
-            None => resolve(root, home, input),
+            Some(r) => r.clone(),
+            None => resolve_plain_in(fs, home, input),
         }
     }
 }
@@ -1048,15 +1050,15 @@ mod tests {
                 Some(&resolve_plain(&f.root, &home, input))
             );
             assert_eq!(
-                Resolved::resolve(Some(&kept), &f.root, &home, input),
-                resolve(&f.root, &home, input)
+                Resolved::plain_in(Some(&kept), &fs, &home, input),
+                resolve_plain(&f.root, &home, input)
             );
             for other in ["a/b/f.txt", "up/secret.txt", "in"] {
                 if other != input {
                     assert_eq!(kept.of_input(other), None);
                     assert_eq!(
-                        Resolved::resolve(Some(&kept), &f.root, &home, other),
-                        resolve(&f.root, &home, other),
+                        Resolved::plain_in(Some(&kept), &fs, &home, other),
+                        resolve_plain(&f.root, &home, other),
                         "{other} with {input}'s resolution kept"
                     );
                 }

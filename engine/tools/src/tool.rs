@@ -13,7 +13,7 @@ use cairn_core::decide::Refused;
 
 use crate::event::{Event, FileRead, Refusal, Rule, Status, WriteStatus};
 use crate::limits::Limits;
-use crate::paths::{PathError, Root, WsPath, resolve_plain_in};
+use crate::paths::{PathError, Root, WsPath};
 use crate::permission::{CredentialFiles, Need};
 use crate::recorder::Recorder;
 use crate::shell::Runtime;
@@ -468,11 +468,7 @@ impl Ctx<'_> {
 
     /// Resolves a path inside the workspace, or the refusal to return.
     pub fn resolve(&self, path: &str) -> Result<WsPath, ToolOutput> {
-        let resolved = match self.resolved.as_ref().and_then(|r| r.of_input(path)) {
-            Some(r) => r.clone(),
-            None => resolve_plain_in(self.fs, self.home, path),
-        };
-        resolved
+        crate::Resolved::plain_in(self.resolved.as_ref(), self.fs, self.home, path)
             // A path with no symlink on it names its real file already.
             .map(|(ws, plain)| if plain { ws } else { self.real(ws) })
             .or_else(|e| match e {
