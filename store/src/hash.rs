@@ -4,6 +4,19 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// Most contents [`Hash::of_recent`] remembers per thread.
+pub const RECENT_CONTENTS_MAX: usize = 8;
+
+/// Longest content [`Hash::of_recent`] remembers: one longer is hashed and forgotten
+/// (a comparison saves little against a read that long, and the memory is per thread).
+pub const RECENT_CONTENT_BYTES_MAX: usize = 256 * 1024;
+
+thread_local! {
+    /// [`Hash::of_recent`]'s contents and their hashes, the last used at the back.
+    static RECENT: std::cell::RefCell<Vec<(Hash, Vec<u8>)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// A BLAKE3 digest.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Hash(pub [u8; 32]);
@@ -15,6 +28,42 @@ impl Hash {
     /// The plain BLAKE3 hash of `bytes` (what `b3sum` prints), used for blobs and files.
     pub fn of(bytes: &[u8]) -> Hash {
         Hash(*blake3::hash(bytes).as_bytes())
+    }
+
+    /// [`Hash::of`] `bytes`, a file's contents as read, remembered for the contents
+    /// read last on this thread: contents equal byte for byte to remembered ones take
+    /// their hash with one comparison (several times faster than hashing them), and
+    /// any other are hashed. An agent reads the same files again and again (a range,
+    /// then the next), and every read hashes the whole file. Keyed on the bytes
+    /// themselves, not on a file's name or times, so no change can be missed.
+    ///
+    /// At most [`RECENT_CONTENTS_MAX`] contents of at most [`RECENT_CONTENT_BYTES_MAX`]
+    /// bytes each are remembered, the oldest forgotten first.
+    pub fn of_recent(bytes: &[u8]) -> Hash {
+        if bytes.len() > RECENT_CONTENT_BYTES_MAX {
+            return Hash::of(bytes);
+        }
+        RECENT.with_borrow_mut(|recent| {
+            if let Some(at) = recent.iter().position(|(_, b)| b.as_slice() == bytes) {
+                // The one found moves to the back: the last forgotten.
+                let kept = recent.remove(at);
+                let hash = kept.0;
+                recent.push(kept);
+                return hash;
+            }
+            let hash = Hash::of(bytes);
+            if recent.len() >= RECENT_CONTENTS_MAX {
+                recent.remove(0);
+            }
+            recent.push((hash, bytes.to_vec()));
+            hash
+        })
+    }
+
+    /// How many contents [`Hash::of_recent`] remembers on this thread: for tests.
+    #[doc(hidden)]
+    pub fn recent_contents() -> usize {
+        RECENT.with_borrow(Vec::len)
     }
 
     /// Lowercase hex, 64 digits.
@@ -148,6 +197,50 @@ impl schemars::JsonSchema for Hash {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// Whatever was remembered before, the hash of contents is their hash: contents
+        /// of equal length that differ (in any byte) are told apart.
+        #[test]
+        fn a_remembered_hash_is_the_hash_of_the_contents(
+            reads in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(vec![b'a', b'b']), 0..6),
+                1..40,
+            ),
+        ) {
+            for bytes in &reads {
+                proptest::prop_assert_eq!(Hash::of_recent(bytes), Hash::of(bytes));
+            }
+        }
+    }
+
+    #[test]
+    fn recent_contents_are_bounded_in_number_and_in_length() {
+        // A thread of its own: the memory is per thread.
+        std::thread::spawn(|| {
+            let at_max = vec![b'x'; RECENT_CONTENT_BYTES_MAX];
+            assert_eq!(Hash::of_recent(&at_max), Hash::of(&at_max));
+            assert_eq!(Hash::recent_contents(), 1, "contents at the limit are kept");
+            let past = vec![b'x'; RECENT_CONTENT_BYTES_MAX + 1];
+            assert_eq!(Hash::of_recent(&past), Hash::of(&past));
+            assert_eq!(
+                Hash::recent_contents(),
+                1,
+                "contents past the limit are not"
+            );
+            // The same contents again are found, not added.
+            assert_eq!(Hash::of_recent(&at_max), Hash::of(&at_max));
+            assert_eq!(Hash::recent_contents(), 1);
+            for i in 0..2 * RECENT_CONTENTS_MAX {
+                let bytes = i.to_string().into_bytes();
+                assert_eq!(Hash::of_recent(&bytes), Hash::of(&bytes));
+                assert!(Hash::recent_contents() <= RECENT_CONTENTS_MAX);
+            }
+            assert_eq!(Hash::recent_contents(), RECENT_CONTENTS_MAX);
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn hex_round_trip_and_rejects() {

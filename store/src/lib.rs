@@ -38,7 +38,10 @@ pub mod written;
 pub use blob::{BlobCheck, BlobRef, BlobStore, hash_reader};
 pub use commit::{SYNC_TRACE_ENV, run_in_background};
 pub use error::{Error, ParseNameError, Result};
-pub use hash::{Hash, ParseHashError, decode_lower_hex, encode_lower_hex};
+pub use hash::{
+    Hash, ParseHashError, RECENT_CONTENT_BYTES_MAX, RECENT_CONTENTS_MAX, decode_lower_hex,
+    encode_lower_hex,
+};
 pub use lanes::{LANE_MESSAGE_BYTES_MAX, record_hashes};
 pub use lock::writer_pid;
 pub use log::{

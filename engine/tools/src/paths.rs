@@ -220,7 +220,8 @@ fn resolve_with(
     } else {
         realpath_of(&lexical, input)?
     };
-    if !abs.starts_with(root) {
+    // A plain path is the root joined with plain components: under it by construction.
+    if !plain && !abs.starts_with(root) {
         return Err(PathError::Outside(format!(
             "{input} leads outside the workspace (through a symlink) to {}",
             abs.display()

@@ -91,7 +91,8 @@ pub fn load(ctx: &Ctx<'_>, path: &str, how_to_narrow: &str) -> Result<TextFile, 
             bytes.len()
         )));
     }
-    let hash = Hash::of(&bytes);
+    // Reads come back to the same files: their hash is remembered by their bytes.
+    let hash = Hash::of_recent(&bytes);
     let (text, lossy) = match String::from_utf8(bytes) {
         Ok(t) => (t, false),
         Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), true),

@@ -45,7 +45,7 @@ pub fn current(ctx: &Ctx<'_>, ws: &WsPath) -> Result<Option<Current>, ToolOutput
     file.read_to_end(&mut bytes)
         .map_err(|e| ToolOutput::error(format!("cannot read {}: {e}", ws.rel)))?;
     Ok(Some(Current {
-        hash: Hash::of(&bytes),
+        hash: Hash::of_recent(&bytes),
         bytes,
         mode: meta.permissions().mode() & 0o7777,
     }))
