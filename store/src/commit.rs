@@ -17,6 +17,8 @@
 use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -27,32 +29,51 @@ use std::time::{Duration, Instant};
 /// action the record announces was taken.
 pub const SYNC_TRACE_ENV: &str = "CAIRN_SYNC_TRACE";
 
+/// What the thread and the writer share. The writer's side of a request (the end of
+/// every call) takes no lock: it counts the request and raises `wanted` with atomics,
+/// and wakes the thread only when the thread sleeps until the next request (idle, or
+/// in the second half of its window), which happens at most once a window. A lock
+/// taken per call met the thread holding it now and then, and a writer that found it
+/// held slept until the thread, descheduled meanwhile, ran again.
+///
+/// The wake-up cannot be lost: the writer stores its request, then reads
+/// `sleeps_for_request`; the thread stores `sleeps_for_request`, then reads the
+/// requests, and sleeps only if none came, with `state` locked from that reading until
+/// it sleeps. With sequentially consistent order at least one sees the other's store:
+/// the thread sees the request and does not sleep, or the writer sees the flag and
+/// takes `state`'s lock to wake it, which it can only do once the thread sleeps.
 #[derive(Debug, Default)]
-struct State {
+struct Shared {
+    /// Whether the thread is to stop (a drop), and why its last sync failed.
+    state: Mutex<State>,
+    wake: Condvar,
     /// Bytes asked to be durable.
-    wanted: u64,
+    wanted: AtomicU64,
     /// Bytes known to be durable.
-    synced: u64,
-    failed: Option<String>,
-    stop: bool,
-    /// The thread waits for a request (not inside a window): a request must wake it.
-    idle: bool,
+    synced: AtomicU64,
     /// Requests so far: each is the end of a call, a user message or a model turn.
-    requests: u64,
-    /// The thread waits for the next request to start its sync: a request must wake it.
-    awaiting_request: bool,
+    requests: AtomicU64,
+    /// The thread sleeps until the next request: a request must wake it.
+    sleeps_for_request: AtomicBool,
+    /// A sync failed (`state` says why).
+    failed: AtomicBool,
 }
 
 #[derive(Debug, Default)]
-struct Shared {
-    state: Mutex<State>,
-    wake: Condvar,
+struct State {
+    failed: Option<String>,
+    stop: bool,
 }
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
-        // The state is a few integers, consistent after any panic.
+        // The state is a flag and a message, consistent after any panic.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether bytes asked for are not yet known durable.
+    fn behind(&self) -> bool {
+        self.wanted.load(SeqCst) > self.synced.load(SeqCst)
     }
 }
 
@@ -76,11 +97,8 @@ impl Committer {
         trace: Option<File>,
     ) -> Committer {
         let shared = Arc::new(Shared::default());
-        {
-            let mut s = shared.lock();
-            s.synced = synced;
-            s.wanted = synced;
-        }
+        shared.synced.store(synced, SeqCst);
+        shared.wanted.store(synced, SeqCst);
         Committer {
             shared,
             thread: None,
@@ -92,12 +110,15 @@ impl Committer {
 
     /// Bytes known to be durable.
     pub(crate) fn synced(&self) -> u64 {
-        self.shared.lock().synced
+        self.shared.synced.load(SeqCst)
     }
 
     /// Why the thread's last sync failed, if it did.
     pub(crate) fn failed(&self) -> Option<String> {
-        self.shared.lock().failed.clone()
+        match self.shared.failed.load(SeqCst) {
+            false => None,
+            true => self.shared.lock().failed.clone(),
+        }
     }
 
     /// Traces this log's syncs to `file` (as [`SYNC_TRACE_ENV`] does for every log),
@@ -109,30 +130,24 @@ impl Committer {
 
     /// Records that the first `len` bytes were made durable on the caller's thread.
     pub(crate) fn note_synced(&self, len: u64) {
-        let mut s = self.shared.lock();
-        s.synced = s.synced.max(len);
-        s.wanted = s.wanted.max(len);
-        drop(s);
+        self.shared.synced.fetch_max(len, SeqCst);
+        self.shared.wanted.fetch_max(len, SeqCst);
         trace(self.trace.as_deref(), &self.path, len);
     }
 
     /// Asks for the first `len` bytes of `file` to be made durable within the window;
     /// starts the thread on first use.
     pub(crate) fn request(&mut self, file: &File, len: u64) -> std::io::Result<()> {
-        let idle = {
-            let mut s = self.shared.lock();
-            s.requests += 1;
-            if s.awaiting_request {
-                // The sync that waits for a call's end starts now.
-                self.shared.wake.notify_all();
-            }
-            if len <= s.wanted {
+        let shared = &self.shared;
+        shared.requests.fetch_add(1, SeqCst);
+        let before = shared.wanted.fetch_max(len, SeqCst);
+        if len <= before && !shared.sleeps_for_request.load(SeqCst) {
+            return Ok(());
+        }
+        if self.thread.is_none() {
+            if len <= before {
                 return Ok(());
             }
-            s.wanted = len;
-            s.idle
-        };
-        if self.thread.is_none() {
             let file = file.try_clone()?;
             let shared = Arc::clone(&self.shared);
             let window = self.window;
@@ -143,10 +158,12 @@ impl Committer {
                     .name("cairn-commit".into())
                     .spawn(move || run(&shared, &file, window, &path, trace.as_deref()))?,
             );
-        } else if idle {
-            // Inside a window the thread is not woken per request: it syncs all of
-            // them when the window ends.
-            self.shared.wake.notify_all();
+        } else if shared.sleeps_for_request.load(SeqCst) {
+            // Idle, or waiting for a call's end to start its sync (see the module's
+            // doc). Inside the first half of a window the thread is not woken: it
+            // syncs every request of the window at once.
+            let _locked = shared.lock();
+            shared.wake.notify_all();
         }
         Ok(())
     }
@@ -186,13 +203,17 @@ fn run(
 ) {
     run_in_background();
     loop {
+        // Idle until bytes are asked for.
         let mut s = shared.lock();
-        while !s.stop && s.wanted <= s.synced && s.failed.is_none() {
-            s.idle = true;
+        while !s.stop && s.failed.is_none() {
+            shared.sleeps_for_request.store(true, SeqCst);
+            if shared.behind() {
+                break;
+            }
             s = shared.wake.wait(s).unwrap_or_else(PoisonError::into_inner);
         }
-        s.idle = false;
-        if s.failed.is_some() || s.wanted <= s.synced {
+        shared.sleeps_for_request.store(false, SeqCst);
+        if s.failed.is_some() || !shared.behind() {
             return;
         }
         // Let the records of the next millisecond or so join this sync, then start it at
@@ -200,23 +221,24 @@ fn run(
         // ends at the latest. A drop of the committer ends the window at once (it waits
         // for this sync).
         let opened = Instant::now();
-        s = wait_until(shared, s, opened + window / 2, |_| false);
-        let seen = s.requests;
-        s.awaiting_request = true;
-        s = wait_until(shared, s, opened + window, |s| s.requests != seen);
-        s.awaiting_request = false;
-        let target = s.wanted;
+        s = wait_until(shared, s, opened + window / 2, || false);
+        let seen = shared.requests.load(SeqCst);
+        shared.sleeps_for_request.store(true, SeqCst);
+        s = wait_until(shared, s, opened + window, || {
+            shared.requests.load(SeqCst) != seen
+        });
+        shared.sleeps_for_request.store(false, SeqCst);
         drop(s);
+        let target = shared.wanted.load(SeqCst);
         let result = file.sync_data();
-        let mut s = shared.lock();
         match result {
             Ok(()) => {
-                s.synced = s.synced.max(target);
-                drop(s);
+                shared.synced.fetch_max(target, SeqCst);
                 trace(trace_to, path, target);
             }
             Err(e) => {
-                s.failed = Some(format!("fsync failed: {e}"));
+                shared.lock().failed = Some(format!("fsync failed: {e}"));
+                shared.failed.store(true, SeqCst);
                 return;
             }
         }
@@ -228,9 +250,9 @@ fn wait_until<'a>(
     shared: &'a Shared,
     mut s: MutexGuard<'a, State>,
     deadline: Instant,
-    done: impl Fn(&State) -> bool,
+    done: impl Fn() -> bool,
 ) -> MutexGuard<'a, State> {
-    while !s.stop && !done(&s) {
+    while !s.stop && !done() {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             break;
@@ -373,6 +395,61 @@ mod tests {
         c.request(&file, 10).unwrap();
         wait_synced(&c, 10);
         assert!(opened.elapsed() >= window, "synced before the window ended");
+    }
+
+    #[test]
+    fn a_request_inside_a_window_takes_no_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, file, _, mut c) = long_window(dir.path());
+        c.request(&file, 10).unwrap();
+        // The thread is in the first half of its window (300 s) by now.
+        std::thread::sleep(Duration::from_millis(200));
+        let shared = Arc::clone(&c.shared);
+        let held = shared.lock();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let caller = std::thread::spawn(move || {
+            c.request(&file, 20).unwrap();
+            assert_eq!(c.failed(), None);
+            assert_eq!(c.synced(), 0);
+            done_tx.send(()).unwrap();
+            c
+        });
+        // With the lock held elsewhere, the request still returns.
+        let returned = done_rx.recv_timeout(Duration::from_secs(30));
+        drop(held);
+        let c = caller.join().unwrap();
+        assert!(returned.is_ok(), "a request waited for the lock");
+        drop(c);
+    }
+
+    #[test]
+    fn a_request_after_the_thread_went_idle_always_wakes_it() {
+        // Each round lets the thread sync everything and go idle, then asks for more:
+        // a wake-up lost between the thread's check and its sleep would leave the
+        // bytes unsynced for good.
+        let dir = tempfile::tempdir().unwrap();
+        let (_, file, _, mut c) = committer(dir.path(), Duration::from_millis(2));
+        let mut len = 0;
+        for round in 0..300u64 {
+            for _ in 0..(round % 7) {
+                len += 1;
+                c.request(&file, len).unwrap();
+            }
+            len += 1;
+            c.request(&file, len).unwrap();
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            while c.synced() < len {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "round {round}: {len} bytes asked, {} synced",
+                    c.synced()
+                );
+                std::thread::yield_now();
+            }
+            if round % 3 == 0 {
+                std::thread::sleep(Duration::from_micros(round * 10));
+            }
+        }
     }
 
     #[test]
