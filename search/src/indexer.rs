@@ -154,6 +154,28 @@ impl Indexer {
 
 impl cairn_tools::RecordSink for Indexer {
     fn record(&mut self, record: &Record, log_bytes: u64) {
+        self.take(
+            record.seq,
+            needed(&record.event),
+            || record.clone(),
+            log_bytes,
+        );
+    }
+
+    fn record_owned(&mut self, record: Record, log_bytes: u64) {
+        let (seq, needed) = (record.seq, needed(&record.event));
+        self.take(seq, needed, || record, log_bytes);
+    }
+
+    fn finish(&mut self) {
+        self.end();
+    }
+}
+
+impl Indexer {
+    /// Takes the record of `seq` (sent to the thread if it is `needed`, as `record`
+    /// gives it) and the log's length after it.
+    fn take(&mut self, seq: u64, needed: bool, record: impl FnOnce() -> Record, log_bytes: u64) {
         if self.dropped > 0 {
             return;
         }
@@ -161,9 +183,9 @@ impl cairn_tools::RecordSink for Indexer {
             return;
         };
         // Set before anything is sent: the thread reads it after it receives.
-        let _ = self.shared.from.set(record.seq);
-        if needed(&record.event) {
-            match tx.try_send((record.clone(), log_bytes)) {
+        let _ = self.shared.from.set(seq);
+        if needed {
+            match tx.try_send((record(), log_bytes)) {
                 Ok(()) => {
                     self.sent += 1;
                     if self.sent.is_multiple_of(self.limits.batch_docs_max.max(1)) {
@@ -176,10 +198,11 @@ impl cairn_tools::RecordSink for Indexer {
                 }
             }
         }
-        self.last = Some((record.seq + 1, log_bytes));
+        self.last = Some((seq + 1, log_bytes));
     }
 
-    fn finish(&mut self) {
+    /// The writer is done (see [`cairn_tools::RecordSink::finish`]).
+    fn end(&mut self) {
         let Some(tx) = self.tx.take() else {
             return;
         };

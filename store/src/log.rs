@@ -512,6 +512,12 @@ impl LogWriter {
         self.len
     }
 
+    /// The length of the log's file as this writer wrote it: [`LogWriter::len_bytes`]
+    /// less the records held (see [`LogWriter::hold`]), which no reader sees yet.
+    pub fn written_bytes(&self) -> u64 {
+        self.len - self.line_buf.len() as u64
+    }
+
     /// Syncs and releases the lock.
     pub fn close(mut self) -> Result<()> {
         self.sync()

@@ -45,6 +45,12 @@ pub trait RecordSink: Send {
     /// up drops what it cannot take, and says so where its work lands).
     fn record(&mut self, record: &Record, log_bytes: u64);
 
+    /// [`RecordSink::record`] of a record handed over to keep: one the log held (see
+    /// [`Recorder::hold`]), handed once written, which the recorder had to copy.
+    fn record_owned(&mut self, record: Record, log_bytes: u64) {
+        self.record(&record, log_bytes);
+    }
+
     /// The writer is done: waits, for at most a bound of the sink's own, until what it
     /// was handed is worked off.
     fn finish(&mut self);
@@ -104,6 +110,11 @@ pub struct Recorder {
     snapshot_writer: Option<SnapshotWriter>,
     observer: Option<Observer>,
     sink: Option<Box<dyn RecordSink>>,
+    /// Records the log holds and has not written yet (see [`Recorder::hold`]), each with
+    /// the log's length after it: the sink is handed a record once it is in the file,
+    /// so that what the sink keeps of a record (a search index's document) is never of
+    /// one that a crash of the process kept out of the log.
+    sink_pending: std::collections::VecDeque<(Record, u64)>,
     redactor: Redactor,
     secret_key: Option<SecretKey>,
 }
@@ -192,6 +203,10 @@ impl Drop for Recorder {
     fn drop(&mut self) {
         // A snapshot is a cache: one that failed is simply not there.
         let _ = self.wait_snapshot();
+        // What the log holds is written now (its drop would write it after this).
+        if self.log.write_held().is_ok() {
+            self.hand_written_to_sink();
+        }
         if let Some(sink) = &mut self.sink {
             sink.finish();
         }
@@ -233,6 +248,7 @@ impl Recorder {
             snapshot_writer: None,
             observer: None,
             sink: None,
+            sink_pending: std::collections::VecDeque::new(),
             redactor: Redactor::default(),
             secret_key: None,
         }
@@ -395,7 +411,12 @@ impl Recorder {
             observe(&record);
         }
         if let Some(sink) = &mut self.sink {
-            sink.record(&record, self.log.len_bytes());
+            let end = self.log.len_bytes();
+            if self.sink_pending.is_empty() && self.log.written_bytes() == end {
+                sink.record(&record, end);
+            } else {
+                self.sink_pending.push_back((record.clone(), end));
+            }
         }
         self.last_was_tree_checkpoint = matches!(record.event, Event::TreeCheckpoint { .. });
         self.since_checkpoint += 1;
@@ -430,7 +451,20 @@ impl Recorder {
         if snapshot_due(self) {
             self.snapshot()?;
         }
+        // A hold past its bound was written by this append.
+        self.hand_written_to_sink();
         Ok(record)
+    }
+
+    /// Hands the sink the records held until now that the log has written since.
+    fn hand_written_to_sink(&mut self) {
+        let Some(sink) = &mut self.sink else {
+            return;
+        };
+        let written = self.log.written_bytes();
+        while let Some((record, end)) = self.sink_pending.pop_front_if(|(_, end)| *end <= written) {
+            sink.record_owned(record, end);
+        }
     }
 
     /// Whether the state may be archived at this interval: it is small, or the log
@@ -526,6 +560,7 @@ impl Recorder {
     pub fn sync(&mut self) -> Result<()> {
         self.sync_blobs()?;
         self.log.sync()?;
+        self.hand_written_to_sink();
         Ok(())
     }
 
@@ -538,6 +573,7 @@ impl Recorder {
         self.blobs_unsynced_unnamed = true;
         self.make_blobs_durable()?;
         self.log.flush_durable()?;
+        self.hand_written_to_sink();
         Ok(())
     }
 
@@ -553,6 +589,7 @@ impl Recorder {
     /// wait (a question to the user), so that a reader of the log sees what is awaited.
     pub fn write_held(&mut self) -> Result<()> {
         self.log.write_held()?;
+        self.hand_written_to_sink();
         Ok(())
     }
 
@@ -561,6 +598,7 @@ impl Recorder {
     pub fn commit(&mut self) -> Result<()> {
         self.sync_blobs()?;
         self.log.commit()?;
+        self.hand_written_to_sink();
         Ok(())
     }
 
@@ -768,6 +806,113 @@ mod tests {
         assert_eq!(file_len(&rec), at_snapshot, "still held after the snapshot");
         rec.commit().unwrap();
         assert_eq!(file_len(&rec), rec.log.len_bytes());
+    }
+
+    /// A sink that notes, for each record handed to it, its seq, the log's length it is
+    /// told and the length of the log's file then.
+    struct FileLenSink {
+        path: std::path::PathBuf,
+        seen: Seen,
+    }
+
+    impl RecordSink for FileLenSink {
+        fn record(&mut self, record: &Record, log_bytes: u64) {
+            let file = std::fs::metadata(&self.path).unwrap().len();
+            self.seen
+                .lock()
+                .unwrap()
+                .push((record.seq, log_bytes, file));
+        }
+        fn finish(&mut self) {}
+    }
+
+    /// What a [`FileLenSink`] noted.
+    type Seen = std::sync::Arc<std::sync::Mutex<Vec<(u64, u64, u64)>>>;
+
+    /// A recorder with durability `batch` in `dir` and a [`FileLenSink`] of it.
+    fn sinked(dir: &std::path::Path) -> (Recorder, Seen) {
+        let mut rec = recorder_with(dir, Durability::Batch);
+        let seen = Seen::default();
+        rec.set_sink(Some(Box::new(FileLenSink {
+            path: rec.log.path().to_path_buf(),
+            seen: std::sync::Arc::clone(&seen),
+        })));
+        (rec, seen)
+    }
+
+    /// Asserts that each record of `seen` was in the file when it was handed.
+    fn handed_once_written(seen: &[(u64, u64, u64)], what: &str) {
+        for (seq, log_bytes, file) in seen {
+            assert!(
+                file >= log_bytes,
+                "{what}: record {seq} handed at {log_bytes} bytes, the file had {file}"
+            );
+        }
+    }
+
+    /// The sink (a search index's live indexer) is handed a record only once it is in
+    /// the log's file: a crash of the process loses what the log holds, and a document
+    /// the index kept of it would be of a record the log never got. Each way a hold is
+    /// written hands the sink what it wrote, in order.
+    #[test]
+    fn the_sink_is_handed_held_records_once_the_log_has_written_them() {
+        type Write = fn(&mut Recorder);
+        let ways: [(&str, Write); 5] = [
+            ("commit", |r| r.commit().unwrap()),
+            ("sync", |r| r.sync().unwrap()),
+            ("write_held", |r| r.write_held().unwrap()),
+            ("flush_durable", |r| r.flush_durable().unwrap()),
+            ("drop", |r| {
+                let dir = r.log.path().parent().unwrap().to_path_buf();
+                let taken = std::mem::replace(r, recorder(&dir.join("other")));
+                drop(taken);
+            }),
+        ];
+        for (name, write) in ways {
+            let dir = tempfile::tempdir().unwrap();
+            let (mut rec, seen) = sinked(dir.path());
+            notes(&mut rec, 1);
+            assert_eq!(
+                seen.lock().unwrap().len(),
+                1,
+                "{name}: not held, handed at once"
+            );
+            rec.hold();
+            notes(&mut rec, 3);
+            assert_eq!(seen.lock().unwrap().len(), 1, "{name}: held, not handed");
+            write(&mut rec);
+            let seen = seen.lock().unwrap().clone();
+            assert_eq!(
+                seen.iter().map(|s| s.0).collect::<Vec<_>>(),
+                [0, 1, 2, 3],
+                "{name}: every record, in order"
+            );
+            handed_once_written(&seen, name);
+        }
+    }
+
+    /// A hold that passes its bound is written by the append that passes it, which
+    /// hands the sink what it wrote.
+    #[test]
+    fn the_sink_is_handed_a_hold_written_past_its_bound_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut rec, seen) = sinked(dir.path());
+        rec.hold();
+        let mut appended = 0;
+        while rec.log.written_bytes() == 0 {
+            rec.append(&Event::MemoryWritten {
+                text: "n".repeat(1000),
+            })
+            .unwrap();
+            appended += 1;
+        }
+        assert!(
+            rec.log.len_bytes() > 64 * 1024,
+            "written by passing the bound"
+        );
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), appended, "every record written is handed");
+        handed_once_written(&seen, "past the bound");
     }
 
     /// A signed tree checkpoint, like a snapshot, is never of records not in the log's
