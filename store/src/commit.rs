@@ -141,9 +141,6 @@ impl Committer {
         let shared = &self.shared;
         shared.requests.fetch_add(1, SeqCst);
         let before = shared.wanted.fetch_max(len, SeqCst);
-        if len <= before && !shared.sleeps_for_request.load(SeqCst) {
-            return Ok(());
-        }
         if self.thread.is_none() {
             if len <= before {
                 return Ok(());
@@ -450,6 +447,33 @@ mod tests {
                 std::thread::sleep(Duration::from_micros(round * 10));
             }
         }
+    }
+
+    /// A sync of the thread's that fails is told by `failed()` (which the writer turns
+    /// into a poisoned log), and nothing past it is claimed durable.
+    #[test]
+    fn a_failed_sync_of_the_thread_is_told() {
+        let dir = tempfile::tempdir().unwrap();
+        // `fdatasync` of a pipe fails (EINVAL).
+        let (_reader, writer) = std::io::pipe().unwrap();
+        let pipe = File::from(std::os::fd::OwnedFd::from(writer));
+        let mut c = Committer::new(&dir.path().join("log"), 0, Duration::from_millis(2), None);
+        assert_eq!(c.failed(), None);
+        c.request(&pipe, 10).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let why = loop {
+            if let Some(why) = c.failed() {
+                break why;
+            }
+            assert!(std::time::Instant::now() < deadline, "never told");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        assert!(why.starts_with("fsync failed: "), "{why}");
+        assert_eq!(c.synced(), 0);
+        // Told again, and still nothing durable, after more is asked.
+        c.request(&pipe, 20).unwrap();
+        assert_eq!(c.failed(), Some(why));
+        assert_eq!(c.synced(), 0);
     }
 
     #[test]

@@ -60,9 +60,9 @@ impl Hash {
         })
     }
 
-    /// How many contents [`Hash::of_recent`] remembers on this thread: for tests.
-    #[doc(hidden)]
-    pub fn recent_contents() -> usize {
+    /// How many contents [`Hash::of_recent`] remembers on this thread.
+    #[cfg(test)]
+    fn recent_contents() -> usize {
         RECENT.with_borrow(Vec::len)
     }
 

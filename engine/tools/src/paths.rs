@@ -239,13 +239,19 @@ fn resolve_with(
 /// Whether every component of `path` (absolute, with no `.`, `..` or empty component)
 /// exists and none is a symlink: `realpath(path)` is `path` itself.
 fn lexical_is_real(path: &Path) -> bool {
+    opens_with_no_link(rustix::fs::CWD, path, ResolveFlags::empty())
+}
+
+/// Whether `path`, relative to `dir` (resolved also as `how` says), opens with no
+/// symlink on the way: one `openat2` that refuses any link. Without `O_NOFOLLOW`, a
+/// link named last is refused too (`ELOOP`). False where `openat2` is missing.
+fn opens_with_no_link(dir: impl AsFd, path: impl AsRef<Path>, how: ResolveFlags) -> bool {
     if OPENAT2_MISSING.load(Ordering::Relaxed) {
         return false;
     }
-    let how = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    let how = how | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
     let flags = OFlags::PATH | OFlags::CLOEXEC;
-    match rustix::fs::openat2(rustix::fs::CWD, path, flags, Mode::empty(), how) {
-        // Without `O_NOFOLLOW`, a link named last is refused too (`ELOOP`).
+    match rustix::fs::openat2(dir, path.as_ref(), flags, Mode::empty(), how) {
         Ok(_) => true,
         Err(Errno::NOSYS) => {
             OPENAT2_MISSING.store(true, Ordering::Relaxed);
@@ -496,29 +502,17 @@ impl Root {
         })
     }
 
-    /// Opens `rel` (workspace-relative, `/`-separated; "" for the root) with `flags`,
-    /// following inside symlinks (the last component's only when `follow_last`);
-    /// gives the descriptor and the real relative path.
     /// Whether `rel` (normalised: no `.`, `..` or empty component) names something
     /// beneath the root with no symlink on the way: [`lexical_is_real`] of the root
     /// joined with `rel`, the root (canonical) not walked again.
     fn is_plain(&self, rel: &str) -> bool {
-        if OPENAT2_MISSING.load(Ordering::Relaxed) {
-            return false;
-        }
-        let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-        let flags = OFlags::PATH | OFlags::CLOEXEC;
         let path = if rel.is_empty() { "." } else { rel };
-        match rustix::fs::openat2(&self.dir, path, flags, Mode::empty(), how) {
-            Ok(_) => true,
-            Err(Errno::NOSYS) => {
-                OPENAT2_MISSING.store(true, Ordering::Relaxed);
-                false
-            }
-            Err(_) => false,
-        }
+        opens_with_no_link(&self.dir, path, ResolveFlags::BENEATH)
     }
 
+    /// Opens `rel` (workspace-relative, `/`-separated; "" for the root) with `flags`,
+    /// following inside symlinks (the last component's only when `follow_last`);
+    /// gives the descriptor and the real relative path.
     fn open_at(
         &self,
         rel: &str,
