@@ -23,6 +23,7 @@
 //! );
 //! ```
 
+pub mod absent;
 pub mod command;
 pub mod decide;
 pub mod diff;

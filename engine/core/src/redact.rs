@@ -33,6 +33,8 @@ use regex::bytes::{Regex, RegexSet};
 
 mod probe;
 
+use crate::absent::{ABSENT_TEXT_BYTES_MIN, Absent};
+
 /// Counts of redactions by kind.
 pub type Counts = BTreeMap<String, u32>;
 
@@ -235,6 +237,8 @@ struct Prefilter {
     /// Every literal, found in any ASCII case; a case-sensitive one is checked at its
     /// hit.
     automaton: AhoCorasick,
+    /// The same literals, for the quick test that a text holds none (most do).
+    absent: Absent,
     /// By automaton pattern: the literal's bytes, whether its case must match, and the
     /// patterns it admits.
     literals: Vec<(&'static [u8], bool, u64)>,
@@ -267,6 +271,7 @@ impl Prefilter {
             .unwrap_or_else(|e| panic!("the redaction literals do not build: {e}"));
         Prefilter {
             automaton,
+            absent: Absent::new(literals.iter().map(|l| l.0)),
             literals,
         }
     }
@@ -275,6 +280,9 @@ impl Prefilter {
     /// admits: every match of a pattern holds one of its hits whole (a hit of a
     /// character of [`FOLDED_OUTSIDE_ASCII`] stands for the literal it spells).
     fn hits_at(&self, hay: &[u8]) -> Vec<(usize, u64)> {
+        if self.surely_none(hay) {
+            return Vec::new();
+        }
         let mut at: Vec<(usize, u64)> = self
             .automaton
             .find_overlapping_iter(hay)
@@ -288,10 +296,19 @@ impl Prefilter {
         at
     }
 
+    /// Whether `hay` surely holds no literal: asked of a text long enough for the quick
+    /// test to pay.
+    fn surely_none(&self, hay: &[u8]) -> bool {
+        hay.len() >= ABSENT_TEXT_BYTES_MIN && self.absent.surely_none(hay)
+    }
+
     /// The patterns `hay` may hold (bit `i`: the pattern of [`SOURCES`] at `i`).
     fn hits(&self, hay: &[u8]) -> u64 {
         let all = u64::MAX >> (64 - SOURCES.len());
         let mut hits = 0u64;
+        if self.surely_none(hay) {
+            return hits;
+        }
         for m in self.automaton.find_overlapping_iter(hay) {
             let (lit, exact, admits) = self.literals[m.pattern().as_usize()];
             if hits & admits == admits || (exact && &hay[m.start()..m.end()] != lit) {
