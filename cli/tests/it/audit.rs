@@ -116,23 +116,7 @@ fn audit_gathers_refusals_permissions_network_and_commands() {
 /// `target/audit-artifacts/` for people to look at.
 #[test]
 fn audit_html_renders_in_headless_chromium() {
-    let find = || {
-        ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-            .into_iter()
-            .find(|p| std::path::Path::new(p).exists())
-    };
-    if find().is_none() {
-        // A fresh machine: the distribution's Chromium, as .ci/run installs it, so that
-        // `cargo test --workspace` alone runs this test.
-        let status = std::process::Command::new("bash")
-            .args(["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium"])
-            .status();
-        assert!(
-            status.is_ok_and(|s| s.success()),
-            "chromium is missing and `apt-get install chromium` failed: install it (Debian package chromium)"
-        );
-    }
-    let chromium = find().expect("chromium after apt-get install");
+    let chromium = chromium();
     let (demo, audits) = audits();
     let (_, a) = audits.iter().find(|(n, _)| n == "thoth").unwrap();
     let html = report::html(a);
@@ -703,16 +687,26 @@ fn a_running_session_is_running_in_show_verify_and_audit() {
     assert!(show.contains("\nstate     finished: done\n"), "{show}");
 }
 
-/// Chromium, installed when missing (as `.ci/run` does).
+/// Chromium, installed when missing (on a fresh machine, as `.ci/run` installs it, so
+/// that `cargo test --workspace` alone runs the tests that need it). One install at a
+/// time: the tests that need it run in parallel, and a second `apt-get` waits for the
+/// first one's lock (even another process's) instead of failing.
 fn chromium() -> &'static str {
+    static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let find = || {
         ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
             .into_iter()
             .find(|p| std::path::Path::new(p).exists())
     };
+    let _one = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
     if find().is_none() {
         let status = std::process::Command::new("bash")
-            .args(["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium"])
+            .args([
+                "-c",
+                "apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+                 DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 \
+                 install -y -qq chromium",
+            ])
             .status();
         assert!(
             status.is_ok_and(|s| s.success()),
