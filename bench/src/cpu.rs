@@ -21,6 +21,41 @@ pub fn thread_secs() -> f64 {
     t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
+/// The CPU the calling thread runs on now, when the system says.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes nothing and only reads.
+    usize::try_from(unsafe { libc::sched_getcpu() }).ok()
+}
+
+/// Interrupts each CPU has taken since boot, all kinds together (Linux's
+/// `/proc/interrupts`), or `None` where it cannot be read.
+pub fn interrupts_by_cpu() -> Option<Vec<u64>> {
+    interrupts_of(&std::fs::read_to_string("/proc/interrupts").ok()?)
+}
+
+/// [`interrupts_by_cpu`] of the text of `/proc/interrupts`: a header naming the CPUs,
+/// then a line per source with a count per CPU after its name (a line with fewer
+/// counts, such as `ERR:`, is a total and is left out).
+fn interrupts_of(text: &str) -> Option<Vec<u64>> {
+    let mut lines = text.lines();
+    let cpus = lines.next()?.split_whitespace().count();
+    let mut sums = vec![0u64; cpus];
+    for line in lines {
+        let counts: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .take(cpus)
+            .map_while(|w| w.parse().ok())
+            .collect();
+        if counts.len() == cpus {
+            for (sum, c) in sums.iter_mut().zip(counts) {
+                *sum += c;
+            }
+        }
+    }
+    (cpus > 0).then_some(sums)
+}
+
 fn rusage_secs(who: libc::c_int) -> f64 {
     // SAFETY: an all-zero `rusage` is a valid value of this plain C struct.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
@@ -29,4 +64,31 @@ fn rusage_secs(who: libc::c_int) -> f64 {
     assert_eq!(r, 0, "getrusage failed");
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interrupts_are_summed_per_cpu_leaving_totals_out() {
+        let text = "           CPU0       CPU1
+  1:          9          0   IO-APIC   1-edge      i8042
+ 36:          0       1842   PCI-MSI 49153-edge      virtio1-req.0
+LOC:        258        463   Local timer interrupts
+ERR:          7
+MIS:          0
+";
+        assert_eq!(interrupts_of(text), Some(vec![267, 2305]));
+        assert_eq!(interrupts_of(""), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn this_thread_runs_on_a_cpu_that_takes_interrupts() {
+        let cpu = current_cpu().expect("sched_getcpu works on Linux");
+        let counts = interrupts_by_cpu().expect("/proc/interrupts reads on Linux");
+        assert!(cpu < counts.len(), "CPU {cpu} of {}", counts.len());
+        assert!(counts.iter().sum::<u64>() > 0, "{counts:?}");
+    }
 }

@@ -426,6 +426,19 @@ fn spin_iters_for(buf: &[u8], micros: f64) -> u64 {
     iters
 }
 
+/// The value `xs` holds most often (the smallest of those tied).
+fn most_common(xs: &[usize]) -> Option<usize> {
+    let mut counts = std::collections::BTreeMap::new();
+    for &x in xs {
+        *counts.entry(x).or_insert(0usize) += 1;
+    }
+    counts
+        .into_iter()
+        .rev()
+        .max_by_key(|&(_, n)| n)
+        .map(|(x, _)| x)
+}
+
 fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Result<Section> {
     progress("recording overhead of read_file_range");
     let ws = s.join("small-ws");
@@ -505,12 +518,23 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
     // The spin lasts what the batch call lasted at the median of the warm-up.
     let spin_buf = vec![1u8; SPIN_BUF_BYTES];
     let spin_iters = spin_iters_for(&spin_buf, percentile(&mut warm, 0.5));
+    // Interrupts on the calling thread's CPU: on a VM each one costs the code it lands
+    // in tens of microseconds, so their rate there sets how often a call is hit.
+    let mut irq_rows = [
+        Row::new("interrupts on the calling thread's CPU", Unit::PerSec),
+        Row::new("interrupts on each other CPU (mean)", Unit::PerSec),
+    ];
     for _ in 0..args.repeat {
         let mut t: [Vec<f64>; 4] = Default::default();
         let mut c: [Vec<f64>; 4] = Default::default();
+        let mut on_cpu: Vec<usize> = Vec::new();
+        let irqs_before = (crate::cpu::interrupts_by_cpu(), Instant::now());
         for i in 0..args.calls {
             let (start, input) = input_of(i);
             let end = start + 9;
+            if let Some(cpu) = crate::cpu::current_cpu() {
+                on_cpu.push(cpu);
+            }
             for (k, engine) in [&mut batch, &mut none].into_iter().enumerate() {
                 let input = input.clone();
                 let cpu = crate::cpu::thread_secs();
@@ -532,6 +556,26 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
             spin(&spin_buf, spin_iters);
             t[3].push(started.elapsed().as_secs_f64() * 1e6);
             c[3].push((crate::cpu::thread_secs() - cpu) * 1e6);
+        }
+        if let ((Some(before), started), Some(after)) =
+            (irqs_before, crate::cpu::interrupts_by_cpu())
+        {
+            let secs = started.elapsed().as_secs_f64();
+            let rates: Vec<f64> = before
+                .iter()
+                .zip(&after)
+                .map(|(b, a)| a.saturating_sub(*b) as f64 / secs)
+                .collect();
+            if let Some(main) = most_common(&on_cpu).filter(|&m| m < rates.len()) {
+                irq_rows[0].push(rates[main]);
+                let others: Vec<f64> = (0..rates.len())
+                    .filter(|&k| k != main)
+                    .map(|k| rates[k])
+                    .collect();
+                if !others.is_empty() {
+                    irq_rows[1].push(others.iter().sum::<f64>() / others.len() as f64);
+                }
+            }
         }
         for (j, (q, _)) in cpu_quantiles.iter().enumerate() {
             for (k, samples) in c.iter_mut().enumerate() {
@@ -559,7 +603,11 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
          with no system call and no allocation ({spin_iters} rounds over a {} KiB buffer), \
          sized to last what the batch call lasted at the warm-up's median, timed in turn \
          with the calls: its tail is what this machine (a shared VM) does to any code that \
-         long, the anchor of the call's p99",
+         long, the anchor of the call's p99. Interrupts: all kinds, per second of a run, on \
+         the CPU the calling thread ran most of the run's calls on, and on each other CPU; \
+         batch durability's syncs raise the disk's (on a VM an interrupt costs the code it \
+         lands in tens of microseconds, so a run whose thread shares the CPU that takes the \
+         disk's interrupts has a longer tail)",
         args.calls,
         file_lines - 10,
         args.warmup_calls,
@@ -573,6 +621,7 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
         .flatten()
         .chain(over.into_iter().flatten())
         .chain(cpu_rows.into_iter().flatten())
+        .chain(irq_rows)
         .collect();
     Ok(Section {
         title: "recording overhead of one trivial call".into(),
@@ -640,4 +689,17 @@ fn start_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Result
         title: "session start".into(),
         rows: vec![cold, warm],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::most_common;
+
+    #[test]
+    fn most_common_takes_the_smallest_of_a_tie() {
+        assert_eq!(most_common(&[1, 0, 1, 0]), Some(0));
+        assert_eq!(most_common(&[2, 1, 1]), Some(1));
+        assert_eq!(most_common(&[3]), Some(3));
+        assert_eq!(most_common(&[]), None);
+    }
 }

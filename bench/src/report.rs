@@ -11,6 +11,7 @@ pub enum Unit {
     Micros,
     Megabytes,
     Ratio,
+    PerSec,
 }
 
 impl Unit {
@@ -22,6 +23,7 @@ impl Unit {
             Unit::Micros => "µs",
             Unit::Megabytes => "MB",
             Unit::Ratio => "×",
+            Unit::PerSec => "/s",
         }
     }
 
@@ -35,6 +37,7 @@ impl Unit {
             Unit::Micros => format!("{v:.1}"),
             Unit::Megabytes => format!("{v:.1}"),
             Unit::Ratio => format!("{v:.2}"),
+            Unit::PerSec => thousands(v.round()),
         }
     }
 }
