@@ -27,6 +27,27 @@ pub fn current_cpu() -> Option<usize> {
     usize::try_from(unsafe { libc::sched_getcpu() }).ok()
 }
 
+/// Keeps the calling thread on `cpu` (threads it starts later inherit it).
+pub fn pin_this_thread(cpu: usize) -> anyhow::Result<()> {
+    // SAFETY: an all-zero `cpu_set_t` is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    anyhow::ensure!(
+        cpu < libc::CPU_SETSIZE as usize,
+        "CPU {cpu} is past the {} a CPU set holds",
+        libc::CPU_SETSIZE
+    );
+    // SAFETY: `cpu` is within the set's size, checked above.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: pid 0 is the calling thread; the set is valid and its size is given.
+    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
+    anyhow::ensure!(
+        r == 0,
+        "cannot keep the calling thread on CPU {cpu}: {} (--pin-caller takes a CPU of this machine)",
+        std::io::Error::last_os_error()
+    );
+    Ok(())
+}
+
 /// Interrupts each CPU has taken since boot, all kinds together (Linux's
 /// `/proc/interrupts`), or `None` where it cannot be read.
 pub fn interrupts_by_cpu() -> Option<Vec<u64>> {
@@ -81,6 +102,23 @@ MIS:          0
 ";
         assert_eq!(interrupts_of(text), Some(vec![267, 2305]));
         assert_eq!(interrupts_of(""), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_pinned_thread_stays_on_its_cpu_and_a_cpu_past_the_set_is_refused() {
+        std::thread::spawn(|| {
+            let cpu = current_cpu().unwrap();
+            pin_this_thread(cpu).unwrap();
+            for _ in 0..100 {
+                std::thread::yield_now();
+                assert_eq!(current_cpu(), Some(cpu));
+            }
+            let e = pin_this_thread(libc::CPU_SETSIZE as usize).unwrap_err();
+            assert!(e.to_string().contains("past the"), "{e}");
+        })
+        .join()
+        .unwrap();
     }
 
     #[cfg(target_os = "linux")]

@@ -51,6 +51,12 @@ pub struct EngineArgs {
     /// `find_files` rows out, e.g. `--pattern use` to profile the many-match search.
     #[arg(long)]
     pattern: Vec<String>,
+    /// In the recording-overhead figure, keep the calling thread on this CPU once the
+    /// warm-up has started the engines' threads (which stay free to run anywhere): to
+    /// compare two builds with the calling thread on the same CPU, where the disk's
+    /// interrupts land or not. Unpinned by default.
+    #[arg(long)]
+    pin_caller: Option<usize>,
 }
 
 /// A section of `cairn-bench engine`.
@@ -514,6 +520,12 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
             }
         }
         std::hint::black_box(bare_read(&path, start, start + 9)?);
+    }
+    if let Some(cpu) = args.pin_caller {
+        crate::cpu::pin_this_thread(cpu)?;
+        notes.push(format!(
+            "read_file_range: the calling thread was kept on CPU {cpu} after the warm-up (--pin-caller)"
+        ));
     }
     // The spin lasts what the batch call lasted at the median of the warm-up.
     let spin_buf = vec![1u8; SPIN_BUF_BYTES];
