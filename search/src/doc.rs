@@ -90,6 +90,9 @@ pub struct SessionDocs {
     pub docs: Vec<Doc>,
     /// The first seq not read yet: where the next update starts.
     pub next_seq: u64,
+    /// The hash of the record before `next_seq` (the last one read), when known: what
+    /// tells a later update that the log still holds what was indexed.
+    pub last_hash: Option<cairn_store::Hash>,
     /// Why reading stopped before the end of the file, when it did (a torn tail of a
     /// session still being written, or damage `cairn verify` reports).
     pub stopped: Option<String>,
@@ -246,6 +249,7 @@ impl SessionDocs {
         let reader = LogReader::open(dir)?;
         let mut docs = Vec::new();
         let mut next_seq = seq;
+        let mut last_hash = None;
         let mut stopped = None;
         match reader.records_from(seq) {
             Ok(records) => {
@@ -258,6 +262,7 @@ impl SessionDocs {
                         }
                     };
                     next_seq = r.seq + 1;
+                    last_hash = Some(r.hash);
                     let Some(rec) = maker.parse(&r) else {
                         continue;
                     };
@@ -278,6 +283,7 @@ impl SessionDocs {
             session: maker.session,
             docs,
             next_seq,
+            last_hash,
             stopped,
             open_commands: maker.commands,
         })

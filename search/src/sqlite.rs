@@ -3,9 +3,14 @@
 //! them on the spaces alone and keeps every other byte, so it finds exactly our
 //! tokens).
 //!
-//! It is a cache of the logs: per session folder it keeps the first seq not indexed
-//! and the log's length then, so an update reads only what a log grew by, and skips a
-//! log whose length did not change. Each session's new documents and its new position
+//! It is a cache of the logs: per session folder it keeps the first seq not indexed,
+//! the hash of the record before it and the log's length then, so an update reads
+//! only what a log grew by, and skips a log whose length did not change. A log that
+//! no longer holds the record indexed last (cut by a power loss, then written on by a
+//! resumed session) is indexed again from its start, its old documents dropped: an
+//! update checks that record whenever the log's length changed, and the background
+//! indexer when the records it is handed start before the index's position. (A log
+//! cut and written on to exactly the length indexed is found so at its next record.) Each session's new documents and its new position
 //! are written in one transaction: an interrupted update leaves the index as it was
 //! before that session, and two processes updating at once index each record once.
 //! An index of another layout ([`SEARCH_SCHEMA_VERSION`]) is dropped and rebuilt.
@@ -30,6 +35,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use cairn_store::LogReader;
+
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use cairn_core::Record;
@@ -50,12 +57,21 @@ pub const INDEX_FILE: &str = "search.db";
 pub const SEARCH_BUSY_TIMEOUT_MS: u64 = 10_000;
 
 /// The layout of `search.db`; an index of another is rebuilt from the logs.
-pub const SEARCH_SCHEMA_VERSION: i64 = 4;
+pub const SEARCH_SCHEMA_VERSION: i64 = 5;
 
-/// The one earlier layout an index is brought forward from rather than rebuilt: 3
-/// lacks `sessions.open_commands` (added empty: a position it kept between a command's
-/// end and its call's end indexes that call's output as the tool's text).
-const SEARCH_SCHEMA_VERSION_MIGRATED: i64 = 3;
+/// The earlier layouts an index is brought forward from rather than rebuilt, with the
+/// columns they lack: 3 lacks `sessions.open_commands` (added empty: a position it kept
+/// between a command's end and its call's end indexes that call's output as the tool's
+/// text) and 3 and 4 lack `sessions.last_hash` (added empty: each session is indexed
+/// again once, its last record's hash being unknown).
+const SEARCH_SCHEMA_VERSIONS_MIGRATED: [(i64, &str); 2] = [
+    (
+        3,
+        "ALTER TABLE sessions ADD COLUMN open_commands TEXT;
+         ALTER TABLE sessions ADD COLUMN last_hash TEXT;",
+    ),
+    (4, "ALTER TABLE sessions ADD COLUMN last_hash TEXT;"),
+];
 
 /// The prefix lengths, in characters, that have their own lists in the FTS5 table
 /// (version 2 had `2 3`: a prefix of 4 characters, `w123*`, took 655 ms on 610,000
@@ -85,7 +101,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     workspace TEXT NOT NULL,
     next_seq INTEGER NOT NULL,
     log_bytes INTEGER NOT NULL,
-    open_commands TEXT
+    open_commands TEXT,
+    last_hash TEXT
 );
 CREATE TABLE IF NOT EXISTS docs (
     id INTEGER PRIMARY KEY,
@@ -204,9 +221,12 @@ impl Index {
             let version: i64 = tx
                 .query_row("PRAGMA user_version", [], |r| r.get(0))
                 .map_err(sq)?;
-            if version == SEARCH_SCHEMA_VERSION_MIGRATED {
+            let migrated = SEARCH_SCHEMA_VERSIONS_MIGRATED
+                .iter()
+                .find(|(v, _)| *v == version);
+            if let Some((_, columns)) = migrated {
                 tx.execute_batch(&format!(
-                    "ALTER TABLE sessions ADD COLUMN open_commands TEXT;
+                    "{columns}
                      PRAGMA user_version = {SEARCH_SCHEMA_VERSION};"
                 ))
                 .map_err(sq)?;
@@ -384,6 +404,17 @@ impl Index {
         let tx = begin_write(&mut self.conn, &path)?;
         let mut known = known_session(&tx, &path, dir)?;
         let mut added = 0;
+        // Records handed from before the index's position: a catch-up went ahead
+        // meanwhile, or the log was cut (a power loss) and this writer writes on from
+        // the cut. The log tells which.
+        if let Some(k) = &known
+            && k.next_seq > from
+            && !still_holds(dir, k)?
+        {
+            forget(&tx, &path, dir, &k.meta.id)?;
+            *maker = None;
+            known = None;
+        }
         if known.as_ref().map_or(0, |k| k.next_seq) < from {
             added += update_in(&tx, &path, dir)?.0;
             known = known_session(&tx, &path, dir)?;
@@ -424,10 +455,19 @@ impl Index {
         if let Some((to, log_bytes)) = position
             && to > next_seq
         {
+            let last_hash = match records.last() {
+                Some((r, _)) if r.seq + 1 == to => Some(r.hash),
+                // The writer's last record makes no document: read from the log.
+                _ => LogReader::open(dir)
+                    .ok()
+                    .and_then(|l| l.get(to - 1).ok().flatten())
+                    .map(|r| r.hash),
+            };
             let docs = SessionDocs {
                 session: m.session.clone(),
                 docs,
                 next_seq: to,
+                last_hash,
                 stopped: None,
                 open_commands: m.commands.clone(),
             };
@@ -563,9 +603,15 @@ fn update_in(tx: &rusqlite::Transaction, path: &Path, dir: &Path) -> Result<(u64
             source,
         })?
         .len();
-    let known = known_session(tx, path, dir)?;
+    let mut known = known_session(tx, path, dir)?;
     if known.as_ref().is_some_and(|k| k.log_bytes == log_bytes) {
         return Ok((0, 0));
+    }
+    if let Some(k) = &known
+        && !still_holds(dir, k)?
+    {
+        forget(tx, path, dir, &k.meta.id)?;
+        known = None;
     }
     let (known, from) = match known {
         Some(k) => {
@@ -582,6 +628,51 @@ fn update_in(tx: &rusqlite::Transaction, path: &Path, dir: &Path) -> Result<(u64
     Ok((n, docs.docs.iter().map(|d| d.text.len()).sum()))
 }
 
+/// Whether the log of session folder `dir` still holds the record the index `k` of it
+/// was read to: the record before `k.next_seq`, with the hash the index kept.
+fn still_holds(dir: &Path, k: &Stored) -> Result<bool> {
+    let Some(last) = k.next_seq.checked_sub(1) else {
+        return Ok(true);
+    };
+    let Some(hash) = k.last_hash else {
+        return Ok(false);
+    };
+    // A log shorter than the record, or damaged before it, does not hold it either.
+    let record = LogReader::open(dir)
+        .ok()
+        .and_then(|r| r.get(last).ok().flatten());
+    Ok(record.is_some_and(|r| r.hash == hash))
+}
+
+/// Drops what the index holds of session folder `dir` (session `id`): its documents,
+/// their terms and its position, so that it is indexed again from its log's start.
+fn forget(tx: &rusqlite::Transaction, path: &Path, dir: &Path, id: &str) -> Result<()> {
+    let sq = sql_at(path);
+    let docs: Vec<(i64, String)> = {
+        let mut st = tx
+            .prepare_cached("SELECT id, body FROM docs WHERE session = ?1")
+            .map_err(&sq)?;
+        st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(&sq)?
+    };
+    // A contentless FTS5 table forgets a row when told the terms it was given.
+    let mut fts = tx
+        .prepare_cached("INSERT INTO docs_fts (docs_fts, rowid, terms) VALUES ('delete', ?1, ?2)")
+        .map_err(&sq)?;
+    for (rowid, body) in &docs {
+        fts.execute(params![rowid, fts_terms(body)]).map_err(&sq)?;
+    }
+    tx.execute("DELETE FROM docs WHERE session = ?1", [id])
+        .map_err(&sq)?;
+    tx.execute(
+        "DELETE FROM sessions WHERE dir = ?1",
+        [dir.to_string_lossy()],
+    )
+    .map_err(&sq)?;
+    Ok(())
+}
+
 /// A session as the index holds it.
 struct Stored {
     meta: SessionMeta,
@@ -589,6 +680,9 @@ struct Stored {
     next_seq: u64,
     /// The log's length then.
     log_bytes: u64,
+    /// The hash of the record before `next_seq` (`None`: unknown, in an index brought
+    /// forward from a layout that did not keep it).
+    last_hash: Option<cairn_store::Hash>,
     /// The commands finished before `next_seq` whose calls had not.
     commands: OpenCommands,
 }
@@ -610,7 +704,7 @@ fn known_session(conn: &Connection, path: &Path, dir: &Path) -> Result<Option<St
     let key = dir.to_string_lossy().into_owned();
     let row = conn
         .query_row(
-            "SELECT id, project, workspace, next_seq, log_bytes, open_commands FROM sessions WHERE dir = ?1",
+            "SELECT id, project, workspace, next_seq, log_bytes, open_commands, last_hash FROM sessions WHERE dir = ?1",
             [&key],
             |r| {
                 Ok((
@@ -622,6 +716,7 @@ fn known_session(conn: &Connection, path: &Path, dir: &Path) -> Result<Option<St
                     r.get(3)?,
                     r.get(4)?,
                     r.get::<_, Option<String>>(5)?,
+                    r.get::<_, Option<String>>(6)?,
                 ))
             },
         )
@@ -630,7 +725,7 @@ fn known_session(conn: &Connection, path: &Path, dir: &Path) -> Result<Option<St
             path: path.to_path_buf(),
             source,
         })?;
-    let Some((meta, next_seq, log_bytes, commands)) = row else {
+    let Some((meta, next_seq, log_bytes, commands, last_hash)) = row else {
         return Ok(None);
     };
     let commands = match commands {
@@ -647,6 +742,8 @@ fn known_session(conn: &Connection, path: &Path, dir: &Path) -> Result<Option<St
         meta,
         next_seq,
         log_bytes,
+        // A hash that does not read is unknown: the session is indexed again.
+        last_hash: last_hash.and_then(|h| cairn_store::Hash::from_hex(h.as_bytes())),
         commands,
     }))
 }
@@ -684,9 +781,9 @@ fn store_docs(
         ),
     };
     tx.execute(
-        "INSERT INTO sessions (dir, id, project, workspace, next_seq, log_bytes, open_commands)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-         ON CONFLICT (dir) DO UPDATE SET next_seq = ?5, log_bytes = ?6, open_commands = ?7",
+        "INSERT INTO sessions (dir, id, project, workspace, next_seq, log_bytes, open_commands, last_hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT (dir) DO UPDATE SET next_seq = ?5, log_bytes = ?6, open_commands = ?7, last_hash = ?8",
         params![
             dir.to_string_lossy(),
             s.id,
@@ -695,6 +792,7 @@ fn store_docs(
             docs.next_seq,
             log_bytes,
             open_commands,
+            docs.last_hash.map(|h| h.to_hex()),
         ],
     )
     .map_err(&sq)?;
@@ -864,30 +962,44 @@ mod tests {
         }
     }
 
-    /// An index file laid out as version `version` (the sessions table of version 3,
-    /// with no `open_commands`), holding one session.
+    /// An index file laid out as version `version` (the sessions table of version 4,
+    /// with no `last_hash`, for version 4; else that of version 3, with no
+    /// `open_commands` either), holding one session.
     fn old_index(path: &Path, version: i64) {
         let conn = Connection::open(path).unwrap_or_else(|e| panic!("{e}"));
-        let v3 = SCHEMA.replace("PREFIX", SEARCH_PREFIX_CHARS).replace(
+        let v4 = SCHEMA.replace("PREFIX", SEARCH_PREFIX_CHARS).replace(
+            "open_commands TEXT,\n    last_hash TEXT",
+            "open_commands TEXT",
+        );
+        let v3 = v4.replace(
             "log_bytes INTEGER NOT NULL,\n    open_commands TEXT",
             "log_bytes INTEGER NOT NULL",
         );
-        assert!(!v3.contains("open_commands"));
+        assert!(!v4.contains("last_hash") && !v3.contains("open_commands"));
+        let (schema, row) = match version {
+            4 => (v4, "('/h/p/sessions/s', 's', 'p', '/w', 7, 700, NULL)"),
+            _ => (v3, "('/h/p/sessions/s', 's', 'p', '/w', 7, 700)"),
+        };
         conn.execute_batch(&format!(
-            "{v3}
-             INSERT INTO sessions VALUES ('/h/p/sessions/s', 's', 'p', '/w', 7, 700);
+            "{schema}
+             INSERT INTO sessions VALUES {row};
              PRAGMA user_version = {version};"
         ))
         .unwrap_or_else(|e| panic!("{e}"));
     }
 
-    // Version 3 is brought forward in place (its sessions kept, a column added);
-    // any other version is laid out anew.
+    // Versions 3 and 4 are brought forward in place (their sessions kept, the columns
+    // they lack added, with no last hash); any other version is laid out anew.
     #[test]
-    fn an_index_of_version_3_gains_open_commands_and_keeps_its_sessions() {
+    fn an_index_of_version_3_or_4_gains_its_missing_columns_and_keeps_its_sessions() {
         let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let dir = Path::new("/h/p/sessions/s");
-        for (version, kept) in [(3, true), (2, false), (SEARCH_SCHEMA_VERSION + 1, false)] {
+        for (version, kept) in [
+            (3, true),
+            (4, true),
+            (2, false),
+            (SEARCH_SCHEMA_VERSION + 1, false),
+        ] {
             let path = tmp.path().join(format!("v{version}.db"));
             old_index(&path, version);
             let index = Index::open(&path).unwrap_or_else(|e| panic!("{e}"));
@@ -903,8 +1015,8 @@ mod tests {
             );
             let known = known_session(&index.conn, &path, dir).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(
-                known.map(|k| (k.log_bytes, k.commands.len())),
-                kept.then_some((700, 0))
+                known.map(|k| (k.log_bytes, k.commands.len(), k.last_hash)),
+                kept.then_some((700, 0, None))
             );
             // Opened again: nothing to do.
             drop(index);
@@ -944,7 +1056,7 @@ mod tests {
             index
                 .conn
                 .execute(
-                    "INSERT INTO sessions VALUES (?1, ?2, 'p', '/w', 1, ?3, NULL)",
+                    "INSERT INTO sessions VALUES (?1, ?2, 'p', '/w', 1, ?3, NULL, NULL)",
                     params![format!("/h/s{i}"), format!("s{i}"), 100 + i as i64],
                 )
                 .unwrap_or_else(|e| panic!("{e}"));

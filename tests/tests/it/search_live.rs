@@ -678,3 +678,96 @@ fn the_writer_waits_for_the_indexer_up_to_the_drain_limit() {
     };
     assert_eq!(search(&index, "drained").len(), 1);
 }
+
+/// A session whose log was cut by a power loss after its first command's call (the
+/// index had read further), then written on by a resume with a new message and
+/// command, its live indexing `live`; returns its folder and the index of the home,
+/// read before the cut.
+fn cut_and_written_on(e: &Env, live: bool) -> (PathBuf, Index) {
+    let dir = e.session(
+        false,
+        "before the cut",
+        &["echo kept-aardvark", "echo lost-axolotl"],
+    );
+    let mut index = e.index();
+    index.update([dir.clone()]).unwrap();
+    assert_eq!(brief(&index, "axolotl").len(), 2, "indexed before the cut");
+    assert_eq!(term_rows(&e.home.root.join(INDEX_FILE), "axolotl"), 2);
+    let records = handed(&dir);
+    let (_, cut) = records
+        .iter()
+        .find(|(r, _)| matches!(r.event, cairn_engine::event::Event::ToolFinished(_)))
+        .unwrap();
+    let log = cairn_store::log_path(&dir);
+    let bytes = std::fs::read(&log).unwrap();
+    std::fs::write(&log, &bytes[..*cut as usize]).unwrap();
+    let options = ResumeOptions {
+        search_index: Some(live),
+        ..ResumeOptions::default()
+    };
+    let (mut r, _) = Engine::resume(&e.home, &dir, options).unwrap();
+    r.set_approver(Box::new(Policy::AllowAll));
+    r.user_message("after the cut: wombat").unwrap();
+    r.call("shell", json!({ "command": "echo new-numbat" }))
+        .unwrap();
+    r.end("done").unwrap();
+    (dir, index)
+}
+
+/// The rows of the index at `db` whose terms hold `term`, whatever documents remain:
+/// a dropped document's terms must go with it.
+fn term_rows(db: &Path, term: &str) -> u64 {
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?1",
+            [format!("\"{term}\"")],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+/// What a whole read of session `dir`'s log indexes, in a new index file.
+fn whole_read(e: &Env, dir: &Path, name: &str) -> Vec<DocRow> {
+    let db = e.tmp.path().join(name);
+    Index::open(&db)
+        .unwrap()
+        .update([dir.to_path_buf()])
+        .unwrap();
+    all_docs(&db)
+}
+
+// A log that no longer holds the record indexed last (cut by a power loss, then
+// written on) is indexed again from its start by the catch-up: nothing of the lost
+// records is found, everything of the new ones is, as a whole read of the log finds.
+#[test]
+fn a_catch_up_indexes_a_log_cut_and_written_on_again_from_its_start() {
+    let e = env();
+    let (dir, mut index) = cut_and_written_on(&e, false);
+    index.update([dir.clone()]).unwrap();
+    assert_eq!(brief(&index, "axolotl"), vec![]);
+    assert_eq!(term_rows(&e.home.root.join(INDEX_FILE), "axolotl"), 0);
+    assert_eq!(brief(&index, "kept-aardvark").len(), 2);
+    assert!(!brief(&index, "numbat").is_empty());
+    assert!(!brief(&index, "wombat").is_empty());
+    assert_eq!(
+        all_docs(&e.home.root.join(INDEX_FILE)),
+        whole_read(&e, &dir, "whole.db")
+    );
+}
+
+// The same when the resumed writer's own indexer meets the index's stale position:
+// the records it is handed start before it, and the log no longer holds the record
+// indexed last.
+#[test]
+fn the_live_indexer_of_a_log_cut_and_written_on_indexes_it_again_from_its_start() {
+    let e = env();
+    let (dir, index) = cut_and_written_on(&e, true);
+    assert_eq!(brief(&index, "axolotl"), vec![]);
+    assert_eq!(term_rows(&e.home.root.join(INDEX_FILE), "axolotl"), 0);
+    assert!(!brief(&index, "numbat").is_empty());
+    assert_eq!(
+        all_docs(&e.home.root.join(INDEX_FILE)),
+        whole_read(&e, &dir, "whole.db")
+    );
+}
