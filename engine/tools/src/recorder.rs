@@ -130,9 +130,31 @@ struct SnapshotWriter {
     writing: bool,
 }
 
+/// A fault a test gives the snapshot thread of the recorders its own thread starts.
+#[cfg(test)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SnapshotFault {
+    /// No thread starts.
+    NoThread,
+    /// The thread panics at its first snapshot.
+    Panics,
+}
+
+#[cfg(test)]
+thread_local! {
+    static SNAPSHOT_FAULT: std::cell::Cell<Option<SnapshotFault>> =
+        const { std::cell::Cell::new(None) };
+}
+
 impl SnapshotWriter {
     /// The writer of snapshots into `store`, or `None` when no thread could start.
     fn start(store: SnapshotStore) -> Option<SnapshotWriter> {
+        #[cfg(test)]
+        let fault = SNAPSHOT_FAULT.with(std::cell::Cell::get);
+        #[cfg(test)]
+        if fault == Some(SnapshotFault::NoThread) {
+            return None;
+        }
         let (jobs, todo) = std::sync::mpsc::sync_channel::<(SnapshotMeta, Vec<u8>)>(1);
         let (told, done) = std::sync::mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
@@ -141,6 +163,10 @@ impl SnapshotWriter {
                 // Never ahead of the engine's calls on their CPU.
                 cairn_store::run_in_background();
                 for (meta, bytes) in todo {
+                    #[cfg(test)]
+                    if fault == Some(SnapshotFault::Panics) {
+                        panic!("the snapshot thread panics, as a test asked");
+                    }
                     let saved = store
                         .save_keeping(&meta, &bytes, SNAPSHOTS_OLDER_KEPT)
                         .map(|_| ());
@@ -531,7 +557,12 @@ impl Recorder {
             // otherwise land on the call that happens to cross the interval. One at a
             // time: a snapshot that failed is told at the next.
             self.wait_snapshot()?;
-            if self.snapshot_writer.is_none() {
+            // Started with the first snapshot, and again after its thread died.
+            if self
+                .snapshot_writer
+                .as_ref()
+                .is_none_or(|w| w.jobs.is_none())
+            {
                 self.snapshot_writer = SnapshotWriter::start(self.snapshots.clone());
             }
             match &mut self.snapshot_writer {
@@ -984,6 +1015,50 @@ mod tests {
         drop(rec);
         let store = SnapshotStore::new(&dir.path().join("session"));
         assert_eq!(store.list().unwrap()[0].0, 11);
+    }
+
+    /// A recorder that snapshots every 2 records, its snapshot thread given `fault`
+    /// (this thread's setting, which the caller clears), after its first snapshot.
+    fn snapshotted_with(fault: SnapshotFault) -> (tempfile::TempDir, Recorder) {
+        SNAPSHOT_FAULT.with(|f| f.set(Some(fault)));
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = archiving(dir.path(), 0, 2);
+        notes(&mut rec, 2);
+        (dir, rec)
+    }
+
+    /// With no thread to start, a snapshot is written on the call: it is on the disk
+    /// when the append that took it returns.
+    #[test]
+    fn a_snapshot_is_written_on_the_call_when_no_thread_starts() {
+        let (dir, mut rec) = snapshotted_with(SnapshotFault::NoThread);
+        assert!(rec.snapshot_writer.is_none(), "no thread started");
+        let store = SnapshotStore::new(&dir.path().join("session"));
+        assert_eq!(
+            store.list().unwrap().len(),
+            1,
+            "written before the append returned"
+        );
+        notes(&mut rec, 2);
+        assert_eq!(store.list().unwrap()[0].0, 3);
+        SNAPSHOT_FAULT.with(|f| f.set(None));
+    }
+
+    /// A panic of the snapshot thread goes on at the next wait, on the caller's thread;
+    /// the next snapshot starts a new thread.
+    #[test]
+    fn a_panic_of_the_snapshot_thread_goes_on_at_the_next_wait_and_a_new_thread_follows() {
+        let (dir, mut rec) = snapshotted_with(SnapshotFault::Panics);
+        SNAPSHOT_FAULT.with(|f| f.set(None));
+        let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.wait_snapshot()));
+        let panic = waited.expect_err("the thread's panic goes on at the wait");
+        assert_eq!(
+            panic.downcast_ref::<&str>(),
+            Some(&"the snapshot thread panics, as a test asked")
+        );
+        assert!(rec.wait_snapshot().is_ok(), "told once");
+        notes(&mut rec, 2);
+        assert_eq!(snapshot_seqs(&mut rec, dir.path()), [3]);
     }
 
     /// Makes `rec`'s state archive to exactly `bytes` bytes, with one long memory.
