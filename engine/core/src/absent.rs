@@ -9,19 +9,53 @@
 //! folded the same way, several times faster; folding both sides is what matching in
 //! any ASCII case means, and a byte outside ASCII is left as it is by either.
 
-use aho_corasick::packed;
+use aho_corasick::{AhoCorasick, BuildError, Match, packed};
 
 /// Texts shorter than this are better searched by the full automaton straight away:
 /// for them the packed searcher's set-up costs about what the automaton's pass does.
-pub const ABSENT_TEXT_BYTES_MIN: usize = 64;
+const ABSENT_TEXT_BYTES_MIN: usize = 64;
 
 /// The bytes folded and searched at a time: a stack buffer. Consecutive stretches
 /// overlap by the longest literal less one byte, so that every occurrence lies whole in
 /// one of them.
 const FOLDED_CHUNK_BYTES: usize = 2048;
 
+/// Literals found in any ASCII case, overlapping ones too: an Aho-Corasick automaton
+/// that folds ASCII case, run only on a text that [`Absent`] does not vouch for.
+pub struct FoldedLiterals {
+    automaton: AhoCorasick,
+    absent: Absent,
+}
+
+impl FoldedLiterals {
+    /// The search for `literals` (pattern `i` in a match is the `i`th literal).
+    pub fn new<I, P>(literals: I) -> Result<FoldedLiterals, BuildError>
+    where
+        I: IntoIterator<Item = P>,
+        P: AsRef<[u8]>,
+    {
+        let literals: Vec<P> = literals.into_iter().collect();
+        Ok(FoldedLiterals {
+            automaton: AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(&literals)?,
+            absent: Absent::new(&literals),
+        })
+    }
+
+    /// Every occurrence of a literal in `hay`, overlapping ones included, in the order
+    /// of their ends.
+    pub fn overlapping<'a>(&'a self, hay: &'a [u8]) -> impl Iterator<Item = Match> + 'a {
+        let none = hay.len() >= ABSENT_TEXT_BYTES_MIN && self.absent.surely_none(hay);
+        (!none)
+            .then(|| self.automaton.find_overlapping_iter(hay))
+            .into_iter()
+            .flatten()
+    }
+}
+
 /// Literals, any of which a text may hold in any ASCII case.
-pub struct Absent {
+struct Absent {
     /// `None` when no packed searcher could be built: then no text is vouched for.
     searcher: Option<packed::Searcher>,
     /// The longest literal's bytes.
@@ -31,7 +65,7 @@ pub struct Absent {
 impl Absent {
     /// The test for `literals`. At most [`FOLDED_CHUNK_BYTES`] / 2 bytes each: a
     /// longer one is never vouched absent (the test then always says "maybe").
-    pub fn new<I, P>(literals: I) -> Absent
+    fn new<I, P>(literals: I) -> Absent
     where
         I: IntoIterator<Item = P>,
         P: AsRef<[u8]>,
@@ -50,7 +84,7 @@ impl Absent {
 
     /// Whether `hay` surely holds none of the literals in any ASCII case. `false` when
     /// it holds one (or no searcher could be built): the full search then decides.
-    pub fn surely_none(&self, hay: &[u8]) -> bool {
+    fn surely_none(&self, hay: &[u8]) -> bool {
         let Some(searcher) = &self.searcher else {
             return false;
         };

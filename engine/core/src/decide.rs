@@ -26,7 +26,7 @@
 use cairn_store::Hash;
 use serde_json::Value;
 
-use crate::absent::{ABSENT_TEXT_BYTES_MIN, Absent};
+use crate::absent::FoldedLiterals;
 use crate::command::Guard;
 use crate::event::{Answer, AnswerSource, Observed, Refusal, Rule, Status, WriteOp};
 use crate::limits::Limits;
@@ -485,21 +485,14 @@ pub const INJECTION_NOTE: &str = "\n\n[cairn: something in this result reads lik
 /// The [`INJECTION_MARKS`] `text` holds in any ASCII case, in the list's order: one
 /// pass over the text (every call's answer is checked), not a lowercased copy searched
 /// once per mark, and for most answers, which hold none, a faster pass that says so
-/// ([`Absent`]).
+/// ([`FoldedLiterals`]).
 pub fn injection(text: &str) -> Vec<String> {
-    static MARKS: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| {
-        aho_corasick::AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .build(INJECTION_MARKS)
+    static MARKS: std::sync::LazyLock<FoldedLiterals> = std::sync::LazyLock::new(|| {
+        FoldedLiterals::new(INJECTION_MARKS)
             .unwrap_or_else(|e| panic!("the injection marks do not build: {e}"))
     });
-    static ABSENT: std::sync::LazyLock<Absent> =
-        std::sync::LazyLock::new(|| Absent::new(INJECTION_MARKS));
-    if text.len() >= ABSENT_TEXT_BYTES_MIN && ABSENT.surely_none(text.as_bytes()) {
-        return Vec::new();
-    }
     let mut held = [false; INJECTION_MARKS.len()];
-    for m in MARKS.find_overlapping_iter(text) {
+    for m in MARKS.overlapping(text.as_bytes()) {
         held[m.pattern().as_usize()] = true;
     }
     INJECTION_MARKS

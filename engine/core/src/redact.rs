@@ -28,12 +28,11 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::{LazyLock, OnceLock};
 
-use aho_corasick::{AhoCorasick, MatchKind};
 use regex::bytes::{Regex, RegexSet};
 
 mod probe;
 
-use crate::absent::{ABSENT_TEXT_BYTES_MIN, Absent};
+use crate::absent::FoldedLiterals;
 
 /// Counts of redactions by kind.
 pub type Counts = BTreeMap<String, u32>;
@@ -236,9 +235,7 @@ const FOLDED_OUTSIDE_ASCII: [&str; 2] = ["\u{17F}", "\u{212A}"];
 struct Prefilter {
     /// Every literal, found in any ASCII case; a case-sensitive one is checked at its
     /// hit.
-    automaton: AhoCorasick,
-    /// The same literals, for the quick test that a text holds none (most do).
-    absent: Absent,
+    search: FoldedLiterals,
     /// By automaton pattern: the literal's bytes, whether its case must match, and the
     /// patterns it admits.
     literals: Vec<(&'static [u8], bool, u64)>,
@@ -264,28 +261,18 @@ impl Prefilter {
         for c in FOLDED_OUTSIDE_ASCII {
             literals.push((c.as_bytes(), true, folding));
         }
-        let automaton = AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            .build(literals.iter().map(|l| l.0))
+        let search = FoldedLiterals::new(literals.iter().map(|l| l.0))
             .unwrap_or_else(|e| panic!("the redaction literals do not build: {e}"));
-        Prefilter {
-            automaton,
-            absent: Absent::new(literals.iter().map(|l| l.0)),
-            literals,
-        }
+        Prefilter { search, literals }
     }
 
     /// Where `hay` holds a literal, in order of its start, with the patterns each one
     /// admits: every match of a pattern holds one of its hits whole (a hit of a
     /// character of [`FOLDED_OUTSIDE_ASCII`] stands for the literal it spells).
     fn hits_at(&self, hay: &[u8]) -> Vec<(usize, u64)> {
-        if self.surely_none(hay) {
-            return Vec::new();
-        }
         let mut at: Vec<(usize, u64)> = self
-            .automaton
-            .find_overlapping_iter(hay)
+            .search
+            .overlapping(hay)
             .filter_map(|m| {
                 let (lit, exact, admits) = self.literals[m.pattern().as_usize()];
                 (!exact || &hay[m.start()..m.end()] == lit).then_some((m.start(), admits))
@@ -296,20 +283,11 @@ impl Prefilter {
         at
     }
 
-    /// Whether `hay` surely holds no literal: asked of a text long enough for the quick
-    /// test to pay.
-    fn surely_none(&self, hay: &[u8]) -> bool {
-        hay.len() >= ABSENT_TEXT_BYTES_MIN && self.absent.surely_none(hay)
-    }
-
     /// The patterns `hay` may hold (bit `i`: the pattern of [`SOURCES`] at `i`).
     fn hits(&self, hay: &[u8]) -> u64 {
         let all = u64::MAX >> (64 - SOURCES.len());
         let mut hits = 0u64;
-        if self.surely_none(hay) {
-            return hits;
-        }
-        for m in self.automaton.find_overlapping_iter(hay) {
+        for m in self.search.overlapping(hay) {
             let (lit, exact, admits) = self.literals[m.pattern().as_usize()];
             if hits & admits == admits || (exact && &hay[m.start()..m.end()] != lit) {
                 continue;
@@ -376,7 +354,7 @@ fn anchored_hits(anchors: &Regex, hay: &[u8]) -> Vec<(usize, u64)> {
     for m in anchors.find_iter(hay) {
         let (from, to) = (m.start(), m.end());
         let window = &hay[from..(to - 1 + LITERAL_BYTES_MAX).min(hay.len())];
-        for h in pre.automaton.find_overlapping_iter(window) {
+        for h in pre.search.overlapping(window) {
             let start = from + h.start();
             let (lit, exact, admits) = pre.literals[h.pattern().as_usize()];
             if start < to && (!exact || &hay[start..from + h.end()] == lit) {
@@ -412,7 +390,7 @@ fn anchored_hits_after_prefix(anchors: &Regex, hay: &[u8], prefix: &[u8]) -> Vec
         for m in anchors.find_iter(&hay[start..end]) {
             let (from, to) = (start + m.start(), start + m.end());
             let window = &hay[from..(to - 1 + LITERAL_BYTES_MAX).min(end)];
-            for h in pre.automaton.find_overlapping_iter(window) {
+            for h in pre.search.overlapping(window) {
                 let hit = from + h.start();
                 let (lit, exact, admits) = pre.literals[h.pattern().as_usize()];
                 if hit < to && (!exact || &hay[hit..from + h.end()] == lit) {
