@@ -10,10 +10,12 @@
 //! resumed session) is indexed again from its start, its old documents dropped: an
 //! update checks that record whenever the log's length changed, and the background
 //! indexer when the records it is handed start before the index's position. (A log
-//! cut and written on to exactly the length indexed is found so at its next record.) Each session's new documents and its new position
-//! are written in one transaction: an interrupted update leaves the index as it was
-//! before that session, and two processes updating at once index each record once.
-//! An index of another layout ([`SEARCH_SCHEMA_VERSION`]) is dropped and rebuilt.
+//! cut and written on to exactly the length indexed is found so at its next record.)
+//! Each session's new documents and its new position are written in one transaction:
+//! an interrupted update leaves the index as it was before that session, and two
+//! processes updating at once index each record once. An index of layout 3 or 4 is
+//! brought forward; one of any other layout ([`SEARCH_SCHEMA_VERSION`]) is dropped and
+//! rebuilt.
 //!
 //! A document's rowid orders it: the newer its session's [`session_key`], the lower
 //! the high bits, and below them a number handed out upwards as documents are added
