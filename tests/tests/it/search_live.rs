@@ -771,3 +771,26 @@ fn the_live_indexer_of_a_log_cut_and_written_on_indexes_it_again_from_its_start(
         whole_read(&e, &dir, "whole.db")
     );
 }
+
+// An index brought forward from layout 4 keeps no last hash (and a damaged one does not
+// read): whether the log still holds what was indexed is unknown, so the session is
+// indexed again from its start, here of a log cut and written on before the upgrade.
+#[test]
+fn a_position_with_no_last_hash_or_one_that_does_not_read_is_indexed_again() {
+    for last_hash in [None, Some("not a hash")] {
+        let e = env();
+        let (dir, mut index) = cut_and_written_on(&e, false);
+        let db = e.home.root.join(INDEX_FILE);
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .execute("UPDATE sessions SET last_hash = ?1", [last_hash])
+            .unwrap();
+        index.update([dir.clone()]).unwrap();
+        assert_eq!(term_rows(&db, "axolotl"), 0, "{last_hash:?}");
+        assert_eq!(
+            all_docs(&db),
+            whole_read(&e, &dir, "whole.db"),
+            "{last_hash:?}"
+        );
+    }
+}
