@@ -29,6 +29,8 @@ pub mod guard;
 mod parse;
 mod paths;
 mod programs;
+mod scan;
+pub mod table;
 #[cfg(test)]
 mod tests;
 
@@ -52,6 +54,12 @@ pub struct Analysis {
     pub keys: Vec<String>,
     /// Why no "always" can cover the line; empty when the keys describe it.
     pub reasons: Vec<Reason>,
+    /// Every file the line writes inside the workspace (redirections and the file
+    /// arguments of programs that write, as [`table`] names them), absolute and
+    /// normalised, each once. Lexical: a caller that can look at the workspace checks
+    /// that no symbolic link leads one of them out (see [`Reason::WritesOutside`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<String>,
 }
 
 /// One command that will run.
@@ -76,6 +84,10 @@ pub struct Command {
 pub struct Word {
     pub text: String,
     pub known: bool,
+    /// It holds an unquoted glob character (`*`, `?`, `[`): bash may replace it with
+    /// the names of files, so as a program's name or a file written it is not known.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub glob: bool,
 }
 
 impl Word {
@@ -84,6 +96,7 @@ impl Word {
         Word {
             text: text.to_string(),
             known: true,
+            glob: false,
         }
     }
 }
@@ -128,6 +141,35 @@ pub enum Reason {
     UnknownDirectory,
     /// Wrappers and nested lines go deeper than `COMMAND_NESTING_DEPTH_MAX`.
     TooDeep,
+    /// A construct the analysis does not read (tree-sitter's name for it, or the
+    /// construct's text): anything not positively understood asks.
+    NotUnderstood(String),
+    /// An expansion worked out in a way that can run commands or is not plain text:
+    /// `${!x}`, `${x@P}`, a subscript or substring with a variable, an operator word
+    /// holding quotes, `$`, backquotes or brackets.
+    Expansion(String),
+    /// Arithmetic on a variable (`$((x))`, `((i++))`, `[[ $x -eq 1 ]]`, `let`, `declare
+    /// -i`, `a[i]=…`): bash evaluates a variable's value as arithmetic in turn, and an
+    /// array subscript in it runs command substitutions.
+    Arithmetic(String),
+    /// A builtin given a variable name that is only known when it runs, or that holds a
+    /// subscript (`read`, `printf -v`, `unset`, `declare`, `test -v`, `mapfile`,
+    /// `declare -n`): bash evaluates the subscript.
+    VariableName(String),
+    /// Something that makes bash's reading of the line differ from the parse: a carriage
+    /// return, a NUL, a line continuation inside a word or a here-document, a here-document
+    /// delimiter with quotes or backslashes.
+    Ambiguous(String),
+    /// A builtin that changes how later commands are found or run (`alias`, `shopt`,
+    /// `enable`, `hash -p`, `set -o` of an option the analysis does not know, …).
+    Builtin(String),
+    /// An option or argument that makes a program run, load or write something else
+    /// (`sed 1e`, `tar --to-command`, `sort --compress-program`, `cargo --config`; see
+    /// [`table::PROGRAMS`]).
+    RunsProgram(String),
+    /// An option the analysis does not know, of a program whose options can run or
+    /// write something else ([`table::PROGRAMS`]).
+    UnknownOption(String),
 }
 
 impl std::fmt::Display for Reason {
@@ -159,6 +201,36 @@ impl std::fmt::Display for Reason {
                 f,
                 "its commands nest more than {} deep",
                 crate::limits::COMMAND_NESTING_DEPTH_MAX
+            ),
+            Reason::NotUnderstood(what) => {
+                write!(f, "the analysis does not understand `{what}`")
+            }
+            Reason::Expansion(t) => write!(
+                f,
+                "the expansion `{t}` is only worked out when the line runs, and may run commands"
+            ),
+            Reason::Arithmetic(t) => write!(
+                f,
+                "`{t}` evaluates a variable as arithmetic, which can run commands"
+            ),
+            Reason::VariableName(t) => write!(
+                f,
+                "`{t}` names a variable only known when it runs, or with a subscript bash evaluates"
+            ),
+            Reason::Ambiguous(what) => write!(
+                f,
+                "it holds {what}, which bash may read differently from the analysis"
+            ),
+            Reason::Builtin(b) => write!(f, "`{b}` changes how later commands are found or run"),
+            Reason::RunsProgram(o) => {
+                write!(
+                    f,
+                    "`{o}` makes the program run, load or write something else"
+                )
+            }
+            Reason::UnknownOption(o) => write!(
+                f,
+                "`{o}` is an option the analysis does not know, of a program whose options can run or write others"
             ),
         }
     }

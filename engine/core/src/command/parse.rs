@@ -5,7 +5,7 @@
 
 use tree_sitter::{Node, Parser};
 
-use super::{Analysis, Command, Reason, Word, paths};
+use super::{Analysis, Command, Reason, Word, paths, scan};
 use crate::limits::COMMAND_NESTING_DEPTH_MAX;
 
 /// Targets a redirection may write without leaving the workspace.
@@ -89,6 +89,104 @@ const RUNNING_PREFIXES: &[&str] = &[
     "GIT_CONFIG_VALUE_",
 ];
 
+/// Node kinds the walk reads by their children alone: lists, loops, conditions and the
+/// parts of words and tests. A kind not here (and not handled by name) is a reason.
+const UNDERSTOOD: &[&str] = &[
+    "program",
+    "list",
+    "do_group",
+    "if_statement",
+    "elif_clause",
+    "else_clause",
+    "while_statement",
+    "case_statement",
+    "case_item",
+    "negated_command",
+    "variable_assignments",
+    "herestring_redirect",
+    "heredoc_start",
+    "heredoc_body",
+    "heredoc_content",
+    "heredoc_end",
+    "comment",
+    "file_descriptor",
+    "word",
+    "number",
+    "string",
+    "string_content",
+    "concatenation",
+    "command_name",
+    "simple_expansion",
+    "variable_name",
+    "special_variable_name",
+    "brace_expression",
+    "extglob_pattern",
+    "regex",
+    "test_operator",
+    "array",
+    "binary_expression",
+    "unary_expression",
+    "parenthesized_expression",
+    "ternary_expression",
+    "postfix_expression",
+];
+
+/// Node kinds a line continuation may lie in without being inside a word: between the
+/// words of a command, or between commands.
+const BETWEEN_WORDS: &[&str] = &[
+    "program",
+    "list",
+    "pipeline",
+    "command",
+    "redirected_statement",
+    "subshell",
+    "compound_statement",
+    "do_group",
+    "if_statement",
+    "elif_clause",
+    "else_clause",
+    "while_statement",
+    "for_statement",
+    "case_statement",
+    "negated_command",
+    "declaration_command",
+    "unset_command",
+    "variable_assignments",
+];
+
+/// Ancestors inside which single quotes are not quotes to bash (inside double quotes,
+/// an expansion's word, a here-document body, arithmetic), so a `raw_string` there is
+/// not literal text.
+const EXPANDING: &[&str] = &[
+    "string",
+    "expansion",
+    "heredoc_body",
+    "heredoc_redirect",
+    "arithmetic_expansion",
+    "translated_string",
+    "subscript",
+    "regex",
+    "extglob_pattern",
+];
+
+/// True when `n` lies inside a construct where its single quotes are not quotes.
+fn in_expanding(n: Node) -> bool {
+    let mut current = n.parent();
+    while let Some(p) = current {
+        if EXPANDING.contains(&p.kind()) {
+            return true;
+        }
+        current = p.parent();
+    }
+    false
+}
+
+/// A node's named children.
+fn named(n: Node) -> Vec<Node> {
+    let mut cursor = n.walk();
+    n.named_children(&mut cursor).collect()
+}
+
 /// True when assigning `name` changes what programs run.
 fn running_variable(name: &str) -> bool {
     RUNNING_VARIABLES.contains(&name)
@@ -108,6 +206,13 @@ pub struct Walker {
     depth: u32,
     commands: Vec<Command>,
     reasons: Vec<Reason>,
+    /// Files written inside the workspace, absolute, each once.
+    writes: Vec<String>,
+    /// What the walk of the line being read understood, for its raw-text check.
+    marks: scan::Marks,
+    /// True while reading the command of a `find -exec` whose starting points all lie
+    /// in the workspace: its `{}` is a path inside.
+    pub(super) found_inside: bool,
 }
 
 impl Walker {
@@ -119,6 +224,9 @@ impl Walker {
             depth: 0,
             commands: Vec::new(),
             reasons: Vec::new(),
+            writes: Vec::new(),
+            marks: scan::Marks::default(),
+            found_inside: false,
         }
     }
 
@@ -135,6 +243,7 @@ impl Walker {
             commands: self.commands,
             keys,
             reasons: self.reasons,
+            writes: self.writes,
         }
     }
 
@@ -200,11 +309,39 @@ impl Walker {
             self.reason(Reason::Unparsed);
             return;
         };
+        for what in scan::ambiguities(text) {
+            self.reason(Reason::Ambiguous(what.to_string()));
+        }
         let top = tree.root_node();
         if top.has_error() {
             self.reason(Reason::Unparsed);
         }
+        // Each line (a nested one too) is checked against its own raw text.
+        let outer = std::mem::take(&mut self.marks);
         self.node(top, text);
+        for at in scan::continuations(text) {
+            let inside = top
+                .descendant_for_byte_range(at, at + 2)
+                .is_some_and(|n| !BETWEEN_WORDS.contains(&n.kind()));
+            if inside {
+                self.reason(Reason::Ambiguous(
+                    "a line continuation inside a word".to_string(),
+                ));
+            }
+        }
+        let mut marks = std::mem::replace(&mut self.marks, outer);
+        for finding in scan::unexplained(text, &mut marks) {
+            self.reason(match finding {
+                scan::Finding::Substitution => Reason::CommandSubstitution,
+                scan::Finding::ProcessSubstitution => Reason::ProcessSubstitution,
+                scan::Finding::Expansion => {
+                    Reason::Expansion("${…} the parse did not read".to_string())
+                }
+                scan::Finding::Arithmetic => {
+                    Reason::Arithmetic("arithmetic the parse did not read".to_string())
+                }
+            });
+        }
     }
 
     /// Analyses a line a program runs (a nested shell's string, a command variable's
@@ -218,25 +355,22 @@ impl Walker {
     }
 
     fn node(&mut self, n: Node, src: &str) {
+        if n.is_missing() {
+            self.reason(Reason::Unparsed);
+        }
         match n.kind() {
             "command" => self.command(n, src),
             // The body first: tree-sitter hangs `cd /tmp && echo x > f`'s redirection on
             // the whole list, but it is opened where the last command runs.
             "redirected_statement" => self.children(n, src),
-            "declaration_command" | "unset_command" => {
-                let keyword = n.child(0).map_or("", |k| text(k, src)).to_string();
-                self.push(format!("shell:{keyword}"), &[Word::literal(&keyword)]);
+            "declaration_command" => self.declaration(n, src),
+            "unset_command" => {
+                self.push("shell:unset".to_string(), &[Word::literal("unset")]);
+                let words: Vec<Word> = named(n).iter().map(|w| word(*w, src)).collect();
+                self.variable_names("unset", &words, &[]);
                 self.children(n, src);
             }
-            "test_command" => {
-                let bracket = if text(n, src).starts_with("[[") {
-                    "[["
-                } else {
-                    "["
-                };
-                self.push(format!("shell:{bracket}"), &[Word::literal(bracket)]);
-                self.children(n, src);
-            }
+            "test_command" => self.test(n, src),
             "variable_assignment" => {
                 let name = n
                     .child_by_field_name("name")
@@ -260,10 +394,12 @@ impl Walker {
             }
             "command_substitution" => {
                 self.reason(Reason::CommandSubstitution);
+                self.marks.understood(n.start_byte());
                 self.scoped(n, src);
             }
             "process_substitution" => {
                 self.reason(Reason::ProcessSubstitution);
+                self.marks.understood(n.start_byte());
                 self.scoped(n, src);
             }
             "subshell" | "pipeline" => self.scoped(n, src),
@@ -271,7 +407,210 @@ impl Walker {
                 self.redirect(n, src);
                 self.children(n, src);
             }
-            _ => self.children(n, src),
+            "heredoc_redirect" => {
+                self.heredoc(n, src);
+                self.children(n, src);
+            }
+            "raw_string" => {
+                let t = text(n, src);
+                if t.len() >= 2 && t.starts_with('\'') && t.ends_with('\'') && !in_expanding(n) {
+                    self.marks.literal(n.start_byte(), n.end_byte());
+                }
+            }
+            "ansi_c_string" => {
+                let t = text(n, src);
+                if t.len() >= 3 && t.starts_with("$'") && t.ends_with('\'') {
+                    self.marks.literal(n.start_byte(), n.end_byte());
+                }
+            }
+            "expansion" => {
+                let t = text(n, src);
+                if scan::plain_expansion(t) {
+                    self.marks.understood(n.start_byte());
+                } else {
+                    self.reason(Reason::Expansion(t.to_string()));
+                }
+                self.children(n, src);
+            }
+            "arithmetic_expansion" => {
+                let t = text(n, src);
+                let inner = t
+                    .strip_prefix("$((")
+                    .and_then(|r| r.strip_suffix("))"))
+                    .or_else(|| t.strip_prefix("$[").and_then(|r| r.strip_suffix(']')));
+                if inner.is_some_and(scan::literal_arithmetic) && t.starts_with("$((") {
+                    self.marks.understood(n.start_byte());
+                } else {
+                    self.reason(Reason::Arithmetic(t.to_string()));
+                }
+                self.children(n, src);
+            }
+            "compound_statement" => {
+                // `((…))` is an arithmetic command; `{ …; }` a group.
+                let t = text(n, src);
+                if let Some(inner) = t.strip_prefix("((") {
+                    let inner = inner.strip_suffix("))").unwrap_or(inner);
+                    if !scan::literal_arithmetic(inner) {
+                        self.reason(Reason::Arithmetic(t.to_string()));
+                    }
+                }
+                self.children(n, src);
+            }
+            "c_style_for_statement" => {
+                let t = text(n, src);
+                let head = t.split("))").next().unwrap_or(t);
+                self.reason(Reason::Arithmetic(format!("{head}))")));
+                self.children(n, src);
+            }
+            "subscript" => {
+                let index = n.child_by_field_name("index").map_or("", |i| text(i, src));
+                if !(index.chars().all(|c| c.is_ascii_digit()) && !index.is_empty()
+                    || index == "@"
+                    || index == "*")
+                {
+                    self.reason(Reason::Arithmetic(text(n, src).to_string()));
+                }
+                self.children(n, src);
+            }
+            "for_statement" => {
+                if n.child(0).is_some_and(|k| k.kind() == "select") {
+                    self.reason(Reason::NotUnderstood("select".to_string()));
+                }
+                self.children(n, src);
+            }
+            kind if UNDERSTOOD.contains(&kind) => self.children(n, src),
+            // A syntax error is `Unparsed` already.
+            "ERROR" => self.children(n, src),
+            kind => {
+                self.reason(Reason::NotUnderstood(kind.replace('_', " ")));
+                self.children(n, src);
+            }
+        }
+    }
+
+    /// A here-document: a delimiter with quotes or backslashes is read by bash in ways
+    /// the grammar does not follow (and a body it would not expand may be one it does).
+    fn heredoc(&mut self, n: Node, src: &str) {
+        let mut cursor = n.walk();
+        for child in n.children(&mut cursor) {
+            if child.kind() == "heredoc_start" && text(child, src).contains(['\'', '"', '\\']) {
+                self.reason(Reason::Ambiguous(
+                    "a here-document delimiter with quotes or backslashes".to_string(),
+                ));
+            }
+        }
+    }
+
+    /// `declare`, `typeset`, `local`, `export`, `readonly`: options that make later
+    /// assignments arithmetic (`-i`) or names references (`-n`) are reasons, and so is a
+    /// name only known when it runs.
+    fn declaration(&mut self, n: Node, src: &str) {
+        let keyword = n.child(0).map_or("", |k| text(k, src)).to_string();
+        self.push(format!("shell:{keyword}"), &[Word::literal(&keyword)]);
+        for child in named(n) {
+            match child.kind() {
+                "variable_assignment" => {}
+                _ => {
+                    let w = word(child, src);
+                    self.declared(&keyword, &w);
+                }
+            }
+        }
+        self.children(n, src);
+    }
+
+    /// One word of a declaration: an option, or a variable name.
+    pub(super) fn declared(&mut self, keyword: &str, w: &Word) {
+        let t = w.text.as_str();
+        if w.known && (t.starts_with('-') || t.starts_with('+')) && t.len() > 1 {
+            for c in t[1..].chars() {
+                match c {
+                    'i' => self.reason(Reason::Arithmetic(format!("{keyword} -i"))),
+                    'n' if keyword != "export" => {
+                        self.reason(Reason::VariableName(format!("{keyword} -n")))
+                    }
+                    'a' | 'A' | 'f' | 'F' | 'g' | 'p' | 'r' | 't' | 'x' | 'l' | 'u' | 'I' | 'n' => {
+                    }
+                    _ => self.reason(Reason::UnknownOption(format!("{keyword} {t}"))),
+                }
+            }
+        } else if !(w.known && (scan::identifier(t) || assignment_name(t))) {
+            self.reason(Reason::VariableName(format!("{keyword} {t}")));
+        }
+    }
+
+    /// Names given to a builtin that assigns, tests or unsets them: each must be a plain
+    /// identifier; options (given in `options`, which take no value) are skipped.
+    pub(super) fn variable_names(&mut self, builtin: &str, words: &[Word], options: &[&str]) {
+        for w in words {
+            let t = w.text.as_str();
+            if w.known && t.starts_with('-') && t.len() > 1 {
+                if !t[1..]
+                    .chars()
+                    .all(|c| options.contains(&format!("-{c}").as_str()) || "fvn".contains(c))
+                {
+                    self.reason(Reason::UnknownOption(format!("{builtin} {t}")));
+                }
+                continue;
+            }
+            if !(w.known && scan::identifier(t)) {
+                self.reason(Reason::VariableName(format!("{builtin} {t}")));
+            }
+        }
+    }
+
+    /// `[ … ]` and `[[ … ]]`: `-v` tests a variable by name (its subscript evaluated);
+    /// in `[[ … ]]` the numeric comparisons evaluate their operands as arithmetic.
+    fn test(&mut self, n: Node, src: &str) {
+        let double = text(n, src).starts_with("[[");
+        let bracket = if double { "[[" } else { "[" };
+        self.push(format!("shell:{bracket}"), &[Word::literal(bracket)]);
+        self.test_operands(n, src, double);
+        self.children(n, src);
+    }
+
+    fn test_operands(&mut self, n: Node, src: &str, double: bool) {
+        for child in named(n) {
+            match child.kind() {
+                "unary_expression" => {
+                    let parts = named(child);
+                    let op = parts.first().map_or("", |o| text(*o, src));
+                    if op == "-v"
+                        && let Some(operand) = parts.get(1)
+                    {
+                        let w = word(*operand, src);
+                        if !(w.known && scan::identifier(&w.text)) {
+                            self.reason(Reason::VariableName(format!("-v {}", w.text)));
+                        }
+                    }
+                    self.test_operands(child, src, double);
+                }
+                "binary_expression" if double => {
+                    let parts = named(child);
+                    let arithmetic = parts.iter().any(|p| {
+                        p.kind() == "test_operator"
+                            && matches!(
+                                text(*p, src),
+                                "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge"
+                            )
+                    });
+                    if arithmetic {
+                        for p in parts.iter().filter(|p| p.kind() != "test_operator") {
+                            let w = word(*p, src);
+                            let t = w.text.trim_start_matches(['-', '+']);
+                            if !(w.known && !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()))
+                            {
+                                self.reason(Reason::Arithmetic(text(child, src).to_string()));
+                            }
+                        }
+                    }
+                    self.test_operands(child, src, double);
+                }
+                "parenthesized_expression" | "binary_expression" => {
+                    self.test_operands(child, src, double)
+                }
+                _ => {}
+            }
         }
     }
 
@@ -337,18 +676,35 @@ impl Walker {
     /// A file a command writes: outside the workspace (or unknown) is a reason.
     pub(super) fn write(&mut self, target: &Word) {
         let t = target.text.as_str();
+        if !target.known && t.contains("{}") && self.found_inside {
+            // A path `find -exec` passes: found beneath starting points inside the
+            // workspace (find does not follow links unless told to).
+            return;
+        }
         if !target.known || t.starts_with('~') {
             self.reason(Reason::WritesOutside(t.to_string()));
             return;
         }
-        if DEVICES.contains(&t) || t.starts_with("/dev/fd/") {
-            return;
+        if target.glob {
+            // Only a last component may be a pattern, and one that cannot match `..`.
+            let (dir, pattern) = t.rsplit_once('/').unwrap_or(("", t));
+            let dir_glob = dir.contains(['*', '?', '[']);
+            if dir_glob || pattern.starts_with('.') || pattern.starts_with('[') {
+                self.reason(Reason::WritesOutside(t.to_string()));
+                return;
+            }
         }
+        // Judged after normalising: `/dev/fd/../../etc/x` is `/etc/x`.
         match paths::absolute(t, self.cwd.as_deref()) {
             None => self.reason(Reason::UnknownDirectory),
             Some(path) => {
+                if DEVICES.contains(&path.as_str()) || descriptor(&path) {
+                    return;
+                }
                 if paths::inside(&path, &self.root).is_none() {
                     self.reason(Reason::WritesOutside(t.to_string()));
+                } else if !self.writes.contains(&path) {
+                    self.writes.push(path);
                 }
             }
         }
@@ -366,6 +722,19 @@ impl Walker {
             self.reason(Reason::Assignment(name.to_string()));
         }
     }
+}
+
+/// True for `/dev/fd/N` (an open descriptor, digits only).
+fn descriptor(path: &str) -> bool {
+    path.strip_prefix("/dev/fd/")
+        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// True for `NAME=value` or `NAME+=value` with a plain name (a declaration's word that
+/// tree-sitter left as a word).
+fn assignment_name(text: &str) -> bool {
+    text.split_once('=')
+        .is_some_and(|(name, _)| scan::identifier(name.strip_suffix('+').unwrap_or(name)))
 }
 
 /// A node's children with their field names.
@@ -448,9 +817,11 @@ pub(super) fn word(n: Node, src: &str) -> Word {
     {
         b.known = false;
     }
+    let glob = b.bare.contains(['*', '?', '[']);
     Word {
         text: b.text,
         known: b.known,
+        glob,
     }
 }
 

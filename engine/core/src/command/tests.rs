@@ -209,8 +209,11 @@ fn plain_and_compound_lines_are_covered_by_their_programs() {
     check(
         "cat <<'EOF' > notes.txt\n$(rm x)\nEOF",
         &["shell:cat"],
-        &[],
-        true,
+        &[
+            Ambiguous(s("a here-document delimiter with quotes or backslashes")),
+            CommandSubstitution,
+        ],
+        false,
         &[],
     );
     check("ls $'\\x2f'", &["shell:ls"], &[], true, &[]);
@@ -327,7 +330,7 @@ fn substitutions_and_text_run_as_commands_always_ask() {
     check(
         "f() { rm -rf /; }; f",
         &["shell:rm", "shell:f"],
-        &[Function(s("f"))],
+        &[Function(s("f")), WritesOutside(s("/"))],
         false,
         &[RM],
     );
@@ -345,7 +348,7 @@ fn nested_shells_ask_and_name_what_they_run() {
     check(
         "sh -c 'rm -rf ~'",
         &["shell:sh", "shell:rm"],
-        &[NestedShell(s("sh -c"))],
+        &[NestedShell(s("sh -c")), WritesOutside(s("~"))],
         false,
         &[RM],
     );
@@ -402,7 +405,7 @@ fn nested_shells_ask_and_name_what_they_run() {
     check(
         "env -S 'rm -rf /'",
         &["shell:env", "shell:rm"],
-        &[NestedShell(s("env -S"))],
+        &[NestedShell(s("env -S")), WritesOutside(s("/"))],
         false,
         &[RM],
     );
@@ -462,8 +465,8 @@ fn assignments_that_change_what_runs_ask() {
     check(
         "GIT_PAGER=\"rm -rf ~\" git log",
         &["shell:git", "shell:rm"],
-        &[],
-        true,
+        &[WritesOutside(s("~"))],
+        false,
         &[RM],
     );
     check(
@@ -589,15 +592,15 @@ fn wrappers_are_keyed_by_what_they_run() {
     check(
         "timeout -s KILL 5 rm -rf /",
         &["shell:timeout", "shell:rm"],
-        &[],
-        true,
+        &[WritesOutside(s("/"))],
+        false,
         &[RM],
     );
     check(
         "busybox rm -rf /",
         &["shell:busybox", "shell:rm"],
-        &[],
-        true,
+        &[WritesOutside(s("/"))],
+        false,
         &[RM],
     );
     check(
@@ -610,8 +613,8 @@ fn wrappers_are_keyed_by_what_they_run() {
     check(
         "xargs rm -rf < list",
         &["shell:xargs", "shell:rm"],
-        &[],
-        true,
+        &[WritesOutside(s("…"))],
+        false,
         &[RM],
     );
     check(
@@ -668,7 +671,7 @@ fn wrappers_are_keyed_by_what_they_run() {
     check(
         "npx -c 'rm -rf ~'",
         &["shell:npx", "shell:rm"],
-        &[NestedShell(s("npx -c"))],
+        &[NestedShell(s("npx -c")), WritesOutside(s("~"))],
         false,
         &[RM],
     );
@@ -679,7 +682,7 @@ fn privilege_changers_always_ask() {
     check(
         "sudo rm -rf /",
         &["shell:sudo", "shell:rm"],
-        &[Privilege(s("sudo"))],
+        &[Privilege(s("sudo")), WritesOutside(s("/"))],
         false,
         &[RM],
     );
@@ -850,30 +853,114 @@ fn git_options_that_run_commands_ask() {
 
 #[test]
 fn guarded_rm_in_every_spelling() {
-    check("rm -rf /", &["shell:rm"], &[], true, &[RM]);
-    check("r\\m -rf /", &["shell:rm"], &[], true, &[RM]);
-    check("/bin/rm -rf /", &["shell:rm"], &[], true, &[RM]);
-    check("'r'm -rf ~", &["shell:rm"], &[], true, &[RM]);
-    check("\"rm\" -rf \"$HOME\"", &["shell:rm"], &[], true, &[RM]);
-    check("rm -rf ${HOME}/", &["shell:rm"], &[], true, &[RM]);
-    check("rm -rf \"${HOME}\"/*", &["shell:rm"], &[], true, &[RM]);
-    check("rm -fr ~/*", &["shell:rm"], &[], true, &[RM]);
-    check("rm -R -- ~", &["shell:rm"], &[], true, &[RM]);
+    check(
+        "rm -rf /",
+        &["shell:rm"],
+        &[WritesOutside(s("/"))],
+        false,
+        &[RM],
+    );
+    check(
+        "r\\m -rf /",
+        &["shell:rm"],
+        &[WritesOutside(s("/"))],
+        false,
+        &[RM],
+    );
+    check(
+        "/bin/rm -rf /",
+        &["shell:rm"],
+        &[WritesOutside(s("/"))],
+        false,
+        &[RM],
+    );
+    check(
+        "'r'm -rf ~",
+        &["shell:rm"],
+        &[WritesOutside(s("~"))],
+        false,
+        &[RM],
+    );
+    check(
+        "\"rm\" -rf \"$HOME\"",
+        &["shell:rm"],
+        &[WritesOutside(s("~"))],
+        false,
+        &[RM],
+    );
+    check(
+        "rm -rf ${HOME}/",
+        &["shell:rm"],
+        &[WritesOutside(s("~/"))],
+        false,
+        &[RM],
+    );
+    check(
+        "rm -rf \"${HOME}\"/*",
+        &["shell:rm"],
+        &[WritesOutside(s("~/*"))],
+        false,
+        &[RM],
+    );
+    check(
+        "rm -fr ~/*",
+        &["shell:rm"],
+        &[WritesOutside(s("~/*"))],
+        false,
+        &[RM],
+    );
+    check(
+        "rm -R -- ~",
+        &["shell:rm"],
+        &[WritesOutside(s("~"))],
+        false,
+        &[RM],
+    );
     check("rm -r -f .", &["shell:rm"], &[], true, &[RM]);
     check("rm -rf ./", &["shell:rm"], &[], true, &[RM]);
-    check("rm -rf ..", &["shell:rm"], &[], true, &[RM]);
+    check(
+        "rm -rf ..",
+        &["shell:rm"],
+        &[WritesOutside(s(".."))],
+        false,
+        &[RM],
+    );
     check("rm -rf *", &["shell:rm"], &[], true, &[RM]);
-    check("rm -rf .*", &["shell:rm"], &[], true, &[RM]);
+    check(
+        "rm -rf .*",
+        &["shell:rm"],
+        &[WritesOutside(s(".*"))],
+        false,
+        &[RM],
+    );
     check(
         "rm --recursive --force -- /",
         &["shell:rm"],
-        &[],
-        true,
+        &[WritesOutside(s("/"))],
+        false,
         &[RM],
     );
-    check("rm -rf /*", &["shell:rm"], &[], true, &[RM]);
-    check("rm -rf //", &["shell:rm"], &[], true, &[RM]);
-    check("rm -rf /work", &["shell:rm"], &[], true, &[RM]);
+    check(
+        "rm -rf /*",
+        &["shell:rm"],
+        &[WritesOutside(s("/*"))],
+        false,
+        &[RM],
+    );
+    check(
+        "rm -rf //",
+        &["shell:rm"],
+        &[WritesOutside(s("//"))],
+        false,
+        &[RM],
+    );
+    check(
+        "rm -rf /work",
+        &["shell:rm"],
+        &[WritesOutside(s("/work"))],
+        false,
+        &[RM],
+    );
     check("rm -rf /work/proj/", &["shell:rm"], &[], true, &[RM]);
     check(
         "cd .. && rm -rf proj",
@@ -882,11 +969,29 @@ fn guarded_rm_in_every_spelling() {
         true,
         &[RM],
     );
-    check("rm -rf \"$DIR\"", &["shell:rm"], &[], true, &[RM]);
-    check("rm -rf {/,x}", &["shell:rm"], &[], true, &[RM]);
+    check(
+        "rm -rf \"$DIR\"",
+        &["shell:rm"],
+        &[WritesOutside(s("$DIR"))],
+        false,
+        &[RM],
+    );
+    check(
+        "rm -rf {/,x}",
+        &["shell:rm"],
+        &[WritesOutside(s("{/,x}"))],
+        false,
+        &[RM],
+    );
     check("rm -rf /work/proj/src", &["shell:rm"], &[], true, &[]);
     check("rm -rf target build/*", &["shell:rm"], &[], true, &[]);
-    check("rm -f ~/x", &["shell:rm"], &[], true, &[]);
+    check(
+        "rm -f ~/x",
+        &["shell:rm"],
+        &[WritesOutside(s("~/x"))],
+        false,
+        &[],
+    );
     check("rm -rf '$HOME'", &["shell:rm"], &[], true, &[]);
     check("rm -- -rf", &["shell:rm"], &[], true, &[]);
 }
@@ -1021,7 +1126,13 @@ fn run_shell_argv_is_resolved_as_the_shell_would() {
     check_argv(&["rm", "x"], &["shell:rm"], &[], true, &[]);
     check_argv(&["/usr/bin/rm", "x"], &["shell:rm"], &[], true, &[]);
     check_argv(&["./rm", "x"], &["shell:./rm"], &[], true, &[]);
-    check_argv(&["rm", "-rf", "/"], &["shell:rm"], &[], true, &[RM]);
+    check_argv(
+        &["rm", "-rf", "/"],
+        &["shell:rm"],
+        &[WritesOutside(s("/"))],
+        false,
+        &[RM],
+    );
     check_argv(&["rm", "-rf", "$HOME"], &["shell:rm"], &[], true, &[]);
     check_argv(
         &["git", "push", "--force"],
@@ -1140,4 +1251,232 @@ fn argv_quoted_for_the_prompt() {
     let argv = ["git", "commit", "-m", "it's done", ""].map(String::from);
     assert_eq!(quote_argv(&argv), r#"git commit -m 'it'\''s done' ''"#);
     assert_eq!(analyse_argv(&argv, ROOT, None).line, quote_argv(&argv));
+}
+
+/// Lines made only of granted programs that make bash run another program or write
+/// outside the workspace (the attacks of issue 40 and their kin): none is covered by an
+/// "always" for every program it names, and each says why.
+#[test]
+fn constructs_bash_executes_are_never_covered() {
+    let granted = set(&[
+        "shell:echo",
+        "shell:cat",
+        "shell:git",
+        "shell:sed",
+        "shell:tar",
+        "shell:sort",
+        "shell:cp",
+        "shell:tee",
+        "shell:printf",
+        "shell:mv",
+        "shell:ln",
+        "shell:find",
+        "shell:awk",
+        "shell:install",
+        "shell:dd",
+        "shell:read",
+        "shell:[",
+        "shell:[[",
+        "shell:test",
+        "shell:cargo",
+        "shell:make",
+        "shell:unset",
+        "shell:declare",
+        "shell:export",
+        "shell:local",
+        "shell:mapfile",
+        "shell:xargs",
+        "shell:env",
+        "shell:rsync",
+        "shell:ssh",
+        "shell:zip",
+        "shell:less",
+        "shell:man",
+        "shell:vim",
+        "shell:npm",
+        "shell:set",
+        "shell:shopt",
+        "shell:alias",
+        "shell:hash",
+        "shell:touch",
+        "shell:wait",
+        "shell:getopts",
+        "shell:x",
+    ]);
+    let mut missed = Vec::new();
+    for line in [
+        // Substitutions bash runs where a reading as text would not.
+        r#"echo "${x:-'$(touch M)'}""#,
+        "echo ${x:+`touch M`}",
+        "echo \"${x:=$(touch M)}\"",
+        "echo ${x#$(touch M)}",
+        "echo ${x/a/$(touch M)}",
+        "cat <<EOF\nhi `touch M`\nEOF",
+        "cat <<EOF\n$(touch M)\nEOF",
+        "cat <<EOF\n$\\\n(touch M)\nEOF",
+        "x='a[$(touch M)]'; echo $((x))",
+        "x='a[$(touch M)]'; echo $((x+1))",
+        "x='a[$(touch M)]'; ((x))",
+        "x='a[$(touch M)]'; echo ${y:x}",
+        "x='a[$(touch M)]'; echo ${a[x]}",
+        "x='a[$(touch M)]'; [[ $x -eq 1 ]]",
+        "x='a[$(touch M)]'; [ -v \"$x\" ]",
+        "x='a[$(touch M)]'; [[ -v $x ]]",
+        "x='a[$(touch M)]'; echo ${!x}",
+        "printf -v 'a[$(touch M)]' x",
+        "read 'a[$(touch M)]' < /dev/null",
+        "unset 'a[$(touch M)]'",
+        "declare 'a[$(touch M)]=1'",
+        "declare -n r='a[$(touch M)]'; echo $r",
+        "declare -i x; x='a[$(touch M)]'",
+        "mapfile -C 'touch M' -c 1 a < f",
+        "a[$(touch M)]=1",
+        "i='a[$(touch M)]'; a[i]=1",
+        "cat <<E\\\nOF\n$(touch M)\nE\nOF",
+        "cat <<'EOF'\n`touch M`\nEOF",
+        "ec\\\nho `touch M`",
+        "echo hi\r; touch M",
+        "echo $[x]",
+        "echo $(( $(touch M) ))",
+        "for ((i=0; i<x; i++)); do echo; done",
+        "echo @(a|b)",
+        "echo $\"hello $(touch M)\"",
+        "select x in a; do echo; done",
+        "shopt -s expand_aliases\nalias echo='touch M'\necho",
+        "hash -p /tmp/M echo; echo",
+        "set -o posix",
+        "echo x | x | sh",
+        // Options that make a granted program run another.
+        "sed 1e /dev/null",
+        "sed -n 's/x/touch M/ep' f",
+        "sed -e 'e touch M' f",
+        "sed -f script.sed f",
+        "tar -cf a.tar --to-command='touch M' f",
+        "tar -cf a.tar --checkpoint=1 --checkpoint-action=exec='touch M' f",
+        "tar -I 'touch M' -cf a.tar f",
+        "tar cIf 'touch M' a.tar f",
+        "tar --use-compress-prog='touch M' -cf a.tar f",
+        "tar -xf host:/a.tar",
+        "git grep -O'touch M' x",
+        "git grep --open-files-in-pager='touch M' x",
+        "git ls-remote 'ext::sh -c touch% M'",
+        "git fetch --upload-pack='touch M' origin",
+        "git clone --template=/tmp/t repo",
+        "git log --ext-diff",
+        "git -c core.pager='touch M' log",
+        "git -c alias.x='!touch M' x",
+        "git -C /tmp/other status",
+        "sort --compress-program='touch M' f",
+        "sort --compress='touch M' f",
+        "cargo --config build.rustc='touch' build",
+        "cargo +nightly build",
+        "cargo -Zunstable-options build",
+        "make --eval='x:=$(shell touch M)'",
+        "make SHELL=/tmp/M",
+        "find . -newer f -fprint /tmp/x",
+        "find . -frobnicate",
+        "xargs --frobnicate echo",
+        "env --frobnicate echo",
+        "awk -f prog.awk f",
+        "awk 'BEGIN { print \"x\" > \"/tmp/out\" }'",
+        "awk 'BEGIN { print \"x\" > f }'",
+        "rsync -e 'touch M' a host:b",
+        "ssh -o ProxyCommand='touch M' host",
+        "zip -T -TT 'touch M' a.zip f",
+        "less '+!touch M' f",
+        "man -P 'touch M' ls",
+        "vim -c '!touch M' f",
+        "npm --script-shell=/tmp/M run build",
+        "npm config set script-shell /tmp/M",
+        "x='--compress-program=touch'; sort $x f",
+        // Writes outside the workspace through a granted program's arguments.
+        "echo x | tee /tmp/out",
+        "cp f /tmp/out",
+        "cp -t /tmp f",
+        "mv f /tmp/out",
+        "ln -s f /tmp/link",
+        "install f /tmp/out",
+        "dd if=f of=/tmp/out",
+        "touch /tmp/out",
+        "sed 'w /tmp/out' f",
+        "sed -i s/a/b/ /etc/x",
+        "git log --output=/tmp/out",
+        "git log --outp=/tmp/out",
+        "git format-patch -o /tmp/out HEAD~1",
+        "echo x > /dev/fd/../../tmp/out",
+        "echo x > ../out",
+        "echo x > a*/../../out",
+        "cp f .*",
+        "echo x > $f",
+    ] {
+        let a = analyse(line, ROOT);
+        if covered(&a, &granted) && guarded(&default_guards(), &a).is_empty() {
+            missed.push(format!("{line:?}: keys {:?}", a.keys));
+        }
+    }
+    assert!(missed.is_empty(), "covered:\n{}", missed.join("\n"));
+}
+
+/// The same analysis leaves ordinary lines covered: it is not "always ask".
+#[test]
+fn ordinary_lines_stay_covered() {
+    let mut missed = Vec::new();
+    for (line, keys) in [
+        (
+            "echo \"$HOME/${USER}\" ${#x} ${x:-default} ${x%%.*}",
+            &["shell:echo"][..],
+        ),
+        ("cat <<EOF > notes.txt\nhello $USER\nEOF", &["shell:cat"]),
+        ("echo $((1 + 2 * 3))", &["shell:echo"]),
+        ("sed -i 's/a/b/g; /x/d' src/*.rs", &["shell:sed"]),
+        ("sed -n '1,10p' f", &["shell:sed"]),
+        ("tar -czf out.tgz src", &["shell:tar"]),
+        ("tar xzf a.tgz -C build", &["shell:tar"]),
+        ("sort -u -k2,2n -o sorted.txt f", &["shell:sort"]),
+        ("git log --oneline -n 5 --graph", &["shell:git"]),
+        ("git commit -m \"$msg\"", &["shell:git"]),
+        ("git diff --output=patch.diff", &["shell:git"]),
+        (
+            "find . -name '*.rs' -exec grep -l x {} +",
+            &["shell:find", "shell:grep"],
+        ),
+        (
+            "find . -type f -name '*.o' -exec rm {} \\;",
+            &["shell:find", "shell:rm"],
+        ),
+        (
+            "cp -r src backup && mv a.txt b.txt",
+            &["shell:cp", "shell:mv"],
+        ),
+        ("echo x | tee -a log.txt", &["shell:echo", "shell:tee"]),
+        ("awk '{print $1 > \"out.txt\"}' f", &["shell:awk"]),
+        ("awk '$3 > 100 {print}' f", &["shell:awk"]),
+        (
+            "set -euo pipefail; cargo build --release",
+            &["shell:set", "shell:cargo"],
+        ),
+        (
+            "while read -r line; do echo \"$line\"; done < f",
+            &["shell:read", "shell:echo"],
+        ),
+        (
+            "[[ -n $x && $y == z ]] && echo",
+            &["shell:[[", "shell:echo"],
+        ),
+        (
+            "export RUST_LOG=debug && make -j4 test",
+            &["shell:export", "shell:make"],
+        ),
+        ("cargo build \\\n  --release", &["shell:cargo"]),
+        (
+            "ls -la | grep -v x | head -n 3",
+            &["shell:ls", "shell:grep", "shell:head"],
+        ),
+    ] {
+        let a = analyse(line, ROOT);
+        if !covered(&a, &set(keys)) {
+            missed.push(format!("{line:?}: {:?} {:?}", a.keys, a.reasons));
+        }
+    }
+    assert!(missed.is_empty(), "not covered:\n{}", missed.join("\n"));
 }
