@@ -811,6 +811,7 @@ impl Engine {
                     let asking = cairn_tools::Asking {
                         root: &self.root,
                         credential_files: &self.credential_files,
+                        links: cairn_tools::links::Links::Disk,
                     };
                     // The call's path is resolved once, here, where it is checked
                     // (a path outside the workspace asks), and the tool takes it.

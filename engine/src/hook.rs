@@ -79,7 +79,12 @@ pub fn need(
             let line = s("command")
                 .map(str::to_string)
                 .or_else(|| argv_line(input.get("command")))?;
-            let analysis = cairn_core::command::analyse(&line, &root_text);
+            let mut analysis = cairn_core::command::analyse(&line, &root_text);
+            cairn_tools::links::confirm_writes(
+                &mut analysis,
+                root,
+                cairn_tools::links::Links::Disk,
+            );
             let context = if input.get("run_in_background").and_then(Value::as_bool) == Some(true) {
                 "\n(in the background)"
             } else {

@@ -1228,7 +1228,7 @@ impl Verifier {
     /// The need the engine takes for call `p` when it asks for `key`: the tool's own,
     /// when it is that key; otherwise (a folder outside the workspace, or a key of an
     /// older version) a plain question for `key`.
-    fn need_of(&self, p: &Pending, key: &str, detail: &str) -> Need {
+    fn need_of(&self, p: &Pending, key: &str, detail: &str, recorded: &[String]) -> Need {
         let root = self.state.workspace.as_deref().unwrap_or("/");
         match self.registry.get(&p.tool).map(|t| {
             t.permission(
@@ -1236,6 +1236,9 @@ impl Verifier {
                 &cairn_tools::Asking {
                     root: Path::new(root),
                     credential_files: &self.credential_files,
+                    // What the workspace held when the question was asked is a fact
+                    // the log recorded.
+                    links: cairn_tools::links::Links::Recorded(recorded),
                 },
             )
         }) {
@@ -1256,7 +1259,7 @@ impl Verifier {
             );
             return;
         };
-        let need = self.need_of(p, key, detail);
+        let need = self.need_of(p, key, detail, asked.reasons);
         // Logs written before command lines were parsed keyed a line by its first word
         // and recorded no keys: their question is taken as recorded.
         let legacy = asked.keys.is_empty() && key.starts_with("shell:");
@@ -1347,7 +1350,7 @@ impl Verifier {
         let asked = p.asked.iter().any(|k| k == key);
         let mut problems = Vec::new();
         if source == AnswerSource::AllowList {
-            let need = self.need_of(p, key, "");
+            let need = self.need_of(p, key, "", &[]);
             self.report.decisions_checked += 1;
             if asked {
                 problems.push(format!(

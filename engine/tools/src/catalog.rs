@@ -284,6 +284,23 @@ pub fn markdown() -> String {
         }
     }
     out.push_str(include_str!("permissions.md"));
+    out.push_str(PROGRAMS_DOC);
+    for p in cairn_core::command::table::PROGRAMS {
+        let names: Vec<String> = p.names.iter().map(|n| format!("`{n}`")).collect();
+        let cell = |s: &str| {
+            if s.is_empty() {
+                "—".to_string()
+            } else {
+                s.to_string()
+            }
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} |\n",
+            names.join(", "),
+            cell(p.runs),
+            cell(p.writes)
+        ));
+    }
     out.push_str(CREDENTIAL_FILES_DOC);
     for (pattern, what) in cairn_core::permission::DEFAULT_CREDENTIAL_FILES {
         out.push_str(&format!("| `{pattern}` | {what} |\n"));
@@ -291,6 +308,15 @@ pub fn markdown() -> String {
     out.push_str(include_str!("differences.md"));
     out
 }
+
+const PROGRAMS_DOC: &str = "
+### Programs that run programs
+
+A grant for one of these programs covers only an invocation whose options cannot make it run, load or write something else: each option is read by this table (`cairn_core::command::table::PROGRAMS`), an option it does not know asks, and so does a word the line does not give where an option could be. Wrappers (`env`, `xargs`, `find -exec`, `timeout`, `nice`, …) are keyed by what they run as well, and interpreters given inline code (`python3 -c`, `node -e`, …) have keys of their own.
+
+| program | runs or loads another program (asks) | writes (judged as a redirection) |
+|---|---|---|
+";
 
 const CREDENTIAL_FILES_DOC: &str = "
 ### Credential files

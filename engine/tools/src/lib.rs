@@ -25,6 +25,7 @@ mod config;
 mod error;
 pub mod fold;
 pub mod git;
+pub mod links;
 pub mod manifest;
 pub mod mcp_names;
 pub mod memory;

@@ -223,6 +223,9 @@ pub struct Asking<'a> {
     pub root: &'a Path,
     /// The session's credential files.
     pub credential_files: &'a CredentialFiles,
+    /// How a command's written files are checked for symbolic links that lead out of
+    /// the workspace (see [`crate::links`]).
+    pub links: crate::links::Links<'a>,
 }
 
 /// A tool with a typed input; implements [`Tool`].

@@ -170,6 +170,11 @@ pub enum Reason {
     /// An option the analysis does not know, of a program whose options can run or
     /// write something else ([`table::PROGRAMS`]).
     UnknownOption(String),
+    /// A file the line writes inside the workspace lies, when the question is asked,
+    /// beyond a symbolic link that leads out of it (the path relative to the
+    /// workspace). Found by looking at the workspace, not by the analysis: the log
+    /// records it, and verify takes it from there for a path the line writes.
+    WritesThroughLink(String),
 }
 
 impl std::fmt::Display for Reason {
@@ -228,6 +233,10 @@ impl std::fmt::Display for Reason {
                     "`{o}` makes the program run, load or write something else"
                 )
             }
+            Reason::WritesThroughLink(p) => write!(
+                f,
+                "it writes to {p} through a symbolic link that leads outside the workspace"
+            ),
             Reason::UnknownOption(o) => write!(
                 f,
                 "`{o}` is an option the analysis does not know, of a program whose options can run or write others"

@@ -1408,6 +1408,17 @@ impl Walker {
                 _ => {}
             }
         }
+        if name == "ln"
+            && args.iter().any(|a| {
+                a.known
+                    && (a.text == "--symbolic"
+                        || (a.text.starts_with('-')
+                            && !a.text.starts_with("--")
+                            && a.text.contains('s')))
+            })
+        {
+            self.link_targets(&operands, !targets.is_empty());
+        }
         match name {
             "cp" | "mv" | "ln" | "install" => {
                 let directory_mode = name == "install"
@@ -1446,6 +1457,44 @@ impl Walker {
         }
         for t in &targets {
             self.write(t);
+        }
+    }
+
+    /// `ln -s`: a link whose target lies outside the workspace lets a later write in the
+    /// same line (`ln -s /etc l; echo x > l/f`) leave it unseen, so it is a write
+    /// outside. A relative target is read from the link's folder.
+    fn link_targets(&mut self, operands: &[Word], to_folder: bool) {
+        let (targets, link_dir): (&[Word], Option<String>) = if to_folder || operands.len() < 2 {
+            (operands, self.cwd.clone())
+        } else {
+            let (last, rest) = operands
+                .split_last()
+                .map_or((None, operands), |(l, r)| (Some(l), r));
+            let dir = last.and_then(|l| {
+                paths::absolute(&l.text, self.cwd.as_deref()).map(|p| {
+                    if rest.len() > 1 {
+                        p
+                    } else {
+                        p.rsplit_once('/').map_or("/".to_string(), |(d, _)| {
+                            if d.is_empty() {
+                                "/".to_string()
+                            } else {
+                                d.to_string()
+                            }
+                        })
+                    }
+                })
+            });
+            (rest, dir)
+        };
+        for t in targets {
+            let inside = t.known
+                && !t.text.starts_with('~')
+                && paths::absolute(&t.text, link_dir.as_deref())
+                    .is_some_and(|p| paths::inside(&p, &self.root).is_some());
+            if !inside {
+                self.reason(Reason::WritesOutside(format!("{} (a link to it)", t.text)));
+            }
         }
     }
 

@@ -45,11 +45,12 @@ impl TypedTool for RunShell {
         _raw: &serde_json::Value,
         at: &Asking<'_>,
     ) -> crate::permission::Need {
-        let analysis = cairn_core::command::analyse_argv(
+        let mut analysis = cairn_core::command::analyse_argv(
             &input.argv,
             &at.root.to_string_lossy(),
             input.cwd.as_deref(),
         );
+        crate::links::confirm_writes(&mut analysis, at.root, at.links);
         let mut context = String::new();
         if let Some(cwd) = &input.cwd {
             context.push_str(&format!("\n(in {cwd})"));

@@ -54,7 +54,8 @@ impl TypedTool for Shell {
         } else {
             ""
         };
-        let analysis = cairn_core::command::analyse(&input.command, &at.root.to_string_lossy());
+        let mut analysis = cairn_core::command::analyse(&input.command, &at.root.to_string_lossy());
+        crate::links::confirm_writes(&mut analysis, at.root, at.links);
         crate::permission::shell_need(analysis, context)
     }
 
