@@ -315,3 +315,91 @@ fn a_credential_file_in_an_outside_folder_allowed_for_good_still_asks() {
     }
     s.end_clean();
 }
+
+/// The attacks of issue 40, through the real engine: with "always" granted (by real
+/// answers) for every harmless program they name, each line still asks, and, denied,
+/// runs nothing — no marker file appears, nothing is written outside. The same lines
+/// put to a hook (Claude Code's `Bash`) are never answered `allow`. The session then
+/// verifies clean: verify takes each of these decisions again and agrees.
+#[test]
+fn lines_that_make_granted_programs_run_others_always_ask() {
+    let mut s = session(Catalog::Thoth);
+    let outside = s._tmp.path().join("out");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(s.ws.join("f"), "a\n").unwrap();
+    std::os::unix::fs::symlink(&outside, s.ws.join("link")).unwrap();
+    s.answer(Answer::Always);
+    for grant in [
+        "echo g",
+        "cat f",
+        "git --version",
+        "sed -n 1p f",
+        "tar --version",
+        "sort f",
+        "cp f g",
+        "echo x | tee t",
+        "printf x",
+        "mv g h",
+        "ln h i",
+        "find . -name f",
+        "awk '{print}' f",
+        "read -r v < f",
+        "unset v",
+        "declare v=1",
+    ] {
+        s.call("shell", json!({ "command": grant }));
+    }
+    s.answer(Answer::Deny);
+    let o = outside.display();
+    let lines = [
+        r#"echo "${x:-'$(touch M1)'}""#.to_string(),
+        "echo ${x:+`touch M2`}".to_string(),
+        "cat <<EOF\n`touch M3`\nEOF".to_string(),
+        "x='a[$(touch M4)]'; echo $((x))".to_string(),
+        "printf -v 'a[$(touch M5)]' x".to_string(),
+        "cat <<E\\\nOF\n$(touch M6)\nE\nOF".to_string(),
+        "sed 1e\\ touch\\ M7 f".to_string(),
+        "tar -cf a.tar --to-command='touch M8' f".to_string(),
+        "tar -cf a.tar --checkpoint=1 --checkpoint-action=exec='touch M9' f".to_string(),
+        "tar -I 'touch M10' -cf b.tar f".to_string(),
+        "git grep -O'touch M11' a".to_string(),
+        "sort --compress-program='touch M12' f".to_string(),
+        format!("echo x | tee {o}/t1"),
+        format!("cp f {o}/t2"),
+        format!("mv h {o}/t3"),
+        format!("ln -s {o} l2"),
+        format!("find . -name f -fprint {o}/t4"),
+        format!("sed 'w {o}/t5' f"),
+        format!("git log --output={o}/t6"),
+        format!("awk '{{print > \"{o}/t7\"}}' f"),
+        format!(
+            "echo x > /dev/fd/../../{}/t8",
+            o.to_string().trim_start_matches('/')
+        ),
+        "echo x > link/t9".to_string(),
+    ];
+    let credentials = cairn_engine::hook::DefaultCredentials::default();
+    for line in &lines {
+        let (status, asked) = s.call("shell", json!({ "command": line }));
+        assert_eq!(status, Status::Denied, "{line:?} ran without asking");
+        assert!(!asked.is_empty(), "{line:?}");
+        let need =
+            cairn_engine::hook::need("Bash", &json!({ "command": line }), &s.ws, &credentials)
+                .unwrap();
+        let (_, verdict) = cairn_engine::hook::verdict(
+            s.engine.state(),
+            need,
+            &cairn_engine::command::default_guards(),
+            cairn_engine::hook::Unlisted::Ask,
+        );
+        assert!(
+            !matches!(verdict, cairn_engine::hook::Verdict::Allow { .. }),
+            "the hook allows {line:?}"
+        );
+    }
+    for m in 1..=12 {
+        assert!(!s.ws.join(format!("M{m}")).exists(), "M{m} was created");
+    }
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    s.end_clean();
+}
