@@ -705,8 +705,10 @@ fn a_codex_argv_whose_bash_is_in_the_workspace_is_keyed_by_its_own_path() {
     // The workspace's, first on PATH, or named by its path.
     let (code, text) = run("b2", line, &in_ws);
     assert_eq!(code, Some(0));
-    let said: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(said["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert!(
+        text.contains(r#""permissionDecision":"deny""#),
+        "the workspace's bash was not refused: {text:?}"
+    );
     let (code, _) = run("b3", json!(["./bin/bash", "-lc", "ls"]), system_path);
     assert_eq!(code, Some(0));
     let asked: Vec<(String, String)> = hook_events(&s)
