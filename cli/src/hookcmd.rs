@@ -61,32 +61,41 @@ pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> ExitCode {
         .lock()
         .take(HOOK_INPUT_BYTES_MAX + 1)
         .read_to_end(&mut bytes);
-    let pre = bytes
+    // Whether it is a `PreToolUse`, told by its name once it reads as JSON; before
+    // (or when it has no name), by the name anywhere in it: a call whose event cannot
+    // be read is refused, not let through.
+    let mut pre = bytes
         .windows(b"\"PreToolUse\"".len())
         .any(|w| w == b"\"PreToolUse\"");
-    let fail = |e: String| {
+    let fail = |e: String, pre: bool| {
         crate::out::note(&format!(
-            "cairn hook {}: {e} (`cairn hook uninstall {}` removes the hook)",
+            "cairn: hook {}: {e} (`cairn hook uninstall {}` removes the hook)",
             agent.name(),
             agent.name()
         ));
         ExitCode::from(if pre { 2 } else { 1 })
     };
     if let Err(e) = read {
-        return fail(format!("reading standard input: {e}"));
+        return fail(format!("reading standard input: {e}"), pre);
     }
     if bytes.len() as u64 > HOOK_INPUT_BYTES_MAX {
-        return fail(format!(
-            "the hook input is longer than {HOOK_INPUT_BYTES_MAX} bytes (HOOK_INPUT_BYTES_MAX)"
-        ));
+        return fail(
+            format!(
+                "the hook input is longer than {HOOK_INPUT_BYTES_MAX} bytes (HOOK_INPUT_BYTES_MAX)"
+            ),
+            pre,
+        );
     }
     let input: serde_json::Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
-        Err(e) => return fail(format!("the hook input is not JSON: {e}")),
+        Err(e) => return fail(format!("the hook input is not JSON: {e}"), pre),
     };
+    if let Some(name) = input.get("hook_event_name").and_then(|n| n.as_str()) {
+        pre = name == "PreToolUse";
+    }
     let home = match Home::from_env() {
         Ok(h) => h,
-        Err(e) => return fail(e.to_string()),
+        Err(e) => return fail(e.to_string(), pre),
     };
     let options = HookOptions {
         agent: agent.name().to_string(),
@@ -114,7 +123,7 @@ pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e) => fail(e.to_string()),
+        Err(e) => fail(e.to_string(), pre),
     }
 }
 

@@ -7,10 +7,17 @@
 //!
 //! The agents' hooks (Claude Code's and Codex's `PreToolUse`) call this before each
 //! of their built-in tools runs; the agent then runs it, or not, as the verdict says.
+//! That verdict is the only guard: the agent opens the paths and runs the programs
+//! itself. So a path is judged where the kernel takes it, symlinks followed by
+//! descriptor and `..` physically ([`cairn_tools::landing`]), not where its text seems
+//! to point, and an argv is read as a shell line only when its program is one of the
+//! system's shells, found as `execvp` finds it.
 
-use std::path::Path;
+use std::ffi::OsStr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
-use cairn_core::command::Guard;
+use cairn_core::command::{Analysis, Guard};
 use cairn_core::decide::{self, Permission};
 use cairn_core::permission::{CredentialFiles, Need};
 use serde_json::Value;
@@ -61,28 +68,96 @@ impl DefaultCredentials {
     }
 }
 
-/// The need of a call of the agent's tool `tool` with `input`, in workspace `root`:
-/// `None` for a tool cairn has no rule for (its to-do lists, subagents, …).
-/// Tools are named as Claude Code names them (`Bash`, `Edit`, `MultiEdit`, `Write`,
-/// `NotebookEdit`, `Read`, `Grep`, `Glob`, `LS`, `WebFetch`, `WebSearch`,
-/// `mcp__<server>__<tool>`) and as Codex does (`Bash`, `apply_patch`, `mcp__…`).
+/// Where a call's paths and programs are judged: the agent's workspace, the folder its
+/// tool runs in, the cairn home and the `PATH` its commands are looked up on.
+#[derive(Debug, Clone, Copy)]
+pub struct At<'a> {
+    /// The workspace root, canonical.
+    pub root: &'a Path,
+    /// The folder a relative path is taken from (the event's `cwd`), absolute.
+    pub cwd: &'a Path,
+    /// The cairn home, canonical (as [`crate::Home::at`] makes it).
+    pub home: &'a Path,
+    /// `PATH` as the agent runs its commands (`None`: unset).
+    pub exec_path: Option<&'a OsStr>,
+}
+
+/// A call whose input does not say what cairn needs to judge it: a tool cairn has a
+/// rule for without the path, command, patch or URL the rule is about, or with one of
+/// another type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a {tool} call {what}")]
+pub struct Unreadable {
+    pub tool: String,
+    pub what: String,
+}
+
+/// The need of a call of the agent's tool `tool` with `input`, judged `at` the
+/// agent's workspace: `None` for a tool cairn has no rule for (its to-do lists,
+/// subagents, …). Tools are named as Claude Code names them (`Bash`, `Edit`,
+/// `MultiEdit`, `Write`, `NotebookEdit`, `Read`, `Grep`, `Glob`, `LS`, `WebFetch`,
+/// `WebSearch`, `mcp__<server>__<tool>`) and as Codex does (`Bash`, `apply_patch`,
+/// `mcp__…`).
+///
+/// The agent opens a path itself, after this answer, so a path is judged where the
+/// kernel takes it ([`cairn_tools::landing`]): a path inside the workspace that leads
+/// out through a symlink asks for `<tool>@<folder>` of the folder it really reaches,
+/// never answered by a grant of the tool inside.
 pub fn need(
     tool: &str,
     input: &Value,
-    root: &Path,
+    at: &At<'_>,
     credentials: &DefaultCredentials,
-) -> Option<Need> {
-    let s = |k: &str| input.get(k).and_then(Value::as_str);
-    let root_text = root.to_string_lossy();
-    match tool {
+) -> Result<Option<Need>, Unreadable> {
+    let unreadable = |what: &str| Unreadable {
+        tool: tool.to_string(),
+        what: what.to_string(),
+    };
+    // A string field: absent, or a string.
+    let field = |k: &str| -> Result<Option<&str>, Unreadable> {
+        match input.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(v)) => Ok(Some(v.as_str())),
+            Some(_) => Err(unreadable(&format!("has a {k} that is not a string"))),
+        }
+    };
+    let required = |k: &str| -> Result<&str, Unreadable> {
+        field(k)?.ok_or_else(|| unreadable(&format!("has no {k}")))
+    };
+    let object = || {
+        if input.is_object() {
+            Ok(())
+        } else {
+            Err(unreadable("has a tool_input that is not an object"))
+        }
+    };
+    let root_text = at.root.to_string_lossy();
+    Ok(Some(match tool {
         "Bash" | "shell" | "exec_command" | "local_shell" => {
-            let line = s("command")
-                .map(str::to_string)
-                .or_else(|| argv_line(input.get("command")))?;
-            let mut analysis = cairn_core::command::analyse(&line, &root_text);
+            object()?;
+            let mut analysis = match input.get("command") {
+                Some(Value::String(line)) => cairn_core::command::analyse(line, &root_text),
+                Some(Value::Array(words)) => {
+                    let argv: Vec<String> = words
+                        .iter()
+                        .map(|w| w.as_str().map(str::to_string))
+                        .collect::<Option<_>>()
+                        .filter(|a: &Vec<String>| !a.is_empty())
+                        .ok_or_else(|| {
+                            unreadable("has a command argv that is empty or not all strings")
+                        })?;
+                    argv_analysis(&argv, at, field("workdir")?)
+                }
+                None | Some(Value::Null) => return Err(unreadable("has no command")),
+                Some(_) => {
+                    return Err(unreadable(
+                        "has a command that is neither a string nor an argv",
+                    ));
+                }
+            };
             cairn_tools::links::confirm_writes(
                 &mut analysis,
-                root,
+                at.root,
                 cairn_tools::links::Links::Disk,
             );
             let context = if input.get("run_in_background").and_then(Value::as_bool) == Some(true) {
@@ -90,61 +165,114 @@ pub fn need(
             } else {
                 ""
             };
-            Some(cairn_core::permission::shell_need(analysis, context))
+            cairn_core::permission::shell_need(analysis, context)
         }
         "Edit" | "MultiEdit" | "NotebookEdit" | "Write" => {
-            let path = s("file_path").or(s("notebook_path"))?;
+            object()?;
+            let path = if tool == "NotebookEdit" {
+                required("notebook_path")?
+            } else {
+                required("file_path")?
+            };
             let key = if tool == "Write" {
                 "write_file"
             } else {
                 "edit_file"
             };
             let detail = match tool {
-                "Write" => format!("{key} {path}:\n{}", s("content").unwrap_or("")),
+                "Write" => format!("{key} {path}:\n{}", field("content")?.unwrap_or("")),
                 _ => format!(
                     "{key} {path}:\n{}",
                     serde_json::to_string_pretty(input).unwrap_or_default()
                 ),
             };
-            let inner = match rel(root, path) {
-                Some(r) if credentials.get().matches(&r) => {
-                    cairn_core::permission::read_need(key, &r, credentials.get())
-                }
-                _ => Need::ask(key, detail),
-            };
-            Some(place(root, path, key, inner, input))
+            files_need(at, key, Some(detail), &[path], input, credentials)
         }
         "apply_patch" => {
-            let patch = s("command").or(s("input")).or(s("patch"))?;
-            Some(Need::ask("write_patch", format!("write_patch:\n{patch}")))
+            // Codex gives the patch as `{"command": …}` (or `input`, `patch`), or whole.
+            let patch = match input {
+                Value::String(p) => p.as_str(),
+                Value::Object(_) => match field("command")?.or(field("input")?) {
+                    Some(p) => p,
+                    None => required("patch")?,
+                },
+                _ => return Err(unreadable("has a tool_input that is not a patch")),
+            };
+            let paths = patch_paths(patch);
+            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+            let detail = format!("write_patch:\n{patch}");
+            files_need(at, "write_patch", Some(detail), &paths, input, credentials)
         }
         "Read" | "Grep" | "Glob" | "LS" => {
-            let path = s("file_path").or(s("path")).unwrap_or(".");
-            let abs = absolute(root, path);
-            let inner = match rel(root, &abs) {
-                Some(r) => cairn_core::permission::read_need("read_file", &r, credentials.get()),
-                None => Need::Auto,
+            object()?;
+            let path = match field("file_path")? {
+                Some(p) => p,
+                None => field("path")?.unwrap_or("."),
             };
-            Some(place(root, &abs, "read_file", inner, input))
+            let mut paths = vec![path.to_string()];
+            // A pattern that names folders (`../../etc/*`) reaches them too.
+            if tool == "Glob"
+                && let Some(prefix) = glob_prefix(required("pattern")?)
+            {
+                paths.push(Path::new(path).join(prefix).to_string_lossy().into_owned());
+            }
+            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+            files_need(at, "read_file", None, &paths, input, credentials)
         }
-        "WebFetch" => Some(cairn_tools::web::fetch_need("web_fetch", s("url")?)),
-        "WebSearch" => Some(Need::ask(
-            "web_search",
-            format!("web_search: {}", s("query").unwrap_or("")),
-        )),
+        "WebFetch" => {
+            object()?;
+            cairn_tools::web::fetch_need("web_fetch", required("url")?)
+        }
+        "WebSearch" => {
+            object()?;
+            Need::ask(
+                "web_search",
+                format!("web_search: {}", field("query")?.unwrap_or("")),
+            )
+        }
         _ => {
-            let rest = tool.strip_prefix(cairn_tools::mcp_names::MCP_PREFIX)?;
-            let (server, name) = rest.split_once("__")?;
-            Some(Need::ask(
+            let Some((server, name)) = tool
+                .strip_prefix(cairn_tools::mcp_names::MCP_PREFIX)
+                .and_then(|rest| rest.split_once("__"))
+            else {
+                return Ok(None);
+            };
+            Need::ask(
                 format!("mcp:{server}:{name}"),
                 format!(
                     "tool {name} of MCP server {server}, with input:\n{}",
                     serde_json::to_string_pretty(input).unwrap_or_default()
                 ),
-            ))
+            )
+        }
+    }))
+}
+
+/// The files a Codex patch names, each once, in its envelope's order: `*** Add File:`,
+/// `*** Update File:`, `*** Delete File:`, `*** Move to:`.
+pub fn patch_paths(patch: &str) -> Vec<String> {
+    let mut paths: Vec<String> = Vec::new();
+    for line in patch.lines() {
+        let path = [
+            "*** Add File: ",
+            "*** Update File: ",
+            "*** Delete File: ",
+            "*** Move to: ",
+        ]
+        .iter()
+        .find_map(|p| line.strip_prefix(p));
+        if let Some(p) = path.map(str::trim)
+            && !p.is_empty()
+            && !paths.iter().any(|q| q == p)
+        {
+            paths.push(p.to_string());
         }
     }
+    paths
 }
+
+/// The last line of a question's detail that says why it asks every time.
+const ALWAYS_ASKS: &str = "(asked every time: ";
 
 /// The verdict on `need` for a session whose fold is `state`: what the allow list
 /// covers is allowed, a question nobody here can answer goes to `unlisted`.
@@ -163,8 +291,16 @@ pub fn verdict(
             reason: format!("cairn: {} is on the project's allow list", q.keys.join(" ")),
         },
         Permission::Ask(q) => {
+            let always = q
+                .detail
+                .lines()
+                .last()
+                .and_then(|l| l.strip_prefix(ALWAYS_ASKS))
+                .and_then(|l| l.strip_suffix(')'));
             let why = if q.guarded && !q.guards.is_empty() {
                 format!("it matches a guarded command ({})", q.guards.join(", "))
+            } else if let Some(why) = always.filter(|_| q.guarded) {
+                format!("{} is asked every time: {why}", q.key)
             } else if !q.reasons.is_empty() {
                 q.reasons.join("; ")
             } else {
@@ -196,24 +332,63 @@ pub fn verdict(
     (permission, verdict)
 }
 
-/// `inner`, or a question for `<key>@<folder>` when `path` lies outside the workspace.
-fn place(root: &Path, path: &str, key: &str, inner: Need, input: &Value) -> Need {
-    let abs = absolute(root, path);
-    if rel(root, &abs).is_some() {
-        return inner;
-    }
-    let dir = Path::new(&abs)
-        .parent()
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or(abs.clone());
-    cairn_core::permission::outside_need(key, &dir, inner, input)
+/// Where a path named by a call lands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Landing {
+    /// In the workspace: its real path relative to the root (`.` for the root).
+    Inside(String),
+    /// Outside it: the real path, and why no grant covers it, if none does (the cairn
+    /// home; a path that cannot be resolved).
+    Outside {
+        real: PathBuf,
+        always: Option<&'static str>,
+    },
 }
 
-/// `path` made absolute against `root`, `.` and `..` taken lexically.
-fn absolute(root: &Path, path: &str) -> String {
-    let joined = root.join(path);
-    let mut out = std::path::PathBuf::new();
-    for c in joined.components() {
+/// Where `raw` (absolute, or relative to the call's folder) may land: where the kernel
+/// takes it, and, when it differs, where the same path with its `..` dropped by name
+/// first leads (what a tool that tidies a path before opening it reaches). The outside
+/// ones first.
+fn land(at: &At<'_>, raw: &str) -> Vec<Landing> {
+    let named = at.cwd.join(raw);
+    let tidied = lexical(&named);
+    // Without a `..`, both are the same path: resolved once.
+    let paths = if tidied == named {
+        vec![named]
+    } else {
+        vec![named, tidied]
+    };
+    let mut out: Vec<Landing> = Vec::new();
+    for path in paths {
+        let landing = match cairn_tools::landing(&path) {
+            Ok(real) if real.starts_with(at.home) => Landing::Outside {
+                real,
+                always: Some("it is in the cairn home"),
+            },
+            Ok(real) => match real.strip_prefix(at.root) {
+                // Real: no symlink and no `..` left in it, so its components say where
+                // it is.
+                Ok(rel) if rel.as_os_str().is_empty() => Landing::Inside(".".into()),
+                Ok(rel) => Landing::Inside(rel.to_string_lossy().into_owned()),
+                Err(_) => Landing::Outside { real, always: None },
+            },
+            Err(_) => Landing::Outside {
+                real: path,
+                always: Some("it cannot be resolved (a symlink loop?)"),
+            },
+        };
+        if !out.contains(&landing) {
+            out.push(landing);
+        }
+    }
+    out.sort_by_key(|l| matches!(l, Landing::Inside(_)));
+    out
+}
+
+/// `path` with `.` and `..` taken by name, as a string tidier does.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
         match c {
             std::path::Component::ParentDir => {
                 out.pop();
@@ -222,43 +397,235 @@ fn absolute(root: &Path, path: &str) -> String {
             other => out.push(other),
         }
     }
-    out.to_string_lossy().into_owned()
+    out
 }
 
-/// `path` relative to `root` when it lies inside it (`.` for the root itself).
-fn rel(root: &Path, path: &str) -> Option<String> {
-    let abs = absolute(root, path);
-    let r = Path::new(&abs).strip_prefix(root).ok()?;
-    let r = r.to_string_lossy().into_owned();
-    Some(if r.is_empty() { ".".into() } else { r })
-}
-
-/// A command given as argv (Codex's `["bash", "-lc", "…"]`) as the line it runs.
-fn argv_line(v: Option<&Value>) -> Option<String> {
-    let argv: Vec<String> = v?
-        .as_array()?
-        .iter()
-        .filter_map(|a| a.as_str().map(str::to_string))
-        .collect();
-    match argv.as_slice() {
-        [sh, flag, line] if sh.ends_with("sh") && flag.starts_with('-') && flag.ends_with('c') => {
-            Some(line.clone())
+/// What a call of `key` naming `paths` needs. Inside the workspace: `ask` (a write's
+/// question for `key`; `None` for a read, which asks nothing), or a question for a
+/// credential file named or reached. Outside: a question for `<key>@<folder>` of the
+/// folder the first outside path really lands in, asked every time when a credential
+/// file is there, when it is the cairn home or cannot be resolved, or when the call
+/// reaches more than one folder outside (one grant would answer for all of them).
+fn files_need(
+    at: &At<'_>,
+    key: &str,
+    ask: Option<String>,
+    paths: &[&str],
+    input: &Value,
+    credentials: &DefaultCredentials,
+) -> Need {
+    let creds = credentials.get();
+    let mut credential: Option<String> = None;
+    let mut outside: Vec<String> = Vec::new();
+    let mut always: Option<&str> = None;
+    for raw in paths {
+        // As named, too: `.env` asks even when it is a link to a harmless name.
+        let named = lexical(&at.cwd.join(raw));
+        let named = match named.strip_prefix(at.root) {
+            Ok(r) if !r.as_os_str().is_empty() => r.to_string_lossy().into_owned(),
+            Ok(_) => ".".to_string(),
+            Err(_) => named.to_string_lossy().into_owned(),
+        };
+        if credential.is_none() && creds.matches(&named) {
+            credential = Some(named);
         }
-        _ => Some(cairn_core::command::quote_argv(&argv)),
+        for landing in land(at, raw) {
+            match landing {
+                Landing::Inside(rel) => {
+                    if credential.is_none() && creds.matches(&rel) {
+                        credential = Some(rel);
+                    }
+                }
+                Landing::Outside { real, always: why } => {
+                    let text = real.to_string_lossy().into_owned();
+                    if credential.is_none() && creds.matches(&text) {
+                        credential = Some(text);
+                    }
+                    let dir = real
+                        .parent()
+                        .unwrap_or(&real)
+                        .to_string_lossy()
+                        .into_owned();
+                    if !outside.contains(&dir) {
+                        outside.push(dir);
+                    }
+                    always = always.or(why);
+                }
+            }
+        }
     }
+    let inner = match &credential {
+        Some(path) => cairn_core::permission::read_need(key, path, creds),
+        None => match ask {
+            Some(detail) => Need::ask(key, detail),
+            None => Need::Auto,
+        },
+    };
+    let Some(dir) = outside.first() else {
+        return inner;
+    };
+    let need = cairn_core::permission::outside_need(key, dir, inner, input);
+    let why = match (always, &credential) {
+        (Some(why), _) => why.to_string(),
+        (None, Some(path)) => format!("{path} looks like a credentials file"),
+        (None, None) if outside.len() > 1 => {
+            format!("it reaches {} folders outside the workspace", outside.len())
+        }
+        (None, None) => return need,
+    };
+    match need {
+        Need::Ask {
+            key,
+            detail,
+            command,
+            ..
+        } => Need::Ask {
+            key,
+            detail: format!("{detail}\n{ALWAYS_ASKS}{why})"),
+            guarded: true,
+            command,
+        },
+        Need::Auto => Need::Auto,
+    }
+}
+
+/// The folders a glob pattern names before its first wildcard (`../../etc` of
+/// `../../etc/*.conf`); `None` when it starts with one.
+fn glob_prefix(pattern: &str) -> Option<String> {
+    let literal: Vec<&str> = pattern
+        .split('/')
+        .take_while(|c| !c.contains(['*', '?', '[', '{']))
+        .collect();
+    // The last literal component may be a file name: the folders before it.
+    let folders = if literal.len() == pattern.split('/').count() {
+        &literal[..literal.len().saturating_sub(1)]
+    } else {
+        &literal[..]
+    };
+    let prefix = folders.join("/");
+    match prefix.as_str() {
+        "" if pattern.starts_with('/') => Some("/".into()),
+        "" | "." => None,
+        _ => Some(prefix),
+    }
+}
+
+/// What a command given as argv runs (Codex's `["bash", "-lc", "…"]`, in `workdir`
+/// when given): the line a real shell runs, analysed as a line, when `argv[0]` is one
+/// of the system's shells; otherwise the argv as it is, its program keyed by its own
+/// path when it is found in the workspace (a `bash` there is not the shell).
+fn argv_analysis(argv: &[String], at: &At<'_>, workdir: Option<&str>) -> Analysis {
+    let root = at.root.to_string_lossy();
+    let cwd = workdir.map_or_else(|| at.cwd.to_path_buf(), |w| at.cwd.join(w));
+    let program = argv
+        .first()
+        .and_then(|p| executable(p, &cwd, at.exec_path))
+        .and_then(|p| p.canonicalize().ok());
+    if let [_, flag, line] = argv
+        && shell_flag(flag)
+        && program.as_deref().is_some_and(|p| system_shell(p, at.root))
+    {
+        return cairn_core::command::analyse(line, &root);
+    }
+    let mut argv = argv.to_vec();
+    if let Some(p) = program.filter(|p| p.starts_with(at.root)) {
+        argv[0] = p.to_string_lossy().into_owned();
+    }
+    cairn_core::command::analyse_argv(&argv, &root, Some(&cwd.to_string_lossy()))
+}
+
+/// `-c`, `-lc`, `-ic`…: a shell's flags that end with the one that runs the next word.
+fn shell_flag(flag: &str) -> bool {
+    flag.strip_prefix('-')
+        .is_some_and(|f| f.ends_with('c') && f.bytes().all(|b| b.is_ascii_alphabetic()))
+}
+
+/// The file `execvp` runs for `name` from folder `cwd`: a name with a `/` as it is, any
+/// other looked up on `exec_path` (`/bin:/usr/bin` when unset, as glibc does; an empty
+/// or relative entry from `cwd`), the first executable regular file.
+fn executable(name: &str, cwd: &Path, exec_path: Option<&OsStr>) -> Option<PathBuf> {
+    if name.is_empty() {
+        return None;
+    }
+    if name.contains('/') {
+        return Some(cwd.join(name));
+    }
+    let exec_path = exec_path.unwrap_or(OsStr::new("/bin:/usr/bin"));
+    std::env::split_paths(exec_path)
+        .map(|dir| cwd.join(dir).join(name))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// The file names of the shells whose `-c` line cairn's parser reads as they do.
+const SHELL_NAMES: &[&str] = &[
+    "sh", "bash", "rbash", "dash", "zsh", "ksh", "ksh93", "mksh", "ash", "yash", "posh",
+];
+
+/// The system's list of shells.
+const SHELLS_FILE: &str = "/etc/shells";
+
+/// The shells assumed when [`SHELLS_FILE`] cannot be read.
+const SHELLS_DEFAULT: &[&str] = &[
+    "/bin/sh",
+    "/usr/bin/sh",
+    "/bin/bash",
+    "/usr/bin/bash",
+    "/bin/dash",
+    "/usr/bin/dash",
+    "/bin/zsh",
+    "/usr/bin/zsh",
+];
+
+/// Whether `real` (a canonical path) is one of the system's shells: listed in
+/// [`SHELLS_FILE`] (each entry resolved, so `/bin/sh` is the `dash` it leads to), with
+/// the name of a shell (not `tmux`, which some systems list), and not in the workspace.
+fn system_shell(real: &Path, root: &Path) -> bool {
+    if real.starts_with(root)
+        || !real
+            .file_name()
+            .and_then(OsStr::to_str)
+            .is_some_and(|n| SHELL_NAMES.contains(&n))
+    {
+        return false;
+    }
+    let listed = std::fs::read_to_string(SHELLS_FILE).unwrap_or_else(|_| SHELLS_DEFAULT.join("\n"));
+    listed
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with('/'))
+        .any(|l| Path::new(l).canonicalize().is_ok_and(|c| c == real))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::os::unix::fs::symlink;
+
+    /// Judged in a workspace `/w` that does not exist (no symlink on any path).
+    fn at_w() -> At<'static> {
+        At {
+            root: Path::new("/w"),
+            cwd: Path::new("/w"),
+            home: Path::new("/nonexistent-cairn-home"),
+            exec_path: None,
+        }
+    }
+
+    /// The question's key (`auto` when none) and whether it is asked every time.
+    fn asked(tool: &str, input: &Value, at: &At<'_>) -> Option<(String, bool)> {
+        let creds = DefaultCredentials::default();
+        match need(tool, input, at, &creds).unwrap()? {
+            Need::Auto => Some(("auto".into(), false)),
+            Need::Ask { key, guarded, .. } => Some((key, guarded)),
+        }
+    }
 
     fn key(tool: &str, input: Value) -> Option<String> {
-        let creds = DefaultCredentials::default();
-        match need(tool, &input, Path::new("/w"), &creds)? {
-            Need::Auto => Some("auto".into()),
-            Need::Ask { key, .. } => Some(key),
-        }
+        asked(tool, &input, &at_w()).map(|(k, _)| k)
     }
 
     /// Guards a hook process's cost: the need of a call of a tool that names no file
@@ -276,7 +643,7 @@ mod tests {
         ];
         for (tool, input, compiled) in cases {
             let creds = DefaultCredentials::default();
-            need(tool, &input, Path::new("/w"), &creds);
+            need(tool, &input, &at_w(), &creds).unwrap();
             assert_eq!(creds.compiled(), compiled, "{tool}");
         }
     }
@@ -295,6 +662,11 @@ mod tests {
                 Some("shell:ls"),
             ),
             (
+                "Bash",
+                json!({"command": ["git", "status"]}),
+                Some("shell:git"),
+            ),
+            (
                 "Edit",
                 json!({"file_path": "/w/src/a.rs", "old_string": "a", "new_string": "b"}),
                 Some("edit_file"),
@@ -309,6 +681,12 @@ mod tests {
                 json!({"file_path": "/etc/motd", "content": "x"}),
                 Some("write_file@/etc"),
             ),
+            // `..` taken where it leads, not compared with the root as text.
+            (
+                "Write",
+                json!({"file_path": "/w/../etc/motd", "content": "x"}),
+                Some("write_file@/etc"),
+            ),
             ("Read", json!({"file_path": "/w/src/a.rs"}), Some("auto")),
             (
                 "Read",
@@ -321,6 +699,24 @@ mod tests {
                 Some("read_file@/etc"),
             ),
             ("Grep", json!({"pattern": "x"}), Some("auto")),
+            ("Glob", json!({"pattern": "**/*.rs"}), Some("auto")),
+            (
+                "Glob",
+                json!({"pattern": "../etc/*.conf"}),
+                Some("read_file@/"),
+            ),
+            (
+                "apply_patch",
+                json!({"command": "*** Begin Patch\n*** Add File: a.txt\n+a\n*** End Patch\n"}),
+                Some("write_patch"),
+            ),
+            (
+                "apply_patch",
+                json!(
+                    "*** Begin Patch\n*** Update File: a.txt\n*** Move to: ../etc/a\n*** End Patch\n"
+                ),
+                Some("write_patch@/etc"),
+            ),
             (
                 "WebFetch",
                 json!({"url": "https://example.org/a"}),
@@ -332,9 +728,351 @@ mod tests {
                 Some("mcp:everything:echo"),
             ),
             ("TodoWrite", json!({"todos": []}), None),
+            ("TodoWrite", json!("anything"), None),
         ];
         for (tool, input, want) in cases {
             assert_eq!(key(tool, input.clone()).as_deref(), want, "{tool} {input}");
+        }
+    }
+
+    #[test]
+    fn a_call_without_what_its_rule_is_about_is_unreadable() {
+        let cases: Vec<(&str, Value, &str)> = vec![
+            (
+                "Write",
+                json!({"content": "x"}),
+                "a Write call has no file_path",
+            ),
+            (
+                "Edit",
+                json!({"file_path": 7}),
+                "a Edit call has a file_path that is not a string",
+            ),
+            (
+                "NotebookEdit",
+                json!({"file_path": "/w/n.ipynb"}),
+                "a NotebookEdit call has no notebook_path",
+            ),
+            (
+                "Read",
+                json!("/etc/passwd"),
+                "a Read call has a tool_input that is not an object",
+            ),
+            (
+                "Read",
+                json!({"file_path": ["/etc/passwd"]}),
+                "a Read call has a file_path that is not a string",
+            ),
+            ("Bash", json!({}), "a Bash call has no command"),
+            (
+                "Bash",
+                json!({"command": {"line": "ls"}}),
+                "a Bash call has a command that is neither a string nor an argv",
+            ),
+            (
+                "Bash",
+                json!({"command": ["ls", 1]}),
+                "a Bash call has a command argv that is empty or not all strings",
+            ),
+            (
+                "Bash",
+                json!({"command": []}),
+                "a Bash call has a command argv that is empty or not all strings",
+            ),
+            ("apply_patch", json!({}), "a apply_patch call has no patch"),
+            (
+                "WebFetch",
+                json!({"url": null}),
+                "a WebFetch call has no url",
+            ),
+            ("Glob", json!({"path": "/w"}), "a Glob call has no pattern"),
+        ];
+        for (tool, input, want) in cases {
+            let creds = DefaultCredentials::default();
+            let e = need(tool, &input, &at_w(), &creds).unwrap_err();
+            assert_eq!(e.to_string(), want, "{tool} {input}");
+        }
+    }
+
+    /// A workspace with links out and in, a folder outside it, and a home.
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+        out: PathBuf,
+        home: PathBuf,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let (root, out, home) = (base.join("ws"), base.join("out"), base.join("home"));
+        for d in [root.join("src/deep"), out.clone(), home.clone()] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(out.join("passwd"), "root:x:0:0\n").unwrap();
+        std::fs::write(out.join(".env"), "TOKEN=1\n").unwrap();
+        std::fs::write(root.join("src/a.rs"), "fn a() {}\n").unwrap();
+        symlink(&out, root.join("link")).unwrap();
+        symlink(out.join("passwd"), root.join("f")).unwrap();
+        symlink(out.join("new.txt"), root.join("dangling")).unwrap();
+        symlink("src/deep", root.join("in")).unwrap();
+        symlink(&home, root.join("to_home")).unwrap();
+        symlink(out.join(".env"), root.join("harmless.txt")).unwrap();
+        symlink("loop2", root.join("loop1")).unwrap();
+        symlink("loop1", root.join("loop2")).unwrap();
+        Fixture {
+            _dir: dir,
+            root,
+            out,
+            home,
+        }
+    }
+
+    impl Fixture {
+        fn at(&self) -> At<'_> {
+            At {
+                root: &self.root,
+                cwd: &self.root,
+                home: &self.home,
+                exec_path: None,
+            }
+        }
+    }
+
+    /// Each escape through a symlink asks for the folder it really reaches: what the
+    /// text of the path says (inside) was what the hook judged before.
+    #[test]
+    fn a_path_is_judged_where_its_symlinks_lead() {
+        let f = fixture();
+        let out = f.out.to_string_lossy().into_owned();
+        let base = f.root.parent().unwrap().to_string_lossy().into_owned();
+        let ws = |rel: &str| f.root.join(rel).to_string_lossy().into_owned();
+        let write = |rel: &str| json!({"file_path": ws(rel), "content": "x"});
+        let cases: Vec<(&str, Value, String, bool)> = vec![
+            ("Write", write("src/new.rs"), "write_file".into(), false),
+            (
+                "Write",
+                write("link/passwd"),
+                format!("write_file@{out}"),
+                false,
+            ),
+            ("Write", write("f"), format!("write_file@{out}"), false),
+            // A link to a file not there yet: where the create lands.
+            (
+                "Write",
+                write("dangling"),
+                format!("write_file@{out}"),
+                false,
+            ),
+            // Its parent does not exist yet: judged by its deepest existing ancestor.
+            (
+                "Write",
+                write("link/a/b/c.txt"),
+                format!("write_file@{out}/a/b"),
+                false,
+            ),
+            ("Write", write("no/such/dir/x"), "write_file".into(), false),
+            // `..` after a link is the folder above its target.
+            (
+                "Write",
+                write("link/../x"),
+                format!("write_file@{base}"),
+                false,
+            ),
+            // After a link inside, `..` by name climbs out; by the kernel it stays in:
+            // the path is judged by the one that leaves.
+            (
+                "Write",
+                write("in/../../x"),
+                format!("write_file@{base}"),
+                false,
+            ),
+            (
+                "Edit",
+                json!({"file_path": ws("link/passwd"), "old_string": "a", "new_string": "b"}),
+                format!("edit_file@{out}"),
+                false,
+            ),
+            (
+                "Read",
+                json!({"file_path": ws("f")}),
+                format!("read_file@{out}"),
+                false,
+            ),
+            (
+                "Read",
+                json!({"file_path": ws("in/x.rs")}),
+                "auto".into(),
+                false,
+            ),
+            // A credential file out there asks every time, however it is named.
+            (
+                "Read",
+                json!({"file_path": ws("harmless.txt")}),
+                format!("read_file@{out}"),
+                true,
+            ),
+            (
+                "Read",
+                json!({"file_path": ws("link/.env")}),
+                format!("read_file@{out}"),
+                true,
+            ),
+            (
+                "LS",
+                json!({"path": ws("link")}),
+                format!("read_file@{base}"),
+                false,
+            ),
+            (
+                "Grep",
+                json!({"pattern": "x", "path": ws("link")}),
+                format!("read_file@{base}"),
+                false,
+            ),
+            // The cairn home, and a path that cannot be resolved, ask every time.
+            (
+                "Write",
+                write("to_home/x"),
+                format!("write_file@{}", f.home.display()),
+                true,
+            ),
+            (
+                "Write",
+                write("loop1/x"),
+                format!("write_file@{}", ws("loop1")),
+                true,
+            ),
+            // A patch: each file it names, as Write does.
+            (
+                "apply_patch",
+                json!({"command": "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-a\n+b\n*** Add File: link/p.txt\n+p\n*** End Patch\n"}),
+                format!("write_patch@{out}"),
+                false,
+            ),
+            (
+                "apply_patch",
+                json!({"command": "*** Begin Patch\n*** Delete File: f\n*** End Patch\n"}),
+                format!("write_patch@{out}"),
+                false,
+            ),
+            // Two folders outside: one grant would answer for both, so asked each time.
+            (
+                "apply_patch",
+                json!({"command": "*** Begin Patch\n*** Add File: link/p.txt\n+p\n*** Add File: link/sub/q.txt\n+q\n*** End Patch\n"}),
+                format!("write_patch@{out}"),
+                true,
+            ),
+            (
+                "apply_patch",
+                json!({"command": "*** Begin Patch\n*** Update File: src/a.rs\n*** Move to: in/b.rs\n*** End Patch\n"}),
+                "write_patch".into(),
+                false,
+            ),
+        ];
+        for (tool, input, want, always) in cases {
+            assert_eq!(
+                asked(tool, &input, &f.at()),
+                Some((want, always)),
+                "{tool} {input}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_question_asked_every_time_says_why() {
+        let f = fixture();
+        let input = json!({"file_path": f.root.join("harmless.txt")});
+        let creds = DefaultCredentials::default();
+        let need = need("Read", &input, &f.at(), &creds).unwrap().unwrap();
+        let mut state = cairn_core::State::default();
+        let key = format!("read_file@{}", f.out.display());
+        state.allow.insert(key.clone(), Default::default());
+        let (_, verdict) = verdict(&state, need, &[], Unlisted::Deny);
+        assert_eq!(
+            verdict,
+            Verdict::Deny {
+                reason: format!(
+                    "cairn refuses this call: {key} is asked every time: {}/.env looks like a credentials file",
+                    f.out.display()
+                )
+            }
+        );
+    }
+
+    /// A `bash` in the workspace is not the shell: its argv is keyed by its own path,
+    /// where the line it was given was analysed as a shell's before.
+    #[test]
+    fn an_argv_is_a_shell_line_only_for_a_system_shell() {
+        let f = fixture();
+        let fake = f.root.join("bin/bash");
+        std::fs::create_dir_all(fake.parent().unwrap()).unwrap();
+        std::fs::write(&fake, "#!/bin/sh\nexec \"$@\"\n").unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let in_ws = format!("{}:/usr/bin:/bin", f.root.join("bin").display());
+        let key = |argv: Value, exec_path: &str| {
+            let at = At {
+                exec_path: Some(OsStr::new(exec_path)),
+                ..f.at()
+            };
+            asked("Bash", &json!({"command": argv}), &at).map(|(k, _)| k)
+        };
+        let cases: Vec<(Value, &str, &str)> = vec![
+            (json!(["bash", "-lc", "ls -l"]), "/usr/bin:/bin", "shell:ls"),
+            (
+                json!(["/bin/sh", "-c", "ls -l"]),
+                "/usr/bin:/bin",
+                "shell:ls",
+            ),
+            (
+                json!(["bash", "-lc", "ls -l"]),
+                &in_ws,
+                "shell:./bin/bash shell:ls",
+            ),
+            (
+                json!(["./bin/bash", "-lc", "ls -l"]),
+                "/usr/bin:/bin",
+                "shell:./bin/bash shell:ls",
+            ),
+            (
+                json!(["bash", "-lc", "ls -l"]),
+                "bin:/usr/bin",
+                "shell:./bin/bash shell:ls",
+            ),
+            (json!(["ls", "-l"]), "/usr/bin:/bin", "shell:ls"),
+        ];
+        for (argv, exec_path, want) in cases {
+            assert_eq!(
+                key(argv.clone(), exec_path).as_deref(),
+                Some(want),
+                "{argv} on {exec_path}"
+            );
+        }
+    }
+
+    #[test]
+    fn shell_flags_and_glob_prefixes() {
+        for (flag, want) in [
+            ("-c", true),
+            ("-lc", true),
+            ("-ic", true),
+            ("-l", false),
+            ("--c", false),
+            ("c", false),
+            ("-c1", false),
+        ] {
+            assert_eq!(shell_flag(flag), want, "{flag}");
+        }
+        for (pattern, want) in [
+            ("**/*.rs", None),
+            ("*.rs", None),
+            ("src/**/*.rs", Some("src")),
+            ("../../etc/*.conf", Some("../../etc")),
+            ("/etc/passwd", Some("/etc")),
+            ("/*", Some("/")),
+            ("a.txt", None),
+        ] {
+            assert_eq!(glob_prefix(pattern).as_deref(), want, "{pattern}");
         }
     }
 }

@@ -112,29 +112,64 @@ fn bad(what: impl Into<String>) -> ImportError {
     ImportError::HookInput { what: what.into() }
 }
 
-/// Handles one hook event `input` of an agent session.
-pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answered> {
-    let s = |k: &str| input.get(k).and_then(Value::as_str);
-    let event = s("hook_event_name")
+/// The hook events cairn records.
+const EVENTS: &[&str] = &[
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Stop",
+    "SubagentStop",
+    "Notification",
+    "PreCompact",
+    "SessionEnd",
+];
+
+/// A hook event read and checked whole, before anything is written: an event that
+/// cannot be read is told so with the home left exactly as it was (no project folder,
+/// no session, no allow list rewritten).
+struct Incoming<'a> {
+    event: &'a str,
+    source_id: &'a str,
+    /// The workspace, canonical.
+    root: PathBuf,
+    /// A `PreToolUse`'s tool and the need of its call (`None`: a tool cairn has no rule
+    /// for).
+    pre: Option<(&'a str, Option<cairn_core::permission::Need>)>,
+    credentials: cairn_engine::hook::DefaultCredentials,
+}
+
+/// Reads `input` (see [`Incoming`]).
+fn incoming<'a>(home: &Home, options: &HookOptions, input: &'a Value) -> Result<Incoming<'a>> {
+    if !input.is_object() {
+        return Err(bad("the hook input is not a JSON object"));
+    }
+    let string = |k: &str| -> Result<Option<&'a str>> {
+        match input.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(v)) => Ok(Some(v.as_str())),
+            Some(other) => Err(bad(format!("{k} is not a string but {other}"))),
+        }
+    };
+    // Every field cairn reads, of the type the agents send.
+    for k in [
+        "transcript_path",
+        "tool_use_id",
+        "prompt",
+        "reason",
+        "error",
+    ] {
+        string(k)?;
+    }
+    let event = string("hook_event_name")?
         .ok_or_else(|| bad("no hook_event_name: is this command run by the agent's hooks?"))?;
-    const EVENTS: &[&str] = &[
-        "SessionStart",
-        "UserPromptSubmit",
-        "PreToolUse",
-        "PostToolUse",
-        "PostToolUseFailure",
-        "Stop",
-        "SubagentStop",
-        "Notification",
-        "PreCompact",
-        "SessionEnd",
-    ];
     if !EVENTS.contains(&event) {
         return Err(bad(format!(
             "hook_event_name {event:?} is not one cairn records (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, PostToolUseFailure, Stop, SessionEnd)"
         )));
     }
-    let source_id = s("session_id").ok_or_else(|| bad("no session_id"))?;
+    let source_id = string("session_id")?.ok_or_else(|| bad("no session_id"))?;
     if source_id.is_empty()
         || !source_id
             .chars()
@@ -144,12 +179,58 @@ pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answe
             "session_id {source_id:?} is not a plain id (letters, digits, - and _)"
         )));
     }
-    let folder = match &options.project_dir {
-        Some(p) => p.clone(),
-        None => PathBuf::from(s("cwd").ok_or_else(|| bad("no cwd"))?),
+    let cwd = string("cwd")?;
+    let folder = match (&options.project_dir, cwd) {
+        (Some(p), _) => p.clone(),
+        (None, Some(c)) => PathBuf::from(c),
+        (None, None) => return Err(bad("no cwd")),
     };
     let root = folder.canonicalize().map_err(ImportError::io(&folder))?;
-    let project = home.project(&root);
+    let tool = match event {
+        "PreToolUse" | "PostToolUse" | "PostToolUseFailure" => {
+            Some(string("tool_name")?.ok_or_else(|| bad(format!("{event} without tool_name")))?)
+        }
+        _ => None,
+    };
+    let credentials = cairn_engine::hook::DefaultCredentials::default();
+    let pre = match (event, tool) {
+        ("PreToolUse", Some(tool)) => {
+            let cwd = cwd.map_or_else(|| root.clone(), |c| root.join(c));
+            let exec_path = std::env::var_os("PATH");
+            let at = cairn_engine::hook::At {
+                root: &root,
+                cwd: &cwd,
+                home: &home.root,
+                exec_path: exec_path.as_deref(),
+            };
+            let tool_input = input.get("tool_input").unwrap_or(&Value::Null);
+            let need = cairn_engine::hook::need(tool, tool_input, &at, &credentials)
+                .map_err(|e| bad(e.to_string()))?;
+            Some((tool, need))
+        }
+        _ => None,
+    };
+    Ok(Incoming {
+        event,
+        source_id,
+        root,
+        pre,
+        credentials,
+    })
+}
+
+/// Handles one hook event `input` of an agent session.
+pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answered> {
+    let s = |k: &str| input.get(k).and_then(Value::as_str);
+    let Incoming {
+        event,
+        source_id,
+        root,
+        pre,
+        credentials,
+    } = incoming(home, options, input)?;
+    let root = root.as_path();
+    let project = home.project(root);
     let hooks_dir = project.dir.join("hooks");
     cairn_store::private::create_dir_all(&hooks_dir).map_err(ImportError::io(&hooks_dir))?;
     let stem = format!("{}-{source_id}", options.agent);
@@ -207,7 +288,7 @@ pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answe
                 .collect();
             let w = Writer::create_live(
                 home,
-                &root,
+                root,
                 Agent {
                     name: options.agent.clone(),
                     version,
@@ -240,7 +321,18 @@ pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answe
             }
         }
         "PreToolUse" => {
-            let (v, out) = pre_tool_use(&mut writer, side_ref, options, &root, input)?;
+            let Some(pre) = pre else {
+                unreachable!("a PreToolUse is read with its tool");
+            };
+            let (v, out) = pre_tool_use(
+                &mut writer,
+                side_ref,
+                options,
+                root,
+                input,
+                pre,
+                &credentials,
+            )?;
             verdict = Some(v);
             output = out;
         }
@@ -248,7 +340,7 @@ pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answe
             post_tool_use(
                 &mut writer,
                 side_ref,
-                &root,
+                root,
                 input,
                 event == "PostToolUseFailure",
             )?;
@@ -293,14 +385,11 @@ fn pre_tool_use(
     options: &HookOptions,
     root: &Path,
     input: &Value,
+    (tool, need): (&str, Option<cairn_core::permission::Need>),
+    credentials: &cairn_engine::hook::DefaultCredentials,
 ) -> Result<(Verdict, Option<Value>)> {
-    let tool = input
-        .get("tool_name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad("PreToolUse without tool_name"))?;
     let tool_input = input.get("tool_input").cloned().unwrap_or(Value::Null);
     let id = call_id(input, w);
-    let credentials = cairn_engine::hook::DefaultCredentials::default();
     w.step(Step::Call {
         id: id.clone(),
         tool: tool.to_string(),
@@ -313,7 +402,6 @@ fn pre_tool_use(
         tool: tool.to_string(),
         ..Open::default()
     };
-    let need = cairn_engine::hook::need(tool, &tool_input, root, &credentials);
     let verdict = match need {
         None => Verdict::Abstain,
         Some(need) => {
@@ -540,27 +628,11 @@ fn written_paths(tool: &str, input: &Value) -> Vec<String> {
         "Edit" | "MultiEdit" | "Write" => s("file_path").into_iter().collect(),
         "NotebookEdit" => s("notebook_path").into_iter().collect(),
         "apply_patch" => {
-            let Some(patch) = s("command").or(s("input")).or(s("patch")) else {
-                return Vec::new();
+            let patch = match input {
+                Value::String(p) => Some(p.clone()),
+                _ => s("command").or(s("input")).or(s("patch")),
             };
-            let mut paths: Vec<String> = Vec::new();
-            for line in patch.lines() {
-                let path = [
-                    "*** Add File: ",
-                    "*** Update File: ",
-                    "*** Delete File: ",
-                    "*** Move to: ",
-                ]
-                .iter()
-                .find_map(|p| line.strip_prefix(p));
-                if let Some(p) = path.map(str::trim)
-                    && !p.is_empty()
-                    && !paths.iter().any(|q| q == p)
-                {
-                    paths.push(p.to_string());
-                }
-            }
-            paths
+            patch.map_or_else(Vec::new, |p| cairn_engine::hook::patch_paths(&p))
         }
         _ => Vec::new(),
     }
@@ -577,6 +649,12 @@ enum Captured {
 fn capture(abs: &Path, root: &Path, credentials: &CredentialFiles) -> Captured {
     if let Ok(rel) = abs.strip_prefix(root)
         && credentials.matches(&rel.to_string_lossy())
+    {
+        return Captured::Unknown;
+    }
+    // Named harmlessly, a link to a credential file is one all the same.
+    if let Ok(real) = std::fs::canonicalize(abs)
+        && credentials.matches(&real.strip_prefix(root).unwrap_or(&real).to_string_lossy())
     {
         return Captured::Unknown;
     }

@@ -441,11 +441,483 @@ fn an_input_at_hook_input_bytes_max_is_read_and_one_past_it_refused() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let before = listing(&s.home);
     let out = hook(&s, "claude", &[], &padded(HOOK_INPUT_BYTES_MAX + 1));
     assert_eq!(out.status.code(), Some(1));
+    // Refused before anything is written.
+    assert_eq!(listing(&s.home), before);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(&format!("longer than {HOOK_INPUT_BYTES_MAX} bytes")),
         "{err}"
     );
+}
+
+/// Puts `steps`' keys on the project's allow list: a `cairn run` script answering
+/// each call "always", as a person does in a cairn session.
+fn grant(s: &Setup, steps: &[Value]) {
+    let script = s.home.parent().unwrap().join("grant.jsonl");
+    let text: String = steps.iter().map(|v| format!("{v}\n")).collect();
+    std::fs::write(&script, text).unwrap();
+    let out = s
+        .cairn(&[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            s.ws.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The events of the hook's session (the home may hold a `cairn run` session too).
+fn hook_events(s: &Setup) -> Vec<Value> {
+    let projects = std::fs::read_dir(s.home.join("projects")).unwrap();
+    for p in projects.flatten() {
+        for d in std::fs::read_dir(p.path().join("sessions"))
+            .unwrap()
+            .flatten()
+        {
+            let text = std::fs::read_to_string(d.path().join("events.jsonl")).unwrap_or_default();
+            let events: Vec<Value> = text
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone())
+                .collect();
+            if events.first().is_some_and(|e| e["agent"]["via"] == "hook") {
+                return events;
+            }
+        }
+    }
+    Vec::new()
+}
+
+fn refused(key: &str) -> String {
+    decision(
+        "deny",
+        &format!(
+            "cairn refuses this call: {key} is not on the project's allow list (an \"always\" answer in a cairn session puts it there)"
+        ),
+    )
+}
+
+/// Regression: a path inside the workspace that leads out through a symlink was
+/// judged by its text (inside), so a grant of `edit_file` or `write_file` let the
+/// agent write `/etc/passwd` through `ws/link/passwd`; it is judged where it lands.
+#[test]
+fn a_path_through_a_symlink_out_asks_for_the_folder_it_really_reaches() {
+    let s = setup();
+    let base = s.ws.parent().unwrap().to_path_buf();
+    let out = base.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("passwd"), "root:x:0:0\n").unwrap();
+    std::fs::write(out.join("token.txt"), "TOKEN=1\n").unwrap();
+    std::os::unix::fs::symlink(&out, s.ws.join("link")).unwrap();
+    std::os::unix::fs::symlink(out.join("passwd"), s.ws.join("f")).unwrap();
+    std::fs::create_dir_all(s.ws.join("src")).unwrap();
+    std::os::unix::fs::symlink("src", s.ws.join("in")).unwrap();
+    grant(
+        &s,
+        &[
+            json!({"tool": "write_file", "input": {"path": "granted.txt", "content": "x\n"}, "approve": "always"}),
+            json!({"tool": "edit_file", "input": {"path": "granted.txt", "old_string": "x\n", "new_string": "y\n"}, "approve": "always"}),
+        ],
+    );
+    let ws = |rel: &str| s.ws.join(rel).to_string_lossy().into_owned();
+    let out_dir = out.to_string_lossy().into_owned();
+    let base_dir = base.to_string_lossy().into_owned();
+    let write = |rel: &str| json!({"file_path": ws(rel), "content": "pwned\n"});
+    let edit =
+        |rel: &str| json!({"file_path": ws(rel), "old_string": "root", "new_string": "toor"});
+    let patch = |body: &str| json!({"command": format!("*** Begin Patch\n{body}*** End Patch\n")});
+    let cases: Vec<(&str, &str, Value, String)> = vec![
+        // Inside, the grants answer: what the symlinks below are compared with.
+        (
+            "claude",
+            "Write",
+            write("src/new.rs"),
+            decision("allow", "cairn: write_file is on the project's allow list"),
+        ),
+        (
+            "claude",
+            "Edit",
+            edit("in/new.rs"),
+            decision("allow", "cairn: edit_file is on the project's allow list"),
+        ),
+        (
+            "claude",
+            "Write",
+            write("link/passwd"),
+            refused(&format!("write_file@{out_dir}")),
+        ),
+        (
+            "claude",
+            "Edit",
+            edit("f"),
+            refused(&format!("edit_file@{out_dir}")),
+        ),
+        (
+            "claude",
+            "Read",
+            json!({"file_path": ws("f")}),
+            refused(&format!("read_file@{out_dir}")),
+        ),
+        (
+            "claude",
+            "Grep",
+            json!({"pattern": "root", "path": ws("link")}),
+            refused(&format!("read_file@{base_dir}")),
+        ),
+        // Its parent does not exist yet: judged by its deepest existing ancestor.
+        (
+            "claude",
+            "Write",
+            write("link/new/dir/x.txt"),
+            refused(&format!("write_file@{out_dir}/new/dir")),
+        ),
+        // `..` after the link is the folder above its target, not the workspace.
+        (
+            "claude",
+            "Write",
+            write("link/../x.txt"),
+            refused(&format!("write_file@{base_dir}")),
+        ),
+        // A credential file out there: asked every time, whatever is granted.
+        (
+            "claude",
+            "Read",
+            json!({"file_path": ws("link/.env")}),
+            decision(
+                "deny",
+                &format!(
+                    "cairn refuses this call: read_file@{out_dir} is asked every time: link/.env looks like a credentials file"
+                ),
+            ),
+        ),
+        // Codex's patch: each file it names.
+        (
+            "codex",
+            "apply_patch",
+            patch("*** Update File: src/a.rs\n@@\n-a\n+b\n*** Add File: link/p.txt\n+p\n"),
+            refused(&format!("write_patch@{out_dir}")),
+        ),
+        (
+            "codex",
+            "apply_patch",
+            patch("*** Update File: src/a.rs\n*** Move to: link/a.rs\n"),
+            refused(&format!("write_patch@{out_dir}")),
+        ),
+        (
+            "codex",
+            "apply_patch",
+            patch("*** Delete File: f\n"),
+            refused(&format!("write_patch@{out_dir}")),
+        ),
+    ];
+    for (i, (agent, tool, input, want)) in cases.into_iter().enumerate() {
+        let got = hook(
+            &s,
+            agent,
+            &["--approve", "never"],
+            &pre(&s, &format!("s{i}"), tool, input.clone()),
+        );
+        assert_eq!(
+            answer(&got),
+            (Some(0), want),
+            "{agent} {tool} {input}: {}",
+            String::from_utf8_lossy(&got.stderr)
+        );
+    }
+    // Asked, where it was allowed, when nobody said to refuse.
+    let got = hook(
+        &s,
+        "claude",
+        &[],
+        &pre(&s, "a1", "Write", write("link/passwd")),
+    );
+    assert_eq!(
+        answer(&got),
+        (
+            Some(0),
+            decision(
+                "ask",
+                &format!(
+                    "cairn asks: write_file@{out_dir} is not on the project's allow list (an \"always\" answer in a cairn session puts it there)"
+                )
+            )
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("passwd")).unwrap(),
+        "root:x:0:0\n"
+    );
+}
+
+/// Regression: a Codex argv `["bash", "-lc", LINE]` was read as LINE run by a shell
+/// whatever `bash` was; one found in the workspace (first on `PATH`, or named by its
+/// path) runs what it likes, so it is keyed by its own path and never taken for the
+/// shell.
+#[test]
+fn a_codex_argv_whose_bash_is_in_the_workspace_is_keyed_by_its_own_path() {
+    let s = setup();
+    grant(
+        &s,
+        &[json!({"tool": "shell", "input": {"command": "ls"}, "approve": "always"})],
+    );
+    let fake = s.ws.join("bin/bash");
+    std::fs::create_dir_all(fake.parent().unwrap()).unwrap();
+    std::fs::write(&fake, "#!/bin/sh\necho pwned > /tmp/never\n").unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let system_path = "/usr/local/bin:/usr/bin:/bin";
+    let in_ws = format!("{}:{system_path}", s.ws.join("bin").display());
+    let run = |id: &str, argv: Value, exec_path: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+        c.args(["hook", "codex", "--approve", "never"])
+            .env("CAIRN_HOME", &s.home)
+            .env("PATH", exec_path)
+            .current_dir(&s.ws)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        let input = pre(&s, id, "Bash", json!({"command": argv}));
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(&serde_json::to_vec(&input).unwrap())
+            .unwrap();
+        answer(&child.wait_with_output().unwrap())
+    };
+    let line = json!(["bash", "-lc", "ls"]);
+    // The system's bash: the line is what runs, and `shell:ls` covers it (Codex is
+    // told nothing: it takes a denial only).
+    assert_eq!(
+        run("b1", line.clone(), system_path),
+        (Some(0), String::new())
+    );
+    // The workspace's, first on PATH, or named by its path.
+    let (code, text) = run("b2", line, &in_ws);
+    assert_eq!(code, Some(0));
+    assert!(
+        text.contains(r#""permissionDecision":"deny""#),
+        "the workspace's bash was not refused: {text:?}"
+    );
+    let (code, _) = run("b3", json!(["./bin/bash", "-lc", "ls"]), system_path);
+    assert_eq!(code, Some(0));
+    let asked: Vec<(String, String)> = hook_events(&s)
+        .iter()
+        .filter(|e| e["type"] == "permission_decided")
+        .map(|e| {
+            (
+                e["key"].as_str().unwrap().to_string(),
+                e["answer"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let own = "shell:./bin/bash shell:ls".to_string();
+    assert_eq!(
+        asked,
+        [
+            ("shell:ls".to_string(), "always".to_string()),
+            (own.clone(), "deny".to_string()),
+            (own, "deny".to_string()),
+        ]
+    );
+}
+
+/// Every file under `dir` with its bytes (`None` when `dir` does not exist).
+fn listing(dir: &Path) -> Option<Vec<(String, Vec<u8>)>> {
+    if !dir.exists() {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = e.path();
+            let name = path
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if e.file_type().unwrap().is_dir() {
+                out.push((format!("{name}/"), Vec::new()));
+                todo.push(path);
+            } else {
+                out.push((name, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    Some(out)
+}
+
+/// Regression: a `PreToolUse` without `tool_name` (and other events that cannot be
+/// read) made a session and project folder before it was refused; a `Write` without
+/// its path was let through unjudged. Each is answered with the reason and the exit
+/// code the agent takes for an error, the home left exactly as it was.
+#[test]
+fn a_hook_event_that_cannot_be_read_is_refused_and_writes_nothing() {
+    let s = setup();
+    let ok = |e: &Value| e.clone();
+    let without = |e: Value, k: &str| {
+        let mut e = e;
+        e.as_object_mut().unwrap().remove(k);
+        e
+    };
+    let with = |e: Value, k: &str, v: Value| {
+        let mut e = e;
+        e[k] = v;
+        e
+    };
+    let write = pre(
+        &s,
+        "w1",
+        "Write",
+        json!({"file_path": s.ws.join("a.txt"), "content": "a"}),
+    );
+    let post_write = post(
+        &s,
+        "w1",
+        "Write",
+        json!({"file_path": s.ws.join("a.txt")}),
+        json!({}),
+    );
+    let prompt = event(&s, "UserPromptSubmit", json!({"prompt": "hi"}));
+    // (stdin, exit code, what stderr says)
+    let cases: Vec<(Vec<u8>, i32, &str)> = vec![
+        (
+            br#"{"hook_event_name": "PreToolUse", "#.to_vec(),
+            2,
+            "is not JSON",
+        ),
+        (b"[1, 2]".to_vec(), 1, "is not a JSON object"),
+        (
+            serde_json::to_vec(&without(ok(&prompt), "hook_event_name")).unwrap(),
+            1,
+            "no hook_event_name",
+        ),
+        (
+            serde_json::to_vec(&with(ok(&prompt), "hook_event_name", json!("Elicitation")))
+                .unwrap(),
+            1,
+            "\"Elicitation\" is not one cairn records",
+        ),
+        (
+            serde_json::to_vec(&with(ok(&prompt), "hook_event_name", json!(7))).unwrap(),
+            1,
+            "hook_event_name is not a string but 7",
+        ),
+        (
+            serde_json::to_vec(&without(ok(&write), "session_id")).unwrap(),
+            2,
+            "no session_id",
+        ),
+        (
+            serde_json::to_vec(&with(ok(&write), "session_id", json!(42))).unwrap(),
+            2,
+            "session_id is not a string but 42",
+        ),
+        (
+            serde_json::to_vec(&without(ok(&write), "cwd")).unwrap(),
+            2,
+            "no cwd",
+        ),
+        (
+            serde_json::to_vec(&with(ok(&write), "cwd", json!(s.ws.join("gone")))).unwrap(),
+            2,
+            "No such file or directory",
+        ),
+        (
+            serde_json::to_vec(&without(ok(&write), "tool_name")).unwrap(),
+            2,
+            "PreToolUse without tool_name",
+        ),
+        (
+            serde_json::to_vec(&with(ok(&write), "tool_name", json!(["Write"]))).unwrap(),
+            2,
+            "tool_name is not a string",
+        ),
+        (
+            serde_json::to_vec(&without(ok(&post_write), "tool_name")).unwrap(),
+            1,
+            "PostToolUse without tool_name",
+        ),
+        (
+            serde_json::to_vec(&with(ok(&write), "tool_input", json!({"content": "a"}))).unwrap(),
+            2,
+            "a Write call has no file_path",
+        ),
+        (
+            serde_json::to_vec(&with(ok(&write), "tool_input", json!("a.txt"))).unwrap(),
+            2,
+            "a Write call has a tool_input that is not an object",
+        ),
+        (
+            serde_json::to_vec(&with(
+                pre(&s, "b1", "Bash", json!({})),
+                "tool_input",
+                json!({"command": 42}),
+            ))
+            .unwrap(),
+            2,
+            "a Bash call has a command that is neither a string nor an argv",
+        ),
+        (
+            serde_json::to_vec(&with(ok(&write), "tool_use_id", json!(1))).unwrap(),
+            2,
+            "tool_use_id is not a string but 1",
+        ),
+        (
+            serde_json::to_vec(&with(ok(&prompt), "prompt", json!({"text": "hi"}))).unwrap(),
+            1,
+            "prompt is not a string",
+        ),
+    ];
+    let check = |s: &Setup| {
+        let before = listing(&s.home);
+        for (stdin, code, says) in &cases {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+                .args(["hook", "claude"])
+                .env("CAIRN_HOME", &s.home)
+                .env_remove("CLAUDE_PROJECT_DIR")
+                .current_dir(&s.ws)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            child.stdin.take().unwrap().write_all(stdin).unwrap();
+            let out = child.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            let shown = String::from_utf8_lossy(stdin);
+            assert_eq!(out.status.code(), Some(*code), "{shown}: {err}");
+            assert!(
+                err.starts_with("cairn: hook claude: ") && err.contains(says),
+                "{shown}: {err}"
+            );
+            assert!(out.stdout.is_empty(), "{shown}");
+            assert_eq!(listing(&s.home), before, "{shown}");
+        }
+    };
+    // A home that does not exist yet stays so.
+    check(&s);
+    assert!(!s.home.exists());
+    // One with the session these events name, and an allow list: both as they were.
+    grant(
+        &s,
+        &[
+            json!({"tool": "write_file", "input": {"path": "granted.txt", "content": "x\n"}, "approve": "always"}),
+        ],
+    );
+    let started = hook(&s, "claude", &[], &prompt);
+    assert_eq!(answer(&started), (Some(0), String::new()));
+    check(&s);
 }

@@ -49,7 +49,9 @@ pub use catalog::{
 pub use config::{EngineConfig, ModelSetting};
 pub use error::{EngineError, Result, io_at};
 pub use open::{OpenError, open_regular};
-pub use paths::{Parent, PathError, Resolved, Root, SYMLINK_FOLLOWS_MAX, WsPath, resolve, target};
+pub use paths::{
+    Parent, PathError, Resolved, Root, SYMLINK_FOLLOWS_MAX, WsPath, landing, resolve, target,
+};
 pub use recorder::{
     Observer, RecordSink, Recorder, SNAPSHOTS_OLDER_KEPT, STATE_ARCHIVE_SPACED_BYTES_MIN,
 };

@@ -324,6 +324,97 @@ pub fn target(root: &Path, input: &str) -> Option<PathBuf> {
     }
 }
 
+/// Where the kernel takes `path` (absolute) when a program outside cairn opens it, as
+/// another agent's own tool does (cairn's hooks judge those calls before they run):
+/// resolved by descriptor from `/` as [`Root`]'s walk resolves, one
+/// `openat(O_PATH | O_NOFOLLOW)` per component with each folder held open and a
+/// symlink read with `readlinkat` and followed wherever it leads. `..` is taken
+/// physically, to the folder above the one reached (`link/..` is the folder above the
+/// link's target, not the folder holding the link), never by dropping a name of the
+/// string. Components that do not exist yet (or cannot be looked into) are appended as
+/// named, a `..` among them dropping the one before it, as making the folders and
+/// climbing back up would: a path is placed by its deepest existing ancestor. A
+/// dangling symlink is followed to where it points, where a create through it lands.
+///
+/// Errors when it is not absolute, when `/` cannot be opened, or past
+/// [`SYMLINK_FOLLOWS_MAX`] symlinks (the kernel then refuses the open too).
+pub fn landing(path: &Path) -> std::io::Result<PathBuf> {
+    use std::ffi::OsString;
+    if !path.is_absolute() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is not an absolute path", path.display()),
+        ));
+    }
+    let top = rustix::fs::open(
+        "/",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    // `None` restarts at `/` (an absolute symlink target); the next component is last.
+    let mut todo: Vec<Option<OsString>> = Vec::new();
+    let push = |todo: &mut Vec<Option<OsString>>, path: &Path| {
+        let parts: Vec<Option<OsString>> = path
+            .components()
+            .filter_map(|c| match c {
+                Component::RootDir => Some(None),
+                Component::ParentDir => Some(Some(OsString::from(".."))),
+                Component::Normal(n) => Some(Some(n.to_os_string())),
+                Component::CurDir | Component::Prefix(_) => None,
+            })
+            .collect();
+        todo.extend(parts.into_iter().rev());
+    };
+    push(&mut todo, path);
+    // The real folders reached below `/`, then the names that do not exist yet.
+    let mut held: Vec<(OwnedFd, OsString)> = Vec::new();
+    let mut missing: Vec<OsString> = Vec::new();
+    let mut follows = 0u32;
+    while let Some(next) = todo.pop() {
+        let Some(name) = next else {
+            held.clear();
+            missing.clear();
+            continue;
+        };
+        if name == ".." {
+            // `/..` is `/`, as for the kernel.
+            if missing.pop().is_none() {
+                held.pop();
+            }
+            continue;
+        }
+        if !missing.is_empty() {
+            missing.push(name);
+            continue;
+        }
+        let at = held.last().map_or(top.as_fd(), |(fd, _)| fd.as_fd());
+        let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        match rustix::fs::openat(at, name.as_os_str(), flags, Mode::empty()) {
+            Ok(fd) if is_symlink(&fd) => {
+                follows += 1;
+                if follows > SYMLINK_FOLLOWS_MAX {
+                    return Err(std::io::Error::other(format!(
+                        "{}: more than {SYMLINK_FOLLOWS_MAX} symlinks on the way (SYMLINK_FOLLOWS_MAX): a symlink loop?",
+                        path.display()
+                    )));
+                }
+                let target = rustix::fs::readlinkat(at, name.as_os_str(), Vec::new())?;
+                let target = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
+                    target.as_bytes(),
+                );
+                push(&mut todo, Path::new(target));
+            }
+            Ok(fd) => held.push((fd, name)),
+            // Not there, below a file, or not searchable: named as given from here on.
+            Err(_) => missing.push(name),
+        }
+    }
+    let mut out = PathBuf::from("/");
+    out.extend(held.iter().map(|(_, n)| n));
+    out.extend(missing);
+    Ok(out)
+}
+
 /// Symlinks one resolution by the walk follows before it gives up (a loop, or a chain
 /// too long to be meant), as the kernel's own limit.
 pub const SYMLINK_FOLLOWS_MAX: u32 = 40;
@@ -1343,5 +1434,65 @@ mod tests {
             let parent = root.parent(&outside("new.txt"), false).unwrap();
             assert_eq!(parent.real(), f.out.join("new.txt").to_string_lossy());
         }
+    }
+
+    /// Where an open by another program lands: symlinks followed wherever they lead,
+    /// `..` taken physically (`up/..` is the folder above `up`'s target), what does not
+    /// exist placed under its deepest existing ancestor.
+    #[test]
+    fn a_path_lands_where_the_kernel_takes_it() {
+        let f = fixture();
+        let base = f.root.parent().unwrap().to_path_buf();
+        symlink(f.out.join("nothing.txt"), f.root.join("dangling_out")).unwrap();
+        let ws = |rel: &str| f.root.join(rel);
+        let cases: Vec<(PathBuf, PathBuf)> = vec![
+            (ws("a/b/f.txt"), ws("a/b/f.txt")),
+            (ws("in/f.txt"), ws("a/b/f.txt")),
+            (ws("a/dotdot/f.txt"), ws("a/b/f.txt")),
+            (ws("up/secret.txt"), f.out.join("secret.txt")),
+            (ws("leak"), f.out.join("secret.txt")),
+            (ws("a/climb/secret.txt"), f.out.join("secret.txt")),
+            (ws("abs_out/new/deeper.txt"), f.out.join("new/deeper.txt")),
+            // `..` after a link is the folder above its target, not the link's folder.
+            (ws("up/../x.txt"), base.join("x.txt")),
+            (ws("in/../f.txt"), ws("a/f.txt")),
+            // `..` after a folder that does not exist yet: as made, then climbed.
+            (ws("new/../a/b/f.txt"), ws("a/b/f.txt")),
+            (ws("new/deeper/../../up/x"), f.out.join("x")),
+            // A dangling link: where a create through it lands.
+            (ws("dangling_out"), f.out.join("nothing.txt")),
+            (ws("a/b/f.txt/x"), ws("a/b/f.txt/x")),
+            (PathBuf::from("/../.."), PathBuf::from("/")),
+        ];
+        for (path, want) in cases {
+            assert_eq!(landing(&path).unwrap(), want, "{}", path.display());
+        }
+        assert!(landing(&ws("loop1/x")).is_err());
+        assert_eq!(
+            landing(Path::new("a/b")).unwrap_err().kind(),
+            std::io::ErrorKind::InvalidInput
+        );
+    }
+
+    #[test]
+    fn a_landing_follows_symlinks_up_to_the_limit_and_not_past_it() {
+        let f = fixture();
+        let max = SYMLINK_FOLLOWS_MAX as usize;
+        for n in [max, max + 1] {
+            for i in 0..n {
+                let to = if i + 1 == n {
+                    f.out.to_string_lossy().into_owned()
+                } else {
+                    format!("c{n}_{}", i + 1)
+                };
+                symlink(&to, f.root.join(format!("c{n}_{i}"))).unwrap();
+            }
+        }
+        assert_eq!(
+            landing(&f.root.join(format!("c{max}_0/secret.txt"))).unwrap(),
+            f.out.join("secret.txt")
+        );
+        let past = landing(&f.root.join(format!("c{}_0/secret.txt", max + 1))).unwrap_err();
+        assert!(past.to_string().contains("SYMLINK_FOLLOWS_MAX"), "{past}");
     }
 }
