@@ -86,7 +86,7 @@ pub struct At<'a> {
 /// rule for without the path, command, patch or URL the rule is about, or with one of
 /// another type.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("a {tool} call {what}")]
+#[error("the {tool} call {what}")]
 pub struct Unreadable {
     pub tool: String,
     pub what: String,
@@ -741,51 +741,59 @@ mod tests {
             (
                 "Write",
                 json!({"content": "x"}),
-                "a Write call has no file_path",
+                "the Write call has no file_path",
             ),
             (
                 "Edit",
                 json!({"file_path": 7}),
-                "a Edit call has a file_path that is not a string",
+                "the Edit call has a file_path that is not a string",
             ),
             (
                 "NotebookEdit",
                 json!({"file_path": "/w/n.ipynb"}),
-                "a NotebookEdit call has no notebook_path",
+                "the NotebookEdit call has no notebook_path",
             ),
             (
                 "Read",
                 json!("/etc/passwd"),
-                "a Read call has a tool_input that is not an object",
+                "the Read call has a tool_input that is not an object",
             ),
             (
                 "Read",
                 json!({"file_path": ["/etc/passwd"]}),
-                "a Read call has a file_path that is not a string",
+                "the Read call has a file_path that is not a string",
             ),
-            ("Bash", json!({}), "a Bash call has no command"),
+            ("Bash", json!({}), "the Bash call has no command"),
             (
                 "Bash",
                 json!({"command": {"line": "ls"}}),
-                "a Bash call has a command that is neither a string nor an argv",
+                "the Bash call has a command that is neither a string nor an argv",
             ),
             (
                 "Bash",
                 json!({"command": ["ls", 1]}),
-                "a Bash call has a command argv that is empty or not all strings",
+                "the Bash call has a command argv that is empty or not all strings",
             ),
             (
                 "Bash",
                 json!({"command": []}),
-                "a Bash call has a command argv that is empty or not all strings",
+                "the Bash call has a command argv that is empty or not all strings",
             ),
-            ("apply_patch", json!({}), "a apply_patch call has no patch"),
+            (
+                "apply_patch",
+                json!({}),
+                "the apply_patch call has no patch",
+            ),
             (
                 "WebFetch",
                 json!({"url": null}),
-                "a WebFetch call has no url",
+                "the WebFetch call has no url",
             ),
-            ("Glob", json!({"path": "/w"}), "a Glob call has no pattern"),
+            (
+                "Glob",
+                json!({"path": "/w"}),
+                "the Glob call has no pattern",
+            ),
         ];
         for (tool, input, want) in cases {
             let creds = DefaultCredentials::default();

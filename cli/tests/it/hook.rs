@@ -853,12 +853,12 @@ fn a_hook_event_that_cannot_be_read_is_refused_and_writes_nothing() {
         (
             serde_json::to_vec(&with(ok(&write), "tool_input", json!({"content": "a"}))).unwrap(),
             2,
-            "a Write call has no file_path",
+            "the Write call has no file_path",
         ),
         (
             serde_json::to_vec(&with(ok(&write), "tool_input", json!("a.txt"))).unwrap(),
             2,
-            "a Write call has a tool_input that is not an object",
+            "the Write call has a tool_input that is not an object",
         ),
         (
             serde_json::to_vec(&with(
@@ -868,7 +868,7 @@ fn a_hook_event_that_cannot_be_read_is_refused_and_writes_nothing() {
             ))
             .unwrap(),
             2,
-            "a Bash call has a command that is neither a string nor an argv",
+            "the Bash call has a command that is neither a string nor an argv",
         ),
         (
             serde_json::to_vec(&with(ok(&write), "tool_use_id", json!(1))).unwrap(),
