@@ -379,13 +379,21 @@ fn lines_that_make_granted_programs_run_others_always_ask() {
         "echo x > link/t9".to_string(),
     ];
     let credentials = cairn_engine::hook::DefaultCredentials::default();
+    let root = std::fs::canonicalize(&s.ws).unwrap();
+    let home = std::fs::canonicalize(s._tmp.path().join("home")).unwrap();
     for line in &lines {
         let (status, asked) = s.call("shell", json!({ "command": line }));
         assert_eq!(status, Status::Denied, "{line:?} ran without asking");
         assert!(!asked.is_empty(), "{line:?}");
-        let need =
-            cairn_engine::hook::need("Bash", &json!({ "command": line }), &s.ws, &credentials)
-                .unwrap();
+        let at = cairn_engine::hook::At {
+            root: &root,
+            cwd: &root,
+            home: &home,
+            exec_path: Some(std::ffi::OsStr::new("/usr/bin:/bin")),
+        };
+        let need = cairn_engine::hook::need("Bash", &json!({ "command": line }), &at, &credentials)
+            .unwrap()
+            .unwrap();
         let (_, verdict) = cairn_engine::hook::verdict(
             s.engine.state(),
             need,
