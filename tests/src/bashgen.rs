@@ -816,6 +816,15 @@ const WRAPPER: &[&str] = &[
     "cp «M» w.sh; ls w.sh | xargs -I{} env ./{}",
     "echo «m» | xargs -0 env",
     "env -S 'X=1 «m»'",
+    "xargs «m» < /dev/null",
+    "xargs --arg-file=a.txt «m»",
+    "xargs -n1 «m» < a.txt",
+    "xargs -P2 «m» < a.txt",
+    "env --split-string «m»",
+    "env - «m»",
+    "env -u X -S«m»",
+    "find . -maxdepth 0 -exec «m» ';'",
+    "find . -maxdepth 0 -exec «m» {} \\+",
 ];
 
 const SED_RUNS: &[&str] = &[
@@ -837,6 +846,14 @@ const SED_RUNS: &[&str] = &[
     "echo «m» > cmds; sed e cmds",
     "sed -n '1{e «m»\n}' a.txt",
     "sed --regexp-extended -e 1e\\ «m» a.txt",
+    "sed -- '1e «m»' a.txt",
+    "sed -ne '1e «m»' a.txt",
+    "sed -f /dev/stdin a.txt <<< '1e «m»'",
+    "sed --expr='1e «m»' a.txt",
+    "sed 's/x/y/;1e «m»' a.txt",
+    "sed '1 e «m»' a.txt",
+    "sed -n -e '1 {' -e 'e «m»' -e '}' a.txt",
+    "sed 'y/a/b/;e «m»' a.txt",
 ];
 
 const TAR_RUNS: &[&str] = &[
@@ -858,6 +875,13 @@ const TAR_RUNS: &[&str] = &[
     "tar -czf x.tgz a.txt; tar -xzf x.tgz --to-command=«m»",
     "tar --to-comm=«m» -xf a.tar",
     "tar -cf x.tar --new-volume-script=«m» -M -L 1 big.txt",
+    "tar -xf a.tar --to-c=«m»",
+    "tar --to-command=«m» -xvf a.tar",
+    "tar -x -I«m» -f a.tar",
+    "tar -cf - a.txt | tar -x --to-command=«m»",
+    "tar --use-compress-prog=«m» -cf x.tar a.txt",
+    "tar -cf x.tar a.txt --checkpoint-act=exec=«m» --checkp=1",
+    "tar -H gnu --checkpoint=1 --checkpoint-action=exec=«m» -cf x.tar a.txt",
 ];
 
 const GIT_RUNS: &[&str] = &[
@@ -895,6 +919,15 @@ const GIT_RUNS: &[&str] = &[
     "git -c core.hooksPath=h commit -q --allow-empty -m x",
     "git submodule foreach «m»",
     "git -c alias.y='!«m»' -c alias.z=y z",
+    "git -C . -c core.fsmonitor=«m» status",
+    "git --git-dir=.git -c core.fsmonitor=«m» status",
+    "git -c CORE.FSMONITOR=«m» status",
+    "git -c Core.fsMonitor=«m» status",
+    "printf '[core]\\n\\tfsmonitor = «m»\\n' > x.cfg; git -c include.path=$PWD/x.cfg status",
+    "git -c core.fsmonitor=«m» add a.txt",
+    "git -c diff.external=«m» log -p --ext-diff -1",
+    "git grep --open-files-in-p=«m» hello",
+    "git grep -O«m» -e hello",
 ];
 
 const SORT_RUNS: &[&str] = &[
@@ -906,6 +939,9 @@ const SORT_RUNS: &[&str] = &[
     "cat big.txt | sort -S 1K --compress-program=«m»",
     "sort --batch-size=2 -S 1K --compress-program=«m» big.txt big.txt big.txt",
     "sort --compress-program=«m» a.txt",
+    "sort --compress-p=«m» -S1K big.txt",
+    "sort -S 1K --compress-program=«m» -- big.txt",
+    "sort -rS1K --compress-program=«m» big.txt",
 ];
 
 const AWK_RUNS: &[&str] = &[
@@ -922,6 +958,12 @@ const AWK_RUNS: &[&str] = &[
     "C=«m» awk 'BEGIN{system(ENVIRON[\"C\"])}'",
     "awk 'BEGIN{c=\"«m»\"; c | getline x; close(c)}'",
     "awk '{print | \"«m»\"}' a.txt",
+    "awk -- 'BEGIN{system(\"«m»\")}'",
+    "awk -F: 'BEGIN{system(\"«m»\")}'",
+    "awk -v x=1 'BEGIN{system(\"«m»\")}' /dev/null",
+    "awk \"BEGIN{system(\\\"«m»\\\")}\"",
+    "awk 'BEGIN { s = \"«m»\"; system(s) }'",
+    "awk 'BEGIN{printf \"\" | \"«m»\"}'",
 ];
 
 const CONTINUATION: &[&str] = &[
@@ -1002,6 +1044,12 @@ const WRITES_REDIRECT: &[&str] = &[
     "echo x &>> «o»",
     "cat a.txt >«o»",
     "echo x > «d»/g",
+    "pushd ../out > /dev/null && touch f",
+    "CDPATH=.. cd out && touch f",
+    "export CDPATH=..; cd out; echo x > f",
+    "cd -P link/.. && touch out/f",
+    "cd link && cd -P .. && echo x > out/f",
+    "cd ~ && cd ../out && echo x > f",
 ];
 
 const WRITES_PROGRAM: &[&str] = &[
@@ -1053,6 +1101,28 @@ const WRITES_PROGRAM: &[&str] = &[
     "mkdir -p «d»/x/y",
     "cp a.txt link",
     "mv c.txt link",
+    "cp -t../out a.txt",
+    "cp --target-dir=../out a.txt",
+    "mv -t ../out c.txt",
+    "ln -s -t ../out a.txt",
+    "dd of=../out/f if=a.txt status=none",
+    "touch -- ../out/f",
+    "mkdir -pv ../out/d",
+    "tee -- ../out/f < a.txt",
+    "tee -ai ../out/f < a.txt",
+    "sort -o../out/f a.txt",
+    "sed -i'../out/*' -n 1p a.txt",
+    "sed --in-place='link/*.bak' -n 1p a.txt",
+    "sed -i'«O»/*' 1d a.txt",
+    "tar -xf a.tar -P --transform='s,^,../out/,'",
+    "git --work-tree=../out checkout HEAD -- a.txt",
+    "git --git-dir=../out/g init -q",
+    "cp -l a.txt ../out/",
+    "awk 'BEGIN{printf \"x\" > \"/dev/fd/../cwd/../out/f\"}'",
+    "env -C ../out touch f",
+    "env --chdir=«d» touch f",
+    "tar -C ../out -xf ../ws/a.tar",
+    "xargs -a a.txt -I{} touch ../out/{}",
 ];
 
 /// The forms of a class.
@@ -1199,6 +1269,7 @@ impl Gen {
             match hole {
                 "m" => out.push(self.marker()),
                 "M" => out.push(MARK_PATH),
+                "O" => out.push(OUT_DIR),
                 "s" => out.push_str(&self.substitution()),
                 "q" => out.push_str(&self.quoted_substitution()),
                 "p" => out.push_str(&self.process_substitution()),

@@ -796,16 +796,27 @@ fn grant_line(program: &str) -> String {
 /// every granted program, granted by "always" answers to real calls.
 pub struct EngineRun {
     engine: Engine,
+    /// The run folder, on a disk: the sandbox lets commands write anywhere in
+    /// `/dev/shm` (where the lab is), so an `out/` there would prove nothing.
+    _disk: tempfile::TempDir,
     slot: Slot,
+    template: PathBuf,
+    /// The last line ran (or left a trace): the workspace needs a reset.
+    dirty: bool,
     answer: Arc<Mutex<Answer>>,
     asked: Arc<Mutex<Vec<Request>>>,
 }
 
 impl EngineRun {
-    /// Starts the session in `lab`'s run folder `engine` and grants every program of
-    /// [`bashgen::GRANTED`]; panics, naming them, when some could not be granted.
+    /// Starts the session in a run folder of its own (in the system's temporary
+    /// folder, not on `/dev/shm`) and grants every program of [`bashgen::GRANTED`];
+    /// panics, naming them, when some could not be granted.
     pub fn start(lab: &Lab) -> EngineRun {
-        let slot = lab.slot("engine");
+        let disk = tempfile::Builder::new()
+            .prefix("cairn-oracle-engine-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("make a temporary directory: {e}"));
+        let slot = Slot::new(&disk.path().join("engine"));
         slot.reset(&lab.template);
         let mut config = EngineConfig::new(Catalog::Thoth);
         config.durability = Durability::None;
@@ -839,7 +850,10 @@ impl EngineRun {
         *answer.lock().unwrap_or_else(|e| e.into_inner()) = Answer::Deny;
         EngineRun {
             engine,
+            _disk: disk,
             slot,
+            template: lab.template.clone(),
+            dirty: true,
             answer,
             asked,
         }
@@ -858,13 +872,17 @@ impl EngineRun {
 
     /// Runs `template` as a `shell` call (the marker by its absolute path: the engine's
     /// commands get the engine's own `PATH`) in a fresh workspace, every question
-    /// denied.
-    pub fn run(&mut self, template: &Template, lab: &Lab) -> EngineResult {
-        empty_folder(&self.slot.ws)
-            .and_then(|()| copy_tree(&lab.template, &self.slot.ws))
-            .and_then(|()| empty_folder(&self.slot.out))
-            .and_then(|()| empty_folder(&self.slot.mark_dir))
-            .unwrap_or_else(|e| panic!("reset the engine's workspace: {e}"));
+    /// denied. The workspace is copied afresh only after a line that ran: a denied one
+    /// changed nothing (and if it did, its trace makes it a failure and the next line
+    /// gets a fresh copy all the same).
+    pub fn run(&mut self, template: &Template) -> EngineResult {
+        if self.dirty {
+            empty_folder(&self.slot.ws)
+                .and_then(|()| copy_tree(&self.template, &self.slot.ws))
+                .and_then(|()| empty_folder(&self.slot.out))
+                .and_then(|()| empty_folder(&self.slot.mark_dir))
+                .unwrap_or_else(|e| panic!("reset the engine's workspace: {e}"));
+        }
         let (_, path, out) = self.slot.places(false);
         let line = template.render(&Places {
             mark_name: &path,
@@ -876,10 +894,12 @@ impl EngineRun {
             .call("shell", json!({ "command": line, "timeout_secs": 5 }))
             .unwrap_or_else(|e| panic!("engine call {line:?}: {e}"));
         let asked = self.asked.lock().unwrap_or_else(|e| e.into_inner()).len() > before;
+        let effect = self.slot.effect();
+        self.dirty = !asked || effect.any();
         EngineResult {
             template: template.clone(),
             asked,
-            effect: self.slot.effect(),
+            effect,
         }
     }
 
@@ -963,7 +983,7 @@ pub fn run(config: &Config) -> Report {
     let first = config.lines.div_ceil(classes) * classes;
     for k in 0..config.engine_lines_per_class * classes {
         let template = bashgen::line(config.seed, first + k);
-        engine_results.push(engine.run(&template, &lab));
+        engine_results.push(engine.run(&template));
     }
     let engine_elapsed = engine_started.elapsed();
     let sandbox = engine.sandbox();

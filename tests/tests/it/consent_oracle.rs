@@ -78,6 +78,34 @@ fn the_harness_sees_the_marker_run_and_writes_into_out_in_both_shells() {
     assert!(started.elapsed() < Duration::from_secs(3));
 }
 
+#[test]
+fn the_judge_lets_through_what_the_engine_granted_and_nothing_else() {
+    let lab = Lab::new();
+    let engine = oracle::EngineRun::start(&lab);
+    let granted = oracle::Judge::new(engine.state().clone());
+    let nothing = oracle::Judge::new(cairn_engine::State::default());
+    let ws = lab.path().join("template");
+    let both = oracle::LetThrough {
+        tool: true,
+        hook: true,
+    };
+    for (line, with_grants) in [
+        ("echo hi && cat a.txt | sort", both),
+        ("git status --short; [ -f a.txt ] && wc -l a.txt", both),
+        ("echo $(cairnmark)", oracle::LetThrough::default()),
+        ("cairnmark", oracle::LetThrough::default()),
+        ("rm -f a.txt", oracle::LetThrough::default()),
+    ] {
+        assert_eq!(granted.let_through(line, &ws), with_grants, "{line}");
+        assert_eq!(
+            nothing.let_through(line, &ws),
+            oracle::LetThrough::default(),
+            "{line}"
+        );
+    }
+    engine.end();
+}
+
 /// Guards against a line made of granted programs that makes bash run another program
 /// (or write outside the workspace) without a question.
 #[test]
