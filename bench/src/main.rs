@@ -23,6 +23,7 @@ mod engine;
 mod events;
 mod hook;
 mod import;
+mod oracle;
 mod redact;
 mod replay;
 mod report;
@@ -56,6 +57,9 @@ enum Command {
     Shell(shell::ShellArgs),
     /// Benchmark the permission analysis of command lines (tree-sitter-bash, guards).
     Consent(consent::ConsentArgs),
+    /// Run the consent oracle once on a large corpus (100,000 lines by default): real
+    /// bash against the permission analysis; prints figures and failures.
+    Oracle(oracle::OracleArgs),
     /// Benchmark confinement: read and write access beneath the workspace descriptor
     /// against the string-path way it replaced.
     Confine(confine::ConfineArgs),
@@ -120,6 +124,7 @@ fn main() -> Result<()> {
         Command::Engine(args) => engine::run(&args),
         Command::Shell(args) => shell::run(&args),
         Command::Consent(args) => consent::run(&args),
+        Command::Oracle(args) => oracle::run(&args),
         Command::Confine(args) => confine::run(&args),
         Command::Scan(args) => scan::run(&args),
         Command::Capture(args) => capture::run(&args),

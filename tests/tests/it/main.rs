@@ -17,6 +17,7 @@ mod big_records;
 mod capture;
 mod confinement_race;
 mod consent;
+mod consent_oracle;
 mod containment;
 mod decide_property;
 mod engine_catalog;
