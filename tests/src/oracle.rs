@@ -727,18 +727,27 @@ impl Judge {
             &cairn_tools::Asking {
                 root,
                 credential_files: &self.credentials,
+                links: cairn_tools::links::Links::Disk,
             },
         );
         let tool = matches!(
             decide::permission(&self.state, need, &self.guards),
             Permission::AllowList(_) | Permission::Auto
         );
-        let hook = match hook::need("Bash", &input, root, &self.hook_credentials) {
-            Some(need) => matches!(
+        let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        let home = real_root.with_file_name("home");
+        let at = hook::At {
+            root: &real_root,
+            cwd: &real_root,
+            home: &home,
+            exec_path: Some(std::ffi::OsStr::new("/usr/bin:/bin")),
+        };
+        let hook = match hook::need("Bash", &input, &at, &self.hook_credentials) {
+            Ok(Some(need)) => matches!(
                 hook::verdict(&self.state, need, &self.guards, Unlisted::Ask).1,
                 Verdict::Allow { .. }
             ),
-            None => false,
+            Ok(None) | Err(_) => false,
         };
         LetThrough { tool, hook }
     }
