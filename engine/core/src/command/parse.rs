@@ -77,6 +77,35 @@ const RUNNING_VARIABLES: &[&str] = &[
     "CARGO_BUILD_RUSTC",
     "CARGO_BUILD_RUSTC_WRAPPER",
     "CARGO_BUILD_RUSTDOC",
+    // Options a program reads from its environment, which can name programs to run
+    // (`TAR_OPTIONS=--to-command=…`) or change where it writes.
+    "TAR_OPTIONS",
+    "MANOPT",
+    "LESS",
+    "LESSKEY",
+    "LESSKEYIN",
+    "ZIPOPT",
+    "UNZIP",
+    "UNZIPOPT",
+    "RSYNC_RSH",
+    "RSYNC_CONNECT_PROG",
+    "MAKEFLAGS",
+    "GNUMAKEFLAGS",
+    "MFLAGS",
+    "MAKEFILES",
+    "GZIP",
+    "XZ_OPT",
+    "BZIP2",
+    "GREP_OPTIONS",
+    "SUDO_ASKPASS",
+    "BROWSER",
+    "FCEDIT",
+    "TEXTDOMAIN",
+    "TEXTDOMAINDIR",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_WORK_TREE",
+    "GIT_ATTR_SOURCE",
 ];
 
 /// Prefixes of variables of that kind (`LD_PRELOAD`, `LD_LIBRARY_PATH`, `DYLD_…`, bash's
@@ -87,6 +116,13 @@ const RUNNING_PREFIXES: &[&str] = &[
     "BASH_FUNC_",
     "GIT_CONFIG_KEY_",
     "GIT_CONFIG_VALUE_",
+    "NPM_CONFIG_",
+    "npm_config_",
+    "YARN_",
+    "PNPM_",
+    "CARGO_ALIAS_",
+    "CARGO_BUILD_",
+    "CARGO_REGISTRIES_",
 ];
 
 /// Node kinds the walk reads by their children alone: lists, loops, conditions and the
@@ -703,8 +739,15 @@ impl Walker {
                 }
                 if paths::inside(&path, &self.root).is_none() {
                     self.reason(Reason::WritesOutside(t.to_string()));
-                } else if !self.writes.contains(&path) {
-                    self.writes.push(path);
+                } else {
+                    if runs_git(&path) {
+                        self.reason(Reason::RunsProgram(format!(
+                            "a write to {t}, git's hooks or configuration, which run programs"
+                        )));
+                    }
+                    if !self.writes.contains(&path) {
+                        self.writes.push(path);
+                    }
                 }
             }
         }
@@ -722,6 +765,20 @@ impl Walker {
             self.reason(Reason::Assignment(name.to_string()));
         }
     }
+}
+
+/// True for a path into a git repository's hooks, configuration or attributes (which
+/// name programs git runs: hooks, `core.fsmonitor`, filters, diff drivers), or the
+/// repository folder itself: writing one makes a later `git` run another program.
+fn runs_git(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    parts.iter().enumerate().any(|(i, p)| {
+        *p == ".git"
+            && match parts.get(i + 1) {
+                None => true,
+                Some(&next) => matches!(next, "hooks" | "config" | "info" | "modules" | "*"),
+            }
+    }) || parts.last().is_some_and(|f| *f == ".gitattributes" || *f == ".gitmodules")
 }
 
 /// True for `/dev/fd/N` (an open descriptor, digits only).

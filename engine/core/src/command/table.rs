@@ -328,6 +328,22 @@ impl Walker {
             for f in &files {
                 self.write(f);
             }
+            // A suffix with a `/` names where the backup goes (`*` is the file's name).
+            for suffix in p.values(&["-i", "--in-place"]).cloned().collect::<Vec<_>>() {
+                if suffix.text.contains('/') || !suffix.known {
+                    for f in &files {
+                        let name = paths::basename(&f.text);
+                        self.write(&Word {
+                            text: suffix.text.replace('*', name),
+                            known: suffix.known && f.known,
+                            glob: false,
+                        });
+                    }
+                    if files.is_empty() {
+                        self.write(&suffix);
+                    }
+                }
+            }
         }
     }
 

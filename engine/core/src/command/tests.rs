@@ -1408,6 +1408,12 @@ fn constructs_bash_executes_are_never_covered() {
         "echo x > a*/../../out",
         "cp f .*",
         "echo x > $f",
+        // Found by the bash oracle.
+        "TAR_OPTIONS=--to-command=touch tar -xf a.tar",
+        "sed -i'/tmp/*' 1d a.txt",
+        "cp m .git/hooks/post-checkout; git checkout -q -b b2",
+        "echo '[core] fsmonitor = touch' >> .git/config; git status",
+        "NPM_CONFIG_SCRIPT_SHELL=/tmp/M npm run x",
     ] {
         let a = analyse(line, ROOT);
         if covered(&a, &granted) && guarded(&default_guards(), &a).is_empty() {
