@@ -63,7 +63,6 @@ fn a_command_cannot_write_a_home_that_lies_inside_the_workspace() {
         cfg.sandbox = mode;
         let mut e = Engine::start(&home, &ws, cfg).unwrap();
         let dir = e.dir().to_path_buf();
-        assert_eq!(home_guard(&dir), read_only_guard(), "{mode}");
         let log = dir.join("events.jsonl");
         let in_ws = log
             .strip_prefix(&ws)
@@ -93,6 +92,7 @@ fn a_command_cannot_write_a_home_that_lies_inside_the_workspace() {
         }
         assert!(!home.root.join("planted").exists());
         assert!(log.is_file());
+        assert_eq!(home_guard(&dir), read_only_guard(), "{mode}");
         // The rest of the workspace stays writable.
         let (status, out) = sh(&mut e, "echo ok > inside.txt");
         assert_eq!(status, Status::Ok, "{mode}: {out}");
