@@ -315,7 +315,12 @@ impl Sandbox {
         let (enforced, abi) = probe(&ruleset);
         let landlock = enforced != Enforcement::None;
         let mut places = writable.clone();
-        places.extend(DEVICE_DIRS.iter().map(PathBuf::from));
+        // Canonical like the home (`/dev/shm` is a link to `/run/shm` on some systems).
+        places.extend(
+            DEVICE_DIRS
+                .iter()
+                .map(|d| Path::new(d).canonicalize().unwrap_or(PathBuf::from(d))),
+        );
         let (home, guard) = guard_home(home, &places, landlock, true)?;
         let by_abi = |first: u32| {
             if landlock && abi >= first {
