@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use cairn_cli::summary;
 use cairn_engine::event::{Answer, Status};
-use cairn_engine::event::{Enforcement, SandboxMode, Sandboxed};
+use cairn_engine::event::{Enforcement, Feature, SandboxMode, Sandboxed};
 use cairn_engine::permission::{AllowList, Approver, Policy, Request};
 use cairn_engine::settings::{self, Settings};
 use cairn_engine::{CallOutcome, Catalog, Engine, EngineConfig, Home, Registry, script};
@@ -142,21 +142,44 @@ pub(crate) fn engine_config(s: &Settings) -> Result<EngineConfig> {
     Ok(config)
 }
 
-/// Says once, on stderr, when the sandbox asked for is not (or only partly) enforced.
+/// Says once, on stderr, when the sandbox asked for is not (or only partly) enforced,
+/// naming each part this kernel lacks.
 pub fn note_sandbox(s: &Sandboxed) {
     if s.mode == SandboxMode::Off {
         return;
     }
+    let lacking: Vec<&str> = s
+        .features
+        .iter()
+        .flat_map(|f| {
+            [
+                ("filesystem rules", f.filesystem),
+                ("TCP rules", f.tcp),
+                ("socket filter", f.sockets),
+                ("io_uring filter", f.io_uring),
+                ("signal scope", f.signals),
+                ("abstract Unix socket scope", f.abstract_unix),
+            ]
+        })
+        .filter(|(_, f)| matches!(f, Feature::Missing | Feature::Partial))
+        .map(|(name, _)| name)
+        .collect();
     match s.enforced {
-        Enforcement::Full => {}
-        Enforcement::Partial => eprintln!(
-            "note: the sandbox ({}) is only partly enforced: this kernel's Landlock ABI is {}",
-            s.mode, s.abi
-        ),
         Enforcement::None => eprintln!(
             "warning: this kernel has no Landlock: commands run without the sandbox ({}); the log records it",
             s.mode
         ),
+        _ if !lacking.is_empty() => eprintln!(
+            "note: the sandbox ({}) is only partly enforced: this kernel (Landlock ABI {}) lacks {}; the log records it",
+            s.mode,
+            s.abi,
+            lacking.join(", ")
+        ),
+        Enforcement::Partial => eprintln!(
+            "note: the sandbox ({}) is only partly enforced: this kernel's Landlock ABI is {}",
+            s.mode, s.abi
+        ),
+        Enforcement::Full => {}
     }
 }
 

@@ -221,6 +221,15 @@ impl Engine {
             home_inner.as_deref().unwrap_or(""),
         )?;
         let id = new_session_id();
+        // Before the log: a sandbox that cannot be set up (a home commands could write)
+        // leaves no session behind.
+        let sandbox = Sandbox::new(
+            config.sandbox,
+            &root,
+            &config.sandbox_write_roots,
+            &id,
+            &home.root,
+        )?;
         let dir = project.session_dir(&id);
         let log = LogWriter::create(
             &dir,
@@ -248,7 +257,6 @@ impl Engine {
         rec.note_blobs_written();
         let redactor = Redactor::with_env(std::env::vars());
         rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
-        let sandbox = Sandbox::new(config.sandbox, &root, &config.sandbox_write_roots, &id)?;
         let started = SessionStarted {
             id: id.clone(),
             format_version: FORMAT_VERSION,

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cairn_engine::event::{Enforcement, Event, Parent, SandboxMode, Sandboxed};
+use cairn_engine::event::{Event, Feature, Parent, SandboxMode, Sandboxed};
 use cairn_engine::{AnsweredCall, AnsweredWrite, Engine, EngineConfig, Home};
 use serde::Serialize;
 
@@ -222,8 +222,14 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
     let mut engine = Engine::start_with_parent(&home, &root, config, Some(parent))?;
     let new_root = engine.root().to_path_buf();
     let sandbox = engine.sandbox().clone();
+    // What a replay needs of strict mode: writes confined and TCP cut (the scopes of
+    // Landlock ABI 6 matter less to it than running at all on a kernel before them).
+    let confined = sandbox
+        .features
+        .as_ref()
+        .is_some_and(|f| f.filesystem == Feature::Enforced && f.tcp == Feature::Enforced);
     let (shell, note) = match options.shell {
-        ShellMode::Rerun if sandbox.enforced != Enforcement::Full => (
+        ShellMode::Rerun if !confined => (
             ShellMode::Recorded,
             Some(format!(
                 "shell calls answered from the recording: this kernel cannot enforce the strict sandbox (Landlock ABI {}, enforcement {}); the shell mode rerun-unsandboxed runs them without it",

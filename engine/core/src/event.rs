@@ -763,6 +763,10 @@ pub struct Sandboxed {
     /// the configured roots (`session_started` only; device files are not listed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writable: Vec<String>,
+    /// What each part of the sandbox does for the session's commands on this kernel
+    /// (`session_started` and `session_resumed` only; none in logs from before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub features: Option<SandboxFeatures>,
 }
 
 impl Sandboxed {
@@ -771,9 +775,80 @@ impl Sandboxed {
         Sandboxed {
             tmp: None,
             writable: Vec::new(),
+            features: None,
             ..self.clone()
         }
     }
+}
+
+/// The parts of a sandbox, each with what the kernel enforces of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SandboxFeatures {
+    /// Landlock's filesystem rules: writes only in `writable` and a few devices
+    /// (partial before Landlock ABI 5, which lacks some rights).
+    pub filesystem: Feature,
+    /// Landlock's TCP rules (`strict`): every TCP `bind` and `connect` refused (ABI 4).
+    pub tcp: Feature,
+    /// The seccomp filter of `strict` refusing `socket` for every family but `AF_UNIX`
+    /// (`EACCES`).
+    pub sockets: Feature,
+    /// The seccomp filter of `strict` refusing io_uring (`io_uring_setup`,
+    /// `io_uring_enter`, `io_uring_register`: `EPERM`), whose operations open and use
+    /// sockets without the system calls the socket filter sees.
+    pub io_uring: Feature,
+    /// Landlock's signal scope: a command signals only processes of its own Landlock
+    /// domain (itself and what it starts), never the engine or another process (ABI 6).
+    pub signals: Feature,
+    /// Landlock's abstract Unix socket scope: a command connects only to abstract
+    /// sockets made in its own Landlock domain (ABI 6).
+    pub abstract_unix: Feature,
+    /// How the cairn home is kept from commands' writes.
+    pub home: HomeGuard,
+}
+
+/// What the kernel enforces of one part of a sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Feature {
+    /// On every command.
+    Enforced,
+    /// In part: the kernel lacks some of its rights.
+    Partial,
+    /// Asked for, but the kernel (or the architecture) lacks it: commands run without
+    /// it.
+    Missing,
+    /// Not part of the session's mode.
+    Off,
+}
+
+impl Feature {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Feature::Enforced => "enforced",
+            Feature::Partial => "partial",
+            Feature::Missing => "missing",
+            Feature::Off => "off",
+        }
+    }
+}
+
+/// How the cairn home is kept from commands' writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HomeGuard {
+    /// The home lies outside every place commands may write: the filesystem rules
+    /// refuse writes there.
+    Outside,
+    /// The home lies where commands may write (the workspace, a configured root,
+    /// `/dev/shm`): each command runs in a private mount namespace where the home is a
+    /// read-only bind mount.
+    MountNamespace,
+    /// As `mount_namespace`, in a new user namespace too (the engine may not make a
+    /// mount namespace by itself), the command's user and group mapped to themselves.
+    UserNamespace,
+    /// Nothing keeps a command from writing it: mode `off`, or a kernel without
+    /// Landlock, with the home outside the workspace.
+    Unguarded,
 }
 
 /// How a process was run.

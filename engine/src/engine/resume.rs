@@ -340,6 +340,7 @@ impl Engine {
             &root,
             &config.sandbox_write_roots,
             &started.id,
+            &home.root,
         )?;
         let mcp = Box::new(Servers::new(McpConfig::load(&project.dir)?, &root));
         let allow_list = AllowList::new(&project.dir).with_signer(home.log_signer()?);

@@ -305,6 +305,7 @@ pub fn markdown() -> String {
     for (pattern, what) in cairn_core::permission::DEFAULT_CREDENTIAL_FILES {
         out.push_str(&format!("| `{pattern}` | {what} |\n"));
     }
+    out.push_str(include_str!("sandbox.md"));
     out.push_str(include_str!("differences.md"));
     out
 }

@@ -22,6 +22,13 @@
 //! at most [`SYMLINK_FOLLOWS_MAX`] of them; one that leaves is refused. Either way the
 //! walk knows the real path, so the cairn home is refused however it is reached.
 //!
+//! The home is also told by descriptor, not only by its path: `openat2` crosses no
+//! mount point (`RESOLVE_NO_XDEV`; one that would, say the home bound into the
+//! workspace, takes the walk), the walk compares each folder it holds with the home's
+//! device and inode, and a write's folder is climbed (`..` after `..`, to the file
+//! system's root) and refused when one of them is the home — also after a folder above
+//! the home was renamed, which its path would not see.
+//!
 //! A file outside the workspace in a folder granted for good (its files, not its
 //! subfolders) is opened the same way beneath a descriptor of that folder.
 //!
@@ -441,9 +448,32 @@ pub struct Root {
     home: PathBuf,
     /// The home relative to this root, when it lies inside.
     home_rel: Option<String>,
+    /// The home's device and inode (none while it does not exist): a folder with them
+    /// is the home however it was reached — a symlink, a bind mount, a folder above it
+    /// renamed since.
+    home_id: Option<FileId>,
     /// Always walk, never `openat2` (tests of the walk).
     walk_only: bool,
 }
+
+/// A file's device and inode.
+type FileId = (u64, u64);
+
+/// The device and inode of what `fd` is open on.
+fn file_id(fd: impl AsFd) -> Option<FileId> {
+    rustix::fs::fstat(fd).ok().map(|st| id_of(&st))
+}
+
+/// The device and inode of `st`.
+// `st_dev` and `st_ino` are `u64` on 64-bit Linux, narrower elsewhere.
+#[allow(clippy::unnecessary_cast)]
+fn id_of(st: &rustix::fs::Stat) -> FileId {
+    (st.st_dev as u64, st.st_ino as u64)
+}
+
+/// Folders a write's check climbs (`..`) before it gives up: deeper than any real path
+/// (`PATH_MAX` is 4096 bytes, two per level at least).
+pub const HOME_CLIMB_LEVELS_MAX: u32 = 2048;
 
 impl Root {
     /// Opens the root folder `path` (canonical); `home` is the cairn home.
@@ -460,11 +490,13 @@ impl Root {
                 .collect::<Vec<_>>()
                 .join("/")
         });
+        let home_id = rustix::fs::stat(home).ok().map(|st| id_of(&st));
         Ok(Root {
             dir,
             path: path.to_path_buf(),
             home: home.to_path_buf(),
             home_rel,
+            home_id,
             walk_only: false,
         })
     }
@@ -546,6 +578,12 @@ impl Root {
     pub fn parent(&self, ws: &WsPath, make_dirs: bool) -> Result<Parent, OpenError> {
         let at = self.beneath(ws)?;
         let mut parent = at.root().parent_at(&at.rel, make_dirs)?;
+        // By descriptor, whatever the path's spelling: the folder written in is not the
+        // home and does not lie inside it.
+        if let Err(e) = self.refuse_home_dir(&ws.rel, &parent.dir) {
+            parent.undo();
+            return Err(e);
+        }
         match at.real(std::mem::take(&mut parent.real)) {
             Ok(real) => {
                 parent.real = real;
@@ -612,8 +650,13 @@ impl Root {
     ) -> Result<(OwnedFd, String), OpenError> {
         let flags = flags | OFlags::CLOEXEC;
         if !self.walk_only && !OPENAT2_MISSING.load(Ordering::Relaxed) {
-            let how =
-                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+            // No mount crossed either: a path through a mount point (the home bound
+            // into the workspace, say) takes the walk, which compares each folder with
+            // the home by device and inode.
+            let how = ResolveFlags::BENEATH
+                | ResolveFlags::NO_SYMLINKS
+                | ResolveFlags::NO_MAGICLINKS
+                | ResolveFlags::NO_XDEV;
             let path = if rel.is_empty() { "." } else { rel };
             match rustix::fs::openat2(&self.dir, path, flags, Mode::empty(), how) {
                 // O_PATH opens a final symlink itself: the walk follows it.
@@ -624,8 +667,8 @@ impl Root {
                     return Ok((fd, rel.to_string()));
                 }
                 Err(Errno::NOSYS) => OPENAT2_MISSING.store(true, Ordering::Relaxed),
-                // A symlink on the way (ELOOP), a `..` or absolute link (EXDEV), a
-                // rename meanwhile (EAGAIN): the walk decides.
+                // A symlink on the way (ELOOP), a `..`, an absolute link or a mount
+                // point (EXDEV), a rename meanwhile (EAGAIN): the walk decides.
                 Err(Errno::LOOP | Errno::XDEV | Errno::AGAIN) => {}
                 Err(e) => return Err(OpenError::Io(e.into())),
             }
@@ -684,9 +727,11 @@ impl Root {
                 Ok(fd) if last => {
                     let real = real_of(&held, Some(&name));
                     self.refuse_home(rel, &real)?;
+                    self.refuse_home_fd(rel, &fd)?;
                     return Ok((fd, real));
                 }
                 Ok(fd) => {
+                    self.refuse_home_fd(rel, &fd)?;
                     held.push((fd, name));
                     self.refuse_home(rel, &real_of(&held, None))?;
                 }
@@ -729,6 +774,55 @@ impl Root {
         }
     }
 
+    /// The refusal of `rel`, which reaches the home.
+    fn home_refusal(&self, rel: &str) -> OpenError {
+        OpenError::Outside(format!(
+            "{rel} is inside the cairn home {}, which tools never touch",
+            self.home.display()
+        ))
+    }
+
+    /// Refuses `fd` (a folder a resolution of `rel` passes through) when it is the
+    /// home, by device and inode.
+    fn refuse_home_fd(&self, rel: &str, fd: &OwnedFd) -> Result<(), OpenError> {
+        match self.home_id {
+            Some(home) if file_id(fd) == Some(home) => Err(self.home_refusal(rel)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses the folder `dir` (where a write of `rel` goes) when it is the home or
+    /// lies inside it: climbs `..` from it, comparing each folder's device and inode
+    /// with the home's, up to the file system's root (where `..` is the folder itself).
+    fn refuse_home_dir(&self, rel: &str, dir: &OwnedFd) -> Result<(), OpenError> {
+        let Some(home) = self.home_id else {
+            return Ok(());
+        };
+        let io = |e: Errno| OpenError::Io(e.into());
+        let mut id = file_id(dir).ok_or_else(|| io(Errno::BADF))?;
+        let mut at: Option<OwnedFd> = None;
+        for _ in 0..HOME_CLIMB_LEVELS_MAX {
+            if id == home {
+                return Err(self.home_refusal(rel));
+            }
+            let up = rustix::fs::openat(
+                at.as_ref().unwrap_or(dir),
+                "..",
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(io)?;
+            let up_id = file_id(&up).ok_or_else(|| io(Errno::BADF))?;
+            if up_id == id {
+                return Ok(());
+            }
+            (id, at) = (up_id, Some(up));
+        }
+        Err(OpenError::Io(std::io::Error::other(format!(
+            "{rel}: its folder lies more than {HOME_CLIMB_LEVELS_MAX} levels deep (HOME_CLIMB_LEVELS_MAX)"
+        ))))
+    }
+
     /// Refuses `real` (a real path relative to the root) when it is the home or in it.
     fn refuse_home(&self, rel: &str, real: &str) -> Result<(), OpenError> {
         match &self.home_rel {
@@ -739,10 +833,7 @@ impl Root {
                         .strip_prefix(home.as_str())
                         .is_some_and(|r| r.starts_with('/')) =>
             {
-                Err(OpenError::Outside(format!(
-                    "{rel} is inside the cairn home {}, which tools never touch",
-                    self.home.display()
-                )))
+                Err(self.home_refusal(rel))
             }
             _ => Ok(()),
         }

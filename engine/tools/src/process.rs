@@ -70,35 +70,53 @@ pub enum Waited {
 }
 
 impl Process {
-    /// Spawns `cmd` as the leader of a new process group, confined by `ruleset` when
-    /// one is given (see `crate::sandbox`): the child sets `no_new_privs` and restricts
-    /// itself with it after `fork`, before `exec`.
+    /// Spawns `cmd` as the leader of a new process group, confined as `confinement`
+    /// says (see `crate::sandbox`): after `fork`, before `exec`, the child enters the
+    /// mount namespace where the cairn home is read-only, restricts itself with the
+    /// ruleset (which sets `no_new_privs`), then installs the seccomp filters.
     ///
     /// Between `fork` and `exec` only async-signal-safe work is sound (another thread of
-    /// the parent may have held the allocator's lock). The ruleset was built in the
-    /// parent, its descriptor duplicated for this command; the child only makes two
-    /// system calls (`prctl`, `landlock_restrict_self`) and closes the descriptor. The
-    /// crate's `restrict_self` allocates nothing on that path: its status is a plain
-    /// value, and an error an `io::Error` built from errno. A failure is answered with
-    /// `EPERM` (no allocation), and `exec` does not happen: a command never runs less
-    /// confined than its session's record says.
+    /// the parent may have held the allocator's lock). Everything was built in the
+    /// parent — the home's path and flags, the ruleset (its descriptor duplicated for
+    /// this command), the filters' programs —; the child only makes system calls on it
+    /// (`unshare`, writes to `/proc/self`, `mount`, `prctl`, `landlock_restrict_self`,
+    /// `seccomp`) and closes the ruleset's descriptor. The crate's `restrict_self`
+    /// allocates nothing on that path: its status is a plain value, and an error an
+    /// `io::Error` built from errno. A failure is answered with its errno or `EPERM`
+    /// (no allocation), and `exec` does not happen: a command never runs less confined
+    /// than its session's record says.
     pub fn spawn_in(
         cmd: &mut Command,
         confinement: crate::sandbox::Confinement,
     ) -> std::io::Result<Process> {
-        let crate::sandbox::Confinement { ruleset, sockets } = confinement;
-        if ruleset.is_some() || sockets.is_some() {
+        let crate::sandbox::Confinement {
+            home,
+            ruleset,
+            sockets,
+            io_uring,
+        } = confinement;
+        if home.is_some() || ruleset.is_some() || sockets.is_some() || io_uring.is_some() {
             let mut ruleset = ruleset;
-            // The seccomp filter (strict mode) is installed after the ruleset:
-            // `apply_filter` makes two system calls on a program built in the parent.
+            // The home's mount first (Landlock then refuses any mount), the filters
+            // last: `apply_filter` makes two system calls on a program built in the
+            // parent.
             let confine = move || -> std::io::Result<()> {
+                if let Some(h) = &home {
+                    h.enter().map_err(|(_, errno)| {
+                        std::io::Error::from_raw_os_error(if errno == 0 {
+                            libc::EPERM
+                        } else {
+                            errno
+                        })
+                    })?;
+                }
                 if let Some(Err(_)) = ruleset.take().map(landlock::RulesetCreated::restrict_self) {
                     return Err(std::io::Error::from_raw_os_error(libc::EPERM));
                 }
-                if let Some(p) = &sockets
-                    && seccompiler::apply_filter(p).is_err()
-                {
-                    return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+                for p in [&sockets, &io_uring].into_iter().flatten() {
+                    if seccompiler::apply_filter(p).is_err() {
+                        return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+                    }
                 }
                 Ok(())
             };

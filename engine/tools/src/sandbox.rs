@@ -5,34 +5,74 @@
 //! temporary folder (given as `TMPDIR`, removed when the session ends), a few device files
 //! (`/dev/null`, `/dev/zero`, `/dev/full`, `/dev/tty`, `/dev/random`, `/dev/urandom`)
 //! and folders (`/dev/pts`, `/dev/shm`), and the configured extra roots (a build tool's
-//! cache, say). In [`SandboxMode::Strict`] the network is cut: TCP `bind` and `connect`
-//! are refused by Landlock network rules (ABI 4 and later), and a seccomp filter
-//! (seccompiler) refuses `socket` for every family but `AF_UNIX` with `EACCES`, so UDP
-//! and raw sockets fail too; Unix sockets (local IPC) stay.
+//! cache, say). Signals and abstract Unix sockets are scoped (Landlock ABI 6): a command
+//! signals, and connects to abstract sockets of, only its own Landlock domain — itself
+//! and what it starts —, never the engine or a process outside. In
+//! [`SandboxMode::Strict`] the network is cut: TCP `bind` and `connect` are refused by
+//! Landlock network rules (ABI 4 and later), and two seccomp filters (seccompiler)
+//! refuse `socket` for every family but `AF_UNIX` with `EACCES`, so UDP and raw sockets
+//! fail too (Unix sockets, local IPC, stay), and io_uring with `EPERM` (what the
+//! kernel's own `io_uring_disabled` answers): its operations make sockets and send on
+//! them without the system calls a filter sees. A filter knows the native system call
+//! ABI only: a call of another one (a 32-bit program, `int 0x80`, where `socketcall`
+//! would open a socket) kills the process, and on x86-64 the x32 numbers of the refused
+//! calls are refused too. io_uring stays in `workspace-write`: Landlock checks what its
+//! operations open, bind and connect as it checks the system calls, so it bypasses
+//! nothing there.
+//!
+//! The cairn home is never written by a command. When it lies outside every place
+//! commands may write, the filesystem rules keep it. When it lies inside one (a home of
+//! `~/.cairn` with a workspace of `~`) — in any mode, `off` included, since Landlock
+//! cannot carve a read-only hole in a writable folder — each command runs in a private
+//! mount namespace where the home is a read-only bind mount ([`HomeMount`]), made in
+//! the child after `fork` and before `exec`: `unshare(CLONE_NEWNS)` where the engine may
+//! (root), else a new user namespace too, the user and group mapped to themselves. In a
+//! sandboxed mode the child also drops `CAP_SYS_ADMIN` and `CAP_DAC_READ_SEARCH` from
+//! its bounding set, so that a command run as root cannot reach the home's writable
+//! mount through a clone of the workspace's mount (`open_tree`) or a file handle
+//! (`open_by_handle_at`); Landlock refuses mounts, unmounts and `/proc/<pid>/root` of
+//! a process outside. In mode `off` a command has the engine's rights and could undo
+//! it: there the read-only home stops mistakes, not an attacker. Where neither
+//! namespace can be made, the session refuses to start.
 //!
 //! The ruleset is built once per session, in the engine ([`Sandbox::new`]): the paths
 //! are opened and the rules added there. What it gives the kernel is then probed once,
-//! on a throwaway thread (Landlock and `no_new_privs` bind a thread, not the process),
-//! and recorded as [`Sandboxed`]: the mode, the kernel's ABI, and whether the ruleset
-//! was enforced fully, partly or not at all. Each command gets a duplicate of the
-//! ruleset's descriptor, and its child only calls `landlock_restrict_self` on it, after
-//! `fork` and before `exec` ([`crate::process::Process::spawn_in`]).
+//! on a throwaway thread (Landlock, seccomp and `no_new_privs` bind a thread, not the
+//! process), the home's mount in a throwaway child, and recorded as [`Sandboxed`]: the
+//! mode, the kernel's ABI, whether the ruleset was enforced fully, partly or not at all,
+//! and each feature ([`SandboxFeatures`]). Each command gets a duplicate of the
+//! ruleset's descriptor, and its child only makes system calls on what the parent
+//! built, after `fork` and before `exec` ([`crate::process::Process::spawn_in`]).
 //!
-//! Best effort: on a kernel without Landlock the commands run unconfined, and the
-//! record says so (enforcement `none`); nothing pretends.
+//! Best effort: on a kernel without Landlock (or without ABI 6's scopes, or seccomp)
+//! the commands run without what it lacks, and the record says so (`missing`); nothing
+//! pretends.
 
+use std::ffi::{CStr, CString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, Ruleset,
-    RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, path_beneath_rules,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 
-use crate::event::{Enforcement, SandboxMode, Sandboxed};
+use crate::event::{Enforcement, Feature, HomeGuard, SandboxFeatures, SandboxMode, Sandboxed};
 
 /// The Landlock ABI whose filesystem rights the ruleset handles: every right up to it
 /// is refused outside the writable places. A kernel with an older ABI enforces part.
 const FS_ABI: ABI = ABI::V7;
+
+/// The first Landlock ABI with every filesystem right of [`FS_ABI`] (ABI 5 added the
+/// last one, `ioctl` on devices).
+const FS_ALL_RIGHTS_ABI: u32 = 5;
+
+/// The first Landlock ABI with TCP rules.
+const TCP_ABI: u32 = 4;
+
+/// The first Landlock ABI with scopes (signals, abstract Unix sockets).
+const SCOPE_ABI: u32 = 6;
 
 /// Device files a command may write (when they exist).
 const DEVICE_FILES: &[&str] = &[
@@ -59,6 +99,29 @@ pub enum SandboxError {
     Ruleset(#[from] landlock::RulesetError),
     #[error("cannot duplicate the sandbox's ruleset: {0}")]
     Dup(std::io::Error),
+    #[error(
+        "the cairn home {} lies in {}, where commands may write, and this system cannot make it read-only for them ({why}); move the home out of it: set CAIRN_HOME to a folder outside {} (and move the home's contents there)",
+        home.display(),
+        place.display(),
+        place.display()
+    )]
+    HomeWritable {
+        home: PathBuf,
+        place: PathBuf,
+        why: String,
+    },
+    #[error(
+        "{what} {} lies inside the cairn home {}, which commands may never write: choose a folder outside it",
+        path.display(),
+        home.display()
+    )]
+    WritableInHome {
+        what: &'static str,
+        path: PathBuf,
+        home: PathBuf,
+    },
+    #[error("the cairn home {} cannot be mounted read-only: {why}", home.display())]
+    HomePath { home: PathBuf, why: String },
 }
 
 /// A session's sandbox: its temporary folder, its ruleset and what the kernel enforces
@@ -75,38 +138,50 @@ pub struct Sandbox {
     /// Strict mode: a seccomp filter refusing `socket` for every family but
     /// `AF_UNIX` (UDP, raw and any other network socket, which Landlock's TCP rules
     /// leave open).
-    sockets: Option<std::sync::Arc<seccompiler::BpfProgram>>,
+    sockets: Option<Arc<seccompiler::BpfProgram>>,
+    /// Strict mode: a seccomp filter refusing io_uring.
+    io_uring: Option<Arc<seccompiler::BpfProgram>>,
+    /// The home's read-only mount, when the home lies where commands may write.
+    home: Option<Arc<HomeMount>>,
     recorded: Sandboxed,
 }
 
-/// What confines one command's child (see [`crate::process::Process::spawn_in`]).
+/// What confines one command's child (see [`crate::process::Process::spawn_in`]), in
+/// the order the child applies it: the home's mount, the ruleset, the filters.
 #[derive(Debug, Default)]
 pub struct Confinement {
+    pub home: Option<Arc<HomeMount>>,
     pub ruleset: Option<RulesetCreated>,
-    pub sockets: Option<std::sync::Arc<seccompiler::BpfProgram>>,
+    pub sockets: Option<Arc<seccompiler::BpfProgram>>,
+    pub io_uring: Option<Arc<seccompiler::BpfProgram>>,
 }
 
-/// The seccomp filter of strict mode: `socket(domain, …)` with a domain other than
-/// `AF_UNIX` fails with `EACCES`; every other system call is allowed.
-fn socket_filter() -> Result<seccompiler::BpfProgram, String> {
-    use seccompiler::{
-        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
-    };
+/// `__X32_SYSCALL_BIT`: on x86-64, an x32 system call is the native number with this
+/// bit set, and seccomp sees it with the native architecture.
+#[cfg(target_arch = "x86_64")]
+const X32_SYSCALL_BIT: i64 = 0x4000_0000;
+
+/// A seccomp program applying `errno` to the system calls of `rules` (each with its
+/// rules; none: every call) and allowing every other call of the native ABI. A call
+/// of another ABI kills the process (seccompiler checks the architecture first); on
+/// x86-64 the x32 number of each call gets the same rules.
+fn filter(
+    rules: Vec<(i64, Vec<seccompiler::SeccompRule>)>,
+    errno: i32,
+) -> Result<seccompiler::BpfProgram, String> {
+    use seccompiler::{SeccompAction, SeccompFilter};
     let arch = std::env::consts::ARCH
         .try_into()
         .map_err(|e| format!("{e:?}"))?;
-    let not_unix = SeccompCondition::new(
-        0,
-        SeccompCmpArgLen::Dword,
-        SeccompCmpOp::Ne,
-        libc::AF_UNIX as u64,
-    )
-    .map_err(|e| e.to_string())?;
-    let rule = SeccompRule::new(vec![not_unix]).map_err(|e| e.to_string())?;
+    #[cfg(target_arch = "x86_64")]
+    let rules: Vec<(i64, Vec<seccompiler::SeccompRule>)> = rules
+        .into_iter()
+        .flat_map(|(nr, r)| [(nr | X32_SYSCALL_BIT, r.clone()), (nr, r)])
+        .collect();
     let filter = SeccompFilter::new(
-        [(libc::SYS_socket, vec![rule])].into_iter().collect(),
+        rules.into_iter().collect(),
         SeccompAction::Allow,
-        SeccompAction::Errno(libc::EACCES as u32),
+        SeccompAction::Errno(errno as u32),
         arch,
     )
     .map_err(|e| e.to_string())?;
@@ -115,36 +190,104 @@ fn socket_filter() -> Result<seccompiler::BpfProgram, String> {
         .map_err(|e: seccompiler::BackendError| e.to_string())
 }
 
-impl Sandbox {
-    /// No sandbox at all (mode `off`): commands run with the engine's rights.
-    pub fn off() -> Sandbox {
-        Sandbox {
-            mode: SandboxMode::Off,
-            tmp: None,
-            writable: Vec::new(),
-            ruleset: None,
-            sockets: None,
-            recorded: Sandboxed {
-                mode: SandboxMode::Off,
-                abi: kernel_abi(),
-                enforced: Enforcement::None,
-                tmp: None,
-                writable: Vec::new(),
-            },
-        }
-    }
+/// The socket filter of strict mode: `socket(domain, …)` with a domain other than
+/// `AF_UNIX` fails with `EACCES`.
+fn socket_filter() -> Result<seccompiler::BpfProgram, String> {
+    use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
+    let not_unix = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Ne,
+        libc::AF_UNIX as u64,
+    )
+    .map_err(|e| e.to_string())?;
+    let rule = SeccompRule::new(vec![not_unix]).map_err(|e| e.to_string())?;
+    filter(vec![(libc::SYS_socket, vec![rule])], libc::EACCES)
+}
 
-    /// Sets up the sandbox of a session in `workspace`: creates its temporary folder
-    /// (in the system's temporary folder, named after `session`), builds the ruleset
-    /// for `mode` and probes what the kernel enforces of it.
+/// The io_uring filter of strict mode: its three system calls fail with `EPERM`.
+fn io_uring_filter() -> Result<seccompiler::BpfProgram, String> {
+    filter(
+        vec![
+            (libc::SYS_io_uring_setup, Vec::new()),
+            (libc::SYS_io_uring_enter, Vec::new()),
+            (libc::SYS_io_uring_register, Vec::new()),
+        ],
+        libc::EPERM,
+    )
+}
+
+/// A filter of strict mode, built and tried on a throwaway thread: `None` when it
+/// cannot be built (an architecture seccompiler does not know) or the kernel refuses
+/// it (no seccomp), and the session records the feature as missing.
+fn strict_filter(
+    build: fn() -> Result<seccompiler::BpfProgram, String>,
+) -> Option<Arc<seccompiler::BpfProgram>> {
+    let program = Arc::new(build().ok()?);
+    let copy = Arc::clone(&program);
+    let applied = std::thread::spawn(move || seccompiler::apply_filter(&copy).is_ok())
+        .join()
+        .unwrap_or(false);
+    applied.then_some(program)
+}
+
+impl Sandbox {
+    /// Sets up the sandbox of a session in `workspace` (canonical) whose cairn home is
+    /// `home` (canonical): creates its temporary folder (in the system's temporary
+    /// folder, named after `session`), builds the ruleset and filters for `mode`,
+    /// probes what the kernel enforces of them, and, when the home lies where commands
+    /// may write, how to mount it read-only for them (an error when no way works).
     pub fn new(
         mode: SandboxMode,
         workspace: &Path,
         extra_roots: &[PathBuf],
         session: &str,
+        home: &Path,
     ) -> Result<Sandbox, SandboxError> {
+        let roots: Vec<PathBuf> = extra_roots
+            .iter()
+            .map(|r| r.canonicalize().unwrap_or(r.clone()))
+            .collect();
+        for root in &roots {
+            if root.starts_with(home) {
+                return Err(SandboxError::WritableInHome {
+                    what: "the write root",
+                    path: root.clone(),
+                    home: home.to_path_buf(),
+                });
+            }
+        }
         if mode == SandboxMode::Off {
-            return Ok(Sandbox::off());
+            // Commands may write anywhere; the home is made read-only where a command
+            // is most likely to write it by mistake: in the workspace or a root.
+            let mut places = vec![workspace.to_path_buf()];
+            places.extend(roots);
+            let (home, guard) = guard_home(home, &places, false, false)?;
+            return Ok(Sandbox {
+                mode,
+                tmp: None,
+                writable: Vec::new(),
+                ruleset: None,
+                sockets: None,
+                io_uring: None,
+                home,
+                recorded: Sandboxed {
+                    mode,
+                    abi: kernel_abi(),
+                    enforced: Enforcement::None,
+                    tmp: None,
+                    writable: Vec::new(),
+                    features: Some(SandboxFeatures {
+                        filesystem: Feature::Off,
+                        tcp: Feature::Off,
+                        sockets: Feature::Off,
+                        io_uring: Feature::Off,
+                        signals: Feature::Off,
+                        abstract_unix: Feature::Off,
+                        home: guard,
+                    }),
+                },
+            });
         }
         let parent = std::env::temp_dir();
         let tmp = tempfile::Builder::new()
@@ -159,14 +302,57 @@ impl Sandbox {
             .path()
             .canonicalize()
             .unwrap_or(tmp.path().to_path_buf());
+        if tmp_path.starts_with(home) {
+            return Err(SandboxError::WritableInHome {
+                what: "the session's temporary folder",
+                path: tmp_path,
+                home: home.to_path_buf(),
+            });
+        }
         let mut writable = vec![workspace.to_path_buf(), tmp_path.clone()];
-        writable.extend(
-            extra_roots
-                .iter()
-                .map(|r| r.canonicalize().unwrap_or(r.clone())),
-        );
+        writable.extend(roots);
         let ruleset = build(mode, &writable)?;
         let (enforced, abi) = probe(&ruleset);
+        let landlock = enforced != Enforcement::None;
+        let mut places = writable.clone();
+        // Canonical like the home (`/dev/shm` is a link to `/run/shm` on some systems).
+        places.extend(
+            DEVICE_DIRS
+                .iter()
+                .map(|d| Path::new(d).canonicalize().unwrap_or(PathBuf::from(d))),
+        );
+        let (home, guard) = guard_home(home, &places, landlock, true)?;
+        let by_abi = |first: u32| {
+            if landlock && abi >= first {
+                Feature::Enforced
+            } else {
+                Feature::Missing
+            }
+        };
+        let strict = mode == SandboxMode::Strict;
+        let sockets = strict.then(|| strict_filter(socket_filter)).flatten();
+        let io_uring = strict.then(|| strict_filter(io_uring_filter)).flatten();
+        let in_strict = |f: &Option<_>| match (strict, f.is_some()) {
+            (false, _) => Feature::Off,
+            (true, true) => Feature::Enforced,
+            (true, false) => Feature::Missing,
+        };
+        let features = SandboxFeatures {
+            filesystem: match by_abi(FS_ALL_RIGHTS_ABI) {
+                Feature::Missing if landlock => Feature::Partial,
+                f => f,
+            },
+            tcp: if strict {
+                by_abi(TCP_ABI)
+            } else {
+                Feature::Off
+            },
+            sockets: in_strict(&sockets),
+            io_uring: in_strict(&io_uring),
+            signals: by_abi(SCOPE_ABI),
+            abstract_unix: by_abi(SCOPE_ABI),
+            home: guard,
+        };
         let recorded = Sandboxed {
             mode,
             abi,
@@ -176,27 +362,16 @@ impl Sandbox {
                 .iter()
                 .map(|p| p.to_string_lossy().into_owned())
                 .collect(),
-        };
-        // Without the filter strict mode would still cut TCP; a filter that cannot be
-        // built (an architecture seccompiler does not know) is said on stderr once.
-        let sockets = match mode {
-            SandboxMode::Strict => match socket_filter() {
-                Ok(p) => Some(std::sync::Arc::new(p)),
-                Err(e) => {
-                    eprintln!(
-                        "cairn: strict sandbox: no seccomp socket filter ({e}); only TCP is cut"
-                    );
-                    None
-                }
-            },
-            _ => None,
+            features: Some(features),
         };
         Ok(Sandbox {
             mode,
             tmp: Some(tmp),
             writable,
-            ruleset: (enforced != Enforcement::None).then_some(ruleset),
+            ruleset: landlock.then_some(ruleset),
             sockets,
+            io_uring,
+            home,
             recorded,
         })
     }
@@ -220,18 +395,354 @@ impl Sandbox {
         &self.writable
     }
 
-    /// A ruleset for one command's child, `None` when nothing is enforced: a duplicate
-    /// of the session's (one `dup`, the rules are shared).
+    /// What confines one command's child: a duplicate of the session's ruleset (one
+    /// `dup`, the rules are shared), the filters and the home's mount, each shared.
     pub fn for_command(&self) -> Result<Confinement, SandboxError> {
         Ok(Confinement {
+            home: self.home.clone(),
             ruleset: self
                 .ruleset
                 .as_ref()
                 .map(|r| r.try_clone().map_err(SandboxError::Dup))
                 .transpose()?,
             sockets: self.sockets.clone(),
+            io_uring: self.io_uring.clone(),
         })
     }
+}
+
+/// How the home is kept from commands that may write in `places` (and, when
+/// `landlock`, nowhere else): outside them, or mounted read-only (the way that works
+/// here, found by trying; an error when none does). `drop_caps`: the commands' children
+/// also drop the capabilities that reach a mount's writable copy (sandboxed modes).
+fn guard_home(
+    home: &Path,
+    places: &[PathBuf],
+    landlock: bool,
+    drop_caps: bool,
+) -> Result<(Option<Arc<HomeMount>>, HomeGuard), SandboxError> {
+    let Some(place) = places.iter().find(|p| home.starts_with(p)) else {
+        let guard = if landlock {
+            HomeGuard::Outside
+        } else {
+            HomeGuard::Unguarded
+        };
+        return Ok((None, guard));
+    };
+    let mut mount = HomeMount::new(home, drop_caps && landlock)?;
+    let guard = mount.choose().map_err(|why| SandboxError::HomeWritable {
+        home: home.to_path_buf(),
+        place: place.clone(),
+        why,
+    })?;
+    Ok((Some(Arc::new(mount)), guard))
+}
+
+/// The cairn home made read-only for one command: built in the engine, applied in the
+/// child between `fork` and `exec` ([`HomeMount::enter`]), where only system calls on
+/// what the parent prepared are sound (no allocation).
+#[derive(Debug)]
+pub struct HomeMount {
+    /// The home, canonical.
+    path: CString,
+    /// The flags of the mount holding the home that a read-only remount keeps (`nosuid`,
+    /// `nodev`, `noexec`, the access-time ones): in a user namespace the kernel refuses
+    /// a remount that would clear them.
+    keep: libc::c_ulong,
+    /// A new user namespace too (the engine may not make a mount namespace alone).
+    user_ns: bool,
+    /// Drop `CAP_SYS_ADMIN` and `CAP_DAC_READ_SEARCH` from the bounding set.
+    drop_caps: bool,
+}
+
+/// The step of [`HomeMount::enter`] that failed (with its errno).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum HomeStep {
+    Unshare = 1,
+    MapIds,
+    Private,
+    Bind,
+    ReadOnly,
+    DropCaps,
+    /// Every step said yes but the home is still writable.
+    StillWritable,
+}
+
+impl HomeStep {
+    const ALL: [HomeStep; 7] = [
+        HomeStep::Unshare,
+        HomeStep::MapIds,
+        HomeStep::Private,
+        HomeStep::Bind,
+        HomeStep::ReadOnly,
+        HomeStep::DropCaps,
+        HomeStep::StillWritable,
+    ];
+
+    fn what(self) -> &'static str {
+        match self {
+            HomeStep::Unshare => "unshare",
+            HomeStep::MapIds => "mapping the user and group",
+            HomeStep::Private => "making the mounts private",
+            HomeStep::Bind => "the bind mount",
+            HomeStep::ReadOnly => "the read-only remount",
+            HomeStep::DropCaps => "dropping capabilities",
+            HomeStep::StillWritable => "the home stayed writable",
+        }
+    }
+}
+
+impl HomeMount {
+    /// The read-only mount of `home` (canonical, existing), by a mount namespace alone
+    /// until [`HomeMount::choose`] says otherwise.
+    pub fn new(home: &Path, drop_caps: bool) -> Result<HomeMount, SandboxError> {
+        let path =
+            CString::new(home.as_os_str().as_bytes()).map_err(|_| SandboxError::HomePath {
+                home: home.to_path_buf(),
+                why: "its path holds a NUL byte".into(),
+            })?;
+        // SAFETY: an all-zero statvfs is a valid value; statvfs writes into it.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: a NUL-terminated path and a statvfs of ours.
+        if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+            return Err(SandboxError::HomePath {
+                home: home.to_path_buf(),
+                why: std::io::Error::last_os_error().to_string(),
+            });
+        }
+        let f = st.f_flag;
+        let mut keep = 0;
+        for (st_flag, ms_flag) in [
+            (libc::ST_NOSUID, libc::MS_NOSUID),
+            (libc::ST_NODEV, libc::MS_NODEV),
+            (libc::ST_NOEXEC, libc::MS_NOEXEC),
+            (libc::ST_NOATIME, libc::MS_NOATIME),
+            (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+            (libc::ST_RELATIME, libc::MS_RELATIME),
+        ] {
+            if f & st_flag != 0 {
+                keep |= ms_flag;
+            }
+        }
+        if keep & (libc::MS_NOATIME | libc::MS_RELATIME) == 0 {
+            keep |= libc::MS_STRICTATIME;
+        }
+        Ok(HomeMount {
+            path,
+            keep,
+            user_ns: false,
+            drop_caps,
+        })
+    }
+
+    /// The same mount made in a new user namespace too.
+    pub fn in_user_namespace(mut self) -> HomeMount {
+        self.user_ns = true;
+        self
+    }
+
+    /// Finds how the mount can be made here — a mount namespace alone, else one in a
+    /// new user namespace — by making it in a throwaway child; says why neither works.
+    fn choose(&mut self) -> Result<HomeGuard, String> {
+        let alone = match self.try_in_child() {
+            Ok(()) => return Ok(HomeGuard::MountNamespace),
+            Err(e) => e,
+        };
+        self.user_ns = true;
+        match self.try_in_child() {
+            Ok(()) => Ok(HomeGuard::UserNamespace),
+            Err(with_user) => Err(format!(
+                "a mount namespace: {alone}; with a user namespace: {with_user}"
+            )),
+        }
+    }
+
+    /// Makes the mount in a forked child that then exits; the step that failed and its
+    /// error otherwise.
+    fn try_in_child(&self) -> Result<(), String> {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills the two descriptors of ours.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+        }
+        // SAFETY: the child makes system calls only (enter, access, write, _exit) on
+        // what was prepared before the fork, as a command's child does.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            let e = std::io::Error::last_os_error();
+            // SAFETY: closing both ends of the pipe made above.
+            unsafe {
+                libc::close(fds[0]);
+                libc::close(fds[1]);
+            }
+            return Err(format!("fork: {e}"));
+        }
+        if pid == 0 {
+            // 0: read-only; else the step that failed and its errno.
+            let report: [u8; 2] = match self.enter() {
+                Err((step, errno)) => [step as u8, u8::try_from(errno).unwrap_or(u8::MAX)],
+                // SAFETY: a NUL-terminated path.
+                Ok(()) if unsafe { libc::access(self.path.as_ptr(), libc::W_OK) } == 0 => {
+                    [HomeStep::StillWritable as u8, 0]
+                }
+                Ok(()) => [0, 0],
+            };
+            // SAFETY: writing two bytes of ours to the pipe, then leaving at once.
+            unsafe {
+                libc::write(fds[1], report.as_ptr().cast(), 2);
+                libc::_exit(0);
+            }
+        }
+        // SAFETY: closing our copy of the write end.
+        unsafe { libc::close(fds[1]) };
+        let mut report = [0u8; 2];
+        // SAFETY: reading at most two bytes into ours, then closing the read end.
+        let n = unsafe {
+            let n = libc::read(fds[0], report.as_mut_ptr().cast(), 2);
+            libc::close(fds[0]);
+            n
+        };
+        let mut status = 0;
+        // SAFETY: reaping the child forked above.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        if n != 2 {
+            return Err(format!("the child ended with status {status}"));
+        }
+        if report[0] == 0 {
+            return Ok(());
+        }
+        let what = HomeStep::ALL
+            .into_iter()
+            .find(|k| *k as u8 == report[0])
+            .map_or("an unknown step", HomeStep::what);
+        if report[1] == 0 {
+            Err(what.to_string())
+        } else {
+            Err(format!(
+                "{what}: {}",
+                std::io::Error::from_raw_os_error(i32::from(report[1]))
+            ))
+        }
+    }
+
+    /// In the child, between `fork` and `exec`: a private mount namespace (in a new
+    /// user namespace when so chosen, the user and group mapped to themselves) where
+    /// the home is bound read-only over itself; then the capabilities dropped when
+    /// asked. Only system calls, no allocation: see [`crate::process::Process::spawn_in`].
+    pub fn enter(&self) -> Result<(), (HomeStep, i32)> {
+        let errno = || std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        // SAFETY (every call below): system calls on NUL-terminated strings and buffers
+        // that live on this stack or in `self`.
+        unsafe {
+            if self.user_ns {
+                // Read before unsharing: after it, they read as the overflow ids.
+                let (uid, gid) = (libc::getuid(), libc::getgid());
+                if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
+                    return Err((HomeStep::Unshare, errno()));
+                }
+                let mut buf = [0u8; 40];
+                write_proc(c"/proc/self/setgroups", b"deny")
+                    .and_then(|()| write_proc(c"/proc/self/uid_map", id_map(uid, &mut buf)))
+                    .and_then(|()| write_proc(c"/proc/self/gid_map", id_map(gid, &mut buf)))
+                    .map_err(|e| (HomeStep::MapIds, e))?;
+            } else if libc::unshare(libc::CLONE_NEWNS) != 0 {
+                return Err((HomeStep::Unshare, errno()));
+            }
+            // Private first: a bind made on a shared mount would reach the engine's
+            // namespace too.
+            let none: *const libc::c_char = std::ptr::null();
+            if libc::mount(
+                none,
+                c"/".as_ptr(),
+                none,
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) != 0
+            {
+                return Err((HomeStep::Private, errno()));
+            }
+            let home = self.path.as_ptr();
+            if libc::mount(
+                home,
+                home,
+                none,
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            ) != 0
+            {
+                return Err((HomeStep::Bind, errno()));
+            }
+            let flags = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | self.keep;
+            if libc::mount(none, home, none, flags, std::ptr::null()) != 0 {
+                return Err((HomeStep::ReadOnly, errno()));
+            }
+            if self.drop_caps {
+                for cap in [CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH] {
+                    if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                        return Err((HomeStep::DropCaps, errno()));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `CAP_DAC_READ_SEARCH` (`linux/capability.h`): with it, `open_by_handle_at` opens a
+/// file by its handle on any mount, the home's writable one included.
+const CAP_DAC_READ_SEARCH: libc::c_ulong = 2;
+
+/// `CAP_SYS_ADMIN` (`linux/capability.h`): with it, `open_tree` clones the workspace's
+/// mount without the read-only home over it.
+const CAP_SYS_ADMIN: libc::c_ulong = 21;
+
+/// Writes `data` to the file at `path` (a `/proc/self` file) in one write; the errno
+/// when it fails.
+fn write_proc(path: &CStr, data: &[u8]) -> Result<(), i32> {
+    let errno = || std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    // SAFETY: open, write and close on a NUL-terminated path and a buffer of ours.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(errno());
+        }
+        let n = libc::write(fd, data.as_ptr().cast(), data.len());
+        let e = errno();
+        libc::close(fd);
+        if usize::try_from(n).ok() != Some(data.len()) {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// `"ID ID 1\n"` in `buf`: a user or group mapped to itself, written without
+/// allocating.
+fn id_map(id: u32, buf: &mut [u8; 40]) -> &[u8] {
+    let mut digits = [0u8; 10];
+    let mut n = 0;
+    let mut rest = id;
+    loop {
+        digits[n] = b'0' + (rest % 10) as u8;
+        n += 1;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let mut len = 0;
+    for _ in 0..2 {
+        for d in digits[..n].iter().rev() {
+            buf[len] = *d;
+            len += 1;
+        }
+        buf[len] = b' ';
+        len += 1;
+    }
+    buf[len] = b'1';
+    buf[len + 1] = b'\n';
+    &buf[..len + 2]
 }
 
 /// The ruleset of `mode` with `writable` folders, created (its descriptor open, every
@@ -240,7 +751,9 @@ fn build(mode: SandboxMode, writable: &[PathBuf]) -> Result<RulesetCreated, Sand
     let all = AccessFs::from_all(FS_ABI);
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(all)?;
+        .handle_access(all)?
+        // Signals and abstract Unix sockets reach only the command's own domain.
+        .scope(Scope::Signal | Scope::AbstractUnixSocket)?;
     if mode == SandboxMode::Strict {
         ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
     }
@@ -365,6 +878,7 @@ mod tests {
             enforced: Enforcement::Full,
             tmp: None,
             writable: Vec::new(),
+            features: None,
         };
         let writable = ["/ws".to_string(), "/tmp/cairn-x".to_string()];
         assert_eq!(
@@ -372,6 +886,84 @@ mod tests {
             expected,
             "{line}"
         );
+    }
+
+    #[test]
+    fn an_id_maps_to_itself_in_one_line() {
+        let mut buf = [0u8; 40];
+        assert_eq!(id_map(0, &mut buf), b"0 0 1\n");
+        assert_eq!(id_map(1000, &mut buf), b"1000 1000 1\n");
+        assert_eq!(id_map(u32::MAX, &mut buf), b"4294967295 4294967295 1\n");
+    }
+
+    /// `sh -c script` as user `uid` (when this is root; else as this user), with the
+    /// home mount `mount` entered first when given: its exit code, stdout and stderr.
+    fn run_as(uid: u32, mount: Option<HomeMount>, script: &str) -> (i32, String, String) {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", script]);
+        // SAFETY: geteuid only reads this process's effective user.
+        if unsafe { libc::geteuid() } == 0 {
+            cmd.uid(uid).gid(uid);
+        }
+        if let Some(m) = mount {
+            // SAFETY: `prctl` and `enter` only make system calls on what `m` holds.
+            unsafe {
+                cmd.pre_exec(move || {
+                    // The change of user made the child non-dumpable, its /proc/self
+                    // files root's; a user's own process is dumpable.
+                    libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0);
+                    m.enter()
+                        .map_err(|(_, errno)| std::io::Error::from_raw_os_error(errno))
+                });
+            }
+        }
+        let out = match cmd.output() {
+            Ok(out) => out,
+            Err(e) => return (-1, String::new(), e.to_string()),
+        };
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// The way a user without the right to make a mount namespace gets a read-only
+    /// home: a user namespace, where the command keeps its own user and group.
+    #[test]
+    fn a_home_mounted_in_a_user_namespace_is_read_only_and_the_user_stays_itself() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().canonicalize().unwrap().join("home");
+        std::fs::create_dir(&home).unwrap();
+        // Open to anyone, so that only the mount can refuse the write.
+        for p in [tmp.path(), home.as_path()] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
+        }
+        let uid = 65534;
+        let write = format!("id -u; id -g; echo x > {}/f", home.display());
+        // Without the mount the write happens (the test can fail).
+        let (code, _, err) = run_as(uid, None, &write);
+        assert_eq!(code, 0, "{err}");
+        std::fs::remove_file(home.join("f")).unwrap();
+        let mount = HomeMount::new(&home, true).unwrap().in_user_namespace();
+        let (code, out, err) = run_as(uid, Some(mount), &write);
+        if code == -1 {
+            eprintln!("no user namespaces here ({err}): the session would refuse to start");
+            return;
+        }
+        // SAFETY: geteuid and getegid only read this process's ids.
+        let (me, my_group) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let expected = if me == 0 {
+            format!("{uid}\n{uid}\n")
+        } else {
+            format!("{me}\n{my_group}\n")
+        };
+        assert_eq!(out, expected);
+        assert_ne!(code, 0);
+        assert!(err.contains("Read-only file system"), "{err}");
+        assert!(!home.join("f").exists());
     }
 
     #[test]
