@@ -552,10 +552,14 @@ impl Format {
 pub fn sessions(format: Format) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let mut all = Vec::new();
+    // Sessions a crash left without a record (by a cairn before sessions were born
+    // whole): not listed, named in a note.
+    let mut never_started = Vec::new();
     for p in home.projects() {
         for id in p.sessions() {
             all.push(p.session_dir(&id));
         }
+        never_started.extend(p.never_started().iter().map(|id| p.session_dir(id)));
     }
     all.sort_by(|a, b| b.file_name().cmp(&a.file_name()));
     if all.is_empty() && format == Format::Text {
@@ -577,6 +581,11 @@ pub fn sessions(format: Format) -> Result<ExitCode> {
     let mut rows = Vec::new();
     for (dir, short) in all.into_iter().zip(shorts) {
         let s = match summary::summarise(&dir) {
+            // Nothing but zero bytes (or a first line cut short): it never started.
+            Ok(s) if s.records == 0 => {
+                never_started.push(dir);
+                continue;
+            }
             Ok(s) => s,
             Err(e) => {
                 eprintln!("cairn: {}: {}", dir.display(), cairn_cli::hint::text(&e));
@@ -598,6 +607,28 @@ pub fn sessions(format: Format) -> Result<ExitCode> {
     }
     if format == Format::Json {
         out::line(&serde_json::Value::Array(rows).to_string())?;
+    }
+    if !never_started.is_empty() {
+        never_started.sort();
+        out::note(&format!(
+            "cairn: note: {} never started (a cairn killed while it created {} left {} without a record; nothing to resume): remove {}",
+            cairn_cli::summary::count(never_started.len() as u64, "session"),
+            if never_started.len() == 1 {
+                "it"
+            } else {
+                "them"
+            },
+            if never_started.len() == 1 {
+                "its log"
+            } else {
+                "their logs"
+            },
+            never_started
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }
