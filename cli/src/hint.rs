@@ -56,6 +56,13 @@ fn own(e: &(dyn Error + 'static)) -> Option<String> {
     if let Some(e) = e.downcast_ref::<cairn_store::Error>() {
         return store(e);
     }
+    if let Some(e) = e.downcast_ref::<cairn_import::ImportError>() {
+        return match e {
+            cairn_import::ImportError::Store(e) => store(e),
+            cairn_import::ImportError::Engine(e) => engine(e),
+            _ => None,
+        };
+    }
     if let Some(e) = e.downcast_ref::<AgentError>() {
         return match e {
             AgentError::Engine(e) => engine(e),
@@ -171,6 +178,8 @@ mod tests {
             text(&AgentError::Engine(EngineError::Store(corruption()))),
             want
         );
+        // A hook's errors too.
+        assert_eq!(text(&cairn_import::ImportError::Store(corruption())), want);
         assert_eq!(
             text(&EngineError::NoSessions {
                 home: PathBuf::from("/h")
