@@ -162,7 +162,7 @@ fn a_complete_allow_log_record_that_fails_stops_every_command_and_is_left_as_it_
     let out = cairn(&s, &["verify", log.to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let kinds: Vec<&str> = report["problems"]
+    let kinds: Vec<&str> = report["report"]["problems"]
         .as_array()
         .unwrap()
         .iter()
