@@ -610,19 +610,11 @@ pub fn sessions(format: Format) -> Result<ExitCode> {
     }
     if !never_started.is_empty() {
         never_started.sort();
+        let n = never_started.len() as u64;
         out::note(&format!(
-            "cairn: note: {} never started (a cairn killed while it created {} left {} without a record; nothing to resume): remove {}",
-            cairn_cli::summary::count(never_started.len() as u64, "session"),
-            if never_started.len() == 1 {
-                "it"
-            } else {
-                "them"
-            },
-            if never_started.len() == 1 {
-                "its log"
-            } else {
-                "their logs"
-            },
+            "cairn: note: {} never started, left without a record by a cairn killed as it created {}: not listed, nothing to resume; remove {}",
+            cairn_cli::summary::count(n, "session"),
+            if n == 1 { "it" } else { "them" },
             never_started
                 .iter()
                 .map(|d| d.display().to_string())
