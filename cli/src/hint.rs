@@ -56,6 +56,13 @@ fn own(e: &(dyn Error + 'static)) -> Option<String> {
     if let Some(e) = e.downcast_ref::<cairn_store::Error>() {
         return store(e);
     }
+    if let Some(e) = e.downcast_ref::<cairn_import::ImportError>() {
+        return match e {
+            cairn_import::ImportError::Store(e) => store(e),
+            cairn_import::ImportError::Engine(e) => engine(e),
+            _ => None,
+        };
+    }
     if let Some(e) = e.downcast_ref::<AgentError>() {
         return match e {
             AgentError::Engine(e) => engine(e),
@@ -90,6 +97,10 @@ fn engine(e: &EngineError) -> Option<String> {
         }
         EngineError::NoFact { .. } => "`cairn memory list` numbers them".into(),
         EngineError::BadManifest { .. } => VERIFY_SESSION.into(),
+        EngineError::EmptyLog { dir } => format!(
+            "nothing to resume: a cairn killed while it created the session left it; remove {}",
+            dir.display()
+        ),
         EngineError::McpConfig { .. } => "fix it, or remove it and use `cairn mcp add`".into(),
         EngineError::McpNoCommand { server } => format!(
             "give the command that starts the server: cairn mcp add {server} -- COMMAND ARGS..."
@@ -100,9 +111,10 @@ fn engine(e: &EngineError) -> Option<String> {
 
 fn store(e: &cairn_store::Error) -> Option<String> {
     match e {
-        cairn_store::Error::Corruption { .. } => {
-            Some("run `cairn verify` for every problem; the log is left as it is".into())
-        }
+        cairn_store::Error::Corruption { path, .. } => Some(format!(
+            "the log is left as it is: `cairn verify {}` lists every problem; restore the log from a copy, or move the bad lines aside by hand, to go on",
+            path.display()
+        )),
         _ => None,
     }
 }
@@ -154,7 +166,7 @@ mod tests {
                 session: "s1".into(),
             })
         );
-        let want = "/s/log.jsonl: corrupt log at line 2, byte offset 10: bad hash (run `cairn verify` for every problem; the log is left as it is)";
+        let want = "/s/log.jsonl: corrupt log at line 2, byte offset 10: bad hash (the log is left as it is: `cairn verify /s/log.jsonl` lists every problem; restore the log from a copy, or move the bad lines aside by hand, to go on)";
         assert_eq!(text(&corruption()), want);
         assert_eq!(text(&EngineError::Store(corruption())), want);
         assert_eq!(text(&ReplayError::Store(corruption())), want);
@@ -166,6 +178,8 @@ mod tests {
             text(&AgentError::Engine(EngineError::Store(corruption()))),
             want
         );
+        // A hook's errors too.
+        assert_eq!(text(&cairn_import::ImportError::Store(corruption())), want);
         assert_eq!(
             text(&EngineError::NoSessions {
                 home: PathBuf::from("/h")

@@ -123,7 +123,7 @@ pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e) => fail(e.to_string(), pre),
+        Err(e) => fail(cairn_cli::hint::text(&e), pre),
     }
 }
 

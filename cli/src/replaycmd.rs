@@ -96,6 +96,9 @@ pub fn verify(spec: &Path, json: bool) -> Result<ExitCode> {
             count(report.blobs_checked, "blob"),
             if report.ended {
                 "ended"
+            } else if report.head.is_none() {
+                // Not one whole record: not even `session_started`.
+                "never started"
             } else if report.running {
                 "not ended (running)"
             } else {

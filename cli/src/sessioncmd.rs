@@ -575,10 +575,14 @@ impl Format {
 pub fn sessions(format: Format) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let mut all = Vec::new();
+    // Sessions a crash left without a record (by a cairn before sessions were born
+    // whole): not listed, named in a note.
+    let mut never_started = Vec::new();
     for p in home.projects() {
         for id in p.sessions() {
             all.push(p.session_dir(&id));
         }
+        never_started.extend(p.never_started().iter().map(|id| p.session_dir(id)));
     }
     all.sort_by(|a, b| b.file_name().cmp(&a.file_name()));
     if all.is_empty() && format == Format::Text {
@@ -600,6 +604,11 @@ pub fn sessions(format: Format) -> Result<ExitCode> {
     let mut rows = Vec::new();
     for (dir, short) in all.into_iter().zip(shorts) {
         let s = match summary::summarise(&dir) {
+            // Nothing but zero bytes (or a first line cut short): it never started.
+            Ok(s) if s.records == 0 => {
+                never_started.push(dir);
+                continue;
+            }
             Ok(s) => s,
             Err(e) => {
                 eprintln!("cairn: {}: {}", dir.display(), cairn_cli::hint::text(&e));
@@ -621,6 +630,20 @@ pub fn sessions(format: Format) -> Result<ExitCode> {
     }
     if format == Format::Json {
         out::line(&serde_json::Value::Array(rows).to_string())?;
+    }
+    if !never_started.is_empty() {
+        never_started.sort();
+        let n = never_started.len() as u64;
+        out::note(&format!(
+            "cairn: note: {} never started, left without a record by a cairn killed as it created {}: not listed, nothing to resume; remove {}",
+            cairn_cli::summary::count(n, "session"),
+            if n == 1 { "it" } else { "them" },
+            never_started
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }

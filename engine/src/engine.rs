@@ -194,6 +194,8 @@ impl Engine {
         let project = home.project(&root);
         cairn_store::private::create_dir_all(&project.sessions_dir())
             .map_err(io_at(&project.dir))?;
+        // What a crash left of sessions being created, before their first record.
+        project.remove_unborn()?;
         let ws_note = project.dir.join("workspace");
         if !ws_note.exists() {
             std::fs::write(&ws_note, root.to_string_lossy().as_bytes()).map_err(io_at(&ws_note))?;

@@ -165,18 +165,44 @@ impl Project {
         }
     }
 
-    /// Session ids of this project, oldest first (ids sort by start time).
+    /// Session ids of this project, oldest first (ids sort by start time): the
+    /// folders whose log holds something. A session being created is not one yet (its
+    /// folder has a name the store marks unborn), nor is one whose log is empty (see
+    /// [`Project::never_started`]).
     pub fn sessions(&self) -> Vec<String> {
+        self.list_sessions(|len| len > 0)
+    }
+
+    /// Session folders of this project whose log is empty, oldest first: sessions that
+    /// never started, left by a cairn that was killed while it created them, before
+    /// sessions were born whole (with their first record). Nothing to resume or verify:
+    /// listings skip them.
+    pub fn never_started(&self) -> Vec<String> {
+        self.list_sessions(|len| len == 0)
+    }
+
+    /// The ids of the session folders whose log's length `keep` accepts, sorted.
+    fn list_sessions(&self, keep: impl Fn(u64) -> bool) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(self.sessions_dir()) else {
             return Vec::new();
         };
         let mut out: Vec<String> = entries
             .filter_map(|e| e.ok())
-            .filter(|e| e.path().join(cairn_store::LOG_FILE).is_file())
+            .filter(|e| !cairn_store::is_unborn(&e.file_name()))
+            .filter(|e| {
+                std::fs::metadata(e.path().join(cairn_store::LOG_FILE))
+                    .is_ok_and(|m| m.is_file() && keep(m.len()))
+            })
             .filter_map(|e| e.file_name().to_str().map(str::to_string))
             .collect();
         out.sort();
         out
+    }
+
+    /// Removes the folders of sessions whose creation a crash cut short (see
+    /// [`cairn_store::remove_unborn`]); returns them.
+    pub fn remove_unborn(&self) -> Result<Vec<PathBuf>> {
+        Ok(cairn_store::remove_unborn(&self.sessions_dir())?)
     }
 }
 
@@ -447,7 +473,9 @@ mod tests {
             for i in 0..n {
                 let d = project.session_dir(&format!("20261130T000000.{i:06}-abc{i:03}"));
                 std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{e}"));
-                std::fs::write(d.join(cairn_store::LOG_FILE), "").unwrap_or_else(|e| panic!("{e}"));
+                // Listed: a log that holds something.
+                std::fs::write(d.join(cairn_store::LOG_FILE), "{}\n")
+                    .unwrap_or_else(|e| panic!("{e}"));
             }
         };
         let err = || {
@@ -480,6 +508,42 @@ mod tests {
         let found = find_session(&home, "abc007", None).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(found.id, "20261130T000000.000007-abc007");
     }
+
+    /// Guards against a session killed while it was being created being listed (and
+    /// taken for `last`) as interrupted for ever: a folder not born yet is no session,
+    /// and one whose log an older cairn left empty never started.
+    #[test]
+    fn listings_skip_sessions_being_created_and_logs_left_empty() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = Home::at(dir.path());
+        let project = home.project(Path::new("/w"));
+        let ok = |r: std::io::Result<()>| r.unwrap_or_else(|e| panic!("{e}"));
+        let log = |id: &str, text: &str| {
+            let d = project.session_dir(id);
+            ok(std::fs::create_dir_all(&d));
+            ok(std::fs::write(d.join(cairn_store::LOG_FILE), text));
+        };
+        log("20261130T000000.000001-aaaaaa", "{}\n");
+        log("20261130T000000.000002-bbbbbb", "");
+        let born = project.session_dir("20261130T000000.000003-cccccc");
+        let mut w = cairn_store::LogWriter::create(&born, Default::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(project.sessions(), ["20261130T000000.000001-aaaaaa"]);
+        assert_eq!(project.never_started(), ["20261130T000000.000002-bbbbbb"]);
+        let last = find_session(&home, "last", None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(last.id, "20261130T000000.000001-aaaaaa");
+        assert!(find_session(&home, "bbbbbb", None).is_err());
+        w.append(&serde_json::json!({"type": "session_started"}))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            project.sessions(),
+            [
+                "20261130T000000.000001-aaaaaa",
+                "20261130T000000.000003-cccccc"
+            ]
+        );
+    }
+
     use std::os::unix::fs::PermissionsExt;
 
     #[test]

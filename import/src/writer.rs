@@ -153,14 +153,21 @@ impl Writer {
         };
         let id = new_session_id();
         let dir = project.session_dir(&id);
-        let log = LogWriter::create(&dir, import_options())?;
+        // A live session is born as cairn's own are, its first record durable; an
+        // import makes a pass durable once, at its end.
+        let options = if agent.is_some() {
+            durable_options()
+        } else {
+            import_options()
+        };
+        let log = LogWriter::create(&dir, options)?;
         let config = EngineConfig::new(cairn_tools::Catalog::Thoth);
         let mut rec = Recorder::new(
             log,
             State::default(),
             blobs,
             SnapshotStore::new(&dir),
-            IMPORT_DURABILITY,
+            options.durability,
             // One snapshot, at the end of the pass: a snapshot every 1000 records
             // archived the whole growing conversation each time, and made the home 14
             // times the size of the sources (1 GB of rollouts: 14 GB).

@@ -159,11 +159,17 @@ fn next_rowid(key: i64, highest: Option<i64>) -> Option<i64> {
 /// Every session folder of the home at `root` (`projects/*/sessions/*`), from the
 /// listings of its folders alone: [`Index::update`] then `stat`s each log once (a
 /// folder without one is skipped there), where listing sessions as the engine does
-/// checks each log first (two `stat`s per session).
+/// checks each log first (two `stat`s per session). A session being created (its
+/// folder named unborn by the store) is not one yet.
 pub fn home_session_dirs(root: &Path) -> Vec<PathBuf> {
     let list = |dir: &Path| -> Vec<PathBuf> {
         std::fs::read_dir(dir)
-            .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter(|e| !cairn_store::is_unborn(&e.file_name()))
+                    .map(|e| e.path())
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let mut out = Vec::new();

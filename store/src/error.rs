@@ -34,6 +34,11 @@ pub enum Error {
         pid.map(|p| format!("process {p}")).unwrap_or_else(|| "another process".into())
     )]
     Locked { path: PathBuf, pid: Option<u32> },
+    /// A new log could not be born in its folder: another writer created a log there
+    /// first (a log of a fixed name, such as a project's allow log, created by two
+    /// processes at once). Nothing was written; open the log that is there instead.
+    #[error("{}: another writer created this log first; open it to append", path.display())]
+    CreatedElsewhere { path: PathBuf },
     /// The input is not in the expected format (not a log, too large, wrong kind of file).
     #[error("{}: {what}", path.display())]
     Format { path: PathBuf, what: String },

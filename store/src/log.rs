@@ -1,10 +1,17 @@
 //! The session log writer and the recovery that runs when a log is opened.
 //!
-//! Opening reads from the end: it finds the last complete line, checks its own hash and
-//! that it chains to the line before, and treats what follows as a torn tail. The cost
-//! does not depend on the size of the log. A torn tail (a last line cut short,
-//! zero-filled, without its newline, or failing its own hash) is moved to
-//! `quarantine/` and cut off; anything worse is corruption and is refused.
+//! Opening reads from the end: it skips trailing zero bytes, finds the last complete
+//! line, checks its own hash and that it chains to the line before, and treats what
+//! follows it as a torn tail. The cost does not depend on the size of the log. A torn
+//! tail is only ever bytes after the last newline (a last line cut short, or zero
+//! bytes): it is moved to `quarantine/` and cut off. A complete line, newline and all,
+//! that fails its hash, its JSON or the chain was written whole and changed since: that
+//! is corruption, wherever it is, and is refused.
+//!
+//! A new log is born whole: [`LogWriter::create`] makes it in a folder beside its own,
+//! under a name every reader ignores ([`is_unborn`]), and renames that folder into
+//! place once the first record is written (and synced, unless the durability is
+//! `none`). A log folder is never seen empty, whatever moment a crash picks.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -128,6 +135,12 @@ pub struct LogWriter {
     line_buf: Vec<u8>,
     /// Whether appends are held (see [`LogWriter::hold`]).
     holding: bool,
+    /// The folder the log lives in until its first record is written and it is
+    /// renamed to its own (see [`LogWriter::create`]); `None` once born.
+    unborn: Option<PathBuf>,
+    /// Born with durability `none`: the folder's rename is not known to be durable
+    /// until [`LogWriter::flush_durable`] syncs the folders.
+    birth_unsynced: bool,
 }
 
 /// The most bytes of records [`LogWriter::hold`] keeps back: past it, they are written.
@@ -182,30 +195,51 @@ fn ts_of(t: jiff::Timestamp) -> String {
 }
 
 impl LogWriter {
-    /// Creates a new, empty log in `dir` (created if needed). Fails if one exists.
+    /// Creates a new log in folder `dir`, born whole: until its first record the log
+    /// lives in a folder beside `dir` named so that every reader ignores it
+    /// ([`is_unborn`]); the first [`append`](Self::append) writes the record, syncs it
+    /// (unless the durability is `none`) and renames that folder to `dir`. Dropped
+    /// before its first record, the writer removes the folder: `dir` never appears
+    /// without a record. [`LogWriter::path`] names the log where it will be.
+    ///
+    /// `dir` must not exist, or be an empty folder (replaced at birth); a folder that
+    /// holds a log is refused.
     pub fn create(dir: &Path, options: Options) -> Result<LogWriter> {
-        crate::private::create_dir_all(dir).at(dir)?;
-        let lock = WriterLock::acquire(&dir.join(LOCK_FILE))?;
-        // Under the lock, before anything is written (see `written`).
-        crate::written::mark(dir, options.durability != Durability::None)?;
-        let path = log_path(dir);
-        let file = crate::private::options()
-            .append(true)
-            .read(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::AlreadyExists => Error::Format {
-                    path: path.clone(),
-                    what: "a log already exists here; open it instead of creating it".into(),
-                },
-                _ => Error::Io {
-                    path: path.clone(),
-                    source: e,
-                },
-            })?;
-        sync_dir(dir)?;
-        Ok(LogWriter::new(path, file, lock, options, None, 0, 0))
+        let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+            return Err(Error::Format {
+                path: dir.to_path_buf(),
+                what: "a log needs a folder of its own, inside another".into(),
+            });
+        };
+        crate::private::create_dir_all(parent).at(parent)?;
+        check_can_be_born_at(dir)?;
+        let unborn = parent.join(unborn_name(name));
+        crate::private::create_dir(&unborn).at(&unborn)?;
+        let made = (|| {
+            let lock = WriterLock::acquire(&unborn.join(LOCK_FILE))?;
+            // The mark names the folder the log will have; under the lock, before
+            // anything is written (see `written`), and again at birth.
+            crate::written::mark(dir, options.durability != Durability::None)?;
+            let unborn_log = log_path(&unborn);
+            let file = crate::private::options()
+                .append(true)
+                .read(true)
+                .create_new(true)
+                .open(&unborn_log)
+                .at(&unborn_log)?;
+            Ok((lock, file))
+        })();
+        let (lock, file) = match made {
+            Ok(made) => made,
+            Err(e) => {
+                // Nothing of it can be wanted: it was never born.
+                let _ = fs::remove_dir_all(&unborn);
+                return Err(e);
+            }
+        };
+        let mut writer = LogWriter::new(log_path(dir), file, lock, options, None, 0, 0);
+        writer.unborn = Some(unborn);
+        Ok(writer)
     }
 
     /// Opens an existing log for append, repairing a torn tail (see the module docs).
@@ -288,6 +322,8 @@ impl LogWriter {
             event_buf: Vec::with_capacity(1024),
             line_buf: Vec::with_capacity(1024),
             holding: false,
+            unborn: None,
+            birth_unsynced: false,
         }
     }
 
@@ -368,7 +404,8 @@ impl LogWriter {
                 ),
             });
         }
-        if !self.holding || self.line_buf.len() > HELD_BYTES_MAX {
+        // The first record is never held: the log is born with it.
+        if !self.holding || self.line_buf.len() > HELD_BYTES_MAX || self.unborn.is_some() {
             self.write_lines()?;
         }
         let appended = Appended {
@@ -379,10 +416,67 @@ impl LogWriter {
         self.len += n as u64;
         self.next_seq += 1;
         self.prev = hash;
-        if self.options.durability == Durability::Always {
+        if self.unborn.is_some() {
+            self.be_born()?;
+        }
+        if self.options.durability == Durability::Always && self.committer.synced() < self.len {
             self.sync_now()?;
         }
         Ok(appended)
+    }
+
+    /// Renames the folder of a log whose first record was just written into place:
+    /// the record synced first (and the folder, for its entries), the parent folder
+    /// after (for the new name), unless the durability is `none`. A failure stops the
+    /// writer, which then removes the folder when dropped: the log was never born.
+    fn be_born(&mut self) -> Result<()> {
+        let Some(unborn) = self.unborn.clone() else {
+            return Ok(());
+        };
+        debug_assert_eq!(self.next_seq, 1, "a log is born with its first record");
+        let durable = self.options.durability != Durability::None;
+        let dir = self
+            .path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let born = (|| {
+            if durable {
+                self.sync_now()?;
+                sync_dir(&unborn)?;
+            }
+            fs::rename(&unborn, &dir).map_err(|e| match e.raw_os_error() {
+                Some(libc::ENOTEMPTY | libc::EEXIST) if log_path(&dir).exists() => {
+                    Error::CreatedElsewhere {
+                        path: log_path(&dir),
+                    }
+                }
+                Some(libc::ENOTEMPTY | libc::EEXIST) => Error::Format {
+                    path: dir.clone(),
+                    what: "files appeared in the log's folder while the log was being created"
+                        .into(),
+                },
+                _ => Error::Io {
+                    path: dir.clone(),
+                    source: e,
+                },
+            })?;
+            // Renamed: the folder is the log's now, whatever follows.
+            self.unborn = None;
+            self.birth_unsynced = !durable;
+            if durable && let Some(parent) = dir.parent() {
+                sync_dir(parent)?;
+            }
+            // Again after the rename: a reader that cleared the mark while the log
+            // was not in place yet found nothing to keep it for.
+            crate::written::mark(&dir, durable)
+        })();
+        if let Err(e) = &born
+            && self.failed.is_none()
+        {
+            self.failed = Some(format!("the log's birth failed: {e}"));
+        }
+        born
     }
 
     /// Makes every appended record durable before it returns (a no-op with durability
@@ -404,7 +498,21 @@ impl LogWriter {
     pub fn flush_durable(&mut self) -> Result<()> {
         self.check_failed()?;
         self.write_held()?;
-        self.sync_now()
+        self.sync_now()?;
+        if self.birth_unsynced {
+            // Born with durability `none`: its folder and its name are made durable too.
+            let dir = self
+                .path
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default();
+            sync_dir(&dir)?;
+            if let Some(parent) = dir.parent() {
+                sync_dir(parent)?;
+            }
+            self.birth_unsynced = false;
+        }
+        Ok(())
     }
 
     /// Asks for every appended record to be durable within the group-commit window
@@ -525,12 +633,115 @@ impl LogWriter {
 }
 
 impl Drop for LogWriter {
-    /// What is held is written (the committer, dropped next, then syncs it).
+    /// What is held is written (the committer, dropped next, then syncs it). A log
+    /// never born is removed with its folder.
     fn drop(&mut self) {
+        if let Some(unborn) = self.unborn.take() {
+            // A folder that cannot be removed now is removed by the next
+            // `remove_unborn` of its parent.
+            let _ = fs::remove_dir_all(&unborn);
+            return;
+        }
         if self.failed.is_none() {
             let _ = self.write_held();
         }
     }
+}
+
+/// The start of the name of a log's folder before its birth (see [`LogWriter::create`]):
+/// `.unborn.<pid>.<nanos>.<name>`.
+pub const UNBORN_PREFIX: &str = ".unborn.";
+
+/// True when `name` is the name of a log folder not born yet (see
+/// [`LogWriter::create`]): every reader that lists log folders skips it.
+pub fn is_unborn(name: &std::ffi::OsStr) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    name.as_bytes().starts_with(UNBORN_PREFIX.as_bytes())
+}
+
+/// The name of the folder a log named `name` is born in, by this process.
+fn unborn_name(name: &std::ffi::OsStr) -> std::ffi::OsString {
+    let mut out = std::ffi::OsString::from(format!(
+        "{UNBORN_PREFIX}{}.{}.",
+        std::process::id(),
+        jiff::Timestamp::now().as_nanosecond()
+    ));
+    out.push(name);
+    out
+}
+
+/// The process that made the unborn folder `name`.
+fn unborn_pid(name: &std::ffi::OsStr) -> Option<u32> {
+    use std::os::unix::ffi::OsStrExt;
+    let rest = name.as_bytes().strip_prefix(UNBORN_PREFIX.as_bytes())?;
+    let digits = rest.split(|&b| b == b'.').next()?;
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// Refuses to create a log in `dir` when it holds anything (a log above all).
+fn check_can_be_born_at(dir: &Path) -> Result<()> {
+    let mut entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).at(dir),
+    };
+    if entries.next().is_none() {
+        return Ok(());
+    }
+    let path = log_path(dir);
+    Err(Error::Format {
+        what: if path.exists() {
+            "a log already exists here; open it instead of creating it".into()
+        } else {
+            "not an empty folder: a new log is made in a new or empty folder".into()
+        },
+        path,
+    })
+}
+
+/// Removes the folders of logs that were never born in folder `parent` (a session's
+/// `sessions/`): left by a process killed before its log's first record. Only those
+/// whose process is gone and whose writer lock no process holds (see [`writer_pid`]);
+/// none when that cannot be told (no `/proc`). Returns the folders removed.
+///
+/// [`writer_pid`]: crate::writer_pid
+pub fn remove_unborn(parent: &Path) -> Result<Vec<PathBuf>> {
+    let entries = match fs::read_dir(parent) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).at(parent),
+    };
+    let mut removed = Vec::new();
+    if !Path::new("/proc/self").exists() {
+        return Ok(removed);
+    }
+    let mut locks = None;
+    for e in entries {
+        let e = e.at(parent)?;
+        let name = e.file_name();
+        if !is_unborn(&name) {
+            continue;
+        }
+        // Its maker may be between making the folder and locking it: a live maker's
+        // folder is left alone (a pid used again only delays the cleaning).
+        let alive = unborn_pid(&name).is_none_or(|pid| {
+            pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists()
+        });
+        let path = e.path();
+        if alive
+            || locks
+                .get_or_insert_with(crate::written::Locks::read)
+                .may_be_written(&path)
+        {
+            continue;
+        }
+        match fs::remove_dir_all(&path) {
+            Ok(()) => removed.push(path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).at(&path),
+        }
+    }
+    Ok(removed)
 }
 
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
@@ -611,66 +822,57 @@ pub(crate) fn scan_tail(
     let mut last = [0u8; 1];
     file.read_exact_at(&mut last, end - 1).at(path)?;
     let max = record_bytes_max as u64;
-    let (mut cut, mut dropped) = if last[0] == b'\n' {
-        (end, false)
+    // Only bytes after the last newline can be torn: one `write` of a line that a
+    // crash cut short. A complete line that fails is corruption, wherever it is.
+    let cut = if last[0] == b'\n' {
+        end
     } else {
-        let (start, _) = line_ending_at(file, path, end, max)?;
-        (start, true)
+        line_ending_at(file, path, end, max)?.0
     };
-    loop {
-        if cut == 0 {
-            return Ok(Tail {
-                good_len: 0,
-                head: None,
-            });
+    if cut == 0 {
+        return Ok(Tail {
+            good_len: 0,
+            head: None,
+        });
+    }
+    let (s1, l1) = line_ending_at(file, path, cut - 1, max)?;
+    let f1 = match record::check_line(&l1) {
+        Ok(f1) => f1,
+        Err(bad) => return Err(corruption(file, path, s1, bad.seq, &bad.what)),
+    };
+    if s1 == 0 {
+        if f1.seq != 0 || f1.prev != Hash::ZERO {
+            return Err(corruption(
+                file,
+                path,
+                s1,
+                Some(f1.seq),
+                "the first record must have seq 0 and a zero prev",
+            ));
         }
-        let (s1, l1) = line_ending_at(file, path, cut - 1, max)?;
-        match record::check_line(&l1) {
-            Ok(f1) => {
-                if s1 == 0 {
-                    if f1.seq != 0 || f1.prev != Hash::ZERO {
-                        return Err(corruption(
-                            file,
-                            path,
-                            s1,
-                            Some(f1.seq),
-                            "the first record must have seq 0 and a zero prev",
-                        ));
-                    }
-                } else {
-                    let (s0, l0) = line_ending_at(file, path, s1 - 1, max)?;
-                    match record::check_line(&l0) {
-                        Ok(f0) if f0.hash == f1.prev && f0.seq.checked_add(1) == Some(f1.seq) => {}
-                        Ok(_) => {
-                            return Err(corruption(
-                                file,
-                                path,
-                                s1,
-                                Some(f1.seq),
-                                "the last record does not chain to the one before it",
-                            ));
-                        }
-                        Err(bad) => return Err(corruption(file, path, s0, bad.seq, &bad.what)),
-                    }
-                }
-                return Ok(Tail {
-                    good_len: cut,
-                    head: Some(Head {
-                        seq: f1.seq,
-                        hash: f1.hash,
-                    }),
-                });
+    } else {
+        let (s0, l0) = line_ending_at(file, path, s1 - 1, max)?;
+        match record::check_line(&l0) {
+            Ok(f0) if f0.hash == f1.prev && f0.seq.checked_add(1) == Some(f1.seq) => {}
+            Ok(_) => {
+                return Err(corruption(
+                    file,
+                    path,
+                    s1,
+                    Some(f1.seq),
+                    "the last record does not chain to the one before it",
+                ));
             }
-            Err(bad) if dropped => {
-                // One crash tears at most one record: a second bad one is corruption.
-                return Err(corruption(file, path, s1, bad.seq, &bad.what));
-            }
-            Err(_) => {
-                dropped = true;
-                cut = s1;
-            }
+            Err(bad) => return Err(corruption(file, path, s0, bad.seq, &bad.what)),
         }
     }
+    Ok(Tail {
+        good_len: cut,
+        head: Some(Head {
+            seq: f1.seq,
+            hash: f1.hash,
+        }),
+    })
 }
 
 /// The line whose bytes end at `end` (exclusive, newline not included): its start and
@@ -745,6 +947,313 @@ mod tests {
         let mut w = LogWriter::create(&dir.join("session"), durability_none()).unwrap();
         w.committer.trace_to(File::create(trace).unwrap());
         w
+    }
+
+    /// The names in folder `dir`, sorted.
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Guards against a session folder seen empty (a crash while a session was being
+    /// created left a log with no record, listed as interrupted for ever): the folder
+    /// appears only with its first record, and a writer dropped before leaves nothing.
+    #[test]
+    fn a_log_folder_appears_only_with_its_first_record() {
+        for durability in [Durability::Always, Durability::Batch, Durability::None] {
+            let tmp = tempfile::tempdir().unwrap();
+            let sessions = tmp.path().join("sessions");
+            let dir = sessions.join("s1");
+            let options = Options {
+                durability,
+                ..Options::default()
+            };
+            let mut w = LogWriter::create(&dir, options).unwrap();
+            assert!(!dir.exists(), "{durability:?}");
+            assert_eq!(w.path(), log_path(&dir));
+            let unborn = names(&sessions);
+            assert_eq!(unborn.len(), 1);
+            assert!(is_unborn(std::ffi::OsStr::new(&unborn[0])), "{unborn:?}");
+            assert!(unborn[0].ends_with(".s1"), "{unborn:?}");
+            assert_eq!(
+                unborn_pid(std::ffi::OsStr::new(&unborn[0])),
+                Some(std::process::id())
+            );
+            // Held or not, the first record is written, and the log born with it.
+            w.hold();
+            note(&mut w, 0);
+            assert_eq!(names(&sessions), ["s1"], "{durability:?}");
+            assert_eq!(fs::metadata(log_path(&dir)).unwrap().len(), w.len_bytes());
+            if durability != Durability::None {
+                assert_eq!(w.durable_len(), w.len_bytes(), "{durability:?}");
+            }
+            note(&mut w, 0);
+            drop(w);
+            let (w, recovery) = LogWriter::open(&dir, options).unwrap();
+            assert_eq!((w.next_seq(), recovery.quarantined_bytes), (2, 0));
+            drop(w);
+
+            // Dropped before its first record: nothing is left.
+            let w = LogWriter::create(&sessions.join("s2"), options).unwrap();
+            assert_eq!(names(&sessions).len(), 2);
+            drop(w);
+            assert_eq!(names(&sessions), ["s1"], "{durability:?}");
+        }
+    }
+
+    #[test]
+    fn create_takes_a_new_or_empty_folder_and_refuses_one_holding_anything() {
+        let tmp = tempfile::tempdir().unwrap();
+        let empty = tmp.path().join("empty");
+        fs::create_dir(&empty).unwrap();
+        let mut w = LogWriter::create(&empty, durability_none()).unwrap();
+        note(&mut w, 0);
+        drop(w);
+        assert_eq!(names(&empty), [LOG_FILE, LOCK_FILE]);
+        let err = LogWriter::create(&empty, durability_none()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: a log already exists here; open it instead of creating it",
+                log_path(&empty).display()
+            )
+        );
+        let busy = tmp.path().join("busy");
+        fs::create_dir(&busy).unwrap();
+        fs::write(busy.join("notes"), "x").unwrap();
+        assert!(matches!(
+            LogWriter::create(&busy, durability_none()),
+            Err(Error::Format { what, .. }) if what.starts_with("not an empty folder")
+        ));
+        // Files that appear in the folder before the birth: the log is not born.
+        let late = tmp.path().join("late");
+        let mut w = LogWriter::create(&late, durability_none()).unwrap();
+        fs::create_dir(&late).unwrap();
+        fs::write(late.join("notes"), "x").unwrap();
+        assert!(matches!(
+            w.append(&serde_json::json!({"type": "note"})),
+            Err(Error::Format { what, .. }) if what.starts_with("files appeared")
+        ));
+        assert!(matches!(w.sync(), Err(Error::Poisoned { .. })));
+        drop(w);
+        assert_eq!(names(tmp.path()), ["busy", "empty", "late"]);
+        assert_eq!(names(&late), ["notes"]);
+        // Two writers create one log of a fixed name at once: the first born wins, the
+        // other is told to open it, and nothing of it is left.
+        let fixed = tmp.path().join("fixed");
+        let mut first = LogWriter::create(&fixed, durability_none()).unwrap();
+        let mut second = LogWriter::create(&fixed, durability_none()).unwrap();
+        note(&mut first, 0);
+        assert!(matches!(
+            second.append(&serde_json::json!({"type": "note"})),
+            Err(Error::CreatedElsewhere { path }) if path == log_path(&fixed)
+        ));
+        drop(second);
+        drop(first);
+        assert_eq!(names(tmp.path()), ["busy", "empty", "fixed", "late"]);
+        let (w, _) = LogWriter::open(&fixed, durability_none()).unwrap();
+        assert_eq!(w.next_seq(), 1);
+    }
+
+    /// A process that is gone: a child that ended and was reaped.
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    #[test]
+    fn remove_unborn_removes_only_folders_no_live_process_may_still_make() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sessions = tmp.path().join("sessions");
+        let born = sessions.join("s-born");
+        let mut w = LogWriter::create(&born, durability_none()).unwrap();
+        note(&mut w, 0);
+        drop(w);
+        let dead = dead_pid();
+        let unborn = |pid: u32, name: &str| {
+            let d = sessions.join(format!("{UNBORN_PREFIX}{pid}.1.{name}"));
+            fs::create_dir(&d).unwrap();
+            fs::write(d.join(LOCK_FILE), pid.to_string()).unwrap();
+            fs::write(log_path(&d), "").unwrap();
+            d
+        };
+        // Left by a crash: removed.
+        let left = unborn(dead, "s-left");
+        // Its maker is gone, but a process (a child it forked, say) holds its lock.
+        let locked = unborn(dead, "s-locked");
+        let lock = WriterLock::acquire(&locked.join(LOCK_FILE)).unwrap();
+        // A live process's: it may be about to lock it.
+        let live = unborn(std::process::id(), "s-live");
+        // A writer of this process, not born yet.
+        let w = LogWriter::create(&sessions.join("s-new"), durability_none()).unwrap();
+        let removed = remove_unborn(&sessions).unwrap();
+        assert_eq!(removed, [left.clone()]);
+        assert!(!left.exists() && locked.exists() && live.exists() && born.exists());
+        assert_eq!(names(&sessions).len(), 4);
+        drop(lock);
+        assert_eq!(remove_unborn(&sessions).unwrap(), [locked]);
+        drop(w);
+        assert_eq!(remove_unborn(&sessions).unwrap(), Vec::<PathBuf>::new());
+        assert_eq!(
+            remove_unborn(&tmp.path().join("none")).unwrap(),
+            Vec::<PathBuf>::new()
+        );
+        assert!(live.exists());
+    }
+
+    /// `tail` written after three good records, opened for append: `Ok(bytes
+    /// quarantined)` when it is a torn tail, `Err((offset, seq, what))` of the
+    /// corruption refused, the log then left byte for byte as it was.
+    fn check_tail(
+        tail: impl Fn(&[u8]) -> Vec<u8>,
+        expected: Result<u64, (u64, Option<u64>, &str)>,
+    ) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("s");
+        let mut w = LogWriter::create(&dir, durability_none()).unwrap();
+        for i in 0..3 {
+            w.append_at("2026-11-29T12:00:00.000000Z", &serde_json::json!({"i": i}))
+                .unwrap();
+        }
+        let good = w.len_bytes();
+        drop(w);
+        let bytes = fs::read(log_path(&dir)).unwrap();
+        let mut damaged = bytes.clone();
+        let last_start = bytes[..bytes.len() - 1]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        damaged.truncate(last_start);
+        damaged.extend(tail(&bytes[last_start..]));
+        fs::write(log_path(&dir), &damaged).unwrap();
+        let got = LogWriter::open(&dir, durability_none()).map(|(_, r)| r.quarantined_bytes);
+        match (got, expected) {
+            (Ok(q), Ok(want)) => {
+                assert_eq!(q, want);
+                let len = fs::metadata(log_path(&dir)).unwrap().len();
+                assert!(len == good || len == last_start as u64, "{len}");
+            }
+            (
+                Err(Error::Corruption {
+                    offset, seq, what, ..
+                }),
+                Err(want),
+            ) => {
+                assert_eq!((offset, seq, what.as_str()), want);
+                assert_eq!(fs::read(log_path(&dir)).unwrap(), damaged, "left as it was");
+                assert!(!dir.join(QUARANTINE_DIR).exists());
+                // A reader's view of the end says the same.
+                assert!(matches!(
+                    crate::LogReader::open(&dir).unwrap().tail(),
+                    Err(Error::Corruption { offset: o, .. }) if o == offset
+                ));
+            }
+            (got, want) => panic!("got {got:?}, expected {want:?}"),
+        }
+    }
+
+    /// Guards against a complete last record that fails being cut off as a torn tail
+    /// (moved aside without a word): only bytes after the last newline are torn.
+    #[test]
+    fn only_bytes_after_the_last_newline_are_a_torn_tail() {
+        let flip_hash = |last: &[u8]| {
+            let mut l = last.to_vec();
+            let i = l.len() - 4;
+            l[i] = if l[i] == b'0' { b'1' } else { b'0' };
+            l
+        };
+        // Seq 2 starts after two lines; its offset is what the error names.
+        let tmp = tempfile::tempdir().unwrap();
+        let probe = tmp.path().join("p");
+        let mut w = LogWriter::create(&probe, durability_none()).unwrap();
+        let mut offsets = Vec::new();
+        for i in 0..3 {
+            offsets.push(
+                w.append_at("2026-11-29T12:00:00.000000Z", &serde_json::json!({"i": i}))
+                    .unwrap()
+                    .offset,
+            );
+        }
+        let last_line_len = w.len_bytes() - offsets[2];
+        let at2 = offsets[2];
+        drop(w);
+        // Torn: without its newline, cut short, zero-filled after, or nothing but zeros.
+        check_tail(|l| l[..l.len() - 1].to_vec(), Ok(last_line_len - 1));
+        check_tail(|l| l[..10].to_vec(), Ok(10));
+        check_tail(|l| [&l[..10], &[0u8; 300][..]].concat(), Ok(310));
+        check_tail(|l| [l, &[0u8; 300][..]].concat(), Ok(300));
+        check_tail(|l| [l, b"{\"prev\":\"01"].concat(), Ok(11));
+        check_tail(
+            |l| [&flip_hash(l)[..l.len() - 1], &[0u8; 9][..]].concat(),
+            Ok(last_line_len + 8),
+        );
+        // Corrupt: a complete line, newline and all, that fails its hash or its layout.
+        check_tail(
+            flip_hash,
+            Err((at2, Some(2), "record hash does not match its content")),
+        );
+        check_tail(
+            |l| {
+                let mut l = flip_hash(l);
+                l.extend_from_slice(&[0u8; 50]);
+                l
+            },
+            Err((at2, Some(2), "record hash does not match its content")),
+        );
+        check_tail(
+            |_| b"garbage\n".to_vec(),
+            Err((at2, None, "not a log record (expected {\"prev\":\"…)")),
+        );
+        check_tail(
+            |l| {
+                let mut l = l.to_vec();
+                l[30] = 0;
+                l
+            },
+            Err((at2, Some(2), "record hash does not match its content")),
+        );
+        // Well-formed and hashed, but not chained to the record before.
+        check_tail(
+            |l| {
+                let mut line = Vec::new();
+                let event = br#"{"i":2}"#;
+                record::encode(
+                    &Hash([7; 32]),
+                    2,
+                    "2026-11-29T12:00:00.000000Z",
+                    event,
+                    &mut line,
+                );
+                assert_eq!(line.len(), l.len());
+                line
+            },
+            Err((
+                at2,
+                Some(2),
+                "the last record does not chain to the one before it",
+            )),
+        );
+        // Well-formed and hashed, but its event is not JSON.
+        check_tail(
+            |_| {
+                let mut line = Vec::new();
+                record::encode(
+                    &Hash::ZERO,
+                    2,
+                    "2026-11-29T12:00:00.000000Z",
+                    b"{nope",
+                    &mut line,
+                );
+                line
+            },
+            Err((at2, Some(2), "event is not a well-formed JSON object")),
+        );
     }
 
     #[test]
@@ -897,26 +1406,30 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let session = dir.path().join("session");
         let mut w = LogWriter::create(&session, Options::default()).unwrap();
+        note(&mut w, 0);
+        let born = w.len_bytes();
         w.hold();
         note(&mut w, 0);
         note(&mut w, 0);
-        assert_eq!(file_len(&w), 0);
+        assert_eq!(file_len(&w), born);
         let len = w.len_bytes();
         drop(w);
         assert_eq!(std::fs::metadata(log_path(&session)).unwrap().len(), len);
         let (w, recovery) = LogWriter::open(&session, Options::default()).unwrap();
         assert_eq!(recovery.quarantined_bytes, 0);
-        assert_eq!(w.next_seq(), 2);
+        assert_eq!(w.next_seq(), 3);
     }
 
     #[test]
     fn write_out_writes_what_is_held_and_holds_on() {
         let dir = tempfile::tempdir().unwrap();
         let mut w = LogWriter::create(&dir.path().join("session"), durability_none()).unwrap();
+        note(&mut w, 0);
+        let born = w.len_bytes();
         w.hold();
         note(&mut w, 0);
         note(&mut w, 0);
-        assert_eq!(file_len(&w), 0);
+        assert_eq!(file_len(&w), born);
         w.write_out().unwrap();
         let out = w.len_bytes();
         assert_eq!(file_len(&w), out);
@@ -937,12 +1450,18 @@ mod tests {
         for over in [0, 1] {
             let dir = tempfile::tempdir().unwrap();
             let mut w = LogWriter::create(&dir.path().join("session"), durability_none()).unwrap();
+            // The first record is never held: the log is born with it.
+            note(&mut w, 0);
             w.hold();
             note(&mut w, 0);
             // Held: exactly HELD_BYTES_MAX, or one byte more.
             note(&mut w, HELD_BYTES_MAX - 2 * bare + over);
-            assert_eq!(w.len_bytes() as usize, HELD_BYTES_MAX + over);
-            let want = if over == 0 { 0 } else { w.len_bytes() };
+            assert_eq!(w.len_bytes() as usize, bare + HELD_BYTES_MAX + over);
+            let want = if over == 0 {
+                bare as u64
+            } else {
+                w.len_bytes()
+            };
             assert_eq!(file_len(&w), want, "{over} byte(s) past the limit");
             // Still holding either way.
             let before = file_len(&w);
@@ -974,6 +1493,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let trace = dir.path().join("trace");
         let mut w = writer(dir.path(), &trace);
+        note(&mut w, 0);
         w.hold();
         note(&mut w, 0);
         // A descriptor open for reading only: the write fails (EBADF).

@@ -21,6 +21,11 @@ pub fn create_dir_all(path: &Path) -> io::Result<()> {
         .create(path)
 }
 
+/// Makes folder `path` with [`DIR_MODE`]; fails if it exists.
+pub fn create_dir(path: &Path) -> io::Result<()> {
+    DirBuilder::new().mode(DIR_MODE).create(path)
+}
+
 /// Options for a new file with [`FILE_MODE`].
 pub fn options() -> OpenOptions {
     let mut o = OpenOptions::new();

@@ -68,7 +68,10 @@ impl Setup {
         let projects = std::fs::read_dir(self.home.join("projects")).ok()?;
         for p in projects.flatten() {
             for s in std::fs::read_dir(p.path().join("sessions")).ok()?.flatten() {
-                if s.path().join("events.jsonl").is_file() {
+                // Not a session's before its first record.
+                if !cairn_store::is_unborn(&s.file_name())
+                    && s.path().join("events.jsonl").is_file()
+                {
                     return Some(s.path());
                 }
             }

@@ -739,12 +739,18 @@ fn remove_temp_files(target: &Path) {
     }
 }
 
-/// The session's `session_started` (record 0, before any repair of the tail).
+/// The session's `session_started` (record 0, before any repair of the tail). A log
+/// without a whole record (empty, zero bytes, its first line cut short) is a session
+/// that never started, and a complete last line that fails is corruption.
 fn first_record(dir: &Path) -> Result<SessionStarted> {
     let reader = LogReader::open(dir)?;
-    let first = reader.get(0)?.ok_or_else(|| EngineError::EmptyLog {
+    let never_started = || EngineError::EmptyLog {
         dir: dir.to_path_buf(),
-    })?;
+    };
+    if reader.tail()?.head.is_none() {
+        return Err(never_started());
+    }
+    let first = reader.get(0)?.ok_or_else(never_started)?;
     match fold::parse_maybe_in(&first, fold::project_blobs(dir).as_ref()) {
         Ok(crate::state::Record {
             event: Event::SessionStarted(s),

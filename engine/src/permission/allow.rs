@@ -401,24 +401,26 @@ impl AllowList {
 
     fn append(&self, event: &AllowEvent) -> Result<BTreeSet<String>> {
         let dir = self.log_dir();
-        // Another session of the project may hold the log for a moment: wait a little.
-        // Opening repairs a torn tail.
+        // Another session of the project may hold the log for a moment, or create it
+        // at the same time: wait a little. Opening repairs a torn tail.
         let mut tries = 0;
-        let mut log = loop {
-            let opened = if cairn_store::log_path(&dir).is_file() {
+        let log = loop {
+            let appended = if cairn_store::log_path(&dir).is_file() {
                 LogWriter::open(&dir, options()).map(|(w, _)| w)
             } else {
                 LogWriter::create(&dir, options())
-            };
-            match opened {
-                Err(cairn_store::Error::Locked { .. }) if tries < LOCK_TRIES_MAX => {
+            }
+            .and_then(|mut log| log.append(event).map(|_| log));
+            match appended {
+                Err(
+                    cairn_store::Error::Locked { .. } | cairn_store::Error::CreatedElsewhere { .. },
+                ) if tries < LOCK_TRIES_MAX => {
                     tries += 1;
                     std::thread::sleep(std::time::Duration::from_millis(LOCK_WAIT_MS));
                 }
                 other => break other?,
             }
         };
-        log.append(event)?;
         log.close()?;
         if let Some(signer) = &self.signer {
             // The allow log is small and folded whole at every load anyway: its tree
@@ -793,6 +795,49 @@ mod tests {
         // Written again by hand after the reset: the answer behind it was spent.
         assert_eq!(list.grant("shell:ls", S, "c1").unwrap(), BTreeSet::new());
         assert_eq!(list.audit().unwrap().refused[0].why, Unproven::Reset);
+    }
+
+    /// Guards against a complete grant with a bad hash, in last place, being taken for
+    /// a torn tail and moved aside at the next load: the allow log's loader follows the
+    /// store's one rule, where only bytes after the last newline are torn.
+    #[test]
+    fn a_complete_last_record_that_fails_is_corruption_and_a_cut_one_is_torn() {
+        let dir = project(&[
+            requested("c1", "shell:ls", &[], &[]),
+            decided("c1", "shell:ls", "always", "user"),
+        ]);
+        let list = AllowList::new(dir.path());
+        list.reset().unwrap();
+        list.grant("shell:ls", S, "c1").unwrap();
+        let log = cairn_store::log_path(&list.log_dir());
+        let good = std::fs::read(&log).unwrap();
+        let second = good.iter().position(|&b| b == b'\n').unwrap() as u64 + 1;
+        let mut damaged = good.clone();
+        let i = damaged.len() - 4;
+        damaged[i] = if damaged[i] == b'0' { b'1' } else { b'0' };
+        std::fs::write(&log, &damaged).unwrap();
+        for _ in 0..2 {
+            match list.audit() {
+                Err(cairn_tools::EngineError::Store(cairn_store::Error::Corruption {
+                    path,
+                    seq,
+                    line,
+                    offset,
+                    ..
+                })) => assert_eq!((path, seq, line, offset), (log.clone(), Some(1), 2, second)),
+                other => panic!("{other:?}"),
+            }
+            assert!(list.grant("shell:wc", S, "c1").is_err());
+            assert_eq!(std::fs::read(&log).unwrap(), damaged, "left as it is");
+            assert!(!list.log_dir().join(cairn_store::QUARANTINE_DIR).exists());
+        }
+        // The same record without its newline is a torn tail: cut off, and reported.
+        std::fs::write(&log, &good[..good.len() - 1]).unwrap();
+        let audit = list.audit().unwrap();
+        assert_eq!(audit.keys, BTreeSet::new());
+        let repaired = audit.repaired.unwrap();
+        assert_eq!(repaired.quarantined_bytes, good.len() as u64 - 1 - second);
+        assert_eq!(std::fs::read(&log).unwrap(), good[..second as usize]);
     }
 
     #[test]

@@ -56,8 +56,9 @@ pub enum EngineError {
     /// No session matches what was given (an id, a prefix, a folder or `last`).
     #[error("no session matches '{spec}'")]
     NoSessionMatch { spec: String },
-    /// A session log holds no record.
-    #[error("{}: the session log is empty", dir.display())]
+    /// A session log holds no record: the session never started (its creation was cut
+    /// short by a crash, before sessions were born whole with their first record).
+    #[error("{}: the session never started: its log holds no record", dir.display())]
     EmptyLog { dir: PathBuf },
     /// The first record of a session log is not `session_started`.
     #[error("{}: the log does not start with session_started", dir.display())]
@@ -224,7 +225,7 @@ mod tests {
             ),
             (
                 EngineError::EmptyLog { dir: p("/s") },
-                "/s: the session log is empty".into(),
+                "/s: the session never started: its log holds no record".into(),
             ),
             (
                 EngineError::NotSessionStart { dir: p("/s") },

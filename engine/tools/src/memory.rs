@@ -113,21 +113,24 @@ impl ProjectMemory {
             ..Options::default()
         };
         let mut tries = 0;
-        let mut log = loop {
-            let opened = if cairn_store::log_path(&self.dir).is_file() {
+        // Another process may hold the log for a moment, or create it at the same time.
+        let log = loop {
+            let appended = if cairn_store::log_path(&self.dir).is_file() {
                 LogWriter::open(&self.dir, options).map(|(w, _)| w)
             } else {
                 LogWriter::create(&self.dir, options)
-            };
-            match opened {
-                Err(cairn_store::Error::Locked { .. }) if tries < 50 => {
+            }
+            .and_then(|mut log| log.append(event).map(|_| log));
+            match appended {
+                Err(
+                    cairn_store::Error::Locked { .. } | cairn_store::Error::CreatedElsewhere { .. },
+                ) if tries < 50 => {
                     tries += 1;
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
                 other => break other?,
             }
         };
-        log.append(event)?;
         log.close()?;
         Ok(())
     }

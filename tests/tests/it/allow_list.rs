@@ -1,7 +1,8 @@
 //! The project allow list through the real engine: a grant is honoured only when the
 //! session it names recorded the "always" answer behind it (a forged grant, rechained
 //! so that the log verifies, is refused and reported), and the allow log survives a
-//! torn tail as a session log does, without losing a grant.
+//! torn tail as a session log does, without losing a grant, where a complete line that
+//! fails is corruption that stops the next session.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -189,10 +190,29 @@ fn a_torn_tail_of_the_allow_log_is_cut_off_and_no_grant_is_lost() {
     );
     assert_eq!(std::fs::read(&log).unwrap(), good);
 
-    // A whole line of garbage after the last record is a torn tail too, and the next
-    // session starts, answers, and grants again.
+    // A whole line of garbage after the last record, newline and all, is no torn tail
+    // but corruption: no session starts on it, and it is left as it is.
     appended_bytes(&log, b"garbage\n");
     cairn_tests::wait_unlocked(&project.join("allow"));
+    let refused = Engine::start(
+        &Home::at(home.path()),
+        ws.path(),
+        EngineConfig::new(Catalog::Thoth),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        matches!(
+            &refused,
+            cairn_engine::EngineError::Store(cairn_store::Error::Corruption { path, line: 2, offset, .. })
+                if *path == log && *offset == good.len() as u64
+        ),
+        "{refused}"
+    );
+    assert_eq!(std::fs::read(&log).unwrap(), [&good[..], b"garbage\n"].concat());
+    // The line moved aside by hand, as the message says, the next session starts,
+    // answers, and grants again.
+    std::fs::write(&log, &good).unwrap();
     let mut e = engine(home.path(), ws.path());
     assert!(e.state().allow.contains_key("write_file"));
     e.set_approver(Box::new(Always));

@@ -206,3 +206,56 @@ fn truncation_at_every_byte_repairs_to_the_longest_valid_prefix() {
     }));
     assert_eq!(checked, sample.bytes.len() + 1);
 }
+
+/// Guards against a complete last record that fails being cut off as a torn tail:
+/// every flipped or zeroed byte of the last line, its newline kept, is corruption
+/// refused at its offset, the log left byte for byte as it was; the same damage to the
+/// newline itself leaves a line without one, a torn tail that is repaired.
+#[test]
+fn every_damaged_byte_of_a_complete_last_line_is_corruption_never_a_torn_tail() {
+    let (_tmp, sample) = sample();
+    let work = ram_tempdir();
+    let dir = work.path();
+    let last = sample.lines.last().unwrap().clone();
+    let newline = last.end - 1;
+    type Variant = (&'static str, fn(u8) -> u8);
+    let variants: [Variant; 2] = [("xor 0x01", |b| b ^ 0x01), ("set 0x00", |_| 0)];
+    let sample = &sample;
+    let checked = check_all(last.clone().flat_map(|offset| {
+        variants.iter().map(move |&(name, damage)| {
+            let check = move || -> Result<(), String> {
+                let mut damaged = sample.bytes.clone();
+                damaged[offset] = damage(damaged[offset]);
+                let path = log_path(dir);
+                let qdir = dir.join(QUARANTINE_DIR);
+                if qdir.exists() {
+                    std::fs::remove_dir_all(&qdir).unwrap();
+                }
+                std::fs::write(&path, &damaged).unwrap();
+                let opened = cairn_tests::open_writer(dir, Options::default());
+                if offset == newline {
+                    let (_, recovery) = opened.map_err(|e| format!("not repaired: {e}"))?;
+                    let heads = &sample.heads;
+                    eq("head", recovery.head, heads.get(heads.len() - 2).copied())?;
+                    return eq(
+                        "log",
+                        std::fs::read(&path).unwrap(),
+                        sample.bytes[..last.start].to_vec(),
+                    );
+                }
+                match opened {
+                    Err(cairn_store::Error::Corruption { offset: at, .. }) => {
+                        eq("offset", at, last.start as u64)?
+                    }
+                    Err(e) => return Err(format!("not corruption: {e}")),
+                    Ok((_, r)) => return Err(format!("opened: {r:?}")),
+                }
+                eq("log", std::fs::read(&path).unwrap(), damaged)?;
+                eq("quarantine", qdir.exists(), false)
+            };
+            let boxed: Box<dyn FnOnce() -> Result<(), String> + '_> = Box::new(check);
+            (format!("byte offset {offset} ({name})"), boxed)
+        })
+    }));
+    assert_eq!(checked, 2 * last.len());
+}

@@ -1,5 +1,7 @@
 //! Model test of the log: random sequences of append, reopen, read, tail truncation and
-//! random access, checked after every step against a plain `Vec` of events.
+//! random access, checked after every step against a plain `Vec` of events. A log is
+//! born with its first record: until then there is no log to open or read, and a
+//! writer dropped before leaves none.
 //! `PROPTEST_CASES` sets the number of sequences (default 256).
 
 use cairn_store::{
@@ -88,9 +90,22 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     let path = log_path(dir);
     let mut model = Model::default();
     let mut writer = Some(LogWriter::create(dir, Options::default()).unwrap());
+    // Whether the first record was appended: the log exists from then on.
+    let mut born = false;
     for op in ops {
+        if !born && !matches!(op, Op::Append(_)) {
+            prop_assert!(!path.exists(), "a log before its first record");
+            prop_assert!(LogReader::open(dir).is_err());
+            if let Op::Reopen = op {
+                drop(writer.take());
+                prop_assert!(LogWriter::open(dir, Options::default()).is_err());
+                writer = Some(LogWriter::create(dir, Options::default()).unwrap());
+            }
+            continue;
+        }
         match op {
             Op::Append(event) => {
+                born = true;
                 let w = writer.as_mut().unwrap();
                 let appended = w.append(event).unwrap();
                 prop_assert_eq!(
@@ -184,6 +199,14 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
         }
     }
     drop(writer);
+    if !born {
+        prop_assert!(
+            !path.exists(),
+            "a writer dropped before its first record left a log"
+        );
+        prop_assert_eq!(std::fs::read_dir(dir).unwrap().count(), 0);
+        return Ok(());
+    }
     let report = verify_path(&path, &VerifyOptions::default()).unwrap();
     if model.events.is_empty() {
         let empty = Problem {
