@@ -209,7 +209,10 @@ fn a_torn_tail_of_the_allow_log_is_cut_off_and_no_grant_is_lost() {
         ),
         "{refused}"
     );
-    assert_eq!(std::fs::read(&log).unwrap(), [&good[..], b"garbage\n"].concat());
+    assert_eq!(
+        std::fs::read(&log).unwrap(),
+        [&good[..], b"garbage\n"].concat()
+    );
     // The line moved aside by hand, as the message says, the next session starts,
     // answers, and grants again.
     std::fs::write(&log, &good).unwrap();

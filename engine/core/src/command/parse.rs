@@ -778,7 +778,9 @@ fn runs_git(path: &str) -> bool {
                 None => true,
                 Some(&next) => matches!(next, "hooks" | "config" | "info" | "modules" | "*"),
             }
-    }) || parts.last().is_some_and(|f| *f == ".gitattributes" || *f == ".gitmodules")
+    }) || parts
+        .last()
+        .is_some_and(|f| *f == ".gitattributes" || *f == ".gitmodules")
 }
 
 /// True for `/dev/fd/N` (an open descriptor, digits only).
