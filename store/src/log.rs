@@ -1093,7 +1093,7 @@ mod tests {
         // A writer of this process, not born yet.
         let w = LogWriter::create(&sessions.join("s-new"), durability_none()).unwrap();
         let removed = remove_unborn(&sessions).unwrap();
-        assert_eq!(removed, [left.clone()]);
+        assert_eq!(removed.as_slice(), std::slice::from_ref(&left));
         assert!(!left.exists() && locked.exists() && live.exists() && born.exists());
         assert_eq!(names(&sessions).len(), 4);
         drop(lock);

@@ -263,7 +263,7 @@ fn a_log_left_empty_is_a_session_that_never_started() {
     // Not `last`, nor found by a part of its id; by its folder it is named for what it is.
     let out = cairn(&s, &["verify", "last"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
-    assert!(text(&out.stdout).contains(&format!("head seq")));
+    assert!(text(&out.stdout).contains("head seq"));
     let out = cairn(&s, &["resume", "e0e0e0"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("no session matches 'e0e0e0'"));
