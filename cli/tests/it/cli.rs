@@ -660,6 +660,7 @@ fn crashed_in_a_command(home: &Path, base: &Path) -> (std::path::PathBuf, String
     std::fs::write(ws.join("a.txt"), "one\n").unwrap();
     let script = base.join("s.jsonl");
     std::fs::write(&script, CRASH_SCRIPT).unwrap();
+    // Without a sandbox: its signal scope keeps a command from killing the engine.
     let out = cairn(
         home,
         &[
@@ -670,6 +671,8 @@ fn crashed_in_a_command(home: &Path, base: &Path) -> (std::path::PathBuf, String
             ws.to_str().unwrap(),
             "--approve",
             "always",
+            "--sandbox",
+            "off",
         ],
     );
     assert_eq!(out.status.code(), None, "killed: {}", text(&out.stderr));
