@@ -39,6 +39,7 @@ pub fn run(args: &OracleArgs) -> Result<()> {
         threads: args.threads,
         line_timeout_ms: args.line_timeout_ms,
         engine_lines_per_class: args.engine_lines_per_class,
+        progress_lines: 5000,
     };
     eprintln!(
         "oracle: {} lines of {} classes, seed {}, {} threads",

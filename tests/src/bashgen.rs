@@ -303,6 +303,8 @@ const CONTROL: &[&str] = &[
     "true;«m»",
     "true&&«m»",
     "true|«m»",
+    "«h»«nl»\\«m»",
+    "«h»«nl»\\«m» x",
 ];
 
 const SUB_ARGUMENT: &[&str] = &[

@@ -51,6 +51,8 @@ pub struct Config {
     pub line_timeout_ms: u64,
     /// Lines of each class run end to end through a real engine (0: none).
     pub engine_lines_per_class: u64,
+    /// Print a line to stderr each time this many lines are done (0: never).
+    pub progress_lines: u64,
 }
 
 /// What a shell run did.
@@ -958,6 +960,13 @@ pub fn run(config: &Config) -> Report {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     if index >= config.lines {
                         break;
+                    }
+                    if config.progress_lines > 0 && index > 0 && index % config.progress_lines == 0
+                    {
+                        eprintln!(
+                            "oracle: {index} lines in {:.0} s",
+                            started.elapsed().as_secs_f64()
+                        );
                     }
                     let template = bashgen::line(config.seed, index);
                     let line = template.render(&places);

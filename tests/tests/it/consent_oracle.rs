@@ -5,7 +5,7 @@
 //! hook would have run it without asking, is a failure. A sample of each class also
 //! runs through a real engine whose approver denies and records every question.
 //!
-//! `CAIRN_ORACLE_LINES=N` (default 2050: 50 of each class) and `CAIRN_ORACLE_SEED=S`
+//! `CAIRN_ORACLE_LINES=N` (default 1230: 30 of each class) and `CAIRN_ORACLE_SEED=S`
 //! (default 40) choose the corpus; `CAIRN_ORACLE_ENGINE_LINES=N` the engine's lines per
 //! class (default 30); `CAIRN_ORACLE_FAILURES=PATH` writes every failure there, one per
 //! line.
@@ -117,6 +117,7 @@ fn no_line_of_granted_programs_runs_a_hidden_program_or_writes_outside_unasked()
         threads: 2,
         line_timeout_ms: 5000,
         engine_lines_per_class: cairn_tests::env_u64("CAIRN_ORACLE_ENGINE_LINES", 30),
+        progress_lines: 10_000,
     };
     let report = oracle::run(&config);
     eprintln!("{}", report.class_table());
