@@ -33,7 +33,7 @@ pub use push::{
     BATCH_BYTES_MAX_DEFAULT, BATCH_RECORDS_MAX_DEFAULT, BLOB_BYTES_MAX, LocalSession, Progress,
     PushOptions, PushReport,
 };
-pub use verify::{ArchiveProblem, VerifyReport};
+pub use verify::{ArchiveProblem, VerifyOptions, VerifyReport};
 
 /// A connection to an archive database, its schema checked (and created or migrated
 /// when it is older than this build).
@@ -50,6 +50,8 @@ pub enum ArchiveError {
     Store(#[from] cairn_store::Error),
     #[error(transparent)]
     Tlog(#[from] cairn_tlog::TlogError),
+    #[error(transparent)]
+    Witness(#[from] cairn_tlog::witness::PushError),
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -69,6 +71,22 @@ pub enum ArchiveError {
         "session {session}: the checkpoint of size {size} differs from the archived one; nothing was pushed"
     )]
     CheckpointContradiction { session: String, size: u64 },
+    #[error(
+        "session {session} contradicts the archive's checkpoint of size {size}: the local records up to seq {seq} have another tree root, so the history differs at or before seq {seq}; nothing was pushed"
+    )]
+    HistoryContradiction {
+        session: String,
+        size: u64,
+        seq: u64,
+    },
+    #[error(
+        "session {session}: the local checkpoint of size {size} {what}; nothing was pushed (verify the session)"
+    )]
+    LocalCheckpoint {
+        session: String,
+        size: u64,
+        what: String,
+    },
     #[error(
         "the archive's schema is version {found}, newer than this cairn knows ({known}): use a newer cairn"
     )]

@@ -14,6 +14,7 @@ mod browse;
 mod chat;
 mod cli;
 mod durability;
+mod forged_history;
 mod hook;
 mod import;
 mod mcp_serve;
