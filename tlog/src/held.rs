@@ -49,12 +49,13 @@ pub enum HeldProblem {
     )]
     Shorter { size: u64, log: u64, by: String },
     #[error(
-        "the log's first {size} records do not have the root of the checkpoint of size {size} {by} holds: its history was rewritten at or before seq {}",
+        "{by} holds a checkpoint of size {size} whose root the log's first {size} records do not have: its history was rewritten at or before seq {}",
         size.saturating_sub(1)
     )]
     Contradicts { size: u64, by: String },
     #[error(
-        "the session ended at seq {end}, past its newest checkpoint (size {newest}, held by {by}): records from seq {newest} on were appended after the signed end, or the checkpoint of its end was removed"
+        "the session ended at seq {end}, past its newest checkpoint (size {newest}, held by {by}, which covers seqs up to {}): this end was appended after the signed one, or the checkpoint of its end was removed",
+        newest.saturating_sub(1)
     )]
     EndUncovered { end: u64, newest: u64, by: String },
     #[error(
