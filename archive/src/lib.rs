@@ -5,7 +5,10 @@
 //! event as `jsonb` for queries, and the record's exact line so that its hash can be
 //! checked again), the blobs its records reference (content-addressed by BLAKE3, stored
 //! once however many sessions use them), and its checkpoints with their signatures and
-//! cosignatures. `docs/ARCHIVE.md` describes the tables and what the database enforces.
+//! cosignatures, the newest of them also in a record that only grows. `verify` checks
+//! the stored bytes, then the records against every checkpoint held elsewhere (that
+//! record, a home's files, witnesses). `docs/ARCHIVE.md` describes the tables, what the
+//! database enforces and what someone with the database can and cannot hide.
 //!
 //! The archive knows no event kind: a record is opaque, as it is to the store, and a
 //! blob is referenced wherever a record (or a referenced blob) names its hash.
