@@ -119,7 +119,7 @@ impl Against {
                 a.pending.push(h);
             }
         }
-        a.pending.sort_by(|x, y| y.size.cmp(&x.size));
+        a.pending.sort_by_key(|h| std::cmp::Reverse(h.size));
         (a, problems)
     }
 
