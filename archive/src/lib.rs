@@ -5,7 +5,10 @@
 //! event as `jsonb` for queries, and the record's exact line so that its hash can be
 //! checked again), the blobs its records reference (content-addressed by BLAKE3, stored
 //! once however many sessions use them), and its checkpoints with their signatures and
-//! cosignatures. `docs/ARCHIVE.md` describes the tables and what the database enforces.
+//! cosignatures, the newest of them also in a record that only grows. `verify` checks
+//! the stored bytes, then the records against every checkpoint held elsewhere (that
+//! record, a home's files, witnesses). `docs/ARCHIVE.md` describes the tables, what the
+//! database enforces and what someone with the database can and cannot hide.
 //!
 //! The archive knows no event kind: a record is opaque, as it is to the store, and a
 //! blob is referenced wherever a record (or a referenced blob) names its hash.
@@ -33,7 +36,7 @@ pub use push::{
     BATCH_BYTES_MAX_DEFAULT, BATCH_RECORDS_MAX_DEFAULT, BLOB_BYTES_MAX, LocalSession, Progress,
     PushOptions, PushReport,
 };
-pub use verify::{ArchiveProblem, VerifyReport};
+pub use verify::{ArchiveProblem, VerifyOptions, VerifyReport};
 
 /// A connection to an archive database, its schema checked (and created or migrated
 /// when it is older than this build).
@@ -50,6 +53,8 @@ pub enum ArchiveError {
     Store(#[from] cairn_store::Error),
     #[error(transparent)]
     Tlog(#[from] cairn_tlog::TlogError),
+    #[error(transparent)]
+    Witness(#[from] cairn_tlog::witness::PushError),
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -69,6 +74,22 @@ pub enum ArchiveError {
         "session {session}: the checkpoint of size {size} differs from the archived one; nothing was pushed"
     )]
     CheckpointContradiction { session: String, size: u64 },
+    #[error(
+        "session {session} contradicts the archive's checkpoint of size {size}: the local records up to seq {seq} have another tree root, so the history differs at or before seq {seq}; nothing was pushed"
+    )]
+    HistoryContradiction {
+        session: String,
+        size: u64,
+        seq: u64,
+    },
+    #[error(
+        "session {session}: the local checkpoint of size {size} {what}; nothing was pushed (verify the session)"
+    )]
+    LocalCheckpoint {
+        session: String,
+        size: u64,
+        what: String,
+    },
     #[error(
         "the archive's schema is version {found}, newer than this cairn knows ({known}): use a newer cairn"
     )]

@@ -7,8 +7,10 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use std::collections::BTreeMap;
+
 use cairn_store::{BlobStore, Hash, LogReader, check_line};
-use cairn_tlog::Note;
+use cairn_tlog::{Checkpoint, CompactRange, Hash32, Note, tree};
 
 use crate::{Archive, ArchiveError, blobs, io_at};
 
@@ -146,11 +148,38 @@ fn line_of(r: &cairn_store::Record) -> Vec<u8> {
     .into_bytes()
 }
 
-/// A local checkpoint: its note's text and signature lines.
+/// A local checkpoint: its note's text and signature lines, and the root it states.
 struct LocalCheckpoint {
     size: u64,
     text: String,
+    root: Hash32,
     sigs: Vec<String>,
+}
+
+/// The archive's memory of a session's checkpoints: every one archived (size → text),
+/// and the newest-checkpoint record (size, root as base64).
+struct Kept {
+    checkpoints: BTreeMap<u64, String>,
+    newest: Option<(u64, String)>,
+}
+
+impl Kept {
+    /// Every kept checkpoint's size and root (those whose text does not read are
+    /// `verify`'s to report).
+    fn roots(&self) -> Vec<(u64, Hash32)> {
+        let mut out: Vec<(u64, Hash32)> = self
+            .checkpoints
+            .values()
+            .filter_map(|t| Checkpoint::parse(t).ok())
+            .map(|c| (c.size, c.root))
+            .collect();
+        if let Some((size, root)) = &self.newest
+            && let Ok(root) = cairn_tlog::checkpoint::hash_b64(root)
+        {
+            out.push((*size, root));
+        }
+        out
+    }
 }
 
 fn local_checkpoints(dir: &Path) -> Result<Vec<LocalCheckpoint>, ArchiveError> {
@@ -167,9 +196,14 @@ fn local_checkpoints(dir: &Path) -> Result<Vec<LocalCheckpoint>, ArchiveError> {
                 "it is not in the form text, blank line, signatures".into()
             ));
         }
+        let cp = Checkpoint::parse(&parsed.text).map_err(|e| bad(e.to_string()))?;
+        if cp.size != size {
+            return Err(bad(format!("its text says size {}", cp.size)));
+        }
         out.push(LocalCheckpoint {
             size,
             text: parsed.text,
+            root: cp.root,
             sigs: parsed.sigs.into_iter().map(|s| s.line).collect(),
         });
     }
@@ -178,8 +212,10 @@ fn local_checkpoints(dir: &Path) -> Result<Vec<LocalCheckpoint>, ArchiveError> {
 
 impl Archive {
     /// Pushes one session. A local record that contradicts an archived one (same seq,
-    /// another hash), or a checkpoint that differs from the archived one of its size,
-    /// is refused before anything is written.
+    /// another hash), a checkpoint that differs from the archived one of its size, a
+    /// local history whose tree contradicts a checkpoint the archive keeps (its rows,
+    /// or its newest-checkpoint record), and a local checkpoint that is not of the local
+    /// log are refused before anything is written.
     pub fn push(
         &mut self,
         s: &LocalSession,
@@ -209,6 +245,20 @@ impl Archive {
             ..PushReport::default()
         };
 
+        let checkpoints = local_checkpoints(&s.dir)?;
+        let kept = self.kept(&s.id)?;
+        // The local tree's root at every size a checkpoint (local or kept) states.
+        let kept_roots = kept.roots();
+        let mut wanted_sizes: BTreeMap<u64, Option<Hash32>> = kept_roots
+            .iter()
+            .map(|(size, _)| (*size, None))
+            .chain(checkpoints.iter().map(|c| (c.size, None)))
+            .collect();
+        if let Some(r) = wanted_sizes.get_mut(&0) {
+            *r = Some(tree::empty_root());
+        }
+        let mut range = CompactRange::new();
+
         // Pass one: the shared part must agree; the rest names the blobs to bring.
         let store = BlobStore::open(&s.blobs)?;
         let mut lines_to_scan: Vec<Vec<u8>> = Vec::new();
@@ -218,6 +268,10 @@ impl Archive {
             let r = r?;
             if r.seq >= local_len {
                 break;
+            }
+            range.push(tree::record_leaf_hash(r.seq, &r.hash.0));
+            if let Some(root) = wanted_sizes.get_mut(&range.size()) {
+                *root = Some(range.root());
             }
             if let Some(a) = archived.get(r.seq as usize) {
                 if *a != r.hash.to_hex() {
@@ -249,18 +303,41 @@ impl Archive {
         )?);
         drop(lines_to_scan);
 
-        let checkpoints = local_checkpoints(&s.dir)?;
-        let archived_cps: std::collections::BTreeMap<u64, String> = self
-            .client
-            .query(
-                "select size, text from checkpoints where session = $1",
-                &[&s.id],
-            )?
-            .iter()
-            .map(|r| (r.get::<_, i64>(0) as u64, r.get(1)))
-            .collect();
+        // The checkpoints: the archive's must be of the local history, the local ones of
+        // the local log, and one of a size the archive holds the same.
+        for (size, root) in &kept_roots {
+            if let Some(Some(ours)) = wanted_sizes.get(size)
+                && ours != root
+            {
+                return Err(ArchiveError::HistoryContradiction {
+                    session: s.id.clone(),
+                    size: *size,
+                    seq: size.saturating_sub(1),
+                });
+            }
+        }
         for c in &checkpoints {
-            if archived_cps.get(&c.size).is_some_and(|t| *t != c.text) {
+            let what = match wanted_sizes.get(&c.size) {
+                Some(Some(ours)) if *ours == c.root => None,
+                Some(Some(_)) => Some(
+                    "is not the tree of the local records: the local log was rewritten".to_string(),
+                ),
+                _ => Some(format!(
+                    "is past the local log's {local_len} records: the local log lost records"
+                )),
+            };
+            if let Some(what) = what {
+                return Err(ArchiveError::LocalCheckpoint {
+                    session: s.id.clone(),
+                    size: c.size,
+                    what,
+                });
+            }
+            let differs = kept.checkpoints.get(&c.size).is_some_and(|t| *t != c.text)
+                || kept.newest.as_ref().is_some_and(|(size, root)| {
+                    *size == c.size && *root != cairn_tlog::checkpoint::b64(&c.root)
+                });
+            if differs {
                 return Err(ArchiveError::CheckpointContradiction {
                     session: s.id.clone(),
                     size: c.size,
@@ -310,8 +387,32 @@ impl Archive {
             &mut report,
             progress,
         )?;
-        self.push_checkpoints(s, &checkpoints, &archived_cps, &mut report)?;
+        self.push_checkpoints(s, &checkpoints, &kept, &mut report)?;
         Ok(report)
+    }
+
+    /// What the archive keeps of a session's checkpoints.
+    fn kept(&mut self, id: &str) -> Result<Kept, ArchiveError> {
+        let checkpoints = self
+            .client
+            .query(
+                "select size, text from checkpoints where session = $1",
+                &[&id],
+            )?
+            .iter()
+            .map(|r| (r.get::<_, i64>(0) as u64, r.get(1)))
+            .collect();
+        let newest = self
+            .client
+            .query_opt(
+                "select size, root from checkpoint_newest where session = $1",
+                &[&id],
+            )?
+            .map(|r| (r.get::<_, i64>(0) as u64, r.get(1)));
+        Ok(Kept {
+            checkpoints,
+            newest,
+        })
     }
 
     /// Adds `missing` blobs in batches of at most `batch_records_max` blobs and
@@ -460,17 +561,20 @@ impl Archive {
         Ok(())
     }
 
+    /// Adds the checkpoints and signature lines the archive lacks and raises the
+    /// newest-checkpoint record to the newest local checkpoint, in one transaction: the
+    /// record is never ahead of, nor behind, the checkpoints archived with it.
     fn push_checkpoints(
         &mut self,
         s: &LocalSession,
         local: &[LocalCheckpoint],
-        archived: &std::collections::BTreeMap<u64, String>,
+        kept: &Kept,
         report: &mut PushReport,
     ) -> Result<(), ArchiveError> {
+        let mut tx = self.client.transaction()?;
         for c in local {
             let size = c.size as i64;
-            let mut tx = self.client.transaction()?;
-            if !archived.contains_key(&c.size) {
+            if !kept.checkpoints.contains_key(&c.size) {
                 tx.execute(
                     "insert into checkpoints (session, size, text) values ($1, $2, $3)
                      on conflict do nothing",
@@ -498,8 +602,21 @@ impl Archive {
                 n += 1;
                 report.signatures_pushed += 1;
             }
-            tx.commit()?;
         }
+        if let Some(c) = local.iter().max_by_key(|c| c.size) {
+            let size = c.size as i64;
+            let root = cairn_tlog::checkpoint::b64(&c.root);
+            // Only ever raised: the trigger refuses a smaller size, or another root at
+            // the same size, whoever writes.
+            tx.execute(
+                "insert into checkpoint_newest (session, size, root, text) values ($1, $2, $3, $4)
+                 on conflict (session) do update
+                 set size = excluded.size, root = excluded.root, text = excluded.text
+                 where checkpoint_newest.size < excluded.size",
+                &[&s.id, &size, &root, &c.text],
+            )?;
+        }
+        tx.commit()?;
         Ok(())
     }
 }

@@ -6,21 +6,25 @@
 //! UPDATE, DELETE or TRUNCATE of every table, and a record is accepted only when its
 //! `prev` is the hash of the session's stored record `seq - 1` (the head: a record with
 //! that seq already there is refused by the primary key) and its columns agree with its
-//! bytes. A superuser can still disable the triggers; `verify` re-checks everything from
-//! the stored bytes for that case.
+//! bytes. Checkpoints and their signatures are kept as given, and `checkpoint_newest`
+//! holds each session's newest checkpoint, which only grows: a trigger refuses a smaller
+//! size, or another root at the same size (a forked history). A superuser can still
+//! disable or drop the triggers; `verify` re-checks everything from the stored bytes
+//! for that case, and the checkpoints held outside the database (the home's files,
+//! witnesses) catch what a superuser removed together with its checkpoints.
 
 use postgres::Client;
 
 use crate::ArchiveError;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// An arbitrary, fixed key of the advisory lock taken while migrating.
 const MIGRATE_LOCK_KEY: i64 = 0x6361_6972_6e61_7263; // "cairnarc"
 
 /// The migrations, version 1 first: migration `i` brings the schema to version `i + 1`.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 const V1: &str = r#"
 create table sessions (
@@ -146,6 +150,48 @@ create trigger checkpoints_no_truncate before truncate on checkpoints
     for each statement execute function archive_refuse_change();
 create trigger checkpoint_signatures_no_truncate before truncate on checkpoint_signatures
     for each statement execute function archive_refuse_change();
+"#;
+
+/// Version 2: the newest checkpoint of each session, a record that only grows, filled
+/// from the checkpoints already archived.
+const V2: &str = r#"
+create table checkpoint_newest (
+    session text   primary key references sessions (id),
+    size    bigint not null check (size >= 0),
+    -- The root as the checkpoint's text states it (base64).
+    root    text   not null,
+    -- The checkpoint's text (the note without its signatures).
+    text    text   not null
+);
+
+create function archive_newest_only_grows() returns trigger language plpgsql as $f$
+begin
+    if new.session <> old.session then
+        raise exception 'the newest checkpoint of session % refused: it cannot move to another session', old.session;
+    end if;
+    if new.size < old.size then
+        raise exception 'the newest checkpoint of session % refused: size % is smaller than the archived %',
+            old.session, new.size, old.size
+            using hint = 'the newest checkpoint only grows: a log never loses records';
+    end if;
+    if new.size = old.size and new.root <> old.root then
+        raise exception 'the newest checkpoint of session % refused: another root at the same size % (a forked history)',
+            old.session, old.size;
+    end if;
+    return new;
+end
+$f$;
+
+create trigger checkpoint_newest_only_grows before update on checkpoint_newest
+    for each row execute function archive_newest_only_grows();
+create trigger checkpoint_newest_append_only before delete on checkpoint_newest
+    for each row execute function archive_refuse_change();
+create trigger checkpoint_newest_no_truncate before truncate on checkpoint_newest
+    for each statement execute function archive_refuse_change();
+
+insert into checkpoint_newest (session, size, root, text)
+    select distinct on (session) session, size, split_part(text, E'\n', 3), text
+    from checkpoints order by session, size desc;
 "#;
 
 /// Brings the database's schema to [`SCHEMA_VERSION`], creating it in an empty

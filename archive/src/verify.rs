@@ -5,11 +5,20 @@
 //! checkpoint is signed by the log's key; every blob's content hashes to its name.
 //! The triggers keep honest pushers honest; this catches a row a superuser changed
 //! with the triggers disabled.
+//!
+//! Rows a superuser removed together (a tail of records with its checkpoints, every
+//! checkpoint, a whole history replaced) leave bytes that check. What catches them is a
+//! checkpoint held elsewhere (`cairn_tlog::held`): the archive's newest-checkpoint
+//! record (unless it was lowered too), the home's checkpoint files, the latest
+//! checkpoint each witness cosigned. The records must extend every one of them, and a
+//! session that ended must end under its newest checkpoint. With keys given, a session
+//! that ended must have an archived checkpoint.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use cairn_store::{Hash, check_line};
-use cairn_tlog::{Checkpoint, CompactRange, Note, Verifier, tree};
+use cairn_tlog::{Against, Checkpoint, CompactRange, Held, Note, Role, Verifier, tree};
 use postgres::fallible_iterator::FallibleIterator;
 
 use crate::push::jsonb_can_hold;
@@ -47,7 +56,41 @@ pub struct VerifyReport {
     /// Checkpoints whose signature could not be checked: no key was given and the
     /// session was pushed without one.
     pub signatures_unchecked: u64,
+    /// Checkpoints held outside the archive's checkpoint rows that the records were
+    /// compared with: newest-checkpoint records, the home's files, witnesses' answers.
+    pub held_checked: u64,
+    /// Witness answers (one per witness and session).
+    pub witnesses_asked: u64,
     pub problems: Vec<ArchiveProblem>,
+}
+
+/// What `verify` compares the stored bytes with, beyond themselves.
+pub struct VerifyOptions<'a> {
+    /// The log's verifier keys the checkpoints must be signed by; none: the key each
+    /// session was pushed with (which a superuser can replace, so only keys given prove
+    /// a signature). With keys, every session that ended must have an archived
+    /// checkpoint.
+    pub keys: &'a [Verifier],
+    /// Witnesses (their URLs) asked for the latest checkpoint they cosigned of each
+    /// session (cairn's read endpoint, see `cairn_tlog::witness`).
+    pub witnesses: &'a [String],
+    /// The folder a home holds a session in (given its project key and id), if any:
+    /// its checkpoint files are held too.
+    pub home: &'a dyn Fn(&str, &str) -> Option<PathBuf>,
+    /// What each record is to a signed session's end, by its event type (the archive
+    /// knows no event kind; `cairn_replay::role_of` does).
+    pub role: &'a dyn Fn(&str) -> Role,
+}
+
+impl Default for VerifyOptions<'_> {
+    fn default() -> Self {
+        VerifyOptions {
+            keys: &[],
+            witnesses: &[],
+            home: &|_, _| None,
+            role: &|_| Role::Other,
+        }
+    }
 }
 
 impl VerifyReport {
@@ -65,9 +108,25 @@ impl Archive {
         ids: &[String],
         keys: &[Verifier],
     ) -> Result<VerifyReport, ArchiveError> {
+        self.verify_with(
+            ids,
+            &VerifyOptions {
+                keys,
+                ..VerifyOptions::default()
+            },
+        )
+    }
+
+    /// Verifies the sessions `ids` against their stored bytes and the checkpoints held
+    /// elsewhere that `options` names. A witness that cannot be asked is an error.
+    pub fn verify_with(
+        &mut self,
+        ids: &[String],
+        options: &VerifyOptions<'_>,
+    ) -> Result<VerifyReport, ArchiveError> {
         let mut report = VerifyReport::default();
         for id in ids {
-            self.verify_session(id, keys, &mut report)?;
+            self.verify_session(id, options, &mut report)?;
         }
         Ok(report)
     }
@@ -75,9 +134,10 @@ impl Archive {
     fn verify_session(
         &mut self,
         id: &str,
-        keys: &[Verifier],
+        options: &VerifyOptions<'_>,
         report: &mut VerifyReport,
     ) -> Result<(), ArchiveError> {
+        let keys = options.keys;
         let row = self
             .client
             .query_opt("select project, vkey from sessions where id = $1", &[&id])?
@@ -106,6 +166,13 @@ impl Archive {
         let mut roots: BTreeMap<u64, tree::Hash32> = BTreeMap::new();
         if cps.iter().any(|c| c.0 == 0) {
             roots.insert(0, tree::empty_root());
+        }
+        let (held, held_problems) = self.held(id, &project, &cps, options, report)?;
+        problems.extend(held_problems);
+        let (mut against, found) = Against::new(held);
+        problems.extend(found.into_iter().map(|p| problem(p.seq(), p.to_string())));
+        for (size, _, _) in &cps {
+            against.also_newest(*size, &format!("the archive's checkpoint of size {size}"));
         }
 
         let mut rows = self.client.query_raw(
@@ -146,6 +213,8 @@ impl Archive {
                     if cps.iter().any(|c| c.0 == range.size()) {
                         roots.insert(range.size(), range.root());
                     }
+                    let found = against.record(seq, Role::Other, range.size(), || range.root());
+                    problems.extend(found.into_iter().map(|p| problem(p.seq(), p.to_string())));
                     continue;
                 }
             };
@@ -192,8 +261,28 @@ impl Archive {
             if cps.iter().any(|c| c.0 == range.size()) {
                 roots.insert(range.size(), range.root());
             }
+            // The role by the type the hashed line states, not the column.
+            let role = line_type.as_deref().map_or(Role::Other, options.role);
+            let found = against.record(seq, role, range.size(), || range.root());
+            problems.extend(found.into_iter().map(|p| problem(p.seq(), p.to_string())));
         }
         drop(rows);
+
+        if let Some(end) = against.end()
+            && !keys.is_empty()
+            && cps.is_empty()
+        {
+            problems.push(problem(
+                Some(end),
+                "the session ended here and the archive holds no checkpoint of it: a home with a key signs every session's end, so its checkpoints were removed (or it was recorded without the key given)".into(),
+            ));
+        }
+        problems.extend(
+            against
+                .finish(false)
+                .into_iter()
+                .map(|p| problem(p.seq(), p.to_string())),
+        );
 
         let known: Vec<Verifier> = if keys.is_empty() {
             vkey.as_deref()
@@ -264,4 +353,117 @@ impl Archive {
         report.problems.extend(problems);
         Ok(())
     }
+
+    /// The checkpoints of session `id` held outside its checkpoint rows: the archive's
+    /// newest-checkpoint record (which must also be one of the rows, and not behind
+    /// them), the home's checkpoint files, each witness's latest cosigned one. Returns
+    /// them and the problems found reading them.
+    fn held(
+        &mut self,
+        id: &str,
+        project: &str,
+        cps: &[(u64, String, String)],
+        options: &VerifyOptions<'_>,
+        report: &mut VerifyReport,
+    ) -> Result<(Vec<Held>, Vec<ArchiveProblem>), ArchiveError> {
+        let problem = |what: String| ArchiveProblem {
+            session: id.to_string(),
+            seq: None,
+            what,
+        };
+        let origin = format!("cairn.local/{project}/{id}");
+        let mut held = Vec::new();
+        let mut problems = Vec::new();
+
+        let newest: Option<(i64, String)> = self
+            .client
+            .query_opt(
+                "select size, root from checkpoint_newest where session = $1",
+                &[&id],
+            )?
+            .map(|r| (r.get(0), r.get(1)));
+        let largest = cps.iter().map(|c| c.0).max();
+        match &newest {
+            Some((size, root)) => {
+                let size = *size as u64;
+                let by = "the archive's newest-checkpoint record".to_string();
+                match cairn_tlog::checkpoint::hash_b64(root) {
+                    Ok(root) => {
+                        let archived = cps
+                            .iter()
+                            .find(|c| c.0 == size)
+                            .and_then(|c| Checkpoint::parse(&c.1).ok());
+                        if archived.is_none_or(|c| c.root != root) {
+                            problems.push(problem(format!(
+                                "{by} is of size {size}, but no checkpoint of that size and root is archived: checkpoints were removed or changed"
+                            )));
+                        }
+                        held.push(Held { size, root, by });
+                    }
+                    Err(e) => problems.push(problem(format!("{by}: its root {e}"))),
+                }
+                if let Some(l) = largest.filter(|l| *l > size) {
+                    problems.push(problem(format!(
+                        "the archive's newest-checkpoint record (size {size}) is behind its checkpoint of size {l}: it was lowered"
+                    )));
+                }
+            }
+            None => {
+                if let Some(l) = largest {
+                    problems.push(problem(format!(
+                        "the archive holds a checkpoint of size {l} but no newest-checkpoint record: it was removed"
+                    )));
+                }
+            }
+        }
+
+        if let Some(dir) = (options.home)(project, id) {
+            for (size, path) in cairn_tlog::log::checkpoint_files(&dir)? {
+                let text = std::fs::read_to_string(&path).map_err(crate::io_at(&path))?;
+                let by = format!("the home's checkpoint file {}", path.display());
+                match read_checkpoint(&text, &origin) {
+                    Ok(cp) if cp.size == size => held.push(Held {
+                        size,
+                        root: cp.root,
+                        by,
+                    }),
+                    Ok(cp) => {
+                        problems.push(problem(format!("{by}: its text says size {}", cp.size)))
+                    }
+                    Err(e) => problems.push(problem(format!("{by}: {e}"))),
+                }
+            }
+        }
+
+        for url in options.witnesses {
+            report.witnesses_asked += 1;
+            let by = format!("the witness {url}");
+            let Some(text) = cairn_tlog::witness::latest_checkpoint(url, &origin)? else {
+                continue;
+            };
+            match read_checkpoint(&text, &origin) {
+                Ok(cp) => held.push(Held {
+                    size: cp.size,
+                    root: cp.root,
+                    by,
+                }),
+                Err(e) => problems.push(problem(format!("{by} answered {e}"))),
+            }
+        }
+        report.held_checked += held.len() as u64;
+        Ok((held, problems))
+    }
+}
+
+/// A signed checkpoint note of `origin`.
+fn read_checkpoint(note: &str, origin: &str) -> Result<Checkpoint, String> {
+    let note = Note::parse(note).map_err(|e| e.to_string())?;
+    let cp = Checkpoint::parse(&note.text).map_err(|e| e.to_string())?;
+    if cp.origin != origin {
+        return Err(format!(
+            "a checkpoint of {:?}, not of this session ({origin:?})",
+            cp.origin
+        ));
+    }
+    Ok(cp)
 }

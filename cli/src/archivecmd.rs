@@ -242,9 +242,17 @@ pub fn list(project: Option<&str>, format: Format) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `cairn archive verify [SESSION|--all]`: exit 0 clean, 1 problems found, 2 could
-/// not run.
-pub fn verify(spec: Option<&str>, all: bool, keys: &[String], json: bool) -> Result<ExitCode> {
+/// `cairn archive verify [SESSION|--all] [--key VKEY]… [--witness URL]…`: the stored
+/// bytes, and the records against every checkpoint held elsewhere (the archive's
+/// newest-checkpoint record, this home's checkpoint files of the session, each witness's
+/// latest cosigned one). Exit 0 clean, 1 problems found, 2 could not run.
+pub fn verify(
+    spec: Option<&str>,
+    all: bool,
+    keys: &[String],
+    witnesses: &[String],
+    json: bool,
+) -> Result<ExitCode> {
     let keys = keys
         .iter()
         .map(|k| {
@@ -266,7 +274,27 @@ pub fn verify(spec: Option<&str>, all: bool, keys: &[String], json: bool) -> Res
         (None, true) => archive.session_ids()?,
         _ => return Err(anyhow!("give a session or --all")),
     };
-    let r = archive.verify(&ids, &keys)?;
+    // The home's own copy of a session, when it has one: its checkpoint files were
+    // written where the archive cannot reach them.
+    let home = Home::from_env().ok();
+    let in_home = |project: &str, id: &str| {
+        let home = home.as_ref()?;
+        let dir = cairn_engine::project::Project {
+            dir: home.root.join("projects").join(project),
+        }
+        .session_dir(id);
+        dir.is_dir().then_some(dir)
+    };
+    let role = |kind: &str| cairn_replay::role_of(kind);
+    let r = archive.verify_with(
+        &ids,
+        &cairn_archive::VerifyOptions {
+            keys: &keys,
+            witnesses,
+            home: &in_home,
+            role: &role,
+        },
+    )?;
     if json {
         out::line(&serde_json::to_string(&r)?)?;
     } else {
@@ -274,7 +302,7 @@ pub fn verify(spec: Option<&str>, all: bool, keys: &[String], json: bool) -> Res
             out::line(&p.to_string())?;
         }
         out::line(&format!(
-            "archive: {} sessions, {} records ({} bytes), {} blobs ({} bytes), {} checkpoints ({} signatures checked{}): {}",
+            "archive: {} sessions, {} records ({} bytes), {} blobs ({} bytes), {} checkpoints ({} signatures checked{}), {} held elsewhere compared ({} witness answers): {}",
             r.sessions,
             r.records,
             r.record_bytes,
@@ -287,6 +315,8 @@ pub fn verify(spec: Option<&str>, all: bool, keys: &[String], json: bool) -> Res
             } else {
                 String::new()
             },
+            r.held_checked,
+            r.witnesses_asked,
             if r.is_clean() {
                 "clean".to_string()
             } else {

@@ -63,6 +63,11 @@ enum Command {
     /// decision taken again, blobs, unfinished calls. A plain log file gets the
     /// integrity check only. Exit 0 clean, 1 problems found, 2 could not run.
     ///
+    /// A session's checkpoints are checked too: each file beside the log is the tree
+    /// of the log's first records (one past the log: records were removed), and a
+    /// session that ended does so under its newest checkpoint. With --key, every
+    /// signature must hold with it and a session that ended must have a checkpoint.
+    ///
     /// With --since, --policy or --proof it checks the log's Merkle tree instead:
     /// that the session extends an older checkpoint, that its newest checkpoint is
     /// cosigned as a policy asks, or (without a session) a proof file, offline.
@@ -749,17 +754,25 @@ enum ArchiveAction {
         jsonl: bool,
     },
     /// Verify inside the archive, from the stored bytes: every record's hash and chain,
-    /// the Merkle tree against each checkpoint, the checkpoints' signatures, the blobs.
-    /// Exit 0 clean, 1 problems found, 2 could not run.
+    /// the Merkle tree against each checkpoint, the checkpoints' signatures, the blobs;
+    /// then the records against every checkpoint held elsewhere (the archive's
+    /// newest-checkpoint record, this home's checkpoint files, witnesses): a history
+    /// shorter than one, or rewritten under one, and a session that ended past its
+    /// newest checkpoint are problems. Exit 0 clean, 1 problems found, 2 could not run.
     Verify {
         #[arg(required_unless_present = "all", conflicts_with = "all")]
         session: Option<String>,
         #[arg(long)]
         all: bool,
         /// The log's verifier key (or a file holding it), repeatable (default: the key
-        /// each session was pushed with).
+        /// each session was pushed with). Given, every session that ended must have a
+        /// checkpoint signed by it.
         #[arg(long = "key")]
         keys: Vec<String>,
+        /// A witness (its URL) to ask for the latest checkpoint it cosigned of each
+        /// session (cairn's `GET /latest-checkpoint/<origin>`); repeatable.
+        #[arg(long = "witness", value_name = "URL")]
+        witnesses: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -952,14 +965,15 @@ fn main() -> ExitCode {
             };
             match (path, &proof) {
                 (_, Some(p)) => provecmd::verify_proof(&checks, p),
-                (Some(path), None)
-                    if since.is_some() || checks.policy.is_some() || !keys.is_empty() =>
-                {
+                (Some(path), None) if since.is_some() || checks.policy.is_some() => {
                     provecmd::verify_session(&checks, &path)
                 }
+                // With keys, the deep verify checks every checkpoint's signature and
+                // that a finished session has one.
                 (Some(path), None) if replaycmd::is_session(&path) => {
-                    replaycmd::verify(&path, json)
+                    replaycmd::verify(&path, &keys, json)
                 }
+                (Some(path), None) if !keys.is_empty() => provecmd::verify_session(&checks, &path),
                 (Some(path), None) => logcmd::verify(&path, json),
                 (None, None) => unreachable!("clap requires a path without --proof"),
             }
@@ -1021,8 +1035,9 @@ fn main() -> ExitCode {
                 session,
                 all,
                 keys,
+                witnesses,
                 json,
-            } => archivecmd::verify(session.as_deref(), all, &keys, json),
+            } => archivecmd::verify(session.as_deref(), all, &keys, &witnesses, json),
             ArchiveAction::Local {
                 dir,
                 port,

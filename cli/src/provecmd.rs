@@ -14,7 +14,7 @@ fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| path.display().to_string())
 }
 
-fn keys(vkeys: &[String]) -> Result<Vec<Verifier>> {
+pub(crate) fn keys(vkeys: &[String]) -> Result<Vec<Verifier>> {
     vkeys
         .iter()
         .map(|k| {

@@ -40,10 +40,14 @@ fn print_diff_text(paint: Paint, text: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn verify(spec: &Path, json: bool) -> Result<ExitCode> {
+/// Deep verify of a session; with `keys` (vkeys, or files holding them), its
+/// checkpoints must be signed by one, and a finished session must have one.
+pub fn verify(spec: &Path, keys: &[String], json: bool) -> Result<ExitCode> {
     let dir = session(spec)?;
+    let keys = crate::provecmd::keys(keys)?;
     let pb = crate::auditcmd::spinner("verifying the session");
-    let verified = cairn_replay::verify(&dir);
+    let verified =
+        cairn_replay::verify_with_keys(&dir, &cairn_replay::VerifyOptions::default(), &keys);
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }

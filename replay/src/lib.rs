@@ -46,4 +46,7 @@ pub use fork::{Finding, ForkReport, ResumeOptions, ResumeReport, fork, resume};
 #[cfg(feature = "run")]
 pub use rerun::{Divergence, ReplayOptions, ReplayReport, ShellMode, replay};
 pub use session::{Call, FileAt, Session, apply_write, blob_store_of, calls};
-pub use verify::{Interrupted, Problem, ProblemKind, Report, VerifyOptions, verify, verify_with};
+pub use verify::{
+    Interrupted, Problem, ProblemKind, Report, VerifyOptions, role_of, verify, verify_with,
+    verify_with_keys,
+};

@@ -40,6 +40,9 @@ use crate::session::{blob_store_of, check_session_dir};
 mod holes;
 mod reapply;
 mod shell_output;
+mod signed;
+
+pub use signed::role_of;
 
 use holes::Piece;
 
@@ -169,6 +172,17 @@ pub fn verify(dir: &Path) -> Result<(Report, Vec<Problem>)> {
 /// Deep-verifies the session folder `dir`. An error means it could not run; every
 /// problem with the session is in the returned list.
 pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<(Report, Vec<Problem>)> {
+    verify_with_keys(dir, options, &[])
+}
+
+/// [`verify_with`], the checkpoints' signatures checked with `keys` (the log's
+/// verifier keys) when some are given: then every finished session must have a
+/// checkpoint (see `verify/signed.rs`).
+pub fn verify_with_keys(
+    dir: &Path,
+    options: &VerifyOptions,
+    keys: &[cairn_tlog::Verifier],
+) -> Result<(Report, Vec<Problem>)> {
     check_session_dir(dir)?;
     let log = cairn_store::log_path(dir);
     let integrity = cairn_store::verify_path(&log, &options.store)?;
@@ -193,9 +207,14 @@ pub fn verify_with(dir: &Path, options: &VerifyOptions) -> Result<(Report, Vec<P
     }
     v.snapshots = SnapshotStore::new(dir).list()?;
     v.report.snapshots = v.snapshots.len() as u64;
+    v.signed_start(dir, keys)?;
 
-    crate::session::intact_records(&log, |r| v.record(r))?;
+    crate::session::intact_records(&log, |r| {
+        v.record(r);
+        v.signed_record(r);
+    })?;
     v.finish();
+    v.signed_finish();
     v.report.running = !v.report.ended && cairn_store::writer_pid(dir).is_some();
     let mut report = v.report;
     report.head = integrity.head.or(report.head);
@@ -408,6 +427,8 @@ struct Verifier {
     imported: bool,
     /// The session was recorded from another agent's hooks (`session_started.agent`).
     hooked: bool,
+    /// The checkpoint files and the signed end (`verify/signed.rs`).
+    signed: signed::Signed,
 }
 
 impl Verifier {
@@ -440,6 +461,7 @@ impl Verifier {
             writable: Vec::new(),
             imported: false,
             hooked: false,
+            signed: signed::Signed::none(),
         }
     }
 
@@ -578,6 +600,7 @@ impl Verifier {
                 format!("the signed note of the tree checkpoint at size {size}: {e}"),
             ),
         }
+        self.signed_note(size, note);
     }
 
     fn record(&mut self, raw: &cairn_store::Record) {

@@ -2,7 +2,8 @@
 //! world: an RFC 6962 Merkle tree over a log's records ([`tree`]), C2SP signed notes
 //! with Ed25519 keys ([`note`]), tlog-checkpoints ([`checkpoint`]), tlog-proof files and
 //! consistency checks against a log on disk ([`log`]), witnesses speaking tlog-witness
-//! ([`witness`]) and tlog-policy quorums ([`policy`]).
+//! ([`witness`]), tlog-policy quorums ([`policy`]), and a log checked against the
+//! checkpoints others hold and a signed session's end ([`held`]).
 //!
 //! The hash chain shows a log is intact; it cannot show it was not rewritten whole.
 //! A checkpoint signed by the log's key and seen by someone else (a witness, an
@@ -22,6 +23,7 @@
 //! ```
 
 pub mod checkpoint;
+pub mod held;
 #[cfg(feature = "io")]
 pub mod log;
 pub mod note;
@@ -31,6 +33,7 @@ pub mod tree;
 pub mod witness;
 
 pub use checkpoint::Checkpoint;
+pub use held::{Against, Held, HeldProblem, Role};
 #[cfg(feature = "io")]
 pub use log::{Proof, TlogError};
 pub use note::{Note, NoteError, Signer, Verifier};

@@ -7,6 +7,14 @@
 //! the request; [`serve`] puts it behind `POST /add-checkpoint` and keeps the state in
 //! a file (written and synced before the answer, under one lock, as the spec asks);
 //! [`add_checkpoint`] is the client side.
+//!
+//! cairn's extension, outside the spec (which has no way to read a witness):
+//! `GET /latest-checkpoint/<origin>` answers the latest checkpoint the witness cosigned
+//! for that log, as a note with the witness's cosignature of it (made with the time it
+//! was first cosigned, so the same line the log was given), or 404 when it cosigned
+//! none. An auditor compares a log with it ([`latest_checkpoint`] is the client): a log
+//! shorter than that, or whose first records have another root, lost or rewrote
+//! records after the witness saw them.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -21,6 +29,12 @@ use crate::tree::{self, Hash32};
 pub const REQUEST_BYTES_MAX: usize = 65_536;
 /// The most consistency proof lines a request may carry (the spec's 63).
 pub const PROOF_LINES_MAX: usize = 63;
+/// The path prefix of cairn's read endpoint; the origin follows, percent-encoded
+/// where it holds anything but letters, digits and `-._~/`.
+pub const LATEST_PATH: &str = "/latest-checkpoint/";
+/// How the read endpoint's 404 begins when the witness cosigned nothing of the log
+/// (any other 404 is a witness without the endpoint).
+const NONE_COSIGNED: &str = "no checkpoint cosigned of";
 
 /// A refusal: the HTTP status and the body to answer with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,8 +56,17 @@ fn refuse(status: u16, body: impl Into<String>) -> Refusal {
 pub struct Witness {
     signer: Signer,
     logs: Vec<Verifier>,
-    /// origin → (size, root) of the latest checkpoint cosigned.
-    seen: BTreeMap<String, (u64, Hash32)>,
+    /// origin → the latest checkpoint cosigned.
+    seen: BTreeMap<String, Seen>,
+}
+
+/// The latest checkpoint cosigned for a log: its size and root, and when it was
+/// cosigned (unknown for a state written before the time was kept).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    size: u64,
+    root: Hash32,
+    at: Option<u64>,
 }
 
 /// An add-checkpoint request.
@@ -112,31 +135,64 @@ impl Witness {
 
     /// The size and root last cosigned for `origin`.
     pub fn latest(&self, origin: &str) -> Option<(u64, Hash32)> {
-        self.seen.get(origin).copied()
+        self.seen.get(origin).map(|s| (s.size, s.root))
     }
 
-    /// The state as text: one `origin size base64(root)` line per log.
+    /// The latest checkpoint cosigned for `origin` as a note: the checkpoint's text
+    /// and the witness's cosignature of it, made with the time it was cosigned (`now`
+    /// when the state does not know it). None when it cosigned none.
+    pub fn latest_note(&self, origin: &str, now: u64) -> Option<String> {
+        let seen = self.seen.get(origin)?;
+        let text = Checkpoint {
+            origin: origin.to_string(),
+            size: seen.size,
+            root: seen.root,
+            extensions: Vec::new(),
+        }
+        .to_text();
+        let line = self.signer.cosign_line(&text, seen.at.unwrap_or(now));
+        Some(format!("{text}\n{line}"))
+    }
+
+    /// The state as text: one `origin size base64(root) time` line per log.
     pub fn state_text(&self) -> String {
         self.seen
             .iter()
-            .map(|(o, (s, r))| format!("{o} {s} {}\n", b64(r)))
+            .map(|(o, s)| match s.at {
+                Some(t) => format!("{o} {} {} {t}\n", s.size, b64(&s.root)),
+                None => format!("{o} {} {}\n", s.size, b64(&s.root)),
+            })
             .collect()
     }
 
-    /// Restores the state [`Witness::state_text`] wrote.
+    /// Restores the state [`Witness::state_text`] wrote (lines without a time, as
+    /// older witnesses wrote them, too).
     pub fn load_state(&mut self, text: &str) -> Result<(), String> {
         for (n, line) in text.lines().enumerate() {
             let mut parts = line.split(' ');
-            let (Some(o), Some(s), Some(r), None) =
-                (parts.next(), parts.next(), parts.next(), parts.next())
-            else {
-                return Err(format!("line {}: expected \"origin size root\"", n + 1));
+            let (Some(o), Some(s), Some(r), t, None) = (
+                parts.next(),
+                parts.next(),
+                parts.next(),
+                parts.next(),
+                parts.next(),
+            ) else {
+                return Err(format!(
+                    "line {}: expected \"origin size root [time]\"",
+                    n + 1
+                ));
             };
             let size = s
                 .parse()
                 .map_err(|_| format!("line {}: size {s:?} is not a number", n + 1))?;
             let root = hash_b64(r).map_err(|e| format!("line {}: root {e}", n + 1))?;
-            self.seen.insert(o.to_string(), (size, root));
+            let at = t
+                .map(|t| {
+                    t.parse()
+                        .map_err(|_| format!("line {}: time {t:?} is not a number", n + 1))
+                })
+                .transpose()?;
+            self.seen.insert(o.to_string(), Seen { size, root, at });
         }
         Ok(())
     }
@@ -184,7 +240,14 @@ impl Witness {
         }
         tree::verify_consistency(req.old_size, cp.size, &seen_root, &cp.root, &req.proof)
             .map_err(|e| refuse(422, format!("not consistent with size {seen_size}: {e}")))?;
-        self.seen.insert(cp.origin.clone(), (cp.size, cp.root));
+        self.seen.insert(
+            cp.origin.clone(),
+            Seen {
+                size: cp.size,
+                root: cp.root,
+                at: Some(now),
+            },
+        );
         Ok(self.signer.cosign_line(&note.text, now))
     }
 }
@@ -218,8 +281,8 @@ pub fn load(signer: Signer, logs: Vec<Verifier>, state_file: &Path) -> Result<Wi
     Ok(w)
 }
 
-/// Serves `POST /add-checkpoint` on `server` until it is unblocked, keeping the state
-/// in `state_file`. Requests are answered one at a time, so checking the old size and
+/// Serves `POST /add-checkpoint` (and cairn's `GET /latest-checkpoint/<origin>`) on
+/// `server` until it is unblocked, keeping the state in `state_file`. Requests are answered one at a time, so checking the old size and
 /// saving the new one are one step.
 pub fn serve(server: &tiny_http::Server, witness: Witness, state_file: &Path) {
     let served = Mutex::new(Served {
@@ -243,10 +306,30 @@ pub fn serve(server: &tiny_http::Server, witness: Witness, state_file: &Path) {
 }
 
 fn handle(served: &Mutex<Served>, request: &mut tiny_http::Request) -> (u16, String, &'static str) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    if let Some(origin) = request.url().strip_prefix(LATEST_PATH) {
+        if *request.method() != tiny_http::Method::Get {
+            return (405, "GET only\n".into(), "text/plain");
+        }
+        let Some(origin) = percent_decode(origin) else {
+            return (
+                400,
+                "the origin is not percent-encoded UTF-8\n".into(),
+                "text/plain",
+            );
+        };
+        let s = served.lock().unwrap_or_else(|p| p.into_inner());
+        return match s.witness.latest_note(&origin, now) {
+            Some(note) => (200, note, "text/plain; charset=utf-8"),
+            None => (404, format!("{NONE_COSIGNED} {origin:?}\n"), "text/plain"),
+        };
+    }
     if request.url() != "/add-checkpoint" {
         return (
             404,
-            "no such endpoint (POST /add-checkpoint)\n".into(),
+            format!("no such endpoint (POST /add-checkpoint, GET {LATEST_PATH}<origin>)\n"),
             "text/plain",
         );
     }
@@ -268,9 +351,6 @@ fn handle(served: &Mutex<Served>, request: &mut tiny_http::Request) -> (u16, Str
             "text/plain",
         );
     }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
     let mut s = served.lock().unwrap_or_else(|p| p.into_inner());
     let before = s.witness.seen.clone();
     match s.witness.add_checkpoint(&body, now) {
@@ -291,7 +371,7 @@ fn handle(served: &Mutex<Served>, request: &mut tiny_http::Request) -> (u16, Str
     }
 }
 
-/// What a witness answered a push.
+/// What went wrong asking a witness: pushing a checkpoint, or reading its latest.
 #[derive(Debug, thiserror::Error)]
 pub enum PushError {
     #[error("{url}: {what}")]
@@ -331,6 +411,81 @@ pub fn add_checkpoint(url: &str, request: &Request) -> Result<String, PushError>
         });
     }
     Ok(body)
+}
+
+/// The origin in a URL path: letters, digits, `-._~/` as they are, every other byte
+/// as `%XX`.
+pub fn percent_encode(origin: &str) -> String {
+    let mut out = String::with_capacity(origin.len());
+    for b in origin.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The origin of a URL path; None when a `%` is not followed by two hex digits or the
+/// bytes are not UTF-8.
+pub fn percent_decode(path: &str) -> Option<String> {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Asks the witness at `url` (its submission prefix) for the latest checkpoint it
+/// cosigned for `origin` (cairn's `GET /latest-checkpoint/<origin>`): the note, or None
+/// when it cosigned none of that log.
+pub fn latest_checkpoint(url: &str, origin: &str) -> Result<Option<String>, PushError> {
+    let endpoint = format!(
+        "{}{LATEST_PATH}{}",
+        url.trim_end_matches('/'),
+        percent_encode(origin)
+    );
+    let http = |what: String| PushError::Http {
+        url: endpoint.clone(),
+        what,
+    };
+    let client = reqwest::blocking::Client::builder()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .map_err(|e| http(e.to_string()))?;
+    let response = client
+        .get(&endpoint)
+        .send()
+        .map_err(|e| http(e.to_string()))?;
+    let status = response.status().as_u16();
+    let body = response.text().map_err(|e| http(e.to_string()))?;
+    match status {
+        200 => Ok(Some(body)),
+        404 if body.starts_with(NONE_COSIGNED) => Ok(None),
+        404 => Err(PushError::Refused {
+            url: endpoint,
+            status,
+            body: format!(
+                "{} (a witness without cairn's GET {LATEST_PATH}<origin> cannot be asked)",
+                body.trim_end()
+            ),
+        }),
+        _ => Err(PushError::Refused {
+            url: endpoint,
+            status,
+            body: body.trim_end().to_string(),
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -408,9 +563,62 @@ mod tests {
         };
         assert_eq!(w.add_checkpoint(&r.to_text(), 5).unwrap_err().status, 403);
         // The state reads back.
-        let mut again = Witness::new(w_key, vec![]);
+        let mut again = Witness::new(w_key.clone(), vec![]);
         again.load_state(&w.state_text()).unwrap();
         assert_eq!(again.latest("cairn.local/p/s"), w.latest("cairn.local/p/s"));
+        // The latest checkpoint reads back as the note the log was given: its text and
+        // the same cosignature line (made with the time it was cosigned), after a
+        // restart too.
+        let cosigned_next = w.add_checkpoint(
+            &Request {
+                old_size: 10,
+                proof: vec![],
+                checkpoint: checkpoint(&log, &leaves),
+            }
+            .to_text(),
+            9,
+        );
+        assert!(
+            cosigned_next.is_ok(),
+            "the same checkpoint again is cosigned"
+        );
+        let mut restarted = Witness::new(w_key.clone(), vec![]);
+        restarted.load_state(&w.state_text()).unwrap();
+        let text = Note::parse(&checkpoint(&log, &leaves)).unwrap().text;
+        let expected = format!("{text}\n{}", cosigned_next.unwrap());
+        assert_eq!(
+            w.latest_note("cairn.local/p/s", 100),
+            Some(expected.clone())
+        );
+        assert_eq!(
+            restarted.latest_note("cairn.local/p/s", 100),
+            Some(expected)
+        );
+        assert_eq!(w.latest_note("cairn.local/p/other", 100), None);
+        // A state line without a time (an older witness's): cosigned at the time asked.
+        let mut old = Witness::new(w_key.clone(), vec![]);
+        old.load_state(&format!(
+            "cairn.local/p/s 10 {}\n",
+            b64(&tree::root_of(&leaves))
+        ))
+        .unwrap();
+        let note = Note::parse(&old.latest_note("cairn.local/p/s", 77).unwrap()).unwrap();
+        let cv = Verifier::parse(&w_key.cosigner_vkey()).unwrap();
+        assert_eq!(note.verify(&[cv]).unwrap()[0].1, Some(77));
+        assert_eq!(note.text, text);
+    }
+
+    #[test]
+    fn an_origin_goes_into_a_url_path_and_back() {
+        for origin in ["cairn.local/p-1a2b/20261130T120000.000000-abcdef", "a b/ü%"] {
+            assert_eq!(
+                percent_decode(&percent_encode(origin)).as_deref(),
+                Some(origin)
+            );
+        }
+        assert_eq!(percent_encode("a b/ü"), "a%20b/%C3%BC");
+        assert_eq!(percent_decode("a%2"), None);
+        assert_eq!(percent_decode("%FF"), None);
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod chat;
 mod cli;
 mod corrupt_tail;
 mod durability;
+mod forged_history;
 mod hook;
 mod import;
 mod mcp_serve;
