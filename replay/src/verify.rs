@@ -9,11 +9,17 @@
 //!
 //! A forger who edits records and re-chains the log keeps the integrity check quiet,
 //! so the records are also checked against each other: nothing but a resume follows
-//! `session_ended`; a call whose permission was denied has no side effect and ends
-//! `denied`; a call's status agrees with its refusal, its permission answer, its
-//! writes and its command; a foreground command's output is what its stdout and stderr
-//! blobs give; and every write's after content is what its before content and the
-//! call's input give (re-applied with the engine's own edit functions).
+//! `session_ended`, and only a resume's findings follow a call it ended `interrupted`;
+//! a call whose permission was denied has no side effect and ends `denied`; a call's
+//! status agrees with its refusal and its permission answer; every call holds exactly
+//! the records its tool's effects and its status imply, its permission's included
+//! (the one table of `cairn_tools::implied`: a command that ran has its `shell_exec`
+//! started and finished, a write that happened its intent and install, a denied call
+//! nothing), each inside its call (a background process's end after it, ending a
+//! process the fold knows running; none left running at the end); an MCP call ends as
+//! its result says; a foreground command's output is what its stdout and stderr blobs
+//! give; and every write's after content is what its before content and the call's
+//! input give (re-applied with the engine's own edit functions).
 //!
 //! It reads the log line by line and skips (after the integrity check has reported
 //! them) lines whose own hash fails, so one bad record does not hide the problems after

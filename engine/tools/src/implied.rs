@@ -350,7 +350,7 @@ pub enum When {
 }
 
 /// How many records of a kind: `min..=max`, `max` [`MANY`] for no bound.
-type Count = (Kind, u8, u8);
+pub type Count = (Kind, u8, u8);
 
 /// No bound.
 pub const MANY: u8 = u8::MAX;
@@ -706,8 +706,6 @@ pub struct Expect {
     pub shapes: Vec<Shape>,
     /// Why, for the kinds of each part of the call.
     whys: Vec<(Part, &'static str)>,
-    /// Why a replay's answered call may hold only writes (when it may be one).
-    replayed: bool,
 }
 
 impl Expect {
@@ -737,11 +735,6 @@ impl Expect {
             .iter()
             .find(|(p, _)| p.kinds().contains(&kind))
             .map_or("its tool records none", |(_, why)| why)
-    }
-
-    /// Why a replay's call may also hold its recorded writes and nothing else.
-    pub fn replayed_why(&self) -> Option<&'static str> {
-        self.replayed.then_some(REPLAYED_WHY)
     }
 }
 
@@ -825,11 +818,7 @@ pub fn implied(effects: &Effects, call: &Call) -> Expect {
             (Kind::ChangedEarly, 0, MANY),
         ]));
     }
-    Expect {
-        shapes,
-        whys,
-        replayed: call.replayed,
-    }
+    Expect { shapes, whys }
 }
 
 /// Which row of `part` holds for `call`; `Err` with its shape when none does: the call

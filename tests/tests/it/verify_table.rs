@@ -385,9 +385,9 @@ fn run_live(tmp: &Path, plan: &Plan, web: &Web) -> PathBuf {
     } else {
         Policy::Workspace
     }));
-    let mut last: Option<(String, Value, Option<Answer>)> = None;
+    let mut last: Option<(String, Value, Option<Answer>, bool)> = None;
     for (step, answer) in &plan.steps {
-        let (tool, input, answer) = match step {
+        let (tool, input, answer, cancel) = match step {
             Step::Message => {
                 engine.user_message("go on").unwrap();
                 continue;
@@ -397,12 +397,15 @@ fn run_live(tmp: &Path, plan: &Plan, web: &Web) -> PathBuf {
                 None => continue,
             },
             step => match tool_call(plan, web, step) {
-                Some((tool, input)) => (tool, input, *answer),
+                Some((tool, input)) => {
+                    let cancel = matches!(step, Step::Shell(Command::Cancelled));
+                    (tool, input, *answer, cancel)
+                }
                 None => continue,
             },
         };
         // A command that waits to be cancelled is cancelled once it runs.
-        let canceller = matches!(step, Step::Shell(Command::Cancelled)).then(|| {
+        let canceller = cancel.then(|| {
             let handle = engine.cancel_handle();
             std::thread::spawn(move || {
                 std::thread::sleep(std::time::Duration::from_millis(300));
@@ -413,7 +416,7 @@ fn run_live(tmp: &Path, plan: &Plan, web: &Web) -> PathBuf {
         if let Some(c) = canceller {
             c.join().unwrap();
         }
-        last = Some((tool, input, answer));
+        last = Some((tool, input, answer, cancel));
     }
     let dir = engine.dir().to_path_buf();
     engine.end("done").unwrap();

@@ -559,3 +559,15 @@ fn docs_format_md_holds_the_table() {
         "docs/FORMAT.md's status-records table is stale: run CAIRN_REGEN_DOCS=1 cargo test -p cairn-tools implied"
     );
 }
+
+/// A kind added to the enum and not to [`Kind::ALL`] would count in another's place.
+#[test]
+fn every_kind_is_listed_once_at_its_index() {
+    for (i, k) in Kind::ALL.iter().enumerate() {
+        assert_eq!(k.index(), i, "{k:?}");
+    }
+    let mut names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), Kind::COUNT);
+}
