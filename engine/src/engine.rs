@@ -467,7 +467,7 @@ impl Engine {
     ) -> Result<ToolOutput> {
         let timeout = std::time::Duration::from_millis(self.config.limits.mcp_call_timeout_ms);
         let need = Need::ask(
-            format!("mcp:{}:{}", t.server, t.tool),
+            cairn_tools::mcp_names::permission_key(&t.server, &t.tool),
             format!(
                 "tool {} of MCP server {}, with input:\n{}",
                 t.tool,

@@ -9,11 +9,17 @@
 //!
 //! A forger who edits records and re-chains the log keeps the integrity check quiet,
 //! so the records are also checked against each other: nothing but a resume follows
-//! `session_ended`; a call whose permission was denied has no side effect and ends
-//! `denied`; a call's status agrees with its refusal, its permission answer, its
-//! writes and its command; a foreground command's output is what its stdout and stderr
-//! blobs give; and every write's after content is what its before content and the
-//! call's input give (re-applied with the engine's own edit functions).
+//! `session_ended`, and only a resume's findings follow a call it ended `interrupted`;
+//! a call whose permission was denied has no side effect and ends `denied`; a call's
+//! status agrees with its refusal and its permission answer; every call holds exactly
+//! the records its tool's effects and its status imply, its permission's included
+//! (the one table of `cairn_tools::implied`: a command that ran has its `shell_exec`
+//! started and finished, a write that happened its intent and install, a denied call
+//! nothing), each inside its call (a background process's end after it, ending a
+//! process the fold knows running; none left running at the end); an MCP call ends as
+//! its result says; a foreground command's output is what its stdout and stderr blobs
+//! give; and every write's after content is what its before content and the call's
+//! input give (re-applied with the engine's own edit functions).
 //!
 //! It reads the log line by line and skips (after the integrity check has reported
 //! them) lines whose own hash fails, so one bad record does not hide the problems after
@@ -25,12 +31,13 @@ use std::path::{Path, PathBuf};
 use cairn_core::Limits;
 use cairn_core::decide::{self, Answered as Outcome, Decision, Permission, Question};
 use cairn_core::event::{
-    Answer, AnswerSource, Event, ExecStatus, FileWrite, InterruptedStep, ProcKind, Refusal, Rule,
-    ShellEnd, ShellExec, Status, ToolFinished, WebFetched, WriteOp, WriteStatus,
+    Answer, AnswerSource, Event, ExecStatus, FileWrite, InterruptedStep, McpRef, ProcKind, Refusal,
+    Rule, ShellEnd, ShellExec, Status, ToolFinished, WebFetched, WriteOp, WriteStatus,
 };
 use cairn_core::permission::{CredentialFiles, Need};
 use cairn_core::state::{RecordedPath, State, recorded_path};
 use cairn_store::{BlobCheck, BlobRef, BlobStore, Hash, Head, SnapshotStore};
+use cairn_tools::implied::{self, Asks, Kind, Misfit};
 use cairn_tools::{Catalog, EngineConfig, Registry, manifest};
 use serde::Serialize;
 
@@ -316,6 +323,8 @@ struct Pending {
     seq: u64,
     tool: String,
     input: serde_json::Value,
+    /// The MCP server and tool it went to (`tool_started.mcp`).
+    mcp: Option<McpRef>,
     /// What the engine's admission rules (`decide::admit`: input size, schema, repeat
     /// block) give for it on the state before its `tool_started`; `None` for a tool
     /// this version does not know.
@@ -330,8 +339,6 @@ struct Pending {
     answer: Option<Answered>,
     /// The (path, status intent seen) of its writes, to check each write's rules once.
     intents: Vec<String>,
-    /// Writes of this call with status `ok`.
-    wrote_ok: u32,
     /// The content hash of its last read, or of its last write with status `ok`: what
     /// a `hash:` line of its output must say.
     last_hash: Option<Hash>,
@@ -339,10 +346,10 @@ struct Pending {
     denied: Option<(u64, String)>,
     /// The permission answer that let it run: (seq, key, answer).
     granted: Option<(u64, String, Answer)>,
-    /// Side effects recorded for it (reads, writes, commands, fetches, memory).
-    effects: u32,
-    /// One of its writes failed.
-    write_failed: bool,
+    /// Its records between its start and its end as the table of what a call records
+    /// tells them apart (`cairn_tools::implied`), each where it is and whether a
+    /// problem was reported at it already.
+    records: Vec<(Kind, (u64, u64, u64), bool)>,
     /// Its foreground command, once finished.
     exec: Option<ShellExec>,
     /// Files that command changed (what, path), from the call's external writes.
@@ -357,6 +364,7 @@ impl Pending {
         seq: u64,
         tool: &str,
         input: &serde_json::Value,
+        mcp: Option<&McpRef>,
         admitted: Option<Decision>,
         repeats: u32,
     ) -> Pending {
@@ -364,18 +372,17 @@ impl Pending {
             seq,
             tool: tool.to_string(),
             input: input.clone(),
+            mcp: mcp.cloned(),
             admitted,
             repeats,
             asked: Vec::new(),
             question: None,
             answer: None,
             intents: Vec::new(),
-            wrote_ok: 0,
             last_hash: None,
             denied: None,
             granted: None,
-            effects: 0,
-            write_failed: false,
+            records: Vec::new(),
             exec: None,
             changes: Vec::new(),
             reapplied: Vec::new(),
@@ -429,6 +436,15 @@ struct Verifier {
     hooked: bool,
     /// The checkpoint files and the signed end (`verify/signed.rs`).
     signed: signed::Signed,
+    /// The session is a replay (`session_started.parent`, nothing `inherited`): some
+    /// of its calls may be answered from the recording.
+    replay: bool,
+    /// A call that ended `interrupted` (where, and its id): only a resume's findings,
+    /// then its `session_resumed`, may follow it.
+    awaiting_resume: Option<((u64, u64, u64), String)>,
+    /// The session's configuration names a check command (`problems`); `None` when it
+    /// does not read.
+    check_command: Option<bool>,
 }
 
 impl Verifier {
@@ -462,6 +478,9 @@ impl Verifier {
             imported: false,
             hooked: false,
             signed: signed::Signed::none(),
+            replay: false,
+            awaiting_resume: None,
+            check_command: None,
         }
     }
 
@@ -649,6 +668,7 @@ impl Verifier {
             );
         }
         self.after_end(&rec.event);
+        self.after_interrupted(&rec.event);
         if let Event::SessionStarted(s) = &rec.event {
             // A session recorded from another agent's hooks ran its calls under that
             // agent too: checked like an imported one.
@@ -685,8 +705,11 @@ impl Verifier {
                     self.writable = sb.writable.clone();
                 }
                 self.has_parent = s.parent.is_some();
+                self.replay = s.parent.is_some() && s.inherited.is_none();
                 match serde_json::from_value::<EngineConfig>(s.config.clone()) {
                     Ok(c) => {
+                        self.check_command =
+                            Some(c.check_command.as_ref().is_some_and(|a| !a.is_empty()));
                         self.guarded = c.guards();
                         self.limits = c.limits;
                         match CredentialFiles::new(&c.credential_files) {
@@ -717,7 +740,7 @@ impl Verifier {
                 tool,
                 input,
                 observed,
-                ..
+                mcp,
             } => {
                 self.report.calls += 1;
                 let expected = format!("c{}", self.state.calls_started + 1);
@@ -745,13 +768,14 @@ impl Verifier {
                         rec.seq,
                         tool,
                         input,
+                        mcp.as_ref(),
                         admitted,
                         decide::repeats(&self.state, tool, input),
                     ),
                 );
             }
             Event::FileRead(r) => {
-                self.side_effect(&r.call, &format!("file_read of {}", r.path));
+                self.side_effect(&r.call, Kind::Read, &format!("file_read of {}", r.path));
                 if let Some(p) = self.pending.get_mut(&r.call) {
                     p.last_hash = Some(r.hash);
                 } else {
@@ -768,10 +792,18 @@ impl Verifier {
             Event::ShellExec(x) => self.shell_exec(x),
             Event::WebFetched(w) => self.web_fetched(w),
             Event::MemoryWritten { .. } => {
-                // Memory names no call: it belongs to the one call running, if any.
-                if let [call] = self.pending.keys().collect::<Vec<_>>()[..] {
-                    let call = call.clone();
-                    self.side_effect(&call, "memory_written");
+                // Memory names no call: it belongs to the one call running.
+                match self.pending.keys().collect::<Vec<_>>()[..] {
+                    [call] => {
+                        let call = call.clone();
+                        self.side_effect(&call, Kind::Memory, "memory_written");
+                    }
+                    [] => self.problem(
+                        ProblemKind::Structure,
+                        "memory_written outside any call: only a call writes memory".into(),
+                    ),
+                    // The engine runs one call at a time: another writer's log.
+                    _ => {}
                 }
             }
             Event::PermissionRequested {
@@ -845,6 +877,24 @@ impl Verifier {
                     );
                     self.pending.clear();
                 }
+                // The engine records the end of every background process before its
+                // own: those still running are stopped and recorded cancelled.
+                let running: Vec<String> = self
+                    .state
+                    .processes
+                    .values()
+                    .filter(|p| p.is_running())
+                    .map(|p| format!("{} (call {})", p.id, p.call))
+                    .collect();
+                if !running.is_empty() {
+                    self.problem(
+                        ProblemKind::Structure,
+                        format!(
+                            "the session ended with background processes whose end the log never recorded: {}",
+                            running.join(", ")
+                        ),
+                    );
+                }
                 self.ended_at.get_or_insert(rec.seq);
             }
             _ => {}
@@ -872,7 +922,11 @@ impl Verifier {
                 imported: Some(f), ..
             } => self.original(f),
             Event::ToolStarted {
-                call, tool, input, ..
+                call,
+                tool,
+                input,
+                mcp,
+                ..
             } => {
                 self.report.calls += 1;
                 self.report.decisions_unchecked += 1;
@@ -883,11 +937,13 @@ impl Verifier {
                         format!("call id {call} out of sequence: the fold expects {expected} (a record missing or moved?)"),
                     );
                 }
-                self.pending
-                    .insert(call.clone(), Pending::new(rec.seq, tool, input, None, 0));
+                self.pending.insert(
+                    call.clone(),
+                    Pending::new(rec.seq, tool, input, mcp.as_ref(), None, 0),
+                );
             }
             Event::FileRead(r) => {
-                self.imported_effect(&r.call, &format!("file_read of {}", r.path))
+                self.imported_effect(&r.call, Kind::Read, &format!("file_read of {}", r.path))
             }
             Event::FileWrite(w) => {
                 self.report.file_writes += 1;
@@ -910,7 +966,8 @@ impl Verifier {
                     );
                 }
                 let call = w.call.clone().unwrap_or_default();
-                self.imported_effect(&call, &format!("file_write of {}", w.path));
+                let kind = Kind::of_write(w, true);
+                self.imported_effect(&call, kind, &format!("file_write of {}", w.path));
             }
             Event::ShellExec(x) => {
                 if let Some(end) = x.end() {
@@ -924,21 +981,22 @@ impl Verifier {
                         }
                     }
                 }
-                self.imported_effect(&x.call, "shell_exec");
+                self.imported_effect(&x.call, Kind::of_exec(x), "shell_exec");
             }
             Event::WebFetched(w) => self.web_fetched(w),
             Event::ToolFinished(f) => {
                 if let Some(b) = &f.output_blob {
                     self.blob(b, &format!("call {} output", f.call));
                 }
-                if self.pending.remove(&f.call).is_none() {
-                    self.problem(
+                match self.pending.remove(&f.call) {
+                    Some(p) => self.imported_finished(f, p),
+                    None => self.problem(
                         ProblemKind::Structure,
                         format!(
                             "tool_finished of {}, which is not a call started and not finished",
                             f.call
                         ),
-                    );
+                    ),
                 }
             }
             Event::SourceItem { kind, item, .. } => self.blob(item, &format!("source item {kind}")),
@@ -979,7 +1037,30 @@ impl Verifier {
                     format!("a permission record outside its call {call}"),
                 );
             }
-            Event::PermissionRequested { .. } | Event::PermissionDecided { .. } if self.hooked => {}
+            Event::PermissionRequested { call, .. } if self.hooked => {
+                let at = self.at;
+                if let Some(p) = self.pending.get_mut(call) {
+                    p.records.push((Kind::Asked, at, false));
+                }
+            }
+            Event::PermissionDecided {
+                call,
+                key,
+                answer,
+                source,
+                ..
+            } if self.hooked => {
+                let at = self.at;
+                if let Some(p) = self.pending.get_mut(call) {
+                    p.records.push((Kind::of_decided(*source), at, false));
+                    p.answer = Some(Answered {
+                        key: key.clone(),
+                        answer: *answer,
+                        source: *source,
+                        at,
+                    });
+                }
+            }
             Event::PermissionRequested { call, .. } | Event::PermissionDecided { call, .. } => {
                 self.problem(
                     ProblemKind::Structure,
@@ -991,13 +1072,40 @@ impl Verifier {
     }
 
     /// A side effect of an imported call: inside the call.
-    fn imported_effect(&mut self, call: &str, what: &str) {
+    fn imported_effect(&mut self, call: &str, kind: Kind, what: &str) {
+        let at = self.at;
         match self.pending.get_mut(call) {
-            Some(p) => p.effects += 1,
+            Some(p) => p.records.push((kind, at, false)),
             None => self.problem(
                 ProblemKind::Structure,
                 format!("{what} outside its call {call}"),
             ),
+        }
+    }
+
+    /// The end of an imported call. Its tool is another agent's, so the table of what
+    /// a call records holds only where the writers make it hold: a call denied was
+    /// asked and denied (only a hook asks and denies: an imported session never ends a
+    /// call denied), and does nothing; a hook's denial ends its call denied.
+    fn imported_finished(&mut self, f: &ToolFinished, p: Pending) {
+        if let Some(a) = &p.answer
+            && a.answer == Answer::Deny
+            && !matches!(f.status, Status::Denied | Status::Interrupted)
+        {
+            self.problem(
+                ProblemKind::Decision,
+                format!(
+                    "call {} ({}) ended {}, but permission for {} was denied at seq {}: a hook's denial ends its call denied",
+                    f.call,
+                    p.tool,
+                    f.status.as_str(),
+                    a.key,
+                    a.at.0
+                ),
+            );
+        }
+        if f.status == Status::Denied {
+            self.implied(f, &p, &cairn_tools::Effects::NONE, false);
         }
     }
 
@@ -1115,8 +1223,29 @@ impl Verifier {
 
     fn file_write(&mut self, w: &FileWrite) {
         self.report.file_writes += 1;
-        if let Some(call) = &w.call {
-            self.side_effect(call, &format!("file_write of {}", w.path));
+        match &w.call {
+            Some(call) => {
+                // A change a scan found after the call's command ended (one that
+                // started: a program that could not start changed nothing).
+                let ran = self.pending.get(call).is_some_and(|p| {
+                    p.exec
+                        .as_ref()
+                        .is_some_and(|x| Kind::of_exec(x) != Kind::NotStarted)
+                });
+                let kind = Kind::of_write(w, ran);
+                self.side_effect(call, kind, &format!("file_write of {}", w.path));
+            }
+            // Only a scan (after a background process's end, at a resume) records a
+            // change that names no call.
+            None if w.op != WriteOp::External => self.problem(
+                ProblemKind::Structure,
+                format!(
+                    "file_write ({}) of {} names no call: only a scan's external write does",
+                    write_op_name(w.op),
+                    w.path
+                ),
+            ),
+            None => {}
         }
         if w.withheld {
             self.withheld(&w.path, &format!("file_write {}", w.path));
@@ -1194,11 +1323,7 @@ impl Verifier {
             return;
         };
         if w.status == WriteStatus::Ok {
-            p.wrote_ok += 1;
             p.last_hash = w.after.map(|a| a.hash);
-        }
-        if w.status == WriteStatus::Failed {
-            p.write_failed = true;
         }
         // What its command's output lists as changed.
         if w.op == WriteOp::External && w.status == WriteStatus::Ok && p.exec.is_some() {
@@ -1268,6 +1393,8 @@ impl Verifier {
             Some(need) if matches!(&need, Need::Ask { key: k, .. } if k == key) => need,
             Some(need) => match key.strip_prefix(&format!("{}@", p.tool)) {
                 Some(dir) => cairn_core::permission::outside_need(&p.tool, dir, need, &p.input),
+                // A key of another call (copied?): this one needs none of its own.
+                None if need == Need::Auto => Need::Auto,
                 None => Need::ask(key, detail),
             },
             None => Need::ask(key, detail),
@@ -1348,9 +1475,11 @@ impl Verifier {
                 format!("call {call} ({key}): {what}"),
             );
         }
+        let at = self.at;
         if let Some(p) = self.pending.get_mut(call) {
             p.asked.push(key.to_string());
             p.question = question;
+            p.records.push((Kind::Asked, at, false));
         }
     }
 
@@ -1394,6 +1523,9 @@ impl Verifier {
                         "{key} answered from the allow list, but no always can cover it: {}",
                         q.reasons.join("; ")
                     )),
+                    Permission::Auto => problems.push(format!(
+                        "{key} answered from the allow list, but the call needs no permission"
+                    )),
                     _ => problems.push(format!(
                         "{key} answered from the allow list, but the fold's allow list does not hold every key of it"
                     )),
@@ -1427,6 +1559,7 @@ impl Verifier {
         let Some(p) = self.pending.get_mut(call) else {
             return;
         };
+        p.records.push((Kind::of_decided(source), at, false));
         p.answer = Some(Answered {
             key: key.to_string(),
             answer,
@@ -1443,7 +1576,7 @@ impl Verifier {
     }
 
     fn tool_finished(&mut self, f: &ToolFinished) {
-        let Some(p) = self.pending.remove(&f.call) else {
+        let Some(mut p) = self.pending.remove(&f.call) else {
             self.problem(
                 ProblemKind::Structure,
                 format!(
@@ -1458,6 +1591,8 @@ impl Verifier {
         }
         if let Some(b) = &f.mcp_result {
             self.blob(b, &format!("call {} MCP result", f.call));
+            p.records.push((Kind::McpResult, self.at, false));
+            self.mcp_status(f, &p, b);
         }
         self.status_agrees(f, &p);
         if let Some(x) = &p.exec
@@ -1473,30 +1608,42 @@ impl Verifier {
         if f.status == Status::Interrupted {
             self.interrupted.insert(f.call.clone(), p.tool.clone());
         }
-        let Some(tool) = self.registry.get(&p.tool) else {
-            // A tool of another catalog or a newer cairn: its rules are not known here.
-            if f.status != Status::Error {
-                self.report.decisions_unchecked += 1;
-            }
-            return;
+        self.rules(f, &p);
+        // An MCP tool, a built-in of the session's catalog, or a tool this version does
+        // not know.
+        let effects = match &p.mcp {
+            Some(_) => Some(cairn_tools::Effects::MCP),
+            None => self.registry.effects(&p.tool),
         };
-        self.report.decisions_checked += 1;
+        // A replay's call that may have been answered from the recording
+        // (`Engine::call_answered`): one reaching outside, running commands or whose
+        // input held a secret, which took no time.
+        let replayed = self.replay
+            && f.elapsed_us == 0
+            && effects.is_none_or(|e| {
+                e.external
+                    || e.runs_commands
+                    || cairn_core::scrub::holds_marker(&p.input.to_string())
+            });
+        if let Some(effects) = effects {
+            self.implied(f, &p, &effects, replayed);
+        }
+        if f.status == Status::Interrupted && !replayed {
+            self.awaiting_resume = Some((self.at, f.call.clone()));
+        }
+    }
+
+    /// The rules the engine decided the call's end by, taken again: its refusal, its
+    /// admission, its permission answer, what its output shows.
+    fn rules(&mut self, f: &ToolFinished, p: &Pending) {
         let wrong = |v: &mut Verifier, what: String| {
             v.problem(
                 ProblemKind::Decision,
                 format!("call {} ({}): {what}", f.call, p.tool),
             )
         };
-        // A mutating call that succeeded wrote; one that was refused did not.
-        // (A command may well change nothing: tools that run commands do not write
-        // themselves, so their effects say no writes.)
-        if tool.effects().writes && f.status == Status::Ok && p.wrote_ok == 0 {
-            wrong(self, "recorded ok, but it wrote nothing".into());
-        }
-        if f.refusal.is_some() && p.wrote_ok > 0 {
-            wrong(self, "refused, yet it wrote".into());
-        }
-        // The status follows the refusal.
+        // The status follows the refusal, whatever the tool (an MCP server's too). What
+        // it wrote, ran and fetched for its status: `Verifier::implied`.
         let status = f.status.as_str();
         match &f.refusal {
             Some(r) if f.status != decide::refusal_status(r.rule) => wrong(
@@ -1513,6 +1660,14 @@ impl Verifier {
             ),
             _ => {}
         }
+        if self.registry.get(&p.tool).is_none() {
+            // A tool of another catalog or a newer cairn: its rules are not known here.
+            if f.status != Status::Error {
+                self.report.decisions_unchecked += 1;
+            }
+            return;
+        }
+        self.report.decisions_checked += 1;
         let limits = self.limits.clone();
         let shows = |message: &str| shows(f, &limits, message);
         // Admission: input size, schema, repeat block.
@@ -1734,6 +1889,35 @@ impl Verifier {
         }
     }
 
+    /// A call ends `interrupted` only when a resume finds it unfinished: what follows
+    /// its `tool_finished` is the resume's findings (and checkpoints), then its
+    /// `session_resumed`. A log that ends there is a resume that stopped before it.
+    fn after_interrupted(&mut self, event: &Event) {
+        let Some((at, call)) = self.awaiting_resume.take() else {
+            return;
+        };
+        match event {
+            Event::SessionResumed { .. } => {}
+            Event::Checkpoint { .. } | Event::TreeCheckpoint { .. } => {
+                self.awaiting_resume = Some((at, call));
+            }
+            e if resume_writes(e) => self.awaiting_resume = Some((at, call)),
+            e => {
+                let here = self.at;
+                self.at = at;
+                self.problem(
+                    ProblemKind::Decision,
+                    format!(
+                        "call {call} ended interrupted, but a {} follows (at seq {}) before any session_resumed: a call ends interrupted only when a resume finds it unfinished",
+                        e.kind(),
+                        here.0
+                    ),
+                );
+                self.at = here;
+            }
+        }
+    }
+
     /// Reports the records after the end that no `session_resumed` followed.
     fn flush_after_end(&mut self) {
         let Some(end) = self.ended_at else {
@@ -1750,11 +1934,13 @@ impl Verifier {
         }
     }
 
-    /// Counts a side effect of `call`; one of a denied call is a problem here.
-    fn side_effect(&mut self, call: &str, what: &str) {
+    /// Notes a record of `kind` of `call` (for the table of what a call records, at its
+    /// end); one after a denial that stopped the call is a problem here.
+    fn side_effect(&mut self, call: &str, kind: Kind, what: &str) {
+        let at = self.at;
         let denied = match self.pending.get_mut(call) {
             Some(p) => {
-                p.effects += 1;
+                p.records.push((kind, at, p.denied.is_some()));
                 p.denied.clone()
             }
             None => self.denied.get(call).cloned(),
@@ -1773,15 +1959,12 @@ impl Verifier {
         if let Some(end) = x.end() {
             self.shell_end(&x.call, end);
         }
-        self.side_effect(
-            &x.call,
-            &format!(
-                "shell_exec of `{}`",
-                cairn_tools::shell::shown_argv(&x.argv)
-            ),
-        );
-        if x.kind == ProcKind::Foreground {
-            match self.pending.get_mut(&x.call) {
+        let kind = Kind::of_exec(x);
+        let shown = cairn_tools::shell::shown_argv(&x.argv);
+        self.side_effect(&x.call, kind, &format!("shell_exec of `{shown}`"));
+        let inside = self.pending.contains_key(&x.call);
+        match x.kind {
+            ProcKind::Foreground => match self.pending.get_mut(&x.call) {
                 None => self.problem(
                     ProblemKind::Structure,
                     format!("foreground shell_exec outside its call {}", x.call),
@@ -1791,7 +1974,41 @@ impl Verifier {
                     p.changes.clear();
                 }
                 Some(_) => {}
+            },
+            // A background process's end is recorded when it exits, after its call
+            // (at a later call's start, a cancel, the session's end or a resume): it
+            // ends a process that call started and the fold knows running.
+            ProcKind::Background if kind == Kind::BgEnded && !inside => {
+                let id = x.id.as_deref().unwrap_or_default();
+                let why = match self.state.processes.get(id) {
+                    None => Some(format!("the log started no background process {id:?}")),
+                    Some(p) if p.call != x.call => {
+                        Some(format!("process {id} was started by call {}", p.call))
+                    }
+                    Some(p) if !p.is_running() => {
+                        Some(format!("process {id} had ended already ({})", p.status))
+                    }
+                    Some(_) => None,
+                };
+                if let Some(why) = why {
+                    self.problem(
+                        ProblemKind::Structure,
+                        format!(
+                            "background shell_exec of `{shown}` finished for call {}, but {why}",
+                            x.call
+                        ),
+                    );
+                }
             }
+            ProcKind::Background if !inside && kind != Kind::BgEnded => self.problem(
+                ProblemKind::Structure,
+                format!(
+                    "background shell_exec of `{shown}` ({}) outside its call {}",
+                    x.phase_name(),
+                    x.call
+                ),
+            ),
+            ProcKind::Background => {}
         }
     }
 
@@ -1848,7 +2065,11 @@ impl Verifier {
                 format!("web_fetched of {} outside its call {}", w.url, w.call),
             );
         }
-        self.side_effect(&w.call, &format!("web_fetched of {}", w.url));
+        self.side_effect(
+            &w.call,
+            Kind::of_fetch(w),
+            &format!("web_fetched of {}", w.url),
+        );
     }
 
     /// Re-applies a write of a file tool: its before content and its call's input must
@@ -1963,58 +2184,217 @@ impl Verifier {
                     "status {status}, but permission for {key} was denied at seq {seq}: ran after deny (a denied call ends denied)"
                 ),
             ),
-            (None, Status::Denied) => match &p.granted {
-                Some((seq, key, answer)) => wrong(
+            (None, Status::Denied) => match (&p.granted, &p.answer) {
+                (Some((seq, key, answer)), _) => wrong(
                     self,
                     format!(
                         "status denied, but permission for {key} was granted ({}) at seq {seq}",
                         answer_name(*answer)
                     ),
                 ),
-                None if p.effects > 0 => wrong(
+                (None, Some(a)) => wrong(
                     self,
                     format!(
-                        "status denied, but {} side effects of it are recorded",
-                        p.effects
+                        "status denied, but no permission was denied to it: {} answered {} by {} lets it run (confined)",
+                        a.key,
+                        answer_name(a.answer),
+                        source_name(a.source)
                     ),
                 ),
-                None if !self.has_parent => wrong(
-                    self,
-                    "status denied, but no permission was denied to it".into(),
-                ),
-                // A replay answers some calls from the recording, without their
-                // permission records.
-                None => {}
+                // With no answer at all, what the table of what a call records says
+                // (`Verifier::implied`).
+                (None, None) => {}
             },
             _ => {}
         }
-        // A refusal's status is `decide::refusal_status`, checked in `tool_finished`.
-        if p.write_failed && f.status == Status::Ok {
-            wrong(self, "status ok, but one of its writes failed".into());
+        // A refusal's status is `decide::refusal_status`, checked in `tool_finished`;
+        // its writes and its command for its status, in `Verifier::implied`.
+    }
+
+    /// The call's records are those its tool's effects and how it ended imply (the
+    /// table of `cairn_tools::implied`): one missing is reported at the call's end, one
+    /// too many where it is (unless it was reported there already, as one after a
+    /// denial).
+    fn implied(
+        &mut self,
+        f: &ToolFinished,
+        p: &Pending,
+        effects: &cairn_tools::Effects,
+        replayed: bool,
+    ) {
+        let background = effects
+            .background
+            .and_then(|field| p.input.get(field))
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+        // Whether its command may have failed before it ran: a working folder its input
+        // names, no check command, the most background processes running.
+        let running = || {
+            let n = self.state.processes.values().filter(|p| p.is_running());
+            n.count() >= self.limits.shell_background_max
+        };
+        let early = effects
+            .cwd
+            .is_some_and(|field| p.input.get(field).is_some_and(|v| !v.is_null()))
+            || (effects.runs_commands
+                && !effects.command_output
+                && self.check_command != Some(true))
+            || (background && running());
+        let call = implied::Call {
+            status: f.status,
+            refusal: f.refusal.as_ref().map(|r| r.rule),
+            asks: self.asks(f, p),
+            stopped: p.denied.is_some(),
+            background,
+            early,
+            replayed,
+        };
+        let expect = implied::implied(effects, &call);
+        let status = f.status.as_str();
+        let end = self.at;
+        if !expect.possible() {
+            let statuses: Vec<&str> = implied::statuses(effects)
+                .iter()
+                .map(Status::as_str)
+                .collect();
+            self.problem(
+                ProblemKind::Decision,
+                format!(
+                    "call {} ({}) ended {status}, which no call of {} ends with: it ends {} (or denied, blocked, interrupted)",
+                    f.call,
+                    p.tool,
+                    p.tool,
+                    statuses.join(", ")
+                ),
+            );
+            return;
         }
-        if let Some(x) = p.exec.as_ref().and_then(ShellExec::end)
-            && p.denied.is_none()
-            && f.status != Status::Interrupted
-            && answers_with_command(&p.tool)
-        {
-            let expected = match x.status {
-                _ if x.error.is_some() => Status::Error,
-                ExecStatus::Ok => Status::Ok,
-                ExecStatus::Timeout => Status::Timeout,
-                ExecStatus::Cancelled => Status::Cancelled,
-                _ => Status::Error,
-            };
-            if f.status != expected {
-                wrong(
-                    self,
-                    format!(
-                        "status {status}, but its command ended {} (exit code {}): the call's status is {}",
-                        x.status.as_str(),
-                        x.exit_code.map_or("none".into(), |c| c.to_string()),
-                        expected.as_str()
-                    ),
-                );
+        let counts = implied::counts(p.records.iter().map(|(k, _, _)| *k));
+        for m in expect.misfits(&counts) {
+            match m {
+                Misfit::Missing { kind, have, min } => {
+                    let how = if have == 0 && min == 1 {
+                        "a".to_string()
+                    } else {
+                        format!("{have} (of at least {min})")
+                    };
+                    self.problem(
+                        ProblemKind::Decision,
+                        format!(
+                            "call {} ({}) ended {status} without {how} {}: {}",
+                            f.call,
+                            p.tool,
+                            kind.name(),
+                            expect.why(kind)
+                        ),
+                    );
+                }
+                Misfit::Extra { kind, have, max } => {
+                    // The records past the most allowed; reported at the first of them
+                    // no problem was reported at yet.
+                    let Some(at) = p
+                        .records
+                        .iter()
+                        .filter(|(k, _, _)| *k == kind)
+                        .skip(max as usize)
+                        .find(|(_, _, reported)| !reported)
+                        .map(|(_, at, _)| *at)
+                    else {
+                        continue;
+                    };
+                    let what = match max {
+                        0 => format!("holds a {}", kind.name()),
+                        _ => format!("holds {have} {}, more than {max}", kind.name()),
+                    };
+                    self.at = at;
+                    self.problem(
+                        ProblemKind::Decision,
+                        format!(
+                            "call {} ({}) {what}, but it ended {status} (at seq {}): {}",
+                            f.call,
+                            p.tool,
+                            end.0,
+                            expect.why(kind)
+                        ),
+                    );
+                    self.at = end;
+                }
             }
+        }
+    }
+
+    /// What the permission step of call `p` gave: what its records say, or when it
+    /// records none, what the engine's permission step gives for it on the fold (whose
+    /// allow list only a recorded answer changes). Nothing when the table does not
+    /// depend on it (a call refused before it was asked, or interrupted).
+    fn asks(&self, f: &ToolFinished, p: &Pending) -> Asks {
+        match &p.answer {
+            Some(a) if a.source == AnswerSource::AllowList => return Asks::AllowList,
+            Some(_) => return Asks::Question,
+            None if !p.asked.is_empty() => return Asks::Question,
+            None => {}
+        }
+        let admission = f
+            .refusal
+            .as_ref()
+            .is_some_and(|r| matches!(r.rule, Rule::Input | Rule::Repeat));
+        if admission || f.status == Status::Interrupted {
+            return Asks::Nothing;
+        }
+        let need = match (&p.mcp, self.registry.get(&p.tool)) {
+            (Some(m), _) => Need::ask(
+                cairn_tools::mcp_names::permission_key(&m.server, &m.tool),
+                String::new(),
+            ),
+            (None, Some(t)) => {
+                let root = self.state.workspace.as_deref().unwrap_or("/");
+                t.permission(
+                    &p.input,
+                    &cairn_tools::Asking {
+                        root: Path::new(root),
+                        credential_files: &self.credential_files,
+                    },
+                )
+            }
+            (None, None) => return Asks::Nothing,
+        };
+        match decide::permission(&self.state, need, &self.guarded) {
+            Permission::Auto => Asks::Nothing,
+            Permission::AllowList(_) => Asks::AllowList,
+            Permission::Ask(_) => Asks::Question,
+        }
+    }
+
+    /// An MCP call the server answered ends as its result says (`isError`).
+    fn mcp_status(&mut self, f: &ToolFinished, p: &Pending, b: &BlobRef) {
+        if f.status == Status::Interrupted || !self.blob_intact(b) {
+            return;
+        }
+        let Some(result) = self
+            .blobs
+            .get(&b.hash)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        else {
+            return;
+        };
+        let expected = cairn_tools::mcp_names::result_status(&result);
+        if f.status != expected {
+            self.problem(
+                ProblemKind::Decision,
+                format!(
+                    "call {} ({}) ended {}, but the MCP server's result {} isError: the call ends {}",
+                    f.call,
+                    p.tool,
+                    f.status.as_str(),
+                    if expected == Status::Error {
+                        "says"
+                    } else {
+                        "does not say"
+                    },
+                    expected.as_str()
+                ),
+            );
         }
     }
 
@@ -2244,6 +2624,17 @@ fn rule_name(rule: Rule) -> String {
         .ok()
         .and_then(|v| v.as_str().map(|s| s.replace('_', "-")))
         .unwrap_or_else(|| format!("{rule:?}"))
+}
+
+fn write_op_name(op: WriteOp) -> &'static str {
+    match op {
+        WriteOp::Create => "create",
+        WriteOp::Replace => "replace",
+        WriteOp::Edit => "edit",
+        WriteOp::Delete => "delete",
+        WriteOp::External => "external",
+        WriteOp::Append => "append",
+    }
 }
 
 fn answer_name(answer: Answer) -> &'static str {

@@ -26,10 +26,9 @@ pub fn to_output(result: &Value) -> ToolOutput {
         }
     }
     let text = parts.join("\n");
-    if result["isError"].as_bool() == Some(true) {
-        ToolOutput::error(text)
-    } else {
-        ToolOutput::ok(text)
+    match cairn_tools::mcp_names::result_status(result) {
+        cairn_core::event::Status::Ok => ToolOutput::ok(text),
+        _ => ToolOutput::error(text),
     }
 }
 

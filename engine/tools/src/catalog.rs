@@ -55,10 +55,7 @@ impl std::str::FromStr for Catalog {
 /// tools (`mcp__…`) answer from outside; `None` for a name no catalog has.
 pub fn effects_of(name: &str) -> Option<Effects> {
     if name.starts_with(crate::mcp_names::MCP_PREFIX) {
-        return Some(Effects {
-            external: true,
-            ..Effects::NONE
-        });
+        return Some(Effects::MCP);
     }
     Catalog::ALL
         .iter()
@@ -192,10 +189,7 @@ impl Registry {
         if let Some(t) = self.get(name) {
             return Some(t.effects());
         }
-        self.mcp_tool(name).map(|_| Effects {
-            external: true,
-            ..Effects::NONE
-        })
+        self.mcp_tool(name).map(|_| Effects::MCP)
     }
 
     pub fn get(&self, name: &str) -> Option<&dyn Tool> {
@@ -462,11 +456,25 @@ mod effects_tests {
             ["read_url", "web_fetch", "web_search"]
         );
         assert_eq!(names(|e| e.search_query.is_some()), ["web_search"]);
+        assert_eq!(
+            names(|e| e.fetches == crate::tool::Fetches::Page),
+            ["read_url", "web_fetch"]
+        );
+        assert_eq!(
+            names(|e| e.fetches == crate::tool::Fetches::Search),
+            ["web_search"]
+        );
+        assert_eq!(names(|e| e.reads_file), ["read_file", "read_file_range"]);
+        assert_eq!(names(|e| e.remembers), ["remember"]);
+        assert_eq!(names(|e| e.background.is_some()), ["run_shell", "shell"]);
+        assert_eq!(names(|e| e.cwd.is_some()), ["run_shell"]);
+        assert_eq!(names(|e| e.mcp), Vec::<&str>::new());
         assert_eq!(names(|e| e.lists_ignored), ["list_dir"]);
         assert_eq!(
             effects_of("mcp__fs__write"),
             Some(Effects {
                 external: true,
+                mcp: true,
                 ..Effects::NONE
             })
         );

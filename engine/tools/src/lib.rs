@@ -26,6 +26,7 @@ mod error;
 pub mod fold;
 pub mod git;
 pub mod links;
+pub mod implied;
 pub mod manifest;
 pub mod mcp_names;
 pub mod memory;
@@ -56,7 +57,7 @@ pub use recorder::{
     Observer, RecordSink, Recorder, SNAPSHOTS_OLDER_KEPT, STATE_ARCHIVE_SPACED_BYTES_MIN,
 };
 pub use tool::{
-    Asking, Ctx, Effects, InputError, Preview, TimeoutField, Tool, ToolOutput, TypedTool,
+    Asking, Ctx, Effects, Fetches, InputError, Preview, TimeoutField, Tool, ToolOutput, TypedTool,
     parse_input,
 };
 

@@ -7,6 +7,21 @@ pub const MCP_PREFIX: &str = "mcp__";
 /// The longest tool name providers accept.
 pub const TOOL_NAME_CHARS_MAX: usize = 64;
 
+/// The permission key of a call of `tool` of MCP server `server`: `mcp:<server>:<tool>`.
+pub fn permission_key(server: &str, tool: &str) -> String {
+    format!("mcp:{server}:{tool}")
+}
+
+/// The status of an MCP call the server answered with `result` (its raw `tools/call`
+/// result): `error` when the result says `isError`, else `ok`.
+pub fn result_status(result: &serde_json::Value) -> cairn_core::event::Status {
+    if result["isError"].as_bool() == Some(true) {
+        cairn_core::event::Status::Error
+    } else {
+        cairn_core::event::Status::Ok
+    }
+}
+
 /// `name` with every character outside `[A-Za-z0-9_-]` replaced by `_`.
 pub fn sanitise(name: &str) -> String {
     let s: String = name

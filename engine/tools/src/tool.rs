@@ -103,6 +103,33 @@ pub struct Effects {
     /// The input field a command tool takes its timeout in (its schema's own name and
     /// unit), for the notes that speak of it and for verify, which rebuilds them.
     pub timeout: Option<TimeoutField>,
+    /// The boolean input field that runs a command tool's command in the background
+    /// (the call returns once it started; its end is recorded when it exits).
+    pub background: Option<&'static str>,
+    /// The input field naming the folder a command tool runs its command in: a call
+    /// naming one that is not a folder of the workspace fails before it runs anything.
+    pub cwd: Option<&'static str>,
+    /// It shows the model lines of the one file it names, recorded as its `file_read`.
+    pub reads_file: bool,
+    /// The pages it fetches, each recorded as a `web_fetched`.
+    pub fetches: Fetches,
+    /// It adds a fact to the project's memory, recorded as its `memory_written`.
+    pub remembers: bool,
+    /// It is a tool of an MCP server: its answer is the server's `tools/call` result,
+    /// kept as the call's `mcp_result`.
+    pub mcp: bool,
+}
+
+/// What a tool fetches from the web (see [`Effects::fetches`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fetches {
+    /// Nothing.
+    #[default]
+    Nothing,
+    /// The one page its input names, recorded whether or not it came.
+    Page,
+    /// A search backend's answer, then some of the pages it lists.
+    Search,
 }
 
 /// The input field a command tool takes its timeout in: thndrs' `run_shell` has
@@ -162,6 +189,19 @@ impl Effects {
         search_query: None,
         lists_ignored: false,
         timeout: None,
+        background: None,
+        cwd: None,
+        reads_file: false,
+        fetches: Fetches::Nothing,
+        remembers: false,
+        mcp: false,
+    };
+
+    /// What a tool of an MCP server does: it answers from outside.
+    pub const MCP: Effects = Effects {
+        external: true,
+        mcp: true,
+        ..Effects::NONE
     };
 }
 

@@ -65,4 +65,5 @@ mod store_model;
 mod store_reader;
 mod store_snapshot;
 mod verify_gaps;
+mod verify_table;
 mod withheld;

@@ -75,19 +75,28 @@ fn a_deleted_record_is_reported_by_integrity_at_its_seq() {
 
 #[test]
 fn a_deleted_read_rechained_makes_the_next_edit_a_broken_rule() {
-    // Without the read, the fold says the edit that followed it was not allowed.
+    // The read that lost its record ended ok without it; and without the read, the
+    // fold says the edit that followed it was not allowed.
     let d = demo();
     let dir = &d.sessions[0];
-    let mut intent = 0;
+    let (mut read_end, mut intent) = (0, 0);
     rewrite(dir, |recs| {
         let read = find(recs, "file_read", |e| e["path"] == "src/lib.rs");
+        let call = recs[read].event["call"].clone();
         recs.remove(read);
+        read_end = find(recs, "tool_finished", |e| e["call"] == call);
         intent = find(recs, "file_write", |e| {
             e["path"] == "src/lib.rs" && e["status"] == "intent"
         });
     });
-    let p = check_first(dir, ProblemKind::Decision, intent as u64);
-    assert!(p[0].what.contains("read-before-edit"), "{p:#?}");
+    let p = check_first(dir, ProblemKind::Decision, read_end as u64);
+    assert!(p[0].what.contains("ended ok without a file_read"), "{p:#?}");
+    assert!(
+        p.iter().any(|p| p.seq == Some(intent as u64)
+            && p.kind == ProblemKind::Decision
+            && p.what.contains("read-before-edit")),
+        "{p:#?}"
+    );
 }
 
 #[test]
@@ -208,7 +217,11 @@ fn a_removed_read_before_edit_refusal_is_reported_at_its_tool_finished() {
         e.shift_remove("refusal");
     });
     let p = check_first(dir, ProblemKind::Decision, at as u64);
-    assert!(p[0].what.contains("wrote nothing"), "{p:#?}");
+    assert!(
+        p.iter()
+            .any(|p| p.what.contains("ended ok without a file_write ok")),
+        "{p:#?}"
+    );
 }
 
 #[test]

@@ -840,7 +840,7 @@ fn a_status_the_records_contradict_is_reported_at_its_tool_finished() {
                     recs[i].event["status"] = json!("denied");
                     i
                 },
-                expect: "side effects of it are recorded",
+                expect: "ended denied without a permission_requested",
             },
             Case {
                 name: "a refused call with nothing recorded turned denied",
@@ -887,7 +887,7 @@ fn a_status_the_records_contradict_is_reported_at_its_tool_finished() {
                 recs[i].event["status"] = json!("ok");
                 i
             },
-            expect: "status ok, but its command ended failed",
+            expect: "ended ok without a shell_exec finished ok",
         }],
     );
     check(
@@ -900,7 +900,7 @@ fn a_status_the_records_contradict_is_reported_at_its_tool_finished() {
                 recs[i].event["status"] = json!("failed");
                 finished(recs, &c)
             },
-            expect: "one of its writes failed",
+            expect: "ended ok without a file_write ok",
         }],
     );
 }

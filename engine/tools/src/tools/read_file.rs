@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::error::Result;
 use crate::tool::Asking;
-use crate::tool::{Ctx, ToolOutput, TypedTool};
+use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
 use crate::tools::text;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -26,6 +26,10 @@ impl TypedTool for ReadFile {
     const NAME: &'static str = "read_file";
     const DESCRIPTION: &'static str = "Read a file with line numbers; use offset/limit for big files. Refuses files over 2 MB: use grep instead.";
     const MUTATING: bool = false;
+    const EFFECTS: Effects = Effects {
+        reads_file: true,
+        ..Effects::NONE
+    };
 
     fn permission(
         &self,

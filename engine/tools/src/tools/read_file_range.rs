@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::error::Result;
 use crate::tool::Asking;
-use crate::tool::{Ctx, ToolOutput, TypedTool};
+use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
 use crate::tools::text;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -27,6 +27,10 @@ impl TypedTool for ReadFileRange {
     const DESCRIPTION: &'static str =
         "Read a 1-indexed line range from a file. Prefer targeted ranges over reading large files.";
     const MUTATING: bool = false;
+    const EFFECTS: Effects = Effects {
+        reads_file: true,
+        ..Effects::NONE
+    };
 
     fn permission(
         &self,

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use crate::error::Result;
 use crate::permission::Need;
 use crate::tool::Asking;
-use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
+use crate::tool::{Ctx, Effects, Fetches, ToolOutput, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -24,6 +24,7 @@ impl TypedTool for ReadUrl {
     const MUTATING: bool = false;
     const EFFECTS: Effects = Effects {
         external: true,
+        fetches: Fetches::Page,
         ..Effects::NONE
     };
 

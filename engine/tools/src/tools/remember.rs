@@ -12,7 +12,7 @@ use cairn_core::decide;
 use crate::event::Event;
 use crate::memory::{self, ProjectMemory};
 use crate::permission::Need;
-use crate::tool::{Ctx, ToolOutput, TypedTool};
+use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -28,6 +28,10 @@ impl TypedTool for Remember {
     const NAME: &'static str = "remember";
     const DESCRIPTION: &'static str = "Save a durable fact to project memory (asks first). Nothing from web pages goes into memory: text that repeats what a fetch or search returned is refused.";
     const MUTATING: bool = false;
+    const EFFECTS: Effects = Effects {
+        remembers: true,
+        ..Effects::NONE
+    };
 
     fn permission(&self, input: &Input, _raw: &serde_json::Value, _at: &Asking<'_>) -> Need {
         Need::ask(

@@ -36,6 +36,8 @@ impl TypedTool for RunShell {
         runs_commands: true,
         command_output: true,
         timeout: Some(TimeoutField::MS),
+        background: Some("background"),
+        cwd: Some("cwd"),
         ..Effects::NONE
     };
 

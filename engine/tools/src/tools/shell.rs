@@ -40,6 +40,7 @@ impl TypedTool for Shell {
         runs_commands: true,
         command_output: true,
         timeout: Some(TimeoutField::SECS),
+        background: Some("background"),
         ..Effects::NONE
     };
 

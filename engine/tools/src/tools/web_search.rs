@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
-use crate::tool::{Ctx, Effects, ToolOutput, TypedTool};
+use crate::tool::{Ctx, Effects, Fetches, ToolOutput, TypedTool};
 use crate::web::{self, Fetch, SearchBackend};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -29,6 +29,7 @@ impl TypedTool for WebSearch {
     const EFFECTS: Effects = Effects {
         external: true,
         search_query: Some("query"),
+        fetches: Fetches::Search,
         ..Effects::NONE
     };
 
