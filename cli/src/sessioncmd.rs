@@ -579,7 +579,11 @@ pub fn sessions(format: Format) -> Result<ExitCode> {
         let s = match summary::summarise(&dir) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("cairn: {}: {}", dir.display(), cairn_cli::hint::text(&e));
+                out::note(&format!(
+                    "cairn: {}: {}",
+                    dir.display(),
+                    cairn_cli::hint::text(&e)
+                ));
                 continue;
             }
         };
