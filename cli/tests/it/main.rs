@@ -21,5 +21,6 @@ mod proofs;
 mod real_agents;
 mod real_hooks;
 mod scripting;
+mod secrets;
 mod signals;
 mod tui;
