@@ -207,12 +207,13 @@ pub struct Secrets<'a> {
 /// redacted, its keyed hash (`text_hash`, `input_hash`) under `secrets.key` is compared
 /// with the step's: the same secret matches, another does not. A record redacted
 /// without a hash (an older log, or no key) matches as it did then: a message whose
-/// step redacts to it, an input of any value. A call that ended `interrupted` (or never ended) had not
-/// finished, so the script goes on with that step, reported in
+/// step redacts to it, an input of any value. A call that ended `interrupted` (or never
+/// ended) had not finished, so the script goes on with that step, reported in
 /// [`ResumePoint::interrupted`]: a resume runs it again as a new call, unless a
 /// `session_resumed` decided not to (its `interrupted_steps`), which makes the step
-/// done. Fails, naming the step and what differs, when the log's steps are not the
-/// script's. Reads only: a resume checks this before it records anything.
+/// done. Fails, naming the step and what differs (its secrets redacted), when the log's
+/// steps are not the script's. Reads only: a resume checks this before it records
+/// anything.
 pub fn resume_point(
     dir: &std::path::Path,
     steps: &[(usize, Step)],

@@ -21,6 +21,13 @@
 //! it whole gives: only where a secret may reach across two files' lines is it read
 //! again.
 //!
+//! A text is also read as a reader would read it once its escapes are decoded
+//! (`decode`: `%20`, `+` in a query, `\u0020`, `\ `, `$'\x20'`, `&#32;`, `&nbsp;`…,
+//! each reading decoded again up to [`DECODE_ROUNDS_MAX`] times): a secret found in such
+//! a view is replaced in the text where it was decoded from, escapes and all. A text
+//! with no byte that starts an escape (`%`, `&`, `\`, `+`) is not decoded at all. A
+//! `Basic` credential (base64 of `user:password`) is a secret of its own.
+//!
 //! File contents kept as blobs for the workspace (manifest, before/after of writes) are
 //! not redacted: they are the workspace itself, and checkout and replay must be exact.
 
@@ -435,8 +442,9 @@ struct Pattern {
 
 /// True when `b64`, the value after `Basic`, decodes to a `user:password` pair (either
 /// may be empty, not both: a token given as the user alone is a credential too) of
-/// text without control characters but line ends and tabs: the credential of a Basic authorization, where
-/// a word after "basic" in prose decodes to bytes that are not such text.
+/// text without control characters but line ends and tabs: the credential of a Basic
+/// authorization, where a word after "basic" in prose decodes to bytes that are not
+/// such text.
 fn basic_credential(b64: &[u8]) -> bool {
     let Some(bytes) = basic_decoded(b64) else {
         return false;
