@@ -1,8 +1,9 @@
 //! `cairn-bench redact`: the throughput of the stream redactor every byte of command
 //! output goes through (`cairn_core::redact::StreamRedactor`), fed in pipe-sized chunks
 //! as the shell's capture feeds it: on output with no secret (the common case), with a
-//! secret every 4 KiB, and on text that is not ASCII (where the patterns' Unicode word
-//! boundaries cost most). The whole-text pass (`Redactor::redact_bytes`) on the same
+//! secret every 4 KiB, on text that is not ASCII (where the patterns' Unicode word
+//! boundaries cost most), and on text with escapes on every line (each read in its
+//! decoded forms too). The whole-text pass (`Redactor::redact_bytes`) on the same
 //! bytes is the reference. Secrets are made at run time from pieces.
 
 use std::time::Instant;
@@ -51,6 +52,22 @@ fn unicode_line(i: usize, out: &mut Vec<u8>) {
     out.extend_from_slice(
         format!("journal {i}: café crème, naïve façade — 日本語のログ {i}\n").as_bytes(),
     );
+}
+
+/// What a web or JSON tool prints: escapes on every line (JSON string escapes, a URL's
+/// percent escapes and query, HTML references, shell escapes), so that every line is
+/// read in its decoded forms too.
+fn escaped_line(i: usize, out: &mut Vec<u8>) {
+    let line = match i % 3 {
+        0 => format!(
+            "{{\"msg\":\"GET /api/v1/items?id={i}&q=a+b%20c HTTP/1.1\\n\",\"path\":\"C:\\\\work\\\\{i}\"}}\n"
+        ),
+        1 => {
+            format!("<a href=\"/search?q=x%2Fy&amp;page={i}\">next &raquo;</a>&nbsp;&#8212; {i}\n")
+        }
+        _ => format!("printf \"%d\\t%s\\n\" {i} a\\ b   # 100%25 done\n"),
+    };
+    out.extend_from_slice(line.as_bytes());
 }
 
 /// One secret of a kind picked by `i`, made from pieces.
@@ -133,6 +150,10 @@ pub fn run(args: &RedactArgs) -> Result<()> {
         ("no secret", output(bytes, plain_line, false)),
         ("a secret every 4 KiB", output(bytes, plain_line, true)),
         ("no secret, not ASCII", output(bytes, unicode_line, false)),
+        (
+            "no secret, escapes on every line",
+            output(bytes, escaped_line, false),
+        ),
     ];
     let mut rows = Vec::new();
     for (name, (data, secrets)) in &cases {

@@ -66,6 +66,7 @@ fn build(base: &Path, records: u64, snapshot: bool) -> Result<PathBuf> {
             call: id.clone(),
             tool: "read_file".into(),
             input: serde_json::json!({"path": "a.txt", "offset": call % 7}),
+            input_hash: None,
             mcp: None,
             observed: None,
         })?;

@@ -534,7 +534,7 @@ pub fn load_session(row: &SessionRow) -> Result<SessionView, String> {
     let mut messages: Vec<CallRow> = Vec::new();
     for r in &session.records {
         let (who, text) = match &r.event {
-            Event::UserMessage { text } => ("user", text),
+            Event::UserMessage { text, .. } => ("user", text),
             Event::ModelTurn {
                 text,
                 interrupted: false,

@@ -28,12 +28,24 @@ pub fn text(e: &(dyn Error + 'static)) -> String {
 }
 
 /// `message` (the text shown for `e`), followed by `e`'s hint in parentheses when it
-/// has one.
+/// has one, redacted ([`redacted`]): an error may quote what it was given.
 pub fn with_hint(message: String, e: &(dyn Error + 'static)) -> String {
-    match hint(e) {
+    redacted(match hint(e) {
         Some(h) => format!("{message} ({h})"),
         None => message,
-    }
+    })
+}
+
+/// The redactor of what the command line says on standard error and in errors: the
+/// patterns, and this process's secret-looking environment values.
+static REDACTOR: std::sync::LazyLock<cairn_engine::redact::Redactor> =
+    std::sync::LazyLock::new(|| cairn_engine::redact::Redactor::with_env(std::env::vars()));
+
+/// `text` with its secrets redacted as a log's are: the one pass every error message
+/// and note goes through before it is shown (a script's step, a source file's field
+/// or a server's answer quoted in an error would otherwise reach the terminal raw).
+pub fn redacted(text: String) -> String {
+    REDACTOR.redact_string(text, &mut cairn_engine::redact::Counts::new())
 }
 
 /// The hint of `e` itself, looking through the wrappers that show an inner error as

@@ -1296,7 +1296,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) if out::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("cairn: {}", out::error_text(&e));
+            out::note(&format!("cairn: {}", out::error_text(&e)));
             ExitCode::from(2)
         }
     }

@@ -224,7 +224,7 @@ fn first_message(dir: &Path) -> Option<String> {
     for r in reader.records().ok()? {
         let r = r.ok()?;
         if let Ok(rec) = cairn_engine::fold::parse_maybe_in(&r, blobs.as_ref())
-            && let cairn_engine::Event::UserMessage { text } = rec.event
+            && let cairn_engine::Event::UserMessage { text, .. } = rec.event
         {
             let line = text.lines().next().unwrap_or("");
             return Some(line.chars().take(60).collect());

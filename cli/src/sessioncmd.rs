@@ -611,7 +611,11 @@ pub fn sessions(format: Format) -> Result<ExitCode> {
             }
             Ok(s) => s,
             Err(e) => {
-                eprintln!("cairn: {}: {}", dir.display(), cairn_cli::hint::text(&e));
+                out::note(&format!(
+                    "cairn: {}: {}",
+                    dir.display(),
+                    cairn_cli::hint::text(&e)
+                ));
                 continue;
             }
         };

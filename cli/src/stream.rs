@@ -134,7 +134,7 @@ fn events(s: &mut Inner, r: &Record) -> Vec<Value> {
     let mut out = Vec::new();
     let seq = r.seq;
     match &r.event {
-        Event::UserMessage { text } => {
+        Event::UserMessage { text, .. } => {
             s.end_turn(seq, &mut out);
             let turn = s.begin_turn(seq, &mut out);
             out.push(item(

@@ -67,7 +67,7 @@ pub fn summarise(dir: &Path) -> cairn_store::Result<SessionRow> {
                 row.started = r.ts.clone();
                 row.parent = st.parent.map(|p| p.session);
             }
-            Ok(Event::UserMessage { text }) if row.task.is_empty() => {
+            Ok(Event::UserMessage { text, .. }) if row.task.is_empty() => {
                 row.task = cairn_replay::audit::one_line(&text)
                     .chars()
                     .take(TASK_CHARS_MAX)

@@ -484,6 +484,7 @@ mod tests {
             &mut state,
             Event::UserMessage {
                 text: "task".into(),
+                text_hash: None,
             },
         );
         apply(
@@ -506,6 +507,7 @@ mod tests {
                 call: "c1".into(),
                 tool: "shell".into(),
                 input: serde_json::json!({}),
+                input_hash: None,
                 mcp: None,
                 observed: None,
             },

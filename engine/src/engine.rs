@@ -25,6 +25,7 @@ use crate::redact::{Counts, Redactor};
 use crate::shell::{self, Runtime};
 use crate::state::{self, Process, State};
 use cairn_core::decide::{self, Answered, Decision, Permission};
+use cairn_core::scrub;
 use cairn_tools::CancelHandle;
 use cairn_tools::Recorder;
 use cairn_tools::sandbox::Sandbox;
@@ -551,8 +552,14 @@ impl Engine {
     /// Records a user message (redacted).
     pub fn user_message(&mut self, text: &str) -> Result<()> {
         self.poll_background()?;
-        let text = self.redactor.redact(text, &mut Counts::new()).into_owned();
-        self.rec.append(&Event::UserMessage { text })?;
+        let (text, text_hash) = match self.redactor.redact(text, &mut Counts::new()) {
+            Cow::Borrowed(_) => (text.to_string(), None),
+            Cow::Owned(redacted) => (
+                redacted,
+                self.rec.secret_key().map(|k| scrub::text_hash(k, text)),
+            ),
+        };
+        self.rec.append(&Event::UserMessage { text, text_hash })?;
         self.rec.commit()
     }
 
@@ -674,11 +681,16 @@ impl Engine {
         self.poll_background()?;
         let call = format!("c{}", self.rec.state.calls_started + 1);
         let mut redactions = Counts::new();
-        let input = self.redactor.redact_json(&input, &mut redactions);
+        let redacted = self.redactor.redact_json(&input, &mut redactions);
+        let input_hash = match redactions.is_empty() {
+            true => None,
+            false => self.rec.secret_key().map(|k| scrub::input_hash(k, &input)),
+        };
         self.rec.append(&Event::ToolStarted {
             call: call.clone(),
             tool: tool.to_string(),
-            input,
+            input: redacted,
+            input_hash,
             mcp: None,
             observed: None,
         })?;
@@ -750,10 +762,16 @@ impl Engine {
         let mut redactions = Counts::new();
         // An input too large to run is also too large to record: its size stands in.
         // An input with no secret (nearly every one) is recorded as it is, not rebuilt.
+        // An input recorded redacted keeps the keyed hash of what it was: a script's
+        // step is matched with it on resume.
+        let mut input_hash = None;
         let recorded_input: Cow<serde_json::Value> = match decide::input_size(input_bytes, &limits)
         {
             Decision::Allow if !self.redactor.holds_secret(&input) => Cow::Borrowed(&input),
-            Decision::Allow => Cow::Owned(self.redactor.redact_json(&input, &mut redactions)),
+            Decision::Allow => {
+                input_hash = self.rec.secret_key().map(|k| scrub::input_hash(k, &input));
+                Cow::Owned(self.redactor.redact_json(&input, &mut redactions))
+            }
             Decision::Refuse(_) => Cow::Owned(decide::oversized_input(input_bytes)),
         };
         // The repeat rule's fact, gathered only when the count is reached: what the one
@@ -798,6 +816,7 @@ impl Engine {
             call: call.clone(),
             tool: tool.to_string(),
             input: recorded_input.into_owned(),
+            input_hash,
             mcp: mcp_tool.as_ref().map(|t| McpRef {
                 server: t.server.clone(),
                 tool: t.tool.clone(),

@@ -7,6 +7,8 @@ use serde::Deserialize;
 
 use crate::engine::{CallOutcome, Engine};
 use crate::event::Answer;
+use crate::redact::{Counts, Redactor};
+use cairn_core::scrub::{self, SecretKey};
 use cairn_tools::{EngineError, Result};
 
 /// One step of a script.
@@ -189,15 +191,34 @@ impl InterruptedCall {
     }
 }
 
+/// What a script's steps are compared with a log's records by, where the log holds
+/// them redacted: the project's key of keyed hashes, and the redactor.
+pub struct Secrets<'a> {
+    /// The key the log's `text_hash` and `input_hash` were made with (none: a step
+    /// matches a redacted record as an older log's does, below).
+    pub key: Option<&'a SecretKey>,
+    /// Redacts what a mismatch shows of a step, and the step compared with a message
+    /// an older log holds redacted without its keyed hash.
+    pub redactor: &'a Redactor,
+}
+
 /// Where a script goes on in the session at `dir`: the log's user messages and calls
-/// are matched, in order, against the steps (tool and input; an input the log holds
-/// redacted matches any). A call that ended `interrupted` (or never ended) had not
-/// finished, so the script goes on with that step, reported in
+/// are matched, in order, against the steps (tool and input). Where the log holds one
+/// redacted, its keyed hash (`text_hash`, `input_hash`) under `secrets.key` is compared
+/// with the step's: the same secret matches, another does not. A record redacted
+/// without a hash (an older log, or no key) matches as it did then: a message whose
+/// step redacts to it, an input of any value. A call that ended `interrupted` (or never
+/// ended) had not finished, so the script goes on with that step, reported in
 /// [`ResumePoint::interrupted`]: a resume runs it again as a new call, unless a
 /// `session_resumed` decided not to (its `interrupted_steps`), which makes the step
-/// done. Fails, naming the step and what differs, when the log's steps are not the
-/// script's. Reads only: a resume checks this before it records anything.
-pub fn resume_point(dir: &std::path::Path, steps: &[(usize, Step)]) -> Result<ResumePoint> {
+/// done. Fails, naming the step and what differs (its secrets redacted), when the log's
+/// steps are not the script's. Reads only: a resume checks this before it records
+/// anything.
+pub fn resume_point(
+    dir: &std::path::Path,
+    steps: &[(usize, Step)],
+    secrets: &Secrets<'_>,
+) -> Result<ResumePoint> {
     use crate::event::{Event, Status};
     let reader = cairn_store::LogReader::open(dir)?;
     let blobs = crate::fold::project_blobs(dir);
@@ -206,9 +227,18 @@ pub fn resume_point(dir: &std::path::Path, steps: &[(usize, Step)]) -> Result<Re
     let mut open: Option<InterruptedCall> = None;
     // The call of step `done` that ended interrupted, and was not run again since.
     let mut interrupted: Option<InterruptedCall> = None;
+    // The step as the log would hold it: no secret of the script is shown.
     let mismatch = |i: usize, log_has: String| {
+        let redacted = |s: String| secrets.redactor.redact_string(s, &mut Counts::new());
         let what = match steps.get(i) {
-            Some((_, step)) => format!("is {}, but the log has {log_has}", shown_step(step)),
+            // Equal once redacted: the secrets differ (their keyed hashes do).
+            Some((_, step)) if redacted(shown_step(step)) == log_has => format!(
+                "is {log_has} as the log has it, but with another secret in it than the log's"
+            ),
+            Some((_, step)) => format!(
+                "is {}, but the log has {log_has}",
+                redacted(shown_step(step))
+            ),
             None => format!("is missing, but the log has {log_has}"),
         };
         EngineError::ScriptMismatch {
@@ -223,22 +253,28 @@ pub fn resume_point(dir: &std::path::Path, steps: &[(usize, Step)]) -> Result<Re
             continue;
         };
         match rec.event {
-            Event::UserMessage { text } => match steps.get(done) {
-                Some((_, Step::User(t))) if *t == text => {
+            Event::UserMessage { text, text_hash } => match steps.get(done) {
+                Some((_, Step::User(t)))
+                    if text_matches(&text, text_hash.as_deref(), t, secrets) =>
+                {
                     done += 1;
                     interrupted = None;
                 }
                 _ => return Err(mismatch(done, format!("user message {text:?}"))),
             },
             Event::ToolStarted {
-                call, tool, input, ..
+                call,
+                tool,
+                input,
+                input_hash,
+                ..
             } => match steps.get(done) {
                 Some((
                     line,
                     Step::Tool {
                         tool: t, input: i, ..
                     },
-                )) if *t == tool && input_matches(&input, i) => {
+                )) if *t == tool && input_matches(&input, input_hash.as_deref(), i, secrets) => {
                     interrupted = None;
                     open = Some(InterruptedCall {
                         step: done + 1,
@@ -288,12 +324,35 @@ fn shown_step(step: &Step) -> String {
     }
 }
 
-/// Whether the input a log recorded is the script's: equal, or recorded redacted or
-/// in place of an oversized input (what it stood for is not in the log to compare).
-fn input_matches(recorded: &serde_json::Value, given: &serde_json::Value) -> bool {
-    recorded == given
-        || cairn_core::decide::oversized_input_bytes(recorded).is_some()
-        || recorded.to_string().contains("[REDACTED:")
+/// Whether the user message a log recorded is the script's: equal, or recorded
+/// redacted with the keyed hash of the step's text; without a hash, equal to the step
+/// redacted.
+fn text_matches(recorded: &str, hash: Option<&str>, given: &str, secrets: &Secrets<'_>) -> bool {
+    if recorded == given {
+        return true;
+    }
+    match (hash, secrets.key) {
+        (Some(hash), Some(key)) => scrub::text_hash(key, given) == hash,
+        _ => secrets.redactor.redact(given, &mut Counts::new()) == recorded,
+    }
+}
+
+/// Whether the input a log recorded is the script's: equal, or recorded redacted with
+/// the keyed hash of the step's input, or in place of an oversized input (what it stood
+/// for is not in the log to compare). Recorded redacted without a hash, it matches any.
+fn input_matches(
+    recorded: &serde_json::Value,
+    hash: Option<&str>,
+    given: &serde_json::Value,
+    secrets: &Secrets<'_>,
+) -> bool {
+    if recorded == given || cairn_core::decide::oversized_input_bytes(recorded).is_some() {
+        return true;
+    }
+    match (hash, secrets.key) {
+        (Some(hash), Some(key)) => scrub::input_hash(key, given) == hash,
+        _ => recorded.to_string().contains("[REDACTED:"),
+    }
 }
 
 #[cfg(test)]
@@ -379,6 +438,59 @@ mod tests {
             .filter(|r| seqs.contains(&r.seq))
             .collect();
         assert_eq!(logged, records);
+    }
+
+    /// Steps whose user message and input held a secret match the log by the keyed
+    /// hashes it keeps of them: the same secrets match, another is a mismatch naming
+    /// its step and showing neither secret. Without the key, a redacted step matches as
+    /// it did in logs from before the hashes.
+    #[test]
+    fn steps_holding_secrets_match_the_log_by_their_keyed_hashes() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let h = Home::at(home.path());
+        let mut engine = Engine::start(&h, ws.path(), EngineConfig::new(Catalog::Thoth)).unwrap();
+        let token = |c: char| format!("{}_{}", "ghp", c.to_string().repeat(36));
+        let steps = |m: char, i: char| {
+            parse(&format!(
+                "{{\"user\":\"use {}\"}}\n{{\"tool\":\"read_file\",\"input\":{{\"path\":\"{}.txt\"}}}}\n",
+                token(m),
+                token(i)
+            ))
+            .unwrap()
+        };
+        run(&mut engine, &steps('a', 'a'), |_| {}).unwrap();
+        let dir = engine.dir().to_path_buf();
+        engine.end("test").unwrap();
+        let key = h
+            .project(&ws.path().canonicalize().unwrap())
+            .secret_key()
+            .unwrap();
+        let redactor = Redactor::default();
+        let keyed = Secrets {
+            key: Some(&key),
+            redactor: &redactor,
+        };
+        let point = resume_point(&dir, &steps('a', 'a'), &keyed).unwrap();
+        assert_eq!((point.done, point.interrupted), (2, None));
+        for (m, i, step) in [('b', 'a', 1), ('a', 'b', 2)] {
+            let e = resume_point(&dir, &steps(m, i), &keyed).unwrap_err();
+            assert!(
+                matches!(e, EngineError::ScriptMismatch { step: s, .. } if s == step),
+                "{e:?}"
+            );
+            let shown = e.to_string();
+            assert!(shown.contains("[REDACTED:github_token]"), "{shown}");
+            for c in ['a', 'b'] {
+                assert!(!shown.contains(&token(c)), "{shown}");
+            }
+        }
+        let unkeyed = Secrets {
+            key: None,
+            redactor: &redactor,
+        };
+        let point = resume_point(&dir, &steps('b', 'b'), &unkeyed).unwrap();
+        assert_eq!(point.done, 2);
     }
 
     #[test]

@@ -127,17 +127,32 @@ pub struct Summary {
     pub secrets: BTreeMap<String, u64>,
     /// Files that could not be imported, with why.
     pub errors: Vec<(PathBuf, String)>,
-    /// The first warnings, word for word.
+    /// The first warnings, word for word but redacted.
     pub warning_list: Vec<String>,
     pub imported: Vec<SessionSummary>,
+}
+
+/// What the summary's words are redacted with: a warning or an error names what a
+/// source file holds (a session id, a parent thread), which may be a secret, and the
+/// summary is printed and written as JSON.
+static SUMMARY_REDACTOR: std::sync::LazyLock<Redactor> =
+    std::sync::LazyLock::new(|| Redactor::with_env(std::env::vars()));
+
+/// `text` redacted as every word of a [`Summary`] is.
+fn redacted(text: String) -> String {
+    SUMMARY_REDACTOR.redact_string(text, &mut Counts::new())
 }
 
 impl Summary {
     fn warn(&mut self, what: String) {
         self.warnings += 1;
         if self.warning_list.len() < WARNINGS_KEPT_MAX {
-            self.warning_list.push(what);
+            self.warning_list.push(redacted(what));
         }
+    }
+
+    fn error(&mut self, file: PathBuf, what: String) {
+        self.errors.push((file, redacted(what)));
     }
 }
 
@@ -214,13 +229,13 @@ pub fn import_paths(
                 continue;
             }
             Ok(false) => {}
-            Err(e) => summary.errors.push((file.clone(), e.to_string())),
+            Err(e) => summary.error(file.clone(), e.to_string()),
         }
         progress(&file, size);
     }
     for (file, size) in deferred {
         if let Err(e) = import_file(home, &file, options, &mut index, &mut summary, 0, false) {
-            summary.errors.push((file.clone(), e.to_string()));
+            summary.error(file.clone(), e.to_string());
         }
         progress(&file, size);
     }

@@ -413,7 +413,10 @@ impl Writer {
     /// Records one step.
     pub fn step(&mut self, step: Step) -> Result<()> {
         match step {
-            Step::User { text } => self.append(&Event::UserMessage { text }),
+            Step::User { text } => self.append(&Event::UserMessage {
+                text,
+                text_hash: None,
+            }),
             Step::Model {
                 model,
                 text,
@@ -444,6 +447,7 @@ impl Writer {
                     call,
                     tool,
                     input,
+                    input_hash: None,
                     mcp,
                     observed: None,
                 })

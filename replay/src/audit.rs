@@ -765,7 +765,7 @@ fn gather(session: &Session, verified: &(Report, Vec<Problem>), scan: bool) -> A
 
     for r in records {
         match &r.event {
-            Event::UserMessage { text } => conversation.push(Turn::User {
+            Event::UserMessage { text, .. } => conversation.push(Turn::User {
                 seq: r.seq,
                 ts: r.ts.clone(),
                 text: text.clone(),

@@ -247,7 +247,7 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
     let mut next = 0usize;
     for r in &original.records {
         match &r.event {
-            Event::UserMessage { text } => engine.user_message(text)?,
+            Event::UserMessage { text, .. } => engine.user_message(text)?,
             Event::ToolStarted { .. } => {
                 let Some(c) = calls.get(next) else { continue };
                 let i = next;

@@ -335,7 +335,7 @@ fn doc(
         Ok(())
     };
     let (kind, call, tool, text) = match &rec.event {
-        Event::UserMessage { text } => (Kind::User, None, None, text.clone()),
+        Event::UserMessage { text, .. } => (Kind::User, None, None, text.clone()),
         Event::ModelTurn { text, .. } if !text.trim().is_empty() => {
             (Kind::Model, None, None, text.clone())
         }

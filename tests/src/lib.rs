@@ -496,3 +496,35 @@ pub fn files_holding(dir: &Path, needle: &[u8]) -> Vec<std::path::PathBuf> {
     }
     found
 }
+
+/// True when `bytes`, or any form a reader may decode them into, holds `needle`: the
+/// views `cairn_engine::redact::decoded_forms` gives (percent, JSON, shell and HTML
+/// escapes, mixed, four readings deep, and the decoded value of each `Basic`
+/// credential).
+pub fn holds_in_any_form(bytes: &[u8], needle: &str) -> bool {
+    let needle = needle.as_bytes();
+    cairn_engine::redact::decoded_forms(bytes, 4)
+        .iter()
+        .any(|form| form.windows(needle.len()).any(|w| w == needle))
+}
+
+/// The files under `dir` holding `needle` in any form ([`holds_in_any_form`]).
+pub fn files_holding_in_any_form(dir: &Path, needle: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read(&p).is_ok_and(|bytes| holds_in_any_form(&bytes, needle)) {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    found
+}

@@ -23,6 +23,7 @@ mod proofs;
 mod real_agents;
 mod real_hooks;
 mod scripting;
+mod secrets;
 mod signals;
 mod start_crash;
 mod tui;

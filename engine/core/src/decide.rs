@@ -794,6 +794,7 @@ mod tests {
             call: "c".into(),
             tool: tool.into(),
             input,
+            input_hash: None,
             mcp: None,
             observed: None,
         }
@@ -812,6 +813,7 @@ mod tests {
             call: call.into(),
             tool: tool.into(),
             input: input.clone(),
+            input_hash: None,
             mcp: None,
             observed,
         }];
@@ -1152,7 +1154,10 @@ mod tests {
             seq: 2,
             ts: String::new(),
             hash: Hash::ZERO,
-            event: Event::UserMessage { text: "go".into() },
+            event: Event::UserMessage {
+                text: "go".into(),
+                text_hash: None,
+            },
         });
         check(&after_message, call, Decision::Allow);
     }

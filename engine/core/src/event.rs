@@ -22,6 +22,12 @@ pub enum Event {
     SessionStarted(SessionStarted),
     UserMessage {
         text: String,
+        /// The keyed hash of the text as given (`hmac-sha256:<hex>`, see
+        /// `scrub::text_hash`), when redaction changed it: a script's step is matched
+        /// with the recorded message by it, and a different secret is told apart
+        /// (`resume --script`). Absent when nothing was redacted and in older logs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text_hash: Option<String>,
     },
     ModelTurn {
         provider: String,
@@ -49,6 +55,12 @@ pub enum Event {
         tool: String,
         /// The input as given (redacted), after validation.
         input: serde_json::Value,
+        /// The keyed hash of the input as given (`hmac-sha256:<hex>` of its canonical
+        /// JSON, see `scrub::input_hash`), when redaction changed it: a script's step
+        /// is matched with the recorded call by it. Absent when nothing was redacted
+        /// and in older logs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        input_hash: Option<String>,
         /// For a tool of an MCP server: the server and the tool's own name.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mcp: Option<McpRef>,

@@ -13,7 +13,10 @@
 //! use cairn_core::{Event, State};
 //! use cairn_core::state::Record;
 //! let mut state = State::default();
-//! let event = Event::UserMessage { text: "hello".into() };
+//! let event = Event::UserMessage {
+//!     text: "hello".into(),
+//!     text_hash: None,
+//! };
 //! let hash = cairn_store::Hash([0; 32]);
 //! state.apply(&Record { seq: 0, ts: "2026-01-01T00:00:00Z".into(), hash, event });
 //! assert_eq!(state.last_seq, Some(0));

@@ -56,6 +56,52 @@ pub fn argv_hash(key: &SecretKey, argv: &[String]) -> String {
     keyed_hash(key, &json)
 }
 
+/// The keyed hash of a text as given (a user message): a script's step is matched by it
+/// with a message the log holds redacted.
+pub fn text_hash(key: &SecretKey, text: &str) -> String {
+    keyed_hash(key, text.as_bytes())
+}
+
+/// The keyed hash of a call's input as given: of its canonical JSON (the keys of every
+/// object sorted), so that the same input hashes the same whatever its keys' order.
+pub fn input_hash(key: &SecretKey, input: &serde_json::Value) -> String {
+    let mut json = String::new();
+    canonical_json(input, &mut json);
+    keyed_hash(key, json.as_bytes())
+}
+
+/// `v` as JSON with the keys of every object in order.
+fn canonical_json(v: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical_json(&m[k.as_str()], out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical_json(x, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
 /// Why an event could not be redacted: its redacted form is no longer a valid event
 /// (a secret inside a field that must hold a hash or a name).
 #[derive(Debug, thiserror::Error)]
@@ -63,8 +109,9 @@ pub fn argv_hash(key: &SecretKey, argv: &[String]) -> String {
 pub struct ScrubError(String);
 
 /// `event` with every string redacted, and what was redacted; `None` when it held no
-/// secret (the event is written as it is). A `shell_exec` whose argv held one gets the
-/// keyed hash of its raw argv when a key is given.
+/// secret (the event is written as it is). When a key is given, the strings a replay or
+/// a resume compares keep a keyed hash of what they were: a `shell_exec`'s argv
+/// (`argv_hash`), a user message's text (`text_hash`), a call's input (`input_hash`).
 pub fn event(
     redactor: &Redactor,
     key: Option<&SecretKey>,
@@ -77,10 +124,29 @@ pub fn event(
         return Ok(None);
     }
     let mut out: Event = serde_json::from_value(redacted).map_err(|e| ScrubError(e.to_string()))?;
-    if let (Event::ShellExec(raw), Event::ShellExec(x), Some(key)) = (event, &mut out, key)
-        && raw.argv != x.argv
-    {
-        x.argv_hash = Some(argv_hash(key, &raw.argv));
+    let Some(key) = key else {
+        return Ok(Some((out, counts)));
+    };
+    match (event, &mut out) {
+        (Event::ShellExec(raw), Event::ShellExec(x)) if raw.argv != x.argv => {
+            x.argv_hash = Some(argv_hash(key, &raw.argv));
+        }
+        (
+            Event::UserMessage { text, .. },
+            Event::UserMessage {
+                text: redacted,
+                text_hash: hash,
+            },
+        ) if text != redacted => *hash = Some(text_hash(key, text)),
+        (
+            Event::ToolStarted { input, .. },
+            Event::ToolStarted {
+                input: redacted,
+                input_hash: hash,
+                ..
+            },
+        ) if input != redacted => *hash = Some(input_hash(key, input)),
+        _ => {}
     }
     Ok(Some((out, counts)))
 }
@@ -166,6 +232,58 @@ mod tests {
         assert_ne!(again(&line, &SecretKey([8; SECRET_KEY_BYTES])), Some(hash));
     }
 
+    /// A user message and a call's input redacted keep the keyed hash of what they
+    /// were: the same text (an input's keys in any order) hashes the same, another
+    /// secret does not, and nothing is kept without a key or without a redaction.
+    #[test]
+    fn a_message_and_an_input_redacted_keep_their_keyed_hash() {
+        let key = SecretKey([7; SECRET_KEY_BYTES]);
+        let r = Redactor::default();
+        let message = |t: &str| Event::UserMessage {
+            text: format!("deploy with {t}"),
+            text_hash: None,
+        };
+        let started = |input: serde_json::Value| Event::ToolStarted {
+            call: "c1".into(),
+            tool: "shell".into(),
+            input,
+            input_hash: None,
+            mcp: None,
+            observed: None,
+        };
+        let hashes = |e: &Event, key: Option<&SecretKey>| match event(&r, key, e) {
+            Ok(Some((Event::UserMessage { text_hash, .. }, _))) => text_hash,
+            Ok(Some((Event::ToolStarted { input_hash, .. }, _))) => input_hash,
+            other => panic!("{other:?}"),
+        };
+        let (a, b) = (token('a'), token('b'));
+        let text_hash = hashes(&message(&a), Some(&key));
+        assert_eq!(
+            text_hash,
+            Some(super::text_hash(&key, &format!("deploy with {a}")))
+        );
+        assert_ne!(hashes(&message(&b), Some(&key)), text_hash);
+        assert_eq!(hashes(&message(&a), None), None);
+        let input = serde_json::json!({"command": format!("echo {a}"), "timeout_ms": 5});
+        let reordered = serde_json::json!({"timeout_ms": 5, "command": format!("echo {a}")});
+        let input_hash = hashes(&started(input.clone()), Some(&key));
+        assert_eq!(input_hash, Some(super::input_hash(&key, &input)));
+        assert_eq!(
+            super::input_hash(&key, &reordered),
+            super::input_hash(&key, &input)
+        );
+        let other = serde_json::json!({"command": format!("echo {b}"), "timeout_ms": 5});
+        assert_ne!(hashes(&started(other), Some(&key)), input_hash);
+        assert!(matches!(
+            event(
+                &r,
+                Some(&key),
+                &started(serde_json::json!({"command": "ls"}))
+            ),
+            Ok(None)
+        ));
+    }
+
     #[test]
     fn an_event_without_a_secret_is_left_alone() {
         let key = SecretKey([7; SECRET_KEY_BYTES]);
@@ -181,8 +299,9 @@ mod tests {
         let r = Redactor::default();
         let e = Event::UserMessage {
             text: format!("use {} please", token('c')),
+            text_hash: None,
         };
-        let Ok(Some((Event::UserMessage { text }, _))) = event(&r, None, &e) else {
+        let Ok(Some((Event::UserMessage { text, .. }, _))) = event(&r, None, &e) else {
             panic!("not redacted")
         };
         assert_eq!(text, "use [REDACTED:github_token] please");

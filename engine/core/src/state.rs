@@ -420,7 +420,7 @@ impl State {
                         .collect();
                 }
             }
-            Event::UserMessage { text } => {
+            Event::UserMessage { text, .. } => {
                 // A new request: what was pointless to repeat may be useful again.
                 self.repeats.clear();
                 self.model_calls_pending.clear();

@@ -279,15 +279,6 @@ impl Engine {
         let folded = fold::fold_with_snapshot(dir)?;
         let state = folded.state;
         let registry = Registry::new(config.catalog);
-        // Every check comes before the first record.
-        let script = match &mut options.then {
-            GoOn::Nothing => None,
-            GoOn::Script { steps, rerun } => Some(plan_script(dir, steps, rerun, &registry)?),
-            GoOn::Model { task } => {
-                can_go_on_with_model(&state, *task, &started.id)?;
-                None
-            }
-        };
         let project = Project {
             dir: dir
                 .parent()
@@ -296,6 +287,26 @@ impl Engine {
                     dir: dir.to_path_buf(),
                 })?
                 .to_path_buf(),
+        };
+        let redactor = Redactor::with_env(std::env::vars());
+        let secret_key = project.secret_key()?;
+        // Every check comes before the first record.
+        let script = match &mut options.then {
+            GoOn::Nothing => None,
+            GoOn::Script { steps, rerun } => Some(plan_script(
+                dir,
+                steps,
+                rerun,
+                &registry,
+                &script::Secrets {
+                    key: Some(&secret_key),
+                    redactor: &redactor,
+                },
+            )?),
+            GoOn::Model { task } => {
+                can_go_on_with_model(&state, *task, &started.id)?;
+                None
+            }
         };
         let blobs = BlobStore::open(&project.blobs_dir())?.without_sync();
         let mut known: BTreeMap<String, ManifestEntry> =
@@ -355,8 +366,7 @@ impl Engine {
         );
         rec.set_tree_checkpoints(config.tree_checkpoint_every_records, home.log_signer()?);
         rec.set_sink(super::indexer(home, dir, &config));
-        let redactor = Redactor::with_env(std::env::vars());
-        rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
+        rec.set_redaction(redactor.clone(), Some(secret_key));
         let rt = Runtime {
             session_dir: dir.to_path_buf(),
             tmp_dir: project.dir.join("tmp"),
@@ -652,8 +662,9 @@ fn plan_script(
     steps: &[(usize, Step)],
     rerun: &mut Rerun,
     registry: &Registry,
+    secrets: &script::Secrets<'_>,
 ) -> Result<ScriptPoint> {
-    let point = script::resume_point(dir, steps)?;
+    let point = script::resume_point(dir, steps, secrets)?;
     let runs_commands = |tool: &str| {
         registry
             .get(tool)

@@ -288,6 +288,11 @@ impl Recorder {
         self.secret_key = secret_key;
     }
 
+    /// The project key of the keyed hashes, when one was set.
+    pub fn secret_key(&self) -> Option<&SecretKey> {
+        self.secret_key.as_ref()
+    }
+
     /// Sets how tree checkpoints are made: every `every_records` records (0: only at
     /// the end), signed by `signer` when there is one. The origin is the log's, from
     /// where it lives (`cairn_tlog::log::origin_of`).
@@ -1270,16 +1275,22 @@ mod tests {
         std::fs::remove_file(rec.blobs.path(&blob.hash)).unwrap();
         let len = std::fs::metadata(rec.log.path()).unwrap().len();
         assert!(
-            rec.append(&Event::UserMessage { text: "x".into() })
-                .is_err()
+            rec.append(&Event::UserMessage {
+                text: "x".into(),
+                text_hash: None,
+            })
+            .is_err()
         );
         // The blob could not be made durable: no record after it.
         assert_eq!(std::fs::metadata(rec.log.path()).unwrap().len(), len);
         // Still not durable: neither is any later record.
         rec.put_blob(b"output 2").unwrap();
         assert!(
-            rec.append(&Event::UserMessage { text: "y".into() })
-                .is_err()
+            rec.append(&Event::UserMessage {
+                text: "y".into(),
+                text_hash: None,
+            })
+            .is_err()
         );
         assert_eq!(std::fs::metadata(rec.log.path()).unwrap().len(), len);
         assert_eq!(rec.blobs_unsynced.len(), 2);
@@ -1298,8 +1309,11 @@ mod tests {
     }
 
     fn note(rec: &mut Recorder, text: &str) {
-        rec.append(&Event::UserMessage { text: text.into() })
-            .unwrap();
+        rec.append(&Event::UserMessage {
+            text: text.into(),
+            text_hash: None,
+        })
+        .unwrap();
     }
 
     #[test]

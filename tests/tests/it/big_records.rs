@@ -201,7 +201,7 @@ fn a_2mb_user_message_is_spilled_and_the_resumed_model_and_a_fork_get_it_whole()
         session
             .records
             .iter()
-            .any(|r| matches!(&r.event, Event::UserMessage { text } if *text == big))
+            .any(|r| matches!(&r.event, Event::UserMessage { text, .. } if *text == big))
     );
 
     // Resumed with a new task, the model is sent the message whole.

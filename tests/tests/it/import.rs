@@ -115,7 +115,7 @@ fn import_codex_rollout_maps_calls_writes_usage_and_keeps_the_rest() {
     let users: Vec<&str> = ev
         .iter()
         .filter_map(|e| match e {
-            Event::UserMessage { text } => Some(text.as_str()),
+            Event::UserMessage { text, .. } => Some(text.as_str()),
             _ => None,
         })
         .collect();
@@ -455,7 +455,7 @@ fn import_claude_transcript_gives_main_fork_sidechain_and_subagent_sessions() {
     );
     // The conversation goes on across the compaction, to the last branch.
     let last_user = ev.iter().rev().find_map(|e| match e {
-        Event::UserMessage { text } => Some(text.as_str()),
+        Event::UserMessage { text, .. } => Some(text.as_str()),
         _ => None,
     });
     assert_eq!(last_user, Some("actually, stop there"));

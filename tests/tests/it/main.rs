@@ -52,6 +52,7 @@ mod resume_interrupted;
 mod sandbox;
 mod search;
 mod search_live;
+mod secrets_encoded;
 mod secrets_replay;
 mod secrets_shell;
 mod signals;

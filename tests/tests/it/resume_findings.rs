@@ -212,6 +212,7 @@ fn interrupted_write(disk: Option<&str>) -> (Ws, Engine, cairn_engine::ResumeRep
         call: "c2".into(),
         tool: "edit_file".into(),
         input: json!({"path": "a.txt", "old_string": "one", "new_string": "ONE"}),
+        input_hash: None,
         mcp: None,
         observed: None,
     })

@@ -53,6 +53,7 @@ fn interrupted() -> Case {
         call: "c2".into(),
         tool: "shell".into(),
         input: json!({"command": "touch marker"}),
+        input_hash: None,
         mcp: None,
         observed: None,
     })
@@ -254,6 +255,7 @@ fn an_interrupted_read_runs_again_without_a_question() {
         call: "c4".into(),
         tool: "read_file".into(),
         input: json!({"path": "b.txt"}),
+        input_hash: None,
         mcp: None,
         observed: None,
     })

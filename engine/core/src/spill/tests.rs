@@ -58,6 +58,7 @@ fn entry(bytes: &[u8], form: &str) -> String {
 fn user_message_of_json_bytes(n: usize) -> Event {
     Event::UserMessage {
         text: "x".repeat(n - 33),
+        text_hash: None,
     }
 }
 
@@ -138,6 +139,7 @@ fn fields_shorter_than_an_entry_stay_even_past_a_tiny_limit() {
     // `"…"`: a text of n - 2 bytes is a field of n bytes of JSON.
     let text = |n: usize| Event::UserMessage {
         text: "h".repeat(n - 2),
+        text_hash: None,
     };
     let at = text(FIELD_SPILL_BYTES_MIN);
     let (out, blobs) = spill_and_load(&at, 10);
@@ -155,6 +157,7 @@ fn a_spilled_key_inside_a_field_is_data_not_a_reference() {
         call: "c1".into(),
         tool: "x".into(),
         input: serde_json::json!({"spilled": {"text": {"hash": Hash::ZERO, "len": 1, "as": "text"}}}),
+        input_hash: None,
         mcp: None,
         observed: None,
     };
