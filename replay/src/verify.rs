@@ -741,6 +741,7 @@ impl Verifier {
                 input,
                 observed,
                 mcp,
+                input_hash: _,
             } => {
                 self.report.calls += 1;
                 let expected = format!("c{}", self.state.calls_started + 1);
@@ -1728,7 +1729,7 @@ impl Verifier {
                 _ => None,
             }
         {
-            self.write_refusal(f, &p, r, op);
+            self.write_refusal(f, p, r, op);
         }
         // The permission answer decides whether the call ran.
         if let Some(Answered {
@@ -2353,6 +2354,8 @@ impl Verifier {
                     &cairn_tools::Asking {
                         root: Path::new(root),
                         credential_files: &self.credential_files,
+                        // No question was recorded, so no write through a link was found.
+                        links: cairn_tools::links::Links::Recorded(&[]),
                     },
                 )
             }
