@@ -865,7 +865,12 @@ impl Engine {
                         && key == tool
                         && let Some(p) = t.preview(&input, &mut |path| self.preview_read(path))
                     {
-                        *detail = p;
+                        let note = cairn_core::permission::GIT_WRITE_NOTE;
+                        *detail = if detail.ends_with(note) {
+                            format!("{p}\n{note}")
+                        } else {
+                            p
+                        };
                     }
                     match self.decide(&call, tool, need, answer)? {
                         Err(denied) => denied,
@@ -1023,19 +1028,7 @@ impl Engine {
         input: &serde_json::Value,
         resolved: Option<&cairn_tools::Resolved>,
     ) -> Need {
-        let mut raws: Vec<&str> = input
-            .get("path")
-            .and_then(|v| v.as_str())
-            .into_iter()
-            .collect();
-        if let Some(patches) = input.get("patches").and_then(|p| p.as_array()) {
-            raws.extend(
-                patches
-                    .iter()
-                    .filter_map(|p| p.get("path").and_then(|v| v.as_str())),
-            );
-        }
-        for raw in raws {
+        for raw in cairn_tools::written_paths(input) {
             if let Err(cairn_tools::PathError::Outside(_)) =
                 cairn_tools::Resolved::plain_in(resolved, &self.fs, &self.home, raw)
                 && let Some(target) = cairn_tools::target(&self.root, raw)

@@ -274,6 +274,10 @@ pub fn patch_paths(patch: &str) -> Vec<String> {
 /// The last line of a question's detail that says why it asks every time.
 const ALWAYS_ASKS: &str = "(asked every time: ";
 
+/// Why a write into git's hooks or configuration asks every time.
+const RUNS_GIT: &str =
+    "it writes git's hooks or configuration, which name programs a later git runs";
+
 /// The verdict on `need` for a session whose fold is `state`: what the allow list
 /// covers is allowed, a question nobody here can answer goes to `unlisted`.
 pub fn verdict(
@@ -426,12 +430,19 @@ fn files_need(
             Ok(_) => ".".to_string(),
             Err(_) => named.to_string_lossy().into_owned(),
         };
+        if ask.is_some() && cairn_core::command::runs_git(&named) {
+            always = always.or(Some(RUNS_GIT));
+        }
         if credential.is_none() && creds.matches(&named) {
             credential = Some(named);
         }
         for landing in land(at, raw) {
             match landing {
                 Landing::Inside(rel) => {
+                    // Through a link too: `hk -> .git/hooks`, then `hk/pre-commit`.
+                    if ask.is_some() && cairn_core::command::runs_git(&rel) {
+                        always = always.or(Some(RUNS_GIT));
+                    }
                     if credential.is_none() && creds.matches(&rel) {
                         credential = Some(rel);
                     }
@@ -461,10 +472,11 @@ fn files_need(
             None => Need::Auto,
         },
     };
-    let Some(dir) = outside.first() else {
-        return inner;
+    let need = match outside.first() {
+        Some(dir) => cairn_core::permission::outside_need(key, dir, inner, input),
+        None if always.is_none() => return inner,
+        None => inner,
     };
-    let need = cairn_core::permission::outside_need(key, dir, inner, input);
     let why = match (always, &credential) {
         (Some(why), _) => why.to_string(),
         (None, Some(path)) => format!("{path} looks like a credentials file"),

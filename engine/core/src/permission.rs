@@ -60,6 +60,11 @@ pub fn shell_need(analysis: Analysis, context: &str) -> Need {
     }
 }
 
+/// The last line of the question for a write into git's hooks or configuration
+/// (`.git/hooks/pre-commit`, `.git/config`, `.gitattributes`), which name programs a
+/// later `git` runs: the question is guarded, and no grant of the writing tool covers it.
+pub const GIT_WRITE_NOTE: &str = "(asked every time: it writes git's hooks or configuration, which name programs a later git runs)";
+
 /// What a call of `tool` needs when a path it names lies outside the workspace, in
 /// folder `dir`: a question for `<tool>@<dir>` showing what the call would do there
 /// (`inner`, the call's own need, or its input). A credential file outside asks every

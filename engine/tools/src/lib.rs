@@ -25,8 +25,8 @@ mod config;
 mod error;
 pub mod fold;
 pub mod git;
-pub mod links;
 pub mod implied;
+pub mod links;
 pub mod manifest;
 pub mod mcp_names;
 pub mod memory;
@@ -58,7 +58,7 @@ pub use recorder::{
 };
 pub use tool::{
     Asking, Ctx, Effects, Fetches, InputError, Preview, TimeoutField, Tool, ToolOutput, TypedTool,
-    parse_input,
+    parse_input, written_paths,
 };
 
 // Paths the modules name as `crate::…`.

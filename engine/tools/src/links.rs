@@ -107,7 +107,7 @@ fn leads_out_within(path: &Path, real_root: &Path, follows: u32) -> bool {
 }
 
 /// `path` with `.` and `..` taken out lexically.
-fn normalise(path: &Path) -> PathBuf {
+pub(crate) fn normalise(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {

@@ -447,6 +447,9 @@ impl<T: TypedTool> Tool for T {
     }
     fn permission(&self, input: &serde_json::Value, at: &Asking<'_>) -> Need {
         match parse_input::<T::Input>(T::NAME, input) {
+            Ok(i) if T::MUTATING => {
+                guard_git_writes(TypedTool::permission(self, &i, input, at), input, at.root)
+            }
             Ok(i) => TypedTool::permission(self, &i, input, at),
             Err(_) => Need::Auto,
         }
@@ -457,6 +460,48 @@ impl<T: TypedTool> Tool for T {
     fn preview(&self, input: &serde_json::Value, read: &mut Preview<'_>) -> Option<String> {
         let i = parse_input::<T::Input>(T::NAME, input).ok()?;
         TypedTool::preview(self, &i, read)
+    }
+}
+
+/// The paths a file tool's input names: `path`, and each `patches[].path`.
+pub fn written_paths(input: &serde_json::Value) -> Vec<&str> {
+    let mut raws: Vec<&str> = input
+        .get("path")
+        .and_then(|v| v.as_str())
+        .into_iter()
+        .collect();
+    if let Some(patches) = input.get("patches").and_then(|p| p.as_array()) {
+        raws.extend(
+            patches
+                .iter()
+                .filter_map(|p| p.get("path").and_then(|v| v.as_str())),
+        );
+    }
+    raws
+}
+
+/// A write into git's hooks or configuration (`.git/hooks/pre-commit`, `.git/config`,
+/// `.gitattributes`) names a program a later `git` runs, so no grant of the writing
+/// tool covers it: the question is guarded and asks every time, as the same write by a
+/// command does (`cairn_core::command::runs_git`).
+fn guard_git_writes(need: Need, input: &serde_json::Value, root: &Path) -> Need {
+    let names_git = written_paths(input).into_iter().any(|raw| {
+        let path = crate::links::normalise(&root.join(raw));
+        cairn_core::command::runs_git(&path.to_string_lossy())
+    });
+    match need {
+        Need::Ask {
+            key,
+            detail,
+            command,
+            ..
+        } if names_git => Need::Ask {
+            key,
+            detail: format!("{detail}\n{}", cairn_core::permission::GIT_WRITE_NOTE),
+            guarded: true,
+            command,
+        },
+        need => need,
     }
 }
 

@@ -411,3 +411,97 @@ fn lines_that_make_granted_programs_run_others_always_ask() {
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
     s.end_clean();
 }
+
+/// Regression: an "always" for a file tool let it write `.git/hooks/pre-commit` or
+/// `.git/config` (`core.fsmonitor`), which a later granted `git` runs; a link into
+/// `.git` made the same write under another name.
+#[test]
+fn writes_into_gits_hooks_or_configuration_ask_every_time() {
+    let mut s = session(Catalog::Thoth);
+    std::fs::create_dir_all(s.ws.join(".git/hooks")).unwrap();
+    std::fs::write(s.ws.join("a.txt"), "a\n").unwrap();
+    s.answer(Answer::Always);
+    let (status, asked) = s.call("write_file", json!({"path": "b.txt", "content": "b\n"}));
+    assert_eq!((status, asked), (Status::Ok, keys(&["write_file"])));
+    let (status, asked) = s.call("write_file", json!({"path": "c.txt", "content": "c\n"}));
+    assert_eq!(
+        (status, asked),
+        (Status::Ok, vec![]),
+        "the grant covers plain files"
+    );
+    s.answer(Answer::Deny);
+    for path in [
+        ".git/hooks/pre-commit",
+        ".git/config",
+        "./.git/./hooks/post-checkout",
+        "sub/../.git/info/attributes",
+        ".gitattributes",
+        "vendor/.gitmodules",
+        ".git",
+    ] {
+        let (status, asked) = s.call(
+            "write_file",
+            json!({"path": path, "content": "#!/bin/sh\n"}),
+        );
+        assert_eq!(status, Status::Denied, "{path} was written under the grant");
+        assert_eq!(asked, keys(&["write_file"]), "{path}");
+        let request = s.last_request();
+        assert!(request.guarded, "{path}: {request:?}");
+        assert!(
+            request.detail.contains("git's hooks or configuration"),
+            "{path}: {}",
+            request.detail
+        );
+    }
+    assert!(!s.ws.join(".git/hooks/pre-commit").exists());
+    assert!(!s.ws.join(".git/config").exists());
+    // The same writes by a command, and a link into `.git` that a later write would
+    // go through.
+    s.answer(Answer::Always);
+    s.call("shell", json!({"command": "ln a.txt l"}));
+    s.call("shell", json!({"command": "cat a.txt"}));
+    s.answer(Answer::Deny);
+    for line in [
+        "cat a.txt > .git/hooks/pre-commit",
+        "ln -s .git/hooks hk",
+        "ln -s ../.git/config sub",
+        "ln -s .git g",
+    ] {
+        let (status, asked) = s.call("shell", json!({ "command": line }));
+        assert_eq!(status, Status::Denied, "{line:?} ran without asking");
+        assert!(!asked.is_empty(), "{line:?}");
+    }
+    // The hook: a Write or Edit of the same paths, named or through a link.
+    std::os::unix::fs::symlink(".git/hooks", s.ws.join("hk")).unwrap();
+    let credentials = cairn_engine::hook::DefaultCredentials::default();
+    let root = std::fs::canonicalize(&s.ws).unwrap();
+    let home = std::fs::canonicalize(s._tmp.path().join("home")).unwrap();
+    let at = cairn_engine::hook::At {
+        root: &root,
+        cwd: &root,
+        home: &home,
+        exec_path: Some(std::ffi::OsStr::new("/usr/bin:/bin")),
+    };
+    for (tool, path) in [
+        ("Write", ".git/hooks/pre-commit"),
+        ("Edit", ".git/config"),
+        ("Write", "hk/pre-push"),
+        ("Write", ".gitattributes"),
+    ] {
+        let input = json!({"file_path": root.join(path), "content": "x", "old_string": "a", "new_string": "b"});
+        let need = cairn_engine::hook::need(tool, &input, &at, &credentials)
+            .unwrap()
+            .unwrap();
+        let (_, verdict) = cairn_engine::hook::verdict(
+            s.engine.state(),
+            need,
+            &cairn_engine::command::default_guards(),
+            cairn_engine::hook::Unlisted::Ask,
+        );
+        assert!(
+            !matches!(verdict, cairn_engine::hook::Verdict::Allow { .. }),
+            "the hook allows {tool} {path}"
+        );
+    }
+    s.end_clean();
+}

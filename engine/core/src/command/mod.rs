@@ -39,6 +39,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 pub use guard::{Guard, GuardRule, default_guards, guarded, upgrade_guards};
+pub use parse::runs_git;
 
 /// What a command line runs, as far as its text tells.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -770,7 +770,8 @@ impl Walker {
 /// True for a path into a git repository's hooks, configuration or attributes (which
 /// name programs git runs: hooks, `core.fsmonitor`, filters, diff drivers), or the
 /// repository folder itself: writing one makes a later `git` run another program.
-fn runs_git(path: &str) -> bool {
+/// `path` is normalised (no `.` or `..` components).
+pub fn runs_git(path: &str) -> bool {
     let parts: Vec<&str> = path.split('/').collect();
     parts.iter().enumerate().any(|(i, p)| {
         *p == ".git"

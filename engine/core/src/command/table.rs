@@ -1510,6 +1510,14 @@ impl Walker {
                     .is_some_and(|p| paths::inside(&p, &self.root).is_some());
             if !inside {
                 self.reason(Reason::WritesOutside(format!("{} (a link to it)", t.text)));
+            } else if paths::absolute(&t.text, link_dir.as_deref())
+                .is_some_and(|p| super::parse::runs_git(&p))
+            {
+                // A link into `.git/hooks` lets a later write through it name a program.
+                self.runs(format!(
+                    "a link to {}, git's hooks or configuration",
+                    t.text
+                ));
             }
         }
     }
