@@ -9,7 +9,7 @@
 
 /// mimalloc, not glibc's malloc: a recorded call makes a few hundred small allocations
 /// and frees; mimalloc's take about a third of glibc's instructions, and 4 µs off a
-/// trivial call's 37 (issue 18, bench/RESULTS.md).
+/// trivial call's 37 (issue 18, bench/HISTORY.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -3,7 +3,7 @@
 
 /// mimalloc, not glibc's malloc: a recorded call makes a few hundred small allocations
 /// and frees; mimalloc's take about a third of glibc's instructions, and 4 µs off a
-/// trivial call's 37 (issue 18, bench/RESULTS.md).
+/// trivial call's 37 (issue 18, bench/HISTORY.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -11,6 +11,7 @@ mod archivecmd;
 mod auditcmd;
 mod browsecmd;
 mod chatcmd;
+mod clidoc;
 mod configcmd;
 mod hookcmd;
 mod importcmd;
@@ -34,6 +35,13 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use sessioncmd::Format;
 
+/// What `cairn -h` ends with.
+macro_rules! exit_codes {
+    () => {
+        "Exit codes: 0 success (or clean, identical), 1 problems found (verify, replay, diff), 2 could not run; a session stopped by SIGINT, SIGTERM or SIGHUP is ended cleanly, then exits 130, 143 or 129. Errors go to stderr prefixed `cairn:`; a closed pipe exits 0. Colours only on a terminal, and never when NO_COLOR is set and not empty."
+    };
+}
+
 /// cairn: an event-sourced engine for coding agents.
 ///
 /// Exit codes: 0 success (or clean), 1 problems found, 2 could not run; a session
@@ -42,9 +50,12 @@ use sessioncmd::Format;
 #[command(
     name = "cairn",
     version,
-    about,
     long_about = None,
-    after_help = "Exit codes: 0 success (or clean, identical), 1 problems found (verify, replay, diff), 2 could not run; a session stopped by SIGINT, SIGTERM or SIGHUP is ended cleanly, then exits 130, 143 or 129. Errors go to stderr prefixed `cairn:`; a closed pipe exits 0. Colours only on a terminal, and never when NO_COLOR is set and not empty."
+    after_help = exit_codes!(),
+    after_long_help = concat!(
+        "A SESSION is an id, any part of one that no other id holds (the short id `cairn sessions` shows), a session folder, `last` (the newest session you started or resumed in this project: run, chat, resume, fork; never a replay; from outside any project, the newest anywhere) or `last-replay`; an ambiguous part is an error listing the candidates. The log verbs also take a log file. Sessions live in $CAIRN_HOME (default ~/.cairn), never in the workspace.\n\n",
+        exit_codes!()
+    )
 )]
 struct Cli {
     /// Without a command, on a terminal: `chat`.
@@ -390,6 +401,31 @@ enum Command {
     /// Record the agents people already use, live, through their hooks: `cairn hook
     /// claude` (Claude Code) and `cairn hook codex` are run by the agent before and
     /// after each tool call; `install` writes them into the agent's settings.
+    ///
+    /// Each agent session is one cairn session, each call asked of cairn's rules before
+    /// it runs: Claude Code's Bash as `shell_exec`, Edit and Write as `file_write` with
+    /// the content before and after, MCP tools by name; Codex's shell (as Bash) and
+    /// `apply_patch` (a `file_write` per file it names). The workspace is captured at the
+    /// start, so `cairn checkout` works on it, except for what a command changed (not
+    /// scanned, to keep the hook fast).
+    ///
+    /// The agent opens the files and runs the programs itself, so the hook's answer is
+    /// the only guard. A path is judged where the kernel takes it, not by its text:
+    /// symlinks followed, `..` taken physically, a path whose folders do not exist yet
+    /// placed by its deepest existing ancestor (with ws/link -> /etc, `Write
+    /// ws/link/passwd` asks for `write_file@/etc`, which a grant of `write_file` does not
+    /// answer). A Codex argv (`["bash", "-lc", LINE]`) is read as LINE only when `bash`,
+    /// found on PATH, is one of the system's shells (/etc/shells) and not a file in the
+    /// workspace. An event that cannot be read is refused with `cairn: hook …: <why>`
+    /// on stderr, exit 2 for a PreToolUse (the agent does not run the call) and 1
+    /// otherwise, and writes nothing in the cairn home.
+    ///
+    /// Claude Code takes `allow` (nothing to ask, or on the allow list), `ask` (it asks
+    /// you; the default) and, with `--approve never`, `deny` with the reason, which the
+    /// model is shown. Codex 0.171 takes a denial only (with `--approve never`;
+    /// otherwise its own approval policy decides), gives a hook no failure event and no
+    /// command's exit code (recorded as `lost`), runs a new hook only once you trust it
+    /// (`/hooks`) and reads a project's .codex/config.toml only in a trusted project.
     Hook {
         #[command(subcommand)]
         action: HookAction,
@@ -847,14 +883,14 @@ const IN_ARCHIVE: &str = "in_archive";
 /// with the `cairn:` prefix of every error and exits 2, help and version print as usual
 /// and exit 0.
 fn parse() -> Result<(Cli, bool), ExitCode> {
-    use clap::{CommandFactory, FromArgMatches};
-    let parsed = Cli::command().try_get_matches().and_then(|mut m| {
+    use clap::FromArgMatches;
+    let parsed = cli_command().try_get_matches().and_then(|mut m| {
         let in_archive = m
             .subcommand_matches("search")
             .is_some_and(|s| s.get_flag(IN_ARCHIVE));
         Cli::from_arg_matches_mut(&mut m)
             .map(|cli| (cli, in_archive))
-            .map_err(|e| e.format(&mut Cli::command()))
+            .map_err(|e| e.format(&mut cli_command()))
     });
     match parsed {
         Ok(parsed) => Ok(parsed),
@@ -881,6 +917,12 @@ fn parse() -> Result<(Cli, bool), ExitCode> {
     }
 }
 
+/// The command line as clap parses it, its help listing the commands in groups.
+fn cli_command() -> clap::Command {
+    use clap::CommandFactory;
+    clidoc::with_groups(Cli::command())
+}
+
 /// clap's rendering of a usage error (`error: …`), with `cairn:` in place of `error:`.
 fn usage_error(rendered: &str) -> String {
     let text = rendered.trim_end();
@@ -900,6 +942,19 @@ fn main() -> ExitCode {
     if let Some((agent, approve)) = hookcmd::fast_args(&args) {
         return hookcmd::run(agent, approve);
     }
+    // Hidden, and outside clap (the Command enum stays as it is): docs/CLI.md.
+    if args.len() == 1 && args[0] == "help-markdown" {
+        use std::io::Write;
+        let text = clidoc::markdown(&cli_command());
+        return match std::io::stdout().write_all(text.as_bytes()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("cairn: help-markdown: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let (cli, in_archive) = match parse() {
         Ok(parsed) => parsed,
         Err(code) => return code,
@@ -914,8 +969,7 @@ fn main() -> ExitCode {
             model: chatcmd::ChatArgs::defaults(),
         },
         None => {
-            use clap::CommandFactory;
-            let _ = Cli::command().print_help();
+            let _ = cli_command().print_help();
             return ExitCode::from(2);
         }
     };
@@ -1268,10 +1322,9 @@ fn main() -> ExitCode {
             searchcmd::search(args)
         })(),
         Command::Completions { shell } => {
-            use clap::CommandFactory;
             // Into memory first: the generator panics on a closed pipe.
             let mut buf = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "cairn", &mut buf);
+            clap_complete::generate(shell, &mut cli_command(), "cairn", &mut buf);
             use std::io::Write;
             std::io::stdout()
                 .write_all(&buf)

@@ -14,6 +14,7 @@ mod browse;
 mod chat;
 mod cli;
 mod corrupt_tail;
+mod docs;
 mod durability;
 mod forged_history;
 mod hook;

@@ -619,7 +619,7 @@ fn real_codex_tools_through_cairn_hooks_are_recorded_and_a_denial_honoured() {
 }
 
 /// Guards against cairn's `PostToolUse` hook running in the background (`"async":
-/// true`; bench/RESULTS.md, issue 21, 2026-12-01): Claude Code 2.1.332 exits without
+/// true`; bench/HISTORY.md, issue 21, 2026-12-01): Claude Code 2.1.332 exits without
 /// waiting for background hooks (the last calls were lost, finished `interrupted`) and
 /// runs the next call while one still reads the file its call wrote (an edit's content
 /// after was the next edit's). In a session of many quick calls, Bash commands and
