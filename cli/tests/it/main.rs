@@ -21,6 +21,7 @@ mod mcp_serve;
 mod proofs;
 mod real_agents;
 mod real_hooks;
+mod report;
 mod scripting;
 mod signals;
 mod start_crash;
