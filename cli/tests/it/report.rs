@@ -228,6 +228,17 @@ fn report_of_an_agent_session_in_every_format() {
     a.price(&prices);
     fixed_times(&mut a);
     snapshot_all("agent", &a, &[&base]);
+    // What the session holds reaches the page only escaped: a file name, a message, a
+    // diff, a command, the model's text.
+    let html = report::html(&a);
+    for raw in ["<x>", "<2>", "a <b> & c.txt", "<this>", "<1>", "<p>&amp;"] {
+        let escaped = raw
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        assert!(!html.contains(raw), "{raw} unescaped");
+        assert!(html.contains(&escaped), "{escaped} missing");
+    }
 }
 
 /// A session dropped with a background process running (no end recorded), then one of
