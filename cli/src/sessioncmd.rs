@@ -806,11 +806,7 @@ pub fn show(spec: &str, format: Format, verbose: bool, prices: Option<&Path>) ->
     }
     out::line(&format!("{} {st}", paint.bold("state    ")))?;
     let total: u64 = a.calls_by_status.values().sum();
-    let parts: Vec<String> = a
-        .calls_by_status
-        .iter()
-        .map(|(k, v)| format!("{v} {k}"))
-        .collect();
+    let parts = cairn_cli::report::calls_by_status(&a);
     out::line(&format!(
         "{} {}{}",
         paint.bold("calls    "),

@@ -23,6 +23,7 @@ mod mcp_serve;
 mod proofs;
 mod real_agents;
 mod real_hooks;
+mod report;
 mod scripting;
 mod secrets;
 mod signals;
