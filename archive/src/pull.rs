@@ -37,12 +37,21 @@ impl Archive {
             .ok_or_else(|| ArchiveError::NoSession(id.to_string()))?;
         let project: String = row.get(0);
         let project_dir = home.join("projects").join(&project);
-        let dir = project_dir.join("sessions").join(id);
+        let sessions = project_dir.join("sessions");
+        let target = sessions.join(id);
+        // A session new to this home is pulled under a name no reader lists and renamed
+        // into place whole: a pull that dies half-way leaves no half session.
+        let fresh = std::fs::symlink_metadata(&target).is_err();
+        let dir = if fresh {
+            sessions.join(cairn_store::unborn_name(std::ffi::OsStr::new(id)))
+        } else {
+            target.clone()
+        };
         cairn_store::private::create_dir_all(&dir).map_err(io_at(&dir))?;
         let mut pulled = Pulled {
             session: id.to_string(),
             project: project.clone(),
-            dir: dir.clone(),
+            dir: target.clone(),
             ..Pulled::default()
         };
 
@@ -79,7 +88,7 @@ impl Archive {
         let log = cairn_store::log_path(&dir);
         // The log is replaced without the writer lock: marked before (a pull that dies
         // half-way) and after (a catch-up that cleared the mark meanwhile).
-        cairn_store::written::mark(&dir, true)?;
+        cairn_store::written::mark(&target, true)?;
         let mut tmp = tempfile::Builder::new()
             .prefix(".pull-")
             .tempfile_in(&dir)
@@ -137,7 +146,7 @@ impl Archive {
             Err(e) => return Err(io_at(&log)(e)),
         }
 
-        cairn_store::written::mark(&dir, true)?;
+        cairn_store::written::mark(&target, true)?;
 
         // Checkpoints: the archive's note, unless the local file already holds more
         // (cosignatures added here since).
@@ -166,6 +175,13 @@ impl Archive {
                 cairn_tlog::log::write_checkpoint(&dir, size, &note)?;
             }
             pulled.checkpoints += 1;
+        }
+        if fresh {
+            std::fs::rename(&dir, &target).map_err(io_at(&target))?;
+            std::fs::File::open(&sessions)
+                .and_then(|d| d.sync_all())
+                .map_err(io_at(&sessions))?;
+            cairn_store::written::mark(&target, true)?;
         }
         Ok(pulled)
     }

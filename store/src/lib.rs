@@ -47,6 +47,7 @@ pub use lock::writer_pid;
 pub use log::{
     Appended, COMMIT_WINDOW_MS_DEFAULT, Durability, Head, LOCK_FILE, LOG_FILE, LogWriter, Options,
     QUARANTINE_DIR, Recovery, UNBORN_PREFIX, is_unborn, log_path, now_ts, remove_unborn,
+    unborn_name,
 };
 pub use reader::{INDEX_FILE, LogReader, Record, Records, TailState};
 pub use record::{

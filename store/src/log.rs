@@ -659,8 +659,10 @@ pub fn is_unborn(name: &std::ffi::OsStr) -> bool {
     name.as_bytes().starts_with(UNBORN_PREFIX.as_bytes())
 }
 
-/// The name of the folder a log named `name` is born in, by this process.
-fn unborn_name(name: &std::ffi::OsStr) -> std::ffi::OsString {
+/// The name of the folder a log named `name` is born in, by this process (see
+/// [`LogWriter::create`]): a folder made under it and renamed to `name` once whole is
+/// never seen half-made, and [`remove_unborn`] cleans it up after a crash.
+pub fn unborn_name(name: &std::ffi::OsStr) -> std::ffi::OsString {
     let mut out = std::ffi::OsString::from(format!(
         "{UNBORN_PREFIX}{}.{}.",
         std::process::id(),

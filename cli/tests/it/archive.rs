@@ -213,6 +213,29 @@ fn a_pushed_session_pulls_back_byte_exact_and_the_database_refuses_changes() {
     );
     let text = String::from_utf8_lossy(&v.stdout);
     assert!(text.contains(&format!("session {id}, seq 2:")), "{text}");
+
+    // Regression: a pull that fails half-way (here on the altered record, after the
+    // blobs) left a session folder without its log, listed in the home for good. Now
+    // the session is pulled under a name no reader lists: the home has no session.
+    let third = tempfile::tempdir().unwrap();
+    let failed = cairn(third.path(), &["--archive", &url, "archive", "pull", &id]);
+    assert_eq!(
+        failed.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&failed.stderr)
+    );
+    let listed = ok(&cairn(third.path(), &["sessions", "--json"]));
+    assert!(!listed.contains(&id), "{listed}");
+    let sessions = third.path().join("projects").join(project).join("sessions");
+    let names: Vec<String> = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().all(|n| n.starts_with(cairn_store::UNBORN_PREFIX)),
+        "{names:?}"
+    );
 }
 
 #[test]
