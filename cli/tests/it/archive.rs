@@ -233,7 +233,9 @@ fn a_pushed_session_pulls_back_byte_exact_and_the_database_refuses_changes() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert!(
-        names.iter().all(|n| n.starts_with(cairn_store::UNBORN_PREFIX)),
+        names
+            .iter()
+            .all(|n| n.starts_with(cairn_store::UNBORN_PREFIX)),
         "{names:?}"
     );
 }

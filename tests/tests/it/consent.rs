@@ -377,6 +377,12 @@ fn lines_that_make_granted_programs_run_others_always_ask() {
             o.to_string().trim_start_matches('/')
         ),
         "echo x > link/t9".to_string(),
+        // Found by the 100,000-line oracle run.
+        "git -C link init -q".to_string(),
+        "find . -name f -exec cp {} link/ \\;".to_string(),
+        format!("find . -name f -exec cp {{}} {o}/t10 \\;"),
+        format!("cp --target-dir={o} f"),
+        "cat f\n\\touch M13".to_string(),
     ];
     let credentials = cairn_engine::hook::DefaultCredentials::default();
     let root = std::fs::canonicalize(&s.ws).unwrap();
@@ -405,7 +411,7 @@ fn lines_that_make_granted_programs_run_others_always_ask() {
             "the hook allows {line:?}"
         );
     }
-    for m in 1..=12 {
+    for m in 1..=13 {
         assert!(!s.ws.join(format!("M{m}")).exists(), "M{m} was created");
     }
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);

@@ -243,7 +243,7 @@ pub struct Walker {
     commands: Vec<Command>,
     reasons: Vec<Reason>,
     /// Files written inside the workspace, absolute, each once.
-    writes: Vec<String>,
+    pub(super) writes: Vec<String>,
     /// What the walk of the line being read understood, for its raw-text check.
     marks: scan::Marks,
     /// True while reading the command of a `find -exec` whose starting points all lie
@@ -351,6 +351,13 @@ impl Walker {
         let top = tree.root_node();
         if top.has_error() {
             self.reason(Reason::Unparsed);
+        }
+        if word_spans_lines(top, text) {
+            // tree-sitter glues `a\n\\prog` into one word of the first command; bash
+            // runs `prog` as a new command.
+            self.reason(Reason::Ambiguous(
+                "a word that spans lines, which bash reads as a new command".to_string(),
+            ));
         }
         // Each line (a nested one too) is checked against its own raw text.
         let outer = std::mem::take(&mut self.marks);
@@ -782,6 +789,28 @@ pub fn runs_git(path: &str) -> bool {
     }) || parts
         .last()
         .is_some_and(|f| *f == ".gitattributes" || *f == ".gitmodules")
+}
+
+/// True when an unquoted word of the tree holds a newline that is not a line
+/// continuation: the parse and bash disagree on where the command ends.
+fn word_spans_lines(top: Node, src: &str) -> bool {
+    let mut cursor = top.walk();
+    let mut stack = vec![top];
+    while let Some(n) = stack.pop() {
+        if matches!(n.kind(), "word" | "extglob_pattern") {
+            let raw = text(n, src).as_bytes();
+            // A newline after an odd run of backslashes is a continuation.
+            let bare_newline = raw.iter().enumerate().any(|(i, b)| {
+                *b == b'\n' && raw[..i].iter().rev().take_while(|c| **c == b'\\').count() % 2 == 0
+            });
+            if bare_newline {
+                return true;
+            }
+            continue;
+        }
+        stack.extend(n.children(&mut cursor));
+    }
+    false
 }
 
 /// True for `/dev/fd/N` (an open descriptor, digits only).

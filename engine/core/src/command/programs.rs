@@ -1145,6 +1145,15 @@ impl Walker {
                         value,
                         "a repository outside the workspace, whose configuration may run programs",
                     );
+                    // Git writes there (`git -C d init`): a link on the way out of the
+                    // workspace is found as for any write.
+                    if value.known
+                        && let Some(path) = paths::absolute(&value.text, self.cwd.as_deref())
+                        && paths::inside(&path, &self.root).is_some()
+                        && !self.writes.contains(&path)
+                    {
+                        self.writes.push(path);
+                    }
                 }
                 _ => {}
             }

@@ -1366,8 +1366,10 @@ impl Walker {
             i += 1;
             if !w.known {
                 // A file only known when it runs (and, unquoted, maybe options such as
-                // `-t DIR`): where it writes is not known.
+                // `-t DIR`): where it writes is not known. It still takes its place
+                // among the operands (`find -exec cp {} DEST`: DEST is the last).
                 self.write(w);
+                operands.push(w.clone());
                 continue;
             }
             if ended || t == "-" || !t.starts_with('-') {
@@ -1381,6 +1383,14 @@ impl Walker {
             let (option, attached) = match t.split_once('=') {
                 Some((o, v)) if t.starts_with("--") => (o, Some(Word::literal(v))),
                 _ => (t, None),
+            };
+            // GNU programs take any unique prefix of a long option (`--target-dir`).
+            let option = match long_option(values, option) {
+                Ok(full) => full,
+                Err(()) => {
+                    self.reason(Reason::UnknownOption(format!("{name} {option}")));
+                    option
+                }
             };
             let short_value = (!t.starts_with("--"))
                 .then(|| {
@@ -1533,6 +1543,22 @@ impl Walker {
             Some(p) if paths::inside(&p, &self.root).is_some() => {}
             _ => self.runs(format!("{program} {} ({what})", path.text)),
         }
+    }
+}
+
+/// The long option of `values` that `option` names: itself, or the one it is a prefix
+/// of (`--target-dir` is `--target-directory`); `Err` when it is a prefix of several
+/// (GNU refuses it, but which one it means cannot be told). Anything else is returned
+/// as it is: a flag that takes no value.
+fn long_option<'a>(values: &[&'a str], option: &'a str) -> Result<&'a str, ()> {
+    if !option.starts_with("--") || option.len() < 3 || values.contains(&option) {
+        return Ok(option);
+    }
+    let mut of = values.iter().filter(|v| v.starts_with(option));
+    match (of.next(), of.next()) {
+        (Some(full), None) => Ok(full),
+        (Some(_), Some(_)) => Err(()),
+        (None, _) => Ok(option),
     }
 }
 

@@ -1305,6 +1305,15 @@ fn constructs_bash_executes_are_never_covered() {
     ]);
     let mut missed = Vec::new();
     for line in [
+        // Found by the 100,000-line oracle run: an escaped program name on a new line
+        // (tree-sitter glues it to the line before), `find -exec` with `{}` before the
+        // destination, and an abbreviated `--target-directory`.
+        "sort a.txt\n\\x M",
+        "echo hi\n\\/usr/bin/x M",
+        "find . -exec cp {} /out/ \\;",
+        "cp --target-dir=/out a",
+        "cp --t=/out a",
+        "mv --target-d /out a",
         // Substitutions bash runs where a reading as text would not.
         r#"echo "${x:-'$(touch M)'}""#,
         "echo ${x:+`touch M`}",
