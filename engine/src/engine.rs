@@ -1349,7 +1349,7 @@ mod tests {
         let started_records = log_records(&dir);
         {
             let s = seen(&shared);
-            assert_eq!(s.started, [dir.clone()]);
+            assert_eq!(s.started, std::slice::from_ref(&dir));
             let seqs: Vec<u64> = s.handed.iter().map(|(seq, _)| *seq).collect();
             assert_eq!(seqs, (0..started_records).collect::<Vec<_>>());
             assert_eq!(s.handed.last().map(|(_, b)| *b), Some(log_bytes(&dir)));
