@@ -220,6 +220,12 @@ pub fn run(a: &SearchArgs) -> Result<()> {
             .enumerate()
         {
             let home = Home::at(&base.join(format!("home-{round}-{m}")));
+            // As the cli gives it: the live mode's sessions are indexed as written.
+            let start = cairn_search::Indexer::start_in_home(
+                &home.root,
+                cairn_search::IndexerLimits::default(),
+            );
+            let home = home.with_sink(start);
             let ws = base.join(format!("ws-{round}-{m}"));
             std::fs::create_dir_all(&ws)?;
             costs.push(record(&home, &ws, a, &mut words, mode)?);

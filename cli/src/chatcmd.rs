@@ -327,7 +327,7 @@ pub fn on_terminal() -> bool {
 
 /// Runs the chat: `task`, when given, is the first message.
 pub fn run(a: &TaskArgs, task: Option<String>) -> Result<ExitCode> {
-    let home = Home::from_env()?;
+    let home = crate::searchcmd::indexing_home()?;
     let s = crate::sessioncmd::effective(
         &home,
         crate::sessioncmd::project_for(&home, &a.workspace).as_ref(),

@@ -221,7 +221,7 @@ pub fn run(
     config: EngineConfig,
     policy: Option<cairn_engine::permission::Policy>,
 ) -> Result<ExitCode> {
-    let home = Home::from_env()?;
+    let home = crate::searchcmd::indexing_home()?;
     let (to_view, from_engine) = mpsc::channel::<Msg>();
     let (answer_tx, answers) = mpsc::channel::<Answer>();
     let (cmd_tx, cmds) = mpsc::channel::<Cmd>();

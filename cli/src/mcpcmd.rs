@@ -180,7 +180,7 @@ pub fn serve(
     sandbox: &crate::sessioncmd::SandboxArgs,
     capture: Option<cairn_engine::manifest::Capture>,
 ) -> Result<ExitCode> {
-    let home = Home::from_env()?;
+    let home = crate::searchcmd::indexing_home()?;
     let flags = cairn_engine::settings::Settings {
         catalog,
         capture,
@@ -250,7 +250,7 @@ pub fn proxy(
             "give the command that starts the server: cairn mcp proxy NAME -- COMMAND ARGS..."
         );
     };
-    let home = Home::from_env()?;
+    let home = crate::searchcmd::indexing_home()?;
     let project = crate::sessioncmd::project_for(&home, workspace);
     let config = crate::sessioncmd::engine_config(&crate::sessioncmd::effective(
         &home,

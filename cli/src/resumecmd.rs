@@ -242,7 +242,7 @@ pub fn resume(
     sandbox: &crate::sessioncmd::SandboxArgs,
     json: bool,
 ) -> Result<ExitCode> {
-    let home = Home::from_env()?;
+    let home = crate::searchcmd::indexing_home()?;
     let dir = match spec {
         Some(spec) => session_dir(spec)?,
         None => pick(&home)?,

@@ -250,7 +250,7 @@ pub fn run_script(
     approve: Approve,
     json: bool,
 ) -> Result<ExitCode> {
-    let home = Home::from_env()?;
+    let home = crate::searchcmd::indexing_home()?;
     let config = engine_config(&effective(
         &home,
         project_for(&home, workspace).as_ref(),
@@ -474,7 +474,7 @@ pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
     if !a.json && crate::chatcmd::on_terminal() {
         return crate::chatcmd::run(a, Some(a.task.clone()));
     }
-    let home = Home::from_env()?;
+    let home = crate::searchcmd::indexing_home()?;
     let s = effective(&home, project_for(&home, &a.workspace).as_ref(), &a.flags)?;
     let model = Model::from_settings(&s, a.no_stream)?;
     let mut config = engine_config(&s)?;

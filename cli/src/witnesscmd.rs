@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
-use cairn_engine::tlog::{self, Signer, Verifier};
+use cairn_tlog::{self as tlog, Signer, Verifier};
 
 use crate::out;
 

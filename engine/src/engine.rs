@@ -78,22 +78,6 @@ pub struct CallOutcome {
     pub mcp_result: Option<serde_json::Value>,
 }
 
-/// The background indexer of session folder `dir`, when `config` asks for one: the
-/// records go to the home's search index as they are appended, off the call path.
-fn indexer(
-    home: &Home,
-    dir: &Path,
-    config: &EngineConfig,
-) -> Option<Box<dyn cairn_tools::RecordSink>> {
-    config.search_index.then(|| {
-        Box::new(cairn_search::Indexer::start(
-            &home.root.join(cairn_search::sqlite::INDEX_FILE),
-            dir,
-            cairn_search::IndexerLimits::default(),
-        )) as Box<dyn cairn_tools::RecordSink>
-    })
-}
-
 /// A running session.
 pub struct Engine {
     id: String,
@@ -256,7 +240,7 @@ impl Engine {
             config.checkpoint_every,
         );
         rec.set_tree_checkpoints(config.tree_checkpoint_every_records, home.log_signer()?);
-        rec.set_sink(indexer(home, &dir, &config));
+        rec.set_sink(home.start_sink(&dir, config.search_index));
         rec.note_blobs_written();
         let redactor = Redactor::with_env(std::env::vars());
         rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
@@ -338,9 +322,9 @@ impl Engine {
     }
 
     /// Sets who works on every record off the call path (see
-    /// [`cairn_tools::RecordSink`]), in place of the search indexer
-    /// [`EngineConfig::search_index`] starts; it is told when the session's writer is
-    /// done. Records appended before are not handed to it.
+    /// [`cairn_tools::RecordSink`]), in place of the sink the home started
+    /// ([`Home::with_sink`], when [`EngineConfig::search_index`] asks); it is told when
+    /// the session's writer is done. Records appended before are not handed to it.
     pub fn set_sink(&mut self, sink: Box<dyn cairn_tools::RecordSink>) {
         self.rec.set_sink(Some(sink));
     }
@@ -1277,4 +1261,118 @@ fn validate_mcp(t: &McpTool, input: &serde_json::Value) -> Result<(), InputError
 /// its end, within the group-commit window.
 fn changes_the_world(effects: cairn_tools::Effects) -> bool {
     effects.runs_commands || effects.external
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::{Catalog, RecordSink, ResumeOptions, SinkStart};
+
+    /// What the sinks a home started saw: the folders they were started for, the seqs
+    /// and log lengths they were handed, and how often they were told the writer is done.
+    #[derive(Default)]
+    struct Seen {
+        started: Vec<PathBuf>,
+        handed: Vec<(u64, u64)>,
+        finished: usize,
+    }
+
+    struct Sink(Arc<Mutex<Seen>>);
+
+    impl RecordSink for Sink {
+        fn record(&mut self, record: &crate::Record, log_bytes: u64) {
+            if let Ok(mut s) = self.0.lock() {
+                s.handed.push((record.seq, log_bytes));
+            }
+        }
+
+        fn finish(&mut self) {
+            if let Ok(mut s) = self.0.lock() {
+                s.finished += 1;
+            }
+        }
+    }
+
+    fn seen(seen: &Arc<Mutex<Seen>>) -> std::sync::MutexGuard<'_, Seen> {
+        seen.lock().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn log_bytes(dir: &Path) -> u64 {
+        std::fs::metadata(cairn_store::log_path(dir))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .len()
+    }
+
+    fn log_records(dir: &Path) -> u64 {
+        std::fs::read_to_string(cairn_store::log_path(dir))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .lines()
+            .count() as u64
+    }
+
+    // Guards against the engine indexing on its own again, or a sink given by the
+    // caller missing a session's first records: the home's sink start is called for
+    // each session whose configuration asks, started or resumed, before its first
+    // record, and for no other.
+    #[test]
+    fn a_homes_sink_start_is_handed_every_record_of_the_sessions_that_ask_and_no_other() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(ws.join("a.txt"), "a\n").unwrap_or_else(|e| panic!("{e}"));
+        let shared = Arc::new(Mutex::new(Seen::default()));
+        let s = shared.clone();
+        let start: SinkStart = Arc::new(move |dir: &Path| {
+            seen(&s).started.push(dir.to_path_buf());
+            Box::new(Sink(s.clone())) as Box<dyn RecordSink>
+        });
+        let home = Home::at(&tmp.path().join("home")).with_sink(start);
+        let config = |on: bool| {
+            let mut c = EngineConfig::new(Catalog::Thoth);
+            c.durability = cairn_store::Durability::None;
+            c.search_index = on;
+            c
+        };
+
+        let off = Engine::start(&home, &ws, config(false)).unwrap_or_else(|e| panic!("{e}"));
+        off.end("done").unwrap_or_else(|e| panic!("{e}"));
+        assert!(seen(&shared).started.is_empty());
+
+        let mut on = Engine::start(&home, &ws, config(true)).unwrap_or_else(|e| panic!("{e}"));
+        on.user_message("hello").unwrap_or_else(|e| panic!("{e}"));
+        on.call("read_file", serde_json::json!({ "path": "a.txt" }))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let dir = on.dir().to_path_buf();
+        on.end("done").unwrap_or_else(|e| panic!("{e}"));
+        let started_records = log_records(&dir);
+        {
+            let s = seen(&shared);
+            assert_eq!(s.started, std::slice::from_ref(&dir));
+            let seqs: Vec<u64> = s.handed.iter().map(|(seq, _)| *seq).collect();
+            assert_eq!(seqs, (0..started_records).collect::<Vec<_>>());
+            assert_eq!(s.handed.last().map(|(_, b)| *b), Some(log_bytes(&dir)));
+            assert_eq!(s.finished, 1);
+        }
+
+        // Resumed: asked for by the options over the recorded configuration (where
+        // the setting is not recorded).
+        let (resumed, _) = Engine::resume(
+            &home,
+            &dir,
+            ResumeOptions {
+                search_index: Some(true),
+                ..ResumeOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        resumed.end("done").unwrap_or_else(|e| panic!("{e}"));
+        let s = seen(&shared);
+        assert_eq!(s.started, [dir.clone(), dir.clone()]);
+        let seqs: Vec<u64> = s.handed.iter().map(|(seq, _)| *seq).collect();
+        assert_eq!(seqs, (0..log_records(&dir)).collect::<Vec<_>>());
+        assert!(log_records(&dir) > started_records);
+        assert_eq!(s.finished, 2);
+    }
 }

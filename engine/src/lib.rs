@@ -43,11 +43,12 @@ pub mod mcp {
 }
 
 pub use cairn_core::{Event, Limits, Process, Record, State};
-/// Checkpoints, proofs, witnesses (`cairn-tlog`).
+/// Checkpoints, proofs and logs on disk (`cairn-tlog`; its witness, behind the crate's
+/// `http` feature, is the cli's and the archive's).
 pub use cairn_tlog as tlog;
 pub use cairn_tools::{
     CancelHandle, Catalog, Ctx, EngineError, McpTool, Observer, PathError, RecordSink, Registry,
-    Result, Tool, ToolOutput, TypedTool, WsPath, catalog_markdown, parse_input, resolve,
+    Result, SinkStart, Tool, ToolOutput, TypedTool, WsPath, catalog_markdown, parse_input, resolve,
 };
 pub use engine::{
     AnsweredCall, AnsweredWrite, CallOutcome, Engine, EngineConfig, Finding, GoOn,

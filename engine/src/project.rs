@@ -5,13 +5,40 @@
 use std::path::{Path, PathBuf};
 
 use cairn_core::scrub::{SECRET_KEY_BYTES, SecretKey};
-use cairn_tools::{EngineError, Result, io_at};
+use cairn_tools::{EngineError, RecordSink, Result, SinkStart, io_at};
 
 /// The cairn home.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Home {
     pub root: PathBuf,
+    /// What starts the sink of each session whose configuration asks for one
+    /// ([`cairn_tools::EngineConfig::search_index`]); see [`Home::with_sink`].
+    sink: Option<SinkStart>,
 }
+
+impl std::fmt::Debug for Home {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Home")
+            .field("root", &self.root)
+            .field("sink", &self.sink.as_ref().map(|_| "(a sink start)"))
+            .finish()
+    }
+}
+
+/// Two homes are equal at the same root with the same sink start (the same one, not
+/// one that does the same).
+impl PartialEq for Home {
+    fn eq(&self, other: &Home) -> bool {
+        self.root == other.root
+            && match (&self.sink, &other.sink) {
+                (None, None) => true,
+                (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+                _ => false,
+            }
+    }
+}
+
+impl Eq for Home {}
 
 /// `path` absolute, with its longest existing prefix canonicalised and the rest
 /// appended lexically (`.` dropped, `..` removing the last component).
@@ -62,7 +89,26 @@ impl Home {
     pub fn at(root: &Path) -> Home {
         Home {
             root: canonical_prefix(root),
+            sink: None,
         }
+    }
+
+    /// This home, where each session whose configuration asks for it
+    /// ([`cairn_tools::EngineConfig::search_index`]), started or resumed, hands its
+    /// records to the sink `start` gives for its folder, off the call path (see
+    /// [`RecordSink`]). The cli gives the search index's background indexer; the engine
+    /// knows none by name. Without one (the default) the setting does nothing.
+    pub fn with_sink(mut self, start: SinkStart) -> Home {
+        self.sink = Some(start);
+        self
+    }
+
+    /// The sink of session folder `dir`, when `wanted` and this home has a sink start.
+    pub(crate) fn start_sink(&self, dir: &Path, wanted: bool) -> Option<Box<dyn RecordSink>> {
+        self.sink
+            .as_ref()
+            .filter(|_| wanted)
+            .map(|start| start(dir))
     }
 
     /// The project folder of a (canonical) workspace.

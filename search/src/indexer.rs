@@ -135,6 +135,17 @@ impl Indexer {
         }
     }
 
+    /// What starts, for each session folder it is given, an indexer into the embedded
+    /// index of the home at `home` (its [`crate::sqlite::INDEX_FILE`]): the sink start
+    /// a writer's home is given (`cairn_engine::Home::with_sink`), so that sessions whose
+    /// configuration says `search_index` are indexed as they are written.
+    pub fn start_in_home(home: &Path, limits: IndexerLimits) -> cairn_tools::SinkStart {
+        let index = home.join(crate::sqlite::INDEX_FILE);
+        Arc::new(move |dir: &Path| {
+            Box::new(Indexer::start(&index, dir, limits)) as Box<dyn cairn_tools::RecordSink>
+        })
+    }
+
     /// Whether a record with this event is handed to the thread (it makes or feeds a
     /// document); the others only move the position on.
     pub fn takes(event: &cairn_core::event::Event) -> bool {

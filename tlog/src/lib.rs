@@ -24,17 +24,17 @@
 
 pub mod checkpoint;
 pub mod held;
-#[cfg(feature = "io")]
+#[cfg(feature = "files")]
 pub mod log;
 pub mod note;
 pub mod policy;
 pub mod tree;
-#[cfg(feature = "io")]
+#[cfg(feature = "http")]
 pub mod witness;
 
 pub use checkpoint::Checkpoint;
 pub use held::{Against, Held, HeldProblem, Role};
-#[cfg(feature = "io")]
+#[cfg(feature = "files")]
 pub use log::{Proof, TlogError};
 pub use note::{Note, NoteError, Signer, Verifier};
 pub use policy::Policy;

@@ -396,6 +396,7 @@ pub fn latest_checkpoint(dir: &Path) -> Result<Option<(u64, PathBuf, String)>, T
 }
 
 /// What one witness answered a push.
+#[cfg(feature = "http")]
 #[derive(Debug)]
 pub struct Pushed {
     pub url: String,
@@ -406,7 +407,8 @@ pub struct Pushed {
 /// Sends the newest checkpoint of the log in `dir` to each witness (tlog-witness
 /// `add-checkpoint`), and adds the cosignature lines they answer to its file. A
 /// witness that saw another size first answers 409 with that size; the push then
-/// sends the consistency proof from it, built from the log.
+/// sends the consistency proof from it, built from the log. (Feature `http`.)
+#[cfg(feature = "http")]
 pub fn push_checkpoint(dir: &Path, witnesses: &[String]) -> Result<(u64, Vec<Pushed>), TlogError> {
     let Some((size, _, text)) = latest_checkpoint(dir)? else {
         return Err(TlogError::NoCheckpoint { seq: 0, latest: 0 });

@@ -254,3 +254,36 @@ fn sigterm_to_the_group_cancels_a_slow_call_answers_it_and_exits_promptly() {
     check_stopped(&s, got, "SIGTERM", 143, &["30.104"], &[]);
     assert_eq!(sessions(&s), [("finished".to_string(), 1)]);
 }
+
+// Guards against the cli not giving the engine its search indexer (the engine starts
+// none of its own): a call of a session still open reaches the home's index within the
+// indexer's batch time, before the catch-up that follows the command's end.
+#[test]
+fn a_call_of_an_open_mcp_session_reaches_the_search_index_before_the_session_ends() {
+    let s = setup();
+    std::fs::write(s.ws.join("a.txt"), "zyzzyva aardwolf\n").unwrap();
+    let mut child = mcp_serve(&s);
+    handshake(&mut child);
+    send(
+        &mut child,
+        &[
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "read_file", "arguments": {"path": "a.txt"}}}),
+        ],
+    );
+    let db = s.home.join(cairn_search::sqlite::INDEX_FILE);
+    let query = cairn_search::Query::parse("zyzzyva aardwolf").unwrap();
+    // Read only: opened once the indexer made it, searched without a catch-up.
+    wait_until("the call is in the search index", || {
+        db.exists()
+            && cairn_search::sqlite::Index::open(&db)
+                .and_then(|i| i.search(&query, &cairn_search::Filter::default()))
+                .is_ok_and(|hits| hits.iter().any(|h| h.tool.as_deref() == Some("read_file")))
+    });
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the session is still open"
+    );
+    Stop::CloseStdin.apply(&mut child);
+    let (status, _, stderr) = finish(child);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}

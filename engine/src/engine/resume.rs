@@ -365,7 +365,7 @@ impl Engine {
             config.checkpoint_every,
         );
         rec.set_tree_checkpoints(config.tree_checkpoint_every_records, home.log_signer()?);
-        rec.set_sink(super::indexer(home, dir, &config));
+        rec.set_sink(home.start_sink(dir, config.search_index));
         rec.set_redaction(redactor.clone(), Some(secret_key));
         let rt = Runtime {
             session_dir: dir.to_path_buf(),

@@ -69,9 +69,10 @@ pub struct EngineConfig {
     #[serde(default = "crate::manifest::Capture::before_git")]
     pub capture: crate::manifest::Capture,
     /// Whether the session's records are added to the home's search index as they are
-    /// appended, by a background indexer off the call path (`cairn_search::Indexer`).
-    /// Not recorded: it changes nothing the session does; off unless the caller (the
-    /// cli, from `search_index`) turns it on.
+    /// appended, off the call path: handed to the sink the engine's home starts for the
+    /// session (`Home::with_sink`; the cli gives `cairn_search::Indexer`), none when
+    /// the home has no sink start. Not recorded: it changes nothing the session does;
+    /// off unless the caller (the cli, from `search_index`) turns it on.
     #[serde(skip)]
     pub search_index: bool,
 }

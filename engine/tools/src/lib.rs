@@ -54,7 +54,7 @@ pub use paths::{
     Parent, PathError, Resolved, Root, SYMLINK_FOLLOWS_MAX, WsPath, landing, resolve, target,
 };
 pub use recorder::{
-    Observer, RecordSink, Recorder, SNAPSHOTS_OLDER_KEPT, STATE_ARCHIVE_SPACED_BYTES_MIN,
+    Observer, RecordSink, Recorder, SNAPSHOTS_OLDER_KEPT, STATE_ARCHIVE_SPACED_BYTES_MIN, SinkStart,
 };
 pub use tool::{
     Asking, Ctx, Effects, Fetches, InputError, Preview, TimeoutField, Tool, ToolOutput, TypedTool,

@@ -56,6 +56,11 @@ pub trait RecordSink: Send {
     fn finish(&mut self);
 }
 
+/// What starts the [`RecordSink`] of a session, given the session's folder, before its
+/// first record is appended (the search index's background indexer of that session).
+/// Its caller gives it: the engine knows no sink by name.
+pub type SinkStart = std::sync::Arc<dyn Fn(&std::path::Path) -> Box<dyn RecordSink> + Send + Sync>;
+
 /// Snapshots a session keeps besides its newest: each holds the whole state (which
 /// grows with the conversation: 1,000 answers of 2 KB archive to 2 MB), so one kept
 /// per interval grew the session's folder with the square of its length. One older

@@ -20,6 +20,7 @@ mod consent;
 mod consent_oracle;
 mod containment;
 mod decide_property;
+mod deps;
 mod engine_catalog;
 mod engine_files;
 mod engine_fold;

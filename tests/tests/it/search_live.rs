@@ -30,6 +30,9 @@ struct Env {
 
 fn env() -> Env {
     let (tmp, home, ws) = cairn_tests::home_and_workspace();
+    // As the cli gives it: a session that asks (`search_index`) is indexed as written.
+    let start = Indexer::start_in_home(&home.root, IndexerLimits::default());
+    let home = home.with_sink(start);
     Env { tmp, home, ws }
 }
 
