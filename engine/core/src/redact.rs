@@ -157,7 +157,8 @@ const SOURCES: &[(&str, &str, usize, Option<&str>)] = &[
     // The password of `scheme://user:password@host`.
     (
         "url_password",
-        r"(?-u:\b)[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]+:([^/\s@]+)@",
+        // One slash or more: a path tidier turns `https://` into `https:/`.
+        r"(?-u:\b)[A-Za-z][A-Za-z0-9+.\-]*:/+[^/\s:@]+:([^/\s@]+)@",
         1,
         None,
     ),
@@ -231,7 +232,7 @@ const LITERALS: &[(&str, &[&str])] = &[
     ("sendgrid_key", &["SG."]),
     ("twilio_key", &["SK"]),
     ("azure_storage_key", &["accountkey=", "sharedaccesskey="]),
-    ("url_password", &["://"]),
+    ("url_password", &[":/"]),
     ("jwt", &["eyJ"]),
     ("bearer_token", &["bearer"]),
     ("basic_auth", &["basic"]),
@@ -2103,6 +2104,13 @@ mod tests {
         check(
             "git clone https://deploy:s3cr3t-pass@git.example.com/r.git",
             "git clone https://deploy:[REDACTED:url_password]@git.example.com/r.git",
+            &[("url_password", 1)],
+        );
+        // Regression: "no such file: https:/u:pw@h" (a path tidier took a slash) kept
+        // the password.
+        check(
+            "no such file: /w/https:/deploy:s3cr3t-pass@git.example.com/r.git",
+            "no such file: /w/https:/deploy:[REDACTED:url_password]@git.example.com/r.git",
             &[("url_password", 1)],
         );
         check(

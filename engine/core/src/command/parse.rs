@@ -205,16 +205,60 @@ const EXPANDING: &[&str] = &[
     "extglob_pattern",
 ];
 
-/// True when `n` lies inside a construct where its single quotes are not quotes.
-fn in_expanding(n: Node) -> bool {
-    let mut current = n.parent();
-    while let Some(p) = current {
-        if EXPANDING.contains(&p.kind()) {
-            return true;
+/// What the walk needs to know of each node's ancestors, found in one pass over the
+/// tree: tree-sitter's `parent()` walks down from the root each time, which made a long
+/// line's analysis quadratic.
+#[derive(Debug, Default)]
+struct Ancestry {
+    /// The single-quoted strings (by node id) inside no construct where their quotes
+    /// are not quotes ([`EXPANDING`]): literal text.
+    literal_quotes: std::collections::HashSet<usize>,
+    /// The commands (by node id) whose input the line feeds: a here-document, a
+    /// here-string, or the command before them in a pipeline.
+    fed: std::collections::HashSet<usize>,
+    /// An unquoted word holds a newline that is not a line continuation: the parse and
+    /// bash disagree on where the command ends.
+    word_spans_lines: bool,
+}
+
+fn ancestry(top: Node, src: &str) -> Ancestry {
+    let mut out = Ancestry::default();
+    let mut path: Vec<Node> = Vec::new();
+    let mut expanding = 0usize;
+    let mut cursor = top.walk();
+    loop {
+        let n = cursor.node();
+        match n.kind() {
+            "raw_string" if expanding == 0 => {
+                out.literal_quotes.insert(n.id());
+            }
+            "command" if stdin_fed(n, &path) => {
+                out.fed.insert(n.id());
+            }
+            "word" | "extglob_pattern" if !out.word_spans_lines => {
+                let raw = text(n, src).as_bytes();
+                // A newline after an odd run of backslashes is a continuation.
+                out.word_spans_lines = raw.iter().enumerate().any(|(i, b)| {
+                    *b == b'\n'
+                        && raw[..i].iter().rev().take_while(|c| **c == b'\\').count() % 2 == 0
+                });
+            }
+            _ => {}
         }
-        current = p.parent();
+        if cursor.goto_first_child() {
+            expanding += usize::from(EXPANDING.contains(&n.kind()));
+            path.push(n);
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return out;
+            }
+            if let Some(p) = path.pop() {
+                expanding -= usize::from(EXPANDING.contains(&p.kind()));
+            }
+        }
     }
-    false
 }
 
 /// A node's named children.
@@ -246,6 +290,8 @@ pub struct Walker {
     pub(super) writes: Vec<String>,
     /// What the walk of the line being read understood, for its raw-text check.
     marks: scan::Marks,
+    /// What the nodes of the line being read have above them.
+    ancestry: Ancestry,
     /// True while reading the command of a `find -exec` whose starting points all lie
     /// in the workspace: its `{}` is a path inside.
     pub(super) found_inside: bool,
@@ -262,6 +308,7 @@ impl Walker {
             reasons: Vec::new(),
             writes: Vec::new(),
             marks: scan::Marks::default(),
+            ancestry: Ancestry::default(),
             found_inside: false,
         }
     }
@@ -352,7 +399,8 @@ impl Walker {
         if top.has_error() {
             self.reason(Reason::Unparsed);
         }
-        if word_spans_lines(top, text) {
+        let ancestry = ancestry(top, text);
+        if ancestry.word_spans_lines {
             // tree-sitter glues `a\n\\prog` into one word of the first command; bash
             // runs `prog` as a new command.
             self.reason(Reason::Ambiguous(
@@ -361,7 +409,9 @@ impl Walker {
         }
         // Each line (a nested one too) is checked against its own raw text.
         let outer = std::mem::take(&mut self.marks);
+        let outer_ancestry = std::mem::replace(&mut self.ancestry, ancestry);
         self.node(top, text);
+        self.ancestry = outer_ancestry;
         for at in scan::continuations(text) {
             let inside = top
                 .descendant_for_byte_range(at, at + 2)
@@ -456,7 +506,11 @@ impl Walker {
             }
             "raw_string" => {
                 let t = text(n, src);
-                if t.len() >= 2 && t.starts_with('\'') && t.ends_with('\'') && !in_expanding(n) {
+                if t.len() >= 2
+                    && t.starts_with('\'')
+                    && t.ends_with('\'')
+                    && self.ancestry.literal_quotes.contains(&n.id())
+                {
                     self.marks.literal(n.start_byte(), n.end_byte());
                 }
             }
@@ -684,7 +738,8 @@ impl Walker {
                 _ => {}
             }
         }
-        self.simple(&argv, stdin_fed(n));
+        let fed = self.ancestry.fed.contains(&n.id());
+        self.simple(&argv, fed);
         for (field, child) in fields(n) {
             if field != Some("redirect") {
                 self.node(child, src);
@@ -791,28 +846,6 @@ pub fn runs_git(path: &str) -> bool {
         .is_some_and(|f| *f == ".gitattributes" || *f == ".gitmodules")
 }
 
-/// True when an unquoted word of the tree holds a newline that is not a line
-/// continuation: the parse and bash disagree on where the command ends.
-fn word_spans_lines(top: Node, src: &str) -> bool {
-    let mut cursor = top.walk();
-    let mut stack = vec![top];
-    while let Some(n) = stack.pop() {
-        if matches!(n.kind(), "word" | "extglob_pattern") {
-            let raw = text(n, src).as_bytes();
-            // A newline after an odd run of backslashes is a continuation.
-            let bare_newline = raw.iter().enumerate().any(|(i, b)| {
-                *b == b'\n' && raw[..i].iter().rev().take_while(|c| **c == b'\\').count() % 2 == 0
-            });
-            if bare_newline {
-                return true;
-            }
-            continue;
-        }
-        stack.extend(n.children(&mut cursor));
-    }
-    false
-}
-
 /// True for `/dev/fd/N` (an open descriptor, digits only).
 fn descriptor(path: &str) -> bool {
     path.strip_prefix("/dev/fd/")
@@ -848,9 +881,10 @@ fn text<'s>(n: Node, src: &'s str) -> &'s str {
 }
 
 /// True when a command's input is fed by the line: a here-document, a here-string, or
-/// the command before it in a pipeline.
-fn stdin_fed(n: Node) -> bool {
+/// the command before it in a pipeline. `path` holds its ancestors, the root first.
+fn stdin_fed(n: Node, path: &[Node]) -> bool {
     let mut current = n;
+    let mut up = path.iter().rev();
     loop {
         let mut cursor = current.walk();
         if current
@@ -859,17 +893,15 @@ fn stdin_fed(n: Node) -> bool {
         {
             return true;
         }
-        let Some(parent) = current.parent() else {
+        let Some(parent) = up.next() else {
             return false;
         };
         match parent.kind() {
-            "redirected_statement" => current = parent,
+            "redirected_statement" => current = *parent,
             "pipeline" => {
                 // `cat <<EOF | sh` nests the rest of the pipeline inside the here-doc.
                 return parent.named_child(0).map(|f| f.id()) != Some(current.id())
-                    || parent
-                        .parent()
-                        .is_some_and(|g| g.kind() == "heredoc_redirect");
+                    || up.next().is_some_and(|g| g.kind() == "heredoc_redirect");
             }
             _ => return false,
         }
