@@ -481,9 +481,15 @@ impl Engine {
     /// `Some(None)` when there is no such file; `None` when it cannot be told: outside
     /// the workspace, a credential file (its content is never shown), not a regular
     /// file, larger than [`cairn_core::limits::PREVIEW_READ_BYTES_MAX`], not UTF-8.
-    fn preview_read(&self, path: &str) -> Option<Option<String>> {
+    /// `resolved` is the call's path as the permission step resolved it, taken when it
+    /// is of `path` rather than resolving it again.
+    fn preview_read(
+        &self,
+        path: &str,
+        resolved: Option<&cairn_tools::Resolved>,
+    ) -> Option<Option<String>> {
         use std::io::Read;
-        let ws = cairn_tools::resolve(&self.root, &self.home, path).ok()?;
+        let (ws, _) = cairn_tools::Resolved::plain_in(resolved, &self.fs, &self.home, path).ok()?;
         if self.credential_files.matches(&ws.rel) {
             return None;
         }

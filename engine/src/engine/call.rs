@@ -88,13 +88,7 @@ impl Engine {
         let started = Instant::now();
         let call = format!("c{}", self.rec.state.calls_started + 1);
         let input_bytes = cairn_core::spill::json_len(input);
-        // An MCP tool not listed yet: its server starts on first use.
-        let mut mcp_failed = Vec::new();
-        if tool.starts_with(crate::mcp::MCP_PREFIX) && self.registry.mcp_tool(tool).is_none() {
-            mcp_failed = self.start_mcp();
-        }
-        self.relist_changed_mcp();
-        let mcp_tool = self.registry.mcp_tool(tool).cloned();
+        let (mcp_tool, mcp_failed) = self.mcp_tool(tool);
         let mut redactions = Counts::new();
         let (recorded_input, input_hash) = self.recorded_input(input, input_bytes, &mut redactions);
         let observed = self.observed(tool, input, &recorded_input);
@@ -118,12 +112,8 @@ impl Engine {
                 admission(admit(&|| validate_mcp(t, input)), Admission::Mcp(t.clone()))
             }
             (None, None) => Admission::Answered(ToolOutput::error(format!(
-                "unknown tool '{tool}'; this catalog has: {}{}",
+                "unknown tool '{tool}'; this catalog has: {}{mcp_failed}",
                 self.registry.all_names().join(", "),
-                mcp_failed
-                    .iter()
-                    .map(|e| format!("\n{e}"))
-                    .collect::<String>()
             ))),
         };
         // A call of a tool that neither runs programs nor reaches outside has its records
@@ -151,6 +141,19 @@ impl Engine {
             redactions,
             admission,
         })
+    }
+
+    /// The MCP server's tool a call names, and why servers failed to start (one a
+    /// line): a tool not listed yet has its server started on first use, and the
+    /// servers that said their tools changed are listed again.
+    fn mcp_tool(&mut self, tool: &str) -> (Option<McpTool>, String) {
+        let mut failed = Vec::new();
+        if tool.starts_with(crate::mcp::MCP_PREFIX) && self.registry.mcp_tool(tool).is_none() {
+            failed = self.start_mcp();
+        }
+        self.relist_changed_mcp();
+        let failed = failed.iter().map(|e| format!("\n{e}")).collect();
+        (self.registry.mcp_tool(tool).cloned(), failed)
     }
 
     /// The input as `tool_started` records it, and the keyed hash of what it was when
@@ -232,9 +235,8 @@ impl Engine {
         let mut permission = decide::permission(&self.rec.state, need, &self.guards);
         if let Permission::Ask(q) = &mut permission {
             // A question may wait long: the tool then resolves the path as it is when
-            // it runs.
-            resolved = None;
-            self.show_preview(t, tool, input, q);
+            // it runs (the preview, read now, is the last to take this resolution).
+            self.show_preview(t, tool, input, resolved.take().as_ref(), q);
         }
         Ok(match self.decide(call, tool, permission, answer)? {
             Err(denied) => Authorised::Answered(denied),
@@ -250,12 +252,20 @@ impl Engine {
     }
 
     /// A question about a write shows the write as a diff of the whole file, read now
-    /// (the detail a prompt shows; no rule depends on it).
-    fn show_preview(&self, t: &dyn Tool, tool: &str, input: &serde_json::Value, q: &mut Question) {
+    /// (the detail a prompt shows; no rule depends on it), its path as the permission
+    /// step resolved it.
+    fn show_preview(
+        &self,
+        t: &dyn Tool,
+        tool: &str,
+        input: &serde_json::Value,
+        resolved: Option<&cairn_tools::Resolved>,
+        q: &mut Question,
+    ) {
         if q.key != tool {
             return;
         }
-        if let Some(p) = t.preview(input, &mut |path| self.preview_read(path)) {
+        if let Some(p) = t.preview(input, &mut |path| self.preview_read(path, resolved)) {
             let note = cairn_core::permission::GIT_WRITE_NOTE;
             q.detail = if q.detail.ends_with(note) {
                 format!("{p}\n{note}")

@@ -107,3 +107,39 @@ impl<N: Names> TypedTool for Fetch<N> {
         crate::web::fetch_for_call(ctx, &input.url)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::Tool;
+
+    // thndrs' input as a derive writes its schema.
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Derived {
+        /// Public URL to fetch (http or https).
+        url: String,
+    }
+
+    // Guards against the hand-written schema of the shared fetch drifting from the one
+    // a derive gives (what each catalogue offered before the twins were one tool).
+    #[test]
+    fn the_fetch_schema_is_the_one_a_derive_gives_in_each_catalogues_words() {
+        let mut derived = serde_json::to_value(schemars::schema_for!(Derived)).unwrap();
+        let map = derived.as_object_mut().unwrap();
+        map.remove("$schema");
+        map.remove("title");
+        assert_eq!(ReadUrl::new().schema().to_string(), derived.to_string());
+        derived["properties"]["url"]["description"] = WebFetchNames::URL.into();
+        assert_eq!(WebFetch::new().schema().to_string(), derived.to_string());
+        assert_ne!(ReadUrlNames::URL, WebFetchNames::URL);
+        let e = WebFetch::new()
+            .validate(&serde_json::json!({"url": "https://a.example", "x": 1}))
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid input for web_fetch: field `x`: unknown field `x`, expected `url`"
+        );
+    }
+}
