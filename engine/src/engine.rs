@@ -315,30 +315,14 @@ impl Engine {
     /// The session built from its parts, by a start and a resume alike: its recorder,
     /// the tools' runtime, the workspace root opened, the project's MCP servers (not
     /// started) and allow list.
-    fn assemble(home: &Home, parts: Parts) -> Result<Engine> {
-        let Parts {
-            id,
-            dir,
-            root,
-            project,
-            config,
-            registry,
-            log,
-            state,
-            blobs,
-            sandbox,
-            redactor,
-            secret_key,
-            credential_files,
-            manifest_cache,
-            manifest,
-        } = parts;
+    fn assemble(home: &Home, p: Parts) -> Result<Engine> {
+        let (config, project, root, dir) = (p.config, p.project, p.root, p.dir);
         let mcp = Box::new(Servers::new(McpConfig::load(&project.dir)?, &root));
         let allow_list = AllowList::new(&project.dir).with_signer(home.log_signer()?);
         let mut rec = Recorder::new(
-            log,
-            state,
-            blobs,
+            p.log,
+            p.state,
+            p.blobs,
             SnapshotStore::new(&dir),
             config.durability,
             config.snapshot_every,
@@ -346,21 +330,21 @@ impl Engine {
         );
         rec.set_tree_checkpoints(config.tree_checkpoint_every_records, home.log_signer()?);
         rec.set_sink(home.start_sink(&dir, config.search_index));
-        rec.set_redaction(redactor.clone(), Some(secret_key));
+        rec.set_redaction(p.redactor.clone(), Some(p.secret_key));
         let rt = Runtime {
             session_dir: dir.clone(),
             tmp_dir: project.dir.join("tmp"),
-            manifest_cache,
+            manifest_cache: p.manifest_cache,
             home_inner: home_inner(home, &root),
-            manifest,
+            manifest: p.manifest,
             bg: Default::default(),
             cancel: Default::default(),
-            sandbox,
+            sandbox: p.sandbox,
             output: None,
         };
         let fs = cairn_tools::Root::open(&root, &home.root).map_err(io_at(&root))?;
         Ok(Engine {
-            id,
+            id: p.id,
             dir,
             root,
             fs,
@@ -368,13 +352,13 @@ impl Engine {
             project,
             guards: config.guards(),
             config,
-            registry,
+            registry: p.registry,
             rec,
             approver: Box::new(Policy::Workspace),
-            redactor,
+            redactor: p.redactor,
             allow_list,
             refused_grants: Vec::new(),
-            credential_files,
+            credential_files: p.credential_files,
             rt,
             mcp,
             mcp_listed: Default::default(),

@@ -484,3 +484,63 @@ fn mcp_need(t: &McpTool, input: &serde_json::Value) -> Need {
         ),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::event::Status;
+    use crate::permission::{Approver, Request};
+    use crate::{Catalog, EngineConfig, Home};
+
+    use super::*;
+
+    /// Answers once, after making the workspace's `d` a link to `e`, as a person could
+    /// while the question waits.
+    struct MovesD(PathBuf);
+
+    impl Approver for MovesD {
+        fn answer(&mut self, _: &Request) -> (Answer, bool) {
+            let d = self.0.join("d");
+            std::fs::rename(&d, self.0.join("d.old")).unwrap_or_else(|e| panic!("{e}"));
+            std::os::unix::fs::symlink("e", &d).unwrap_or_else(|e| panic!("{e}"));
+            (Answer::Once, true)
+        }
+    }
+
+    fn start(home: &Path, ws: &Path) -> Engine {
+        let mut config = EngineConfig::new(Catalog::Thoth);
+        config.durability = cairn_store::Durability::None;
+        Engine::start(&Home::at(home), ws, config).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    // Guards against the path the permission step resolved being handed to the tool
+    // after a question: the question may wait long, and the tool resolves the path as
+    // it is when it runs. Here `d/a.txt` was read, and leads to `e/a.txt`, never read,
+    // by the time the edit runs: the edit is refused, not made to `e/a.txt` as `d/a.txt`.
+    #[test]
+    fn a_path_that_changed_while_its_question_waited_is_resolved_again() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ws = tmp.path().join("ws");
+        for dir in ["d", "e"] {
+            std::fs::create_dir_all(ws.join(dir)).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(ws.join(dir).join("a.txt"), "x\n").unwrap_or_else(|e| panic!("{e}"));
+        }
+        let mut e = start(&tmp.path().join("home"), &ws);
+        e.set_approver(Box::new(MovesD(e.root().to_path_buf())));
+        let mut call = |tool: &str, input: serde_json::Value| {
+            e.call(tool, input).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let read = call("read_file", serde_json::json!({"path": "d/a.txt"}));
+        assert_eq!(read.status, Status::Ok, "{}", read.output);
+        let edit = serde_json::json!({"path": "d/a.txt", "old_string": "x", "new_string": "y"});
+        let out = call("edit_file", edit);
+        assert_eq!(out.refusal.map(|r| r.path), Some(Some("e/a.txt".into())));
+        for dir in ["d.old", "e"] {
+            let text = std::fs::read_to_string(ws.join(dir).join("a.txt")).ok();
+            assert_eq!(text.as_deref(), Some("x\n"));
+        }
+        assert!(e.state().ws_changes.is_empty());
+        e.end("done").unwrap_or_else(|e| panic!("{e}"));
+    }
+}

@@ -1,5 +1,7 @@
-//! The tools, one type per file. Shared mechanics live in `text` (loading files to
-//! read), `write` (rules and atomic installs) and `search` (walking and matching).
+//! The tools, one type per file; a tool both catalogues have under their own names is
+//! one type named by each (`fetch`, `command`). Shared mechanics live in `text`
+//! (loading files to read), `write` (rules and atomic installs) and `search` (walking
+//! and matching).
 
 pub mod command;
 pub mod create_file;
