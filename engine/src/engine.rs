@@ -7,7 +7,6 @@
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use cairn_store::{BlobRef, BlobStore, Head, LogWriter, Options, SnapshotStore};
 
@@ -16,7 +15,7 @@ use crate::event::{
     Parent, Refusal, SessionStarted, Status, ToolFinished,
 };
 use crate::manifest;
-use crate::mcp::{McpBackend, McpConfig, McpError, McpRef, Servers};
+use crate::mcp::{McpBackend, McpConfig, McpError, Servers};
 use crate::permission::{
     AllowList, Approver, CredentialFiles, Need, Policy, RefusedGrant, Request,
 };
@@ -24,15 +23,16 @@ use crate::project::{Handle, Home, Project, new_session_id};
 use crate::redact::{Counts, Redactor};
 use crate::shell::{self, Runtime};
 use crate::state::{self, Process, State};
-use cairn_core::decide::{self, Answered, Decision, Permission};
+use cairn_core::decide::{self, Answered, Permission};
 use cairn_core::scrub;
 use cairn_tools::CancelHandle;
 use cairn_tools::Recorder;
+use cairn_tools::ToolOutput;
 use cairn_tools::sandbox::Sandbox;
-use cairn_tools::{Ctx, ToolOutput};
 use cairn_tools::{EngineError, InputError, Result, io_at};
 use cairn_tools::{McpTool, Registry};
 
+mod call;
 mod resume;
 pub use cairn_core::decide::cap_output;
 pub use cairn_tools::{EngineConfig, ModelSetting};
@@ -76,6 +76,37 @@ pub struct CallOutcome {
     /// all), redacted, as `tool_finished.mcp_result` keeps it: for an MCP call that got
     /// one.
     pub mcp_result: Option<serde_json::Value>,
+}
+
+/// What a session is built from ([`Engine::assemble`]): what a start makes and a
+/// resume finds.
+struct Parts {
+    id: String,
+    dir: PathBuf,
+    root: PathBuf,
+    project: Project,
+    config: EngineConfig,
+    registry: Registry,
+    log: LogWriter,
+    /// The state the log folds to (a new session's is empty).
+    state: State,
+    blobs: BlobStore,
+    sandbox: Sandbox,
+    redactor: Redactor,
+    secret_key: cairn_core::scrub::SecretKey,
+    credential_files: CredentialFiles,
+    manifest_cache: manifest::ScanCache,
+    /// The workspace as the log knows it.
+    manifest: std::collections::BTreeMap<String, manifest::ManifestEntry>,
+}
+
+/// The cairn home's place inside the workspace, when it lies there (it is left out of
+/// the manifest).
+fn home_inner(home: &Home, root: &Path) -> Option<String> {
+    home.root
+        .strip_prefix(root)
+        .ok()
+        .map(|inner| inner.to_string_lossy().to_string())
 }
 
 /// A running session.
@@ -192,11 +223,7 @@ impl Engine {
             manifest::ScanCache::new(project.manifest_cache(), credential_files.clone())
                 .with_capture(config.capture, config.limits.capture_file_bytes_max);
         let mut files = manifest::scan_start(&root, &blobs, &mut scan_cache)?;
-        let home_inner = home
-            .root
-            .strip_prefix(&root)
-            .ok()
-            .map(|inner| inner.to_string_lossy().to_string());
+        let home_inner = home_inner(home, &root);
         if let Some(inner) = &home_inner {
             files.retain(|f| !f.path.starts_with(inner.as_str()));
         }
@@ -225,44 +252,55 @@ impl Engine {
                 ..Options::default()
             },
         )?;
-        let registry = Registry::new(config.catalog);
-        let mcp = Box::new(Servers::new(McpConfig::load(&project.dir)?, &root));
-        let allow_list = AllowList::new(&project.dir).with_signer(home.log_signer()?);
-        let audit = allow_list.audit()?;
-        let allowed = audit.keys;
-        let mut rec = Recorder::new(
-            log,
-            State::default(),
-            blobs,
-            SnapshotStore::new(&dir),
-            config.durability,
-            config.snapshot_every,
-            config.checkpoint_every,
-        );
-        rec.set_tree_checkpoints(config.tree_checkpoint_every_records, home.log_signer()?);
-        rec.set_sink(home.start_sink(&dir, config.search_index));
-        rec.note_blobs_written();
-        let redactor = Redactor::with_env(std::env::vars());
-        rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
+        let manifest_files = files.len() as u64;
+        let mut engine = Engine::assemble(
+            home,
+            Parts {
+                id,
+                dir,
+                root,
+                registry: Registry::new(config.catalog),
+                secret_key: project.secret_key()?,
+                project,
+                config,
+                log,
+                state: State::default(),
+                blobs,
+                sandbox,
+                redactor: Redactor::with_env(std::env::vars()),
+                credential_files,
+                manifest_cache: scan_cache,
+                manifest: files.into_iter().map(|f| (f.path.clone(), f)).collect(),
+            },
+        )?;
+        engine.rec.note_blobs_written();
+        let audit = engine.allow_list.audit()?;
+        engine.refused_grants = audit.refused;
+        let config = &engine.config;
         let started = SessionStarted {
-            id: id.clone(),
+            id: engine.id.clone(),
             format_version: FORMAT_VERSION,
             engine_version: env!("CARGO_PKG_VERSION").to_string(),
-            workspace: root.to_string_lossy().into_owned(),
+            workspace: engine.root.to_string_lossy().into_owned(),
             catalog: config.catalog.name().to_string(),
-            tools: registry.names().iter().map(|s| s.to_string()).collect(),
+            tools: engine
+                .registry
+                .names()
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
             manifest: manifest_blob,
-            manifest_files: files.len() as u64,
-            config: serde_json::to_value(&config).unwrap_or_default(),
+            manifest_files,
+            config: serde_json::to_value(config).unwrap_or_default(),
             parent,
-            allow: allowed.into_iter().collect(),
+            allow: audit.keys.into_iter().collect(),
             inherited,
-            sandbox: Some(sandbox.recorded().clone()),
+            sandbox: Some(engine.rt.sandbox.recorded().clone()),
             imported: None,
             agent: agent.map(Box::new),
         };
-        rec.append(&Event::SessionStarted(started))?;
-        rec.sync()?;
+        engine.rec.append(&Event::SessionStarted(started))?;
+        engine.rec.sync()?;
         // A session with a parent and nothing inherited is a replay
         // (`start_with_parent`); a fork inherits (`start_forked`).
         let handle = if is_replay {
@@ -270,21 +308,43 @@ impl Engine {
         } else {
             Handle::Last
         };
-        project.mark(home, &id, handle)?;
+        engine.project.mark(home, &engine.id, handle)?;
+        Ok(engine)
+    }
+
+    /// The session built from its parts, by a start and a resume alike: its recorder,
+    /// the tools' runtime, the workspace root opened, the project's MCP servers (not
+    /// started) and allow list.
+    fn assemble(home: &Home, p: Parts) -> Result<Engine> {
+        let (config, project, root, dir) = (p.config, p.project, p.root, p.dir);
+        let mcp = Box::new(Servers::new(McpConfig::load(&project.dir)?, &root));
+        let allow_list = AllowList::new(&project.dir).with_signer(home.log_signer()?);
+        let mut rec = Recorder::new(
+            p.log,
+            p.state,
+            p.blobs,
+            SnapshotStore::new(&dir),
+            config.durability,
+            config.snapshot_every,
+            config.checkpoint_every,
+        );
+        rec.set_tree_checkpoints(config.tree_checkpoint_every_records, home.log_signer()?);
+        rec.set_sink(home.start_sink(&dir, config.search_index));
+        rec.set_redaction(p.redactor.clone(), Some(p.secret_key));
         let rt = Runtime {
             session_dir: dir.clone(),
             tmp_dir: project.dir.join("tmp"),
-            manifest_cache: scan_cache,
-            home_inner,
-            manifest: files.into_iter().map(|f| (f.path.clone(), f)).collect(),
+            manifest_cache: p.manifest_cache,
+            home_inner: home_inner(home, &root),
+            manifest: p.manifest,
             bg: Default::default(),
             cancel: Default::default(),
-            sandbox,
+            sandbox: p.sandbox,
             output: None,
         };
         let fs = cairn_tools::Root::open(&root, &home.root).map_err(io_at(&root))?;
         Ok(Engine {
-            id,
+            id: p.id,
             dir,
             root,
             fs,
@@ -292,13 +352,13 @@ impl Engine {
             project,
             guards: config.guards(),
             config,
-            registry,
+            registry: p.registry,
             rec,
             approver: Box::new(Policy::Workspace),
-            redactor,
+            redactor: p.redactor,
             allow_list,
-            refused_grants: audit.refused,
-            credential_files,
+            refused_grants: Vec::new(),
+            credential_files: p.credential_files,
             rt,
             mcp,
             mcp_listed: Default::default(),
@@ -405,9 +465,15 @@ impl Engine {
     /// `Some(None)` when there is no such file; `None` when it cannot be told: outside
     /// the workspace, a credential file (its content is never shown), not a regular
     /// file, larger than [`cairn_core::limits::PREVIEW_READ_BYTES_MAX`], not UTF-8.
-    fn preview_read(&self, path: &str) -> Option<Option<String>> {
+    /// `resolved` is the call's path as the permission step resolved it, taken when it
+    /// is of `path` rather than resolving it again.
+    fn preview_read(
+        &self,
+        path: &str,
+        resolved: Option<&cairn_tools::Resolved>,
+    ) -> Option<Option<String>> {
         use std::io::Read;
-        let ws = cairn_tools::resolve(&self.root, &self.home, path).ok()?;
+        let (ws, _) = cairn_tools::Resolved::plain_in(resolved, &self.fs, &self.home, path).ok()?;
         if self.credential_files.matches(&ws.rel) {
             return None;
         }
@@ -438,51 +504,6 @@ impl Engine {
                 let _ = self.list_mcp(&server);
             }
         }
-    }
-
-    /// Runs an MCP call the engine admitted (as a built-in's): its permission, then the
-    /// server.
-    fn run_mcp(
-        &mut self,
-        call: &str,
-        t: &McpTool,
-        input: &serde_json::Value,
-        answer: Option<Answer>,
-        raw: &mut Option<serde_json::Value>,
-    ) -> Result<ToolOutput> {
-        let timeout = std::time::Duration::from_millis(self.config.limits.mcp_call_timeout_ms);
-        let need = Need::ask(
-            cairn_tools::mcp_names::permission_key(&t.server, &t.tool),
-            format!(
-                "tool {} of MCP server {}, with input:\n{}",
-                t.tool,
-                t.server,
-                serde_json::to_string_pretty(input).unwrap_or_default()
-            ),
-        );
-        if let Err(denied) = self.decide(call, &t.name, need, answer)? {
-            return Ok(denied);
-        }
-        // The server may act on the call at once: its records reach the disk first.
-        self.rec.sync()?;
-        Ok(
-            match self
-                .mcp
-                .call_tool(&t.server, &t.tool, input, timeout, &self.rt.cancel)
-            {
-                Ok(result) => {
-                    let out = crate::mcp::to_output(&result);
-                    *raw = Some(result);
-                    out
-                }
-                Err(e) => ToolOutput {
-                    status: e.status(),
-                    text: e.to_string(),
-                    refusal: None,
-                    redacted: false,
-                },
-            },
-        )
     }
 
     /// The project's allow list.
@@ -720,259 +741,6 @@ impl Engine {
         })
     }
 
-    /// Runs one tool call with a given permission answer (a script's `approve`), used
-    /// instead of asking the approver when the call needs one.
-    pub fn call_with(
-        &mut self,
-        tool: &str,
-        input: serde_json::Value,
-        answer: Option<Answer>,
-    ) -> Result<CallOutcome> {
-        // A cancel meant for an earlier call (or between calls) does not reach this one.
-        self.rt.cancel.clear();
-        self.poll_background()?;
-        let started = Instant::now();
-        let call = format!("c{}", self.rec.state.calls_started + 1);
-        let limits = self.config.limits.clone();
-        let input_bytes = cairn_core::spill::json_len(&input);
-        // An MCP tool not listed yet: its server starts on first use.
-        let mut mcp_failed = Vec::new();
-        if tool.starts_with(crate::mcp::MCP_PREFIX) && self.registry.mcp_tool(tool).is_none() {
-            mcp_failed = self.start_mcp();
-        }
-        self.relist_changed_mcp();
-        let mcp_tool = self.registry.mcp_tool(tool).cloned();
-        let mut mcp_raw = None;
-        let mut redactions = Counts::new();
-        // An input too large to run is also too large to record: its size stands in.
-        // An input with no secret (nearly every one) is recorded as it is, not rebuilt.
-        // An input recorded redacted keeps the keyed hash of what it was: a script's
-        // step is matched with it on resume.
-        let mut input_hash = None;
-        let recorded_input: Cow<serde_json::Value> = match decide::input_size(input_bytes, &limits)
-        {
-            Decision::Allow if !self.redactor.holds_secret(&input) => Cow::Borrowed(&input),
-            Decision::Allow => {
-                input_hash = self.rec.secret_key().map(|k| scrub::input_hash(k, &input));
-                Cow::Owned(self.redactor.redact_json(&input, &mut redactions))
-            }
-            Decision::Refuse(_) => Cow::Owned(decide::oversized_input(input_bytes)),
-        };
-        // The repeat rule's fact, gathered only when the count is reached: what the one
-        // file the answer depends on holds now (recorded in `tool_started`). A tool that
-        // may write a file it has not read (an append) has it gathered every time, so
-        // the log knows the content its write starts from.
-        let observes = self.registry.get(tool).is_some_and(|t| t.observes(&input));
-        let observed = (self.rec.state.repeat_rule == decide::RepeatRule::Facts
-            && (observes
-                || decide::repeats(&self.rec.state, tool, &recorded_input)
-                    >= limits.repeat_calls_max))
-            .then(|| self.observe(tool, &recorded_input))
-            .flatten();
-        // Decided on the state before this call's own records, as verify decides it:
-        // the fold counts repeats of the input as recorded.
-        let admit = |validate: &dyn Fn() -> std::result::Result<(), InputError>| {
-            decide::admit(
-                &self.rec.state,
-                &limits,
-                tool,
-                &recorded_input,
-                input_bytes,
-                observed.as_ref(),
-                validate,
-            )
-        };
-        let admitted = match (self.registry.get(tool), &mcp_tool) {
-            (Some(t), _) => Some(admit(&|| t.validate(&input))),
-            (None, Some(t)) => Some(admit(&|| validate_mcp(t, &input))),
-            (None, None) => None,
-        };
-        // A call of a tool that neither runs programs nor reaches outside has its records
-        // written together as it ends (one `write`, not one per record); any other
-        // call's are written by the sync before it acts.
-        if admitted.is_some()
-            && let Some(t) = self.registry.get(tool)
-            && !changes_the_world(t.effects())
-        {
-            self.rec.hold();
-        }
-        self.rec.append(&Event::ToolStarted {
-            call: call.clone(),
-            tool: tool.to_string(),
-            input: recorded_input.into_owned(),
-            input_hash,
-            mcp: mcp_tool.as_ref().map(|t| McpRef {
-                server: t.server.clone(),
-                tool: t.tool.clone(),
-            }),
-            observed,
-        })?;
-        let mut output = match admitted {
-            None => ToolOutput::error(format!(
-                "unknown tool '{tool}'; this catalog has: {}{}",
-                self.registry.all_names().join(", "),
-                mcp_failed
-                    .iter()
-                    .map(|e| format!("\n{e}"))
-                    .collect::<String>()
-            )),
-            Some(Decision::Refuse(refused)) => refused.into(),
-            Some(Decision::Allow) => match (self.registry.get(tool), &mcp_tool) {
-                (None, Some(t)) => self.run_mcp(&call, t, &input, answer, &mut mcp_raw)?,
-                (None, None) => ToolOutput::error(format!("unknown tool '{tool}'")),
-                (Some(t), _) => {
-                    let asking = cairn_tools::Asking {
-                        root: &self.root,
-                        credential_files: &self.credential_files,
-                        links: cairn_tools::links::Links::Disk,
-                    };
-                    // The call's path is resolved once, here, where it is checked
-                    // (a path outside the workspace asks), and the tool takes it.
-                    let mut resolved = input
-                        .get("path")
-                        .and_then(|v| v.as_str())
-                        .map(|raw| cairn_tools::Resolved::of(&self.fs, &self.home, raw));
-                    let mut need = self.need(
-                        tool,
-                        t.permission(&input, &asking),
-                        &input,
-                        resolved.as_ref(),
-                    );
-                    // A question may wait long: the tool then resolves the path as it
-                    // is when it runs.
-                    if matches!(need, Need::Ask { .. }) {
-                        resolved = None;
-                    }
-                    // A question about a write shows the write as a diff of the whole
-                    // file, read now (the detail a prompt shows; no rule depends on it).
-                    if let Need::Ask { key, detail, .. } = &mut need
-                        && key == tool
-                        && let Some(p) = t.preview(&input, &mut |path| self.preview_read(path))
-                    {
-                        let note = cairn_core::permission::GIT_WRITE_NOTE;
-                        *detail = if detail.ends_with(note) {
-                            format!("{p}\n{note}")
-                        } else {
-                            p
-                        };
-                    }
-                    match self.decide(&call, tool, need, answer)? {
-                        Err(denied) => denied,
-                        Ok(once_dir) => {
-                            let mut outside_ok = self.allowed_dirs(tool);
-                            outside_ok.extend(once_dir);
-                            let mut ctx = Ctx {
-                                call: call.clone(),
-                                root: &self.root,
-                                redactor: &self.redactor,
-                                redactions: &mut redactions,
-                                fs: &self.fs,
-                                home: &self.home,
-                                limits: &limits,
-                                web_config: &self.config.web,
-                                web: &cairn_net::HttpWeb,
-                                check_command: self.config.check_command.as_deref(),
-                                check_timeout_ms: self.config.check_timeout_ms,
-                                credential_files: &self.credential_files,
-                                project_dir: &self.project.dir,
-                                session: &self.id,
-                                rec: &mut self.rec,
-                                outside_ok,
-                                rt: &mut self.rt,
-                                resolved,
-                            };
-                            let registry = &self.registry;
-                            match registry.get(tool) {
-                                Some(t) => {
-                                    // What the call is about to do outside the log
-                                    // cannot be taken back: the records announcing it
-                                    // reach the disk first.
-                                    if changes_the_world(t.effects()) {
-                                        ctx.rec.sync()?;
-                                    }
-                                    t.run(&mut ctx, &input)?
-                                }
-                                None => ToolOutput::error(format!("unknown tool '{tool}'")),
-                            }
-                        }
-                    }
-                }
-            },
-        };
-        // What the model sees, what the log keeps and the blob of the whole output are
-        // all redacted: by the tool itself when it says so (a search, on its threads).
-        let full = std::mem::take(&mut output.text);
-        // Whether the answer was searched here, with the redactor every record goes
-        // through, and held no secret: then the record need not search it again.
-        let (full, clean) = if output.redacted {
-            debug_assert!(
-                matches!(
-                    self.rec.redactor().redact(&full, &mut Counts::new()),
-                    Cow::Borrowed(_)
-                ),
-                "{tool}'s answer, redacted by the tool, still holds a secret"
-            );
-            (full, false)
-        } else {
-            match self.rec.redactor().redact(&full, &mut redactions) {
-                Cow::Borrowed(_) => (full, true),
-                Cow::Owned(redacted) => (redacted, false),
-            }
-        };
-        // Capped, and flagged when what the model is shown reads like an instruction
-        // aimed at it (prompt injection): the note follows, and the call records it.
-        let decide::Shown {
-            text,
-            cut,
-            injection,
-        } = decide::shown(&full, &limits);
-        let output_blob = if cut {
-            Some(self.rec.put_blob(full.as_bytes())?)
-        } else {
-            None
-        };
-        let mcp_raw = mcp_raw.map(|raw| self.redactor.redact_json(&raw, &mut redactions));
-        let mcp_result = match &mcp_raw {
-            Some(raw) => Some(self.rec.put_blob(raw.to_string().as_bytes())?),
-            None => None,
-        };
-        let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        // What the model is shown is the answer searched above when nothing was cut
-        // from it nor added to it.
-        let clean = clean && text == full;
-        let finished = Event::ToolFinished(ToolFinished {
-            call: call.clone(),
-            status: output.status,
-            output: text,
-            output_blob,
-            elapsed_us,
-            refusal: output.refusal.clone(),
-            redactions,
-            mcp_result,
-            injection,
-        });
-        let checked = match &finished {
-            Event::ToolFinished(f) if clean => Some(f.output.as_str()),
-            _ => None,
-        };
-        self.rec.append_checked(&finished, checked)?;
-        self.rec.commit()?;
-        // The answer goes back to the caller: moved out of the record, not copied.
-        let text = match finished {
-            Event::ToolFinished(f) => f.output,
-            _ => unreachable!("built as a tool_finished above"),
-        };
-        Ok(CallOutcome {
-            call,
-            tool: tool.to_string(),
-            status: output.status,
-            output: text,
-            refusal: output.refusal,
-            elapsed_us,
-            mcp_result: mcp_raw,
-        })
-    }
-
     /// What the one file a call's answer depends on holds now: `None` when the answer
     /// depends on more (a tool answering from outside cairn or from a command, a call
     /// naming no path or several, a folder, or a path outside the workspace, which the
@@ -1046,16 +814,17 @@ impl Engine {
             .collect()
     }
 
-    /// Takes the permission decision for a call and records it before the call acts.
+    /// Records the permission decision for a call (`permission`, taken on the state
+    /// before the call's records) before the call acts, asking when it must.
     /// `Ok` carries a folder outside the workspace allowed for this call only.
     fn decide(
         &mut self,
         call: &str,
         tool: &str,
-        need: Need,
+        permission: Permission,
         given: Option<Answer>,
     ) -> Result<Result<Option<PathBuf>, ToolOutput>> {
-        let q = match decide::permission(&self.rec.state, need, &self.guards) {
+        let q = match permission {
             Permission::Auto => return Ok(Ok(None)),
             Permission::AllowList(q) => {
                 self.rec.append(&Event::PermissionDecided {
@@ -1184,16 +953,16 @@ impl Engine {
     /// [`cairn_tools::process::become_subreaper`]), records `session_ended` (with the
     /// orphans), saves a snapshot, syncs.
     pub fn end(self, reason: &str) -> Result<Head> {
-        self.finish(reason, false)
+        self.close(reason, false)
     }
 
     /// Ends the session as [`Engine::end`] does, recorded as failed: it could not go
     /// on because something it needs failed (the model provider), which `reason` says.
     pub fn end_failed(self, reason: &str) -> Result<Head> {
-        self.finish(reason, true)
+        self.close(reason, true)
     }
 
-    fn finish(mut self, reason: &str, failed: bool) -> Result<Head> {
+    fn close(mut self, reason: &str, failed: bool) -> Result<Head> {
         self.poll_background()?;
         let running: Vec<String> = self.rt.bg.keys().cloned().collect();
         let grace = self.config.limits.shell_kill_grace_ms;

@@ -35,24 +35,22 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use cairn_store::{BlobStore, Hash, Head, LogReader, LogWriter, Options, SnapshotStore};
+use cairn_store::{BlobStore, Hash, Head, LogReader, LogWriter, Options};
 use serde::Serialize;
 
-use super::{Engine, EngineConfig};
+use super::{Engine, EngineConfig, Parts};
 use crate::event::{
     Event, ExecStatus, FileWrite, Inherited, InheritedFile, InterruptedStep, ProcKind, RerunSource,
     SessionStarted, ShellEnd, ShellExec, ShellPhase, Status, ToolFinished, WriteStatus,
 };
 use crate::fold;
 use crate::manifest::{self, ManifestEntry};
-use crate::mcp::{McpConfig, Servers};
-use crate::permission::{AllowList, CredentialFiles, Policy};
+use crate::permission::CredentialFiles;
 use crate::project::{Handle, Home, Project};
 use crate::redact::Redactor;
 use crate::script::{self, InterruptedCall, Step};
-use crate::shell::{self, ChangeKind, Runtime};
+use crate::shell::{self, ChangeKind};
 use crate::state::State;
-use cairn_tools::Recorder;
 use cairn_tools::Registry;
 use cairn_tools::sandbox::Sandbox;
 use cairn_tools::{EngineError, Result};
@@ -340,11 +338,6 @@ impl Engine {
                 }
             }
         }
-        let home_inner = home
-            .root
-            .strip_prefix(&root)
-            .ok()
-            .map(|inner| inner.to_string_lossy().to_string());
         let was_ended = state.ended;
         let sandbox = Sandbox::new(
             config.sandbox,
@@ -353,56 +346,29 @@ impl Engine {
             &started.id,
             &home.root,
         )?;
-        let mcp = Box::new(Servers::new(McpConfig::load(&project.dir)?, &root));
-        let allow_list = AllowList::new(&project.dir).with_signer(home.log_signer()?);
-        let mut rec = Recorder::new(
-            log,
-            state,
-            blobs,
-            SnapshotStore::new(dir),
-            config.durability,
-            config.snapshot_every,
-            config.checkpoint_every,
-        );
-        rec.set_tree_checkpoints(config.tree_checkpoint_every_records, home.log_signer()?);
-        rec.set_sink(home.start_sink(dir, config.search_index));
-        rec.set_redaction(redactor.clone(), Some(secret_key));
-        let rt = Runtime {
-            session_dir: dir.to_path_buf(),
-            tmp_dir: project.dir.join("tmp"),
-            manifest_cache: crate::manifest::ScanCache::new(
-                project.manifest_cache(),
-                credential_files.clone(),
-            )
-            .with_capture(config.capture, config.limits.capture_file_bytes_max),
-            home_inner,
-            manifest: known,
-            bg: Default::default(),
-            cancel: Default::default(),
-            sandbox,
-            output: None,
-        };
-        let fs = cairn_tools::Root::open(&root, &home.root).map_err(cairn_tools::io_at(&root))?;
-        let mut engine = Engine {
-            id: started.id.clone(),
-            dir: dir.to_path_buf(),
-            root,
-            fs,
-            home: home.root.clone(),
-            project,
-            guards: config.guards(),
-            config,
-            registry,
-            rec,
-            approver: Box::new(Policy::Workspace),
-            redactor,
-            allow_list,
-            refused_grants: Vec::new(),
-            credential_files,
-            rt,
-            mcp,
-            mcp_listed: Default::default(),
-        };
+        let manifest_cache =
+            manifest::ScanCache::new(project.manifest_cache(), credential_files.clone())
+                .with_capture(config.capture, config.limits.capture_file_bytes_max);
+        let mut engine = Engine::assemble(
+            home,
+            Parts {
+                id: started.id.clone(),
+                dir: dir.to_path_buf(),
+                root,
+                project,
+                config,
+                registry,
+                log,
+                state,
+                blobs,
+                sandbox,
+                redactor,
+                secret_key,
+                credential_files,
+                manifest_cache,
+                manifest: known,
+            },
+        )?;
         let mut findings = Vec::new();
         if recovery.quarantined_bytes > 0 {
             findings.push(Finding::TornTail {
