@@ -137,7 +137,6 @@ impl Archive {
         options: &VerifyOptions<'_>,
         report: &mut VerifyReport,
     ) -> Result<(), ArchiveError> {
-        let keys = options.keys;
         let row = self
             .client
             .query_opt("select project, vkey from sessions where id = $1", &[&id])?
@@ -145,14 +144,67 @@ impl Archive {
         let project: String = row.get(0);
         let vkey: Option<String> = row.get(1);
         report.sessions += 1;
-        let problem = |seq: Option<u64>, what: String| ArchiveProblem {
-            session: id.to_string(),
-            seq,
-            what,
+        let mut found = Found {
+            session: id,
+            problems: Vec::new(),
         };
-        let mut problems = Vec::new();
 
-        let cps: Vec<(u64, String, String)> = self
+        let cps = self.checkpoint_rows(id)?;
+        let (held, held_problems) = self.held(id, &project, &cps, options, report)?;
+        found.problems.extend(held_problems);
+        let (mut against, held_found) = Against::new(held);
+        found.held(held_found);
+        for (size, _, _) in &cps {
+            against.also_newest(*size, &format!("the archive's checkpoint of size {size}"));
+        }
+        let mut chain = Chain::new(&cps, against);
+        self.records(id, options, report, &mut chain, &mut found)?;
+        let Chain {
+            against,
+            range,
+            roots,
+            ..
+        } = chain;
+        if let Some(end) = against.end()
+            && !options.keys.is_empty()
+            && cps.is_empty()
+        {
+            found.add(
+                Some(end),
+                "the session ended here and the archive holds no checkpoint of it: a home with a key signs every session's end, so its checkpoints were removed (or it was recorded without the key given)".into(),
+            );
+        }
+        found.held(against.finish(false));
+
+        let known: Vec<Verifier> = if options.keys.is_empty() {
+            vkey.as_deref()
+                .and_then(|k| Verifier::parse(k).ok())
+                .into_iter()
+                .collect()
+        } else {
+            options.keys.to_vec()
+        };
+        let origin_tail = format!("/{project}/{id}");
+        for cp in &cps {
+            check_checkpoint(
+                cp,
+                &origin_tail,
+                &roots,
+                range.size(),
+                &known,
+                report,
+                &mut found,
+            );
+        }
+        self.blobs(id, report, &mut found)?;
+        report.problems.extend(found.problems);
+        Ok(())
+    }
+
+    /// The checkpoint rows of session `id`, with their signature lines: (size, text,
+    /// signatures), by size.
+    fn checkpoint_rows(&mut self, id: &str) -> Result<Vec<(u64, String, String)>, ArchiveError> {
+        Ok(self
             .client
             .query(
                 "select c.size, c.text, coalesce(string_agg(s.line, '' order by s.n), '')
@@ -162,172 +214,47 @@ impl Archive {
             )?
             .iter()
             .map(|r| (r.get::<_, i64>(0) as u64, r.get(1), r.get(2)))
-            .collect();
-        let mut roots: BTreeMap<u64, tree::Hash32> = BTreeMap::new();
-        if cps.iter().any(|c| c.0 == 0) {
-            roots.insert(0, tree::empty_root());
-        }
-        let (held, held_problems) = self.held(id, &project, &cps, options, report)?;
-        problems.extend(held_problems);
-        let (mut against, found) = Against::new(held);
-        problems.extend(found.into_iter().map(|p| problem(p.seq(), p.to_string())));
-        for (size, _, _) in &cps {
-            against.also_newest(*size, &format!("the archive's checkpoint of size {size}"));
-        }
+            .collect())
+    }
 
+    /// Every record row of session `id`, in seq order, along the chain.
+    fn records(
+        &mut self,
+        id: &str,
+        options: &VerifyOptions<'_>,
+        report: &mut VerifyReport,
+        chain: &mut Chain<'_>,
+        found: &mut Found<'_>,
+    ) -> Result<(), ArchiveError> {
         let mut rows = self.client.query_raw(
             "select seq, hash, prev, type, ts, event::text, line from records
              where session = $1 order by seq",
             &[&id],
         )?;
-        let mut range = CompactRange::new();
-        let mut expected_seq = 0u64;
-        let mut prev = Hash::ZERO;
         while let Some(r) = rows.next()? {
-            let seq = r.get::<_, i64>(0) as u64;
-            let hash: String = r.get(1);
-            let prev_col: String = r.get(2);
-            let kind: Option<String> = r.get(3);
-            let ts: String = r.get(4);
-            let event: Option<String> = r.get(5);
-            let line: &[u8] = r.get(6);
+            let row = RecordRow {
+                seq: r.get::<_, i64>(0) as u64,
+                hash: r.get(1),
+                prev: r.get(2),
+                kind: r.get(3),
+                ts: r.get(4),
+                event: r.get(5),
+                line: r.get(6),
+            };
             report.records += 1;
-            report.record_bytes += line.len() as u64;
-            if seq != expected_seq {
-                problems.push(problem(
-                    Some(seq),
-                    format!("records {expected_seq}..{seq} are missing"),
-                ));
-            }
-            expected_seq = seq + 1;
-            let f = match check_line(line) {
-                Ok(f) => f,
-                Err(b) => {
-                    problems.push(problem(
-                        Some(seq),
-                        format!("its stored line does not check: {}", b.what),
-                    ));
-                    // Go on along the chain with the stated hash.
-                    prev = Hash::from_hex(hash.as_bytes()).unwrap_or(Hash::ZERO);
-                    range.push(tree::record_leaf_hash(seq, &prev.0));
-                    if cps.iter().any(|c| c.0 == range.size()) {
-                        roots.insert(range.size(), range.root());
-                    }
-                    let found = against.record(seq, Role::Other, range.size(), || range.root());
-                    problems.extend(found.into_iter().map(|p| problem(p.seq(), p.to_string())));
-                    continue;
-                }
-            };
-            let mut differ = |column: &str, ok: bool| {
-                if !ok {
-                    problems.push(problem(
-                        Some(seq),
-                        format!("its {column} column differs from its stored line"),
-                    ));
-                }
-            };
-            differ("seq", f.seq == seq);
-            differ("hash", f.hash.to_hex() == hash);
-            differ("prev", f.prev.to_hex() == prev_col);
-            differ("ts", f.ts == ts);
-            let line_event = std::str::from_utf8(f.event).unwrap_or_default();
-            let parsed: Option<serde_json::Value> = serde_json::from_str(line_event).ok();
-            let line_type = parsed
-                .as_ref()
-                .and_then(|v| v.get("type"))
-                .and_then(|t| t.as_str())
-                .map(str::to_string);
-            differ("type", line_type == kind);
-            match &event {
-                Some(text) => {
-                    let stored: Option<serde_json::Value> = serde_json::from_str(text).ok();
-                    differ("event", stored.is_some() && stored == parsed);
-                }
-                None => differ("event", !jsonb_can_hold(line_event)),
-            }
-            if f.prev != prev {
-                problems.push(problem(
-                    Some(seq),
-                    format!(
-                        "its prev {} is not the hash of record {} ({})",
-                        f.prev.short(12),
-                        seq.wrapping_sub(1),
-                        prev.short(12)
-                    ),
-                ));
-            }
-            prev = f.hash;
-            range.push(tree::record_leaf_hash(seq, &f.hash.0));
-            if cps.iter().any(|c| c.0 == range.size()) {
-                roots.insert(range.size(), range.root());
-            }
-            // The role by the type the hashed line states, not the column.
-            let role = line_type.as_deref().map_or(Role::Other, options.role);
-            let found = against.record(seq, role, range.size(), || range.root());
-            problems.extend(found.into_iter().map(|p| problem(p.seq(), p.to_string())));
+            report.record_bytes += row.line.len() as u64;
+            chain.record(&row, options, found);
         }
-        drop(rows);
+        Ok(())
+    }
 
-        if let Some(end) = against.end()
-            && !keys.is_empty()
-            && cps.is_empty()
-        {
-            problems.push(problem(
-                Some(end),
-                "the session ended here and the archive holds no checkpoint of it: a home with a key signs every session's end, so its checkpoints were removed (or it was recorded without the key given)".into(),
-            ));
-        }
-        problems.extend(
-            against
-                .finish(false)
-                .into_iter()
-                .map(|p| problem(p.seq(), p.to_string())),
-        );
-
-        let known: Vec<Verifier> = if keys.is_empty() {
-            vkey.as_deref()
-                .and_then(|k| Verifier::parse(k).ok())
-                .into_iter()
-                .collect()
-        } else {
-            keys.to_vec()
-        };
-        for (size, text, sigs) in &cps {
-            report.checkpoints += 1;
-            let at = |what: String| problem(None, format!("checkpoint of size {size}: {what}"));
-            let cp = match Checkpoint::parse(text) {
-                Ok(cp) => cp,
-                Err(e) => {
-                    problems.push(at(e.to_string()));
-                    continue;
-                }
-            };
-            if cp.size != *size {
-                problems.push(at(format!("its text says size {}", cp.size)));
-            }
-            if !cp.origin.ends_with(&format!("/{project}/{id}")) {
-                problems.push(at(format!("its origin {:?} is of another log", cp.origin)));
-            }
-            match roots.get(size) {
-                None => problems.push(at(format!(
-                    "the session has only {} records archived",
-                    range.size()
-                ))),
-                Some(root) if *root != cp.root => problems.push(at(
-                    "its root is not the root of the archived records' tree".into(),
-                )),
-                Some(_) => {}
-            }
-            if known.is_empty() {
-                report.signatures_unchecked += 1;
-                continue;
-            }
-            match Note::parse(&format!("{text}\n{sigs}")).and_then(|n| n.verify(&known)) {
-                Ok(signed) => report.signatures_checked += signed.len() as u64,
-                Err(e) => problems.push(at(format!("its signature does not verify: {e}"))),
-            }
-        }
-
+    /// Every blob of session `id` hashes to its name and has its length.
+    fn blobs(
+        &mut self,
+        id: &str,
+        report: &mut VerifyReport,
+        found: &mut Found<'_>,
+    ) -> Result<(), ArchiveError> {
         let mut rows = self.client.query_raw(
             "select b.hash, b.len, b.content from session_blobs s join blobs b using (hash)
              where s.session = $1 order by b.hash",
@@ -341,16 +268,15 @@ impl Archive {
             report.blob_bytes += content.len() as u64;
             let actual = Hash::of(content);
             if actual.to_hex() != hash || len as usize != content.len() {
-                problems.push(problem(
+                found.add(
                     None,
                     format!(
                         "blob {hash}: its content ({} bytes) hashes to {actual}",
                         content.len()
                     ),
-                ));
+                );
             }
         }
-        report.problems.extend(problems);
         Ok(())
     }
 
@@ -466,4 +392,199 @@ fn read_checkpoint(note: &str, origin: &str) -> Result<Checkpoint, String> {
         ));
     }
     Ok(cp)
+}
+
+/// The problems found in one session.
+struct Found<'a> {
+    session: &'a str,
+    problems: Vec<ArchiveProblem>,
+}
+
+impl Found<'_> {
+    fn add(&mut self, seq: Option<u64>, what: String) {
+        self.problems.push(ArchiveProblem {
+            session: self.session.to_string(),
+            seq,
+            what,
+        });
+    }
+
+    /// What the checkpoints held elsewhere found.
+    fn held(&mut self, found: Vec<cairn_tlog::HeldProblem>) {
+        for p in found {
+            self.add(p.seq(), p.to_string());
+        }
+    }
+}
+
+/// One record row as stored.
+struct RecordRow<'a> {
+    seq: u64,
+    hash: String,
+    prev: String,
+    kind: Option<String>,
+    ts: String,
+    event: Option<String>,
+    line: &'a [u8],
+}
+
+/// The records read so far: the seq and hash the next must follow, their tree, its
+/// root at each archived checkpoint's size, and the checkpoints held against them.
+struct Chain<'a> {
+    cps: &'a [(u64, String, String)],
+    against: Against,
+    range: CompactRange,
+    roots: BTreeMap<u64, tree::Hash32>,
+    expected_seq: u64,
+    prev: Hash,
+}
+
+impl<'a> Chain<'a> {
+    fn new(cps: &'a [(u64, String, String)], against: Against) -> Chain<'a> {
+        let mut roots = BTreeMap::new();
+        if cps.iter().any(|c| c.0 == 0) {
+            roots.insert(0, tree::empty_root());
+        }
+        Chain {
+            cps,
+            against,
+            range: CompactRange::new(),
+            roots,
+            expected_seq: 0,
+            prev: Hash::ZERO,
+        }
+    }
+
+    /// One record row: in sequence, its line checks and agrees with its columns, its
+    /// prev is the hash before; then it joins the tree.
+    fn record(&mut self, row: &RecordRow<'_>, options: &VerifyOptions<'_>, found: &mut Found<'_>) {
+        let seq = row.seq;
+        if seq != self.expected_seq {
+            found.add(
+                Some(seq),
+                format!("records {}..{seq} are missing", self.expected_seq),
+            );
+        }
+        self.expected_seq = seq + 1;
+        let f = match check_line(row.line) {
+            Ok(f) => f,
+            Err(b) => {
+                found.add(
+                    Some(seq),
+                    format!("its stored line does not check: {}", b.what),
+                );
+                // Go on along the chain with the stated hash.
+                self.prev = Hash::from_hex(row.hash.as_bytes()).unwrap_or(Hash::ZERO);
+                self.grow(seq, self.prev, Role::Other, found);
+                return;
+            }
+        };
+        let line_type = columns(row, &f, found);
+        if f.prev != self.prev {
+            found.add(
+                Some(seq),
+                format!(
+                    "its prev {} is not the hash of record {} ({})",
+                    f.prev.short(12),
+                    seq.wrapping_sub(1),
+                    self.prev.short(12)
+                ),
+            );
+        }
+        self.prev = f.hash;
+        // The role by the type the hashed line states, not the column.
+        let role = line_type.as_deref().map_or(Role::Other, options.role);
+        self.grow(seq, f.hash, role, found);
+    }
+
+    /// Adds record `seq` of hash `hash` to the tree, and holds the tree against the
+    /// checkpoints held.
+    fn grow(&mut self, seq: u64, hash: Hash, role: Role, found: &mut Found<'_>) {
+        self.range.push(tree::record_leaf_hash(seq, &hash.0));
+        if self.cps.iter().any(|c| c.0 == self.range.size()) {
+            self.roots.insert(self.range.size(), self.range.root());
+        }
+        let range = &self.range;
+        found.held(
+            self.against
+                .record(seq, role, range.size(), || range.root()),
+        );
+    }
+}
+
+/// A record's columns agree with its stored line; returns the type the line states.
+fn columns(
+    row: &RecordRow<'_>,
+    f: &cairn_store::Fields<'_>,
+    found: &mut Found<'_>,
+) -> Option<String> {
+    let mut differ = |column: &str, ok: bool| {
+        if !ok {
+            found.add(
+                Some(row.seq),
+                format!("its {column} column differs from its stored line"),
+            );
+        }
+    };
+    differ("seq", f.seq == row.seq);
+    differ("hash", f.hash.to_hex() == row.hash);
+    differ("prev", f.prev.to_hex() == row.prev);
+    differ("ts", f.ts == row.ts);
+    let line_event = std::str::from_utf8(f.event).unwrap_or_default();
+    let parsed: Option<serde_json::Value> = serde_json::from_str(line_event).ok();
+    let line_type = parsed
+        .as_ref()
+        .and_then(|v| v.get("type"))
+        .and_then(|t| t.as_str())
+        .map(str::to_string);
+    differ("type", line_type == row.kind);
+    match &row.event {
+        Some(text) => {
+            let stored: Option<serde_json::Value> = serde_json::from_str(text).ok();
+            differ("event", stored.is_some() && stored == parsed);
+        }
+        None => differ("event", !jsonb_can_hold(line_event)),
+    }
+    line_type
+}
+
+/// An archived checkpoint: its text reads, is of this session's log and of its size,
+/// its root is the tree's of the archived records at that size, and it is signed by a
+/// key known (counted unchecked when none is).
+fn check_checkpoint(
+    (size, text, sigs): &(u64, String, String),
+    origin_tail: &str,
+    roots: &BTreeMap<u64, tree::Hash32>,
+    archived: u64,
+    known: &[Verifier],
+    report: &mut VerifyReport,
+    found: &mut Found<'_>,
+) {
+    report.checkpoints += 1;
+    let mut at = |what: String| found.add(None, format!("checkpoint of size {size}: {what}"));
+    let cp = match Checkpoint::parse(text) {
+        Ok(cp) => cp,
+        Err(e) => return at(e.to_string()),
+    };
+    if cp.size != *size {
+        at(format!("its text says size {}", cp.size));
+    }
+    if !cp.origin.ends_with(origin_tail) {
+        at(format!("its origin {:?} is of another log", cp.origin));
+    }
+    match roots.get(size) {
+        None => at(format!("the session has only {archived} records archived")),
+        Some(root) if *root != cp.root => {
+            at("its root is not the root of the archived records' tree".into())
+        }
+        Some(_) => {}
+    }
+    if known.is_empty() {
+        report.signatures_unchecked += 1;
+        return;
+    }
+    match Note::parse(&format!("{text}\n{sigs}")).and_then(|n| n.verify(known)) {
+        Ok(signed) => report.signatures_checked += signed.len() as u64,
+        Err(e) => at(format!("its signature does not verify: {e}")),
+    }
 }
