@@ -21,7 +21,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 
 use crate::summary::elapsed;
-pub use crate::summary::{SessionRow, summarise};
+pub use cairn_replay::{SessionRow, summarise};
 
 /// One row of a session's conversation: a call, or a message (user or model) whose
 /// `call` and `status` are empty and whose `tool` says who spoke.

@@ -17,6 +17,7 @@ mod hookcmd;
 mod importcmd;
 mod keycmd;
 mod livecmd;
+mod locate;
 mod logcmd;
 mod mcpcmd;
 mod out;
@@ -1125,14 +1126,23 @@ fn main() -> ExitCode {
             (Some(script), _) => {
                 sessioncmd::run_script(&script, &workspace, &model.settings(), approve, json)
             }
-            (None, task) => sessioncmd::run_task(&sessioncmd::TaskArgs {
-                task: task.unwrap_or_default(),
-                workspace,
-                flags: model.settings(),
-                approve,
-                no_stream,
-                json,
-            }),
+            (None, task) => {
+                let a = sessioncmd::TaskArgs {
+                    task: task.unwrap_or_default(),
+                    workspace,
+                    flags: model.settings(),
+                    approve,
+                    no_stream,
+                    json,
+                };
+                // On a terminal, the chat (which goes on after the answer); never
+                // with --json.
+                if !json && chatcmd::on_terminal() {
+                    chatcmd::run(&a, Some(a.task.clone()))
+                } else {
+                    sessioncmd::run_task(&a)
+                }
+            }
         },
         Command::Memory {
             action,

@@ -22,8 +22,9 @@ use cairn_engine::event::{InterruptedStep, RerunSource};
 use cairn_engine::script::{self, InterruptedCall};
 use cairn_engine::{Engine, GoOn, Home, Rerun, ResumeOptions, ScriptPoint};
 
+use crate::locate::session_dir;
 use crate::out;
-use crate::sessioncmd::{Approve, Model, approver, end_reason, print_progress, session_dir};
+use crate::sessioncmd::{Approve, Model, approver, end_reason, print_progress};
 
 fn set_approver(engine: &mut Engine, approve: Approve, json: bool) {
     engine.set_approver(approver(approve, json));
@@ -200,12 +201,12 @@ fn choices(home: &Home, cwd: Option<&Path>) -> Vec<(std::path::PathBuf, String)>
     all.into_iter()
         .zip(shorts)
         .map(|(dir, short)| {
-            let line = match cairn_cli::summary::summarise(&dir) {
+            let line = match cairn_replay::summarise(&dir) {
                 Ok(s) => format!(
                     "{short}  {:<11} {:>10}  {}",
                     s.state,
                     cairn_cli::summary::count(s.calls, "call"),
-                    first_message(&dir).unwrap_or_else(|| s.workspace.clone())
+                    cairn_replay::first_message(&dir).unwrap_or_else(|| s.workspace.clone())
                 ),
                 Err(e) => format!("{short}  unreadable: {e}"),
             };
@@ -216,22 +217,6 @@ fn choices(home: &Home, cwd: Option<&Path>) -> Vec<(std::path::PathBuf, String)>
 
 /// Sessions the resume picker lists.
 const PICK_SESSIONS_MAX: usize = 20;
-
-/// The first user message of a session, on one line and cut to 60 characters.
-fn first_message(dir: &Path) -> Option<String> {
-    let reader = cairn_store::LogReader::open(dir).ok()?;
-    let blobs = cairn_engine::fold::project_blobs(dir);
-    for r in reader.records().ok()? {
-        let r = r.ok()?;
-        if let Ok(rec) = cairn_engine::fold::parse_maybe_in(&r, blobs.as_ref())
-            && let cairn_engine::Event::UserMessage { text, .. } = rec.event
-        {
-            let line = text.lines().next().unwrap_or("");
-            return Some(line.chars().take(60).collect());
-        }
-    }
-    None
-}
 
 pub fn resume(
     spec: Option<&str>,

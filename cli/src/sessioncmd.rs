@@ -13,17 +13,6 @@ use cairn_engine::{CallOutcome, Catalog, Engine, EngineConfig, Home, Registry, s
 
 use crate::out;
 
-/// A session folder from an id, prefix, path or `last`; `archive:<id>` (or a unique
-/// part of one) is pulled from the archive into the home's cache first.
-pub fn session_dir(spec: &str) -> Result<PathBuf> {
-    if let Some(archived) = spec.strip_prefix(crate::archivecmd::PREFIX) {
-        return crate::archivecmd::cached(archived);
-    }
-    let home = Home::from_env()?;
-    let cwd = std::env::current_dir().ok();
-    Ok(cairn_engine::find_session(&home, spec, cwd.as_deref())?.dir)
-}
-
 /// Prints a call's progress line as it ends.
 pub(crate) fn print_progress(o: &CallOutcome) {
     out::note(&summary::progress(o));
@@ -470,10 +459,6 @@ impl Model {
 }
 
 pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
-    // On a terminal, the chat (which goes on after the answer); never with --json.
-    if !a.json && crate::chatcmd::on_terminal() {
-        return crate::chatcmd::run(a, Some(a.task.clone()));
-    }
     let home = crate::searchcmd::indexing_home()?;
     let s = effective(&home, project_for(&home, &a.workspace).as_ref(), &a.flags)?;
     let model = Model::from_settings(&s, a.no_stream)?;
@@ -603,7 +588,7 @@ pub fn sessions(format: Format) -> Result<ExitCode> {
     let shorts = cairn_engine::short_ids(&ids);
     let mut rows = Vec::new();
     for (dir, short) in all.into_iter().zip(shorts) {
-        let s = match summary::summarise(&dir) {
+        let s = match cairn_replay::summarise(&dir) {
             // Nothing but zero bytes (or a first line cut short): it never started.
             Ok(s) if s.records == 0 => {
                 never_started.push(dir);
@@ -660,7 +645,7 @@ pub(crate) fn prices_for(
     file: Option<&Path>,
 ) -> Result<Option<(String, std::collections::BTreeMap<String, summary::Price>)>> {
     if let Some(p) = file {
-        let prices = summary::read_prices(p).map_err(anyhow::Error::msg)?;
+        let prices = cairn_replay::audit::read_prices(p)?;
         return Ok(Some((p.display().to_string(), prices)));
     }
     let home = Home::from_env()?;
@@ -702,7 +687,7 @@ pub(crate) fn priced(
 /// shown from its intact records, with a note.
 pub fn show(spec: &str, format: Format, verbose: bool, prices: Option<&Path>) -> Result<ExitCode> {
     use cairn_replay::audit::Turn;
-    let dir = session_dir(spec)?;
+    let dir = crate::locate::session_dir(spec)?;
     let prices = prices_for(&dir, prices)?;
     let session = match cairn_replay::Session::load(&dir) {
         Ok(s) => s,
