@@ -218,6 +218,59 @@ fn choices(home: &Home, cwd: Option<&Path>) -> Vec<(std::path::PathBuf, String)>
 /// Sessions the resume picker lists.
 const PICK_SESSIONS_MAX: usize = 20;
 
+/// The settings a resumed session goes on with: the model's flags (with the sandbox's)
+/// over the configuration of the session's project.
+fn settings_for(
+    home: &Home,
+    dir: &Path,
+    model: Option<&WithModel>,
+    sandbox: &crate::sessioncmd::SandboxArgs,
+) -> Result<cairn_engine::settings::Settings> {
+    let project = cairn_engine::Project {
+        dir: dir
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(dir)
+            .to_path_buf(),
+    };
+    let mut flags = sandbox.settings();
+    if let Some(m) = model {
+        flags = cairn_engine::settings::Settings {
+            sandbox: flags.sandbox,
+            sandbox_write_roots: flags.sandbox_write_roots,
+            ..m.flags.clone()
+        };
+    }
+    crate::sessioncmd::effective(home, Some(&project), &flags)
+}
+
+/// The script's steps, when one is given, and how the resumed session goes on.
+fn go_on(
+    model: Option<&WithModel>,
+    script_path: Option<&Path>,
+    rerun_interrupted: bool,
+) -> Result<(Option<Vec<(usize, script::Step)>>, GoOn)> {
+    let steps = match script_path {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read script {}", path.display()))?;
+            Some(script::parse(&text)?)
+        }
+        None => None,
+    };
+    let then = match (model, &steps) {
+        (Some(m), _) => GoOn::Model {
+            task: m.task.is_some(),
+        },
+        (None, Some(steps)) => GoOn::Script {
+            steps: steps.clone(),
+            rerun: rerun(rerun_interrupted),
+        },
+        (None, None) => GoOn::Nothing,
+    };
+    Ok((steps, then))
+}
+
 pub fn resume(
     spec: Option<&str>,
     script_path: Option<&Path>,
@@ -232,22 +285,7 @@ pub fn resume(
         Some(spec) => session_dir(spec)?,
         None => pick(&home)?,
     };
-    let project = cairn_engine::Project {
-        dir: dir
-            .parent()
-            .and_then(Path::parent)
-            .unwrap_or(&dir)
-            .to_path_buf(),
-    };
-    let mut flags = sandbox.settings();
-    if let Some(m) = &model {
-        flags = cairn_engine::settings::Settings {
-            sandbox: flags.sandbox,
-            sandbox_write_roots: flags.sandbox_write_roots,
-            ..m.flags.clone()
-        };
-    }
-    let settings = crate::sessioncmd::effective(&home, Some(&project), &flags)?;
+    let settings = settings_for(&home, &dir, model.as_ref(), sandbox)?;
     // The provider is built and the script read before anything is recorded, so a
     // missing key or a bad script leaves the session as it was.
     let built = match &model {
@@ -257,24 +295,7 @@ pub fn resume(
     let turns_max = settings
         .turns_max
         .unwrap_or(cairn_engine::agent::TURNS_MAX_DEFAULT);
-    let steps = match script_path {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read script {}", path.display()))?;
-            Some(script::parse(&text)?)
-        }
-        None => None,
-    };
-    let then = match (&model, &steps) {
-        (Some(m), _) => GoOn::Model {
-            task: m.task.is_some(),
-        },
-        (None, Some(steps)) => GoOn::Script {
-            steps: steps.clone(),
-            rerun: rerun(rerun_interrupted),
-        },
-        (None, None) => GoOn::Nothing,
-    };
+    let (steps, then) = go_on(model.as_ref(), script_path, rerun_interrupted)?;
     let (mut engine, report) = cairn_replay::resume(
         &home,
         &dir,

@@ -686,7 +686,6 @@ pub(crate) fn priced(
 /// `cairn show`: the conversation, then the totals. A log that does not verify is
 /// shown from its intact records, with a note.
 pub fn show(spec: &str, format: Format, verbose: bool, prices: Option<&Path>) -> Result<ExitCode> {
-    use cairn_replay::audit::Turn;
     let dir = crate::locate::session_dir(spec)?;
     let prices = prices_for(&dir, prices)?;
     let session = match cairn_replay::Session::load(&dir) {
@@ -712,58 +711,81 @@ pub fn show(spec: &str, format: Format, verbose: bool, prices: Option<&Path>) ->
         .collect();
     let total_cost: Option<f64> = a.cost.as_ref().map(|c| c.total);
     if format != Format::Text {
-        let calls: std::collections::HashMap<&str, &cairn_replay::audit::CallEntry> =
-            a.calls.iter().map(|c| (c.call.as_str(), c)).collect();
-        let mut steps = Vec::new();
-        for t in &a.conversation {
-            let v = match t {
-                Turn::Call { call, .. } => match calls.get(call.as_str()) {
-                    Some(c) => {
-                        let mut v = serde_json::to_value(c)?;
-                        v["kind"] = "call".into();
-                        v
-                    }
-                    None => continue,
-                },
-                other => serde_json::to_value(other)?,
-            };
-            match format {
-                Format::Jsonl => out::line(&v.to_string())?,
-                _ => steps.push(v),
-            }
-        }
-        let tokens: Vec<serde_json::Value> = a
-            .tokens
-            .iter()
-            .zip(&costs)
-            .map(|(t, c)| {
-                let mut v = serde_json::to_value(t).unwrap_or_default();
-                if let Some(c) = c {
-                    v["cost"] = (*c).into();
-                }
-                v
-            })
-            .collect();
-        let totals = serde_json::json!({
-            "kind": "totals",
-            "session": a.header.session,
-            "state": a.header.end_state,
-            "calls": a.calls_by_status,
-            "models": a.header.models,
-            "tokens": tokens,
-            "wall_ms": a.header.duration_ms,
-            "cost": total_cost,
-            "answer": a.answer,
-        });
-        match format {
-            Format::Jsonl => out::line(&totals.to_string())?,
-            _ => out::line(
-                &serde_json::json!({"session": a.header.session, "steps": steps, "totals": totals})
-                    .to_string(),
-            )?,
-        }
+        show_json(&a, &costs, total_cost, format)?;
         return Ok(ExitCode::SUCCESS);
     }
+    show_text(&a, &costs, total_cost, verbose)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cairn show --json` or `--jsonl`: each step of the conversation, then the totals.
+fn show_json(
+    a: &cairn_replay::audit::Audit,
+    costs: &[Option<f64>],
+    total_cost: Option<f64>,
+    format: Format,
+) -> Result<()> {
+    use cairn_replay::audit::Turn;
+    let calls: std::collections::HashMap<&str, &cairn_replay::audit::CallEntry> =
+        a.calls.iter().map(|c| (c.call.as_str(), c)).collect();
+    let mut steps = Vec::new();
+    for t in &a.conversation {
+        let v = match t {
+            Turn::Call { call, .. } => match calls.get(call.as_str()) {
+                Some(c) => {
+                    let mut v = serde_json::to_value(c)?;
+                    v["kind"] = "call".into();
+                    v
+                }
+                None => continue,
+            },
+            other => serde_json::to_value(other)?,
+        };
+        match format {
+            Format::Jsonl => out::line(&v.to_string())?,
+            _ => steps.push(v),
+        }
+    }
+    let tokens: Vec<serde_json::Value> = a
+        .tokens
+        .iter()
+        .zip(costs)
+        .map(|(t, c)| {
+            let mut v = serde_json::to_value(t).unwrap_or_default();
+            if let Some(c) = c {
+                v["cost"] = (*c).into();
+            }
+            v
+        })
+        .collect();
+    let totals = serde_json::json!({
+        "kind": "totals",
+        "session": a.header.session,
+        "state": a.header.end_state,
+        "calls": a.calls_by_status,
+        "models": a.header.models,
+        "tokens": tokens,
+        "wall_ms": a.header.duration_ms,
+        "cost": total_cost,
+        "answer": a.answer,
+    });
+    match format {
+        Format::Jsonl => out::line(&totals.to_string())?,
+        _ => out::line(
+            &serde_json::json!({"session": a.header.session, "steps": steps, "totals": totals})
+                .to_string(),
+        )?,
+    }
+    Ok(())
+}
+
+/// `cairn show`: the header, the conversation, then the totals.
+fn show_text(
+    a: &cairn_replay::audit::Audit,
+    costs: &[Option<f64>],
+    total_cost: Option<f64>,
+    verbose: bool,
+) -> Result<()> {
     let paint = cairn_cli::paint::Paint::stdout();
     let h = &a.header;
     out::line(&format!(
@@ -802,7 +824,7 @@ pub fn show(spec: &str, format: Format, verbose: bool, prices: Option<&Path>) ->
             format!(" ({})", parts.join(", "))
         }
     ))?;
-    for (t, c) in a.tokens.iter().zip(&costs) {
+    for (t, c) in a.tokens.iter().zip(costs) {
         out::line(&format!(
             "{} {}{}",
             paint.bold("tokens   "),
@@ -818,7 +840,7 @@ pub fn show(spec: &str, format: Format, verbose: bool, prices: Option<&Path>) ->
     if let Some(c) = total_cost {
         out::line(&format!("{} ${c:.4}", paint.bold("cost     ")))?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 pub fn tools(catalog: Option<Catalog>, json: bool, markdown: bool) -> Result<ExitCode> {
