@@ -158,6 +158,45 @@ fn show_step(to_view: &Sender<ChatMsg>, step: agent::Step<'_>) {
     }
 }
 
+/// Shows in the view why the model stopped, and that the person's turn has come.
+fn show_stop(to_view: &Sender<ChatMsg>, stop: Stop, answer: String, turns_max: u32) {
+    match stop {
+        Stop::Answered => {
+            let _ = to_view.send(ChatMsg::Idle(String::new()));
+        }
+        Stop::TurnLimit => {
+            let _ = to_view.send(ChatMsg::Idle(format!(
+                "stopped at the turn limit ({turns_max} turns): send a message to go on"
+            )));
+        }
+        Stop::Interrupted => {
+            // What the model had said is kept, as recorded.
+            let _ = to_view.send(ChatMsg::Turn {
+                text: answer,
+                calls: 0,
+            });
+            let _ = to_view.send(ChatMsg::Idle(
+                "interrupted: the model's turn was stopped; what it said so far is kept".into(),
+            ));
+        }
+        Stop::Signal(_) => {}
+    }
+}
+
+/// The model's text as it streams and its retries (the key scrubbed), to the view.
+fn progress_to_view(
+    to_view: &Sender<ChatMsg>,
+    scrub: cairn_engine::provider::Secret,
+) -> Arc<dyn Fn(&Progress) + Send + Sync> {
+    let progress_to = to_view.clone();
+    Arc::new(move |p: &Progress| {
+        let _ = progress_to.send(match p {
+            Progress::Text(t) => ChatMsg::Text(t.clone()),
+            Progress::Retry { .. } => ChatMsg::Retry(scrub.scrub(&p.to_string())),
+        });
+    })
+}
+
 fn worker(w: Worker) -> Result<Ended, String> {
     let Worker {
         home,
@@ -196,14 +235,7 @@ fn worker(w: Worker) -> Result<Ended, String> {
         model: provider.model().to_string(),
     });
     let mut provider = agent::Interruptible::new(provider, engine.cancel_handle());
-    let progress_to = to_view.clone();
-    let scrub = key.clone();
-    provider.set_progress(Some(Arc::new(move |p: &Progress| {
-        let _ = progress_to.send(match p {
-            Progress::Text(t) => ChatMsg::Text(t.clone()),
-            Progress::Retry { .. } => ChatMsg::Retry(scrub.scrub(&p.to_string())),
-        });
-    })));
+    provider.set_progress(Some(progress_to_view(&to_view, key.clone())));
     let interrupt = provider.interrupt_handle();
     let _ = started.send(Ok((id.clone(), engine.cancel_handle(), interrupt.clone())));
     note_refused_grants(&engine, &to_view);
@@ -227,28 +259,10 @@ fn worker(w: Worker) -> Result<Ended, String> {
             show_step(&to_view, step)
         });
         match result {
-            Ok(run) => match run.stop {
-                Stop::Answered => {
-                    let _ = to_view.send(ChatMsg::Idle(String::new()));
-                }
-                Stop::TurnLimit => {
-                    let _ = to_view.send(ChatMsg::Idle(format!(
-                        "stopped at the turn limit ({turns_max} turns): send a message to go on"
-                    )));
-                }
-                Stop::Interrupted => {
-                    // What the model had said is kept, as recorded.
-                    let _ = to_view.send(ChatMsg::Turn {
-                        text: run.answer,
-                        calls: 0,
-                    });
-                    let _ = to_view.send(ChatMsg::Idle(
-                        "interrupted: the model's turn was stopped; what it said so far is kept"
-                            .into(),
-                    ));
-                }
-                Stop::Signal(_) => break (stop_reason(&engine, &quit, &by_user), false),
-            },
+            Ok(run) if matches!(run.stop, Stop::Signal(_)) => {
+                break (stop_reason(&engine, &quit, &by_user), false);
+            }
+            Ok(run) => show_stop(&to_view, run.stop, run.answer, turns_max),
             Err(AgentError::Provider(e)) if engine.stopped().is_none() => {
                 break (
                     format!("provider failed: {}", key.scrub(&e.to_string())),

@@ -244,12 +244,15 @@ fn settings_for(
     crate::sessioncmd::effective(home, Some(&project), &flags)
 }
 
+/// A script's steps, each with its line.
+type ScriptSteps = Vec<(usize, script::Step)>;
+
 /// The script's steps, when one is given, and how the resumed session goes on.
 fn go_on(
     model: Option<&WithModel>,
     script_path: Option<&Path>,
     rerun_interrupted: bool,
-) -> Result<(Option<Vec<(usize, script::Step)>>, GoOn)> {
+) -> Result<(Option<ScriptSteps>, GoOn)> {
     let steps = match script_path {
         Some(path) => {
             let text = std::fs::read_to_string(path)

@@ -800,10 +800,10 @@ fn show_text(
             &p.hash[..12.min(p.hash.len())]
         ))?;
     }
-    for m in cairn_cli::report::models(&a) {
+    for m in cairn_cli::report::models(a) {
         out::line(&format!("  model: {m}"))?;
     }
-    for l in cairn_cli::report::conversation_text(&a, verbose, paint) {
+    for l in cairn_cli::report::conversation_text(a, verbose, paint) {
         out::line(&l)?;
     }
     out::line("")?;
@@ -813,7 +813,7 @@ fn show_text(
     }
     out::line(&format!("{} {st}", paint.bold("state    ")))?;
     let total: u64 = a.calls_by_status.values().sum();
-    let parts = cairn_cli::report::calls_by_status(&a);
+    let parts = cairn_cli::report::calls_by_status(a);
     out::line(&format!(
         "{} {}{}",
         paint.bold("calls    "),

@@ -11,7 +11,7 @@
 use std::sync::{Arc, Mutex};
 
 use cairn_engine::Record;
-use cairn_engine::event::{Event, ShellExec, ShellPhase};
+use cairn_engine::event::{Event, FileWrite, ShellExec, ShellPhase};
 use serde_json::{Value, json};
 
 /// The JSON Schema of one line of the stream (`cairn schema stream`).
@@ -160,6 +160,28 @@ fn shell_exec(s: &mut Inner, seq: u64, x: &ShellExec, out: &mut Vec<Value>) {
     }
 }
 
+/// The event of a file written: an update of the call that wrote it, or a change of
+/// its own.
+fn file_write(s: &mut Inner, seq: u64, w: &FileWrite, out: &mut Vec<Value>) {
+    let turn = s.begin_turn(seq, out);
+    let change = json!({"path": w.path, "op": w.op, "status": w.status});
+    out.push(match &w.call {
+        Some(call) => item(
+            "item.updated",
+            turn,
+            seq,
+            json!({"id": call, "kind": "tool_call", "file_write": change}),
+        ),
+        // A change no call made (found by a scan at resume): an item of its own.
+        None => item(
+            "item.completed",
+            turn,
+            seq,
+            json!({"id": format!("w{seq}"), "kind": "file_change", "file_write": change}),
+        ),
+    });
+}
+
 /// The events one record means, in order.
 fn events(s: &mut Inner, r: &Record) -> Vec<Value> {
     let mut out = Vec::new();
@@ -235,25 +257,7 @@ fn events(s: &mut Inner, r: &Record) -> Vec<Value> {
             ));
         }
         Event::ShellExec(x) => shell_exec(s, seq, x, &mut out),
-        Event::FileWrite(w) => {
-            let turn = s.begin_turn(seq, &mut out);
-            let change = json!({"path": w.path, "op": w.op, "status": w.status});
-            out.push(match &w.call {
-                Some(call) => item(
-                    "item.updated",
-                    turn,
-                    seq,
-                    json!({"id": call, "kind": "tool_call", "file_write": change}),
-                ),
-                // A change no call made (found by a scan at resume): an item of its own.
-                None => item(
-                    "item.completed",
-                    turn,
-                    seq,
-                    json!({"id": format!("w{seq}"), "kind": "file_change", "file_write": change}),
-                ),
-            });
-        }
+        Event::FileWrite(w) => file_write(s, seq, w, &mut out),
         Event::ToolFinished(f) => {
             let turn = s.begin_turn(seq, &mut out);
             out.push(item(
