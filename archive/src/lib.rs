@@ -38,6 +38,13 @@ pub use push::{
 };
 pub use verify::{ArchiveProblem, VerifyOptions, VerifyReport};
 
+/// A connection to the archive's database for queries of one's own (the search index
+/// of `search --in-archive`), its schema left as it is: [`Archive::connect`] migrates
+/// it to the archive's.
+pub fn open_client(url: &str) -> Result<postgres::Client, ArchiveError> {
+    Ok(postgres::Client::connect(url, postgres::NoTls)?)
+}
+
 /// A connection to an archive database, its schema checked (and created or migrated
 /// when it is older than this build).
 pub struct Archive {

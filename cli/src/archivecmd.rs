@@ -112,7 +112,7 @@ pub struct PushArgs<'a> {
 pub fn push(a: &PushArgs<'_>) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let dirs: Vec<PathBuf> = match (a.session, a.all) {
-        (Some(spec), false) => vec![crate::sessioncmd::session_dir(spec)?],
+        (Some(spec), false) => vec![crate::locate::session_dir(spec)?],
         (None, true) => home
             .projects()
             .iter()

@@ -33,7 +33,7 @@ pub fn spinner(what: &str) -> Option<indicatif::ProgressBar> {
 /// Audits a session, priced by `prices` (see `sessioncmd::prices_for`). A session that does not verify is still audited, from its intact
 /// records, with what is wrong at the top of the report; the exit code is then 1.
 pub fn audit(spec: &str, prices: Option<&Path>, format: Format) -> Result<ExitCode> {
-    let dir = crate::sessioncmd::session_dir(spec)?;
+    let dir = crate::locate::session_dir(spec)?;
     let prices = crate::sessioncmd::prices_for(&dir, prices)?;
     let pb = spinner("verifying the session");
     let verified = cairn_replay::verify(&dir);

@@ -21,7 +21,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 
 use crate::summary::elapsed;
-pub use crate::summary::{SessionRow, summarise};
+pub use cairn_replay::{SessionRow, summarise};
 
 /// One row of a session's conversation: a call, or a message (user or model) whose
 /// `call` and `status` are empty and whose `tool` says who spoke.
@@ -526,11 +526,8 @@ pub fn list_sessions(home: &Home, workspace: &Path) -> Vec<SessionRow> {
         .collect()
 }
 
-/// Loads a session's conversation — its messages and calls in log order — and the
-/// rows' details (read-only).
-pub fn load_session(row: &SessionRow) -> Result<SessionView, String> {
-    let session = cairn_replay::Session::load(&row.dir).map_err(|e| crate::hint::text(&e))?;
-    // Messages, by the seq they come before calls at.
+/// The rows of a session's messages (the user's, the model's), in log order.
+fn message_rows(session: &cairn_replay::Session) -> Vec<CallRow> {
     let mut messages: Vec<CallRow> = Vec::new();
     for r in &session.records {
         let (who, text) = match &r.event {
@@ -556,7 +553,55 @@ pub fn load_session(row: &SessionRow) -> Result<SessionView, String> {
             detail,
         });
     }
-    let mut messages = messages.into_iter().peekable();
+    messages
+}
+
+/// The diffs of a call's writes that succeeded, under a `── diff` heading.
+fn push_diffs(d: &mut Vec<String>, session: &cairn_replay::Session, c: &cairn_replay::Call) {
+    let diffs: Vec<_> = c
+        .writes
+        .iter()
+        .filter(|(_, w)| w.status == cairn_engine::event::WriteStatus::Ok)
+        .collect();
+    if !diffs.is_empty() {
+        d.push("── diff".into());
+        for (_, w) in diffs {
+            let text = |b: &Option<cairn_store::BlobRef>| {
+                b.as_ref()
+                    .and_then(|b| session.blob(&b.hash, &w.path).ok())
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default()
+            };
+            if w.unknown {
+                // An imported change known only as the source's diff: no content to
+                // compare, the diff as the source recorded it.
+                d.push(format!(
+                    "{}: content unknown; the change as the source recorded it:",
+                    w.path
+                ));
+                d.extend(text(&w.diff).lines().map(str::to_string));
+                continue;
+            }
+            d.extend(
+                cairn_engine::diff::unified(
+                    &w.path,
+                    w.before.is_some().then(|| text(&w.before)).as_deref(),
+                    &text(&w.after),
+                    400,
+                )
+                .lines()
+                .map(str::to_string),
+            );
+        }
+    }
+}
+
+/// Loads a session's conversation — its messages and calls in log order — and the
+/// rows' details (read-only).
+pub fn load_session(row: &SessionRow) -> Result<SessionView, String> {
+    let session = cairn_replay::Session::load(&row.dir).map_err(|e| crate::hint::text(&e))?;
+    // Messages, by the seq they come before calls at.
+    let mut messages = message_rows(&session).into_iter().peekable();
     let mut calls = Vec::new();
     for c in session.calls() {
         while let Some(m) = messages.next_if(|m| m.seq < c.seq) {
@@ -588,42 +633,7 @@ pub fn load_session(row: &SessionRow) -> Result<SessionView, String> {
                 d.push(format!("refused by rule {:?}", r.rule));
             }
         }
-        let diffs: Vec<_> = c
-            .writes
-            .iter()
-            .filter(|(_, w)| w.status == cairn_engine::event::WriteStatus::Ok)
-            .collect();
-        if !diffs.is_empty() {
-            d.push("── diff".into());
-            for (_, w) in diffs {
-                let text = |b: &Option<cairn_store::BlobRef>| {
-                    b.as_ref()
-                        .and_then(|b| session.blob(&b.hash, &w.path).ok())
-                        .map(|b| String::from_utf8_lossy(&b).into_owned())
-                        .unwrap_or_default()
-                };
-                if w.unknown {
-                    // An imported change known only as the source's diff: no content to
-                    // compare, the diff as the source recorded it.
-                    d.push(format!(
-                        "{}: content unknown; the change as the source recorded it:",
-                        w.path
-                    ));
-                    d.extend(text(&w.diff).lines().map(str::to_string));
-                    continue;
-                }
-                d.extend(
-                    cairn_engine::diff::unified(
-                        &w.path,
-                        w.before.is_some().then(|| text(&w.before)).as_deref(),
-                        &text(&w.after),
-                        400,
-                    )
-                    .lines()
-                    .map(str::to_string),
-                );
-            }
-        }
+        push_diffs(&mut d, &session, &c);
         d.push("── side effects".into());
         let own: Vec<_> = session
             .records

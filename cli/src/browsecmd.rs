@@ -16,7 +16,7 @@ pub fn browse(spec: Option<&str>) -> Result<ExitCode> {
     }
     let mut app = match spec {
         Some(spec) => {
-            let dir = crate::sessioncmd::session_dir(spec)?;
+            let dir = crate::locate::session_dir(spec)?;
             let row = browse::summarise(&dir)?;
             let view = browse::load_session(&row).map_err(anyhow::Error::msg)?;
             App::on_session(view, Box::new(browse::load_session))

@@ -206,6 +206,49 @@ impl ChatApp {
         }
     }
 
+    /// A call ended: its entry in the transcript, with what was shown while it ran.
+    fn finish_call(
+        &mut self,
+        call: String,
+        tool: String,
+        status: String,
+        elapsed_us: u64,
+        output: String,
+    ) {
+        let (summary, commands, diffs) = match std::mem::replace(
+            &mut self.busy,
+            Busy::Model {
+                since_ms: self.now_ms,
+            },
+        ) {
+            Busy::Call {
+                summary,
+                commands,
+                diffs,
+                ..
+            } => (summary, commands, diffs),
+            _ => (String::new(), Vec::new(), Vec::new()),
+        };
+        if std::mem::take(&mut self.cancelling) && !self.quitting {
+            self.note = None;
+        }
+        let output = if commands.is_empty() {
+            vec![first_line(&output, OUTPUT_LINE_CHARS_MAX)]
+        } else {
+            tail(&output, OUTPUT_TAIL_LINES_MAX)
+        };
+        self.entries.push(Entry::Call {
+            call,
+            tool,
+            status,
+            elapsed_us,
+            summary,
+            commands,
+            diffs,
+            output,
+        });
+    }
+
     pub fn on_msg(&mut self, m: ChatMsg) {
         match m {
             ChatMsg::Started { session, model } => {
@@ -281,40 +324,7 @@ impl ChatApp {
                 status,
                 elapsed_us,
                 output,
-            } => {
-                let (summary, commands, diffs) = match std::mem::replace(
-                    &mut self.busy,
-                    Busy::Model {
-                        since_ms: self.now_ms,
-                    },
-                ) {
-                    Busy::Call {
-                        summary,
-                        commands,
-                        diffs,
-                        ..
-                    } => (summary, commands, diffs),
-                    _ => (String::new(), Vec::new(), Vec::new()),
-                };
-                if std::mem::take(&mut self.cancelling) && !self.quitting {
-                    self.note = None;
-                }
-                let output = if commands.is_empty() {
-                    vec![first_line(&output, OUTPUT_LINE_CHARS_MAX)]
-                } else {
-                    tail(&output, OUTPUT_TAIL_LINES_MAX)
-                };
-                self.entries.push(Entry::Call {
-                    call,
-                    tool,
-                    status,
-                    elapsed_us,
-                    summary,
-                    commands,
-                    diffs,
-                    output,
-                });
-            }
+            } => self.finish_call(call, tool, status, elapsed_us, output),
             ChatMsg::Ask(r) => self.ask = Some(r),
             ChatMsg::Note(n) => self.entries.push(Entry::Note(n)),
             ChatMsg::Idle(why) => {
@@ -447,6 +457,58 @@ impl ChatApp {
         }
     }
 
+    /// What is running, below the transcript: the wait for the model, or the running
+    /// call with its commands, diffs and the tail of its output.
+    fn push_busy(&self, out: &mut Vec<Line<'static>>, width: usize, dim: Style) {
+        match &self.busy {
+            Busy::Model { since_ms } if self.streaming.is_empty() => {
+                out.push(Line::from(Span::styled(
+                    format!(
+                        "… waiting for the model {}",
+                        elapsed(self.now_ms.saturating_sub(*since_ms) * 1000)
+                    ),
+                    dim,
+                )))
+            }
+            Busy::Call {
+                call,
+                tool,
+                summary,
+                since_ms,
+                commands,
+                diffs,
+                live,
+            } => {
+                let (word, style) = if self.cancelling {
+                    ("cancelling", status_style("cancelled"))
+                } else {
+                    ("running", status_style("running"))
+                };
+                out.push(cut(
+                    Line::from(vec![
+                        Span::raw(format!("{call:<5} {tool:<16} ")),
+                        Span::styled(format!("{word:<10}"), style),
+                        Span::raw(format!(
+                            "{:>9}  {summary}",
+                            elapsed(self.now_ms.saturating_sub(*since_ms) * 1000)
+                        )),
+                    ]),
+                    width,
+                ));
+                for c in commands {
+                    push_wrapped(out, &format!("      $ {c}"), width, Style::default());
+                }
+                for d in diffs {
+                    push_diff(out, d, width);
+                }
+                for l in tail(live, OUTPUT_TAIL_LINES_MAX) {
+                    push_wrapped(out, &format!("      │ {l}"), width, dim);
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// The transcript as lines of `width` columns at most.
     fn lines(&self, width: usize) -> Vec<Line<'static>> {
         let mut out: Vec<Line<'static>> = Vec::new();
@@ -502,53 +564,7 @@ impl ChatApp {
         for l in self.streaming.lines() {
             push_wrapped(&mut out, l, width, Style::default());
         }
-        match &self.busy {
-            Busy::Model { since_ms } if self.streaming.is_empty() => {
-                out.push(Line::from(Span::styled(
-                    format!(
-                        "… waiting for the model {}",
-                        elapsed(self.now_ms.saturating_sub(*since_ms) * 1000)
-                    ),
-                    dim,
-                )))
-            }
-            Busy::Call {
-                call,
-                tool,
-                summary,
-                since_ms,
-                commands,
-                diffs,
-                live,
-            } => {
-                let (word, style) = if self.cancelling {
-                    ("cancelling", status_style("cancelled"))
-                } else {
-                    ("running", status_style("running"))
-                };
-                out.push(cut(
-                    Line::from(vec![
-                        Span::raw(format!("{call:<5} {tool:<16} ")),
-                        Span::styled(format!("{word:<10}"), style),
-                        Span::raw(format!(
-                            "{:>9}  {summary}",
-                            elapsed(self.now_ms.saturating_sub(*since_ms) * 1000)
-                        )),
-                    ]),
-                    width,
-                ));
-                for c in commands {
-                    push_wrapped(&mut out, &format!("      $ {c}"), width, Style::default());
-                }
-                for d in diffs {
-                    push_diff(&mut out, d, width);
-                }
-                for l in tail(live, OUTPUT_TAIL_LINES_MAX) {
-                    push_wrapped(&mut out, &format!("      │ {l}"), width, dim);
-                }
-            }
-            _ => {}
-        }
+        self.push_busy(&mut out, width, dim);
         out
     }
 

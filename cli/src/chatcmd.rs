@@ -75,6 +75,128 @@ struct Worker {
     started: Sender<Result<(String, CancelHandle, InterruptHandle), String>>,
 }
 
+/// Who answers the session's permission requests, and what of the session the view
+/// is shown: its records as they are written, its commands' output as it comes.
+fn wire(
+    engine: &mut Engine,
+    approve: crate::sessioncmd::Approve,
+    to_view: &Sender<ChatMsg>,
+    answers: Receiver<Answer>,
+    blobs: BlobStore,
+) {
+    match approve {
+        crate::sessioncmd::Approve::Ask => engine.set_approver(Box::new(ViewApprover {
+            to_view: to_view.clone(),
+            answers,
+            ask: ChatMsg::Ask,
+        })),
+        other => engine.set_approver(crate::sessioncmd::approver(other, false)),
+    }
+    let observed = to_view.clone();
+    engine.set_observer(Box::new(move |r: &Record| {
+        if let Some(m) = shown(r, &blobs) {
+            // Fails only once the view is gone: nobody is left to show it to.
+            let _ = observed.send(m);
+        }
+    }));
+    let printed = to_view.clone();
+    engine.set_output_observer(Arc::new(move |piece: &[u8]| {
+        let _ = printed.send(ChatMsg::Output(String::from_utf8_lossy(piece).into_owned()));
+    }));
+}
+
+/// Says in the view that the allow list holds grants the session does not honour.
+fn note_refused_grants(engine: &Engine, to_view: &Sender<ChatMsg>) {
+    let n = engine.refused_grants().len();
+    if n > 0 {
+        let _ = to_view.send(ChatMsg::Note(format!(
+            "{n} grant{} of the allow list not honoured: no session recorded the answer behind it (cairn allow list says why)",
+            if n == 1 { "" } else { "s" }
+        )));
+    }
+}
+
+/// The person's next message; none when they quit, the view is gone or a signal
+/// stops the session. Background processes are polled while waiting.
+fn next_input(
+    engine: &mut Engine,
+    inputs: &Receiver<Input>,
+    to_view: &Sender<ChatMsg>,
+) -> Option<String> {
+    loop {
+        match inputs.recv_timeout(Duration::from_millis(cairn_engine::signal::STOP_CHECK_MS)) {
+            Ok(Input::Message(t)) => return Some(t),
+            Ok(Input::Quit) | Err(RecvTimeoutError::Disconnected) => return None,
+            Err(RecvTimeoutError::Timeout) if engine.stopped().is_some() => return None,
+            Err(RecvTimeoutError::Timeout) => {
+                if let Err(e) = engine.poll_background() {
+                    let _ = to_view.send(ChatMsg::Note(e.to_string()));
+                }
+            }
+        }
+    }
+}
+
+/// Shows a model turn or a finished call in the view.
+fn show_step(to_view: &Sender<ChatMsg>, step: agent::Step<'_>) {
+    match step {
+        agent::Step::Turn(t) => {
+            let _ = to_view.send(ChatMsg::Turn {
+                text: t.text.clone(),
+                calls: t.tool_calls.len(),
+            });
+        }
+        agent::Step::Call(o) => {
+            let _ = to_view.send(ChatMsg::CallFinished {
+                call: o.call.clone(),
+                tool: o.tool.clone(),
+                status: o.status.as_str().to_string(),
+                elapsed_us: o.elapsed_us,
+                output: o.output.clone(),
+            });
+        }
+    }
+}
+
+/// Shows in the view why the model stopped, and that the person's turn has come.
+fn show_stop(to_view: &Sender<ChatMsg>, stop: Stop, answer: String, turns_max: u32) {
+    match stop {
+        Stop::Answered => {
+            let _ = to_view.send(ChatMsg::Idle(String::new()));
+        }
+        Stop::TurnLimit => {
+            let _ = to_view.send(ChatMsg::Idle(format!(
+                "stopped at the turn limit ({turns_max} turns): send a message to go on"
+            )));
+        }
+        Stop::Interrupted => {
+            // What the model had said is kept, as recorded.
+            let _ = to_view.send(ChatMsg::Turn {
+                text: answer,
+                calls: 0,
+            });
+            let _ = to_view.send(ChatMsg::Idle(
+                "interrupted: the model's turn was stopped; what it said so far is kept".into(),
+            ));
+        }
+        Stop::Signal(_) => {}
+    }
+}
+
+/// The model's text as it streams and its retries (the key scrubbed), to the view.
+fn progress_to_view(
+    to_view: &Sender<ChatMsg>,
+    scrub: cairn_engine::provider::Secret,
+) -> Arc<dyn Fn(&Progress) + Send + Sync> {
+    let progress_to = to_view.clone();
+    Arc::new(move |p: &Progress| {
+        let _ = progress_to.send(match p {
+            Progress::Text(t) => ChatMsg::Text(t.clone()),
+            Progress::Retry { .. } => ChatMsg::Retry(scrub.scrub(&p.to_string())),
+        });
+    })
+}
+
 fn worker(w: Worker) -> Result<Ended, String> {
     let Worker {
         home,
@@ -97,25 +219,7 @@ fn worker(w: Worker) -> Result<Ended, String> {
             return Err(text);
         }
     };
-    match approve {
-        crate::sessioncmd::Approve::Ask => engine.set_approver(Box::new(ViewApprover {
-            to_view: to_view.clone(),
-            answers,
-            ask: ChatMsg::Ask,
-        })),
-        other => engine.set_approver(crate::sessioncmd::approver(other, false)),
-    }
-    let observed = to_view.clone();
-    engine.set_observer(Box::new(move |r: &Record| {
-        if let Some(m) = shown(r, &blobs) {
-            // Fails only once the view is gone: nobody is left to show it to.
-            let _ = observed.send(m);
-        }
-    }));
-    let printed = to_view.clone();
-    engine.set_output_observer(Arc::new(move |piece: &[u8]| {
-        let _ = printed.send(ChatMsg::Output(String::from_utf8_lossy(piece).into_owned()));
-    }));
+    wire(&mut engine, approve, &to_view, answers, blobs);
     let Model {
         provider,
         key,
@@ -131,23 +235,10 @@ fn worker(w: Worker) -> Result<Ended, String> {
         model: provider.model().to_string(),
     });
     let mut provider = agent::Interruptible::new(provider, engine.cancel_handle());
-    let progress_to = to_view.clone();
-    let scrub = key.clone();
-    provider.set_progress(Some(Arc::new(move |p: &Progress| {
-        let _ = progress_to.send(match p {
-            Progress::Text(t) => ChatMsg::Text(t.clone()),
-            Progress::Retry { .. } => ChatMsg::Retry(scrub.scrub(&p.to_string())),
-        });
-    })));
+    provider.set_progress(Some(progress_to_view(&to_view, key.clone())));
     let interrupt = provider.interrupt_handle();
     let _ = started.send(Ok((id.clone(), engine.cancel_handle(), interrupt.clone())));
-    let n = engine.refused_grants().len();
-    if n > 0 {
-        let _ = to_view.send(ChatMsg::Note(format!(
-            "{n} grant{} of the allow list not honoured: no session recorded the answer behind it (cairn allow list says why)",
-            if n == 1 { "" } else { "s" }
-        )));
-    }
+    note_refused_grants(&engine, &to_view);
     let cfg = agent::AgentConfig {
         turns_max,
         system: None,
@@ -157,73 +248,21 @@ fn worker(w: Worker) -> Result<Ended, String> {
     let (reason, failed) = loop {
         let text = match next.take() {
             Some(t) => t,
-            None => loop {
-                match inputs
-                    .recv_timeout(Duration::from_millis(cairn_engine::signal::STOP_CHECK_MS))
-                {
-                    Ok(Input::Message(t)) => break Some(t),
-                    Ok(Input::Quit) | Err(RecvTimeoutError::Disconnected) => break None,
-                    Err(RecvTimeoutError::Timeout) if engine.stopped().is_some() => break None,
-                    Err(RecvTimeoutError::Timeout) => {
-                        if let Err(e) = engine.poll_background() {
-                            let _ = to_view.send(ChatMsg::Note(e.to_string()));
-                        }
-                    }
-                }
-            }
-            .unwrap_or_default(),
+            None => next_input(&mut engine, &inputs, &to_view).unwrap_or_default(),
         };
         if text.is_empty() {
             break (stop_reason(&engine, &quit, &by_user), false);
         }
         interrupt.clear();
         let _ = to_view.send(ChatMsg::User(text.clone()));
-        let result = agent::run(
-            &mut engine,
-            &mut provider,
-            Some(&text),
-            &cfg,
-            |step| match step {
-                agent::Step::Turn(t) => {
-                    let _ = to_view.send(ChatMsg::Turn {
-                        text: t.text.clone(),
-                        calls: t.tool_calls.len(),
-                    });
-                }
-                agent::Step::Call(o) => {
-                    let _ = to_view.send(ChatMsg::CallFinished {
-                        call: o.call.clone(),
-                        tool: o.tool.clone(),
-                        status: o.status.as_str().to_string(),
-                        elapsed_us: o.elapsed_us,
-                        output: o.output.clone(),
-                    });
-                }
-            },
-        );
+        let result = agent::run(&mut engine, &mut provider, Some(&text), &cfg, |step| {
+            show_step(&to_view, step)
+        });
         match result {
-            Ok(run) => match run.stop {
-                Stop::Answered => {
-                    let _ = to_view.send(ChatMsg::Idle(String::new()));
-                }
-                Stop::TurnLimit => {
-                    let _ = to_view.send(ChatMsg::Idle(format!(
-                        "stopped at the turn limit ({turns_max} turns): send a message to go on"
-                    )));
-                }
-                Stop::Interrupted => {
-                    // What the model had said is kept, as recorded.
-                    let _ = to_view.send(ChatMsg::Turn {
-                        text: run.answer,
-                        calls: 0,
-                    });
-                    let _ = to_view.send(ChatMsg::Idle(
-                        "interrupted: the model's turn was stopped; what it said so far is kept"
-                            .into(),
-                    ));
-                }
-                Stop::Signal(_) => break (stop_reason(&engine, &quit, &by_user), false),
-            },
+            Ok(run) if matches!(run.stop, Stop::Signal(_)) => {
+                break (stop_reason(&engine, &quit, &by_user), false);
+            }
+            Ok(run) => show_stop(&to_view, run.stop, run.answer, turns_max),
             Err(AgentError::Provider(e)) if engine.stopped().is_none() => {
                 break (
                     format!("provider failed: {}", key.scrub(&e.to_string())),

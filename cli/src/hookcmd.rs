@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use cairn_engine::Home;
 use cairn_engine::hook::Unlisted;
 use cairn_import::hook::{HOOK_INPUT_BYTES_MAX, HookOptions, handle};
-use cairn_import::hook_install;
+use cairn_import::{agent_settings, hook_install};
 
 /// Which agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -20,10 +20,7 @@ pub enum AgentName {
 
 impl AgentName {
     fn name(self) -> &'static str {
-        match self {
-            AgentName::Claude => "claude",
-            AgentName::Codex => "codex",
-        }
+        self.agent().name()
     }
 }
 
@@ -127,35 +124,15 @@ pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> ExitCode {
     }
 }
 
-/// Where the settings live.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    Project,
-    User,
-}
+pub use cairn_import::agent_settings::Scope;
 
-/// The settings file of `agent` for `scope`: Claude Code's `.claude/settings.json`
-/// (the user's in `$CLAUDE_CONFIG_DIR`, else `$HOME/.claude`), Codex's
-/// `.codex/config.toml` (the user's in `$CODEX_HOME`, else `$HOME/.codex`).
-pub fn settings_path(agent: AgentName, scope: Scope, workspace: &Path) -> Result<PathBuf> {
-    let home = || -> Result<PathBuf> {
-        std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from)
-            .context("HOME is not set: give --project, or set HOME")
-    };
-    Ok(match (agent, scope) {
-        (AgentName::Claude, Scope::Project) => workspace.join(".claude/settings.json"),
-        (AgentName::Codex, Scope::Project) => workspace.join(".codex/config.toml"),
-        (AgentName::Claude, Scope::User) => match std::env::var_os("CLAUDE_CONFIG_DIR") {
-            Some(d) if !d.is_empty() => PathBuf::from(d).join("settings.json"),
-            _ => home()?.join(".claude/settings.json"),
-        },
-        (AgentName::Codex, Scope::User) => match std::env::var_os("CODEX_HOME") {
-            Some(d) if !d.is_empty() => PathBuf::from(d).join("config.toml"),
-            _ => home()?.join(".codex/config.toml"),
-        },
-    })
+impl AgentName {
+    fn agent(self) -> agent_settings::Agent {
+        match self {
+            AgentName::Claude => agent_settings::Agent::Claude,
+            AgentName::Codex => agent_settings::Agent::Codex,
+        }
+    }
 }
 
 /// `cairn hook install|uninstall`: the new text of the settings file, its diff shown,
@@ -169,12 +146,8 @@ pub fn install(
     install: Option<Option<crate::sessioncmd::Approve>>,
 ) -> Result<ExitCode> {
     let uninstall = install.is_none();
-    let path = settings_path(agent, scope, workspace)?;
-    let old = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e).with_context(|| format!("{}", path.display())),
-    };
+    let path = agent_settings::settings_path(agent.agent(), scope, workspace)?;
+    let old = agent_settings::read_settings(&path)?;
     let program = std::env::current_exe().context("the path of this cairn")?;
     let approve = install.flatten().map(|a| match a {
         crate::sessioncmd::Approve::Ask => "ask",
@@ -223,17 +196,7 @@ pub fn install(
             return Ok(ExitCode::from(1));
         }
     }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
-    }
-    // Written whole or not at all: a temporary file beside it, then renamed.
-    let tmp = path.with_extension("cairn-tmp");
-    std::fs::write(&tmp, &new).with_context(|| format!("{}", tmp.display()))?;
-    if let Ok(meta) = std::fs::metadata(&path) {
-        std::fs::set_permissions(&tmp, meta.permissions())
-            .with_context(|| format!("{}", tmp.display()))?;
-    }
-    std::fs::rename(&tmp, &path).with_context(|| format!("{}", path.display()))?;
+    agent_settings::write_settings(&path, &new)?;
     crate::out::line(&format!(
         "{} {}{}",
         if uninstall {

@@ -12,7 +12,7 @@ use crate::out;
 /// `last`.
 fn log_file(path: &Path) -> Result<PathBuf> {
     if !path.exists() {
-        let dir = crate::sessioncmd::session_dir(&path.to_string_lossy())?;
+        let dir = crate::locate::session_dir(&path.to_string_lossy())?;
         return Ok(log_path(&dir));
     }
     if path.is_dir() {

@@ -17,6 +17,7 @@ mod hookcmd;
 mod importcmd;
 mod keycmd;
 mod livecmd;
+mod locate;
 mod logcmd;
 mod mcpcmd;
 mod out;
@@ -937,129 +938,134 @@ fn scope(user: bool) -> hookcmd::Scope {
     }
 }
 
-fn main() -> ExitCode {
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    if let Some((agent, approve)) = hookcmd::fast_args(&args) {
-        return hookcmd::run(agent, approve);
+impl Command {
+    /// Whether the command runs a session, which it ends cleanly on SIGINT, SIGTERM
+    /// and SIGHUP.
+    fn runs_session(&self) -> bool {
+        matches!(
+            self,
+            Command::Run { .. }
+                | Command::Chat { .. }
+                | Command::Resume { .. }
+                | Command::Fork { .. }
+                | Command::Mcp {
+                    action: McpAction::Serve { .. } | McpAction::Proxy { .. }
+                }
+        )
     }
-    // Hidden, and outside clap (the Command enum stays as it is): docs/CLI.md.
-    if args.len() == 1 && args[0] == "help-markdown" {
-        use std::io::Write;
-        let text = clidoc::markdown(&cli_command());
-        return match std::io::stdout().write_all(text.as_bytes()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("cairn: help-markdown: {e}");
-                ExitCode::from(2)
-            }
-        };
+
+    /// Whether the command writes sessions, which are indexed as it ends
+    /// (docs/SEARCH.md).
+    fn writes_sessions(&self) -> bool {
+        self.runs_session()
+            || matches!(
+                self,
+                Command::Continue { .. }
+                    | Command::Replay { .. }
+                    | Command::Import(_)
+                    | Command::Demo { .. }
+            )
     }
-    let (cli, in_archive) = match parse() {
-        Ok(parsed) => parsed,
-        Err(code) => return code,
-    };
-    if let Some(url) = cli.archive {
-        archivecmd::set_flag_url(url);
-    }
-    let command = match cli.command {
-        Some(c) => c,
-        // `cairn` alone: the chat on a terminal, else the help.
-        None if chatcmd::on_terminal() => Command::Chat {
-            model: chatcmd::ChatArgs::defaults(),
-        },
-        None => {
-            let _ = cli_command().print_help();
-            return ExitCode::from(2);
-        }
-    };
-    // The commands that run a session end it cleanly on SIGINT, SIGTERM and SIGHUP.
-    if matches!(
-        command,
-        Command::Run { .. }
-            | Command::Chat { .. }
-            | Command::Resume { .. }
-            | Command::Fork { .. }
-            | Command::Mcp {
-                action: McpAction::Serve { .. } | McpAction::Proxy { .. }
-            }
-    ) {
-        sessioncmd::prepare();
-    }
-    // The commands that write sessions index them as they end (docs/SEARCH.md).
-    let writes_sessions = matches!(
-        command,
-        Command::Run { .. }
-            | Command::Chat { .. }
-            | Command::Resume { .. }
-            | Command::Continue { .. }
-            | Command::Fork { .. }
-            | Command::Replay { .. }
-            | Command::Import(_)
-            | Command::Demo { .. }
-            | Command::Mcp {
-                action: McpAction::Serve { .. } | McpAction::Proxy { .. }
-            }
-    );
-    let result = match command {
-        Command::Chat { model } => chatcmd::chat(model),
-        Command::Verify {
-            path,
-            json,
-            proof,
-            since,
-            policy,
-            keys,
-        } => {
-            let checks = provecmd::Checks {
-                since: since.as_deref(),
-                policy: policy.as_deref(),
-                keys: &keys,
+
+    /// Runs the command; `in_archive` is `search --in-archive` (see `parse`).
+    fn run(self, in_archive: bool) -> anyhow::Result<ExitCode> {
+        match self {
+            Command::Chat { model } => chatcmd::chat(model),
+            Command::Verify {
+                path,
                 json,
-            };
-            match (path, &proof) {
-                (_, Some(p)) => provecmd::verify_proof(&checks, p),
-                (Some(path), None) if since.is_some() || checks.policy.is_some() => {
-                    provecmd::verify_session(&checks, &path)
-                }
-                // With keys, the deep verify checks every checkpoint's signature and
-                // that a finished session has one.
-                (Some(path), None) if replaycmd::is_session(&path) => {
-                    replaycmd::verify(&path, &keys, json)
-                }
-                (Some(path), None) if !keys.is_empty() => provecmd::verify_session(&checks, &path),
-                (Some(path), None) => logcmd::verify(&path, json),
-                (None, None) => unreachable!("clap requires a path without --proof"),
-            }
+                proof,
+                since,
+                policy,
+                keys,
+            } => verify(path, json, proof, since, policy, keys),
+            Command::Key { action } => match action {
+                KeyAction::Generate { name, force } => keycmd::generate(&name, force),
+                KeyAction::Show { cosigner, json } => keycmd::show(cosigner, json),
+            },
+            Command::Prove {
+                session,
+                seq,
+                out,
+                allow,
+            } => provecmd::prove(&session, seq, out.as_deref(), allow),
+            Command::Witness {
+                action:
+                    WitnessAction::Serve {
+                        addr,
+                        key,
+                        logs,
+                        state,
+                    },
+            } => witnesscmd::serve(&addr, &key, &logs, &state),
+            Command::Checkpoint {
+                action:
+                    CheckpointAction::Push {
+                        session,
+                        witnesses,
+                        json,
+                    },
+            } => witnesscmd::push(&session, &witnesses, json),
+            Command::Archive { action } => action.run(),
+            Command::Replay {
+                session,
+                shell,
+                json,
+            } => replaycmd::replay(&session, shell, json),
+            Command::Diff { a, b, json } => replaycmd::diff(&a, &b, json),
+            Command::Checkout {
+                session,
+                at,
+                dir,
+                json,
+            } => replaycmd::checkout(&session, &at, &dir, json),
+            Command::Log { path, json } => logcmd::log(&path, json),
+            Command::Head { path, json } => logcmd::head(&path, json),
+            command @ Command::Run { .. } => command.run_session(),
+            command @ Command::Memory { .. } => command.memory(),
+            command @ Command::Allow { .. } => command.allow(),
+            resume @ Command::Resume { .. } => resume.resume(),
+            command @ Command::Continue { .. } => command.continue_last(),
+            Command::Config { workspace, json } => configcmd::show(&workspace, json),
+            command @ Command::Schema { .. } => command.schema(),
+            Command::Fork {
+                session,
+                at,
+                workspace,
+                script,
+                approve,
+                json,
+            } => resumecmd::fork(&session, &at, &workspace, script.as_deref(), approve, json),
+            Command::Sessions { json, jsonl } => sessioncmd::sessions(Format::of(json, jsonl)),
+            Command::Show {
+                session,
+                json,
+                jsonl,
+                verbose,
+                prices,
+            } => sessioncmd::show(
+                &session,
+                Format::of(json, jsonl),
+                verbose,
+                prices.as_deref(),
+            ),
+            Command::Ps { session, json } => pscmd::ps(&session, json),
+            command @ Command::Tools { .. } => command.tools(),
+            Command::Mcp { action } => action.run(),
+            Command::Hook { action } => action.run(),
+            Command::Demo { dir, json } => sessioncmd::demo(dir.as_deref(), json),
+            command @ Command::Audit { .. } => command.audit(),
+            Command::Browse { session } => browsecmd::browse(session.as_deref()),
+            Command::Import(args) => importcmd::import(args),
+            command @ Command::Search(_) => command.search(in_archive),
+            command @ Command::Completions { .. } => command.completions(),
         }
-        Command::Key { action } => match action {
-            KeyAction::Generate { name, force } => keycmd::generate(&name, force),
-            KeyAction::Show { cosigner, json } => keycmd::show(cosigner, json),
-        },
-        Command::Prove {
-            session,
-            seq,
-            out,
-            allow,
-        } => provecmd::prove(&session, seq, out.as_deref(), allow),
-        Command::Witness {
-            action:
-                WitnessAction::Serve {
-                    addr,
-                    key,
-                    logs,
-                    state,
-                },
-        } => witnesscmd::serve(&addr, &key, &logs, &state),
-        Command::Checkpoint {
-            action:
-                CheckpointAction::Push {
-                    session,
-                    witnesses,
-                    json,
-                },
-        } => witnesscmd::push(&session, &witnesses, json),
-        Command::Archive { action } => match action {
+    }
+}
+
+impl ArchiveAction {
+    fn run(self) -> anyhow::Result<ExitCode> {
+        match self {
             ArchiveAction::Push {
                 session,
                 all,
@@ -1098,157 +1104,13 @@ fn main() -> ExitCode {
                 stop,
                 json,
             } => archivecmd::local_cluster(&dir, port, stop, json),
-        },
-        Command::Replay {
-            session,
-            shell,
-            json,
-        } => replaycmd::replay(&session, shell, json),
-        Command::Diff { a, b, json } => replaycmd::diff(&a, &b, json),
-        Command::Checkout {
-            session,
-            at,
-            dir,
-            json,
-        } => replaycmd::checkout(&session, &at, &dir, json),
-        Command::Log { path, json } => logcmd::log(&path, json),
-        Command::Head { path, json } => logcmd::head(&path, json),
-        Command::Run {
-            task,
-            script,
-            workspace,
-            approve,
-            model,
-            no_stream,
-            json,
-        } => match (script, task) {
-            (Some(script), _) => {
-                sessioncmd::run_script(&script, &workspace, &model.settings(), approve, json)
-            }
-            (None, task) => sessioncmd::run_task(&sessioncmd::TaskArgs {
-                task: task.unwrap_or_default(),
-                workspace,
-                flags: model.settings(),
-                approve,
-                no_stream,
-                json,
-            }),
-        },
-        Command::Memory {
-            action,
-            json,
-            workspace,
-        } => match action {
-            None => sessioncmd::memory_list(&workspace, json),
-            Some(MemoryAction::List { json: j }) => sessioncmd::memory_list(&workspace, json || j),
-            Some(MemoryAction::Forget { n }) => sessioncmd::memory_forget(&workspace, n, json),
-        },
-        Command::Allow { action, workspace } => match action {
-            AllowAction::List { json } => sessioncmd::allow_list(&workspace, json),
-            AllowAction::Reset { json } => sessioncmd::allow_reset(&workspace, json),
-            AllowAction::Revoke { key, json } => sessioncmd::allow_revoke(&workspace, &key, json),
-        },
-        Command::Resume {
-            session,
-            task,
-            script,
-            rerun_interrupted,
-            provider,
-            model,
-            base_url,
-            api_key_env,
-            turns_max,
-            no_stream,
-            approve,
-            sandbox,
-            json,
-        } => resumecmd::resume(
-            session.as_deref(),
-            script.as_deref(),
-            provider.map(|provider| resumecmd::WithModel {
-                flags: cairn_engine::settings::Settings {
-                    provider: Some(provider),
-                    model,
-                    base_url,
-                    api_key_env,
-                    turns_max,
-                    ..cairn_engine::settings::Settings::default()
-                },
-                no_stream,
-                task,
-            }),
-            approve,
-            rerun_interrupted,
-            &sandbox,
-            json,
-        ),
-        Command::Continue {
-            message,
-            model,
-            no_stream,
-            approve,
-            json,
-        } => resumecmd::resume(
-            Some("last"),
-            None,
-            Some(resumecmd::WithModel {
-                flags: model.settings(),
-                no_stream,
-                task: message,
-            }),
-            approve,
-            false,
-            &model.sandbox,
-            json,
-        ),
-        Command::Config { workspace, json } => configcmd::show(&workspace, json),
-        Command::Schema { which } => {
-            let text = match which {
-                SchemaKind::Events => cairn_engine::schema::log_line_schema(),
-                SchemaKind::Stream => stream::SCHEMA.to_string(),
-            };
-            use std::io::Write;
-            std::io::stdout()
-                .write_all(text.as_bytes())
-                .map(|()| ExitCode::SUCCESS)
-                .map_err(anyhow::Error::from)
         }
-        Command::Fork {
-            session,
-            at,
-            workspace,
-            script,
-            approve,
-            json,
-        } => resumecmd::fork(&session, &at, &workspace, script.as_deref(), approve, json),
-        Command::Sessions { json, jsonl } => sessioncmd::sessions(Format::of(json, jsonl)),
-        Command::Show {
-            session,
-            json,
-            jsonl,
-            verbose,
-            prices,
-        } => sessioncmd::show(
-            &session,
-            Format::of(json, jsonl),
-            verbose,
-            prices.as_deref(),
-        ),
-        Command::Ps { session, json } => pscmd::ps(&session, json),
-        Command::Tools {
-            catalog,
-            json,
-            markdown,
-            mcp,
-            workspace,
-        } => sessioncmd::tools(catalog, json, markdown).and_then(|code| {
-            if mcp {
-                mcpcmd::tools(&workspace, json)
-            } else {
-                Ok(code)
-            }
-        }),
-        Command::Mcp { action } => match action {
+    }
+}
+
+impl McpAction {
+    fn run(self) -> anyhow::Result<ExitCode> {
+        match self {
             McpAction::Add {
                 name,
                 command,
@@ -1273,8 +1135,13 @@ fn main() -> ExitCode {
                 workspace,
                 approve,
             } => mcpcmd::proxy(&workspace, &name, &command, approve),
-        },
-        Command::Hook { action } => match action {
+        }
+    }
+}
+
+impl HookAction {
+    fn run(self) -> anyhow::Result<ExitCode> {
+        match self {
             HookAction::Claude { approve } => Ok(hookcmd::run(hookcmd::AgentName::Claude, approve)),
             HookAction::Codex { approve } => Ok(hookcmd::run(hookcmd::AgentName::Codex, approve)),
             HookAction::Install {
@@ -1292,15 +1159,187 @@ fn main() -> ExitCode {
                 workspace,
                 ..
             } => hookcmd::install(agent, scope(user), &workspace, yes, None),
-        },
-        Command::Demo { dir, json } => sessioncmd::demo(dir.as_deref(), json),
-        Command::Audit {
+        }
+    }
+}
+
+/// `cairn verify`: a proof file, a session's Merkle tree against a checkpoint or a
+/// policy, a session deeply, or a plain log's integrity.
+fn verify(
+    path: Option<std::path::PathBuf>,
+    json: bool,
+    proof: Option<std::path::PathBuf>,
+    since: Option<std::path::PathBuf>,
+    policy: Option<std::path::PathBuf>,
+    keys: Vec<String>,
+) -> anyhow::Result<ExitCode> {
+    let checks = provecmd::Checks {
+        since: since.as_deref(),
+        policy: policy.as_deref(),
+        keys: &keys,
+        json,
+    };
+    match (path, &proof) {
+        (_, Some(p)) => provecmd::verify_proof(&checks, p),
+        (Some(path), None) if since.is_some() || checks.policy.is_some() => {
+            provecmd::verify_session(&checks, &path)
+        }
+        // With keys, the deep verify checks every checkpoint's signature and
+        // that a finished session has one.
+        (Some(path), None) if replaycmd::is_session(&path) => replaycmd::verify(&path, &keys, json),
+        (Some(path), None) if !keys.is_empty() => provecmd::verify_session(&checks, &path),
+        (Some(path), None) => logcmd::verify(&path, json),
+        (None, None) => unreachable!("clap requires a path without --proof"),
+    }
+}
+
+impl Command {
+    /// `cairn run`: a script, or a task for the model (on a terminal, in the chat).
+    fn run_session(self) -> anyhow::Result<ExitCode> {
+        let Command::Run {
+            task,
+            script,
+            workspace,
+            approve,
+            model,
+            no_stream,
+            json,
+        } = self
+        else {
+            unreachable!("not a run command")
+        };
+        match (script, task) {
+            (Some(script), _) => {
+                sessioncmd::run_script(&script, &workspace, &model.settings(), approve, json)
+            }
+            (None, task) => {
+                let a = sessioncmd::TaskArgs {
+                    task: task.unwrap_or_default(),
+                    workspace,
+                    flags: model.settings(),
+                    approve,
+                    no_stream,
+                    json,
+                };
+                // On a terminal, the chat (which goes on after the answer); never
+                // with --json.
+                if !json && chatcmd::on_terminal() {
+                    chatcmd::run(&a, Some(a.task.clone()))
+                } else {
+                    sessioncmd::run_task(&a)
+                }
+            }
+        }
+    }
+
+    /// `cairn memory`.
+    fn memory(self) -> anyhow::Result<ExitCode> {
+        let Command::Memory {
+            action,
+            json,
+            workspace,
+        } = self
+        else {
+            unreachable!("not a memory command")
+        };
+        match action {
+            None => sessioncmd::memory_list(&workspace, json),
+            Some(MemoryAction::List { json: j }) => sessioncmd::memory_list(&workspace, json || j),
+            Some(MemoryAction::Forget { n }) => sessioncmd::memory_forget(&workspace, n, json),
+        }
+    }
+
+    /// `cairn allow`.
+    fn allow(self) -> anyhow::Result<ExitCode> {
+        let Command::Allow { action, workspace } = self else {
+            unreachable!("not an allow command")
+        };
+        match action {
+            AllowAction::List { json } => sessioncmd::allow_list(&workspace, json),
+            AllowAction::Reset { json } => sessioncmd::allow_reset(&workspace, json),
+            AllowAction::Revoke { key, json } => sessioncmd::allow_revoke(&workspace, &key, json),
+        }
+    }
+
+    /// `cairn continue`: `cairn resume last` with the configuration's model.
+    fn continue_last(self) -> anyhow::Result<ExitCode> {
+        let Command::Continue {
+            message,
+            model,
+            no_stream,
+            approve,
+            json,
+        } = self
+        else {
+            unreachable!("not a continue command")
+        };
+        resumecmd::resume(
+            Some("last"),
+            None,
+            Some(resumecmd::WithModel {
+                flags: model.settings(),
+                no_stream,
+                task: message,
+            }),
+            approve,
+            false,
+            &model.sandbox,
+            json,
+        )
+    }
+
+    /// `cairn schema`.
+    fn schema(self) -> anyhow::Result<ExitCode> {
+        let Command::Schema { which } = self else {
+            unreachable!("not a schema command")
+        };
+        {
+            let text = match which {
+                SchemaKind::Events => cairn_engine::schema::log_line_schema(),
+                SchemaKind::Stream => stream::SCHEMA.to_string(),
+            };
+            use std::io::Write;
+            std::io::stdout()
+                .write_all(text.as_bytes())
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(anyhow::Error::from)
+        }
+    }
+
+    /// `cairn tools`.
+    fn tools(self) -> anyhow::Result<ExitCode> {
+        let Command::Tools {
+            catalog,
+            json,
+            markdown,
+            mcp,
+            workspace,
+        } = self
+        else {
+            unreachable!("not a tools command")
+        };
+        sessioncmd::tools(catalog, json, markdown).and_then(|code| {
+            if mcp {
+                mcpcmd::tools(&workspace, json)
+            } else {
+                Ok(code)
+            }
+        })
+    }
+
+    /// `cairn audit`.
+    fn audit(self) -> anyhow::Result<ExitCode> {
+        let Command::Audit {
             session,
             json,
             markdown,
             html,
             prices,
-        } => auditcmd::audit(
+        } = self
+        else {
+            unreachable!("not an audit command")
+        };
+        auditcmd::audit(
             &session,
             prices.as_deref(),
             match (json, markdown, &html) {
@@ -1309,10 +1348,15 @@ fn main() -> ExitCode {
                 (_, _, Some(f)) => auditcmd::Format::Html(f),
                 _ => auditcmd::Format::Text,
             },
-        ),
-        Command::Browse { session } => browsecmd::browse(session.as_deref()),
-        Command::Import(args) => importcmd::import(args),
-        Command::Search(mut args) => (|| {
+        )
+    }
+
+    /// `cairn search`.
+    fn search(self, in_archive: bool) -> anyhow::Result<ExitCode> {
+        let Command::Search(mut args) = self else {
+            unreachable!("not a search command")
+        };
+        (|| {
             // The global --archive reaches `args.archive`, but only names the archive:
             // --in-archive searches it, found as every command finds it.
             args.archive = match in_archive {
@@ -1320,8 +1364,15 @@ fn main() -> ExitCode {
                 false => None,
             };
             searchcmd::search(args)
-        })(),
-        Command::Completions { shell } => {
+        })()
+    }
+
+    /// `cairn completions`.
+    fn completions(self) -> anyhow::Result<ExitCode> {
+        let Command::Completions { shell } = self else {
+            unreachable!("not a completions command")
+        };
+        {
             // Into memory first: the generator panics on a closed pipe.
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut cli_command(), "cairn", &mut buf);
@@ -1331,7 +1382,93 @@ fn main() -> ExitCode {
                 .map(|()| ExitCode::SUCCESS)
                 .map_err(anyhow::Error::from)
         }
+    }
+
+    /// `cairn resume`.
+    fn resume(self) -> anyhow::Result<ExitCode> {
+        let Command::Resume {
+            session,
+            task,
+            script,
+            rerun_interrupted,
+            provider,
+            model,
+            base_url,
+            api_key_env,
+            turns_max,
+            no_stream,
+            approve,
+            sandbox,
+            json,
+        } = self
+        else {
+            unreachable!("only a resume is resumed")
+        };
+        resumecmd::resume(
+            session.as_deref(),
+            script.as_deref(),
+            provider.map(|provider| resumecmd::WithModel {
+                flags: cairn_engine::settings::Settings {
+                    provider: Some(provider),
+                    model,
+                    base_url,
+                    api_key_env,
+                    turns_max,
+                    ..cairn_engine::settings::Settings::default()
+                },
+                no_stream,
+                task,
+            }),
+            approve,
+            rerun_interrupted,
+            &sandbox,
+            json,
+        )
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let Some((agent, approve)) = hookcmd::fast_args(&args) {
+        return hookcmd::run(agent, approve);
+    }
+    // Hidden, and outside clap (the Command enum stays as it is): docs/CLI.md.
+    if args.len() == 1 && args[0] == "help-markdown" {
+        use std::io::Write;
+        let text = clidoc::markdown(&cli_command());
+        return match std::io::stdout().write_all(text.as_bytes()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("cairn: help-markdown: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let (cli, in_archive) = match parse() {
+        Ok(parsed) => parsed,
+        Err(code) => return code,
     };
+    if let Some(url) = cli.archive {
+        archivecmd::set_flag_url(url);
+    }
+    let command = match cli.command {
+        Some(c) => c,
+        // `cairn` alone: the chat on a terminal, else the help.
+        None if chatcmd::on_terminal() => Command::Chat {
+            model: chatcmd::ChatArgs::defaults(),
+        },
+        None => {
+            let _ = cli_command().print_help();
+            return ExitCode::from(2);
+        }
+    };
+    // The commands that run a session end it cleanly on SIGINT, SIGTERM and SIGHUP.
+    if command.runs_session() {
+        sessioncmd::prepare();
+    }
+    let writes_sessions = command.writes_sessions();
+    let result = command.run(in_archive);
     if writes_sessions {
         searchcmd::index_quietly();
     }
@@ -1400,6 +1537,36 @@ mod tests {
             };
             assert_eq!(parsed, (agent, approve), "{args:?}");
             assert!(cli.archive.is_none());
+        }
+    }
+
+    /// Which commands write sessions (and so index them as they end) is a property
+    /// of the command, and a command that runs a session writes one.
+    #[test]
+    fn the_commands_that_write_sessions_are_those_that_record_one() {
+        let cases: &[(&[&str], bool, bool)] = &[
+            (&["run", "--script", "s.jsonl"], true, true),
+            (&["chat"], true, true),
+            (&["resume", "last"], true, true),
+            (&["fork", "last", "--workspace", "d"], true, true),
+            (&["mcp", "serve"], true, true),
+            (&["mcp", "proxy", "n", "--", "x"], true, true),
+            (&["continue"], false, true),
+            (&["replay", "last"], false, true),
+            (&["import", "--codex"], false, true),
+            (&["demo"], false, true),
+            (&["sessions"], false, false),
+            (&["show", "last"], false, false),
+            (&["mcp", "list"], false, false),
+            (&["verify", "last"], false, false),
+            (&["search", "word"], false, false),
+        ];
+        for (args, runs, writes) in cases {
+            let cli = Cli::try_parse_from(std::iter::once("cairn").chain(args.iter().copied()))
+                .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            let command = cli.command.unwrap();
+            assert_eq!(command.runs_session(), *runs, "{args:?}");
+            assert_eq!(command.writes_sessions(), *writes, "{args:?}");
         }
     }
 }

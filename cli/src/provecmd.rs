@@ -37,7 +37,7 @@ fn log_dir(session: &str, allow: bool) -> Result<PathBuf> {
             .dir
             .join("allow"));
     }
-    crate::sessioncmd::session_dir(session)
+    crate::locate::session_dir(session)
 }
 
 /// Writes the proof of record `seq` (to `out_file`, or stdout).
@@ -145,7 +145,7 @@ pub fn verify_session(c: &Checks, session: &Path) -> Result<ExitCode> {
     let dir = if session.is_dir() && !cairn_store::log_path(session).is_file() {
         session.to_path_buf()
     } else {
-        crate::sessioncmd::session_dir(&session.to_string_lossy())?
+        crate::locate::session_dir(&session.to_string_lossy())?
     };
     let keys = keys(c.keys)?;
     let mut lines = Vec::new();

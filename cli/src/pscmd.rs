@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use cairn_engine::fold;
 
+use crate::locate::session_dir;
 use crate::out;
-use crate::sessioncmd::session_dir;
 
 pub fn ps(spec: &str, json: bool) -> Result<ExitCode> {
     let dir = session_dir(spec)?;

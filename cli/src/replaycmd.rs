@@ -21,7 +21,7 @@ pub fn is_session(spec: &Path) -> bool {
 }
 
 fn session(spec: &Path) -> Result<std::path::PathBuf> {
-    crate::sessioncmd::session_dir(&spec.to_string_lossy())
+    crate::locate::session_dir(&spec.to_string_lossy())
 }
 
 fn code(clean: bool) -> ExitCode {

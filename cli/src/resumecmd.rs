@@ -22,8 +22,9 @@ use cairn_engine::event::{InterruptedStep, RerunSource};
 use cairn_engine::script::{self, InterruptedCall};
 use cairn_engine::{Engine, GoOn, Home, Rerun, ResumeOptions, ScriptPoint};
 
+use crate::locate::session_dir;
 use crate::out;
-use crate::sessioncmd::{Approve, Model, approver, end_reason, print_progress, session_dir};
+use crate::sessioncmd::{Approve, Model, approver, end_reason, print_progress};
 
 fn set_approver(engine: &mut Engine, approve: Approve, json: bool) {
     engine.set_approver(approver(approve, json));
@@ -200,12 +201,12 @@ fn choices(home: &Home, cwd: Option<&Path>) -> Vec<(std::path::PathBuf, String)>
     all.into_iter()
         .zip(shorts)
         .map(|(dir, short)| {
-            let line = match cairn_cli::summary::summarise(&dir) {
+            let line = match cairn_replay::summarise(&dir) {
                 Ok(s) => format!(
                     "{short}  {:<11} {:>10}  {}",
                     s.state,
                     cairn_cli::summary::count(s.calls, "call"),
-                    first_message(&dir).unwrap_or_else(|| s.workspace.clone())
+                    cairn_replay::first_message(&dir).unwrap_or_else(|| s.workspace.clone())
                 ),
                 Err(e) => format!("{short}  unreadable: {e}"),
             };
@@ -217,20 +218,60 @@ fn choices(home: &Home, cwd: Option<&Path>) -> Vec<(std::path::PathBuf, String)>
 /// Sessions the resume picker lists.
 const PICK_SESSIONS_MAX: usize = 20;
 
-/// The first user message of a session, on one line and cut to 60 characters.
-fn first_message(dir: &Path) -> Option<String> {
-    let reader = cairn_store::LogReader::open(dir).ok()?;
-    let blobs = cairn_engine::fold::project_blobs(dir);
-    for r in reader.records().ok()? {
-        let r = r.ok()?;
-        if let Ok(rec) = cairn_engine::fold::parse_maybe_in(&r, blobs.as_ref())
-            && let cairn_engine::Event::UserMessage { text, .. } = rec.event
-        {
-            let line = text.lines().next().unwrap_or("");
-            return Some(line.chars().take(60).collect());
-        }
+/// The settings a resumed session goes on with: the model's flags (with the sandbox's)
+/// over the configuration of the session's project.
+fn settings_for(
+    home: &Home,
+    dir: &Path,
+    model: Option<&WithModel>,
+    sandbox: &crate::sessioncmd::SandboxArgs,
+) -> Result<cairn_engine::settings::Settings> {
+    let project = cairn_engine::Project {
+        dir: dir
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(dir)
+            .to_path_buf(),
+    };
+    let mut flags = sandbox.settings();
+    if let Some(m) = model {
+        flags = cairn_engine::settings::Settings {
+            sandbox: flags.sandbox,
+            sandbox_write_roots: flags.sandbox_write_roots,
+            ..m.flags.clone()
+        };
     }
-    None
+    crate::sessioncmd::effective(home, Some(&project), &flags)
+}
+
+/// A script's steps, each with its line.
+type ScriptSteps = Vec<(usize, script::Step)>;
+
+/// The script's steps, when one is given, and how the resumed session goes on.
+fn go_on(
+    model: Option<&WithModel>,
+    script_path: Option<&Path>,
+    rerun_interrupted: bool,
+) -> Result<(Option<ScriptSteps>, GoOn)> {
+    let steps = match script_path {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read script {}", path.display()))?;
+            Some(script::parse(&text)?)
+        }
+        None => None,
+    };
+    let then = match (model, &steps) {
+        (Some(m), _) => GoOn::Model {
+            task: m.task.is_some(),
+        },
+        (None, Some(steps)) => GoOn::Script {
+            steps: steps.clone(),
+            rerun: rerun(rerun_interrupted),
+        },
+        (None, None) => GoOn::Nothing,
+    };
+    Ok((steps, then))
 }
 
 pub fn resume(
@@ -247,22 +288,7 @@ pub fn resume(
         Some(spec) => session_dir(spec)?,
         None => pick(&home)?,
     };
-    let project = cairn_engine::Project {
-        dir: dir
-            .parent()
-            .and_then(Path::parent)
-            .unwrap_or(&dir)
-            .to_path_buf(),
-    };
-    let mut flags = sandbox.settings();
-    if let Some(m) = &model {
-        flags = cairn_engine::settings::Settings {
-            sandbox: flags.sandbox,
-            sandbox_write_roots: flags.sandbox_write_roots,
-            ..m.flags.clone()
-        };
-    }
-    let settings = crate::sessioncmd::effective(&home, Some(&project), &flags)?;
+    let settings = settings_for(&home, &dir, model.as_ref(), sandbox)?;
     // The provider is built and the script read before anything is recorded, so a
     // missing key or a bad script leaves the session as it was.
     let built = match &model {
@@ -272,24 +298,7 @@ pub fn resume(
     let turns_max = settings
         .turns_max
         .unwrap_or(cairn_engine::agent::TURNS_MAX_DEFAULT);
-    let steps = match script_path {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read script {}", path.display()))?;
-            Some(script::parse(&text)?)
-        }
-        None => None,
-    };
-    let then = match (&model, &steps) {
-        (Some(m), _) => GoOn::Model {
-            task: m.task.is_some(),
-        },
-        (None, Some(steps)) => GoOn::Script {
-            steps: steps.clone(),
-            rerun: rerun(rerun_interrupted),
-        },
-        (None, None) => GoOn::Nothing,
-    };
+    let (steps, then) = go_on(model.as_ref(), script_path, rerun_interrupted)?;
     let (mut engine, report) = cairn_replay::resume(
         &home,
         &dir,

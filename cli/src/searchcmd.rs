@@ -137,7 +137,7 @@ pub fn search(a: SearchArgs) -> Result<ExitCode> {
     let hits = match &a.archive {
         Some(given) => {
             let url = archive_url(given, &home)?;
-            let mut client = postgres::Client::connect(&url, postgres::NoTls)
+            let mut client = cairn_archive::open_client(&url)
                 .with_context(|| format!("cannot reach the archive at {url}"))?;
             cairn_search::pg::ensure_schema(&mut client)?;
             cairn_search::pg::search(&mut client, &query, &filter)?

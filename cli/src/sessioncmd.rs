@@ -13,17 +13,6 @@ use cairn_engine::{CallOutcome, Catalog, Engine, EngineConfig, Home, Registry, s
 
 use crate::out;
 
-/// A session folder from an id, prefix, path or `last`; `archive:<id>` (or a unique
-/// part of one) is pulled from the archive into the home's cache first.
-pub fn session_dir(spec: &str) -> Result<PathBuf> {
-    if let Some(archived) = spec.strip_prefix(crate::archivecmd::PREFIX) {
-        return crate::archivecmd::cached(archived);
-    }
-    let home = Home::from_env()?;
-    let cwd = std::env::current_dir().ok();
-    Ok(cairn_engine::find_session(&home, spec, cwd.as_deref())?.dir)
-}
-
 /// Prints a call's progress line as it ends.
 pub(crate) fn print_progress(o: &CallOutcome) {
     out::note(&summary::progress(o));
@@ -470,10 +459,6 @@ impl Model {
 }
 
 pub fn run_task(a: &TaskArgs) -> Result<ExitCode> {
-    // On a terminal, the chat (which goes on after the answer); never with --json.
-    if !a.json && crate::chatcmd::on_terminal() {
-        return crate::chatcmd::run(a, Some(a.task.clone()));
-    }
     let home = crate::searchcmd::indexing_home()?;
     let s = effective(&home, project_for(&home, &a.workspace).as_ref(), &a.flags)?;
     let model = Model::from_settings(&s, a.no_stream)?;
@@ -603,7 +588,7 @@ pub fn sessions(format: Format) -> Result<ExitCode> {
     let shorts = cairn_engine::short_ids(&ids);
     let mut rows = Vec::new();
     for (dir, short) in all.into_iter().zip(shorts) {
-        let s = match summary::summarise(&dir) {
+        let s = match cairn_replay::summarise(&dir) {
             // Nothing but zero bytes (or a first line cut short): it never started.
             Ok(s) if s.records == 0 => {
                 never_started.push(dir);
@@ -660,7 +645,7 @@ pub(crate) fn prices_for(
     file: Option<&Path>,
 ) -> Result<Option<(String, std::collections::BTreeMap<String, summary::Price>)>> {
     if let Some(p) = file {
-        let prices = summary::read_prices(p).map_err(anyhow::Error::msg)?;
+        let prices = cairn_replay::audit::read_prices(p)?;
         return Ok(Some((p.display().to_string(), prices)));
     }
     let home = Home::from_env()?;
@@ -701,8 +686,7 @@ pub(crate) fn priced(
 /// `cairn show`: the conversation, then the totals. A log that does not verify is
 /// shown from its intact records, with a note.
 pub fn show(spec: &str, format: Format, verbose: bool, prices: Option<&Path>) -> Result<ExitCode> {
-    use cairn_replay::audit::Turn;
-    let dir = session_dir(spec)?;
+    let dir = crate::locate::session_dir(spec)?;
     let prices = prices_for(&dir, prices)?;
     let session = match cairn_replay::Session::load(&dir) {
         Ok(s) => s,
@@ -727,58 +711,81 @@ pub fn show(spec: &str, format: Format, verbose: bool, prices: Option<&Path>) ->
         .collect();
     let total_cost: Option<f64> = a.cost.as_ref().map(|c| c.total);
     if format != Format::Text {
-        let calls: std::collections::HashMap<&str, &cairn_replay::audit::CallEntry> =
-            a.calls.iter().map(|c| (c.call.as_str(), c)).collect();
-        let mut steps = Vec::new();
-        for t in &a.conversation {
-            let v = match t {
-                Turn::Call { call, .. } => match calls.get(call.as_str()) {
-                    Some(c) => {
-                        let mut v = serde_json::to_value(c)?;
-                        v["kind"] = "call".into();
-                        v
-                    }
-                    None => continue,
-                },
-                other => serde_json::to_value(other)?,
-            };
-            match format {
-                Format::Jsonl => out::line(&v.to_string())?,
-                _ => steps.push(v),
-            }
-        }
-        let tokens: Vec<serde_json::Value> = a
-            .tokens
-            .iter()
-            .zip(&costs)
-            .map(|(t, c)| {
-                let mut v = serde_json::to_value(t).unwrap_or_default();
-                if let Some(c) = c {
-                    v["cost"] = (*c).into();
-                }
-                v
-            })
-            .collect();
-        let totals = serde_json::json!({
-            "kind": "totals",
-            "session": a.header.session,
-            "state": a.header.end_state,
-            "calls": a.calls_by_status,
-            "models": a.header.models,
-            "tokens": tokens,
-            "wall_ms": a.header.duration_ms,
-            "cost": total_cost,
-            "answer": a.answer,
-        });
-        match format {
-            Format::Jsonl => out::line(&totals.to_string())?,
-            _ => out::line(
-                &serde_json::json!({"session": a.header.session, "steps": steps, "totals": totals})
-                    .to_string(),
-            )?,
-        }
+        show_json(&a, &costs, total_cost, format)?;
         return Ok(ExitCode::SUCCESS);
     }
+    show_text(&a, &costs, total_cost, verbose)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cairn show --json` or `--jsonl`: each step of the conversation, then the totals.
+fn show_json(
+    a: &cairn_replay::audit::Audit,
+    costs: &[Option<f64>],
+    total_cost: Option<f64>,
+    format: Format,
+) -> Result<()> {
+    use cairn_replay::audit::Turn;
+    let calls: std::collections::HashMap<&str, &cairn_replay::audit::CallEntry> =
+        a.calls.iter().map(|c| (c.call.as_str(), c)).collect();
+    let mut steps = Vec::new();
+    for t in &a.conversation {
+        let v = match t {
+            Turn::Call { call, .. } => match calls.get(call.as_str()) {
+                Some(c) => {
+                    let mut v = serde_json::to_value(c)?;
+                    v["kind"] = "call".into();
+                    v
+                }
+                None => continue,
+            },
+            other => serde_json::to_value(other)?,
+        };
+        match format {
+            Format::Jsonl => out::line(&v.to_string())?,
+            _ => steps.push(v),
+        }
+    }
+    let tokens: Vec<serde_json::Value> = a
+        .tokens
+        .iter()
+        .zip(costs)
+        .map(|(t, c)| {
+            let mut v = serde_json::to_value(t).unwrap_or_default();
+            if let Some(c) = c {
+                v["cost"] = (*c).into();
+            }
+            v
+        })
+        .collect();
+    let totals = serde_json::json!({
+        "kind": "totals",
+        "session": a.header.session,
+        "state": a.header.end_state,
+        "calls": a.calls_by_status,
+        "models": a.header.models,
+        "tokens": tokens,
+        "wall_ms": a.header.duration_ms,
+        "cost": total_cost,
+        "answer": a.answer,
+    });
+    match format {
+        Format::Jsonl => out::line(&totals.to_string())?,
+        _ => out::line(
+            &serde_json::json!({"session": a.header.session, "steps": steps, "totals": totals})
+                .to_string(),
+        )?,
+    }
+    Ok(())
+}
+
+/// `cairn show`: the header, the conversation, then the totals.
+fn show_text(
+    a: &cairn_replay::audit::Audit,
+    costs: &[Option<f64>],
+    total_cost: Option<f64>,
+    verbose: bool,
+) -> Result<()> {
     let paint = cairn_cli::paint::Paint::stdout();
     let h = &a.header;
     out::line(&format!(
@@ -793,10 +800,10 @@ pub fn show(spec: &str, format: Format, verbose: bool, prices: Option<&Path>) ->
             &p.hash[..12.min(p.hash.len())]
         ))?;
     }
-    for m in cairn_cli::report::models(&a) {
+    for m in cairn_cli::report::models(a) {
         out::line(&format!("  model: {m}"))?;
     }
-    for l in cairn_cli::report::conversation_text(&a, verbose, paint) {
+    for l in cairn_cli::report::conversation_text(a, verbose, paint) {
         out::line(&l)?;
     }
     out::line("")?;
@@ -806,7 +813,7 @@ pub fn show(spec: &str, format: Format, verbose: bool, prices: Option<&Path>) ->
     }
     out::line(&format!("{} {st}", paint.bold("state    ")))?;
     let total: u64 = a.calls_by_status.values().sum();
-    let parts = cairn_cli::report::calls_by_status(&a);
+    let parts = cairn_cli::report::calls_by_status(a);
     out::line(&format!(
         "{} {}{}",
         paint.bold("calls    "),
@@ -817,7 +824,7 @@ pub fn show(spec: &str, format: Format, verbose: bool, prices: Option<&Path>) ->
             format!(" ({})", parts.join(", "))
         }
     ))?;
-    for (t, c) in a.tokens.iter().zip(&costs) {
+    for (t, c) in a.tokens.iter().zip(costs) {
         out::line(&format!(
             "{} {}{}",
             paint.bold("tokens   "),
@@ -833,7 +840,7 @@ pub fn show(spec: &str, format: Format, verbose: bool, prices: Option<&Path>) ->
     if let Some(c) = total_cost {
         out::line(&format!("{} ${c:.4}", paint.bold("cost     ")))?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 pub fn tools(catalog: Option<Catalog>, json: bool, markdown: bool) -> Result<ExitCode> {

@@ -11,7 +11,7 @@
 use std::sync::{Arc, Mutex};
 
 use cairn_engine::Record;
-use cairn_engine::event::{Event, ShellPhase};
+use cairn_engine::event::{Event, FileWrite, ShellExec, ShellPhase};
 use serde_json::{Value, json};
 
 /// The JSON Schema of one line of the stream (`cairn schema stream`).
@@ -105,6 +105,13 @@ impl Inner {
         }
     }
 
+    /// Adds a model turn's tokens to the session's.
+    fn add_usage(&mut self, u: &Value) {
+        self.input_tokens += u["input_tokens"].as_u64().unwrap_or(0);
+        self.output_tokens += u["output_tokens"].as_u64().unwrap_or(0);
+        self.cached_tokens += u["cached_tokens"].as_u64().unwrap_or(0);
+    }
+
     fn begin_turn(&mut self, seq: u64, out: &mut Vec<Value>) -> u64 {
         if let Some(t) = self.turn {
             return t;
@@ -127,6 +134,52 @@ impl Inner {
             }));
         }
     }
+}
+
+/// The event of a command as it starts or ends.
+fn shell_exec(s: &mut Inner, seq: u64, x: &ShellExec, out: &mut Vec<Value>) {
+    let turn = s.begin_turn(seq, out);
+    let id = format!("{}:{}", x.call, x.id.as_deref().unwrap_or("fg"));
+    match &x.phase {
+        ShellPhase::Started => out.push(item(
+            "item.started",
+            turn,
+            seq,
+            json!({"id": id, "kind": "command_execution", "call": x.call,
+                   "argv": x.argv, "cwd": x.cwd, "pid": x.pid}),
+        )),
+        ShellPhase::Finished(end) => out.push(item(
+            "item.completed",
+            turn,
+            seq,
+            json!({"id": id, "kind": "command_execution", "call": x.call,
+                   "argv": x.argv, "cwd": x.cwd, "pid": x.pid,
+                   "status": end.status, "exit_code": end.exit_code,
+                   "elapsed_us": end.elapsed_us}),
+        )),
+    }
+}
+
+/// The event of a file written: an update of the call that wrote it, or a change of
+/// its own.
+fn file_write(s: &mut Inner, seq: u64, w: &FileWrite, out: &mut Vec<Value>) {
+    let turn = s.begin_turn(seq, out);
+    let change = json!({"path": w.path, "op": w.op, "status": w.status});
+    out.push(match &w.call {
+        Some(call) => item(
+            "item.updated",
+            turn,
+            seq,
+            json!({"id": call, "kind": "tool_call", "file_write": change}),
+        ),
+        // A change no call made (found by a scan at resume): an item of its own.
+        None => item(
+            "item.completed",
+            turn,
+            seq,
+            json!({"id": format!("w{seq}"), "kind": "file_change", "file_write": change}),
+        ),
+    });
 }
 
 /// The events one record means, in order.
@@ -154,9 +207,7 @@ fn events(s: &mut Inner, r: &Record) -> Vec<Value> {
         } => {
             let turn = s.begin_turn(seq, &mut out);
             if let Some(u) = usage {
-                s.input_tokens += u["input_tokens"].as_u64().unwrap_or(0);
-                s.output_tokens += u["output_tokens"].as_u64().unwrap_or(0);
-                s.cached_tokens += u["cached_tokens"].as_u64().unwrap_or(0);
+                s.add_usage(u);
             }
             let mut message = json!({
                 "id": format!("m{seq}"), "kind": "agent_message", "text": text,
@@ -205,47 +256,8 @@ fn events(s: &mut Inner, r: &Record) -> Vec<Value> {
                        "permission": {"key": key, "answer": answer, "source": source}}),
             ));
         }
-        Event::ShellExec(x) => {
-            let turn = s.begin_turn(seq, &mut out);
-            let id = format!("{}:{}", x.call, x.id.as_deref().unwrap_or("fg"));
-            match &x.phase {
-                ShellPhase::Started => out.push(item(
-                    "item.started",
-                    turn,
-                    seq,
-                    json!({"id": id, "kind": "command_execution", "call": x.call,
-                           "argv": x.argv, "cwd": x.cwd, "pid": x.pid}),
-                )),
-                ShellPhase::Finished(end) => out.push(item(
-                    "item.completed",
-                    turn,
-                    seq,
-                    json!({"id": id, "kind": "command_execution", "call": x.call,
-                           "argv": x.argv, "cwd": x.cwd, "pid": x.pid,
-                           "status": end.status, "exit_code": end.exit_code,
-                           "elapsed_us": end.elapsed_us}),
-                )),
-            }
-        }
-        Event::FileWrite(w) => {
-            let turn = s.begin_turn(seq, &mut out);
-            let change = json!({"path": w.path, "op": w.op, "status": w.status});
-            out.push(match &w.call {
-                Some(call) => item(
-                    "item.updated",
-                    turn,
-                    seq,
-                    json!({"id": call, "kind": "tool_call", "file_write": change}),
-                ),
-                // A change no call made (found by a scan at resume): an item of its own.
-                None => item(
-                    "item.completed",
-                    turn,
-                    seq,
-                    json!({"id": format!("w{seq}"), "kind": "file_change", "file_write": change}),
-                ),
-            });
-        }
+        Event::ShellExec(x) => shell_exec(s, seq, x, &mut out),
+        Event::FileWrite(w) => file_write(s, seq, w, &mut out),
         Event::ToolFinished(f) => {
             let turn = s.begin_turn(seq, &mut out);
             out.push(item(

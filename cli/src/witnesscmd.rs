@@ -42,7 +42,7 @@ pub fn push(session: &str, witnesses: &[String], json: bool) -> Result<ExitCode>
     if witnesses.is_empty() {
         bail!("give at least one --witness URL");
     }
-    let dir = crate::sessioncmd::session_dir(session)?;
+    let dir = crate::locate::session_dir(session)?;
     let (size, pushed) = tlog::log::push_checkpoint(&dir, witnesses)?;
     let mut clean = true;
     let mut rows = Vec::new();

@@ -27,6 +27,7 @@
 //! println!("{} sessions, {} calls", summary.sessions, summary.calls);
 //! ```
 
+pub mod agent_settings;
 mod claude;
 mod codex;
 mod error;

@@ -46,7 +46,9 @@ pub use secrets::{
     AUDIT_SCAN_BYTES_MAX, SCAN_CHUNK_BYTES, SCAN_OVERLAP_BYTES, SecretFile, WorkspaceSecrets,
     count_secrets, workspace_secrets,
 };
-pub use tokens::{Cost, Price, TokenUse};
+pub use tokens::{
+    Cost, PRICES_FILE_BYTES_MAX, Price, PricesError, TokenUse, parse_prices, read_prices,
+};
 
 /// Everything an audit shows.
 #[derive(Debug, Clone, Serialize)]

@@ -126,6 +126,98 @@ impl Fold for TokensFold {
     }
 }
 
+/// Bytes a prices file may hold.
+pub const PRICES_FILE_BYTES_MAX: u64 = 1024 * 1024;
+
+/// Why prices could not be had from a file or a text.
+#[derive(Debug, thiserror::Error)]
+pub enum PricesError {
+    /// The text is not prices: what is wrong, with the shape expected.
+    #[error("{0}")]
+    Invalid(String),
+    /// The file could not be read, or is not prices.
+    #[error("prices file {}: {what}", path.display())]
+    File {
+        path: std::path::PathBuf,
+        what: String,
+    },
+}
+
+/// Reads a prices file (see [`parse_prices`]), at most [`PRICES_FILE_BYTES_MAX`] bytes.
+pub fn read_prices(path: &std::path::Path) -> Result<BTreeMap<String, Price>, PricesError> {
+    use std::io::Read;
+    let what = |what: String| PricesError::File {
+        path: path.to_path_buf(),
+        what,
+    };
+    let file = std::fs::File::open(path).map_err(|e| what(e.to_string()))?;
+    let mut text = String::new();
+    file.take(PRICES_FILE_BYTES_MAX + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| what(e.to_string()))?;
+    if text.len() as u64 > PRICES_FILE_BYTES_MAX {
+        return Err(what(format!(
+            "longer than prices_file_bytes_max ({PRICES_FILE_BYTES_MAX} bytes): give only the models you use"
+        )));
+    }
+    parse_prices(&text).map_err(|e| what(e.to_string()))
+}
+
+/// Parses prices: a JSON object from model name to `{"input_per_mtok": N,
+/// "output_per_mtok": N, "cached_per_mtok": N}` (dollars per million tokens, at least
+/// 0; `cached_per_mtok` may be left out).
+pub fn parse_prices(text: &str) -> Result<BTreeMap<String, Price>, PricesError> {
+    const EXAMPLE: &str =
+        r#"{"MODEL": {"input_per_mtok": 3.0, "output_per_mtok": 15.0, "cached_per_mtok": 0.3}}"#;
+    let invalid = PricesError::Invalid;
+    let v: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| invalid(format!("not JSON ({e}); expected {EXAMPLE}")))?;
+    let map = v
+        .as_object()
+        .ok_or_else(|| invalid(format!("expected an object of models, as {EXAMPLE}")))?;
+    let mut out = BTreeMap::new();
+    for (model, p) in map {
+        let field = |k: &str, required: bool| -> Result<Option<f64>, PricesError> {
+            match p.get(k) {
+                None if required => Err(invalid(format!(
+                    "model \"{model}\": {k} is missing (dollars per million tokens)"
+                ))),
+                None => Ok(None),
+                Some(x) => match x.as_f64() {
+                    Some(n) if n >= 0.0 && n.is_finite() => Ok(Some(n)),
+                    _ => Err(invalid(format!(
+                        "model \"{model}\": {k} is {x}, not a number of dollars at least 0"
+                    ))),
+                },
+            }
+        };
+        if !p.is_object() {
+            return Err(invalid(format!(
+                "model \"{model}\": expected an object, as {EXAMPLE}"
+            )));
+        }
+        if let Some(k) = p.as_object().and_then(|o| {
+            o.keys().find(|k| {
+                !["input_per_mtok", "output_per_mtok", "cached_per_mtok"].contains(&k.as_str())
+            })
+        }) {
+            return Err(invalid(format!(
+                "model \"{model}\": unknown field {k} (input_per_mtok, output_per_mtok, cached_per_mtok)"
+            )));
+        }
+        let input = field("input_per_mtok", true)?.unwrap_or(0.0);
+        out.insert(
+            model.clone(),
+            Price {
+                input_per_mtok: input,
+                output_per_mtok: field("output_per_mtok", true)?.unwrap_or(0.0),
+                cached_per_mtok: field("cached_per_mtok", false)?.unwrap_or(input),
+            },
+        );
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
@@ -210,5 +302,62 @@ mod tests {
         // More cached than input (a provider's odd count) charges no negative input.
         let odd = uses("p", "m", [1, 0, 10, 0, 20]);
         assert!((p.cost(&odd) - 10.0 * 0.5 / 1e6).abs() < 1e-15);
+    }
+
+    #[test]
+    fn prices_parse_and_bad_ones_say_what_is_wrong() {
+        let p = parse_prices(r#"{"m-1": {"input_per_mtok": 2, "output_per_mtok": 10}}"#).unwrap();
+        let t = TokenUse {
+            input: 1_000_000,
+            output: 500_000,
+            cached: 250_000,
+            ..Default::default()
+        };
+        assert_eq!(p["m-1"].cost(&t), 2.0 + 5.0);
+        let with_cache = parse_prices(
+            r#"{"m-1": {"input_per_mtok": 2, "output_per_mtok": 10, "cached_per_mtok": 0.5}}"#,
+        )
+        .unwrap();
+        assert_eq!(with_cache["m-1"].cost(&t), 1.5 + 0.125 + 5.0);
+        let errors: Vec<String> = [
+            "[1]",
+            r#"{"m": {"output_per_mtok": 1}}"#,
+            r#"{"m": {"input_per_mtok": -1, "output_per_mtok": 1}}"#,
+            r#"{"m": {"input_per_mtok": 1, "output_per_mtok": 1, "cache": 1}}"#,
+        ]
+        .iter()
+        .map(|t| parse_prices(t).unwrap_err().to_string())
+        .collect();
+        assert!(
+            errors[0].starts_with("expected an object of models"),
+            "{errors:?}"
+        );
+        assert_eq!(
+            errors[1..],
+            [
+                "model \"m\": input_per_mtok is missing (dollars per million tokens)",
+                "model \"m\": input_per_mtok is -1, not a number of dollars at least 0",
+                "model \"m\": unknown field cache (input_per_mtok, output_per_mtok, cached_per_mtok)",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_prices_file_is_read_up_to_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("prices.json");
+        let body = r#"{"m": {"input_per_mtok": 1, "output_per_mtok": 1}}"#;
+        let pad = PRICES_FILE_BYTES_MAX as usize - body.len();
+        std::fs::write(&file, format!("{}{body}", " ".repeat(pad))).unwrap();
+        assert_eq!(read_prices(&file).unwrap().len(), 1);
+        std::fs::write(&file, format!("{}{body}", " ".repeat(pad + 1))).unwrap();
+        let e = read_prices(&file).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("prices file {}: ", file.display())),
+            "{e}"
+        );
+        assert!(e.ends_with(
+            "longer than prices_file_bytes_max (1048576 bytes): give only the models you use"
+        ));
     }
 }
