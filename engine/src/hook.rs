@@ -274,10 +274,6 @@ pub fn patch_paths(patch: &str) -> Vec<String> {
 /// The last line of a question's detail that says why it asks every time.
 const ALWAYS_ASKS: &str = "(asked every time: ";
 
-/// Why a write into git's hooks or configuration asks every time.
-const RUNS_GIT: &str =
-    "it writes git's hooks or configuration, which name programs a later git runs";
-
 /// The verdict on `need` for a session whose fold is `state`: what the allow list
 /// covers is allowed, a question nobody here can answer goes to `unlisted`.
 pub fn verdict(
@@ -431,7 +427,7 @@ fn files_need(
             Err(_) => named.to_string_lossy().into_owned(),
         };
         if ask.is_some() && cairn_core::command::runs_git(&named) {
-            always = always.or(Some(RUNS_GIT));
+            always = always.or(Some(cairn_core::permission::GIT_WRITE_WHY));
         }
         if credential.is_none() && creds.matches(&named) {
             credential = Some(named);
@@ -441,7 +437,7 @@ fn files_need(
                 Landing::Inside(rel) => {
                     // Through a link too: `hk -> .git/hooks`, then `hk/pre-commit`.
                     if ask.is_some() && cairn_core::command::runs_git(&rel) {
-                        always = always.or(Some(RUNS_GIT));
+                        always = always.or(Some(cairn_core::permission::GIT_WRITE_WHY));
                     }
                     if credential.is_none() && creds.matches(&rel) {
                         credential = Some(rel);

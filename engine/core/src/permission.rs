@@ -60,10 +60,18 @@ pub fn shell_need(analysis: Analysis, context: &str) -> Need {
     }
 }
 
-/// The last line of the question for a write into git's hooks or configuration
-/// (`.git/hooks/pre-commit`, `.git/config`, `.gitattributes`), which name programs a
-/// later `git` runs: the question is guarded, and no grant of the writing tool covers it.
-pub const GIT_WRITE_NOTE: &str = "(asked every time: it writes git's hooks or configuration, which name programs a later git runs)";
+/// Why a write into git's hooks or configuration (`.git/hooks/pre-commit`,
+/// `.git/config`, `.gitattributes`) asks every time: they name programs a later `git`
+/// runs, so no grant of the writing tool covers it.
+macro_rules! git_write_why {
+    () => {
+        "it writes git's hooks or configuration, which name programs a later git runs"
+    };
+}
+pub const GIT_WRITE_WHY: &str = git_write_why!();
+
+/// The last line of such a question (the question is guarded).
+pub const GIT_WRITE_NOTE: &str = concat!("(asked every time: ", git_write_why!(), ")");
 
 /// What a call of `tool` needs when a path it names lies outside the workspace, in
 /// folder `dir`: a question for `<tool>@<dir>` showing what the call would do there

@@ -153,6 +153,44 @@ const GIT_RUNS_LONG: &[&str] = &[
 /// Long options of git subcommands whose value is a file or folder git writes.
 const GIT_WRITES_LONG: &[&str] = &["output", "output-directory", "separate-git-dir"];
 
+/// The options of `xargs` that take no value.
+const XARGS_FLAGS: &[&str] = &[
+    "-0",
+    "--null",
+    "-r",
+    "--no-run-if-empty",
+    "-t",
+    "--verbose",
+    "-p",
+    "--interactive",
+    "-x",
+    "--exit",
+    "-o",
+    "--open-tty",
+    "--show-limits",
+];
+
+/// The options of `xargs` that take a value.
+const XARGS_VALUES: &[&str] = &[
+    "-I",
+    "-L",
+    "-n",
+    "-P",
+    "-s",
+    "-d",
+    "-E",
+    "-a",
+    "--arg-file",
+    "--delimiter",
+    "--eof",
+    "--replace",
+    "--max-lines",
+    "--max-args",
+    "--max-procs",
+    "--max-chars",
+    "--process-slot-var",
+];
+
 /// git options whose value is the next word (so an unknown word there is only text).
 const GIT_VALUE_OPTIONS: &[&str] = &[
     "--message",
@@ -980,65 +1018,8 @@ impl Walker {
     /// `xargs CMD…` runs CMD with words from its input appended (or put in place of the
     /// `-I` string): those words are not known.
     fn xargs(&mut self, args: &[Word]) {
-        let o = options(
-            args,
-            &[
-                "-I",
-                "-L",
-                "-n",
-                "-P",
-                "-s",
-                "-d",
-                "-E",
-                "-a",
-                "--arg-file",
-                "--delimiter",
-                "--eof",
-                "--replace",
-                "--max-lines",
-                "--max-args",
-                "--max-procs",
-                "--max-chars",
-                "--process-slot-var",
-            ],
-            false,
-        );
-        self.known_flags(
-            "xargs",
-            &o.flags,
-            &[
-                "-0",
-                "--null",
-                "-r",
-                "--no-run-if-empty",
-                "-t",
-                "--verbose",
-                "-p",
-                "--interactive",
-                "-x",
-                "--exit",
-                "-o",
-                "--open-tty",
-                "-I",
-                "-L",
-                "-n",
-                "-P",
-                "-s",
-                "-d",
-                "-E",
-                "-a",
-                "--arg-file",
-                "--delimiter",
-                "--eof",
-                "--replace",
-                "--max-lines",
-                "--max-args",
-                "--max-procs",
-                "--max-chars",
-                "--process-slot-var",
-                "--show-limits",
-            ],
-        );
+        let o = options(args, XARGS_VALUES, false);
+        self.known_flags("xargs", &o.flags, &[XARGS_FLAGS, XARGS_VALUES].concat());
         let replace = o.value(&["-I", "--replace"]).map(|w| w.text.clone());
         let mut argv: Vec<Word> = args[o.rest..].to_vec();
         if argv.is_empty() {

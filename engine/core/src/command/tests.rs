@@ -1314,6 +1314,8 @@ fn constructs_bash_executes_are_never_covered() {
         "cp --target-dir=/out a",
         "cp --t=/out a",
         "mv --target-d /out a",
+        // A prefix of several long options (`--suffix`, `--sparse`, `--strip-program`).
+        "install --s=x a b",
         // Substitutions bash runs where a reading as text would not.
         r#"echo "${x:-'$(touch M)'}""#,
         "echo ${x:+`touch M`}",
