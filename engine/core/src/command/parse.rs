@@ -228,7 +228,7 @@ fn ancestry(top: Node, src: &str) -> Ancestry {
     let mut cursor = top.walk();
     loop {
         let n = cursor.node();
-        match n.kind() {
+        match kind(n) {
             "raw_string" if expanding == 0 => {
                 out.literal_quotes.insert(n.id());
             }
@@ -246,7 +246,7 @@ fn ancestry(top: Node, src: &str) -> Ancestry {
             _ => {}
         }
         if cursor.goto_first_child() {
-            expanding += usize::from(EXPANDING.contains(&n.kind()));
+            expanding += usize::from(EXPANDING.contains(&kind(n)));
             path.push(n);
             continue;
         }
@@ -255,9 +255,31 @@ fn ancestry(top: Node, src: &str) -> Ancestry {
                 return out;
             }
             if let Some(p) = path.pop() {
-                expanding -= usize::from(EXPANDING.contains(&p.kind()));
+                expanding -= usize::from(EXPANDING.contains(&kind(p)));
             }
         }
+    }
+}
+
+/// A node's kind. tree-sitter's `Node::kind` measures and checks the name's bytes on
+/// every call, and the walk asks thousands of times per line: the names are read once.
+fn kind<'t>(n: Node<'t>) -> &'t str {
+    static KINDS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let kinds = KINDS.get_or_init(|| {
+        let language: tree_sitter::Language = tree_sitter_bash::LANGUAGE.into();
+        (0..language.node_kind_count())
+            .map(|id| {
+                u16::try_from(id)
+                    .ok()
+                    .and_then(|id| language.node_kind_for_id(id))
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
+    });
+    match kinds.get(usize::from(n.kind_id())) {
+        Some(name) => name,
+        None => n.kind(),
     }
 }
 
@@ -415,7 +437,7 @@ impl Walker {
         for at in scan::continuations(text) {
             let inside = top
                 .descendant_for_byte_range(at, at + 2)
-                .is_some_and(|n| !BETWEEN_WORDS.contains(&n.kind()));
+                .is_some_and(|n| !BETWEEN_WORDS.contains(&kind(n)));
             if inside {
                 self.reason(Reason::Ambiguous(
                     "a line continuation inside a word".to_string(),
@@ -451,7 +473,7 @@ impl Walker {
         if n.is_missing() {
             self.reason(Reason::Unparsed);
         }
-        match n.kind() {
+        match kind(n) {
             "command" => self.command(n, src),
             // The body first: tree-sitter hangs `cd /tmp && echo x > f`'s redirection on
             // the whole list, but it is opened where the last command runs.
@@ -570,7 +592,7 @@ impl Walker {
                 self.children(n, src);
             }
             "for_statement" => {
-                if n.child(0).is_some_and(|k| k.kind() == "select") {
+                if n.child(0).is_some_and(|k| kind(k) == "select") {
                     self.reason(Reason::NotUnderstood("select".to_string()));
                 }
                 self.children(n, src);
@@ -590,7 +612,7 @@ impl Walker {
     fn heredoc(&mut self, n: Node, src: &str) {
         let mut cursor = n.walk();
         for child in n.children(&mut cursor) {
-            if child.kind() == "heredoc_start" && text(child, src).contains(['\'', '"', '\\']) {
+            if kind(child) == "heredoc_start" && text(child, src).contains(['\'', '"', '\\']) {
                 self.reason(Reason::Ambiguous(
                     "a here-document delimiter with quotes or backslashes".to_string(),
                 ));
@@ -605,7 +627,7 @@ impl Walker {
         let keyword = n.child(0).map_or("", |k| text(k, src)).to_string();
         self.push(format!("shell:{keyword}"), &[Word::literal(&keyword)]);
         for child in named(n) {
-            match child.kind() {
+            match kind(child) {
                 "variable_assignment" => {}
                 _ => {
                     let w = word(child, src);
@@ -668,7 +690,7 @@ impl Walker {
 
     fn test_operands(&mut self, n: Node, src: &str, double: bool) {
         for child in named(n) {
-            match child.kind() {
+            match kind(child) {
                 "unary_expression" => {
                     let parts = named(child);
                     let op = parts.first().map_or("", |o| text(*o, src));
@@ -685,14 +707,14 @@ impl Walker {
                 "binary_expression" if double => {
                     let parts = named(child);
                     let arithmetic = parts.iter().any(|p| {
-                        p.kind() == "test_operator"
+                        kind(*p) == "test_operator"
                             && matches!(
                                 text(*p, src),
                                 "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge"
                             )
                     });
                     if arithmetic {
-                        for p in parts.iter().filter(|p| p.kind() != "test_operator") {
+                        for p in parts.iter().filter(|p| kind(**p) != "test_operator") {
                             let w = word(*p, src);
                             let t = w.text.trim_start_matches(['-', '+']);
                             if !(w.known && !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()))
@@ -713,8 +735,7 @@ impl Walker {
 
     fn children(&mut self, n: Node, src: &str) {
         let mut cursor = n.walk();
-        let children: Vec<Node> = n.named_children(&mut cursor).collect();
-        for child in children {
+        for child in n.named_children(&mut cursor) {
             self.node(child, src);
         }
     }
@@ -756,13 +777,13 @@ impl Walker {
         let operator = n
             .children(&mut cursor)
             .filter(|c| !c.is_named())
-            .map(|c| c.kind())
+            .map(|c| kind(c))
             .next()
             .unwrap_or("");
         let writes = match operator {
             ">" | ">>" | "&>" | "&>>" | ">|" | "<>" => true,
             // `>&2` duplicates a descriptor; `>&file` is `&>file`.
-            ">&" => destination.kind() != "number" && text(destination, src) != "-",
+            ">&" => kind(destination) != "number" && text(destination, src) != "-",
             _ => false,
         };
         if writes {
@@ -859,21 +880,23 @@ fn assignment_name(text: &str) -> bool {
         .is_some_and(|(name, _)| scan::identifier(name.strip_suffix('+').unwrap_or(name)))
 }
 
-/// A node's children with their field names.
-fn fields(n: Node) -> Vec<(Option<&'static str>, Node)> {
+/// A node's named children with their field names, in one pass of a cursor
+/// (`Node::field_name_for_child` walks the children from the first each time).
+fn fields<'t>(n: Node<'t>) -> Vec<(Option<&'t str>, Node<'t>)> {
+    let mut out = Vec::new();
     let mut cursor = n.walk();
-    n.children(&mut cursor)
-        .enumerate()
-        .filter(|(_, c)| c.is_named())
-        .map(|(i, c)| {
-            (
-                u32::try_from(i)
-                    .ok()
-                    .and_then(|i| n.field_name_for_child(i)),
-                c,
-            )
-        })
-        .collect()
+    if cursor.goto_first_child() {
+        loop {
+            let child = cursor.node();
+            if child.is_named() {
+                out.push((cursor.field_name(), child));
+            }
+            if !cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
+    out
 }
 
 fn text<'s>(n: Node, src: &'s str) -> &'s str {
@@ -889,19 +912,19 @@ fn stdin_fed(n: Node, path: &[Node]) -> bool {
         let mut cursor = current.walk();
         if current
             .children(&mut cursor)
-            .any(|c| matches!(c.kind(), "heredoc_redirect" | "herestring_redirect"))
+            .any(|c| matches!(kind(c), "heredoc_redirect" | "herestring_redirect"))
         {
             return true;
         }
         let Some(parent) = up.next() else {
             return false;
         };
-        match parent.kind() {
+        match kind(*parent) {
             "redirected_statement" => current = *parent,
             "pipeline" => {
                 // `cat <<EOF | sh` nests the rest of the pipeline inside the here-doc.
                 return parent.named_child(0).map(|f| f.id()) != Some(current.id())
-                    || up.next().is_some_and(|g| g.kind() == "heredoc_redirect");
+                    || up.next().is_some_and(|g| kind(*g) == "heredoc_redirect");
             }
             _ => return false,
         }
@@ -948,7 +971,7 @@ pub(super) fn word(n: Node, src: &str) -> Word {
 
 fn piece(n: Node, src: &str, b: &mut Build) {
     let raw = text(n, src);
-    match n.kind() {
+    match kind(n) {
         "word" | "extglob_pattern" => {
             b.bare.push_str(raw);
             b.text.push_str(&unescape_bare(raw));
@@ -975,7 +998,7 @@ fn piece(n: Node, src: &str, b: &mut Build) {
                 b.text.push_str(&unescape_quoted(
                     src.get(pos..child.start_byte()).unwrap_or(""),
                 ));
-                if child.kind() == "string_content" {
+                if kind(child) == "string_content" {
                     b.text.push_str(&unescape_quoted(text(child, src)));
                 } else {
                     piece(child, src, b);
