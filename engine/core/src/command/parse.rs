@@ -526,6 +526,32 @@ impl Walker {
                 self.heredoc(n, src);
                 self.children(n, src);
             }
+            "raw_string" | "ansi_c_string" => self.quoted(n, src),
+            "expansion"
+            | "arithmetic_expansion"
+            | "compound_statement"
+            | "c_style_for_statement"
+            | "subscript" => self.evaluated(n, src),
+            "for_statement" => {
+                if n.child(0).is_some_and(|k| kind(k) == "select") {
+                    self.reason(Reason::NotUnderstood("select".to_string()));
+                }
+                self.children(n, src);
+            }
+            kind if UNDERSTOOD.contains(&kind) => self.children(n, src),
+            // A syntax error is `Unparsed` already.
+            "ERROR" => self.children(n, src),
+            kind => {
+                self.reason(Reason::NotUnderstood(kind.replace('_', " ")));
+                self.children(n, src);
+            }
+        }
+    }
+
+    /// A single-quoted or ANSI-C string: literal text for the raw-text check where bash
+    /// takes it literally.
+    fn quoted(&mut self, n: Node, src: &str) {
+        match kind(n) {
             "raw_string" => {
                 let t = text(n, src);
                 if t.len() >= 2
@@ -542,6 +568,13 @@ impl Walker {
                     self.marks.literal(n.start_byte(), n.end_byte());
                 }
             }
+            _ => {}
+        }
+    }
+
+    /// Expansions, arithmetic and subscripts: judged here, and their insides walked.
+    fn evaluated(&mut self, n: Node, src: &str) {
+        match kind(n) {
             "expansion" => {
                 let t = text(n, src);
                 if scan::plain_expansion(t) {
@@ -591,19 +624,7 @@ impl Walker {
                 }
                 self.children(n, src);
             }
-            "for_statement" => {
-                if n.child(0).is_some_and(|k| kind(k) == "select") {
-                    self.reason(Reason::NotUnderstood("select".to_string()));
-                }
-                self.children(n, src);
-            }
-            kind if UNDERSTOOD.contains(&kind) => self.children(n, src),
-            // A syntax error is `Unparsed` already.
-            "ERROR" => self.children(n, src),
-            kind => {
-                self.reason(Reason::NotUnderstood(kind.replace('_', " ")));
-                self.children(n, src);
-            }
+            _ => self.children(n, src),
         }
     }
 

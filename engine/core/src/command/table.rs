@@ -347,6 +347,10 @@ impl Walker {
         }
     }
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "tar's options, one arm each (old-style clusters, long options and their abbreviations)"
+    )]
     fn tar(&mut self, args: &[Word]) {
         // Old style: a first word without a dash is a cluster of letters whose values
         // follow in order (`tar czf out.tgz dir`).
@@ -688,6 +692,10 @@ impl Walker {
         }
     }
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "rsync's options that run programs or write, one arm each"
+    )]
     fn rsync(&mut self, args: &[Word]) {
         let spec = Spec {
             flags: &[
@@ -930,6 +938,10 @@ impl Walker {
         }
     }
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "zip's and unzip's options, one arm each"
+    )]
     fn zip(&mut self, args: &[Word]) {
         let spec = Spec {
             flags: &[
@@ -1073,6 +1085,7 @@ impl Walker {
         }
     }
 
+    #[expect(clippy::too_many_lines, reason = "make's options, one arm each")]
     fn make(&mut self, name: &str, args: &[Word]) {
         let spec = Spec {
             flags: &[
@@ -1177,6 +1190,10 @@ impl Walker {
         }
     }
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "less, more, man and the editors: one arm per program's options"
+    )]
     fn pager(&mut self, name: &str, args: &[Word]) {
         if name == "man" {
             let spec = Spec {
@@ -1309,6 +1326,10 @@ impl Walker {
 
     /// `tee`, `cp`, `mv`, `ln`, `install`, `dd` and the programs that change the files
     /// they name: every file written is judged.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one arm per writing program (tee, cp, mv, ln, install, dd, touch, …) and its destination options"
+    )]
     fn writer(&mut self, name: &str, args: &[Word]) {
         if name == "dd" {
             for a in args {
@@ -1613,6 +1634,10 @@ pub enum SedEffect {
 
 /// Reads a sed script (GNU syntax) for what runs and what is written; an error for a
 /// script the reading does not follow to the end.
+#[expect(
+    clippy::too_many_lines,
+    reason = "a reader of sed's script language: one loop over its commands, one arm per command letter"
+)]
 pub fn sed_script(script: &str) -> Result<Vec<SedEffect>, String> {
     let chars: Vec<char> = script.chars().collect();
     let mut effects = Vec::new();

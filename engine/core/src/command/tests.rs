@@ -84,6 +84,10 @@ fn check_argv(argv: &[&str], keys: &[&str], reasons: &[Reason], covered: bool, g
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a table of lines and what covers them, one case per statement"
+)]
 fn plain_and_compound_lines_are_covered_by_their_programs() {
     check("ls", &["shell:ls"], &[], true, &[]);
     check(
@@ -546,6 +550,10 @@ fn writes_outside_the_workspace_ask() {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a table of wrapper lines and their keys, one case per statement"
+)]
 fn wrappers_are_keyed_by_what_they_run() {
     check(
         "nice -n 10 nohup timeout 5 stdbuf -oL make",
@@ -997,6 +1005,10 @@ fn guarded_rm_in_every_spelling() {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a table of spellings of the same git commands, one case per statement"
+)]
 fn guarded_git_in_every_spelling() {
     check(
         "git push -f origin main",
@@ -1257,6 +1269,10 @@ fn argv_quoted_for_the_prompt() {
 /// outside the workspace (the attacks of issue 40 and their kin): none is covered by an
 /// "always" for every program it names, and each says why.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a table of attack lines, one per statement, checked against one grant"
+)]
 fn constructs_bash_executes_are_never_covered() {
     let granted = set(&[
         "shell:echo",
