@@ -22,10 +22,10 @@ pub struct CaptureArgs {
     #[arg(long)]
     pub from: Option<PathBuf>,
     /// Bytes the git checkout holds at least.
-    #[arg(long, default_value_t = 200_000_000)]
+    #[arg(long, default_value_t = 280_000_000)]
     pub bytes_min: u64,
     /// Files the git checkout holds at least.
-    #[arg(long, default_value_t = 13_000)]
+    #[arg(long, default_value_t = 19_000)]
     pub files_min: u64,
     /// Files of the generated tree of the warm start.
     #[arg(long, default_value_t = 50_000)]
@@ -184,7 +184,9 @@ fn checkout(args: &CaptureArgs, tmp: &Path) -> Result<()> {
         git(&ws, &["status", "--porcelain"])?;
         status.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    println!("git status --porcelain: median {:.0} ms", median(status));
+    let status = median(status);
+    println!("git status --porcelain: median {status:.0} ms");
+    first_hook_call(args, tmp, &ws, status)?;
     for capture in [Capture::Git, Capture::Full] {
         let (mut cold, mut stored, mut warm) = (Vec::new(), Vec::new(), Vec::new());
         let (mut cold_cpu, mut warm_cpu) = (Vec::new(), Vec::new());
@@ -200,6 +202,11 @@ fn checkout(args: &CaptureArgs, tmp: &Path) -> Result<()> {
             std::fs::remove_dir_all(&home)?;
         }
         let stored = median(stored);
+        let cold_ms = median(cold.clone());
+        println!(
+            "capture {capture:?}: cold start {cold_ms:.0} ms = {:.2} × git status (target <= 2)",
+            cold_ms / status
+        );
         println!(
             "capture {capture:?}: cold start median {:.0} ms, home {:.1} MB ({:.2} % of the tree); warm start median {:.0} ms  ({} runs)",
             median(cold),
@@ -214,6 +221,55 @@ fn checkout(args: &CaptureArgs, tmp: &Path) -> Result<()> {
             median(warm_cpu)
         );
     }
+    Ok(())
+}
+
+/// The first hook call of a Claude Code session on the checkout, as Claude Code makes
+/// it: a `cairn hook claude` process for `SessionStart`, then one for the first
+/// `PreToolUse`, each with a fresh home (the session's start captures the tree).
+fn first_hook_call(args: &CaptureArgs, tmp: &Path, ws: &Path, status_ms: f64) -> Result<()> {
+    let cairn = crate::hook::beside_bench()?;
+    if !cairn.exists() {
+        println!(
+            "first hook call: skipped ({} is not built)",
+            cairn.display()
+        );
+        return Ok(());
+    }
+    let cwd = ws.to_string_lossy();
+    let (mut start, mut first) = (Vec::new(), Vec::new());
+    for i in 0..args.runs {
+        let home = tmp.join(format!("home-hook-{i}"));
+        let session = format!("bench-first-{i}");
+        let event = |name: &str| {
+            serde_json::to_vec(&serde_json::json!({
+                "session_id": session, "cwd": cwd, "transcript_path": "/nonexistent",
+                "hook_event_name": name, "tool_name": "Bash", "tool_use_id": "toolu_1",
+                "tool_input": {"command": "ls"},
+            }))
+        };
+        let hook = ["hook", "claude"];
+        start.push(crate::hook::spawn(
+            &cairn,
+            &hook,
+            &home,
+            &event("SessionStart")?,
+        )?);
+        first.push(crate::hook::spawn(
+            &cairn,
+            &hook,
+            &home,
+            &event("PreToolUse")?,
+        )?);
+        std::fs::remove_dir_all(&home)?;
+    }
+    let (start, first) = (median(start), median(first));
+    println!(
+        "first hook call (cairn hook claude, fresh home): SessionStart {start:.0} ms = {:.2} × git status, first PreToolUse {first:.0} ms = {:.2} × git status (target <= 2; {} runs)",
+        start / status_ms,
+        first / status_ms,
+        args.runs
+    );
     Ok(())
 }
 

@@ -28,7 +28,8 @@ pub struct HookArgs {
     pub runs: u64,
 }
 
-fn spawn(program: &Path, args: &[&str], home: &Path, input: &[u8]) -> Result<f64> {
+/// Runs `program` with `input` on its stdin and `home` as the cairn home: milliseconds.
+pub(crate) fn spawn(program: &Path, args: &[&str], home: &Path, input: &[u8]) -> Result<f64> {
     let start = Instant::now();
     let mut child = Command::new(program)
         .args(args)
@@ -45,6 +46,14 @@ fn spawn(program: &Path, args: &[&str], home: &Path, input: &[u8]) -> Result<f64
     Ok(start.elapsed().as_secs_f64() * 1000.0)
 }
 
+/// The `cairn` binary built beside this one.
+pub(crate) fn beside_bench() -> Result<std::path::PathBuf> {
+    Ok(std::env::current_exe()?
+        .parent()
+        .context("this binary's folder")?
+        .join("cairn"))
+}
+
 fn pct(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -53,10 +62,7 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
 pub fn run(args: &HookArgs) -> Result<()> {
     let cairn = match &args.cairn {
         Some(c) => c.clone(),
-        None => std::env::current_exe()?
-            .parent()
-            .context("this binary's folder")?
-            .join("cairn"),
+        None => beside_bench()?,
     };
     if let Some(calls) = args.claude_calls {
         claude(&cairn, calls, args.runs)?;
