@@ -269,7 +269,9 @@ impl Dest {
         Ok(())
     }
 
-    /// Removes workspace path `rel` (a recorded delete); absent is fine.
+    /// Removes workspace path `rel` (a recorded delete); absent is fine. Only a re-run
+    /// (the `run` feature) deletes.
+    #[cfg(feature = "run")]
     pub(crate) fn remove(&self, rel: &str) -> Result<()> {
         let path = self.root.path().join(rel);
         match std::fs::remove_file(&path) {
