@@ -15,7 +15,7 @@ mod config;
 mod continue_last;
 mod demo;
 mod diff;
-pub(crate) mod flags;
+mod flags;
 mod fork;
 mod head;
 mod hook;
