@@ -304,57 +304,6 @@ fn stop_reason(engine: &Engine, quit: &AtomicBool, by_user: &str) -> String {
     }
 }
 
-/// The flags of `cairn chat` (those of `cairn run TASK` that a chat needs); what they
-/// leave unset comes from the environment and the configuration files.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ChatArgs {
-    /// The workspace folder.
-    #[arg(long, default_value = ".")]
-    pub workspace: PathBuf,
-    /// Who answers permission requests: ask (the overlay), always (allow each once),
-    /// never (deny).
-    #[arg(long, default_value = "ask")]
-    pub approve: crate::sessioncmd::Approve,
-    #[command(flatten)]
-    pub model: crate::ModelArgs,
-    /// Ask for whole answers instead of streams.
-    #[arg(long)]
-    pub no_stream: bool,
-}
-
-/// Only the chat's flags, to get their defaults.
-#[derive(clap::Parser)]
-struct ChatOnly {
-    #[command(flatten)]
-    args: ChatArgs,
-}
-
-impl ChatArgs {
-    /// The flags' defaults (`cairn` alone).
-    pub fn defaults() -> ChatArgs {
-        use clap::Parser;
-        ChatOnly::parse_from(["cairn"]).args
-    }
-}
-
-/// `cairn chat`.
-pub fn chat(c: ChatArgs) -> Result<ExitCode> {
-    if !on_terminal() {
-        anyhow::bail!(
-            "cairn chat needs a terminal (standard input and output, and CI not set): use cairn run TASK for plain lines"
-        );
-    }
-    let a = TaskArgs {
-        task: String::new(),
-        workspace: c.workspace,
-        flags: c.model.settings(),
-        approve: c.approve,
-        no_stream: c.no_stream,
-        json: false,
-    };
-    run(&a, None)
-}
-
 /// True when the chat can run: standard input and output are a terminal, and `CI` is
 /// not set (a CI job's pseudo-terminal has nobody to answer).
 pub fn on_terminal() -> bool {

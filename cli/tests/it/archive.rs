@@ -55,68 +55,7 @@ fn a_pushed_session_pulls_back_byte_exact_and_the_database_refuses_changes() {
 
     // What was pushed is searchable in the archive, with the hits the local index gives
     // for that session.
-    let hits = |args: &[&str]| -> Vec<serde_json::Value> {
-        let o = ok(&cairn(home, args));
-        let v: serde_json::Value = serde_json::from_str(o.trim()).unwrap();
-        v["hits"].as_array().unwrap().clone()
-    };
-    let local: Vec<_> = hits(&["search", "fn", "--json", "--limit", "1000"])
-        .into_iter()
-        .filter(|h| h["session"] == id.as_str())
-        .collect();
-    assert!(!local.is_empty(), "the demo session has no hit for `fn`");
-    // The archive is named as for every command (the global --archive, else
-    // CAIRN_ARCHIVE_URL, else the configuration); --in-archive searches it.
-    let archived = hits(&[
-        "--archive",
-        &url,
-        "search",
-        "fn",
-        "--json",
-        "--limit",
-        "1000",
-        "--in-archive",
-    ]);
-    assert_eq!(archived, local);
-    let after = hits(&[
-        "search",
-        "fn",
-        "--json",
-        "--limit",
-        "1000",
-        "--in-archive",
-        "--archive",
-        &url,
-    ]);
-    assert_eq!(after, archived);
-    // The flag alone names the archive, and search still searches the home.
-    let all_local = hits(&["search", "fn", "--json", "--limit", "1000"]);
-    let named = hits(&[
-        "--archive",
-        &url,
-        "search",
-        "fn",
-        "--json",
-        "--limit",
-        "1000",
-    ]);
-    assert_eq!(named, all_local);
-    let by_env = Command::new(CAIRN)
-        .env("CAIRN_HOME", home)
-        .env("CAIRN_ARCHIVE_URL", &url)
-        .args(["search", "fn", "--json", "--limit", "1000", "--in-archive"])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_str(ok(&by_env).trim()).unwrap();
-    assert_eq!(v["hits"].as_array().unwrap(), &archived);
-    // Without one, --in-archive says how to name it.
-    let none = cairn(home, &["search", "fn", "--in-archive"]);
-    assert_eq!(none.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&none.stderr).contains("no archive given: add --archive"),
-        "{}",
-        String::from_utf8_lossy(&none.stderr)
-    );
+    the_archive_is_searched_as_the_home_is(home, &url, &id);
 
     // Pulled into another home: the same log, and it verifies there.
     let other = tempfile::tempdir().unwrap();
@@ -148,45 +87,7 @@ fn a_pushed_session_pulls_back_byte_exact_and_the_database_refuses_changes() {
 
     // The database itself refuses an UPDATE, a DELETE and a record with a wrong prev.
     let mut sql = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    let e = sql
-        .execute(
-            "update records set ts = 'x' where session = $1 and seq = 1",
-            &[&id],
-        )
-        .unwrap_err();
-    assert!(format!("{:?}", e).contains("append-only"), "{e:?}");
-    let e = sql
-        .execute("delete from records where session = $1", &[&id])
-        .unwrap_err();
-    assert!(format!("{:?}", e).contains("append-only"), "{e:?}");
-    for table in [
-        "records",
-        "blobs cascade",
-        "sessions cascade",
-        "checkpoints cascade",
-    ] {
-        let e = sql.batch_execute(&format!("truncate {table}")).unwrap_err();
-        assert!(format!("{:?}", e).contains("append-only"), "{table}: {e:?}");
-    }
-    let n: i64 = sql
-        .query_one("select count(*) from records where session = $1", &[&id])
-        .unwrap()
-        .get(0);
-    let line = format!(
-        "{{\"prev\":\"{}\",\"seq\":{n},\"ts\":\"t\",\"event\":{{}},\"hash\":\"{}\"}}",
-        "1".repeat(64),
-        "2".repeat(64)
-    );
-    let e = sql
-        .execute(
-            "insert into records (session, seq, hash, prev, ts, line) values ($1, $2, $3, $4, 't', $5)",
-            &[&id, &n, &"2".repeat(64), &"1".repeat(64), &line.as_bytes()],
-        )
-        .unwrap_err();
-    assert!(
-        format!("{:?}", e).contains("is not the stored head"),
-        "{e:?}"
-    );
+    the_database_refuses_changes(&mut sql, &id);
 
     // show archive:<id> runs on the archived session, as on the local one.
     let shown = ok(&cairn(
@@ -237,6 +138,118 @@ fn a_pushed_session_pulls_back_byte_exact_and_the_database_refuses_changes() {
             .iter()
             .all(|n| n.starts_with(cairn_store::UNBORN_PREFIX)),
         "{names:?}"
+    );
+}
+
+/// `search --in-archive` finds in the archive what the home's index finds for session
+/// `id`, the archive named by the global flag (before or after the command) or by the
+/// environment; the flag alone searches the home.
+fn the_archive_is_searched_as_the_home_is(home: &Path, url: &str, id: &str) {
+    let hits = |args: &[&str]| -> Vec<serde_json::Value> {
+        let o = ok(&cairn(home, args));
+        let v: serde_json::Value = serde_json::from_str(o.trim()).unwrap();
+        v["hits"].as_array().unwrap().clone()
+    };
+    let local: Vec<_> = hits(&["search", "fn", "--json", "--limit", "1000"])
+        .into_iter()
+        .filter(|h| h["session"] == id)
+        .collect();
+    assert!(!local.is_empty(), "the demo session has no hit for `fn`");
+    // The archive is named as for every command (the global --archive, else
+    // CAIRN_ARCHIVE_URL, else the configuration); --in-archive searches it.
+    let archived = hits(&[
+        "--archive",
+        url,
+        "search",
+        "fn",
+        "--json",
+        "--limit",
+        "1000",
+        "--in-archive",
+    ]);
+    assert_eq!(archived, local);
+    let after = hits(&[
+        "search",
+        "fn",
+        "--json",
+        "--limit",
+        "1000",
+        "--in-archive",
+        "--archive",
+        url,
+    ]);
+    assert_eq!(after, archived);
+    // The flag alone names the archive, and search still searches the home.
+    let all_local = hits(&["search", "fn", "--json", "--limit", "1000"]);
+    let named = hits(&[
+        "--archive",
+        url,
+        "search",
+        "fn",
+        "--json",
+        "--limit",
+        "1000",
+    ]);
+    assert_eq!(named, all_local);
+    let by_env = Command::new(CAIRN)
+        .env("CAIRN_HOME", home)
+        .env("CAIRN_ARCHIVE_URL", url)
+        .args(["search", "fn", "--json", "--limit", "1000", "--in-archive"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(ok(&by_env).trim()).unwrap();
+    assert_eq!(v["hits"].as_array().unwrap(), &archived);
+    // Without one, --in-archive says how to name it.
+    let none = cairn(home, &["search", "fn", "--in-archive"]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("no archive given: add --archive"),
+        "{}",
+        String::from_utf8_lossy(&none.stderr)
+    );
+}
+
+/// The archive's tables refuse an UPDATE, a DELETE, a TRUNCATE and a record whose prev
+/// is not the stored head, by their own triggers.
+fn the_database_refuses_changes(sql: &mut postgres::Client, id: &str) {
+    let e = sql
+        .execute(
+            "update records set ts = 'x' where session = $1 and seq = 1",
+            &[&id],
+        )
+        .unwrap_err();
+    assert!(format!("{:?}", e).contains("append-only"), "{e:?}");
+    let e = sql
+        .execute("delete from records where session = $1", &[&id])
+        .unwrap_err();
+    assert!(format!("{:?}", e).contains("append-only"), "{e:?}");
+    for table in [
+        "records",
+        "blobs cascade",
+        "sessions cascade",
+        "checkpoints cascade",
+    ] {
+        let e = sql.batch_execute(&format!("truncate {table}")).unwrap_err();
+        assert!(format!("{:?}", e).contains("append-only"), "{table}: {e:?}");
+    }
+    let n: i64 = sql
+        .query_one("select count(*) from records where session = $1", &[&id])
+        .unwrap()
+        .get(0);
+    let line = format!(
+        "{{\"prev\":\"{}\",\"seq\":{n},\"ts\":\"t\",\"event\":{{}},\"hash\":\"{}\"}}",
+        "1".repeat(64),
+        "2".repeat(64)
+    );
+    let e = sql
+        .execute(
+            "insert into records (session, seq, hash, prev, ts, line) values ($1, $2, $3, $4, 't', $5)",
+            &[&id, &n, &"2".repeat(64), &"1".repeat(64), &line.as_bytes()],
+        )
+        .unwrap_err();
+    assert!(
+        format!("{:?}", e).contains("is not the stored head"),
+        "{e:?}"
     );
 }
 
@@ -579,29 +592,12 @@ fn the_review_verbs_on_archive_sessions_print_what_they_print_on_the_local_ones(
     // the project key made of it): ids, times and hashes do not.
     let same = |archived: Output, local: Output, what: &str| {
         assert_eq!(archived.status.code(), local.status.code(), "{what}");
-        let norm = |o: &Output| {
-            let t = crate::common::normalise(
-                &String::from_utf8_lossy(&o.stdout),
-                &[home, other.path(), demo.base.path()],
-            )
-            .replace("<tmp>/archive-cache/", "<tmp>/");
-            let t = regex::Regex::new(r"cairn-replay-\w{6}")
-                .unwrap()
-                .replace_all(&t, "cairn-replay-<r>");
-            let t = regex::Regex::new(r"-[0-9a-f]{8}/sessions/")
-                .unwrap()
-                .replace_all(&t, "-<key>/sessions/");
-            let t = regex::Regex::new(r"cairn-<session>-\w{6}")
-                .unwrap()
-                .replace_all(&t, "cairn-<session>-<r>");
-            // Snapshots are a local cache of the fold, not part of a session: the
-            // archive keeps none.
-            regex::Regex::new(r"\d+ snapshots?\b")
-                .unwrap()
-                .replace_all(&t, "<n> snapshots")
-                .into_owned()
-        };
-        assert_eq!(norm(&archived), norm(&local), "{what}");
+        let roots = [home, other.path(), demo.base.path()];
+        assert_eq!(
+            review_output(&archived, &roots),
+            review_output(&local, &roots),
+            "{what}"
+        );
         assert!(!archived.stdout.is_empty(), "{what}");
     };
     same(archived(&["show", &aa]), cairn(home, &["show", a]), "show");
@@ -664,6 +660,29 @@ fn the_review_verbs_on_archive_sessions_print_what_they_print_on_the_local_ones(
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// What a review verb printed, with what differs between an archived session and the
+/// local one left out: paths (the archive cache against the home, a replay's temporary
+/// copy and the project key made of it) and the count of snapshots.
+fn review_output(o: &Output, roots: &[&Path]) -> String {
+    let t = crate::common::normalise(&String::from_utf8_lossy(&o.stdout), roots)
+        .replace("<tmp>/archive-cache/", "<tmp>/");
+    let t = regex::Regex::new(r"cairn-replay-\w{6}")
+        .unwrap()
+        .replace_all(&t, "cairn-replay-<r>");
+    let t = regex::Regex::new(r"-[0-9a-f]{8}/sessions/")
+        .unwrap()
+        .replace_all(&t, "-<key>/sessions/");
+    let t = regex::Regex::new(r"cairn-<session>-\w{6}")
+        .unwrap()
+        .replace_all(&t, "cairn-<session>-<r>");
+    // Snapshots are a local cache of the fold, not part of a session: the archive keeps
+    // none.
+    regex::Regex::new(r"\d+ snapshots?\b")
+        .unwrap()
+        .replace_all(&t, "<n> snapshots")
+        .into_owned()
 }
 
 #[test]
@@ -941,7 +960,6 @@ fn a_blobs_batch_holds_at_most_batch_records_max_and_batch_bytes_max() {
 
 #[test]
 fn checkpoints_and_cosignatures_are_archived_verified_with_the_key_and_pulled_back() {
-    use std::io::BufRead;
     let cluster = Cluster::start();
     let url = cluster.create_db("archive_checkpoints");
     let tmp = tempfile::tempdir().unwrap();
@@ -962,31 +980,7 @@ fn checkpoints_and_cosignatures_are_archived_verified_with_the_key_and_pulled_ba
         &["run", "--script", script_arg, "--workspace", ws_arg],
     ));
     // A witness process cosigns the session's newest checkpoint.
-    let whome = base.join("witness-home");
-    ok(&cairn(
-        &whome,
-        &["key", "generate", "--name", "witness.test/w1"],
-    ));
-    let mut witness = Command::new(CAIRN)
-        .args(["witness", "serve", "--addr", "127.0.0.1:0", "--log", &vkey])
-        .arg("--key")
-        .arg(whome.join("log.key"))
-        .arg("--state")
-        .arg(base.join("witness.state"))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    std::io::BufReader::new(witness.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let wurl = first.trim().rsplit(' ').next().unwrap().to_string();
-    let pushed = cairn(&home, &["checkpoint", "push", "last", "--witness", &wurl]);
-    witness.kill().unwrap();
-    witness.wait().unwrap();
-    assert!(ok(&pushed).contains("1 cosignature(s)"));
+    a_witness_cosigns_the_last_session(&home, &base, &vkey);
 
     let r: serde_json::Value = serde_json::from_str(
         ok(&cairn(
@@ -1070,4 +1064,35 @@ fn checkpoints_and_cosignatures_are_archived_verified_with_the_key_and_pulled_ba
             .contains("its root is not the root")),
         "{v}"
     );
+}
+
+/// A witness process, trusting the log key `vkey`, cosigns the newest checkpoint of the
+/// `last` session of `home`.
+fn a_witness_cosigns_the_last_session(home: &Path, base: &Path, vkey: &str) {
+    use std::io::BufRead;
+    let whome = base.join("witness-home");
+    ok(&cairn(
+        &whome,
+        &["key", "generate", "--name", "witness.test/w1"],
+    ));
+    let mut witness = Command::new(CAIRN)
+        .args(["witness", "serve", "--addr", "127.0.0.1:0", "--log", vkey])
+        .arg("--key")
+        .arg(whome.join("log.key"))
+        .arg("--state")
+        .arg(base.join("witness.state"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(witness.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let wurl = first.trim().rsplit(' ').next().unwrap().to_string();
+    let pushed = cairn(home, &["checkpoint", "push", "last", "--witness", &wurl]);
+    witness.kill().unwrap();
+    witness.wait().unwrap();
+    assert!(ok(&pushed).contains("1 cosignature(s)"));
 }

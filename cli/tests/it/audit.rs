@@ -471,33 +471,8 @@ fn prices_come_from_config_toml_and_the_flag_overrides_them() {
         "[prices.\"m-1\"]\ninput_per_mtok = 2\noutput_per_mtok = 10.0\n",
     )
     .unwrap();
-    let shown = text(&cairn(home.path(), &["show", &id]).stdout);
-    assert!(
-        shown.contains("tokens    m-1: 360 in (0 cached), 90 out over 3 turns, $0.0016\n"),
-        "{shown}"
-    );
-    assert!(shown.contains("\ncost      $0.0016\n"), "{shown}");
-    let a = cairn(home.path(), &["audit", &id]);
-    assert_eq!(a.status.code(), Some(0), "{}", text(&a.stderr));
+    every_format_gives_the_cost(home.path(), &id);
     let line = "$0.0016 (m-1 $0.0016)";
-    assert!(
-        text(&a.stdout).contains(&format!("cost      {line}\n")),
-        "{}",
-        text(&a.stdout)
-    );
-    let md = text(&cairn(home.path(), &["audit", &id, "--markdown"]).stdout);
-    assert!(md.contains(&format!("| cost | {line} |")), "{md}");
-    let html = text(&cairn(home.path(), &["audit", &id, "--html", "-"]).stdout);
-    assert!(html.contains(&format!("<tr><td>cost</td><td>{line}</td></tr>")));
-    let json: serde_json::Value =
-        serde_json::from_slice(&cairn(home.path(), &["audit", &id, "--json"]).stdout).unwrap();
-    assert_eq!(
-        json["cost"],
-        serde_json::json!({"models": {"m-1": 0.00162}, "unpriced": [], "total": 0.00162})
-    );
-    let show_json: serde_json::Value =
-        serde_json::from_slice(&cairn(home.path(), &["show", &id, "--json"]).stdout).unwrap();
-    assert_eq!(show_json["totals"]["cost"], 0.00162);
 
     // The project's file wins over the user's for m-1: 360 × $10.
     let projects: Vec<_> = std::fs::read_dir(home.path().join("projects"))
@@ -578,6 +553,38 @@ fn prices_come_from_config_toml_and_the_flag_overrides_them() {
             "{verb}"
         );
     }
+}
+
+/// `show` and `audit` in every format give the cost of session `id` at the user's
+/// prices: 360 × $2 + 90 × $10 per million tokens.
+fn every_format_gives_the_cost(home: &std::path::Path, id: &str) {
+    let shown = text(&cairn(home, &["show", id]).stdout);
+    assert!(
+        shown.contains("tokens    m-1: 360 in (0 cached), 90 out over 3 turns, $0.0016\n"),
+        "{shown}"
+    );
+    assert!(shown.contains("\ncost      $0.0016\n"), "{shown}");
+    let a = cairn(home, &["audit", id]);
+    assert_eq!(a.status.code(), Some(0), "{}", text(&a.stderr));
+    let line = "$0.0016 (m-1 $0.0016)";
+    assert!(
+        text(&a.stdout).contains(&format!("cost      {line}\n")),
+        "{}",
+        text(&a.stdout)
+    );
+    let md = text(&cairn(home, &["audit", id, "--markdown"]).stdout);
+    assert!(md.contains(&format!("| cost | {line} |")), "{md}");
+    let html = text(&cairn(home, &["audit", id, "--html", "-"]).stdout);
+    assert!(html.contains(&format!("<tr><td>cost</td><td>{line}</td></tr>")));
+    let json: serde_json::Value =
+        serde_json::from_slice(&cairn(home, &["audit", id, "--json"]).stdout).unwrap();
+    assert_eq!(
+        json["cost"],
+        serde_json::json!({"models": {"m-1": 0.00162}, "unpriced": [], "total": 0.00162})
+    );
+    let show_json: serde_json::Value =
+        serde_json::from_slice(&cairn(home, &["show", id, "--json"]).stdout).unwrap();
+    assert_eq!(show_json["totals"]["cost"], 0.00162);
 }
 
 /// Every call whose status is not `ok` is listed in a section (refusals, failed or
@@ -751,60 +758,9 @@ fn headless(file: &std::path::Path, extra: &[&str]) -> String {
 /// `target/audit-artifacts/audit-2000.png`.
 #[test]
 fn the_html_audit_of_2000_calls_fits_1400_pixels_in_headless_chromium() {
-    use cairn_engine::permission::Policy;
-    use cairn_engine::{Catalog, Engine, EngineConfig, Home};
-    use serde_json::json;
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().canonicalize().unwrap();
-    let ws = base.join("ws");
-    std::fs::create_dir_all(&ws).unwrap();
-    for i in 0..1700 {
-        std::fs::write(ws.join(format!("f{i}.txt")), format!("line {i}\nold\n")).unwrap();
-    }
-    let mut cfg = EngineConfig::new(Catalog::Thoth);
-    cfg.durability = cairn_store::Durability::None;
-    let mut e = Engine::start(&Home::at(&base.join("home")), &ws, cfg).unwrap();
-    e.set_approver(Box::new(Policy::AllowAll));
-    let mut n = 0;
-    let mut call = |e: &mut Engine, tool: &str, input: serde_json::Value| {
-        e.call(tool, input).unwrap();
-        n += 1;
-        n
-    };
-    for i in 0..1700 {
-        call(&mut e, "read_file", json!({"path": format!("f{i}.txt")}));
-        if i % 10 == 0 {
-            call(
-                &mut e,
-                "edit_file",
-                json!({"path": format!("f{i}.txt"), "old_string": "old", "new_string": format!("new {}", "x".repeat(300))}),
-            );
-        }
-        if i % 14 == 0 {
-            call(
-                &mut e,
-                "read_file",
-                json!({"path": format!("missing-{i}.txt")}),
-            );
-        }
-    }
-    // A command line of one 400-character word: it must wrap, not widen the page.
-    call(
-        &mut e,
-        "shell",
-        json!({"command": format!("echo {}", "y".repeat(400))}),
-    );
-    let mut i = 0;
-    while call(
-        &mut e,
-        "read_file",
-        json!({"path": format!("f{i}.txt"), "offset": 2}),
-    ) < 2000
-    {
-        i += 1;
-    }
-    let dir = e.dir().to_path_buf();
-    e.end("done").unwrap();
+    let dir = a_session_of_2000_calls(&base);
     let verified = cairn_replay::verify(&dir).unwrap();
     assert!(verified.1.is_empty(), "{:?}", verified.1);
     let a = cairn_replay::audit::audit(&cairn_replay::Session::load(&dir).unwrap(), &verified);
@@ -868,4 +824,63 @@ fn the_html_audit_of_2000_calls_fits_1400_pixels_in_headless_chromium() {
         std::fs::metadata(&shot).unwrap().len() > 20_000,
         "a screenshot with something on it"
     );
+}
+
+/// A session of 2,000 calls in a workspace of 1,700 files under `base`: reads, an edit
+/// every tenth file, a missing file every fourteenth, and one command line of a
+/// 400-character word; its folder.
+fn a_session_of_2000_calls(base: &std::path::Path) -> std::path::PathBuf {
+    use cairn_engine::permission::Policy;
+    use cairn_engine::{Catalog, Engine, EngineConfig, Home};
+    use serde_json::json;
+    let ws = base.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    for i in 0..1700 {
+        std::fs::write(ws.join(format!("f{i}.txt")), format!("line {i}\nold\n")).unwrap();
+    }
+    let mut cfg = EngineConfig::new(Catalog::Thoth);
+    cfg.durability = cairn_store::Durability::None;
+    let mut e = Engine::start(&Home::at(&base.join("home")), &ws, cfg).unwrap();
+    e.set_approver(Box::new(Policy::AllowAll));
+    let mut n = 0;
+    let mut call = |e: &mut Engine, tool: &str, input: serde_json::Value| {
+        e.call(tool, input).unwrap();
+        n += 1;
+        n
+    };
+    for i in 0..1700 {
+        call(&mut e, "read_file", json!({"path": format!("f{i}.txt")}));
+        if i % 10 == 0 {
+            call(
+                &mut e,
+                "edit_file",
+                json!({"path": format!("f{i}.txt"), "old_string": "old", "new_string": format!("new {}", "x".repeat(300))}),
+            );
+        }
+        if i % 14 == 0 {
+            call(
+                &mut e,
+                "read_file",
+                json!({"path": format!("missing-{i}.txt")}),
+            );
+        }
+    }
+    // A command line of one 400-character word: it must wrap, not widen the page.
+    call(
+        &mut e,
+        "shell",
+        json!({"command": format!("echo {}", "y".repeat(400))}),
+    );
+    let mut i = 0;
+    while call(
+        &mut e,
+        "read_file",
+        json!({"path": format!("f{i}.txt"), "offset": 2}),
+    ) < 2000
+    {
+        i += 1;
+    }
+    let dir = e.dir().to_path_buf();
+    e.end("done").unwrap();
+    dir
 }

@@ -548,39 +548,7 @@ fn chat_in_tmux_esc_interrupts_a_streaming_model_at_once_and_the_session_goes_on
     tmux.wait_for("your turn");
     tmux.cmd(&["send-keys", "-t", "t", "C-c"]);
     assert_eq!(wait_file(&done), "0");
-    let ev = events(home.path(), ws.path());
-    let kinds: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(
-        kinds,
-        [
-            "session_started",
-            "user_message",
-            "model_turn",
-            "user_message",
-            "model_turn",
-            "session_ended"
-        ]
-    );
-    assert_eq!(ev[2]["text"], "Thinking about it slowly.");
-    assert_eq!(ev[2]["interrupted"], true);
-    assert_eq!(ev[2]["tool_calls"], json!([]));
-    assert_eq!(ev[4]["text"], "Here now.");
-    assert!(ev[4].get("interrupted").is_none(), "{}", ev[4]);
-    assert_eq!(ev[5]["reason"], "ended by the user");
-    // show tells the interrupted turn apart, and it is not the final answer.
-    let shown = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["show", "last"])
-        .env("CAIRN_HOME", home.path())
-        .env("NO_COLOR", "1")
-        .current_dir(ws.path())
-        .output()
-        .unwrap();
-    let shown = String::from_utf8_lossy(&shown.stdout);
-    assert!(
-        shown.contains("     2  model (interrupted): Thinking about it slowly.\n"),
-        "{shown}"
-    );
-    assert!(shown.contains("Here now."), "{shown}");
+    the_interrupted_turn_is_recorded_and_shown_apart(home.path(), ws.path());
     // The follow-up told the model what it had said before it was interrupted.
     let asked = server.seen()[1].json();
     let roles: Vec<(&str, &str)> = asked["messages"]
@@ -603,6 +571,44 @@ fn chat_in_tmux_esc_interrupts_a_streaming_model_at_once_and_the_session_goes_on
             ("user", "and now?")
         ]
     );
+}
+
+/// The session of the chat Esc interrupted: the interrupted `model_turn` recorded with
+/// what was streamed, then the next message's answer; `show` tells the interrupted turn
+/// apart, and it is not the final answer.
+fn the_interrupted_turn_is_recorded_and_shown_apart(home: &Path, ws: &Path) {
+    let ev = events(home, ws);
+    let kinds: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "session_started",
+            "user_message",
+            "model_turn",
+            "user_message",
+            "model_turn",
+            "session_ended"
+        ]
+    );
+    assert_eq!(ev[2]["text"], "Thinking about it slowly.");
+    assert_eq!(ev[2]["interrupted"], true);
+    assert_eq!(ev[2]["tool_calls"], json!([]));
+    assert_eq!(ev[4]["text"], "Here now.");
+    assert!(ev[4].get("interrupted").is_none(), "{}", ev[4]);
+    assert_eq!(ev[5]["reason"], "ended by the user");
+    let shown = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["show", "last"])
+        .env("CAIRN_HOME", home)
+        .env("NO_COLOR", "1")
+        .current_dir(ws)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("     2  model (interrupted): Thinking about it slowly.\n"),
+        "{shown}"
+    );
+    assert!(shown.contains("Here now."), "{shown}");
 }
 
 /// A provider that fails in the chat ends the session as failed: the error stays on

@@ -511,6 +511,10 @@ fn refused(key: &str) -> String {
 /// judged by its text (inside), so a grant of `edit_file` or `write_file` let the
 /// agent write `/etc/passwd` through `ws/link/passwd`; it is judged where it lands.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a table of paths out through symlinks beside the workspace they lead out of: it reads best whole"
+)]
 fn a_path_through_a_symlink_out_asks_for_the_folder_it_really_reaches() {
     let s = setup();
     let base = s.ws.parent().unwrap().to_path_buf();
@@ -766,33 +770,45 @@ fn listing(dir: &Path) -> Option<Vec<(String, Vec<u8>)>> {
 #[test]
 fn a_hook_event_that_cannot_be_read_is_refused_and_writes_nothing() {
     let s = setup();
-    let ok = |e: &Value| e.clone();
-    let without = |e: Value, k: &str| {
-        let mut e = e;
-        e.as_object_mut().unwrap().remove(k);
-        e
-    };
-    let with = |e: Value, k: &str, v: Value| {
-        let mut e = e;
-        e[k] = v;
-        e
-    };
-    let write = pre(
+    let prompt = event(&s, "UserPromptSubmit", json!({"prompt": "hi"}));
+    let cases = unreadable_events(&s, &prompt);
+    // A home that does not exist yet stays so.
+    each_is_refused_and_writes_nothing(&s, &cases);
+    assert!(!s.home.exists());
+    // One with the session these events name, and an allow list: both as they were.
+    grant(
         &s,
+        &[
+            json!({"tool": "write_file", "input": {"path": "granted.txt", "content": "x\n"}, "approve": "always"}),
+        ],
+    );
+    let started = hook(&s, "claude", &[], &prompt);
+    assert_eq!(answer(&started), (Some(0), String::new()));
+    each_is_refused_and_writes_nothing(&s, &cases);
+}
+
+/// Events `cairn hook claude` cannot read, each with the exit code and the words of
+/// its refusal: (stdin, exit code, what stderr says).
+#[expect(
+    clippy::too_many_lines,
+    reason = "a table, one entry per way an event cannot be read: it reads best whole"
+)]
+fn unreadable_events(s: &Setup, prompt: &Value) -> Vec<(Vec<u8>, i32, &'static str)> {
+    let ok = |e: &Value| e.clone();
+    let write = pre(
+        s,
         "w1",
         "Write",
         json!({"file_path": s.ws.join("a.txt"), "content": "a"}),
     );
     let post_write = post(
-        &s,
+        s,
         "w1",
         "Write",
         json!({"file_path": s.ws.join("a.txt")}),
         json!({}),
     );
-    let prompt = event(&s, "UserPromptSubmit", json!({"prompt": "hi"}));
-    // (stdin, exit code, what stderr says)
-    let cases: Vec<(Vec<u8>, i32, &str)> = vec![
+    vec![
         (
             br#"{"hook_event_name": "PreToolUse", "#.to_vec(),
             2,
@@ -800,18 +816,17 @@ fn a_hook_event_that_cannot_be_read_is_refused_and_writes_nothing() {
         ),
         (b"[1, 2]".to_vec(), 1, "is not a JSON object"),
         (
-            serde_json::to_vec(&without(ok(&prompt), "hook_event_name")).unwrap(),
+            serde_json::to_vec(&without(ok(prompt), "hook_event_name")).unwrap(),
             1,
             "no hook_event_name",
         ),
         (
-            serde_json::to_vec(&with(ok(&prompt), "hook_event_name", json!("Elicitation")))
-                .unwrap(),
+            serde_json::to_vec(&with(ok(prompt), "hook_event_name", json!("Elicitation"))).unwrap(),
             1,
             "\"Elicitation\" is not one cairn records",
         ),
         (
-            serde_json::to_vec(&with(ok(&prompt), "hook_event_name", json!(7))).unwrap(),
+            serde_json::to_vec(&with(ok(prompt), "hook_event_name", json!(7))).unwrap(),
             1,
             "hook_event_name is not a string but 7",
         ),
@@ -862,7 +877,7 @@ fn a_hook_event_that_cannot_be_read_is_refused_and_writes_nothing() {
         ),
         (
             serde_json::to_vec(&with(
-                pre(&s, "b1", "Bash", json!({})),
+                pre(s, "b1", "Bash", json!({})),
                 "tool_input",
                 json!({"command": 42}),
             ))
@@ -876,48 +891,50 @@ fn a_hook_event_that_cannot_be_read_is_refused_and_writes_nothing() {
             "tool_use_id is not a string but 1",
         ),
         (
-            serde_json::to_vec(&with(ok(&prompt), "prompt", json!({"text": "hi"}))).unwrap(),
+            serde_json::to_vec(&with(ok(prompt), "prompt", json!({"text": "hi"}))).unwrap(),
             1,
             "prompt is not a string",
         ),
-    ];
-    let check = |s: &Setup| {
-        let before = listing(&s.home);
-        for (stdin, code, says) in &cases {
-            let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-                .args(["hook", "claude"])
-                .env("CAIRN_HOME", &s.home)
-                .env_remove("CLAUDE_PROJECT_DIR")
-                .current_dir(&s.ws)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            child.stdin.take().unwrap().write_all(stdin).unwrap();
-            let out = child.wait_with_output().unwrap();
-            let err = String::from_utf8_lossy(&out.stderr);
-            let shown = String::from_utf8_lossy(stdin);
-            assert_eq!(out.status.code(), Some(*code), "{shown}: {err}");
-            assert!(
-                err.starts_with("cairn: hook claude: ") && err.contains(says),
-                "{shown}: {err}"
-            );
-            assert!(out.stdout.is_empty(), "{shown}");
-            assert_eq!(listing(&s.home), before, "{shown}");
-        }
-    };
-    // A home that does not exist yet stays so.
-    check(&s);
-    assert!(!s.home.exists());
-    // One with the session these events name, and an allow list: both as they were.
-    grant(
-        &s,
-        &[
-            json!({"tool": "write_file", "input": {"path": "granted.txt", "content": "x\n"}, "approve": "always"}),
-        ],
-    );
-    let started = hook(&s, "claude", &[], &prompt);
-    assert_eq!(answer(&started), (Some(0), String::new()));
-    check(&s);
+    ]
+}
+
+/// Each event of `cases` (stdin, exit code, what stderr says) given to `cairn hook
+/// claude` is refused with its exit code and reason, and leaves the home as it was.
+fn each_is_refused_and_writes_nothing(s: &Setup, cases: &[(Vec<u8>, i32, &str)]) {
+    let before = listing(&s.home);
+    for (stdin, code, says) in cases {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(["hook", "claude"])
+            .env("CAIRN_HOME", &s.home)
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .current_dir(&s.ws)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let shown = String::from_utf8_lossy(stdin);
+        assert_eq!(out.status.code(), Some(*code), "{shown}: {err}");
+        assert!(
+            err.starts_with("cairn: hook claude: ") && err.contains(says),
+            "{shown}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{shown}");
+        assert_eq!(listing(&s.home), before, "{shown}");
+    }
+}
+
+/// The event without its field `k`.
+fn without(mut e: Value, k: &str) -> Value {
+    e.as_object_mut().unwrap().remove(k);
+    e
+}
+
+/// The event with its field `k` set to `v`.
+fn with(mut e: Value, k: &str, v: Value) -> Value {
+    e[k] = v;
+    e
 }

@@ -82,46 +82,7 @@ fn import_then_show_audit_verify_checkout_and_diff() {
         .unwrap()
         .to_string();
 
-    for args in [
-        vec!["show", codex.as_str()],
-        vec!["verify", codex.as_str()],
-        vec!["verify", main_claude.as_str()],
-        vec!["log", codex.as_str()],
-    ] {
-        let out = cairn(&home, &user, &args);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{args:?}: {}{}",
-            text(&out.stdout),
-            text(&out.stderr)
-        );
-    }
-    let out = cairn(&home, &user, &["audit", &codex]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stdout).contains("imported from Codex 0.171.0 (main)"),
-        "{}",
-        text(&out.stdout)
-    );
-    let out = cairn(&home, &user, &["audit", &codex, "--json"]);
-    let audit: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(audit["imported"]["secrets"]["github_token"], 2);
-    // Every format says where the session came from.
-    for format in [&["--markdown"][..], &["--html", "-"][..]] {
-        let args: Vec<&str> = ["audit", codex.as_str()]
-            .iter()
-            .chain(format)
-            .copied()
-            .collect();
-        let out = cairn(&home, &user, &args);
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        assert!(
-            text(&out.stdout).contains("imported from Codex 0.171.0 (main)"),
-            "{format:?}: {}",
-            text(&out.stdout)
-        );
-    }
+    the_review_verbs_read_the_imported_session(&home, &user, &codex, &main_claude);
 
     let head: u64 = {
         let out = cairn(&home, &user, &["head", &codex, "--json"]);
@@ -159,6 +120,52 @@ fn import_then_show_audit_verify_checkout_and_diff() {
         text(&out.stdout),
         text(&out.stderr)
     );
+}
+
+/// `show`, `verify`, `log` and `audit` in every format read the imported Codex session
+/// (`audit` says where it came from), and `verify` the imported Claude Code one.
+fn the_review_verbs_read_the_imported_session(
+    home: &Path,
+    user: &Path,
+    codex: &str,
+    main_claude: &str,
+) {
+    for args in [
+        vec!["show", codex],
+        vec!["verify", codex],
+        vec!["verify", main_claude],
+        vec!["log", codex],
+    ] {
+        let out = cairn(home, user, &args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+    }
+    let out = cairn(home, user, &["audit", codex]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("imported from Codex 0.171.0 (main)"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = cairn(home, user, &["audit", codex, "--json"]);
+    let audit: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(audit["imported"]["secrets"]["github_token"], 2);
+    // Every format says where the session came from.
+    for format in [&["--markdown"][..], &["--html", "-"][..]] {
+        let args: Vec<&str> = ["audit", codex].iter().chain(format).copied().collect();
+        let out = cairn(home, user, &args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).contains("imported from Codex 0.171.0 (main)"),
+            "{format:?}: {}",
+            text(&out.stdout)
+        );
+    }
 }
 
 #[test]

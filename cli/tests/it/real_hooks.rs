@@ -379,6 +379,49 @@ fn real_claude_builtin_tools_through_cairn_hooks_are_recorded_gated_and_end_clea
         .map(|(t, s)| (t.to_string(), s.to_string())),
         "{events:#?}"
     );
+    the_claude_tools_are_recorded_as_cairn_records_them(&events);
+
+    // Every session verifies clean and ended: the hook's, cairn's MCP server's, the
+    // proxy's and the one that made the allow list.
+    let all = sessions(&e);
+    let vias: Vec<&str> = all.iter().map(|(v, _)| v.as_str()).collect();
+    assert!(
+        vias.contains(&"hook") && vias.contains(&"mcp") && vias.contains(&"proxy"),
+        "{vias:?}"
+    );
+    for (via, dir) in &all {
+        wait_until(&format!("the {via} session ended"), || {
+            events_of(dir)
+                .last()
+                .is_some_and(|ev| ev["type"] == "session_ended")
+        });
+        let (code, out) = verify(&e, dir);
+        assert_eq!(code, Some(0), "{via}: {out}");
+        assert_eq!(state(&e, dir), "finished", "{via}");
+    }
+    // `show`, `audit` and `diff` read it as any session.
+    let hook_dir = dir.to_str().unwrap();
+    for args in [
+        vec!["show", hook_dir, "--verbose"],
+        vec!["audit", hook_dir, "--markdown"],
+        vec!["diff", hook_dir, hook_dir],
+    ] {
+        let out = cairn_ok(&e, &args);
+        assert!(out.contains("Bash") || args[0] == "diff", "{args:?}: {out}");
+    }
+    // The proxied call, recorded by the proxy too.
+    let proxied = all.iter().find(|(v, _)| v == "proxy").unwrap();
+    assert_eq!(
+        calls_of(&events_of(&proxied.1)),
+        [("mcp__everything__echo".to_string(), "ok".to_string())]
+    );
+}
+
+/// The hook session of Claude Code's built-in tools: started by the agent named with
+/// its version and the workspace captured, Bash as `shell_exec` (the refused one never
+/// run), Edit and Write as `file_write` with the content before and after, the refusal
+/// asked and denied, the end said by the agent.
+fn the_claude_tools_are_recorded_as_cairn_records_them(events: &[Value]) {
     let started = &events[0];
     assert_eq!(started["agent"]["name"], "claude");
     assert_eq!(started["agent"]["version"], "2.1.332");
@@ -439,41 +482,6 @@ fn real_claude_builtin_tools_through_cairn_hooks_are_recorded_gated_and_end_clea
             .unwrap()
             .starts_with("claude session ended"),
         "{last}"
-    );
-
-    // Every session verifies clean and ended: the hook's, cairn's MCP server's, the
-    // proxy's and the one that made the allow list.
-    let all = sessions(&e);
-    let vias: Vec<&str> = all.iter().map(|(v, _)| v.as_str()).collect();
-    assert!(
-        vias.contains(&"hook") && vias.contains(&"mcp") && vias.contains(&"proxy"),
-        "{vias:?}"
-    );
-    for (via, dir) in &all {
-        wait_until(&format!("the {via} session ended"), || {
-            events_of(dir)
-                .last()
-                .is_some_and(|ev| ev["type"] == "session_ended")
-        });
-        let (code, out) = verify(&e, dir);
-        assert_eq!(code, Some(0), "{via}: {out}");
-        assert_eq!(state(&e, dir), "finished", "{via}");
-    }
-    // `show`, `audit` and `diff` read it as any session.
-    let hook_dir = dir.to_str().unwrap();
-    for args in [
-        vec!["show", hook_dir, "--verbose"],
-        vec!["audit", hook_dir, "--markdown"],
-        vec!["diff", hook_dir, hook_dir],
-    ] {
-        let out = cairn_ok(&e, &args);
-        assert!(out.contains("Bash") || args[0] == "diff", "{args:?}: {out}");
-    }
-    // The proxied call, recorded by the proxy too.
-    let proxied = all.iter().find(|(v, _)| v == "proxy").unwrap();
-    assert_eq!(
-        calls_of(&events_of(&proxied.1)),
-        [("mcp__everything__echo".to_string(), "ok".to_string())]
     );
 }
 

@@ -8,7 +8,19 @@ use cairn_cli::browse::{self, App};
 use cairn_engine::Home;
 use crossterm::event::{self, Event, KeyEventKind};
 
-pub fn browse(spec: Option<&str>) -> Result<ExitCode> {
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Open this session (id, unique prefix, folder, or `last`) directly.
+    session: Option<String>,
+}
+
+impl Args {
+    pub fn run(self) -> anyhow::Result<ExitCode> {
+        browse(self.session.as_deref())
+    }
+}
+
+fn browse(spec: Option<&str>) -> Result<ExitCode> {
     if !std::io::stdout().is_terminal() {
         anyhow::bail!(
             "cairn browse needs a terminal (try cairn sessions, cairn show or cairn audit)"

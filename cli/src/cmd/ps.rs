@@ -6,10 +6,26 @@ use std::process::ExitCode;
 use anyhow::Result;
 use cairn_engine::fold;
 
+use super::flags::OutputArgs;
 use crate::locate::session_dir;
 use crate::out;
 
-pub fn ps(spec: &str, json: bool) -> Result<ExitCode> {
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// A session: id, unique prefix, folder, or `last` (the default).
+    #[arg(default_value = "last")]
+    session: String,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+impl Args {
+    pub fn run(self) -> anyhow::Result<ExitCode> {
+        ps(&self.session, self.output.json)
+    }
+}
+
+fn ps(spec: &str, json: bool) -> Result<ExitCode> {
     let dir = session_dir(spec)?;
     let folded = fold::fold_all(&dir)?;
     let table: Vec<_> = folded.state.processes.values().collect();

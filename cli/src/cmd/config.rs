@@ -7,9 +7,24 @@ use anyhow::Result;
 use cairn_engine::Home;
 use cairn_engine::settings::{self, Files, Settings};
 
+use super::flags::{OutputArgs, ProjectArgs};
 use crate::out;
 
-pub fn show(workspace: &Path, json: bool) -> Result<ExitCode> {
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    project: ProjectArgs,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+impl Args {
+    pub fn run(self) -> anyhow::Result<ExitCode> {
+        show(&self.project.workspace, self.output.json)
+    }
+}
+
+fn show(workspace: &Path, json: bool) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let project = crate::sessioncmd::project_for(&home, workspace);
     let files = Files::load(&home, project.as_ref())?;

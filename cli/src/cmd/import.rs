@@ -10,10 +10,12 @@ use cairn_engine::Home;
 
 use cairn_cli::summary::count;
 
+use super::flags::{OutputArgs, with_arg};
 use crate::out;
 
 #[derive(Debug, clap::Args)]
-pub struct ImportArgs {
+#[command(mut_args(with_arg("json", |a| a.help("Print the summary as JSON"))))]
+pub(crate) struct Args {
     /// Files or folders to import (folders are searched for `*.jsonl` and
     /// `*.jsonl.zst`); the format of each file is detected.
     paths: Vec<PathBuf>,
@@ -31,9 +33,14 @@ pub struct ImportArgs {
     /// the source's secrets unredacted.
     #[arg(long)]
     keep_original: bool,
-    /// Print the summary as JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+impl Args {
+    pub fn run(self) -> Result<ExitCode> {
+        import(self)
+    }
 }
 
 /// `--since`: a date (midnight UTC) or a full time.
@@ -54,7 +61,7 @@ fn home_dir() -> Result<PathBuf> {
     }
 }
 
-pub fn import(args: ImportArgs) -> Result<ExitCode> {
+fn import(args: Args) -> Result<ExitCode> {
     let mut paths = args.paths.clone();
     if args.codex {
         paths.push(
@@ -108,7 +115,7 @@ pub fn import(args: ImportArgs) -> Result<ExitCode> {
     if let Some(pb) = bar {
         pb.finish_and_clear();
     }
-    if args.json {
+    if args.output.json {
         out::line(&serde_json::to_string_pretty(&summary)?)?;
     } else {
         for s in &summary.imported {

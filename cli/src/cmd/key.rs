@@ -7,10 +7,49 @@ use anyhow::{Context, Result, bail};
 use cairn_engine::project::Home;
 use cairn_engine::tlog::Signer;
 
+use super::flags::{OutputArgs, with_arg};
 use crate::out;
 
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Action {
+    /// Make a key in the home (`log.key`, mode 0600) and print its verifier key.
+    Generate {
+        /// The key's name: it signs the logs whose origin is below it
+        /// (`cairn.local/<project>/<session>`).
+        #[arg(long, default_value = "cairn.local")]
+        name: String,
+        /// Replace an existing key.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print the verifier key (signed-note vkey).
+    #[command(mut_args(with_arg("json", |a| a.help("One JSON object: name, vkey, cosigner_vkey and the key file's path"))))]
+    Show {
+        /// The key of its cosignatures (type 0x04), for a witness in a policy.
+        #[arg(long)]
+        cosigner: bool,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+}
+
+impl Args {
+    pub fn run(self) -> anyhow::Result<ExitCode> {
+        match self.action {
+            Action::Generate { name, force } => generate(&name, force),
+            Action::Show { cosigner, output } => show(cosigner, output.json),
+        }
+    }
+}
+
 /// Makes a new key (`$CAIRN_HOME/log.key`, mode 0600) and prints its verifier key.
-pub fn generate(name: &str, force: bool) -> Result<ExitCode> {
+fn generate(name: &str, force: bool) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let path = home.log_key_file();
     if path.exists() && !force {
@@ -37,7 +76,7 @@ pub fn generate(name: &str, force: bool) -> Result<ExitCode> {
 
 /// Prints the verifier key of the home's key (`--cosigner`: of its cosignatures, for a
 /// witness policy; `json`: both keys, the name and the file as one object).
-pub fn show(cosigner: bool, json: bool) -> Result<ExitCode> {
+fn show(cosigner: bool, json: bool) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let Some(signer) = home.log_signer()? else {
         bail!(
