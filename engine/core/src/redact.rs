@@ -2015,8 +2015,11 @@ mod tests {
         );
     }
 
-    /// One case per kind of secret: the text, what it becomes, the counts by kind.
-    const SECRETS_OF_EACH_KIND: &[(&str, &str, &[(&str, u32)])] = &[
+    /// A text, what it becomes, and the counts of what was redacted in it by kind.
+    type Case = (&'static str, &'static str, &'static [(&'static str, u32)]);
+
+    /// One case per kind of secret.
+    const SECRETS_OF_EACH_KIND: &[Case] = &[
         (
             "key sk-abcdefghijklmnopqrstuvwxyz012345",
             "key [REDACTED:openai_key]",
