@@ -110,19 +110,7 @@ pub fn start(dir: &Path, port: Option<u16>) -> Result<Local, ArchiveError> {
     cairn_store::private::create_dir_all(dir).map_err(io_at(dir))?;
     let dir = dir.canonicalize().map_err(io_at(dir))?;
     if as_root() {
-        std::os::unix::fs::chown(&dir, Some(NOBODY_UID), Some(NOBODY_UID)).map_err(io_at(&dir))?;
-        // nobody must reach the folder through its parents.
-        let probe = Command::new("runuser")
-            .args(["-u", "nobody", "--", "test", "-w"])
-            .arg(&dir)
-            .status()
-            .map_err(|e| local_err(format!("cannot run runuser: {e}")))?;
-        if !probe.success() {
-            return Err(local_err(format!(
-                "{}: the server runs as nobody (it refuses root), who cannot reach this folder; choose one under /tmp or /var/tmp",
-                dir.display()
-            )));
-        }
+        hand_to_nobody(&dir)?;
     }
     let data = dir.join("data");
     let port_file = dir.join("port");
@@ -141,49 +129,13 @@ pub fn start(dir: &Path, port: Option<u16>) -> Result<Local, ArchiveError> {
             "initdb",
         )?;
     }
-    let port = match (port, std::fs::read_to_string(&port_file)) {
-        (Some(p), _) => p,
-        (None, Ok(text)) => text
-            .trim()
-            .parse()
-            .map_err(|_| local_err(format!("{}: not a port number", port_file.display())))?,
-        (None, Err(_)) => std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| local_err(format!("cannot find a free port: {e}")))?
-            .port(),
-    };
+    let port = chosen_port(port, &port_file)?;
     let running = command(&bin, "pg_ctl")
         .args(["-D", path_str(&data)?, "status"])
         .output()
         .is_ok_and(|o| o.status.success());
     if !running {
-        let opts = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1",
-            path_str(&dir)?
-        );
-        let log = dir.join("server.log");
-        run(
-            command(&bin, "pg_ctl").args([
-                "-D",
-                path_str(&data)?,
-                "-l",
-                path_str(&log)?,
-                "-o",
-                &opts,
-                "-w",
-                "-t",
-                "30",
-                "start",
-            ]),
-            "pg_ctl start",
-        )
-        .map_err(|e| {
-            local_err(format!(
-                "{e}\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            ))
-        })?;
-        std::fs::write(&port_file, format!("{port}\n")).map_err(io_at(&port_file))?;
+        start_server(&bin, &dir, &data, port)?;
     }
     let port_text = port.to_string();
     if let Err(e) = run(
@@ -207,6 +159,73 @@ pub fn start(dir: &Path, port: Option<u16>) -> Result<Local, ArchiveError> {
         port,
         started: !running,
     })
+}
+
+/// Gives the cluster's folder to nobody, whom the server runs as when cairn runs as
+/// root (the server refuses root); nobody must reach it through its parents.
+fn hand_to_nobody(dir: &Path) -> Result<(), ArchiveError> {
+    std::os::unix::fs::chown(dir, Some(NOBODY_UID), Some(NOBODY_UID)).map_err(io_at(dir))?;
+    // nobody must reach the folder through its parents.
+    let probe = Command::new("runuser")
+        .args(["-u", "nobody", "--", "test", "-w"])
+        .arg(dir)
+        .status()
+        .map_err(|e| local_err(format!("cannot run runuser: {e}")))?;
+    if !probe.success() {
+        return Err(local_err(format!(
+            "{}: the server runs as nobody (it refuses root), who cannot reach this folder; choose one under /tmp or /var/tmp",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The port asked for, else the one the cluster was started on before, else a free one.
+fn chosen_port(port: Option<u16>, port_file: &Path) -> Result<u16, ArchiveError> {
+    Ok(match (port, std::fs::read_to_string(port_file)) {
+        (Some(p), _) => p,
+        (None, Ok(text)) => text
+            .trim()
+            .parse()
+            .map_err(|_| local_err(format!("{}: not a port number", port_file.display())))?,
+        (None, Err(_)) => std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| local_err(format!("cannot find a free port: {e}")))?
+            .port(),
+    })
+}
+
+/// Starts the server on `port`, its log in `server.log`, and notes the port.
+fn start_server(bin: &Path, dir: &Path, data: &Path, port: u16) -> Result<(), ArchiveError> {
+    let opts = format!(
+        "-p {port} -k {} -c listen_addresses=127.0.0.1",
+        path_str(dir)?
+    );
+    let log = dir.join("server.log");
+    run(
+        command(bin, "pg_ctl").args([
+            "-D",
+            path_str(data)?,
+            "-l",
+            path_str(&log)?,
+            "-o",
+            &opts,
+            "-w",
+            "-t",
+            "30",
+            "start",
+        ]),
+        "pg_ctl start",
+    )
+    .map_err(|e| {
+        local_err(format!(
+            "{e}\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        ))
+    })?;
+    let port_file = dir.join("port");
+    std::fs::write(&port_file, format!("{port}\n")).map_err(io_at(&port_file))?;
+    Ok(())
 }
 
 /// Stops the cluster in `dir` (fast shutdown: sessions are disconnected, data kept).

@@ -56,6 +56,27 @@ impl Archive {
         };
 
         // Blobs first, as a recorder writes them: a log never names a missing blob.
+        self.pull_blobs(id, &project_dir, &mut pulled)?;
+        self.pull_log(id, &dir, &target, &mut pulled)?;
+        cairn_store::written::mark(&target, true)?;
+        self.pull_checkpoints(id, &dir, &mut pulled)?;
+        if fresh {
+            std::fs::rename(&dir, &target).map_err(io_at(&target))?;
+            std::fs::File::open(&sessions)
+                .and_then(|d| d.sync_all())
+                .map_err(io_at(&sessions))?;
+            cairn_store::written::mark(&target, true)?;
+        }
+        Ok(pulled)
+    }
+
+    /// The session's blobs into the project's store, each checked against its hash.
+    fn pull_blobs(
+        &mut self,
+        id: &str,
+        project_dir: &Path,
+        pulled: &mut Pulled,
+    ) -> Result<(), ArchiveError> {
         let store = BlobStore::open(&project_dir.join("blobs"))?;
         let mut rows = self.client.query_raw(
             "select b.hash, b.content from session_blobs s join blobs b using (hash)
@@ -84,15 +105,27 @@ impl Archive {
             pulled.blobs_new += 1;
         }
         drop(rows);
+        Ok(())
+    }
 
-        let log = cairn_store::log_path(&dir);
+    /// The session's log, written whole to a temporary file with every record's seq
+    /// and chain checked, then put in place unless the local log already holds it (a
+    /// local log that is not a prefix of it is refused).
+    fn pull_log(
+        &mut self,
+        id: &str,
+        dir: &Path,
+        target: &Path,
+        pulled: &mut Pulled,
+    ) -> Result<(), ArchiveError> {
+        let log = cairn_store::log_path(dir);
         // The log is replaced without the writer lock: marked before (a pull that dies
         // half-way) and after (a catch-up that cleared the mark meanwhile).
-        cairn_store::written::mark(&target, true)?;
+        cairn_store::written::mark(target, true)?;
         let mut tmp = tempfile::Builder::new()
             .prefix(".pull-")
-            .tempfile_in(&dir)
-            .map_err(io_at(&dir))?;
+            .tempfile_in(dir)
+            .map_err(io_at(dir))?;
         {
             let mut out = std::io::BufWriter::new(tmp.as_file_mut());
             let mut rows = self.client.query_raw(
@@ -145,11 +178,17 @@ impl Archive {
             }
             Err(e) => return Err(io_at(&log)(e)),
         }
+        Ok(())
+    }
 
-        cairn_store::written::mark(&target, true)?;
-
-        // Checkpoints: the archive's note, unless the local file already holds more
-        // (cosignatures added here since).
+    /// Checkpoints: the archive's note, unless the local file already holds more
+    /// (cosignatures added here since).
+    fn pull_checkpoints(
+        &mut self,
+        id: &str,
+        dir: &Path,
+        pulled: &mut Pulled,
+    ) -> Result<(), ArchiveError> {
         let cps = self.client.query(
             "select c.size, c.text, coalesce(string_agg(s.line, '' order by s.n), '')
              from checkpoints c left join checkpoint_signatures s using (session, size)
@@ -172,17 +211,10 @@ impl Archive {
                 Err(e) => return Err(io_at(&path)(e)),
             };
             if write {
-                cairn_tlog::log::write_checkpoint(&dir, size, &note)?;
+                cairn_tlog::log::write_checkpoint(dir, size, &note)?;
             }
             pulled.checkpoints += 1;
         }
-        if fresh {
-            std::fs::rename(&dir, &target).map_err(io_at(&target))?;
-            std::fs::File::open(&sessions)
-                .and_then(|d| d.sync_all())
-                .map_err(io_at(&sessions))?;
-            cairn_store::written::mark(&target, true)?;
-        }
-        Ok(pulled)
+        Ok(())
     }
 }

@@ -210,6 +210,115 @@ fn local_checkpoints(dir: &Path) -> Result<Vec<LocalCheckpoint>, ArchiveError> {
     Ok(out)
 }
 
+/// Pass one over the local log, up to `local_len`: the part the archive holds must
+/// agree with it record by record; the tree's root is noted at each size wanted; the
+/// rest names the blobs to bring (scanned in slices of `batch_bytes_max`, for bounded
+/// memory).
+fn scan_local(
+    s: &LocalSession,
+    reader: &LogReader,
+    local_len: u64,
+    archived: &[String],
+    wanted_sizes: &mut BTreeMap<u64, Option<Hash32>>,
+    store: &BlobStore,
+    batch_bytes_max: usize,
+) -> Result<BTreeSet<Hash>, ArchiveError> {
+    let mut range = CompactRange::new();
+    let mut lines_to_scan: Vec<Vec<u8>> = Vec::new();
+    let mut wanted: BTreeSet<Hash> = BTreeSet::new();
+    let mut scanned_bytes = 0usize;
+    for r in reader.records()? {
+        let r = r?;
+        if r.seq >= local_len {
+            break;
+        }
+        range.push(tree::record_leaf_hash(r.seq, &r.hash.0));
+        if let Some(root) = wanted_sizes.get_mut(&range.size()) {
+            *root = Some(range.root());
+        }
+        if let Some(a) = archived.get(r.seq as usize) {
+            if *a != r.hash.to_hex() {
+                return Err(ArchiveError::Contradiction {
+                    session: s.id.clone(),
+                    seq: r.seq,
+                    local: r.hash.to_hex(),
+                    archived: a.clone(),
+                });
+            }
+            continue;
+        }
+        let line = line_of(&r);
+        scanned_bytes += line.len();
+        lines_to_scan.push(line);
+        if scanned_bytes > batch_bytes_max {
+            wanted.extend(blobs::referenced(
+                store,
+                lines_to_scan.iter().map(Vec::as_slice),
+            )?);
+            lines_to_scan.clear();
+            scanned_bytes = 0;
+        }
+    }
+    wanted.extend(blobs::referenced(
+        store,
+        lines_to_scan.iter().map(Vec::as_slice),
+    )?);
+    drop(lines_to_scan);
+    Ok(wanted)
+}
+
+/// The checkpoints: the archive's must be of the local history, the local ones of the
+/// local log, and one of a size the archive holds the same.
+fn check_checkpoints(
+    s: &LocalSession,
+    kept: &Kept,
+    kept_roots: &[(u64, Hash32)],
+    checkpoints: &[LocalCheckpoint],
+    wanted_sizes: &BTreeMap<u64, Option<Hash32>>,
+    local_len: u64,
+) -> Result<(), ArchiveError> {
+    for (size, root) in kept_roots {
+        if let Some(Some(ours)) = wanted_sizes.get(size)
+            && ours != root
+        {
+            return Err(ArchiveError::HistoryContradiction {
+                session: s.id.clone(),
+                size: *size,
+                seq: size.saturating_sub(1),
+            });
+        }
+    }
+    for c in checkpoints {
+        let what = match wanted_sizes.get(&c.size) {
+            Some(Some(ours)) if *ours == c.root => None,
+            Some(Some(_)) => Some(
+                "is not the tree of the local records: the local log was rewritten".to_string(),
+            ),
+            _ => Some(format!(
+                "is past the local log's {local_len} records: the local log lost records"
+            )),
+        };
+        if let Some(what) = what {
+            return Err(ArchiveError::LocalCheckpoint {
+                session: s.id.clone(),
+                size: c.size,
+                what,
+            });
+        }
+        let differs = kept.checkpoints.get(&c.size).is_some_and(|t| *t != c.text)
+            || kept.newest.as_ref().is_some_and(|(size, root)| {
+                *size == c.size && *root != cairn_tlog::checkpoint::b64(&c.root)
+            });
+        if differs {
+            return Err(ArchiveError::CheckpointContradiction {
+                session: s.id.clone(),
+                size: c.size,
+            });
+        }
+    }
+    Ok(())
+}
+
 impl Archive {
     /// Pushes one session. A local record that contradicts an archived one (same seq,
     /// another hash), a checkpoint that differs from the archived one of its size, a
@@ -257,116 +366,35 @@ impl Archive {
         if let Some(r) = wanted_sizes.get_mut(&0) {
             *r = Some(tree::empty_root());
         }
-        let mut range = CompactRange::new();
 
         // Pass one: the shared part must agree; the rest names the blobs to bring.
         let store = BlobStore::open(&s.blobs)?;
-        let mut lines_to_scan: Vec<Vec<u8>> = Vec::new();
-        let mut wanted: BTreeSet<Hash> = BTreeSet::new();
-        let mut scanned_bytes = 0usize;
-        for r in reader.records()? {
-            let r = r?;
-            if r.seq >= local_len {
-                break;
-            }
-            range.push(tree::record_leaf_hash(r.seq, &r.hash.0));
-            if let Some(root) = wanted_sizes.get_mut(&range.size()) {
-                *root = Some(range.root());
-            }
-            if let Some(a) = archived.get(r.seq as usize) {
-                if *a != r.hash.to_hex() {
-                    return Err(ArchiveError::Contradiction {
-                        session: s.id.clone(),
-                        seq: r.seq,
-                        local: r.hash.to_hex(),
-                        archived: a.clone(),
-                    });
-                }
-                continue;
-            }
-            let line = line_of(&r);
-            scanned_bytes += line.len();
-            lines_to_scan.push(line);
-            // Bounded memory: scan in slices.
-            if scanned_bytes > options.batch_bytes_max {
-                wanted.extend(blobs::referenced(
-                    &store,
-                    lines_to_scan.iter().map(Vec::as_slice),
-                )?);
-                lines_to_scan.clear();
-                scanned_bytes = 0;
-            }
-        }
-        wanted.extend(blobs::referenced(
+        let wanted = scan_local(
+            s,
+            &reader,
+            local_len,
+            &archived,
+            &mut wanted_sizes,
             &store,
-            lines_to_scan.iter().map(Vec::as_slice),
-        )?);
-        drop(lines_to_scan);
+            options.batch_bytes_max,
+        )?;
 
         // The checkpoints: the archive's must be of the local history, the local ones of
         // the local log, and one of a size the archive holds the same.
-        for (size, root) in &kept_roots {
-            if let Some(Some(ours)) = wanted_sizes.get(size)
-                && ours != root
-            {
-                return Err(ArchiveError::HistoryContradiction {
-                    session: s.id.clone(),
-                    size: *size,
-                    seq: size.saturating_sub(1),
-                });
-            }
-        }
-        for c in &checkpoints {
-            let what = match wanted_sizes.get(&c.size) {
-                Some(Some(ours)) if *ours == c.root => None,
-                Some(Some(_)) => Some(
-                    "is not the tree of the local records: the local log was rewritten".to_string(),
-                ),
-                _ => Some(format!(
-                    "is past the local log's {local_len} records: the local log lost records"
-                )),
-            };
-            if let Some(what) = what {
-                return Err(ArchiveError::LocalCheckpoint {
-                    session: s.id.clone(),
-                    size: c.size,
-                    what,
-                });
-            }
-            let differs = kept.checkpoints.get(&c.size).is_some_and(|t| *t != c.text)
-                || kept.newest.as_ref().is_some_and(|(size, root)| {
-                    *size == c.size && *root != cairn_tlog::checkpoint::b64(&c.root)
-                });
-            if differs {
-                return Err(ArchiveError::CheckpointContradiction {
-                    session: s.id.clone(),
-                    size: c.size,
-                });
-            }
-        }
+        check_checkpoints(
+            s,
+            &kept,
+            &kept_roots,
+            &checkpoints,
+            &wanted_sizes,
+            local_len,
+        )?;
 
         // The blobs the archive lacks, and their sizes: one too large refuses the
         // session before anything is written.
         report.blobs_referenced = wanted.len() as u64;
         let all: Vec<String> = wanted.iter().map(Hash::to_hex).collect();
-        let have: BTreeSet<String> = self
-            .client
-            .query("select hash from blobs where hash = any($1)", &[&all])?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
-        let mut missing: Vec<(Hash, u64)> = Vec::new();
-        for h in wanted.iter().filter(|h| !have.contains(&h.to_hex())) {
-            let path = store.path(h);
-            let len = std::fs::metadata(&path).map_err(io_at(&path))?.len();
-            if len > options.blob_bytes_max {
-                return Err(ArchiveError::Limit(format!(
-                    "session {}: blob {h} is {len} bytes, over the archive's blob_bytes_max ({} bytes, set by what one PostgreSQL value can hold); nothing was pushed",
-                    s.id, options.blob_bytes_max
-                )));
-            }
-            missing.push((*h, len));
-        }
+        let missing = self.missing_blobs(s, &store, &wanted, &all, options.blob_bytes_max)?;
 
         self.client.execute(
             "insert into sessions (id, project, vkey) values ($1, $2, $3) on conflict (id) do nothing",
@@ -389,6 +417,37 @@ impl Archive {
         )?;
         self.push_checkpoints(s, &checkpoints, &kept, &mut report)?;
         Ok(report)
+    }
+
+    /// The blobs the archive lacks of `wanted` (`all`, as hex), with their sizes; one
+    /// past `blob_bytes_max` refuses the session before anything is written.
+    fn missing_blobs(
+        &mut self,
+        s: &LocalSession,
+        store: &BlobStore,
+        wanted: &BTreeSet<Hash>,
+        all: &[String],
+        blob_bytes_max: u64,
+    ) -> Result<Vec<(Hash, u64)>, ArchiveError> {
+        let have: BTreeSet<String> = self
+            .client
+            .query("select hash from blobs where hash = any($1)", &[&all])?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let mut missing: Vec<(Hash, u64)> = Vec::new();
+        for h in wanted.iter().filter(|h| !have.contains(&h.to_hex())) {
+            let path = store.path(h);
+            let len = std::fs::metadata(&path).map_err(io_at(&path))?.len();
+            if len > blob_bytes_max {
+                return Err(ArchiveError::Limit(format!(
+                    "session {}: blob {h} is {len} bytes, over the archive's blob_bytes_max ({} bytes, set by what one PostgreSQL value can hold); nothing was pushed",
+                    s.id, blob_bytes_max
+                )));
+            }
+            missing.push((*h, len));
+        }
+        Ok(missing)
     }
 
     /// What the archive keeps of a session's checkpoints.

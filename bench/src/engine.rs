@@ -254,58 +254,34 @@ fn search_section(
     } else {
         args.pattern.iter().map(|p| ("asked", p.as_str())).collect()
     };
+    let mut engines = (&mut high, &mut capped);
     for (label, pattern) in searches {
         progress(&format!("search_text vs rg: {pattern}"));
-        let mut r_rg = Row::new(format!("rg `{pattern}` ({label})"), Unit::Millis);
-        let mut r_high = Row::new(format!("search_text `{pattern}`, caps high"), Unit::Millis);
-        let mut r_cap = Row::new(
-            format!("search_text `{pattern}`, default caps"),
-            Unit::Millis,
-        );
-        let mut r_ratio = Row::new(
-            format!("ratio cairn (caps high) / rg, `{pattern}`"),
-            Unit::Ratio,
-        )
-        .target(Target::Below(RATIO_MAX));
-        let mut c_rg = Row::new(format!("rg `{pattern}`, CPU user+sys"), Unit::Millis);
-        let mut c_high = Row::new(
-            format!("search_text `{pattern}`, caps high, CPU user+sys"),
-            Unit::Millis,
-        );
-        let mut c_ratio = Row::new(
-            format!("CPU ratio cairn (caps high) / rg, `{pattern}`"),
-            Unit::Ratio,
-        );
-        let mut lines = (0, String::new());
-        for _ in 0..args.repeat {
-            let (t_rg, n, cpu_rg) = time_process(
-                &rg,
-                &[
-                    "-n",
-                    "--no-require-git",
-                    "--max-filesize",
-                    "2M",
-                    pattern,
-                    &dir,
-                ],
-            )?;
-            let (t_high, o, cpu_high) =
-                time_call_cpu(&mut high, "search_text", json!({"pattern": pattern}))?;
-            let (t_cap, _) = time_call(&mut capped, "search_text", json!({"pattern": pattern}))?;
-            r_rg.push(t_rg * 1e3);
-            r_high.push(t_high * 1e3);
-            r_cap.push(t_cap * 1e3);
-            r_ratio.push(t_high / t_rg);
-            c_rg.push(cpu_rg * 1e3);
-            c_high.push(cpu_high * 1e3);
-            c_ratio.push(cpu_high / cpu_rg);
-            lines = (n, first_line(&o));
-        }
+        let peer_args = [
+            "-n",
+            "--no-require-git",
+            "--max-filesize",
+            "2M",
+            pattern,
+            &dir,
+        ];
+        let names = PeerRows {
+            wall: format!("rg `{pattern}` ({label})"),
+            cpu: format!("rg `{pattern}`, CPU user+sys"),
+            versus: format!("rg, `{pattern}`"),
+        };
+        let (more, lines) = versus(
+            &mut engines,
+            args.repeat,
+            (rg.as_str(), &peer_args[..]),
+            &names,
+            ("search_text", pattern),
+        )?;
         notes.push(format!(
             "`{pattern}`: rg printed {} lines; search_text's last output line: `{}`",
             lines.0, lines.1
         ));
-        rows.extend([r_rg, r_high, r_cap, r_ratio, c_rg, c_high, c_ratio]);
+        rows.extend(more);
     }
     let finds: [(&str, Vec<&str>, &str); 2] = [
         ("glob `*.rs`", vec!["-t", "f", "-g", "*.rs"], "*.rs"),
@@ -322,48 +298,25 @@ fn search_section(
     };
     for (label, fd_args, pattern) in finds {
         progress(&format!("find_files vs fd: {label}"));
-        let mut r_fd = Row::new(format!("fd {} ({label})", fd_args.join(" ")), Unit::Millis);
-        let mut r_high = Row::new(format!("find_files `{pattern}`, caps high"), Unit::Millis);
-        let mut r_cap = Row::new(
-            format!("find_files `{pattern}`, default caps"),
-            Unit::Millis,
-        );
-        let mut r_ratio = Row::new(
-            format!("ratio cairn (caps high) / fd, {label}"),
-            Unit::Ratio,
-        )
-        .target(Target::Below(RATIO_MAX));
-        let mut c_fd = Row::new(format!("fd ({label}), CPU user+sys"), Unit::Millis);
-        let mut c_high = Row::new(
-            format!("find_files `{pattern}`, caps high, CPU user+sys"),
-            Unit::Millis,
-        );
-        let mut c_ratio = Row::new(
-            format!("CPU ratio cairn (caps high) / fd, {label}"),
-            Unit::Ratio,
-        );
-        let mut lines = (0, String::new());
-        for _ in 0..args.repeat {
-            let mut a = fd_args.clone();
-            a.push(&dir);
-            let (t_fd, n, cpu_fd) = time_process(&fd, &a)?;
-            let (t_high, o, cpu_high) =
-                time_call_cpu(&mut high, "find_files", json!({"pattern": pattern}))?;
-            let (t_cap, _) = time_call(&mut capped, "find_files", json!({"pattern": pattern}))?;
-            r_fd.push(t_fd * 1e3);
-            r_high.push(t_high * 1e3);
-            r_cap.push(t_cap * 1e3);
-            r_ratio.push(t_high / t_fd);
-            c_fd.push(cpu_fd * 1e3);
-            c_high.push(cpu_high * 1e3);
-            c_ratio.push(cpu_high / cpu_fd);
-            lines = (n, first_line(&o));
-        }
+        let mut peer_args = fd_args.clone();
+        peer_args.push(&dir);
+        let names = PeerRows {
+            wall: format!("fd {} ({label})", fd_args.join(" ")),
+            cpu: format!("fd ({label}), CPU user+sys"),
+            versus: format!("fd, {label}"),
+        };
+        let (more, lines) = versus(
+            &mut engines,
+            args.repeat,
+            (fd.as_str(), &peer_args[..]),
+            &names,
+            ("find_files", pattern),
+        )?;
         notes.push(format!(
             "find_files {label}: fd printed {} paths; find_files' last output line: `{}`",
             lines.0, lines.1
         ));
-        rows.extend([r_fd, r_high, r_cap, r_ratio, c_fd, c_high, c_ratio]);
+        rows.extend(more);
     }
     drop(high);
     drop(capped);
@@ -372,6 +325,213 @@ fn search_section(
         title: "search_text vs rg, find_files vs fd (warm page cache)".into(),
         rows,
     })
+}
+
+/// How the rows of a peer program name it: its wall time, its CPU time, and what a
+/// ratio compares cairn with.
+struct PeerRows {
+    wall: String,
+    cpu: String,
+    versus: String,
+}
+
+/// One cairn tool (`tool` given `pattern`) against the program it stands for (`peer`
+/// run with its arguments), `repeat` times: wall and CPU times of both, the tool with
+/// caps high and with the default caps (`engines`), and their ratios. Gives the rows,
+/// and what the peer printed last time (its line count) and the tool's first line.
+fn versus(
+    engines: &mut (&mut Engine, &mut Engine),
+    repeat: usize,
+    (peer, peer_args): (&str, &[&str]),
+    names: &PeerRows,
+    (tool, pattern): (&str, &str),
+) -> Result<(Vec<Row>, (usize, String))> {
+    let (high, capped) = engines;
+    let mut r_peer = Row::new(names.wall.clone(), Unit::Millis);
+    let mut r_high = Row::new(format!("{tool} `{pattern}`, caps high"), Unit::Millis);
+    let mut r_cap = Row::new(format!("{tool} `{pattern}`, default caps"), Unit::Millis);
+    let mut r_ratio = Row::new(
+        format!("ratio cairn (caps high) / {}", names.versus),
+        Unit::Ratio,
+    )
+    .target(Target::Below(RATIO_MAX));
+    let mut c_peer = Row::new(names.cpu.clone(), Unit::Millis);
+    let mut c_high = Row::new(
+        format!("{tool} `{pattern}`, caps high, CPU user+sys"),
+        Unit::Millis,
+    );
+    let mut c_ratio = Row::new(
+        format!("CPU ratio cairn (caps high) / {}", names.versus),
+        Unit::Ratio,
+    );
+    let mut lines = (0, String::new());
+    for _ in 0..repeat {
+        let (t_peer, n, cpu_peer) = time_process(peer, peer_args)?;
+        let (t_high, o, cpu_high) = time_call_cpu(high, tool, json!({"pattern": pattern}))?;
+        let (t_cap, _) = time_call(capped, tool, json!({"pattern": pattern}))?;
+        r_peer.push(t_peer * 1e3);
+        r_high.push(t_high * 1e3);
+        r_cap.push(t_cap * 1e3);
+        r_ratio.push(t_high / t_peer);
+        c_peer.push(cpu_peer * 1e3);
+        c_high.push(cpu_high * 1e3);
+        c_ratio.push(cpu_high / cpu_peer);
+        lines = (n, first_line(&o));
+    }
+    Ok((
+        vec![r_peer, r_high, r_cap, r_ratio, c_peer, c_high, c_ratio],
+        lines,
+    ))
+}
+
+/// A workspace holding one Rust-like file of `file_lines` lines, `small.rs`.
+fn small_workspace(s: &Path, file_lines: usize) -> Result<PathBuf> {
+    let ws = s.join("small-ws");
+    fs::create_dir_all(&ws)?;
+    let mut text = String::new();
+    for i in 0..file_lines {
+        let _ = writeln!(text, "line {i}: let value_{i} = compute({i}) + offset;");
+    }
+    fs::write(ws.join("small.rs"), &text)?;
+    Ok(ws)
+}
+
+/// Per quantile: the overhead of each durability over the bare read, and the batch
+/// call's tail beyond a computation as long as it.
+fn overhead_rows(quantiles: &[(f64, &str)]) -> Vec<[Row; 3]> {
+    quantiles
+        .iter()
+        .map(|(_, q)| {
+            let batch = Row::new(format!("overhead {q} (batch − bare)"), Unit::Micros);
+            let batch = match *q {
+                "p99" => batch.target(Target::Below(50.0)),
+                _ => batch,
+            };
+            [
+                batch,
+                Row::new(format!("overhead {q} (none − bare)"), Unit::Micros),
+                Row::new(
+                    format!(
+                        "batch − spin, {q} (the call's tail beyond an equally long computation's)"
+                    ),
+                    Unit::Micros,
+                ),
+            ]
+        })
+        .collect()
+}
+
+/// Interrupts per second of the run (from `before`) on the CPU the calling thread ran
+/// most of the run's calls on (`on_cpu`), and on each other CPU (their mean).
+fn push_interrupt_rates(
+    (before, started): (Option<Vec<u64>>, Instant),
+    on_cpu: &[usize],
+    irq_rows: &mut [Row; 2],
+) {
+    if let (Some(before), Some(after)) = (before, crate::cpu::interrupts_by_cpu()) {
+        let secs = started.elapsed().as_secs_f64();
+        let rates: Vec<f64> = before
+            .iter()
+            .zip(&after)
+            .map(|(b, a)| a.saturating_sub(*b) as f64 / secs)
+            .collect();
+        if let Some(main) = most_common(on_cpu).filter(|&m| m < rates.len()) {
+            irq_rows[0].push(rates[main]);
+            let others: Vec<f64> = (0..rates.len())
+                .filter(|&k| k != main)
+                .map(|k| rates[k])
+                .collect();
+            if !others.is_empty() {
+                irq_rows[1].push(others.iter().sum::<f64>() / others.len() as f64);
+            }
+        }
+    }
+}
+
+/// How the overhead figures were measured, for the notes under the table.
+fn overhead_note(args: &EngineArgs, file_lines: usize, spin_iters: u64) -> String {
+    format!(
+        "read_file_range: {} calls per run of 10 lines of a {file_lines}-line file, start_line cycling \
+     1..{}, after {} untimed calls of each variant; repeat_calls_max raised so the repeat \
+     breaker never blocks (no user messages sent); the three variants take turns call by \
+     call; percentiles per run, median over runs. A tail (p99, p99.9) the bare call shares \
+     is the scheduler's, not the recording's. Thread CPU: the calling thread's CPU time \
+     per call (CLOCK_THREAD_CPUTIME_ID, read outside the wall-clock span), which time \
+     spent preempted does not count: its tail is the call's own work. Spin: a computation \
+     with no system call and no allocation ({spin_iters} rounds over a {} KiB buffer), \
+     sized to last what the batch call lasted at the warm-up's median, timed in turn \
+     with the calls: its tail is what this machine (a shared VM) does to any code that \
+     long, the anchor of the call's p99. Interrupts: all kinds, per second of a run, on \
+     the CPU the calling thread ran most of the run's calls on, and on each other CPU; \
+     batch durability's syncs raise the disk's (on a VM an interrupt costs the code it \
+     lands in tens of microseconds, so a run whose thread shares the CPU that takes the \
+     disk's interrupts has a longer tail)",
+        args.calls,
+        file_lines - 10,
+        args.warmup_calls,
+        SPIN_BUF_BYTES / 1024
+    )
+}
+
+/// One turn of the four variants over the ten lines from `start`: the call with batch
+/// durability and with none (`check`: its answer checked), the bare read, and the
+/// spin; wall times pushed into `t`, the thread's CPU times into `c`.
+fn time_variants(
+    engines: [&mut Engine; 2],
+    (path, start, input): (&Path, usize, &serde_json::Value),
+    check: bool,
+    (spin_buf, spin_iters): (&[u8], u64),
+    (t, c): (&mut [Vec<f64>; 4], &mut [Vec<f64>; 4]),
+) -> Result<()> {
+    for (k, engine) in engines.into_iter().enumerate() {
+        let input = input.clone();
+        let cpu = crate::cpu::thread_secs();
+        let (secs, out) = time_call(engine, "read_file_range", input)?;
+        c[k].push((crate::cpu::thread_secs() - cpu) * 1e6);
+        if check && !out.contains(&format!("{start}\t")) {
+            bail!("read_file_range gave an unexpected answer: {out}");
+        }
+        t[k].push(secs * 1e6);
+    }
+    let cpu = crate::cpu::thread_secs();
+    let started = Instant::now();
+    let out = bare_read(path, start, start + 9)?;
+    t[2].push(started.elapsed().as_secs_f64() * 1e6);
+    c[2].push((crate::cpu::thread_secs() - cpu) * 1e6);
+    std::hint::black_box(out);
+    let cpu = crate::cpu::thread_secs();
+    let started = Instant::now();
+    spin(spin_buf, spin_iters);
+    t[3].push(started.elapsed().as_secs_f64() * 1e6);
+    c[3].push((crate::cpu::thread_secs() - cpu) * 1e6);
+    Ok(())
+}
+
+/// A run's percentiles: of each variant's wall time `t` (and the overheads between
+/// them), and of its thread CPU time `c`.
+fn push_percentiles(
+    t: &mut [Vec<f64>; 4],
+    c: &mut [Vec<f64>; 4],
+    quantiles: &[(f64, &str)],
+    rows: &mut [Vec<Row>],
+    over: &mut [[Row; 3]],
+    cpu_quantiles: &[(f64, &str)],
+    cpu_rows: &mut [Vec<Row>],
+) {
+    for (j, (q, _)) in cpu_quantiles.iter().enumerate() {
+        for (k, samples) in c.iter_mut().enumerate() {
+            cpu_rows[j][k].push(percentile(samples, *q));
+        }
+    }
+    for (j, (q, _)) in quantiles.iter().enumerate() {
+        let v: Vec<f64> = t.iter_mut().map(|s| percentile(s, *q)).collect();
+        for (k, x) in v.iter().enumerate() {
+            rows[j][k].push(*x);
+        }
+        over[j][0].push(v[0] - v[2]);
+        over[j][1].push(v[1] - v[2]);
+        over[j][2].push(v[0] - v[3]);
+    }
 }
 
 fn percentile(samples: &mut [f64], p: f64) -> f64 {
@@ -447,14 +607,8 @@ fn most_common(xs: &[usize]) -> Option<usize> {
 
 fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Result<Section> {
     progress("recording overhead of read_file_range");
-    let ws = s.join("small-ws");
-    fs::create_dir_all(&ws)?;
     let file_lines = 200usize;
-    let mut text = String::new();
-    for i in 0..file_lines {
-        let _ = writeln!(text, "line {i}: let value_{i} = compute({i}) + offset;");
-    }
-    fs::write(ws.join("small.rs"), &text)?;
+    let ws = small_workspace(s, file_lines)?;
     let home_dir = s.join("home-overhead");
     let home = Home::at(&home_dir);
     let mut batch = Engine::start(&home, &ws, config(Durability::Batch, false))?;
@@ -477,26 +631,7 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
             .collect()
     };
     let mut rows = variant_rows("", &quantiles);
-    let mut over: Vec<[Row; 3]> = quantiles
-        .iter()
-        .map(|(_, q)| {
-            let batch = Row::new(format!("overhead {q} (batch − bare)"), Unit::Micros);
-            let batch = match *q {
-                "p99" => batch.target(Target::Below(50.0)),
-                _ => batch,
-            };
-            [
-                batch,
-                Row::new(format!("overhead {q} (none − bare)"), Unit::Micros),
-                Row::new(
-                    format!(
-                        "batch − spin, {q} (the call's tail beyond an equally long computation's)"
-                    ),
-                    Unit::Micros,
-                ),
-            ]
-        })
-        .collect();
+    let mut over = overhead_rows(&quantiles);
     // The calling thread's CPU time per call, read outside the wall-clock span: time
     // the thread was preempted does not count, so a tail here is the call's own work
     // (a page fault, a snapshot's copy, an allocator's slow path), not the scheduler's.
@@ -543,88 +678,29 @@ fn overhead_section(args: &EngineArgs, s: &Path, notes: &mut Vec<String>) -> Res
         let irqs_before = (crate::cpu::interrupts_by_cpu(), Instant::now());
         for i in 0..args.calls {
             let (start, input) = input_of(i);
-            let end = start + 9;
             if let Some(cpu) = crate::cpu::current_cpu() {
                 on_cpu.push(cpu);
             }
-            for (k, engine) in [&mut batch, &mut none].into_iter().enumerate() {
-                let input = input.clone();
-                let cpu = crate::cpu::thread_secs();
-                let (secs, out) = time_call(engine, "read_file_range", input)?;
-                c[k].push((crate::cpu::thread_secs() - cpu) * 1e6);
-                if i == 0 && !out.contains(&format!("{start}\t")) {
-                    bail!("read_file_range gave an unexpected answer: {out}");
-                }
-                t[k].push(secs * 1e6);
-            }
-            let cpu = crate::cpu::thread_secs();
-            let started = Instant::now();
-            let out = bare_read(&path, start, end)?;
-            t[2].push(started.elapsed().as_secs_f64() * 1e6);
-            c[2].push((crate::cpu::thread_secs() - cpu) * 1e6);
-            std::hint::black_box(out);
-            let cpu = crate::cpu::thread_secs();
-            let started = Instant::now();
-            spin(&spin_buf, spin_iters);
-            t[3].push(started.elapsed().as_secs_f64() * 1e6);
-            c[3].push((crate::cpu::thread_secs() - cpu) * 1e6);
+            time_variants(
+                [&mut batch, &mut none],
+                (&path, start, &input),
+                i == 0,
+                (&spin_buf, spin_iters),
+                (&mut t, &mut c),
+            )?;
         }
-        if let ((Some(before), started), Some(after)) =
-            (irqs_before, crate::cpu::interrupts_by_cpu())
-        {
-            let secs = started.elapsed().as_secs_f64();
-            let rates: Vec<f64> = before
-                .iter()
-                .zip(&after)
-                .map(|(b, a)| a.saturating_sub(*b) as f64 / secs)
-                .collect();
-            if let Some(main) = most_common(&on_cpu).filter(|&m| m < rates.len()) {
-                irq_rows[0].push(rates[main]);
-                let others: Vec<f64> = (0..rates.len())
-                    .filter(|&k| k != main)
-                    .map(|k| rates[k])
-                    .collect();
-                if !others.is_empty() {
-                    irq_rows[1].push(others.iter().sum::<f64>() / others.len() as f64);
-                }
-            }
-        }
-        for (j, (q, _)) in cpu_quantiles.iter().enumerate() {
-            for (k, samples) in c.iter_mut().enumerate() {
-                cpu_rows[j][k].push(percentile(samples, *q));
-            }
-        }
-        for (j, (q, _)) in quantiles.iter().enumerate() {
-            let v: Vec<f64> = t.iter_mut().map(|s| percentile(s, *q)).collect();
-            for (k, x) in v.iter().enumerate() {
-                rows[j][k].push(*x);
-            }
-            over[j][0].push(v[0] - v[2]);
-            over[j][1].push(v[1] - v[2]);
-            over[j][2].push(v[0] - v[3]);
-        }
+        push_interrupt_rates(irqs_before, &on_cpu, &mut irq_rows);
+        push_percentiles(
+            &mut t,
+            &mut c,
+            &quantiles,
+            &mut rows,
+            &mut over,
+            &cpu_quantiles,
+            &mut cpu_rows,
+        );
     }
-    notes.push(format!(
-        "read_file_range: {} calls per run of 10 lines of a {file_lines}-line file, start_line cycling \
-         1..{}, after {} untimed calls of each variant; repeat_calls_max raised so the repeat \
-         breaker never blocks (no user messages sent); the three variants take turns call by \
-         call; percentiles per run, median over runs. A tail (p99, p99.9) the bare call shares \
-         is the scheduler's, not the recording's. Thread CPU: the calling thread's CPU time \
-         per call (CLOCK_THREAD_CPUTIME_ID, read outside the wall-clock span), which time \
-         spent preempted does not count: its tail is the call's own work. Spin: a computation \
-         with no system call and no allocation ({spin_iters} rounds over a {} KiB buffer), \
-         sized to last what the batch call lasted at the warm-up's median, timed in turn \
-         with the calls: its tail is what this machine (a shared VM) does to any code that \
-         long, the anchor of the call's p99. Interrupts: all kinds, per second of a run, on \
-         the CPU the calling thread ran most of the run's calls on, and on each other CPU; \
-         batch durability's syncs raise the disk's (on a VM an interrupt costs the code it \
-         lands in tens of microseconds, so a run whose thread shares the CPU that takes the \
-         disk's interrupts has a longer tail)",
-        args.calls,
-        file_lines - 10,
-        args.warmup_calls,
-        SPIN_BUF_BYTES / 1024
-    ));
+    notes.push(overhead_note(args, file_lines, spin_iters));
     drop(batch);
     drop(none);
     let _ = fs::remove_dir_all(&home_dir);

@@ -162,116 +162,123 @@ impl EventGen {
     /// An event with an empty string in the field returned beside it, to be filled up
     /// to the wanted size.
     fn next_event(&mut self) -> (Value, &'static str) {
-        let r = &mut self.rng;
         match self.open_call.take() {
-            None => {
-                let n = r.range(0, 9);
-                if n == 0 {
-                    let model = *r.pick(MODELS);
-                    let event = json!({
-                        "type": "model_turn",
-                        "provider": "anthropic",
-                        "model": model,
-                        "text": "",
-                        "tool_calls": 1,
-                        "usage": {"input_tokens": r.range(2_000, 90_000), "output_tokens": r.range(20, 900)},
-                    });
-                    return (event, "text");
-                }
-                if n == 1 {
-                    let key = format!("shell:{}", r.pick(ARGVS)[0]);
-                    let answer = *r.pick(&["once", "always", "deny"]);
-                    let event = json!({
-                        "type": "permission_decided",
-                        "key": key,
-                        "answer": answer,
-                        "source": "user",
-                        "reason": "",
-                    });
-                    return (event, "reason");
-                }
-                self.call += 1;
-                let tool = *r.pick(TOOLS);
-                let call_id = format!("call_{:08}", self.call);
-                let input = match tool {
-                    "shell" => json!({"argv": r.pick(ARGVS), "timeout_ms": 120_000}),
-                    "search" => json!({"pattern": "fn (append|sync)", "path": r.pick(PATHS)}),
-                    "fetch" => json!({"url": "https://docs.rs/blake3/latest/blake3/"}),
-                    _ => json!({"path": r.pick(PATHS), "offset": r.range(1, 400), "limit": 200}),
-                };
-                self.open_call = Some((self.call, tool));
-                let event = json!({
-                    "type": "tool_started",
-                    "call_id": call_id,
-                    "tool": tool,
-                    "input": input,
-                    "note": "",
-                });
-                (event, "note")
-            }
-            Some((call, tool)) => {
-                let call_id = format!("call_{call:08}");
-                // The work of the call, then (on the next event) its end.
-                let work = r.range(0, 2) != 0;
-                if work && matches!(tool, "read" | "list" | "search") {
-                    let first = r.range(1, 400);
-                    let event = json!({
-                        "type": "file_read",
-                        "call_id": call_id,
-                        "path": r.pick(PATHS),
-                        "ranges": [[first, first + r.range(10, 200)]],
-                        "total_lines": r.range(400, 3_000),
-                        "content_hash": r.hex(),
-                        "excerpt": "",
-                    });
-                    self.open_call = Some((call, "done"));
-                    return (event, "excerpt");
-                }
-                if work && tool == "shell" {
-                    let elapsed = r.range(5, 60_000);
-                    let event = json!({
-                        "type": "shell_exec",
-                        "call_id": call_id,
-                        "argv": r.pick(ARGVS),
-                        "cwd": "/home/dev/cairn",
-                        "pid": r.range(1_000, 60_000),
-                        "kind": "foreground",
-                        "phase": "finished",
-                        "status": "ok",
-                        "exit_code": 0,
-                        "elapsed_ms": elapsed,
-                        "output_blobs": {"stdout": {"hash": r.hex(), "bytes": r.range(100, 90_000)}},
-                        "stderr_head": "",
-                    });
-                    self.open_call = Some((call, "done"));
-                    return (event, "stderr_head");
-                }
-                if work && matches!(tool, "edit" | "write") {
-                    let event = json!({
-                        "type": "file_write",
-                        "call_id": call_id,
-                        "operation": tool,
-                        "path": r.pick(PATHS),
-                        "before": {"hash": r.hex(), "bytes": r.range(100, 40_000)},
-                        "after": {"hash": r.hex(), "bytes": r.range(100, 40_000)},
-                        "status": "ok",
-                        "diff_head": "",
-                    });
-                    self.open_call = Some((call, "done"));
-                    return (event, "diff_head");
-                }
-                let status = if r.range(0, 19) == 0 { "error" } else { "ok" };
-                let event = json!({
-                    "type": "tool_finished",
-                    "call_id": call_id,
-                    "status": status,
-                    "elapsed_ms": r.range(1, 30_000),
-                    "output_blob": null,
-                    "output": "",
-                });
-                (event, "output")
-            }
+            None => self.between_calls(),
+            Some((call, tool)) => self.in_call(call, tool),
         }
+    }
+
+    /// No call is open: a model turn, a permission answer, or a call started.
+    fn between_calls(&mut self) -> (Value, &'static str) {
+        let r = &mut self.rng;
+        let n = r.range(0, 9);
+        if n == 0 {
+            let model = *r.pick(MODELS);
+            let event = json!({
+                "type": "model_turn",
+                "provider": "anthropic",
+                "model": model,
+                "text": "",
+                "tool_calls": 1,
+                "usage": {"input_tokens": r.range(2_000, 90_000), "output_tokens": r.range(20, 900)},
+            });
+            return (event, "text");
+        }
+        if n == 1 {
+            let key = format!("shell:{}", r.pick(ARGVS)[0]);
+            let answer = *r.pick(&["once", "always", "deny"]);
+            let event = json!({
+                "type": "permission_decided",
+                "key": key,
+                "answer": answer,
+                "source": "user",
+                "reason": "",
+            });
+            return (event, "reason");
+        }
+        self.call += 1;
+        let tool = *r.pick(TOOLS);
+        let call_id = format!("call_{:08}", self.call);
+        let input = match tool {
+            "shell" => json!({"argv": r.pick(ARGVS), "timeout_ms": 120_000}),
+            "search" => json!({"pattern": "fn (append|sync)", "path": r.pick(PATHS)}),
+            "fetch" => json!({"url": "https://docs.rs/blake3/latest/blake3/"}),
+            _ => json!({"path": r.pick(PATHS), "offset": r.range(1, 400), "limit": 200}),
+        };
+        self.open_call = Some((self.call, tool));
+        let event = json!({
+            "type": "tool_started",
+            "call_id": call_id,
+            "tool": tool,
+            "input": input,
+            "note": "",
+        });
+        (event, "note")
+    }
+
+    /// Call `call` of `tool` is open: the work of the call, then (on the next event)
+    /// its end.
+    fn in_call(&mut self, call: u64, tool: &'static str) -> (Value, &'static str) {
+        let r = &mut self.rng;
+        let call_id = format!("call_{call:08}");
+        let work = r.range(0, 2) != 0;
+        if work && matches!(tool, "read" | "list" | "search") {
+            let first = r.range(1, 400);
+            let event = json!({
+                "type": "file_read",
+                "call_id": call_id,
+                "path": r.pick(PATHS),
+                "ranges": [[first, first + r.range(10, 200)]],
+                "total_lines": r.range(400, 3_000),
+                "content_hash": r.hex(),
+                "excerpt": "",
+            });
+            self.open_call = Some((call, "done"));
+            return (event, "excerpt");
+        }
+        if work && tool == "shell" {
+            let elapsed = r.range(5, 60_000);
+            let event = json!({
+                "type": "shell_exec",
+                "call_id": call_id,
+                "argv": r.pick(ARGVS),
+                "cwd": "/home/dev/cairn",
+                "pid": r.range(1_000, 60_000),
+                "kind": "foreground",
+                "phase": "finished",
+                "status": "ok",
+                "exit_code": 0,
+                "elapsed_ms": elapsed,
+                "output_blobs": {"stdout": {"hash": r.hex(), "bytes": r.range(100, 90_000)}},
+                "stderr_head": "",
+            });
+            self.open_call = Some((call, "done"));
+            return (event, "stderr_head");
+        }
+        if work && matches!(tool, "edit" | "write") {
+            let event = json!({
+                "type": "file_write",
+                "call_id": call_id,
+                "operation": tool,
+                "path": r.pick(PATHS),
+                "before": {"hash": r.hex(), "bytes": r.range(100, 40_000)},
+                "after": {"hash": r.hex(), "bytes": r.range(100, 40_000)},
+                "status": "ok",
+                "diff_head": "",
+            });
+            self.open_call = Some((call, "done"));
+            return (event, "diff_head");
+        }
+        let status = if r.range(0, 19) == 0 { "error" } else { "ok" };
+        let event = json!({
+            "type": "tool_finished",
+            "call_id": call_id,
+            "status": status,
+            "elapsed_ms": r.range(1, 30_000),
+            "output_blob": null,
+            "output": "",
+        });
+        (event, "output")
     }
 }
 

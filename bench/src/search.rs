@@ -456,32 +456,7 @@ fn write_sessions(t: &Template, projects: &[(PathBuf, String)], a: &QueryArgs) -
 pub fn query(a: &QueryArgs) -> Result<()> {
     let tmp = tempfile::tempdir()?;
     // Only this folder is removed at the end, never the one given.
-    let base = match (&a.keep, &a.reuse) {
-        (Some(dir), _) => {
-            if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
-                bail!(
-                    "--keep {}: the folder is not empty; give a new one, or query the set in it with --reuse",
-                    dir.display()
-                );
-            }
-            dir.clone()
-        }
-        (None, Some(dir)) => {
-            if !dir.join("search.db").is_file() {
-                bail!(
-                    "--reuse {}: no search.db there; build a set first with --keep {}",
-                    dir.display(),
-                    dir.display()
-                );
-            }
-            dir.clone()
-        }
-        (None, None) => a
-            .dir
-            .clone()
-            .unwrap_or_else(|| tmp.path().to_path_buf())
-            .join("cairn-bench-search"),
-    };
+    let base = set_folder(a, tmp.path())?;
     std::fs::create_dir_all(&base)?;
     let t = if a.reuse.is_none() {
         Some(template(&base)?)
@@ -503,34 +478,7 @@ pub fn query(a: &QueryArgs) -> Result<()> {
     }
     let db = base.join("search.db");
     if a.reuse.is_none() {
-        let clock = Instant::now();
-        let t = t.as_ref().context("no template")?;
-        let (cpu, log_bytes) = (crate::cpu::process_secs(), write_sessions(t, &projects, a)?);
-        let (write_s, write_cpu) = (
-            clock.elapsed().as_secs_f64(),
-            crate::cpu::process_secs() - cpu,
-        );
-        let (clock, cpu) = (Instant::now(), crate::cpu::process_secs());
-        let mut index = Index::open(&db)?;
-        let up = index.update(session_dirs(&home))?;
-        let (index_s, index_cpu) = (
-            clock.elapsed().as_secs_f64(),
-            crate::cpu::process_secs() - cpu,
-        );
-        if !up.problems.is_empty() {
-            bail!(
-                "not indexed: {:?}",
-                &up.problems[..up.problems.len().min(3)]
-            );
-        }
-        println!(
-            "built: sessions {}  documents {}  log bytes {} ({:.2} GB)  written in {write_s:.1} s ({write_cpu:.1} s CPU)  indexed in {index_s:.1} s ({index_cpu:.1} s CPU, {:.1} MB/s of log)",
-            a.sessions,
-            up.docs,
-            log_bytes,
-            log_bytes as f64 / 1e9,
-            log_bytes as f64 / 1e6 / index_s,
-        );
+        build_set(t.as_ref().context("no template")?, &projects, a, &home, &db)?;
     }
     let mut index = Index::open(&db)?;
     let dirs = session_dirs(&home);
@@ -592,13 +540,95 @@ pub fn query(a: &QueryArgs) -> Result<()> {
             "went by marks"
         },
     );
+    query_table(&mut index, a, &projects[0].1, log_bytes)?;
+    if a.keep.is_some() || a.reuse.is_some() {
+        println!("kept: {}", base.display());
+    } else {
+        std::fs::remove_dir_all(&base).with_context(|| format!("removing {}", base.display()))?;
+    }
+    Ok(())
+}
+
+/// The folder the set is built in (`--keep`, which must be empty), or read from
+/// (`--reuse`, which must hold one), else a new one under `tmp` or `--dir`.
+fn set_folder(a: &QueryArgs, tmp: &Path) -> Result<PathBuf> {
+    Ok(match (&a.keep, &a.reuse) {
+        (Some(dir), _) => {
+            if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+                bail!(
+                    "--keep {}: the folder is not empty; give a new one, or query the set in it with --reuse",
+                    dir.display()
+                );
+            }
+            dir.clone()
+        }
+        (None, Some(dir)) => {
+            if !dir.join("search.db").is_file() {
+                bail!(
+                    "--reuse {}: no search.db there; build a set first with --keep {}",
+                    dir.display(),
+                    dir.display()
+                );
+            }
+            dir.clone()
+        }
+        (None, None) => a
+            .dir
+            .clone()
+            .unwrap_or_else(|| tmp.to_path_buf())
+            .join("cairn-bench-search"),
+    })
+}
+
+/// Writes the sessions of the set into `projects` from the template `t`, indexes them
+/// into `db`, and says what it took.
+fn build_set(
+    t: &Template,
+    projects: &[(PathBuf, String)],
+    a: &QueryArgs,
+    home: &Home,
+    db: &Path,
+) -> Result<()> {
+    let clock = Instant::now();
+    let (cpu, log_bytes) = (crate::cpu::process_secs(), write_sessions(t, projects, a)?);
+    let (write_s, write_cpu) = (
+        clock.elapsed().as_secs_f64(),
+        crate::cpu::process_secs() - cpu,
+    );
+    let (clock, cpu) = (Instant::now(), crate::cpu::process_secs());
+    let mut index = Index::open(db)?;
+    let up = index.update(session_dirs(home))?;
+    let (index_s, index_cpu) = (
+        clock.elapsed().as_secs_f64(),
+        crate::cpu::process_secs() - cpu,
+    );
+    if !up.problems.is_empty() {
+        bail!(
+            "not indexed: {:?}",
+            &up.problems[..up.problems.len().min(3)]
+        );
+    }
+    println!(
+        "built: sessions {}  documents {}  log bytes {} ({:.2} GB)  written in {write_s:.1} s ({write_cpu:.1} s CPU)  indexed in {index_s:.1} s ({index_cpu:.1} s CPU, {:.1} MB/s of log)",
+        a.sessions,
+        up.docs,
+        log_bytes,
+        log_bytes as f64 / 1e9,
+        log_bytes as f64 / 1e6 / index_s,
+    );
+    Ok(())
+}
+
+/// The query set: each query under each filter, `a.runs` times, as a table of hits
+/// and latencies, then the latencies of the whole set.
+fn query_table(index: &mut Index, a: &QueryArgs, project: &str, log_bytes: u64) -> Result<()> {
     let since = cairn_search::since("2026-01-05")?;
     let filters: [(&str, Filter); 4] = [
         ("-", Filter::default()),
         (
             "--project",
             Filter {
-                project: Some(projects[0].1.clone()),
+                project: Some(project.to_string()),
                 ..Filter::default()
             },
         ),
@@ -660,10 +690,5 @@ pub fn query(a: &QueryArgs) -> Result<()> {
         pct(&every, 0.99),
         pct(&every, 1.0)
     );
-    if a.keep.is_some() || a.reuse.is_some() {
-        println!("kept: {}", base.display());
-    } else {
-        std::fs::remove_dir_all(&base).with_context(|| format!("removing {}", base.display()))?;
-    }
     Ok(())
 }

@@ -157,61 +157,7 @@ pub fn run(args: &StoreArgs) -> Result<()> {
     let _ = writeln!(out, "load average before: {load_before}");
     let _ = writeln!(out, "load average after:  {load_after}");
     out.push_str("```\n\n## Conditions\n\n");
-    let _ = writeln!(
-        out,
-        "- big log: {} bytes ({:.2} GiB), {} records, {:.0} bytes per record on average (events of {}–{} bytes)",
-        big_w.bytes,
-        big_w.bytes as f64 / f64::from(1u32 << 30),
-        big_w.records,
-        big_w.bytes as f64 / big_w.records as f64,
-        events::EVENT_BYTES_MIN,
-        events::EVENT_BYTES_MAX,
-    );
-    let _ = writeln!(
-        out,
-        "- small log: {} bytes, {} records",
-        small_w.bytes, small_w.records
-    );
-    let _ = writeln!(
-        out,
-        "- {} runs of each timed figure; median, min and max over the runs; MB = 10^6 bytes",
-        args.repeat
-    );
-    let _ = writeln!(
-        out,
-        "- append runs: each stops after {} records or {:.1} s, whichever comes first, in a new log",
-        args.append_records, args.append_secs
-    );
-    out.push_str("- verify and read run on a warm page cache (the log was just written and fits in memory): they measure CPU work, not the disk\n");
-    match &cairn {
-        CairnVerify::Binary { path, takes_dir } => {
-            let _ = writeln!(
-                out,
-                "- `cairn verify`: {} given the {}",
-                path.display(),
-                if *takes_dir {
-                    "session directory"
-                } else {
-                    "log file"
-                }
-            );
-        }
-        CairnVerify::Missing(why) => {
-            let _ = writeln!(
-                out,
-                "- `cairn verify`: **not available** ({why}); verify figures come from `cairn_store::verify_path` only"
-            );
-        }
-    }
-    match &b3sum {
-        Ok(p) => {
-            let v = child::capture(&p.to_string_lossy(), &["--version"]).unwrap_or_default();
-            let _ = writeln!(out, "- b3sum: {} ({v})", p.display());
-        }
-        Err(why) => {
-            let _ = writeln!(out, "- b3sum: **not available** ({why})");
-        }
-    }
+    conditions(&mut out, args, (&big_w, &small_w), &cairn, &b3sum);
     let _ = writeln!(out, "- whole run: {:.0} s", started.elapsed().as_secs_f64());
     out.push_str("\n## Results\n\n");
     out.push_str(&table(&sections));
@@ -359,6 +305,71 @@ fn prepare_cairn(args: &StoreArgs, scratch: &Path) -> Result<CairnVerify> {
 }
 
 /// `b3sum` on PATH, else installed with `cargo install b3sum --locked` (never in CI).
+/// The conditions of the run: the logs, the runs, and the programs compared with.
+fn conditions(
+    out: &mut String,
+    args: &StoreArgs,
+    (big_w, small_w): (&events::Written, &events::Written),
+    cairn: &CairnVerify,
+    b3sum: &Result<PathBuf, String>,
+) {
+    let _ = writeln!(
+        out,
+        "- big log: {} bytes ({:.2} GiB), {} records, {:.0} bytes per record on average (events of {}–{} bytes)",
+        big_w.bytes,
+        big_w.bytes as f64 / f64::from(1u32 << 30),
+        big_w.records,
+        big_w.bytes as f64 / big_w.records as f64,
+        events::EVENT_BYTES_MIN,
+        events::EVENT_BYTES_MAX,
+    );
+    let _ = writeln!(
+        out,
+        "- small log: {} bytes, {} records",
+        small_w.bytes, small_w.records
+    );
+    let _ = writeln!(
+        out,
+        "- {} runs of each timed figure; median, min and max over the runs; MB = 10^6 bytes",
+        args.repeat
+    );
+    let _ = writeln!(
+        out,
+        "- append runs: each stops after {} records or {:.1} s, whichever comes first, in a new log",
+        args.append_records, args.append_secs
+    );
+    out.push_str("- verify and read run on a warm page cache (the log was just written and fits in memory): they measure CPU work, not the disk\n");
+    match cairn {
+        CairnVerify::Binary { path, takes_dir } => {
+            let _ = writeln!(
+                out,
+                "- `cairn verify`: {} given the {}",
+                path.display(),
+                if *takes_dir {
+                    "session directory"
+                } else {
+                    "log file"
+                }
+            );
+        }
+        CairnVerify::Missing(why) => {
+            let _ = writeln!(
+                out,
+                "- `cairn verify`: **not available** ({why}); verify figures come from `cairn_store::verify_path` only"
+            );
+        }
+    }
+    match b3sum {
+        Ok(p) => {
+            let v = child::capture(&p.to_string_lossy(), &["--version"]).unwrap_or_default();
+            let _ = writeln!(out, "- b3sum: {} ({v})", p.display());
+        }
+        Err(why) => {
+            let _ = writeln!(out, "- b3sum: **not available** ({why})");
+        }
+    }
+}
+
 fn find_b3sum(args: &StoreArgs) -> Result<PathBuf, String> {
     let works = |p: &Path| child::capture(&p.to_string_lossy(), &["--version"]).is_some();
     let on_path = PathBuf::from("b3sum");
@@ -425,42 +436,7 @@ fn verify_section(
         ..VerifyOptions::default()
     };
 
-    let mut bin_mbs =
-        Row::new("`cairn verify` (binary)", Unit::MegabytesPerSec).target(Target::AtLeast(1000.0));
-    let mut bin_rps = Row::new("`cairn verify` (binary)", Unit::RecordsPerSec);
-    let mut in_mbs = Row::new(
-        format!("`verify_path` in process, {threads} threads"),
-        Unit::MegabytesPerSec,
-    )
-    .target(Target::AtLeast(1000.0));
-    let mut in_rps = Row::new(
-        format!("`verify_path` in process, {threads} threads"),
-        Unit::RecordsPerSec,
-    );
-    let mut one_mbs = Row::new("`verify_path` in process, 1 thread", Unit::MegabytesPerSec);
-    let mut hash_mbs = Row::new(
-        "only the record hashes (`record_hash` of each line), 1 thread",
-        Unit::MegabytesPerSec,
-    )
-    .note("the ceiling of a verifier that hashes one record at a time, on one core");
-    let mut b1_mbs = Row::new("`b3sum --num-threads 1`", Unit::MegabytesPerSec);
-    let mut bn_mbs = Row::new("`b3sum` (all cores)", Unit::MegabytesPerSec);
-    let mut r_bin_bn = Row::new("ratio `cairn verify` / `b3sum`", Unit::Ratio);
-    let mut r_bin_b1 = Row::new(
-        "ratio `cairn verify` / `b3sum --num-threads 1`",
-        Unit::Ratio,
-    );
-    let mut r_in_bn = Row::new(
-        format!("ratio `verify_path` ({threads} threads) / `b3sum`"),
-        Unit::Ratio,
-    );
-    let mut r_one_b1 = Row::new(
-        "ratio `verify_path` (1 thread) / `b3sum --num-threads 1`",
-        Unit::Ratio,
-    );
-    let mut bin_cores = Vec::new();
-    let mut bin_codes = Vec::new();
-
+    let mut rows = VerifyRows::new(threads);
     let b3 = |threads: Option<&str>| -> Result<Option<Run>> {
         let Ok(p) = b3sum else { return Ok(None) };
         let mut cmd = Command::new(p);
@@ -506,55 +482,174 @@ fn verify_section(
         let hash_t = hash_every_record(&file, written.records)?;
         let b1 = b3(Some("1"))?;
         let bn = b3(None)?;
+        rows.push(
+            (bytes, records),
+            &Round {
+                bin,
+                in_t,
+                one_t,
+                hash_t,
+                b1,
+                bn,
+            },
+        );
+    }
+    Ok(rows.section(bytes, cairn, notes))
+}
 
-        in_mbs.push(bytes / MB / in_t);
-        in_rps.push(records / in_t);
-        one_mbs.push(bytes / MB / one_t);
-        hash_mbs.push(bytes / MB / hash_t);
-        if let Some(b1) = &b1 {
-            b1_mbs.push(bytes / MB / secs(b1.wall));
-            r_one_b1.push(one_t / secs(b1.wall));
+/// The timings of one verify round: `cairn verify` (when there is a binary), in
+/// process with every thread and with one, the record hashes alone, and `b3sum` with
+/// one thread and with all (when it is there).
+struct Round {
+    bin: Option<Run>,
+    in_t: f64,
+    one_t: f64,
+    hash_t: f64,
+    b1: Option<Run>,
+    bn: Option<Run>,
+}
+
+/// The rows of the verify section, filled round by round.
+struct VerifyRows {
+    bin_mbs: Row,
+    bin_rps: Row,
+    in_mbs: Row,
+    in_rps: Row,
+    one_mbs: Row,
+    hash_mbs: Row,
+    b1_mbs: Row,
+    bn_mbs: Row,
+    r_bin_bn: Row,
+    r_bin_b1: Row,
+    r_in_bn: Row,
+    r_one_b1: Row,
+    bin_cores: Vec<f64>,
+    bin_codes: Vec<Option<i32>>,
+}
+
+impl VerifyRows {
+    fn new(threads: usize) -> VerifyRows {
+        let bin_mbs = Row::new("`cairn verify` (binary)", Unit::MegabytesPerSec)
+            .target(Target::AtLeast(1000.0));
+        let bin_rps = Row::new("`cairn verify` (binary)", Unit::RecordsPerSec);
+        let in_mbs = Row::new(
+            format!("`verify_path` in process, {threads} threads"),
+            Unit::MegabytesPerSec,
+        )
+        .target(Target::AtLeast(1000.0));
+        let in_rps = Row::new(
+            format!("`verify_path` in process, {threads} threads"),
+            Unit::RecordsPerSec,
+        );
+        let one_mbs = Row::new("`verify_path` in process, 1 thread", Unit::MegabytesPerSec);
+        let hash_mbs = Row::new(
+            "only the record hashes (`record_hash` of each line), 1 thread",
+            Unit::MegabytesPerSec,
+        )
+        .note("the ceiling of a verifier that hashes one record at a time, on one core");
+        let b1_mbs = Row::new("`b3sum --num-threads 1`", Unit::MegabytesPerSec);
+        let bn_mbs = Row::new("`b3sum` (all cores)", Unit::MegabytesPerSec);
+        let r_bin_bn = Row::new("ratio `cairn verify` / `b3sum`", Unit::Ratio);
+        let r_bin_b1 = Row::new(
+            "ratio `cairn verify` / `b3sum --num-threads 1`",
+            Unit::Ratio,
+        );
+        let r_in_bn = Row::new(
+            format!("ratio `verify_path` ({threads} threads) / `b3sum`"),
+            Unit::Ratio,
+        );
+        let r_one_b1 = Row::new(
+            "ratio `verify_path` (1 thread) / `b3sum --num-threads 1`",
+            Unit::Ratio,
+        );
+        VerifyRows {
+            bin_mbs,
+            bin_rps,
+            in_mbs,
+            in_rps,
+            one_mbs,
+            hash_mbs,
+            b1_mbs,
+            bn_mbs,
+            r_bin_bn,
+            r_bin_b1,
+            r_in_bn,
+            r_one_b1,
+            bin_cores: Vec::new(),
+            bin_codes: Vec::new(),
         }
-        if let Some(bn) = &bn {
-            bn_mbs.push(bytes / MB / secs(bn.wall));
-            r_in_bn.push(in_t / secs(bn.wall));
+    }
+
+    /// One round's figures, for a log of `bytes` bytes and `records` records.
+    fn push(&mut self, (bytes, records): (f64, f64), r: &Round) {
+        self.in_mbs.push(bytes / MB / r.in_t);
+        self.in_rps.push(records / r.in_t);
+        self.one_mbs.push(bytes / MB / r.one_t);
+        self.hash_mbs.push(bytes / MB / r.hash_t);
+        if let Some(b1) = &r.b1 {
+            self.b1_mbs.push(bytes / MB / secs(b1.wall));
+            self.r_one_b1.push(r.one_t / secs(b1.wall));
         }
-        if let Some(bin) = &bin {
+        if let Some(bn) = &r.bn {
+            self.bn_mbs.push(bytes / MB / secs(bn.wall));
+            self.r_in_bn.push(r.in_t / secs(bn.wall));
+        }
+        if let Some(bin) = &r.bin {
             let t = secs(bin.wall);
-            bin_mbs.push(bytes / MB / t);
-            bin_rps.push(records / t);
-            bin_cores.push(bin.cores());
-            bin_codes.push(bin.code);
-            if let Some(bn) = &bn {
-                r_bin_bn.push(t / secs(bn.wall));
+            self.bin_mbs.push(bytes / MB / t);
+            self.bin_rps.push(records / t);
+            self.bin_cores.push(bin.cores());
+            self.bin_codes.push(bin.code);
+            if let Some(bn) = &r.bn {
+                self.r_bin_bn.push(t / secs(bn.wall));
             }
-            if let Some(b1) = &b1 {
-                r_bin_b1.push(t / secs(b1.wall));
+            if let Some(b1) = &r.b1 {
+                self.r_bin_b1.push(t / secs(b1.wall));
             }
         }
     }
-    if let Some(code) = bin_codes.iter().find(|c| **c != Some(0)) {
-        notes.push(format!(
-            "`cairn verify` exited with {code:?} on the generated log (its checks beyond the store's may reject synthetic events); its timings are still reported"
-        ));
+
+    /// The section, with a note when `cairn verify` did not exit cleanly.
+    fn section(self, bytes: f64, cairn: &CairnVerify, notes: &mut Vec<String>) -> Section {
+        let VerifyRows {
+            mut bin_mbs,
+            bin_rps,
+            in_mbs,
+            in_rps,
+            one_mbs,
+            hash_mbs,
+            b1_mbs,
+            bn_mbs,
+            r_bin_bn,
+            r_bin_b1,
+            r_in_bn,
+            r_one_b1,
+            bin_cores,
+            bin_codes,
+        } = self;
+        if let Some(code) = bin_codes.iter().find(|c| **c != Some(0)) {
+            notes.push(format!(
+                "`cairn verify` exited with {code:?} on the generated log (its checks beyond the store's may reject synthetic events); its timings are still reported"
+            ));
+        }
+        let cores = |v: &[f64]| crate::report::summary(v).map(|s| s.0);
+        if let Some(c) = cores(&bin_cores) {
+            bin_mbs = bin_mbs.note(format!("{c:.2} cores busy on average"));
+        }
+        if matches!(cairn, CairnVerify::Missing(_)) {
+            bin_mbs = bin_mbs.note("not available: see Conditions");
+        }
+        Section {
+            title: format!(
+                "verify the big log ({:.2} GiB)",
+                bytes / f64::from(1u32 << 30)
+            ),
+            rows: vec![
+                bin_mbs, bin_rps, in_mbs, in_rps, one_mbs, hash_mbs, b1_mbs, bn_mbs, r_bin_bn,
+                r_bin_b1, r_in_bn, r_one_b1,
+            ],
+        }
     }
-    let cores = |v: &[f64]| crate::report::summary(v).map(|s| s.0);
-    if let Some(c) = cores(&bin_cores) {
-        bin_mbs = bin_mbs.note(format!("{c:.2} cores busy on average"));
-    }
-    if matches!(cairn, CairnVerify::Missing(_)) {
-        bin_mbs = bin_mbs.note("not available: see Conditions");
-    }
-    Ok(Section {
-        title: format!(
-            "verify the big log ({:.2} GiB)",
-            bytes / f64::from(1u32 << 30)
-        ),
-        rows: vec![
-            bin_mbs, bin_rps, in_mbs, in_rps, one_mbs, hash_mbs, b1_mbs, bn_mbs, r_bin_bn,
-            r_bin_b1, r_in_bn, r_one_b1,
-        ],
-    })
 }
 
 /// Seconds to read the log and compute each line's record hash, nothing else: what

@@ -102,6 +102,39 @@ struct Parts {
 
 /// The cairn home's place inside the workspace, when it lies there (it is left out of
 /// the manifest).
+/// The workspace, canonical: an existing folder, not inside the home. A home inside
+/// the workspace is allowed (it is left out of the manifest and tools never reach it).
+fn workspace_root(home: &Home, workspace: &Path) -> Result<PathBuf> {
+    let root = workspace
+        .canonicalize()
+        .map_err(|source| EngineError::WorkspaceMissing {
+            path: workspace.to_path_buf(),
+            source,
+        })?;
+    if !root.is_dir() {
+        return Err(EngineError::WorkspaceNotFolder { path: root });
+    }
+    if root.starts_with(&home.root) {
+        return Err(EngineError::WorkspaceInHome {
+            workspace: root,
+            home: home.root.clone(),
+        });
+    }
+    Ok(root)
+}
+
+/// The project's folders made, what a crash left of sessions being created (before
+/// their first record) removed, and the workspace it is of noted.
+fn prepare_project(project: &Project, root: &Path) -> Result<()> {
+    cairn_store::private::create_dir_all(&project.sessions_dir()).map_err(io_at(&project.dir))?;
+    project.remove_unborn()?;
+    let ws_note = project.dir.join("workspace");
+    if !ws_note.exists() {
+        std::fs::write(&ws_note, root.to_string_lossy().as_bytes()).map_err(io_at(&ws_note))?;
+    }
+    Ok(())
+}
+
 fn home_inner(home: &Home, root: &Path) -> Option<String> {
     home.root
         .strip_prefix(root)
@@ -190,32 +223,9 @@ impl Engine {
     ) -> Result<Engine> {
         let is_replay = parent.is_some() && inherited.is_none();
         let credential_files = CredentialFiles::new(&config.credential_files)?;
-        let root = workspace
-            .canonicalize()
-            .map_err(|source| EngineError::WorkspaceMissing {
-                path: workspace.to_path_buf(),
-                source,
-            })?;
-        if !root.is_dir() {
-            return Err(EngineError::WorkspaceNotFolder { path: root });
-        }
-        // A home inside the workspace is allowed (it is left out of the manifest and
-        // tools never reach it); a workspace inside the home is not.
-        if root.starts_with(&home.root) {
-            return Err(EngineError::WorkspaceInHome {
-                workspace: root,
-                home: home.root.clone(),
-            });
-        }
+        let root = workspace_root(home, workspace)?;
         let project = home.project(&root);
-        cairn_store::private::create_dir_all(&project.sessions_dir())
-            .map_err(io_at(&project.dir))?;
-        // What a crash left of sessions being created, before their first record.
-        project.remove_unborn()?;
-        let ws_note = project.dir.join("workspace");
-        if !ws_note.exists() {
-            std::fs::write(&ws_note, root.to_string_lossy().as_bytes()).map_err(io_at(&ws_note))?;
-        }
+        prepare_project(&project, &root)?;
         // Blobs are made durable in groups (one syncfs) before the records naming them.
         let blobs = BlobStore::open(&project.blobs_dir())?.without_sync();
         // Kept for the session's rescans: its cache and listing are read once.

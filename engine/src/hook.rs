@@ -109,94 +109,25 @@ pub fn need(
     at: &At<'_>,
     credentials: &DefaultCredentials,
 ) -> Result<Option<Need>, Unreadable> {
-    let unreadable = |what: &str| Unreadable {
-        tool: tool.to_string(),
-        what: what.to_string(),
-    };
-    // A string field: absent, or a string.
-    let field = |k: &str| -> Result<Option<&str>, Unreadable> {
-        match input.get(k) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(v)) => Ok(Some(v.as_str())),
-            Some(_) => Err(unreadable(&format!("has a {k} that is not a string"))),
-        }
-    };
-    let required = |k: &str| -> Result<&str, Unreadable> {
-        field(k)?.ok_or_else(|| unreadable(&format!("has no {k}")))
-    };
-    let object = || {
-        if input.is_object() {
-            Ok(())
-        } else {
-            Err(unreadable("has a tool_input that is not an object"))
-        }
-    };
-    let root_text = at.root.to_string_lossy();
+    let f = Fields { tool, input };
     Ok(Some(match tool {
         "Bash" | "shell" | "exec_command" | "local_shell" => {
-            object()?;
-            let mut analysis = match input.get("command") {
-                Some(Value::String(line)) => cairn_core::command::analyse(line, &root_text),
-                Some(Value::Array(words)) => {
-                    let argv: Vec<String> = words
-                        .iter()
-                        .map(|w| w.as_str().map(str::to_string))
-                        .collect::<Option<_>>()
-                        .filter(|a: &Vec<String>| !a.is_empty())
-                        .ok_or_else(|| {
-                            unreadable("has a command argv that is empty or not all strings")
-                        })?;
-                    argv_analysis(&argv, at, field("workdir")?)
-                }
-                None | Some(Value::Null) => return Err(unreadable("has no command")),
-                Some(_) => {
-                    return Err(unreadable(
-                        "has a command that is neither a string nor an argv",
-                    ));
-                }
-            };
-            cairn_tools::links::confirm_writes(
-                &mut analysis,
-                at.root,
-                cairn_tools::links::Links::Disk,
-            );
-            let context = if input.get("run_in_background").and_then(Value::as_bool) == Some(true) {
-                "\n(in the background)"
-            } else {
-                ""
-            };
-            cairn_core::permission::shell_need(analysis, context)
+            f.object()?;
+            command_need(&f, at)?
         }
         "Edit" | "MultiEdit" | "NotebookEdit" | "Write" => {
-            object()?;
-            let path = if tool == "NotebookEdit" {
-                required("notebook_path")?
-            } else {
-                required("file_path")?
-            };
-            let key = if tool == "Write" {
-                "write_file"
-            } else {
-                "edit_file"
-            };
-            let detail = match tool {
-                "Write" => format!("{key} {path}:\n{}", field("content")?.unwrap_or("")),
-                _ => format!(
-                    "{key} {path}:\n{}",
-                    serde_json::to_string_pretty(input).unwrap_or_default()
-                ),
-            };
-            files_need(at, key, Some(detail), &[path], input, credentials)
+            f.object()?;
+            edit_need(&f, at, credentials)?
         }
         "apply_patch" => {
             // Codex gives the patch as `{"command": …}` (or `input`, `patch`), or whole.
             let patch = match input {
                 Value::String(p) => p.as_str(),
-                Value::Object(_) => match field("command")?.or(field("input")?) {
+                Value::Object(_) => match f.field("command")?.or(f.field("input")?) {
                     Some(p) => p,
-                    None => required("patch")?,
+                    None => f.required("patch")?,
                 },
-                _ => return Err(unreadable("has a tool_input that is not a patch")),
+                _ => return Err(f.unreadable("has a tool_input that is not a patch")),
             };
             let paths = patch_paths(patch);
             let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
@@ -204,30 +135,18 @@ pub fn need(
             files_need(at, "write_patch", Some(detail), &paths, input, credentials)
         }
         "Read" | "Grep" | "Glob" | "LS" => {
-            object()?;
-            let path = match field("file_path")? {
-                Some(p) => p,
-                None => field("path")?.unwrap_or("."),
-            };
-            let mut paths = vec![path.to_string()];
-            // A pattern that names folders (`../../etc/*`) reaches them too.
-            if tool == "Glob"
-                && let Some(prefix) = glob_prefix(required("pattern")?)
-            {
-                paths.push(Path::new(path).join(prefix).to_string_lossy().into_owned());
-            }
-            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
-            files_need(at, "read_file", None, &paths, input, credentials)
+            f.object()?;
+            read_need(&f, at, credentials)?
         }
         "WebFetch" => {
-            object()?;
-            cairn_tools::web::fetch_need("web_fetch", required("url")?)
+            f.object()?;
+            cairn_tools::web::fetch_need("web_fetch", f.required("url")?)
         }
         "WebSearch" => {
-            object()?;
+            f.object()?;
             Need::ask(
                 "web_search",
-                format!("web_search: {}", field("query")?.unwrap_or("")),
+                format!("web_search: {}", f.field("query")?.unwrap_or("")),
             )
         }
         _ => {
@@ -246,6 +165,136 @@ pub fn need(
             )
         }
     }))
+}
+
+/// The fields of a call's input, read as the agent's tool gives them.
+struct Fields<'a> {
+    tool: &'a str,
+    input: &'a Value,
+}
+
+impl<'a> Fields<'a> {
+    fn unreadable(&self, what: &str) -> Unreadable {
+        Unreadable {
+            tool: self.tool.to_string(),
+            what: what.to_string(),
+        }
+    }
+
+    /// A string field: absent, or a string.
+    fn field(&self, k: &str) -> Result<Option<&'a str>, Unreadable> {
+        match self.input.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(v)) => Ok(Some(v.as_str())),
+            Some(_) => Err(self.unreadable(&format!("has a {k} that is not a string"))),
+        }
+    }
+
+    fn required(&self, k: &str) -> Result<&'a str, Unreadable> {
+        self.field(k)?
+            .ok_or_else(|| self.unreadable(&format!("has no {k}")))
+    }
+
+    fn object(&self) -> Result<(), Unreadable> {
+        if self.input.is_object() {
+            Ok(())
+        } else {
+            Err(self.unreadable("has a tool_input that is not an object"))
+        }
+    }
+}
+
+/// A command, as a line for a shell or an argv, its writes confirmed on disk.
+fn command_need(f: &Fields<'_>, at: &At<'_>) -> Result<Need, Unreadable> {
+    let root_text = at.root.to_string_lossy();
+    let mut analysis = match f.input.get("command") {
+        Some(Value::String(line)) => cairn_core::command::analyse(line, &root_text),
+        Some(Value::Array(words)) => {
+            let argv: Vec<String> = words
+                .iter()
+                .map(|w| w.as_str().map(str::to_string))
+                .collect::<Option<_>>()
+                .filter(|a: &Vec<String>| !a.is_empty())
+                .ok_or_else(|| {
+                    f.unreadable("has a command argv that is empty or not all strings")
+                })?;
+            argv_analysis(&argv, at, f.field("workdir")?)
+        }
+        None | Some(Value::Null) => return Err(f.unreadable("has no command")),
+        Some(_) => {
+            return Err(f.unreadable("has a command that is neither a string nor an argv"));
+        }
+    };
+    cairn_tools::links::confirm_writes(&mut analysis, at.root, cairn_tools::links::Links::Disk);
+    let context = if f.input.get("run_in_background").and_then(Value::as_bool) == Some(true) {
+        "\n(in the background)"
+    } else {
+        ""
+    };
+    Ok(cairn_core::permission::shell_need(analysis, context))
+}
+
+/// An edit or a write of one file (a notebook's too).
+fn edit_need(
+    f: &Fields<'_>,
+    at: &At<'_>,
+    credentials: &DefaultCredentials,
+) -> Result<Need, Unreadable> {
+    let tool = f.tool;
+    let path = if tool == "NotebookEdit" {
+        f.required("notebook_path")?
+    } else {
+        f.required("file_path")?
+    };
+    let key = if tool == "Write" {
+        "write_file"
+    } else {
+        "edit_file"
+    };
+    let detail = match tool {
+        "Write" => format!("{key} {path}:\n{}", f.field("content")?.unwrap_or("")),
+        _ => format!(
+            "{key} {path}:\n{}",
+            serde_json::to_string_pretty(f.input).unwrap_or_default()
+        ),
+    };
+    Ok(files_need(
+        at,
+        key,
+        Some(detail),
+        &[path],
+        f.input,
+        credentials,
+    ))
+}
+
+/// A read, a search or a listing of a path (and, for a glob, of the folders its
+/// pattern names).
+fn read_need(
+    f: &Fields<'_>,
+    at: &At<'_>,
+    credentials: &DefaultCredentials,
+) -> Result<Need, Unreadable> {
+    let path = match f.field("file_path")? {
+        Some(p) => p,
+        None => f.field("path")?.unwrap_or("."),
+    };
+    let mut paths = vec![path.to_string()];
+    // A pattern that names folders (`../../etc/*`) reaches them too.
+    if f.tool == "Glob"
+        && let Some(prefix) = glob_prefix(f.required("pattern")?)
+    {
+        paths.push(Path::new(path).join(prefix).to_string_lossy().into_owned());
+    }
+    let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+    Ok(files_need(
+        at,
+        "read_file",
+        None,
+        &paths,
+        f.input,
+        credentials,
+    ))
 }
 
 /// The files a Codex patch names, each once, in its envelope's order: `*** Add File:`,
@@ -858,6 +907,10 @@ mod tests {
     /// Each escape through a symlink asks for the folder it really reaches: what the
     /// text of the path says (inside) was what the hook judged before.
     #[test]
+    #[expect(
+        clippy::too_many_lines,
+        reason = "a data table: each path shape, the key it asks for, checked by one loop"
+    )]
     fn a_path_is_judged_where_its_symlinks_lead() {
         let f = fixture();
         let out = f.out.to_string_lossy().into_owned();

@@ -220,23 +220,7 @@ pub fn proxy_session(
     input: impl Read + Send + 'static,
     output: impl Write + Send + 'static,
 ) -> Result<Option<Head>> {
-    let mut process = Process::spawn(
-        Command::new(&server.command)
-            .args(&server.args)
-            .envs(&server.env)
-            .current_dir(workspace)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit()),
-    )
-    .map_err(|e| EngineError::Io {
-        path: std::path::PathBuf::from(&server.command),
-        source: e,
-    })?;
-    let (Some(server_in), Some(server_out)) = (process.take_stdin(), process.take_stdout()) else {
-        unreachable!("the server's stdin and stdout were piped just above");
-    };
-    let server_in: ChildStdin = server_in;
+    let (mut process, server_in, server_out) = spawn_server(workspace, server)?;
     let client_out: Out = Arc::new(Mutex::new(Box::new(output)));
     let link = Link {
         name: name.to_string(),
@@ -316,24 +300,9 @@ pub fn proxy_session(
             }
         };
         if fresh {
-            engine.set_mcp_backend(Box::new(link.clone()));
-            // A server that cannot list its tools: every call says why.
-            let _failed = engine.start_mcp();
-            if let Ok(mut slot) = cancel_slot.lock() {
-                *slot = Some(engine.cancel_handle());
-            }
+            connect(engine, &link, &cancel_slot);
         }
-        if let Ok(mut r) = running.lock() {
-            *r = Some(id.clone());
-        }
-        if let Ok(mut m) = link.meta.lock() {
-            *m = message["params"].get("_meta").cloned();
-        }
-        let reply = call(engine, name, &id, &message["params"]);
-        let was_cancelled = running
-            .lock()
-            .map(|mut r| r.take().is_none())
-            .unwrap_or(false);
+        let (reply, was_cancelled) = run_call(engine, &link, &running, name, &id, &message);
         let reply = match reply {
             Ok(r) => r,
             Err(e) => {
@@ -351,6 +320,65 @@ pub fn proxy_session(
     // the client sent just before closing its end).
     let _ = server_thread.join();
     session.end(&reason)
+}
+
+/// Starts the server, its stdin and stdout piped to the proxy.
+fn spawn_server(
+    workspace: &Path,
+    server: &ServerConfig,
+) -> Result<(Process, ChildStdin, std::process::ChildStdout)> {
+    let mut process = Process::spawn(
+        Command::new(&server.command)
+            .args(&server.args)
+            .envs(&server.env)
+            .current_dir(workspace)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit()),
+    )
+    .map_err(|e| EngineError::Io {
+        path: std::path::PathBuf::from(&server.command),
+        source: e,
+    })?;
+    let (Some(server_in), Some(server_out)) = (process.take_stdin(), process.take_stdout()) else {
+        unreachable!("the server's stdin and stdout were piped just above");
+    };
+    Ok((process, server_in, server_out))
+}
+
+/// The engine of a session just started, connected to the server: its calls go
+/// through `link`, and the client's cancellations reach it.
+fn connect(engine: &mut crate::Engine, link: &Link, cancel_slot: &Mutex<Option<CancelHandle>>) {
+    engine.set_mcp_backend(Box::new(link.clone()));
+    // A server that cannot list its tools: every call says why.
+    let _failed = engine.start_mcp();
+    if let Ok(mut slot) = cancel_slot.lock() {
+        *slot = Some(engine.cancel_handle());
+    }
+}
+
+/// Runs one client call, noted as the one running (for the client to cancel) with its
+/// `_meta` passed on to the server; the reply, and whether the client cancelled it.
+fn run_call(
+    engine: &mut crate::Engine,
+    link: &Link,
+    running: &Mutex<Option<Value>>,
+    name: &str,
+    id: &Value,
+    message: &Value,
+) -> (Result<Value>, bool) {
+    if let Ok(mut r) = running.lock() {
+        *r = Some(id.clone());
+    }
+    if let Ok(mut m) = link.meta.lock() {
+        *m = message["params"].get("_meta").cloned();
+    }
+    let reply = call(engine, name, id, &message["params"]);
+    let was_cancelled = running
+        .lock()
+        .map(|mut r| r.take().is_none())
+        .unwrap_or(false);
+    (reply, was_cancelled)
 }
 
 /// Runs the client's `tools/call` through the engine; the reply to send.

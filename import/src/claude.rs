@@ -324,116 +324,143 @@ pub(crate) fn result_steps(
     out: &mut Vec<Step>,
 ) {
     let id = id.to_string();
-    {
-        let input = input.clone();
-        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-        let mut status = if is_error { Status::Error } else { Status::Ok };
-        match tool {
-            "Bash" => {
-                let interrupted = tur
-                    .get("interrupted")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                let exit_code = if interrupted {
-                    None
-                } else if is_error {
-                    exit_code_of(&output).or(Some(1))
-                } else {
-                    Some(0)
-                };
-                if interrupted {
-                    status = Status::Cancelled;
-                }
-                out.push(Step::Shell(Shell {
-                    id: id.clone(),
-                    argv: vec![s(&input, "command").unwrap_or_default()],
-                    cwd,
-                    exit_code,
-                    interrupted,
-                    stdout: s(tur, "stdout").unwrap_or_else(|| output.clone()),
-                    stderr: s(tur, "stderr").unwrap_or_default(),
-                    elapsed_us: None,
-                }));
+    let mut status = if is_error { Status::Error } else { Status::Ok };
+    match tool {
+        "Bash" => {
+            let (shell, interrupted) = bash_step(&id, input, tur, &output, is_error, cwd);
+            if interrupted {
+                status = Status::Cancelled;
             }
-            "Edit" | "MultiEdit" => {
-                let path = s(&input, "file_path")
-                    .or_else(|| s(tur, "filePath"))
-                    .unwrap_or_default();
-                let edits: Vec<(String, String, bool)> = match input.get("edits") {
-                    Some(Value::Array(es)) => es.iter().map(edit_of).collect(),
-                    _ => vec![edit_of(&input)],
-                };
-                let before = s(tur, "originalFile");
-                let after = if is_error {
-                    None
-                } else {
-                    before.as_deref().and_then(|b| apply_edits(b, &edits))
-                };
-                out.push(Step::Write(Write {
-                    id: id.clone(),
-                    path,
-                    kind: WriteKind::Edit,
-                    before,
-                    after,
-                    diff: structured_patch(tur.get("structuredPatch")),
-                    ok: !is_error,
-                }));
-            }
-            "Write" => {
-                let path = s(&input, "file_path")
-                    .or_else(|| s(tur, "filePath"))
-                    .unwrap_or_default();
-                let before = s(tur, "originalFile");
-                let create = s(tur, "type").as_deref() == Some("create");
-                out.push(Step::Write(Write {
-                    id: id.clone(),
-                    path,
-                    kind: if create {
-                        WriteKind::Create
-                    } else {
-                        WriteKind::Replace
-                    },
-                    before,
-                    after: if is_error { None } else { s(&input, "content") },
-                    diff: structured_patch(tur.get("structuredPatch")),
-                    ok: !is_error,
-                }));
-            }
-            "Read" => {
-                if let Some(f) = tur.get("file") {
-                    let n = |k: &str| f.get(k).and_then(Value::as_u64).unwrap_or(0) as u32;
-                    out.push(Step::Read {
-                        id: id.clone(),
-                        path: s(f, "filePath")
-                            .or_else(|| s(&input, "file_path"))
-                            .unwrap_or_default(),
-                        first: n("startLine").max(1),
-                        lines: n("numLines"),
-                        total_lines: n("totalLines"),
-                        content: s(f, "content").unwrap_or_default(),
-                    });
-                }
-            }
-            "WebFetch" => out.push(Step::Fetch {
-                id: id.clone(),
-                url: s(&input, "url")
-                    .or_else(|| s(tur, "url"))
-                    .unwrap_or_default(),
-                status: tur.get("code").and_then(Value::as_u64).map(|c| c as u16),
-                text: s(tur, "result").or_else(|| Some(output.clone())),
-                error: is_error.then(|| output.clone()),
-            }),
-            "WebSearch" => out.push(Step::Fetch {
-                id: id.clone(),
-                url: format!("search:{}", s(&input, "query").unwrap_or_default()),
-                status: None,
-                text: Some(output.clone()),
-                error: is_error.then(|| output.clone()),
-            }),
-            _ => {}
+            out.push(Step::Shell(shell));
         }
-        out.push(Step::End { id, status, output });
+        "Edit" | "MultiEdit" => out.push(Step::Write(edit_step(&id, input, tur, is_error))),
+        "Write" => out.push(Step::Write(write_step(&id, input, tur, is_error))),
+        "Read" => out.extend(read_step(&id, input, tur)),
+        "WebFetch" => out.push(Step::Fetch {
+            id: id.clone(),
+            url: str_at(input, "url")
+                .or_else(|| str_at(tur, "url"))
+                .unwrap_or_default(),
+            status: tur.get("code").and_then(Value::as_u64).map(|c| c as u16),
+            text: str_at(tur, "result").or_else(|| Some(output.clone())),
+            error: is_error.then(|| output.clone()),
+        }),
+        "WebSearch" => out.push(Step::Fetch {
+            id: id.clone(),
+            url: format!("search:{}", str_at(input, "query").unwrap_or_default()),
+            status: None,
+            text: Some(output.clone()),
+            error: is_error.then(|| output.clone()),
+        }),
+        _ => {}
     }
+    out.push(Step::End { id, status, output });
+}
+
+fn str_at(v: &Value, k: &str) -> Option<String> {
+    v.get(k).and_then(Value::as_str).map(str::to_string)
+}
+
+/// A `Bash` call's command, and whether it was interrupted.
+fn bash_step(
+    id: &str,
+    input: &Value,
+    tur: &Value,
+    output: &str,
+    is_error: bool,
+    cwd: Option<String>,
+) -> (Shell, bool) {
+    let interrupted = tur
+        .get("interrupted")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let exit_code = if interrupted {
+        None
+    } else if is_error {
+        exit_code_of(output).or(Some(1))
+    } else {
+        Some(0)
+    };
+    let shell = Shell {
+        id: id.to_string(),
+        argv: vec![str_at(input, "command").unwrap_or_default()],
+        cwd,
+        exit_code,
+        interrupted,
+        stdout: str_at(tur, "stdout").unwrap_or_else(|| output.to_string()),
+        stderr: str_at(tur, "stderr").unwrap_or_default(),
+        elapsed_us: None,
+    };
+    (shell, interrupted)
+}
+
+/// An `Edit` or `MultiEdit` call's write: the content after is the edits applied to
+/// the original, when it is given.
+fn edit_step(id: &str, input: &Value, tur: &Value, is_error: bool) -> Write {
+    let path = str_at(input, "file_path")
+        .or_else(|| str_at(tur, "filePath"))
+        .unwrap_or_default();
+    let edits: Vec<(String, String, bool)> = match input.get("edits") {
+        Some(Value::Array(es)) => es.iter().map(edit_of).collect(),
+        _ => vec![edit_of(input)],
+    };
+    let before = str_at(tur, "originalFile");
+    let after = if is_error {
+        None
+    } else {
+        before.as_deref().and_then(|b| apply_edits(b, &edits))
+    };
+    Write {
+        id: id.to_string(),
+        path,
+        kind: WriteKind::Edit,
+        before,
+        after,
+        diff: structured_patch(tur.get("structuredPatch")),
+        ok: !is_error,
+    }
+}
+
+/// A `Write` call's write: a file created or replaced.
+fn write_step(id: &str, input: &Value, tur: &Value, is_error: bool) -> Write {
+    let path = str_at(input, "file_path")
+        .or_else(|| str_at(tur, "filePath"))
+        .unwrap_or_default();
+    let before = str_at(tur, "originalFile");
+    let create = str_at(tur, "type").as_deref() == Some("create");
+    Write {
+        id: id.to_string(),
+        path,
+        kind: if create {
+            WriteKind::Create
+        } else {
+            WriteKind::Replace
+        },
+        before,
+        after: if is_error {
+            None
+        } else {
+            str_at(input, "content")
+        },
+        diff: structured_patch(tur.get("structuredPatch")),
+        ok: !is_error,
+    }
+}
+
+/// A `Read` call's lines read, when its result names the file.
+fn read_step(id: &str, input: &Value, tur: &Value) -> Option<Step> {
+    let f = tur.get("file")?;
+    let n = |k: &str| f.get(k).and_then(Value::as_u64).unwrap_or(0) as u32;
+    Some(Step::Read {
+        id: id.to_string(),
+        path: str_at(f, "filePath")
+            .or_else(|| str_at(input, "file_path"))
+            .unwrap_or_default(),
+        first: n("startLine").max(1),
+        lines: n("numLines"),
+        total_lines: n("totalLines"),
+        content: str_at(f, "content").unwrap_or_default(),
+    })
 }
 
 fn edit_of(v: &Value) -> (String, String, bool) {

@@ -259,48 +259,7 @@ impl Codex {
                 unknown: false,
                 raw: raw.to_vec(),
             }),
-            "function_call" | "custom_tool_call" => {
-                let name = p
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                let id = call_id(p);
-                let input = match p.get("arguments").or_else(|| p.get("input")) {
-                    Some(Value::String(s)) => {
-                        serde_json::from_str(s).unwrap_or(Value::String(s.clone()))
-                    }
-                    Some(v) => v.clone(),
-                    None => Value::Null,
-                };
-                let namespace = p.get("namespace").and_then(Value::as_str);
-                let mcp = mcp_of(namespace, &name);
-                if SHELL_TOOLS.contains(&name.as_str()) && mcp.is_none() {
-                    let (argv, cwd) = command_of(&input);
-                    self.shells.insert(id.clone(), (argv, cwd));
-                }
-                if name == "apply_patch" {
-                    let text = match &input {
-                        Value::String(s) => Some(s.clone()),
-                        v => v
-                            .get("input")
-                            .or_else(|| v.get("patch"))
-                            .and_then(Value::as_str)
-                            .map(str::to_string),
-                    };
-                    if let Some(t) = text {
-                        self.patches.insert(id.clone(), t);
-                    }
-                }
-                // An apply_patch run through the shell tool (`["apply_patch", patch]`).
-                if let Some((argv, _)) = self.shells.get(&id)
-                    && argv.first().is_some_and(|a| a == "apply_patch")
-                    && let Some(t) = argv.get(1)
-                {
-                    self.patches.insert(id.clone(), t.clone());
-                }
-                self.start_call(id, name, input, mcp);
-            }
+            "function_call" | "custom_tool_call" => self.function_call(p),
             // Codex 0.171 finds deferred tools (MCP tools among them) by a search the
             // client runs: a call like any other, its output the tools found.
             "tool_search_call" => {
@@ -334,79 +293,8 @@ impl Codex {
                 self.shells.insert(id.clone(), (argv, cwd));
                 self.start_call(id, "local_shell".into(), action.clone(), None);
             }
-            "web_search_call" => {
-                let id = call_id(p);
-                let action = p.get("action").cloned().unwrap_or(Value::Null);
-                self.start_call(id.clone(), "web_search".into(), action.clone(), None);
-                self.flush(None, out);
-                let url = action
-                    .get("url")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-                    .or_else(|| {
-                        action
-                            .get("query")
-                            .and_then(Value::as_str)
-                            .map(|q| format!("search:{q}"))
-                    })
-                    .unwrap_or_else(|| "search:".into());
-                let done = p.get("status").and_then(Value::as_str) == Some("completed");
-                out.push(Step::Fetch {
-                    id: id.clone(),
-                    url,
-                    status: None,
-                    text: None,
-                    error: (!done).then(|| "the search did not complete".to_string()),
-                });
-                out.push(Step::End {
-                    id,
-                    status: if done { Status::Ok } else { Status::Error },
-                    output: String::new(),
-                });
-            }
-            "function_call_output" | "custom_tool_call_output" => {
-                self.flush(None, out);
-                let id = call_id(p);
-                let (text, success, meta_exit) = output_of(p.get("output"));
-                if let Some((argv, cwd)) = self.shells.get(&id).cloned()
-                    && !self.ran.contains(&id)
-                {
-                    self.ran.insert(id.clone());
-                    let parsed = parse_exec_output(&text);
-                    let exit = meta_exit.or(parsed.exit_code);
-                    out.push(Step::Shell(Shell {
-                        id: id.clone(),
-                        argv,
-                        cwd: cwd.or_else(|| self.cwd.clone()),
-                        exit_code: exit,
-                        interrupted: false,
-                        stdout: parsed.output,
-                        stderr: String::new(),
-                        elapsed_us: parsed.elapsed_us,
-                    }));
-                }
-                if let Some(patch) = self.patches.remove(&id)
-                    && !self.patched.contains(&id)
-                {
-                    let ok = success.unwrap_or_else(|| patch_succeeded(&text));
-                    for w in patch::parse(&patch) {
-                        out.push(Step::Write(Write {
-                            id: id.clone(),
-                            ok,
-                            ..w
-                        }));
-                    }
-                }
-                let failed = success == Some(false)
-                    || meta_exit.is_some_and(|c| c != 0)
-                    || (self.shells.contains_key(&id)
-                        && parse_exec_output(&text).exit_code.is_some_and(|c| c != 0));
-                out.push(Step::End {
-                    id,
-                    status: if failed { Status::Error } else { Status::Ok },
-                    output: text,
-                });
-            }
+            "web_search_call" => self.web_search_call(p, out),
+            "function_call_output" | "custom_tool_call_output" => self.call_output(p, out),
             _ => {
                 self.flush(None, out);
                 out.push(Step::Item {
@@ -416,6 +304,127 @@ impl Codex {
                 })
             }
         }
+    }
+
+    /// A call of a function or custom tool: remembered as a command when it runs one,
+    /// as a patch when it applies one, and started once the response is written.
+    fn function_call(&mut self, p: &Value) {
+        let name = p
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let id = call_id(p);
+        let input = match p.get("arguments").or_else(|| p.get("input")) {
+            Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::String(s.clone())),
+            Some(v) => v.clone(),
+            None => Value::Null,
+        };
+        let namespace = p.get("namespace").and_then(Value::as_str);
+        let mcp = mcp_of(namespace, &name);
+        if SHELL_TOOLS.contains(&name.as_str()) && mcp.is_none() {
+            let (argv, cwd) = command_of(&input);
+            self.shells.insert(id.clone(), (argv, cwd));
+        }
+        if name == "apply_patch" {
+            let text = match &input {
+                Value::String(s) => Some(s.clone()),
+                v => v
+                    .get("input")
+                    .or_else(|| v.get("patch"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            };
+            if let Some(t) = text {
+                self.patches.insert(id.clone(), t);
+            }
+        }
+        // An apply_patch run through the shell tool (`["apply_patch", patch]`).
+        if let Some((argv, _)) = self.shells.get(&id)
+            && argv.first().is_some_and(|a| a == "apply_patch")
+            && let Some(t) = argv.get(1)
+        {
+            self.patches.insert(id.clone(), t.clone());
+        }
+        self.start_call(id, name, input, mcp);
+    }
+
+    /// A web search Codex ran itself: started, fetched and ended at once.
+    fn web_search_call(&mut self, p: &Value, out: &mut Vec<Step>) {
+        let id = call_id(p);
+        let action = p.get("action").cloned().unwrap_or(Value::Null);
+        self.start_call(id.clone(), "web_search".into(), action.clone(), None);
+        self.flush(None, out);
+        let url = action
+            .get("url")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| {
+                action
+                    .get("query")
+                    .and_then(Value::as_str)
+                    .map(|q| format!("search:{q}"))
+            })
+            .unwrap_or_else(|| "search:".into());
+        let done = p.get("status").and_then(Value::as_str) == Some("completed");
+        out.push(Step::Fetch {
+            id: id.clone(),
+            url,
+            status: None,
+            text: None,
+            error: (!done).then(|| "the search did not complete".to_string()),
+        });
+        out.push(Step::End {
+            id,
+            status: if done { Status::Ok } else { Status::Error },
+            output: String::new(),
+        });
+    }
+
+    /// A call's output: the command it ran and the patch it applied, when not recorded
+    /// already, then its end.
+    fn call_output(&mut self, p: &Value, out: &mut Vec<Step>) {
+        self.flush(None, out);
+        let id = call_id(p);
+        let (text, success, meta_exit) = output_of(p.get("output"));
+        if let Some((argv, cwd)) = self.shells.get(&id).cloned()
+            && !self.ran.contains(&id)
+        {
+            self.ran.insert(id.clone());
+            let parsed = parse_exec_output(&text);
+            let exit = meta_exit.or(parsed.exit_code);
+            out.push(Step::Shell(Shell {
+                id: id.clone(),
+                argv,
+                cwd: cwd.or_else(|| self.cwd.clone()),
+                exit_code: exit,
+                interrupted: false,
+                stdout: parsed.output,
+                stderr: String::new(),
+                elapsed_us: parsed.elapsed_us,
+            }));
+        }
+        if let Some(patch) = self.patches.remove(&id)
+            && !self.patched.contains(&id)
+        {
+            let ok = success.unwrap_or_else(|| patch_succeeded(&text));
+            for w in patch::parse(&patch) {
+                out.push(Step::Write(Write {
+                    id: id.clone(),
+                    ok,
+                    ..w
+                }));
+            }
+        }
+        let failed = success == Some(false)
+            || meta_exit.is_some_and(|c| c != 0)
+            || (self.shells.contains_key(&id)
+                && parse_exec_output(&text).exit_code.is_some_and(|c| c != 0));
+        out.push(Step::End {
+            id,
+            status: if failed { Status::Error } else { Status::Ok },
+            output: text,
+        });
     }
 
     fn event_msg(&mut self, p: &Value, pt: &str, raw: &[u8], out: &mut Vec<Step>) {
@@ -452,53 +461,8 @@ impl Codex {
                     .unwrap_or_else(|| info.clone());
                 self.flush(Some(usage), out);
             }
-            "exec_command_end" => {
-                self.flush(None, out);
-                let id = call_id(p);
-                let (argv, cwd) = match self.shells.get(&id) {
-                    Some((a, c)) => (a.clone(), c.clone()),
-                    None => (command_of(p).0, None),
-                };
-                let cwd = str_of(p, "cwd").or(cwd).or_else(|| self.cwd.clone());
-                self.ran.insert(id.clone());
-                out.push(Step::Shell(Shell {
-                    id,
-                    argv,
-                    cwd,
-                    exit_code: p.get("exit_code").and_then(Value::as_i64).map(|c| c as i32),
-                    interrupted: false,
-                    stdout: str_of(p, "stdout")
-                        .or_else(|| str_of(p, "aggregated_output"))
-                        .unwrap_or_default(),
-                    stderr: str_of(p, "stderr").unwrap_or_default(),
-                    elapsed_us: duration_us(p.get("duration")),
-                }));
-            }
-            "patch_apply_end" => {
-                self.flush(None, out);
-                let id = call_id(p);
-                let ok = p.get("success").and_then(Value::as_bool).unwrap_or(false);
-                self.patched.insert(id.clone());
-                let writes = match p.get("changes") {
-                    Some(Value::Object(changes)) => changes
-                        .iter()
-                        .filter_map(|(path, c)| patch::change(path, c))
-                        .collect(),
-                    _ => self
-                        .patches
-                        .get(&id)
-                        .map(|t| patch::parse(t))
-                        .unwrap_or_default(),
-                };
-                self.patches.remove(&id);
-                for w in writes {
-                    out.push(Step::Write(Write {
-                        id: id.clone(),
-                        ok,
-                        ..w
-                    }));
-                }
-            }
+            "exec_command_end" => self.exec_command_end(p, out),
+            "patch_apply_end" => self.patch_apply_end(p, out),
             "mcp_tool_call_end" => {
                 self.flush(None, out);
                 let id = call_id(p);
@@ -550,6 +514,57 @@ impl Codex {
         }
     }
 
+    /// A command Codex ran, as it ended.
+    fn exec_command_end(&mut self, p: &Value, out: &mut Vec<Step>) {
+        self.flush(None, out);
+        let id = call_id(p);
+        let (argv, cwd) = match self.shells.get(&id) {
+            Some((a, c)) => (a.clone(), c.clone()),
+            None => (command_of(p).0, None),
+        };
+        let cwd = str_of(p, "cwd").or(cwd).or_else(|| self.cwd.clone());
+        self.ran.insert(id.clone());
+        out.push(Step::Shell(Shell {
+            id,
+            argv,
+            cwd,
+            exit_code: p.get("exit_code").and_then(Value::as_i64).map(|c| c as i32),
+            interrupted: false,
+            stdout: str_of(p, "stdout")
+                .or_else(|| str_of(p, "aggregated_output"))
+                .unwrap_or_default(),
+            stderr: str_of(p, "stderr").unwrap_or_default(),
+            elapsed_us: duration_us(p.get("duration")),
+        }));
+    }
+
+    /// A patch Codex applied, as it ended: its changes, or else the patch the call held.
+    fn patch_apply_end(&mut self, p: &Value, out: &mut Vec<Step>) {
+        self.flush(None, out);
+        let id = call_id(p);
+        let ok = p.get("success").and_then(Value::as_bool).unwrap_or(false);
+        self.patched.insert(id.clone());
+        let writes = match p.get("changes") {
+            Some(Value::Object(changes)) => changes
+                .iter()
+                .filter_map(|(path, c)| patch::change(path, c))
+                .collect(),
+            _ => self
+                .patches
+                .get(&id)
+                .map(|t| patch::parse(t))
+                .unwrap_or_default(),
+        };
+        self.patches.remove(&id);
+        for w in writes {
+            out.push(Step::Write(Write {
+                id: id.clone(),
+                ok,
+                ..w
+            }));
+        }
+    }
+
     /// A completed turn item (newer Codex): a command, a file change or an MCP call.
     fn item_completed(&mut self, item: &Value, raw: &[u8], out: &mut Vec<Step>) {
         let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
@@ -565,98 +580,9 @@ impl Codex {
             .collect::<String>()
             .to_ascii_lowercase();
         match norm.as_str() {
-            "commandexecution" => {
-                if self.ran.contains(&id) {
-                    return;
-                }
-                self.ran.insert(id.clone());
-                let argv = match self.shells.get(&id) {
-                    Some((a, _)) => a.clone(),
-                    None => command_of(item).0,
-                };
-                let exit = item
-                    .get("exit_code")
-                    .or_else(|| item.get("exitCode"))
-                    .and_then(Value::as_i64)
-                    .map(|c| c as i32);
-                let status = item.get("status").and_then(Value::as_str).unwrap_or("");
-                out.push(Step::Shell(Shell {
-                    id,
-                    argv,
-                    cwd: str_of(item, "cwd").or_else(|| self.cwd.clone()),
-                    exit_code: exit,
-                    interrupted: matches!(status, "interrupted" | "cancelled" | "declined"),
-                    stdout: str_of(item, "aggregated_output")
-                        .or_else(|| str_of(item, "aggregatedOutput"))
-                        .unwrap_or_default(),
-                    stderr: String::new(),
-                    elapsed_us: item
-                        .get("duration_ms")
-                        .or_else(|| item.get("durationMs"))
-                        .and_then(Value::as_u64)
-                        .map(|ms| ms * 1000),
-                }));
-            }
-            "filechange" => {
-                if self.patched.contains(&id) {
-                    return;
-                }
-                self.patched.insert(id.clone());
-                self.patches.remove(&id);
-                let status = item.get("status").and_then(Value::as_str).unwrap_or("");
-                let ok = matches!(status, "completed" | "applied" | "success" | "");
-                // A list of changes each naming its path, or (Codex 0.171) a map from
-                // path to change.
-                let writes: Vec<_> = match item.get("changes") {
-                    Some(Value::Array(changes)) => changes
-                        .iter()
-                        .filter_map(|c| {
-                            let path = c.get("path").and_then(Value::as_str)?;
-                            patch::change(path, c)
-                        })
-                        .collect(),
-                    Some(Value::Object(changes)) => changes
-                        .iter()
-                        .filter_map(|(path, c)| patch::change(path, c))
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                for w in writes {
-                    out.push(Step::Write(Write {
-                        id: id.clone(),
-                        ok,
-                        ..w
-                    }));
-                }
-            }
-            "mcptoolcall" => {
-                let mcp = McpRef {
-                    server: str_of(item, "server").unwrap_or_default(),
-                    tool: str_of(item, "tool").unwrap_or_default(),
-                };
-                out.push(Step::Call {
-                    id: id.clone(),
-                    tool: format!("mcp__{}__{}", mcp.server, mcp.tool),
-                    input: item.get("arguments").cloned().unwrap_or(Value::Null),
-                    mcp: Some(mcp),
-                });
-                // The server's answer, or the error that stood for one.
-                let status = item.get("status").and_then(Value::as_str).unwrap_or("");
-                let result = item
-                    .get("result")
-                    .filter(|r| !r.is_null())
-                    .or_else(|| item.get("error").filter(|e| !e.is_null()));
-                if let Some(result) = result {
-                    let failed = status == "failed"
-                        || item.get("error").is_some_and(|e| !e.is_null())
-                        || result.get("isError").and_then(Value::as_bool) == Some(true);
-                    out.push(Step::McpResult {
-                        id,
-                        result: result.clone(),
-                        failed,
-                    });
-                }
-            }
+            "commandexecution" => self.command_execution(item, id, out),
+            "filechange" => self.file_change(item, id, out),
+            "mcptoolcall" => Self::mcp_tool_call(item, id, out),
             _ => out.push(Step::Item {
                 kind: format!("event_msg:item_completed:{kind}"),
                 unknown: !matches!(
@@ -674,6 +600,104 @@ impl Codex {
                 ),
                 raw: raw.to_vec(),
             }),
+        }
+    }
+
+    /// A completed command, unless its outcome is recorded already.
+    fn command_execution(&mut self, item: &Value, id: String, out: &mut Vec<Step>) {
+        if self.ran.contains(&id) {
+            return;
+        }
+        self.ran.insert(id.clone());
+        let argv = match self.shells.get(&id) {
+            Some((a, _)) => a.clone(),
+            None => command_of(item).0,
+        };
+        let exit = item
+            .get("exit_code")
+            .or_else(|| item.get("exitCode"))
+            .and_then(Value::as_i64)
+            .map(|c| c as i32);
+        let status = item.get("status").and_then(Value::as_str).unwrap_or("");
+        out.push(Step::Shell(Shell {
+            id,
+            argv,
+            cwd: str_of(item, "cwd").or_else(|| self.cwd.clone()),
+            exit_code: exit,
+            interrupted: matches!(status, "interrupted" | "cancelled" | "declined"),
+            stdout: str_of(item, "aggregated_output")
+                .or_else(|| str_of(item, "aggregatedOutput"))
+                .unwrap_or_default(),
+            stderr: String::new(),
+            elapsed_us: item
+                .get("duration_ms")
+                .or_else(|| item.get("durationMs"))
+                .and_then(Value::as_u64)
+                .map(|ms| ms * 1000),
+        }));
+    }
+
+    /// A completed file change, unless its outcome is recorded already.
+    fn file_change(&mut self, item: &Value, id: String, out: &mut Vec<Step>) {
+        if self.patched.contains(&id) {
+            return;
+        }
+        self.patched.insert(id.clone());
+        self.patches.remove(&id);
+        let status = item.get("status").and_then(Value::as_str).unwrap_or("");
+        let ok = matches!(status, "completed" | "applied" | "success" | "");
+        // A list of changes each naming its path, or (Codex 0.171) a map from
+        // path to change.
+        let writes: Vec<_> = match item.get("changes") {
+            Some(Value::Array(changes)) => changes
+                .iter()
+                .filter_map(|c| {
+                    let path = c.get("path").and_then(Value::as_str)?;
+                    patch::change(path, c)
+                })
+                .collect(),
+            Some(Value::Object(changes)) => changes
+                .iter()
+                .filter_map(|(path, c)| patch::change(path, c))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for w in writes {
+            out.push(Step::Write(Write {
+                id: id.clone(),
+                ok,
+                ..w
+            }));
+        }
+    }
+
+    /// A completed MCP call: the call, then the server's answer when it holds one.
+    fn mcp_tool_call(item: &Value, id: String, out: &mut Vec<Step>) {
+        let mcp = McpRef {
+            server: str_of(item, "server").unwrap_or_default(),
+            tool: str_of(item, "tool").unwrap_or_default(),
+        };
+        out.push(Step::Call {
+            id: id.clone(),
+            tool: format!("mcp__{}__{}", mcp.server, mcp.tool),
+            input: item.get("arguments").cloned().unwrap_or(Value::Null),
+            mcp: Some(mcp),
+        });
+        // The server's answer, or the error that stood for one.
+        let status = item.get("status").and_then(Value::as_str).unwrap_or("");
+        let result = item
+            .get("result")
+            .filter(|r| !r.is_null())
+            .or_else(|| item.get("error").filter(|e| !e.is_null()));
+        if let Some(result) = result {
+            let failed = status == "failed"
+                || item.get("error").is_some_and(|e| !e.is_null())
+                || result.get("isError").and_then(Value::as_bool) == Some(true);
+            out.push(Step::McpResult {
+                id,
+                result: result.clone(),
+                failed,
+            });
         }
     }
 

@@ -221,7 +221,6 @@ fn incoming<'a>(home: &Home, options: &HookOptions, input: &'a Value) -> Result<
 
 /// Handles one hook event `input` of an agent session.
 pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answered> {
-    let s = |k: &str| input.get(k).and_then(Value::as_str);
     let Incoming {
         event,
         source_id,
@@ -234,70 +233,13 @@ pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answe
     let hooks_dir = project.dir.join("hooks");
     cairn_store::private::create_dir_all(&hooks_dir).map_err(ImportError::io(&hooks_dir))?;
     let stem = format!("{}-{source_id}", options.agent);
-    let lock_path = hooks_dir.join(format!("{stem}.lock"));
-    let lock = cairn_store::private::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&lock_path)
-        .map_err(ImportError::io(&lock_path))?;
-    // Parallel calls of one agent session append one after the other.
-    lock.lock().map_err(ImportError::io(&lock_path))?;
+    let lock = lock_session(&hooks_dir.join(format!("{stem}.lock")))?;
     let side_path = hooks_dir.join(format!("{stem}.json"));
-    let mut side: Option<Sidecar> = match std::fs::read(&side_path) {
-        Ok(bytes) => Some(serde_json::from_slice(&bytes).map_err(|e| {
-            bad(format!(
-                "{}: {e} (remove it to start a new cairn session for this agent session)",
-                side_path.display()
-            ))
-        })?),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(ImportError::io(&side_path)(e)),
-    };
+    let mut side = read_sidecar(&side_path)?;
     let mut writer = match &mut side {
-        Some(sc) => {
-            let mut w = Writer::reopen(home, &project.session_dir(&sc.session))?;
-            if sc.ended {
-                let head = w.head();
-                w.record(&Event::SessionResumed {
-                    previous_head: head.1,
-                    findings: Vec::new(),
-                    interrupted_steps: Vec::new(),
-                    sandbox: None,
-                    imported: None,
-                })?;
-                sc.ended = false;
-            }
-            for (id, open) in &sc.calls {
-                w.adopt(id, &open.call, &open.tool);
-            }
-            w
-        }
+        Some(sc) => reopen_writer(home, &project, sc)?,
         None => {
-            let version = options
-                .agent_version
-                .clone()
-                .or_else(|| s("transcript_path").and_then(|p| version_in(Path::new(p))))
-                .or_else(|| version_of_parent(&options.agent));
-            let allow = cairn_engine::permission::AllowList::new(&project.dir)
-                .with_signer(home.log_signer()?)
-                .audit()?
-                .keys
-                .into_iter()
-                .collect();
-            let w = Writer::create_live(
-                home,
-                root,
-                Agent {
-                    name: options.agent.clone(),
-                    version,
-                    via: "hook".into(),
-                    source_id: Some(source_id.to_string()),
-                },
-                allow,
-            )?;
-            project.mark(home, &w.id, cairn_engine::Handle::Last)?;
+            let w = create_writer(home, options, &project, root, source_id, input)?;
             side = Some(Sidecar {
                 session: w.id.clone(),
                 ..Sidecar::default()
@@ -308,54 +250,17 @@ pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answe
     let Some(side_ref) = side.as_mut() else {
         unreachable!("the sidecar was read or made above");
     };
-    let mut output = None;
-    let mut verdict = None;
-    let mut end = None;
-    match event {
-        "SessionStart" | "Stop" | "SubagentStop" | "Notification" | "PreCompact" => {}
-        "UserPromptSubmit" => {
-            if let Some(p) = s("prompt") {
-                writer.step(Step::User {
-                    text: p.to_string(),
-                })?;
-            }
-        }
-        "PreToolUse" => {
-            let Some(pre) = pre else {
-                unreachable!("a PreToolUse is read with its tool");
-            };
-            let (v, out) = pre_tool_use(
-                &mut writer,
-                side_ref,
-                options,
-                root,
-                input,
-                pre,
-                &credentials,
-            )?;
-            verdict = Some(v);
-            output = out;
-        }
-        "PostToolUse" | "PostToolUseFailure" => {
-            post_tool_use(
-                &mut writer,
-                side_ref,
-                root,
-                input,
-                event == "PostToolUseFailure",
-            )?;
-        }
-        "SessionEnd" => {
-            end = Some(format!(
-                "{} session ended ({})",
-                options.agent,
-                s("reason").unwrap_or("no reason given")
-            ));
-        }
-        other => unreachable!("{other} is checked above"),
-    }
+    let reply = record_event(
+        &mut writer,
+        side_ref,
+        options,
+        root,
+        input,
+        (event, pre),
+        &credentials,
+    )?;
     let session = writer.id.clone();
-    match end {
+    match reply.end {
         Some(reason) => {
             writer.end_live(&reason)?;
             side_ref.ended = true;
@@ -373,10 +278,153 @@ pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answe
     )?;
     drop(lock);
     Ok(Answered {
-        output,
+        output: reply.output,
         session,
-        verdict,
+        verdict: reply.verdict,
     })
+}
+
+/// The agent session's lock, taken: parallel calls of one agent session append one
+/// after the other.
+fn lock_session(lock_path: &Path) -> Result<std::fs::File> {
+    let lock = cairn_store::private::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(lock_path)
+        .map_err(ImportError::io(lock_path))?;
+    lock.lock().map_err(ImportError::io(lock_path))?;
+    Ok(lock)
+}
+
+/// The sidecar of the agent session, `None` before its first event.
+fn read_sidecar(side_path: &Path) -> Result<Option<Sidecar>> {
+    match std::fs::read(side_path) {
+        Ok(bytes) => Ok(Some(serde_json::from_slice(&bytes).map_err(|e| {
+            bad(format!(
+                "{}: {e} (remove it to start a new cairn session for this agent session)",
+                side_path.display()
+            ))
+        })?)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ImportError::io(side_path)(e)),
+    }
+}
+
+/// The cairn session of a known agent session, reopened: resumed if it had ended,
+/// with the calls it left open adopted.
+fn reopen_writer(home: &Home, project: &cairn_engine::Project, sc: &mut Sidecar) -> Result<Writer> {
+    let mut w = Writer::reopen(home, &project.session_dir(&sc.session))?;
+    if sc.ended {
+        let head = w.head();
+        w.record(&Event::SessionResumed {
+            previous_head: head.1,
+            findings: Vec::new(),
+            interrupted_steps: Vec::new(),
+            sandbox: None,
+            imported: None,
+        })?;
+        sc.ended = false;
+    }
+    for (id, open) in &sc.calls {
+        w.adopt(id, &open.call, &open.tool);
+    }
+    Ok(w)
+}
+
+/// A new cairn session for an agent session seen for the first time, marked the
+/// project's last.
+fn create_writer(
+    home: &Home,
+    options: &HookOptions,
+    project: &cairn_engine::Project,
+    root: &Path,
+    source_id: &str,
+    input: &Value,
+) -> Result<Writer> {
+    let version = options
+        .agent_version
+        .clone()
+        .or_else(|| {
+            input
+                .get("transcript_path")
+                .and_then(Value::as_str)
+                .and_then(|p| version_in(Path::new(p)))
+        })
+        .or_else(|| version_of_parent(&options.agent));
+    let allow = cairn_engine::permission::AllowList::new(&project.dir)
+        .with_signer(home.log_signer()?)
+        .audit()?
+        .keys
+        .into_iter()
+        .collect();
+    let w = Writer::create_live(
+        home,
+        root,
+        Agent {
+            name: options.agent.clone(),
+            version,
+            via: "hook".into(),
+            source_id: Some(source_id.to_string()),
+        },
+        allow,
+    )?;
+    project.mark(home, &w.id, cairn_engine::Handle::Last)?;
+    Ok(w)
+}
+
+/// What recording one event gives back: the JSON for the agent, the verdict on a
+/// call, and the reason the session ends.
+#[derive(Default)]
+struct Reply {
+    output: Option<Value>,
+    verdict: Option<Verdict>,
+    end: Option<String>,
+}
+
+/// Records one event in the session.
+fn record_event(
+    writer: &mut Writer,
+    side: &mut Sidecar,
+    options: &HookOptions,
+    root: &Path,
+    input: &Value,
+    (event, pre): (&str, Option<(&str, Option<cairn_core::permission::Need>)>),
+    credentials: &cairn_engine::hook::DefaultCredentials,
+) -> Result<Reply> {
+    let s = |k: &str| input.get(k).and_then(Value::as_str);
+    let mut reply = Reply::default();
+    match event {
+        "SessionStart" | "Stop" | "SubagentStop" | "Notification" | "PreCompact" => {}
+        "UserPromptSubmit" => {
+            if let Some(p) = s("prompt") {
+                writer.step(Step::User {
+                    text: p.to_string(),
+                })?;
+            }
+        }
+        "PreToolUse" => {
+            let Some(pre) = pre else {
+                unreachable!("a PreToolUse is read with its tool");
+            };
+            let (v, out) = pre_tool_use(writer, side, options, root, input, pre, credentials)?;
+            reply.verdict = Some(v);
+            reply.output = out;
+        }
+        "PostToolUse" | "PostToolUseFailure" => {
+            post_tool_use(writer, side, root, input, event == "PostToolUseFailure")?;
+        }
+        "SessionEnd" => {
+            reply.end = Some(format!(
+                "{} session ended ({})",
+                options.agent,
+                s("reason").unwrap_or("no reason given")
+            ));
+        }
+        other => unreachable!("{other} is checked above"),
+    }
+    Ok(reply)
 }
 
 fn pre_tool_use(
@@ -508,28 +556,7 @@ fn post_tool_use(
     let id = call_id(input, w);
     let open = match side.calls.remove(&id) {
         Some(o) => o,
-        None => {
-            // No PreToolUse seen (hooks installed mid-call): started now.
-            w.step(Step::Call {
-                id: id.clone(),
-                tool: tool.clone(),
-                input: tool_input.clone(),
-                mcp: mcp_ref(&tool),
-            })?;
-            Open {
-                call: w.call_id(&id).unwrap_or_default().to_string(),
-                tool: tool.clone(),
-                files: written_paths(&tool, &tool_input)
-                    .into_iter()
-                    .map(|p| OpenFile {
-                        path: root.join(p).to_string_lossy().into_owned(),
-                        before: None,
-                        before_unknown: true,
-                    })
-                    .collect(),
-                ..Open::default()
-            }
-        }
+        None => start_unseen(w, root, &id, &tool, &tool_input)?,
     };
     if let Some(key) = &open.asked {
         // It ran: the person at the agent said yes.
@@ -600,6 +627,36 @@ fn post_tool_use(
         }
     }
     Ok(())
+}
+
+/// A call whose `PreToolUse` was not seen (hooks installed mid-call), started now:
+/// the content before of the files it writes is unknown.
+fn start_unseen(
+    w: &mut Writer,
+    root: &Path,
+    id: &str,
+    tool: &str,
+    tool_input: &Value,
+) -> Result<Open> {
+    w.step(Step::Call {
+        id: id.to_string(),
+        tool: tool.to_string(),
+        input: tool_input.clone(),
+        mcp: mcp_ref(tool),
+    })?;
+    Ok(Open {
+        call: w.call_id(id).unwrap_or_default().to_string(),
+        tool: tool.to_string(),
+        files: written_paths(tool, tool_input)
+            .into_iter()
+            .map(|p| OpenFile {
+                path: root.join(p).to_string_lossy().into_owned(),
+                before: None,
+                before_unknown: true,
+            })
+            .collect(),
+        ..Open::default()
+    })
 }
 
 /// The exit code a command's result text states in its header, as Codex writes one

@@ -661,32 +661,13 @@ fn import_file(
     }
     // A later segment of a rotated rollout: a continuation of the session the
     // segments before it are in.
-    if let Some(prev) = &s.previous {
-        let prev = match Path::new(prev) {
-            p if p.is_absolute() => p.to_path_buf(),
-            p => path.parent().map_or(p.to_path_buf(), |d| d.join(p)),
-        };
-        let prev = cairn_engine::project::canonical_prefix(&prev);
-        if depth >= SEGMENTS_MAX || prev == *path {
-            return Err(ImportError::SegmentChain {
-                path: path.to_path_buf(),
-                max: SEGMENTS_MAX,
-            });
-        }
-        if index.get(&prev).is_none() {
-            import_file(home, &prev, options, index, summary, depth + 1, false)?;
-        }
-        if let Some(entry) = index.get(&prev).cloned() {
-            return continue_into(
-                home, path, options, &s, &entry.dir, None, index, summary, &redactor,
-            )
-            .map(|()| false);
-        }
-        summary.warn(format!(
-            "{}: its previous segment {} could not be imported: imported alone",
-            path.display(),
-            prev.display()
-        ));
+    if let Some(prev) = &s.previous
+        && let Some(dir) = previous_segment(home, path, prev, options, index, summary, depth)?
+    {
+        return continue_into(
+            home, path, options, &s, &dir, None, index, summary, &redactor,
+        )
+        .map(|()| false);
     }
     let cwd = s.cwd.clone().ok_or_else(|| ImportError::NoWorkspace {
         path: path.to_path_buf(),
@@ -696,15 +677,7 @@ fn import_file(
     if options.keep_original {
         file.original = Some(keep(home, &root, path, &file)?);
     }
-    let subagent = s.parent.is_some()
-        || s.format == Format::Claude
-            && (path.components().any(|c| c.as_os_str() == "subagents")
-                || s.nodes.iter().flatten().all(|n| n.sidechain)
-                    && s.nodes.iter().flatten().next().is_some());
-    let plan = match s.format {
-        Format::Claude => Some(branches(&s.nodes, subagent)),
-        Format::Codex => None,
-    };
+    let subagent = is_subagent(path, &s);
     // A Codex subagent names its parent thread; a Claude Code one shares its parent's
     // session id.
     let parent_source = s.parent.as_deref().unwrap_or(&s.source_id);
@@ -724,128 +697,227 @@ fn import_file(
             path.display()
         ));
     }
-    let imported = |branch: &str| Imported {
-        agent: s.format.agent().to_string(),
-        agent_version: s.version.clone(),
-        source_id: s.source_id.clone(),
-        branch: branch.to_string(),
-        file: file.clone(),
-        started_at: s.started_at.clone(),
-    };
-    let writer = Writer::create(
+    let fresh = Fresh {
         home,
-        &root,
-        imported(if subagent { "subagent" } else { "main" }),
-        parent,
-    )?;
-    let mut pass = Pass {
-        writer,
-        format: s.format,
-        codex: codex::Codex::new(Some(cwd.clone())),
-        claude: claude::Claude::new(),
-        redactor: &redactor,
-        secrets: Counts::new(),
-        lines: 0,
-        warnings: 0,
-        unknown: 0,
-    };
-    // Where main stood after each fork point's line: what forks name as parent.
-    let points: HashSet<usize> = plan
-        .as_ref()
-        .map(|p| p.branches.iter().filter_map(|(_, at)| *at).collect())
-        .unwrap_or_default();
-    let mut heads: HashMap<usize, (u64, Hash)> = HashMap::new();
-    let pick = |i: u64| match &plan {
-        Some(p) => p.of_line.get(i as usize).copied().flatten() == Some(0),
-        None => true,
-    };
-    let hash = run_pass(
-        path, options, &mut pass, None, s.read_to, &pick, &points, &mut heads, summary,
-    )?;
-    torn_warning(path, &s, &mut pass, summary);
-    let (writer, progress) = pass.finish(s.read_to, hash)?;
-    let done = writer.finish(progress.clone())?;
-    index.add(
         path,
-        index::Entry {
-            id: done.id.clone(),
-            dir: done.dir.clone(),
-            progress: progress.clone(),
-        },
-        (!subagent).then_some(s.source_id.as_str()),
-        done.head,
-    )?;
-    tally(summary, &progress, done.interrupted, s.read_to);
-    summary.sessions += 1;
-    summary.calls += done.written.calls;
-    summary.imported.push(SessionSummary {
-        id: done.id.clone(),
-        dir: done.dir.clone(),
-        source: path.to_path_buf(),
-        agent: s.format.agent(),
-        branch: if subagent { "subagent" } else { "main" }.into(),
-        continued: false,
-        calls: done.written.calls,
-        records: done.written.records,
-    });
-    let (id, end) = (done.id, done.head);
-    // The other branches of a Claude Code conversation, each its own session.
-    if let Some(plan) = &plan {
-        for (k, (kind, at)) in plan.branches.iter().enumerate() {
-            let b = k as u32 + 1;
-            let (seq, hash) = at.and_then(|i| heads.get(&i).copied()).unwrap_or(end);
-            let parent = Parent {
-                session: id.clone(),
-                seq,
-                hash,
-            };
-            let writer = Writer::create(home, &root, imported(kind), Some(parent))?;
-            let mut pass = Pass {
-                writer,
-                format: s.format,
-                codex: codex::Codex::new(None),
-                claude: claude::Claude::new(),
-                redactor: &redactor,
-                secrets: Counts::new(),
-                lines: 0,
-                warnings: 0,
-                unknown: 0,
-            };
-            let pick = |i: u64| plan.of_line.get(i as usize).copied().flatten() == Some(b);
-            let hash = run_pass(
-                path,
-                options,
-                &mut pass,
-                None,
-                s.read_to,
-                &pick,
-                &HashSet::new(),
-                &mut HashMap::new(),
-                summary,
-            )?;
-            let (writer, progress) = pass.finish(s.read_to, hash)?;
-            let done = writer.finish(progress.clone())?;
-            summary.sessions += 1;
-            summary.calls += done.written.calls;
-            summary.interrupted += done.interrupted;
-            summary.unknown += progress.unknown;
-            summary.lines += progress.lines;
-            for (k, n) in &progress.secrets {
-                *summary.secrets.entry(k.clone()).or_default() += n;
-            }
-            summary.imported.push(SessionSummary {
-                id: done.id,
-                dir: done.dir,
-                source: path.to_path_buf(),
-                agent: s.format.agent(),
-                branch: kind.clone(),
-                continued: false,
-                calls: done.written.calls,
-                records: done.written.records,
-            });
+        options,
+        s: &s,
+        root,
+        file,
+        redactor: &redactor,
+    };
+    fresh.import(cwd, subagent, parent, index, summary)?;
+    Ok(false)
+}
+
+/// The session dir of the segment before a rotated rollout's `path`, imported first
+/// when it is not yet; `None`, with a warning, when it could not be.
+fn previous_segment(
+    home: &Home,
+    path: &Path,
+    prev: &str,
+    options: &Options,
+    index: &mut Index,
+    summary: &mut Summary,
+    depth: usize,
+) -> Result<Option<PathBuf>> {
+    let prev = match Path::new(prev) {
+        p if p.is_absolute() => p.to_path_buf(),
+        p => path.parent().map_or(p.to_path_buf(), |d| d.join(p)),
+    };
+    let prev = cairn_engine::project::canonical_prefix(&prev);
+    if depth >= SEGMENTS_MAX || prev == *path {
+        return Err(ImportError::SegmentChain {
+            path: path.to_path_buf(),
+            max: SEGMENTS_MAX,
+        });
+    }
+    if index.get(&prev).is_none() {
+        import_file(home, &prev, options, index, summary, depth + 1, false)?;
+    }
+    if let Some(entry) = index.get(&prev) {
+        return Ok(Some(entry.dir.clone()));
+    }
+    summary.warn(format!(
+        "{}: its previous segment {} could not be imported: imported alone",
+        path.display(),
+        prev.display()
+    ));
+    Ok(None)
+}
+
+/// Whether the file is a subagent's: a Codex thread naming its parent, or a Claude
+/// Code transcript under `subagents/` or made only of side-chain messages.
+fn is_subagent(path: &Path, s: &Scan) -> bool {
+    s.parent.is_some()
+        || s.format == Format::Claude
+            && (path.components().any(|c| c.as_os_str() == "subagents")
+                || s.nodes.iter().flatten().all(|n| n.sidechain)
+                    && s.nodes.iter().flatten().next().is_some())
+}
+
+/// A file imported into new sessions: its main branch (or the subagent's), then each
+/// other branch of a Claude Code conversation as a session of its own.
+struct Fresh<'a> {
+    home: &'a Home,
+    path: &'a Path,
+    options: &'a Options,
+    s: &'a Scan,
+    root: PathBuf,
+    file: ImportedFile,
+    redactor: &'a Redactor,
+}
+
+impl<'a> Fresh<'a> {
+    fn imported(&self, branch: &str) -> Imported {
+        Imported {
+            agent: self.s.format.agent().to_string(),
+            agent_version: self.s.version.clone(),
+            source_id: self.s.source_id.clone(),
+            branch: branch.to_string(),
+            file: self.file.clone(),
+            started_at: self.s.started_at.clone(),
         }
     }
-    Ok(false)
+
+    fn pass(&self, branch: &str, parent: Option<Parent>, cwd: Option<String>) -> Result<Pass<'a>> {
+        let writer = Writer::create(self.home, &self.root, self.imported(branch), parent)?;
+        Ok(Pass {
+            writer,
+            format: self.s.format,
+            codex: codex::Codex::new(cwd),
+            claude: claude::Claude::new(),
+            redactor: self.redactor,
+            secrets: Counts::new(),
+            lines: 0,
+            warnings: 0,
+            unknown: 0,
+        })
+    }
+
+    fn import(
+        &self,
+        cwd: String,
+        subagent: bool,
+        parent: Option<Parent>,
+        index: &mut Index,
+        summary: &mut Summary,
+    ) -> Result<()> {
+        let (path, s) = (self.path, self.s);
+        let plan = match s.format {
+            Format::Claude => Some(branches(&s.nodes, subagent)),
+            Format::Codex => None,
+        };
+        let branch = if subagent { "subagent" } else { "main" };
+        let mut pass = self.pass(branch, parent, Some(cwd))?;
+        // Where main stood after each fork point's line: what forks name as parent.
+        let points: HashSet<usize> = plan
+            .as_ref()
+            .map(|p| p.branches.iter().filter_map(|(_, at)| *at).collect())
+            .unwrap_or_default();
+        let mut heads: HashMap<usize, (u64, Hash)> = HashMap::new();
+        let pick = |i: u64| match &plan {
+            Some(p) => p.of_line.get(i as usize).copied().flatten() == Some(0),
+            None => true,
+        };
+        let hash = run_pass(
+            path,
+            self.options,
+            &mut pass,
+            None,
+            s.read_to,
+            &pick,
+            &points,
+            &mut heads,
+            summary,
+        )?;
+        torn_warning(path, s, &mut pass, summary);
+        let (writer, progress) = pass.finish(s.read_to, hash)?;
+        let done = writer.finish(progress.clone())?;
+        index.add(
+            path,
+            index::Entry {
+                id: done.id.clone(),
+                dir: done.dir.clone(),
+                progress: progress.clone(),
+            },
+            (!subagent).then_some(s.source_id.as_str()),
+            done.head,
+        )?;
+        tally(summary, &progress, done.interrupted, s.read_to);
+        summary.sessions += 1;
+        summary.calls += done.written.calls;
+        summary.imported.push(SessionSummary {
+            id: done.id.clone(),
+            dir: done.dir.clone(),
+            source: path.to_path_buf(),
+            agent: s.format.agent(),
+            branch: branch.into(),
+            continued: false,
+            calls: done.written.calls,
+            records: done.written.records,
+        });
+        let (id, end) = (done.id, done.head);
+        // The other branches of a Claude Code conversation, each its own session.
+        if let Some(plan) = &plan {
+            for (k, (kind, at)) in plan.branches.iter().enumerate() {
+                let (seq, hash) = at.and_then(|i| heads.get(&i).copied()).unwrap_or(end);
+                let parent = Parent {
+                    session: id.clone(),
+                    seq,
+                    hash,
+                };
+                self.branch(plan, k as u32 + 1, kind, parent, summary)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Branch `b` of the conversation, of `kind`, parted from main at `parent`.
+    fn branch(
+        &self,
+        plan: &Branches,
+        b: u32,
+        kind: &str,
+        parent: Parent,
+        summary: &mut Summary,
+    ) -> Result<()> {
+        let (path, s) = (self.path, self.s);
+        let mut pass = self.pass(kind, Some(parent), None)?;
+        let pick = |i: u64| plan.of_line.get(i as usize).copied().flatten() == Some(b);
+        let hash = run_pass(
+            path,
+            self.options,
+            &mut pass,
+            None,
+            s.read_to,
+            &pick,
+            &HashSet::new(),
+            &mut HashMap::new(),
+            summary,
+        )?;
+        let (writer, progress) = pass.finish(s.read_to, hash)?;
+        let done = writer.finish(progress.clone())?;
+        summary.sessions += 1;
+        summary.calls += done.written.calls;
+        summary.interrupted += done.interrupted;
+        summary.unknown += progress.unknown;
+        summary.lines += progress.lines;
+        for (k, n) in &progress.secrets {
+            *summary.secrets.entry(k.clone()).or_default() += n;
+        }
+        summary.imported.push(SessionSummary {
+            id: done.id,
+            dir: done.dir,
+            source: path.to_path_buf(),
+            agent: s.format.agent(),
+            branch: kind.to_string(),
+            continued: false,
+            calls: done.written.calls,
+            records: done.written.records,
+        });
+        Ok(())
+    }
 }
 
 /// A line cut short at the end of the file: a warning, left for a later import.

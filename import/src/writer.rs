@@ -131,22 +131,7 @@ impl Writer {
         let blobs = BlobStore::open(&project.blobs_dir())?.without_sync();
         let (manifest, manifest_files) = if agent.is_some() {
             // Live: the workspace as it is now, as cairn's own sessions capture it.
-            let credentials = cairn_core::permission::CredentialFiles::new(
-                &cairn_core::permission::default_credential_files(),
-            )
-            .map_err(|e| ImportError::HookInput {
-                what: e.to_string(),
-            })?;
-            let mut files =
-                cairn_tools::manifest::scan(root, &blobs, &project.manifest_cache(), &credentials)?;
-            if let Ok(inner) = home.root.strip_prefix(root) {
-                let inner = inner.to_string_lossy().into_owned();
-                files.retain(|f| !f.path.starts_with(inner.as_str()));
-            }
-            (
-                blobs.put(&cairn_tools::manifest::to_jsonl(&files))?,
-                files.len() as u64,
-            )
+            live_manifest(home, root, &project, &blobs)?
         } else {
             // Imported: nothing of the workspace was captured, the manifest is empty.
             (blobs.put(b"")?, 0)
@@ -435,23 +420,7 @@ impl Writer {
                 tool,
                 input,
                 mcp,
-            } => {
-                if self.calls.contains_key(&id) {
-                    return Ok(());
-                }
-                let call = format!("c{}", self.base + self.written.calls + 1);
-                self.written.calls += 1;
-                self.calls.insert(id.clone(), (call.clone(), tool.clone()));
-                self.open.push(id);
-                self.append(&Event::ToolStarted {
-                    call,
-                    tool,
-                    input,
-                    input_hash: None,
-                    mcp,
-                    observed: None,
-                })
-            }
+            } => self.start(id, tool, input, mcp),
             Step::Shell(s) => self.shell(s),
             Step::Write(w) => self.write(w),
             Step::Read {
@@ -461,51 +430,14 @@ impl Writer {
                 lines,
                 total_lines,
                 content,
-            } => {
-                let call = self.ensure_call(&id, "read", serde_json::json!({ "path": path }))?;
-                let path = self.ws_path(&path, None);
-                let last = first.saturating_add(lines.saturating_sub(1));
-                self.append(&Event::FileRead(FileRead {
-                    call,
-                    path,
-                    ranges: if lines == 0 {
-                        Vec::new()
-                    } else {
-                        vec![(first.max(1), last.max(1))]
-                    },
-                    total_lines,
-                    hash: Hash::of(content.as_bytes()),
-                }))
-            }
+            } => self.read(&id, &path, (first, lines, total_lines), &content),
             Step::Fetch {
                 id,
                 url,
                 status,
                 text,
                 error,
-            } => {
-                let call = self.ensure_call(&id, "fetch", serde_json::json!({ "url": url }))?;
-                let (bytes, hash, text) = match text {
-                    Some(t) => (
-                        t.len() as u64,
-                        Some(Hash::of(t.as_bytes())),
-                        Some(self.redacted_blob(t.as_bytes())?),
-                    ),
-                    None => (0, None, None),
-                };
-                self.append(&Event::WebFetched(WebFetched {
-                    call,
-                    url,
-                    final_url: None,
-                    redirects: Vec::new(),
-                    status,
-                    content_type: None,
-                    bytes,
-                    hash,
-                    text,
-                    error,
-                }))
-            }
+            } => self.fetch(&id, url, status, text, error),
             Step::McpResult { id, result, failed } => {
                 let blob = self.redacted_blob(result.to_string().as_bytes())?;
                 self.mcp_results.insert(id, (blob, failed));
@@ -521,6 +453,87 @@ impl Writer {
                 })
             }
         }
+    }
+
+    /// A call started, once: a second start of the same id adds nothing.
+    fn start(
+        &mut self,
+        id: String,
+        tool: String,
+        input: serde_json::Value,
+        mcp: Option<cairn_core::event::McpRef>,
+    ) -> Result<()> {
+        if self.calls.contains_key(&id) {
+            return Ok(());
+        }
+        let call = format!("c{}", self.base + self.written.calls + 1);
+        self.written.calls += 1;
+        self.calls.insert(id.clone(), (call.clone(), tool.clone()));
+        self.open.push(id);
+        self.append(&Event::ToolStarted {
+            call,
+            tool,
+            input,
+            input_hash: None,
+            mcp,
+            observed: None,
+        })
+    }
+
+    /// Lines read: `lines` lines from line `first`, of a file of `total_lines`.
+    fn read(
+        &mut self,
+        id: &str,
+        path: &str,
+        (first, lines, total_lines): (u32, u32, u32),
+        content: &str,
+    ) -> Result<()> {
+        let call = self.ensure_call(id, "read", serde_json::json!({ "path": path }))?;
+        let path = self.ws_path(path, None);
+        let last = first.saturating_add(lines.saturating_sub(1));
+        self.append(&Event::FileRead(FileRead {
+            call,
+            path,
+            ranges: if lines == 0 {
+                Vec::new()
+            } else {
+                vec![(first.max(1), last.max(1))]
+            },
+            total_lines,
+            hash: Hash::of(content.as_bytes()),
+        }))
+    }
+
+    /// A fetch, its text kept as a blob, redacted.
+    fn fetch(
+        &mut self,
+        id: &str,
+        url: String,
+        status: Option<u16>,
+        text: Option<String>,
+        error: Option<String>,
+    ) -> Result<()> {
+        let call = self.ensure_call(id, "fetch", serde_json::json!({ "url": url }))?;
+        let (bytes, hash, text) = match text {
+            Some(t) => (
+                t.len() as u64,
+                Some(Hash::of(t.as_bytes())),
+                Some(self.redacted_blob(t.as_bytes())?),
+            ),
+            None => (0, None, None),
+        };
+        self.append(&Event::WebFetched(WebFetched {
+            call,
+            url,
+            final_url: None,
+            redirects: Vec::new(),
+            status,
+            content_type: None,
+            bytes,
+            hash,
+            text,
+            error,
+        }))
     }
 
     fn end(&mut self, id: &str, status: Status, output: &str) -> Result<()> {
@@ -742,6 +755,32 @@ impl Writer {
             interrupted: self.interrupted,
         })
     }
+}
+
+/// The manifest of a live session: the workspace as it is now (cairn's home left out
+/// when it lies inside), and the number of files in it.
+fn live_manifest(
+    home: &Home,
+    root: &Path,
+    project: &cairn_engine::Project,
+    blobs: &BlobStore,
+) -> Result<(BlobRef, u64)> {
+    let credentials = cairn_core::permission::CredentialFiles::new(
+        &cairn_core::permission::default_credential_files(),
+    )
+    .map_err(|e| ImportError::HookInput {
+        what: e.to_string(),
+    })?;
+    let mut files =
+        cairn_tools::manifest::scan(root, blobs, &project.manifest_cache(), &credentials)?;
+    if let Ok(inner) = home.root.strip_prefix(root) {
+        let inner = inner.to_string_lossy().into_owned();
+        files.retain(|f| !f.path.starts_with(inner.as_str()));
+    }
+    Ok((
+        blobs.put(&cairn_tools::manifest::to_jsonl(&files))?,
+        files.len() as u64,
+    ))
 }
 
 fn provider_of(agent: &str) -> &'static str {

@@ -187,29 +187,7 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
         Some(h) => h,
         None => home_of(&original.dir)?,
     };
-    let (_tmp, root) = match &options.keep_workspace {
-        Some(d) => {
-            if d.exists() && std::fs::read_dir(d).map_err(io_at(d))?.next().is_some() {
-                return Err(ReplayError::NotEmpty(d.clone()));
-            }
-            std::fs::create_dir_all(d).map_err(io_at(d))?;
-            (None, d.clone())
-        }
-        None => {
-            let t = tempfile::Builder::new()
-                .prefix("cairn-replay-")
-                .tempdir()
-                .map_err(io_at(&std::env::temp_dir()))?;
-            // The copy keeps the original folder's name, so that a path just outside the
-            // workspace (its parent) maps back too.
-            let name = Path::new(&original.started.workspace)
-                .file_name()
-                .map_or("workspace".into(), |n| n.to_os_string());
-            let root = t.path().join(name);
-            std::fs::create_dir_all(&root).map_err(io_at(&root))?;
-            (Some(t), root)
-        }
-    };
+    let (_tmp, root) = replay_root(options.keep_workspace.as_deref(), &original)?;
     let mut withheld = materialise(&original, &root)?;
     if let Some(prepare) = options.prepare {
         prepare(&root).map_err(io_at(&root))?;
@@ -222,23 +200,7 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
     let mut engine = Engine::start_with_parent(&home, &root, config, Some(parent))?;
     let new_root = engine.root().to_path_buf();
     let sandbox = engine.sandbox().clone();
-    // What a replay needs of strict mode: writes confined and TCP cut (the scopes of
-    // Landlock ABI 6 matter less to it than running at all on a kernel before them).
-    let confined = sandbox
-        .features
-        .as_ref()
-        .is_some_and(|f| f.filesystem == Feature::Enforced && f.tcp == Feature::Enforced);
-    let (shell, note) = match options.shell {
-        ShellMode::Rerun if !confined => (
-            ShellMode::Recorded,
-            Some(format!(
-                "shell calls answered from the recording: this kernel cannot enforce the strict sandbox (Landlock ABI {}, enforcement {}); the shell mode rerun-unsandboxed runs them without it",
-                sandbox.abi,
-                sandbox.enforced.as_str()
-            )),
-        ),
-        s => (s, None),
-    };
+    let (shell, note) = shell_mode(options.shell, &sandbox);
     let calls = original.calls();
     // The replay's call id of each recorded call that was run again.
     let mut ran: Vec<(usize, String)> = Vec::new();
@@ -267,24 +229,16 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
                     if secret && !network {
                         held_secret += 1;
                     }
-                    let writes = if recorded_shell || (secret && !network) {
-                        let (writes, copied) = apply_recorded_writes(&original, c, &new_root)?;
-                        withheld.extend(copied);
-                        writes
-                    } else {
-                        Vec::new()
-                    };
-                    let out = engine.call_answered(
-                        &c.tool,
-                        c.input.clone(),
-                        AnsweredCall {
-                            status: f.status,
-                            output: &f.output,
-                            refusal: f.refusal.as_ref(),
-                            writes: &writes,
-                        },
+                    // Its recorded writes applied to the copy, as the command or the
+                    // write would have made them.
+                    let apply = recorded_shell || (secret && !network);
+                    let call = answer_from_recording(
+                        &mut engine,
+                        (&original, c, f),
+                        apply.then_some(new_root.as_path()),
+                        &mut withheld,
                     )?;
-                    ran.push((i, out.call));
+                    ran.push((i, call));
                     continue;
                 }
                 let out = engine.call_with(&c.tool, c.input.clone(), c.answer)?;
@@ -305,35 +259,7 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
             original.started.workspace.clone(),
         )),
     };
-    let mut divergences = Vec::new();
-    // Compared by what each file is (path, size, mode, content hash), not by the
-    // manifest blob: a recording that captured by git ids and a copy captured in full
-    // hold the same files in different manifests.
-    if replayed.started.manifest.hash != original.started.manifest.hash {
-        let (x, y) = (manifest_text(&original), manifest_text(&replayed));
-        if x != y {
-            divergences.push(workspace_divergence(x, y));
-        }
-    }
-    let new_calls = replayed.calls();
-    for (i, new_id) in &ran {
-        let a = &calls[*i];
-        let Some(b) = new_calls.iter().find(|c| &c.call == new_id) else {
-            continue;
-        };
-        if a.finished.is_none() {
-            // Interrupted in the recording: there is no recorded result to compare.
-            continue;
-        }
-        for d in compare_calls(a, &original.blobs, b, &replayed.blobs, &norm) {
-            divergences.push(Divergence {
-                seq: a.seq,
-                call: a.call.clone(),
-                tool: a.tool.clone(),
-                diff: d,
-            });
-        }
-    }
+    let divergences = divergences(&original, &replayed, &calls, &ran, &norm);
     Ok(ReplayReport {
         original: original.id.clone(),
         replay: replay_id,
@@ -348,6 +274,127 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
         divergences,
         withheld,
     })
+}
+
+/// A call answered from its recording (`f`, how it finished), its recorded writes
+/// applied to the copy at `apply_at` when given; the replay's call id.
+fn answer_from_recording(
+    engine: &mut Engine,
+    (original, c, f): (&Session, &Call, &cairn_core::event::ToolFinished),
+    apply_at: Option<&Path>,
+    withheld: &mut Vec<WithheldFile>,
+) -> Result<String> {
+    let writes = match apply_at {
+        Some(root) => {
+            let (writes, copied) = apply_recorded_writes(original, c, root)?;
+            withheld.extend(copied);
+            writes
+        }
+        None => Vec::new(),
+    };
+    let out = engine.call_answered(
+        &c.tool,
+        c.input.clone(),
+        AnsweredCall {
+            status: f.status,
+            output: &f.output,
+            refusal: f.refusal.as_ref(),
+            writes: &writes,
+        },
+    )?;
+    Ok(out.call)
+}
+
+/// The folder the replay runs in: `keep` (which must be empty), or a temporary one
+/// named as the original workspace, so that a path just outside the workspace (its
+/// parent) maps back too.
+fn replay_root(
+    keep: Option<&Path>,
+    original: &Session,
+) -> Result<(Option<tempfile::TempDir>, PathBuf)> {
+    Ok(match keep {
+        Some(d) => {
+            if d.exists() && std::fs::read_dir(d).map_err(io_at(d))?.next().is_some() {
+                return Err(ReplayError::NotEmpty(d.to_path_buf()));
+            }
+            std::fs::create_dir_all(d).map_err(io_at(d))?;
+            (None, d.to_path_buf())
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("cairn-replay-")
+                .tempdir()
+                .map_err(io_at(&std::env::temp_dir()))?;
+            let name = Path::new(&original.started.workspace)
+                .file_name()
+                .map_or("workspace".into(), |n| n.to_os_string());
+            let root = t.path().join(name);
+            std::fs::create_dir_all(&root).map_err(io_at(&root))?;
+            (Some(t), root)
+        }
+    })
+}
+
+/// How shell calls are replayed, and a note when they cannot be rerun as asked. What
+/// a replay needs of strict mode: writes confined and TCP cut (the scopes of Landlock
+/// ABI 6 matter less to it than running at all on a kernel before them).
+fn shell_mode(asked: ShellMode, sandbox: &Sandboxed) -> (ShellMode, Option<String>) {
+    let confined = sandbox
+        .features
+        .as_ref()
+        .is_some_and(|f| f.filesystem == Feature::Enforced && f.tcp == Feature::Enforced);
+    match asked {
+        ShellMode::Rerun if !confined => (
+            ShellMode::Recorded,
+            Some(format!(
+                "shell calls answered from the recording: this kernel cannot enforce the strict sandbox (Landlock ABI {}, enforcement {}); the shell mode rerun-unsandboxed runs them without it",
+                sandbox.abi,
+                sandbox.enforced.as_str()
+            )),
+        ),
+        s => (s, None),
+    }
+}
+
+/// Where the replay differs from the recording: the workspace at the start, then each
+/// call run again (`ran`: the recorded call's index and the replay's call id).
+fn divergences(
+    original: &Session,
+    replayed: &Session,
+    calls: &[Call],
+    ran: &[(usize, String)],
+    norm: &Norm,
+) -> Vec<Divergence> {
+    let mut divergences = Vec::new();
+    // Compared by what each file is (path, size, mode, content hash), not by the
+    // manifest blob: a recording that captured by git ids and a copy captured in full
+    // hold the same files in different manifests.
+    if replayed.started.manifest.hash != original.started.manifest.hash {
+        let (x, y) = (manifest_text(original), manifest_text(replayed));
+        if x != y {
+            divergences.push(workspace_divergence(x, y));
+        }
+    }
+    let new_calls = replayed.calls();
+    for (i, new_id) in ran {
+        let a = &calls[*i];
+        let Some(b) = new_calls.iter().find(|c| &c.call == new_id) else {
+            continue;
+        };
+        if a.finished.is_none() {
+            // Interrupted in the recording: there is no recorded result to compare.
+            continue;
+        }
+        for d in compare_calls(a, &original.blobs, b, &replayed.blobs, norm) {
+            divergences.push(Divergence {
+                seq: a.seq,
+                call: a.call.clone(),
+                tool: a.tool.clone(),
+                diff: d,
+            });
+        }
+    }
+    divergences
 }
 
 /// Applies a call's recorded workspace changes to the replay's folder. Gives them back

@@ -52,6 +52,115 @@ pub enum PolicyError {
     },
 }
 
+/// A policy being read, line by line; each line's error is what it says is wrong.
+#[derive(Default)]
+struct Reading {
+    logs: Vec<Verifier>,
+    witnesses: BTreeMap<String, Verifier>,
+    groups: BTreeMap<String, (usize, Vec<String>)>,
+    quorum: Option<String>,
+    keys_seen: BTreeSet<[u8; 32]>,
+}
+
+impl Reading {
+    fn line(&mut self, raw: &str) -> Result<(), String> {
+        let words: Vec<&str> = raw.split([' ', '\t']).filter(|w| !w.is_empty()).collect();
+        let Some(first) = words.first() else {
+            return Ok(());
+        };
+        if first.starts_with('#') {
+            return Ok(());
+        }
+        match (*first, &words[1..]) {
+            ("log", [vkey] | [vkey, _]) => self.log(vkey),
+            ("witness", [name, vkey] | [name, vkey, _]) => self.witness(name, vkey),
+            ("group", [name, k, members @ ..]) if !members.is_empty() => {
+                self.group(name, k, members)
+            }
+            ("quorum", [name]) => self.quorum(name),
+            _ => Err(format!(
+                "expected `log VKEY`, `witness NAME VKEY`, `group NAME K MEMBER...` or `quorum NAME`, found {raw:?}"
+            )),
+        }
+    }
+
+    fn defined(&self, name: &str) -> bool {
+        self.witnesses.contains_key(name) || self.groups.contains_key(name)
+    }
+
+    fn log(&mut self, vkey: &str) -> Result<(), String> {
+        let v = Verifier::parse(vkey).map_err(|e| e.to_string())?;
+        if v.kind != TYPE_ED25519 {
+            return Err("a log key is an Ed25519 note key (type 0x01)".into());
+        }
+        if !self.keys_seen.insert(v.public_key()) {
+            return Err("this key is listed twice".into());
+        }
+        self.logs.push(v);
+        Ok(())
+    }
+
+    fn witness(&mut self, name: &str, vkey: &str) -> Result<(), String> {
+        if name == "none" || self.defined(name) {
+            return Err(format!("the name {name} is already taken"));
+        }
+        let v = Verifier::parse(vkey).map_err(|e| e.to_string())?;
+        if v.kind != TYPE_COSIGNATURE {
+            return Err(
+                "a witness key is a cosignature key (type 0x04): `cairn key show --cosigner` prints it"
+                    .into(),
+            );
+        }
+        if !self.keys_seen.insert(v.public_key()) {
+            return Err("this key is listed twice".into());
+        }
+        self.witnesses.insert(name.to_string(), v);
+        Ok(())
+    }
+
+    /// A group met when `k` of its members are (`all`, `any` or a number).
+    fn group(&mut self, name: &str, k: &str, members: &[&str]) -> Result<(), String> {
+        if name == "none" || self.defined(name) {
+            return Err(format!("the name {name} is already taken"));
+        }
+        let mut seen = BTreeSet::new();
+        for m in members {
+            if !self.defined(m) {
+                return Err(format!("{m} is not a witness or group defined above"));
+            }
+            if !seen.insert(*m) {
+                return Err(format!("{m} is listed twice"));
+            }
+        }
+        let n = members.len();
+        let k = match k {
+            "all" => n,
+            "any" => 1,
+            k => k
+                .parse::<usize>()
+                .ok()
+                .filter(|k| (1..=n).contains(k))
+                .ok_or_else(|| format!("threshold {k:?} is not all, any or 1..={n}"))?,
+        };
+        self.groups.insert(
+            name.to_string(),
+            (k, members.iter().map(|m| m.to_string()).collect()),
+        );
+        Ok(())
+    }
+
+    fn quorum(&mut self, name: &str) -> Result<(), String> {
+        if self.quorum.is_some() {
+            return Err("a second quorum line".into());
+        }
+        if name != "none" && !self.defined(name) {
+            return Err(format!("{name} is not a witness or group defined above"));
+        }
+        self.quorum = Some(name.to_string());
+        Ok(())
+    }
+}
+
 impl Policy {
     /// Reads a policy file.
     pub fn parse(text: &str) -> Result<Policy, PolicyError> {
@@ -62,105 +171,19 @@ impl Policy {
                 max: POLICY_LINES_MAX,
             });
         }
-        let mut logs: Vec<Verifier> = Vec::new();
-        let mut witnesses: BTreeMap<String, Verifier> = BTreeMap::new();
-        let mut groups: BTreeMap<String, (usize, Vec<String>)> = BTreeMap::new();
-        let mut quorum = None;
-        let mut keys_seen: BTreeSet<[u8; 32]> = BTreeSet::new();
+        let mut read = Reading::default();
         for (i, raw) in lines.iter().enumerate() {
-            let line = i + 1;
-            let err = |what: String| PolicyError::Syntax { line, what };
-            let words: Vec<&str> = raw.split([' ', '\t']).filter(|w| !w.is_empty()).collect();
-            let Some(first) = words.first() else { continue };
-            if first.starts_with('#') {
-                continue;
-            }
-            let defined = |name: &str| witnesses.contains_key(name) || groups.contains_key(name);
-            match (*first, &words[1..]) {
-                ("log", [vkey] | [vkey, _]) => {
-                    let v = Verifier::parse(vkey).map_err(|e| err(e.to_string()))?;
-                    if v.kind != TYPE_ED25519 {
-                        return Err(err("a log key is an Ed25519 note key (type 0x01)".into()));
-                    }
-                    if !keys_seen.insert(v.public_key()) {
-                        return Err(err("this key is listed twice".into()));
-                    }
-                    logs.push(v);
-                }
-                ("witness", [name, vkey] | [name, vkey, _]) => {
-                    if *name == "none" || defined(name) {
-                        return Err(err(format!("the name {name} is already taken")));
-                    }
-                    let v = Verifier::parse(vkey).map_err(|e| err(e.to_string()))?;
-                    if v.kind != TYPE_COSIGNATURE {
-                        return Err(err(
-                            "a witness key is a cosignature key (type 0x04): `cairn key show --cosigner` prints it"
-                                .into(),
-                        ));
-                    }
-                    if !keys_seen.insert(v.public_key()) {
-                        return Err(err("this key is listed twice".into()));
-                    }
-                    witnesses.insert(name.to_string(), v);
-                }
-                ("group", [name, k, members @ ..]) if !members.is_empty() => {
-                    if *name == "none" || defined(name) {
-                        return Err(err(format!("the name {name} is already taken")));
-                    }
-                    let mut seen = BTreeSet::new();
-                    for m in members {
-                        if !defined(m) {
-                            return Err(err(format!(
-                                "{m} is not a witness or group defined above"
-                            )));
-                        }
-                        if !seen.insert(*m) {
-                            return Err(err(format!("{m} is listed twice")));
-                        }
-                    }
-                    let n = members.len();
-                    let k = match *k {
-                        "all" => n,
-                        "any" => 1,
-                        k => k
-                            .parse::<usize>()
-                            .ok()
-                            .filter(|k| (1..=n).contains(k))
-                            .ok_or_else(|| {
-                                err(format!("threshold {k:?} is not all, any or 1..={n}"))
-                            })?,
-                    };
-                    groups.insert(
-                        name.to_string(),
-                        (k, members.iter().map(|m| m.to_string()).collect()),
-                    );
-                }
-                ("quorum", [name]) => {
-                    if quorum.is_some() {
-                        return Err(err("a second quorum line".into()));
-                    }
-                    if *name != "none" && !defined(name) {
-                        return Err(err(format!(
-                            "{name} is not a witness or group defined above"
-                        )));
-                    }
-                    quorum = Some(name.to_string());
-                }
-                _ => {
-                    return Err(err(format!(
-                        "expected `log VKEY`, `witness NAME VKEY`, `group NAME K MEMBER...` or `quorum NAME`, found {raw:?}"
-                    )));
-                }
-            }
+            read.line(raw)
+                .map_err(|what| PolicyError::Syntax { line: i + 1, what })?;
         }
-        let quorum = quorum.ok_or(PolicyError::Syntax {
+        let quorum = read.quorum.ok_or(PolicyError::Syntax {
             line: lines.len(),
             what: "no quorum line (`quorum none` asks for no cosignature)".into(),
         })?;
         Ok(Policy {
-            logs,
-            witnesses,
-            groups,
+            logs: read.logs,
+            witnesses: read.witnesses,
+            groups: read.groups,
             quorum,
         })
     }

@@ -2015,74 +2015,77 @@ mod tests {
         );
     }
 
-    #[test]
-    fn secrets_of_each_kind_are_redacted() {
-        check(
+    /// A text, what it becomes, and the counts of what was redacted in it by kind.
+    type Case = (&'static str, &'static str, &'static [(&'static str, u32)]);
+
+    /// One case per kind of secret.
+    const SECRETS_OF_EACH_KIND: &[Case] = &[
+        (
             "key sk-abcdefghijklmnopqrstuvwxyz012345",
             "key [REDACTED:openai_key]",
             &[("openai_key", 1)],
-        );
-        check(
+        ),
+        (
             "sk-ant-api03-abcdefghijklmnopqrstuv",
             "[REDACTED:anthropic_key]",
             &[("anthropic_key", 1)],
-        );
-        check(
+        ),
+        (
             "AKIAIOSFODNN7EXAMPLE",
             "[REDACTED:aws_access_key]",
             &[("aws_access_key", 1)],
-        );
-        check(
+        ),
+        (
             "ghp_abcdefghijklmnopqrstuvwxyz0123456789 and github_pat_11ABCDEFG0123456789_abcdefghij",
             "[REDACTED:github_token] and [REDACTED:github_token]",
             &[("github_token", 2)],
-        );
-        check(
+        ),
+        (
             "xoxb-1234567890-abcdefghij",
             "[REDACTED:slack_token]",
             &[("slack_token", 1)],
-        );
-        check(
+        ),
+        (
             "Authorization: Bearer abcdefghijklmnop1234",
             "Authorization: Bearer [REDACTED:bearer_token]",
             &[("bearer_token", 1)],
-        );
-        check(
+        ),
+        (
             "t=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
             "t=[REDACTED:jwt]",
             &[("jwt", 1)],
-        );
-        check(
+        ),
+        (
             "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----\nrest",
             "[REDACTED:private_key]\nrest",
             &[("private_key", 1)],
-        );
-        check(
+        ),
+        (
             "password=hunter22 api_key: abcd1234",
             "password=[REDACTED:assignment] api_key: [REDACTED:assignment]",
             &[("assignment", 2)],
-        );
-        check(
+        ),
+        (
             "glpat-abcdefghij0123456789 glptt-0123456789abcdefghijklmn GR1348941abcdefghij0123456789",
             "[REDACTED:gitlab_token] [REDACTED:gitlab_token] [REDACTED:gitlab_token]",
             &[("gitlab_token", 3)],
-        );
-        check(
+        ),
+        (
             "sk_live_4eC39HqLyjWDarjtT1zdp7dc rk_live_abcdefghijklmnop1234 sk_test_abcdefghijklmnop12 whsec_abcdefghijklmnopqrstuvwxyz12",
             "[REDACTED:stripe_key] [REDACTED:stripe_key] [REDACTED:stripe_key] [REDACTED:stripe_key]",
             &[("stripe_key", 4)],
-        );
-        check(
+        ),
+        (
             "key=AIzaSyA-abcdefghijklmnopqrstuvwxyz01234",
             "key=[REDACTED:google_api_key]",
             &[("google_api_key", 1)],
-        );
-        check(
+        ),
+        (
             "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\naccess_token=abcd1234efgh\nclient_secret: s3cr3tvalue\nDB_PASSWORD=hunter22\nrefresh-token: 0123456789",
             "aws_secret_access_key = [REDACTED:assignment]\naccess_token=[REDACTED:assignment]\nclient_secret: [REDACTED:assignment]\nDB_PASSWORD=[REDACTED:assignment]\nrefresh-token: [REDACTED:assignment]",
             &[("assignment", 5)],
-        );
-        check(
+        ),
+        (
             "npm_abcdefghijklmnopqrstuvwxyz0123456789 pypi-AgEIcHlwaS5vcmcCJGFiY2RlZmdoLWlqa2wtbW5vcC1xcnN0LXV2d3h5ejAxMjM0 hf_abcdefghijklmnopqrstuvwxyzABCDEF",
             "[REDACTED:npm_token] [REDACTED:pypi_token] [REDACTED:huggingface_token]",
             &[
@@ -2090,44 +2093,51 @@ mod tests {
                 ("npm_token", 1),
                 ("pypi_token", 1),
             ],
-        );
-        check(
+        ),
+        (
             "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ SK0123456789abcdef0123456789abcdef",
             "[REDACTED:sendgrid_key] [REDACTED:twilio_key]",
             &[("sendgrid_key", 1), ("twilio_key", 1)],
-        );
-        check(
+        ),
+        (
             "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo=;EndpointSuffix=core.windows.net",
             "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=[REDACTED:azure_storage_key];EndpointSuffix=core.windows.net",
             &[("azure_storage_key", 1)],
-        );
-        check(
+        ),
+        (
             "git clone https://deploy:s3cr3t-pass@git.example.com/r.git",
             "git clone https://deploy:[REDACTED:url_password]@git.example.com/r.git",
             &[("url_password", 1)],
-        );
+        ),
         // Regression: "no such file: https:/u:pw@h" (a path tidier took a slash) kept
         // the password.
-        check(
+        (
             "no such file: /w/https:/deploy:s3cr3t-pass@git.example.com/r.git",
             "no such file: /w/https:/deploy:[REDACTED:url_password]@git.example.com/r.git",
             &[("url_password", 1)],
-        );
-        check(
+        ),
+        (
             "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----\n-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQdG\n-----END PGP PRIVATE KEY BLOCK-----\n-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIF\n-----END ENCRYPTED PRIVATE KEY-----",
             "[REDACTED:private_key]\n[REDACTED:private_key]\n[REDACTED:private_key]",
             &[("private_key", 3)],
-        );
-        check(
+        ),
+        (
             "{\"client_secret\": \"abcd1234wxyz\", \"refresh_token\":\"r-0123456789\"}\nprivate_key: zzzz9999",
             "{\"client_secret\": \"[REDACTED:assignment]\", \"refresh_token\":\"[REDACTED:assignment]\"}\nprivate_key: [REDACTED:assignment]",
             &[("assignment", 3)],
-        );
-        check(
+        ),
+        (
             "echo tok-very-secret-value",
             "echo [REDACTED:env:MY_API_TOKEN]",
             &[("env_secret", 1)],
-        );
+        ),
+    ];
+
+    #[test]
+    fn secrets_of_each_kind_are_redacted() {
+        for (text, expected, counts) in SECRETS_OF_EACH_KIND {
+            check(text, expected, counts);
+        }
     }
 
     /// Word boundaries are ASCII: a letter that is not ASCII next to a secret does not

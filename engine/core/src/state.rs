@@ -384,42 +384,7 @@ impl State {
         self.last_seq = Some(record.seq);
         self.tree.push(record.seq, &record.hash);
         match &record.event {
-            Event::SessionStarted(s) => {
-                self.session = Some(s.id.clone());
-                self.workspace = Some(s.workspace.clone());
-                self.catalog = Some(s.catalog.clone());
-                self.repeat_rule = s
-                    .config
-                    .get("repeat_rule")
-                    .and_then(|r| serde_json::from_value(r.clone()).ok())
-                    .unwrap_or_else(RepeatRule::before_facts);
-                self.allow = s
-                    .allow
-                    .iter()
-                    .map(|k| (k.clone(), "project".to_string()))
-                    .collect();
-                if let Some(inh) = &s.inherited {
-                    for f in &inh.files {
-                        self.files.insert(
-                            f.path.clone(),
-                            FileKnowledge {
-                                hash: f.hash.map(|h| h.0),
-                                read_hash: f.read_hash.map(|h| h.0),
-                                ranges: f.ranges.clone(),
-                                total_lines: f.total_lines,
-                            },
-                        );
-                    }
-                    self.memory = inh.memory.clone();
-                    // An entry this version does not know is left out, as a model
-                    // would not be shown it.
-                    self.conversation = inh
-                        .conversation
-                        .iter()
-                        .filter_map(|e| ConversationEntry::from_json(e))
-                        .collect();
-                }
-            }
+            Event::SessionStarted(s) => self.apply_session_started(s),
             Event::UserMessage { text, .. } => {
                 // A new request: what was pointless to repeat may be useful again.
                 self.repeats.clear();
@@ -452,68 +417,11 @@ impl State {
                 input,
                 observed,
                 ..
-            } => {
-                self.calls_started += 1;
-                if !self.model_calls_pending.is_empty() {
-                    let asked = self.model_calls_pending.remove(0);
-                    self.model_call_of.insert(call.clone(), asked);
-                }
-                if let Some(o) = observed
-                    && self.repeat_rule == RepeatRule::Facts
-                {
-                    self.apply_observed(o);
-                }
-                let key = repeat_key(tool, input);
-                let counter = self.repeats.entry(key.clone()).or_default();
-                counter.count += 1;
-                counter.paths = named_paths(input, self.workspace.as_deref());
-                self.open_calls.insert(
-                    call.clone(),
-                    OpenCall {
-                        tool: tool.clone(),
-                        seq: record.seq,
-                        input: input.to_string(),
-                        repeat_key: key,
-                    },
-                );
-            }
-            Event::FileRead(r) => {
-                let known = self.files.get(&r.path).map(|k| k.hash);
-                if self.repeat_rule == RepeatRule::Facts && known != Some(Some(r.hash.0)) {
-                    // Changed with no record saying so, or seen for the first time:
-                    // what the calls counted before saw may differ. The reading call
-                    // is the first at this content.
-                    let own = self.open_calls.get(&r.call).map(|c| c.repeat_key.clone());
-                    self.forget_repeats(&r.path, own.as_deref(), known.is_some());
-                }
-                let k = self.files.entry(r.path.clone()).or_default();
-                if k.read_hash != Some(r.hash.0) {
-                    k.ranges.clear();
-                }
-                k.hash = Some(r.hash.0);
-                k.read_hash = Some(r.hash.0);
-                k.total_lines = r.total_lines;
-                for &range in &r.ranges {
-                    merge_range(&mut k.ranges, range);
-                }
-            }
+            } => self.apply_tool_started(record.seq, call, tool, input, observed.as_ref()),
+            Event::FileRead(r) => self.apply_read(r),
             Event::FileWrite(w) => self.apply_write(w),
             Event::MemoryWritten { text } => self.memory.push(text.clone()),
-            Event::ToolFinished(f) => {
-                self.open_calls.remove(&f.call);
-                if let Some((id, name)) = self.model_call_of.remove(&f.call) {
-                    self.conversation.push(ConversationEntry::Tool {
-                        call_id: id,
-                        name,
-                        output: f.output.clone(),
-                        status: f.status,
-                    });
-                }
-                *self
-                    .calls_by_status
-                    .entry(f.status.as_str().to_string())
-                    .or_default() += 1;
-            }
+            Event::ToolFinished(f) => self.apply_finished(f),
             Event::ShellExec(x) => self.apply_shell(x, &record.ts),
             Event::SessionEnded { .. } => self.ended = true,
             Event::SessionResumed { .. } => self.ended = false,
@@ -546,6 +454,118 @@ impl State {
             | Event::SourceItem { .. }
             | Event::TreeCheckpoint { .. } => {}
         }
+    }
+
+    /// The session's settings, and what a fork inherited from its parent.
+    fn apply_session_started(&mut self, s: &crate::event::SessionStarted) {
+        self.session = Some(s.id.clone());
+        self.workspace = Some(s.workspace.clone());
+        self.catalog = Some(s.catalog.clone());
+        self.repeat_rule = s
+            .config
+            .get("repeat_rule")
+            .and_then(|r| serde_json::from_value(r.clone()).ok())
+            .unwrap_or_else(RepeatRule::before_facts);
+        self.allow = s
+            .allow
+            .iter()
+            .map(|k| (k.clone(), "project".to_string()))
+            .collect();
+        if let Some(inh) = &s.inherited {
+            for f in &inh.files {
+                self.files.insert(
+                    f.path.clone(),
+                    FileKnowledge {
+                        hash: f.hash.map(|h| h.0),
+                        read_hash: f.read_hash.map(|h| h.0),
+                        ranges: f.ranges.clone(),
+                        total_lines: f.total_lines,
+                    },
+                );
+            }
+            self.memory = inh.memory.clone();
+            // An entry this version does not know is left out, as a model
+            // would not be shown it.
+            self.conversation = inh
+                .conversation
+                .iter()
+                .filter_map(|e| ConversationEntry::from_json(e))
+                .collect();
+        }
+    }
+
+    /// A call opened: matched to the model's call it answers, and counted towards
+    /// repeats.
+    fn apply_tool_started(
+        &mut self,
+        seq: u64,
+        call: &str,
+        tool: &str,
+        input: &serde_json::Value,
+        observed: Option<&Observed>,
+    ) {
+        self.calls_started += 1;
+        if !self.model_calls_pending.is_empty() {
+            let asked = self.model_calls_pending.remove(0);
+            self.model_call_of.insert(call.to_string(), asked);
+        }
+        if let Some(o) = observed
+            && self.repeat_rule == RepeatRule::Facts
+        {
+            self.apply_observed(o);
+        }
+        let key = repeat_key(tool, input);
+        let counter = self.repeats.entry(key.clone()).or_default();
+        counter.count += 1;
+        counter.paths = named_paths(input, self.workspace.as_deref());
+        self.open_calls.insert(
+            call.to_string(),
+            OpenCall {
+                tool: tool.to_string(),
+                seq,
+                input: input.to_string(),
+                repeat_key: key,
+            },
+        );
+    }
+
+    /// Lines read: the file known at the content read, its ranges merged.
+    fn apply_read(&mut self, r: &crate::event::FileRead) {
+        let known = self.files.get(&r.path).map(|k| k.hash);
+        if self.repeat_rule == RepeatRule::Facts && known != Some(Some(r.hash.0)) {
+            // Changed with no record saying so, or seen for the first time:
+            // what the calls counted before saw may differ. The reading call
+            // is the first at this content.
+            let own = self.open_calls.get(&r.call).map(|c| c.repeat_key.clone());
+            self.forget_repeats(&r.path, own.as_deref(), known.is_some());
+        }
+        let k = self.files.entry(r.path.clone()).or_default();
+        if k.read_hash != Some(r.hash.0) {
+            k.ranges.clear();
+        }
+        k.hash = Some(r.hash.0);
+        k.read_hash = Some(r.hash.0);
+        k.total_lines = r.total_lines;
+        for &range in &r.ranges {
+            merge_range(&mut k.ranges, range);
+        }
+    }
+
+    /// A call closed, its output given to the model when the model asked for it.
+    fn apply_finished(&mut self, f: &crate::event::ToolFinished) {
+        self.open_calls.remove(&f.call);
+        if let Some((id, name)) = self.model_call_of.remove(&f.call) {
+            self.conversation.push(ConversationEntry::Tool {
+                call_id: id,
+                name,
+                output: f.output.clone(),
+                status: f.status,
+            });
+        }
+        *self
+            .calls_by_status
+            .entry(f.status.as_str().to_string())
+            .or_default() += 1;
     }
 
     /// Notes a record whose event this version cannot parse.

@@ -241,24 +241,7 @@ impl Engine {
     ) -> Result<(Engine, ResumeReport)> {
         let dir = session_dir;
         let started = first_record(dir)?;
-        let mut config = match options.config {
-            Some(c) => c,
-            None => serde_json::from_value(started.config.clone()).map_err(|source| {
-                EngineError::SessionConfig {
-                    dir: dir.to_path_buf(),
-                    source,
-                }
-            })?,
-        };
-        if let Some(mode) = options.sandbox {
-            config.sandbox = mode;
-        }
-        if let Some(roots) = options.sandbox_write_roots.take() {
-            config.sandbox_write_roots = roots;
-        }
-        if let Some(on) = options.search_index {
-            config.search_index = on;
-        }
+        let config = resume_config(dir, &started, &mut options)?;
         let credential_files = CredentialFiles::new(&config.credential_files)?;
         let root = PathBuf::from(&started.workspace);
         if !root.is_dir() {
@@ -277,15 +260,7 @@ impl Engine {
         let folded = fold::fold_with_snapshot(dir)?;
         let state = folded.state;
         let registry = Registry::new(config.catalog);
-        let project = Project {
-            dir: dir
-                .parent()
-                .and_then(Path::parent)
-                .ok_or_else(|| EngineError::NotInProject {
-                    dir: dir.to_path_buf(),
-                })?
-                .to_path_buf(),
-        };
+        let project = project_of(dir)?;
         let redactor = Redactor::with_env(std::env::vars());
         let secret_key = project.secret_key()?;
         // Every check comes before the first record.
@@ -307,37 +282,7 @@ impl Engine {
             }
         };
         let blobs = BlobStore::open(&project.blobs_dir())?.without_sync();
-        let mut known: BTreeMap<String, ManifestEntry> =
-            manifest::from_jsonl(&blobs.get(&started.manifest.hash)?)?
-                .into_iter()
-                .map(|f| (f.path.clone(), f))
-                .collect();
-        for (path, f) in &state.ws_changes {
-            match f {
-                Some(f) => {
-                    let mode = f
-                        .mode
-                        .or_else(|| known.get(path).map(|m| m.mode))
-                        .unwrap_or(0o644);
-                    known.insert(
-                        path.clone(),
-                        ManifestEntry {
-                            path: path.clone(),
-                            size: f.len,
-                            mode,
-                            hash: Some(Hash(f.hash)),
-                            withheld: credential_files.matches(path),
-                            git: None,
-                            not_kept: None,
-                            special: None,
-                        },
-                    );
-                }
-                None => {
-                    known.remove(path);
-                }
-            }
-        }
+        let known = known_manifest(&blobs, &started, &state, &credential_files)?;
         let was_ended = state.ended;
         let sandbox = Sandbox::new(
             config.sandbox,
@@ -369,23 +314,7 @@ impl Engine {
                 manifest: known,
             },
         )?;
-        let mut findings = Vec::new();
-        if recovery.quarantined_bytes > 0 {
-            findings.push(Finding::TornTail {
-                bytes: recovery.quarantined_bytes,
-                quarantine: recovery
-                    .quarantine_file
-                    .as_ref()
-                    .map(|p| p.to_string_lossy().into_owned()),
-            });
-        }
-        engine.finish_open_calls(&mut findings)?;
-        engine.reconcile_processes(&mut findings)?;
-        let changes = shell::record_external(&mut engine.rec, &mut engine.rt, &engine.root, None)?;
-        findings.extend(changes.into_iter().map(|c| Finding::FileChanged {
-            path: c.path,
-            what: c.what,
-        }));
+        let findings = engine.resume_findings(&recovery)?;
         engine.rec.append(&Event::SessionResumed {
             previous_head: recovery.head.map_or(Hash::ZERO, |h| h.hash),
             findings: findings
@@ -397,13 +326,7 @@ impl Engine {
             imported: None,
         })?;
         engine.rec.sync()?;
-        // A resumed session is the user's newest; a resumed replay stays a replay.
-        let handle = if started.parent.is_some() && started.inherited.is_none() {
-            Handle::Replay
-        } else {
-            Handle::Last
-        };
-        engine.project.mark(home, &engine.id, handle)?;
+        engine.project.mark(home, &engine.id, handle_of(&started))?;
         let report = ResumeReport {
             session: engine.id.clone(),
             previous_head: recovery.head,
@@ -430,103 +353,16 @@ impl Engine {
             return Ok(());
         }
         open.sort_by_key(|(_, _, seq)| *seq);
-        let mut traces: BTreeMap<String, CallTrace> = open
-            .iter()
-            .map(|(id, _, _)| (id.clone(), CallTrace::default()))
-            .collect();
-        // Only the records after the earliest unfinished call are read.
-        let reader = LogReader::open(&self.dir)?;
-        for r in reader.records_from(open[0].2)? {
-            let r = r?;
-            let Ok(rec) = fold::parse_in(&r, &self.rec.blobs) else {
-                continue;
-            };
-            match rec.event {
-                Event::FileWrite(w) => {
-                    let Some(t) = w.call.as_ref().and_then(|c| traces.get_mut(c)) else {
-                        continue;
-                    };
-                    match w.status {
-                        WriteStatus::Intent => t.intents.push(w),
-                        // The outcome of an intent was recorded: nothing to decide.
-                        _ => t.intents.retain(|i| i.path != w.path),
-                    }
-                }
-                Event::ShellExec(x) if x.kind == ProcKind::Foreground => {
-                    let Some(t) = traces.get_mut(&x.call) else {
-                        continue;
-                    };
-                    match x.phase {
-                        ShellPhase::Started => t.running.push(x),
-                        ShellPhase::Finished(_) => t.running.clear(),
-                    }
-                }
-                _ => {}
-            }
-        }
+        let mut traces = self.trace_open_calls(&open)?;
         let grace = self.config.limits.shell_kill_grace_ms;
         for (call, tool, _) in open {
             let trace = traces.remove(&call).unwrap_or_default();
             let mut outcomes: Vec<(InterruptedOutcome, String)> = Vec::new();
             for w in trace.intents {
-                remove_temp_files(&self.root.join(&w.path));
-                let now = file_hash(&self.root.join(&w.path));
-                let before = w.before.map(|b| b.hash);
-                let after = w.after.map(|b| b.hash);
-                if now == after {
-                    let mut done = w.clone();
-                    done.status = WriteStatus::Ok;
-                    self.rt.note_write(&done);
-                    self.rec.append(&Event::FileWrite(done))?;
-                    outcomes.push((
-                        InterruptedOutcome::Applied,
-                        format!(
-                            "the write to {} was installed: the file holds the new content",
-                            w.path
-                        ),
-                    ));
-                } else if now == before {
-                    outcomes.push((
-                        InterruptedOutcome::NotApplied,
-                        format!(
-                            "the write to {} was not installed: the file is as it was before",
-                            w.path
-                        ),
-                    ));
-                } else {
-                    outcomes.push((
-                        InterruptedOutcome::Unknown,
-                        format!(
-                            "{} holds neither the content before nor the content after the write: read it again",
-                            w.path
-                        ),
-                    ));
-                }
+                outcomes.push(self.write_outcome(w)?);
             }
             for x in trace.running {
-                let live = match (x.pid, x.start_time) {
-                    (Some(pid), Some(t)) if shell::alive(pid, t) => Some((pid, t)),
-                    _ => None,
-                };
-                match live {
-                    Some((pid, t)) => {
-                        shell::stop_adopted(pid, t, grace);
-                        outcomes.push((
-                            InterruptedOutcome::Stopped,
-                            format!(
-                                "`{}` was still running at resume and was stopped; its output was not recorded",
-                                shell::shown_argv(&x.argv)
-                            ),
-                        ));
-                    }
-                    None => outcomes.push((
-                        InterruptedOutcome::Unknown,
-                        format!(
-                            "`{}` was running when the session stopped; whether it finished and what it printed is unknown (files it changed are recorded as external changes)",
-                            shell::shown_argv(&x.argv)
-                        ),
-                    )),
-                }
+                outcomes.push(command_outcome(&x, grace));
             }
             if outcomes.is_empty() {
                 outcomes.push((
@@ -566,6 +402,109 @@ impl Engine {
             });
         }
         Ok(())
+    }
+
+    /// What the resume found: a torn tail, calls left open, background processes, and
+    /// what changed in the workspace meanwhile (recorded as external changes).
+    fn resume_findings(&mut self, recovery: &cairn_store::Recovery) -> Result<Vec<Finding>> {
+        let mut findings = Vec::new();
+        if recovery.quarantined_bytes > 0 {
+            findings.push(Finding::TornTail {
+                bytes: recovery.quarantined_bytes,
+                quarantine: recovery
+                    .quarantine_file
+                    .as_ref()
+                    .map(|p| p.to_string_lossy().into_owned()),
+            });
+        }
+        self.finish_open_calls(&mut findings)?;
+        self.reconcile_processes(&mut findings)?;
+        let changes = shell::record_external(&mut self.rec, &mut self.rt, &self.root, None)?;
+        findings.extend(changes.into_iter().map(|c| Finding::FileChanged {
+            path: c.path,
+            what: c.what,
+        }));
+        Ok(findings)
+    }
+
+    /// The write intents and foreground commands of each open call (`open` sorted by
+    /// seq) left without their outcome: only the records after the earliest are read.
+    fn trace_open_calls(
+        &self,
+        open: &[(String, String, u64)],
+    ) -> Result<BTreeMap<String, CallTrace>> {
+        let mut traces: BTreeMap<String, CallTrace> = open
+            .iter()
+            .map(|(id, _, _)| (id.clone(), CallTrace::default()))
+            .collect();
+        let reader = LogReader::open(&self.dir)?;
+        for r in reader.records_from(open[0].2)? {
+            let r = r?;
+            let Ok(rec) = fold::parse_in(&r, &self.rec.blobs) else {
+                continue;
+            };
+            match rec.event {
+                Event::FileWrite(w) => {
+                    let Some(t) = w.call.as_ref().and_then(|c| traces.get_mut(c)) else {
+                        continue;
+                    };
+                    match w.status {
+                        WriteStatus::Intent => t.intents.push(w),
+                        // The outcome of an intent was recorded: nothing to decide.
+                        _ => t.intents.retain(|i| i.path != w.path),
+                    }
+                }
+                Event::ShellExec(x) if x.kind == ProcKind::Foreground => {
+                    let Some(t) = traces.get_mut(&x.call) else {
+                        continue;
+                    };
+                    match x.phase {
+                        ShellPhase::Started => t.running.push(x),
+                        ShellPhase::Finished(_) => t.running.clear(),
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(traces)
+    }
+
+    /// What became of a write intent, judged by the file's content now: installed (its
+    /// outcome recorded now), not installed, or unknown.
+    fn write_outcome(&mut self, w: FileWrite) -> Result<(InterruptedOutcome, String)> {
+        remove_temp_files(&self.root.join(&w.path));
+        let now = file_hash(&self.root.join(&w.path));
+        let before = w.before.map(|b| b.hash);
+        let after = w.after.map(|b| b.hash);
+        Ok(if now == after {
+            let mut done = w.clone();
+            done.status = WriteStatus::Ok;
+            self.rt.note_write(&done);
+            self.rec.append(&Event::FileWrite(done))?;
+            (
+                InterruptedOutcome::Applied,
+                format!(
+                    "the write to {} was installed: the file holds the new content",
+                    w.path
+                ),
+            )
+        } else if now == before {
+            (
+                InterruptedOutcome::NotApplied,
+                format!(
+                    "the write to {} was not installed: the file is as it was before",
+                    w.path
+                ),
+            )
+        } else {
+            (
+                InterruptedOutcome::Unknown,
+                format!(
+                    "{} holds neither the content before nor the content after the write: read it again",
+                    w.path
+                ),
+            )
+        })
     }
 
     /// Adopts the background processes still running; records the others as lost.
@@ -719,6 +658,126 @@ fn remove_temp_files(target: &Path) {
 /// The session's `session_started` (record 0, before any repair of the tail). A log
 /// without a whole record (empty, zero bytes, its first line cut short) is a session
 /// that never started, and a complete last line that fails is corruption.
+/// The session's configuration, as recorded or as given, with what the options
+/// change in it.
+fn resume_config(
+    dir: &Path,
+    started: &SessionStarted,
+    options: &mut ResumeOptions,
+) -> Result<EngineConfig> {
+    let mut config = match options.config.take() {
+        Some(c) => c,
+        None => serde_json::from_value(started.config.clone()).map_err(|source| {
+            EngineError::SessionConfig {
+                dir: dir.to_path_buf(),
+                source,
+            }
+        })?,
+    };
+    if let Some(mode) = options.sandbox {
+        config.sandbox = mode;
+    }
+    if let Some(roots) = options.sandbox_write_roots.take() {
+        config.sandbox_write_roots = roots;
+    }
+    if let Some(on) = options.search_index {
+        config.search_index = on;
+    }
+    Ok(config)
+}
+
+/// The workspace as the log knows it: the manifest of the start with every change
+/// recorded since applied.
+fn known_manifest(
+    blobs: &BlobStore,
+    started: &SessionStarted,
+    state: &State,
+    credential_files: &CredentialFiles,
+) -> Result<BTreeMap<String, ManifestEntry>> {
+    let mut known: BTreeMap<String, ManifestEntry> =
+        manifest::from_jsonl(&blobs.get(&started.manifest.hash)?)?
+            .into_iter()
+            .map(|f| (f.path.clone(), f))
+            .collect();
+    for (path, f) in &state.ws_changes {
+        match f {
+            Some(f) => {
+                let mode = f
+                    .mode
+                    .or_else(|| known.get(path).map(|m| m.mode))
+                    .unwrap_or(0o644);
+                known.insert(
+                    path.clone(),
+                    ManifestEntry {
+                        path: path.clone(),
+                        size: f.len,
+                        mode,
+                        hash: Some(Hash(f.hash)),
+                        withheld: credential_files.matches(path),
+                        git: None,
+                        not_kept: None,
+                        special: None,
+                    },
+                );
+            }
+            None => {
+                known.remove(path);
+            }
+        }
+    }
+    Ok(known)
+}
+
+/// The project a session folder is in (`<project>/sessions/<id>`).
+fn project_of(dir: &Path) -> Result<Project> {
+    Ok(Project {
+        dir: dir
+            .parent()
+            .and_then(Path::parent)
+            .ok_or_else(|| EngineError::NotInProject {
+                dir: dir.to_path_buf(),
+            })?
+            .to_path_buf(),
+    })
+}
+
+/// A resumed session is the user's newest; a resumed replay stays a replay.
+fn handle_of(started: &SessionStarted) -> Handle {
+    if started.parent.is_some() && started.inherited.is_none() {
+        Handle::Replay
+    } else {
+        Handle::Last
+    }
+}
+
+/// What became of a foreground command running when the session stopped: stopped
+/// now if it still runs, else unknown.
+fn command_outcome(x: &ShellExec, grace_ms: u64) -> (InterruptedOutcome, String) {
+    let live = match (x.pid, x.start_time) {
+        (Some(pid), Some(t)) if shell::alive(pid, t) => Some((pid, t)),
+        _ => None,
+    };
+    match live {
+        Some((pid, t)) => {
+            shell::stop_adopted(pid, t, grace_ms);
+            (
+                InterruptedOutcome::Stopped,
+                format!(
+                    "`{}` was still running at resume and was stopped; its output was not recorded",
+                    shell::shown_argv(&x.argv)
+                ),
+            )
+        }
+        None => (
+            InterruptedOutcome::Unknown,
+            format!(
+                "`{}` was running when the session stopped; whether it finished and what it printed is unknown (files it changed are recorded as external changes)",
+                shell::shown_argv(&x.argv)
+            ),
+        ),
+    }
+}
+
 fn first_record(dir: &Path) -> Result<SessionStarted> {
     let reader = LogReader::open(dir)?;
     let never_started = || EngineError::EmptyLog {

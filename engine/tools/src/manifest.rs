@@ -575,6 +575,123 @@ fn is_sparse(file: &std::fs::File, meta: &std::fs::Metadata) -> bool {
         && rustix::fs::seek(file, rustix::fs::SeekFrom::Hole(0)).is_ok_and(|at| at < meta.len())
 }
 
+/// A session's first scan starts from the listing the session before saved: a warm
+/// start then stats the listed files instead of walking the tree; and from the
+/// stamps and manifest it saved: then only what moved is looked up in the cache.
+fn load_saved_start(cache_state: &mut ScanCache, listing_file: &Path) {
+    if cache_state.listing_loaded {
+        return;
+    }
+    cache_state.listing_loaded = true;
+    if cache_state.listing.is_none() {
+        let loaded = crate::walk::Listing::load(listing_file);
+        cache_state.listing_digest = loaded.as_ref().map(|(_, digest)| *digest);
+        cache_state.listing = loaded.map(|(listing, _)| listing);
+        if cache_state.last.is_none() {
+            cache_state.last = cache_state.load_last();
+            cache_state.stamps_loaded = cache_state.last.is_some();
+        }
+    }
+}
+
+/// Saves a fresh walk's listing for the next session, and gives its digest.
+fn save_listing(
+    listing: Option<&crate::walk::Listing>,
+    listing_file: &Path,
+) -> Result<Option<Hash>> {
+    Ok(match listing {
+        Some(l) => Some(l.save(listing_file).map_err(io_at(listing_file))?),
+        // Too recent to be trusted: the next session walks the tree.
+        None => {
+            remove_if_there(listing_file)?;
+            None
+        }
+    })
+}
+
+/// The entries the cache still vouches for (and special files), by position in
+/// `seen`, and the positions of the files left to look at.
+fn from_cache_all(
+    seen: &[crate::walk::Seen],
+    cache: &HashMap<String, CacheEntry>,
+    withheld: &[bool],
+    capture: Capture,
+    file_bytes_max: u64,
+) -> (Vec<Option<ManifestEntry>>, Vec<usize>) {
+    let mut entries: Vec<Option<ManifestEntry>> = vec![None; seen.len()];
+    let mut todo = Vec::new();
+    for (i, s) in seen.iter().enumerate() {
+        if let Some(kind) = s.special {
+            entries[i] = Some(special_entry(s, kind));
+            continue;
+        }
+        match cache
+            .get(&s.path)
+            .and_then(|c| from_cache(c, s, withheld[i], capture, file_bytes_max))
+        {
+            Some(entry) => entries[i] = Some(entry),
+            None => todo.push(i),
+        }
+    }
+    (entries, todo)
+}
+
+/// A file git holds unchanged is recorded by its blob id from its stat alone: not
+/// opened, not read, not hashed (its BLAKE3 is found from the object when first
+/// needed); it leaves `todo`.
+fn from_git_index(
+    root: &Path,
+    seen: &[crate::walk::Seen],
+    withheld: &[bool],
+    entries: &mut [Option<ManifestEntry>],
+    todo: &mut Vec<usize>,
+) {
+    let Some(clean) = CleanFiles::open(root) else {
+        return;
+    };
+    todo.retain(|&i| {
+        let s = &seen[i];
+        let oid = (!withheld[i]).then(|| clean.oid(&s.path, s)).flatten();
+        let Some(oid) = oid else { return true };
+        entries[i] = Some(ManifestEntry {
+            path: s.path.clone(),
+            size: s.size,
+            mode: s.mode,
+            hash: None,
+            withheld: false,
+            git: Some(oid),
+            not_kept: None,
+            special: None,
+        });
+        false
+    });
+}
+
+/// What the next rescan starts from: one entry per listed file (none vanished), a
+/// racy file's stamp smudged so that it is looked at again.
+fn last_scan(
+    listing: Option<&crate::walk::Listing>,
+    seen: &[crate::walk::Seen],
+    manifest: &[ManifestEntry],
+    started_ns: i64,
+) -> Option<Last> {
+    (listing.is_some_and(|l| l.files() == seen.len()) && manifest.len() == seen.len()).then(|| {
+        Last {
+            stamps: seen
+                .iter()
+                .map(|s| {
+                    if s.racy(started_ns) {
+                        s.stamp().smudged()
+                    } else {
+                        s.stamp()
+                    }
+                })
+                .collect(),
+            manifest: manifest.to_vec(),
+        }
+    })
+}
+
 fn scan_with(
     root: &Path,
     blobs: &BlobStore,
@@ -593,18 +710,7 @@ fn scan_with(
     // start then stats the listed files instead of walking the tree; and from the
     // stamps and manifest it saved: then only what moved is looked up in the cache.
     let listing_file = cache_state.listing_file();
-    if !cache_state.listing_loaded {
-        cache_state.listing_loaded = true;
-        if cache_state.listing.is_none() {
-            let loaded = crate::walk::Listing::load(&listing_file);
-            cache_state.listing_digest = loaded.as_ref().map(|(_, digest)| *digest);
-            cache_state.listing = loaded.map(|(listing, _)| listing);
-            if cache_state.last.is_none() {
-                cache_state.last = cache_state.load_last();
-                cache_state.stamps_loaded = cache_state.last.is_some();
-            }
-        }
-    }
+    load_saved_start(cache_state, &listing_file);
     let last = cache_state.last.take();
     let moved = match (&last, &cache_state.listing) {
         (Some(last), Some(listing)) => crate::walk::moved(root, listing, &last.stamps),
@@ -637,14 +743,7 @@ fn scan_with(
     };
     cache_state.listing_reused = reused;
     if !reused {
-        cache_state.listing_digest = match &cache_state.listing {
-            Some(l) => Some(l.save(&listing_file).map_err(io_at(&listing_file))?),
-            // Too recent to be trusted: the next session walks the tree.
-            None => {
-                remove_if_there(&listing_file)?;
-                None
-            }
-        };
+        cache_state.listing_digest = save_listing(cache_state.listing.as_ref(), &listing_file)?;
     }
     // A reused listing has the paths of the walk before, in its order: so has the
     // answer of the credential-file patterns (a few hundred nanoseconds a path).
@@ -655,45 +754,11 @@ fn scan_with(
             .collect();
     }
     let withheld = &cache_state.withheld_of_listing;
-    let mut entries: Vec<Option<ManifestEntry>> = vec![None; seen.len()];
-    let mut todo = Vec::new();
     let (capture, file_bytes_max) = (cache_state.capture, cache_state.file_bytes_max);
-    for (i, s) in seen.iter().enumerate() {
-        if let Some(kind) = s.special {
-            entries[i] = Some(special_entry(s, kind));
-            continue;
-        }
-        match cache
-            .get(&s.path)
-            .and_then(|c| from_cache(c, s, withheld[i], capture, file_bytes_max))
-        {
-            Some(entry) => entries[i] = Some(entry),
-            None => todo.push(i),
-        }
-    }
-    // Read only when some file has to be hashed: a warm start reads no index. A file
-    // git holds unchanged is recorded by its blob id from its stat alone: not opened,
-    // not read, not hashed (its BLAKE3 is found from the object when first needed).
-    let clean = (git_lookup && capture == Capture::Git && !todo.is_empty())
-        .then(|| CleanFiles::open(root))
-        .flatten();
-    if let Some(clean) = &clean {
-        todo.retain(|&i| {
-            let s = &seen[i];
-            let oid = (!withheld[i]).then(|| clean.oid(&s.path, s)).flatten();
-            let Some(oid) = oid else { return true };
-            entries[i] = Some(ManifestEntry {
-                path: s.path.clone(),
-                size: s.size,
-                mode: s.mode,
-                hash: None,
-                withheld: false,
-                git: Some(oid),
-                not_kept: None,
-                special: None,
-            });
-            false
-        });
+    let (mut entries, mut todo) = from_cache_all(&seen, &cache, withheld, capture, file_bytes_max);
+    // Read only when some file has to be hashed: a warm start reads no index.
+    if git_lookup && capture == Capture::Git && !todo.is_empty() {
+        from_git_index(root, &seen, withheld, &mut entries, &mut todo);
     }
     let results = look_up_all(root, blobs, &todo, &seen, withheld, file_bytes_max);
     for (i, r) in results {
@@ -705,25 +770,7 @@ fn scan_with(
     let manifest: Vec<ManifestEntry> = entries.into_iter().flatten().collect();
     // Special files have no cache entry.
     let cached = manifest.iter().filter(|m| m.special.is_none()).count();
-    // One entry per listed file (none vanished): kept for the next rescan.
-    cache_state.last = (cache_state
-        .listing
-        .as_ref()
-        .is_some_and(|l| l.files() == seen.len())
-        && manifest.len() == seen.len())
-    .then(|| Last {
-        stamps: seen
-            .iter()
-            .map(|s| {
-                if s.racy(started_ns) {
-                    s.stamp().smudged()
-                } else {
-                    s.stamp()
-                }
-            })
-            .collect(),
-        manifest: manifest.clone(),
-    });
+    cache_state.last = last_scan(cache_state.listing.as_ref(), &seen, &manifest, started_ns);
     // A session's start writes what it found at once (the start is what the next one
     // reuses); a rescan leaves it to `save`.
     let defer = !git_lookup;

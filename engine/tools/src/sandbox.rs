@@ -231,6 +231,31 @@ fn strict_filter(
     applied.then_some(program)
 }
 
+/// The session's temporary folder, created in the system's, and its canonical path
+/// (so that a path a command reports can be compared with it); never in the home.
+fn session_tmp(session: &str, home: &Path) -> Result<(tempfile::TempDir, PathBuf), SandboxError> {
+    let parent = std::env::temp_dir();
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("cairn-{session}-"))
+        .tempdir_in(&parent)
+        .map_err(|source| SandboxError::Tmp {
+            path: parent.clone(),
+            source,
+        })?;
+    let tmp_path = tmp
+        .path()
+        .canonicalize()
+        .unwrap_or(tmp.path().to_path_buf());
+    if tmp_path.starts_with(home) {
+        return Err(SandboxError::WritableInHome {
+            what: "the session's temporary folder",
+            path: tmp_path,
+            home: home.to_path_buf(),
+        });
+    }
+    Ok((tmp, tmp_path))
+}
+
 impl Sandbox {
     /// Sets up the sandbox of a session in `workspace` (canonical) whose cairn home is
     /// `home` (canonical): creates its temporary folder (in the system's temporary
@@ -258,57 +283,9 @@ impl Sandbox {
             }
         }
         if mode == SandboxMode::Off {
-            // Commands may write anywhere; the home is made read-only where a command
-            // is most likely to write it by mistake: in the workspace or a root.
-            let mut places = vec![workspace.to_path_buf()];
-            places.extend(roots);
-            let (home, guard) = guard_home(home, &places, false, false)?;
-            return Ok(Sandbox {
-                mode,
-                tmp: None,
-                writable: Vec::new(),
-                ruleset: None,
-                sockets: None,
-                io_uring: None,
-                home,
-                recorded: Sandboxed {
-                    mode,
-                    abi: kernel_abi(),
-                    enforced: Enforcement::None,
-                    tmp: None,
-                    writable: Vec::new(),
-                    features: Some(SandboxFeatures {
-                        filesystem: Feature::Off,
-                        tcp: Feature::Off,
-                        sockets: Feature::Off,
-                        io_uring: Feature::Off,
-                        signals: Feature::Off,
-                        abstract_unix: Feature::Off,
-                        home: guard,
-                    }),
-                },
-            });
+            return Sandbox::off(workspace, roots, home);
         }
-        let parent = std::env::temp_dir();
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!("cairn-{session}-"))
-            .tempdir_in(&parent)
-            .map_err(|source| SandboxError::Tmp {
-                path: parent.clone(),
-                source,
-            })?;
-        // Canonical, so that a path a command reports can be compared with it.
-        let tmp_path = tmp
-            .path()
-            .canonicalize()
-            .unwrap_or(tmp.path().to_path_buf());
-        if tmp_path.starts_with(home) {
-            return Err(SandboxError::WritableInHome {
-                what: "the session's temporary folder",
-                path: tmp_path,
-                home: home.to_path_buf(),
-            });
-        }
+        let (tmp, tmp_path) = session_tmp(session, home)?;
         let mut writable = vec![workspace.to_path_buf(), tmp_path.clone()];
         writable.extend(roots);
         let ruleset = build(mode, &writable)?;
@@ -373,6 +350,42 @@ impl Sandbox {
             io_uring,
             home,
             recorded,
+        })
+    }
+
+    /// No sandbox: commands may write anywhere; the home is made read-only where a
+    /// command is most likely to write it by mistake.
+    fn off(workspace: &Path, roots: Vec<PathBuf>, home: &Path) -> Result<Sandbox, SandboxError> {
+        let mode = SandboxMode::Off;
+        // Commands may write anywhere; the home is made read-only where a command
+        // is most likely to write it by mistake: in the workspace or a root.
+        let mut places = vec![workspace.to_path_buf()];
+        places.extend(roots);
+        let (home, guard) = guard_home(home, &places, false, false)?;
+        Ok(Sandbox {
+            mode,
+            tmp: None,
+            writable: Vec::new(),
+            ruleset: None,
+            sockets: None,
+            io_uring: None,
+            home,
+            recorded: Sandboxed {
+                mode,
+                abi: kernel_abi(),
+                enforced: Enforcement::None,
+                tmp: None,
+                writable: Vec::new(),
+                features: Some(SandboxFeatures {
+                    filesystem: Feature::Off,
+                    tcp: Feature::Off,
+                    sockets: Feature::Off,
+                    io_uring: Feature::Off,
+                    signals: Feature::Off,
+                    abstract_unix: Feature::Off,
+                    home: guard,
+                }),
+            },
         })
     }
 

@@ -413,36 +413,7 @@ pub(crate) fn exec_foreground(
     let drain = Instant::now() + Duration::from_millis(PIPE_DRAIN_MS);
     let mut streams = Vec::new();
     for r in readers {
-        let stream = match r.and_then(|c| c.finish(drain)) {
-            Some(Ok(got)) => {
-                let blob = ctx.rec.blobs.put_file(got.file.path())?;
-                ctx.rec.note_blobs_written();
-                assert_eq!(blob.len, got.kept, "the blob is the captured file");
-                add_counts(ctx.redactions, &got.redactions);
-                Stream {
-                    bytes: got.bytes,
-                    blob: Some(blob),
-                    cut: got.cut,
-                    preview: got.preview,
-                    complete: true,
-                }
-            }
-            Some(Err(e)) => Stream {
-                bytes: 0,
-                blob: None,
-                cut: None,
-                preview: format!("(output could not be read: {e})"),
-                complete: false,
-            },
-            None => Stream {
-                bytes: 0,
-                blob: None,
-                cut: None,
-                preview: "(output not collected: a process outside the command's process group still holds the pipe)".into(),
-                complete: false,
-            },
-        };
-        streams.push(stream);
+        streams.push(collected(ctx, r.and_then(|c| c.finish(drain)))?);
     }
     let Ok(streams) = <[Stream; 2]>::try_from(streams) else {
         unreachable!("two readers give two streams")
@@ -475,6 +446,43 @@ pub(crate) fn exec_foreground(
         streams,
         changes,
     }))
+}
+
+/// A captured stream kept as a blob, or what stands for one that could not be read
+/// or was not collected.
+fn collected(
+    ctx: &mut Ctx<'_>,
+    got: Option<std::io::Result<crate::process::Captured>>,
+) -> Result<Stream> {
+    Ok(match got {
+        Some(Ok(got)) => {
+            let blob = ctx.rec.blobs.put_file(got.file.path())?;
+            ctx.rec.note_blobs_written();
+            assert_eq!(blob.len, got.kept, "the blob is the captured file");
+            add_counts(ctx.redactions, &got.redactions);
+            Stream {
+                bytes: got.bytes,
+                blob: Some(blob),
+                cut: got.cut,
+                preview: got.preview,
+                complete: true,
+            }
+        }
+        Some(Err(e)) => Stream {
+            bytes: 0,
+            blob: None,
+            cut: None,
+            preview: format!("(output could not be read: {e})"),
+            complete: false,
+        },
+        None => Stream {
+            bytes: 0,
+            blob: None,
+            cut: None,
+            preview: "(output not collected: a process outside the command's process group still holds the pipe)".into(),
+            complete: false,
+        },
+    })
 }
 
 fn foreground(
@@ -918,21 +926,7 @@ pub fn record_external(
         let stored;
         let after = match after {
             Some(a) if a.git.is_some() => {
-                let abs = root.join(path);
-                let (file, _) = crate::open::open_regular(&abs).map_err(|e| {
-                    io_at(&abs)(match e {
-                        crate::open::OpenError::Io(e) => e,
-                        other => std::io::Error::other(format!("{other:?}")),
-                    })
-                })?;
-                let b = rec.blobs.put_reader(file)?;
-                rec.note_blobs_written();
-                stored = ManifestEntry {
-                    hash: Some(b.hash),
-                    size: b.len,
-                    git: None,
-                    ..a.clone()
-                };
+                stored = stored_from_git(rec, root, path, a)?;
                 Some(&stored)
             }
             other => other,
@@ -977,6 +971,30 @@ pub fn record_external(
     }
     rt.manifest = next;
     Ok(changes)
+}
+
+/// A file git backs, stored as a blob now: its entry with its hash and no git id.
+fn stored_from_git(
+    rec: &mut Recorder,
+    root: &Path,
+    path: &str,
+    a: &ManifestEntry,
+) -> Result<ManifestEntry> {
+    let abs = root.join(path);
+    let (file, _) = crate::open::open_regular(&abs).map_err(|e| {
+        io_at(&abs)(match e {
+            crate::open::OpenError::Io(e) => e,
+            other => std::io::Error::other(format!("{other:?}")),
+        })
+    })?;
+    let b = rec.blobs.put_reader(file)?;
+    rec.note_blobs_written();
+    Ok(ManifestEntry {
+        hash: Some(b.hash),
+        size: b.len,
+        git: None,
+        ..a.clone()
+    })
 }
 
 pub(crate) fn push_changes(text: &mut String, changes: &[Change]) {

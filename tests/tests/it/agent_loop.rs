@@ -58,6 +58,10 @@ fn turns(evs: &[Event]) -> Vec<(String, Vec<serde_json::Value>)> {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario read top to bottom: the canned model turns, the loop, then the replay of its recording"
+)]
 fn the_loop_runs_tool_calls_until_the_model_answers_and_replays_from_the_recording() {
     let server = Server::canned(vec![
         openai_stream(

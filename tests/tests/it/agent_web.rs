@@ -276,6 +276,10 @@ fn events(dir: &Path) -> Vec<Event> {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario read top to bottom: each step's check follows the step it checks"
+)]
 fn web_fetch_asks_per_host_and_records_what_it_fetched_and_memory_refuses_it() {
     let s = site();
     let home = tempfile::tempdir().unwrap();

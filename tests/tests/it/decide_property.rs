@@ -283,6 +283,10 @@ fn without(event: &Value, keys: &[&str]) -> Value {
 }
 
 /// Every decision of the log flipped, one at a time.
+#[expect(
+    clippy::too_many_lines,
+    reason = "a flat match over every kind of decision a record makes, one flip each"
+)]
 fn flips(recs: &[Rec]) -> Vec<Flip> {
     let mut out = Vec::new();
     let mut flip = |what: String, i: usize, event: Value| {
@@ -497,6 +501,10 @@ proptest! {
 /// A fixed session that makes every kind of decision at least once, so that each kind
 /// of flip is checked on every run, whatever the random sessions draw.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a data table: two fixed sessions (one per catalog) that make every kind of decision, checked by one loop"
+)]
 fn every_kind_of_flip_is_reported_at_its_seq() {
     use Step::*;
     let c = |step, answer| Call { step, answer };

@@ -1228,6 +1228,10 @@ fn a_search_is_not_blocked_while_a_background_process_runs() {
 // Edits: content, line endings, permissions, near misses
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario read top to bottom: each step's check follows the step it checks"
+)]
 fn edits_keep_the_bom_the_line_endings_and_the_permissions() {
     let w = ws(&[
         ("bom.txt", "\u{feff}first\nsecond\n"),
@@ -1466,6 +1470,10 @@ fn edit_file_replace_all_replaces_every_occurrence() {
 // write_patch batches
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario read top to bottom: each step's check follows the step it checks"
+)]
 fn write_patch_creates_replaces_and_edits_all_or_nothing() {
     let w = ws(&[
         ("a.txt", "a b c\n"),
@@ -2156,6 +2164,10 @@ fn bad_ws() -> Ws {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a data table: each bad input and its answer, checked by one loop"
+)]
 fn bad_input_to_thoth_tools_is_answered_and_changes_nothing() {
     let w = bad_ws();
     let mut e = w.engine(Catalog::Thoth);
@@ -2449,6 +2461,10 @@ fn bad_input_to_thoth_tools_is_answered_and_changes_nothing() {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a data table: each bad input and its answer, checked by one loop"
+)]
 fn bad_input_to_thndrs_tools_is_answered_and_changes_nothing() {
     let w = bad_ws();
     let mut e = w.engine(Catalog::Thndrs);
@@ -2784,6 +2800,10 @@ fn an_unreadable_file_is_an_error_unless_running_as_root() {
 // Records
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario read top to bottom: each step's check follows the step it checks"
+)]
 fn writes_record_an_intent_then_the_outcome_with_blobs_of_both_contents() {
     let c = "one\ntwo\nthree\n";
     let w = ws(&[("a.txt", c)]);

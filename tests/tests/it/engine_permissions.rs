@@ -445,6 +445,10 @@ fn credential_files_are_the_sessions_own_list_and_a_grep_naming_one_asks() {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario read top to bottom: the scripted answers are given in the order the calls ask"
+)]
 fn shell_asks_per_program_and_guarded_commands_ask_even_when_allowed() {
     let home = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();

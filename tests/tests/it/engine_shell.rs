@@ -624,6 +624,10 @@ fn eventually(what: &str, mut f: impl FnMut() -> bool) {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario read top to bottom: a background process's whole life, each state checked as it is reached"
+)]
 fn background_start_list_log_cancel_natural_exit_and_end() {
     let w = ws(&[("f.txt", "f\n")]);
     let mut e = w.engine(Catalog::Thoth);

@@ -85,6 +85,10 @@ fn blob(env: &Env, b: &Option<cairn_store::BlobRef>) -> Option<String> {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario read top to bottom: the hook events of one Claude Code session in order, then its log checked"
+)]
 fn hook_claude_session_records_each_built_in_call_and_verifies() {
     let env = env();
     std::fs::write(env.ws.join("a.txt"), "one\ntwo\n").unwrap();

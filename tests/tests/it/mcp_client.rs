@@ -403,6 +403,10 @@ fn node_server(peers: &Path, package: &str, args: &[&str]) -> ServerConfig {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario read top to bottom against a real server: each call, its record, then the replay"
+)]
 fn server_everything_echo_sum_image_and_env_redacted_recorded_and_replayed() {
     let Some(peers) = cairn_tests::mcp_peers(&[
         "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
@@ -644,6 +648,10 @@ impl std::io::Write for Shared {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario read top to bottom against a real server: the client's lines, the answers, the recording, the replay"
+)]
 fn proxy_forwards_everything_records_tools_call_and_replays_from_the_recording() {
     let Some(peers) = cairn_tests::mcp_peers(&[
         "node_modules/@modelcontextprotocol/server-everything/dist/index.js",

@@ -279,6 +279,10 @@ fn of_call(all: &[Event], id: &str) -> Vec<Event> {
         .collect()
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one case run top to bottom: the workspace set up, each step run and checked, then the files compared"
+)]
 fn run_case(c: &Case) {
     use std::os::unix::fs::PermissionsExt;
     let name = c.peers.join(", ");
@@ -581,6 +585,10 @@ fn replace(path: &str, old: &str, new: &str) -> Call {
     )
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "a data table: the peer's test cases, one per row"
+)]
 fn thndrs_replace_range() -> Vec<Case> {
     let t = Catalog::Thndrs;
     vec![
@@ -736,6 +744,10 @@ fn edit(path: &str, old: &str, new: &str) -> Value {
     json!({"op": "edit", "path": path, "old_string": old, "new_string": new})
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "a data table: the peer's test cases, one per row"
+)]
 fn thndrs_write_patch() -> Vec<Case> {
     let t = Catalog::Thndrs;
     vec![
@@ -1184,6 +1196,10 @@ fn shell(argv: &[&str]) -> Call {
     call("run_shell", json!({ "argv": argv }))
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "a data table: the peer's test cases, one per row"
+)]
 fn thndrs_run_shell() -> Vec<Case> {
     let t = Catalog::Thndrs;
     let many: String = "for i in $(seq 1 250); do echo line$i; done".into();

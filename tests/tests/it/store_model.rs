@@ -84,6 +84,10 @@ impl Model {
     }
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "a flat match over every operation of the model test, each checked against the model"
+)]
 fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();

@@ -653,6 +653,10 @@ fn records_after_the_end_are_reported_at_their_seq() {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a data table: one forgery per case and what verify must say, checked by one helper"
+)]
 fn every_blob_a_record_names_is_re_hashed() {
     check(
         &shell_session(),
@@ -998,6 +1002,10 @@ fn a_command_output_its_blobs_contradict_is_reported() {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a data table: one forgery per case and what verify must say, checked by one helper"
+)]
 fn a_write_its_input_does_not_give_is_reported_at_its_record() {
     check(
         &thoth_edit_session(),

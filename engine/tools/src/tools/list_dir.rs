@@ -98,33 +98,8 @@ impl TypedTool for ListDir {
                 format!("{}/{name}", base.rel)
             };
             let ignored = !admitted.contains(rel.as_str());
-            let Ok(meta) = rustix::fs::statat(&dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
-            else {
+            let Some(line) = described(&dir, entry.file_name(), rel, ignored) else {
                 continue;
-            };
-            let t = FileType::from_raw_mode(meta.st_mode);
-            let mut facts: Vec<String> = Vec::new();
-            let shown = if t == FileType::Directory {
-                format!("{rel}/")
-            } else if t == FileType::Symlink {
-                let target = rustix::fs::readlinkat(&dir, entry.file_name(), Vec::new())
-                    .map_or_else(|_| "?".to_string(), |p| p.to_string_lossy().into_owned());
-                facts.push("symlink".into());
-                format!("{rel} -> {target}")
-            } else if t == FileType::RegularFile {
-                facts.push(format!("{} bytes", meta.st_size));
-                rel
-            } else {
-                facts.push("special file".into());
-                rel
-            };
-            if ignored {
-                facts.push("ignored".into());
-            }
-            let line = if facts.is_empty() {
-                shown
-            } else {
-                format!("{shown} ({})", facts.join(", "))
             };
             lines.push((name, line));
         }
@@ -148,4 +123,41 @@ impl TypedTool for ListDir {
         }
         Ok(ToolOutput::ok(out.join("\n")))
     }
+}
+
+/// An entry's line: its path (a folder's with `/`, a symlink's with its target) and
+/// what is known of it (size, kind, ignored); `None` when it is gone.
+fn described<Fd: rustix::fd::AsFd>(
+    dir: Fd,
+    name: &std::ffi::CStr,
+    rel: String,
+    ignored: bool,
+) -> Option<String> {
+    let Ok(meta) = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) else {
+        return None;
+    };
+    let t = FileType::from_raw_mode(meta.st_mode);
+    let mut facts: Vec<String> = Vec::new();
+    let shown = if t == FileType::Directory {
+        format!("{rel}/")
+    } else if t == FileType::Symlink {
+        let target = rustix::fs::readlinkat(&dir, name, Vec::new())
+            .map_or_else(|_| "?".to_string(), |p| p.to_string_lossy().into_owned());
+        facts.push("symlink".into());
+        format!("{rel} -> {target}")
+    } else if t == FileType::RegularFile {
+        facts.push(format!("{} bytes", meta.st_size));
+        rel
+    } else {
+        facts.push("special file".into());
+        rel
+    };
+    if ignored {
+        facts.push("ignored".into());
+    }
+    Some(if facts.is_empty() {
+        shown
+    } else {
+        format!("{shown} ({})", facts.join(", "))
+    })
 }

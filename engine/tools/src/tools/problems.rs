@@ -195,23 +195,8 @@ impl TypedTool for Problems {
             }
             _ => {}
         }
-        let mut parser = Parser::new();
-        let mut tail = VecDeque::new();
-        for s in &ran.streams {
-            let Some(blob) = s.blob else { continue };
-            let path = ctx.rec.blobs.path(&blob.hash);
-            let file = std::fs::File::open(&path).map_err(io_at(&path))?;
-            read_lines(file, CHECK_LINE_BYTES_MAX, |line| {
-                parser.line(line);
-                if tail.len() == TAIL_LINES {
-                    tail.pop_front();
-                }
-                tail.push_back(line.to_string());
-            })
-            .map_err(io_at(&path))?;
-        }
+        let (mut diags, tail) = diagnostics(ctx, &ran.streams)?;
         let status = ran.code;
-        let mut diags = parser.finish();
         if let Some(p) = &input.path {
             let p = crate::state::normalise_rel(p);
             diags.retain(|d| crate::state::normalise_rel(&d.file).starts_with(&p));
@@ -251,6 +236,30 @@ impl TypedTool for Problems {
         }
         Ok(ToolOutput::ok(out))
     }
+}
+
+/// The diagnostics of the check's output (stdout, then stderr, as kept in blobs), and
+/// its last lines, shown when it failed without any.
+fn diagnostics(
+    ctx: &Ctx<'_>,
+    streams: &[shell::Stream],
+) -> Result<(Vec<Diagnostic>, VecDeque<String>)> {
+    let mut parser = Parser::new();
+    let mut tail = VecDeque::new();
+    for s in streams {
+        let Some(blob) = s.blob else { continue };
+        let path = ctx.rec.blobs.path(&blob.hash);
+        let file = std::fs::File::open(&path).map_err(io_at(&path))?;
+        read_lines(file, CHECK_LINE_BYTES_MAX, |line| {
+            parser.line(line);
+            if tail.len() == TAIL_LINES {
+                tail.pop_front();
+            }
+            tail.push_back(line.to_string());
+        })
+        .map_err(io_at(&path))?;
+    }
+    Ok((parser.finish(), tail))
 }
 
 /// Calls `f` with each line of `r` (lossy UTF-8, without its line ending), at most

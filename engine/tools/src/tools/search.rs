@@ -318,61 +318,19 @@ fn walk_from(root: &Path, start: &Path, home: &Path, base_rel: &str, opts: WalkO
         .parents(false)
         .follow_links(opts.follow_symlinks)
         .max_depth(opts.depth_max.map(|d| base_depth - start_depth + d));
-    {
-        let root = root.to_path_buf();
-        let home = home.to_path_buf();
-        let base_rel = base_rel.to_string();
-        let seen = Arc::clone(&seen);
-        let escaping = Arc::clone(&escaping);
-        let build = Arc::clone(&build);
-        // Walked paths are `start` joined with names: when the three are spelled
-        // cleanly, comparing bytes is comparing components, without the iteration.
-        let spelled_clean = spelled_clean(&root) && spelled_clean(start) && spelled_clean(&home);
-        builder.filter_entry(move |e| {
-            if e.file_name() == ".git" {
-                return false;
-            }
-            let path = e.path();
-            if under_bytes(path, &home) || (!spelled_clean && path.starts_with(&home)) {
-                return false;
-            }
-            let Some(rel) = rel_view(&root, path) else {
-                return false;
-            };
-            match relation(&rel, &base_rel) {
-                Relation::Outside => return false,
-                Relation::Ancestor => return true,
-                Relation::Base => {
-                    seen.store(true, Ordering::Relaxed);
-                    return true;
-                }
-                Relation::Inside => {}
-            }
-            if !opts.hidden && e.file_name().to_string_lossy().starts_with('.') {
-                return false;
-            }
-            if opts.skip_build_folders
-                && e.file_type().is_some_and(|t| t.is_dir())
-                && BUILD_FOLDERS.contains(&e.file_name().to_string_lossy().as_ref())
-            {
-                if let Ok(mut v) = build.lock() {
-                    v.push(rel.into_owned());
-                }
-                return false;
-            }
-            if opts.follow_symlinks && e.path_is_symlink() {
-                let inside = std::fs::canonicalize(path)
-                    .is_ok_and(|t| t.starts_with(&root) && !t.starts_with(&home));
-                if !inside {
-                    if let Ok(mut v) = escaping.lock() {
-                        v.push(rel.into_owned());
-                    }
-                    return false;
-                }
-            }
-            true
-        });
-    }
+    // Walked paths are `start` joined with names: when the three are spelled
+    // cleanly, comparing bytes is comparing components, without the iteration.
+    let admit = Admit {
+        root: root.to_path_buf(),
+        home: home.to_path_buf(),
+        base_rel: base_rel.to_string(),
+        spelled_clean: spelled_clean(root) && spelled_clean(start) && spelled_clean(home),
+        opts,
+        seen: Arc::clone(&seen),
+        escaping: Arc::clone(&escaping),
+        build: Arc::clone(&build),
+    };
+    builder.filter_entry(move |e| admit.admits(e));
     let found = Mutex::new(Vec::new());
     builder.build_parallel().run(|| {
         // Each walker thread keeps what it finds and hands it over once, when it ends.
@@ -430,6 +388,68 @@ fn walk_from(root: &Path, start: &Path, home: &Path, base_rel: &str, opts: WalkO
             build_folders,
         },
         base_seen: seen.load(Ordering::Relaxed),
+    }
+}
+
+/// Which entries a walk goes into: none of `.git` or cairn's home, only the base and
+/// what leads to it or lies in it, and (as asked) no hidden ones, no build folders and
+/// no symlinks leading out of the workspace (those two noted).
+struct Admit {
+    root: PathBuf,
+    home: PathBuf,
+    base_rel: String,
+    spelled_clean: bool,
+    opts: WalkOptions,
+    /// Set when the base itself is walked (not ignored).
+    seen: Arc<AtomicBool>,
+    escaping: Arc<Mutex<Vec<String>>>,
+    build: Arc<Mutex<Vec<String>>>,
+}
+
+impl Admit {
+    fn admits(&self, e: &ignore::DirEntry) -> bool {
+        if e.file_name() == ".git" {
+            return false;
+        }
+        let path = e.path();
+        if under_bytes(path, &self.home) || (!self.spelled_clean && path.starts_with(&self.home)) {
+            return false;
+        }
+        let Some(rel) = rel_view(&self.root, path) else {
+            return false;
+        };
+        match relation(&rel, &self.base_rel) {
+            Relation::Outside => return false,
+            Relation::Ancestor => return true,
+            Relation::Base => {
+                self.seen.store(true, Ordering::Relaxed);
+                return true;
+            }
+            Relation::Inside => {}
+        }
+        if !self.opts.hidden && e.file_name().to_string_lossy().starts_with('.') {
+            return false;
+        }
+        if self.opts.skip_build_folders
+            && e.file_type().is_some_and(|t| t.is_dir())
+            && BUILD_FOLDERS.contains(&e.file_name().to_string_lossy().as_ref())
+        {
+            if let Ok(mut v) = self.build.lock() {
+                v.push(rel.into_owned());
+            }
+            return false;
+        }
+        if self.opts.follow_symlinks && e.path_is_symlink() {
+            let inside = std::fs::canonicalize(path)
+                .is_ok_and(|t| t.starts_with(&self.root) && !t.starts_with(&self.home));
+            if !inside {
+                if let Ok(mut v) = self.escaping.lock() {
+                    v.push(rel.into_owned());
+                }
+                return false;
+            }
+        }
+        true
     }
 }
 

@@ -47,30 +47,9 @@ impl TypedTool for WebSearch {
             .max_results
             .unwrap_or(cfg.search_results_max)
             .clamp(1, cfg.search_results_max.max(1)) as usize;
-        let url = match cfg.search_backend {
-            SearchBackend::None => {
-                return Ok(ToolOutput::error(
-                    "web search is off (search = \"none\"): the person running cairn turns it on with `search = \"duckduckgo\"` (or \"searxng\" and a `searxng_url`) in config.toml, the user's or the project's (`cairn config` shows where they are)",
-                ));
-            }
-            SearchBackend::Duckduckgo => {
-                url::Url::parse_with_params(&cfg.duckduckgo_url, &[("q", input.query.as_str())])
-            }
-            SearchBackend::Searxng => match &cfg.searxng_url {
-                None => {
-                    return Ok(ToolOutput::error(
-                        "search is searxng but no searxng_url is configured: set `searxng_url = \"http://localhost:8888\"` (the instance) in config.toml",
-                    ));
-                }
-                Some(base) => url::Url::parse_with_params(
-                    &format!("{}/search", base.trim_end_matches('/')),
-                    &[("q", input.query.as_str()), ("format", "json")],
-                ),
-            },
-        };
-        let url = match url {
+        let url = match search_url(&cfg, &input.query) {
             Ok(u) => u,
-            Err(e) => return Ok(ToolOutput::error(format!("bad search backend URL: {e}"))),
+            Err(out) => return Ok(out),
         };
         let (status, body) = match ctx.web.backend_get(&url, &cfg) {
             Ok(x) => x,
@@ -136,28 +115,61 @@ impl TypedTool for WebSearch {
                 out.push_str(&format!("   {}\n", r.snippet));
             }
             if i < cfg.extract_results_max as usize {
-                let f = ctx.web.fetch(&r.url, &cfg);
-                web::record(ctx, &f)?;
-                match (&f.error, f.status) {
-                    (Some(e), _) => out.push_str(&format!("   extraction failed: {e}\n")),
-                    (None, Some(s)) if !(200..300).contains(&s) => {
-                        out.push_str(&format!("   extraction failed: status {s}\n"))
-                    }
-                    _ => {
-                        let t: String = f.text.split_whitespace().collect::<Vec<_>>().join(" ");
-                        let cut: String = t.chars().take(cfg.extract_chars_max).collect();
-                        let more = if t.chars().count() > cfg.extract_chars_max {
-                            "…"
-                        } else {
-                            ""
-                        };
-                        out.push_str(&format!("   extract: {cut}{more}\n"));
-                    }
-                }
+                out.push_str(&extract(ctx, &cfg, &r.url)?);
             }
         }
         Ok(ToolOutput::ok(out))
     }
+}
+
+/// The backend's URL for `query`; the answer to the model when search is off or
+/// not configured.
+fn search_url(cfg: &web::WebConfig, query: &str) -> std::result::Result<url::Url, ToolOutput> {
+    let url = match cfg.search_backend {
+        SearchBackend::None => {
+            return Err(ToolOutput::error(
+                "web search is off (search = \"none\"): the person running cairn turns it on with `search = \"duckduckgo\"` (or \"searxng\" and a `searxng_url`) in config.toml, the user's or the project's (`cairn config` shows where they are)",
+            ));
+        }
+        SearchBackend::Duckduckgo => {
+            url::Url::parse_with_params(&cfg.duckduckgo_url, &[("q", query)])
+        }
+        SearchBackend::Searxng => match &cfg.searxng_url {
+            None => {
+                return Err(ToolOutput::error(
+                    "search is searxng but no searxng_url is configured: set `searxng_url = \"http://localhost:8888\"` (the instance) in config.toml",
+                ));
+            }
+            Some(base) => url::Url::parse_with_params(
+                &format!("{}/search", base.trim_end_matches('/')),
+                &[("q", query), ("format", "json")],
+            ),
+        },
+    };
+    url.map_err(|e| ToolOutput::error(format!("bad search backend URL: {e}")))
+}
+
+/// The page of a result fetched and recorded, as a line of its text (or why it
+/// could not be).
+fn extract(ctx: &mut Ctx<'_>, cfg: &web::WebConfig, url: &str) -> Result<String> {
+    let f = ctx.web.fetch(url, cfg);
+    web::record(ctx, &f)?;
+    Ok(match (&f.error, f.status) {
+        (Some(e), _) => format!("   extraction failed: {e}\n"),
+        (None, Some(s)) if !(200..300).contains(&s) => {
+            format!("   extraction failed: status {s}\n")
+        }
+        _ => {
+            let t: String = f.text.split_whitespace().collect::<Vec<_>>().join(" ");
+            let cut: String = t.chars().take(cfg.extract_chars_max).collect();
+            let more = if t.chars().count() > cfg.extract_chars_max {
+                "…"
+            } else {
+                ""
+            };
+            format!("   extract: {cut}{more}\n")
+        }
+    })
 }
 
 /// Characters of a search query: past this it is content pasted in, not a search.

@@ -137,153 +137,179 @@ fn plan(ctx: &mut Ctx<'_>, patches: &[Patch]) -> Result<Plan, ToolOutput> {
         }
     }
     let cur = write::current(ctx, &ws)?;
-    let now = cur.as_ref().map(|c| c.hash);
     match first.op {
-        Op::Create => {
-            let Some(content) = &first.content else {
-                return err("patch 1 (create) needs content".into());
-            };
-            if first.expected_before_hash.is_some() {
-                return err("expected_before_hash applies to edit and replace, not create".into());
-            }
-            if cur.is_some() {
-                return err(format!(
-                    "{} already exists; create never overwrites",
-                    ws.rel
-                ));
-            }
-            let summary = format!("created {} ({} bytes)", ws.rel, content.len());
-            Ok(Plan {
-                ws,
-                op: WriteOp::Create,
-                before: None,
-                after: content.clone().into_bytes(),
-                summary,
-            })
+        Op::Create => plan_create(first, ws, cur),
+        Op::Replace => plan_replace(ctx, first, ws, cur),
+        Op::Edit => plan_edit(ctx, patches, ws, cur),
+    }
+}
+
+/// A new file: it must not exist.
+fn plan_create(
+    first: &Patch,
+    ws: crate::paths::WsPath,
+    cur: Option<write::Current>,
+) -> Result<Plan, ToolOutput> {
+    let err = |m: String| Err(ToolOutput::error(m));
+    let Some(content) = &first.content else {
+        return err("patch 1 (create) needs content".into());
+    };
+    if first.expected_before_hash.is_some() {
+        return err("expected_before_hash applies to edit and replace, not create".into());
+    }
+    if cur.is_some() {
+        return err(format!(
+            "{} already exists; create never overwrites",
+            ws.rel
+        ));
+    }
+    let summary = format!("created {} ({} bytes)", ws.rel, content.len());
+    Ok(Plan {
+        ws,
+        op: WriteOp::Create,
+        before: None,
+        after: content.clone().into_bytes(),
+        summary,
+    })
+}
+
+/// A whole file's content, in its own line endings; it may not exist yet.
+fn plan_replace(
+    ctx: &mut Ctx<'_>,
+    first: &Patch,
+    ws: crate::paths::WsPath,
+    cur: Option<write::Current>,
+) -> Result<Plan, ToolOutput> {
+    let err = |m: String| Err(ToolOutput::error(m));
+    let now = cur.as_ref().map(|c| c.hash);
+    let Some(content) = &first.content else {
+        return err("patch 1 (replace) needs content".into());
+    };
+    let expected: Vec<&str> = first.expected_before_hash.as_deref().into_iter().collect();
+    decide::write(
+        ctx.state(),
+        WriteOp::Replace,
+        &ws.rel,
+        now.as_ref(),
+        &expected,
+    )
+    .into_result()?;
+    // In the file's own line endings, as the edits keep them.
+    let after = write::whole(cur.as_ref().map(|c| c.bytes.as_slice()), content, false);
+    if let Some(c) = &cur
+        && c.bytes == after
+    {
+        return err(format!(
+            "no changes made: {} already has this content",
+            ws.rel
+        ));
+    }
+    let op = if cur.is_some() {
+        WriteOp::Replace
+    } else {
+        WriteOp::Create
+    };
+    let summary = format!("replaced {} ({} bytes)", ws.rel, after.len());
+    Ok(Plan {
+        ws,
+        op,
+        before: cur,
+        after,
+        summary,
+    })
+}
+
+/// Edits of an existing file, each matching a separate part of it, applied at once.
+fn plan_edit(
+    ctx: &mut Ctx<'_>,
+    patches: &[Patch],
+    ws: crate::paths::WsPath,
+    cur: Option<write::Current>,
+) -> Result<Plan, ToolOutput> {
+    let err = |m: String| Err(ToolOutput::error(m));
+    let Some(c) = cur else {
+        return Err(ctx.not_found("file", &ws.rel, "use create for a new file; "));
+    };
+    let expected: Vec<&str> = patches
+        .iter()
+        .filter_map(|p| p.expected_before_hash.as_deref())
+        .collect();
+    decide::write(
+        ctx.state(),
+        WriteOp::Edit,
+        &ws.rel,
+        Some(&c.hash),
+        &expected,
+    )
+    .into_result()?;
+    let Ok(content) = std::str::from_utf8(&c.bytes) else {
+        return err(format!(
+            "{} is not valid UTF-8; string edits would corrupt it",
+            ws.rel
+        ));
+    };
+    let mut edits = Vec::new();
+    for (i, p) in patches.iter().enumerate() {
+        let n = i + 1;
+        let (Some(old), Some(new)) = (&p.old_string, &p.new_string) else {
+            return err(format!("patch {n} (edit) needs old_string and new_string"));
+        };
+        if old.is_empty() {
+            return err(format!(
+                "patch {n}: old_string is empty; give the exact text to replace"
+            ));
         }
-        Op::Replace => {
-            let Some(content) = &first.content else {
-                return err("patch 1 (replace) needs content".into());
-            };
-            let expected: Vec<&str> = first.expected_before_hash.as_deref().into_iter().collect();
-            decide::write(
-                ctx.state(),
-                WriteOp::Replace,
-                &ws.rel,
-                now.as_ref(),
-                &expected,
-            )
-            .into_result()?;
-            // In the file's own line endings, as the edits keep them.
-            let after = write::whole(cur.as_ref().map(|c| c.bytes.as_slice()), content, false);
-            if let Some(c) = &cur
-                && c.bytes == after
-            {
+        let old = write::follow_line_endings(content, old);
+        let new = write::follow_line_endings(content, new);
+        let range = match write::find(content, &old) {
+            Found::Exact(hits) if hits.len() == 1 => hits[0].clone(),
+            Found::Exact(hits) => {
                 return err(format!(
-                    "no changes made: {} already has this content",
+                    "patch {n}: {}",
+                    write::ambiguous(&ws.rel, content, &hits, write::Offers::Unique)
+                ));
+            }
+            Found::Loose(r) => r,
+            Found::None(hint) => {
+                let hint = hint.map_or(String::new(), |(l, t)| {
+                    format!("; did you mean line {l}: `{t}`?")
+                });
+                return err(format!(
+                    "patch {n}: old_string was not found in {}{hint}",
                     ws.rel
                 ));
             }
-            let op = if cur.is_some() {
-                WriteOp::Replace
-            } else {
-                WriteOp::Create
-            };
-            let summary = format!("replaced {} ({} bytes)", ws.rel, after.len());
-            Ok(Plan {
-                ws,
-                op,
-                before: cur,
-                after,
-                summary,
-            })
-        }
-        Op::Edit => {
-            let Some(c) = cur else {
-                return Err(ctx.not_found("file", &ws.rel, "use create for a new file; "));
-            };
-            let expected: Vec<&str> = patches
-                .iter()
-                .filter_map(|p| p.expected_before_hash.as_deref())
-                .collect();
-            decide::write(
-                ctx.state(),
-                WriteOp::Edit,
-                &ws.rel,
-                Some(&c.hash),
-                &expected,
-            )
-            .into_result()?;
-            let Ok(content) = std::str::from_utf8(&c.bytes) else {
-                return err(format!(
-                    "{} is not valid UTF-8; string edits would corrupt it",
-                    ws.rel
-                ));
-            };
-            let mut edits = Vec::new();
-            for (i, p) in patches.iter().enumerate() {
-                let n = i + 1;
-                let (Some(old), Some(new)) = (&p.old_string, &p.new_string) else {
-                    return err(format!("patch {n} (edit) needs old_string and new_string"));
-                };
-                if old.is_empty() {
-                    return err(format!(
-                        "patch {n}: old_string is empty; give the exact text to replace"
-                    ));
-                }
-                let old = write::follow_line_endings(content, old);
-                let new = write::follow_line_endings(content, new);
-                let range = match write::find(content, &old) {
-                    Found::Exact(hits) if hits.len() == 1 => hits[0].clone(),
-                    Found::Exact(hits) => {
-                        return err(format!(
-                            "patch {n}: {}",
-                            write::ambiguous(&ws.rel, content, &hits, write::Offers::Unique)
-                        ));
-                    }
-                    Found::Loose(r) => r,
-                    Found::None(hint) => {
-                        let hint = hint.map_or(String::new(), |(l, t)| {
-                            format!("; did you mean line {l}: `{t}`?")
-                        });
-                        return err(format!(
-                            "patch {n}: old_string was not found in {}{hint}",
-                            ws.rel
-                        ));
-                    }
-                };
-                edits.push((range, new, n));
-            }
-            edits.sort_by_key(|(r, _, _)| r.start);
-            for w in edits.windows(2) {
-                if w[1].0.start < w[0].0.end {
-                    let (a, b) = (w[0].2.min(w[1].2), w[0].2.max(w[1].2));
-                    return err(format!(
-                        "patches {a} and {b} overlap: every edit must match a separate part of the original"
-                    ));
-                }
-            }
-            let mut after = String::with_capacity(content.len());
-            let mut last = 0;
-            for (r, new, _) in &edits {
-                after.push_str(&content[last..r.start]);
-                after.push_str(new);
-                last = r.end;
-            }
-            after.push_str(&content[last..]);
-            if after == content {
-                return err("no changes made: the edits leave the file as it is".into());
-            }
-            let summary = format!("edited {} ({} edits)", ws.rel, edits.len());
-            Ok(Plan {
-                ws,
-                op: WriteOp::Edit,
-                before: Some(c),
-                after: after.into_bytes(),
-                summary,
-            })
+        };
+        edits.push((range, new, n));
+    }
+    edits.sort_by_key(|(r, _, _)| r.start);
+    for w in edits.windows(2) {
+        if w[1].0.start < w[0].0.end {
+            let (a, b) = (w[0].2.min(w[1].2), w[0].2.max(w[1].2));
+            return err(format!(
+                "patches {a} and {b} overlap: every edit must match a separate part of the original"
+            ));
         }
     }
+    let mut after = String::with_capacity(content.len());
+    let mut last = 0;
+    for (r, new, _) in &edits {
+        after.push_str(&content[last..r.start]);
+        after.push_str(new);
+        last = r.end;
+    }
+    after.push_str(&content[last..]);
+    if after == content {
+        return err("no changes made: the edits leave the file as it is".into());
+    }
+    let summary = format!("edited {} ({} edits)", ws.rel, edits.len());
+    Ok(Plan {
+        ws,
+        op: WriteOp::Edit,
+        before: Some(c),
+        after: after.into_bytes(),
+        summary,
+    })
 }
 
 fn apply(ctx: &mut Ctx<'_>, p: Plan) -> Result<ToolOutput> {
