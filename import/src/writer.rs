@@ -765,22 +765,31 @@ fn live_manifest(
     project: &cairn_engine::Project,
     blobs: &BlobStore,
 ) -> Result<(BlobRef, u64)> {
-    let credentials = cairn_core::permission::CredentialFiles::new(
-        &cairn_core::permission::default_credential_files(),
-    )
-    .map_err(|e| ImportError::HookInput {
-        what: e.to_string(),
-    })?;
-    let mut files =
-        cairn_tools::manifest::scan(root, blobs, &project.manifest_cache(), &credentials)?;
-    if let Ok(inner) = home.root.strip_prefix(root) {
-        let inner = inner.to_string_lossy().into_owned();
+    // Captured as a session of cairn's own starts, with its default capture (`git`:
+    // files git holds unchanged are named by their git blob, not copied into the home).
+    let config = EngineConfig::new(cairn_tools::Catalog::Thoth);
+    let credentials = cairn_core::permission::CredentialFiles::new(&config.credential_files)
+        .map_err(|e| ImportError::HookInput {
+            what: e.to_string(),
+        })?;
+    let mut cache = cairn_tools::manifest::ScanCache::new(project.manifest_cache(), credentials)
+        .with_capture(config.capture, config.limits.capture_file_bytes_max);
+    let mut files = cairn_tools::manifest::scan_start(root, blobs, &mut cache)?;
+    let inner = home
+        .root
+        .strip_prefix(root)
+        .ok()
+        .map(|inner| inner.to_string_lossy().into_owned());
+    if let Some(inner) = &inner {
         files.retain(|f| !f.path.starts_with(inner.as_str()));
     }
-    Ok((
-        blobs.put(&cairn_tools::manifest::to_jsonl(&files))?,
-        files.len() as u64,
-    ))
+    let manifest = cairn_tools::manifest::start_manifest(
+        blobs,
+        &mut cache,
+        &files,
+        inner.as_deref().unwrap_or(""),
+    )?;
+    Ok((manifest, files.len() as u64))
 }
 
 fn provider_of(agent: &str) -> &'static str {

@@ -550,3 +550,28 @@ fn mode_of(p: &Path) -> u32 {
     use std::os::unix::fs::MetadataExt;
     std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
 }
+
+/// A session recorded live through an agent's hooks starts as cairn's own do: files git
+/// holds unchanged are named by their git blob (its first hook on a 300 MB checkout
+/// copied every file into the home and took 11–17 s, issue 42).
+#[test]
+fn a_hook_session_captures_the_workspace_as_the_engine_does() {
+    let r = repo();
+    let engine_rows = kept(&start(&r, quick_config(Catalog::Thoth)));
+    let options = cairn_import::hook::HookOptions {
+        agent: "claude".into(),
+        unlisted: cairn_engine::hook::Unlisted::Ask,
+        project_dir: None,
+        agent_version: None,
+    };
+    let event = serde_json::json!({
+        "session_id": "5d0a3c1e-aaaa-bbbb-cccc-00000000c0de",
+        "cwd": r.ws.to_string_lossy(),
+        "transcript_path": "/nonexistent/transcript.jsonl",
+        "hook_event_name": "SessionStart",
+    });
+    let answered = cairn_import::hook::handle(&r.home, &options, &event).unwrap();
+    let dir = r.home.project(&r.ws).session_dir(&answered.session);
+    assert_eq!(kept(&dir), engine_rows);
+    assert!(kept(&dir).iter().any(|(_, git, _)| *git));
+}
