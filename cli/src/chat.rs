@@ -20,7 +20,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use crate::browse::status_style;
-use crate::summary::{elapsed, first_line};
+use crate::summary::{elapsed, first_line, run_time};
 
 /// Lines of a command's output shown under its call.
 pub const OUTPUT_TAIL_LINES_MAX: usize = 5;
@@ -61,7 +61,10 @@ pub enum ChatMsg {
         call: String,
         tool: String,
         status: String,
+        /// The call's time as recorded, the wait below included.
         elapsed_us: u64,
+        /// The part of it spent waiting for a person's permission answers (shown apart).
+        waited_us: u64,
         output: String,
     },
     /// A permission request waiting for an answer.
@@ -73,7 +76,15 @@ pub enum ChatMsg {
     Ended { reason: String, failed: bool },
     /// A note for the transcript (the sandbox is not enforced…).
     Note(String),
+    /// The provider failed the message after its retries: the session waits for the
+    /// next message, which asks again.
+    Failed(String),
+    /// `/model NAME` switched the model that answers the next messages.
+    Model(String),
 }
+
+/// Characters of a provider's error shown in the transcript (its first line).
+pub const PROVIDER_ERROR_CHARS_MAX: usize = 160;
 
 /// What the view asks the runner to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +109,7 @@ enum Entry {
         tool: String,
         status: String,
         elapsed_us: u64,
+        waited_us: u64,
         summary: String,
         commands: Vec<String>,
         diffs: Vec<String>,
@@ -212,7 +224,7 @@ impl ChatApp {
         call: String,
         tool: String,
         status: String,
-        elapsed_us: u64,
+        (elapsed_us, waited_us): (u64, u64),
         output: String,
     ) {
         let (summary, commands, diffs) = match std::mem::replace(
@@ -242,6 +254,7 @@ impl ChatApp {
             tool,
             status,
             elapsed_us,
+            waited_us,
             summary,
             commands,
             diffs,
@@ -269,7 +282,31 @@ impl ChatApp {
                     self.streaming.push_str(&t);
                 }
             }
-            ChatMsg::Retry(r) => self.entries.push(Entry::Error(format!("provider: {r}"))),
+            // A retry is news while it lasts: the status line, not the transcript.
+            ChatMsg::Retry(r) => {
+                self.note = Some(format!("provider: {}", short(&r, PROVIDER_ERROR_CHARS_MAX)))
+            }
+            ChatMsg::Failed(e) => {
+                self.flush_stream();
+                self.busy = Busy::Idle;
+                self.interrupting = false;
+                self.cancelling = false;
+                self.note = None;
+                self.entries.push(Entry::Error(format!(
+                    "provider failed: {}",
+                    short(&e, PROVIDER_ERROR_CHARS_MAX)
+                )));
+                self.entries.push(Entry::Note(
+                    "send a message to try again, or /model NAME to switch the model".into(),
+                ));
+            }
+            ChatMsg::Model(name) => {
+                self.entries.push(Entry::Note(format!(
+                    "the model is now {name} (was {})",
+                    self.model
+                )));
+                self.model = name;
+            }
             ChatMsg::Turn { text, calls } => {
                 self.streaming = text;
                 self.flush_stream();
@@ -323,8 +360,9 @@ impl ChatApp {
                 tool,
                 status,
                 elapsed_us,
+                waited_us,
                 output,
-            } => self.finish_call(call, tool, status, elapsed_us, output),
+            } => self.finish_call(call, tool, status, (elapsed_us, waited_us), output),
             ChatMsg::Ask(r) => self.ask = Some(r),
             ChatMsg::Note(n) => self.entries.push(Entry::Note(n)),
             ChatMsg::Idle(why) => {
@@ -529,6 +567,7 @@ impl ChatApp {
                     tool,
                     status,
                     elapsed_us,
+                    waited_us,
                     summary,
                     commands,
                     diffs,
@@ -538,7 +577,10 @@ impl ChatApp {
                         Line::from(vec![
                             Span::raw(format!("{call:<5} {tool:<16} ")),
                             Span::styled(format!("{status:<10}"), status_style(status)),
-                            Span::raw(format!("{:>9}  {summary}", elapsed(*elapsed_us))),
+                            Span::raw(format!(
+                                "{:>9}  {summary}",
+                                run_time(*elapsed_us, *waited_us)
+                            )),
                         ]),
                         width,
                     ));
@@ -652,11 +694,12 @@ impl ChatApp {
                     tool,
                     status,
                     elapsed_us,
+                    waited_us,
                     summary,
                     ..
                 } => out.push_str(&format!(
                     "{call:<5} {tool:<16} {status:<10} {:>9}  {}\n",
-                    elapsed(*elapsed_us),
+                    run_time(*elapsed_us, *waited_us),
                     first_line(summary, 60)
                 )),
                 Entry::Note(t) => out.push_str(&format!("· {t}\n")),
@@ -671,6 +714,16 @@ impl ChatApp {
             None => out.push_str("\nsession not ended\n"),
         }
         out
+    }
+}
+
+/// The first line of `text`, `chars_max` characters at most, with `…` when cut.
+fn short(text: &str, chars_max: usize) -> String {
+    let line = first_line(text, chars_max);
+    if text.trim_end().len() > line.len() {
+        format!("{line}…")
+    } else {
+        line
     }
 }
 

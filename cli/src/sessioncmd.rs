@@ -13,9 +13,80 @@ use cairn_engine::{CallOutcome, Catalog, Engine, EngineConfig, Home, Registry, s
 
 use crate::out;
 
-/// Prints a call's progress line as it ends.
+/// Prints a call's progress line as it ends (after what its command printed that is
+/// not yet out): wrapped to the width of a terminal, whole on a file or a pipe.
 pub(crate) fn print_progress(o: &CallOutcome) {
-    out::note(&summary::progress(o));
+    flush_output();
+    let line = summary::progress(o);
+    match terminal_columns() {
+        Some(width) => out::note(&summary::wrap(
+            &line,
+            width,
+            summary::PROGRESS_INDENT_COLUMNS,
+        )),
+        None => out::note(&line),
+    }
+}
+
+/// The width of the terminal standard error goes to, if it goes to one.
+fn terminal_columns() -> Option<usize> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    crossterm::terminal::size()
+        .ok()
+        .map(|(w, _)| usize::from(w))
+        .filter(|&w| w > 0)
+}
+
+/// What the running command printed since its last whole line.
+static OUTPUT_PENDING: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+
+/// The prefix of a running command's output lines on standard error.
+const OUTPUT_PREFIX: &str = "  │ ";
+
+/// The longest piece of a line held back waiting for its end, in bytes: a longer
+/// one is printed as it is (a line that never ends is not held forever).
+const OUTPUT_PENDING_BYTES_MAX: usize = 64 * 1024;
+
+/// Prints what a running command prints, line by line as the lines come, on standard
+/// error under [`OUTPUT_PREFIX`] (plain `run` and `run --script`: the output reaches
+/// the person before the command ends). Its stdout and stderr come from their own
+/// threads; each piece goes in whole, so a line may hold the end of one stream and
+/// the start of the other only when a command writes partial lines to both at once.
+pub(crate) fn stream_output(engine: &mut Engine) {
+    engine.set_output_observer(std::sync::Arc::new(|piece: &[u8]| {
+        let mut pending = OUTPUT_PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        pending.extend_from_slice(piece);
+        let whole = match memchr_last(&pending) {
+            Some(i) => i + 1,
+            None if pending.len() > OUTPUT_PENDING_BYTES_MAX => pending.len(),
+            None => return,
+        };
+        let lines: Vec<u8> = pending.drain(..whole).collect();
+        print_lines(&lines);
+    }));
+}
+
+/// Prints what is held of a line with no end yet (the command ended).
+fn flush_output() {
+    let rest: Vec<u8> =
+        std::mem::take(&mut *OUTPUT_PENDING.lock().unwrap_or_else(|e| e.into_inner()));
+    if !rest.is_empty() {
+        print_lines(&rest);
+    }
+}
+
+fn print_lines(bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    for l in text.lines() {
+        out::note(&format!("{OUTPUT_PREFIX}{l}"));
+    }
+}
+
+fn memchr_last(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().rposition(|&b| b == b'\n')
 }
 
 /// Readies this process to run sessions: SIGINT, SIGTERM and SIGHUP stop the session
@@ -263,6 +334,9 @@ pub fn run_script(
     let mut engine = Engine::start(&home, workspace, config)?;
     engine.set_approver(approver(approve, json));
     let stream = json.then(|| start_stream(&mut engine, None));
+    if !json {
+        stream_output(&mut engine);
+    }
     note_refused_grants(&engine);
     note_sandbox(engine.sandbox());
     let id = engine.id().to_string();
@@ -312,6 +386,11 @@ pub struct Model {
     pub(crate) key_var: String,
     /// What the session's configuration records about it (never the key).
     pub setting: cairn_engine::ModelSetting,
+    /// How it was built: `/model` in the chat builds another with a different model.
+    pub(crate) built: (
+        cairn_engine::provider::Kind,
+        cairn_engine::provider::Overrides,
+    ),
 }
 
 impl Model {
@@ -348,6 +427,7 @@ impl Model {
             key,
             key_var,
             setting,
+            built: (kind, overrides.clone()),
         })
     }
 
@@ -372,6 +452,9 @@ impl Model {
         } = self;
         if let Some(k) = key.expose() {
             engine.add_secret(&key_var, k);
+        }
+        if stream.is_none() {
+            stream_output(&mut engine);
         }
         let id = engine.id().to_string();
         let cfg = agent::AgentConfig {

@@ -40,6 +40,7 @@ fn session_so_far() -> ViewApp {
         tool: "edit_file".into(),
         status: "ok".into(),
         elapsed_us: 1234,
+        waited_us: 0,
         output: "edited src/lib.rs".into(),
         diffs: vec![cairn_engine::diff::unified(
             "src/lib.rs",
@@ -54,6 +55,7 @@ fn session_so_far() -> ViewApp {
         tool: "read_file".into(),
         status: "blocked".into(),
         elapsed_us: 80,
+        waited_us: 0,
         output: "blocked: the same call a third time with nothing changed".into(),
         diffs: vec![],
         commands: vec![],
@@ -150,6 +152,7 @@ fn finished(call: &str, status: &str) -> Msg {
         tool: "shell".into(),
         status: status.into(),
         elapsed_us: 300_000,
+        waited_us: 0,
         output: "cancelled by the user after 300 ms".into(),
         diffs: vec![],
         commands: vec!["sleep 30".into()],
