@@ -463,3 +463,49 @@ fn run_in_tmux_ctrl_c_cancels_the_running_command() {
         "{log}"
     );
 }
+
+/// On a terminal, a plain run's progress line (stdout to a file, stderr to the
+/// terminal) wraps at spaces to the terminal's 100 columns, its wrapped lines under
+/// the output's column; no word is cut and nothing is dropped (issue 43).
+#[test]
+fn plain_progress_lines_wrap_to_the_terminal_width() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let words: Vec<String> = (1..=30).map(|i| format!("word{i}")).collect();
+    std::fs::write(ws.path().join("long.txt"), format!("{}\n", words.join(" "))).unwrap();
+    std::fs::write(
+        home.path().join("s.jsonl"),
+        "{\"tool\": \"read_file\", \"input\": {\"path\": \"long.txt\"}}\n",
+    )
+    .unwrap();
+    let sh = format!(
+        "unset CI; cd {}; CAIRN_HOME={} {} run --script {}/s.jsonl --approve always > {}/id; echo exited; sleep 30",
+        ws.path().display(),
+        home.path().display(),
+        env!("CARGO_BIN_EXE_cairn"),
+        home.path().display(),
+        home.path().display(),
+    );
+    let tmux = Tmux::start("cairn-wrap", &sh);
+    let screen = tmux.wait_for("exited");
+    let lines: Vec<&str> = screen.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with("c1 "))
+        .unwrap_or_else(|| panic!("{screen}"));
+    let end = lines
+        .iter()
+        .position(|l| l.contains("word30"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(end > start, "one line only: {screen}");
+    let indent = " ".repeat(cairn_cli::summary::PROGRESS_INDENT_COLUMNS);
+    for l in &lines[start + 1..=end] {
+        assert!(l.starts_with(&indent), "{l:?} in\n{screen}");
+    }
+    let shown: Vec<&str> = lines[start..=end]
+        .iter()
+        .flat_map(|l| l.split_whitespace())
+        .filter(|w| w.starts_with("word"))
+        .collect();
+    assert_eq!(shown, words, "{screen}");
+}
