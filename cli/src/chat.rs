@@ -22,8 +22,11 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use crate::browse::status_style;
 use crate::summary::{elapsed, first_line, run_time};
 
-/// Lines of a command's output shown under its call.
+/// Lines of the end of a command's output shown under its call.
 pub const OUTPUT_TAIL_LINES_MAX: usize = 5;
+/// Lines of the start of a command's output shown under its call (how it ended, the
+/// first stream's header), the cut between them and the tail named.
+pub const OUTPUT_HEAD_LINES_MAX: usize = 2;
 /// Characters of one line of a command's output shown.
 pub const OUTPUT_LINE_CHARS_MAX: usize = 200;
 /// Bytes of a running command's output kept to show its tail.
@@ -247,7 +250,7 @@ impl ChatApp {
         let output = if commands.is_empty() {
             vec![first_line(&output, OUTPUT_LINE_CHARS_MAX)]
         } else {
-            tail(&output, OUTPUT_TAIL_LINES_MAX)
+            head_and_tail(&output, OUTPUT_HEAD_LINES_MAX, OUTPUT_TAIL_LINES_MAX)
         };
         self.entries.push(Entry::Call {
             call,
@@ -738,6 +741,25 @@ fn tail(text: &str, n: usize) -> Vec<String> {
         .iter()
         .map(|l| l.chars().take(OUTPUT_LINE_CHARS_MAX).collect())
         .collect()
+}
+
+/// The first `head` and the last `tail` non-empty lines of `text`, each cut to
+/// [`OUTPUT_LINE_CHARS_MAX`], with the number of lines between them named (the model's
+/// rule for long outputs, on the screen).
+fn head_and_tail(text: &str, head: usize, tail: usize) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let cut = |l: &&str| l.chars().take(OUTPUT_LINE_CHARS_MAX).collect::<String>();
+    if lines.len() <= head + tail {
+        return lines.iter().map(cut).collect();
+    }
+    let left = lines.len() - head - tail;
+    let mut out: Vec<String> = lines[..head].iter().map(cut).collect();
+    out.push(format!(
+        "… {left} line{} left out here (cairn browse shows the whole answer)",
+        if left == 1 { "" } else { "s" }
+    ));
+    out.extend(lines[lines.len() - tail..].iter().map(cut));
+    out
 }
 
 /// `text` cut into lines of `width` characters (at least one line).

@@ -246,11 +246,30 @@ fn chat_shows_the_tail_of_a_command_output_and_the_input_line_at_its_limit() {
         output,
     });
     let s = screen(&mut app, 80, 30);
-    // The last OUTPUT_TAIL_LINES_MAX lines, not the ones before.
-    for i in 5..=9 {
+    // The first OUTPUT_HEAD_LINES_MAX and the last OUTPUT_TAIL_LINES_MAX lines, the
+    // cut between them named (issue 43: the model's rule, on the screen).
+    for i in [1, 2, 5, 6, 7, 8, 9] {
         assert!(s.contains(&format!("│ line {i}")), "{s}");
     }
-    assert!(!s.contains("│ line 4"), "{s}");
+    assert!(!s.contains("│ line 3") && !s.contains("│ line 4"), "{s}");
+    assert!(s.contains("│ … 2 lines left out here"), "{s}");
+    // At the limit (head and tail lines exactly): every line, no cut.
+    let mut at = chat_running();
+    let limit = cairn_cli::chat::OUTPUT_HEAD_LINES_MAX + cairn_cli::chat::OUTPUT_TAIL_LINES_MAX;
+    at.on_msg(ChatMsg::CallFinished {
+        call: "c2".into(),
+        tool: "shell".into(),
+        status: "ok".into(),
+        elapsed_us: 10,
+        waited_us: 0,
+        output: (1..=limit).map(|i| format!("row {i}\n")).collect(),
+    });
+    let s = screen(&mut at, 80, 30);
+    assert!(
+        (1..=limit).all(|i| s.contains(&format!("│ row {i}"))),
+        "{s}"
+    );
+    assert!(!s.contains("left out"), "{s}");
     // A running command's output: its tail, of the last LIVE_OUTPUT_BYTES_MAX bytes.
     app.on_msg(ChatMsg::CallStarted {
         call: "c3".into(),
