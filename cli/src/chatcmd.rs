@@ -267,8 +267,8 @@ fn worker(w: Worker) -> Result<Ended, String> {
         if text.is_empty() {
             break (stop_reason(&engine, &quit, &by_user), false);
         }
-        if let Some(name) = text.strip_prefix("/model") {
-            switch_model(&mut provider, name.trim(), &built, &key, &to_view);
+        if let Some(name) = model_command(&text) {
+            switch_model(&mut provider, name, &built, &key, &to_view);
             continue;
         }
         interrupt.clear();
@@ -310,6 +310,13 @@ fn worker(w: Worker) -> Result<Ended, String> {
         failed,
     });
     Ok(Ended { id, reason, failed })
+}
+
+/// The model a `/model NAME` message names (empty for `/model` alone); `None` for any
+/// other message (`/modelling` included).
+fn model_command(text: &str) -> Option<&str> {
+    let rest = text.trim().strip_prefix("/model")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
 }
 
 /// `/model NAME`: the next turns ask `name` of the same provider (each `model_turn`

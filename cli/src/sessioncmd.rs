@@ -59,14 +59,21 @@ pub(crate) fn stream_output(engine: &mut Engine) {
     engine.set_output_observer(std::sync::Arc::new(|piece: &[u8]| {
         let mut pending = OUTPUT_PENDING.lock().unwrap_or_else(|e| e.into_inner());
         pending.extend_from_slice(piece);
-        let whole = match memchr_last(&pending) {
-            Some(i) => i + 1,
-            None if pending.len() > OUTPUT_PENDING_BYTES_MAX => pending.len(),
-            None => return,
-        };
-        let lines: Vec<u8> = pending.drain(..whole).collect();
-        print_lines(&lines);
+        if let Some(lines) = whole_lines(&mut pending) {
+            print_lines(&lines);
+        }
     }));
+}
+
+/// What of `pending` goes out now: up to its last line end, or all of it once it holds
+/// more than [`OUTPUT_PENDING_BYTES_MAX`] bytes of a line with no end yet.
+fn whole_lines(pending: &mut Vec<u8>) -> Option<Vec<u8>> {
+    let whole = match memchr_last(pending) {
+        Some(i) => i + 1,
+        None if pending.len() > OUTPUT_PENDING_BYTES_MAX => pending.len(),
+        None => return None,
+    };
+    Some(pending.drain(..whole).collect())
 }
 
 /// Prints what is held of a line with no end yet (the command ended).
@@ -1086,4 +1093,27 @@ pub fn allow_revoke(workspace: &Path, key: &str, json: bool) -> Result<ExitCode>
         ))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whole lines go out at once; a line with no end waits, up to the pending limit
+    /// (at it: held; one byte past it: out).
+    #[test]
+    fn whole_lines_go_out_and_an_unended_line_waits_up_to_its_limit() {
+        let mut p = b"one\ntwo\nthr".to_vec();
+        assert_eq!(whole_lines(&mut p), Some(b"one\ntwo\n".to_vec()));
+        assert_eq!(p, b"thr");
+        let mut at = vec![b'x'; OUTPUT_PENDING_BYTES_MAX];
+        assert_eq!(whole_lines(&mut at), None);
+        assert_eq!(at.len(), OUTPUT_PENDING_BYTES_MAX);
+        let mut past = vec![b'x'; OUTPUT_PENDING_BYTES_MAX + 1];
+        assert_eq!(
+            whole_lines(&mut past).map(|l| l.len()),
+            Some(OUTPUT_PENDING_BYTES_MAX + 1)
+        );
+        assert!(past.is_empty());
+    }
 }

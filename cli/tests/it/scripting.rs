@@ -918,3 +918,54 @@ fn plain_run_prints_whole_progress_lines_without_a_terminal() {
         .unwrap_or_else(|| panic!("{err}"));
     assert!(line.ends_with(&format!("{}end.", sentence)), "{line}");
 }
+
+/// The stderr lines of `cairn run --script` running `command`, each with when it came.
+fn timed_stderr(command: &str) -> Vec<(std::time::Duration, String)> {
+    use std::io::BufRead;
+    let s = setup();
+    let script = s.script(
+        "s.jsonl",
+        &[json!({"tool": "shell", "input": {"command": command}})],
+    );
+    let mut child = s
+        .cmd(&[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--approve",
+            "always",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let seen: Vec<_> = stderr.lines().map(|l| (t0.elapsed(), l.unwrap())).collect();
+    assert!(child.wait().unwrap().success());
+    seen
+}
+
+/// A line that does not end is not held until the command ends: a megabyte with no
+/// line end reaches stderr while the command still sleeps.
+#[test]
+fn plain_run_prints_a_long_unended_line_before_the_command_ends() {
+    let seen = timed_stderr("head -c 1048576 /dev/zero | tr '\\0' x; sleep 2; echo; echo done");
+    let at = |p: &dyn Fn(&str) -> bool| {
+        seen.iter()
+            .find(|(_, l)| p(l))
+            .map(|(t, _)| *t)
+            .unwrap_or_else(|| {
+                panic!(
+                    "{:?}",
+                    seen.iter().map(|(_, l)| l.len()).collect::<Vec<_>>()
+                )
+            })
+    };
+    let long = at(&|l: &str| l.starts_with("  │ xxx"));
+    let done = at(&|l: &str| l == "  │ done");
+    assert!(
+        done.saturating_sub(long) >= std::time::Duration::from_millis(1500),
+        "{long:?} {done:?}"
+    );
+}
