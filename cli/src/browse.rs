@@ -32,7 +32,10 @@ pub struct CallRow {
     pub call: String,
     pub tool: String,
     pub status: String,
+    /// The call's own run time: its recorded time less `waited_us`.
     pub elapsed_us: Option<u64>,
+    /// The time it waited for a person's permission answers (shown apart).
+    pub waited_us: u64,
     pub summary: String,
     /// The detail screen's text: input, output, diffs, side effects, raw records.
     pub detail: Vec<String>,
@@ -420,7 +423,15 @@ impl App {
                     Cell::from(c.tool.clone()),
                     Cell::from(c.status.clone()).style(status_style(&c.status)),
                     Cell::from(format!("{:>9}", c.elapsed_us.map_or("-".into(), elapsed))),
-                    Cell::from(c.summary.clone()),
+                    Cell::from(if c.waited_us > 0 {
+                        format!(
+                            "(waited {} for permission) {}",
+                            elapsed(c.waited_us),
+                            c.summary
+                        )
+                    } else {
+                        c.summary.clone()
+                    }),
                 ])
             })
             .collect();
@@ -549,6 +560,7 @@ fn message_rows(session: &cairn_replay::Session) -> Vec<CallRow> {
             tool: who.into(),
             status: String::new(),
             elapsed_us: None,
+            waited_us: 0,
             summary: cairn_replay::audit::one_line(text.lines().next().unwrap_or("")),
             detail,
         });
@@ -602,21 +614,35 @@ pub fn load_session(row: &SessionRow) -> Result<SessionView, String> {
     let session = cairn_replay::Session::load(&row.dir).map_err(|e| crate::hint::text(&e))?;
     // Messages, by the seq they come before calls at.
     let mut messages = message_rows(&session).into_iter().peekable();
+    // Each finished call's wait for a person, by the seq of its `tool_finished`.
+    let mut waits = crate::summary::PersonWaits::default();
+    let mut waited: std::collections::HashMap<u64, u64> = Default::default();
+    for r in &session.records {
+        waits.apply(r);
+        if let Event::ToolFinished(f) = &r.event {
+            waited.insert(r.seq, waits.of(&f.call));
+        }
+    }
     let mut calls = Vec::new();
     for c in session.calls() {
         while let Some(m) = messages.next_if(|m| m.seq < c.seq) {
             calls.push(m);
         }
-        let (status, elapsed_us) = match &c.finished {
-            Some((_, f)) => (f.status.as_str().to_string(), Some(f.elapsed_us)),
-            None => ("unfinished".to_string(), None),
+        let (status, recorded_us, waited_us) = match &c.finished {
+            Some((seq, f)) => (
+                f.status.as_str().to_string(),
+                Some(f.elapsed_us),
+                waited.get(seq).copied().unwrap_or(0),
+            ),
+            None => ("unfinished".to_string(), None, 0),
         };
+        let elapsed_us = recorded_us.map(|us| us.saturating_sub(waited_us));
         let mut d = vec![format!(
             "call {} · tool {} · status {} · elapsed {} · seq {}",
             c.call,
             c.tool,
             status,
-            elapsed_us.map_or("-".into(), elapsed),
+            recorded_us.map_or("-".into(), |us| crate::summary::run_time(us, waited_us)),
             c.seq
         )];
         d.push("── input".into());
@@ -661,6 +687,7 @@ pub fn load_session(row: &SessionRow) -> Result<SessionView, String> {
             tool: c.tool.clone(),
             status,
             elapsed_us,
+            waited_us,
             summary: cairn_replay::audit::input_summary(&c.input),
             detail: d,
         });

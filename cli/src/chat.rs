@@ -20,10 +20,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use crate::browse::status_style;
-use crate::summary::{elapsed, first_line};
+use crate::summary::{elapsed, first_line, run_time};
 
-/// Lines of a command's output shown under its call.
+/// Lines of the end of a command's output shown under its call.
 pub const OUTPUT_TAIL_LINES_MAX: usize = 5;
+/// Lines of the start of a command's output shown under its call (how it ended, the
+/// first stream's header), the cut between them and the tail named.
+pub const OUTPUT_HEAD_LINES_MAX: usize = 2;
 /// Characters of one line of a command's output shown.
 pub const OUTPUT_LINE_CHARS_MAX: usize = 200;
 /// Bytes of a running command's output kept to show its tail.
@@ -61,7 +64,10 @@ pub enum ChatMsg {
         call: String,
         tool: String,
         status: String,
+        /// The call's time as recorded, the wait below included.
         elapsed_us: u64,
+        /// The part of it spent waiting for a person's permission answers (shown apart).
+        waited_us: u64,
         output: String,
     },
     /// A permission request waiting for an answer.
@@ -73,7 +79,15 @@ pub enum ChatMsg {
     Ended { reason: String, failed: bool },
     /// A note for the transcript (the sandbox is not enforced…).
     Note(String),
+    /// The provider failed the message after its retries: the session waits for the
+    /// next message, which asks again.
+    Failed(String),
+    /// `/model NAME` switched the model that answers the next messages.
+    Model(String),
 }
+
+/// Characters of a provider's error shown in the transcript (its first line).
+pub const PROVIDER_ERROR_CHARS_MAX: usize = 160;
 
 /// What the view asks the runner to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +112,7 @@ enum Entry {
         tool: String,
         status: String,
         elapsed_us: u64,
+        waited_us: u64,
         summary: String,
         commands: Vec<String>,
         diffs: Vec<String>,
@@ -212,7 +227,7 @@ impl ChatApp {
         call: String,
         tool: String,
         status: String,
-        elapsed_us: u64,
+        (elapsed_us, waited_us): (u64, u64),
         output: String,
     ) {
         let (summary, commands, diffs) = match std::mem::replace(
@@ -235,13 +250,14 @@ impl ChatApp {
         let output = if commands.is_empty() {
             vec![first_line(&output, OUTPUT_LINE_CHARS_MAX)]
         } else {
-            tail(&output, OUTPUT_TAIL_LINES_MAX)
+            head_and_tail(&output, OUTPUT_HEAD_LINES_MAX, OUTPUT_TAIL_LINES_MAX)
         };
         self.entries.push(Entry::Call {
             call,
             tool,
             status,
             elapsed_us,
+            waited_us,
             summary,
             commands,
             diffs,
@@ -269,7 +285,31 @@ impl ChatApp {
                     self.streaming.push_str(&t);
                 }
             }
-            ChatMsg::Retry(r) => self.entries.push(Entry::Error(format!("provider: {r}"))),
+            // A retry is news while it lasts: the status line, not the transcript.
+            ChatMsg::Retry(r) => {
+                self.note = Some(format!("provider: {}", short(&r, PROVIDER_ERROR_CHARS_MAX)))
+            }
+            ChatMsg::Failed(e) => {
+                self.flush_stream();
+                self.busy = Busy::Idle;
+                self.interrupting = false;
+                self.cancelling = false;
+                self.note = None;
+                self.entries.push(Entry::Error(format!(
+                    "provider failed: {}",
+                    short(&e, PROVIDER_ERROR_CHARS_MAX)
+                )));
+                self.entries.push(Entry::Note(
+                    "send a message to try again, or /model NAME to switch the model".into(),
+                ));
+            }
+            ChatMsg::Model(name) => {
+                self.entries.push(Entry::Note(format!(
+                    "the model is now {name} (was {})",
+                    self.model
+                )));
+                self.model = name;
+            }
             ChatMsg::Turn { text, calls } => {
                 self.streaming = text;
                 self.flush_stream();
@@ -323,8 +363,9 @@ impl ChatApp {
                 tool,
                 status,
                 elapsed_us,
+                waited_us,
                 output,
-            } => self.finish_call(call, tool, status, elapsed_us, output),
+            } => self.finish_call(call, tool, status, (elapsed_us, waited_us), output),
             ChatMsg::Ask(r) => self.ask = Some(r),
             ChatMsg::Note(n) => self.entries.push(Entry::Note(n)),
             ChatMsg::Idle(why) => {
@@ -529,6 +570,7 @@ impl ChatApp {
                     tool,
                     status,
                     elapsed_us,
+                    waited_us,
                     summary,
                     commands,
                     diffs,
@@ -538,7 +580,10 @@ impl ChatApp {
                         Line::from(vec![
                             Span::raw(format!("{call:<5} {tool:<16} ")),
                             Span::styled(format!("{status:<10}"), status_style(status)),
-                            Span::raw(format!("{:>9}  {summary}", elapsed(*elapsed_us))),
+                            Span::raw(format!(
+                                "{:>9}  {summary}",
+                                run_time(*elapsed_us, *waited_us)
+                            )),
                         ]),
                         width,
                     ));
@@ -652,11 +697,12 @@ impl ChatApp {
                     tool,
                     status,
                     elapsed_us,
+                    waited_us,
                     summary,
                     ..
                 } => out.push_str(&format!(
                     "{call:<5} {tool:<16} {status:<10} {:>9}  {}\n",
-                    elapsed(*elapsed_us),
+                    run_time(*elapsed_us, *waited_us),
                     first_line(summary, 60)
                 )),
                 Entry::Note(t) => out.push_str(&format!("· {t}\n")),
@@ -674,6 +720,16 @@ impl ChatApp {
     }
 }
 
+/// The first line of `text`, `chars_max` characters at most, with `…` when cut.
+fn short(text: &str, chars_max: usize) -> String {
+    let line = first_line(text, chars_max);
+    if text.trim_end().len() > line.len() {
+        format!("{line}…")
+    } else {
+        line
+    }
+}
+
 fn bold() -> Style {
     Style::default().add_modifier(Modifier::BOLD)
 }
@@ -685,6 +741,25 @@ fn tail(text: &str, n: usize) -> Vec<String> {
         .iter()
         .map(|l| l.chars().take(OUTPUT_LINE_CHARS_MAX).collect())
         .collect()
+}
+
+/// The first `head` and the last `tail` non-empty lines of `text`, each cut to
+/// [`OUTPUT_LINE_CHARS_MAX`], with the number of lines between them named (the model's
+/// rule for long outputs, on the screen).
+fn head_and_tail(text: &str, head: usize, tail: usize) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let cut = |l: &&str| l.chars().take(OUTPUT_LINE_CHARS_MAX).collect::<String>();
+    if lines.len() <= head + tail {
+        return lines.iter().map(cut).collect();
+    }
+    let left = lines.len() - head - tail;
+    let mut out: Vec<String> = lines[..head].iter().map(cut).collect();
+    out.push(format!(
+        "… {left} line{} left out here (cairn browse shows the whole answer)",
+        if left == 1 { "" } else { "s" }
+    ));
+    out.extend(lines[lines.len() - tail..].iter().map(cut));
+    out
 }
 
 /// `text` cut into lines of `width` characters (at least one line).

@@ -8,13 +8,14 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
 use cairn_cli::chat::{ChatApp, ChatCmd, ChatMsg};
+use cairn_cli::summary::PersonWaits;
 use cairn_engine::agent::{self, AgentError, InterruptHandle, Stop};
 use cairn_engine::event::{Answer, Event, ShellPhase, WriteStatus};
 use cairn_engine::provider::{Progress, Provider};
@@ -83,6 +84,7 @@ fn wire(
     to_view: &Sender<ChatMsg>,
     answers: Receiver<Answer>,
     blobs: BlobStore,
+    waits: Arc<Mutex<PersonWaits>>,
 ) {
     match approve {
         crate::sessioncmd::Approve::Ask => engine.set_approver(Box::new(ViewApprover {
@@ -94,6 +96,7 @@ fn wire(
     }
     let observed = to_view.clone();
     engine.set_observer(Box::new(move |r: &Record| {
+        waits.lock().unwrap_or_else(|e| e.into_inner()).apply(r);
         if let Some(m) = shown(r, &blobs) {
             // Fails only once the view is gone: nobody is left to show it to.
             let _ = observed.send(m);
@@ -137,8 +140,9 @@ fn next_input(
     }
 }
 
-/// Shows a model turn or a finished call in the view.
-fn show_step(to_view: &Sender<ChatMsg>, step: agent::Step<'_>) {
+/// Shows a model turn or a finished call in the view (with the call's wait for a
+/// person apart from its run time).
+fn show_step(to_view: &Sender<ChatMsg>, waits: &Mutex<PersonWaits>, step: agent::Step<'_>) {
     match step {
         agent::Step::Turn(t) => {
             let _ = to_view.send(ChatMsg::Turn {
@@ -152,6 +156,7 @@ fn show_step(to_view: &Sender<ChatMsg>, step: agent::Step<'_>) {
                 tool: o.tool.clone(),
                 status: o.status.as_str().to_string(),
                 elapsed_us: o.elapsed_us,
+                waited_us: waits.lock().unwrap_or_else(|e| e.into_inner()).of(&o.call),
                 output: o.output.clone(),
             });
         }
@@ -219,11 +224,20 @@ fn worker(w: Worker) -> Result<Ended, String> {
             return Err(text);
         }
     };
-    wire(&mut engine, approve, &to_view, answers, blobs);
+    let waits = Arc::new(Mutex::new(PersonWaits::default()));
+    wire(
+        &mut engine,
+        approve,
+        &to_view,
+        answers,
+        blobs,
+        waits.clone(),
+    );
     let Model {
         provider,
         key,
         key_var,
+        built,
         ..
     } = model;
     if let Some(k) = key.expose() {
@@ -253,21 +267,24 @@ fn worker(w: Worker) -> Result<Ended, String> {
         if text.is_empty() {
             break (stop_reason(&engine, &quit, &by_user), false);
         }
+        if let Some(name) = model_command(&text) {
+            switch_model(&mut provider, name, &built, &key, &to_view);
+            continue;
+        }
         interrupt.clear();
         let _ = to_view.send(ChatMsg::User(text.clone()));
         let result = agent::run(&mut engine, &mut provider, Some(&text), &cfg, |step| {
-            show_step(&to_view, step)
+            show_step(&to_view, &waits, step)
         });
         match result {
             Ok(run) if matches!(run.stop, Stop::Signal(_)) => {
                 break (stop_reason(&engine, &quit, &by_user), false);
             }
             Ok(run) => show_stop(&to_view, run.stop, run.answer, turns_max),
+            // The session goes on: the error once, short, and the input line; the
+            // next message asks again.
             Err(AgentError::Provider(e)) if engine.stopped().is_none() => {
-                break (
-                    format!("provider failed: {}", key.scrub(&e.to_string())),
-                    true,
-                );
+                let _ = to_view.send(ChatMsg::Failed(key.scrub(&e.to_string())));
             }
             Err(AgentError::Provider(_)) => break (stop_reason(&engine, &quit, &by_user), false),
             Err(e) => {
@@ -293,6 +310,53 @@ fn worker(w: Worker) -> Result<Ended, String> {
         failed,
     });
     Ok(Ended { id, reason, failed })
+}
+
+/// The model a `/model NAME` message names (empty for `/model` alone); `None` for any
+/// other message (`/modelling` included).
+fn model_command(text: &str) -> Option<&str> {
+    let rest = text.trim().strip_prefix("/model")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
+}
+
+/// `/model NAME`: the next turns ask `name` of the same provider (each `model_turn`
+/// records the model that gave it); `/model` alone says which one answers.
+fn switch_model(
+    provider: &mut agent::Interruptible,
+    name: &str,
+    built: &(
+        cairn_engine::provider::Kind,
+        cairn_engine::provider::Overrides,
+    ),
+    key: &cairn_engine::provider::Secret,
+    to_view: &Sender<ChatMsg>,
+) {
+    if name.is_empty() {
+        let _ = to_view.send(ChatMsg::Note(format!(
+            "the model is {} ({}): /model NAME switches to another",
+            provider.model(),
+            provider.name()
+        )));
+        return;
+    }
+    let (kind, overrides) = built;
+    let overrides = cairn_engine::provider::Overrides {
+        model: Some(name.to_string()),
+        ..overrides.clone()
+    };
+    match Model::build(*kind, &overrides) {
+        Ok(m) => {
+            provider.replace(m.provider);
+            provider.set_progress(Some(progress_to_view(to_view, key.clone())));
+            let _ = to_view.send(ChatMsg::Model(name.to_string()));
+        }
+        Err(e) => {
+            let _ = to_view.send(ChatMsg::Note(format!(
+                "/model {name}: {}",
+                key.scrub(&out::error_text(&e))
+            )));
+        }
+    }
 }
 
 /// Why the session stops: the person ended it, or a signal did.

@@ -138,7 +138,7 @@ fn provider(e: &ProviderError) -> Option<String> {
         }
         ProviderError::NotFound { .. } => "check --base-url and --model".into(),
         ProviderError::NoModel => {
-            "pass --model, set CAIRN_MODEL, or set model in config.toml (cairn config shows where)"
+            "three ways: pass --model and --base-url; set CAIRN_MODEL and CAIRN_BASE_URL; or set model and base_url in config.toml, which `cairn` on a terminal asks for and writes (cairn config shows where)"
                 .into()
         }
         _ => return None,
@@ -265,7 +265,7 @@ mod tests {
         );
         assert_eq!(
             text(&ProviderError::NoModel),
-            "no model given (pass --model, set CAIRN_MODEL, or set model in config.toml (cairn config shows where))"
+            "no model given (three ways: pass --model and --base-url; set CAIRN_MODEL and CAIRN_BASE_URL; or set model and base_url in config.toml, which `cairn` on a terminal asks for and writes (cairn config shows where))"
         );
         assert_eq!(hint(&ProviderError::Exhausted(2)), None);
     }

@@ -83,15 +83,18 @@ struct Live {
     records: Receiver<Record>,
     blobs: BlobStore,
     quit: bool,
+    /// The calls' waits for a person, apart from their run time.
+    waits: cairn_cli::summary::PersonWaits,
 }
 
 impl Live {
     /// The diffs of the writes and the command lines of the commands recorded since
     /// the last look.
-    fn effects(&self) -> (Vec<String>, Vec<String>) {
+    fn effects(&mut self) -> (Vec<String>, Vec<String>) {
         let mut diffs = Vec::new();
         let mut commands = Vec::new();
         for r in self.records.try_iter() {
+            self.waits.apply(&r);
             match r.event {
                 Event::FileWrite(w) if w.status == WriteStatus::Ok => {
                     diffs.push(crate::screen::write_shown(&w, &self.blobs))
@@ -135,6 +138,7 @@ impl Hooks for Live {
             tool: o.tool.clone(),
             status: o.status.as_str().to_string(),
             elapsed_us: o.elapsed_us,
+            waited_us: self.waits.of(&o.call),
             output: first_line(&o.output, 80),
             diffs,
             commands,
@@ -184,6 +188,7 @@ fn worker(
         records,
         blobs,
         quit: false,
+        waits: Default::default(),
     };
     script::run_with(&mut engine, &steps, &mut live).map_err(|e| cairn_cli::hint::text(&e))?;
     let Live {

@@ -12,6 +12,7 @@ mod auditcmd;
 mod chatcmd;
 mod clidoc;
 mod cmd;
+mod firstrun;
 mod hookcmd;
 mod livecmd;
 mod locate;

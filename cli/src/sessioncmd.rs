@@ -13,9 +13,87 @@ use cairn_engine::{CallOutcome, Catalog, Engine, EngineConfig, Home, Registry, s
 
 use crate::out;
 
-/// Prints a call's progress line as it ends.
+/// Prints a call's progress line as it ends (after what its command printed that is
+/// not yet out): wrapped to the width of a terminal, whole on a file or a pipe.
 pub(crate) fn print_progress(o: &CallOutcome) {
-    out::note(&summary::progress(o));
+    flush_output();
+    let line = summary::progress(o);
+    match terminal_columns() {
+        Some(width) => out::note(&summary::wrap(
+            &line,
+            width,
+            summary::PROGRESS_INDENT_COLUMNS,
+        )),
+        None => out::note(&line),
+    }
+}
+
+/// The width of the terminal standard error goes to, if it goes to one.
+fn terminal_columns() -> Option<usize> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    crossterm::terminal::size()
+        .ok()
+        .map(|(w, _)| usize::from(w))
+        .filter(|&w| w > 0)
+}
+
+/// What the running command printed since its last whole line.
+static OUTPUT_PENDING: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+
+/// The prefix of a running command's output lines on standard error.
+const OUTPUT_PREFIX: &str = "  │ ";
+
+/// The longest piece of a line held back waiting for its end, in bytes: a longer
+/// one is printed as it is (a line that never ends is not held forever).
+const OUTPUT_PENDING_BYTES_MAX: usize = 64 * 1024;
+
+/// Prints what a running command prints, line by line as the lines come, on standard
+/// error under [`OUTPUT_PREFIX`] (plain `run` and `run --script`: the output reaches
+/// the person before the command ends). Its stdout and stderr come from their own
+/// threads; each piece goes in whole, so a line may hold the end of one stream and
+/// the start of the other only when a command writes partial lines to both at once.
+pub(crate) fn stream_output(engine: &mut Engine) {
+    engine.set_output_observer(std::sync::Arc::new(|piece: &[u8]| {
+        let mut pending = OUTPUT_PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        pending.extend_from_slice(piece);
+        if let Some(lines) = whole_lines(&mut pending) {
+            print_lines(&lines);
+        }
+    }));
+}
+
+/// What of `pending` goes out now: up to its last line end, or all of it once it holds
+/// more than [`OUTPUT_PENDING_BYTES_MAX`] bytes of a line with no end yet.
+fn whole_lines(pending: &mut Vec<u8>) -> Option<Vec<u8>> {
+    let whole = match memchr_last(pending) {
+        Some(i) => i + 1,
+        None if pending.len() > OUTPUT_PENDING_BYTES_MAX => pending.len(),
+        None => return None,
+    };
+    Some(pending.drain(..whole).collect())
+}
+
+/// Prints what is held of a line with no end yet (the command ended).
+fn flush_output() {
+    let rest: Vec<u8> =
+        std::mem::take(&mut *OUTPUT_PENDING.lock().unwrap_or_else(|e| e.into_inner()));
+    if !rest.is_empty() {
+        print_lines(&rest);
+    }
+}
+
+fn print_lines(bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    for l in text.lines() {
+        out::note(&format!("{OUTPUT_PREFIX}{l}"));
+    }
+}
+
+fn memchr_last(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().rposition(|&b| b == b'\n')
 }
 
 /// Readies this process to run sessions: SIGINT, SIGTERM and SIGHUP stop the session
@@ -263,6 +341,9 @@ pub fn run_script(
     let mut engine = Engine::start(&home, workspace, config)?;
     engine.set_approver(approver(approve, json));
     let stream = json.then(|| start_stream(&mut engine, None));
+    if !json {
+        stream_output(&mut engine);
+    }
     note_refused_grants(&engine);
     note_sandbox(engine.sandbox());
     let id = engine.id().to_string();
@@ -312,6 +393,11 @@ pub struct Model {
     pub(crate) key_var: String,
     /// What the session's configuration records about it (never the key).
     pub setting: cairn_engine::ModelSetting,
+    /// How it was built: `/model` in the chat builds another with a different model.
+    pub(crate) built: (
+        cairn_engine::provider::Kind,
+        cairn_engine::provider::Overrides,
+    ),
 }
 
 impl Model {
@@ -348,6 +434,7 @@ impl Model {
             key,
             key_var,
             setting,
+            built: (kind, overrides.clone()),
         })
     }
 
@@ -372,6 +459,9 @@ impl Model {
         } = self;
         if let Some(k) = key.expose() {
             engine.add_secret(&key_var, k);
+        }
+        if stream.is_none() {
+            stream_output(&mut engine);
         }
         let id = engine.id().to_string();
         let cfg = agent::AgentConfig {
@@ -1003,4 +1093,27 @@ pub fn allow_revoke(workspace: &Path, key: &str, json: bool) -> Result<ExitCode>
         ))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whole lines go out at once; a line with no end waits, up to the pending limit
+    /// (at it: held; one byte past it: out).
+    #[test]
+    fn whole_lines_go_out_and_an_unended_line_waits_up_to_its_limit() {
+        let mut p = b"one\ntwo\nthr".to_vec();
+        assert_eq!(whole_lines(&mut p), Some(b"one\ntwo\n".to_vec()));
+        assert_eq!(p, b"thr");
+        let mut at = vec![b'x'; OUTPUT_PENDING_BYTES_MAX];
+        assert_eq!(whole_lines(&mut at), None);
+        assert_eq!(at.len(), OUTPUT_PENDING_BYTES_MAX);
+        let mut past = vec![b'x'; OUTPUT_PENDING_BYTES_MAX + 1];
+        assert_eq!(
+            whole_lines(&mut past).map(|l| l.len()),
+            Some(OUTPUT_PENDING_BYTES_MAX + 1)
+        );
+        assert!(past.is_empty());
+    }
 }

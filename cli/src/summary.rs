@@ -49,15 +49,81 @@ pub fn first_line(text: &str, chars_max: usize) -> String {
         .collect()
 }
 
-/// The line printed as a call ends: call, tool, status, the output's first line.
+/// The line printed as a call ends: call, tool, status, the output's first line
+/// whole (up to [`PROGRESS_LINE_CHARS_MAX`] characters, the rest counted): a terminal
+/// wraps it with [`wrap`], a file or a pipe gets it on one line.
 pub fn progress(o: &CallOutcome) -> String {
-    format!(
-        "{:<5} {:<22} {:<8} {}",
+    let line = o.output.lines().next().unwrap_or("");
+    let shown = first_line(line, PROGRESS_LINE_CHARS_MAX);
+    let left = line.chars().count().saturating_sub(PROGRESS_LINE_CHARS_MAX);
+    let mut text = format!(
+        "{:<5} {:<22} {:<8} {shown}",
         o.call,
         o.tool,
         o.status.as_str(),
-        first_line(&o.output, 60)
-    )
+    );
+    if left > 0 {
+        text.push_str(&format!("…(+{left} characters)"));
+    }
+    text
+}
+
+/// The most characters of an output's first line a progress line shows.
+pub const PROGRESS_LINE_CHARS_MAX: usize = 2000;
+
+/// Columns of a progress line before the output's first line: where its wrapped
+/// lines start.
+pub const PROGRESS_INDENT_COLUMNS: usize = 38;
+
+/// `text` (one line) wrapped at spaces to `width` columns, the lines after the first
+/// indented by `indent` spaces; a word longer than a line is cut where the line ends.
+/// Nothing is dropped.
+pub fn wrap(text: &str, width: usize, indent: usize) -> String {
+    // Too narrow to indent usefully: the wrapped lines start at the left.
+    let indent = if width >= indent + 20 { indent } else { 0 };
+    let width = width.max(indent + 1);
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    let mut cols = 0usize;
+    for word in text.split(' ') {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let begin = if lines.is_empty() { 0 } else { indent };
+            // The space before the word (the spaces of a padded column are kept).
+            let sep = usize::from(cols > begin);
+            if cols + sep + word.len() <= width {
+                if sep == 1 {
+                    line.push(' ');
+                }
+                line.extend(word.iter());
+                cols += sep + word.len();
+                break;
+            }
+            let room = width.saturating_sub(cols + sep);
+            if (cols > begin && word.len() <= width - indent) || room == 0 {
+                // The word goes whole on the next line.
+                lines.push(std::mem::replace(&mut line, " ".repeat(indent)));
+                cols = indent;
+                continue;
+            }
+            // Longer than any line: this one is filled, the rest goes on.
+            if sep == 1 {
+                line.push(' ');
+            }
+            line.extend(word.drain(..room.min(word.len())));
+            lines.push(std::mem::replace(&mut line, " ".repeat(indent)));
+            cols = indent;
+            if word.is_empty() {
+                break;
+            }
+        }
+    }
+    lines.push(line);
+    lines
+        .iter()
+        .map(|l| l.trim_end())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 pub use cairn_replay::audit::Price;
@@ -119,6 +185,71 @@ pub fn elapsed(us: u64) -> String {
     }
 }
 
+/// How long each call waited for a person's permission answers, from its records as
+/// they come: from each `permission_requested` to its `permission_decided` answered
+/// by the user. A call's time shown to a person is its `elapsed_us` less this wait,
+/// which is shown apart.
+#[derive(Debug, Default)]
+pub struct PersonWaits {
+    /// The questions not yet answered, by call and key: when they were asked (µs).
+    asked: std::collections::HashMap<(String, String), i64>,
+    /// The wait so far of each running call, in microseconds.
+    waited: std::collections::HashMap<String, u64>,
+}
+
+impl PersonWaits {
+    /// Takes the next record.
+    pub fn apply(&mut self, r: &cairn_engine::Record) {
+        use cairn_engine::event::{AnswerSource, Event};
+        match &r.event {
+            // A call id started again is another call.
+            Event::ToolStarted { call, .. } => {
+                self.waited.remove(call);
+            }
+            Event::PermissionRequested { call, key, .. } => {
+                if let Some(at) = micros(&r.ts) {
+                    self.asked.insert((call.clone(), key.clone()), at);
+                }
+            }
+            Event::PermissionDecided {
+                call, key, source, ..
+            } => {
+                let asked = self.asked.remove(&(call.clone(), key.clone()));
+                if let (Some(asked), Some(now), AnswerSource::User) = (asked, micros(&r.ts), source)
+                {
+                    let wait = u64::try_from(now.saturating_sub(asked)).unwrap_or(0);
+                    *self.waited.entry(call.clone()).or_default() += wait;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The wait of `call` so far, in microseconds (0 when nobody was asked).
+    pub fn of(&self, call: &str) -> u64 {
+        self.waited.get(call).copied().unwrap_or(0)
+    }
+}
+
+/// Microseconds since the epoch of a record's RFC 3339 time.
+fn micros(ts: &str) -> Option<i64> {
+    ts.parse::<jiff::Timestamp>()
+        .ok()
+        .map(|t| t.as_microsecond())
+}
+
+/// A call's time for people: its own run time, and the wait for a person apart
+/// (`1.2ms (waited 3.10s for permission)`, as `show` and `audit` say it) when there
+/// was one.
+pub fn run_time(elapsed_us: u64, waited_us: u64) -> String {
+    let own = elapsed(elapsed_us.saturating_sub(waited_us));
+    if waited_us == 0 {
+        own
+    } else {
+        format!("{own} (waited {} for permission)", elapsed(waited_us))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -136,21 +267,131 @@ mod tests {
         assert_eq!(first_line("a\tb", 2), "a ");
     }
 
-    #[test]
-    fn progress_shows_the_first_line_of_the_output_cut_to_60_characters() {
-        let o = CallOutcome {
+    fn outcome(output: String) -> CallOutcome {
+        CallOutcome {
             call: "c12".into(),
             tool: "read_file".into(),
             status: Status::Ok,
-            output: format!("{}\nsecond", "x".repeat(70)),
+            output,
             refusal: None,
             elapsed_us: 5,
             mcp_result: None,
-        };
+        }
+    }
+
+    /// A regression test (issue 43): the progress line cut the output's first line at
+    /// 60 characters, mid-sentence (`… private-network target (127.0.0.1 is`).
+    #[test]
+    fn progress_shows_the_whole_first_line_of_the_output_up_to_its_limit() {
+        let sentence = "refused: 127.0.0.1 is a private-network target (127.0.0.1 is in 127.0.0.0/8): web_fetch reaches public hosts only";
         assert_eq!(
-            progress(&o),
-            format!("c12   read_file              ok       {}", "x".repeat(60))
+            progress(&outcome(format!("{sentence}\nsecond"))),
+            format!("c12   read_file              ok       {sentence}")
         );
+        // At the limit, whole; past it, the rest counted.
+        let at = "x".repeat(PROGRESS_LINE_CHARS_MAX);
+        assert!(progress(&outcome(at.clone())).ends_with(&format!(" {at}")));
+        let past = progress(&outcome("y".repeat(PROGRESS_LINE_CHARS_MAX + 3)));
+        assert!(
+            past.ends_with(&format!(
+                "{}…(+3 characters)",
+                "y".repeat(PROGRESS_LINE_CHARS_MAX)
+            )),
+            "{past}"
+        );
+    }
+
+    /// Wrapping keeps every word whole and in order, each line within the width, the
+    /// lines after the first indented; a word longer than a line is cut, not lost.
+    #[test]
+    fn wrap_breaks_at_spaces_within_the_width_and_loses_nothing() {
+        let line = progress(&outcome(
+            "refused: 127.0.0.1 is a private-network target (127.0.0.1 is in 127.0.0.0/8): web_fetch reaches public hosts only".into(),
+        ));
+        for width in [60, 80, 100] {
+            let wrapped = wrap(&line, width, PROGRESS_INDENT_COLUMNS);
+            let lines: Vec<&str> = wrapped.lines().collect();
+            assert!(lines.len() > 1, "{wrapped}");
+            assert!(
+                lines.iter().all(|l| l.chars().count() <= width),
+                "{wrapped}"
+            );
+            assert!(
+                lines[1..]
+                    .iter()
+                    .all(|l| l.starts_with(&" ".repeat(PROGRESS_INDENT_COLUMNS))
+                        && !l[PROGRESS_INDENT_COLUMNS..].starts_with(' ')),
+                "{wrapped}"
+            );
+            let words = |t: &str| t.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+            assert_eq!(words(&wrapped), words(&line), "{wrapped}");
+            // The padded columns of the first line are kept as they were.
+            assert!(lines[0].starts_with("c12   read_file              ok       refused:"));
+        }
+        // Fits: unchanged.
+        assert_eq!(wrap("a  b", 10, 4), "a  b");
+        // A word longer than a line is cut where the line ends, and goes on.
+        assert_eq!(wrap("ab cdefghij", 5, 0), "ab cd\nefghi\nj");
+        // Too narrow for the indent: wrapped lines start at the left.
+        assert_eq!(wrap("aaa bbb ccc", 7, 38), "aaa bbb\nccc");
+    }
+
+    fn rec(seq: u64, ts: &str, event: serde_json::Value) -> cairn_engine::Record {
+        cairn_engine::Record {
+            seq,
+            ts: ts.into(),
+            hash: cairn_store::Hash::of(b""),
+            event: serde_json::from_value(event).unwrap(),
+        }
+    }
+
+    /// Only a person's answers count, from the question to the answer; a call id
+    /// started again starts from nothing.
+    #[test]
+    fn person_waits_count_from_question_to_a_persons_answer() {
+        let mut w = PersonWaits::default();
+        let ask = |seq, ts: &str, call: &str, key: &str| {
+            rec(
+                seq,
+                ts,
+                serde_json::json!({"type": "permission_requested", "call": call, "key": key, "detail": "d"}),
+            )
+        };
+        let answer = |seq, ts: &str, call: &str, key: &str, source: &str| {
+            rec(
+                seq,
+                ts,
+                serde_json::json!({"type": "permission_decided", "call": call, "key": key, "answer": "once", "source": source}),
+            )
+        };
+        let start = |seq, call: &str| {
+            rec(
+                seq,
+                "2026-01-01T00:00:00Z",
+                serde_json::json!({"type": "tool_started", "call": call, "tool": "shell", "input": {}}),
+            )
+        };
+        for r in [
+            start(1, "c1"),
+            ask(2, "2026-01-01T00:00:01.000000Z", "c1", "shell:ls"),
+            answer(3, "2026-01-01T00:00:03.500000Z", "c1", "shell:ls", "user"),
+            ask(4, "2026-01-01T00:00:04Z", "c1", "shell:rm"),
+            answer(5, "2026-01-01T00:00:04.250000Z", "c1", "shell:rm", "user"),
+            start(6, "c2"),
+            ask(7, "2026-01-01T00:00:05Z", "c2", "shell:cat"),
+            answer(8, "2026-01-01T00:00:09Z", "c2", "shell:cat", "policy"),
+        ] {
+            w.apply(&r);
+        }
+        assert_eq!(w.of("c1"), 2_750_000);
+        assert_eq!(w.of("c2"), 0);
+        w.apply(&start(9, "c1"));
+        assert_eq!(w.of("c1"), 0);
+        assert_eq!(
+            run_time(3_000_000, 2_750_000),
+            "250.0ms (waited 2.75s for permission)"
+        );
+        assert_eq!(run_time(1500, 0), "1.5ms");
     }
 
     #[test]

@@ -19,7 +19,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use crate::browse::status_style;
-use crate::summary::elapsed;
+use crate::summary::{elapsed, run_time};
 
 /// What the engine's thread reports.
 #[derive(Debug, Clone)]
@@ -34,7 +34,10 @@ pub enum Msg {
         call: String,
         tool: String,
         status: String,
+        /// The call's time as recorded, the wait below included.
         elapsed_us: u64,
+        /// The part of it spent waiting for a person's permission answers (shown apart).
+        waited_us: u64,
         output: String,
         diffs: Vec<String>,
         commands: Vec<String>,
@@ -74,6 +77,7 @@ enum Entry {
         tool: String,
         status: String,
         elapsed_us: u64,
+        waited_us: u64,
         output: String,
         diffs: Vec<String>,
         commands: Vec<String>,
@@ -152,6 +156,7 @@ impl ViewApp {
                 tool,
                 status,
                 elapsed_us,
+                waited_us,
                 output,
                 diffs,
                 commands,
@@ -166,6 +171,7 @@ impl ViewApp {
                     tool,
                     status,
                     elapsed_us,
+                    waited_us,
                     output,
                     diffs,
                     commands,
@@ -307,6 +313,7 @@ impl ViewApp {
                     tool,
                     status,
                     elapsed_us,
+                    waited_us,
                     output,
                     diffs,
                     commands,
@@ -314,7 +321,10 @@ impl ViewApp {
                     out.push(Line::from(vec![
                         Span::raw(format!("{call:<5} {tool:<16} ")),
                         Span::styled(format!("{status:<11}"), status_style(status)),
-                        Span::raw(format!("{:>9}  {output}", elapsed(*elapsed_us))),
+                        Span::raw(format!(
+                            "{:>9}  {output}",
+                            run_time(*elapsed_us, *waited_us)
+                        )),
                     ]));
                     for c in commands {
                         out.push(Line::from(format!("      $ {c}")));

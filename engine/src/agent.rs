@@ -378,6 +378,17 @@ impl Interruptible {
     pub fn interrupt_handle(&self) -> InterruptHandle {
         self.interrupt.clone()
     }
+
+    /// Puts `inner` in the place of the wrapped provider (the chat's `/model`), keeping
+    /// the handles; waits for a turn given up to finish first. The progress callback is
+    /// the caller's to set again.
+    pub fn replace(&mut self, mut inner: Box<dyn Provider + Send>) {
+        let (c, i) = (self.cancel.clone(), self.interrupt.clone());
+        inner.set_give_up(Some(Arc::new(move || give_up_now(&c, &i))));
+        self.name = inner.name().to_string();
+        self.model = inner.model().to_string();
+        *self.inner.lock().unwrap_or_else(|e| e.into_inner()) = inner;
+    }
 }
 
 impl Provider for Interruptible {

@@ -39,6 +39,19 @@ impl Args {
     }
 
     pub fn run(self) -> anyhow::Result<ExitCode> {
+        // No model anywhere: on a terminal, the first-run questions; without one, the
+        // error lists the ways to give one.
+        let flags = self.model.settings();
+        let home = cairn_engine::Home::from_env()?;
+        let project = sessioncmd::project_for(&home, &self.workspace);
+        if crate::firstrun::needed(&sessioncmd::effective(&home, project.as_ref(), &flags)?) {
+            if !chatcmd::on_terminal() {
+                return Err(cairn_engine::provider::ProviderError::NoModel.into());
+            }
+            if !crate::firstrun::guide(&home)? {
+                return Ok(ExitCode::from(2));
+            }
+        }
         if !chatcmd::on_terminal() {
             anyhow::bail!(
                 "cairn chat needs a terminal (standard input and output, and CI not set): use cairn run TASK for plain lines"
@@ -47,7 +60,7 @@ impl Args {
         let a = sessioncmd::TaskArgs {
             task: String::new(),
             workspace: self.workspace,
-            flags: self.model.settings(),
+            flags,
             approve: self.approve,
             no_stream: self.no_stream,
             json: false,

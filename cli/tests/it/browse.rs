@@ -47,6 +47,7 @@ fn fixed_view(v: SessionView, paths: &[&std::path::Path]) -> SessionView {
             .into_iter()
             .map(|mut c| {
                 c.elapsed_us = Some(1234);
+                c.waited_us = 0;
                 c.summary = common::normalise(&c.summary, paths);
                 c.detail = c
                     .detail

@@ -842,3 +842,130 @@ fn unconfigured_tools_name_config_keys_the_config_file_takes() {
         "cargo check --message-format=json"
     );
 }
+
+/// Without a terminal, a command under `run` streams its output lines as they come,
+/// prefixed, on stderr (issue 43: nothing showed until the command ended): the first
+/// line is read while the command still sleeps, a second before it ends.
+#[test]
+fn plain_run_streams_a_commands_output_lines_as_they_come() {
+    use std::io::BufRead;
+    let s = setup();
+    let script = s.script(
+        "s.jsonl",
+        &[json!({"tool": "shell", "input": {"command": "echo first; sleep 2; echo second"}})],
+    );
+    let mut child = s
+        .cmd(&[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--approve",
+            "always",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen: Vec<(std::time::Duration, String)> = Vec::new();
+    for line in stderr.lines() {
+        seen.push((t0.elapsed(), line.unwrap()));
+    }
+    assert!(child.wait().unwrap().success(), "{seen:?}");
+    let at = |text: &str| {
+        seen.iter()
+            .find(|(_, l)| l == text)
+            .map(|(t, _)| *t)
+            .unwrap_or_else(|| panic!("{text:?} not in {seen:?}"))
+    };
+    let (first, second) = (at("  │ first"), at("  │ second"));
+    assert!(
+        second.saturating_sub(first) >= std::time::Duration::from_millis(1500),
+        "the first line came with the last: {seen:?}"
+    );
+    // Then the call's progress line, after its output.
+    let progress = seen
+        .iter()
+        .position(|(_, l)| l.starts_with("c1 "))
+        .unwrap_or_else(|| panic!("{seen:?}"));
+    assert!(progress > seen.iter().position(|(_, l)| l == "  │ second").unwrap());
+}
+
+/// Without a terminal, a call's progress line holds the output's first line whole
+/// (issue 43: `refused: 127.0.0.1 is a private-network target (127.0.0.1 is`).
+#[test]
+fn plain_run_prints_whole_progress_lines_without_a_terminal() {
+    let s = setup();
+    let sentence = "word ".repeat(40);
+    std::fs::write(s.ws.join("long.txt"), format!("{}end.\n", sentence)).unwrap();
+    let script = s.script(
+        "s.jsonl",
+        &[json!({"tool": "read_file", "input": {"path": "long.txt"}})],
+    );
+    let out = s.run(&[
+        "run",
+        "--script",
+        script.to_str().unwrap(),
+        "--approve",
+        "always",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("c1 "))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(line.ends_with(&format!("{}end.", sentence)), "{line}");
+}
+
+/// The stderr lines of `cairn run --script` running `command`, each with when it came.
+fn timed_stderr(command: &str) -> Vec<(std::time::Duration, String)> {
+    use std::io::BufRead;
+    let s = setup();
+    let script = s.script(
+        "s.jsonl",
+        &[json!({"tool": "shell", "input": {"command": command}})],
+    );
+    let mut child = s
+        .cmd(&[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--approve",
+            "always",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let seen: Vec<_> = stderr.lines().map(|l| (t0.elapsed(), l.unwrap())).collect();
+    assert!(child.wait().unwrap().success());
+    seen
+}
+
+/// A line that does not end is not held until the command ends: a megabyte with no
+/// line end reaches stderr while the command still sleeps.
+#[test]
+fn plain_run_prints_a_long_unended_line_before_the_command_ends() {
+    let seen = timed_stderr("head -c 1048576 /dev/zero | tr '\\0' x; sleep 2; echo; echo done");
+    let at = |p: &dyn Fn(&str) -> bool| {
+        seen.iter()
+            .find(|(_, l)| p(l))
+            .map(|(t, _)| *t)
+            .unwrap_or_else(|| {
+                panic!(
+                    "{:?}",
+                    seen.iter().map(|(_, l)| l.len()).collect::<Vec<_>>()
+                )
+            })
+    };
+    let long = at(&|l: &str| l.starts_with("  │ xxx"));
+    let done = at(&|l: &str| l == "  │ done");
+    assert!(
+        done.saturating_sub(long) >= std::time::Duration::from_millis(1500),
+        "{long:?} {done:?}"
+    );
+}

@@ -40,6 +40,7 @@ fn session_so_far() -> ViewApp {
         tool: "edit_file".into(),
         status: "ok".into(),
         elapsed_us: 1234,
+        waited_us: 0,
         output: "edited src/lib.rs".into(),
         diffs: vec![cairn_engine::diff::unified(
             "src/lib.rs",
@@ -54,6 +55,7 @@ fn session_so_far() -> ViewApp {
         tool: "read_file".into(),
         status: "blocked".into(),
         elapsed_us: 80,
+        waited_us: 0,
         output: "blocked: the same call a third time with nothing changed".into(),
         diffs: vec![],
         commands: vec![],
@@ -150,6 +152,7 @@ fn finished(call: &str, status: &str) -> Msg {
         tool: "shell".into(),
         status: status.into(),
         elapsed_us: 300_000,
+        waited_us: 0,
         output: "cancelled by the user after 300 ms".into(),
         diffs: vec![],
         commands: vec!["sleep 30".into()],
@@ -459,4 +462,50 @@ fn run_in_tmux_ctrl_c_cancels_the_running_command() {
         ],
         "{log}"
     );
+}
+
+/// On a terminal, a plain run's progress line (stdout to a file, stderr to the
+/// terminal) wraps at spaces to the terminal's 100 columns, its wrapped lines under
+/// the output's column; no word is cut and nothing is dropped (issue 43).
+#[test]
+fn plain_progress_lines_wrap_to_the_terminal_width() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let words: Vec<String> = (1..=30).map(|i| format!("word{i}")).collect();
+    std::fs::write(ws.path().join("long.txt"), format!("{}\n", words.join(" "))).unwrap();
+    std::fs::write(
+        home.path().join("s.jsonl"),
+        "{\"tool\": \"read_file\", \"input\": {\"path\": \"long.txt\"}}\n",
+    )
+    .unwrap();
+    let sh = format!(
+        "unset CI; cd {}; CAIRN_HOME={} {} run --script {}/s.jsonl --approve always > {}/id; echo exited; sleep 30",
+        ws.path().display(),
+        home.path().display(),
+        env!("CARGO_BIN_EXE_cairn"),
+        home.path().display(),
+        home.path().display(),
+    );
+    let tmux = Tmux::start("cairn-wrap", &sh);
+    let screen = tmux.wait_for("exited");
+    let lines: Vec<&str> = screen.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with("c1 "))
+        .unwrap_or_else(|| panic!("{screen}"));
+    let end = lines
+        .iter()
+        .position(|l| l.contains("word30"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(end > start, "one line only: {screen}");
+    let indent = " ".repeat(cairn_cli::summary::PROGRESS_INDENT_COLUMNS);
+    for l in &lines[start + 1..=end] {
+        assert!(l.starts_with(&indent), "{l:?} in\n{screen}");
+    }
+    let shown: Vec<&str> = lines[start..=end]
+        .iter()
+        .flat_map(|l| l.split_whitespace())
+        .filter(|w| w.starts_with("word"))
+        .collect();
+    assert_eq!(shown, words, "{screen}");
 }

@@ -55,6 +55,12 @@ pub struct Limits {
     pub shell_output_bytes_max: usize,
     /// Lines of each output stream shown to the model.
     pub shell_output_lines_max: usize,
+    /// Of `shell_output_lines_max`, the lines kept from the end of a longer stream:
+    /// the model sees its head and its tail (failures and summaries come last), the cut
+    /// between them named. A session recorded before the field showed the head only
+    /// (0).
+    #[serde(default)]
+    pub shell_output_tail_lines_max: usize,
     /// Characters of one output line shown to the model.
     pub shell_line_chars_max: usize,
     /// Background processes running at once in a session.
@@ -147,6 +153,7 @@ impl Limits {
             shell_kill_grace_ms: 500,
             shell_output_bytes_max: 64 * 1024,
             shell_output_lines_max: 200,
+            shell_output_tail_lines_max: 50,
             shell_line_chars_max: 512,
             shell_background_max: 16,
             shell_capture_bytes_max: OUTPUT_STREAM_BYTES_MAX,

@@ -957,11 +957,22 @@ fn relay_loop<O: Read + AsFd, E: Read + AsFd>(
 
 /// The part of a stream the model sees, built as the bytes go by in bounded memory:
 /// at most `lines_max` lines of at most `chars_max` characters and `bytes_max` bytes
-/// of output in all (whole lines; the markers saying what was cut come on top).
+/// of output in all (whole lines; the markers saying what was cut come on top). With
+/// a tail ([`Preview::with_tail`]), the last lines of a longer stream are kept too,
+/// and the cut between head and tail says what it left out and how to read it.
 pub struct Preview {
     bytes_max: usize,
     lines_max: usize,
     chars_max: usize,
+    /// Lines (of `lines_max`) and bytes (of `bytes_max`) kept from the end; 0: none.
+    tail_lines_max: usize,
+    tail_bytes_max: usize,
+    /// The last lines after the head: (shown text, its bytes, the stream's bytes).
+    tail: std::collections::VecDeque<(String, usize, u64)>,
+    tail_bytes: usize,
+    /// The stream's bytes in all, and those of the lines the head shows.
+    total_bytes: u64,
+    head_bytes: u64,
     shown: String,
     /// Bytes of `shown` that are output, not markers.
     shown_bytes: usize,
@@ -987,7 +998,26 @@ impl Preview {
             line: Vec::new(),
             line_bytes: 0,
             full: false,
+            tail_lines_max: 0,
+            tail_bytes_max: 0,
+            tail: std::collections::VecDeque::new(),
+            tail_bytes: 0,
+            total_bytes: 0,
+            head_bytes: 0,
         }
+    }
+
+    /// Keeps the last `tail_lines_max` lines of `lines_max` (and their share of
+    /// `bytes_max`) from the end of a longer stream.
+    pub fn with_tail(mut self, tail_lines_max: usize) -> Preview {
+        let tail = tail_lines_max.min(self.lines_max / 2);
+        self.tail_lines_max = tail;
+        self.tail_bytes_max = self
+            .bytes_max
+            .saturating_mul(tail)
+            .checked_div(self.lines_max)
+            .unwrap_or(0);
+        self
     }
 
     fn line_cap(&self) -> usize {
@@ -997,7 +1027,7 @@ impl Preview {
     /// Takes the next bytes of the stream.
     pub fn feed(&mut self, mut chunk: &[u8]) {
         while !chunk.is_empty() {
-            if self.full {
+            if self.full && self.tail_lines_max == 0 {
                 // Only count what is left.
                 let newlines = memchr::memchr_iter(b'\n', chunk).count() as u64;
                 self.total_lines += newlines;
@@ -1025,13 +1055,44 @@ impl Preview {
         self.total_lines += 1;
         let line = std::mem::take(&mut self.line);
         let line_bytes = std::mem::replace(&mut self.line_bytes, 0);
-        if self.full {
+        self.total_bytes += line_bytes + 1;
+        if self.full && self.tail_lines_max == 0 {
             return;
         }
-        if self.shown_lines >= self.lines_max {
+        if !self.full && self.shown_lines >= self.lines_max - self.tail_lines_max {
             self.full = true;
+            if self.tail_lines_max == 0 {
+                return;
+            }
+        }
+        let (text, content) = self.shown_line(&line, line_bytes);
+        if !self.full {
+            if self.shown_bytes + content > self.bytes_max - self.tail_bytes_max {
+                self.full = true;
+            } else {
+                self.shown_bytes += content;
+                self.shown.push_str(&text);
+                self.shown_lines += 1;
+                self.head_bytes += line_bytes + 1;
+                return;
+            }
+        }
+        if self.tail_lines_max == 0 {
             return;
         }
+        self.tail.push_back((text, content, line_bytes + 1));
+        self.tail_bytes += content;
+        while self.tail.len() > self.tail_lines_max || self.tail_bytes > self.tail_bytes_max {
+            match self.tail.pop_front() {
+                Some((_, content, _)) => self.tail_bytes -= content,
+                None => break,
+            }
+        }
+    }
+
+    /// A line as shown (cut to `chars_max` characters, the bytes left out counted, its
+    /// newline), and the bytes it counts for against the caps.
+    fn shown_line(&self, line: &[u8], line_bytes: u64) -> (String, usize) {
         let mut text = String::new();
         let mut chars = 0usize;
         let mut used = 0usize;
@@ -1059,23 +1120,34 @@ impl Preview {
             text.push_str(&format!("…(+{cut} bytes)"));
         }
         text.push('\n');
-        if self.shown_bytes + content > self.bytes_max {
-            self.full = true;
-            return;
-        }
-        self.shown_bytes += content;
-        self.shown.push_str(&text);
-        self.shown_lines += 1;
+        (text, content)
     }
 
-    /// The preview, with `…(N more lines)` when lines were left out.
+    /// The preview: with `…(N more lines)` when lines were left out, or with a tail,
+    /// the head, what was left out between (lines, bytes, how to read them), the tail.
     pub fn finish(mut self) -> String {
         if self.line_bytes > 0 || !self.line.is_empty() {
             self.end_line();
         }
-        let more = self.total_lines - self.shown_lines as u64;
+        let tail_lines = self.tail.len() as u64;
+        let more = self.total_lines - self.shown_lines as u64 - tail_lines;
+        if self.tail_lines_max == 0 {
+            if more > 0 {
+                self.shown.push_str(&format!("…({more} more lines)\n"));
+            }
+            return self.shown;
+        }
         if more > 0 {
-            self.shown.push_str(&format!("…({more} more lines)\n"));
+            let tail_bytes: u64 = self.tail.iter().map(|(_, _, b)| b).sum();
+            let bytes = self.total_bytes - self.head_bytes - tail_bytes;
+            let (from, to) = (self.shown_lines as u64 + 1, self.total_lines - tail_lines);
+            self.shown.push_str(&format!(
+                "…({more} lines and {bytes} bytes left out here: lines {from}-{to} of {}; to read them, run the command again with its output sent to a file and read that file, or through sed -n '{from},{to}p')\n",
+                self.total_lines
+            ));
+        }
+        for (text, _, _) in self.tail {
+            self.shown.push_str(&text);
         }
         self.shown
     }
@@ -1439,6 +1511,38 @@ mod tests {
             p.feed(c);
         }
         p.finish()
+    }
+
+    fn preview_tail(input: &[u8], bytes: usize, lines: usize, tail: usize, step: usize) -> String {
+        let mut p = Preview::new(bytes, lines, 100).with_tail(tail);
+        for c in input.chunks(step.max(1)) {
+            p.feed(c);
+        }
+        p.finish()
+    }
+
+    /// Issue 43: the end of a long stream (failures and summaries) is shown with its
+    /// head, the cut between named, at and past the line cap, in any chunking; a line
+    /// without its newline at the end is part of the tail.
+    #[test]
+    fn a_preview_with_a_tail_shows_the_head_the_cut_and_the_tail() {
+        let n = |k: usize| -> String { (1..=k).map(|i| format!("l{i}\n")).collect() };
+        for step in [1, 2, 5, 1000] {
+            assert_eq!(preview_tail(n(6).as_bytes(), 1000, 6, 2, step), n(6));
+            assert_eq!(
+                preview_tail(n(10).as_bytes(), 1000, 6, 2, step),
+                "l1\nl2\nl3\nl4\n…(4 lines and 12 bytes left out here: lines 5-8 of 10; to read them, run the command again with its output sent to a file and read that file, or through sed -n '5,8p')\nl9\nl10\n"
+            );
+            assert_eq!(
+                preview_tail(b"a\nb\nc\nd\ne\nerror: no", 1000, 4, 2, step),
+                "a\nb\n…(2 lines and 4 bytes left out here: lines 3-4 of 6; to read them, run the command again with its output sent to a file and read that file, or through sed -n '3,4p')\ne\nerror: no\n"
+            );
+        }
+        // The tail is at most half the lines.
+        assert_eq!(
+            preview_tail(n(5).as_bytes(), 1000, 2, 9, 1000),
+            "l1\n…(3 lines and 9 bytes left out here: lines 2-4 of 5; to read them, run the command again with its output sent to a file and read that file, or through sed -n '2,4p')\nl5\n"
+        );
     }
 
     #[test]

@@ -385,6 +385,7 @@ pub(crate) fn exec_foreground(
             limits.shell_output_lines_max,
             limits.shell_line_chars_max,
         )
+        .with_tail(limits.shell_output_tail_lines_max)
     };
     let bytes_max = limits.shell_capture_bytes_max;
     let redactor = || StreamRedactor::new(ctx.redactor);

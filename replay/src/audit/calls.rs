@@ -23,6 +23,8 @@ pub struct CallEntry {
     /// Milliseconds from the session start to the call's start and end (the timeline).
     pub start_ms: u64,
     pub end_ms: u64,
+    /// The call's own run time: its `tool_finished` time less `wait_ms` (the time it
+    /// waited for a person is shown apart, never as the call's).
     pub elapsed_us: Option<u64>,
     /// Milliseconds spent waiting for a person's permission answers (from each
     /// `permission_requested` to its `permission_decided`), apart from the run time;
@@ -86,6 +88,9 @@ impl CallsFold {
         for (&i, &wait) in waits {
             if let Some(c) = calls.get_mut(i) {
                 c.wait_ms = Some(wait);
+                c.elapsed_us = c
+                    .elapsed_us
+                    .map(|us| us.saturating_sub(wait.saturating_mul(1000)));
             }
         }
         calls
@@ -252,12 +257,15 @@ mod tests {
     }
 
     #[test]
-    fn a_call_carries_the_time_it_waited_for_a_person() {
+    fn a_call_carries_the_time_it_waited_for_a_person_apart_from_its_run_time() {
+        // b's tool_finished says 2010 ms (elapsed_us is 1000 × its ms here), 1500 of
+        // them waiting for a person's answer: its run time is the other 510 (issue 43:
+        // a 9-byte write was shown as 3.14 s, the wait for `y`).
         let records = [
             started(1, 0, "a", "write_file", json!({})),
             started(2, 5, "b", "write_file", json!({})),
             finished(3, 10, "a", "denied", "denied by the user"),
-            finished(4, 10, "b", "ok", ""),
+            finished(4, 2010, "b", "ok", ""),
         ];
         check(
             &records,
@@ -271,7 +279,7 @@ mod tests {
                     Some(0),
                     "denied by the user",
                 ),
-                row("b", "ok", (5, 10), Some(10_000), Some(1500), ""),
+                row("b", "ok", (5, 2010), Some(510_000), Some(1500), ""),
             ],
         );
     }

@@ -46,7 +46,8 @@ pub(super) fn preview(blobs: &BlobStore, blob: &BlobRef, limits: &Limits) -> Opt
         limits.shell_output_bytes_max,
         limits.shell_output_lines_max,
         limits.shell_line_chars_max,
-    );
+    )
+    .with_tail(limits.shell_output_tail_lines_max);
     let mut buf = vec![0u8; READ_BUF_BYTES];
     loop {
         match file.read(&mut buf) {

@@ -452,6 +452,7 @@ fn capped(format: &str) -> (String, Vec<u8>) {
         l.shell_output_lines_max = 3;
         l.shell_line_chars_max = 4;
         l.shell_output_bytes_max = 12;
+        l.shell_output_tail_lines_max = 0;
     });
     let o = call(&mut e, "run_shell", json!({"argv": ["printf", format]}));
     let (_, f) = last_pair(&e);
@@ -481,6 +482,40 @@ fn output_at_and_past_each_cap() {
     );
     // No newline at the end is still a line.
     assert_eq!(capped("x\\ny").0, "x\ny\n");
+}
+
+/// Runs `printf FORMAT` under tiny caps with a tail of 2 lines (of 5, and 8 of the
+/// 20 bytes) and returns what the model saw of stdout.
+fn capped_tail(format: &str) -> String {
+    let w = ws(&[]);
+    let mut e = w.engine_with(Catalog::Thndrs, |l| {
+        l.shell_output_lines_max = 5;
+        l.shell_line_chars_max = 4;
+        l.shell_output_bytes_max = 20;
+        l.shell_output_tail_lines_max = 2;
+    });
+    let o = call(&mut e, "run_shell", json!({"argv": ["printf", format]}));
+    check_log(&e);
+    o.output.split_once("---\n").unwrap().1.to_string()
+}
+
+/// Issue 43: a long output's end reaches the model (a command printing 300 lines then
+/// its error was shown its first 200 only), the cut between head and tail named; the
+/// log verifies (`check_log`: verify rebuilds the same text from the blob).
+#[test]
+fn output_head_and_tail_at_and_past_each_cap() {
+    // Lines: 5 at the cap, all shown; 6 past it: 3 of head, the cut, the last 2.
+    assert_eq!(capped_tail("a\nb\nc\nd\ne\n"), "a\nb\nc\nd\ne\n");
+    assert_eq!(
+        capped_tail("a\nb\nc\nd\ne\nFAIL\n"),
+        "a\nb\nc\n…(1 lines and 2 bytes left out here: lines 4-4 of 6; to read them, run the command again with its output sent to a file and read that file, or through sed -n '4,4p')\ne\nFAIL\n"
+    );
+    // Bytes: the head has 12 of the 20, the tail 8 (whole lines only).
+    assert_eq!(capped_tail("abc\ndef\nghi\n"), "abc\ndef\nghi\n");
+    assert_eq!(
+        capped_tail("abc\ndef\nghij\nxy\nend\n"),
+        "abc\ndef\n…(1 lines and 5 bytes left out here: lines 3-3 of 5; to read them, run the command again with its output sent to a file and read that file, or through sed -n '3,3p')\nxy\nend\n"
+    );
 }
 
 #[test]
@@ -537,7 +572,7 @@ fn a_big_output_is_kept_whole_in_bounded_memory() {
         })
         .unwrap();
     assert!(
-        tool_output.contains("more lines)"),
+        tool_output.contains("left out here"),
         "{}",
         &tool_output[..200]
     );
