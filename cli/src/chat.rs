@@ -265,6 +265,48 @@ impl ChatApp {
         });
     }
 
+    /// The provider failed past its retries: the error once, short, and the session
+    /// stays for the next message.
+    fn provider_failed(&mut self, e: &str) {
+        self.flush_stream();
+        self.busy = Busy::Idle;
+        self.interrupting = false;
+        self.cancelling = false;
+        self.note = None;
+        self.entries.push(Entry::Error(format!(
+            "provider failed: {}",
+            short(e, PROVIDER_ERROR_CHARS_MAX)
+        )));
+        self.entries.push(Entry::Note(
+            "send a message to try again, or /model NAME to switch the model".into(),
+        ));
+    }
+
+    /// A running command's output, its last `LIVE_OUTPUT_BYTES_MAX` bytes kept.
+    fn live_output(&mut self, piece: &str) {
+        if let Busy::Call { live, .. } = &mut self.busy {
+            live.push_str(piece);
+            if live.len() > LIVE_OUTPUT_BYTES_MAX {
+                let mut cut = live.len() - LIVE_OUTPUT_BYTES_MAX;
+                while !live.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                live.drain(..cut);
+            }
+        }
+    }
+
+    /// The model is done (or was stopped): back to the input line, `why` noted.
+    fn idle(&mut self, why: String) {
+        self.flush_stream();
+        self.busy = Busy::Idle;
+        self.interrupting = false;
+        self.cancelling = false;
+        if !why.is_empty() {
+            self.entries.push(Entry::Note(why));
+        }
+    }
+
     pub fn on_msg(&mut self, m: ChatMsg) {
         match m {
             ChatMsg::Started { session, model } => {
@@ -289,20 +331,7 @@ impl ChatApp {
             ChatMsg::Retry(r) => {
                 self.note = Some(format!("provider: {}", short(&r, PROVIDER_ERROR_CHARS_MAX)))
             }
-            ChatMsg::Failed(e) => {
-                self.flush_stream();
-                self.busy = Busy::Idle;
-                self.interrupting = false;
-                self.cancelling = false;
-                self.note = None;
-                self.entries.push(Entry::Error(format!(
-                    "provider failed: {}",
-                    short(&e, PROVIDER_ERROR_CHARS_MAX)
-                )));
-                self.entries.push(Entry::Note(
-                    "send a message to try again, or /model NAME to switch the model".into(),
-                ));
-            }
+            ChatMsg::Failed(e) => self.provider_failed(&e),
             ChatMsg::Model(name) => {
                 self.entries.push(Entry::Note(format!(
                     "the model is now {name} (was {})",
@@ -336,18 +365,7 @@ impl ChatApp {
                     live: String::new(),
                 }
             }
-            ChatMsg::Output(piece) => {
-                if let Busy::Call { live, .. } = &mut self.busy {
-                    live.push_str(&piece);
-                    if live.len() > LIVE_OUTPUT_BYTES_MAX {
-                        let mut cut = live.len() - LIVE_OUTPUT_BYTES_MAX;
-                        while !live.is_char_boundary(cut) {
-                            cut += 1;
-                        }
-                        live.drain(..cut);
-                    }
-                }
-            }
+            ChatMsg::Output(piece) => self.live_output(&piece),
             ChatMsg::Command(c) => {
                 if let Busy::Call { commands, .. } = &mut self.busy {
                     commands.push(c);
@@ -368,15 +386,7 @@ impl ChatApp {
             } => self.finish_call(call, tool, status, (elapsed_us, waited_us), output),
             ChatMsg::Ask(r) => self.ask = Some(r),
             ChatMsg::Note(n) => self.entries.push(Entry::Note(n)),
-            ChatMsg::Idle(why) => {
-                self.flush_stream();
-                self.busy = Busy::Idle;
-                self.interrupting = false;
-                self.cancelling = false;
-                if !why.is_empty() {
-                    self.entries.push(Entry::Note(why));
-                }
-            }
+            ChatMsg::Idle(why) => self.idle(why),
             ChatMsg::Ended { reason, failed } => {
                 self.flush_stream();
                 self.busy = Busy::Ended;

@@ -299,17 +299,22 @@ fn worker(w: Worker) -> Result<Ended, String> {
             }
         }
     };
-    let ended = if failed {
-        engine.end_failed(&reason)
+    end_session(engine, &to_view, Ended { id, reason, failed })
+}
+
+/// Ends the session as `ended` says, then tells the view.
+fn end_session(engine: Engine, to_view: &Sender<ChatMsg>, ended: Ended) -> Result<Ended, String> {
+    let done = if ended.failed {
+        engine.end_failed(&ended.reason)
     } else {
-        engine.end(&reason)
+        engine.end(&ended.reason)
     };
-    ended.map_err(|e| cairn_cli::hint::text(&e))?;
+    done.map_err(|e| cairn_cli::hint::text(&e))?;
     let _ = to_view.send(ChatMsg::Ended {
-        reason: reason.clone(),
-        failed,
+        reason: ended.reason.clone(),
+        failed: ended.failed,
     });
-    Ok(Ended { id, reason, failed })
+    Ok(ended)
 }
 
 /// The model a `/model NAME` message names (empty for `/model` alone); `None` for any
