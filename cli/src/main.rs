@@ -13,6 +13,7 @@ mod browsecmd;
 mod chatcmd;
 mod clidoc;
 mod configcmd;
+mod exportcmd;
 mod hookcmd;
 mod importcmd;
 mod keycmd;
@@ -486,6 +487,8 @@ enum Command {
         .default_value("false")
         .help("Search the team archive's index instead of the home's: the archive --archive URL names, else CAIRN_ARCHIVE_URL, else url in the [archive] table of the configuration")))]
     Search(searchcmd::SearchArgs),
+    /// Export sessions in another tool's format: `otel` (OpenTelemetry traces over OTLP).
+    Export(exportcmd::Args),
     /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell).
     Completions { shell: clap_complete::Shell },
     /// Set up a sample project and run a scripted session in it per catalog.
@@ -1058,6 +1061,7 @@ impl Command {
             Command::Browse { session } => browsecmd::browse(session.as_deref()),
             Command::Import(args) => importcmd::import(args),
             command @ Command::Search(_) => command.search(in_archive),
+            Command::Export(args) => args.run(),
             command @ Command::Completions { .. } => command.completions(),
         }
     }

@@ -91,6 +91,31 @@ pub struct Settings {
     /// `CAIRN_SEARCH_INDEX=on|off` overrides the files.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub search_index: Option<bool>,
+    /// The live OpenTelemetry export (`[otel]`), under OpenTelemetry's own environment
+    /// variables (`OTEL_EXPORTER_OTLP_ENDPOINT`, …; see `docs/EXPORT.md`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub otel: Option<OtelSettings>,
+}
+
+/// The `[otel]` table: where a session's spans go as it runs, and `cairn export otel`'s
+/// default collector. Each key is under its OpenTelemetry environment variable.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OtelSettings {
+    /// The collector's OTLP/HTTP base URL (`http://localhost:4318`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Headers sent with every request (`{ authorization = "Bearer …" }`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_name: Option<String>,
+    /// Whether messages, tool inputs and outputs are exported (redacted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_content: Option<bool>,
+    /// How long one export request may take, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
 }
 
 /// A model's prices (`[prices."MODEL"]`), in dollars per million tokens, at least 0.
