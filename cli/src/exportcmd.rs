@@ -82,15 +82,39 @@ fn config_in_force(home: &Home, given: Option<&str>) -> Result<Option<OtelConfig
     ))
 }
 
+/// How long, in milliseconds, a hook's process waits at its end for its few spans to
+/// be sent: the agent waits for the hook, so a slow collector must not hold it (what is
+/// not sent by then, `cairn export otel` sends).
+pub const OTEL_HOOK_DRAIN_MS: u64 = 250;
+
 /// `home`, where every session started or resumed sends its spans live to the
 /// collector configured (nothing changes when none is).
 pub fn with_live_export(home: Home) -> Result<Home> {
+    with_live_export_limits(home, LiveLimits::default())
+}
+
+/// [`with_live_export`] with the live exporter's `limits`.
+pub fn with_live_export_limits(home: Home, limits: LiveLimits) -> Result<Home> {
     let Some(config) = config_in_force(&home, None)? else {
         return Ok(home);
     };
     let note: cairn_export::otel::Note = std::sync::Arc::new(|text: &str| out::note(text));
-    let start = LiveExporter::start_for(config, LiveLimits::default(), note);
+    let start = LiveExporter::start_for(config, limits, note);
     Ok(home.with_export(start))
+}
+
+/// The home of a hook's process: the live export, when configured, waits at most
+/// [`OTEL_HOOK_DRAIN_MS`] at the end; a configuration that cannot be read leaves the
+/// hook without it (a hook never fails for its export).
+pub fn hook_home(home: Home) -> Home {
+    let limits = LiveLimits {
+        drain_ms: OTEL_HOOK_DRAIN_MS,
+        ..LiveLimits::default()
+    };
+    match with_live_export_limits(home.clone(), limits) {
+        Ok(h) => h,
+        Err(_) => home,
+    }
 }
 
 impl OtelArgs {
