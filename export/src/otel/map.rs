@@ -157,6 +157,8 @@ impl Mapper {
         span_id(&self.session, 0)
     }
 
+    // Every part of a span but its parent, ids and scope, which are the mapper's.
+    #[allow(clippy::too_many_arguments)]
     fn span(
         &self,
         id: SpanId,
@@ -220,10 +222,8 @@ impl Mapper {
                     self.root.imported = Some(i.agent.clone());
                 }
             }
-            Event::UserMessage { text, .. } => {
-                if self.capture_content {
-                    self.user_texts.push(text.clone());
-                }
+            Event::UserMessage { text, .. } if self.capture_content => {
+                self.user_texts.push(text.clone());
             }
             Event::ModelTurn {
                 provider,
