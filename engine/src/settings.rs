@@ -535,6 +535,31 @@ mod tests {
     }
 
     #[test]
+    fn the_otel_table_is_read_whole_from_the_highest_file() {
+        let otel = |text: &str| parse(text).map(|s| s.otel);
+        assert_eq!(
+            otel(
+                "[otel]\nendpoint = \"http://c:4318\"\ncapture_content = true\nheaders = { authorization = \"k\" }\n"
+            ),
+            Ok(Some(OtelSettings {
+                endpoint: Some("http://c:4318".into()),
+                headers: Some([("authorization".to_string(), "k".to_string())].into()),
+                capture_content: Some(true),
+                ..OtelSettings::default()
+            }))
+        );
+        assert!(otel("[otel]\nendpiont = \"x\"\n").is_err_and(|e| e.contains("endpiont")));
+        let file = |text: &str| parse(text).unwrap_or_else(|e| panic!("{e}"));
+        let files = Files {
+            user: Some(("/u".into(), file("[otel]\nendpoint = \"http://u\"\n"))),
+            project: Some(("/p".into(), file("[otel]\nendpoint = \"http://p\"\n"))),
+        };
+        let (s, _) =
+            resolve(&Settings::default(), &files, |_| None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.otel.and_then(|o| o.endpoint).as_deref(), Some("http://p"));
+    }
+
+    #[test]
     fn unknown_keys_are_named() {
         let check = |text: &str, expected: &str| {
             let got = parse(text).map(|_| ()).unwrap_err();

@@ -572,3 +572,119 @@ fn the_live_queue_takes_its_limit_and_drops_past_it_counted_once() {
         "{said:?}"
     );
 }
+
+// Guards against content reaching a collector unasked, or a secret reaching it at all:
+// content only with `capture_content`, and as the log holds it, redacted.
+#[test]
+fn content_is_exported_only_when_asked_and_always_redacted() {
+    let (_tmp, home, ws) = cairn_tests::home_and_workspace();
+    let secret = "AKIAABCDEFGHIJKLMNOP";
+    let mut e = Engine::start(&home, &ws, engine_config()).unwrap();
+    e.set_approver(Box::new(Policy::AllowAll));
+    e.user_message(&format!("use the key {secret}")).unwrap();
+    let turn = Turn {
+        text: format!("echoing {secret}"),
+        tool_calls: Vec::new(),
+        usage: None,
+    };
+    e.model_turn("anthropic", "claude-test", &turn).unwrap();
+    e.call("shell", json!({ "command": format!("echo {secret}") }))
+        .unwrap();
+    let dir = e.dir().to_path_buf();
+    e.end("answered").unwrap();
+    let exported = |capture: bool| -> Vec<Got> {
+        let rx = Receiver::start(Mode::Ok);
+        let mut c = config(&rx.url, 2_000);
+        c.capture_content = capture;
+        Sender::new(&c)
+            .unwrap()
+            .send(spans_of(&dir, capture).unwrap().spans)
+            .unwrap();
+        rx.spans()
+    };
+    let content_keys = [
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "gen_ai.tool.call.arguments",
+        "gen_ai.tool.call.result",
+    ];
+    let plain = exported(false);
+    assert_eq!(plain.len(), 3);
+    for g in &plain {
+        for k in content_keys {
+            assert_eq!(g.text(k), None, "{k} without capture");
+        }
+    }
+    let captured = exported(true);
+    let chat = captured
+        .iter()
+        .find(|g| g.span.name == "chat claude-test")
+        .unwrap();
+    let tool = captured
+        .iter()
+        .find(|g| g.span.name == "execute_tool shell")
+        .unwrap();
+    let all: Vec<String> = [
+        chat.text("gen_ai.input.messages"),
+        chat.text("gen_ai.output.messages"),
+        tool.text("gen_ai.tool.call.arguments"),
+        tool.text("gen_ai.tool.call.result"),
+    ]
+    .into_iter()
+    .map(|t| t.unwrap_or_else(|| panic!("content missing with capture")))
+    .collect();
+    for text in &all {
+        assert!(!text.contains(secret), "{text}");
+        assert!(text.contains("[REDACTED:aws_access_key]"), "{text}");
+    }
+    assert_eq!(
+        chat.text("gen_ai.provider.name").as_deref(),
+        Some("anthropic")
+    );
+}
+
+// Guards against a resumed session's live spans differing from its log's: the live
+// exporter of a resume folds the records before it first.
+#[test]
+fn a_resumed_session_exports_live_what_its_log_gives() {
+    let (_tmp, home, ws) = cairn_tests::home_and_workspace();
+    let (dir, _) = session(&home, &ws);
+    let live = Receiver::start(Mode::Ok);
+    let (note, said) = notes();
+    let exporting = home.with_export(LiveExporter::start_for(
+        config(&live.url, 2_000),
+        live_limits(),
+        note,
+    ));
+    let (mut e, _) =
+        Engine::resume(&exporting, &dir, cairn_engine::ResumeOptions::default()).unwrap();
+    e.set_approver(Box::new(Policy::AllowAll));
+    e.call("read_file", json!({"path": "a.txt"})).unwrap();
+    e.end("answered again").unwrap();
+    let batch = Receiver::start(Mode::Ok);
+    send(&batch.url, &dir).unwrap();
+    assert!(
+        said.lock().unwrap().is_empty(),
+        "{:?}",
+        said.lock().unwrap()
+    );
+    // The live export sent the resume's call and the whole session's span, with the
+    // ids, names and parents the log gives.
+    let from_log = shape(&batch.spans());
+    let sent = shape(&live.spans());
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert!(sent.is_subset(&from_log), "{sent:?}\n{from_log:?}");
+    let root = |r: &Receiver| {
+        r.spans()
+            .into_iter()
+            .find(|g| g.span.name == "invoke_agent cairn")
+            .map(|g| {
+                (
+                    g.span.start_time_unix_nano,
+                    g.span.end_time_unix_nano,
+                    g.int("cairn.seq.last"),
+                )
+            })
+    };
+    assert_eq!(root(&live), root(&batch));
+}
