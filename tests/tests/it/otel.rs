@@ -688,3 +688,65 @@ fn a_resumed_session_exports_live_what_its_log_gives() {
     };
     assert_eq!(root(&live), root(&batch));
 }
+
+// Guards against another agent's session, recorded through its hooks (a process per
+// hook, each appending a few records), exporting live other spans than its log gives.
+#[test]
+fn a_hook_session_exports_live_what_its_log_gives() {
+    use cairn_import::hook::{HookOptions, handle};
+    let (_tmp, home, ws) = cairn_tests::home_and_workspace();
+    let live = Receiver::start(Mode::Ok);
+    let (note, said) = notes();
+    let home = home.with_export(LiveExporter::start_for(
+        config(&live.url, 2_000),
+        live_limits(),
+        note,
+    ));
+    let options = HookOptions {
+        agent: "claude".into(),
+        unlisted: cairn_engine::hook::Unlisted::Allow,
+        project_dir: None,
+        agent_version: Some("2.1.0".into()),
+    };
+    let s = "otel-hook-1";
+    let send = |name: &str, mut extra: serde_json::Value| {
+        extra["session_id"] = json!(s);
+        extra["cwd"] = json!(ws.to_string_lossy());
+        extra["transcript_path"] = json!("/nonexistent/transcript.jsonl");
+        extra["hook_event_name"] = json!(name);
+        handle(&home, &options, &extra).unwrap()
+    };
+    send("SessionStart", json!({"source": "startup"}));
+    send("UserPromptSubmit", json!({"prompt": "list"}));
+    let bash = json!({"command": "ls"});
+    send(
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "t1", "tool_input": bash}),
+    );
+    send(
+        "PostToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "t1", "tool_input": bash,
+            "tool_response": {"stdout": "", "stderr": "", "interrupted": false}}),
+    );
+    let end = send("SessionEnd", json!({"reason": "exit"}));
+    let dir = home.project(&ws).session_dir(&end.session);
+    let batch = Receiver::start(Mode::Ok);
+    send_to(&batch.url, &dir);
+    assert!(
+        said.lock().unwrap().is_empty(),
+        "{:?}",
+        said.lock().unwrap()
+    );
+    let names: BTreeSet<String> = live.spans().iter().map(|g| g.span.name.clone()).collect();
+    assert_eq!(
+        names,
+        ["execute_tool Bash", "invoke_agent claude"]
+            .map(String::from)
+            .into()
+    );
+    assert_eq!(shape(&live.spans()), shape(&batch.spans()));
+}
+
+fn send_to(url: &str, dir: &Path) {
+    send(url, dir).unwrap_or_else(|e| panic!("{e}"));
+}
