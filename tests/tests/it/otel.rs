@@ -750,3 +750,35 @@ fn a_hook_session_exports_live_what_its_log_gives() {
 fn send_to(url: &str, dir: &Path) {
     send(url, dir).unwrap_or_else(|e| panic!("{e}"));
 }
+
+#[test]
+fn a_fork_exports_its_own_trace_linked_to_its_parent() {
+    let (tmp, home, ws) = cairn_tests::home_and_workspace();
+    let (parent, _) = session(&home, &ws);
+    let dest = tmp.path().join("fork-ws");
+    let (mut fork, _) = cairn_replay::fork(&home, &parent, 3, &dest, None).unwrap();
+    fork.set_approver(Box::new(Policy::AllowAll));
+    fork.call("read_file", json!({"path": "a.txt"})).unwrap();
+    let dir = fork.dir().to_path_buf();
+    fork.end("done").unwrap();
+    let (p, f) = (Receiver::start(Mode::Ok), Receiver::start(Mode::Ok));
+    send_to(&p.url, &parent);
+    send_to(&f.url, &dir);
+    let root = |r: &Receiver| {
+        r.spans()
+            .into_iter()
+            .find(|g| g.span.name.starts_with("invoke_agent"))
+            .unwrap()
+    };
+    let (pr, fr) = (root(&p), root(&f));
+    assert_ne!(pr.span.trace_id, fr.span.trace_id);
+    assert_eq!(fr.int("cairn.parent.seq"), Some(3));
+    let link = &fr.span.links;
+    assert_eq!(link.len(), 1);
+    assert_eq!(
+        (&link[0].trace_id, &link[0].span_id),
+        (&pr.span.trace_id, &pr.span.span_id)
+    );
+    let names: Vec<String> = f.spans().iter().map(|g| g.span.name.clone()).collect();
+    assert_eq!(names, ["execute_tool read_file", "invoke_agent cairn"]);
+}
