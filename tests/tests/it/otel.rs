@@ -782,3 +782,44 @@ fn a_fork_exports_its_own_trace_linked_to_its_parent() {
     let names: Vec<String> = f.spans().iter().map(|g| g.span.name.clone()).collect();
     assert_eq!(names, ["execute_tool read_file", "invoke_agent cairn"]);
 }
+
+#[test]
+fn an_imported_codex_rollout_exports_with_its_turns_and_calls() {
+    let (_tmp, home, _) = cairn_tests::home_and_workspace();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/import/codex-rollout.jsonl");
+    let s = cairn_import::import_paths(
+        &home,
+        &[src],
+        &cairn_import::Options::default(),
+        &mut |_, _| {},
+    );
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    let dir = home
+        .projects()
+        .iter()
+        .flat_map(|p| {
+            p.sessions()
+                .into_iter()
+                .map(|id| p.session_dir(&id))
+                .collect::<Vec<_>>()
+        })
+        .next()
+        .unwrap();
+    let rx = Receiver::start(Mode::Ok);
+    send_to(&rx.url, &dir);
+    let got = rx.spans();
+    let root = got.last().unwrap();
+    assert_eq!(root.span.name, "invoke_agent codex");
+    assert_eq!(root.text("cairn.imported.agent").as_deref(), Some("codex"));
+    // As many call and turn spans as the log has calls and turns.
+    let log = events(&dir);
+    let count = |ty: &str| log.iter().filter(|(_, e)| e["type"] == ty).count();
+    let spans = |prefix: &str| {
+        got.iter()
+            .filter(|g| g.span.name.starts_with(prefix))
+            .count()
+    };
+    assert!(count("tool_started") > 0);
+    assert_eq!(spans("execute_tool"), count("tool_started"));
+    assert_eq!(spans("chat"), count("model_turn"));
+}
