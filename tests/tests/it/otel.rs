@@ -823,3 +823,35 @@ fn an_imported_codex_rollout_exports_with_its_turns_and_calls() {
     assert_eq!(spans("execute_tool"), count("tool_started"));
     assert_eq!(spans("chat"), count("model_turn"));
 }
+
+// Guards against the export sink taking the search index's place: a home given both
+// hands each session's records to both.
+#[test]
+fn the_live_export_and_the_search_indexer_both_get_the_records() {
+    use cairn_search::{Filter, Indexer, IndexerLimits, Query};
+    let (_tmp, home, ws) = cairn_tests::home_and_workspace();
+    let live = Receiver::start(Mode::Ok);
+    let (note, _) = notes();
+    let indexer = Indexer::start_in_home(&home.root, IndexerLimits::default());
+    let home = home.with_sink(indexer).with_export(LiveExporter::start_for(
+        config(&live.url, 2_000),
+        live_limits(),
+        note,
+    ));
+    let mut c = engine_config();
+    c.search_index = true;
+    let mut e = Engine::start(&home, &ws, c).unwrap();
+    e.set_approver(Box::new(Policy::AllowAll));
+    e.user_message("a zanzibar message").unwrap();
+    e.call("shell", json!({"command": "echo hi"})).unwrap();
+    e.end("done").unwrap();
+    let index =
+        cairn_search::sqlite::Index::open(&home.root.join(cairn_search::sqlite::INDEX_FILE))
+            .unwrap();
+    let hits = index
+        .search(&Query::parse("zanzibar").unwrap(), &Filter::default())
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    let names: Vec<String> = live.spans().iter().map(|g| g.span.name.clone()).collect();
+    assert_eq!(names, ["execute_tool shell", "invoke_agent cairn"]);
+}
