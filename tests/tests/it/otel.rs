@@ -855,3 +855,24 @@ fn the_live_export_and_the_search_indexer_both_get_the_records() {
     let names: Vec<String> = live.spans().iter().map(|g| g.span.name.clone()).collect();
     assert_eq!(names, ["execute_tool shell", "invoke_agent cairn"]);
 }
+
+#[test]
+fn a_request_carries_at_most_the_batch_limit_of_spans() {
+    use cairn_export::otel::OTEL_BATCH_SPANS_MAX;
+    let (_tmp, home, ws) = cairn_tests::home_and_workspace();
+    let (dir, _) = session(&home, &ws);
+    let one = spans_of(&dir, false).unwrap().spans.remove(0);
+    let requests = |n: usize| {
+        let rx = Receiver::start(Mode::Ok);
+        Sender::new(&config(&rx.url, 2_000))
+            .unwrap()
+            .send(vec![one.clone(); n])
+            .unwrap();
+        (rx.requests(), rx.spans().len())
+    };
+    assert_eq!(requests(OTEL_BATCH_SPANS_MAX), (1, OTEL_BATCH_SPANS_MAX));
+    assert_eq!(
+        requests(OTEL_BATCH_SPANS_MAX + 1),
+        (2, OTEL_BATCH_SPANS_MAX + 1)
+    );
+}
