@@ -12,7 +12,7 @@ pub enum Error {
         source: cairn_store::Error,
     },
     /// The exporter could not be built from the configuration.
-    #[error("otlp exporter for {url}: {what}: check the endpoint's URL")]
+    #[error("otlp exporter for {url}: {what}")]
     Exporter { url: String, what: String },
     /// A request to the collector failed.
     #[error("sending spans to {url}: {what}: is the collector running?")]

@@ -13,4 +13,6 @@ pub use live::{
     OTEL_QUEUE_RECORDS_MAX,
 };
 pub use map::{Mapper, SCOPE_NAME, span_id, time_of, trace_id};
-pub use send::{OTEL_BATCH_SPANS_MAX, OTEL_EXPORT_TIMEOUT_MS, OtelConfig, OtelTable, Sender};
+pub use send::{
+    OTEL_BATCH_SPANS_MAX, OTEL_EXPORT_TIMEOUT_MS, OTLP_PROTOCOL, OtelConfig, OtelTable, Sender,
+};

@@ -48,7 +48,14 @@ pub struct OtelConfig {
     pub service_name: String,
     pub capture_content: bool,
     pub timeout_ms: u64,
+    /// `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` / `OTEL_EXPORTER_OTLP_PROTOCOL`:
+    /// `http/protobuf` (the default) is the one built in; another is refused by
+    /// [`Sender::new`] with a hint.
+    pub protocol: String,
 }
+
+/// The one OTLP protocol this build sends.
+pub const OTLP_PROTOCOL: &str = "http/protobuf";
 
 /// The base endpoint's traces URL (`/v1/traces` appended, as OTLP/HTTP says).
 fn traces_url_of(base: &str) -> String {
@@ -91,6 +98,10 @@ impl OtelConfig {
                 .unwrap_or_else(|| "cairn".into()),
             capture_content,
             timeout_ms,
+            protocol: env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+                .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
+                .map(|p| p.trim().to_ascii_lowercase())
+                .unwrap_or_else(|| OTLP_PROTOCOL.into()),
         })
     }
 }
@@ -104,6 +115,15 @@ pub struct Sender {
 impl Sender {
     /// The exporter of `config` (no connection is made yet).
     pub fn new(config: &OtelConfig) -> Result<Sender> {
+        if config.protocol != OTLP_PROTOCOL {
+            return Err(Error::Exporter {
+                url: config.traces_url.clone(),
+                what: format!(
+                    "the OTLP protocol {:?} is not built in, only {OTLP_PROTOCOL}: set OTEL_EXPORTER_OTLP_PROTOCOL={OTLP_PROTOCOL} and give the collector's OTLP/HTTP port (4318)",
+                    config.protocol
+                ),
+            });
+        }
         let headers: HashMap<String, String> = config.headers.iter().cloned().collect();
         let mut exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
@@ -237,5 +257,18 @@ mod tests {
         assert_eq!(on(&[], Some(true)), Some(true));
         assert_eq!(on(&[(var, "TRUE")], None), Some(true));
         assert_eq!(on(&[(var, "false")], Some(true)), Some(false));
+    }
+
+    #[test]
+    fn a_protocol_not_built_in_is_refused_with_a_hint() {
+        let with = |p: &str| {
+            let vars = [("OTEL_EXPORTER_OTLP_PROTOCOL", p)];
+            check(Some("http://127.0.0.1:9"), &vars, OtelTable::default())
+                .map(|c| Sender::new(&c).map(|_| ()).map_err(|e| e.to_string()))
+        };
+        assert_eq!(with("http/protobuf"), Some(Ok(())));
+        let e = with("grpc").and_then(|r| r.err()).unwrap_or_default();
+        assert!(e.contains("\"grpc\" is not built in"), "{e}");
+        assert!(e.contains("4318"), "{e}");
     }
 }
