@@ -186,9 +186,11 @@ fn phoenix(bin: &Path, base: &Path, ws: &Path) -> Result<()> {
             .iter()
             .map(|s| {
                 let parent = s.parent_span_id;
-                let parent = (parent != opentelemetry::trace::SpanId::INVALID)
-                    .then(|| parent.to_string())
-                    .unwrap_or_default();
+                let parent = if parent == opentelemetry::trace::SpanId::INVALID {
+                    String::new()
+                } else {
+                    parent.to_string()
+                };
                 (
                     s.name.to_string(),
                     s.span_context.span_id().to_string(),
