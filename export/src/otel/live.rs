@@ -23,7 +23,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError};
 use std::time::{Duration, Instant};
 
 use cairn_core::Record;
@@ -46,6 +46,9 @@ pub const OTEL_LIVE_BATCH_MS: u64 = 1_000;
 /// it was handed; past it the thread is left to finish on its own (or die with the
 /// process: `cairn export otel` sends the session again from its log).
 pub const OTEL_DRAIN_MS: u64 = 5_000;
+
+/// Records handed between two wakes of the thread (it also wakes every batch interval).
+const WAKE_RECORDS: u64 = 256;
 
 /// The live exporter's limits (the constants above by default; tests make them tiny).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +116,10 @@ fn mapped(event: &Event) -> bool {
 /// The live exporter of one session's writer.
 pub struct LiveExporter {
     tx: Option<SyncSender<Msg>>,
+    /// The thread, woken every [`WAKE_RECORDS`] records and when the writer is done
+    /// (a wake per record cost a futex call on the call path).
+    thread: Option<std::thread::Thread>,
+    sent: u64,
     done: Receiver<LiveReport>,
     limits: LiveLimits,
     dropped: Arc<std::sync::atomic::AtomicU64>,
@@ -132,9 +139,12 @@ impl LiveExporter {
                 // The writer may have given up waiting: nobody to tell then.
                 let _ = done_tx.send(run(&dir, &config, &rx, limits, &d, &note));
             });
+        let thread = spawned.as_ref().ok().map(|h| h.thread().clone());
         LiveExporter {
             // A thread that could not start takes nothing: every record is dropped.
             tx: spawned.is_ok().then_some(tx),
+            thread,
+            sent: 0,
             done,
             limits,
             dropped,
@@ -170,7 +180,14 @@ impl LiveExporter {
             return;
         }
         match tx.try_send(msg()) {
-            Ok(()) => {}
+            Ok(()) => {
+                self.sent += 1;
+                if self.sent.is_multiple_of(WAKE_RECORDS)
+                    && let Some(t) = &self.thread
+                {
+                    t.unpark();
+                }
+            }
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
@@ -209,6 +226,9 @@ impl cairn_tools::RecordSink for LiveExporter {
         };
         // The thread sends what waits and stops once the sender is gone.
         drop(tx);
+        if let Some(t) = &self.thread {
+            t.unpark();
+        }
         self.report = self
             .done
             .recv_timeout(Duration::from_millis(self.limits.drain_ms))
@@ -406,19 +426,27 @@ fn run(
         ended: false,
     };
     let batch = Duration::from_millis(limits.batch_ms);
-    loop {
-        let wait = match w.since {
-            Some(t) => batch.saturating_sub(t.elapsed()),
-            None => Duration::from_secs(3600),
-        };
-        match rx.recv_timeout(wait) {
-            Ok(msg) => w.push(msg),
-            Err(RecvTimeoutError::Timeout) => w.flush(),
-            Err(RecvTimeoutError::Disconnected) => break,
+    // The thread drains the queue when woken (every `WAKE_RECORDS` records, at the
+    // writer's end) or every batch interval, so the call path never wakes it itself.
+    let tick = batch.max(Duration::from_millis(1));
+    'run: loop {
+        loop {
+            match rx.try_recv() {
+                Ok(msg) => w.push(msg),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => break 'run,
+            }
         }
         if w.since.is_some_and(|t| t.elapsed() >= batch) {
             w.flush();
         }
+        let wait = match w.since {
+            Some(t) => batch
+                .saturating_sub(t.elapsed())
+                .max(Duration::from_millis(1)),
+            None => tick,
+        };
+        std::thread::park_timeout(wait);
     }
     w.report.dropped_records = dropped.load(std::sync::atomic::Ordering::Relaxed);
     w.end();
