@@ -24,6 +24,7 @@ mod events;
 mod hook;
 mod import;
 mod oracle;
+mod otel;
 mod redact;
 mod replay;
 mod report;
@@ -89,6 +90,9 @@ enum Command {
     /// Import a folder in process and print the summary (used for memory).
     #[command(name = "__import", hide = true)]
     ImportOnce { home: PathBuf, src: PathBuf },
+    /// Benchmark the OpenTelemetry export: a trivial call with the live export off and
+    /// on (p50, p99), and a 10,000-call session exported from its log.
+    Otel(otel::OtelArgs),
     /// Benchmark the Merkle tree: cost per record, per checkpoint, prove and verify --since.
     Tree(tree::TreeArgs),
     /// Resume one session in process and print the time it took (used for memory).
@@ -138,6 +142,7 @@ fn main() -> Result<()> {
         Command::Hook(args) => hook::run(&args),
         Command::ImportOnce { home, src } => import::import_once(&home, &src),
         Command::Tree(args) => tree::run(&args),
+        Command::Otel(args) => otel::run(&args),
         Command::ResumeOnce { home, dir } => resume::resume_once(&home, &dir),
         Command::DeepVerifyOnce { dir } => resume::deep_verify_once(&dir),
         Command::Verify { path, threads } => {

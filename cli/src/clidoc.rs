@@ -46,8 +46,8 @@ const GROUPS: &[Group] = &[
     },
     Group {
         heading: "Team",
-        what: "Share sessions in an archive, bring in other agents' sessions.",
-        commands: &["archive", "import"],
+        what: "Share sessions in an archive, bring in other agents' sessions, send them to other tools.",
+        commands: &["archive", "import", "export"],
     },
     Group {
         heading: "Other",

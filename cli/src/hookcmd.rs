@@ -91,7 +91,7 @@ pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> ExitCode {
         pre = name == "PreToolUse";
     }
     let home = match Home::from_env() {
-        Ok(h) => h,
+        Ok(h) => crate::exportcmd::hook_home(h),
         Err(e) => return fail(e.to_string(), pre),
     };
     let options = HookOptions {

@@ -12,6 +12,7 @@ mod auditcmd;
 mod chatcmd;
 mod clidoc;
 mod cmd;
+mod exportcmd;
 mod firstrun;
 mod hookcmd;
 mod livecmd;

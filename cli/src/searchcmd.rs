@@ -28,12 +28,13 @@ pub(crate) fn update(home: &Home) -> Result<cairn_search::sqlite::Index> {
 
 /// The home from the environment, where a session started or resumed whose
 /// configuration says `search_index` hands its records to the search index's background
-/// indexer as they are appended (the engine knows no indexer: it is given one).
+/// indexer as they are appended (the engine knows no indexer: it is given one), and
+/// every session sends its spans live when an OpenTelemetry collector is configured.
 pub fn indexing_home() -> Result<Home> {
     let home = Home::from_env()?;
     let start =
         cairn_search::Indexer::start_in_home(&home.root, cairn_search::IndexerLimits::default());
-    Ok(home.with_sink(start))
+    crate::exportcmd::with_live_export(home.with_sink(start))
 }
 
 /// Whether `search_index` is on in the settings in force in the current folder (the

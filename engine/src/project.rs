@@ -14,6 +14,9 @@ pub struct Home {
     /// What starts the sink of each session whose configuration asks for one
     /// ([`cairn_tools::EngineConfig::search_index`]); see [`Home::with_sink`].
     sink: Option<SinkStart>,
+    /// What starts the export sink of every session (the live OpenTelemetry export);
+    /// see [`Home::with_export`].
+    export: Option<SinkStart>,
 }
 
 impl std::fmt::Debug for Home {
@@ -21,6 +24,7 @@ impl std::fmt::Debug for Home {
         f.debug_struct("Home")
             .field("root", &self.root)
             .field("sink", &self.sink.as_ref().map(|_| "(a sink start)"))
+            .field("export", &self.export.as_ref().map(|_| "(a sink start)"))
             .finish()
     }
 }
@@ -29,16 +33,38 @@ impl std::fmt::Debug for Home {
 /// one that does the same).
 impl PartialEq for Home {
     fn eq(&self, other: &Home) -> bool {
+        let same = |a: &Option<SinkStart>, b: &Option<SinkStart>| match (a, b) {
+            (None, None) => true,
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
+        };
         self.root == other.root
-            && match (&self.sink, &other.sink) {
-                (None, None) => true,
-                (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
-                _ => false,
-            }
+            && same(&self.sink, &other.sink)
+            && same(&self.export, &other.export)
     }
 }
 
 impl Eq for Home {}
+
+/// Two sinks handed the same records.
+struct Both(Box<dyn RecordSink>, Box<dyn RecordSink>);
+
+impl RecordSink for Both {
+    fn record(&mut self, record: &cairn_core::Record, log_bytes: u64) {
+        self.0.record(record, log_bytes);
+        self.1.record(record, log_bytes);
+    }
+
+    fn record_owned(&mut self, record: cairn_core::Record, log_bytes: u64) {
+        self.0.record(&record, log_bytes);
+        self.1.record_owned(record, log_bytes);
+    }
+
+    fn finish(&mut self) {
+        self.0.finish();
+        self.1.finish();
+    }
+}
 
 /// `path` absolute, with its longest existing prefix canonicalised and the rest
 /// appended lexically (`.` dropped, `..` removing the last component).
@@ -90,6 +116,7 @@ impl Home {
         Home {
             root: canonical_prefix(root),
             sink: None,
+            export: None,
         }
     }
 
@@ -103,12 +130,28 @@ impl Home {
         self
     }
 
-    /// The sink of session folder `dir`, when `wanted` and this home has a sink start.
-    pub(crate) fn start_sink(&self, dir: &Path, wanted: bool) -> Option<Box<dyn RecordSink>> {
-        self.sink
+    /// This home, where every session started or resumed also hands its records to the
+    /// sink `start` gives for its folder, whatever its configuration says: the cli
+    /// gives the live OpenTelemetry export when an endpoint is configured (it is not
+    /// part of a session's recorded configuration, like any destination of a copy).
+    pub fn with_export(mut self, start: SinkStart) -> Home {
+        self.export = Some(start);
+        self
+    }
+
+    /// The sinks of session folder `dir`: the sink when `wanted` and this home has a
+    /// sink start, and the export sink when it has one.
+    pub fn start_sink(&self, dir: &Path, wanted: bool) -> Option<Box<dyn RecordSink>> {
+        let sink = self
+            .sink
             .as_ref()
             .filter(|_| wanted)
-            .map(|start| start(dir))
+            .map(|start| start(dir));
+        let export = self.export.as_ref().map(|start| start(dir));
+        match (sink, export) {
+            (Some(a), Some(b)) => Some(Box::new(Both(a, b))),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The project folder of a (canonical) workspace.

@@ -91,6 +91,31 @@ pub struct Settings {
     /// `CAIRN_SEARCH_INDEX=on|off` overrides the files.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub search_index: Option<bool>,
+    /// The live OpenTelemetry export (`[otel]`), under OpenTelemetry's own environment
+    /// variables (`OTEL_EXPORTER_OTLP_ENDPOINT`, …; see `docs/EXPORT.md`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub otel: Option<OtelSettings>,
+}
+
+/// The `[otel]` table: where a session's spans go as it runs, and `cairn export otel`'s
+/// default collector. Each key is under its OpenTelemetry environment variable.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OtelSettings {
+    /// The collector's OTLP/HTTP base URL (`http://localhost:4318`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Headers sent with every request (`{ authorization = "Bearer …" }`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_name: Option<String>,
+    /// Whether messages, tool inputs and outputs are exported (redacted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_content: Option<bool>,
+    /// How long one export request may take, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
 }
 
 /// A model's prices (`[prices."MODEL"]`), in dollars per million tokens, at least 0.
@@ -507,6 +532,31 @@ mod tests {
             ),
         );
         assert!(parse("search_index = \"off\"\n").is_err_and(|e| e.contains("line 1")));
+    }
+
+    #[test]
+    fn the_otel_table_is_read_whole_from_the_highest_file() {
+        let otel = |text: &str| parse(text).map(|s| s.otel);
+        assert_eq!(
+            otel(
+                "[otel]\nendpoint = \"http://c:4318\"\ncapture_content = true\nheaders = { authorization = \"k\" }\n"
+            ),
+            Ok(Some(OtelSettings {
+                endpoint: Some("http://c:4318".into()),
+                headers: Some([("authorization".to_string(), "k".to_string())].into()),
+                capture_content: Some(true),
+                ..OtelSettings::default()
+            }))
+        );
+        assert!(otel("[otel]\nendpiont = \"x\"\n").is_err_and(|e| e.contains("endpiont")));
+        let file = |text: &str| parse(text).unwrap_or_else(|e| panic!("{e}"));
+        let files = Files {
+            user: Some(("/u".into(), file("[otel]\nendpoint = \"http://u\"\n"))),
+            project: Some(("/p".into(), file("[otel]\nendpoint = \"http://p\"\n"))),
+        };
+        let (s, _) =
+            resolve(&Settings::default(), &files, |_| None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.otel.and_then(|o| o.endpoint).as_deref(), Some("http://p"));
     }
 
     #[test]

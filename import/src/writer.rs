@@ -160,6 +160,12 @@ impl Writer {
             config.checkpoint_every,
         );
         rec.note_blobs_written();
+        // A live session (another agent's, through its hooks or `mcp proxy`) hands its
+        // records to the export sink its home was given (the live OpenTelemetry
+        // export), as cairn's own sessions do; an import's home has none.
+        if agent.is_some() {
+            rec.set_sink(home.start_sink(&dir, false));
+        }
         let redactor = Redactor::with_env(std::env::vars());
         rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
         let provider = provider_of(
@@ -255,6 +261,9 @@ impl Writer {
             0,
             config.checkpoint_every,
         );
+        if started.agent.is_some() {
+            rec.set_sink(home.start_sink(dir, false));
+        }
         let redactor = Redactor::with_env(std::env::vars());
         rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
         let agent = started

@@ -180,6 +180,8 @@ pub(crate) enum Command {
     /// archive's (the one `cairn --archive URL` names, else CAIRN_ARCHIVE_URL, else
     /// `url` of [archive]). Exit 0 with hits, 1 with none, 2 could not run.
     Search(search::Args),
+    /// Export sessions in another tool's format: `otel` (OpenTelemetry traces over OTLP).
+    Export(crate::exportcmd::Args),
     /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell).
     Completions(completions::Args),
     /// Set up a sample project and run a scripted session in it per catalog.
@@ -241,6 +243,7 @@ impl Command {
             Command::Schema(a) => a.run(),
             Command::Import(a) => a.run(),
             Command::Search(a) => a.run(in_archive),
+            Command::Export(a) => a.run(),
             Command::Completions(a) => a.run(),
             Command::Demo(a) => a.run(),
         }

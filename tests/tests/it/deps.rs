@@ -208,13 +208,20 @@ fn tree(args: &[&str]) -> BTreeSet<String> {
         .collect()
 }
 
-// Guards against the engine linking the search index (SQLite, PostgreSQL) again: it is
-// given its indexer by its caller (`Home::with_sink`).
+// Guards against the engine linking the search index (SQLite, PostgreSQL) or the
+// OpenTelemetry export again: it is given its sinks by its caller (`Home::with_sink`,
+// `Home::with_export`).
 #[test]
 fn the_engine_links_no_search_index() {
     let deps = tree(&["-p", "cairn-engine"]);
     assert!(deps.contains("cairn-tools"), "{deps:?}");
-    for banned in ["cairn-search", "rusqlite", "postgres"] {
+    for banned in [
+        "cairn-search",
+        "rusqlite",
+        "postgres",
+        "cairn-export",
+        "opentelemetry",
+    ] {
         assert!(!deps.contains(banned), "cairn-engine links {banned}");
     }
 }

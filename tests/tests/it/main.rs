@@ -36,6 +36,7 @@ mod import;
 mod leak;
 mod mcp_client;
 mod mcp_server;
+mod otel;
 mod peer_parity;
 mod pg_cluster;
 mod process_runner;

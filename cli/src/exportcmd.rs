@@ -1,0 +1,165 @@
+//! `cairn export FORMAT`: sessions in the formats other tools read (`otel`: traces
+//! over OTLP), and the live OpenTelemetry export the commands that write sessions
+//! give their home ([`with_live_export`]).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use cairn_engine::Home;
+use cairn_engine::settings::Settings;
+use cairn_export::otel::{LiveExporter, LiveLimits, OtelConfig, OtelTable, Sender};
+
+use crate::out;
+
+/// `cairn export`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    pub format: Format,
+}
+
+/// What a session is exported as.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Format {
+    /// Send sessions to an OpenTelemetry collector as traces (OTLP over HTTP/protobuf,
+    /// GenAI semantic conventions: one `invoke_agent` span per session, `chat` per
+    /// model turn, `execute_tool` per call; docs/EXPORT.md). The collector is
+    /// --endpoint, else OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT,
+    /// else `endpoint` of [otel] in config.toml. Ids derive from the session id and
+    /// seq: exporting again (or after a live export) gives the same ids. Messages and
+    /// tool content only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true
+    /// (or `capture_content` of [otel]), as the log holds them: redacted. Exit 0 when
+    /// every session was sent, 1 when some were not, 2 could not run.
+    Otel(OtelArgs),
+}
+
+/// `cairn export otel`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OtelArgs {
+    /// A session: id, unique prefix, folder, or `last`.
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub session: Option<String>,
+    /// Every session of the home, each project's.
+    #[arg(long)]
+    pub all: bool,
+    /// The collector's OTLP/HTTP base URL (`http://localhost:4318`); traces are posted
+    /// to URL/v1/traces.
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+}
+
+impl Args {
+    pub fn run(self) -> Result<ExitCode> {
+        match self.format {
+            Format::Otel(a) => a.run(),
+        }
+    }
+}
+
+/// The `[otel]` table of the settings in force, as the exporter takes it.
+fn table_of(s: &Settings) -> OtelTable {
+    let t = s.otel.clone().unwrap_or_default();
+    OtelTable {
+        endpoint: t.endpoint,
+        headers: t.headers.unwrap_or_default().into_iter().collect(),
+        service_name: t.service_name,
+        capture_content: t.capture_content,
+        timeout_ms: t.timeout_ms,
+    }
+}
+
+/// The OpenTelemetry configuration in force in the current folder; `None` when no
+/// endpoint is configured.
+fn config_in_force(home: &Home, given: Option<&str>) -> Result<Option<OtelConfig>> {
+    let cwd = std::env::current_dir()?;
+    let project = crate::sessioncmd::project_for(home, &cwd);
+    let s = crate::sessioncmd::effective(home, project.as_ref(), &Settings::default())?;
+    Ok(OtelConfig::resolve(
+        given,
+        |k| std::env::var(k).ok(),
+        &table_of(&s),
+    ))
+}
+
+/// How long, in milliseconds, a hook's process waits at its end for its few spans to
+/// be sent: the agent waits for the hook, so a slow collector must not hold it (what is
+/// not sent by then, `cairn export otel` sends).
+pub const OTEL_HOOK_DRAIN_MS: u64 = 250;
+
+/// `home`, where every session started or resumed sends its spans live to the
+/// collector configured (nothing changes when none is).
+pub fn with_live_export(home: Home) -> Result<Home> {
+    with_live_export_limits(home, LiveLimits::default())
+}
+
+/// [`with_live_export`] with the live exporter's `limits`.
+pub fn with_live_export_limits(home: Home, limits: LiveLimits) -> Result<Home> {
+    let Some(config) = config_in_force(&home, None)? else {
+        return Ok(home);
+    };
+    let note: cairn_export::otel::Note = std::sync::Arc::new(|text: &str| out::note(text));
+    let start = LiveExporter::start_for(config, limits, note);
+    Ok(home.with_export(start))
+}
+
+/// The home of a hook's process: the live export, when configured, waits at most
+/// [`OTEL_HOOK_DRAIN_MS`] at the end; a configuration that cannot be read leaves the
+/// hook without it (a hook never fails for its export).
+pub fn hook_home(home: Home) -> Home {
+    let limits = LiveLimits {
+        drain_ms: OTEL_HOOK_DRAIN_MS,
+        ..LiveLimits::default()
+    };
+    match with_live_export_limits(home.clone(), limits) {
+        Ok(h) => h,
+        Err(_) => home,
+    }
+}
+
+impl OtelArgs {
+    fn run(self) -> Result<ExitCode> {
+        let home = Home::from_env()?;
+        let Some(config) = config_in_force(&home, self.endpoint.as_deref())? else {
+            anyhow::bail!(
+                "no OpenTelemetry collector is configured: give --endpoint URL, set OTEL_EXPORTER_OTLP_ENDPOINT, or `endpoint` in the [otel] table of config.toml"
+            );
+        };
+        let dirs: Vec<PathBuf> = match &self.session {
+            Some(spec) => vec![crate::locate::session_dir(spec)?],
+            None => home
+                .projects()
+                .iter()
+                .flat_map(|p| {
+                    p.sessions()
+                        .into_iter()
+                        .map(|id| p.sessions_dir().join(id))
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
+        };
+        let sender = Sender::new(&config)?;
+        let mut failed = 0;
+        for dir in &dirs {
+            let sent = cairn_export::otel::spans_of(dir, config.capture_content).and_then(|s| {
+                let n = s.spans.len();
+                sender.send(s.spans).map(|()| (s.session, n, s.records))
+            });
+            match sent {
+                Ok((session, spans, records)) => println!(
+                    "{session}: {spans} spans ({records} records) sent to {}",
+                    sender.url()
+                ),
+                Err(e) => {
+                    failed += 1;
+                    out::note(&format!("cairn: {}: {e}", dir.display()));
+                }
+            }
+        }
+        Ok(if failed == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        })
+    }
+}
