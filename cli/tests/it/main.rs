@@ -25,6 +25,7 @@ mod real_agents;
 mod real_hooks;
 mod report;
 mod scripting;
+mod search_cli;
 mod secrets;
 mod signals;
 mod start_crash;
