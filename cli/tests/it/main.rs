@@ -19,6 +19,7 @@ mod durability;
 mod forged_history;
 mod hook;
 mod import;
+mod import_sources;
 mod mcp_serve;
 mod proofs;
 mod real_agents;
