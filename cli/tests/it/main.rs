@@ -28,6 +28,7 @@ mod report;
 mod scripting;
 mod search_cli;
 mod secrets;
+mod session_verbs;
 mod signals;
 mod start_crash;
 mod tui;
