@@ -128,8 +128,9 @@ pub use cairn_import::agent_settings::Scope;
 
 /// The program the hook's command names: `cairn`, found on `PATH` when the agent runs
 /// it, so that a project's settings work for everyone who shares them (and the user's
-/// survive a reinstall elsewhere); the user's settings name this binary's path only
-/// when no `cairn` is on `PATH` (a project's still say `cairn`, with a note).
+/// survive an upgrade that moves the binary). With no `cairn` on `PATH` that would be
+/// a hook that never runs (the agent would go on unrecorded and unguarded), so the
+/// settings name this binary's path, and a note says how to make them portable.
 fn hook_program(scope: Scope) -> Result<String> {
     let on_path = std::env::var_os("PATH").is_some_and(|p| {
         std::env::split_paths(&p).any(|d| {
@@ -142,16 +143,13 @@ fn hook_program(scope: Scope) -> Result<String> {
         return Ok("cairn".into());
     }
     let exe = std::env::current_exe().context("the path of this cairn")?;
-    match scope {
-        Scope::Project => {
-            crate::out::note(&format!(
-                "cairn: note: no `cairn` on PATH: the hook runs `cairn` from PATH, so put {} on PATH before the agent starts",
-                exe.parent().unwrap_or(&exe).display()
-            ));
-            Ok("cairn".into())
-        }
-        Scope::User => Ok(exe.to_string_lossy().into_owned()),
+    if scope == Scope::Project {
+        crate::out::note(&format!(
+            "cairn: note: no `cairn` on PATH, so the hook names {}, which only this machine has: put its folder on PATH and install again to write the portable `cairn hook …`",
+            exe.display()
+        ));
     }
+    Ok(exe.to_string_lossy().into_owned())
 }
 
 impl AgentName {

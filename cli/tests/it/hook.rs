@@ -1076,7 +1076,8 @@ fn install_writes_a_portable_hook_that_asks_nothing_read_only_and_uninstall_leav
     std::fs::create_dir_all(s.ws.join(".claude")).unwrap();
     let mine = "{\n  \"model\": \"opus\"\n}\n";
     std::fs::write(&settings, mine).unwrap();
-    // No `cairn` on PATH: a project's settings still say `cairn`, and the person is told.
+    // No `cairn` on PATH: the settings name this binary (a hook that never runs would
+    // leave the agent unrecorded and unguarded), and the person is told.
     let bare = std::ffi::OsString::from("/usr/bin:/bin");
     let out = cairn(&["hook", "install", "claude", "--project", "--yes"], &bare);
     assert_eq!(
@@ -1089,7 +1090,7 @@ fn install_writes_a_portable_hook_that_asks_nothing_read_only_and_uninstall_leav
     assert!(
         std::fs::read_to_string(&settings)
             .unwrap()
-            .contains("\"cairn hook claude\"")
+            .contains(&format!("\"{} hook claude\"", env!("CARGO_BIN_EXE_cairn")))
     );
     let out = cairn(
         &["hook", "uninstall", "claude", "--project", "--yes"],
