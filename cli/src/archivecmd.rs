@@ -165,14 +165,12 @@ pub fn push(a: &PushArgs<'_>) -> Result<ExitCode> {
         match result {
             Ok(r) if a.json => out::line(&serde_json::to_string(&r)?)?,
             Ok(r) => out::line(&format!(
-                "{}: {} records pushed ({} were archived, {} local), {} blobs pushed ({} bytes) of {}, {} checkpoints, {} signatures",
+                "{}: {} records pushed ({} were archived, {} local), {}, {} checkpoints, {} signatures",
                 r.session,
                 r.records_pushed,
                 r.records_before,
                 r.records_local,
-                r.blobs_pushed,
-                r.blob_bytes_pushed,
-                r.blobs_referenced,
+                blobs_said(r.blobs_pushed, r.blob_bytes_pushed, r.blobs_referenced),
                 r.checkpoints_pushed,
                 r.signatures_pushed
             ))?,
@@ -361,4 +359,32 @@ pub fn cached(spec: &str) -> Result<PathBuf> {
     let (id, _) = archive.resolve(spec)?;
     let pulled = archive.pull(&id, &home.root.join(CACHE_DIR))?;
     Ok(pulled.dir)
+}
+
+/// The blobs of a push, as a person reads them: how many went, and how many of those
+/// the session refers to were in the archive already (not "0 pushed of 11").
+fn blobs_said(pushed: u64, bytes: u64, referenced: u64) -> String {
+    let there = referenced.saturating_sub(pushed);
+    let n = |k: u64| format!("{k} blob{}", if k == 1 { "" } else { "s" });
+    match (pushed, there) {
+        (0, 0) => "no blobs".to_string(),
+        (0, t) => format!("{} already there", n(t)),
+        (p, 0) => format!("{} pushed ({bytes} bytes)", n(p)),
+        (p, t) => format!("{} pushed ({bytes} bytes), {} already there", n(p), n(t)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // Regression: a push of blobs the archive held said "0 blobs pushed … of 11".
+    #[test]
+    fn blobs_already_in_the_archive_are_said_to_be_there() {
+        assert_eq!(super::blobs_said(0, 0, 11), "11 blobs already there");
+        assert_eq!(super::blobs_said(1, 9, 1), "1 blob pushed (9 bytes)");
+        assert_eq!(
+            super::blobs_said(2, 30, 3),
+            "2 blobs pushed (30 bytes), 1 blob already there"
+        );
+        assert_eq!(super::blobs_said(0, 0, 0), "no blobs");
+    }
 }

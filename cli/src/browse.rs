@@ -21,6 +21,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 
 use crate::summary::elapsed;
+
+/// Columns the session list needs to show whole ids with every other column
+/// (29 + 16 + 11 + 5 + 5, the spaces between, and 10 of the task); narrower, the ids
+/// are shown short.
+pub const SESSIONS_WIDE_COLUMNS: u16 = 101;
+
 pub use cairn_replay::{SessionRow, summarise};
 
 /// One row of a session's conversation: a call, or a message (user or model) whose
@@ -345,6 +351,13 @@ impl App {
 
     fn render_sessions(&self, f: &mut Frame, area: Rect) {
         let visible = self.visible_sessions();
+        // Narrower than the whole row: the id as people type it (its random suffix),
+        // not the whole id cut short of that suffix.
+        let narrow = area.width < SESSIONS_WIDE_COLUMNS;
+        let id_of = |id: &str| match narrow {
+            true => id.rsplit('-').next().unwrap_or(id).to_string(),
+            false => id.to_string(),
+        };
         let rows: Vec<Row> = visible
             .iter()
             .map(|&i| {
@@ -356,12 +369,12 @@ impl App {
                     .collect::<String>()
                     .replace('T', " ");
                 let mut task = match &s.parent {
-                    Some(p) => format!("↳ {}: ", p.chars().take(15).collect::<String>()),
+                    Some(p) => format!("↳ {}: ", p.rsplit('-').next().unwrap_or(p)),
                     None => String::new(),
                 };
                 task.push_str(if s.task.is_empty() { "-" } else { &s.task });
                 Row::new(vec![
-                    Cell::from(s.id.clone()),
+                    Cell::from(id_of(&s.id)),
                     Cell::from(started),
                     Cell::from(s.state.clone()).style(status_style(&s.state)),
                     Cell::from(format!("{:>5}", s.calls)),
@@ -373,7 +386,7 @@ impl App {
         let table = Table::new(
             rows,
             [
-                Constraint::Length(29),
+                Constraint::Length(if narrow { 8 } else { 29 }),
                 Constraint::Length(16),
                 Constraint::Length(11),
                 Constraint::Length(5),

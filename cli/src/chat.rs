@@ -300,6 +300,10 @@ impl ChatApp {
     fn idle(&mut self, why: String) {
         self.flush_stream();
         self.busy = Busy::Idle;
+        if self.interrupting || self.cancelling {
+            // Done: the status bar no longer says it is being done.
+            self.note = None;
+        }
         self.interrupting = false;
         self.cancelling = false;
         if !why.is_empty() {

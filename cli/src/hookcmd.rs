@@ -66,7 +66,7 @@ pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> ExitCode {
         .any(|w| w == b"\"PreToolUse\"");
     let fail = |e: String, pre: bool| {
         crate::out::note(&format!(
-            "cairn: hook {}: {e} (`cairn hook uninstall {}` removes the hook)",
+            "cairn: {e} (in the {} hook; `cairn hook uninstall {}` removes it)",
             agent.name(),
             agent.name()
         ));
@@ -126,6 +126,32 @@ pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> ExitCode {
 
 pub use cairn_import::agent_settings::Scope;
 
+/// The program the hook's command names: `cairn`, found on `PATH` when the agent runs
+/// it, so that a project's settings work for everyone who shares them (and the user's
+/// survive an upgrade that moves the binary). With no `cairn` on `PATH` that would be
+/// a hook that never runs (the agent would go on unrecorded and unguarded), so the
+/// settings name this binary's path, and a note says how to make them portable.
+fn hook_program(scope: Scope) -> Result<String> {
+    let on_path = std::env::var_os("PATH").is_some_and(|p| {
+        std::env::split_paths(&p).any(|d| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(d.join("cairn"))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    });
+    if on_path {
+        return Ok("cairn".into());
+    }
+    let exe = std::env::current_exe().context("the path of this cairn")?;
+    if scope == Scope::Project {
+        crate::out::note(&format!(
+            "cairn: note: no `cairn` on PATH, so the hook names {}, which only this machine has: put its folder on PATH and install again to write the portable `cairn hook …`",
+            exe.display()
+        ));
+    }
+    Ok(exe.to_string_lossy().into_owned())
+}
+
 impl AgentName {
     fn agent(self) -> agent_settings::Agent {
         match self {
@@ -148,13 +174,13 @@ pub fn install(
     let uninstall = install.is_none();
     let path = agent_settings::settings_path(agent.agent(), scope, workspace)?;
     let old = agent_settings::read_settings(&path)?;
-    let program = std::env::current_exe().context("the path of this cairn")?;
+    let program = hook_program(scope)?;
     let approve = install.flatten().map(|a| match a {
         crate::sessioncmd::Approve::Ask => "ask",
         crate::sessioncmd::Approve::Never => "never",
         crate::sessioncmd::Approve::Always => "always",
     });
-    let command = hook_install::command(&program.to_string_lossy(), agent.name(), approve);
+    let command = hook_install::command(&program, agent.name(), approve);
     let new = match (agent, uninstall) {
         (AgentName::Claude, false) => hook_install::claude_install(&old, &command),
         (AgentName::Claude, true) => hook_install::claude_uninstall(&old),
@@ -196,10 +222,18 @@ pub fn install(
             return Ok(ExitCode::from(1));
         }
     }
-    agent_settings::write_settings(&path, &new)?;
+    // What install made of no file, uninstall takes away whole: no `{}` left behind.
+    let removed = uninstall && hook_install::is_empty_settings(&new);
+    if removed {
+        agent_settings::remove_settings(&path)?;
+    } else {
+        agent_settings::write_settings(&path, &new)?;
+    }
     crate::out::line(&format!(
         "{} {}{}",
-        if uninstall {
+        if removed {
+            "removed cairn's hooks, and the file that held nothing else,"
+        } else if uninstall {
             "removed cairn's hooks from"
         } else {
             "wrote"

@@ -239,12 +239,23 @@ fn print_diff(r: &DiffReport) -> Result<()> {
         }
     }
     for f in &r.workspace {
+        // The same change as a call's file writes above: said once, pointed to here.
+        let shown = r.changed.iter().find(|c| {
+            let diff = f.diff.trim_end();
+            !diff.is_empty() && c.fields.iter().any(|d| d.diff.contains(diff))
+        });
         out::line(&paint.head(&format!(
-            "workspace: {} {}",
+            "workspace: {} {}{}",
             serde_json::to_value(f.change)?.as_str().unwrap_or("changed"),
-            f.path
+            f.path,
+            shown.map_or(String::new(), |c| format!(
+                " (the change of {} shown above)",
+                c.b.call
+            ))
         )))?;
-        print_diff_text(paint, &f.diff)?;
+        if shown.is_none() {
+            print_diff_text(paint, &f.diff)?;
+        }
     }
     for path in &r.unknown {
         out::line(&format!(

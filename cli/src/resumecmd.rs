@@ -398,6 +398,13 @@ pub fn fork(
     engine.end(&reason)?;
     if !json {
         out::line(&id)?;
+        // What to do with it: the id alone left a person guessing.
+        let short = cairn_search::short(&id);
+        eprintln!(
+            "next: cairn resume {short} \"MESSAGE\" --provider P (go on from here, in {}) · cairn show {short} · cairn diff {} {short}",
+            workspace.display(),
+            cairn_search::short(&report.parent)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -647,7 +647,7 @@ impl Format {
     }
 }
 
-pub fn sessions(format: Format) -> Result<ExitCode> {
+pub fn sessions(format: Format, gone_too: bool) -> Result<ExitCode> {
     let home = Home::from_env()?;
     let mut all = Vec::new();
     // Sessions a crash left without a record (by a cairn before sessions were born
@@ -677,6 +677,7 @@ pub fn sessions(format: Format) -> Result<ExitCode> {
         .collect();
     let shorts = cairn_engine::short_ids(&ids);
     let mut rows = Vec::new();
+    let mut gone_replays = 0u64;
     for (dir, short) in all.into_iter().zip(shorts) {
         let s = match cairn_replay::summarise(&dir) {
             // Nothing but zero bytes (or a first line cut short): it never started.
@@ -694,6 +695,12 @@ pub fn sessions(format: Format) -> Result<ExitCode> {
                 continue;
             }
         };
+        // A replay ran in a copy of the workspace, gone once it ended: not listed
+        // unless asked for.
+        if s.replay && !gone_too && !Path::new(&s.workspace).exists() {
+            gone_replays += 1;
+            continue;
+        }
         let row = || {
             serde_json::json!({
                 "id": s.id, "short": short, "dir": s.dir, "workspace": s.workspace, "catalog": s.catalog,
@@ -709,6 +716,13 @@ pub fn sessions(format: Format) -> Result<ExitCode> {
     }
     if format == Format::Json {
         out::line(&serde_json::Value::Array(rows).to_string())?;
+    }
+    if gone_replays > 0 {
+        out::note(&format!(
+            "cairn: note: {} whose workspace copy is gone not listed (--all lists {})",
+            cairn_cli::summary::count(gone_replays, "replay"),
+            if gone_replays == 1 { "it" } else { "them" }
+        ));
     }
     if !never_started.is_empty() {
         never_started.sort();
@@ -878,9 +892,14 @@ fn show_text(
 ) -> Result<()> {
     let paint = cairn_cli::paint::Paint::stdout();
     let h = &a.header;
+    // An imported session offered no catalogue: it says which agent wrote it.
+    let what = match &a.imported {
+        Some(i) => format!("imported from {}", i.agent_name()),
+        None => format!("{} catalog", h.catalog),
+    };
     out::line(&format!(
-        "session {} ({} catalog) in {}",
-        h.session, h.catalog, h.workspace
+        "session {} ({what}) in {}",
+        h.session, h.workspace
     ))?;
     if let Some(p) = &h.parent {
         out::line(&format!(

@@ -408,6 +408,7 @@ mod tests {
             not_ok: 0,
             task: "fix the build".into(),
             parent: Some("20261129T100000.000000-fedcba".into()),
+            replay: false,
         };
         assert_eq!(
             session_line(&row, &row.id),

@@ -324,13 +324,21 @@ pub fn patch_paths(patch: &str) -> Vec<String> {
 const ALWAYS_ASKS: &str = "(asked every time: ";
 
 /// The verdict on `need` for a session whose fold is `state`: what the allow list
-/// covers is allowed, a question nobody here can answer goes to `unlisted`.
+/// covers is allowed, a question nobody here can answer goes to `unlisted`; with
+/// [`Unlisted::Ask`], a command line that only reads ([`cairn_core::command::read_only`],
+/// the known-read-only programs, unguarded) is left to the agent
+/// ([`Verdict::Abstain`]): it is asked of the person only where the agent itself
+/// would ask, so recording adds no prompt. The permission is the same either way.
 pub fn verdict(
     state: &cairn_core::State,
     need: Need,
     guards: &[Guard],
     unlisted: Unlisted,
 ) -> (Permission, Verdict) {
+    let read_only = matches!(
+        &need,
+        Need::Ask { command: Some(a), guarded: false, .. } if cairn_core::command::read_only(a)
+    );
     let permission = decide::permission(state, need, guards);
     let verdict = match &permission {
         Permission::Auto => Verdict::Allow {
@@ -366,6 +374,9 @@ pub fn verdict(
                 )
             };
             match unlisted {
+                Unlisted::Ask if read_only && !q.guarded && q.reasons.is_empty() => {
+                    Verdict::Abstain
+                }
                 Unlisted::Ask => Verdict::Ask {
                     reason: format!("cairn asks: {why}"),
                 },

@@ -98,6 +98,23 @@ pub fn write_settings(path: &Path, text: &str) -> Result<(), SettingsError> {
     std::fs::rename(&tmp, path).map_err(io(path))
 }
 
+/// Removes a settings file that holds nothing (what `uninstall` leaves of a file
+/// `install` made), then its folder if that is left empty.
+pub fn remove_settings(path: &Path) -> Result<(), SettingsError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(path)(e)),
+    }
+    if let Some(dir) = path.parent()
+        && std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none())
+    {
+        // Another file may appear meanwhile: then the folder stays, as it should.
+        let _ = std::fs::remove_dir(dir);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

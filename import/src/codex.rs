@@ -48,6 +48,25 @@ pub fn is_codex(v: &Value) -> bool {
         )
 }
 
+/// Whether a parsed first line is the header of the oldest rollout format: `{id,
+/// timestamp}` (and `instructions`), no `type`; the lines after it are bare response
+/// items (`{type: "message", …}`) and `{record_type: "state"}` markers.
+pub fn is_legacy_header(v: &Value) -> bool {
+    v.get("type").is_none()
+        && v.get("payload").is_none()
+        && v.get("id").is_some_and(Value::is_string)
+        && v.get("timestamp").is_some_and(Value::is_string)
+}
+
+/// The working folder an `<environment_context>` message names (`<cwd>…</cwd>`): the
+/// only place the oldest rollouts say it.
+fn context_cwd(text: &str) -> Option<String> {
+    let start = text.find("<cwd>")? + "<cwd>".len();
+    let end = text[start..].find("</cwd>")? + start;
+    let cwd = text[start..end].trim();
+    (!cwd.is_empty()).then(|| cwd.to_string())
+}
+
 /// The keys by which a segment's first line may name the segment before it.
 const PREVIOUS_KEYS: &[&str] = &[
     "previous_rollout_path",
@@ -60,6 +79,16 @@ const PREVIOUS_KEYS: &[&str] = &[
 /// context's working directory, a previous segment).
 pub fn meta(v: &Value, first: bool, meta: &mut Meta) {
     let t = v.get("type").and_then(Value::as_str).unwrap_or("");
+    if v.get("payload").is_none() {
+        // The oldest format: its header, then bare items.
+        if first && is_legacy_header(v) {
+            meta.id = str_of(v, "id");
+            meta.started_at = str_of(v, "timestamp");
+        } else if t == "message" && meta.cwd.is_none() {
+            meta.cwd = context_cwd(&content_text(v.get("content")));
+        }
+        return;
+    }
     let p = v.get("payload").unwrap_or(&Value::Null);
     if first {
         for k in PREVIOUS_KEYS {
@@ -145,6 +174,19 @@ impl Codex {
             unknown,
             raw: raw.to_vec(),
         };
+        if v.get("payload").is_none() {
+            // The oldest format: a header, bare response items, state markers.
+            if is_legacy_header(v) {
+                out.push(item("session_meta".into(), false));
+            } else if v.get("record_type").is_some() {
+                out.push(item("record_type:state".into(), false));
+            } else if !t.is_empty() {
+                self.response_item(v, t, raw, out);
+            } else {
+                out.push(item(String::new(), true));
+            }
+            return;
+        }
         match t {
             "session_meta" => out.push(item(t.into(), false)),
             "turn_context" => {

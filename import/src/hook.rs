@@ -457,8 +457,12 @@ fn pre_tool_use(
             let (permission, verdict) =
                 cairn_engine::hook::verdict(w.state(), need, &guards, options.unlisted);
             record_permission(w, &call, tool, &permission, &verdict)?;
-            if let (Verdict::Ask { .. }, cairn_core::decide::Permission::Ask(q)) =
-                (&verdict, &permission)
+            // Asked of the person, by cairn or (a read-only line) by the agent as it
+            // would be without cairn: the answer is known when the call runs.
+            if let (
+                Verdict::Ask { .. } | Verdict::Abstain,
+                cairn_core::decide::Permission::Ask(q),
+            ) = (&verdict, &permission)
             {
                 open.asked = Some(q.key.clone());
             }

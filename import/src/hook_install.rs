@@ -65,6 +65,13 @@ pub fn is_ours(command: &str, agent: &str) -> bool {
     program == "cairn" || program.ends_with("/cairn")
 }
 
+/// True when a settings file's text holds nothing: blank, an empty JSON object, or TOML
+/// with no key, table or comment. `uninstall` removes such a file rather than leave it.
+pub fn is_empty_settings(text: &str) -> bool {
+    let t = text.trim();
+    t.is_empty() || serde_json::from_str::<Value>(t).is_ok_and(|v| v == json!({}))
+}
+
 /// The command line of the hook: `program hook <agent>`, quoted for a shell, with
 /// `--approve <answer>` when `approve` is given (one of [`APPROVE_ANSWERS`]).
 pub fn command(program: &str, agent: &str, approve: Option<&str>) -> String {
@@ -361,6 +368,17 @@ mod tests {
             claude_install(r#"{"hooks": []}"#, "cairn hook claude"),
             Err(InstallError::Shape(..))
         ));
+    }
+
+    #[test]
+    fn what_install_made_of_nothing_uninstall_leaves_empty() {
+        let claude = claude_install("", &command("cairn", "claude", None)).unwrap();
+        assert!(!is_empty_settings(&claude));
+        assert!(is_empty_settings(&claude_uninstall(&claude).unwrap()));
+        let codex = codex_install("", &command("cairn", "codex", None)).unwrap();
+        assert!(is_empty_settings(&codex_uninstall(&codex).unwrap()));
+        assert!(!is_empty_settings(OTHER));
+        assert!(!is_empty_settings("# mine\n"));
     }
 
     #[test]

@@ -288,7 +288,7 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
             continue;
         };
         if format.is_none() {
-            if codex::is_codex(&v) {
+            if codex::is_codex(&v) || (first && codex::is_legacy_header(&v)) {
                 format = Some(Format::Codex);
             } else if claude::is_claude(&v) {
                 format = Some(Format::Claude);
@@ -612,8 +612,25 @@ fn run_pass(
     Ok(src.content_hash())
 }
 
-fn root_of(cwd: &str) -> PathBuf {
+/// The workspace root of a source's working directory: this machine's path made
+/// canonical, or, for another system's path ([`foreign_path`]: `e:\Workspace\app`),
+/// the source's own text, never joined to the folder the import runs in.
+pub(crate) fn root_of(cwd: &str) -> PathBuf {
+    if foreign_path(cwd) {
+        return PathBuf::from(cwd);
+    }
     cairn_engine::project::canonical_prefix(Path::new(cwd))
+}
+
+/// True for an absolute path of another system, which this one would read as relative:
+/// a Windows drive path (`C:\x`, `c:/x`, `C:`) or a UNC path (`\\server\share`).
+pub(crate) fn foreign_path(path: &str) -> bool {
+    let b = path.as_bytes();
+    let drive = b.len() >= 2
+        && b[0].is_ascii_alphabetic()
+        && b[1] == b':'
+        && (b.len() == 2 || b[2] == b'\\' || b[2] == b'/');
+    drive || path.starts_with("\\\\")
 }
 
 /// Imports one file (and, for a rotated rollout, the segments before it first).

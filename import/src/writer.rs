@@ -372,6 +372,10 @@ impl Writer {
     /// A workspace path for `path`: relative to the root when inside it, else
     /// absolute (a write outside the workspace, which no checkout writes).
     fn ws_path(&self, path: &str, cwd: Option<&str>) -> String {
+        let root = self.root.to_string_lossy();
+        if crate::foreign_path(&root) || crate::foreign_path(path) {
+            return foreign_ws_path(&root, path);
+        }
         let p = Path::new(path);
         let abs = if p.is_absolute() {
             p.to_path_buf()
@@ -856,6 +860,24 @@ fn model_call(c: &ModelCall) -> serde_json::Value {
 }
 
 /// `path` with `.` and `..` taken lexically.
+/// [`Writer::ws_path`] where the root or the path is another system's
+/// ([`crate::foreign_path`]): inside the root (compared as Windows compares, letters
+/// in any case, `\\` or `/`), relative with `/` between its parts; else the source's
+/// own text (a relative path named from the root).
+fn foreign_ws_path(root: &str, path: &str) -> String {
+    let flat = |s: &str| s.replace('\\', "/").to_ascii_lowercase();
+    let (r, p) = (flat(root.trim_end_matches(['\\', '/'])), flat(path));
+    if !crate::foreign_path(path) {
+        return path.replace('\\', "/");
+    }
+    match p.strip_prefix(&r) {
+        Some(rest) if rest.starts_with('/') && path.is_char_boundary(r.len() + 1) => {
+            path[r.len() + 1..].replace('\\', "/")
+        }
+        _ => path.to_string(),
+    }
+}
+
 fn normalise(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
@@ -886,4 +908,33 @@ pub fn first_started(dir: &Path) -> Result<SessionStarted> {
     Err(ImportError::NotImported {
         dir: dir.to_path_buf(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    // Regression: a Windows path of a transcript was joined to the folder the import
+    // ran in (`/current/dir/e:\Workspace\…`).
+    #[test]
+    fn another_systems_paths_stay_the_sources_own_text() {
+        let root = r"e:\Workspace\app";
+        assert!(crate::foreign_path(root));
+        assert!(crate::foreign_path("C:/x") && crate::foreign_path("C:"));
+        assert!(crate::foreign_path(r"\\server\share\x"));
+        assert!(!crate::foreign_path("/home/x") && !crate::foreign_path("src/a.rs"));
+        assert!(!crate::foreign_path("a:b"));
+        assert_eq!(crate::root_of(root), std::path::PathBuf::from(root));
+        assert_eq!(
+            super::foreign_ws_path(root, r"E:\workspace\app\src\main.rs"),
+            "src/main.rs"
+        );
+        assert_eq!(super::foreign_ws_path(root, r"src\lib.rs"), "src/lib.rs");
+        assert_eq!(
+            super::foreign_ws_path(root, r"e:\Workspace\application\x.rs"),
+            r"e:\Workspace\application\x.rs"
+        );
+        assert_eq!(
+            super::foreign_ws_path(root, r"d:\other\y.rs"),
+            r"d:\other\y.rs"
+        );
+    }
 }

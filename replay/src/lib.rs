@@ -44,7 +44,9 @@ pub use diff::{CallRef, ChangedCall, DiffReport, FileChange, FileDiff, diff};
 pub use error::{ReplayError, Result};
 #[cfg(feature = "run")]
 pub use fork::{Finding, ForkReport, ResumeOptions, ResumeReport, fork, resume};
-pub use listing::{FIRST_MESSAGE_CHARS_MAX, SessionRow, TASK_CHARS_MAX, first_message, summarise};
+pub use listing::{
+    FIRST_MESSAGE_CHARS_MAX, SessionRow, TASK_CHARS_MAX, first_message, label, summarise,
+};
 #[cfg(feature = "run")]
 pub use rerun::{Divergence, ReplayOptions, ReplayReport, ShellMode, replay};
 pub use session::{Call, FileAt, Session, apply_write, blob_store_of, calls};

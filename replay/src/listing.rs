@@ -13,8 +13,10 @@ pub struct SessionRow {
     pub id: String,
     pub dir: PathBuf,
     pub workspace: String,
-    /// The catalogue the session offered (`thoth`, `thndrs`).
+    /// The catalogue the session offered (`thoth`, `thndrs`); for an imported session,
+    /// the agent that wrote it and its version ([`label`]: `claude-code 2.1.3`).
     pub catalog: String,
+    /// When it started: for an imported session, the time its source records.
     pub started: String,
     /// `finished`, `failed` (ended because the provider failed), `interrupted`,
     /// `resumed`, or `running` (not ended, and its log's writer lock held by a live
@@ -29,6 +31,9 @@ pub struct SessionRow {
     pub task: String,
     /// The session this one was forked or replayed from.
     pub parent: Option<String>,
+    /// A replay (`cairn replay`), which ran in a copy of the workspace that is
+    /// usually gone once it ended.
+    pub replay: bool,
 }
 
 /// Characters of a session's task a listing shows.
@@ -36,6 +41,25 @@ pub const TASK_CHARS_MAX: usize = 60;
 
 /// Characters of a session's first message [`first_message`] keeps.
 pub const FIRST_MESSAGE_CHARS_MAX: usize = 60;
+
+/// What a session is, in a word or two: the catalogue it offered (`thoth`), or, for a
+/// session imported from another agent, that agent as its command line is named and
+/// its version (`claude-code 2.1.3`, `codex 0.171.0`): no catalogue offered its tools.
+pub fn label(st: &cairn_core::event::SessionStarted) -> String {
+    match &st.imported {
+        Some(i) => {
+            let name = match i.agent.as_str() {
+                "claude" => "claude-code",
+                other => other,
+            };
+            match &i.agent_version {
+                Some(v) => format!("{name} {v}"),
+                None => name.to_string(),
+            }
+        }
+        None => st.catalog.clone(),
+    }
+}
 
 /// Reads a session's log once, start to end, into its row.
 pub fn summarise(dir: &Path) -> cairn_store::Result<SessionRow> {
@@ -56,6 +80,7 @@ pub fn summarise(dir: &Path) -> cairn_store::Result<SessionRow> {
         not_ok: 0,
         task: String::new(),
         parent: None,
+        replay: false,
     };
     for r in reader.records()? {
         let r = r?;
@@ -63,9 +88,28 @@ pub fn summarise(dir: &Path) -> cairn_store::Result<SessionRow> {
         // A record this version cannot parse is counted and otherwise left to `verify`.
         match fold::parse_maybe_in(&r, blobs.as_ref()).map(|x| x.event) {
             Ok(Event::SessionStarted(st)) => {
+                row.catalog = label(&st);
+                row.started = st
+                    .imported
+                    .as_ref()
+                    .and_then(|i| i.started_at.clone())
+                    .unwrap_or_else(|| r.ts.clone());
+                // A fork carries its parent's conversation: its task is the first
+                // message of that.
+                if let Some(text) = st.inherited.as_ref().and_then(|i| {
+                    i.conversation.iter().find_map(|e| {
+                        match cairn_core::state::ConversationEntry::from_json(e) {
+                            Some(cairn_core::state::ConversationEntry::User { text }) => Some(text),
+                            _ => None,
+                        }
+                    })
+                }) {
+                    row.task = crate::audit::one_line(&text)
+                        .chars()
+                        .take(TASK_CHARS_MAX)
+                        .collect();
+                }
                 row.workspace = st.workspace;
-                row.catalog = st.catalog;
-                row.started = r.ts.clone();
                 row.parent = st.parent.map(|p| p.session);
             }
             Ok(Event::UserMessage { text, .. }) if row.task.is_empty() => {
@@ -76,8 +120,9 @@ pub fn summarise(dir: &Path) -> cairn_store::Result<SessionRow> {
             }
             Ok(Event::ToolStarted { .. }) => row.calls += 1,
             Ok(Event::ToolFinished(f)) if f.status != Status::Ok => row.not_ok += 1,
-            Ok(Event::SessionEnded { failed, .. }) => {
-                row.state = if failed { "failed" } else { "finished" }.into()
+            Ok(Event::SessionEnded { failed, reason, .. }) => {
+                row.state = if failed { "failed" } else { "finished" }.into();
+                row.replay = row.parent.is_some() && reason.starts_with("replay of ");
             }
             Ok(Event::SessionResumed { .. }) => row.state = "resumed".into(),
             _ => {}

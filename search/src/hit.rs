@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::doc::Kind;
 use crate::error::{Error, Result};
-use crate::query::{Query, snippet};
+use crate::query::{Query, snippet_marked};
 
 /// The most hits one search returns.
 pub const SEARCH_LIMIT_MAX: u32 = 10_000;
@@ -92,6 +92,35 @@ pub struct Hit {
     pub time: String,
     /// An excerpt around the first match, matches marked `**so**`.
     pub snippet: String,
+    /// The byte ranges of `snippet` its `**` markers enclose (markers left out): where
+    /// the matched words are, for a reader that shows them otherwise
+    /// ([`Hit::snippet_with`]).
+    #[serde(skip)]
+    pub marks: Vec<std::ops::Range<usize>>,
+}
+
+impl Hit {
+    /// The snippet with each match between `open` and `close` instead of `**`
+    /// (both empty: the plain text), a `**` of the text itself kept.
+    pub fn snippet_with(&self, open: &str, close: &str) -> String {
+        let mut out = String::with_capacity(self.snippet.len());
+        let mut at = 0;
+        for m in &self.marks {
+            // Each mark has its two-byte `**` on either side.
+            let before = m.start.saturating_sub(2);
+            out.push_str(self.snippet.get(at..before).unwrap_or_default());
+            out.push_str(open);
+            out.push_str(self.snippet.get(m.clone()).unwrap_or_default());
+            out.push_str(close);
+            at = m.end + 2;
+        }
+        out.push_str(
+            self.snippet
+                .get(at.min(self.snippet.len())..)
+                .unwrap_or_default(),
+        );
+        out
+    }
 }
 
 /// A document a backend found by its terms, in the backend-independent order.
@@ -160,9 +189,11 @@ impl Candidate {
     /// The hit, when the query matches the whole text (phrases in order, whole tokens).
     pub(crate) fn hit(self, q: &Query) -> Option<Hit> {
         let spans = q.find(&self.text)?;
+        let (snippet, marks) = snippet_marked(&self.text, &spans);
         Some(Hit {
             short: short(&self.session).to_string(),
-            snippet: snippet(&self.text, &spans),
+            snippet,
+            marks,
             kind: Kind::parse(&self.kind)?,
             session: self.session,
             project: self.project,
@@ -212,6 +243,27 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_snippet_is_shown_plain_or_marked_keeping_the_texts_own_stars() {
+        let q = Query::parse("cargo").unwrap();
+        let text = "a **note** then cargo test";
+        let c = Candidate {
+            session: "20261201T025500.123456-ab12cd".into(),
+            project: "p".into(),
+            workspace: "/w".into(),
+            seq: 1,
+            call: None,
+            tool: None,
+            kind: "user".into(),
+            time: "t".into(),
+            text: text.into(),
+        };
+        let h = c.hit(&q).unwrap();
+        assert_eq!(h.snippet, "a **note** then **cargo** test");
+        assert_eq!(h.snippet_with("", ""), text);
+        assert_eq!(h.snippet_with("<", ">"), "a **note** then <cargo> test");
+    }
 
     #[test]
     fn session_keys_follow_the_start_time_of_ids() {

@@ -271,8 +271,16 @@ pub const SNIPPET_AFTER_CHARS: usize = 120;
 /// A one-line excerpt of `text` around the first span, every span inside it marked
 /// `**so**`, white space runs made one space, `…` where it was cut.
 pub fn snippet(text: &str, spans: &[Span]) -> String {
+    snippet_marked(text, spans).0
+}
+
+/// [`snippet`], with the byte ranges of the excerpt that its `**` markers enclose (the
+/// matched words, markers left out), so that a reader can show the matches another
+/// way, or plainly, without mistaking a `**` of the text itself for a marker.
+pub fn snippet_marked(text: &str, spans: &[Span]) -> (String, Vec<std::ops::Range<usize>>) {
+    let mut marks = Vec::new();
     let Some(first) = spans.first() else {
-        return String::new();
+        return (String::new(), marks);
     };
     let start = text[..first.start]
         .char_indices()
@@ -295,7 +303,9 @@ pub fn snippet(text: &str, spans: &[Span]) -> String {
         }
         push_flat(&mut out, &text[at..s.start]);
         out.push_str("**");
+        let from = out.len();
         push_flat(&mut out, &text[s.start..s.end]);
+        marks.push(from..out.len());
         out.push_str("**");
         at = s.end;
     }
@@ -303,7 +313,7 @@ pub fn snippet(text: &str, spans: &[Span]) -> String {
     if end < text.len() {
         out.push('…');
     }
-    out
+    (out, marks)
 }
 
 /// Appends `s` with each run of white space (newlines included) as one space.

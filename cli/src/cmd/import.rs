@@ -135,10 +135,10 @@ fn import(args: Args) -> Result<ExitCode> {
             ))?;
         }
         for w in &summary.warning_list {
-            out::note(&format!("warning: {w}"));
+            out::note(&format!("cairn: warning: {w}"));
         }
         for (path, e) in &summary.errors {
-            out::note(&format!("error: {}: {e}", path.display()));
+            out::note(&error_line(path, e));
         }
         let secrets: u64 = summary.secrets.values().sum();
         out::line(&format!(
@@ -162,4 +162,32 @@ fn import(args: Args) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// An import's error about `path`, as a person reads it: `cairn: PATH: what`, the path
+/// once (most errors already begin with it).
+fn error_line(path: &std::path::Path, e: &str) -> String {
+    let shown = path.display().to_string();
+    match e.strip_prefix(&format!("{shown}: ")) {
+        Some(rest) => format!("cairn: {shown}: {rest}"),
+        None => format!("cairn: {shown}: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // Regression: import errors said `error: /p: /p: neither …`, the path twice and
+    // without `cairn:`.
+    #[test]
+    fn an_import_error_names_its_path_once_after_cairn() {
+        let p = std::path::Path::new("/x/a.jsonl");
+        assert_eq!(
+            super::error_line(p, "/x/a.jsonl: neither a Codex rollout"),
+            "cairn: /x/a.jsonl: neither a Codex rollout"
+        );
+        assert_eq!(
+            super::error_line(p, "store: bad"),
+            "cairn: /x/a.jsonl: store: bad"
+        );
+    }
 }

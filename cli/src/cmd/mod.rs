@@ -145,13 +145,20 @@ pub(crate) enum Command {
     /// ws/link/passwd` asks for `write_file@/etc`, which a grant of `write_file` does not
     /// answer). A Codex argv (`["bash", "-lc", LINE]`) is read as LINE only when `bash`,
     /// found on PATH, is one of the system's shells (/etc/shells) and not a file in the
-    /// workspace. An event that cannot be read is refused with `cairn: hook …: <why>`
-    /// on stderr, exit 2 for a PreToolUse (the agent does not run the call) and 1
-    /// otherwise, and writes nothing in the cairn home.
+    /// workspace. An event that cannot be read is refused with `cairn: <why> (in the
+    /// claude hook; …)` on stderr, exit 2 for a PreToolUse (the agent does not run the
+    /// call) and 1 otherwise, and writes nothing in the cairn home.
     ///
     /// Claude Code takes `allow` (nothing to ask, or on the allow list), `ask` (it asks
     /// you; the default) and, with `--approve never`, `deny` with the reason, which the
-    /// model is shown. Codex 0.171 takes a denial only (with `--approve never`;
+    /// model is shown. With the default, a command line of known read-only programs
+    /// (`cat`, `ls`, `grep`, `head`, … alone, writing nothing) gets no answer: Claude
+    /// Code decides as it would without cairn, so recording adds no prompt; the question
+    /// is recorded as before, answered when the call runs. `install` writes the
+    /// command `cairn hook claude` (found on PATH when the agent runs it; this binary's
+    /// path when no `cairn` is on PATH), so a project's shared settings work for
+    /// everyone; `uninstall` removes exactly what it added, the file too when install
+    /// made it. Codex 0.171 takes a denial only (with `--approve never`;
     /// otherwise its own approval policy decides), gives a hook no failure event and no
     /// command's exit code (recorded as `lost`), runs a new hook only once you trust it
     /// (`/hooks`) and reads a project's .codex/config.toml only in a trusted project.

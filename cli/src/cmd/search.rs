@@ -18,7 +18,7 @@ pub(crate) const IN_ARCHIVE: &str = "in_archive";
 // that the global flag reaches search as it reaches every command), which `run` turns
 // into the URL that flag, the environment or the configuration gives.
 #[derive(Debug, clap::Args)]
-#[command(mut_args(with_arg("json", |a| a.help("One JSON document: {\"query\": …, \"hits\": [{session, short, project, workspace, seq, call, tool, kind, time, snippet}, …]}"))))]
+#[command(mut_args(with_arg("json", |a| a.help("One JSON document: {\"query\": …, \"hits\": [{session, short, project, workspace, seq, call, tool, kind, time, snippet}, …], \"more\": hits past --limit (counted up to 1000 past it), \"more_counted_all\": whether that count is the whole}"))))]
 #[command(mut_arg("archive", |a| a
     .id(IN_ARCHIVE)
     .long("in-archive")
@@ -84,6 +84,16 @@ impl Args {
             limit: self.limit,
         };
         filter.check().map_err(|e| anyhow!("{e} (--limit)"))?;
+        // Asked for more than shown, to say how many more there are (up to a bound:
+        // counting every hit of a common word would read the whole index).
+        let shown = filter.limit as usize;
+        let filter = Filter {
+            limit: filter
+                .limit
+                .saturating_add(MORE_HITS_COUNTED_MAX)
+                .min(cairn_search::SEARCH_LIMIT_MAX),
+            ..filter
+        };
         let home = Home::from_env()?;
         let hits = match &self.archive {
             Some(given) => {
@@ -95,7 +105,13 @@ impl Args {
             }
             None => searchcmd::update(&home)?.search(&query, &filter)?,
         };
-        print(&text, &hits, self.output.json)?;
+        let more = More {
+            count: hits.len().saturating_sub(shown),
+            all: hits.len() < filter.limit as usize,
+            shown,
+        };
+        let hits = &hits[..hits.len().min(shown)];
+        print(&text, hits, &more, self.output.json)?;
         Ok(if hits.is_empty() {
             ExitCode::from(1)
         } else {
@@ -126,12 +142,60 @@ fn archive_url(given: &str, home: &Home) -> Result<String> {
         })
 }
 
-/// The hits, one per line (`short:seq call tool kind  snippet`), or one JSON document.
-fn print(query: &str, hits: &[Hit], json: bool) -> Result<()> {
+/// Hits a search counts past its `--limit`, to say how many more there are.
+pub(crate) const MORE_HITS_COUNTED_MAX: u32 = 1000;
+
+/// The hits past the limit: how many were counted, whether that is all of them, and
+/// how many were shown.
+struct More {
+    count: usize,
+    all: bool,
+    shown: usize,
+}
+
+impl More {
+    /// What a person is told when hits were left out: how many, and how to see them.
+    fn note(&self) -> Option<String> {
+        if self.count == 0 {
+            return None;
+        }
+        let s = if self.count == 1 { "" } else { "s" };
+        Some(if self.all {
+            format!(
+                "cairn: {} more hit{s} not shown: --limit {} shows them all",
+                self.count,
+                self.shown + self.count
+            )
+        } else {
+            format!(
+                "cairn: more than {} more hits not shown: narrow the search (--project, --tool, --since, more words) or raise --limit (at most {})",
+                self.count,
+                cairn_search::SEARCH_LIMIT_MAX
+            )
+        })
+    }
+}
+
+/// The hits, one per line (`short:seq call tool kind  snippet`, the matches in bold on
+/// a terminal and unmarked otherwise), then on standard error how many more there are;
+/// or one JSON document (the snippets marked `**so**`).
+fn print(query: &str, hits: &[Hit], more: &More, json: bool) -> Result<()> {
     if json {
-        out::line(&serde_json::json!({ "query": query, "hits": hits }).to_string())?;
+        out::line(
+            &serde_json::json!({
+                "query": query,
+                "hits": hits,
+                "more": more.count,
+                "more_counted_all": more.all,
+            })
+            .to_string(),
+        )?;
         return Ok(());
     }
+    let (open, close) = match cairn_cli::paint::Paint::stdout().0 {
+        true => ("\x1b[1m", "\x1b[0m"),
+        false => ("", ""),
+    };
     for h in hits {
         out::line(&format!(
             "{}:{}  {}  {}  {}  {}",
@@ -140,8 +204,11 @@ fn print(query: &str, hits: &[Hit], json: bool) -> Result<()> {
             h.call.as_deref().unwrap_or("-"),
             h.tool.as_deref().unwrap_or("-"),
             h.kind.as_str(),
-            h.snippet
+            h.snippet_with(open, close)
         ))?;
+    }
+    if let Some(note) = more.note() {
+        out::note(&note);
     }
     Ok(())
 }

@@ -62,8 +62,9 @@ fn block(b: &Block<'_>) -> Markup {
         Block::Text(l) => h! { p { (line(l)) } "\n" },
         Block::Table(t) => table(t),
         Block::Conversation(c) => conversation(c),
+        // No button over no diffs (a session that wrote nothing).
         Block::Diffs(diffs) => h! {
-            button id="expand" { "expand all diffs" } "\n"
+            @if !diffs.is_empty() { button id="expand" { "expand all diffs" } "\n" }
             @for d in diffs { (diff(d)) }
         },
         Block::Timeline(a) => h! {
@@ -325,7 +326,8 @@ document.querySelectorAll('.filters button').forEach(function(b){b.addEventListe
 function reveal(){var d=document.getElementById(location.hash.slice(1));
   if(d&&d.tagName==='DETAILS'){d.classList.remove('hidden');d.open=true;}}
 window.addEventListener('hashchange',reveal);reveal();
-document.getElementById('expand').addEventListener('click',function(){
+var expand=document.getElementById('expand');
+if(expand)expand.addEventListener('click',function(){
   var open=this.dataset.open!=='1';this.dataset.open=open?'1':'0';
   document.querySelectorAll('details.write').forEach(function(d){d.open=open});
   this.textContent=open?'collapse all diffs':'expand all diffs';

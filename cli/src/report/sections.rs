@@ -121,10 +121,21 @@ fn header(a: &Audit) -> Section<'_> {
     };
     fields.extend([
         one("workspace", vec![Cell::code(&h.workspace)]),
-        one(
-            "catalog",
-            vec![plain(format!("{} (cairn {})", h.catalog, h.engine_version))],
-        ),
+        // An imported session offered no catalogue: the agent that wrote it.
+        match &a.imported {
+            Some(i) => one(
+                "agent",
+                vec![plain(format!(
+                    "{} (imported by cairn {})",
+                    i.agent_name(),
+                    h.engine_version
+                ))],
+            ),
+            None => one(
+                "catalog",
+                vec![plain(format!("{} (cairn {})", h.catalog, h.engine_version))],
+            ),
+        },
         one("started", vec![plain(&h.started)]),
         one(
             "ended",

@@ -52,6 +52,21 @@ fn a_pushed_session_pulls_back_byte_exact_and_the_database_refuses_changes() {
     let r2: serde_json::Value = serde_json::from_str(again.trim()).unwrap();
     assert_eq!(r2["records_pushed"], 0);
     assert_eq!(r2["blobs_pushed"], 0);
+    // Regression: a push whose blobs another session had brought said "0 blobs
+    // pushed (0 bytes) of N". A fork's files are its parent's blobs.
+    let said = ok(&cairn(home, &["archive", "push", &id, "--to", &url]));
+    assert!(said.contains(", no blobs, "), "{said}");
+    let fork_ws = demo.base.path().join("fork-to-push");
+    let fork = ok(&cairn(
+        home,
+        &["fork", &id, "--workspace", fork_ws.to_str().unwrap()],
+    ));
+    let said = ok(&cairn(
+        home,
+        &["archive", "push", fork.trim(), "--to", &url],
+    ));
+    assert!(said.contains(" already there, "), "{said}");
+    assert!(!said.contains("0 blobs pushed"), "{said}");
 
     // What was pushed is searchable in the archive, with the hits the local index gives
     // for that session.

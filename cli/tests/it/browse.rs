@@ -148,3 +148,41 @@ fn browser_screens_at_80x24_and_120x40() {
 fn rows_dir(r: &SessionRow) -> std::path::PathBuf {
     r.dir.clone()
 }
+
+// Regression: at 80 columns the list cut each id before its random suffix, the short
+// id people type (`cairn show abc123`).
+#[test]
+fn browse_in_tmux_at_80_columns_shows_the_short_id_people_type() {
+    let d = common::demo();
+    for (_, dir) in &d.sessions {
+        let row = browse::summarise(dir).unwrap();
+        let done = d.home.path().join("done");
+        let _ = std::fs::remove_file(&done);
+        // Run in the session's workspace: browse lists that project's sessions.
+        let sh = format!(
+            "cd {} && CAIRN_HOME={} {} browse; echo $? > {}; sleep 30",
+            row.workspace,
+            d.home.path().display(),
+            env!("CARGO_BIN_EXE_cairn"),
+            done.display()
+        );
+        let tmux = crate::tui::Tmux::start("cairn-browse-80", &sh);
+        tmux.cmd(&["resize-window", "-t", "t", "-x", "80", "-y", "24"]);
+        let short = row.id.rsplit('-').next().unwrap().to_string();
+        let s = tmux.wait_for(&format!("\n{short} "));
+        assert!(s.lines().all(|l| l.chars().count() <= 80), "{s}");
+        // Typed, it names the session.
+        let shown = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(["show", &short])
+            .env("CAIRN_HOME", d.home.path())
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&shown.stdout).contains(&row.id));
+        tmux.cmd(&["send-keys", "-t", "t", "q"]);
+        let t0 = std::time::Instant::now();
+        while !done.exists() && t0.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert_eq!(std::fs::read_to_string(&done).unwrap().trim(), "0");
+    }
+}

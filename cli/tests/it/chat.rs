@@ -190,6 +190,20 @@ fn chat_keys_cancel_the_call_interrupt_the_model_and_end_the_session() {
     app.on_key(key(KeyCode::Esc));
     app.on_key(key(KeyCode::Esc));
     assert_eq!(drain(&mut app), vec![ChatCmd::Interrupt]);
+    assert!(screen(&mut app, 80, 12).contains("interrupting the model"));
+    // Regression: once interrupted, the status bar still said "interrupting the model…".
+    let mut after = ChatApp::new();
+    after.on_msg(ChatMsg::User("hello".into()));
+    after.on_key(key(KeyCode::Esc));
+    after.on_msg(ChatMsg::Idle(
+        "interrupted: the model's turn was stopped".into(),
+    ));
+    let s = screen(&mut after, 80, 12);
+    assert!(!s.contains("interrupting the model"), "{s}");
+    assert!(
+        s.contains("interrupted: the model's turn was stopped"),
+        "{s}"
+    );
     app.on_key(ctrl('c'));
     assert_eq!(drain(&mut app), vec![ChatCmd::Quit]);
 
@@ -598,6 +612,7 @@ fn chat_in_tmux_esc_interrupts_a_streaming_model_at_once_and_the_session_goes_on
     assert!(shown_after < Duration::from_secs(1), "{shown_after:?}");
     assert!(s.contains("Thinking about it slowly."), "{s}");
     assert!(s.contains("your turn"), "{s}");
+    assert!(!s.contains("interrupting the model"), "{s}");
     let closed_after = closed
         .lock()
         .unwrap()

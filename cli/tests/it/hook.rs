@@ -919,7 +919,11 @@ fn each_is_refused_and_writes_nothing(s: &Setup, cases: &[(Vec<u8>, i32, &str)])
         let shown = String::from_utf8_lossy(stdin);
         assert_eq!(out.status.code(), Some(*code), "{shown}: {err}");
         assert!(
-            err.starts_with("cairn: hook claude: ") && err.contains(says),
+            // Regression: errors began `cairn: hook claude:`, read as a command line.
+            err.starts_with("cairn: ")
+                && !err.contains("hook claude:")
+                && err.contains("(in the claude hook; `cairn hook uninstall claude` removes it)")
+                && err.contains(says),
             "{shown}: {err}"
         );
         assert!(out.stdout.is_empty(), "{shown}");
@@ -937,4 +941,161 @@ fn without(mut e: Value, k: &str) -> Value {
 fn with(mut e: Value, k: &str, v: Value) -> Value {
     e[k] = v;
     e
+}
+
+/// Runs what a settings file's hook command says, as Claude Code runs it (`sh -c`, in
+/// the workspace, the event on stdin), with `path` as `PATH`.
+fn run_as_claude(s: &Setup, command: &str, path: &std::ffi::OsStr, input: &Value) -> Output {
+    let mut child = Command::new("sh")
+        .args(["-c", command])
+        .env("PATH", path)
+        .env("CAIRN_HOME", &s.home)
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .current_dir(&s.ws)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&serde_json::to_vec(input).unwrap());
+    child.wait_with_output().unwrap()
+}
+
+// Regression: install wrote this binary's absolute path into a project's shared
+// settings, uninstall left a `{}` file it had made, and the default `--approve ask`
+// answered a read-only `cat a.txt` "ask", a prompt Claude Code would not have shown.
+#[test]
+fn install_writes_a_portable_hook_that_asks_nothing_read_only_and_uninstall_leaves_nothing() {
+    let s = setup();
+    std::fs::write(s.ws.join("a.txt"), "one\n").unwrap();
+    // `cairn` on PATH, as after an install: a folder with a link to the binary.
+    let bin = s.ws.parent().unwrap().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_cairn"), bin.join("cairn")).unwrap();
+    let path =
+        std::env::join_paths([bin.as_path(), Path::new("/usr/bin"), Path::new("/bin")]).unwrap();
+    let cairn = |args: &[&str], path: &std::ffi::OsStr| {
+        Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(args)
+            .env("PATH", path)
+            .env("CAIRN_HOME", &s.home)
+            .current_dir(&s.ws)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = cairn(&["hook", "install", "claude", "--project", "--yes"], &path);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let settings = s.ws.join(".claude/settings.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    let commands: Vec<String> = v["hooks"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|l| l.as_array().unwrap().clone())
+        .flat_map(|e| e["hooks"].as_array().unwrap().clone())
+        .map(|h| h["command"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(commands.len(), 6, "{v}");
+    assert!(
+        commands.iter().all(|c| c == "cairn hook claude"),
+        "{commands:?}"
+    );
+
+    // The command as Claude Code runs it: `cat a.txt` is left to Claude Code (no
+    // answer), a read in the project allowed, `touch` still asked.
+    let command = &commands[0];
+    let bash = |id: &str, line: &str| pre(&s, id, "Bash", json!({"command": line}));
+    let cat = run_as_claude(&s, command, &path, &bash("r1", "cat a.txt"));
+    assert_eq!(
+        answer(&cat),
+        (Some(0), String::new()),
+        "{}",
+        String::from_utf8_lossy(&cat.stderr)
+    );
+    let piped = run_as_claude(&s, command, &path, &bash("r2", "ls -la | grep a | wc -l"));
+    assert_eq!(answer(&piped), (Some(0), String::new()));
+    let read = pre(&s, "r3", "Read", json!({"file_path": s.ws.join("a.txt")}));
+    let read = run_as_claude(&s, command, &path, &read);
+    assert_eq!(
+        answer(&read),
+        (Some(0), decision("allow", "cairn: nothing to ask"))
+    );
+    let touch = run_as_claude(&s, command, &path, &bash("r4", "touch b.txt"));
+    assert!(answer(&touch).1.contains("\"ask\""), "{:?}", answer(&touch));
+    let write = run_as_claude(&s, command, &path, &bash("r5", "cat a.txt > b.txt"));
+    assert!(answer(&write).1.contains("\"ask\""), "{:?}", answer(&write));
+    // What is recorded is as before: the question, answered by the person once it ran.
+    let done = post(
+        &s,
+        "r1",
+        "Bash",
+        json!({"command": "cat a.txt"}),
+        json!({"stdout": "one\n", "stderr": "", "interrupted": false}),
+    );
+    assert_eq!(answer(&run_as_claude(&s, command, &path, &done)).0, Some(0));
+    let events = hook_events(&s);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "permission_requested" && e["key"] == "shell:cat"),
+        "{events:#?}"
+    );
+    assert!(
+        events.iter().any(|e| e["type"] == "permission_decided"
+            && e["key"] == "shell:cat"
+            && e["answer"] == "once"
+            && e["source"] == "user"),
+        "{events:#?}"
+    );
+
+    // Uninstall: the file install made, and its folder, are gone.
+    let out = cairn(
+        &["hook", "uninstall", "claude", "--project", "--yes"],
+        &path,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!settings.exists());
+    assert!(!s.ws.join(".claude").exists());
+
+    // A settings file of the person's own keeps everything but cairn's hooks.
+    std::fs::create_dir_all(s.ws.join(".claude")).unwrap();
+    let mine = "{\n  \"model\": \"opus\"\n}\n";
+    std::fs::write(&settings, mine).unwrap();
+    // No `cairn` on PATH: the settings name this binary (a hook that never runs would
+    // leave the agent unrecorded and unguarded), and the person is told.
+    let bare = std::ffi::OsString::from("/usr/bin:/bin");
+    let out = cairn(&["hook", "install", "claude", "--project", "--yes"], &bare);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no `cairn` on PATH"));
+    assert!(
+        std::fs::read_to_string(&settings)
+            .unwrap()
+            .contains(&format!("\"{} hook claude\"", env!("CARGO_BIN_EXE_cairn")))
+    );
+    let out = cairn(
+        &["hook", "uninstall", "claude", "--project", "--yes"],
+        &path,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), mine);
 }

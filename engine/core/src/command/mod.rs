@@ -277,6 +277,19 @@ pub fn covered(analysis: &Analysis, allowed: &BTreeSet<String>) -> bool {
         && analysis.keys.iter().all(|k| allowed.contains(k))
 }
 
+/// True when the line only reads: it runs something, every program is one of
+/// [`table::READ_ONLY`] (by its bare name), nothing in it is a [`Reason`] and it writes
+/// no file. What such a line reads is not judged here.
+pub fn read_only(analysis: &Analysis) -> bool {
+    analysis.reasons.is_empty()
+        && analysis.writes.is_empty()
+        && !analysis.commands.is_empty()
+        && analysis.keys.iter().all(|k| {
+            k.strip_prefix("shell:")
+                .is_some_and(|p| table::READ_ONLY.contains(&p))
+        })
+}
+
 /// An argv as one line `sh` would split back into it: words with spaces or shell
 /// characters are single-quoted.
 pub fn quote_argv(argv: &[String]) -> String {

@@ -1513,3 +1513,18 @@ fn ordinary_lines_stay_covered() {
     }
     assert!(missed.is_empty(), "not covered:\n{}", missed.join("\n"));
 }
+
+#[test]
+fn a_line_of_known_readers_alone_is_read_only() {
+    let ro = |line: &str| super::read_only(&analyse(line, "/work/p"));
+    assert!(ro("cat a.txt"));
+    assert!(ro("ls -la src | grep rs | wc -l"));
+    assert!(ro("/bin/cat a.txt && head -n 3 b"));
+    // A write, a program not known to only read, a substitution: not read-only.
+    assert!(!ro("cat a.txt > b.txt"));
+    assert!(!ro("cat a.txt | tee b.txt"));
+    assert!(!ro("sed -n 1p a.txt"));
+    assert!(!ro("cat $(rm -rf x)"));
+    assert!(!ro("rm a.txt"));
+    assert!(!ro(""));
+}
