@@ -23,6 +23,12 @@ pub struct Limits {
     pub output_bytes_max: usize,
     /// Lines of one tool output given to the model.
     pub output_lines_max: usize,
+    /// Of `output_lines_max`, the lines kept from the end of a longer output (and their
+    /// share of `output_bytes_max`): the model sees its head and its tail, the cut
+    /// between them named. A session recorded before the field showed the head only
+    /// (0).
+    #[serde(default)]
+    pub output_tail_lines_max: usize,
     /// Entries of a listing (find, glob, list_dir).
     pub list_entries_max: usize,
     /// Matches of a content search.
@@ -139,6 +145,7 @@ impl Limits {
             line_chars_max: 512,
             output_bytes_max: 65_536,
             output_lines_max: 2_000,
+            output_tail_lines_max: 500,
             list_entries_max: 100,
             search_matches_max: 100,
             match_chars_max: 512,
