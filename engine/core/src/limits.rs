@@ -181,3 +181,32 @@ impl Limits {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: a log recorded before the tail limits must read them as 0 (head
+    /// only), so that verify rebuilds the outputs it recorded.
+    #[test]
+    fn limits_recorded_before_the_tail_limits_read_them_as_zero() {
+        let mut old = serde_json::to_value(Limits::default()).unwrap();
+        let fields = old.as_object_mut().unwrap();
+        assert_eq!(fields["output_tail_lines_max"], 500);
+        fields.remove("output_tail_lines_max");
+        fields.remove("shell_output_tail_lines_max");
+        let read: Limits = serde_json::from_value(old).unwrap();
+        assert_eq!(
+            (read.output_tail_lines_max, read.shell_output_tail_lines_max),
+            (0, 0)
+        );
+        assert_eq!(
+            Limits {
+                output_tail_lines_max: 500,
+                shell_output_tail_lines_max: 50,
+                ..read
+            },
+            Limits::default()
+        );
+    }
+}
