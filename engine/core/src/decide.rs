@@ -1804,7 +1804,6 @@ mod tests {
         }
     }
 
-    #[test]
     /// Issue 43: a long tool output's end (an MCP result's error, a summary) reaches the
     /// model with its head, the cut between named, at and past each cap.
     #[test]
