@@ -34,7 +34,7 @@ use cairn_tools::{McpTool, Registry};
 
 mod call;
 mod resume;
-pub use cairn_core::decide::cap_output;
+pub use cairn_core::decide::{cap_output, cap_output_tail};
 pub use cairn_tools::{EngineConfig, ModelSetting};
 pub use resume::{
     Finding, GoOn, InterruptedOutcome, Rerun, ResumeOptions, ResumeReport, ScriptPoint, inherit,

@@ -53,6 +53,6 @@ pub use cairn_tools::{
 pub use engine::{
     AnsweredCall, AnsweredWrite, CallOutcome, Engine, EngineConfig, Finding, GoOn,
     InterruptedOutcome, ModelSetting, Rerun, ResumeOptions, ResumeReport, ScriptPoint, cap_output,
-    inherit,
+    cap_output_tail, inherit,
 };
 pub use project::{Handle, Home, Project, SessionRef, find_session, short_ids};

@@ -455,11 +455,92 @@ pub fn cap_output(text: &str, bytes_max: usize, lines_max: usize) -> (String, bo
     (out, cut)
 }
 
-/// What the model is given of a call's whole output: [`cap_output`] by
-/// `output_bytes_max` and `output_lines_max`, and whether it was cut (then the whole
-/// output is kept as a blob).
+/// Cuts `text` to `lines_max` lines and `bytes_max` bytes as [`cap_output`] does, but
+/// keeps up to `tail_lines_max` of the lines (at most half) and their share of
+/// `bytes_max` from the end: the model sees the head and the tail, and the cut between
+/// them names the lines and bytes left out and how to see them. The tail holds whole
+/// lines only; the head ends in part of a line when not one whole line fits. With
+/// `tail_lines_max` 0 it is [`cap_output`]. Returns whether anything was cut.
+pub fn cap_output_tail(
+    text: &str,
+    bytes_max: usize,
+    lines_max: usize,
+    tail_lines_max: usize,
+) -> (String, bool) {
+    let tail_lines_max = tail_lines_max.min(lines_max / 2);
+    if tail_lines_max == 0 {
+        return cap_output(text, bytes_max, lines_max);
+    }
+    let total_lines = memchr::memchr_iter(b'\n', text.as_bytes()).count()
+        + usize::from(!text.is_empty() && !text.ends_with('\n'));
+    if text.len() <= bytes_max && total_lines <= lines_max {
+        return (text.to_string(), false);
+    }
+    let tail_bytes_max = bytes_max
+        .saturating_mul(tail_lines_max)
+        .checked_div(lines_max)
+        .unwrap_or(0);
+    // The tail: whole lines from the end, within its share of both caps.
+    let mut tail_start = text.len();
+    let mut tail_lines = 0usize;
+    while tail_lines < tail_lines_max && tail_lines + 1 < total_lines {
+        let before = &text[..tail_start];
+        let start = before
+            .strip_suffix('\n')
+            .unwrap_or(before)
+            .rfind('\n')
+            .map_or(0, |i| i + 1);
+        if text.len() - start > tail_bytes_max {
+            break;
+        }
+        tail_start = start;
+        tail_lines += 1;
+    }
+    // The head: the caps' rest, never reaching the tail (it cannot: head and tail
+    // together would then be the whole text, within both caps).
+    let head_bytes_max = bytes_max - (text.len() - tail_start);
+    let head_lines_max = lines_max - tail_lines;
+    let mut head = 0usize;
+    let mut head_lines = 0usize;
+    for line in text[..tail_start].split_inclusive('\n') {
+        if head_lines >= head_lines_max || head + line.len() > head_bytes_max {
+            break;
+        }
+        head += line.len();
+        head_lines += 1;
+    }
+    let mut out = String::with_capacity(bytes_max.saturating_add(300).min(text.len() + 300));
+    out.push_str(&text[..head]);
+    if head == 0 {
+        // Not one whole line fits: part of the first.
+        let mut room = head_bytes_max.min(tail_start);
+        while !text.is_char_boundary(room) {
+            room -= 1;
+        }
+        out.push_str(&text[..room]);
+        head = room;
+        out.push('\n');
+    }
+    let (from, to) = (head_lines + 1, total_lines - tail_lines);
+    out.push_str(&format!(
+        "…({} lines and {} bytes left out here: lines {from}-{to} of {total_lines}; to read them, ask the tool for less (a narrower query or a range); the whole output is kept in the session's blobs)\n",
+        (to + 1).saturating_sub(from),
+        tail_start - head,
+    ));
+    out.push_str(&text[tail_start..]);
+    (out, true)
+}
+
+/// What the model is given of a call's whole output: [`cap_output_tail`] by
+/// `output_bytes_max`, `output_lines_max` and `output_tail_lines_max`, and whether it
+/// was cut (then the whole output is kept as a blob).
 pub fn output(whole: &str, limits: &Limits) -> (String, bool) {
-    cap_output(whole, limits.output_bytes_max, limits.output_lines_max)
+    cap_output_tail(
+        whole,
+        limits.output_bytes_max,
+        limits.output_lines_max,
+        limits.output_tail_lines_max,
+    )
 }
 
 /// Phrases by which a tool result addresses the model instead of waiting to be read by
@@ -1721,6 +1802,56 @@ mod tests {
             let text = parts.concat();
             proptest::prop_assert_eq!(injection(&text), injection_by_each_mark(&text));
         }
+    }
+
+    /// Issue 43: a long tool output's end (an MCP result's error, a summary) reaches the
+    /// model with its head, the cut between named, at and past each cap.
+    #[test]
+    fn cap_output_tail_shows_head_cut_and_tail_at_and_past_the_limits() {
+        let n = |k: usize| -> String { (1..=k).map(|i| format!("l{i}\n")).collect() };
+        let cut = |k: usize, b: usize, from: usize, to: usize, of: usize| {
+            format!(
+                "…({k} lines and {b} bytes left out here: lines {from}-{to} of {of}; to read them, ask the tool for less (a narrower query or a range); the whole output is kept in the session's blobs)\n"
+            )
+        };
+        // Lines: 6 at the cap, whole; 10 past it: 4 of head, the cut, the last 2.
+        assert_eq!(cap_output_tail(&n(6), 1000, 6, 2), (n(6), false));
+        assert_eq!(
+            cap_output_tail(&n(10), 1000, 6, 2),
+            (
+                format!("l1\nl2\nl3\nl4\n{}l9\nl10\n", cut(4, 12, 5, 8, 10)),
+                true
+            )
+        );
+        // A last line without its newline is part of the tail.
+        assert_eq!(
+            cap_output_tail("a\nb\nc\nd\ne\nerror: no", 1000, 4, 2).0,
+            format!("a\nb\n{}e\nerror: no", cut(2, 4, 3, 4, 6))
+        );
+        // Bytes: 12 at the cap, whole; 13 past it: the tail has its share (a quarter,
+        // 3 bytes: one line), the head the rest.
+        assert_eq!(
+            cap_output_tail("ab\ncd\nef\ngh\n", 12, 8, 2),
+            ("ab\ncd\nef\ngh\n".to_string(), false)
+        );
+        assert_eq!(
+            cap_output_tail("ab\ncd\nef\nghi\nZ\n", 12, 8, 2).0,
+            format!("ab\ncd\nef\n{}Z\n", cut(1, 4, 4, 4, 5))
+        );
+        // One line longer than the caps: part of it, the rest named.
+        assert_eq!(
+            cap_output_tail("éééé", 5, 4, 2),
+            (format!("éé\n{}", cut(1, 4, 1, 1, 1)), true)
+        );
+        // The tail is at most half the lines; 0 is the head only (an older log).
+        assert_eq!(
+            cap_output_tail(&n(5), 1000, 2, 9).0,
+            format!("l1\n{}l5\n", cut(3, 9, 2, 4, 5))
+        );
+        assert_eq!(
+            cap_output_tail(&n(5), 1000, 2, 0),
+            cap_output(&n(5), 1000, 2)
+        );
     }
 
     #[test]

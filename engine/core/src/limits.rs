@@ -23,6 +23,12 @@ pub struct Limits {
     pub output_bytes_max: usize,
     /// Lines of one tool output given to the model.
     pub output_lines_max: usize,
+    /// Of `output_lines_max`, the lines kept from the end of a longer output (and their
+    /// share of `output_bytes_max`): the model sees its head and its tail, the cut
+    /// between them named. A session recorded before the field showed the head only
+    /// (0).
+    #[serde(default)]
+    pub output_tail_lines_max: usize,
     /// Entries of a listing (find, glob, list_dir).
     pub list_entries_max: usize,
     /// Matches of a content search.
@@ -139,6 +145,7 @@ impl Limits {
             line_chars_max: 512,
             output_bytes_max: 65_536,
             output_lines_max: 2_000,
+            output_tail_lines_max: 500,
             list_entries_max: 100,
             search_matches_max: 100,
             match_chars_max: 512,
@@ -172,5 +179,34 @@ impl Limits {
             match_chars_max: 250,
             ..Limits::thndrs()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: a log recorded before the tail limits must read them as 0 (head
+    /// only), so that verify rebuilds the outputs it recorded.
+    #[test]
+    fn limits_recorded_before_the_tail_limits_read_them_as_zero() {
+        let mut old = serde_json::to_value(Limits::default()).unwrap();
+        let fields = old.as_object_mut().unwrap();
+        assert_eq!(fields["output_tail_lines_max"], 500);
+        fields.remove("output_tail_lines_max");
+        fields.remove("shell_output_tail_lines_max");
+        let read: Limits = serde_json::from_value(old).unwrap();
+        assert_eq!(
+            (read.output_tail_lines_max, read.shell_output_tail_lines_max),
+            (0, 0)
+        );
+        assert_eq!(
+            Limits {
+                output_tail_lines_max: 500,
+                shell_output_tail_lines_max: 50,
+                ..read
+            },
+            Limits::default()
+        );
     }
 }

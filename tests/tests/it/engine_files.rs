@@ -1909,8 +1909,13 @@ fn line_chars_max_counts_characters_not_bytes() {
 }
 
 /// A read whose whole output is `full`, with the output capped by `set`: when `cut` is
-/// false the output is given whole, else cut with a marker and kept whole in a blob.
-fn check_output_cap(set: impl Fn(&mut Limits), content: &str, cut: Option<(usize, usize)>) {
+/// `None` the output is given whole, else it is what `cut` makes of `full` (the head,
+/// the cut named, the tail) and the whole output is kept in a blob.
+fn check_output_cap(
+    set: impl Fn(&mut Limits),
+    content: &str,
+    cut: Option<&dyn Fn(&str) -> String>,
+) {
     let w = ws(&[("f.txt", content)]);
     let mut e = w.engine_with(Catalog::Thoth, set);
     let full = read_to_end(content, 1, 3, 3);
@@ -1921,21 +1926,20 @@ fn check_output_cap(set: impl Fn(&mut Limits), content: &str, cut: Option<(usize
             assert_eq!(got, ok(full));
             assert_eq!(f.output_blob, None);
         }
-        Some((bytes, lines)) => {
-            let total_lines = full.lines().count();
-            assert_eq!(
-                got,
-                ok(format!(
-                    "{}\n…(output cut: {bytes} of {} bytes and {lines} of {total_lines} lines shown; the whole output is kept in the session's blobs)",
-                    &full[..bytes],
-                    full.len()
-                ))
-            );
+        Some(cut) => {
+            assert_eq!(got, ok(cut(&full)));
             let b = f.output_blob.expect("the whole output kept as a blob");
             assert_eq!(String::from_utf8(blob(&e, &b)).unwrap(), full);
         }
     }
     check_log(&e);
+}
+
+/// The cut between the head and the tail of a capped output.
+fn left_out(lines: usize, bytes: usize, from: usize, to: usize, of: usize) -> String {
+    format!(
+        "…({lines} lines and {bytes} bytes left out here: lines {from}-{to} of {of}; to read them, ask the tool for less (a narrower query or a range); the whole output is kept in the session's blobs)\n"
+    )
 }
 
 #[test]
@@ -1944,10 +1948,37 @@ fn output_bytes_max_and_output_lines_max_cut_the_output_and_keep_it_whole_in_a_b
     let full = read_to_end(c, 1, 3, 3);
     let n = full.len();
     check_output_cap(|l| l.output_bytes_max = n, c, None);
-    // One byte less: the last line (the hash) loses its last character.
-    check_output_cap(|l| l.output_bytes_max = n - 1, c, Some((n - 1, 5)));
-    // Cut inside the first line.
-    check_output_cap(|l| l.output_bytes_max = 5, c, Some((5, 1)));
+    // One byte less: the last line (the hash, 70 bytes) is left out, named; it is
+    // longer than the tail's share of the bytes (a quarter), so no tail.
+    check_output_cap(
+        |l| l.output_bytes_max = n - 1,
+        c,
+        Some(&|full: &str| {
+            let head = full.rfind("hash: ").unwrap();
+            format!("{}{}", &full[..head], left_out(1, n - head, 5, 5, 5))
+        }),
+    );
+    // Not one whole line fits: part of the first, the rest named.
+    check_output_cap(
+        |l| l.output_bytes_max = 5,
+        c,
+        Some(&|full: &str| format!("{}\n{}", &full[..5], left_out(5, n - 5, 1, 5, 5))),
+    );
+    // Head only, as a session recorded before output_tail_lines_max read it.
+    check_output_cap(
+        |l| {
+            l.output_bytes_max = n - 1;
+            l.output_tail_lines_max = 0;
+        },
+        c,
+        Some(&|full: &str| {
+            format!(
+                "{}\n…(output cut: {} of {n} bytes and 5 of 5 lines shown; the whole output is kept in the session's blobs)",
+                &full[..n - 1],
+                n - 1
+            )
+        }),
+    );
     // Lines: the output has 5 (3 lines, the footer, the hash).
     check_output_cap(|l| l.output_lines_max = 5, c, None);
     // One line less: the read shows what fits with its footer, and says so, rather

@@ -782,6 +782,38 @@ fn background_start_list_log_cancel_natural_exit_and_end() {
     );
 }
 
+/// Issue 43: a background process's log is read by the model through the shell (no
+/// other tool reads it), so a long log's end (its error) reaches the model with its
+/// head, the cut between named, as a foreground command's output does.
+#[test]
+fn a_long_background_log_read_through_the_shell_shows_its_head_and_tail() {
+    let w = ws(&[]);
+    let mut e = w.engine(Catalog::Thoth);
+    let o = sh_bg(&mut e, "seq 1 300; echo 'error: the last step failed'");
+    assert!(o.starts_with("started p1 "), "{o}");
+    let p1 = e.processes()[0].clone();
+    eventually("p1 to end", || !alive(p1.pid.unwrap()));
+    e.poll_background().unwrap();
+    let o = call(
+        &mut e,
+        "shell",
+        json!({"command": format!("cat {}", p1.log)}),
+    );
+    assert_eq!(o.status, Status::Ok, "{}", o.output);
+    let shown = o.output.split_once("---\n").unwrap().1;
+    // 301 lines: the first 150, the cut (lines 151-251, 101 lines of 4 bytes), the
+    // last 50.
+    let tail: String = (252..=300).map(|i| format!("{i}\n")).collect();
+    assert!(
+        shown.contains(&format!(
+            "\n150\n…(101 lines and 404 bytes left out here: lines 151-251 of 301; to read them, run the command again with its output sent to a file and read that file, or through sed -n '151,251p')\n{tail}error: the last step failed\n"
+        )),
+        "{shown}"
+    );
+    assert!(shown.starts_with("1\n2\n"), "{shown}");
+    check_log(&e);
+}
+
 fn sh_bg(e: &mut Engine, command: &str) -> String {
     call(e, "shell", json!({"command": command, "background": true})).output
 }

@@ -255,6 +255,50 @@ fn results_failures_and_recovery_then_replay_from_the_recording() {
     assert_clean(&rdir);
 }
 
+/// Issue 43: a long MCP result's end (its error, its summary) reaches the model with
+/// its head, the cut between named (the model was shown the head only), at and past
+/// `output_lines_max` with `output_tail_lines_max`; the log verifies (verify rebuilds
+/// the shown text from the blob of the whole result).
+#[test]
+fn a_long_mcp_result_shows_its_head_and_tail_at_and_past_the_caps() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let h = Home::at(home.path());
+    let project = h.project(&ws.path().canonicalize().unwrap());
+    McpConfig::add(&project.dir, "fake", server(FAKE, &[])).unwrap();
+    let mut config = EngineConfig::new(Catalog::Thoth);
+    config.limits.output_lines_max = 6;
+    config.limits.output_tail_lines_max = 2;
+    let mut e = Engine::start(&h, ws.path(), config).unwrap();
+    e.set_approver(Box::new(Policy::AllowAll));
+    let lines = |k: usize| -> String { (2..=k).map(|i| format!("\nl{i}")).collect() };
+    // 6 lines ("echo: l1" and 5 more): at the cap, whole.
+    let at = e
+        .call(
+            "mcp__fake__echo",
+            json!({"text": format!("l1{}", lines(6))}),
+        )
+        .unwrap();
+    check(&at, Status::Ok, &format!("echo: l1{}", lines(6)));
+    // 10 lines and an error: past it, 4 of head, the cut, the last 2.
+    let past = e
+        .call(
+            "mcp__fake__echo",
+            json!({"text": format!("l1{}\nerror: it broke", lines(10))}),
+        )
+        .unwrap();
+    check(
+        &past,
+        Status::Ok,
+        "echo: l1\nl2\nl3\nl4\n…(5 lines and 15 bytes left out here: lines 5-9 of 11; to read them, ask the tool for less (a narrower query or a range); the whole output is kept in the session's blobs)\nl10\nerror: it broke",
+    );
+    let dir = e.dir().to_path_buf();
+    e.end("done").unwrap();
+    assert_clean(&dir);
+    let (_, problems) = cairn_replay::verify(&dir).unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+}
+
 #[test]
 fn a_changed_tool_list_is_listed_again() {
     let home = tempfile::tempdir().unwrap();

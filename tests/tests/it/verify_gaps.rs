@@ -967,7 +967,7 @@ fn a_command_output_its_blobs_contradict_is_reported() {
                     let i = finished(recs, &call_of(recs, "shell", 2));
                     let whole = blob_text(dir, &recs[i].event["output_blob"]);
                     let forged = whole.replacen("line 5:", "line 5 (edited):", 1);
-                    let (capped, cut) = cairn_engine::cap_output(&forged, 800, 30);
+                    let (capped, cut) = cairn_engine::cap_output_tail(&forged, 800, 30, 500);
                     assert!(cut);
                     recs[i].event["output"] = json!(capped);
                     recs[i].event["output_blob"] = put_blob(dir, forged.as_bytes());
