@@ -29,6 +29,10 @@ fn ok(o: &Output) -> String {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario read top to bottom: a push, a byte-exact pull, then each refused change"
+)]
 fn a_pushed_session_pulls_back_byte_exact_and_the_database_refuses_changes() {
     let cluster = Cluster::start();
     let url = cluster.create_db("archive_round_trip");

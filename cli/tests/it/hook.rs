@@ -969,6 +969,10 @@ fn run_as_claude(s: &Setup, command: &str, path: &std::ffi::OsStr, input: &Value
 // settings, uninstall left a `{}` file it had made, and the default `--approve ask`
 // answered a read-only `cat a.txt` "ask", a prompt Claude Code would not have shown.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario read top to bottom: install, the hook run as Claude Code runs it, then uninstall"
+)]
 fn install_writes_a_portable_hook_that_asks_nothing_read_only_and_uninstall_leaves_nothing() {
     let s = setup();
     std::fs::write(s.ws.join("a.txt"), "one\n").unwrap();
