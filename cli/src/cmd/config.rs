@@ -105,6 +105,7 @@ pub(crate) const KEYS: &[&str] = &[
     "archive",
     "prices",
     "search_index",
+    "otel",
 ];
 
 /// The keys no layer sets (a table is set when any of its entries is).
