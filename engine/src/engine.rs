@@ -232,17 +232,12 @@ impl Engine {
         let mut scan_cache =
             manifest::ScanCache::new(project.manifest_cache(), credential_files.clone())
                 .with_capture(config.capture, config.limits.capture_file_bytes_max);
-        let mut files = manifest::scan_start(&root, &blobs, &mut scan_cache)?;
-        let home_inner = home_inner(home, &root);
-        if let Some(inner) = &home_inner {
-            files.retain(|f| !f.path.starts_with(inner.as_str()));
-        }
         // A warm start where nothing moved names the manifest the start before stored.
-        let manifest_blob = manifest::start_manifest(
+        let (files, manifest_blob) = manifest::capture_start(
+            &root,
             &blobs,
             &mut scan_cache,
-            &files,
-            home_inner.as_deref().unwrap_or(""),
+            home_inner(home, &root).as_deref(),
         )?;
         let id = new_session_id();
         // Before the log: a sandbox that cannot be set up (a home commands could write)

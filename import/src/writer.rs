@@ -787,21 +787,13 @@ fn live_manifest(
         })?;
     let mut cache = cairn_tools::manifest::ScanCache::new(project.manifest_cache(), credentials)
         .with_capture(config.capture, config.limits.capture_file_bytes_max);
-    let mut files = cairn_tools::manifest::scan_start(root, blobs, &mut cache)?;
     let inner = home
         .root
         .strip_prefix(root)
         .ok()
         .map(|inner| inner.to_string_lossy().into_owned());
-    if let Some(inner) = &inner {
-        files.retain(|f| !f.path.starts_with(inner.as_str()));
-    }
-    let manifest = cairn_tools::manifest::start_manifest(
-        blobs,
-        &mut cache,
-        &files,
-        inner.as_deref().unwrap_or(""),
-    )?;
+    let (files, manifest) =
+        cairn_tools::manifest::capture_start(root, blobs, &mut cache, inner.as_deref())?;
     Ok((manifest, files.len() as u64))
 }
 

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn cairn(home: &Path, user_home: &Path, args: &[&str]) -> Output {
+pub(super) fn cairn(home: &Path, user_home: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cairn"))
         .args(args)
         .env("CAIRN_HOME", home)
@@ -14,7 +14,7 @@ fn cairn(home: &Path, user_home: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn text(b: &[u8]) -> String {
+pub(super) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 

@@ -3,21 +3,9 @@
 //! imported, listed and shown as a person would.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn cairn(home: &Path, user_home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(args)
-        .env("CAIRN_HOME", home)
-        .env("HOME", user_home)
-        .env_remove("CODEX_HOME")
-        .output()
-        .unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use super::import::{cairn, text};
 
 fn data(name: &str) -> String {
     std::fs::read_to_string(

@@ -489,6 +489,23 @@ pub fn start_manifest(
     Ok(manifest)
 }
 
+/// A session's start: the workspace scanned as `cache` captures it ([`scan_start`]),
+/// less the cairn home when it lies inside (`home_inner`, relative to `root`), and the
+/// manifest blob of what is left ([`start_manifest`]).
+pub fn capture_start(
+    root: &Path,
+    blobs: &BlobStore,
+    cache: &mut ScanCache,
+    home_inner: Option<&str>,
+) -> Result<(Vec<ManifestEntry>, BlobRef)> {
+    let mut files = scan_start(root, blobs, cache)?;
+    if let Some(inner) = home_inner {
+        files.retain(|f| !f.path.starts_with(inner));
+    }
+    let manifest = start_manifest(blobs, cache, &files, home_inner.unwrap_or(""))?;
+    Ok((files, manifest))
+}
+
 /// Removes `path`; one that is not there is no error.
 fn remove_if_there(path: &Path) -> Result<()> {
     match std::fs::remove_file(path) {

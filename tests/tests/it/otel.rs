@@ -418,6 +418,15 @@ fn notes() -> (Note, Arc<Mutex<Vec<String>>>) {
     )
 }
 
+/// A live exporter to `url` with the tests' limits, and the notes it gives.
+fn exporter_to(url: &str) -> (cairn_tools::SinkStart, Arc<Mutex<Vec<String>>>) {
+    let (note, said) = notes();
+    (
+        LiveExporter::start_for(config(url, 2_000), live_limits(), note),
+        said,
+    )
+}
+
 fn live_limits() -> LiveLimits {
     LiveLimits {
         queue_records_max: 4096,
@@ -430,12 +439,8 @@ fn live_limits() -> LiveLimits {
 fn a_live_export_sends_what_a_batch_export_sends_with_the_same_ids() {
     let (_tmp, home, ws) = cairn_tests::home_and_workspace();
     let live = Receiver::start(Mode::Ok);
-    let (note, said) = notes();
-    let home = home.with_export(LiveExporter::start_for(
-        config(&live.url, 2_000),
-        live_limits(),
-        note,
-    ));
+    let (exporter, said) = exporter_to(&live.url);
+    let home = home.with_export(exporter);
     let (dir, _) = session(&home, &ws);
     let batch = Receiver::start(Mode::Ok);
     send(&batch.url, &dir).unwrap();
@@ -650,12 +655,8 @@ fn a_resumed_session_exports_live_what_its_log_gives() {
     let (_tmp, home, ws) = cairn_tests::home_and_workspace();
     let (dir, _) = session(&home, &ws);
     let live = Receiver::start(Mode::Ok);
-    let (note, said) = notes();
-    let exporting = home.with_export(LiveExporter::start_for(
-        config(&live.url, 2_000),
-        live_limits(),
-        note,
-    ));
+    let (exporter, said) = exporter_to(&live.url);
+    let exporting = home.with_export(exporter);
     let (mut e, _) =
         Engine::resume(&exporting, &dir, cairn_engine::ResumeOptions::default()).unwrap();
     e.set_approver(Box::new(Policy::AllowAll));
@@ -696,12 +697,8 @@ fn a_hook_session_exports_live_what_its_log_gives() {
     use cairn_import::hook::{HookOptions, handle};
     let (_tmp, home, ws) = cairn_tests::home_and_workspace();
     let live = Receiver::start(Mode::Ok);
-    let (note, said) = notes();
-    let home = home.with_export(LiveExporter::start_for(
-        config(&live.url, 2_000),
-        live_limits(),
-        note,
-    ));
+    let (exporter, said) = exporter_to(&live.url);
+    let home = home.with_export(exporter);
     let options = HookOptions {
         agent: "claude".into(),
         unlisted: cairn_engine::hook::Unlisted::Allow,
@@ -831,13 +828,9 @@ fn the_live_export_and_the_search_indexer_both_get_the_records() {
     use cairn_search::{Filter, Indexer, IndexerLimits, Query};
     let (_tmp, home, ws) = cairn_tests::home_and_workspace();
     let live = Receiver::start(Mode::Ok);
-    let (note, _) = notes();
+    let (exporter, _) = exporter_to(&live.url);
     let indexer = Indexer::start_in_home(&home.root, IndexerLimits::default());
-    let home = home.with_sink(indexer).with_export(LiveExporter::start_for(
-        config(&live.url, 2_000),
-        live_limits(),
-        note,
-    ));
+    let home = home.with_sink(indexer).with_export(exporter);
     let mut c = engine_config();
     c.search_index = true;
     let mut e = Engine::start(&home, &ws, c).unwrap();
