@@ -600,6 +600,17 @@ impl Engine {
         self.record_turn(provider, model, turn, false)
     }
 
+    /// Records that the person switched the model the next turns ask, from `previous`
+    /// to `model` of the same `provider` (`/model` in the chat), and commits it.
+    pub fn model_switched(&mut self, provider: &str, model: &str, previous: &str) -> Result<()> {
+        self.rec.append(&Event::ModelSwitched {
+            provider: provider.to_string(),
+            model: model.to_string(),
+            previous: previous.to_string(),
+        })?;
+        self.rec.commit()
+    }
+
     /// Records a model turn the person watching interrupted: `text` is what the model
     /// had streamed by then (redacted as any turn); it has no tool calls and no usage.
     /// Gives back the text as recorded.

@@ -58,6 +58,13 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         at: Option<String>,
     },
+    /// The person switched the model the next turns ask (`/model NAME` in the chat):
+    /// the provider stays, `model` answers from here on, `previous` did until now.
+    ModelSwitched {
+        provider: String,
+        model: String,
+        previous: String,
+    },
     ToolStarted {
         call: String,
         tool: String,
@@ -239,6 +246,7 @@ impl Event {
             Event::SessionStarted(_) => "session_started",
             Event::UserMessage { .. } => "user_message",
             Event::ModelTurn { .. } => "model_turn",
+            Event::ModelSwitched { .. } => "model_switched",
             Event::ToolStarted { .. } => "tool_started",
             Event::PermissionRequested { .. } => "permission_requested",
             Event::PermissionDecided { .. } => "permission_decided",
@@ -261,6 +269,7 @@ impl Event {
         "session_started",
         "user_message",
         "model_turn",
+        "model_switched",
         "tool_started",
         "permission_requested",
         "permission_decided",

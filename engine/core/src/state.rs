@@ -488,6 +488,7 @@ impl State {
             | Event::PermissionDecided { .. }
             | Event::Checkpoint { .. }
             | Event::SourceItem { .. }
+            | Event::ModelSwitched { .. }
             | Event::TreeCheckpoint { .. } => {}
         }
     }

@@ -27,6 +27,13 @@ pub enum Turn {
     },
     /// A call: its entry in [`super::Audit::calls`] has the same `call`.
     Call { seq: u64, call: String },
+    /// The person switched the model (`model_switched`): from here on `to` answers.
+    Switch {
+        seq: u64,
+        ts: String,
+        from: String,
+        to: String,
+    },
 }
 
 /// The conversation, from `user_message`, `model_turn` and `tool_started`; the answer
@@ -72,6 +79,14 @@ impl Fold for ConversationFold {
                     interrupted: *interrupted,
                 }
             }
+            Event::ModelSwitched {
+                model, previous, ..
+            } => Turn::Switch {
+                seq: r.seq,
+                ts: r.time().to_string(),
+                from: previous.clone(),
+                to: model.clone(),
+            },
             Event::ToolStarted { call, .. } => Turn::Call {
                 seq: r.seq,
                 call: call.clone(),
