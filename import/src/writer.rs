@@ -48,7 +48,8 @@ pub struct Writer {
     pub id: String,
     pub dir: PathBuf,
     root: PathBuf,
-    provider: &'static str,
+    /// The provider model turns are recorded with (the agent's, until told otherwise).
+    provider: String,
     /// Source call id → (cairn call id, tool).
     calls: HashMap<String, (String, String)>,
     /// Source ids of calls started and not finished, in order.
@@ -198,7 +199,7 @@ impl Writer {
             id,
             dir,
             root: root.to_path_buf(),
-            provider,
+            provider: provider.to_string(),
             calls: HashMap::new(),
             open: Vec::new(),
             ran: Default::default(),
@@ -276,7 +277,7 @@ impl Writer {
             id: started.id,
             dir: dir.to_path_buf(),
             root,
-            provider: provider_of(&agent),
+            provider: provider_of(&agent).to_string(),
             calls: HashMap::new(),
             open: Vec::new(),
             ran: Default::default(),
@@ -287,6 +288,11 @@ impl Writer {
             mcp_results: HashMap::new(),
         };
         Ok((writer, recovery.head.map_or(Hash::ZERO, |h| h.hash)))
+    }
+
+    /// Records the model turns that follow as `provider`'s (an ATIF step names its own).
+    pub fn set_provider(&mut self, provider: &str) {
+        provider.clone_into(&mut self.provider);
     }
 
     /// The folded state of the session as written so far.
@@ -421,11 +427,11 @@ impl Writer {
                 calls,
                 usage,
             } => self.append(&Event::ModelTurn {
-                provider: self.provider.to_string(),
+                provider: self.provider.clone(),
                 model,
                 text,
                 tool_calls: calls.iter().map(model_call).collect(),
-                usage: usage.map(|u| usage_of(self.provider, u)),
+                usage: usage.map(|u| usage_of(&self.provider, u)),
                 interrupted: false,
             }),
             Step::Call {

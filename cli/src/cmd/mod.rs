@@ -187,7 +187,8 @@ pub(crate) enum Command {
     /// archive's (the one `cairn --archive URL` names, else CAIRN_ARCHIVE_URL, else
     /// `url` of [archive]). Exit 0 with hits, 1 with none, 2 could not run.
     Search(search::Args),
-    /// Export sessions in another tool's format: `otel` (OpenTelemetry traces over OTLP).
+    /// Export sessions in another tool's format: `otel` (OpenTelemetry traces over OTLP),
+    /// `atif` (Harbor's trajectory files).
     Export(crate::exportcmd::Args),
     /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell).
     Completions(completions::Args),
