@@ -235,9 +235,10 @@ fn arguments(input: &Value) -> (Value, Option<Value>) {
     }
 }
 
-/// A record's time as ATIF writes it (RFC 3339, as the log holds it).
+/// A record's time as ATIF writes it (RFC 3339): the source's own time of an imported
+/// event (`at`), else when the record was written.
 fn time(r: &Record) -> Option<String> {
-    Some(r.ts.clone()).filter(|t| !t.is_empty())
+    Some(r.time().to_string()).filter(|t| !t.is_empty())
 }
 
 /// The session's facts for the root.
@@ -328,6 +329,7 @@ impl<'a> Mapper<'a> {
                 tool_calls,
                 usage,
                 interrupted,
+                ..
             } => self.model_turn(
                 r,
                 provider,

@@ -371,10 +371,12 @@ pub(crate) fn import(
         steps_of(s, &default_model, from_cairn, &mut planned);
     }
     let mut writer = Writer::create(home, &root, imported, None)?;
-    for (_time, provider, step) in planned {
+    for (time, provider, step) in planned {
         if let Some(p) = provider {
             writer.set_provider(&p);
         }
+        // The step's own time, as the Codex and Claude Code importers pass theirs.
+        writer.step(Step::At(time))?;
         writer.step(step)?;
     }
     let progress = ImportProgress {

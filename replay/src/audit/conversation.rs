@@ -50,7 +50,7 @@ impl Fold for ConversationFold {
         let turn = match &r.event {
             Event::UserMessage { text, .. } => Turn::User {
                 seq: r.seq,
-                ts: r.ts.clone(),
+                ts: r.time().to_string(),
                 text: text.clone(),
             },
             Event::ModelTurn {
@@ -65,7 +65,7 @@ impl Fold for ConversationFold {
                     .then(|| text.clone());
                 Turn::Model {
                     seq: r.seq,
-                    ts: r.ts.clone(),
+                    ts: r.time().to_string(),
                     model: model.clone(),
                     text: text.clone(),
                     calls: tool_calls.len() as u64,

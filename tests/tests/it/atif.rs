@@ -402,6 +402,20 @@ fn a_harbor_trajectory_imports_with_its_agent_and_without_its_secrets() {
     );
     let sources: Vec<&str> = t.steps.iter().map(|s| s.source.as_str()).collect();
     assert_eq!(sources, ["system", "user", "agent", "agent"]);
+    // Each step's own time, not the import's.
+    let times: Vec<&str> = t
+        .steps
+        .iter()
+        .filter_map(|s| s.timestamp.as_deref())
+        .collect();
+    assert_eq!(
+        &times[1..],
+        [
+            "2025-10-11T09:00:01Z",
+            "2025-10-11T09:00:05Z",
+            "2025-10-11T09:00:09Z"
+        ]
+    );
     assert_eq!(
         t.steps[2].reasoning_content.as_deref(),
         Some("the build is broken")
