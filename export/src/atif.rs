@@ -17,7 +17,7 @@ use cairn_core::Record;
 use cairn_core::event::{Event, SessionStarted, ToolFinished};
 use cairn_store::{BlobStore, LogReader};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 
@@ -746,11 +746,6 @@ impl<'a> Mapper<'a> {
             extra: cairn(root),
         })
     }
-}
-
-/// The fields of the `cairn` object of `extra`, when there is one.
-pub fn cairn_extra(extra: Option<&Value>) -> Option<&Map<String, Value>> {
-    extra?.get("cairn")?.as_object()
 }
 
 #[cfg(test)]

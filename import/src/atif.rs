@@ -133,6 +133,21 @@ fn steps_of(
     }
 }
 
+/// A call's input: the one cairn kept (not an object), else its arguments.
+fn input_of(c: &Value) -> Value {
+    cairn_of(c)
+        .and_then(|x| x.get("input"))
+        .cloned()
+        .unwrap_or_else(|| c.get("arguments").cloned().unwrap_or(json!({})))
+}
+
+fn id_of(c: &Value) -> String {
+    c.get("tool_call_id")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
 fn agent_steps(
     step: &Value,
     time: Option<String>,
@@ -161,22 +176,13 @@ fn agent_steps(
         .and_then(Value::as_array)
         .map(|a| a.iter().collect())
         .unwrap_or_default();
-    let input_of = |c: &Value| {
-        cairn_of(c)
-            .and_then(|x| x.get("input"))
-            .cloned()
-            .unwrap_or_else(|| c.get("arguments").cloned().unwrap_or(json!({})))
-    };
-    let id_of = |c: &Value| {
-        c.get("tool_call_id")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
+    // No model turn: one cairn marked so, or a deterministic dispatch (ATIF's
+    // `llm_call_count: 0`).
     let model_turn = ours
         .and_then(|c| c.get("model_turn"))
         .and_then(Value::as_bool)
-        != Some(false);
+        != Some(false)
+        && step.get("llm_call_count").and_then(Value::as_u64) != Some(0);
     if model_turn {
         let usage = step
             .get("metrics")
@@ -210,6 +216,17 @@ fn agent_steps(
             },
         ));
     }
+    call_steps(step, &calls, &time, from_cairn, out);
+}
+
+/// The calls of an agent step that ran, each with its result; the results of no call.
+fn call_steps(
+    step: &Value,
+    calls: &[&Value],
+    time: &Option<String>,
+    from_cairn: bool,
+    out: &mut Vec<(Option<String>, Option<String>, Step)>,
+) {
     let results: Vec<&Value> = step
         .get("observation")
         .and_then(|o| o.get("results"))
@@ -217,7 +234,7 @@ fn agent_steps(
         .map(|a| a.iter().collect())
         .unwrap_or_default();
     let mut used = vec![false; results.len()];
-    for c in &calls {
+    for c in calls {
         // A trajectory of cairn's names the calls that ran; another's ran them all.
         if from_cairn && cairn_of(c).and_then(|x| x.get("call")).is_none() {
             continue;
@@ -275,15 +292,8 @@ fn agent_steps(
     }
 }
 
-/// Imports the trajectory at `path` (canonical): a new session, or nothing when these
-/// bytes were imported before.
-pub(crate) fn import(
-    home: &Home,
-    path: &Path,
-    options: &Options,
-    index: &mut Index,
-    summary: &mut Summary,
-) -> Result<()> {
+/// The bytes of the trajectory at `path`, at most `line_bytes_max` of them.
+fn read(path: &Path, options: &Options) -> Result<Vec<u8>> {
     let bytes_max = options.line_bytes_max as u64;
     let size = std::fs::metadata(path)
         .map_err(ImportError::io(path))?
@@ -295,7 +305,73 @@ pub(crate) fn import(
             max: bytes_max,
         });
     }
-    let bytes = std::fs::read(path).map_err(ImportError::io(path))?;
+    std::fs::read(path).map_err(ImportError::io(path))
+}
+
+/// The trajectory in `bytes`: a JSON object with an ATIF `schema_version` and `steps`.
+fn parse(path: &Path, bytes: &[u8]) -> Result<Value> {
+    let not_atif = || ImportError::NotAtif {
+        path: path.to_path_buf(),
+    };
+    let v: Value = serde_json::from_slice(bytes).map_err(|_| not_atif())?;
+    let is_atif = v
+        .get("schema_version")
+        .and_then(Value::as_str)
+        .is_some_and(|s| s.starts_with("ATIF-"));
+    if !is_atif || !v.get("steps").is_some_and(Value::is_array) {
+        return Err(not_atif());
+    }
+    Ok(v)
+}
+
+/// The project of trajectory `v`: the workspace cairn exported it from, else the
+/// folder the file is in.
+fn workspace_of(v: &Value, path: &Path) -> String {
+    cairn_of(v)
+        .and_then(|c| c.get("workspace"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| path.parent().map(|p| p.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "/".into())
+}
+
+/// The text of field `k` of `v`.
+fn text(v: Option<&Value>, k: &str) -> Option<String> {
+    v.and_then(|a| a.get(k))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// Where the session of trajectory `v`, read from `file`, comes from.
+fn imported_of(v: &Value, path: &Path, file: ImportedFile) -> Imported {
+    let agent = v.get("agent");
+    let stem = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let steps = v.get("steps").and_then(Value::as_array);
+    Imported {
+        agent: text(agent, "name").unwrap_or_else(|| AGENT.into()),
+        agent_version: text(agent, "version"),
+        source_id: text(Some(v), "session_id")
+            .or_else(|| text(Some(v), "trajectory_id"))
+            .unwrap_or(stem),
+        branch: "main".into(),
+        file,
+        started_at: steps.and_then(|s| s.iter().find_map(|s| text(Some(s), "timestamp"))),
+    }
+}
+
+/// Imports the trajectory at `path` (canonical): a new session, or nothing when these
+/// bytes were imported before.
+pub(crate) fn import(
+    home: &Home,
+    path: &Path,
+    options: &Options,
+    index: &mut Index,
+    summary: &mut Summary,
+) -> Result<()> {
+    let bytes = read(path, options)?;
     let hash = Hash::of(&bytes);
     let len = bytes.len() as u64;
     if let Some(entry) = index.get(path) {
@@ -310,44 +386,26 @@ pub(crate) fn import(
         }
         return Ok(());
     }
-    let not_atif = || ImportError::NotAtif {
-        path: path.to_path_buf(),
-    };
-    let v: Value = serde_json::from_slice(&bytes).map_err(|_| not_atif())?;
-    let is_atif = v
-        .get("schema_version")
-        .and_then(Value::as_str)
-        .is_some_and(|s| s.starts_with("ATIF-"));
-    let steps = v.get("steps").and_then(Value::as_array);
-    let (true, Some(steps)) = (is_atif, steps) else {
-        return Err(not_atif());
-    };
+    let v = parse(path, &bytes)?;
+    let steps = v
+        .get("steps")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if v.get("subagent_trajectories")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
+    {
+        summary.warn(format!(
+            "{}: its embedded subagent trajectories are not imported (export each to a file of its own to import it)",
+            path.display()
+        ));
+    }
     let redactor = Redactor::with_env(std::env::vars());
     let mut secrets = Counts::new();
     redactor.redact_bytes(&bytes, &mut secrets);
-    let ours = cairn_of(&v);
-    let from_cairn = ours.is_some();
-    // The project: the workspace cairn exported from, else the trajectory's folder.
-    let workspace = ours
-        .and_then(|c| c.get("workspace"))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .or_else(|| path.parent().map(|p| p.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "/".into());
-    let root = crate::root_of(&workspace);
-    let agent = v.get("agent");
-    let text = |v: Option<&Value>, k: &str| {
-        v.and_then(|a| a.get(k))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    let stem = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let source_id = text(Some(&v), "session_id")
-        .or_else(|| text(Some(&v), "trajectory_id"))
-        .unwrap_or(stem);
+    let from_cairn = cairn_of(&v).is_some();
+    let root = crate::root_of(&workspace_of(&v, path));
     let mut file = ImportedFile {
         path: path.to_string_lossy().into_owned(),
         hash,
@@ -357,15 +415,9 @@ pub(crate) fn import(
     if options.keep_original {
         file.original = Some(crate::keep(home, &root, path, &file)?);
     }
-    let imported = Imported {
-        agent: text(agent, "name").unwrap_or_else(|| AGENT.into()),
-        agent_version: text(agent, "version"),
-        source_id: source_id.clone(),
-        branch: "main".into(),
-        file,
-        started_at: steps.iter().find_map(|s| text(Some(s), "timestamp")),
-    };
-    let default_model = text(agent, "model_name").unwrap_or_default();
+    let imported = imported_of(&v, path, file);
+    let source_id = imported.source_id.clone();
+    let default_model = text(v.get("agent"), "model_name").unwrap_or_default();
     let mut planned = Vec::new();
     for s in steps {
         steps_of(s, &default_model, from_cairn, &mut planned);

@@ -177,6 +177,35 @@ fn every_kind_of_session_exports_a_trajectory_harbors_models_accept() {
     for dir in [&own, &forked, &hooked] {
         files.push(export(dir, &out).1);
     }
+    // A session still running: its engine has asked for two calls and run one.
+    let mut live = Engine::start(&home, &ws, engine_config()).unwrap();
+    live.set_approver(Box::new(Policy::AllowAll));
+    live.user_message("look").unwrap();
+    let asked = |id: &str| ToolCall {
+        id: id.into(),
+        name: "read_file".into(),
+        input: json!({"path": "a.txt"}),
+    };
+    let turn = Turn {
+        text: String::new(),
+        tool_calls: vec![asked("call_a"), asked("call_b")],
+        usage: None,
+    };
+    live.model_turn("anthropic", "claude-test", &turn).unwrap();
+    live.call("read_file", json!({"path": "a.txt"})).unwrap();
+    let (t, running) = export(live.dir(), &out);
+    let step = &t.steps[1];
+    let ids: Vec<&str> = step
+        .tool_calls
+        .iter()
+        .flatten()
+        .map(|c| c.tool_call_id.as_str())
+        .collect();
+    // The call that ran takes cairn's id; the one that never started keeps the model's.
+    assert_eq!(ids, ["c1", "call_b"]);
+    assert_eq!(step.observation.as_ref().unwrap().results.len(), 1);
+    files.push(running);
+    live.end("done").unwrap();
     // Imported sessions: a Codex rollout, a Claude Code transcript.
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/import");
     let other = cairn_tests::home_and_workspace();
