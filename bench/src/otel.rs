@@ -5,7 +5,8 @@
 //! export to an OTLP/HTTP receiver on loopback that answers 200 to every request;
 //! `repeat` rounds; p50 and p99 of the wall time inside `Engine::call`. Batch: one
 //! session of `batch-calls` calls (a model turn with usage before each), read from its
-//! log, mapped and sent (`spans_of` + `Sender::send`), timed whole, `repeat` times.
+//! log, mapped and sent (`spans_of` + `Sender::send`), timed whole, `repeat` times;
+//! then the same session as an ATIF trajectory (`atif::trajectory_of` + `write_to`).
 //! With `--phoenix PATH`, a real backend too: Arize Phoenix started on loopback, a
 //! session sent to it live and from its log, its spans read back through Phoenix's
 //! REST API and held against the mapping (names, ids, parents, token counts).
@@ -238,6 +239,30 @@ fn phoenix(bin: &Path, base: &Path, ws: &Path) -> Result<()> {
     result
 }
 
+/// The session in `dir` as an ATIF trajectory, mapped and written into `out`, timed
+/// whole `repeat` times.
+fn atif(dir: &Path, out: &Path, a: &OtelArgs) -> Result<()> {
+    // The same session as an ATIF trajectory: mapped and written to a file.
+    let mut times = Vec::new();
+    let mut bytes = 0;
+    for _ in 0..a.repeat {
+        let t = Instant::now();
+        let tr = cairn_export::atif::trajectory_of(dir, &|_, _| None)?;
+        let path = cairn_export::atif::write_to(&tr, out)?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+        bytes = std::fs::metadata(&path)?.len();
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "atif export of a {}-call session ({bytes} bytes): median {:.0} ms, min {:.0} ms, max {:.0} ms",
+        a.batch_calls,
+        pct(&times, 0.5),
+        times[0],
+        times[times.len() - 1]
+    );
+    Ok(())
+}
+
 pub fn run(a: &OtelArgs) -> Result<()> {
     let url = receiver()?;
     let tmp = tempfile::tempdir()?;
@@ -324,5 +349,6 @@ pub fn run(a: &OtelArgs) -> Result<()> {
         times[0],
         times[times.len() - 1]
     );
+    atif(&dir, &tmp.path().join("atif"), a)?;
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! `cairn export FORMAT`: sessions in the formats other tools read (`otel`: traces
-//! over OTLP), and the live OpenTelemetry export the commands that write sessions
+//! over OTLP; `atif`: Harbor's trajectory files), and the live OpenTelemetry export the commands that write sessions
 //! give their home ([`with_live_export`]).
 
 use std::path::PathBuf;
@@ -32,6 +32,28 @@ pub enum Format {
     /// (or `capture_content` of [otel]), as the log holds them: redacted. Exit 0 when
     /// every session was sent, 1 when some were not, 2 could not run.
     Otel(OtelArgs),
+    /// Write sessions as ATIF trajectories (Harbor's Agent Trajectory Interchange
+    /// Format, ATIF-v1.8): one `<session>.atif.json` per session in --out (the current
+    /// folder by default). Steps: user messages, model turns with the calls they asked
+    /// for and their outputs, tokens and cost per turn (cost where the [prices] of
+    /// config.toml know the model); cairn's ids and hashes under `extra.cairn`
+    /// (docs/EXPORT.md). `cairn import` reads the files back. Exit 0 when every
+    /// session was written, 1 when some were not, 2 could not run.
+    Atif(AtifArgs),
+}
+
+/// `cairn export atif`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AtifArgs {
+    /// A session: id, unique prefix, folder, or `last`.
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub session: Option<String>,
+    /// Every session of the home, each project's.
+    #[arg(long)]
+    pub all: bool,
+    /// The folder the files are written to (made when missing).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub out: PathBuf,
 }
 
 /// `cairn export otel`.
@@ -53,6 +75,7 @@ impl Args {
     pub fn run(self) -> Result<ExitCode> {
         match self.format {
             Format::Otel(a) => a.run(),
+            Format::Atif(a) => a.run(),
         }
     }
 }
@@ -117,6 +140,61 @@ pub fn hook_home(home: Home) -> Home {
     }
 }
 
+/// The session `spec` names, or every session of the home.
+fn sessions(home: &Home, spec: Option<&str>) -> Result<Vec<PathBuf>> {
+    Ok(match spec {
+        Some(spec) => vec![crate::locate::session_dir(spec)?],
+        None => home
+            .projects()
+            .iter()
+            .flat_map(|p| {
+                p.sessions()
+                    .into_iter()
+                    .map(|id| p.sessions_dir().join(id))
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
+    })
+}
+
+impl AtifArgs {
+    fn run(self) -> Result<ExitCode> {
+        let home = Home::from_env()?;
+        let dirs = sessions(&home, self.session.as_deref())?;
+        let mut failed = 0;
+        for dir in &dirs {
+            let written = (|| -> Result<(PathBuf, usize)> {
+                let prices = crate::sessioncmd::prices_for(dir, None)?;
+                let cost = |model: &str, t: &cairn_export::atif::Tokens| {
+                    let (_, p) = prices.as_ref()?;
+                    let price = p.get(model)?;
+                    Some(price.cost(&cairn_replay::audit::TokenUse {
+                        input: t.input,
+                        output: t.output,
+                        cached: t.cached,
+                        ..Default::default()
+                    }))
+                };
+                let t = cairn_export::atif::trajectory_of(dir, &cost)?;
+                let steps = t.steps.len();
+                Ok((cairn_export::atif::write_to(&t, &self.out)?, steps))
+            })();
+            match written {
+                Ok((path, steps)) => println!("{}: {steps} steps", path.display()),
+                Err(e) => {
+                    failed += 1;
+                    out::note(&format!("cairn: {}: {e}", dir.display()));
+                }
+            }
+        }
+        Ok(if failed == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        })
+    }
+}
+
 impl OtelArgs {
     fn run(self) -> Result<ExitCode> {
         let home = Home::from_env()?;
@@ -125,19 +203,7 @@ impl OtelArgs {
                 "no OpenTelemetry collector is configured: give --endpoint URL, set OTEL_EXPORTER_OTLP_ENDPOINT, or `endpoint` in the [otel] table of config.toml"
             );
         };
-        let dirs: Vec<PathBuf> = match &self.session {
-            Some(spec) => vec![crate::locate::session_dir(spec)?],
-            None => home
-                .projects()
-                .iter()
-                .flat_map(|p| {
-                    p.sessions()
-                        .into_iter()
-                        .map(|id| p.sessions_dir().join(id))
-                        .collect::<Vec<_>>()
-                })
-                .collect(),
-        };
+        let dirs = sessions(&home, self.session.as_deref())?;
         let sender = Sender::new(&config)?;
         let mut failed = 0;
         for dir in &dirs {

@@ -11,6 +11,15 @@ pub enum Error {
         path: PathBuf,
         source: cairn_store::Error,
     },
+    /// A session's log holds no record.
+    #[error("{}: the log holds no record: nothing to export", path.display())]
+    Empty { path: PathBuf },
+    /// A file could not be written.
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The exporter could not be built from the configuration.
     #[error("otlp exporter for {url}: {what}")]
     Exporter { url: String, what: String },

@@ -1,8 +1,9 @@
 //! cairn sessions in the formats other tools read. `otel`: a session as OpenTelemetry
 //! traces (GenAI semantic conventions) over OTLP, from its log (`cairn export otel`)
 //! or live as its records are appended (a [`cairn_tools::RecordSink`] the cli gives a
-//! writer's home). Other formats (ATIF trajectories) sit beside it as modules of their
-//! own. `docs/EXPORT.md` has the mapping field by field.
+//! writer's home). `atif`: a session as one trajectory of Harbor's Agent Trajectory
+//! Interchange Format (`cairn export atif`). `docs/EXPORT.md` has the mapping field by
+//! field.
 //!
 //! ```
 //! use cairn_export::otel::{span_id, trace_id};
@@ -16,6 +17,7 @@
 //! what its queue cannot take), decide what a session holds (it reads logs with the
 //! engine's parser).
 
+pub mod atif;
 mod error;
 pub mod otel;
 

@@ -13,6 +13,10 @@ pub enum ImportError {
     },
     #[error("{}: neither a Codex rollout nor a Claude Code transcript (no line of either format in its first {lines} lines)", path.display())]
     UnknownFormat { path: PathBuf, lines: u64 },
+    #[error("{}: not an ATIF trajectory (a JSON object with `schema_version` \"ATIF-v…\" and `steps`)", path.display())]
+    NotAtif { path: PathBuf },
+    #[error("{}: {bytes} bytes, more than the {max} bytes a trajectory may have (line_bytes_max)", path.display())]
+    TooLong { path: PathBuf, bytes: u64, max: u64 },
     #[error("{}: no working directory in the file: the session's project cannot be found", path.display())]
     NoWorkspace { path: PathBuf },
     #[error("{}: changed while it was imported (its first {bytes} bytes hash differently the second time): import it again", path.display())]

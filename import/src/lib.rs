@@ -1,6 +1,8 @@
 //! Importing other agents' sessions: Codex CLI rollouts (`rollout-*.jsonl`, also
-//! `.jsonl.zst`) and Claude Code transcripts (`<project>/<session>.jsonl`, their
-//! subagents' files) become cairn sessions, so that every review verb works on them.
+//! `.jsonl.zst`), Claude Code transcripts (`<project>/<session>.jsonl`, their
+//! subagents' files) and ATIF trajectories (`*.atif.json`, `trajectory.json`: Harbor's
+//! interchange format, what `cairn export atif` writes) become cairn sessions, so that
+//! every review verb works on them.
 //!
 //! Each source session becomes a session in the project of its working directory,
 //! written through the [`cairn_tools::Recorder`]: hash-chained, every record redacted.
@@ -28,6 +30,7 @@
 //! ```
 
 pub mod agent_settings;
+mod atif;
 mod claude;
 mod codex;
 mod error;
@@ -157,8 +160,8 @@ impl Summary {
     }
 }
 
-/// The source files under `paths` (files as given; folders walked for `*.jsonl` and
-/// `*.jsonl.zst`), sorted, each once.
+/// The source files under `paths` (files as given; folders walked for `*.jsonl`,
+/// `*.jsonl.zst`, `*.atif.json` and `trajectory.json`), sorted, each once.
 pub fn source_files(paths: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for p in paths {
@@ -189,7 +192,8 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            if name.ends_with(".jsonl") || name.ends_with(".jsonl.zst") {
+            if name.ends_with(".jsonl") || name.ends_with(".jsonl.zst") || atif::is_atif_name(&name)
+            {
                 out.push(p);
             }
         }
@@ -646,6 +650,9 @@ fn import_file(
     defer: bool,
 ) -> Result<bool> {
     let path = &cairn_engine::project::canonical_prefix(path);
+    if atif::is_atif_path(path) {
+        return atif::import(home, path, options, index, summary).map(|()| false);
+    }
     let s = scan(path, options)?;
     let redactor = Redactor::with_env(std::env::vars());
     // Imported before: nothing new, a continuation, or a file changed otherwise.

@@ -48,7 +48,8 @@ pub struct Writer {
     pub id: String,
     pub dir: PathBuf,
     root: PathBuf,
-    provider: &'static str,
+    /// The provider model turns are recorded with (the agent's, until told otherwise).
+    provider: String,
     /// Source call id → (cairn call id, tool).
     calls: HashMap<String, (String, String)>,
     /// Source ids of calls started and not finished, in order.
@@ -204,7 +205,7 @@ impl Writer {
             id,
             dir,
             root: root.to_path_buf(),
-            provider,
+            provider: provider.to_string(),
             calls: HashMap::new(),
             open: Vec::new(),
             ran: Default::default(),
@@ -284,7 +285,7 @@ impl Writer {
             id: started.id,
             dir: dir.to_path_buf(),
             root,
-            provider: provider_of(&agent),
+            provider: provider_of(&agent).to_string(),
             calls: HashMap::new(),
             open: Vec::new(),
             ran: Default::default(),
@@ -297,6 +298,11 @@ impl Writer {
             started_us: HashMap::new(),
         };
         Ok((writer, recovery.head.map_or(Hash::ZERO, |h| h.hash)))
+    }
+
+    /// Records the model turns that follow as `provider`'s (an ATIF step names its own).
+    pub fn set_provider(&mut self, provider: &str) {
+        provider.clone_into(&mut self.provider);
     }
 
     /// The folded state of the session as written so far.
@@ -442,11 +448,11 @@ impl Writer {
                 usage,
             } => self.append(&Event::ModelTurn {
                 at: self.at.clone(),
-                provider: self.provider.to_string(),
+                provider: self.provider.clone(),
                 model,
                 text,
                 tool_calls: calls.iter().map(model_call).collect(),
-                usage: usage.map(|u| usage_of(self.provider, u)),
+                usage: usage.map(|u| usage_of(&self.provider, u)),
                 interrupted: false,
             }),
             Step::Call {

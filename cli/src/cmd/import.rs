@@ -16,8 +16,9 @@ use crate::out;
 #[derive(Debug, clap::Args)]
 #[command(mut_args(with_arg("json", |a| a.help("Print the summary as JSON"))))]
 pub(crate) struct Args {
-    /// Files or folders to import (folders are searched for `*.jsonl` and
-    /// `*.jsonl.zst`); the format of each file is detected.
+    /// Files or folders to import (folders are searched for `*.jsonl`, `*.jsonl.zst`,
+    /// and ATIF trajectories: `*.atif.json`, `trajectory.json`); the format of each
+    /// file is detected (a `.json` file is read as an ATIF trajectory).
     paths: Vec<PathBuf>,
     /// Also import Codex CLI's sessions: `$CODEX_HOME/sessions`, else
     /// `~/.codex/sessions`.

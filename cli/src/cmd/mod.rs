@@ -176,9 +176,10 @@ pub(crate) enum Command {
     /// Print a JSON Schema: `events` (a line of a session log, docs/event.schema.json)
     /// or `stream` (a line of the --json stream, docs/stream.schema.json).
     Schema(schema::Args),
-    /// Import Codex CLI rollouts and Claude Code transcripts as cairn sessions (files
-    /// or folders; `--codex`, `--claude`: their default locations). Importing a file
-    /// again does nothing; one that grew is continued. Exit 0 when every file was
+    /// Import Codex CLI rollouts, Claude Code transcripts and ATIF trajectories as
+    /// cairn sessions (files or folders; `--codex`, `--claude`: their default
+    /// locations). Importing a file again does nothing; a rollout or transcript that
+    /// grew is continued. Exit 0 when every file was
     /// imported (or unchanged), 1 when some could not be, 2 could not run.
     Import(import::Args),
     /// Search every session's messages, tool inputs and outputs: words (all must
@@ -187,7 +188,8 @@ pub(crate) enum Command {
     /// archive's (the one `cairn --archive URL` names, else CAIRN_ARCHIVE_URL, else
     /// `url` of [archive]). Exit 0 with hits, 1 with none, 2 could not run.
     Search(search::Args),
-    /// Export sessions in another tool's format: `otel` (OpenTelemetry traces over OTLP).
+    /// Export sessions in another tool's format: `otel` (OpenTelemetry traces over OTLP),
+    /// `atif` (Harbor's trajectory files).
     Export(crate::exportcmd::Args),
     /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell).
     Completions(completions::Args),

@@ -13,6 +13,7 @@ mod agent_providers;
 mod agent_resume;
 mod agent_web;
 mod allow_list;
+mod atif;
 mod big_records;
 mod capture;
 mod confinement_race;
