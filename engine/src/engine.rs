@@ -278,7 +278,10 @@ impl Engine {
                 manifest: files.into_iter().map(|f| (f.path.clone(), f)).collect(),
             },
         )?;
-        engine.rec.note_blobs_written();
+        // The start's scan stored its manifest and the files git does not hold: those
+        // are made durable before `session_started` names them.
+        let stored = std::mem::take(&mut engine.rt.manifest_cache.stored);
+        engine.rec.note_blobs(&stored);
         let audit = engine.allow_list.audit()?;
         engine.refused_grants = audit.refused;
         let config = &engine.config;

@@ -136,12 +136,13 @@ impl Writer {
                 .map_err(ImportError::io(&note))?;
         }
         let blobs = BlobStore::open(&project.blobs_dir())?.without_sync();
-        let (manifest, manifest_files) = if agent.is_some() {
+        let (manifest, manifest_files, stored) = if agent.is_some() {
             // Live: the workspace as it is now, as cairn's own sessions capture it.
             live_manifest(home, root, &project, &blobs)?
         } else {
             // Imported: nothing of the workspace was captured, the manifest is empty.
-            (blobs.put(b"")?, 0)
+            let empty = blobs.put(b"")?;
+            (empty, 0, vec![empty.hash])
         };
         let id = new_session_id();
         let dir = project.session_dir(&id);
@@ -166,7 +167,9 @@ impl Writer {
             0,
             config.checkpoint_every,
         );
-        rec.note_blobs_written();
+        // What the start stored (the manifest, files git does not hold) is made
+        // durable, file by file when few, before the first record names it.
+        rec.note_blobs(&stored);
         // A live session (another agent's, through its hooks or `mcp proxy`) hands its
         // records to the export sink its home was given (the live OpenTelemetry
         // export), as cairn's own sessions do; an import's home has none.
@@ -823,7 +826,7 @@ fn live_manifest(
     root: &Path,
     project: &cairn_engine::Project,
     blobs: &BlobStore,
-) -> Result<(BlobRef, u64)> {
+) -> Result<(BlobRef, u64, Vec<Hash>)> {
     // Captured as a session of cairn's own starts, with its default capture (`git`:
     // files git holds unchanged are named by their git blob, not copied into the home).
     let config = EngineConfig::new(cairn_tools::Catalog::Thoth);
@@ -840,7 +843,11 @@ fn live_manifest(
         .map(|inner| inner.to_string_lossy().into_owned());
     let (files, manifest) =
         cairn_tools::manifest::capture_start(root, blobs, &mut cache, inner.as_deref())?;
-    Ok((manifest, files.len() as u64))
+    Ok((
+        manifest,
+        files.len() as u64,
+        std::mem::take(&mut cache.stored),
+    ))
 }
 
 fn provider_of(agent: &str) -> &'static str {

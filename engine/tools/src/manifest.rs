@@ -221,6 +221,10 @@ pub struct ScanCache {
     file_bytes_max: u64,
     /// The last scan stored blobs (files it had to hash).
     pub stored_blobs: bool,
+    /// The blobs the last scan stored, and a session start's manifest blob
+    /// ([`start_manifest`]): what must be made durable before a record names them,
+    /// each by its own `fsync` when they are few.
+    pub stored: Vec<Hash>,
     /// The BLAKE3 of the saved listing as this session last read or wrote it (`None`:
     /// none saved or loaded).
     listing_digest: Option<Hash>,
@@ -266,6 +270,7 @@ impl ScanCache {
             capture: Capture::Full,
             file_bytes_max: u64::MAX,
             stored_blobs: false,
+            stored: Vec::new(),
             listing_digest: None,
             last_digest: None,
             stamps_loaded: false,
@@ -473,6 +478,7 @@ pub fn start_manifest(
         return Ok(r.manifest);
     }
     let manifest = blobs.put(&to_jsonl(files))?;
+    cache.stored.push(manifest.hash);
     match key {
         Some(key) => {
             let record = StartRecord {
@@ -738,6 +744,7 @@ fn scan_with(
         (Some(moved), Some(last)) if moved.is_empty() => {
             cache_state.listing_reused = true;
             cache_state.stored_blobs = false;
+            cache_state.stored.clear();
             cache_state.unmoved = true;
             let manifest = last.manifest.clone();
             cache_state.last = Some(last);
@@ -783,7 +790,8 @@ fn scan_with(
         // manifest would make checkout and replay silently inexact.
         entries[i] = r?;
     }
-    cache_state.stored_blobs = manifest_stored(&todo, &entries);
+    cache_state.stored = manifest_stored(&todo, &entries);
+    cache_state.stored_blobs = !cache_state.stored.is_empty();
     let manifest: Vec<ManifestEntry> = entries.into_iter().flatten().collect();
     // Special files have no cache entry.
     let cached = manifest.iter().filter(|m| m.special.is_none()).count();
@@ -1033,7 +1041,8 @@ fn patch(
         // As in a full scan: an error fails the scan.
         entries[i] = r?;
     }
-    cache_state.stored_blobs = manifest_stored(&todo, &entries);
+    cache_state.stored = manifest_stored(&todo, &entries);
+    cache_state.stored_blobs = !cache_state.stored.is_empty();
     let mut vanished = Vec::new();
     for ((rank, s), entry) in ranks.into_iter().zip(&seen).zip(entries) {
         match entry {
@@ -1091,9 +1100,10 @@ fn since(last: Last, moved: Vec<(u32, crate::walk::Seen)>) -> Vec<crate::walk::S
 }
 
 /// Whether the files hashed (`todo`) stored any blob.
-fn manifest_stored(todo: &[usize], entries: &[Option<ManifestEntry>]) -> bool {
+fn manifest_stored(todo: &[usize], entries: &[Option<ManifestEntry>]) -> Vec<Hash> {
     todo.iter()
-        .any(|&i| entries[i].as_ref().is_some_and(ManifestEntry::has_blob))
+        .filter_map(|&i| entries[i].as_ref().filter(|e| e.has_blob())?.hash)
+        .collect()
 }
 
 /// The manifest as JSON Lines (what is stored as the manifest blob).
@@ -1210,6 +1220,21 @@ mod tests {
         .unwrap();
         let paths: Vec<&str> = m.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, ["a.txt", "b.txt"]);
+    }
+
+    /// What a start stored is named, so that the recorder fsyncs those blobs and not
+    /// the file system: the files it had to keep (not a withheld one), then the
+    /// manifest.
+    #[test]
+    fn a_start_names_the_blobs_it_stored() {
+        let ws = workspace(&[("a.txt", "a"), ("b.txt", "b"), (".env", "K=v")]);
+        let home = tempfile::tempdir().unwrap();
+        let blobs = BlobStore::open(&home.path().join("blobs")).unwrap();
+        let mut cache = ScanCache::new(home.path().join("cache"), CredentialFiles::defaults());
+        let (files, manifest) = capture_start(ws.path(), &blobs, &mut cache, None).unwrap();
+        let kept: Vec<Hash> = ["a", "b"].iter().map(|b| Hash::of(b.as_bytes())).collect();
+        assert_eq!(cache.stored, [kept[0], kept[1], manifest.hash]);
+        assert!(files.iter().any(|f| f.path == ".env" && f.withheld));
     }
 
     // Regression: a blob that could not be written left its file out of the manifest,

@@ -386,13 +386,7 @@ impl Recorder {
     /// Stores a blob without syncing it yet; it is synced before any record is.
     pub fn put_blob(&mut self, bytes: &[u8]) -> Result<BlobRef> {
         let blob = self.blobs.put(bytes)?;
-        if !self.blobs_unsynced_unnamed && !self.blobs_unsynced.contains(&blob.hash) {
-            if self.blobs_unsynced.len() < BLOB_FSYNCS_MAX {
-                self.blobs_unsynced.push(blob.hash);
-            } else {
-                self.blobs_unsynced_unnamed = true;
-            }
-        }
+        self.note_blobs(&[blob.hash]);
         Ok(blob)
     }
 
@@ -400,6 +394,26 @@ impl Recorder {
     /// [`Recorder::put_blob`]): the next sync makes the whole blob store durable.
     pub fn note_blobs_written(&mut self) {
         self.blobs_unsynced_unnamed = true;
+    }
+
+    /// Says the blobs `hashes` were written straight into [`Recorder::blobs`]: the next
+    /// sync makes each durable by its own `fsync` (with its directory), or the whole
+    /// blob store past [`BLOB_FSYNCS_MAX`]. A start that stored only its manifest then
+    /// syncs one file, not a file system that other writers keep busy.
+    pub fn note_blobs(&mut self, hashes: &[Hash]) {
+        for hash in hashes {
+            if self.blobs_unsynced_unnamed {
+                return;
+            }
+            if self.blobs_unsynced.contains(hash) {
+                continue;
+            }
+            if self.blobs_unsynced.len() < BLOB_FSYNCS_MAX {
+                self.blobs_unsynced.push(*hash);
+            } else {
+                self.blobs_unsynced_unnamed = true;
+            }
+        }
     }
 
     /// Appends and folds one event, redacted; places checkpoints and snapshots. The
@@ -1269,6 +1283,35 @@ mod tests {
         let (rec, synced, _dir) = sync_with_a_blob_gone(BLOB_FSYNCS_MAX + 1);
         synced.unwrap();
         assert!(rec.blobs_unsynced.is_empty() && !rec.blobs_unsynced_unnamed);
+    }
+
+    /// Guards against a session start (or a command's output) that stored one blob
+    /// syncing the whole file system: blobs written straight into the store and noted
+    /// by hash are fsynced one by one up to the limit (a gone one fails the sync), and
+    /// past it by one `syncfs`.
+    #[test]
+    fn blobs_noted_by_hash_are_fsynced_one_by_one_up_to_the_limit() {
+        for (n, named) in [
+            (1, true),
+            (BLOB_FSYNCS_MAX, true),
+            (BLOB_FSYNCS_MAX + 1, false),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut rec = durable_recorder(dir.path());
+            let hashes: Vec<Hash> = (0..n)
+                .map(|i| {
+                    rec.blobs
+                        .put(format!("straight {i}").as_bytes())
+                        .unwrap()
+                        .hash
+                })
+                .collect();
+            rec.note_blobs(&hashes);
+            rec.note_blobs(&hashes[..1]);
+            std::fs::remove_file(rec.blobs.path(&hashes[0])).unwrap();
+            assert_eq!(rec.sync().is_err(), named, "{n} blobs");
+            assert!(!rec.blobs_unsynced_unnamed, "{n}: cleared or never set");
+        }
     }
 
     #[test]

@@ -458,7 +458,7 @@ fn collected(
     Ok(match got {
         Some(Ok(got)) => {
             let blob = ctx.rec.blobs.put_file(got.file.path())?;
-            ctx.rec.note_blobs_written();
+            ctx.rec.note_blobs(&[blob.hash]);
             assert_eq!(blob.len, got.kept, "the blob is the captured file");
             add_counts(ctx.redactions, &got.redactions);
             Stream {
@@ -809,7 +809,7 @@ fn finish_bg(
     let log_blob = match File::open(&bg.log) {
         Ok(f) => {
             let b = rec.blobs.put_reader(f)?;
-            rec.note_blobs_written();
+            rec.note_blobs(&[b.hash]);
             Some(b)
         }
         Err(_) => None,
@@ -871,10 +871,9 @@ pub fn record_external(
     call: Option<&str>,
 ) -> Result<Vec<Change>> {
     let mut files = manifest::scan_cached(root, &rec.blobs, &mut rt.manifest_cache)?;
-    // Only a scan that stored blobs has any to sync before the next record.
-    if rt.manifest_cache.stored_blobs {
-        rec.note_blobs_written();
-    }
+    // Only a scan that stored blobs has any to sync before the next record: each by
+    // its own fsync when they are few.
+    rec.note_blobs(&rt.manifest_cache.stored);
     if let Some(inner) = &rt.home_inner {
         files.retain(|f| !f.path.starts_with(inner.as_str()));
     }
@@ -989,7 +988,7 @@ fn stored_from_git(
         })
     })?;
     let b = rec.blobs.put_reader(file)?;
-    rec.note_blobs_written();
+    rec.note_blobs(&[b.hash]);
     Ok(ManifestEntry {
         hash: Some(b.hash),
         size: b.len,
