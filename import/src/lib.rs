@@ -1,6 +1,7 @@
 //! Importing other agents' sessions: Codex CLI rollouts (`rollout-*.jsonl`, also
-//! `.jsonl.zst`) and Claude Code transcripts (`<project>/<session>.jsonl`, their
-//! subagents' files) become cairn sessions, so that every review verb works on them.
+//! `.jsonl.zst`), Claude Code transcripts (`<project>/<session>.jsonl`, their
+//! subagents' files) and Gemini CLI chats (`<project>/chats/session-*.jsonl`) become
+//! cairn sessions, so that every review verb works on them.
 //!
 //! Each source session becomes a session in the project of its working directory,
 //! written through the [`cairn_tools::Recorder`]: hash-chained, every record redacted.
@@ -31,6 +32,7 @@ pub mod agent_settings;
 mod claude;
 mod codex;
 mod error;
+mod gemini;
 pub mod hook;
 pub mod hook_install;
 mod index;
@@ -269,6 +271,7 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
     let mut format = None;
     let mut cmeta = codex::Meta::default();
     let mut lmeta = claude::Meta::default();
+    let mut gmeta = gemini::Meta::default();
     let mut nodes = Vec::new();
     let mut first = true;
     let mut torn = 0;
@@ -290,6 +293,8 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
         if format.is_none() {
             if codex::is_codex(&v) || (first && codex::is_legacy_header(&v)) {
                 format = Some(Format::Codex);
+            } else if gemini::is_gemini(&v) {
+                format = Some(Format::Gemini);
             } else if claude::is_claude(&v) {
                 format = Some(Format::Claude);
             } else if src.index >= DETECT_LINES_MAX {
@@ -304,6 +309,10 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
             Some(Format::Claude) => {
                 claude::meta(&v, &mut lmeta);
                 nodes.push(claude::node(&v));
+            }
+            Some(Format::Gemini) => {
+                gemini::meta(&v, &mut gmeta);
+                nodes.push(None);
             }
             None => nodes.push(None),
         }
@@ -332,7 +341,21 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
             cmeta.previous,
         ),
         Format::Claude => (lmeta.id, lmeta.cwd, lmeta.version, lmeta.started_at, None),
+        Format::Gemini => (
+            gmeta.id,
+            gemini::project_root(path).or(gmeta.context_cwd),
+            None,
+            gmeta.started_at,
+            None,
+        ),
     };
+    // A Gemini CLI subagent's chat is in a folder named after its parent session.
+    let parent = parent.or_else(|| {
+        (format == Format::Gemini && gmeta.subagent)
+            .then(|| path.parent()?.file_name())
+            .flatten()
+            .map(|n| n.to_string_lossy().into_owned())
+    });
     Ok(Scan {
         format,
         source_id: source_id.unwrap_or(stem),
@@ -474,6 +497,7 @@ struct Pass<'a> {
     format: Format,
     codex: codex::Codex,
     claude: claude::Claude,
+    gemini: gemini::Gemini,
     redactor: &'a Redactor,
     secrets: Counts,
     lines: u64,
@@ -487,6 +511,7 @@ impl Pass<'_> {
         match self.format {
             Format::Codex => self.codex.line(v, raw, &mut steps),
             Format::Claude => self.claude.line(v, raw, &mut steps),
+            Format::Gemini => self.gemini.line(v, raw, &mut steps),
         }
         self.record(steps)
     }
@@ -507,6 +532,7 @@ impl Pass<'_> {
         match self.format {
             Format::Codex => self.codex.finish(&mut steps),
             Format::Claude => self.claude.finish(&mut steps),
+            Format::Gemini => {}
         }
         self.record(steps)
     }
@@ -564,6 +590,14 @@ fn run_pass(
             break;
         };
         if before < start {
+            // A Gemini CLI chat writes a message again as it changes: what the
+            // earlier pass wrote is taken in, so that it is not written twice.
+            if pass.format == Format::Gemini
+                && matches!(line, Line::Complete)
+                && let Ok(v) = serde_json::from_slice::<serde_json::Value>(&buf)
+            {
+                pass.gemini.prime(&v);
+            }
             continue;
         }
         match line {
@@ -802,8 +836,9 @@ impl<'a> Fresh<'a> {
         Ok(Pass {
             writer,
             format: self.s.format,
-            codex: codex::Codex::new(cwd),
+            codex: codex::Codex::new(cwd.clone()),
             claude: claude::Claude::new(),
+            gemini: gemini::Gemini::new(cwd),
             redactor: self.redactor,
             secrets: Counts::new(),
             lines: 0,
@@ -823,7 +858,7 @@ impl<'a> Fresh<'a> {
         let (path, s) = (self.path, self.s);
         let plan = match s.format {
             Format::Claude => Some(branches(&s.nodes, subagent)),
-            Format::Codex => None,
+            Format::Codex | Format::Gemini => None,
         };
         let branch = if subagent { "subagent" } else { "main" };
         let mut pass = self.pass(branch, parent, Some(cwd))?;
@@ -1008,6 +1043,7 @@ fn continue_into(
         format: s.format,
         codex: codex::Codex::new(s.cwd.clone().or(Some(started.workspace.clone()))),
         claude: claude::Claude::new(),
+        gemini: gemini::Gemini::new(s.cwd.clone().or(Some(started.workspace.clone()))),
         redactor,
         secrets: Counts::new(),
         lines: 0,
