@@ -170,7 +170,14 @@ impl Gemini {
         match kind {
             "user" if first => {
                 let text = text_of(m.get("content").unwrap_or(&Value::Null));
-                if !text.is_empty() {
+                if text.starts_with("<session_context>") {
+                    // What Gemini CLI tells the model of the machine, not the person.
+                    out.push(Step::Item {
+                        kind: "session_context".into(),
+                        unknown: false,
+                        raw: raw.to_vec(),
+                    });
+                } else if !text.is_empty() {
                     out.push(Step::User { text });
                 }
             }
@@ -303,6 +310,9 @@ pub struct ShellResult {
     /// `None`: unknown (killed by a signal, cancelled, in the background).
     pub exit_code: Option<i32>,
     pub cancelled: bool,
+    /// The text is a command's (its `Output:` sections, or a cancellation), not a
+    /// refusal before it ran.
+    pub ran: bool,
 }
 
 pub fn shell_result(text: &str) -> ShellResult {
@@ -313,11 +323,14 @@ pub fn shell_result(text: &str) -> ShellResult {
         .unwrap_or(text)
         .trim_matches('\n');
     if !body.starts_with("Output: ") {
+        let cancelled = body.starts_with("Command was cancelled")
+            || body.starts_with("Command was automatically cancelled")
+            || body.starts_with("Command moved to background");
         return ShellResult {
             output: body.to_string(),
             exit_code: None,
-            cancelled: body.starts_with("Command was cancelled")
-                || body.starts_with("Command was automatically cancelled"),
+            cancelled,
+            ran: cancelled,
         };
     }
     const SECTIONS: &[&str] = &[
@@ -352,6 +365,7 @@ pub fn shell_result(text: &str) -> ShellResult {
         output,
         exit_code,
         cancelled: false,
+        ran: true,
     }
 }
 
@@ -379,6 +393,8 @@ pub(crate) fn result_steps(
         Status::Ok
     };
     match tool {
+        // Refused before it ran (by a hook, by the policy): no command.
+        "run_shell_command" if failed && !cancelled && !shell_result(&output).ran => {}
         "run_shell_command" => {
             let r = shell_result(&output);
             let interrupted = cancelled || r.cancelled;
@@ -480,13 +496,16 @@ mod tests {
                 ),
             ),
         ];
+        let refused = shell_result("Tool execution blocked: cairn refuses this call");
+        assert!(!refused.ran && !refused.cancelled && refused.exit_code.is_none());
         for (text, (output, exit_code, cancelled)) in cases {
             assert_eq!(
                 shell_result(text),
                 ShellResult {
                     output: output.into(),
                     exit_code,
-                    cancelled
+                    cancelled,
+                    ran: true,
                 },
                 "{text}"
             );
