@@ -913,6 +913,14 @@ fn real_gemini_tools_through_cairn_hooks_are_recorded_gated_and_its_chat_imports
     assert_eq!(state(&e, &dir), "finished");
     let (code, out) = verify(&e, &dir);
     assert_eq!(code, Some(0), "{out}");
+    // Labelled with the agent and its version, as an imported session is.
+    let listed = cairn_ok(&e, &["sessions"]);
+    assert!(listed.contains("gemini-cli 0.61.0"), "{listed}");
+    let shown = cairn_ok(&e, &["show", dir.to_str().unwrap()]);
+    assert!(
+        shown.contains("recorded from Gemini CLI 0.61.0 through its hooks"),
+        "{shown}"
+    );
 
     // Its own saved chat, imported from its default place, has the same calls.
     let out =
@@ -951,6 +959,8 @@ fn real_gemini_tools_through_cairn_hooks_are_recorded_gated_and_its_chat_imports
     assert_eq!(exit_codes_of(&chat), [json!(0), json!(2)], "{chat:#?}");
     let (code, out) = verify(&e, &imported[0]);
     assert_eq!(code, Some(0), "{out}");
+    let shown = cairn_ok(&e, &["show", imported[0].to_str().unwrap()]);
+    assert!(shown.contains("imported from Gemini CLI"), "{shown}");
     // Imported again: nothing new.
     let again =
         e.s.cairn(&["import", "--gemini", "--json"])
