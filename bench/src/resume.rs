@@ -63,6 +63,7 @@ fn build(base: &Path, records: u64, snapshot: bool) -> Result<PathBuf> {
         call += 1;
         let id = format!("c{call}");
         log.append(&Event::ToolStarted {
+            at: None,
             call: id.clone(),
             tool: "read_file".into(),
             input: serde_json::json!({"path": "a.txt", "offset": call % 7}),
@@ -78,6 +79,7 @@ fn build(base: &Path, records: u64, snapshot: bool) -> Result<PathBuf> {
             hash,
         }))?;
         log.append(&Event::ToolFinished(ToolFinished {
+            at: None,
             call: id,
             status: Status::Ok,
             output: "1\tone\n2\ttwo\n".into(),

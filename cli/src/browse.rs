@@ -564,7 +564,7 @@ fn message_rows(session: &cairn_replay::Session) -> Vec<CallRow> {
             Event::ModelTurn { text, .. } if !text.is_empty() => ("model (interrupted)", text),
             _ => continue,
         };
-        let mut detail = vec![format!("{who} · seq {} · {}", r.seq, r.ts)];
+        let mut detail = vec![format!("{who} · seq {} · {}", r.seq, r.time())];
         detail.push("── message".into());
         detail.extend(text.lines().map(|l| l.replace('\t', "    ")));
         messages.push(CallRow {

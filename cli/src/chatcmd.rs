@@ -268,7 +268,8 @@ fn worker(w: Worker) -> Result<Ended, String> {
             break (stop_reason(&engine, &quit, &by_user), false);
         }
         if let Some(name) = model_command(&text) {
-            switch_model(&mut provider, name, &built, &key, &to_view);
+            switch_model(&mut engine, &mut provider, name, &built, &key, &to_view)
+                .map_err(|e| cairn_cli::hint::text(&e))?;
             continue;
         }
         interrupt.clear();
@@ -324,9 +325,11 @@ fn model_command(text: &str) -> Option<&str> {
     (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
 }
 
-/// `/model NAME`: the next turns ask `name` of the same provider (each `model_turn`
-/// records the model that gave it); `/model` alone says which one answers.
+/// `/model NAME`: the next turns ask `name` of the same provider, the switch recorded
+/// (`model_switched`; each `model_turn` records the model that gave it too); `/model`
+/// alone says which one answers. Fails only when the log cannot be written.
 fn switch_model(
+    engine: &mut Engine,
     provider: &mut agent::Interruptible,
     name: &str,
     built: &(
@@ -335,14 +338,14 @@ fn switch_model(
     ),
     key: &cairn_engine::provider::Secret,
     to_view: &Sender<ChatMsg>,
-) {
+) -> cairn_engine::Result<()> {
     if name.is_empty() {
         let _ = to_view.send(ChatMsg::Note(format!(
             "the model is {} ({}): /model NAME switches to another",
             provider.model(),
             provider.name()
         )));
-        return;
+        return Ok(());
     }
     let (kind, overrides) = built;
     let overrides = cairn_engine::provider::Overrides {
@@ -351,6 +354,8 @@ fn switch_model(
     };
     match Model::build(*kind, &overrides) {
         Ok(m) => {
+            let previous = provider.model().to_string();
+            engine.model_switched(provider.name(), name, &previous)?;
             provider.replace(m.provider);
             provider.set_progress(Some(progress_to_view(to_view, key.clone())));
             let _ = to_view.send(ChatMsg::Model(name.to_string()));
@@ -362,6 +367,7 @@ fn switch_model(
             )));
         }
     }
+    Ok(())
 }
 
 /// Why the session stops: the person ended it, or a signal did.

@@ -297,6 +297,7 @@ mod tests {
             ts: "2026-01-01T00:00:00.000000Z".into(),
             hash: cairn_store::Hash::ZERO,
             event: cairn_engine::event::Event::ModelTurn {
+                at: None,
                 provider: "openai".into(),
                 model: "m-1".into(),
                 text: "Thinking about".into(),

@@ -207,7 +207,7 @@ impl PersonWaits {
                 self.waited.remove(call);
             }
             Event::PermissionRequested { call, key, .. } => {
-                if let Some(at) = micros(&r.ts) {
+                if let Some(at) = micros(r.time()) {
                     self.asked.insert((call.clone(), key.clone()), at);
                 }
             }
@@ -215,7 +215,8 @@ impl PersonWaits {
                 call, key, source, ..
             } => {
                 let asked = self.asked.remove(&(call.clone(), key.clone()));
-                if let (Some(asked), Some(now), AnswerSource::User) = (asked, micros(&r.ts), source)
+                if let (Some(asked), Some(now), AnswerSource::User) =
+                    (asked, micros(r.time()), source)
                 {
                     let wait = u64::try_from(now.saturating_sub(asked)).unwrap_or(0);
                     *self.waited.entry(call.clone()).or_default() += wait;

@@ -494,6 +494,7 @@ mod tests {
         apply(
             &mut state,
             Event::UserMessage {
+                at: None,
                 text: "task".into(),
                 text_hash: None,
             },
@@ -501,6 +502,7 @@ mod tests {
         apply(
             &mut state,
             Event::ModelTurn {
+                at: None,
                 provider: "openai".into(),
                 model: "m".into(),
                 text: String::new(),
@@ -515,6 +517,7 @@ mod tests {
         apply(
             &mut state,
             Event::ToolStarted {
+                at: None,
                 call: "c1".into(),
                 tool: "shell".into(),
                 input: serde_json::json!({}),

@@ -569,7 +569,11 @@ impl Engine {
                 self.rec.secret_key().map(|k| scrub::text_hash(k, text)),
             ),
         };
-        self.rec.append(&Event::UserMessage { text, text_hash })?;
+        self.rec.append(&Event::UserMessage {
+            at: None,
+            text,
+            text_hash,
+        })?;
         self.rec.commit()
     }
 
@@ -594,6 +598,17 @@ impl Engine {
         turn: &crate::provider::Turn,
     ) -> Result<crate::provider::Turn> {
         self.record_turn(provider, model, turn, false)
+    }
+
+    /// Records that the person switched the model the next turns ask, from `previous`
+    /// to `model` of the same `provider` (`/model` in the chat), and commits it.
+    pub fn model_switched(&mut self, provider: &str, model: &str, previous: &str) -> Result<()> {
+        self.rec.append(&Event::ModelSwitched {
+            provider: provider.to_string(),
+            model: model.to_string(),
+            previous: previous.to_string(),
+        })?;
+        self.rec.commit()
     }
 
     /// Records a model turn the person watching interrupted: `text` is what the model
@@ -634,6 +649,7 @@ impl Engine {
             .map(|c| serde_json::json!({"id": c.id, "name": c.name, "input": c.input}))
             .collect();
         self.rec.append(&Event::ModelTurn {
+            at: None,
             provider: provider.to_string(),
             model: model.to_string(),
             text: shown.text.clone(),
@@ -697,6 +713,7 @@ impl Engine {
             false => self.rec.secret_key().map(|k| scrub::input_hash(k, &input)),
         };
         self.rec.append(&Event::ToolStarted {
+            at: None,
             call: call.clone(),
             tool: tool.to_string(),
             input: redacted,
@@ -724,6 +741,7 @@ impl Engine {
         let marks = decide::injection(&output);
         let (output, injection) = decide::flagged(decide::unflagged(&output, &marks));
         self.rec.append(&Event::ToolFinished(ToolFinished {
+            at: None,
             call: call.clone(),
             status,
             output: output.clone(),
@@ -984,6 +1002,7 @@ impl Engine {
             }
         }
         self.rec.append(&Event::SessionEnded {
+            at: None,
             reason: reason.to_string(),
             failed,
             orphans,

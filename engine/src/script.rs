@@ -253,7 +253,11 @@ pub fn resume_point(
             continue;
         };
         match rec.event {
-            Event::UserMessage { text, text_hash } => match steps.get(done) {
+            Event::UserMessage {
+                at: _,
+                text,
+                text_hash,
+            } => match steps.get(done) {
                 Some((_, Step::User(t)))
                     if text_matches(&text, text_hash.as_deref(), t, secrets) =>
                 {

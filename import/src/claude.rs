@@ -103,6 +103,8 @@ pub fn meta(v: &Value, meta: &mut Meta) {
 
 /// An assistant response being gathered over its lines.
 struct Response {
+    /// The source's time of its first line.
+    at: Option<String>,
     id: String,
     model: String,
     text: String,
@@ -119,6 +121,8 @@ pub struct Claude {
     counted: HashSet<String>,
     /// Calls started and not finished: (tool, input).
     tools: HashMap<String, (String, Value)>,
+    /// The source's time of the line being read.
+    now: Option<String>,
 }
 
 impl Claude {
@@ -128,6 +132,7 @@ impl Claude {
 
     fn flush(&mut self, out: &mut Vec<Step>) {
         if let Some(r) = self.response.take() {
+            out.push(Step::At(r.at));
             out.push(Step::Model {
                 model: r.model,
                 text: r.text,
@@ -135,11 +140,14 @@ impl Claude {
                 usage: r.usage,
             });
             out.extend(r.starts);
+            out.push(Step::At(self.now.clone()));
         }
     }
 
     /// The steps of one line.
     pub fn line(&mut self, v: &Value, raw: &[u8], out: &mut Vec<Step>) {
+        self.now = v.get("timestamp").and_then(Value::as_str).map(String::from);
+        out.push(Step::At(self.now.clone()));
         let t = v.get("type").and_then(Value::as_str).unwrap_or("");
         match t {
             "assistant" => self.assistant(v, raw, out),
@@ -172,7 +180,9 @@ impl Claude {
         } else {
             None
         };
+        let now = &self.now;
         let r = self.response.get_or_insert_with(|| Response {
+            at: now.clone(),
             id: id.clone(),
             model: msg
                 .get("model")
@@ -226,6 +236,7 @@ impl Claude {
                         name: name.clone(),
                         input: input.clone(),
                     });
+                    r.starts.push(Step::At(now.clone()));
                     r.starts.push(Step::Call {
                         id,
                         tool: name,

@@ -132,6 +132,8 @@ fn str_of(v: &Value, k: &str) -> Option<String> {
 /// A model response being gathered.
 #[derive(Default)]
 struct Response {
+    /// The source's time of its first line.
+    at: Option<String>,
     text: String,
     calls: Vec<ModelCall>,
     /// Calls to start once the turn is written (tool, input, mcp).
@@ -154,6 +156,8 @@ pub struct Codex {
     /// The last cumulative usage seen, to count each response once.
     last_total: Option<Value>,
     cwd: Option<String>,
+    /// The source's time of the line being read.
+    now: Option<String>,
 }
 
 impl Codex {
@@ -166,6 +170,9 @@ impl Codex {
 
     /// The steps of one line (`raw` is its JSON, kept for items stored as they are).
     pub fn line(&mut self, v: &Value, raw: &[u8], out: &mut Vec<Step>) {
+        // The oldest format's bare items carry no time: only its header does.
+        self.now = str_of(v, "timestamp");
+        out.push(Step::At(self.now.clone()));
         let t = v.get("type").and_then(Value::as_str).unwrap_or("");
         let p = v.get("payload").unwrap_or(&Value::Null);
         let pt = p.get("type").and_then(Value::as_str).unwrap_or("");
@@ -226,6 +233,7 @@ impl Codex {
     fn flush(&mut self, usage: Option<Value>, out: &mut Vec<Step>) {
         let Some(r) = self.response.take() else {
             if let Some(u) = usage {
+                out.push(Step::At(self.now.clone()));
                 out.push(Step::Model {
                     model: self.model.clone(),
                     text: String::new(),
@@ -235,6 +243,7 @@ impl Codex {
             }
             return;
         };
+        out.push(Step::At(r.at));
         out.push(Step::Model {
             model: self.model.clone(),
             text: r.text,
@@ -242,10 +251,15 @@ impl Codex {
             usage,
         });
         out.extend(r.starts);
+        out.push(Step::At(self.now.clone()));
     }
 
     fn response(&mut self) -> &mut Response {
-        self.response.get_or_insert_with(Response::default)
+        let now = &self.now;
+        self.response.get_or_insert_with(|| Response {
+            at: now.clone(),
+            ..Response::default()
+        })
     }
 
     /// A call the model asked for. An MCP call's tool is named `mcp__server__tool`
@@ -255,12 +269,16 @@ impl Codex {
             Some(m) => format!("mcp__{}__{}", m.server, m.tool),
             None => name.clone(),
         };
+        let now = self.now.clone();
         let r = self.response();
         r.calls.push(ModelCall {
             id: id.clone(),
             name,
             input: input.clone(),
         });
+        // A call starts when the line that asked for it was written, not when the
+        // response it is part of began.
+        r.starts.push(Step::At(now));
         r.starts.push(Step::Call {
             id,
             tool,

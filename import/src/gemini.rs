@@ -163,6 +163,9 @@ impl Gemini {
         };
         let kind = m.get("type").and_then(Value::as_str).unwrap_or("");
         let first = self.messages.insert(id.to_string());
+        // The source's time: the message's, for what it says and the calls it makes.
+        let at = str_at(m, "timestamp");
+        out.push(Step::At(at.clone()));
         let calls: &[Value] = match m.get("toolCalls") {
             Some(Value::Array(cs)) => cs,
             _ => &[],
@@ -203,7 +206,7 @@ impl Gemini {
                     });
                 }
                 for c in calls {
-                    self.call(c, out);
+                    self.call(c, at.as_deref(), out);
                 }
             }
             "user" => {}
@@ -223,7 +226,7 @@ impl Gemini {
     }
 
     /// A tool call, written once it has finished.
-    fn call(&mut self, c: &Value, out: &mut Vec<Step>) {
+    fn call(&mut self, c: &Value, at: Option<&str>, out: &mut Vec<Step>) {
         let Some(id) = str_at(c, "id") else { return };
         let status = c.get("status").and_then(Value::as_str).unwrap_or("");
         if !matches!(status, "success" | "error" | "cancelled") || !self.calls.insert(id.clone()) {
@@ -231,12 +234,15 @@ impl Gemini {
         }
         let tool = str_at(c, "name").unwrap_or_default();
         let input = c.get("args").cloned().unwrap_or(Value::Null);
+        out.push(Step::At(at.map(str::to_string)));
         out.push(Step::Call {
             id: id.clone(),
             tool: tool.clone(),
             input: input.clone(),
             mcp: None,
         });
+        // Its result at the call's own time (when it finished), else the message's.
+        out.push(Step::At(str_at(c, "timestamp").or(at.map(str::to_string))));
         let output = result_text(c.get("result").unwrap_or(&Value::Null));
         let display = c.get("resultDisplay").cloned().unwrap_or(Value::Null);
         let error = match status {
@@ -544,6 +550,7 @@ mod tests {
         }
         let kinds: Vec<String> = out
             .iter()
+            .filter(|s| !matches!(s, Step::At(_)))
             .map(|s| match s {
                 Step::Model { .. } => "model".into(),
                 Step::Call { id, .. } => format!("call {id}"),

@@ -7,6 +7,9 @@ use cairn_core::event::{McpRef, Status};
 /// One thing a source session did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
+    /// The source's time (RFC 3339) of the steps after this one, until the next: the
+    /// time of the line they come from. `None`: that line gave no time.
+    At(Option<String>),
     User {
         text: String,
     },

@@ -64,6 +64,12 @@ pub struct Writer {
     /// MCP results waiting for their call's end: the redacted result, and whether the
     /// server said the call failed.
     mcp_results: HashMap<String, (BlobRef, bool)>,
+    /// The source's time of what is being written ([`Step::At`]), normalised to
+    /// RFC 3339: carried as `at` by the events a person reads times from.
+    at: Option<String>,
+    /// Source call id → the source's time of its start, in µs since the epoch: its
+    /// end's time less this is the call's `elapsed_us`.
+    started_us: HashMap<String, i64>,
 }
 
 /// An import writes with durability `none` and makes each pass durable once, at its
@@ -210,6 +216,8 @@ impl Writer {
             interrupted: 0,
             base: 0,
             mcp_results: HashMap::new(),
+            at: None,
+            started_us: HashMap::new(),
         })
     }
 
@@ -285,6 +293,8 @@ impl Writer {
             interrupted: 0,
             base: calls_started,
             mcp_results: HashMap::new(),
+            at: None,
+            started_us: HashMap::new(),
         };
         Ok((writer, recovery.head.map_or(Hash::ZERO, |h| h.hash)))
     }
@@ -411,7 +421,17 @@ impl Writer {
     /// Records one step.
     pub fn step(&mut self, step: Step) -> Result<()> {
         match step {
+            Step::At(t) => {
+                // A time that does not parse is no time: the events after it carry
+                // none rather than a text no view can read.
+                self.at = t
+                    .as_deref()
+                    .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                    .map(|t| t.to_string());
+                Ok(())
+            }
             Step::User { text } => self.append(&Event::UserMessage {
+                at: self.at.clone(),
                 text,
                 text_hash: None,
             }),
@@ -421,6 +441,7 @@ impl Writer {
                 calls,
                 usage,
             } => self.append(&Event::ModelTurn {
+                at: self.at.clone(),
                 provider: self.provider.to_string(),
                 model,
                 text,
@@ -482,8 +503,12 @@ impl Writer {
         let call = format!("c{}", self.base + self.written.calls + 1);
         self.written.calls += 1;
         self.calls.insert(id.clone(), (call.clone(), tool.clone()));
+        if let Some(us) = micros(self.at.as_deref()) {
+            self.started_us.insert(id.clone(), us);
+        }
         self.open.push(id);
         self.append(&Event::ToolStarted {
+            at: self.at.clone(),
             call,
             tool,
             input,
@@ -571,12 +596,19 @@ impl Writer {
         } else {
             (output.to_string(), None)
         };
+        // The call's own run time: from its start's source time to its end's, when
+        // the source gave both (0 when not, or when the clock went back).
+        let elapsed_us = match (self.started_us.remove(id), micros(self.at.as_deref())) {
+            (Some(start), Some(end)) => u64::try_from(end - start).unwrap_or(0),
+            _ => 0,
+        };
         self.append(&Event::ToolFinished(ToolFinished {
+            at: self.at.clone(),
             call,
             status,
             output,
             output_blob,
-            elapsed_us: 0,
+            elapsed_us,
             refusal: None,
             redactions: Default::default(),
             mcp_result,
@@ -721,6 +753,9 @@ impl Writer {
     /// Ends a live session: calls left open are finished as interrupted, then
     /// `session_ended` with `reason`, a snapshot, and everything made durable.
     pub fn end_live(mut self, reason: &str) -> Result<(u64, Hash)> {
+        // A call the source never ended has no end time: it is not said to have
+        // run until the last line.
+        let last = self.at.take();
         for id in self.open.clone() {
             self.interrupted += 1;
             self.end(
@@ -730,6 +765,7 @@ impl Writer {
             )?;
         }
         self.append(&Event::SessionEnded {
+            at: last,
             reason: reason.to_string(),
             orphans: Vec::new(),
             failed: false,
@@ -741,6 +777,9 @@ impl Writer {
     /// Ends the pass: calls left open are finished as interrupted, then
     /// `session_ended` records how far the source was read.
     pub fn finish(mut self, progress: ImportProgress) -> Result<Finished> {
+        // A call the source never ended has no end time: it is not said to have
+        // run until the last line.
+        let last = self.at.take();
         for id in self.open.clone() {
             self.interrupted += 1;
             self.end(
@@ -750,6 +789,7 @@ impl Writer {
             )?;
         }
         self.append(&Event::SessionEnded {
+            at: last,
             reason: "imported".into(),
             orphans: Vec::new(),
             failed: false,
@@ -846,6 +886,13 @@ pub fn usage_of(provider: &str, source: serde_json::Value) -> serde_json::Value 
     }
     u["source"] = source;
     u
+}
+
+/// µs since the epoch of an RFC 3339 time.
+fn micros(t: Option<&str>) -> Option<i64> {
+    t?.parse::<jiff::Timestamp>()
+        .ok()
+        .map(|t| t.as_microsecond())
 }
 
 fn model_call(c: &ModelCall) -> serde_json::Value {

@@ -381,17 +381,17 @@ fn doc(
         _ => return Ok(None),
     };
     let ts_us = rec
-        .ts
+        .time()
         .parse::<jiff::Timestamp>()
         .map(|t| t.as_microsecond())
         .map_err(|e| Error::Session {
             path: dir.to_path_buf(),
-            what: format!("seq {}: time {:?} does not parse: {e}", rec.seq, rec.ts),
+            what: format!("seq {}: time {:?} does not parse: {e}", rec.seq, rec.time()),
         })?;
     let text = cap(text);
     Ok(Some(Doc {
         seq: rec.seq,
-        ts: rec.ts.clone(),
+        ts: rec.time().to_string(),
         ts_us,
         kind,
         call,

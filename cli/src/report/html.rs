@@ -182,6 +182,9 @@ fn conversation(c: &Conversation<'_>) -> Markup {
                         }
                     },
                     Step::Call { seq, call, writes, tags } => (call_entry(*seq, call, writes, tags)),
+                    Step::Switch { seq, from, to } => div class="msg switch" id={ "seq-" (seq) } {
+                        b { "model switched · seq " (seq) } (from) " → " (to)
+                    },
                 }
                 "\n"
             }

@@ -99,6 +99,11 @@ fn conversation(o: &mut Vec<String>, c: &Conversation<'_>) {
         .iter()
         .map(|s| match s {
             Step::User { seq, text } => format!("- **user** (seq {seq}): {}", escape(text)),
+            Step::Switch { seq, from, to } => format!(
+                "- **model switched** (seq {seq}): {} → {}",
+                escape(from),
+                escape(to)
+            ),
             Step::Model {
                 seq,
                 text,

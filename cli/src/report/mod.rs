@@ -172,6 +172,12 @@ pub enum Step<'a> {
         /// HTML filters.
         tags: Vec<&'static str>,
     },
+    /// The person switched the model: `to` answers from here on.
+    Switch {
+        seq: u64,
+        from: &'a str,
+        to: &'a str,
+    },
 }
 
 /// A file written: its title, its line in text, its contents' hashes and its diff.

@@ -249,6 +249,11 @@ pub(super) fn steps(a: &Audit) -> Conversation<'_> {
                 writes: writes.get(call.as_str()).cloned().unwrap_or_default(),
                 tags: tags.get(call.as_str()).cloned().unwrap_or_default(),
             }),
+            Turn::Switch { seq, from, to, .. } => Some(Step::Switch {
+                seq: *seq,
+                from,
+                to,
+            }),
         })
         .collect();
     Conversation {

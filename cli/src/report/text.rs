@@ -137,6 +137,9 @@ fn lines(c: &Conversation<'_>, verbose: bool, paint: Paint) -> Vec<String> {
     for step in &c.steps {
         match step {
             Step::User { seq, text: t } => text(&mut o, *seq, "user", t),
+            Step::Switch { seq, from, to } => {
+                text(&mut o, *seq, "model switched", &format!("{from} → {to}"));
+            }
             Step::Model {
                 seq,
                 text: t,

@@ -752,6 +752,33 @@ fn chat_in_tmux_a_failed_provider_keeps_the_session_and_model_switches_it() {
     let turns: Vec<&Value> = ev.iter().filter(|e| e["type"] == "model_turn").collect();
     assert_eq!(turns.len(), 1, "{ev:?}");
     assert_eq!(turns[0]["model"], "m-1");
+    // The switch itself is recorded, before the turn it changed.
+    let switches: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["type"] == "model_switched")
+        .collect();
+    assert_eq!(
+        switches,
+        [
+            &json!({"type": "model_switched", "provider": "openai", "model": "m-1", "previous": "m-9"})
+        ],
+        "{ev:?}"
+    );
+    let at = |t: &str| ev.iter().position(|e| e["type"] == t).unwrap();
+    assert!(at("model_switched") < at("model_turn"));
+    // `show` (the audit's conversation) tells the switch where it happened.
+    let show = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["show", "last"])
+        .env("CAIRN_HOME", home.path())
+        .current_dir(ws.path())
+        .output()
+        .unwrap();
+    let show = String::from_utf8_lossy(&show.stdout);
+    let (before, after) = show.split_once("model switched: m-9 → m-1").expect(&show);
+    assert!(
+        before.contains("user: hello") && after.contains("Hello from m-1."),
+        "{show}"
+    );
     assert_eq!(turns[0]["text"], "Hello from m-1.");
     let last = ev.last().unwrap();
     assert_eq!(last["reason"], "ended by the user");

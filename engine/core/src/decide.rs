@@ -872,6 +872,7 @@ mod tests {
 
     fn started(tool: &str, input: Value) -> Event {
         Event::ToolStarted {
+            at: None,
             call: "c".into(),
             tool: tool.into(),
             input,
@@ -891,6 +892,7 @@ mod tests {
         read: Option<(&str, Hash)>,
     ) -> Vec<Event> {
         let mut out = vec![Event::ToolStarted {
+            at: None,
             call: call.into(),
             tool: tool.into(),
             input: input.clone(),
@@ -908,6 +910,7 @@ mod tests {
             }));
         }
         out.push(Event::ToolFinished(crate::event::ToolFinished {
+            at: None,
             call: call.into(),
             status: Status::Ok,
             output: String::new(),
@@ -1236,6 +1239,7 @@ mod tests {
             ts: String::new(),
             hash: Hash::ZERO,
             event: Event::UserMessage {
+                at: None,
                 text: "go".into(),
                 text_hash: None,
             },

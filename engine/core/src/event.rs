@@ -28,6 +28,10 @@ pub enum Event {
         /// (`resume --script`). Absent when nothing was redacted and in older logs.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         text_hash: Option<String>,
+        /// When the source said this happened (RFC 3339), for an imported session: the
+        /// log's `ts` is when the import wrote the record. Absent for cairn's own.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<String>,
     },
     ModelTurn {
         provider: String,
@@ -49,6 +53,17 @@ pub enum Event {
         /// false.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         interrupted: bool,
+        /// When the source said this happened (RFC 3339), for an imported session: the
+        /// log's `ts` is when the import wrote the record. Absent for cairn's own.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<String>,
+    },
+    /// The person switched the model the next turns ask (`/model NAME` in the chat):
+    /// the provider stays, `model` answers from here on, `previous` did until now.
+    ModelSwitched {
+        provider: String,
+        model: String,
+        previous: String,
     },
     ToolStarted {
         call: String,
@@ -69,6 +84,10 @@ pub enum Event {
         /// `decide::repeat`), so that verify decides on the same fact.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         observed: Option<Observed>,
+        /// When the source said this happened (RFC 3339), for an imported session: the
+        /// log's `ts` is when the import wrote the record. Absent for cairn's own.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<String>,
     },
     PermissionRequested {
         call: String,
@@ -181,6 +200,10 @@ pub enum Event {
         /// file (what a later import of the same file continues from).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         imported: Option<ImportProgress>,
+        /// When the source's last line was written (RFC 3339), for an imported session: the
+        /// log's `ts` is when the import wrote the record. Absent for cairn's own.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<String>,
     },
 }
 
@@ -203,12 +226,27 @@ pub struct Orphan {
 }
 
 impl Event {
+    /// When the source said this happened, for an event of an imported session that
+    /// carries it (`at`): see [`crate::state::Record::time`].
+    pub fn at(&self) -> Option<&str> {
+        match self {
+            Event::SessionStarted(s) => s.imported.as_ref()?.started_at.as_deref(),
+            Event::UserMessage { at, .. }
+            | Event::ModelTurn { at, .. }
+            | Event::ToolStarted { at, .. }
+            | Event::SessionEnded { at, .. }
+            | Event::ToolFinished(ToolFinished { at, .. }) => at.as_deref(),
+            _ => None,
+        }
+    }
+
     /// The `type` tag of this event.
     pub fn kind(&self) -> &'static str {
         match self {
             Event::SessionStarted(_) => "session_started",
             Event::UserMessage { .. } => "user_message",
             Event::ModelTurn { .. } => "model_turn",
+            Event::ModelSwitched { .. } => "model_switched",
             Event::ToolStarted { .. } => "tool_started",
             Event::PermissionRequested { .. } => "permission_requested",
             Event::PermissionDecided { .. } => "permission_decided",
@@ -231,6 +269,7 @@ impl Event {
         "session_started",
         "user_message",
         "model_turn",
+        "model_switched",
         "tool_started",
         "permission_requested",
         "permission_decided",
@@ -680,6 +719,10 @@ pub struct ToolFinished {
     /// `decide::INJECTION_NOTE`. Absent in older logs and when there were none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub injection: Vec<String>,
+    /// When the source said this happened (RFC 3339), for an imported session: the
+    /// log's `ts` is when the import wrote the record. Absent for cairn's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
 }
 
 /// How shell commands are confined (the OS sandbox of cairn-tools `sandbox`).

@@ -136,6 +136,7 @@ pub fn event(
             Event::UserMessage {
                 text: redacted,
                 text_hash: hash,
+                ..
             },
         ) if text != redacted => *hash = Some(text_hash(key, text)),
         (
@@ -240,10 +241,12 @@ mod tests {
         let key = SecretKey([7; SECRET_KEY_BYTES]);
         let r = Redactor::default();
         let message = |t: &str| Event::UserMessage {
+            at: None,
             text: format!("deploy with {t}"),
             text_hash: None,
         };
         let started = |input: serde_json::Value| Event::ToolStarted {
+            at: None,
             call: "c1".into(),
             tool: "shell".into(),
             input,
@@ -298,6 +301,7 @@ mod tests {
     fn every_field_is_redacted_not_only_known_ones() {
         let r = Redactor::default();
         let e = Event::UserMessage {
+            at: None,
             text: format!("use {} please", token('c')),
             text_hash: None,
         };

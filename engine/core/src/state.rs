@@ -24,6 +24,42 @@ pub struct Record {
     pub event: Event,
 }
 
+impl Record {
+    /// When what the record tells happened: the source's own time (`at`) for an
+    /// imported event that carries one, else when the record was written (`ts`).
+    /// What a person is shown (timelines, durations, started and ended) uses this.
+    pub fn time(&self) -> &str {
+        self.event.at().unwrap_or(&self.ts)
+    }
+}
+
+/// The time of each record as a person reads it, over a log read in order: the
+/// record's own [`Record::time`]; in an imported session, a record that carries no
+/// source time (a command's run, a file written, a line kept) happened when the last
+/// one that did, not when the import wrote it.
+#[derive(Debug, Default)]
+pub struct Times {
+    imported: bool,
+    last: Option<String>,
+}
+
+impl Times {
+    /// The time of `r`, the next record of the log.
+    pub fn next(&mut self, r: &Record) -> String {
+        if let Event::SessionStarted(s) = &r.event {
+            self.imported = s.imported.is_some();
+        }
+        if let Some(at) = r.event.at() {
+            self.last = Some(at.to_string());
+            return at.to_string();
+        }
+        match &self.last {
+            Some(last) if self.imported => last.clone(),
+            _ => r.ts.clone(),
+        }
+    }
+}
+
 /// What the session knows about one file.
 #[derive(
     Debug, Clone, PartialEq, Eq, Default, Archive, RSerialize, RDeserialize, serde::Serialize,
@@ -452,6 +488,7 @@ impl State {
             | Event::PermissionDecided { .. }
             | Event::Checkpoint { .. }
             | Event::SourceItem { .. }
+            | Event::ModelSwitched { .. }
             | Event::TreeCheckpoint { .. } => {}
         }
     }

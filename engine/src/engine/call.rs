@@ -125,6 +125,7 @@ impl Engine {
             self.rec.hold();
         }
         self.rec.append(&Event::ToolStarted {
+            at: None,
             call: call.clone(),
             tool: tool.to_string(),
             input: recorded_input.into_owned(),
@@ -400,6 +401,7 @@ impl Engine {
         // from it nor added to it.
         let clean = clean && text == full;
         let finished = ToolFinished {
+            at: None,
             call: call.clone(),
             status: output.status,
             output: text,

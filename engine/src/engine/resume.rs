@@ -384,6 +384,7 @@ impl Engine {
                 "interrupted: the session stopped during this call and was resumed; outcome {outcome}: {detail}. Check the workspace before repeating it."
             );
             self.rec.append(&Event::ToolFinished(ToolFinished {
+                at: None,
                 call: call.clone(),
                 status: Status::Interrupted,
                 output,

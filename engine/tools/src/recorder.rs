@@ -1281,6 +1281,7 @@ mod tests {
         let len = std::fs::metadata(rec.log.path()).unwrap().len();
         assert!(
             rec.append(&Event::UserMessage {
+                at: None,
                 text: "x".into(),
                 text_hash: None,
             })
@@ -1292,6 +1293,7 @@ mod tests {
         rec.put_blob(b"output 2").unwrap();
         assert!(
             rec.append(&Event::UserMessage {
+                at: None,
                 text: "y".into(),
                 text_hash: None,
             })
@@ -1315,6 +1317,7 @@ mod tests {
 
     fn note(rec: &mut Recorder, text: &str) {
         rec.append(&Event::UserMessage {
+            at: None,
             text: text.into(),
             text_hash: None,
         })

@@ -198,7 +198,7 @@ impl Mapper {
 
     /// Folds one record, adding to `out` the spans it completes.
     pub fn push(&mut self, r: &Record, out: &mut Vec<SpanData>) {
-        let at = time_of(&r.ts);
+        let at = time_of(r.time());
         let prev = self.prev_time.unwrap_or(at);
         self.prev_time = Some(at);
         if self.root.first_seq.is_none() {
@@ -214,6 +214,7 @@ impl Mapper {
                 self.user_texts.push(text.clone());
             }
             Event::ModelTurn {
+                at: _,
                 provider,
                 model,
                 text,

@@ -108,9 +108,9 @@ impl Fold for CallsFold {
                 call: call.clone(),
                 tool: tool.clone(),
                 status: "unfinished".into(),
-                started: r.ts.clone(),
+                started: r.time().to_string(),
                 finished: None,
-                start_ms: self.clock.at(&r.ts),
+                start_ms: self.clock.at(r),
                 end_ms: self.clock.end_ms,
                 elapsed_us: None,
                 wait_ms: None,
@@ -126,8 +126,8 @@ impl Fold for CallsFold {
                     return;
                 };
                 c.status = f.status.as_str().to_string();
-                c.finished = Some(r.ts.clone());
-                c.end_ms = self.clock.at(&r.ts);
+                c.finished = Some(r.time().to_string());
+                c.end_ms = self.clock.at(r);
                 c.elapsed_us = Some(f.elapsed_us);
                 c.output = f.output.clone();
             }

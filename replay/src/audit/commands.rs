@@ -88,9 +88,9 @@ impl CommandsFold {
     }
 
     /// A new entry for `x`, at `ts`, not yet ended.
-    fn entry(&self, seq: u64, ts: &str, x: &ShellExec, status: &str) -> CommandEntry {
+    fn entry(&self, r: &Record, x: &ShellExec, status: &str) -> CommandEntry {
         CommandEntry {
-            seq,
+            seq: r.seq,
             call: x.call.clone(),
             id: x.id.clone(),
             command: cairn_tools::shell::shown_argv(&x.argv),
@@ -102,7 +102,7 @@ impl CommandsFold {
             elapsed_us: None,
             output_bytes: 0,
             error: None,
-            start_ms: self.clock.at(ts),
+            start_ms: self.clock.at(r),
             end_ms: self.clock.end_ms,
         }
     }
@@ -114,7 +114,7 @@ impl CommandsFold {
             self.background
                 .insert(id.clone(), (x.pid, cairn_tools::shell::shown_argv(&x.argv)));
         }
-        let entry = self.entry(r.seq, &r.ts, x, x.status_name());
+        let entry = self.entry(r, x, x.status_name());
         self.commands.push(entry);
     }
 
@@ -126,12 +126,12 @@ impl CommandsFold {
             Some(i) => i,
             None => {
                 // A process that failed to start has no `started` record.
-                let entry = self.entry(r.seq, &r.ts, x, "");
+                let entry = self.entry(r, x, "");
                 self.commands.push(entry);
                 self.commands.len() - 1
             }
         };
-        let at = self.clock.at(&r.ts);
+        let at = self.clock.at(r);
         let Some(c) = self.commands.get_mut(i) else {
             return;
         };

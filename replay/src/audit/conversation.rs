@@ -27,6 +27,13 @@ pub enum Turn {
     },
     /// A call: its entry in [`super::Audit::calls`] has the same `call`.
     Call { seq: u64, call: String },
+    /// The person switched the model (`model_switched`): from here on `to` answers.
+    Switch {
+        seq: u64,
+        ts: String,
+        from: String,
+        to: String,
+    },
 }
 
 /// The conversation, from `user_message`, `model_turn` and `tool_started`; the answer
@@ -50,7 +57,7 @@ impl Fold for ConversationFold {
         let turn = match &r.event {
             Event::UserMessage { text, .. } => Turn::User {
                 seq: r.seq,
-                ts: r.ts.clone(),
+                ts: r.time().to_string(),
                 text: text.clone(),
             },
             Event::ModelTurn {
@@ -65,13 +72,21 @@ impl Fold for ConversationFold {
                     .then(|| text.clone());
                 Turn::Model {
                     seq: r.seq,
-                    ts: r.ts.clone(),
+                    ts: r.time().to_string(),
                     model: model.clone(),
                     text: text.clone(),
                     calls: tool_calls.len() as u64,
                     interrupted: *interrupted,
                 }
             }
+            Event::ModelSwitched {
+                model, previous, ..
+            } => Turn::Switch {
+                seq: r.seq,
+                ts: r.time().to_string(),
+                from: previous.clone(),
+                to: model.clone(),
+            },
             Event::ToolStarted { call, .. } => Turn::Call {
                 seq: r.seq,
                 call: call.clone(),

@@ -175,7 +175,7 @@ fn models(configured: Option<ModelInfo>, tokens: &[TokenUse]) -> Vec<ModelInfo> 
 /// the models of its turns (`tokens`).
 pub(super) fn header(session: &Session, clock: Clock, end: End, tokens: &[TokenUse]) -> Header {
     let s = &session.started;
-    let ts = |r: Option<&Record>| r.map(|r| r.ts.clone()).unwrap_or_default();
+    let ts = |r: Option<&Record>| r.map(|r| r.time().to_string()).unwrap_or_default();
     Header {
         session: session.id.clone(),
         workspace: s.workspace.clone(),

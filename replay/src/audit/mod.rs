@@ -127,12 +127,12 @@ impl<F: Fold> Fold for Option<F> {
 /// audit; `scan`: the captured workspace is scanned for secrets too.
 fn gather(session: &Session, verified: &(Report, Vec<Problem>), scan: bool) -> Audit {
     let clock = Clock::of(&session.records);
-    let mut calls = calls::CallsFold::new(clock);
+    let mut calls = calls::CallsFold::new(clock.clone());
     let mut outcomes = outcomes::OutcomesFold::default();
     let mut conversation = conversation::ConversationFold::default();
     let mut tokens = tokens::TokensFold::default();
     let mut files = files::FilesFold::default();
-    let mut commands = commands::CommandsFold::new(clock);
+    let mut commands = commands::CommandsFold::new(clock.clone());
     let mut network = network::NetworkFold::default();
     let mut permissions = permissions::PermissionsFold::default();
     let mut end = header::EndFold::default();
@@ -195,27 +195,40 @@ fn gather(session: &Session, verified: &(Report, Vec<Problem>), scan: bool) -> A
 }
 
 /// The session's time as the timeline counts it: milliseconds from its first record.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Clock {
     /// The first record's time, in milliseconds since the epoch.
     t0: u64,
     /// The last record's time on this clock: where what has no end ends.
     end_ms: u64,
+    /// Each record's time ([`cairn_core::state::Times`]) on this clock, by seq.
+    times: std::rc::Rc<std::collections::HashMap<u64, u64>>,
 }
 
 impl Clock {
     fn of(records: &[Record]) -> Clock {
-        let t0 = records.first().map_or(0, |r| millis(&r.ts));
-        let last = records.last().map_or(0, |r| millis(&r.ts));
+        let mut times = cairn_core::state::Times::default();
+        let ms: Vec<(u64, u64)> = records
+            .iter()
+            .map(|r| (r.seq, millis(&times.next(r))))
+            .collect();
+        let t0 = ms.first().map_or(0, |m| m.1);
+        let last = ms.last().map_or(0, |m| m.1);
         Clock {
             t0,
             end_ms: last.saturating_sub(t0),
+            times: std::rc::Rc::new(
+                ms.into_iter()
+                    .map(|(seq, t)| (seq, t.saturating_sub(t0)))
+                    .collect(),
+            ),
         }
     }
 
-    /// `ts` on this clock (0 before the first record, or when it does not parse).
-    fn at(&self, ts: &str) -> u64 {
-        millis(ts).saturating_sub(self.t0)
+    /// When `r` happened on this clock (0 before the first record, or when its time
+    /// does not parse).
+    fn at(&self, r: &Record) -> u64 {
+        self.times.get(&r.seq).copied().unwrap_or(0)
     }
 }
 
@@ -324,9 +337,49 @@ mod tests {
         ];
         let clock = Clock::of(&records);
         assert_eq!(clock.end_ms, 2500);
-        assert_eq!(clock.at(&ts(700)), 700);
-        assert_eq!(clock.at("not a time"), 0);
+        assert_eq!(clock.at(&records[1]), 2500);
+        let other = serde_json::json!({"type": "user_message", "text": "c"});
+        assert_eq!(clock.at(&rec(9, 700, other)), 0, "not on it");
         assert_eq!(Clock::of(&[]), Clock::default());
+    }
+
+    /// Guards against an imported session timed by when it was imported: its start is
+    /// the source's, each event with `at` is at it, and a command's record (no `at`)
+    /// is at the last source time before it.
+    #[test]
+    fn an_imported_session_is_on_its_sources_clock() {
+        let src = |ms: u64| ts(ms - 100_000);
+        let hash = cairn_store::Hash::of(b"m").to_hex();
+        let started = serde_json::json!({"type": "session_started", "id": "s",
+            "format_version": 1, "engine_version": "0", "workspace": "/w",
+            "catalog": "thoth", "tools": [], "manifest": {"hash": hash, "len": 1},
+            "manifest_files": 0, "config": {}, "imported": {"agent": "codex",
+            "source_id": "x", "branch": "main", "file": {"path": "/r", "hash": hash,
+            "bytes": 0}, "started_at": src(100_000)}});
+        let records = [
+            rec(1, 500_000, started),
+            rec(
+                2,
+                500_001,
+                serde_json::json!({"type": "tool_started", "call": "c1", "tool": "shell",
+                    "input": {}, "at": src(102_000)}),
+            ),
+            rec(
+                3,
+                500_002,
+                serde_json::json!({"type": "memory_written", "text": "m"}),
+            ),
+            rec(
+                4,
+                500_003,
+                serde_json::json!({"type": "tool_finished", "call": "c1", "status": "ok",
+                    "output": "", "elapsed_us": 0, "at": src(105_000)}),
+            ),
+        ];
+        let clock = Clock::of(&records);
+        let at: Vec<u64> = records.iter().map(|r| clock.at(r)).collect();
+        assert_eq!(at, [0, 2000, 2000, 5000]);
+        assert_eq!(clock.end_ms, 5000);
     }
 
     #[test]

@@ -74,7 +74,7 @@ impl PermissionsFold {
         e.answer = Some(answer);
         e.source = Some(source);
         if source == AnswerSource::User {
-            let wait = millis(&r.ts).saturating_sub(asked);
+            let wait = millis(r.time()).saturating_sub(asked);
             e.wait_ms = Some(wait);
             if let Some((c, _)) = self.started.get(call) {
                 *self.waits.entry(c).or_default() += wait;
@@ -95,7 +95,7 @@ impl Fold for PermissionsFold {
                 guarded,
                 ..
             } => {
-                let at = (self.entries.len(), millis(&r.ts));
+                let at = (self.entries.len(), millis(r.time()));
                 self.pending.insert((call.clone(), key.clone()), at);
                 self.entries.push(PermissionEntry {
                     seq: r.seq,

@@ -13,6 +13,7 @@ impl Fold for CallsFold {
     fn apply(&mut self, v: &mut Verifier, rec: &Record) {
         match &rec.event {
             Event::ToolStarted {
+                at: _,
                 call,
                 tool,
                 input,

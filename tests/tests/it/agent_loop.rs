@@ -181,6 +181,7 @@ fn the_turn_limit_stops_a_model_that_never_answers() {
     let ws = workspace();
     let mut e = engine(home.path(), ws.path(), None);
     let turn = |i: u32| Event::ModelTurn {
+        at: None,
         provider: "openai".into(),
         model: "m".into(),
         text: String::new(),
@@ -225,6 +226,7 @@ fn results_are_capped_to_fit_the_context_window() {
     let mut e = engine(home.path(), ws.path(), Some(4_000));
     let evs = [
         Event::ModelTurn {
+            at: None,
             provider: "p".into(),
             model: "m".into(),
             text: String::new(),
@@ -235,6 +237,7 @@ fn results_are_capped_to_fit_the_context_window() {
             interrupted: false,
         },
         Event::ModelTurn {
+            at: None,
             provider: "p".into(),
             model: "m".into(),
             text: "ok".into(),

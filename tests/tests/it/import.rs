@@ -832,6 +832,21 @@ fn import_gemini_chat_maps_calls_once_redacts_and_continues_a_grown_file() {
         })
         .collect();
     assert_eq!(writes, [("a.txt".to_string(), WriteOp::Create, true)]);
+    // Each record a person reads a time from carries the chat's own, and a call ends
+    // at its own finish time.
+    let ats = at_of(&ev);
+    assert!(
+        ats.iter().filter(|a| a.0 != "ended").all(|a| a
+            .1
+            .as_deref()
+            .is_some_and(|t| t.starts_with("2026-12-06T12:38:"))),
+        "{ats:?}"
+    );
+    assert!(
+        ats.iter()
+            .any(|a| a.0 == "end" && a.1.as_deref().is_some_and(|t| t.contains("38.428"))),
+        "{ats:?}"
+    );
     verify_clean(&dir);
 
     let again = e.import(std::slice::from_ref(&file), &Options::default());
@@ -924,4 +939,107 @@ fn import_gemini_refuses_truncated_rootless_and_foreign_files_and_writes_nothing
                 .next()
                 .is_none()
     );
+}
+
+/// The source's time of each record an import writes, by the tool call's source id
+/// or the message's text, as the fixture's lines give them.
+fn at_of(ev: &[Event]) -> Vec<(&'static str, Option<String>)> {
+    ev.iter()
+        .filter_map(|e| match e {
+            Event::UserMessage { at, .. } => Some(("user", at.clone())),
+            Event::ModelTurn { at, .. } => Some(("model", at.clone())),
+            Event::ToolStarted { at, .. } => Some(("start", at.clone())),
+            Event::ToolFinished(f) => Some(("end", f.at.clone())),
+            Event::SessionEnded { at, .. } => Some(("ended", at.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Issue 43 item 4: imported records keep their source's times (the log's `ts`
+/// stays the write time), each call's run time is its source's, and the audit, the
+/// listing and search read those times. Guards against every call timed 0 µs and a
+/// session dated when it was imported.
+#[test]
+fn imported_records_keep_their_source_times_and_calls_their_run_times() {
+    let e = env();
+    let file = e.fixture("codex-rollout.jsonl", "rollout-1.jsonl", true);
+    let s = e.import(std::slice::from_ref(&file), &Options::default());
+    let dir = &s.imported[0].dir;
+    let session = Session::load(dir).unwrap();
+    let ev: Vec<Event> = session.records.iter().map(|r| r.event.clone()).collect();
+    let ats = at_of(&ev);
+    // Every event a person reads a time from carries one, and it is a time of the
+    // source's (2026-10-01), not of the import.
+    let without: Vec<&str> = ats.iter().filter(|a| a.1.is_none()).map(|a| a.0).collect();
+    assert_eq!(
+        without,
+        ["end"],
+        "only the interrupted sleep's end: {ats:?}"
+    );
+    for (kind, at) in &ats {
+        let Some(at) = at else { continue };
+        assert!(at.starts_with("2026-10-01T10:00:0"), "{kind}: {at}");
+    }
+    for r in &session.records {
+        assert!(!r.ts.starts_with("2026-10-01"), "ts stays the write time");
+    }
+    // `ls` was asked for at 01.100 and its output came at 01.300; `cargo test` at
+    // 03.000, its output at 03.200.
+    let started = |needle: &str| {
+        ev.iter()
+            .find_map(|e| match e {
+                Event::ToolStarted {
+                    call, input, at, ..
+                } if input.to_string().contains(needle) => Some((call.clone(), at.clone())),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let finished = |call: &str| {
+        ev.iter()
+            .find_map(|e| match e {
+                Event::ToolFinished(f) if f.call == call => Some(f.clone()),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let (ls, ls_at) = started("\"ls\"");
+    assert_eq!(ls_at.as_deref(), Some("2026-10-01T10:00:01.1Z"));
+    assert_eq!(finished(&ls).elapsed_us, 200_000);
+    let (test, _) = started("cargo test");
+    assert_eq!(finished(&test).elapsed_us, 200_000);
+    // The sleep never returned: no end time, no run time made up.
+    let (sleep, _) = started("sleep");
+    let f = finished(&sleep);
+    assert_eq!(
+        (f.status, f.elapsed_us, f.at),
+        (Status::Interrupted, 0, None)
+    );
+    // The audit's clock is the source's: the session spans its lines, and `ls` is
+    // 1.1 s into it (its first line is at 10:00:00.000).
+    let verified = cairn_replay::verify(dir).unwrap();
+    let audit = cairn_replay::audit::audit(&session, &verified);
+    assert!(
+        audit.header.started.starts_with("2026-10-01T10:00:00"),
+        "{}",
+        audit.header.started
+    );
+    assert!(
+        audit.header.ended.starts_with("2026-10-01T10:00:0"),
+        "{}",
+        audit.header.ended
+    );
+    assert!(
+        (7_000..10_000).contains(&audit.header.duration_ms),
+        "{}",
+        audit.header.duration_ms
+    );
+    let call = audit.calls.iter().find(|c| c.call == ls).unwrap();
+    assert_eq!((call.start_ms, call.end_ms), (1_100, 1_300));
+    let cmd = audit.commands.iter().find(|c| c.call == test).unwrap();
+    // A command's record carries no time of its own: it is at the last source time
+    // before it, its call's start (03.000), not at the import's.
+    assert_eq!(cmd.start_ms, 3_000);
+    verify_clean(dir);
 }

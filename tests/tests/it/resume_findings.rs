@@ -209,6 +209,7 @@ fn interrupted_write(disk: Option<&str>) -> (Ws, Engine, cairn_engine::ResumeRep
     let after = blobs.put(b"ONE\ntwo\n").unwrap();
     let (mut log, _) = cairn_tests::open_writer(&dir, Options::default()).unwrap();
     log.append(&Event::ToolStarted {
+        at: None,
         call: "c2".into(),
         tool: "edit_file".into(),
         input: json!({"path": "a.txt", "old_string": "one", "new_string": "ONE"}),

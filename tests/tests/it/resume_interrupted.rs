@@ -50,6 +50,7 @@ fn interrupted() -> Case {
     drop(e);
     let (mut log, _) = cairn_tests::open_writer(&dir, Options::default()).unwrap();
     log.append(&Event::ToolStarted {
+        at: None,
         call: "c2".into(),
         tool: "shell".into(),
         input: json!({"command": "touch marker"}),
@@ -252,6 +253,7 @@ fn an_interrupted_read_runs_again_without_a_question() {
     drop(e);
     let (mut log, _) = cairn_tests::open_writer(&c.dir, Options::default()).unwrap();
     log.append(&Event::ToolStarted {
+        at: None,
         call: "c4".into(),
         tool: "read_file".into(),
         input: json!({"path": "b.txt"}),

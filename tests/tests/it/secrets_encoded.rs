@@ -357,10 +357,12 @@ fn events_holding(text: &str) -> Vec<Event> {
     };
     vec![
         Event::UserMessage {
+            at: None,
             text: format!("use {text} please"),
             text_hash: None,
         },
         Event::ModelTurn {
+            at: None,
             provider: "openai".into(),
             model: "m".into(),
             text: format!("I will run {text}"),
@@ -369,6 +371,7 @@ fn events_holding(text: &str) -> Vec<Event> {
             interrupted: false,
         },
         Event::ToolStarted {
+            at: None,
             call: "c1".into(),
             tool: "web_fetch".into(),
             input: json!({"url": url, "headers": {"x": text}}),
@@ -403,6 +406,7 @@ fn events_holding(text: &str) -> Vec<Event> {
             error: Some(format!("refused {url}")),
         }),
         Event::ToolFinished(ToolFinished {
+            at: None,
             call: "c1".into(),
             status: Status::Ok,
             output: format!("printed:\n{text}\n"),

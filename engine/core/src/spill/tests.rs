@@ -57,6 +57,7 @@ fn entry(bytes: &[u8], form: &str) -> String {
 /// `{"type":"user_message","text":"…"}` is 33 bytes around its text.
 fn user_message_of_json_bytes(n: usize) -> Event {
     Event::UserMessage {
+        at: None,
         text: "x".repeat(n - 33),
         text_hash: None,
     }
@@ -94,6 +95,7 @@ fn the_default_limit_is_exact_too() {
 
 fn turn(text_bytes: usize, input_bytes: usize) -> Event {
     Event::ModelTurn {
+        at: None,
         provider: "openai".into(),
         model: "m-1".into(),
         text: "t".repeat(text_bytes),
@@ -138,6 +140,7 @@ fn the_largest_field_moves_first_and_only_what_is_needed() {
 fn fields_shorter_than_an_entry_stay_even_past_a_tiny_limit() {
     // `"…"`: a text of n - 2 bytes is a field of n bytes of JSON.
     let text = |n: usize| Event::UserMessage {
+        at: None,
         text: "h".repeat(n - 2),
         text_hash: None,
     };
@@ -154,6 +157,7 @@ fn fields_shorter_than_an_entry_stay_even_past_a_tiny_limit() {
 #[test]
 fn a_spilled_key_inside_a_field_is_data_not_a_reference() {
     let e = Event::ToolStarted {
+        at: None,
         call: "c1".into(),
         tool: "x".into(),
         input: serde_json::json!({"spilled": {"text": {"hash": Hash::ZERO, "len": 1, "as": "text"}}}),

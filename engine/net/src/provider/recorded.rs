@@ -62,6 +62,7 @@ impl Recorded {
 /// none: it answered no request to its end.
 pub fn turn_of(e: &Event) -> Option<(String, String, Turn)> {
     let Event::ModelTurn {
+        at: _,
         provider,
         model,
         text,
