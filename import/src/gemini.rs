@@ -39,6 +39,40 @@ pub struct Meta {
     pub subagent: bool,
 }
 
+/// Who and where, as the import's scan gives them: (id, workspace, version,
+/// start, previous file).
+type Identity = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+impl Meta {
+    /// The session's id, its workspace (the project's `.project_root`, else its
+    /// session context's), no version (the file records none), its start.
+    pub fn identity(&self, path: &Path) -> Identity {
+        (
+            self.id.clone(),
+            project_root(path).or(self.context_cwd.clone()),
+            None,
+            self.started_at.clone(),
+            None,
+        )
+    }
+
+    /// A subagent's parent session: its chat is in a folder named after it.
+    pub fn parent(&self, path: &Path) -> Option<String> {
+        if !self.subagent {
+            return None;
+        }
+        path.parent()?
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+    }
+}
+
 pub fn meta(v: &Value, meta: &mut Meta) {
     let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
     if meta.id.is_none() && v.get("projectHash").is_some() {
@@ -202,7 +236,7 @@ impl Gemini {
                                 input: c.get("args").cloned().unwrap_or(Value::Null),
                             })
                             .collect(),
-                        usage: tokens.map(|t| usage(t)),
+                        usage: tokens.map(usage),
                     });
                 }
                 for c in calls {

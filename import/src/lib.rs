@@ -265,6 +265,10 @@ struct Scan {
     torn: u64,
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one pass over the file: each format's detection and metadata side by side"
+)]
 fn scan(path: &Path, options: &Options) -> Result<Scan> {
     let mut src = Source::open(path, options.line_bytes_max)?;
     let mut buf = Vec::new();
@@ -341,21 +345,9 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
             cmeta.previous,
         ),
         Format::Claude => (lmeta.id, lmeta.cwd, lmeta.version, lmeta.started_at, None),
-        Format::Gemini => (
-            gmeta.id,
-            gemini::project_root(path).or(gmeta.context_cwd),
-            None,
-            gmeta.started_at,
-            None,
-        ),
+        Format::Gemini => gmeta.identity(path),
     };
-    // A Gemini CLI subagent's chat is in a folder named after its parent session.
-    let parent = parent.or_else(|| {
-        (format == Format::Gemini && gmeta.subagent)
-            .then(|| path.parent()?.file_name())
-            .flatten()
-            .map(|n| n.to_string_lossy().into_owned())
-    });
+    let parent = parent.or_else(|| gmeta.parent(path).filter(|_| format == Format::Gemini));
     Ok(Scan {
         format,
         source_id: source_id.unwrap_or(stem),

@@ -67,8 +67,9 @@ fn home_dir() -> Result<PathBuf> {
     }
 }
 
-fn import(args: Args) -> Result<ExitCode> {
-    let mut paths = args.paths.clone();
+/// The folders `--codex`, `--claude` and `--gemini` name.
+fn default_locations(args: &Args) -> Result<Vec<PathBuf>> {
+    let mut paths = Vec::new();
     if args.codex {
         paths.push(
             match std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
@@ -96,6 +97,12 @@ fn import(args: Args) -> Result<ExitCode> {
         chats.sort();
         paths.extend(chats);
     }
+    Ok(paths)
+}
+
+fn import(args: Args) -> Result<ExitCode> {
+    let mut paths = args.paths.clone();
+    paths.extend(default_locations(&args)?);
     if paths.is_empty() {
         bail!("nothing to import: give files or folders, or --codex, --claude or --gemini");
     }

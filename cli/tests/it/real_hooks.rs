@@ -793,6 +793,10 @@ fn exit_codes_of(events: &[Value]) -> Vec<Value> {
 /// ended by the agent and clean. Its saved chat, imported with `cairn import --gemini`,
 /// holds the same calls (the refused one as the error Gemini CLI made of it).
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario read top to bottom: the real agent's run, then its session checked"
+)]
 fn real_gemini_tools_through_cairn_hooks_are_recorded_gated_and_its_chat_imports_alike() {
     let Some(e) = env() else { return };
     grant_files_and_commands(&e);
@@ -922,6 +926,14 @@ fn real_gemini_tools_through_cairn_hooks_are_recorded_gated_and_its_chat_imports
         "{shown}"
     );
 
+    its_chat_imports_alike(&e, &events, &want);
+}
+
+/// Gemini CLI's own saved chat of the session, imported from its default place with
+/// `cairn import --gemini`: the same calls with the same inputs (the refused one as
+/// the error Gemini CLI made of it), the same exit codes, clean, labelled, and imported
+/// once.
+fn its_chat_imports_alike(e: &Env, events: &[Value], want: &[(&str, &str)]) {
     // Its own saved chat, imported from its default place, has the same calls.
     let out =
         e.s.cairn(&["import", "--gemini"])
@@ -935,7 +947,7 @@ fn real_gemini_tools_through_cairn_hooks_are_recorded_gated_and_its_chat_imports
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let imported: Vec<PathBuf> = sessions(&e)
+    let imported: Vec<PathBuf> = sessions(e)
         .into_iter()
         .map(|(_, d)| d)
         .filter(|d| events_of(d)[0]["imported"]["agent"] == "gemini")
@@ -947,19 +959,21 @@ fn real_gemini_tools_through_cairn_hooks_are_recorded_gated_and_its_chat_imports
         String::from_utf8_lossy(&out.stdout)
     );
     let chat = events_of(&imported[0]);
-    assert_eq!(inputs_of(&chat), inputs_of(&events), "{chat:#?}");
+    assert_eq!(inputs_of(&chat), inputs_of(events), "{chat:#?}");
     assert_eq!(
         calls_of(&chat),
-        want.map(|(t, s)| (
-            t.to_string(),
-            if s == "denied" { "error" } else { s }.to_string()
-        )),
+        want.iter()
+            .map(|(t, s)| (
+                t.to_string(),
+                if *s == "denied" { "error" } else { s }.to_string()
+            ))
+            .collect::<Vec<_>>(),
         "{chat:#?}"
     );
     assert_eq!(exit_codes_of(&chat), [json!(0), json!(2)], "{chat:#?}");
-    let (code, out) = verify(&e, &imported[0]);
+    let (code, out) = verify(e, &imported[0]);
     assert_eq!(code, Some(0), "{out}");
-    let shown = cairn_ok(&e, &["show", imported[0].to_str().unwrap()]);
+    let shown = cairn_ok(e, &["show", imported[0].to_str().unwrap()]);
     assert!(shown.contains("imported from Gemini CLI"), "{shown}");
     // Imported again: nothing new.
     let again =

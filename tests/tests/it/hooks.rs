@@ -384,6 +384,10 @@ fn hook_bad_input_says_what_is_wrong() {
 /// carries an error finished `error` with no write recorded, an edit recorded from
 /// disk with the content before and after.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario read top to bottom: the hook events of one Gemini CLI session in order, then its log checked"
+)]
 fn hook_gemini_events_are_recorded_and_answered_as_gemini_cli_takes_them() {
     let env = env();
     let gemini = |unlisted: Unlisted| HookOptions {
