@@ -222,10 +222,22 @@ fn incoming<'a>(home: &Home, options: &HookOptions, input: &'a Value) -> Result<
 /// A Gemini CLI hook event in the words Claude Code's hooks use: `BeforeTool` is a
 /// `PreToolUse`, `AfterTool` a `PostToolUse` (a `PostToolUseFailure`, its `error` the
 /// message, when the tool's response carries an error), `BeforeAgent` a
-/// `UserPromptSubmit`, `AfterAgent` a `Stop`, `PreCompress` a `PreCompact`. The other
-/// fields are the same.
+/// `UserPromptSubmit`, `AfterAgent` a `Stop`, `PreCompress` a `PreCompact`; an MCP
+/// server's tool (its `mcp_context`) is named `mcp__<server>__<tool>`, as Claude Code
+/// names one, so that it is asked as `mcp:<server>:<tool>`. The other fields are the
+/// same.
 fn gemini_input(input: &Value) -> Value {
     let mut v = input.clone();
+    if let (Some(server), Some(tool)) = (
+        input
+            .pointer("/mcp_context/server_name")
+            .and_then(Value::as_str),
+        input
+            .pointer("/mcp_context/tool_name")
+            .and_then(Value::as_str),
+    ) {
+        v["tool_name"] = json!(format!("mcp__{server}__{tool}"));
+    }
     let error = input
         .pointer("/tool_response/error")
         .filter(|e| !e.is_null())

@@ -452,6 +452,21 @@ fn hook_gemini_events_are_recorded_and_answered_as_gemini_cli_takes_them() {
             .starts_with("cairn refuses this call: shell:curl"),
         "{out}"
     );
+    // An MCP server's tool, named by its server as cairn names it.
+    let pre = send(
+        "BeforeTool",
+        json!({"tool_name": "echo", "tool_input": {"message": "hi"},
+            "mcp_context": {"server_name": "everything", "tool_name": "echo", "command": "npx"}}),
+        Unlisted::Deny,
+    );
+    let out = pre.output.expect("a denial is told");
+    assert!(
+        out["reason"]
+            .as_str()
+            .unwrap()
+            .contains("mcp:everything:echo"),
+        "{out}"
+    );
     let end = send("SessionEnd", json!({"reason": "exit"}), Unlisted::Ask);
     let dir = env.session_dir(&end.session);
     let evs = events(&dir);
@@ -474,6 +489,7 @@ fn hook_gemini_events_are_recorded_and_answered_as_gemini_cli_takes_them() {
             ("replace".to_string(), Status::Ok),
             ("write_file".to_string(), Status::Error),
             ("run_shell_command".to_string(), Status::Denied),
+            ("mcp__everything__echo".to_string(), Status::Denied),
         ]
     );
     let writes: Vec<(String, WriteOp, Option<String>, Option<String>)> = evs
@@ -499,5 +515,5 @@ fn hook_gemini_events_are_recorded_and_answered_as_gemini_cli_takes_them() {
     );
     // The person said yes to the edit at Gemini CLI's prompt: it ran.
     assert!(evs.iter().any(|e| matches!(e, Event::PermissionDecided { key, answer: Answer::Once, source: AnswerSource::User, .. } if key == "edit_file")));
-    verified(&dir, 3, true);
+    verified(&dir, 4, true);
 }
