@@ -1,8 +1,9 @@
-//! `cairn-bench hook`: what `cairn hook claude` adds to each tool call of Claude Code.
-//! One agent session of `--calls` Bash calls: for each, the hook is spawned with its
-//! `PreToolUse` payload, then with its `PostToolUse` payload, as Claude Code runs it (a
-//! process per event, JSON on stdin); the time from spawn to exit of both is the
-//! call's added latency. Spawning `true` the same way is the floor any hook pays.
+//! `cairn-bench hook`: what `cairn hook claude` adds to each tool call of Claude Code,
+//! and `cairn hook gemini` to each of Gemini CLI. One agent session of `--calls` shell
+//! calls: for each, the hook is spawned with its `PreToolUse` (`BeforeTool`) payload,
+//! then with its `PostToolUse` (`AfterTool`) payload, as the agent runs it (a process
+//! per event, JSON on stdin); the time from spawn to exit of both is the call's added
+//! latency. Spawning `true` the same way is the floor any hook pays.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,9 +24,29 @@ pub struct HookArgs {
     /// of this many Bash calls, with and without cairn's hooks, `--runs` times each.
     #[arg(long)]
     pub claude_calls: Option<u64>,
-    /// Runs of each Claude Code session.
+    /// Also run the real Gemini CLI (`tests/agents`) against a fake model: a session
+    /// of this many shell calls, with and without cairn's hooks, `--runs` times each.
+    #[arg(long)]
+    pub gemini_calls: Option<u64>,
+    /// Runs of each real agent's session.
     #[arg(long, default_value_t = 3)]
     pub runs: u64,
+}
+
+/// A real agent the bench runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Agent {
+    Claude,
+    Gemini,
+}
+
+impl Agent {
+    fn name(self) -> &'static str {
+        match self {
+            Agent::Claude => "Claude Code",
+            Agent::Gemini => "Gemini CLI",
+        }
+    }
 }
 
 /// Runs `program` with `input` on its stdin and `home` as the cairn home: milliseconds.
@@ -65,8 +86,22 @@ pub fn run(args: &HookArgs) -> Result<()> {
         None => beside_bench()?,
     };
     if let Some(calls) = args.claude_calls {
-        claude(&cairn, calls, args.runs)?;
+        real_agent(Agent::Claude, &cairn, calls, args.runs)?;
     }
+    if let Some(calls) = args.gemini_calls {
+        real_agent(Agent::Gemini, &cairn, calls, args.runs)?;
+    }
+    processes(&cairn, Agent::Claude, args.calls)?;
+    processes(&cairn, Agent::Gemini, args.calls)
+}
+
+/// `calls` calls of a hook session, each a process for its pre event and one for its
+/// post event, as `agent` runs them: their times, the CPU of one, the floor.
+fn processes(cairn: &Path, agent: Agent, calls: u64) -> Result<()> {
+    let (hook, pre_event, post_event, tool) = match agent {
+        Agent::Claude => ("claude", "PreToolUse", "PostToolUse", "Bash"),
+        Agent::Gemini => ("gemini", "BeforeTool", "AfterTool", "run_shell_command"),
+    };
     let tmp = tempfile::tempdir()?;
     let ws = tmp.path().join("ws");
     let home = tmp.path().join("home");
@@ -75,17 +110,21 @@ pub fn run(args: &HookArgs) -> Result<()> {
     let event = |name: &str, i: u64, extra: serde_json::Value| -> Vec<u8> {
         let mut v = serde_json::json!({
             "session_id": "bench-session", "cwd": ws_text, "transcript_path": "/nonexistent",
-            "hook_event_name": name, "tool_name": "Bash", "tool_use_id": format!("toolu_{i}"),
+            "hook_event_name": name, "tool_name": tool, "tool_use_id": format!("toolu_{i}"),
             "tool_input": {"command": format!("ls -l src/{i}")},
         });
         if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
             o.extend(e.clone());
+            // Gemini CLI names no call: the hook tells a call by its tool and input.
+            if agent == Agent::Gemini {
+                o.remove("tool_use_id");
+            }
         }
         serde_json::to_vec(&v).unwrap_or_default()
     };
     spawn(
-        &cairn,
-        &["hook", "claude"],
+        cairn,
+        &["hook", hook],
         &home,
         &serde_json::to_vec(&serde_json::json!({
         "session_id": "bench-session", "cwd": ws_text, "hook_event_name": "SessionStart"}))?,
@@ -93,24 +132,26 @@ pub fn run(args: &HookArgs) -> Result<()> {
     let mut per_call = Vec::new();
     let mut cpu_per_process = Vec::new();
     let mut floor = Vec::new();
-    for i in 0..args.calls {
+    let response = match agent {
+        Agent::Claude => serde_json::json!({
+            "tool_response": {"stdout": "total 0\n".repeat(20), "stderr": "", "interrupted": false}}),
+        Agent::Gemini => serde_json::json!({
+            "tool_response": {"llmContent": format!("Output: {}Process Group PGID: 7", "total 0\n".repeat(20)),
+                "returnDisplay": "total 0\n".repeat(20)}}),
+    };
+    for i in 0..calls {
         let cpu_before = crate::cpu::children_secs() * 1e3;
         let pre = spawn(
-            &cairn,
-            &["hook", "claude"],
+            cairn,
+            &["hook", hook],
             &home,
-            &event("PreToolUse", i, serde_json::json!({})),
+            &event(pre_event, i, serde_json::json!({})),
         )?;
         let post = spawn(
-            &cairn,
-            &["hook", "claude"],
+            cairn,
+            &["hook", hook],
             &home,
-            &event(
-                "PostToolUse",
-                i,
-                serde_json::json!({
-            "tool_response": {"stdout": "total 0\n".repeat(20), "stderr": "", "interrupted": false}}),
-            ),
+            &event(post_event, i, response.clone()),
         )?;
         per_call.push(pre + post);
         cpu_per_process.push(((crate::cpu::children_secs() * 1e3) - cpu_before) / 2.0);
@@ -125,8 +166,7 @@ pub fn run(args: &HookArgs) -> Result<()> {
     let mut last_sorted = last_tenth;
     last_sorted.sort_by(f64::total_cmp);
     println!(
-        "hook claude, {} Bash calls (PreToolUse + PostToolUse, a process each): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; last tenth p50 {:.2} ms",
-        args.calls,
+        "hook {hook}, {calls} {tool} calls ({pre_event} + {post_event}, a process each): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; last tenth p50 {:.2} ms",
         pct(&per_call, 0.5),
         pct(&per_call, 0.99),
         per_call[per_call.len() - 1],
@@ -182,20 +222,65 @@ struct Session {
     rounds_ms: Vec<f64>,
 }
 
-/// One scripted Claude Code session of `calls` Bash calls (`true`) with `hooks`.
-fn claude_session(cairn: &Path, agents: &Path, calls: u64, hooks: Hooks) -> Result<Session> {
-    use cairn_tests::agents::{Claude, FakeModel, Script, Turn, call};
+/// One scripted session of `agent` of `calls` shell calls (`true`) with `hooks`.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one session set up, run and checked in order, for either agent"
+)]
+fn agent_session(
+    agent: Agent,
+    cairn: &Path,
+    agents: &Path,
+    calls: u64,
+    hooks: Hooks,
+) -> Result<Session> {
+    use cairn_tests::agents::{Claude, FakeModel, Gemini, Script, Turn, call};
     let tmp = tempfile::tempdir()?;
     let base = tmp.path().canonicalize()?;
     let (ws, home, agent_home) = (base.join("ws"), base.join("home"), base.join("agent"));
     std::fs::create_dir_all(&ws)?;
+    let mut turns: Vec<Turn> = (0..calls)
+        .map(|i| match agent {
+            Agent::Claude => Turn::calls(vec![call(
+                "Bash",
+                serde_json::json!({"command": format!("true {i}"), "description": "nothing"}),
+            )]),
+            Agent::Gemini => Turn::calls(vec![call(
+                "run_shell_command",
+                serde_json::json!({"command": format!("true {i}")}),
+            )]),
+        })
+        .collect();
+    turns.push(Turn::text("done"));
+    let model = FakeModel::start(Script::new(turns));
+    // Gemini CLI's settings are written first: the hooks go into them.
+    let gemini = (agent == Agent::Gemini).then(|| {
+        let mut g = Gemini::new(agents, &model, &agent_home, &ws);
+        g.env
+            .push(("CAIRN_HOME".into(), home.to_string_lossy().into_owned()));
+        g
+    });
     if hooks != Hooks::Without {
-        let out = Command::new(cairn)
-            .args(["hook", "install", "claude", "--approve", "always", "--yes"])
-            .arg("--workspace")
-            .arg(&ws)
-            .env("CAIRN_HOME", &home)
-            .output()?;
+        let mut install = Command::new(cairn);
+        match agent {
+            Agent::Claude => install
+                .args(["hook", "install", "claude", "--approve", "always", "--yes"])
+                .arg("--workspace")
+                .arg(&ws),
+            Agent::Gemini => install
+                .args([
+                    "hook",
+                    "install",
+                    "gemini",
+                    "--user",
+                    "--approve",
+                    "always",
+                    "--yes",
+                ])
+                .env("HOME", &agent_home)
+                .env_remove("GEMINI_CLI_HOME"),
+        };
+        let out = install.env("CAIRN_HOME", &home).output()?;
         if !out.status.success() {
             bail!(
                 "cairn hook install: {}",
@@ -204,7 +289,10 @@ fn claude_session(cairn: &Path, agents: &Path, calls: u64, hooks: Hooks) -> Resu
         }
     }
     if hooks == Hooks::Noop {
-        let path = ws.join(".claude/settings.json");
+        let path = match agent {
+            Agent::Claude => ws.join(".claude/settings.json"),
+            Agent::Gemini => agent_home.join(".gemini/settings.json"),
+        };
         let mut settings: serde_json::Value = serde_json::from_slice(&std::fs::read(&path)?)?;
         let entries = settings["hooks"]
             .as_object_mut()
@@ -218,22 +306,19 @@ fn claude_session(cairn: &Path, agents: &Path, calls: u64, hooks: Hooks) -> Resu
         }
         std::fs::write(&path, serde_json::to_vec_pretty(&settings)?)?;
     }
-    let mut turns: Vec<Turn> = (0..calls)
-        .map(|i| {
-            Turn::calls(vec![call(
-                "Bash",
-                serde_json::json!({"command": format!("true {i}"), "description": "nothing"}),
-            )])
-        })
-        .collect();
-    turns.push(Turn::text("done"));
-    let model = FakeModel::start(Script::new(turns));
-    let mut claude = Claude::new(agents, &model, &agent_home, &ws, &[]);
-    claude
-        .env
-        .push(("CAIRN_HOME".into(), home.to_string_lossy().into_owned()));
     let start = Instant::now();
-    claude.run("bench", &model);
+    match gemini {
+        Some(g) => {
+            g.run("bench", &model);
+        }
+        None => {
+            let mut claude = Claude::new(agents, &model, &agent_home, &ws, &[]);
+            claude
+                .env
+                .push(("CAIRN_HOME".into(), home.to_string_lossy().into_owned()));
+            claude.run("bench", &model);
+        }
+    }
     let ms = start.elapsed().as_secs_f64() * 1000.0;
     if hooks == Hooks::Cairn {
         // Every call reached the session, finished, and the session ended: the hooks
@@ -302,19 +387,19 @@ fn rounds_ms(model: &cairn_tests::agents::FakeModel) -> Vec<f64> {
         .collect()
 }
 
-/// What the hooks add to each call of the real Claude Code: per configuration the
+/// What the hooks add to each call of the real `agent`: per configuration the
 /// sessions' wall times and the rounds' p50 / p99 (all runs' rounds together); the
 /// time added per call ((with − without) / calls, median of the runs) and per round
 /// (same percentile, with − without), for no-op hooks and for cairn's, and cairn's own
 /// part (cairn's − no-op's).
-fn claude(cairn: &Path, calls: u64, runs: u64) -> Result<()> {
+fn real_agent(agent: Agent, cairn: &Path, calls: u64, runs: u64) -> Result<()> {
     let agents = cairn_tests::agents::agents_dir()
         .context("the real agents are not installed (CAIRN_SKIP_PEERS=1)")?;
     let mut sessions: Vec<Vec<Session>> = Hooks::ALL.iter().map(|_| Vec::new()).collect();
     for _ in 0..runs {
         // Interleaved, so that a change of the machine's load falls on all three.
         for (i, hooks) in Hooks::ALL.iter().enumerate() {
-            sessions[i].push(claude_session(cairn, &agents, calls, *hooks)?);
+            sessions[i].push(agent_session(agent, cairn, &agents, calls, *hooks)?);
         }
     }
     let median = |v: &[f64]| {
@@ -331,7 +416,8 @@ fn claude(cairn: &Path, calls: u64, runs: u64) -> Result<()> {
         })
         .collect();
     println!(
-        "real Claude Code, {calls} Bash calls a session, {runs} runs of each configuration; load average {}",
+        "real {}, {calls} shell calls a session, {runs} runs of each configuration; load average {}",
+        agent.name(),
         load_average()
     );
     for (i, hooks) in Hooks::ALL.iter().enumerate() {

@@ -16,6 +16,7 @@ use cairn_import::{agent_settings, hook_install};
 pub enum AgentName {
     Claude,
     Codex,
+    Gemini,
 }
 
 impl AgentName {
@@ -39,6 +40,7 @@ pub fn fast_args(args: &[std::ffi::OsString]) -> Option<(AgentName, crate::sessi
     let agent = match args.get(..2)? {
         ["hook", "claude"] => AgentName::Claude,
         ["hook", "codex"] => AgentName::Codex,
+        ["hook", "gemini"] => AgentName::Gemini,
         _ => return None,
     };
     let approve = match &args[2..] {
@@ -61,9 +63,10 @@ pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> ExitCode {
     // Whether it is a `PreToolUse`, told by its name once it reads as JSON; before
     // (or when it has no name), by the name anywhere in it: a call whose event cannot
     // be read is refused, not let through.
-    let mut pre = bytes
-        .windows(b"\"PreToolUse\"".len())
-        .any(|w| w == b"\"PreToolUse\"");
+    // (Gemini CLI's is a `BeforeTool`; its exit 2 refuses the call too.)
+    let mut pre = [&b"\"PreToolUse\""[..], b"\"BeforeTool\""]
+        .iter()
+        .any(|name| bytes.windows(name.len()).any(|w| w == *name));
     let fail = |e: String, pre: bool| {
         crate::out::note(&format!(
             "cairn: {e} (in the {} hook; `cairn hook uninstall {}` removes it)",
@@ -88,7 +91,7 @@ pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> ExitCode {
         Err(e) => return fail(format!("the hook input is not JSON: {e}"), pre),
     };
     if let Some(name) = input.get("hook_event_name").and_then(|n| n.as_str()) {
-        pre = name == "PreToolUse";
+        pre = name == "PreToolUse" || name == "BeforeTool";
     }
     let home = match Home::from_env() {
         Ok(h) => crate::exportcmd::hook_home(h),
@@ -157,6 +160,7 @@ impl AgentName {
         match self {
             AgentName::Claude => agent_settings::Agent::Claude,
             AgentName::Codex => agent_settings::Agent::Codex,
+            AgentName::Gemini => agent_settings::Agent::Gemini,
         }
     }
 }
@@ -186,6 +190,8 @@ pub fn install(
         (AgentName::Claude, true) => hook_install::claude_uninstall(&old),
         (AgentName::Codex, false) => hook_install::codex_install(&old, &command),
         (AgentName::Codex, true) => hook_install::codex_uninstall(&old),
+        (AgentName::Gemini, false) => hook_install::gemini_install(&old, &command),
+        (AgentName::Gemini, true) => hook_install::gemini_uninstall(&old),
     }
     .with_context(|| format!("{}", path.display()))?;
     if new == old {

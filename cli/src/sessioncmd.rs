@@ -892,10 +892,12 @@ fn show_text(
 ) -> Result<()> {
     let paint = cairn_cli::paint::Paint::stdout();
     let h = &a.header;
-    // An imported session offered no catalogue: it says which agent wrote it.
-    let what = match &a.imported {
-        Some(i) => format!("imported from {}", i.agent_name()),
-        None => format!("{} catalog", h.catalog),
+    // An imported session, or one recorded through an agent's hooks, offered no
+    // catalogue: it says which agent it is of.
+    let what = match (&a.imported, &h.hooked) {
+        (Some(i), _) => format!("imported from {}", i.agent_name()),
+        (None, Some(agent)) => format!("recorded from {agent} through its hooks"),
+        (None, None) => format!("{} catalog", h.catalog),
     };
     out::line(&format!(
         "session {} ({what}) in {}",

@@ -109,6 +109,9 @@ pub fn need(
     at: &At<'_>,
     credentials: &DefaultCredentials,
 ) -> Result<Option<Need>, Unreadable> {
+    if let Some((shaped, input)) = claude_shaped(tool, input) {
+        return need(shaped, &input, at, credentials);
+    }
     let f = Fields { tool, input };
     Ok(Some(match tool {
         "Bash" | "shell" | "exec_command" | "local_shell" => {
@@ -165,6 +168,95 @@ pub fn need(
             )
         }
     }))
+}
+
+/// A Gemini CLI or OpenCode tool call as the Claude Code tool it is the same as, its
+/// input's fields renamed (`file_path`, `path`, `command`, `url`, …): Gemini CLI's
+/// `run_shell_command`, `write_file`, `replace`, `read_file`, `list_directory`,
+/// `glob`, `grep_search` (`search_file_content`), `web_fetch` (the first URL its
+/// prompt names), `google_web_search`; OpenCode's `bash`, `write`, `edit`, `read`,
+/// `list`, `glob`, `grep`, `webfetch`, `websearch`, and `patch` / `apply_patch` (a
+/// Codex envelope in `patchText`). `None` for any other tool. An input that is not an
+/// object is passed on as it is, for the rule to refuse.
+pub fn claude_shaped(tool: &str, input: &Value) -> Option<(&'static str, Value)> {
+    let renames: (&'static str, &[(&str, &str)]) = match tool {
+        "run_shell_command" => ("Bash", &[("command", "command")]),
+        "bash" => ("Bash", &[("command", "command")]),
+        "write_file" => (
+            "Write",
+            &[("file_path", "file_path"), ("content", "content")],
+        ),
+        "write" => (
+            "Write",
+            &[("filePath", "file_path"), ("content", "content")],
+        ),
+        "replace" => (
+            "Edit",
+            &[
+                ("file_path", "file_path"),
+                ("old_string", "old_string"),
+                ("new_string", "new_string"),
+            ],
+        ),
+        "edit" => (
+            "Edit",
+            &[
+                ("filePath", "file_path"),
+                ("oldString", "old_string"),
+                ("newString", "new_string"),
+            ],
+        ),
+        "read_file" => (
+            "Read",
+            &[("file_path", "file_path"), ("absolute_path", "file_path")],
+        ),
+        "read" => ("Read", &[("filePath", "file_path")]),
+        "list_directory" => ("LS", &[("dir_path", "path"), ("path", "path")]),
+        "list" => ("LS", &[("path", "path")]),
+        "glob" => (
+            "Glob",
+            &[
+                ("pattern", "pattern"),
+                ("dir_path", "path"),
+                ("path", "path"),
+            ],
+        ),
+        "grep_search" | "search_file_content" | "grep" => (
+            "Grep",
+            &[
+                ("pattern", "pattern"),
+                ("dir_path", "path"),
+                ("path", "path"),
+            ],
+        ),
+        "webfetch" => ("WebFetch", &[("url", "url")]),
+        "google_web_search" | "websearch" => ("WebSearch", &[("query", "query")]),
+        "patch" | "apply_patch" if input.get("patchText").is_some() => {
+            ("apply_patch", &[("patchText", "input")])
+        }
+        "web_fetch" => {
+            let prompt = input.get("prompt").and_then(Value::as_str).unwrap_or("");
+            let url = prompt
+                .split_whitespace()
+                .find(|w| w.starts_with("https://") || w.starts_with("http://"))
+                .map(|w| w.trim_end_matches(|c: char| ",.;:)]}>\"'".contains(c)));
+            return Some(("WebFetch", serde_json::json!({ "url": url })));
+        }
+        _ => return None,
+    };
+    let (shaped, fields) = renames;
+    let Value::Object(from) = input else {
+        return Some((shaped, input.clone()));
+    };
+    let mut out = serde_json::Map::new();
+    for (from_key, to_key) in fields {
+        if let Some(v) = from.get(*from_key)
+            && !out.contains_key(*to_key)
+        {
+            out.insert((*to_key).to_string(), v.clone());
+        }
+    }
+    Some((shaped, Value::Object(out)))
 }
 
 /// The fields of a call's input, read as the agent's tool gives them.
@@ -714,6 +806,90 @@ mod tests {
             need(tool, &input, &at_w(), &creds).unwrap();
             assert_eq!(creds.compiled(), compiled, "{tool}");
         }
+    }
+
+    /// Gemini CLI's and OpenCode's tools ask what the same Claude Code tool asks: a
+    /// write outside the workspace named by OpenCode's `filePath` is not let through
+    /// as a tool cairn has no rule for.
+    #[test]
+    fn gemini_and_opencode_tools_ask_as_their_claude_code_twins() {
+        let cases: Vec<(&str, Value, Option<&str>)> = vec![
+            (
+                "run_shell_command",
+                json!({"command": "git status && cargo test", "dir_path": "."}),
+                Some("shell:git shell:cargo"),
+            ),
+            ("bash", json!({"command": "ls -l"}), Some("shell:ls")),
+            (
+                "write_file",
+                json!({"file_path": "b.txt", "content": "x"}),
+                Some("write_file"),
+            ),
+            (
+                "write",
+                json!({"filePath": "/etc/motd", "content": "x"}),
+                Some("write_file@/etc"),
+            ),
+            (
+                "replace",
+                json!({"file_path": "/w/a.rs", "old_string": "a", "new_string": "b"}),
+                Some("edit_file"),
+            ),
+            (
+                "edit",
+                json!({"filePath": "/w/a.rs", "oldString": "a", "newString": "b"}),
+                Some("edit_file"),
+            ),
+            (
+                "read_file",
+                json!({"file_path": "/w/.env"}),
+                Some("read_credentials:.env"),
+            ),
+            (
+                "read",
+                json!({"filePath": "/etc/passwd"}),
+                Some("read_file@/etc"),
+            ),
+            (
+                "list_directory",
+                json!({"dir_path": "/etc"}),
+                Some("read_file@/"),
+            ),
+            ("glob", json!({"pattern": "**/*.rs"}), Some("auto")),
+            (
+                "grep_search",
+                json!({"pattern": "x", "dir_path": "src"}),
+                Some("auto"),
+            ),
+            (
+                "web_fetch",
+                json!({"prompt": "summarise https://example.org/a, please"}),
+                Some("web_fetch:example.org"),
+            ),
+            (
+                "webfetch",
+                json!({"url": "https://example.org/a"}),
+                Some("web_fetch:example.org"),
+            ),
+            (
+                "google_web_search",
+                json!({"query": "x"}),
+                Some("web_search"),
+            ),
+            (
+                "apply_patch",
+                json!({"patchText": "*** Begin Patch\n*** Add File: ../etc/a\n+a\n*** End Patch\n"}),
+                Some("write_patch@/etc"),
+            ),
+            ("write_todos", json!({"todos": []}), None),
+            ("todowrite", json!({"todos": []}), None),
+        ];
+        for (tool, input, want) in cases {
+            assert_eq!(key(tool, input.clone()).as_deref(), want, "{tool} {input}");
+        }
+        let creds = DefaultCredentials::default();
+        let e = need("write", &json!({"content": "x"}), &at_w(), &creds).unwrap_err();
+        assert_eq!(e.to_string(), "the Write call has no file_path");
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 pub enum Agent {
     Claude,
     Codex,
+    Gemini,
 }
 
 impl Agent {
@@ -16,6 +17,7 @@ impl Agent {
         match self {
             Agent::Claude => "claude",
             Agent::Codex => "codex",
+            Agent::Gemini => "gemini",
         }
     }
 }
@@ -49,7 +51,9 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SettingsError + '_ {
 
 /// The settings file of `agent` for `scope`: Claude Code's `.claude/settings.json`
 /// (the user's in `$CLAUDE_CONFIG_DIR`, else `$HOME/.claude`), Codex's
-/// `.codex/config.toml` (the user's in `$CODEX_HOME`, else `$HOME/.codex`).
+/// `.codex/config.toml` (the user's in `$CODEX_HOME`, else `$HOME/.codex`), Gemini
+/// CLI's `.gemini/settings.json` (the user's in `$GEMINI_CLI_HOME/.gemini`, else
+/// `$HOME/.gemini`).
 pub fn settings_path(
     agent: Agent,
     scope: Scope,
@@ -64,6 +68,11 @@ pub fn settings_path(
     Ok(match (agent, scope) {
         (Agent::Claude, Scope::Project) => workspace.join(".claude/settings.json"),
         (Agent::Codex, Scope::Project) => workspace.join(".codex/config.toml"),
+        (Agent::Gemini, Scope::Project) => workspace.join(".gemini/settings.json"),
+        (Agent::Gemini, Scope::User) => match std::env::var_os("GEMINI_CLI_HOME") {
+            Some(d) if !d.is_empty() => PathBuf::from(d).join(".gemini/settings.json"),
+            _ => home()?.join(".gemini/settings.json"),
+        },
         (Agent::Claude, Scope::User) => match std::env::var_os("CLAUDE_CONFIG_DIR") {
             Some(d) if !d.is_empty() => PathBuf::from(d).join("settings.json"),
             _ => home()?.join(".claude/settings.json"),

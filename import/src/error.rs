@@ -11,7 +11,7 @@ pub enum ImportError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{}: neither a Codex rollout nor a Claude Code transcript (no line of either format in its first {lines} lines)", path.display())]
+    #[error("{}: neither a Codex rollout nor a Claude Code transcript nor a Gemini CLI chat (no line of these formats in its first {lines} lines)", path.display())]
     UnknownFormat { path: PathBuf, lines: u64 },
     #[error("{}: not an ATIF trajectory (a JSON object with `schema_version` \"ATIF-v…\" and `steps`)", path.display())]
     NotAtif { path: PathBuf },

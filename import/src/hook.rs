@@ -59,7 +59,7 @@ pub struct Answered {
 /// The hook's settings.
 #[derive(Debug, Clone)]
 pub struct HookOptions {
-    /// `claude` or `codex`.
+    /// `claude`, `codex` or `gemini`.
     pub agent: String,
     /// Who answers what the allow list does not cover.
     pub unlisted: Unlisted,
@@ -219,8 +219,58 @@ fn incoming<'a>(home: &Home, options: &HookOptions, input: &'a Value) -> Result<
     })
 }
 
+/// A Gemini CLI hook event in the words Claude Code's hooks use: `BeforeTool` is a
+/// `PreToolUse`, `AfterTool` a `PostToolUse` (a `PostToolUseFailure`, its `error` the
+/// message, when the tool's response carries an error), `BeforeAgent` a
+/// `UserPromptSubmit`, `AfterAgent` a `Stop`, `PreCompress` a `PreCompact`; an MCP
+/// server's tool (its `mcp_context`) is named `mcp__<server>__<tool>`, as Claude Code
+/// names one, so that it is asked as `mcp:<server>:<tool>`. The other fields are the
+/// same.
+fn gemini_input(input: &Value) -> Value {
+    let mut v = input.clone();
+    if let (Some(server), Some(tool)) = (
+        input
+            .pointer("/mcp_context/server_name")
+            .and_then(Value::as_str),
+        input
+            .pointer("/mcp_context/tool_name")
+            .and_then(Value::as_str),
+    ) {
+        v["tool_name"] = json!(format!("mcp__{server}__{tool}"));
+    }
+    let error = input
+        .pointer("/tool_response/error")
+        .filter(|e| !e.is_null())
+        .map(|e| {
+            e.get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| e.to_string(), str::to_string)
+        });
+    let name = match input.get("hook_event_name").and_then(Value::as_str) {
+        Some("BeforeTool") => "PreToolUse",
+        Some("AfterTool") if error.is_some() => "PostToolUseFailure",
+        Some("AfterTool") => "PostToolUse",
+        Some("BeforeAgent") => "UserPromptSubmit",
+        Some("AfterAgent") => "Stop",
+        Some("PreCompress") => "PreCompact",
+        _ => return v,
+    };
+    v["hook_event_name"] = json!(name);
+    if let Some(e) = error {
+        v["error"] = json!(e);
+    }
+    v
+}
+
 /// Handles one hook event `input` of an agent session.
 pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answered> {
+    let shaped;
+    let input = if options.agent == "gemini" {
+        shaped = gemini_input(input);
+        &shaped
+    } else {
+        input
+    };
     let Incoming {
         event,
         source_id,
@@ -413,7 +463,14 @@ fn record_event(
             reply.output = out;
         }
         "PostToolUse" | "PostToolUseFailure" => {
-            post_tool_use(writer, side, root, input, event == "PostToolUseFailure")?;
+            post_tool_use(
+                writer,
+                side,
+                options,
+                root,
+                input,
+                event == "PostToolUseFailure",
+            )?;
         }
         "SessionEnd" => {
             reply.end = Some(format!(
@@ -547,6 +604,7 @@ fn record_permission(
 fn post_tool_use(
     w: &mut Writer,
     side: &mut Sidecar,
+    options: &HookOptions,
     root: &Path,
     input: &Value,
     failed: bool,
@@ -584,16 +642,37 @@ fn post_tool_use(
     };
     let cwd = input.get("cwd").and_then(Value::as_str).map(str::to_string);
     let mut steps = Vec::new();
-    crate::claude::result_steps(
-        &id,
-        &tool,
-        &tool_input,
-        &response,
-        output,
-        failed,
-        cwd,
-        &mut steps,
-    );
+    if options.agent == "gemini" {
+        // `{llmContent, returnDisplay, error}`: what the model was told, and what the
+        // person saw (an edit's content before and after).
+        let told = response_text(response.get("llmContent").unwrap_or(&Value::Null));
+        let display = response
+            .get("returnDisplay")
+            .cloned()
+            .unwrap_or(Value::Null);
+        crate::gemini::result_steps(
+            &id,
+            &tool,
+            &tool_input,
+            &display,
+            told,
+            failed.then(|| output.clone()),
+            false,
+            cwd,
+            &mut steps,
+        );
+    } else {
+        crate::claude::result_steps(
+            &id,
+            &tool,
+            &tool_input,
+            &response,
+            output,
+            failed,
+            cwd,
+            &mut steps,
+        );
+    }
     for step in steps {
         match step {
             // The write as the disk shows it, not as the agent said it.
@@ -684,6 +763,9 @@ fn text_exit_code(text: &str) -> Option<i32> {
 /// one, Codex's `apply_patch` names each in its envelope (`*** Add File:`,
 /// `*** Update File:`, `*** Delete File:`, `*** Move to:`).
 fn written_paths(tool: &str, input: &Value) -> Vec<String> {
+    if let Some((shaped, input)) = cairn_engine::hook::claude_shaped(tool, input) {
+        return written_paths(shaped, &input);
+    }
     let s = |k: &str| input.get(k).and_then(Value::as_str).map(str::to_string);
     match tool {
         "Edit" | "MultiEdit" | "Write" => s("file_path").into_iter().collect(),
@@ -777,12 +859,19 @@ fn response_text(v: &Value) -> String {
                 format!("{out}\n{err}")
             }
         }
+        // Gemini CLI's `llmContent` as parts.
+        Value::Array(parts) if parts.iter().all(|p| p.get("text").is_some()) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
         other => other.to_string(),
     }
 }
 
 /// The JSON that tells the agent the verdict. Codex honours only a denial: to allow
-/// or ask, its hook says nothing and Codex's own approval policy goes on.
+/// or ask, its hook says nothing and Codex's own approval policy goes on. Gemini CLI
+/// takes `{decision, reason}`.
 fn answer(agent: &str, verdict: &Verdict) -> Option<Value> {
     let (decision, reason) = match verdict {
         Verdict::Abstain => return None,
@@ -792,6 +881,11 @@ fn answer(agent: &str, verdict: &Verdict) -> Option<Value> {
     };
     if agent == "codex" && decision != "deny" {
         return None;
+    }
+    // Gemini CLI: a denial refuses the call, an ask puts it to the person; to allow,
+    // nothing is said and its own approval goes on.
+    if agent == "gemini" {
+        return (decision != "allow").then(|| json!({"decision": decision, "reason": reason}));
     }
     Some(json!({
         "hookSpecificOutput": {
@@ -842,6 +936,8 @@ fn version_of_parent(agent: &str) -> Option<String> {
     let package = match agent {
         "claude" => "@anthropic-ai/claude-code",
         "codex" => "@openai/codex",
+        "gemini" => "@google/gemini-cli",
+        "opencode" => "opencode-ai",
         _ => return None,
     };
     let mut pid = std::os::unix::process::parent_id();

@@ -1,6 +1,7 @@
 //! The hook configuration `cairn hook install` writes into an agent's settings and
-//! `cairn hook uninstall` takes out again: Claude Code's `settings.json` (`hooks`:
-//! event → `[{matcher, hooks: [{type: "command", command}]}]`) and Codex's
+//! `cairn hook uninstall` takes out again: Claude Code's and Gemini CLI's
+//! `settings.json` (`hooks`: event → `[{matcher, hooks: [{type: "command", command}]}]`)
+//! and Codex's
 //! `config.toml` (`[[hooks.<Event>]]` tables of the same shape). Pure text in, text
 //! out: the caller reads, shows the diff, asks and writes.
 //!
@@ -32,8 +33,24 @@ pub const CODEX_EVENTS: &[&str] = &[
     "SessionEnd",
 ];
 
+/// The Gemini CLI events cairn records (its settings' `hooks` have Claude Code's
+/// shape; a failed call is an `AfterTool` whose response carries the error).
+pub const GEMINI_EVENTS: &[&str] = &[
+    "SessionStart",
+    "BeforeAgent",
+    "BeforeTool",
+    "AfterTool",
+    "SessionEnd",
+];
+
 /// Events whose entries carry a tool matcher.
-const TOOL_EVENTS: &[&str] = &["PreToolUse", "PostToolUse", "PostToolUseFailure"];
+const TOOL_EVENTS: &[&str] = &[
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "BeforeTool",
+    "AfterTool",
+];
 
 /// Why a settings file could not be changed.
 #[derive(Debug, thiserror::Error)]
@@ -96,6 +113,33 @@ pub fn command(program: &str, agent: &str, approve: Option<&str>) -> String {
 /// Claude Code's settings with cairn's hooks added for every event of
 /// [`CLAUDE_EVENTS`] that has none yet.
 pub fn claude_install(text: &str, command: &str) -> Result<String, InstallError> {
+    json_install(text, command, "claude", CLAUDE_EVENTS)
+}
+
+/// Claude Code's settings without cairn's hooks.
+pub fn claude_uninstall(text: &str) -> Result<String, InstallError> {
+    json_uninstall(text, "claude")
+}
+
+/// Gemini CLI's `settings.json` with cairn's hooks added for every event of
+/// [`GEMINI_EVENTS`] that has none yet.
+pub fn gemini_install(text: &str, command: &str) -> Result<String, InstallError> {
+    json_install(text, command, "gemini", GEMINI_EVENTS)
+}
+
+/// Gemini CLI's settings without cairn's hooks.
+pub fn gemini_uninstall(text: &str) -> Result<String, InstallError> {
+    json_uninstall(text, "gemini")
+}
+
+/// A JSON settings file (`hooks`: event → `[{matcher, hooks: [{type, command}]}]`)
+/// with `agent`'s hook added for each of `events`.
+fn json_install(
+    text: &str,
+    command: &str,
+    agent: &str,
+    events: &[&str],
+) -> Result<String, InstallError> {
     let mut v = parse_json(text)?;
     let root = v
         .as_object_mut()
@@ -104,12 +148,12 @@ pub fn claude_install(text: &str, command: &str) -> Result<String, InstallError>
     let hooks = hooks
         .as_object_mut()
         .ok_or_else(|| InstallError::Shape("hooks".into(), "an object"))?;
-    for event in CLAUDE_EVENTS {
+    for event in events {
         let list = hooks.entry(*event).or_insert_with(|| json!([]));
         let list = list
             .as_array_mut()
             .ok_or_else(|| InstallError::Shape(format!("hooks.{event}"), "a list"))?;
-        if let Some(ours) = list.iter_mut().find(|e| entry_is_ours(e, "claude")) {
+        if let Some(ours) = list.iter_mut().find(|e| entry_is_ours(e, agent)) {
             // Installed again with another `--approve`: the command is replaced.
             for h in ours["hooks"].as_array_mut().into_iter().flatten() {
                 h["command"] = json!(command);
@@ -129,8 +173,8 @@ pub fn claude_install(text: &str, command: &str) -> Result<String, InstallError>
     Ok(print_json(&v, text))
 }
 
-/// Claude Code's settings without cairn's hooks.
-pub fn claude_uninstall(text: &str) -> Result<String, InstallError> {
+/// A JSON settings file without `agent`'s hooks.
+fn json_uninstall(text: &str, agent: &str) -> Result<String, InstallError> {
     if text.trim().is_empty() {
         return Ok(text.to_string());
     }
@@ -144,7 +188,7 @@ pub fn claude_uninstall(text: &str) -> Result<String, InstallError> {
             continue;
         };
         let before = list.len();
-        list.retain(|e| !entry_is_ours(e, "claude"));
+        list.retain(|e| !entry_is_ours(e, agent));
         if list.len() != before {
             changed = true;
             if list.is_empty() {
@@ -348,6 +392,24 @@ mod tests {
         // Installing again adds nothing.
         assert_eq!(claude_install(&installed, &cmd).unwrap(), installed);
         assert_eq!(claude_uninstall(&installed).unwrap(), OTHER);
+    }
+
+    #[test]
+    fn gemini_install_adds_its_events_and_uninstall_restores_the_file() {
+        let cmd = command("/usr/bin/cairn", "gemini", Some("never"));
+        let mine = "{\n  \"security\": {\n    \"auth\": {\n      \"selectedType\": \"gemini-api-key\"\n    }\n  }\n}\n";
+        let installed = gemini_install(mine, &cmd).unwrap();
+        let v: Value = serde_json::from_str(&installed).unwrap();
+        for e in GEMINI_EVENTS {
+            assert_eq!(v["hooks"][e][0]["hooks"][0]["command"], cmd, "{e}");
+        }
+        assert_eq!(v["hooks"]["BeforeTool"][0]["matcher"], "*");
+        assert!(v["hooks"]["SessionStart"][0].get("matcher").is_none());
+        assert!(v["hooks"].get("PreToolUse").is_none());
+        assert_eq!(gemini_install(&installed, &cmd).unwrap(), installed);
+        // Claude Code's uninstall leaves Gemini CLI's hooks alone.
+        assert_eq!(claude_uninstall(&installed).unwrap(), installed);
+        assert_eq!(gemini_uninstall(&installed).unwrap(), mine);
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Importing other agents' sessions: Codex CLI rollouts (`rollout-*.jsonl`, also
 //! `.jsonl.zst`), Claude Code transcripts (`<project>/<session>.jsonl`, their
-//! subagents' files) and ATIF trajectories (`*.atif.json`, `trajectory.json`: Harbor's
-//! interchange format, what `cairn export atif` writes) become cairn sessions, so that
-//! every review verb works on them.
+//! subagents' files), Gemini CLI chats (`<project>/chats/session-*.jsonl`) and ATIF
+//! trajectories (`*.atif.json`, `trajectory.json`: Harbor's interchange format, what
+//! `cairn export atif` writes) become cairn sessions, so that every review verb works
+//! on them.
 //!
 //! Each source session becomes a session in the project of its working directory,
 //! written through the [`cairn_tools::Recorder`]: hash-chained, every record redacted.
@@ -34,6 +35,7 @@ mod atif;
 mod claude;
 mod codex;
 mod error;
+mod gemini;
 pub mod hook;
 pub mod hook_install;
 mod index;
@@ -267,12 +269,17 @@ struct Scan {
     torn: u64,
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one pass over the file: each format's detection and metadata side by side"
+)]
 fn scan(path: &Path, options: &Options) -> Result<Scan> {
     let mut src = Source::open(path, options.line_bytes_max)?;
     let mut buf = Vec::new();
     let mut format = None;
     let mut cmeta = codex::Meta::default();
     let mut lmeta = claude::Meta::default();
+    let mut gmeta = gemini::Meta::default();
     let mut nodes = Vec::new();
     let mut first = true;
     let mut torn = 0;
@@ -294,6 +301,8 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
         if format.is_none() {
             if codex::is_codex(&v) || (first && codex::is_legacy_header(&v)) {
                 format = Some(Format::Codex);
+            } else if gemini::is_gemini(&v) {
+                format = Some(Format::Gemini);
             } else if claude::is_claude(&v) {
                 format = Some(Format::Claude);
             } else if src.index >= DETECT_LINES_MAX {
@@ -308,6 +317,10 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
             Some(Format::Claude) => {
                 claude::meta(&v, &mut lmeta);
                 nodes.push(claude::node(&v));
+            }
+            Some(Format::Gemini) => {
+                gemini::meta(&v, &mut gmeta);
+                nodes.push(None);
             }
             None => nodes.push(None),
         }
@@ -336,7 +349,9 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
             cmeta.previous,
         ),
         Format::Claude => (lmeta.id, lmeta.cwd, lmeta.version, lmeta.started_at, None),
+        Format::Gemini => gmeta.identity(path),
     };
+    let parent = parent.or_else(|| gmeta.parent(path).filter(|_| format == Format::Gemini));
     Ok(Scan {
         format,
         source_id: source_id.unwrap_or(stem),
@@ -478,6 +493,7 @@ struct Pass<'a> {
     format: Format,
     codex: codex::Codex,
     claude: claude::Claude,
+    gemini: gemini::Gemini,
     redactor: &'a Redactor,
     secrets: Counts,
     lines: u64,
@@ -491,6 +507,7 @@ impl Pass<'_> {
         match self.format {
             Format::Codex => self.codex.line(v, raw, &mut steps),
             Format::Claude => self.claude.line(v, raw, &mut steps),
+            Format::Gemini => self.gemini.line(v, raw, &mut steps),
         }
         self.record(steps)
     }
@@ -511,6 +528,7 @@ impl Pass<'_> {
         match self.format {
             Format::Codex => self.codex.finish(&mut steps),
             Format::Claude => self.claude.finish(&mut steps),
+            Format::Gemini => {}
         }
         self.record(steps)
     }
@@ -568,6 +586,14 @@ fn run_pass(
             break;
         };
         if before < start {
+            // A Gemini CLI chat writes a message again as it changes: what the
+            // earlier pass wrote is taken in, so that it is not written twice.
+            if pass.format == Format::Gemini
+                && matches!(line, Line::Complete)
+                && let Ok(v) = serde_json::from_slice::<serde_json::Value>(&buf)
+            {
+                pass.gemini.prime(&v);
+            }
             continue;
         }
         match line {
@@ -809,8 +835,9 @@ impl<'a> Fresh<'a> {
         Ok(Pass {
             writer,
             format: self.s.format,
-            codex: codex::Codex::new(cwd),
+            codex: codex::Codex::new(cwd.clone()),
             claude: claude::Claude::new(),
+            gemini: gemini::Gemini::new(cwd),
             redactor: self.redactor,
             secrets: Counts::new(),
             lines: 0,
@@ -830,7 +857,7 @@ impl<'a> Fresh<'a> {
         let (path, s) = (self.path, self.s);
         let plan = match s.format {
             Format::Claude => Some(branches(&s.nodes, subagent)),
-            Format::Codex => None,
+            Format::Codex | Format::Gemini => None,
         };
         let branch = if subagent { "subagent" } else { "main" };
         let mut pass = self.pass(branch, parent, Some(cwd))?;
@@ -1015,6 +1042,7 @@ fn continue_into(
         format: s.format,
         codex: codex::Codex::new(s.cwd.clone().or(Some(started.workspace.clone()))),
         claude: claude::Claude::new(),
+        gemini: gemini::Gemini::new(s.cwd.clone().or(Some(started.workspace.clone()))),
         redactor,
         secrets: Counts::new(),
         lines: 0,

@@ -19,6 +19,8 @@ pub enum Format {
     Codex,
     /// A Claude Code transcript: `user`/`assistant`/… lines with `sessionId`.
     Claude,
+    /// A Gemini CLI chat: a session line, then messages written again as they change.
+    Gemini,
 }
 
 impl Format {
@@ -26,6 +28,7 @@ impl Format {
         match self {
             Format::Codex => "codex",
             Format::Claude => "claude",
+            Format::Gemini => "gemini",
         }
     }
 }

@@ -854,6 +854,7 @@ fn provider_of(agent: &str) -> &'static str {
     match agent {
         "codex" => "openai",
         "claude" => "anthropic",
+        "gemini" => "google",
         _ => "unknown",
     }
 }

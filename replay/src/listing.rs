@@ -43,21 +43,25 @@ pub const TASK_CHARS_MAX: usize = 60;
 pub const FIRST_MESSAGE_CHARS_MAX: usize = 60;
 
 /// What a session is, in a word or two: the catalogue it offered (`thoth`), or, for a
-/// session imported from another agent, that agent as its command line is named and
-/// its version (`claude-code 2.1.3`, `codex 0.171.0`): no catalogue offered its tools.
+/// session imported from another agent or recorded through its hooks, that agent as
+/// its command line is named and its version (`claude-code 2.1.3`, `codex 0.171.0`,
+/// `gemini-cli 0.61.0`): no catalogue offered its tools.
 pub fn label(st: &cairn_core::event::SessionStarted) -> String {
-    match &st.imported {
-        Some(i) => {
-            let name = match i.agent.as_str() {
-                "claude" => "claude-code",
-                other => other,
-            };
-            match &i.agent_version {
-                Some(v) => format!("{name} {v}"),
-                None => name.to_string(),
-            }
+    let named = |agent: &str, version: Option<&str>| {
+        let name = match agent {
+            "claude" => "claude-code",
+            "gemini" => "gemini-cli",
+            other => other,
+        };
+        match version {
+            Some(v) => format!("{name} {v}"),
+            None => name.to_string(),
         }
-        None => st.catalog.clone(),
+    };
+    match (&st.imported, &st.agent) {
+        (Some(i), _) => named(&i.agent, i.agent_version.as_deref()),
+        (None, Some(a)) if a.via == "hook" => named(&a.name, a.version.as_deref()),
+        (None, _) => st.catalog.clone(),
     }
 }
 

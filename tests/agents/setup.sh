@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the real coding agents the tests run offline against a fake model server:
-# Codex CLI and Claude Code, from the npm registry, pinned by package-lock.json
-# (`npm ci`). Both packages carry their native binaries. Needs node and npm. Claude
-# Code declares node >= 22 and runs on node 20 with a warning. Safe to run again.
+# Codex CLI, Claude Code and Gemini CLI, from the npm registry, pinned by
+# package-lock.json (`npm ci`). Codex and Claude Code carry their native binaries;
+# Gemini CLI is one JavaScript bundle. Needs node and npm. Claude Code
+# declares node >= 22 and runs on node 20 with a warning. Safe to run again.
 #
 # `.ready` is written last, with the checksum of the pins and the versions the
 # binaries report: until it is there, what is on disk may be half an install. The
@@ -31,5 +32,6 @@ npm ci --no-audit --no-fund --loglevel=error --engine-strict=false
 
 codex=$(node_modules/.bin/codex --version)
 claude=$(node_modules/@anthropic-ai/claude-code/bin/claude.exe --version)
-{ stamp; echo "$codex"; echo "$claude"; } > .ready
-echo "agents ready: $codex, claude $claude"
+gemini=$(node node_modules/@google/gemini-cli/bundle/gemini.js --version)
+{ stamp; echo "$codex"; echo "$claude"; echo "gemini $gemini"; } > .ready
+echo "agents ready: $codex, claude $claude, gemini $gemini"

@@ -13,7 +13,9 @@
 //! with the text `done`.
 //!
 //! Codex speaks the Responses API over SSE (`POST /v1/responses`), Claude Code the
-//! Anthropic Messages API over SSE (`POST /v1/messages`): one server answers both.
+//! Anthropic Messages API over SSE (`POST /v1/messages`), Gemini CLI the Gemini API
+//! (`POST /v1beta/models/{model}:streamGenerateContent?alt=sse`, its `functionCall`
+//! ids carried back): one server answers all three.
 //! Tools the agent marks as custom (Codex's `apply_patch`) are called with the raw
 //! text input; a [`Call`] with a namespace is an MCP call as Codex names it.
 //!
@@ -200,6 +202,18 @@ pub fn tool_results(body: &Value) -> Vec<(String, String)> {
             }
         }
     }
+    for c in body["contents"].as_array().into_iter().flatten() {
+        for p in c["parts"].as_array().into_iter().flatten() {
+            let r = &p["functionResponse"];
+            if r.is_object() {
+                let text = match &r["response"]["output"] {
+                    Value::String(s) => s.clone(),
+                    _ => r["response"].to_string(),
+                };
+                out.push((r["id"].as_str().unwrap_or("").to_string(), text));
+            }
+        }
+    }
     if let Some(messages) = body["messages"].as_array() {
         for m in messages {
             for b in m["content"].as_array().into_iter().flatten() {
@@ -248,6 +262,13 @@ fn call_ids(body: &Value) -> Vec<String> {
             }
         }
     }
+    for c in body["contents"].as_array().into_iter().flatten() {
+        for p in c["parts"].as_array().into_iter().flatten() {
+            if let Some(id) = p["functionCall"]["id"].as_str() {
+                ids.push(id.to_string());
+            }
+        }
+    }
     ids
 }
 
@@ -267,6 +288,14 @@ fn first_user_text(body: &Value) -> String {
             _ => String::new(),
         }
     };
+    if let Some(contents) = body["contents"].as_array() {
+        return contents
+            .iter()
+            .filter(|c| c["role"] == "user")
+            .map(|c| text_of(&c["parts"]))
+            .collect::<Vec<_>>()
+            .join("\n");
+    }
     if let Some(messages) = body["messages"].as_array() {
         return messages
             .iter()
@@ -379,7 +408,11 @@ fn answer(script: &Script, req: &Req) -> (Vec<u8>, Option<(usize, usize)>) {
     let ids: Vec<String> = (0..turn.calls.len())
         .map(|n| format!("{conv}_{t}_{n}"))
         .collect();
-    let bytes = if req.path.contains("/messages") {
+    let bytes = if req.path.contains(":streamGenerateContent") {
+        gemini_answer(&turn, &ids, true)
+    } else if req.path.contains(":generateContent") {
+        gemini_answer(&turn, &ids, false)
+    } else if req.path.contains("/messages") {
         anthropic_answer(&body, &turn, &ids)
     } else if req.path.contains("/responses") {
         responses_answer(&body, &turn, &ids)
@@ -440,6 +473,30 @@ fn responses_answer(body: &Value, turn: &Turn, ids: &[String]) -> Vec<u8> {
     sse(&out)
 }
 
+/// A Gemini API answer: one candidate with the turn's text and a `functionCall` per
+/// call (its id `call_<conv>_<turn>_<n>`), as one SSE event when streamed.
+fn gemini_answer(turn: &Turn, ids: &[String], stream: bool) -> Vec<u8> {
+    let mut parts = Vec::new();
+    if !turn.text.is_empty() {
+        parts.push(json!({"text": turn.text}));
+    }
+    for (c, id) in turn.calls.iter().zip(ids) {
+        parts.push(
+            json!({"functionCall": {"id": format!("call_{id}"), "name": c.name, "args": c.input}}),
+        );
+    }
+    let answer = json!({
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 120, "candidatesTokenCount": 30, "totalTokenCount": 150},
+        "modelVersion": GEMINI_MODEL,
+    });
+    if stream {
+        sse(&format!("data: {answer}\r\n\r\n"))
+    } else {
+        crate::http::json(200, &answer)
+    }
+}
+
 /// A Messages API stream: message_start, a text block, one tool_use block per call
 /// (its input in one `input_json_delta`), message_delta with the stop reason.
 fn anthropic_answer(body: &Value, turn: &Turn, ids: &[String]) -> Vec<u8> {
@@ -496,6 +553,7 @@ pub fn agents_dir() -> Option<PathBuf> {
         &[
             "node_modules/.bin/codex",
             "node_modules/@anthropic-ai/claude-code/bin/claude.exe",
+            "node_modules/@google/gemini-cli/bundle/gemini.js",
         ],
     )
 }
@@ -877,4 +935,80 @@ pub fn files_under(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     }
     found.sort();
     found
+}
+
+/// Gemini CLI's model in these tests: named on the command line, so that no routing
+/// request (a side request whose answer must be JSON) is made.
+pub const GEMINI_MODEL: &str = "gemini-2.5-pro";
+
+/// `gemini -m gemini-2.5-pro -p PROMPT --approval-mode yolo`, its home `HOME/.gemini`
+/// (`settings.json`: the API key as the way in, no telemetry, no update check), the
+/// Gemini API at the fake model (`GOOGLE_GEMINI_BASE_URL`), the workspace trusted
+/// (`GEMINI_CLI_TRUST_WORKSPACE`: project settings and hooks are read only in a trusted
+/// folder).
+pub struct Gemini {
+    pub bin: PathBuf,
+    pub home: PathBuf,
+    pub workspace: PathBuf,
+    pub url: String,
+    /// More environment for the run (and so for its hooks).
+    pub env: Vec<(String, String)>,
+}
+
+impl Gemini {
+    pub fn new(dir: &Path, model: &FakeModel, home: &Path, workspace: &Path) -> Gemini {
+        let settings_dir = home.join(".gemini");
+        std::fs::create_dir_all(&settings_dir)
+            .unwrap_or_else(|e| panic!("make {}: {e}", settings_dir.display()));
+        let settings = json!({
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "privacy": {"usageStatisticsEnabled": false},
+            "telemetry": {"enabled": false},
+            "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+        });
+        let path = settings_dir.join("settings.json");
+        std::fs::write(
+            &path,
+            serde_json::to_string_pretty(&settings).unwrap_or_default(),
+        )
+        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        Gemini {
+            bin: dir.join("node_modules/@google/gemini-cli/bundle/gemini.js"),
+            home: home.to_path_buf(),
+            workspace: workspace.to_path_buf(),
+            url: model.url().to_string(),
+            env: Vec::new(),
+        }
+    }
+
+    /// Where Gemini CLI keeps its projects' chats (`<project>/chats`).
+    pub fn tmp_dir(&self) -> PathBuf {
+        self.home.join(".gemini/tmp")
+    }
+
+    /// `gemini -p PROMPT`, started.
+    pub fn spawn(&self, prompt: &str) -> Running {
+        let mut cmd = base_command(Path::new("node"), &self.home, &self.workspace);
+        cmd.env("GEMINI_API_KEY", "fake-gemini-key")
+            .env("GOOGLE_GEMINI_BASE_URL", &self.url)
+            .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .arg(&self.bin)
+            .args(["-m", GEMINI_MODEL, "-p", prompt, "--approval-mode", "yolo"]);
+        spawn(cmd, "gemini -p")
+    }
+
+    /// `gemini -p PROMPT` to its end; fails on a non-zero exit, with stderr.
+    pub fn run(&self, prompt: &str, model: &FakeModel) -> Output {
+        let out = self.spawn(prompt).wait();
+        assert!(
+            out.status.success(),
+            "gemini -p failed ({}):\nstdout:\n{}\nstderr:\n{}\nmodel:\n{}",
+            out.status,
+            out.stdout,
+            out.stderr,
+            model.describe()
+        );
+        out
+    }
 }

@@ -1,4 +1,5 @@
-//! `cairn hook`: the hooks of the agents people already use (Claude Code, Codex), and
+//! `cairn hook`: the hooks of the agents people already use (Claude Code, Codex,
+//! Gemini CLI), and
 //! their installation into the agent's settings. The hook itself usually runs before
 //! clap (`hookcmd::fast_args`); what clap parses to a hook runs the same.
 
@@ -32,8 +33,16 @@ enum Action {
         #[arg(long, default_value = "ask")]
         approve: Approve,
     },
+    /// Gemini CLI's hook (SessionStart, BeforeAgent, BeforeTool, AfterTool,
+    /// SessionEnd): the same recording, one cairn session per Gemini CLI session;
+    /// BeforeTool refuses a call cairn denies and puts one it asks to the person.
+    Gemini {
+        #[arg(long, default_value = "ask")]
+        approve: Approve,
+    },
     /// Write cairn's hooks into the agent's settings (Claude Code: .claude/settings.json;
-    /// Codex: .codex/config.toml), showing the diff first and asking.
+    /// Codex: .codex/config.toml; Gemini CLI: .gemini/settings.json), showing the diff
+    /// first and asking.
     Install {
         agent: AgentName,
         /// Written into the hook's command: who answers what the project's allow list
@@ -82,6 +91,7 @@ impl Args {
         match self.action {
             Action::Claude { approve } => Some((AgentName::Claude, approve)),
             Action::Codex { approve } => Some((AgentName::Codex, approve)),
+            Action::Gemini { approve } => Some((AgentName::Gemini, approve)),
             Action::Install { .. } | Action::Uninstall { .. } => None,
         }
     }
@@ -90,6 +100,7 @@ impl Args {
         match self.action {
             Action::Claude { approve } => Ok(hookcmd::run(AgentName::Claude, approve)),
             Action::Codex { approve } => Ok(hookcmd::run(AgentName::Codex, approve)),
+            Action::Gemini { approve } => Ok(hookcmd::run(AgentName::Gemini, approve)),
             Action::Install {
                 agent,
                 approve,

@@ -27,6 +27,10 @@ pub(crate) struct Args {
     /// Also import Claude Code's transcripts: `~/.claude/projects`.
     #[arg(long)]
     claude: bool,
+    /// Also import Gemini CLI's saved chats: the `chats` folder of each project in
+    /// `$GEMINI_CLI_HOME/.gemini/tmp`, else `~/.gemini/tmp`.
+    #[arg(long)]
+    gemini: bool,
     /// Only files modified at or after DATE (`2026-11-01`, or an RFC 3339 time).
     #[arg(long, value_name = "DATE")]
     since: Option<String>,
@@ -58,12 +62,15 @@ fn since(text: &str) -> Result<jiff::Timestamp> {
 fn home_dir() -> Result<PathBuf> {
     match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
         Some(h) => Ok(PathBuf::from(h)),
-        None => bail!("HOME is not set: give the folder to import instead of --codex or --claude"),
+        None => bail!(
+            "HOME is not set: give the folder to import instead of --codex, --claude or --gemini"
+        ),
     }
 }
 
-fn import(args: Args) -> Result<ExitCode> {
-    let mut paths = args.paths.clone();
+/// The folders `--codex`, `--claude` and `--gemini` name.
+fn default_locations(args: &Args) -> Result<Vec<PathBuf>> {
+    let mut paths = Vec::new();
     if args.codex {
         paths.push(
             match std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
@@ -75,8 +82,30 @@ fn import(args: Args) -> Result<ExitCode> {
     if args.claude {
         paths.push(home_dir()?.join(".claude").join("projects"));
     }
+    if args.gemini {
+        let base = match std::env::var_os("GEMINI_CLI_HOME").filter(|h| !h.is_empty()) {
+            Some(h) => PathBuf::from(h),
+            None => home_dir()?,
+        };
+        let tmp = base.join(".gemini").join("tmp");
+        // Only the chats: the project folders also hold logs and tool outputs.
+        let mut chats: Vec<PathBuf> = std::fs::read_dir(&tmp)
+            .with_context(|| format!("{}: Gemini CLI's projects", tmp.display()))?
+            .flatten()
+            .map(|e| e.path().join("chats"))
+            .filter(|c| c.is_dir())
+            .collect();
+        chats.sort();
+        paths.extend(chats);
+    }
+    Ok(paths)
+}
+
+fn import(args: Args) -> Result<ExitCode> {
+    let mut paths = args.paths.clone();
+    paths.extend(default_locations(&args)?);
     if paths.is_empty() {
-        bail!("nothing to import: give files or folders, or --codex or --claude");
+        bail!("nothing to import: give files or folders, or --codex, --claude or --gemini");
     }
     for p in &paths {
         if !p.exists() {

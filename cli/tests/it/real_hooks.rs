@@ -1,5 +1,6 @@
-//! The agents' own tools recorded live through cairn's hooks (issue 21): Claude Code and
-//! Codex CLI as published (`tests/agents`), run offline against the tests' fake model,
+//! The agents' own tools recorded live through cairn's hooks (issue 21; Gemini CLI,
+//! issue 45): Claude Code, Codex CLI and Gemini CLI as published (`tests/agents`), run
+//! offline against the tests' fake model,
 //! with `cairn hook install` in the workspace's settings. Claude Code's built-in Read,
 //! Edit, Write and Bash (one command failing, one refused by cairn's allow list), a
 //! tool of `cairn mcp serve` and one of the npm reference server behind
@@ -15,7 +16,9 @@
 
 use std::path::{Path, PathBuf};
 
-use cairn_tests::agents::{Claude, Codex, FakeModel, McpServer, Script, Turn, call, tool_results};
+use cairn_tests::agents::{
+    Claude, Codex, FakeModel, Gemini, McpServer, Script, Turn, call, tool_results,
+};
 use serde_json::{Value, json};
 
 use crate::real_agents::{Env, env, kill_all};
@@ -728,4 +731,261 @@ fn real_claude_many_quick_calls_all_finish_with_their_writes_chained() {
     let (code, out) = verify(&e, &dir);
     assert_eq!(code, Some(0), "{out}");
     assert_eq!(state(&e, &dir), "finished");
+}
+
+/// Puts on the project's allow list, as "always" answers in a scripted cairn session
+/// would, what the Gemini CLI test's calls need but the refused one: `write_file`,
+/// `edit_file`, `shell:cat`, `shell:ls`.
+fn grant_files_and_commands(e: &Env) {
+    let ws = e.s.ws.to_string_lossy().into_owned();
+    let steps = [
+        json!({"tool": "write_file", "input": {"path": "scratch.txt", "content": "a\n"}, "approve": "always"}),
+        json!({"tool": "edit_file", "input": {"path": "scratch.txt", "old_string": "a\n", "new_string": "b\n"}, "approve": "always"}),
+        json!({"tool": "shell", "input": {"command": "cat scratch.txt"}, "approve": "always"}),
+        json!({"tool": "shell", "input": {"command": "ls"}, "approve": "always"}),
+    ];
+    let script = e.s.home.parent().unwrap().join("grant-gemini.jsonl");
+    let text: String = steps.iter().map(|s| format!("{s}\n")).collect();
+    std::fs::write(&script, text).unwrap();
+    cairn_ok(
+        e,
+        &[
+            "run",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            &ws,
+        ],
+    );
+    std::fs::remove_file(e.s.ws.join("scratch.txt")).unwrap();
+    let listed = cairn_ok(e, &["allow", "list", "--json", "--workspace", &ws]);
+    for key in ["write_file", "edit_file", "shell:cat", "shell:ls"] {
+        assert!(
+            listed.contains(&format!("\"{key}\"")),
+            "{key} not granted: {listed}"
+        );
+    }
+}
+
+/// (tool, input) of each call, in order.
+fn inputs_of(events: &[Value]) -> Vec<(String, Value)> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "tool_started")
+        .map(|e| (e["tool"].as_str().unwrap().to_string(), e["input"].clone()))
+        .collect()
+}
+
+/// The exit codes of the finished commands, in order.
+fn exit_codes_of(events: &[Value]) -> Vec<Value> {
+    events
+        .iter()
+        .filter(|ev| ev["type"] == "shell_exec" && ev["phase"] == "finished")
+        .map(|ev| ev["exit_code"].clone())
+        .collect()
+}
+
+/// Gemini CLI 0.61's hooks (`BeforeTool`, `AfterTool`, `BeforeAgent`, `SessionStart`,
+/// `SessionEnd`, installed by `cairn hook install gemini --user`) around its own
+/// `run_shell_command`, `replace` and `write_file`: each call recorded with its effect
+/// (the commands with their exit codes, the edit and the write with the content before
+/// and after), the command cairn refuses never run and the model told why, the session
+/// ended by the agent and clean. Its saved chat, imported with `cairn import --gemini`,
+/// holds the same calls (the refused one as the error Gemini CLI made of it).
+#[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario read top to bottom: the real agent's run, then its session checked"
+)]
+fn real_gemini_tools_through_cairn_hooks_are_recorded_gated_and_its_chat_imports_alike() {
+    let Some(e) = env() else { return };
+    grant_files_and_commands(&e);
+    let model = FakeModel::start(Script::new(vec![
+        Turn::calls(vec![call(
+            "run_shell_command",
+            json!({"command": "cat notes.txt", "description": "read the notes"}),
+        )]),
+        Turn::calls(vec![call(
+            "replace",
+            json!({"file_path": "notes.txt", "old_string": "hello\n", "new_string": "hello, world\n", "instruction": "greet the world"}),
+        )]),
+        Turn::calls(vec![call(
+            "write_file",
+            json!({"file_path": "new.txt", "content": "created\n"}),
+        )]),
+        Turn::calls(vec![call(
+            "run_shell_command",
+            json!({"command": "ls does-not-exist"}),
+        )]),
+        Turn::calls(vec![call(
+            "run_shell_command",
+            json!({"command": "touch forbidden.txt"}),
+        )]),
+        Turn::text("all done"),
+    ]));
+    let mut gemini = Gemini::new(&e.agents, &model, &e.agent_home, &e.s.ws);
+    gemini
+        .env
+        .push(("CAIRN_HOME".into(), e.s.home.to_string_lossy().into_owned()));
+    let out =
+        e.s.cairn(&[
+            "hook",
+            "install",
+            "gemini",
+            "--user",
+            "--approve",
+            "never",
+            "--yes",
+        ])
+        .env("HOME", &e.agent_home)
+        .env_remove("GEMINI_CLI_HOME")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    gemini.run("tidy the notes", &model);
+
+    // The workspace: the edit and the write happened, the refused command did not run.
+    assert_eq!(
+        std::fs::read_to_string(e.s.ws.join("notes.txt")).unwrap(),
+        "hello, world\nsecond line\n",
+        "{}",
+        model.describe()
+    );
+    assert_eq!(
+        std::fs::read_to_string(e.s.ws.join("new.txt")).unwrap(),
+        "created\n"
+    );
+    assert!(!e.s.ws.join("forbidden.txt").exists());
+    let told = model
+        .seen()
+        .iter()
+        .flat_map(|r| tool_results(&r.json()))
+        .any(|(_, text)| text.contains("cairn refuses this call") && text.contains("shell:touch"));
+    assert!(told, "{}", model.describe());
+
+    let (dir, events) = ended_hook_session(&e);
+    assert_eq!(events[0]["agent"]["name"], "gemini");
+    assert_eq!(events[0]["agent"]["version"], "0.61.0");
+    let want = [
+        ("run_shell_command", "ok"),
+        ("replace", "ok"),
+        ("write_file", "ok"),
+        ("run_shell_command", "error"),
+        ("run_shell_command", "denied"),
+    ];
+    assert_eq!(
+        calls_of(&events),
+        want.map(|(t, s)| (t.to_string(), s.to_string())),
+        "{events:#?}\n{}",
+        model.describe()
+    );
+    assert_eq!(exit_codes_of(&events), [json!(0), json!(2)], "{events:#?}");
+    let writes: Vec<(String, String, bool, bool)> = events
+        .iter()
+        .filter(|ev| ev["type"] == "file_write")
+        .map(|ev| {
+            (
+                ev["path"].as_str().unwrap().to_string(),
+                ev["op"].as_str().unwrap_or("").to_string(),
+                ev["before"].is_object(),
+                ev["after"].is_object(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        writes,
+        [
+            ("notes.txt".into(), "edit".into(), true, true),
+            ("new.txt".into(), "create".into(), false, true),
+        ],
+        "{events:#?}"
+    );
+    assert!(
+        events.iter().any(|ev| ev["type"] == "permission_decided"
+            && ev["key"] == "shell:touch"
+            && ev["answer"] == "deny"),
+        "{events:#?}"
+    );
+    assert_eq!(
+        events.last().unwrap()["reason"],
+        "gemini session ended (exit)"
+    );
+    assert_eq!(state(&e, &dir), "finished");
+    let (code, out) = verify(&e, &dir);
+    assert_eq!(code, Some(0), "{out}");
+    // Labelled with the agent and its version, as an imported session is.
+    let listed = cairn_ok(&e, &["sessions"]);
+    assert!(listed.contains("gemini-cli 0.61.0"), "{listed}");
+    let shown = cairn_ok(&e, &["show", dir.to_str().unwrap()]);
+    assert!(
+        shown.contains("recorded from Gemini CLI 0.61.0 through its hooks"),
+        "{shown}"
+    );
+
+    its_chat_imports_alike(&e, &events, &want);
+}
+
+/// Gemini CLI's own saved chat of the session, imported from its default place with
+/// `cairn import --gemini`: the same calls with the same inputs (the refused one as
+/// the error Gemini CLI made of it), the same exit codes, clean, labelled, and imported
+/// once.
+fn its_chat_imports_alike(e: &Env, events: &[Value], want: &[(&str, &str)]) {
+    // Its own saved chat, imported from its default place, has the same calls.
+    let out =
+        e.s.cairn(&["import", "--gemini"])
+            .env("HOME", &e.agent_home)
+            .env_remove("GEMINI_CLI_HOME")
+            .output()
+            .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let imported: Vec<PathBuf> = sessions(e)
+        .into_iter()
+        .map(|(_, d)| d)
+        .filter(|d| events_of(d)[0]["imported"]["agent"] == "gemini")
+        .collect();
+    assert_eq!(
+        imported.len(),
+        1,
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let chat = events_of(&imported[0]);
+    assert_eq!(inputs_of(&chat), inputs_of(events), "{chat:#?}");
+    assert_eq!(
+        calls_of(&chat),
+        want.iter()
+            .map(|(t, s)| (
+                t.to_string(),
+                if *s == "denied" { "error" } else { s }.to_string()
+            ))
+            .collect::<Vec<_>>(),
+        "{chat:#?}"
+    );
+    assert_eq!(exit_codes_of(&chat), [json!(0), json!(2)], "{chat:#?}");
+    let (code, out) = verify(e, &imported[0]);
+    assert_eq!(code, Some(0), "{out}");
+    let shown = cairn_ok(e, &["show", imported[0].to_str().unwrap()]);
+    assert!(shown.contains("imported from Gemini CLI"), "{shown}");
+    // Imported again: nothing new.
+    let again =
+        e.s.cairn(&["import", "--gemini", "--json"])
+            .env("HOME", &e.agent_home)
+            .env_remove("GEMINI_CLI_HOME")
+            .output()
+            .unwrap();
+    let summary: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(
+        (&summary["unchanged"], &summary["sessions"]),
+        (&json!(1), &json!(0)),
+        "{summary}"
+    );
 }

@@ -42,6 +42,10 @@ pub struct Header {
     pub session: String,
     pub workspace: String,
     pub catalog: String,
+    /// The agent whose own tools were recorded through its hooks, as it ran: `Gemini
+    /// CLI 0.61.0` (no catalogue offered those tools).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hooked: Option<String>,
     pub engine_version: String,
     /// The models that answered: from `session_started.config.model` (which holds the
     /// base URL) and every `model_turn`, each provider and model once.
@@ -176,6 +180,11 @@ pub(super) fn header(session: &Session, clock: Clock, end: End, tokens: &[TokenU
         session: session.id.clone(),
         workspace: s.workspace.clone(),
         catalog: s.catalog.clone(),
+        hooked: s
+            .agent
+            .as_ref()
+            .filter(|a| a.via == "hook")
+            .map(|a| super::import::agent_name(&a.name, a.version.as_deref())),
         engine_version: s.engine_version.clone(),
         models: models(configured_model(&s.config), tokens),
         started: ts(session.records.first()),

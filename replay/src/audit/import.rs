@@ -29,18 +29,26 @@ pub struct ImportInfo {
     pub passes: u32,
 }
 
+/// An agent as people call it, with its version: `Codex 0.171.0`, `Claude Code
+/// 2.1.3`, `Gemini CLI 0.61.0`, `OpenCode 1.18.33`; another name as it is.
+pub fn agent_name(agent: &str, version: Option<&str>) -> String {
+    let name = match agent {
+        "codex" => "Codex",
+        "claude" => "Claude Code",
+        "gemini" => "Gemini CLI",
+        "opencode" => "OpenCode",
+        other => other,
+    };
+    match version {
+        Some(v) => format!("{name} {v}"),
+        None => name.to_string(),
+    }
+}
+
 impl ImportInfo {
-    /// `Codex 0.171.0`, `Claude Code 2.1.3`.
+    /// `Codex 0.171.0`, `Claude Code 2.1.3`, `Gemini CLI 0.61.0`.
     pub fn agent_name(&self) -> String {
-        let name = match self.agent.as_str() {
-            "codex" => "Codex",
-            "claude" => "Claude Code",
-            other => other,
-        };
-        match &self.agent_version {
-            Some(v) => format!("{name} {v}"),
-            None => name.to_string(),
-        }
+        agent_name(&self.agent, self.agent_version.as_deref())
     }
 
     /// One line: `imported from Codex 0.171.0 (main): /path; 2 secrets in the source,

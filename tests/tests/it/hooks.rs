@@ -377,3 +377,143 @@ fn hook_bad_input_says_what_is_wrong() {
         "{e}"
     );
 }
+
+/// Gemini CLI's hook events (`BeforeTool`, `AfterTool`, `SessionEnd`): its tools judged
+/// as their Claude Code twins, the verdict told as Gemini CLI takes it (`{decision,
+/// reason}` for a denial or a question, nothing to allow), a call whose response
+/// carries an error finished `error` with no write recorded, an edit recorded from
+/// disk with the content before and after.
+#[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario read top to bottom: the hook events of one Gemini CLI session in order, then its log checked"
+)]
+fn hook_gemini_events_are_recorded_and_answered_as_gemini_cli_takes_them() {
+    let env = env();
+    let gemini = |unlisted: Unlisted| HookOptions {
+        agent: "gemini".into(),
+        unlisted,
+        project_dir: None,
+        agent_version: Some("0.61.0".into()),
+    };
+    let s = "5f1c2d3e-gemini";
+    let send = |name: &str, extra: Value, unlisted: Unlisted| {
+        handle(&env.home, &gemini(unlisted), &env.event(s, name, extra)).unwrap()
+    };
+    std::fs::write(env.ws.join("a.txt"), "one\n").unwrap();
+    let edit = json!({"file_path": "a.txt", "old_string": "one", "new_string": "two"});
+    // Asked of the person: Gemini CLI puts it to them.
+    let pre = send(
+        "BeforeTool",
+        json!({"tool_name": "replace", "tool_input": edit}),
+        Unlisted::Ask,
+    );
+    let out = pre.output.expect("an ask is told");
+    assert_eq!(out["decision"], "ask");
+    assert!(
+        out["reason"].as_str().unwrap().contains("edit_file"),
+        "{out}"
+    );
+    std::fs::write(env.ws.join("a.txt"), "two\n").unwrap();
+    send(
+        "AfterTool",
+        json!({"tool_name": "replace", "tool_input": edit, "tool_response": {
+            "llmContent": "Successfully modified file", "returnDisplay": {"fileDiff": "", "originalContent": "one\n", "newContent": "two\n"}}}),
+        Unlisted::Ask,
+    );
+    // Allowed once: nothing said, Gemini CLI's own approval goes on.
+    let write = json!({"file_path": "b.txt", "content": "b\n"});
+    let pre = send(
+        "BeforeTool",
+        json!({"tool_name": "write_file", "tool_input": write}),
+        Unlisted::Allow,
+    );
+    assert_eq!(pre.output, None);
+    // It failed: its response carries the error.
+    send(
+        "AfterTool",
+        json!({"tool_name": "write_file", "tool_input": write, "tool_response": {
+            "llmContent": "Error: disk full", "returnDisplay": "Error: disk full",
+            "error": {"message": "disk full", "type": "file_write_failure"}}}),
+        Unlisted::Allow,
+    );
+    // Refused: told as a denial, and never run.
+    let pre = send(
+        "BeforeTool",
+        json!({"tool_name": "run_shell_command", "tool_input": {"command": "curl https://example.org"}}),
+        Unlisted::Deny,
+    );
+    let out = pre.output.expect("a denial is told");
+    assert_eq!(out["decision"], "deny");
+    assert!(
+        out["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("cairn refuses this call: shell:curl"),
+        "{out}"
+    );
+    // An MCP server's tool, named by its server as cairn names it.
+    let pre = send(
+        "BeforeTool",
+        json!({"tool_name": "echo", "tool_input": {"message": "hi"},
+            "mcp_context": {"server_name": "everything", "tool_name": "echo", "command": "npx"}}),
+        Unlisted::Deny,
+    );
+    let out = pre.output.expect("a denial is told");
+    assert!(
+        out["reason"]
+            .as_str()
+            .unwrap()
+            .contains("mcp:everything:echo"),
+        "{out}"
+    );
+    let end = send("SessionEnd", json!({"reason": "exit"}), Unlisted::Ask);
+    let dir = env.session_dir(&end.session);
+    let evs = events(&dir);
+    let finished: Vec<(String, Status)> = evs
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolStarted { call, tool, .. } => {
+                let status = evs.iter().find_map(|f| match f {
+                    Event::ToolFinished(f) if f.call == *call => Some(f.status),
+                    _ => None,
+                });
+                Some((tool.clone(), status.unwrap()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        finished,
+        [
+            ("replace".to_string(), Status::Ok),
+            ("write_file".to_string(), Status::Error),
+            ("run_shell_command".to_string(), Status::Denied),
+            ("mcp__everything__echo".to_string(), Status::Denied),
+        ]
+    );
+    let writes: Vec<(String, WriteOp, Option<String>, Option<String>)> = evs
+        .iter()
+        .filter_map(|e| match e {
+            Event::FileWrite(w) => Some((
+                w.path.clone(),
+                w.op,
+                blob(&env, &w.before),
+                blob(&env, &w.after),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        writes,
+        [(
+            "a.txt".to_string(),
+            WriteOp::Edit,
+            Some("one\n".to_string()),
+            Some("two\n".to_string())
+        )]
+    );
+    // The person said yes to the edit at Gemini CLI's prompt: it ran.
+    assert!(evs.iter().any(|e| matches!(e, Event::PermissionDecided { key, answer: Answer::Once, source: AnswerSource::User, .. } if key == "edit_file")));
+    verified(&dir, 4, true);
+}

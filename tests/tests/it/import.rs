@@ -735,6 +735,212 @@ fn search_finds_what_imported_sessions_said_and_never_their_secrets() {
     assert!(!search("github_token").is_empty());
 }
 
+/// A Gemini CLI 0.61 chat as the CLI writes it (`<project>/chats/session-*.jsonl`, the
+/// project's `.project_root` beside): the session line, the session context, a prompt
+/// holding a token, a model message written bare and then again with its finished
+/// calls, the calls' responses, a line of no known shape.
+fn gemini_chat(e: &Env) -> PathBuf {
+    let project = e.src.join("gemini/tmp/ws");
+    std::fs::create_dir_all(project.join("chats")).unwrap();
+    std::fs::write(
+        project.join(".project_root"),
+        e.ws.to_string_lossy().as_bytes(),
+    )
+    .unwrap();
+    let ws = e.ws.to_string_lossy();
+    let model = serde_json::json!({"id": "m1", "timestamp": "2026-12-06T12:38:38.253Z", "type": "gemini", "content": "",
+        "tokens": {"input": 10, "output": 5, "cached": 2, "thoughts": 0, "tool": 0, "total": 15}, "model": "gemini-2.5-pro"});
+    let mut with_calls = model.clone();
+    with_calls["toolCalls"] = serde_json::json!([
+        {"id": "run_shell_command__call_0", "name": "run_shell_command", "args": {"command": "ls nope"}, "status": "success",
+         "timestamp": "2026-12-06T12:38:38.400Z",
+         "result": [{"functionResponse": {"id": "run_shell_command__call_0", "name": "run_shell_command",
+            "response": {"output": "<untrusted_context>\nOutput: ls: cannot access 'nope'\nExit Code: 2\nProcess Group PGID: 7\n</untrusted_context>"}}}]},
+        {"id": "write_file__call_1", "name": "write_file", "args": {"file_path": "a.txt", "content": "hi\n"}, "status": "success",
+         "timestamp": "2026-12-06T12:38:38.428Z",
+         "result": [{"functionResponse": {"id": "write_file__call_1", "name": "write_file", "response": {"output": "Successfully created a.txt"}}}],
+         "resultDisplay": {"filePath": format!("{ws}/a.txt"), "originalContent": "", "newContent": "hi\n", "isNewFile": true}}
+    ]);
+    let lines = [
+        serde_json::json!({"sessionId": "9e724a23-fc60-41d8-8e54-4c480e580411", "projectHash": "5c15", "startTime": "2026-12-06T12:38:37.747Z", "lastUpdated": "2026-12-06T12:38:37.747Z", "kind": "main"}),
+        serde_json::json!({"$set": {"messages": [{"id": "ctx", "timestamp": "2026-12-06T12:38:37.748Z", "type": "user",
+            "content": [{"text": format!("<session_context>\nThis is the Gemini CLI.\n- **Workspace Directories:**\n  - {ws}\n</session_context>")}]}]}}),
+        serde_json::json!({"id": "u1", "timestamp": "2026-12-06T12:38:37.851Z", "type": "user", "content": [{"text": format!("use the token {}", token())}]}),
+        serde_json::json!({"$set": {"lastUpdated": "2026-12-06T12:38:37.851Z"}}),
+        model,
+        with_calls,
+        serde_json::json!({"id": "u2", "timestamp": "2026-12-06T12:38:38.447Z", "type": "user", "content": [{"functionResponse": {"id": "write_file__call_1", "name": "write_file", "response": {"output": "ok"}}}]}),
+        serde_json::json!({"weird": 1}),
+    ];
+    let file = project.join("chats/session-2026-12-06T12-38-9e724a23.jsonl");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+#[test]
+fn import_gemini_chat_maps_calls_once_redacts_and_continues_a_grown_file() {
+    let e = env();
+    let file = gemini_chat(&e);
+    let first = e.import(std::slice::from_ref(&file), &Options::default());
+    assert_eq!(
+        (
+            first.sessions,
+            first.calls,
+            first.unknown,
+            first.errors.len()
+        ),
+        (1, 2, 1, 0),
+        "{first:#?}"
+    );
+    assert_eq!(first.imported[0].agent, "gemini");
+    let dir = first.imported[0].dir.clone();
+    let ev = events(&dir);
+    let Event::SessionStarted(started) = &ev[0] else {
+        panic!("{:?}", ev[0])
+    };
+    assert_eq!(started.workspace, e.ws.to_string_lossy());
+    let imp = started.imported.as_ref().unwrap();
+    assert_eq!(imp.source_id, "9e724a23-fc60-41d8-8e54-4c480e580411");
+    assert_eq!(imp.started_at.as_deref(), Some("2026-12-06T12:38:37.747Z"));
+    // The prompt, never the session context, and the token redacted.
+    let users: Vec<&str> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::UserMessage { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(users.len(), 1, "{users:?}");
+    assert!(users[0].starts_with("use the token ") && !users[0].contains(&token()));
+    let log = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    assert!(!log.contains(&token()));
+    // The command with its exit code, the write with its content after.
+    let shells: Vec<(Option<i32>, ExecStatus)> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::ShellExec(x) => x.end().map(|end| (end.exit_code, end.status)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shells, [(Some(2), ExecStatus::Failed)]);
+    let writes: Vec<(String, WriteOp, bool)> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::FileWrite(w) => Some((w.path.clone(), w.op, w.after.is_some())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(writes, [("a.txt".to_string(), WriteOp::Create, true)]);
+    // Each record a person reads a time from carries the chat's own, and a call ends
+    // at its own finish time.
+    let ats = at_of(&ev);
+    assert!(
+        ats.iter().filter(|a| a.0 != "ended").all(|a| a
+            .1
+            .as_deref()
+            .is_some_and(|t| t.starts_with("2026-12-06T12:38:"))),
+        "{ats:?}"
+    );
+    assert!(
+        ats.iter()
+            .any(|a| a.0 == "end" && a.1.as_deref().is_some_and(|t| t.contains("38.428"))),
+        "{ats:?}"
+    );
+    verify_clean(&dir);
+
+    let again = e.import(std::slice::from_ref(&file), &Options::default());
+    assert_eq!((again.sessions, again.unchanged), (0, 1));
+
+    // The chat goes on: the model message written once more as it was (Gemini CLI
+    // rewrites a message whole), then a new one with a new call. Guards against a
+    // message of the earlier pass written twice by the continuation.
+    let old: Vec<String> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let rewritten = old[5].clone();
+    let next = serde_json::json!({"id": "m2", "timestamp": "2026-12-06T12:38:39.000Z", "type": "gemini", "content": "", "model": "gemini-2.5-pro",
+        "toolCalls": [{"id": "run_shell_command__call_2", "name": "run_shell_command", "args": {"command": "echo more"}, "status": "success",
+            "result": [{"functionResponse": {"response": {"output": "Output: more\nProcess Group PGID: 8"}}}]}]});
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(&format!("{rewritten}\n{next}\n"));
+    std::fs::write(&file, text).unwrap();
+    let grown = e.import(std::slice::from_ref(&file), &Options::default());
+    assert_eq!(
+        (grown.sessions, grown.continued, grown.calls),
+        (1, 1, 1),
+        "{grown:#?}"
+    );
+    assert_eq!(grown.imported[0].id, first.imported[0].id);
+    let ev = events(&dir);
+    let tools: Vec<&str> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolStarted { tool, .. } => Some(tool.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        tools,
+        ["run_shell_command", "write_file", "run_shell_command"]
+    );
+    verify_clean(&dir);
+}
+
+/// A chat cut inside its first line, one that does not say its workspace, and a JSON
+/// file of another shape: each a clear error, and nothing written.
+#[test]
+fn import_gemini_refuses_truncated_rootless_and_foreign_files_and_writes_nothing() {
+    let e = env();
+    let full = std::fs::read_to_string(gemini_chat(&e)).unwrap();
+    let dir = e.src.join("bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let truncated = dir.join("truncated.jsonl");
+    std::fs::write(&truncated, &full[..40]).unwrap();
+    let rootless = dir.join("rootless.jsonl");
+    let first_line = full.lines().next().unwrap();
+    std::fs::write(&rootless, format!("{first_line}\n")).unwrap();
+    let foreign = dir.join("foreign.jsonl");
+    std::fs::write(&foreign, "{\"sessionId\": \"x\", \"messages\": []}\n").unwrap();
+    let s = import_paths(
+        &e.home,
+        &[truncated.clone(), rootless.clone(), foreign.clone()],
+        &Options::default(),
+        &mut |_, _| {},
+    );
+    let errors: Vec<(PathBuf, String)> = s.errors.clone();
+    assert_eq!(errors.len(), 3, "{s:#?}");
+    assert_eq!(s.sessions, 0);
+    let said = |p: &Path| {
+        errors
+            .iter()
+            .find(|(f, _)| f.ends_with(p.file_name().unwrap()))
+            .map(|(_, m)| m.clone())
+            .unwrap()
+    };
+    assert!(
+        said(&truncated).contains("nor a Gemini CLI chat"),
+        "{errors:?}"
+    );
+    assert!(
+        said(&foreign).contains("nor a Gemini CLI chat"),
+        "{errors:?}"
+    );
+    assert!(
+        said(&rootless).contains("no working directory in the file"),
+        "{errors:?}"
+    );
+    assert!(
+        !e.home.root.join("projects").exists()
+            || std::fs::read_dir(e.home.root.join("projects"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+}
+
 /// The source's time of each record an import writes, by the tool call's source id
 /// or the message's text, as the fixture's lines give them.
 fn at_of(ev: &[Event]) -> Vec<(&'static str, Option<String>)> {
