@@ -16,6 +16,7 @@
 //! back it again.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use cairn_store::{Durability, LogReader, LogWriter, Options, Recovery};
@@ -390,9 +391,10 @@ impl AllowList {
         }
         cairn_store::private::create_dir_all(&self.dir).map_err(io_at(&self.dir))?;
         let mut tmp = tempfile::NamedTempFile::new_in(&self.dir).map_err(io_at(&self.dir))?;
-        serde_json::to_writer_pretty(tmp.as_file_mut(), &want)
-            .map_err(|e| io_at(&path)(e.into()))?;
-        tmp.as_file().sync_all().map_err(io_at(&path))?;
+        let bytes = serde_json::to_vec_pretty(&want).map_err(|e| io_at(&path)(e.into()))?;
+        // Not synced: a projection a crash left empty or stale does not read as the
+        // log's, and the next audit writes it again.
+        tmp.write_all(&bytes).map_err(io_at(&path))?;
         tmp.persist(&path)
             .map_err(|e| e.error)
             .map_err(io_at(&path))?;

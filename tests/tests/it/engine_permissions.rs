@@ -212,6 +212,12 @@ fn allow_json_deleted_or_edited_is_rebuilt_from_the_project_log() {
     std::fs::write(list.json_path(), r#"{"keys":["shell:rm"]}"#).unwrap();
     assert_eq!(list.load().unwrap(), want);
     assert_eq!(std::fs::read_to_string(list.json_path()).unwrap(), good);
+    // What a crash can leave of the projection (it is not synced): empty, or cut.
+    for left in ["", "{\"keys\":[\"edit_"] {
+        std::fs::write(list.json_path(), left).unwrap();
+        assert_eq!(list.load().unwrap(), want);
+        assert_eq!(std::fs::read_to_string(list.json_path()).unwrap(), good);
+    }
     // The project log itself is a cairn log and verifies clean.
     let report =
         cairn_store::verify_path(&project.join("allow/events.jsonl"), &Default::default()).unwrap();
