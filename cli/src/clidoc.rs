@@ -47,7 +47,7 @@ const GROUPS: &[Group] = &[
     Group {
         heading: "Team",
         what: "Share sessions in an archive, bring in other agents' sessions, send them to other tools.",
-        commands: &["archive", "import", "export"],
+        commands: &["archive", "worker", "import", "export"],
     },
     Group {
         heading: "Other",

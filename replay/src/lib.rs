@@ -25,6 +25,7 @@
 
 mod at;
 pub mod audit;
+pub mod batch;
 mod checkout;
 mod compare;
 mod diff;

@@ -36,6 +36,7 @@ mod show;
 mod tools;
 mod verify;
 mod witness;
+mod worker;
 
 use std::process::ExitCode;
 
@@ -69,6 +70,9 @@ pub(crate) enum Command {
     /// pull them back byte-exact, list and verify them there. The review verbs (show,
     /// audit, diff, replay, verify) take `archive:<id>` for an archived session.
     Archive(archive::Args),
+    /// Take jobs of the archive's runs (`cairn archive run`) and write their results
+    /// back: a lease renewed while a job runs, so a worker that dies loses nothing.
+    Worker(worker::Args),
     /// Print a log's records, one line each (seq, time, type, summary).
     Log(log::Args),
     /// Print the last seq and its record hash, to anchor a log elsewhere.
@@ -226,6 +230,7 @@ impl Command {
             Command::Witness(a) => a.run(),
             Command::Checkpoint(a) => a.run(),
             Command::Archive(a) => a.run(),
+            Command::Worker(a) => a.run(),
             Command::Log(a) => a.run(),
             Command::Head(a) => a.run(),
             Command::Run(a) => a.run(),
