@@ -327,49 +327,9 @@ impl Archive {
             {
                 report.failures.insert(session.clone(), reason.to_string());
             }
-            let mut seen: Vec<(String, String)> = Vec::new();
-            for f in result
-                .get("fields")
-                .and_then(|f| f.as_array())
-                .into_iter()
-                .flatten()
-            {
-                let (Some(tool), Some(field)) = (
-                    f.get(0).and_then(|t| t.as_str()),
-                    f.get(1).and_then(|t| t.as_str()),
-                ) else {
-                    continue;
-                };
-                let key = (tool.to_string(), field.to_string());
-                let g = groups
-                    .entry(key.clone())
-                    .or_insert_with(|| DivergenceGroup {
-                        tool: key.0.clone(),
-                        field: key.1.clone(),
-                        divergences: 0,
-                        sessions: 0,
-                        examples: Vec::new(),
-                    });
-                g.divergences += 1;
-                if !seen.contains(&key) {
-                    g.sessions += 1;
-                    if g.examples.len() < EXAMPLES_MAX {
-                        g.examples.push(session.clone());
-                    }
-                    seen.push(key);
-                }
-            }
-            if let Some([before, after]) = result
-                .get("calls_us")
-                .and_then(|c| serde_json::from_value::<[u64; 2]>(c.clone()).ok())
-                && after > before.saturating_mul(2)
-                && after - before > 100_000
-            {
-                report.slower.push(Slower {
-                    session: session.clone(),
-                    recorded_us: before,
-                    now_us: after,
-                });
+            add_divergences(&mut groups, &session, &result);
+            if let Some(slower) = slower_of(&session, &result) {
+                report.slower.push(slower);
             }
             if outcome != FAILED {
                 let w = workers.entry(worker).or_insert((0, f64::MAX, f64::MIN, 0));
@@ -386,28 +346,90 @@ impl Archive {
                 .then(a.tool.cmp(&b.tool))
                 .then(a.field.cmp(&b.field))
         });
-        report.workers = workers
-            .into_iter()
-            .map(|(worker, (jobs, first, last, spent_ms))| {
-                // From its first finish to its last covers jobs - 1 of them; its own
-                // time per job stands in when there is only one.
-                let span = last - first;
-                let jobs_per_s = if jobs > 1 && span > 0.0 {
-                    (jobs - 1) as f64 / span
-                } else if spent_ms > 0 {
-                    jobs as f64 * 1000.0 / spent_ms as f64
-                } else {
-                    0.0
-                };
-                WorkerRow {
-                    worker,
-                    jobs,
-                    jobs_per_s,
-                }
-            })
-            .collect();
+        report.workers = worker_rows(workers);
         Ok(report)
     }
+}
+
+/// Adds the divergences of one session's result (its `fields`: tool and field of each)
+/// to their groups.
+fn add_divergences(
+    groups: &mut BTreeMap<(String, String), DivergenceGroup>,
+    session: &str,
+    result: &serde_json::Value,
+) {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for f in result
+        .get("fields")
+        .and_then(|f| f.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let (Some(tool), Some(field)) = (
+            f.get(0).and_then(|t| t.as_str()),
+            f.get(1).and_then(|t| t.as_str()),
+        ) else {
+            continue;
+        };
+        let key = (tool.to_string(), field.to_string());
+        let g = groups
+            .entry(key.clone())
+            .or_insert_with(|| DivergenceGroup {
+                tool: key.0.clone(),
+                field: key.1.clone(),
+                divergences: 0,
+                sessions: 0,
+                examples: Vec::new(),
+            });
+        g.divergences += 1;
+        if !seen.contains(&key) {
+            g.sessions += 1;
+            if g.examples.len() < EXAMPLES_MAX {
+                g.examples.push(session.to_string());
+            }
+            seen.push(key);
+        }
+    }
+}
+
+/// The session, when its result's `calls_us` (recorded, now) say it got slower.
+fn slower_of(session: &str, result: &serde_json::Value) -> Option<Slower> {
+    let [before, after] =
+        serde_json::from_value::<[u64; 2]>(result.get("calls_us")?.clone()).ok()?;
+    (after > before.saturating_mul(2) && after - before > SLOWER_US_MIN).then(|| Slower {
+        session: session.to_string(),
+        recorded_us: before,
+        now_us: after,
+    })
+}
+
+/// Microseconds a session's calls must take more than recorded to count as slower
+/// (besides twice as long): noise below it.
+pub const SLOWER_US_MIN: u64 = 100_000;
+
+/// Each worker's row from its jobs, first and last finish (seconds) and time spent on
+/// its jobs (ms).
+fn worker_rows(workers: BTreeMap<String, (u64, f64, f64, u64)>) -> Vec<WorkerRow> {
+    workers
+        .into_iter()
+        .map(|(worker, (jobs, first, last, spent_ms))| {
+            // From its first finish to its last covers jobs - 1 of them; its own
+            // time per job stands in when there is only one.
+            let span = last - first;
+            let jobs_per_s = if jobs > 1 && span > 0.0 {
+                (jobs - 1) as f64 / span
+            } else if spent_ms > 0 {
+                jobs as f64 * 1000.0 / spent_ms as f64
+            } else {
+                0.0
+            };
+            WorkerRow {
+                worker,
+                jobs,
+                jobs_per_s,
+            }
+        })
+        .collect()
 }
 
 /// Renews a lease on any connection (a worker renews on one of its own while its job

@@ -81,7 +81,7 @@ pub fn replay_all(sel: &Selection<'_>, shell: ShellMode, json: bool) -> Result<E
 /// `cairn verify --all`.
 pub fn verify_all(sel: &Selection<'_>, json: bool) -> Result<ExitCode> {
     let dirs = sel.sessions(false)?;
-    let outcomes = run(&dirs, sel.jobs(), "verifying", |d| batch::verify_outcome(d));
+    let outcomes = run(&dirs, sel.jobs(), "verifying", batch::verify_outcome);
     report(&outcomes, json)
 }
 

@@ -213,6 +213,46 @@ fn report(h: &Path, url: &str, run: i64) -> Value {
     serde_json::from_str(stdout(&o).trim()).unwrap()
 }
 
+/// Runs three workers on run `run` until it ends, SIGKILLing one at random (and
+/// starting another in its place) `kills` times while jobs are open; the kills made.
+fn run_with_kills(
+    url: &str,
+    work: &Path,
+    h: &Path,
+    run: i64,
+    kills: usize,
+    sql: &mut postgres::Client,
+) -> usize {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    eprintln!("fleet: {kills} kills, seed {seed}");
+    let mut rng = Rng(seed);
+    let mut workers: Vec<Child> = (0..3).map(|_| worker(url, work, h)).collect();
+    let mut done_kills = 0;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while done_kills < kills && open_jobs(sql, run) > 0 {
+        assert!(Instant::now() < deadline, "the run did not end");
+        std::thread::sleep(Duration::from_millis(50 + rng.below(250)));
+        let i = rng.below(workers.len() as u64) as usize;
+        if workers[i].try_wait().unwrap().is_some() {
+            workers[i] = worker(url, work, h);
+            continue;
+        }
+        workers[i].kill().unwrap();
+        workers[i].wait().unwrap();
+        done_kills += 1;
+        workers[i] = worker(url, work, h);
+    }
+    for w in &mut workers {
+        let status = w.wait().unwrap();
+        assert!(status.success(), "a worker failed: {status}");
+    }
+    done_kills
+}
+
 #[test]
 fn workers_killed_at_random_lose_no_job_and_write_each_result_once() {
     let n = env_or("CAIRN_TEST_FLEET_SESSIONS", 40);
@@ -241,33 +281,7 @@ fn workers_killed_at_random_lose_no_job_and_write_each_result_once() {
     ));
     let work = tmp.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-        | 1;
-    eprintln!("fleet: {n} sessions, {kills} kills, seed {seed}");
-    let mut rng = Rng(seed);
-    let mut workers: Vec<Child> = (0..3).map(|_| worker(&url, &work, &h)).collect();
-    let mut done_kills = 0;
-    let deadline = Instant::now() + Duration::from_secs(600);
-    while done_kills < kills && open_jobs(&mut sql, killed) > 0 {
-        assert!(Instant::now() < deadline, "the run did not end");
-        std::thread::sleep(Duration::from_millis(50 + rng.below(250)));
-        let i = rng.below(workers.len() as u64) as usize;
-        if workers[i].try_wait().unwrap().is_some() {
-            workers[i] = worker(&url, &work, &h);
-            continue;
-        }
-        workers[i].kill().unwrap();
-        workers[i].wait().unwrap();
-        done_kills += 1;
-        workers[i] = worker(&url, &work, &h);
-    }
-    for w in &mut workers {
-        let status = w.wait().unwrap();
-        assert!(status.success(), "a worker failed: {status}");
-    }
+    let done_kills = run_with_kills(&url, &work, &h, killed, kills, &mut sql);
     assert_eq!(done_kills, kills, "the run ended before every kill");
     assert_eq!(open_jobs(&mut sql, killed), 0);
     // Every job has exactly one result, and it is done.
