@@ -37,7 +37,9 @@ const GROUPS: &[Group] = &[
     Group {
         heading: "Re-run",
         what: "Replay a session, compare two, go back to a point of one, go on from one.",
-        commands: &["replay", "diff", "checkout", "fork", "resume", "continue"],
+        commands: &[
+            "replay", "rerun", "diff", "checkout", "fork", "resume", "continue",
+        ],
     },
     Group {
         heading: "Integrity",

@@ -24,6 +24,7 @@ mod out;
 mod provecmd;
 mod queuecmd;
 mod replaycmd;
+mod reruncmd;
 mod resumecmd;
 mod screen;
 mod searchcmd;

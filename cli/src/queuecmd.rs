@@ -219,6 +219,24 @@ fn run_job(job: &Job, dir: &Path, shell: ShellMode) -> JobOutput {
     let o = match job.kind.as_str() {
         "replay" => batch::replay_outcome(dir, shell),
         "verify" => batch::verify_outcome(dir),
+        "rerun" => {
+            let start = std::time::Instant::now();
+            let choice = crate::reruncmd::ModelChoice {
+                model: job.model.clone(),
+                ..Default::default()
+            };
+            batch::SessionOutcome {
+                session: job.session.clone(),
+                outcome: match crate::reruncmd::what_if(dir, None, &choice, None) {
+                    Ok(r) => batch::outcome_of_what_if(&r),
+                    Err(e) => batch::Outcome::CouldNotRun {
+                        error: format!("{e:#}"),
+                    },
+                },
+                elapsed_ms: start.elapsed().as_millis() as u64,
+                calls_us: None,
+            }
+        }
         other => batch::SessionOutcome {
             session: job.session.clone(),
             outcome: batch::Outcome::CouldNotRun {

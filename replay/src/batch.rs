@@ -179,6 +179,50 @@ pub fn outcome_of_replay(r: &crate::ReplayReport) -> Outcome {
     }
 }
 
+/// The outcome a what-if run's report says: diverged at its first call that differs,
+/// else at the final workspace or answer.
+#[cfg(feature = "run")]
+pub fn outcome_of_what_if(r: &crate::WhatIfReport) -> Outcome {
+    if r.is_identical() {
+        return Outcome::Identical;
+    }
+    let mut fields: Vec<(String, String)> = r
+        .divergences
+        .iter()
+        .map(|d| (d.tool.clone(), d.diff.field.as_str().to_string()))
+        .collect();
+    if !r.workspace.is_empty() {
+        fields.push((String::new(), "final workspace".into()));
+    }
+    if r.answer_original != r.answer_rerun {
+        fields.push((String::new(), "final answer".into()));
+    }
+    let first = match r.divergences.first() {
+        Some(d) => FirstDivergence {
+            seq: d.seq,
+            call: d.call.clone(),
+            tool: d.tool.clone(),
+            field: d.diff.field.as_str().to_string(),
+            diff: d.diff.diff.chars().take(FIRST_DIFF_CHARS_MAX).collect(),
+        },
+        None => FirstDivergence {
+            seq: 0,
+            call: String::new(),
+            tool: String::new(),
+            field: fields.first().map_or_else(String::new, |f| f.1.clone()),
+            diff: crate::unified("a/answer", "b/answer", &r.answer_original, &r.answer_rerun)
+                .chars()
+                .take(FIRST_DIFF_CHARS_MAX)
+                .collect(),
+        },
+    };
+    Outcome::Diverged {
+        divergences: fields.len() as u64,
+        first,
+        fields,
+    }
+}
+
 /// The time a session's finished calls took, in microseconds.
 fn calls_us(s: &crate::Session) -> u64 {
     s.calls()

@@ -27,6 +27,7 @@ mod memory;
 mod prove;
 mod ps;
 mod replay;
+mod rerun;
 mod resume;
 mod run;
 mod schema;
@@ -95,6 +96,11 @@ pub(crate) enum Command {
     /// parent is the original) and report where results diverge.
     /// Exit 0 identical, 1 divergences, 2 could not run.
     Replay(replay::Args),
+    /// Run a recorded task again with a model (another, or the same one), from the
+    /// start or from a call: a fork at that point, the recorded user messages given
+    /// again, the new run recorded as a child session and compared with the original
+    /// (calls, files, final answer). Exit 0 identical, 1 different, 2 could not run.
+    Rerun(rerun::Args),
     /// Align two sessions' calls and show what differs: calls, inputs, statuses,
     /// outputs, file writes, final workspaces. Exit 0 identical, 1 different.
     Diff(diff::Args),
@@ -216,7 +222,11 @@ impl Command {
         self.runs_session()
             || matches!(
                 self,
-                Command::Continue(_) | Command::Replay(_) | Command::Import(_) | Command::Demo(_)
+                Command::Continue(_)
+                    | Command::Replay(_)
+                    | Command::Rerun(_)
+                    | Command::Import(_)
+                    | Command::Demo(_)
             )
     }
 
@@ -238,6 +248,7 @@ impl Command {
             Command::Memory(a) => a.run(),
             Command::Allow(a) => a.run(),
             Command::Replay(a) => a.run(),
+            Command::Rerun(a) => a.run(),
             Command::Diff(a) => a.run(),
             Command::Checkout(a) => a.run(),
             Command::Resume(a) => a.run(),

@@ -426,3 +426,120 @@ fn a_job_that_outlives_its_lease_too_often_fails_and_a_lost_lease_writes_nothing
         "{changed:?}"
     );
 }
+
+/// Records a task with a scripted model: read a.txt, edit it, answer.
+fn scripted_session(home: &Home, ws: &Path) -> String {
+    use cairn_tests::http::{Server, openai_stream};
+    std::fs::create_dir_all(ws).unwrap();
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    let edit = json!({"path": "a.txt", "old_string": "one", "new_string": "1"});
+    let server = Server::canned(vec![
+        openai_stream("", &[("k1", "read_file", json!({"path": "a.txt"}))], None),
+        openai_stream("", &[("k2", "edit_file", edit)], None),
+        openai_stream("Done.", &[], None),
+    ]);
+    let mut e = cairn_engine::Engine::start(home, ws, quick_config(Catalog::Thoth)).unwrap();
+    e.set_approver(Box::new(cairn_engine::permission::Policy::AllowAll));
+    let mut p = cairn_tests::http::openai_provider(&server);
+    cairn_engine::agent::run(
+        &mut e,
+        p.as_mut(),
+        Some("make it 1"),
+        &Default::default(),
+        |_| {},
+    )
+    .unwrap();
+    let id = e.id().to_string();
+    e.end("answered").unwrap();
+    id
+}
+
+fn with_model(url: &str, args: &[&str], home: &Path) -> Output {
+    Command::new(CAIRN)
+        .env("CAIRN_HOME", home)
+        .env("CAIRN_BASE_URL", format!("{url}/v1"))
+        .env("CAIRN_MODEL", "m-1")
+        .env_remove("CAIRN_ARCHIVE_URL")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn rerun_with_another_model_answer_reports_the_call_it_changed_locally_and_as_a_job() {
+    use cairn_tests::http::{Server, openai_stream};
+    let tmp = tempfile::tempdir().unwrap();
+    let home = Home::at(&tmp.path().join("home"));
+    let id = scripted_session(&home, &tmp.path().join("ws"));
+    let h = &home.root;
+    // After c1, a model that edits with another new text: c2's input differs.
+    let other = json!({"path": "a.txt", "old_string": "one", "new_string": "uno"});
+    let server = Server::canned(vec![
+        openai_stream("", &[("m2", "edit_file", other)], None),
+        openai_stream("Done.", &[], None),
+    ]);
+    let o = with_model(&server.url, &["rerun", &id, "--at", "c1"], h);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = stdout(&o);
+    let seq = cairn_replay::Session::load(
+        &home
+            .project(&tmp.path().join("ws").canonicalize().unwrap())
+            .session_dir(&id),
+    )
+    .unwrap()
+    .calls()[1]
+        .seq;
+    assert!(
+        text.starts_with(&format!(
+            "first divergence: seq {seq} c2 edit_file: input\n"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("workspace differs: a.txt"), "{text}");
+
+    // As a job of a run: a worker reruns it with the run's model; the same answers are
+    // identical.
+    let cluster = Cluster::start();
+    let url = cluster.create_db("rerun");
+    ok(&cairn(h, &["archive", "push", "--all", "--to", &url]));
+    let same = json!({"path": "a.txt", "old_string": "one", "new_string": "1"});
+    let server = Server::canned(vec![
+        openai_stream("", &[("m1", "read_file", json!({"path": "a.txt"}))], None),
+        openai_stream("", &[("m2", "edit_file", same)], None),
+        openai_stream("Done.", &[], None),
+    ]);
+    let run = run_id(&cairn(
+        h,
+        &[
+            "--archive",
+            &url,
+            "archive",
+            "run",
+            "rerun",
+            &id,
+            "--model",
+            "m-1",
+        ],
+    ));
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    ok(&with_model(
+        &server.url,
+        &[
+            "--archive",
+            &url,
+            "worker",
+            "--exit-when-idle",
+            "--poll-ms",
+            "50",
+        ],
+        h,
+    ));
+    let r = report(h, &url, run);
+    assert_eq!(r["outcomes"], json!({"identical": 1}), "{r}");
+}
