@@ -66,7 +66,10 @@ pub fn work(
         }
         let a = match archive.as_mut() {
             Some(a) => a,
-            None => match Archive::connect(url) {
+            None => match Archive::connect(url).and_then(|mut a| {
+                a.without_flush_wait()?;
+                Ok(a)
+            }) {
                 Ok(a) => {
                     pause_ms = 100;
                     archive.insert(a)
@@ -152,6 +155,7 @@ fn one_job(
             job.id
         ));
         let mut again = Archive::connect(url)?;
+        again.without_flush_wait()?;
         written = again.finish_job(job, &opts.name, &outcome, &result, elapsed_ms);
         *archive = again;
     }
@@ -189,7 +193,12 @@ impl Lease {
                 }
                 last = Instant::now();
                 if client.is_none() {
-                    client = crate::open_client(&url).ok();
+                    client = crate::open_client(&url)
+                        .and_then(|mut c| {
+                            c.batch_execute("set synchronous_commit = off")?;
+                            Ok(c)
+                        })
+                        .ok();
                 }
                 let Some(c) = client.as_mut() else { continue };
                 match crate::queue::renew_lease(c, id, attempt, lease_ms) {
