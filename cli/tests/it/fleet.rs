@@ -357,6 +357,13 @@ fn a_job_that_outlives_its_lease_too_often_fails_and_a_lost_lease_writes_nothing
         &home.root,
         &["archive", "push", "--all", "--to", &url],
     ));
+    // The archive's sessions, pulled into the cache, verified as the home's are.
+    let other = tempfile::tempdir().unwrap();
+    let o = ok(&cairn(
+        other.path(),
+        &["--archive", &url, "verify", "--all", "--in-archive"],
+    ));
+    assert_eq!(o, "1 session: 1 clean\n");
     let mut archive = cairn_archive::Archive::connect(&url).unwrap();
     let ids = archive.session_ids().unwrap();
     let run = archive
