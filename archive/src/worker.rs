@@ -230,3 +230,12 @@ impl Lease {
         self.lost.load(Ordering::Relaxed)
     }
 }
+
+impl Drop for Lease {
+    /// A job given up (the database lost while it ran) stops being renewed, so that
+    /// its lease expires and another worker takes it. Regression: the renewal thread
+    /// outlived the job and held its lease for ever.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}

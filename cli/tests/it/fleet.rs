@@ -550,3 +550,75 @@ fn rerun_with_another_model_answer_reports_the_call_it_changed_locally_and_as_a_
     let r = report(h, &url, run);
     assert_eq!(r["outcomes"], json!({"identical": 1}), "{r}");
 }
+
+// Regression: a job given up when the database went away kept its lease renewed by a
+// thread that outlived it, so no worker ever took it again and the run never ended.
+#[test]
+fn a_worker_whose_connections_are_cut_reconnects_and_leaves_no_job_leased_for_ever() {
+    let cluster = Cluster::start();
+    let url = cluster.create_db("cut");
+    let tmp = tempfile::tempdir().unwrap();
+    let home = Home::at(&tmp.path().join("home"));
+    sessions(tmp.path(), &home, 12);
+    let h = home.root.clone();
+    ok(&cairn(&h, &["archive", "push", "--all", "--to", &url]));
+    let run = run_id(&cairn(
+        &h,
+        &[
+            "--archive",
+            &url,
+            "archive",
+            "run",
+            "verify",
+            "--all",
+            "--attempts-max",
+            "1000",
+        ],
+    ));
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut w = worker(&url, &work, &h);
+    let mut sql = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    // The database drops every connection but this one, five times during the run.
+    let mut cut = 0;
+    while cut < 5 && open_jobs(&mut sql, run) > 0 {
+        std::thread::sleep(Duration::from_millis(150));
+        let n: i64 = sql
+            .query_one(
+                "select count(pg_terminate_backend(pid)) from pg_stat_activity
+                 where pid <> pg_backend_pid() and datname = current_database()",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        cut += usize::from(n > 0);
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = w.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            w.kill().unwrap();
+            w.wait().unwrap();
+            panic!("the worker did not end: a job stayed leased");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success());
+    assert!(cut >= 1, "no connection was cut");
+    let rows = sql
+        .query(
+            "select j.state, count(r.job) from jobs j left join results r on r.job = j.id
+             where j.run = $1 group by j.id, j.state",
+            &[&run],
+        )
+        .unwrap();
+    assert_eq!(rows.len(), 12);
+    for r in &rows {
+        assert_eq!(
+            (r.get::<_, String>(0).as_str(), r.get::<_, i64>(1)),
+            ("done", 1)
+        );
+    }
+}
