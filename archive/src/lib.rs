@@ -26,8 +26,10 @@ mod blobs;
 pub mod local;
 mod pull;
 mod push;
+pub mod queue;
 pub mod schema;
 mod verify;
+pub mod worker;
 
 use std::path::{Path, PathBuf};
 

@@ -18,13 +18,13 @@ use postgres::Client;
 use crate::ArchiveError;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// An arbitrary, fixed key of the advisory lock taken while migrating.
 const MIGRATE_LOCK_KEY: i64 = 0x6361_6972_6e61_7263; // "cairnarc"
 
 /// The migrations, version 1 first: migration `i` brings the schema to version `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 const V1: &str = r#"
 create table sessions (
@@ -194,25 +194,83 @@ insert into checkpoint_newest (session, size, root, text)
     from checkpoints order by session, size desc;
 "#;
 
+/// Version 3: the job queue (`queue`): runs, their jobs with each one's lease, and
+/// results, at most one per job, keyed by job and attempt. Jobs change state; runs and
+/// results are append-only.
+const V3: &str = r#"
+create table runs (
+    id           bigserial   primary key,
+    kind         text        not null check (kind in ('replay', 'verify', 'rerun')),
+    name         text,
+    model        text,
+    -- Times a job may be taken; its lease expiring after the last fails it.
+    attempts_max integer     not null check (attempts_max > 0),
+    created      timestamptz not null default now()
+);
+
+create table jobs (
+    id          bigserial primary key,
+    run         bigint    not null references runs (id),
+    session     text      not null references sessions (id),
+    state       text      not null default 'queued'
+                check (state in ('queued', 'running', 'done', 'failed')),
+    -- Times taken so far: the attempt the lease and the result belong to.
+    attempt     integer   not null default 0 check (attempt >= 0),
+    -- The lease: who holds the job, until when (the database's clock).
+    worker      text,
+    lease_until timestamptz,
+    unique (run, session)
+);
+create index jobs_open on jobs (id) where state in ('queued', 'running');
+
+create table results (
+    job        bigint      not null references jobs (id),
+    attempt    integer     not null check (attempt >= 0),
+    worker     text        not null,
+    outcome    text        not null,
+    result     jsonb       not null,
+    elapsed_ms bigint      not null check (elapsed_ms >= 0),
+    finished   timestamptz not null default now(),
+    primary key (job, attempt)
+);
+create unique index results_one_per_job on results (job);
+
+create trigger runs_append_only before update or delete on runs
+    for each row execute function archive_refuse_change();
+create trigger results_append_only before update or delete on results
+    for each row execute function archive_refuse_change();
+create trigger runs_no_truncate before truncate on runs
+    for each statement execute function archive_refuse_change();
+create trigger results_no_truncate before truncate on results
+    for each statement execute function archive_refuse_change();
+"#;
+
 /// Brings the database's schema to [`SCHEMA_VERSION`], creating it in an empty
 /// database. Refuses a database whose schema is newer than this build knows.
 pub fn migrate(client: &mut Client) -> Result<(), ArchiveError> {
     let mut tx = client.transaction()?;
     tx.execute("select pg_advisory_xact_lock($1)", &[&MIGRATE_LOCK_KEY])?;
     tx.batch_execute("create table if not exists archive_schema (version integer not null)")?;
-    let found: Option<i32> = tx
-        .query_opt("select max(version) from archive_schema", &[])?
-        .and_then(|r| r.get(0));
-    let found = found.unwrap_or(0);
+    let applied: Vec<i32> = tx
+        .query("select version from archive_schema", &[])?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let found = applied.iter().copied().max().unwrap_or(0);
     if found > SCHEMA_VERSION {
         return Err(ArchiveError::NewerSchema {
             found,
             known: SCHEMA_VERSION,
         });
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
-        tx.batch_execute(sql)?;
+    // Each migration not applied yet, in order: a superuser who took one back (its
+    // tables and its row) gets it again.
+    for (i, sql) in MIGRATIONS.iter().enumerate() {
         let version = i as i32 + 1;
+        if applied.contains(&version) {
+            continue;
+        }
+        tx.batch_execute(sql)?;
         tx.execute(
             "insert into archive_schema (version) values ($1)",
             &[&version],

@@ -21,6 +21,7 @@ mod consent;
 mod cpu;
 mod engine;
 mod events;
+mod fleet;
 mod hook;
 mod import;
 mod oracle;
@@ -84,6 +85,9 @@ enum Command {
     /// Benchmark the team archive: push and pull throughput, verify time, on a local
     /// PostgreSQL cluster.
     Archive(archive::ArchiveArgs),
+    /// Benchmark many sessions at once: the archive's job queue with 1 and 2 worker
+    /// processes, its own cost per job, `replay --all --jobs 2` against `--jobs 1`.
+    Fleet(fleet::FleetArgs),
     /// Benchmark search queries on a large generated home (10,000 sessions / 5 GB with
     /// `--sessions 10000 --session-kb 500`).
     SearchQuery(search::QueryArgs),
@@ -138,6 +142,7 @@ fn main() -> Result<()> {
         Command::Import(args) => import::run(&args),
         Command::Search(args) => search::run(&args),
         Command::Archive(args) => archive::run(&args),
+        Command::Fleet(args) => fleet::run(&args),
         Command::SearchQuery(args) => search::query(&args),
         Command::Hook(args) => hook::run(&args),
         Command::ImportOnce { home, src } => import::import_once(&home, &src),

@@ -58,7 +58,7 @@ pub fn url(given: Option<&str>) -> Result<String> {
         })
 }
 
-fn connect(given: Option<&str>) -> Result<Archive> {
+pub fn connect(given: Option<&str>) -> Result<Archive> {
     let url = url(given)?;
     Archive::connect(&url).with_context(|| format!("archive {}", redact_url(&url)))
 }
@@ -359,6 +359,26 @@ pub fn cached(spec: &str) -> Result<PathBuf> {
     let (id, _) = archive.resolve(spec)?;
     let pulled = archive.pull(&id, &home.root.join(CACHE_DIR))?;
     Ok(pulled.dir)
+}
+
+/// The archive's sessions (those of the projects whose key holds `project`, with ids
+/// on or after `since`), each pulled or brought up to date into the home's archive
+/// cache; their folders, oldest first.
+pub fn pull_all(project: Option<&str>, since: Option<&str>) -> Result<Vec<PathBuf>> {
+    let home = Home::from_env()?;
+    let mut archive = connect(None)?;
+    let mut listed = archive.list(project)?;
+    listed.retain(|l| since.is_none_or(|p| l.id.as_str() >= p));
+    listed.sort_by(|a, b| a.id.cmp(&b.id));
+    listed
+        .iter()
+        .map(|l| {
+            Ok(archive
+                .pull(&l.id, &home.root.join(CACHE_DIR))
+                .with_context(|| format!("pull {}", l.id))?
+                .dir)
+        })
+        .collect()
 }
 
 /// The blobs of a push, as a person reads them: how many went, and how many of those

@@ -37,7 +37,9 @@ const GROUPS: &[Group] = &[
     Group {
         heading: "Re-run",
         what: "Replay a session, compare two, go back to a point of one, go on from one.",
-        commands: &["replay", "diff", "checkout", "fork", "resume", "continue"],
+        commands: &[
+            "replay", "rerun", "diff", "checkout", "fork", "resume", "continue",
+        ],
     },
     Group {
         heading: "Integrity",
@@ -47,7 +49,7 @@ const GROUPS: &[Group] = &[
     Group {
         heading: "Team",
         what: "Share sessions in an archive, bring in other agents' sessions, send them to other tools.",
-        commands: &["archive", "import", "export"],
+        commands: &["archive", "worker", "import", "export"],
     },
     Group {
         heading: "Other",

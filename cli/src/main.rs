@@ -9,6 +9,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod archivecmd;
 mod auditcmd;
+mod batchcmd;
 mod chatcmd;
 mod clidoc;
 mod cmd;
@@ -21,7 +22,9 @@ mod logcmd;
 mod mcpcmd;
 mod out;
 mod provecmd;
+mod queuecmd;
 mod replaycmd;
+mod reruncmd;
 mod resumecmd;
 mod screen;
 mod searchcmd;

@@ -43,6 +43,9 @@ pub enum ReplayError {
         /// (workspace path, git blob id).
         missing: Vec<(String, String)>,
     },
+    /// The model of a what-if run failed (its provider's error).
+    #[error("the model: {0}")]
+    Model(String),
     /// The destination of a checkout is not empty.
     #[error("{}: not empty (give a new or empty folder)", .0.display())]
     NotEmpty(PathBuf),

@@ -25,6 +25,7 @@
 
 mod at;
 pub mod audit;
+pub mod batch;
 mod checkout;
 mod compare;
 mod diff;
@@ -36,6 +37,8 @@ mod listing;
 mod rerun;
 mod session;
 mod verify;
+#[cfg(feature = "run")]
+mod whatif;
 
 pub use at::{At, resolve_at};
 pub use checkout::{CheckoutReport, NotRestorable, WithheldFile, checkout};
@@ -54,3 +57,5 @@ pub use verify::{
     Interrupted, Problem, ProblemKind, Report, VerifyOptions, role_of, verify, verify_with,
     verify_with_keys,
 };
+#[cfg(feature = "run")]
+pub use whatif::{WhatIfOptions, WhatIfReport, what_if};

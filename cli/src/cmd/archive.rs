@@ -1,12 +1,12 @@
-//! `cairn archive`: the team archive in PostgreSQL (push, pull, list, verify, a local
-//! cluster). The archive's URL is the global `--archive` (`archivecmd::url`), or
+//! `cairn archive`: the team archive in PostgreSQL (push, pull, list, verify, runs of
+//! jobs over its sessions, a local cluster). The archive's URL is the global `--archive` (`archivecmd::url`), or
 //! `push --to`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::flags::{ListOutputArgs, OutputArgs};
-use crate::archivecmd;
+use crate::{archivecmd, queuecmd};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -80,6 +80,54 @@ enum Action {
         #[command(flatten)]
         output: OutputArgs,
     },
+    /// Enqueue a run: one job per archived session (--all, --project, --since, or the
+    /// sessions named), for `cairn worker` processes on any machine to take; prints the
+    /// run's id.
+    Run {
+        /// What each job does: replay, verify or rerun.
+        #[arg(value_parser = ["replay", "verify", "rerun"])]
+        kind: String,
+        /// Archived sessions (ids or unique parts).
+        #[arg(required_unless_present_any = ["all", "project", "since"])]
+        sessions: Vec<String>,
+        /// Every archived session.
+        #[arg(long, conflicts_with = "sessions")]
+        all: bool,
+        /// The sessions of the projects whose key holds P.
+        #[arg(long, value_name = "P", conflicts_with = "sessions")]
+        project: Option<String>,
+        /// The sessions started on or after DATE (2026-11-30, 2026-11-30T12:00).
+        #[arg(long, value_name = "DATE", conflicts_with = "sessions")]
+        since: Option<String>,
+        /// The model a rerun runs with.
+        #[arg(long)]
+        model: Option<String>,
+        /// A name for the run, shown by `archive runs`.
+        #[arg(long)]
+        name: Option<String>,
+        /// Times a job may be taken: a job whose lease expires that often (it killed
+        /// its worker each time) is failed with the reason.
+        #[arg(long, default_value_t = cairn_archive::queue::ATTEMPTS_MAX_DEFAULT, value_parser = clap::value_parser!(u32).range(1..))]
+        attempts_max: u32,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// The runs, newest first, with their jobs counted by state.
+    Runs {
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// A run summarised: results by outcome, divergences grouped by tool and field with
+    /// example sessions, failures with their reason, sessions that got slower, workers
+    /// and their throughput.
+    Report {
+        run: i64,
+        /// Write the report as an HTML page to FILE.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
     /// Start a local archive for trying it: a PostgreSQL cluster in DIR (made the first
     /// time) on 127.0.0.1, with a database `cairn`; prints its URL.
     Local {
@@ -128,6 +176,30 @@ impl Args {
                 witnesses,
                 output,
             } => archivecmd::verify(session.as_deref(), all, &keys, &witnesses, output.json),
+            Action::Run {
+                kind,
+                sessions,
+                all: _,
+                project,
+                since,
+                model,
+                name,
+                attempts_max,
+                output,
+            } => queuecmd::run(&queuecmd::RunArgs {
+                kind: &kind,
+                sessions: &sessions,
+                project: project.as_deref(),
+                since: since.as_deref(),
+                model: model.as_deref(),
+                name: name.as_deref(),
+                attempts_max,
+                json: output.json,
+            }),
+            Action::Runs { output } => queuecmd::runs(output.json),
+            Action::Report { run, html, output } => {
+                queuecmd::report(run, html.as_deref(), output.json)
+            }
             Action::Local {
                 dir,
                 port,

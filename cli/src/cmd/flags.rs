@@ -152,3 +152,35 @@ pub(crate) fn with_arg(
 ) -> impl FnMut(clap::Arg) -> clap::Arg {
     move |a| if a.get_id() == id { f(a) } else { a }
 }
+
+/// `--all` and what narrows it, for the verbs that take many sessions at once
+/// (`replay`, `verify`); each declares its own `--since`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct BatchArgs {
+    /// Every session of the home (or of the archive, with --in-archive), --jobs at a
+    /// time, with a summary: identical, diverged (the first divergence of each), could
+    /// not run.
+    #[arg(long)]
+    pub all: bool,
+    /// With --all: only the projects whose key holds P.
+    #[arg(long, value_name = "P", requires = "all")]
+    pub project: Option<String>,
+    /// With --all: the archive's sessions (pulled into the archive cache), not the
+    /// home's.
+    #[arg(long, requires = "all")]
+    pub in_archive: bool,
+    /// With --all: sessions at a time (default: the number of cores).
+    #[arg(long, value_name = "N", requires = "all", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+}
+
+impl BatchArgs {
+    pub fn selection<'a>(&'a self, since: Option<&'a str>) -> crate::batchcmd::Selection<'a> {
+        crate::batchcmd::Selection {
+            project: self.project.as_deref(),
+            since,
+            in_archive: self.in_archive,
+            jobs: self.jobs.map(|j| j as usize),
+        }
+    }
+}

@@ -27,6 +27,7 @@ mod memory;
 mod prove;
 mod ps;
 mod replay;
+mod rerun;
 mod resume;
 mod run;
 mod schema;
@@ -36,6 +37,7 @@ mod show;
 mod tools;
 mod verify;
 mod witness;
+mod worker;
 
 use std::process::ExitCode;
 
@@ -69,6 +71,9 @@ pub(crate) enum Command {
     /// pull them back byte-exact, list and verify them there. The review verbs (show,
     /// audit, diff, replay, verify) take `archive:<id>` for an archived session.
     Archive(archive::Args),
+    /// Take jobs of the archive's runs (`cairn archive run`) and write their results
+    /// back: a lease renewed while a job runs, so a worker that dies loses nothing.
+    Worker(worker::Args),
     /// Print a log's records, one line each (seq, time, type, summary).
     Log(log::Args),
     /// Print the last seq and its record hash, to anchor a log elsewhere.
@@ -91,6 +96,11 @@ pub(crate) enum Command {
     /// parent is the original) and report where results diverge.
     /// Exit 0 identical, 1 divergences, 2 could not run.
     Replay(replay::Args),
+    /// Run a recorded task again with a model (another, or the same one), from the
+    /// start or from a call: a fork at that point, the recorded user messages given
+    /// again, the new run recorded as a child session and compared with the original
+    /// (calls, files, final answer). Exit 0 identical, 1 different, 2 could not run.
+    Rerun(rerun::Args),
     /// Align two sessions' calls and show what differs: calls, inputs, statuses,
     /// outputs, file writes, final workspaces. Exit 0 identical, 1 different.
     Diff(diff::Args),
@@ -214,7 +224,11 @@ impl Command {
         self.runs_session()
             || matches!(
                 self,
-                Command::Continue(_) | Command::Replay(_) | Command::Import(_) | Command::Demo(_)
+                Command::Continue(_)
+                    | Command::Replay(_)
+                    | Command::Rerun(_)
+                    | Command::Import(_)
+                    | Command::Demo(_)
             )
     }
 
@@ -228,6 +242,7 @@ impl Command {
             Command::Witness(a) => a.run(),
             Command::Checkpoint(a) => a.run(),
             Command::Archive(a) => a.run(),
+            Command::Worker(a) => a.run(),
             Command::Log(a) => a.run(),
             Command::Head(a) => a.run(),
             Command::Run(a) => a.run(),
@@ -235,6 +250,7 @@ impl Command {
             Command::Memory(a) => a.run(),
             Command::Allow(a) => a.run(),
             Command::Replay(a) => a.run(),
+            Command::Rerun(a) => a.run(),
             Command::Diff(a) => a.run(),
             Command::Checkout(a) => a.run(),
             Command::Resume(a) => a.run(),

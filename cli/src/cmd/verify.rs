@@ -4,21 +4,24 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::flags::{OutputArgs, with_arg};
-use crate::{logcmd, provecmd, replaycmd};
+use super::flags::{BatchArgs, OutputArgs, with_arg};
+use crate::{batchcmd, logcmd, provecmd, replaycmd};
 
 #[derive(Debug, clap::Args)]
 #[command(mut_args(with_arg("json", |a| a.help("Print a machine-readable report"))))]
 pub(crate) struct Args {
     /// A session (id, unique prefix, `last`), a session folder or a log file.
-    #[arg(required_unless_present = "proof")]
+    #[arg(required_unless_present_any = ["proof", "all"], conflicts_with = "all")]
     path: Option<PathBuf>,
+    #[command(flatten)]
+    batch: BatchArgs,
     #[command(flatten)]
     output: OutputArgs,
     /// A proof file (`cairn prove`) to check offline, with --key or --policy.
-    #[arg(long, conflicts_with_all = ["path", "since"])]
+    #[arg(long, conflicts_with_all = ["path", "since", "all"])]
     proof: Option<PathBuf>,
-    /// An older checkpoint file of the session: its log must extend it.
+    /// An older checkpoint file of the session: its log must extend it. With --all, a
+    /// date instead: only sessions started on or after it (2026-11-30).
     #[arg(long)]
     since: Option<PathBuf>,
     /// A witness policy (tlog-policy: log, witness, group, quorum lines).
@@ -38,6 +41,10 @@ impl Args {
             keys: &self.keys,
             json,
         };
+        if self.batch.all {
+            let since = self.since.as_deref().map(|s| s.to_string_lossy());
+            return batchcmd::verify_all(&self.batch.selection(since.as_deref()), json);
+        }
         match (&self.path, &self.proof) {
             (_, Some(p)) => provecmd::verify_proof(&checks, p),
             (Some(path), None) if checks.since.is_some() || checks.policy.is_some() => {

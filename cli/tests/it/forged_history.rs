@@ -790,5 +790,5 @@ fn the_newest_checkpoint_only_grows_and_an_archive_of_schema_1_is_migrated_in_pl
         .query_one("select max(version) from archive_schema", &[])
         .unwrap()
         .get(0);
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
 }

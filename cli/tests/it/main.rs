@@ -16,6 +16,7 @@ mod cli;
 mod corrupt_tail;
 mod docs;
 mod durability;
+mod fleet;
 mod forged_history;
 mod hook;
 mod import;

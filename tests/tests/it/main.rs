@@ -48,6 +48,7 @@ mod replay_diff;
 mod replay_rerun;
 mod replay_samples;
 mod replay_verify;
+mod replay_whatif;
 mod resume_crash;
 mod resume_findings;
 mod resume_fork;

@@ -1,0 +1,300 @@
+//! `cairn-bench fleet`: many sessions replayed at once (issue 46). Generated sessions
+//! (`--sessions`, each a few file reads and an edit, recorded through the engine) are
+//! pushed to a local PostgreSQL cluster (`cairn archive local`'s settings), then:
+//!
+//! - the queue's own cost per job: a run of `--sessions` jobs taken and finished by
+//!   one in-process worker that does no work (take, lease, result, one transaction
+//!   each), ms per job;
+//! - a replay run done by 1 worker process, then by 2 (`cairn worker --exit-when-idle`):
+//!   jobs/s from the first worker's start to the last one's exit, and the ratio;
+//! - `cairn replay --all --jobs 1` and `--jobs 2` on the home: sessions/s and the ratio;
+//! - with `--many N`, a verify run done by N worker processes at once: jobs/s, and the
+//!   most connections the server had open (each worker holds two while a job runs).
+//!
+//! Workers are the `cairn` binary beside this one (`cargo build -p cairn-cli`), or
+//! `--cairn`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use cairn_archive::queue::{NewRun, Taken};
+use cairn_archive::{Archive, LocalSession, PushOptions};
+use cairn_engine::{Catalog, Home};
+
+use crate::report::{Row, Section, Target, Unit, table};
+use crate::store::{loadavg, progress};
+
+#[derive(Debug, clap::Args)]
+pub struct FleetArgs {
+    /// Sessions to generate (the issue's figure: 2,000).
+    #[arg(long, default_value_t = 200)]
+    pub sessions: usize,
+    /// Times each figure is measured.
+    #[arg(long, default_value_t = 1)]
+    pub runs: usize,
+    /// Also a verify run by this many worker processes at once (e.g. 50).
+    #[arg(long, default_value_t = 0)]
+    pub many: usize,
+    /// The cairn binary (default: `cairn` beside this one).
+    #[arg(long)]
+    pub cairn: Option<PathBuf>,
+}
+
+fn cairn_bin(a: &FleetArgs) -> Result<PathBuf> {
+    let bin = match &a.cairn {
+        Some(b) => b.clone(),
+        None => std::env::current_exe()?
+            .parent()
+            .context("the bench's folder")?
+            .join("cairn"),
+    };
+    if !bin.is_file() {
+        bail!(
+            "{}: no cairn binary (cargo build -p cairn-cli, or --cairn)",
+            bin.display()
+        );
+    }
+    Ok(bin)
+}
+
+/// Records `n` sessions into `home`, over eight workspaces.
+fn generate(base: &Path, home: &Home, n: usize) -> Vec<PathBuf> {
+    use serde_json::json;
+    (0..n)
+        .map(|i| {
+            let a = format!("alpha {i}\n");
+            cairn_tests::replay::record(
+                home,
+                &base.join(format!("ws{}", i % 8)),
+                &[("a.txt", &a), ("b.txt", "beta\n"), ("c.txt", "gamma\n")],
+                cairn_tests::replay::quick_config(Catalog::Thoth),
+                &[
+                    ("read_file", json!({"path": "a.txt"})),
+                    ("read_file", json!({"path": "b.txt"})),
+                    ("read_file", json!({"path": "c.txt"})),
+                    (
+                        "edit_file",
+                        json!({"path": "a.txt", "old_string": "alpha", "new_string": "ALPHA"}),
+                    ),
+                ],
+            )
+        })
+        .collect()
+}
+
+pub fn run(a: &FleetArgs) -> Result<()> {
+    if a.sessions == 0 || a.runs == 0 {
+        bail!("--sessions and --runs must be at least 1");
+    }
+    let cairn = cairn_bin(a)?;
+    let tmp = tempfile::tempdir()?;
+    let home = Home::at(&tmp.path().join("home"));
+    progress(&format!("recording {} sessions", a.sessions));
+    let dirs = generate(tmp.path(), &home, a.sessions);
+    let pg_dir = tempfile::Builder::new()
+        .prefix("cairn-bench-pg-")
+        .tempdir()
+        .context("the cluster's folder")?;
+    let local = cairn_archive::local::start(pg_dir.path(), None)?;
+    let result = measure(a, &cairn, tmp.path(), &home, &dirs, &local.url);
+    let stopped = cairn_archive::local::stop(&local.dir);
+    result?;
+    stopped?;
+    Ok(())
+}
+
+fn workers(cairn: &Path, url: &str, home: &Home, work: &Path, n: usize) -> Result<Vec<Child>> {
+    (0..n)
+        .map(|_| {
+            Command::new(cairn)
+                .env("CAIRN_HOME", &home.root)
+                .env("TMPDIR", work)
+                .args([
+                    "--archive",
+                    url,
+                    "worker",
+                    "--exit-when-idle",
+                    "--poll-ms",
+                    "20",
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .context("start a worker")
+        })
+        .collect()
+}
+
+/// A run of `kind` over every archived session, done by `n` worker processes: jobs/s
+/// and the most connections seen.
+fn run_with(
+    cairn: &Path,
+    url: &str,
+    home: &Home,
+    work: &Path,
+    kind: &str,
+    n: usize,
+) -> Result<(f64, i64)> {
+    let mut archive = Archive::connect(url)?;
+    let ids = archive.session_ids()?;
+    let run = archive.create_run(
+        &NewRun {
+            kind,
+            name: Some("bench"),
+            model: None,
+            attempts_max: 3,
+        },
+        &ids,
+    )?;
+    let t = Instant::now();
+    let mut children = workers(cairn, url, home, work, n)?;
+    let mut peak = 0i64;
+    loop {
+        let open: i64 = archive
+            .client()
+            .query_one(
+                "select count(*) from pg_stat_activity where datname = current_database()",
+                &[],
+            )?
+            .get(0);
+        peak = peak.max(open);
+        if children
+            .iter_mut()
+            .all(|c| c.try_wait().ok().flatten().is_some())
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let secs = t.elapsed().as_secs_f64();
+    for c in &mut children {
+        if !c.wait()?.success() {
+            bail!("a worker failed");
+        }
+    }
+    let report = archive.report(run)?;
+    if report.run.done != ids.len() as u64 {
+        bail!("run {run}: {} of {} jobs done", report.run.done, ids.len());
+    }
+    Ok((ids.len() as f64 / secs, peak))
+}
+
+/// The queue alone: every job of a run taken and finished with an empty result; ms
+/// per job.
+fn queue_cost(url: &str) -> Result<f64> {
+    let mut archive = Archive::connect(url)?;
+    archive.without_flush_wait()?;
+    let ids = archive.session_ids()?;
+    archive.create_run(
+        &NewRun {
+            kind: "verify",
+            name: Some("bench: queue cost"),
+            model: None,
+            attempts_max: 3,
+        },
+        &ids,
+    )?;
+    let result = serde_json::json!({"outcome": "clean"});
+    let t = Instant::now();
+    let mut n = 0u64;
+    while let Taken::Job(job) = archive.take_job("bench", 30_000)? {
+        archive.renew_lease(job.id, job.attempt, 30_000)?;
+        if !archive.finish_job(&job, "bench", "clean", &result, 0)? {
+            bail!("job {}: result not written", job.id);
+        }
+        n += 1;
+    }
+    Ok(t.elapsed().as_secs_f64() * 1000.0 / n.max(1) as f64)
+}
+
+/// `cairn replay --all --jobs N` on the home: sessions/s.
+fn replay_all(cairn: &Path, home: &Home, jobs: usize, sessions: usize) -> Result<f64> {
+    let t = Instant::now();
+    let out = Command::new(cairn)
+        .env("CAIRN_HOME", &home.root)
+        .args(["replay", "--all", "--jobs", &jobs.to_string()])
+        .stderr(Stdio::inherit())
+        .output()?;
+    let secs = t.elapsed().as_secs_f64();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let want = format!("{sessions} sessions: {sessions} identical");
+    if !text.contains(&want) {
+        bail!("replay --all: {text}");
+    }
+    Ok(sessions as f64 / secs)
+}
+
+fn measure(
+    a: &FleetArgs,
+    cairn: &Path,
+    base: &Path,
+    home: &Home,
+    dirs: &[PathBuf],
+    url: &str,
+) -> Result<()> {
+    let load_before = loadavg();
+    let mut archive = Archive::connect(url)?;
+    progress("pushing");
+    for d in dirs {
+        archive.push(&LocalSession::at(d)?, &PushOptions::default(), &mut |_| {})?;
+    }
+    let work = base.join("work");
+    std::fs::create_dir_all(&work)?;
+    let mut queue_ms = Row::new(
+        "queue's own cost per job (take, renew, result)",
+        Unit::Millis,
+    )
+    .target(Target::Below(5.0));
+    let mut one = Row::new("replay run, 1 worker process", Unit::PerSec).note("jobs/s");
+    let mut two = Row::new("replay run, 2 worker processes", Unit::PerSec).note("jobs/s");
+    let mut ratio = Row::new("2 workers ÷ 1", Unit::Ratio).target(Target::AtLeast(1.7));
+    let mut j1 = Row::new("replay --all --jobs 1", Unit::PerSec).note("sessions/s");
+    let mut j2 = Row::new("replay --all --jobs 2", Unit::PerSec).note("sessions/s");
+    let mut jratio = Row::new("--jobs 2 ÷ --jobs 1", Unit::Ratio).target(Target::AtLeast(1.7));
+    let mut many = Row::new(
+        format!("verify run, {} worker processes", a.many),
+        Unit::PerSec,
+    );
+    let mut conns = Row::new("— most connections open", Unit::PerSec);
+    for r in 0..a.runs {
+        queue_ms.push(queue_cost(url)?);
+        let (w1, _) = run_with(cairn, url, home, &work, "replay", 1)?;
+        let (w2, _) = run_with(cairn, url, home, &work, "replay", 2)?;
+        one.push(w1);
+        two.push(w2);
+        ratio.push(w2 / w1);
+        let s1 = replay_all(cairn, home, 1, dirs.len())?;
+        let s2 = replay_all(cairn, home, 2, dirs.len())?;
+        j1.push(s1);
+        j2.push(s2);
+        jratio.push(s2 / s1);
+        if a.many > 0 {
+            let (m, peak) = run_with(cairn, url, home, &work, "verify", a.many)?;
+            many.push(m);
+            conns.push(peak as f64);
+        }
+        progress(&format!(
+            "run {}: 1 worker {w1:.1} jobs/s, 2 workers {w2:.1}; replay --all {s1:.1} / {s2:.1} sessions/s",
+            r + 1
+        ));
+    }
+    let mut rows = vec![queue_ms, one, two, ratio, j1, j2, jratio];
+    if a.many > 0 {
+        rows.push(many);
+        rows.push(conns);
+    }
+    println!(
+        "{}",
+        table(&[Section {
+            title: format!(
+                "fleet: {} sessions of 4 calls (load before: {load_before}, after: {})",
+                a.sessions,
+                loadavg()
+            ),
+            rows,
+        }])
+    );
+    Ok(())
+}
