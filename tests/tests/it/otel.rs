@@ -869,3 +869,192 @@ fn a_request_carries_at_most_the_batch_limit_of_spans() {
         (2, OTEL_BATCH_SPANS_MAX + 1)
     );
 }
+
+/// The receiver of `tests/python/otlp_receiver.py`, built on OpenTelemetry's Python
+/// `opentelemetry-proto` package: each request decoded by OpenTelemetry's own
+/// `ExportTraceServiceRequest`, each span a JSON line in `out`. Ends when dropped.
+struct PyReceiver {
+    url: String,
+    out: PathBuf,
+    child: std::process::Child,
+}
+
+impl PyReceiver {
+    /// `None`, having said so loudly, when the peers are skipped (`CAIRN_SKIP_PEERS=1`).
+    fn start(out: PathBuf) -> Option<PyReceiver> {
+        let dir = cairn_tests::installed("python", &[".venv/bin/python", "otlp_receiver.py"])?;
+        let mut child = std::process::Command::new(dir.join(".venv/bin/python"))
+            .arg(dir.join("otlp_receiver.py"))
+            .arg(&out)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port: u16 = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("otlp_receiver.py said {line:?}, not its port"));
+        Some(PyReceiver {
+            url: format!("http://127.0.0.1:{port}"),
+            out,
+            child,
+        })
+    }
+
+    /// The spans of the trace whose root says `cairn.session.id` = `session`.
+    fn trace_of(&self, session: &str) -> Vec<serde_json::Value> {
+        let all: Vec<serde_json::Value> = std::fs::read_to_string(&self.out)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let trace = all
+            .iter()
+            .find(|s| s["attributes"]["cairn.session.id"] == session)
+            .unwrap_or_else(|| panic!("no root span of {session} in {all:#?}"))["trace_id"]
+            .clone();
+        all.into_iter().filter(|s| s["trace_id"] == trace).collect()
+    }
+}
+
+impl Drop for PyReceiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Holds the spans Python's `opentelemetry-proto` decoded against the log of the
+/// session in `dir`: names, parent links, the root's attributes, token counts, call
+/// statuses and permission events.
+fn python_spans_say_what_the_log_says(spans: &[serde_json::Value], dir: &Path, verify: &str) {
+    let id = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let log = events(dir);
+    let of = |ty: &str| -> Vec<&serde_json::Value> {
+        log.iter()
+            .filter(|(_, e)| e["type"] == ty)
+            .map(|(_, e)| e)
+            .collect()
+    };
+    // Names: one per turn and call, and the session's, nothing else.
+    let mut want: Vec<String> = of("model_turn")
+        .iter()
+        .map(|t| format!("chat {}", t["model"].as_str().unwrap()))
+        .chain(
+            of("tool_started")
+                .iter()
+                .map(|t| format!("execute_tool {}", t["tool"].as_str().unwrap())),
+        )
+        .chain(["invoke_agent cairn".to_string()])
+        .collect();
+    let mut names: Vec<String> = spans
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect();
+    want.sort();
+    names.sort();
+    assert_eq!(names, want);
+
+    // Parent links: one root, every other span its child.
+    let roots: Vec<&serde_json::Value> =
+        spans.iter().filter(|s| s["parent_span_id"] == "").collect();
+    assert_eq!(roots.len(), 1, "{spans:#?}");
+    let root = roots[0];
+    assert_eq!(root["name"], "invoke_agent cairn");
+    for s in spans.iter().filter(|s| s["parent_span_id"] != "") {
+        assert_eq!(s["parent_span_id"], root["span_id"], "{}", s["name"]);
+    }
+    let a = &root["attributes"];
+    assert_eq!(a["cairn.session.id"], id.as_str());
+    assert_eq!(a["gen_ai.operation.name"], "invoke_agent");
+    assert_eq!(a["cairn.verify"], verify);
+    assert_eq!(a["cairn.seq.first"], 0);
+    assert_eq!(a["cairn.seq.last"], log.last().unwrap().0);
+    assert_eq!(root["service_name"], "cairn-test");
+
+    // Token counts: each chat span, in time order, has its turn's usage.
+    let mut chats: Vec<&serde_json::Value> = spans
+        .iter()
+        .filter(|s| s["attributes"]["gen_ai.operation.name"] == "chat")
+        .collect();
+    chats.sort_by_key(|s| s["attributes"]["cairn.seq"].as_u64());
+    let turns = of("model_turn");
+    assert_eq!(chats.len(), turns.len());
+    for (s, t) in chats.iter().zip(&turns) {
+        let (a, u) = (&s["attributes"], &t["usage"]);
+        assert_eq!(a["gen_ai.request.model"], t["model"]);
+        assert_eq!(a["gen_ai.provider.name"], t["provider"]);
+        assert_eq!(a["gen_ai.usage.input_tokens"], u["input_tokens"]);
+        assert_eq!(a["gen_ai.usage.output_tokens"], u["output_tokens"]);
+        assert_eq!(
+            a["gen_ai.usage.cache_read.input_tokens"],
+            u["cached_tokens"]
+        );
+        assert!(s["end_time_unix_nano"].as_u64() >= s["start_time_unix_nano"].as_u64());
+    }
+
+    // Calls: each one's status and error as the log's `tool_finished` says, and its
+    // permission answers as span events.
+    let finished = of("tool_finished");
+    let tools: Vec<&serde_json::Value> = spans
+        .iter()
+        .filter(|s| s["attributes"]["gen_ai.operation.name"] == "execute_tool")
+        .collect();
+    assert_eq!(tools.len(), finished.len());
+    for f in &finished {
+        let s = tools
+            .iter()
+            .find(|s| s["attributes"]["gen_ai.tool.call.id"] == f["call"])
+            .unwrap_or_else(|| panic!("no span of call {}", f["call"]));
+        let a = &s["attributes"];
+        assert_eq!(a["cairn.call.status"], f["status"]);
+        let error = if f["status"] == "ok" {
+            serde_json::Value::Null
+        } else {
+            f["status"].clone()
+        };
+        assert_eq!(a["error.type"], error, "{}", s["name"]);
+        assert_eq!(a["gen_ai.tool.type"], "function");
+    }
+    let decided = |s: &&serde_json::Value| {
+        s["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == "cairn.permission.decided")
+            .count()
+    };
+    assert_eq!(
+        tools.iter().map(decided).sum::<usize>(),
+        of("permission_decided").len()
+    );
+}
+
+#[test]
+fn python_opentelemetry_proto_decodes_a_recorded_and_a_live_session_as_the_log_says() {
+    let (tmp, home, ws) = cairn_tests::home_and_workspace();
+    let Some(rx) = PyReceiver::start(tmp.path().join("spans.jsonl")) else {
+        return;
+    };
+    // A recorded session, sent from its log.
+    let (recorded, _) = session(&home, &ws);
+    send_to(&rx.url, &recorded);
+    // A live one, sent as the engine writes it.
+    let (exporter, said) = exporter_to(&rx.url);
+    let (live, _) = session(&home.with_export(exporter), &ws);
+    assert!(
+        said.lock().unwrap().is_empty(),
+        "{:?}",
+        said.lock().unwrap()
+    );
+    let id = |d: &Path| d.file_name().unwrap().to_string_lossy().into_owned();
+    let (r, l) = (rx.trace_of(&id(&recorded)), rx.trace_of(&id(&live)));
+    assert_eq!(r.len(), 5);
+    python_spans_say_what_the_log_says(&r, &recorded, "chain");
+    python_spans_say_what_the_log_says(&l, &live, "live");
+    assert_ne!(r[0]["trace_id"], l[0]["trace_id"]);
+}
