@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 use cairn_engine::permission::Policy;
 use cairn_engine::provider::{ToolCall, Turn, Usage};
 use cairn_engine::{Catalog, Engine, EngineConfig, Home, RecordSink};
-use cairn_export::otel::{LiveExporter, LiveLimits, Note, OtelConfig, OtelTable, Sender, spans_of};
+use cairn_export::otel::{
+    LiveExporter, LiveLimits, Note, OTLP_GRPC, OTLP_PROTOCOL, OtelConfig, OtelTable, Sender,
+    spans_of,
+};
 use cairn_store::Durability;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
@@ -459,6 +462,11 @@ fn a_live_export_sends_what_a_batch_export_sends_with_the_same_ids() {
 /// of one without, the writer is not held past the drain bound, and the collector's
 /// failure is one note.
 fn outcome_unchanged_with(mode: Mode) {
+    outcome_unchanged_over(mode, OTLP_PROTOCOL);
+}
+
+/// [`outcome_unchanged_with`] over `protocol`.
+fn outcome_unchanged_over(mode: Mode, protocol: &str) {
     let (_tmp, home, ws) = cairn_tests::home_and_workspace();
     let (_, plain) = session(&home, &ws);
     let bad = Receiver::start(mode);
@@ -467,7 +475,9 @@ fn outcome_unchanged_with(mode: Mode) {
         drain_ms: 1_000,
         ..live_limits()
     };
-    let exporting = home.with_export(LiveExporter::start_for(config(&bad.url, 300), limits, note));
+    let mut c = config(&bad.url, 300);
+    c.protocol = protocol.to_string();
+    let exporting = home.with_export(LiveExporter::start_for(c.clone(), limits, note));
     let t = Instant::now();
     let (dir, outcomes) = session(&exporting, &ws);
     let took = t.elapsed();
@@ -494,7 +504,8 @@ fn outcome_unchanged_with(mode: Mode) {
     assert_eq!(said.len(), 1, "{mode:?}: {said:?}");
     assert!(said[0].contains("is not exported live"), "{said:?}");
     // The batch export says it failed.
-    assert!(send(&bad.url, &dir).is_err(), "{mode:?}");
+    let sent = Sender::new(&c).and_then(|s| s.send(spans_of(&dir, false)?.spans));
+    assert!(sent.is_err(), "{mode:?}");
 }
 
 #[test]
@@ -1057,4 +1068,216 @@ fn python_opentelemetry_proto_decodes_a_recorded_and_a_live_session_as_the_log_s
     python_spans_say_what_the_log_says(&r, &recorded, "chain");
     python_spans_say_what_the_log_says(&l, &live, "live");
     assert_ne!(r[0]["trace_id"], l[0]["trace_id"]);
+}
+
+/// An OTLP/gRPC receiver on 127.0.0.1: tonic's server with `opentelemetry-proto`'s
+/// `TraceService`, on a runtime of its own; every span kept as [`Receiver`] keeps them.
+struct GrpcReceiver {
+    url: String,
+    spans: Arc<Mutex<Vec<Got>>>,
+    requests: Arc<Mutex<u64>>,
+}
+
+struct Traces {
+    spans: Arc<Mutex<Vec<Got>>>,
+    requests: Arc<Mutex<u64>>,
+}
+
+#[tonic::async_trait]
+impl opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceService
+    for Traces
+{
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<
+        tonic::Response<
+            opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse,
+        >,
+        tonic::Status,
+    > {
+        *self.requests.lock().unwrap() += 1;
+        for rs in request.into_inner().resource_spans {
+            let service = rs
+                .resource
+                .iter()
+                .flat_map(|r| r.attributes.iter())
+                .find(|kv| kv.key == "service.name")
+                .and_then(|kv| kv.value.clone()?.value)
+                .map(|v| match v {
+                    Any::StringValue(s) => s,
+                    other => format!("{other:?}"),
+                })
+                .unwrap_or_default();
+            for ss in rs.scope_spans {
+                for span in ss.spans {
+                    self.spans.lock().unwrap().push(Got {
+                        span,
+                        service: service.clone(),
+                    });
+                }
+            }
+        }
+        Ok(tonic::Response::new(Default::default()))
+    }
+}
+
+impl GrpcReceiver {
+    fn start() -> GrpcReceiver {
+        use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let spans: Arc<Mutex<Vec<Got>>> = Arc::default();
+        let requests: Arc<Mutex<u64>> = Arc::default();
+        let service = Traces {
+            spans: spans.clone(),
+            requests: requests.clone(),
+        };
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                tonic::transport::Server::builder()
+                    .add_service(TraceServiceServer::new(service))
+                    .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
+                    .await
+                    .unwrap();
+            });
+        });
+        GrpcReceiver {
+            url,
+            spans,
+            requests,
+        }
+    }
+
+    fn spans(&self) -> Vec<Got> {
+        self.spans.lock().unwrap().clone()
+    }
+}
+
+fn grpc_config(url: &str, timeout_ms: u64) -> OtelConfig {
+    let table = OtelTable {
+        endpoint: Some(url.to_string()),
+        protocol: Some(OTLP_GRPC.into()),
+        timeout_ms: Some(timeout_ms),
+        service_name: Some("cairn-test".into()),
+        ..OtelTable::default()
+    };
+    OtelConfig::resolve(None, |_| None, &table).unwrap()
+}
+
+#[test]
+fn grpc_sends_a_recorded_and_a_live_session_as_http_does() {
+    let (_tmp, home, ws) = cairn_tests::home_and_workspace();
+    let grpc = GrpcReceiver::start();
+    let c = grpc_config(&grpc.url, 2_000);
+    // The base endpoint as it is: no `/v1/traces`.
+    assert_eq!(c.traces_url, grpc.url);
+    let (dir, _) = session(&home, &ws);
+    Sender::new(&c)
+        .unwrap()
+        .send(spans_of(&dir, false).unwrap().spans)
+        .unwrap();
+    let http = Receiver::start(Mode::Ok);
+    send_to(&http.url, &dir);
+    assert_eq!(grpc.spans().len(), 5);
+    assert_eq!(*grpc.requests.lock().unwrap(), 1);
+    assert_eq!(shape(&grpc.spans()), shape(&http.spans()));
+    let tokens = |got: &[Got]| -> Vec<(Option<i64>, Option<i64>, Option<i64>)> {
+        got.iter()
+            .filter(|g| g.span.name.starts_with("chat"))
+            .map(|g| {
+                (
+                    g.int("gen_ai.usage.input_tokens"),
+                    g.int("gen_ai.usage.output_tokens"),
+                    g.int("gen_ai.usage.cache_read.input_tokens"),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        tokens(&grpc.spans()),
+        [
+            (Some(1200), Some(34), Some(1000)),
+            (Some(1300), Some(5), None)
+        ]
+    );
+    assert_eq!(tokens(&grpc.spans()), tokens(&http.spans()));
+    assert!(grpc.spans().iter().all(|g| g.service == "cairn-test"));
+
+    // Live: the engine's session over gRPC gives what its log gives.
+    let live = GrpcReceiver::start();
+    let (note, said) = notes();
+    let exporting = home.with_export(LiveExporter::start_for(
+        grpc_config(&live.url, 2_000),
+        live_limits(),
+        note,
+    ));
+    let (dir, _) = session(&exporting, &ws);
+    assert!(
+        said.lock().unwrap().is_empty(),
+        "{:?}",
+        said.lock().unwrap()
+    );
+    let batch = Receiver::start(Mode::Ok);
+    send_to(&batch.url, &dir);
+    assert_eq!(live.spans().len(), 5);
+    assert_eq!(shape(&live.spans()), shape(&batch.spans()));
+}
+
+#[test]
+fn a_grpc_collector_that_hangs_never_changes_a_session() {
+    outcome_unchanged_over(Mode::Hangs, OTLP_GRPC);
+}
+
+#[test]
+fn a_grpc_collector_that_closes_the_connection_never_changes_a_session() {
+    outcome_unchanged_over(Mode::Closes, OTLP_GRPC);
+}
+
+#[test]
+fn a_grpc_collector_that_answers_http1_never_changes_a_session() {
+    outcome_unchanged_over(Mode::Fails, OTLP_GRPC);
+}
+
+// Guards against a gRPC collector that is down (nothing listens on its port) failing
+// or holding a session: one note, the outcome as without the export.
+#[test]
+fn a_grpc_collector_that_is_down_never_changes_a_session() {
+    let (_tmp, home, ws) = cairn_tests::home_and_workspace();
+    let (_, plain) = session(&home, &ws);
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let c = grpc_config(&format!("http://127.0.0.1:{port}"), 300);
+    let (note, said) = notes();
+    let limits = LiveLimits {
+        drain_ms: 1_000,
+        ..live_limits()
+    };
+    let exporting = home.with_export(LiveExporter::start_for(c.clone(), limits, note));
+    let t = Instant::now();
+    let (dir, outcomes) = session(&exporting, &ws);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let status = |o: &[(String, String)]| o.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>();
+    assert_eq!(status(&outcomes), status(&plain));
+    let verified =
+        cairn_store::verify_path(&dir.join("events.jsonl"), &Default::default()).unwrap();
+    assert!(verified.is_clean(), "{:?}", verified.problems);
+    let said = said.lock().unwrap().clone();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].contains("is not exported live"), "{said:?}");
+    let e = Sender::new(&c)
+        .unwrap()
+        .send(spans_of(&dir, false).unwrap().spans)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("is the collector running?"), "{e}");
 }
