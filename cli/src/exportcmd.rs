@@ -23,7 +23,7 @@ pub struct Args {
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum Format {
     /// Send sessions to an OpenTelemetry collector as traces (OTLP over HTTP/protobuf,
-    /// GenAI semantic conventions: one `invoke_agent` span per session, `chat` per
+    /// or gRPC with --protocol grpc; GenAI semantic conventions: one `invoke_agent` span per session, `chat` per
     /// model turn, `execute_tool` per call; docs/EXPORT.md). The collector is
     /// --endpoint, else OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT,
     /// else `endpoint` of [otel] in config.toml. Ids derive from the session id and
@@ -66,9 +66,15 @@ pub struct OtelArgs {
     #[arg(long)]
     pub all: bool,
     /// The collector's OTLP/HTTP base URL (`http://localhost:4318`); traces are posted
-    /// to URL/v1/traces.
+    /// to URL/v1/traces. With `--protocol grpc`, its gRPC endpoint
+    /// (`http://localhost:4317`; port 4317 when the URL names none).
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
+    /// The OTLP protocol, over OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
+    /// OTEL_EXPORTER_OTLP_PROTOCOL and `protocol` of [otel]: `http/protobuf` (the
+    /// default) or `grpc` (plaintext; no TLS for gRPC).
+    #[arg(long, value_name = "PROTOCOL", value_parser = ["http/protobuf", "grpc"])]
+    pub protocol: Option<String>,
 }
 
 impl Args {
@@ -85,6 +91,7 @@ fn table_of(s: &Settings) -> OtelTable {
     let t = s.otel.clone().unwrap_or_default();
     OtelTable {
         endpoint: t.endpoint,
+        protocol: t.protocol,
         headers: t.headers.unwrap_or_default().into_iter().collect(),
         service_name: t.service_name,
         capture_content: t.capture_content,
@@ -94,12 +101,17 @@ fn table_of(s: &Settings) -> OtelTable {
 
 /// The OpenTelemetry configuration in force in the current folder; `None` when no
 /// endpoint is configured.
-fn config_in_force(home: &Home, given: Option<&str>) -> Result<Option<OtelConfig>> {
+fn config_in_force(
+    home: &Home,
+    given: Option<&str>,
+    protocol: Option<&str>,
+) -> Result<Option<OtelConfig>> {
     let cwd = std::env::current_dir()?;
     let project = crate::sessioncmd::project_for(home, &cwd);
     let s = crate::sessioncmd::effective(home, project.as_ref(), &Settings::default())?;
-    Ok(OtelConfig::resolve(
+    Ok(OtelConfig::resolve_with(
         given,
+        protocol,
         |k| std::env::var(k).ok(),
         &table_of(&s),
     ))
@@ -118,7 +130,7 @@ pub fn with_live_export(home: Home) -> Result<Home> {
 
 /// [`with_live_export`] with the live exporter's `limits`.
 pub fn with_live_export_limits(home: Home, limits: LiveLimits) -> Result<Home> {
-    let Some(config) = config_in_force(&home, None)? else {
+    let Some(config) = config_in_force(&home, None, None)? else {
         return Ok(home);
     };
     let note: cairn_export::otel::Note = std::sync::Arc::new(|text: &str| out::note(text));
@@ -198,7 +210,9 @@ impl AtifArgs {
 impl OtelArgs {
     fn run(self) -> Result<ExitCode> {
         let home = Home::from_env()?;
-        let Some(config) = config_in_force(&home, self.endpoint.as_deref())? else {
+        let Some(config) =
+            config_in_force(&home, self.endpoint.as_deref(), self.protocol.as_deref())?
+        else {
             anyhow::bail!(
                 "no OpenTelemetry collector is configured: give --endpoint URL, set OTEL_EXPORTER_OTLP_ENDPOINT, or `endpoint` in the [otel] table of config.toml"
             );

@@ -102,9 +102,13 @@ pub struct Settings {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OtelSettings {
-    /// The collector's OTLP/HTTP base URL (`http://localhost:4318`).
+    /// The collector's base URL (`http://localhost:4318`; with `grpc`,
+    /// `http://localhost:4317`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
+    /// The OTLP protocol: `http/protobuf` (the default) or `grpc`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
     /// Headers sent with every request (`{ authorization = "Bearer …" }`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub headers: Option<BTreeMap<String, String>>,
@@ -539,10 +543,11 @@ mod tests {
         let otel = |text: &str| parse(text).map(|s| s.otel);
         assert_eq!(
             otel(
-                "[otel]\nendpoint = \"http://c:4318\"\ncapture_content = true\nheaders = { authorization = \"k\" }\n"
+                "[otel]\nendpoint = \"http://c:4318\"\nprotocol = \"grpc\"\ncapture_content = true\nheaders = { authorization = \"k\" }\n"
             ),
             Ok(Some(OtelSettings {
                 endpoint: Some("http://c:4318".into()),
+                protocol: Some("grpc".into()),
                 headers: Some([("authorization".to_string(), "k".to_string())].into()),
                 capture_content: Some(true),
                 ..OtelSettings::default()

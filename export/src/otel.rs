@@ -14,5 +14,6 @@ pub use live::{
 };
 pub use map::{Mapper, SCOPE_NAME, span_id, time_of, trace_id};
 pub use send::{
-    OTEL_BATCH_SPANS_MAX, OTEL_EXPORT_TIMEOUT_MS, OTLP_PROTOCOL, OtelConfig, OtelTable, Sender,
+    OTEL_BATCH_SPANS_MAX, OTEL_EXPORT_TIMEOUT_MS, OTLP_GRPC, OTLP_GRPC_PORT, OTLP_PROTOCOL,
+    OtelConfig, OtelTable, Sender,
 };

@@ -1,7 +1,8 @@
 //! Where spans go and how: the configuration (OpenTelemetry's environment variables,
 //! then the `[otel]` table of `config.toml`) and the OTLP exporter of
-//! `opentelemetry-otlp` (HTTP/protobuf, reqwest's blocking client), driven batch by
-//! batch from the caller's thread.
+//! `opentelemetry-otlp` (HTTP/protobuf with reqwest's blocking client, or gRPC with
+//! tonic on a current-thread runtime the sender owns), driven batch by batch from the
+//! caller's thread.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
+use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig, WithTonicConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter as _};
 
@@ -27,8 +28,11 @@ pub const OTEL_BATCH_SPANS_MAX: usize = 512;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OtelTable {
     /// The collector's base URL (`http://localhost:4318`); traces go to
-    /// `<endpoint>/v1/traces`.
+    /// `<endpoint>/v1/traces` (with `grpc`, to the endpoint itself, port 4317 when it
+    /// names none).
     pub endpoint: Option<String>,
+    /// `http/protobuf` (the default) or `grpc`.
+    pub protocol: Option<String>,
     /// Headers sent with every request (an API key of a hosted backend).
     pub headers: Vec<(String, String)>,
     pub service_name: Option<String>,
@@ -41,25 +45,55 @@ pub struct OtelTable {
 /// Where and how spans are sent, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OtelConfig {
-    /// The full URL traces are posted to (`…/v1/traces`).
+    /// The full URL traces are posted to (`…/v1/traces`); with `grpc`, the
+    /// collector's endpoint (`http://host:4317`).
     pub traces_url: String,
     pub headers: Vec<(String, String)>,
     /// `service.name`, when the environment's `OTEL_SERVICE_NAME` does not give it.
     pub service_name: String,
     pub capture_content: bool,
     pub timeout_ms: u64,
-    /// `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` / `OTEL_EXPORTER_OTLP_PROTOCOL`:
-    /// `http/protobuf` (the default) is the one built in; another is refused by
-    /// [`Sender::new`] with a hint.
+    /// `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` / `OTEL_EXPORTER_OTLP_PROTOCOL`, then
+    /// `protocol` of `[otel]`: [`OTLP_PROTOCOL`] (the default) or [`OTLP_GRPC`];
+    /// another is refused by [`Sender::new`] with a hint.
     pub protocol: String,
 }
 
-/// The one OTLP protocol this build sends.
+/// The OTLP protocol sent by default: protobuf over HTTP.
 pub const OTLP_PROTOCOL: &str = "http/protobuf";
+
+/// OTLP over gRPC (plaintext HTTP/2: this build has no TLS for gRPC).
+pub const OTLP_GRPC: &str = "grpc";
+
+/// The port a gRPC collector listens on when its base endpoint names none (OTLP's
+/// default for gRPC).
+pub const OTLP_GRPC_PORT: u16 = 4317;
 
 /// The base endpoint's traces URL (`/v1/traces` appended, as OTLP/HTTP says).
 fn traces_url_of(base: &str) -> String {
     format!("{}/v1/traces", base.trim_end_matches('/'))
+}
+
+/// The base endpoint as a gRPC target: no path appended (gRPC's path is the
+/// service's), [`OTLP_GRPC_PORT`] when it names no port.
+fn grpc_url_of(base: &str) -> String {
+    let base = base.trim_end_matches('/');
+    let (scheme, rest) = base.split_once("://").unwrap_or(("http", base));
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    // After an IPv6 literal's `]`, or anywhere in a name or IPv4 address.
+    let host_end = authority.rfind(']').map_or(0, |i| i + 1);
+    if authority[host_end..].contains(':') {
+        format!("{scheme}://{authority}{path}")
+    } else {
+        format!("{scheme}://{authority}:{OTLP_GRPC_PORT}{path}")
+    }
+}
+
+/// The protocol as OTLP names it, lowercased; `http/protobuf` when not given.
+fn protocol_of(p: Option<String>) -> String {
+    p.map(|p| p.trim().to_ascii_lowercase())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| OTLP_PROTOCOL.into())
 }
 
 impl OtelConfig {
@@ -68,19 +102,45 @@ impl OtelConfig {
     /// base endpoint over both. Variables: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the
     /// full URL), `OTEL_EXPORTER_OTLP_ENDPOINT` (a base), `OTEL_SERVICE_NAME`,
     /// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`,
-    /// `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` / `OTEL_EXPORTER_OTLP_TIMEOUT` (ms); the
+    /// `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` / `OTEL_EXPORTER_OTLP_TIMEOUT` (ms),
+    /// `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` / `OTEL_EXPORTER_OTLP_PROTOCOL`; the
     /// exporter itself adds `OTEL_EXPORTER_OTLP_HEADERS` and `OTEL_RESOURCE_ATTRIBUTES`.
     pub fn resolve(
         given: Option<&str>,
         env: impl Fn(&str) -> Option<String>,
         table: &OtelTable,
     ) -> Option<OtelConfig> {
+        OtelConfig::resolve_with(given, None, env, table)
+    }
+
+    /// [`OtelConfig::resolve`] with `protocol` (a command's `--protocol`) over the
+    /// environment's and the table's.
+    pub fn resolve_with(
+        given: Option<&str>,
+        protocol: Option<&str>,
+        env: impl Fn(&str) -> Option<String>,
+        table: &OtelTable,
+    ) -> Option<OtelConfig> {
         let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+        let protocol = protocol_of(
+            protocol
+                .map(str::to_string)
+                .or_else(|| env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"))
+                .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
+                .or_else(|| table.protocol.clone()),
+        );
+        let of_base = |base: &str| {
+            if protocol == OTLP_GRPC {
+                grpc_url_of(base)
+            } else {
+                traces_url_of(base)
+            }
+        };
         let traces_url = given
-            .map(traces_url_of)
+            .map(of_base)
             .or_else(|| env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
-            .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT").map(|b| traces_url_of(&b)))
-            .or_else(|| table.endpoint.as_deref().map(traces_url_of))?;
+            .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT").map(|b| of_base(&b)))
+            .or_else(|| table.endpoint.as_deref().map(of_base))?;
         let capture_content = env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
             .map(|v| v.trim().eq_ignore_ascii_case("true"))
             .or(table.capture_content)
@@ -98,10 +158,7 @@ impl OtelConfig {
                 .unwrap_or_else(|| "cairn".into()),
             capture_content,
             timeout_ms,
-            protocol: env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-                .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
-                .map(|p| p.trim().to_ascii_lowercase())
-                .unwrap_or_else(|| OTLP_PROTOCOL.into()),
+            protocol,
         })
     }
 }
@@ -110,32 +167,71 @@ impl OtelConfig {
 pub struct Sender {
     exporter: opentelemetry_otlp::SpanExporter,
     url: String,
+    /// The gRPC exporter's runtime: its channel's connection and requests run on it,
+    /// within each [`Sender::send`]. `None` over HTTP (reqwest's blocking client).
+    runtime: Option<tokio::runtime::Runtime>,
+    /// The bound of one request (gRPC's is also held by the runtime's timer).
+    timeout: Duration,
 }
 
 impl Sender {
     /// The exporter of `config` (no connection is made yet).
     pub fn new(config: &OtelConfig) -> Result<Sender> {
-        if config.protocol != OTLP_PROTOCOL {
-            return Err(Error::Exporter {
-                url: config.traces_url.clone(),
-                what: format!(
-                    "the OTLP protocol {:?} is not built in, only {OTLP_PROTOCOL}: set OTEL_EXPORTER_OTLP_PROTOCOL={OTLP_PROTOCOL} and give the collector's OTLP/HTTP port (4318)",
-                    config.protocol
-                ),
-            });
-        }
-        let headers: HashMap<String, String> = config.headers.iter().cloned().collect();
-        let mut exporter = opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpBinary)
-            .with_endpoint(config.traces_url.clone())
-            .with_timeout(Duration::from_millis(config.timeout_ms))
-            .with_headers(headers)
-            .build()
-            .map_err(|e| Error::Exporter {
-                url: config.traces_url.clone(),
-                what: e.to_string(),
-            })?;
+        let built = |what: String| Error::Exporter {
+            url: config.traces_url.clone(),
+            what,
+        };
+        let timeout = Duration::from_millis(config.timeout_ms);
+        let (mut exporter, runtime) = match config.protocol.as_str() {
+            OTLP_PROTOCOL => {
+                let headers: HashMap<String, String> = config.headers.iter().cloned().collect();
+                let exporter = opentelemetry_otlp::SpanExporter::builder()
+                    .with_http()
+                    .with_protocol(Protocol::HttpBinary)
+                    .with_endpoint(config.traces_url.clone())
+                    .with_timeout(timeout)
+                    .with_headers(headers)
+                    .build()
+                    .map_err(|e| built(e.to_string()))?;
+                (exporter, None)
+            }
+            OTLP_GRPC => {
+                if config.traces_url.starts_with("https:") {
+                    return Err(built(format!(
+                        "gRPC over TLS is not built in: give the collector's plaintext gRPC endpoint (http://…:{OTLP_GRPC_PORT}), or set OTEL_EXPORTER_OTLP_PROTOCOL={OTLP_PROTOCOL} for an https collector"
+                    )));
+                }
+                let mut headers = http::HeaderMap::new();
+                for (k, v) in &config.headers {
+                    let key = http::HeaderName::from_bytes(k.as_bytes())
+                        .map_err(|e| built(format!("header {k:?}: {e}")))?;
+                    let value = http::HeaderValue::from_str(v)
+                        .map_err(|e| built(format!("header {k:?}: {e}")))?;
+                    headers.insert(key, value);
+                }
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| built(format!("starting the gRPC runtime: {e}")))?;
+                // tonic's lazy channel spawns its worker on the runtime it is made in.
+                let exporter = {
+                    let _in = runtime.enter();
+                    opentelemetry_otlp::SpanExporter::builder()
+                        .with_tonic()
+                        .with_endpoint(config.traces_url.clone())
+                        .with_timeout(timeout)
+                        .with_metadata(tonic_metadata(headers))
+                        .build()
+                        .map_err(|e| built(e.to_string()))?
+                };
+                (exporter, Some(runtime))
+            }
+            other => {
+                return Err(built(format!(
+                    "the OTLP protocol {other:?} is not built in, only {OTLP_PROTOCOL} and {OTLP_GRPC}: set OTEL_EXPORTER_OTLP_PROTOCOL={OTLP_PROTOCOL} and give the collector's OTLP/HTTP port (4318), or {OTLP_GRPC} and its gRPC port ({OTLP_GRPC_PORT})"
+                )));
+            }
+        };
         // The SDK's detectors read `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`;
         // the configured name stands in only when the first is not set.
         let mut resource = Resource::builder();
@@ -146,6 +242,8 @@ impl Sender {
         Ok(Sender {
             exporter,
             url: config.traces_url.clone(),
+            runtime,
+            timeout,
         })
     }
 
@@ -155,18 +253,36 @@ impl Sender {
         let mut spans = spans.into_iter().peekable();
         while spans.peek().is_some() {
             let batch: Vec<SpanData> = spans.by_ref().take(OTEL_BATCH_SPANS_MAX).collect();
-            block_on(self.exporter.export(batch)).map_err(|e| Error::Send {
+            let sent = match &self.runtime {
+                None => block_on(self.exporter.export(batch)).map_err(|e| e.to_string()),
+                // The channel's own timeout bounds the request; this one also bounds
+                // a connection that never answers.
+                Some(rt) => rt.block_on(async {
+                    match tokio::time::timeout(self.timeout, self.exporter.export(batch)).await {
+                        Ok(r) => r.map_err(|e| e.to_string()),
+                        Err(_) => Err(format!("no answer in {} ms", self.timeout.as_millis())),
+                    }
+                }),
+            };
+            sent.map_err(|what| Error::Send {
                 url: self.url.clone(),
-                what: e.to_string(),
+                what,
             })?;
         }
         Ok(())
     }
 
-    /// The URL spans are posted to.
+    /// The URL spans are posted to (with gRPC, the collector's endpoint).
     pub fn url(&self) -> &str {
         &self.url
     }
+}
+
+/// `headers` as gRPC metadata (the keys lowercased, as HTTP/2 sends them).
+fn tonic_metadata(
+    headers: http::HeaderMap,
+) -> opentelemetry_otlp::tonic_types::metadata::MetadataMap {
+    opentelemetry_otlp::tonic_types::metadata::MetadataMap::from_headers(headers)
 }
 
 /// Wakes the thread that waits in [`block_on`].
@@ -267,8 +383,105 @@ mod tests {
                 .map(|c| Sender::new(&c).map(|_| ()).map_err(|e| e.to_string()))
         };
         assert_eq!(with("http/protobuf"), Some(Ok(())));
-        let e = with("grpc").and_then(|r| r.err()).unwrap_or_default();
-        assert!(e.contains("\"grpc\" is not built in"), "{e}");
-        assert!(e.contains("4318"), "{e}");
+        assert_eq!(with("GRPC"), Some(Ok(())));
+        let e = with("http/json").and_then(|r| r.err()).unwrap_or_default();
+        assert!(e.contains("\"http/json\" is not built in"), "{e}");
+        assert!(e.contains("4318") && e.contains("4317"), "{e}");
+    }
+
+    #[test]
+    fn grpc_over_tls_is_refused_with_a_hint() {
+        let c = check(
+            Some("https://collector.example:4317"),
+            &[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")],
+            OtelTable::default(),
+        );
+        let e = c.map(|c| Sender::new(&c).err().map(|e| e.to_string()));
+        let e = e.flatten().unwrap_or_default();
+        assert!(e.contains("gRPC over TLS is not built in"), "{e}");
+    }
+
+    #[test]
+    fn the_protocol_comes_from_the_flag_then_the_environment_then_the_table() {
+        let table = OtelTable {
+            protocol: Some("grpc".into()),
+            ..OtelTable::default()
+        };
+        let protocol = |given: Option<&str>, vars: &[(&str, &str)], table: &OtelTable| {
+            OtelConfig::resolve_with(
+                Some("http://c"),
+                given,
+                |k| {
+                    vars.iter()
+                        .find(|(n, _)| *n == k)
+                        .map(|(_, v)| v.to_string())
+                },
+                table,
+            )
+            .map(|c| c.protocol)
+        };
+        let both = [
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf"),
+        ];
+        let default = OtelTable::default();
+        assert_eq!(
+            protocol(None, &[], &default).as_deref(),
+            Some(OTLP_PROTOCOL)
+        );
+        assert_eq!(protocol(None, &[], &table).as_deref(), Some(OTLP_GRPC));
+        assert_eq!(
+            protocol(None, &both[..1], &default).as_deref(),
+            Some(OTLP_GRPC)
+        );
+        assert_eq!(
+            protocol(None, &both, &table).as_deref(),
+            Some(OTLP_PROTOCOL)
+        );
+        assert_eq!(
+            protocol(Some("grpc"), &both, &default).as_deref(),
+            Some(OTLP_GRPC)
+        );
+    }
+
+    #[test]
+    fn a_grpc_base_endpoint_gets_no_path_and_port_4317_when_it_names_none() {
+        let url = |given: &str, vars: &[(&str, &str)]| {
+            let mut vars = vars.to_vec();
+            vars.push(("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"));
+            check(Some(given), &vars, OtelTable::default()).map(|c| c.traces_url)
+        };
+        assert_eq!(url("http://c", &[]).as_deref(), Some("http://c:4317"));
+        assert_eq!(url("http://c/", &[]).as_deref(), Some("http://c:4317"));
+        assert_eq!(url("http://c:9000", &[]).as_deref(), Some("http://c:9000"));
+        assert_eq!(
+            url("http://[::1]", &[]).as_deref(),
+            Some("http://[::1]:4317")
+        );
+        assert_eq!(
+            url("http://[::1]:55/p", &[]).as_deref(),
+            Some("http://[::1]:55/p")
+        );
+        assert_eq!(url("c", &[]).as_deref(), Some("http://c:4317"));
+        // The full traces URL is taken as it is; a base from the environment too gets
+        // the port.
+        let full = check(
+            None,
+            &[
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+                ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://f"),
+            ],
+            OtelTable::default(),
+        );
+        assert_eq!(full.map(|c| c.traces_url).as_deref(), Some("http://f"));
+        let base = check(
+            None,
+            &[
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://e"),
+            ],
+            OtelTable::default(),
+        );
+        assert_eq!(base.map(|c| c.traces_url).as_deref(), Some("http://e:4317"));
     }
 }

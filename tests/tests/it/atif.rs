@@ -1,5 +1,5 @@
 //! ATIF: sessions exported as Harbor's trajectories validate with Harbor's own models
-//! (the `harbor` wheel's, installed by `tests/atif/setup.sh`), and `cairn import`
+//! (the `harbor` wheel's, installed by `tests/python/setup.sh`), and `cairn import`
 //! reads them back into sessions that export the same trajectory.
 
 use std::path::{Path, PathBuf};
@@ -113,12 +113,12 @@ fn import(home: &Home, paths: &[PathBuf]) -> cairn_import::Summary {
     s
 }
 
-/// Runs Harbor's models over `files` (tests/atif/validate.py): panics with what they
+/// Runs Harbor's models over `files` (tests/python/validate.py): panics with what they
 /// say when one does not validate. `false`, having said so loudly, when the validator
 /// is skipped (`CAIRN_SKIP_PEERS=1`); a validator that cannot be installed fails.
 fn harbor_validates(files: &[PathBuf]) -> bool {
     let Some(dir) = cairn_tests::installed(
-        "atif",
+        "python",
         &[
             ".venv/bin/python",
             "harbor-models/harbor/models/trajectories/trajectory.py",

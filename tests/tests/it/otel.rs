@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 use cairn_engine::permission::Policy;
 use cairn_engine::provider::{ToolCall, Turn, Usage};
 use cairn_engine::{Catalog, Engine, EngineConfig, Home, RecordSink};
-use cairn_export::otel::{LiveExporter, LiveLimits, Note, OtelConfig, OtelTable, Sender, spans_of};
+use cairn_export::otel::{
+    LiveExporter, LiveLimits, Note, OTLP_GRPC, OTLP_PROTOCOL, OtelConfig, OtelTable, Sender,
+    spans_of,
+};
 use cairn_store::Durability;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
@@ -459,6 +462,11 @@ fn a_live_export_sends_what_a_batch_export_sends_with_the_same_ids() {
 /// of one without, the writer is not held past the drain bound, and the collector's
 /// failure is one note.
 fn outcome_unchanged_with(mode: Mode) {
+    outcome_unchanged_over(mode, OTLP_PROTOCOL);
+}
+
+/// [`outcome_unchanged_with`] over `protocol`.
+fn outcome_unchanged_over(mode: Mode, protocol: &str) {
     let (_tmp, home, ws) = cairn_tests::home_and_workspace();
     let (_, plain) = session(&home, &ws);
     let bad = Receiver::start(mode);
@@ -467,7 +475,9 @@ fn outcome_unchanged_with(mode: Mode) {
         drain_ms: 1_000,
         ..live_limits()
     };
-    let exporting = home.with_export(LiveExporter::start_for(config(&bad.url, 300), limits, note));
+    let mut c = config(&bad.url, 300);
+    c.protocol = protocol.to_string();
+    let exporting = home.with_export(LiveExporter::start_for(c.clone(), limits, note));
     let t = Instant::now();
     let (dir, outcomes) = session(&exporting, &ws);
     let took = t.elapsed();
@@ -494,7 +504,8 @@ fn outcome_unchanged_with(mode: Mode) {
     assert_eq!(said.len(), 1, "{mode:?}: {said:?}");
     assert!(said[0].contains("is not exported live"), "{said:?}");
     // The batch export says it failed.
-    assert!(send(&bad.url, &dir).is_err(), "{mode:?}");
+    let sent = Sender::new(&c).and_then(|s| s.send(spans_of(&dir, false)?.spans));
+    assert!(sent.is_err(), "{mode:?}");
 }
 
 #[test]
@@ -868,4 +879,405 @@ fn a_request_carries_at_most_the_batch_limit_of_spans() {
         requests(OTEL_BATCH_SPANS_MAX + 1),
         (2, OTEL_BATCH_SPANS_MAX + 1)
     );
+}
+
+/// The receiver of `tests/python/otlp_receiver.py`, built on OpenTelemetry's Python
+/// `opentelemetry-proto` package: each request decoded by OpenTelemetry's own
+/// `ExportTraceServiceRequest`, each span a JSON line in `out`. Ends when dropped.
+struct PyReceiver {
+    url: String,
+    out: PathBuf,
+    child: std::process::Child,
+}
+
+impl PyReceiver {
+    /// `None`, having said so loudly, when the peers are skipped (`CAIRN_SKIP_PEERS=1`).
+    fn start(out: PathBuf) -> Option<PyReceiver> {
+        let dir = cairn_tests::installed("python", &[".venv/bin/python", "otlp_receiver.py"])?;
+        let mut child = std::process::Command::new(dir.join(".venv/bin/python"))
+            .arg(dir.join("otlp_receiver.py"))
+            .arg(&out)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port: u16 = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("otlp_receiver.py said {line:?}, not its port"));
+        Some(PyReceiver {
+            url: format!("http://127.0.0.1:{port}"),
+            out,
+            child,
+        })
+    }
+
+    /// The spans of the trace whose root says `cairn.session.id` = `session`.
+    fn trace_of(&self, session: &str) -> Vec<serde_json::Value> {
+        let all: Vec<serde_json::Value> = std::fs::read_to_string(&self.out)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let trace = all
+            .iter()
+            .find(|s| s["attributes"]["cairn.session.id"] == session)
+            .unwrap_or_else(|| panic!("no root span of {session} in {all:#?}"))["trace_id"]
+            .clone();
+        all.into_iter().filter(|s| s["trace_id"] == trace).collect()
+    }
+}
+
+impl Drop for PyReceiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Holds the spans Python's `opentelemetry-proto` decoded against the log of the
+/// session in `dir`: names, parent links, the root's attributes, token counts, call
+/// statuses and permission events.
+fn python_spans_say_what_the_log_says(spans: &[serde_json::Value], dir: &Path, verify: &str) {
+    let id = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let log = events(dir);
+    let of = |ty: &str| -> Vec<&serde_json::Value> {
+        log.iter()
+            .filter(|(_, e)| e["type"] == ty)
+            .map(|(_, e)| e)
+            .collect()
+    };
+    // Names: one per turn and call, and the session's, nothing else.
+    let mut want: Vec<String> = of("model_turn")
+        .iter()
+        .map(|t| format!("chat {}", t["model"].as_str().unwrap()))
+        .chain(
+            of("tool_started")
+                .iter()
+                .map(|t| format!("execute_tool {}", t["tool"].as_str().unwrap())),
+        )
+        .chain(["invoke_agent cairn".to_string()])
+        .collect();
+    let mut names: Vec<String> = spans
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect();
+    want.sort();
+    names.sort();
+    assert_eq!(names, want);
+
+    // Parent links: one root, every other span its child.
+    let roots: Vec<&serde_json::Value> =
+        spans.iter().filter(|s| s["parent_span_id"] == "").collect();
+    assert_eq!(roots.len(), 1, "{spans:#?}");
+    let root = roots[0];
+    assert_eq!(root["name"], "invoke_agent cairn");
+    for s in spans.iter().filter(|s| s["parent_span_id"] != "") {
+        assert_eq!(s["parent_span_id"], root["span_id"], "{}", s["name"]);
+    }
+    let a = &root["attributes"];
+    assert_eq!(a["cairn.session.id"], id.as_str());
+    assert_eq!(a["gen_ai.operation.name"], "invoke_agent");
+    assert_eq!(a["cairn.verify"], verify);
+    assert_eq!(a["cairn.seq.first"], 0);
+    assert_eq!(a["cairn.seq.last"], log.last().unwrap().0);
+    assert_eq!(root["service_name"], "cairn-test");
+
+    // Token counts: each chat span, in time order, has its turn's usage.
+    let mut chats: Vec<&serde_json::Value> = spans
+        .iter()
+        .filter(|s| s["attributes"]["gen_ai.operation.name"] == "chat")
+        .collect();
+    chats.sort_by_key(|s| s["attributes"]["cairn.seq"].as_u64());
+    let turns = of("model_turn");
+    assert_eq!(chats.len(), turns.len());
+    for (s, t) in chats.iter().zip(&turns) {
+        let (a, u) = (&s["attributes"], &t["usage"]);
+        assert_eq!(a["gen_ai.request.model"], t["model"]);
+        assert_eq!(a["gen_ai.provider.name"], t["provider"]);
+        assert_eq!(a["gen_ai.usage.input_tokens"], u["input_tokens"]);
+        assert_eq!(a["gen_ai.usage.output_tokens"], u["output_tokens"]);
+        assert_eq!(
+            a["gen_ai.usage.cache_read.input_tokens"],
+            u["cached_tokens"]
+        );
+        assert!(s["end_time_unix_nano"].as_u64() >= s["start_time_unix_nano"].as_u64());
+    }
+
+    // Calls: each one's status and error as the log's `tool_finished` says, and its
+    // permission answers as span events.
+    let finished = of("tool_finished");
+    let tools: Vec<&serde_json::Value> = spans
+        .iter()
+        .filter(|s| s["attributes"]["gen_ai.operation.name"] == "execute_tool")
+        .collect();
+    assert_eq!(tools.len(), finished.len());
+    for f in &finished {
+        let s = tools
+            .iter()
+            .find(|s| s["attributes"]["gen_ai.tool.call.id"] == f["call"])
+            .unwrap_or_else(|| panic!("no span of call {}", f["call"]));
+        let a = &s["attributes"];
+        assert_eq!(a["cairn.call.status"], f["status"]);
+        let error = if f["status"] == "ok" {
+            serde_json::Value::Null
+        } else {
+            f["status"].clone()
+        };
+        assert_eq!(a["error.type"], error, "{}", s["name"]);
+        assert_eq!(a["gen_ai.tool.type"], "function");
+    }
+    let decided = |s: &&serde_json::Value| {
+        s["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == "cairn.permission.decided")
+            .count()
+    };
+    assert_eq!(
+        tools.iter().map(decided).sum::<usize>(),
+        of("permission_decided").len()
+    );
+}
+
+#[test]
+fn python_opentelemetry_proto_decodes_a_recorded_and_a_live_session_as_the_log_says() {
+    let (tmp, home, ws) = cairn_tests::home_and_workspace();
+    let Some(rx) = PyReceiver::start(tmp.path().join("spans.jsonl")) else {
+        return;
+    };
+    // A recorded session, sent from its log.
+    let (recorded, _) = session(&home, &ws);
+    send_to(&rx.url, &recorded);
+    // A live one, sent as the engine writes it.
+    let (exporter, said) = exporter_to(&rx.url);
+    let (live, _) = session(&home.with_export(exporter), &ws);
+    assert!(
+        said.lock().unwrap().is_empty(),
+        "{:?}",
+        said.lock().unwrap()
+    );
+    let id = |d: &Path| d.file_name().unwrap().to_string_lossy().into_owned();
+    let (r, l) = (rx.trace_of(&id(&recorded)), rx.trace_of(&id(&live)));
+    assert_eq!(r.len(), 5);
+    python_spans_say_what_the_log_says(&r, &recorded, "chain");
+    python_spans_say_what_the_log_says(&l, &live, "live");
+    assert_ne!(r[0]["trace_id"], l[0]["trace_id"]);
+}
+
+/// An OTLP/gRPC receiver on 127.0.0.1: tonic's server with `opentelemetry-proto`'s
+/// `TraceService`, on a runtime of its own; every span kept as [`Receiver`] keeps them.
+struct GrpcReceiver {
+    url: String,
+    spans: Arc<Mutex<Vec<Got>>>,
+    requests: Arc<Mutex<u64>>,
+}
+
+struct Traces {
+    spans: Arc<Mutex<Vec<Got>>>,
+    requests: Arc<Mutex<u64>>,
+}
+
+#[tonic::async_trait]
+impl opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceService
+    for Traces
+{
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<
+        tonic::Response<
+            opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse,
+        >,
+        tonic::Status,
+    > {
+        *self.requests.lock().unwrap() += 1;
+        for rs in request.into_inner().resource_spans {
+            let service = rs
+                .resource
+                .iter()
+                .flat_map(|r| r.attributes.iter())
+                .find(|kv| kv.key == "service.name")
+                .and_then(|kv| kv.value.clone()?.value)
+                .map(|v| match v {
+                    Any::StringValue(s) => s,
+                    other => format!("{other:?}"),
+                })
+                .unwrap_or_default();
+            for ss in rs.scope_spans {
+                for span in ss.spans {
+                    self.spans.lock().unwrap().push(Got {
+                        span,
+                        service: service.clone(),
+                    });
+                }
+            }
+        }
+        Ok(tonic::Response::new(Default::default()))
+    }
+}
+
+impl GrpcReceiver {
+    fn start() -> GrpcReceiver {
+        use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let spans: Arc<Mutex<Vec<Got>>> = Arc::default();
+        let requests: Arc<Mutex<u64>> = Arc::default();
+        let service = Traces {
+            spans: spans.clone(),
+            requests: requests.clone(),
+        };
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                tonic::transport::Server::builder()
+                    .add_service(TraceServiceServer::new(service))
+                    .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
+                    .await
+                    .unwrap();
+            });
+        });
+        GrpcReceiver {
+            url,
+            spans,
+            requests,
+        }
+    }
+
+    fn spans(&self) -> Vec<Got> {
+        self.spans.lock().unwrap().clone()
+    }
+}
+
+fn grpc_config(url: &str, timeout_ms: u64) -> OtelConfig {
+    let table = OtelTable {
+        endpoint: Some(url.to_string()),
+        protocol: Some(OTLP_GRPC.into()),
+        timeout_ms: Some(timeout_ms),
+        service_name: Some("cairn-test".into()),
+        ..OtelTable::default()
+    };
+    OtelConfig::resolve(None, |_| None, &table).unwrap()
+}
+
+#[test]
+fn grpc_sends_a_recorded_and_a_live_session_as_http_does() {
+    let (_tmp, home, ws) = cairn_tests::home_and_workspace();
+    let grpc = GrpcReceiver::start();
+    let c = grpc_config(&grpc.url, 2_000);
+    // The base endpoint as it is: no `/v1/traces`.
+    assert_eq!(c.traces_url, grpc.url);
+    let (dir, _) = session(&home, &ws);
+    Sender::new(&c)
+        .unwrap()
+        .send(spans_of(&dir, false).unwrap().spans)
+        .unwrap();
+    let http = Receiver::start(Mode::Ok);
+    send_to(&http.url, &dir);
+    assert_eq!(grpc.spans().len(), 5);
+    assert_eq!(*grpc.requests.lock().unwrap(), 1);
+    assert_eq!(shape(&grpc.spans()), shape(&http.spans()));
+    let tokens = |got: &[Got]| -> Vec<(Option<i64>, Option<i64>, Option<i64>)> {
+        got.iter()
+            .filter(|g| g.span.name.starts_with("chat"))
+            .map(|g| {
+                (
+                    g.int("gen_ai.usage.input_tokens"),
+                    g.int("gen_ai.usage.output_tokens"),
+                    g.int("gen_ai.usage.cache_read.input_tokens"),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        tokens(&grpc.spans()),
+        [
+            (Some(1200), Some(34), Some(1000)),
+            (Some(1300), Some(5), None)
+        ]
+    );
+    assert_eq!(tokens(&grpc.spans()), tokens(&http.spans()));
+    assert!(grpc.spans().iter().all(|g| g.service == "cairn-test"));
+
+    // Live: the engine's session over gRPC gives what its log gives.
+    let live = GrpcReceiver::start();
+    let (note, said) = notes();
+    let exporting = home.with_export(LiveExporter::start_for(
+        grpc_config(&live.url, 2_000),
+        live_limits(),
+        note,
+    ));
+    let (dir, _) = session(&exporting, &ws);
+    assert!(
+        said.lock().unwrap().is_empty(),
+        "{:?}",
+        said.lock().unwrap()
+    );
+    let batch = Receiver::start(Mode::Ok);
+    send_to(&batch.url, &dir);
+    assert_eq!(live.spans().len(), 5);
+    assert_eq!(shape(&live.spans()), shape(&batch.spans()));
+}
+
+#[test]
+fn a_grpc_collector_that_hangs_never_changes_a_session() {
+    outcome_unchanged_over(Mode::Hangs, OTLP_GRPC);
+}
+
+#[test]
+fn a_grpc_collector_that_closes_the_connection_never_changes_a_session() {
+    outcome_unchanged_over(Mode::Closes, OTLP_GRPC);
+}
+
+#[test]
+fn a_grpc_collector_that_answers_http1_never_changes_a_session() {
+    outcome_unchanged_over(Mode::Fails, OTLP_GRPC);
+}
+
+// Guards against a gRPC collector that is down (nothing listens on its port) failing
+// or holding a session: one note, the outcome as without the export.
+#[test]
+fn a_grpc_collector_that_is_down_never_changes_a_session() {
+    let (_tmp, home, ws) = cairn_tests::home_and_workspace();
+    let (_, plain) = session(&home, &ws);
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let c = grpc_config(&format!("http://127.0.0.1:{port}"), 300);
+    let (note, said) = notes();
+    let limits = LiveLimits {
+        drain_ms: 1_000,
+        ..live_limits()
+    };
+    let exporting = home.with_export(LiveExporter::start_for(c.clone(), limits, note));
+    let t = Instant::now();
+    let (dir, outcomes) = session(&exporting, &ws);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let status = |o: &[(String, String)]| o.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>();
+    assert_eq!(status(&outcomes), status(&plain));
+    let verified =
+        cairn_store::verify_path(&dir.join("events.jsonl"), &Default::default()).unwrap();
+    assert!(verified.is_clean(), "{:?}", verified.problems);
+    let said = said.lock().unwrap().clone();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].contains("is not exported live"), "{said:?}");
+    let e = Sender::new(&c)
+        .unwrap()
+        .send(spans_of(&dir, false).unwrap().spans)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("is the collector running?"), "{e}");
 }

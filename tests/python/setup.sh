@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs what the ATIF tests validate exported trajectories with: Harbor's own
-# models of the Agent Trajectory Interchange Format. A virtual environment gets
-# pydantic (pinned by requirements.txt); the harbor wheel (pinned, with its hash, by
+# The Python peers the tests run cairn's exports against, in one virtual environment:
+# Harbor's own models of the Agent Trajectory Interchange Format (validate.py), and
+# an OTLP/HTTP receiver built on OpenTelemetry's `opentelemetry-proto` package
+# (otlp_receiver.py). The venv gets pydantic, opentelemetry-proto and protobuf (pinned
+# by requirements.txt); the harbor wheel (pinned, with its hash, by
 # harbor.txt) is downloaded without its dependencies (it declares Python >= 3.12 and
 # needs a whole agent stack; its trajectory models need only pydantic), and its
 # modules `harbor/models/trajectories/` and `harbor/utils/trajectory_validator.py`
@@ -55,5 +57,6 @@ for pkg in ("harbor", "harbor/models", "harbor/utils"):
     open(f"harbor-models/{pkg}/__init__.py", "a").close()
 PY
 .venv/bin/python validate.py --version >/dev/null
+.venv/bin/python otlp_receiver.py --version >/dev/null
 stamp > .ready
-echo "atif validator ready: $(.venv/bin/python validate.py --version)"
+echo "python peers ready: $(.venv/bin/python validate.py --version); $(.venv/bin/python otlp_receiver.py --version)"
