@@ -39,6 +39,7 @@ mod gemini;
 pub mod hook;
 pub mod hook_install;
 mod index;
+mod opencode;
 mod patch;
 mod source;
 mod step;
