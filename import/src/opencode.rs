@@ -119,3 +119,224 @@ pub(crate) fn result_steps(
         output: error.unwrap_or(output),
     });
 }
+
+/// OpenCode's session storage (1.18: the SQLite database
+/// `$XDG_DATA_HOME/opencode/opencode.db`, tables `session`, `message` and `part`,
+/// each row's `data` JSON) written out as one JSON-lines file per session under
+/// `out_dir` (`<session id>.jsonl`), which the importer then reads as it reads the
+/// other agents' files: a first line `{"opencode_session": {id, directory, version,
+/// title, time_created, parent_id}}`, then one line per message in order,
+/// `{"opencode_message": {id, time_created, data, parts: [part data…]}}`. An assistant
+/// message not completed yet ends the file, so that what is written does not change
+/// but grows: importing again continues the session. A file is rewritten only when
+/// its content changed. Returns the files, in the order of the sessions' start.
+pub fn materialize(
+    db: &std::path::Path,
+    out_dir: &std::path::Path,
+) -> crate::Result<Vec<std::path::PathBuf>> {
+    use rusqlite::{Connection, OpenFlags};
+    let bad = |e: rusqlite::Error| crate::ImportError::OpenCodeStore {
+        path: db.to_path_buf(),
+        what: e.to_string(),
+    };
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(bad)?;
+    let mut sessions = conn
+        .prepare(
+            "select id, directory, version, title, time_created, parent_id from session order by time_created, id",
+        )
+        .map_err(bad)?;
+    let rows: Vec<(String, Value)> = sessions
+        .query_map([], |r| {
+            let id: String = r.get(0)?;
+            Ok((
+                id.clone(),
+                json!({"id": id, "directory": r.get::<_, String>(1)?,
+                    "version": r.get::<_, String>(2)?, "title": r.get::<_, String>(3)?,
+                    "time_created": r.get::<_, i64>(4)?, "parent_id": r.get::<_, Option<String>>(5)?}),
+            ))
+        })
+        .map_err(bad)?
+        .collect::<Result<_, _>>()
+        .map_err(bad)?;
+    let mut messages = conn
+        .prepare("select id, time_created, data from message where session_id = ?1 order by time_created, id")
+        .map_err(bad)?;
+    let mut parts = conn
+        .prepare("select data from part where message_id = ?1 order by id")
+        .map_err(bad)?;
+    let json_of =
+        |text: String| serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
+    std::fs::create_dir_all(out_dir).map_err(crate::ImportError::io(out_dir))?;
+    let mut files = Vec::new();
+    for (id, session) in rows {
+        if id.is_empty()
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            continue;
+        }
+        let mut text = format!("{}\n", json!({"opencode_session": session}));
+        let ms: Vec<(String, i64, String)> = messages
+            .query_map([&id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(bad)?
+            .collect::<Result<_, _>>()
+            .map_err(bad)?;
+        for (mid, at, data) in ms {
+            let data = json_of(data);
+            if data.get("role").and_then(Value::as_str) == Some("assistant")
+                && data.pointer("/time/completed").is_none()
+            {
+                break;
+            }
+            let ps: Vec<Value> = parts
+                .query_map([&mid], |r| r.get::<_, String>(0))
+                .map_err(bad)?
+                .map(|p| p.map(json_of))
+                .collect::<Result<_, _>>()
+                .map_err(bad)?;
+            text.push_str(&format!(
+                "{}\n",
+                json!({"opencode_message": {"id": mid, "time_created": at, "data": data, "parts": ps}})
+            ));
+        }
+        let path = out_dir.join(format!("{id}.jsonl"));
+        if std::fs::read(&path).ok().as_deref() != Some(text.as_bytes()) {
+            std::fs::write(&path, &text).map_err(crate::ImportError::io(&path))?;
+        }
+        files.push(path);
+    }
+    Ok(files)
+}
+
+/// True for a line only the OpenCode files of [`materialize`] hold.
+pub fn is_opencode(v: &Value) -> bool {
+    v.get("opencode_session").is_some_and(Value::is_object)
+}
+
+/// A time in milliseconds since the epoch as RFC 3339.
+fn rfc3339(ms: Option<i64>) -> Option<String> {
+    jiff::Timestamp::from_millisecond(ms?)
+        .ok()
+        .map(|t| t.to_string())
+}
+
+/// (source id, cwd, version, started at) of a session's first line.
+pub fn meta(v: &Value) -> Option<(String, Option<String>, Option<String>, Option<String>)> {
+    let s = v.get("opencode_session")?;
+    Some((
+        str_at(s, "id")?,
+        str_at(s, "directory"),
+        str_at(s, "version"),
+        rfc3339(s.get("time_created").and_then(Value::as_i64)),
+    ))
+}
+
+/// One line of a materialized session in cairn's steps: a user message's text, an
+/// assistant message's text and calls, and each call with its result.
+pub fn line(v: &Value, raw: &[u8], cwd: Option<&str>, out: &mut Vec<Step>) {
+    if v.get("opencode_session").is_some() {
+        return;
+    }
+    let Some(m) = v.get("opencode_message") else {
+        out.push(Step::Item {
+            kind: "line".into(),
+            unknown: true,
+            raw: raw.to_vec(),
+        });
+        return;
+    };
+    let data = m.get("data").unwrap_or(&Value::Null);
+    let parts: &[Value] = m.get("parts").and_then(Value::as_array).map_or(&[], |p| p);
+    let at = rfc3339(m.get("time_created").and_then(Value::as_i64));
+    out.push(Step::At(at));
+    let text: String = parts
+        .iter()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+        .filter(|p| p.get("synthetic").and_then(Value::as_bool) != Some(true))
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let tools: Vec<&Value> = parts
+        .iter()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("tool"))
+        .collect();
+    match data.get("role").and_then(Value::as_str) {
+        Some("user") => {
+            if !text.is_empty() {
+                out.push(Step::User { text });
+            }
+        }
+        Some("assistant") => {
+            let t = data.get("tokens").unwrap_or(&Value::Null);
+            let n = |p: &str| t.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+            out.push(Step::Model {
+                model: str_at(data, "modelID").unwrap_or_else(|| "opencode".into()),
+                text,
+                calls: tools
+                    .iter()
+                    .map(|p| crate::step::ModelCall {
+                        id: str_at(p, "callID").unwrap_or_default(),
+                        name: str_at(p, "tool").unwrap_or_default(),
+                        input: p.pointer("/state/input").cloned().unwrap_or(Value::Null),
+                    })
+                    .collect(),
+                usage: data.get("tokens").map(|t| {
+                    let mut u = crate::writer::usage_of(
+                        "unknown",
+                        json!({"input_tokens": n("/input"), "output_tokens": n("/output"),
+                            "cached_input_tokens": n("/cache/read")}),
+                    );
+                    u["source"] = t.clone();
+                    u
+                }),
+            });
+            let cwd = data.pointer("/path/cwd").and_then(Value::as_str).or(cwd);
+            for p in tools {
+                call(p, cwd, out);
+            }
+        }
+        _ => out.push(Step::Item {
+            kind: "message".into(),
+            unknown: true,
+            raw: raw.to_vec(),
+        }),
+    }
+}
+
+/// A tool part, once it has finished (`completed` or `error`).
+fn call(p: &Value, cwd: Option<&str>, out: &mut Vec<Step>) {
+    let state = p.get("state").unwrap_or(&Value::Null);
+    let status = state.get("status").and_then(Value::as_str).unwrap_or("");
+    if !matches!(status, "completed" | "error") {
+        return;
+    }
+    let Some(id) = str_at(p, "callID") else {
+        return;
+    };
+    let tool = str_at(p, "tool").unwrap_or_default();
+    let input = state.get("input").cloned().unwrap_or(Value::Null);
+    let time = |k: &str| rfc3339(state.pointer(&format!("/time/{k}")).and_then(Value::as_i64));
+    if let Some(start) = time("start") {
+        out.push(Step::At(Some(start)));
+    }
+    out.push(Step::Call {
+        id: id.clone(),
+        tool: tool.clone(),
+        input: input.clone(),
+        mcp: None,
+    });
+    if let Some(end) = time("end") {
+        out.push(Step::At(Some(end)));
+    }
+    let error = (status == "error").then(|| str_at(state, "error").unwrap_or_default());
+    result_steps(
+        &id,
+        &tool,
+        &input,
+        state,
+        error,
+        cwd.map(str::to_string),
+        out,
+    );
+}
