@@ -1072,6 +1072,7 @@ fn real_opencode_tools_through_cairn_plugin_are_recorded_and_a_denial_honoured()
     opencode.run("tidy the notes", &model);
     let (dir, events) = ended_hook_session(&e);
     check_opencode_session(&e, &model, &dir, &events);
+    its_sessions_import_alike(&e, &events);
     hook(&["hook", "uninstall", "opencode", "--user", "--yes"]);
     assert!(!plugin.exists(), "uninstall left {}", plugin.display());
 }
@@ -1152,5 +1153,66 @@ fn check_opencode_session(e: &Env, model: &FakeModel, dir: &Path, events: &[Valu
     assert!(
         shown.contains("recorded from OpenCode 1.18.33 through its hooks"),
         "{shown}"
+    );
+}
+
+/// OpenCode's own saved session (its database), imported from its default place with
+/// `cairn import --opencode`: the same calls with the same inputs (the refused one as
+/// the error OpenCode made of it), the same exit codes, clean, labelled, and imported
+/// once.
+fn its_sessions_import_alike(e: &Env, events: &[Value]) {
+    let import = |json: bool| {
+        let mut args = vec!["import", "--opencode"];
+        if json {
+            args.push("--json");
+        }
+        let out =
+            e.s.cairn(&args)
+                .env("HOME", &e.agent_home)
+                .env_remove("XDG_DATA_HOME")
+                .output()
+                .unwrap();
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let said = import(false);
+    let imported: Vec<PathBuf> = sessions(e)
+        .into_iter()
+        .map(|(_, d)| d)
+        .filter(|d| events_of(d)[0]["imported"]["agent"] == "opencode")
+        .collect();
+    assert_eq!(imported.len(), 1, "{said}");
+    let saved = events_of(&imported[0]);
+    assert_eq!(saved[0]["imported"]["agent_version"], "1.18.33", "{:#}", saved[0]);
+    assert_eq!(inputs_of(&saved), inputs_of(events), "{saved:#?}");
+    assert_eq!(
+        calls_of(&saved),
+        [
+            ("bash", "ok"),
+            ("read", "ok"),
+            ("edit", "ok"),
+            ("write", "ok"),
+            ("bash", "error"),
+            ("bash", "error"),
+        ]
+        .map(|(t, s)| (t.to_string(), s.to_string())),
+        "{saved:#?}"
+    );
+    assert_eq!(exit_codes_of(&saved), [json!(0), json!(2)], "{saved:#?}");
+    let (code, out) = verify(e, &imported[0]);
+    assert_eq!(code, Some(0), "{out}");
+    let shown = cairn_ok(e, &["show", imported[0].to_str().unwrap()]);
+    assert!(shown.contains("imported from OpenCode 1.18.33"), "{shown}");
+    // Imported again: nothing new.
+    let summary: Value = serde_json::from_str(&import(true)).unwrap();
+    assert_eq!(
+        (&summary["unchanged"], &summary["sessions"]),
+        (&json!(1), &json!(0)),
+        "{summary}"
     );
 }
