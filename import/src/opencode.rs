@@ -166,7 +166,9 @@ pub fn materialize(
         .map_err(bad)?;
     let json_of =
         |text: String| serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
-    std::fs::create_dir_all(out_dir).map_err(crate::ImportError::io(out_dir))?;
+    // Private, as the database is: these files hold the sessions as OpenCode saved
+    // them, secrets and all (what cairn records of them is redacted).
+    cairn_store::private::create_dir_all(out_dir).map_err(crate::ImportError::io(out_dir))?;
     let mut files = Vec::new();
     for (id, session) in rows {
         if id.is_empty()
@@ -202,7 +204,12 @@ pub fn materialize(
         }
         let path = out_dir.join(format!("{id}.jsonl"));
         if std::fs::read(&path).ok().as_deref() != Some(text.as_bytes()) {
-            std::fs::write(&path, &text).map_err(crate::ImportError::io(&path))?;
+            let tmp = path.with_extension("jsonl.tmp");
+            let _ = std::fs::remove_file(&tmp);
+            cairn_store::private::create_new(&tmp)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+                .and_then(|()| std::fs::rename(&tmp, &path))
+                .map_err(crate::ImportError::io(&path))?;
         }
         files.push(path);
     }

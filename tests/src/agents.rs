@@ -1102,6 +1102,8 @@ pub struct OpenCode {
     pub workspace: PathBuf,
     /// More environment for the run (and so for its plugins).
     pub env: Vec<(String, String)>,
+    /// More arguments of `opencode run`, before the prompt (`--continue`).
+    pub run_args: Vec<String>,
 }
 
 impl OpenCode {
@@ -1132,6 +1134,7 @@ impl OpenCode {
             home: home.to_path_buf(),
             workspace: workspace.to_path_buf(),
             env: Vec::new(),
+            run_args: Vec::new(),
         }
     }
 
@@ -1152,7 +1155,9 @@ impl OpenCode {
             .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "1")
             .env("OPENCODE_DISABLE_SHARE", "1")
             .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .args(["run", "--model", OPENCODE_MODEL, prompt]);
+            .args(["run", "--model", OPENCODE_MODEL])
+            .args(&self.run_args)
+            .arg(prompt);
         spawn(cmd, "opencode run")
     }
 

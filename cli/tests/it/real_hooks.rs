@@ -1075,6 +1075,36 @@ fn real_opencode_tools_through_cairn_plugin_are_recorded_and_a_denial_honoured()
     its_sessions_import_alike(&e, &events);
     hook(&["hook", "uninstall", "opencode", "--user", "--yes"]);
     assert!(!plugin.exists(), "uninstall left {}", plugin.display());
+
+    // The session grown by one more prompt (a secret in it): imported again, it is
+    // continued, the secret redacted.
+    opencode.run_args = vec!["--continue".into()];
+    let secret = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
+    opencode.run(&format!("one more thing, token {secret}"), &model);
+    let out =
+        e.s.cairn(&["import", "--opencode", "--json"])
+            .env("HOME", &e.agent_home)
+            .env_remove("XDG_DATA_HOME")
+            .output()
+            .unwrap();
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&summary["sessions"], &summary["continued"]),
+        (&json!(1), &json!(1)),
+        "{summary}"
+    );
+    assert_eq!(summary["secrets"]["github_token"], 1, "{summary}");
+    let imported = sessions(&e)
+        .into_iter()
+        .map(|(_, d)| d)
+        .find(|d| events_of(d)[0]["imported"]["agent"] == "opencode")
+        .unwrap();
+    let text = std::fs::read_to_string(imported.join("events.jsonl")).unwrap_or_default();
+    let all = serde_json::to_string(&events_of(&imported)).unwrap();
+    assert!(all.contains("one more thing"), "{all}");
+    assert!(!all.contains(secret) && !text.contains(secret), "{all}");
+    let (code, out) = verify(&e, &imported);
+    assert_eq!(code, Some(0), "{out}");
 }
 
 /// What the OpenCode run left: the workspace and the session.
@@ -1188,7 +1218,11 @@ fn its_sessions_import_alike(e: &Env, events: &[Value]) {
         .collect();
     assert_eq!(imported.len(), 1, "{said}");
     let saved = events_of(&imported[0]);
-    assert_eq!(saved[0]["imported"]["agent_version"], "1.18.33", "{:#}", saved[0]);
+    assert_eq!(
+        saved[0]["imported"]["agent_version"], "1.18.33",
+        "{:#}",
+        saved[0]
+    );
     assert_eq!(inputs_of(&saved), inputs_of(events), "{saved:#?}");
     assert_eq!(
         calls_of(&saved),
