@@ -166,10 +166,9 @@ pub fn materialize(
         .map_err(bad)?;
     let json_of =
         |text: String| serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
-    // Private, as the database is: these files hold the sessions as OpenCode saved
-    // them, secrets and all (what cairn records of them is redacted).
-    cairn_store::private::create_dir_all(out_dir).map_err(crate::ImportError::io(out_dir))?;
-    let mut files = Vec::new();
+    // Every session read before anything is written: a database that cannot be read
+    // whole writes nothing.
+    let mut texts = Vec::new();
     for (id, session) in rows {
         if id.is_empty()
             || !id
@@ -202,7 +201,13 @@ pub fn materialize(
                 json!({"opencode_message": {"id": mid, "time_created": at, "data": data, "parts": ps}})
             ));
         }
-        let path = out_dir.join(format!("{id}.jsonl"));
+        texts.push((out_dir.join(format!("{id}.jsonl")), text));
+    }
+    // Private, as the database is: these files hold the sessions as OpenCode saved
+    // them, secrets and all (what cairn records of them is redacted).
+    cairn_store::private::create_dir_all(out_dir).map_err(crate::ImportError::io(out_dir))?;
+    let mut files = Vec::new();
+    for (path, text) in texts {
         if std::fs::read(&path).ok().as_deref() != Some(text.as_bytes()) {
             let tmp = path.with_extension("jsonl.tmp");
             let _ = std::fs::remove_file(&tmp);
