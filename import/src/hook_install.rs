@@ -477,6 +477,42 @@ mod tests {
     }
 
     #[test]
+    fn opencode_install_writes_cairns_plugin_and_uninstall_takes_only_it() {
+        let cmd = command("/opt/my cairn/cairn", "opencode", Some("never"));
+        let plugin = opencode_install("", &cmd).unwrap();
+        assert!(plugin.starts_with(OPENCODE_PLUGIN_MARK), "{plugin}");
+        // The command as a JS string, quotes and all.
+        assert!(
+            plugin.contains(
+                r#"const COMMAND = "'/opt/my cairn/cairn' hook opencode --approve never";"#
+            ),
+            "{plugin}"
+        );
+        for hook in [
+            "\"tool.execute.before\"",
+            "\"tool.execute.after\"",
+            "session.exit",
+        ] {
+            assert!(plugin.contains(hook), "{hook} missing: {plugin}");
+        }
+        // Installed again, with another answer: replaced whole.
+        let again = opencode_install(&plugin, &command("cairn", "opencode", None)).unwrap();
+        assert!(
+            again.contains(r#"const COMMAND = "cairn hook opencode";"#),
+            "{again}"
+        );
+        assert_eq!(opencode_uninstall(&again).unwrap(), "");
+        assert!(is_empty_settings(&opencode_uninstall(&again).unwrap()));
+        // Someone else's plugin of that name: never replaced, never removed.
+        let theirs = "export const Mine = async () => ({});\n";
+        assert!(matches!(
+            opencode_install(theirs, &cmd),
+            Err(InstallError::Shape(..))
+        ));
+        assert_eq!(opencode_uninstall(theirs).unwrap(), theirs);
+    }
+
+    #[test]
     fn gemini_install_adds_its_events_and_uninstall_restores_the_file() {
         let cmd = command("/usr/bin/cairn", "gemini", Some("never"));
         let mine = "{\n  \"security\": {\n    \"auth\": {\n      \"selectedType\": \"gemini-api-key\"\n    }\n  }\n}\n";

@@ -352,3 +352,88 @@ fn call(p: &Value, cwd: Option<&str>, out: &mut Vec<Step>) {
         out,
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plugin_event_reads_as_the_hook_event_claude_code_would_send() {
+        let before = json!({"hook_event_name": "tool.execute.before", "session_id": "ses_1",
+            "cwd": "/w", "call_id": "call_1", "tool": "bash", "args": {"command": "ls"}});
+        let v = hook_input(&before);
+        assert_eq!(
+            (
+                &v["hook_event_name"],
+                &v["tool_name"],
+                &v["tool_input"],
+                &v["tool_use_id"]
+            ),
+            (
+                &json!("PreToolUse"),
+                &json!("bash"),
+                &json!({"command": "ls"}),
+                &json!("call_1")
+            )
+        );
+        let after = json!({"hook_event_name": "tool.execute.after", "session_id": "ses_1",
+            "tool": "bash", "result": {"output": "x", "metadata": {"exit": 3}}});
+        let v = hook_input(&after);
+        assert_eq!(v["hook_event_name"], "PostToolUse");
+        assert_eq!(v["tool_response"]["metadata"]["exit"], 3);
+        let exit = hook_input(&json!({"hook_event_name": "session.exit", "session_id": "ses_1"}));
+        assert_eq!(
+            (&exit["hook_event_name"], &exit["reason"]),
+            (&json!("SessionEnd"), &json!("exit"))
+        );
+        // Another name stays as it is, for the hook to refuse.
+        let other = json!({"hook_event_name": "tool.definition"});
+        assert_eq!(hook_input(&other), other);
+    }
+
+    #[test]
+    fn a_command_takes_its_exit_code_from_the_metadata_and_fails_when_not_zero() {
+        let mut out = Vec::new();
+        let input = json!({"command": "ls nope"});
+        let result =
+            json!({"output": "no such file", "metadata": {"exit": 2, "output": "no such file"}});
+        result_steps(
+            "c1",
+            "bash",
+            &input,
+            &result,
+            None,
+            Some("/w".into()),
+            &mut out,
+        );
+        let Step::Shell(sh) = &out[0] else {
+            panic!("{out:?}")
+        };
+        assert_eq!((sh.exit_code, sh.cwd.as_deref()), (Some(2), Some("/w")));
+        assert!(
+            matches!(
+                &out[1],
+                Step::End {
+                    status: Status::Error,
+                    ..
+                }
+            ),
+            "{out:?}"
+        );
+        // Refused before it ran: no command, the call an error with the reason.
+        let mut out = Vec::new();
+        result_steps(
+            "c2",
+            "bash",
+            &input,
+            &Value::Null,
+            Some("cairn refuses this call".into()),
+            None,
+            &mut out,
+        );
+        assert!(
+            matches!(&out[..], [Step::End { status: Status::Error, output, .. }] if output == "cairn refuses this call"),
+            "{out:?}"
+        );
+    }
+}
