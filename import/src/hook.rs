@@ -660,15 +660,8 @@ fn post_tool_use(
     let cwd = input.get("cwd").and_then(Value::as_str).map(str::to_string);
     let mut steps = Vec::new();
     if options.agent == "opencode" {
-        crate::opencode::result_steps(
-            &id,
-            &tool,
-            &tool_input,
-            &response,
-            failed.then(|| output.clone()),
-            cwd,
-            &mut steps,
-        );
+        let error = failed.then(|| output.clone());
+        crate::opencode::result_steps(&id, &tool, &tool_input, &response, error, cwd, &mut steps);
     } else if options.agent == "gemini" {
         // `{llmContent, returnDisplay, error}`: what the model was told, and what the
         // person saw (an edit's content before and after).

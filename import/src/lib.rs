@@ -361,7 +361,7 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
         Format::Claude => (lmeta.id, lmeta.cwd, lmeta.version, lmeta.started_at, None),
         Format::Gemini => gmeta.identity(path),
         Format::OpenCode => match ometa {
-            Some((id, cwd, version, started)) => (Some(id), cwd, version, started, None),
+            Some(m) => (Some(m.id), m.cwd, m.version, m.started_at, None),
             None => (None, None, None, None, None),
         },
     };

@@ -233,15 +233,23 @@ fn rfc3339(ms: Option<i64>) -> Option<String> {
         .map(|t| t.to_string())
 }
 
-/// (source id, cwd, version, started at) of a session's first line.
-pub fn meta(v: &Value) -> Option<(String, Option<String>, Option<String>, Option<String>)> {
+/// What a session's first line says of it.
+pub struct Meta {
+    pub id: String,
+    pub cwd: Option<String>,
+    pub version: Option<String>,
+    pub started_at: Option<String>,
+}
+
+/// The session of its first line.
+pub fn meta(v: &Value) -> Option<Meta> {
     let s = v.get("opencode_session")?;
-    Some((
-        str_at(s, "id")?,
-        str_at(s, "directory"),
-        str_at(s, "version"),
-        rfc3339(s.get("time_created").and_then(Value::as_i64)),
-    ))
+    Some(Meta {
+        id: str_at(s, "id")?,
+        cwd: str_at(s, "directory"),
+        version: str_at(s, "version"),
+        started_at: rfc3339(s.get("time_created").and_then(Value::as_i64)),
+    })
 }
 
 /// One line of a materialized session in cairn's steps: a user message's text, an

@@ -995,13 +995,11 @@ fn its_chat_imports_alike(e: &Env, events: &[Value], want: &[(&str, &str)]) {
 /// `edit` and `write`: each call recorded with its effect (the commands with their exit
 /// codes, the edit and the write with the content before and after), the command cairn
 /// refuses never run and the model told why, the session ended when OpenCode exits,
-/// and clean. Uninstalled, the plugin file is gone.
+/// and clean. Its saved session (its database), imported with `cairn import
+/// --opencode`, holds the same calls; grown by one more prompt, it is continued, the
+/// secret in that prompt redacted. Uninstalled, the plugin file is gone.
 #[test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one scenario read top to bottom: the real agent's run, then its session checked"
-)]
-fn real_opencode_tools_through_cairn_plugin_are_recorded_and_a_denial_honoured() {
+fn real_opencode_tools_through_cairn_plugin_are_recorded_gated_and_its_sessions_import_alike() {
     let Some(agents) = cairn_tests::agents::opencode_dir() else {
         return;
     };
