@@ -1,5 +1,5 @@
 //! `cairn hook`: the hook an agent runs before and after each of its tool calls
-//! (`claude`, `codex`), and `install` / `uninstall` of it in the agent's settings.
+//! (`claude`, `codex`, `gemini`; `opencode` through the plugin its install writes), and `install` / `uninstall` of it in the agent's settings.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -17,6 +17,8 @@ pub enum AgentName {
     Claude,
     Codex,
     Gemini,
+    #[value(name = "opencode")]
+    OpenCode,
 }
 
 impl AgentName {
@@ -41,6 +43,7 @@ pub fn fast_args(args: &[std::ffi::OsString]) -> Option<(AgentName, crate::sessi
         ["hook", "claude"] => AgentName::Claude,
         ["hook", "codex"] => AgentName::Codex,
         ["hook", "gemini"] => AgentName::Gemini,
+        ["hook", "opencode"] => AgentName::OpenCode,
         _ => return None,
     };
     let approve = match &args[2..] {
@@ -63,10 +66,15 @@ pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> ExitCode {
     // Whether it is a `PreToolUse`, told by its name once it reads as JSON; before
     // (or when it has no name), by the name anywhere in it: a call whose event cannot
     // be read is refused, not let through.
-    // (Gemini CLI's is a `BeforeTool`; its exit 2 refuses the call too.)
-    let mut pre = [&b"\"PreToolUse\""[..], b"\"BeforeTool\""]
-        .iter()
-        .any(|name| bytes.windows(name.len()).any(|w| w == *name));
+    // (Gemini CLI's is a `BeforeTool`; its exit 2 refuses the call too. OpenCode's
+    // plugin throws on any exit but 0 of a `tool.execute.before`.)
+    let mut pre = [
+        &b"\"PreToolUse\""[..],
+        b"\"BeforeTool\"",
+        b"\"tool.execute.before\"",
+    ]
+    .iter()
+    .any(|name| bytes.windows(name.len()).any(|w| w == *name));
     let fail = |e: String, pre: bool| {
         crate::out::note(&format!(
             "cairn: {e} (in the {} hook; `cairn hook uninstall {}` removes it)",
@@ -91,7 +99,7 @@ pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> ExitCode {
         Err(e) => return fail(format!("the hook input is not JSON: {e}"), pre),
     };
     if let Some(name) = input.get("hook_event_name").and_then(|n| n.as_str()) {
-        pre = name == "PreToolUse" || name == "BeforeTool";
+        pre = name == "PreToolUse" || name == "BeforeTool" || name == "tool.execute.before";
     }
     let home = match Home::from_env() {
         Ok(h) => crate::exportcmd::hook_home(h),
@@ -161,6 +169,7 @@ impl AgentName {
             AgentName::Claude => agent_settings::Agent::Claude,
             AgentName::Codex => agent_settings::Agent::Codex,
             AgentName::Gemini => agent_settings::Agent::Gemini,
+            AgentName::OpenCode => agent_settings::Agent::OpenCode,
         }
     }
 }
@@ -192,6 +201,8 @@ pub fn install(
         (AgentName::Codex, true) => hook_install::codex_uninstall(&old),
         (AgentName::Gemini, false) => hook_install::gemini_install(&old, &command),
         (AgentName::Gemini, true) => hook_install::gemini_uninstall(&old),
+        (AgentName::OpenCode, false) => hook_install::opencode_install(&old, &command),
+        (AgentName::OpenCode, true) => hook_install::opencode_uninstall(&old),
     }
     .with_context(|| format!("{}", path.display()))?;
     if new == old {

@@ -9,6 +9,7 @@ pub enum Agent {
     Claude,
     Codex,
     Gemini,
+    OpenCode,
 }
 
 impl Agent {
@@ -18,6 +19,7 @@ impl Agent {
             Agent::Claude => "claude",
             Agent::Codex => "codex",
             Agent::Gemini => "gemini",
+            Agent::OpenCode => "opencode",
         }
     }
 }
@@ -53,7 +55,9 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SettingsError + '_ {
 /// (the user's in `$CLAUDE_CONFIG_DIR`, else `$HOME/.claude`), Codex's
 /// `.codex/config.toml` (the user's in `$CODEX_HOME`, else `$HOME/.codex`), Gemini
 /// CLI's `.gemini/settings.json` (the user's in `$GEMINI_CLI_HOME/.gemini`, else
-/// `$HOME/.gemini`).
+/// `$HOME/.gemini`), OpenCode's plugin file `.opencode/plugin/cairn.js` (the user's in
+/// `$XDG_CONFIG_HOME/opencode/plugin`, else `$HOME/.config/opencode/plugin`): OpenCode
+/// has no hook settings, its plugins see every call.
 pub fn settings_path(
     agent: Agent,
     scope: Scope,
@@ -72,6 +76,11 @@ pub fn settings_path(
         (Agent::Gemini, Scope::User) => match std::env::var_os("GEMINI_CLI_HOME") {
             Some(d) if !d.is_empty() => PathBuf::from(d).join(".gemini/settings.json"),
             _ => home()?.join(".gemini/settings.json"),
+        },
+        (Agent::OpenCode, Scope::Project) => workspace.join(".opencode/plugin/cairn.js"),
+        (Agent::OpenCode, Scope::User) => match std::env::var_os("XDG_CONFIG_HOME") {
+            Some(d) if !d.is_empty() => PathBuf::from(d).join("opencode/plugin/cairn.js"),
+            _ => home()?.join(".config/opencode/plugin/cairn.js"),
         },
         (Agent::Claude, Scope::User) => match std::env::var_os("CLAUDE_CONFIG_DIR") {
             Some(d) if !d.is_empty() => PathBuf::from(d).join("settings.json"),

@@ -13,6 +13,8 @@ pub enum ImportError {
     },
     #[error("{}: neither a Codex rollout nor a Claude Code transcript nor a Gemini CLI chat (no line of these formats in its first {lines} lines)", path.display())]
     UnknownFormat { path: PathBuf, lines: u64 },
+    #[error("{}: not OpenCode's session storage ({what}): give its opencode.db", path.display())]
+    OpenCodeStore { path: PathBuf, what: String },
     #[error("{}: not an ATIF trajectory (a JSON object with `schema_version` \"ATIF-v…\" and `steps`)", path.display())]
     NotAtif { path: PathBuf },
     #[error("{}: {bytes} bytes, more than the {max} bytes a trajectory may have (line_bytes_max)", path.display())]

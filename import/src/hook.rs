@@ -59,7 +59,7 @@ pub struct Answered {
 /// The hook's settings.
 #[derive(Debug, Clone)]
 pub struct HookOptions {
-    /// `claude`, `codex` or `gemini`.
+    /// `claude`, `codex`, `gemini` or `opencode`.
     pub agent: String,
     /// Who answers what the allow list does not cover.
     pub unlisted: Unlisted,
@@ -265,11 +265,28 @@ fn gemini_input(input: &Value) -> Value {
 /// Handles one hook event `input` of an agent session.
 pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answered> {
     let shaped;
-    let input = if options.agent == "gemini" {
-        shaped = gemini_input(input);
-        &shaped
-    } else {
-        input
+    let input = match options.agent.as_str() {
+        "gemini" => {
+            shaped = gemini_input(input);
+            &shaped
+        }
+        "opencode" => {
+            shaped = crate::opencode::hook_input(input);
+            &shaped
+        }
+        _ => input,
+    };
+    // OpenCode's plugin says the version its session was made by.
+    let with_version;
+    let options = match input.get("version").and_then(Value::as_str) {
+        Some(v) if options.agent == "opencode" && options.agent_version.is_none() => {
+            with_version = HookOptions {
+                agent_version: Some(v.to_string()),
+                ..options.clone()
+            };
+            &with_version
+        }
+        _ => options,
     };
     let Incoming {
         event,
@@ -642,7 +659,10 @@ fn post_tool_use(
     };
     let cwd = input.get("cwd").and_then(Value::as_str).map(str::to_string);
     let mut steps = Vec::new();
-    if options.agent == "gemini" {
+    if options.agent == "opencode" {
+        let error = failed.then(|| output.clone());
+        crate::opencode::result_steps(&id, &tool, &tool_input, &response, error, cwd, &mut steps);
+    } else if options.agent == "gemini" {
         // `{llmContent, returnDisplay, error}`: what the model was told, and what the
         // person saw (an edit's content before and after).
         let told = response_text(response.get("llmContent").unwrap_or(&Value::Null));
@@ -884,6 +904,11 @@ fn answer(agent: &str, verdict: &Verdict) -> Option<Value> {
     }
     // Gemini CLI: a denial refuses the call, an ask puts it to the person; to allow,
     // nothing is said and its own approval goes on.
+    // OpenCode's plugin throws, so that the call does not run, for a denial and for
+    // an ask alike: a plugin cannot put a question to the person.
+    if agent == "opencode" {
+        return (decision != "allow").then(|| json!({"decision": "deny", "reason": reason}));
+    }
     if agent == "gemini" {
         return (decision != "allow").then(|| json!({"decision": decision, "reason": reason}));
     }

@@ -132,6 +132,88 @@ pub fn gemini_uninstall(text: &str) -> Result<String, InstallError> {
     json_uninstall(text, "gemini")
 }
 
+/// The first line of the plugin file `cairn hook install opencode` writes: a file
+/// that starts with it is cairn's, replaced by an install and removed by an uninstall.
+pub const OPENCODE_PLUGIN_MARK: &str =
+    "// cairn: records OpenCode's tool calls (`cairn hook install opencode`";
+
+/// OpenCode's plugin that runs `command` (the shell command of cairn's hook) for each
+/// `tool.execute.before` and `tool.execute.after`, and once per session seen when
+/// OpenCode exits, with the event as JSON on stdin: a call the hook refuses (its
+/// answer a `deny`, or the hook failing) throws, so that it does not run. `text` is
+/// the file there: none, or cairn's; another plugin of that name is not replaced.
+pub fn opencode_install(text: &str, command: &str) -> Result<String, InstallError> {
+    if !text.trim().is_empty() && !text.starts_with(OPENCODE_PLUGIN_MARK) {
+        return Err(InstallError::Shape(
+            "the file".into(),
+            "cairn's plugin (move it away, then install again)",
+        ));
+    }
+    let command = serde_json::to_string(command).map_err(|e| InstallError::Json(e.to_string()))?;
+    Ok(OPENCODE_PLUGIN
+        .replace("__MARK__", OPENCODE_PLUGIN_MARK)
+        .replace("__COMMAND__", &command))
+}
+
+/// OpenCode's plugin file without cairn's plugin: empty when it was cairn's (then
+/// removed), else as it was.
+pub fn opencode_uninstall(text: &str) -> Result<String, InstallError> {
+    Ok(if text.starts_with(OPENCODE_PLUGIN_MARK) {
+        String::new()
+    } else {
+        text.to_string()
+    })
+}
+
+const OPENCODE_PLUGIN: &str = r#"__MARK__; `cairn hook uninstall opencode` removes this file)
+import { spawnSync } from "node:child_process";
+
+const COMMAND = __COMMAND__;
+
+export const CairnHook = async ({ directory }) => {
+  const versions = new Map();
+  const seen = new Set();
+  const hook = (event, fields) =>
+    spawnSync("/bin/sh", ["-c", COMMAND], {
+      cwd: directory,
+      input: JSON.stringify({ hook_event_name: event, cwd: directory, ...fields }),
+      encoding: "utf8",
+      maxBuffer: 64 << 20,
+    });
+  process.on("exit", () => {
+    for (const id of seen) hook("session.exit", { session_id: id, version: versions.get(id) });
+  });
+  return {
+    event: async ({ event }) => {
+      const info = event.properties && event.properties.info;
+      if ((event.type === "session.created" || event.type === "session.updated") && info && info.id && info.version) {
+        versions.set(info.id, info.version);
+      }
+    },
+    "tool.execute.before": async (input, output) => {
+      seen.add(input.sessionID);
+      const r = hook("tool.execute.before", {
+        session_id: input.sessionID, version: versions.get(input.sessionID),
+        call_id: input.callID, tool: input.tool, args: output.args,
+      });
+      if (r.status !== 0) {
+        throw new Error(`cairn refuses this call: ${(r.stderr || "").trim() || "its hook failed"}`);
+      }
+      let answer = null;
+      try { answer = JSON.parse(r.stdout); } catch {}
+      if (answer && answer.decision && answer.decision !== "allow") throw new Error(answer.reason);
+    },
+    "tool.execute.after": async (input, output) => {
+      hook("tool.execute.after", {
+        session_id: input.sessionID, version: versions.get(input.sessionID),
+        call_id: input.callID, tool: input.tool, args: input.args,
+        result: { title: output.title, output: output.output, metadata: output.metadata },
+      });
+    },
+  };
+};
+"#;
+
 /// A JSON settings file (`hooks`: event → `[{matcher, hooks: [{type, command}]}]`)
 /// with `agent`'s hook added for each of `events`.
 fn json_install(
@@ -392,6 +474,42 @@ mod tests {
         // Installing again adds nothing.
         assert_eq!(claude_install(&installed, &cmd).unwrap(), installed);
         assert_eq!(claude_uninstall(&installed).unwrap(), OTHER);
+    }
+
+    #[test]
+    fn opencode_install_writes_cairns_plugin_and_uninstall_takes_only_it() {
+        let cmd = command("/opt/my cairn/cairn", "opencode", Some("never"));
+        let plugin = opencode_install("", &cmd).unwrap();
+        assert!(plugin.starts_with(OPENCODE_PLUGIN_MARK), "{plugin}");
+        // The command as a JS string, quotes and all.
+        assert!(
+            plugin.contains(
+                r#"const COMMAND = "'/opt/my cairn/cairn' hook opencode --approve never";"#
+            ),
+            "{plugin}"
+        );
+        for hook in [
+            "\"tool.execute.before\"",
+            "\"tool.execute.after\"",
+            "session.exit",
+        ] {
+            assert!(plugin.contains(hook), "{hook} missing: {plugin}");
+        }
+        // Installed again, with another answer: replaced whole.
+        let again = opencode_install(&plugin, &command("cairn", "opencode", None)).unwrap();
+        assert!(
+            again.contains(r#"const COMMAND = "cairn hook opencode";"#),
+            "{again}"
+        );
+        assert_eq!(opencode_uninstall(&again).unwrap(), "");
+        assert!(is_empty_settings(&opencode_uninstall(&again).unwrap()));
+        // Someone else's plugin of that name: never replaced, never removed.
+        let theirs = "export const Mine = async () => ({});\n";
+        assert!(matches!(
+            opencode_install(theirs, &cmd),
+            Err(InstallError::Shape(..))
+        ));
+        assert_eq!(opencode_uninstall(theirs).unwrap(), theirs);
     }
 
     #[test]

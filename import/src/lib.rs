@@ -39,6 +39,7 @@ mod gemini;
 pub mod hook;
 pub mod hook_install;
 mod index;
+pub mod opencode;
 mod patch;
 mod source;
 mod step;
@@ -280,6 +281,7 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
     let mut cmeta = codex::Meta::default();
     let mut lmeta = claude::Meta::default();
     let mut gmeta = gemini::Meta::default();
+    let mut ometa = None;
     let mut nodes = Vec::new();
     let mut first = true;
     let mut torn = 0;
@@ -303,6 +305,8 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
                 format = Some(Format::Codex);
             } else if gemini::is_gemini(&v) {
                 format = Some(Format::Gemini);
+            } else if first && opencode::is_opencode(&v) {
+                format = Some(Format::OpenCode);
             } else if claude::is_claude(&v) {
                 format = Some(Format::Claude);
             } else if src.index >= DETECT_LINES_MAX {
@@ -320,6 +324,12 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
             }
             Some(Format::Gemini) => {
                 gemini::meta(&v, &mut gmeta);
+                nodes.push(None);
+            }
+            Some(Format::OpenCode) => {
+                if ometa.is_none() {
+                    ometa = opencode::meta(&v);
+                }
                 nodes.push(None);
             }
             None => nodes.push(None),
@@ -350,6 +360,10 @@ fn scan(path: &Path, options: &Options) -> Result<Scan> {
         ),
         Format::Claude => (lmeta.id, lmeta.cwd, lmeta.version, lmeta.started_at, None),
         Format::Gemini => gmeta.identity(path),
+        Format::OpenCode => match ometa {
+            Some(m) => (Some(m.id), m.cwd, m.version, m.started_at, None),
+            None => (None, None, None, None, None),
+        },
     };
     let parent = parent.or_else(|| gmeta.parent(path).filter(|_| format == Format::Gemini));
     Ok(Scan {
@@ -494,6 +508,8 @@ struct Pass<'a> {
     codex: codex::Codex,
     claude: claude::Claude,
     gemini: gemini::Gemini,
+    /// The session's workspace, for an OpenCode command that names none.
+    cwd: Option<String>,
     redactor: &'a Redactor,
     secrets: Counts,
     lines: u64,
@@ -508,6 +524,7 @@ impl Pass<'_> {
             Format::Codex => self.codex.line(v, raw, &mut steps),
             Format::Claude => self.claude.line(v, raw, &mut steps),
             Format::Gemini => self.gemini.line(v, raw, &mut steps),
+            Format::OpenCode => opencode::line(v, raw, self.cwd.as_deref(), &mut steps),
         }
         self.record(steps)
     }
@@ -528,7 +545,7 @@ impl Pass<'_> {
         match self.format {
             Format::Codex => self.codex.finish(&mut steps),
             Format::Claude => self.claude.finish(&mut steps),
-            Format::Gemini => {}
+            Format::Gemini | Format::OpenCode => {}
         }
         self.record(steps)
     }
@@ -837,7 +854,8 @@ impl<'a> Fresh<'a> {
             format: self.s.format,
             codex: codex::Codex::new(cwd.clone()),
             claude: claude::Claude::new(),
-            gemini: gemini::Gemini::new(cwd),
+            gemini: gemini::Gemini::new(cwd.clone()),
+            cwd,
             redactor: self.redactor,
             secrets: Counts::new(),
             lines: 0,
@@ -857,7 +875,7 @@ impl<'a> Fresh<'a> {
         let (path, s) = (self.path, self.s);
         let plan = match s.format {
             Format::Claude => Some(branches(&s.nodes, subagent)),
-            Format::Codex | Format::Gemini => None,
+            Format::Codex | Format::Gemini | Format::OpenCode => None,
         };
         let branch = if subagent { "subagent" } else { "main" };
         let mut pass = self.pass(branch, parent, Some(cwd))?;
@@ -1043,6 +1061,7 @@ fn continue_into(
         codex: codex::Codex::new(s.cwd.clone().or(Some(started.workspace.clone()))),
         claude: claude::Claude::new(),
         gemini: gemini::Gemini::new(s.cwd.clone().or(Some(started.workspace.clone()))),
+        cwd: s.cwd.clone().or(Some(started.workspace.clone())),
         redactor,
         secrets: Counts::new(),
         lines: 0,

@@ -21,6 +21,8 @@ pub enum Format {
     Claude,
     /// A Gemini CLI chat: a session line, then messages written again as they change.
     Gemini,
+    /// An OpenCode session, as `opencode::materialize` writes one from its database.
+    OpenCode,
 }
 
 impl Format {
@@ -29,6 +31,7 @@ impl Format {
             Format::Codex => "codex",
             Format::Claude => "claude",
             Format::Gemini => "gemini",
+            Format::OpenCode => "opencode",
         }
     }
 }

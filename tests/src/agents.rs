@@ -216,6 +216,13 @@ pub fn tool_results(body: &Value) -> Vec<(String, String)> {
     }
     if let Some(messages) = body["messages"].as_array() {
         for m in messages {
+            if m["role"] == "tool" {
+                let text = match &m["content"] {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                out.push((m["tool_call_id"].as_str().unwrap_or("").to_string(), text));
+            }
             for b in m["content"].as_array().into_iter().flatten() {
                 if b["type"] == "tool_result" {
                     let text = match &b["content"] {
@@ -256,6 +263,11 @@ fn call_ids(body: &Value) -> Vec<String> {
         }
     }
     for m in body["messages"].as_array().into_iter().flatten() {
+        for c in m["tool_calls"].as_array().into_iter().flatten() {
+            if let Some(id) = c["id"].as_str() {
+                ids.push(id.to_string());
+            }
+        }
         for b in m["content"].as_array().into_iter().flatten() {
             if let Some(id) = b["id"].as_str().or(b["tool_use_id"].as_str()) {
                 ids.push(id.to_string());
@@ -408,7 +420,9 @@ fn answer(script: &Script, req: &Req) -> (Vec<u8>, Option<(usize, usize)>) {
     let ids: Vec<String> = (0..turn.calls.len())
         .map(|n| format!("{conv}_{t}_{n}"))
         .collect();
-    let bytes = if req.path.contains(":streamGenerateContent") {
+    let bytes = if req.path.contains("/chat/completions") {
+        chat_answer(&turn, &ids)
+    } else if req.path.contains(":streamGenerateContent") {
         gemini_answer(&turn, &ids, true)
     } else if req.path.contains(":generateContent") {
         gemini_answer(&turn, &ids, false)
@@ -420,6 +434,57 @@ fn answer(script: &Script, req: &Req) -> (Vec<u8>, Option<(usize, usize)>) {
         crate::http::json(404, &json!({"error": "not here"}))
     };
     (bytes, which)
+}
+
+/// A Chat Completions stream (OpenCode's OpenAI-compatible provider): the text, then
+/// each call whole in one delta, then the finish reason with usage, then `[DONE]`.
+fn chat_answer(turn: &Turn, ids: &[String]) -> Vec<u8> {
+    let chunk = |delta: Value, finish: Value, usage: Value| {
+        json!({"id": "chatcmpl_fake", "object": "chat.completion.chunk", "created": 1,
+            "model": "fake", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            "usage": usage})
+    };
+    let mut chunks = Vec::new();
+    if !turn.text.is_empty() {
+        chunks.push(chunk(
+            json!({"role": "assistant", "content": turn.text}),
+            Value::Null,
+            Value::Null,
+        ));
+    }
+    let calls: Vec<Value> = turn
+        .calls
+        .iter()
+        .zip(ids)
+        .enumerate()
+        .map(|(i, (c, id))| {
+            json!({"index": i, "id": format!("call_{id}"), "type": "function",
+                "function": {"name": c.name, "arguments": c.input.to_string()}})
+        })
+        .collect();
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    if !calls.is_empty() {
+        chunks.push(chunk(
+            json!({"role": "assistant", "tool_calls": calls}),
+            Value::Null,
+            Value::Null,
+        ));
+    }
+    chunks.push(chunk(
+        json!({}),
+        json!(finish),
+        json!({"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}),
+    ));
+    let mut out = String::new();
+    for c in chunks {
+        out.push_str(&format!("data: {c}\n\n"));
+    }
+    out.push_str("data: [DONE]\n\n");
+    sse(&out)
 }
 
 /// A Responses API stream: each output item whole (`response.output_item.done`), then
@@ -1004,6 +1069,104 @@ impl Gemini {
         assert!(
             out.status.success(),
             "gemini -p failed ({}):\nstdout:\n{}\nstderr:\n{}\nmodel:\n{}",
+            out.status,
+            out.stdout,
+            out.stderr,
+            model.describe()
+        );
+        out
+    }
+}
+
+/// The folder of the installed OpenCode (`tests/agents/opencode`: its Linux x64 native
+/// package pinned alone, see its `setup.sh`), installing it first if needed. `None`
+/// when `CAIRN_SKIP_PEERS=1`.
+pub fn opencode_dir() -> Option<PathBuf> {
+    crate::installed(
+        "agents/opencode",
+        &["node_modules/opencode-linux-x64/bin/opencode"],
+    )
+}
+
+/// OpenCode's model in these tests, `<provider>/<model>`.
+pub const OPENCODE_MODEL: &str = "fake/fake-model";
+
+/// `opencode run PROMPT`, its native binary run directly, with a private `HOME` and XDG
+/// folders under it (its sessions in `HOME/.local/share/opencode/opencode.db`), the
+/// workspace's `opencode.json` naming one provider `fake` (`@ai-sdk/openai-compatible`,
+/// which OpenCode carries built in) at the fake model, every tool allowed, no sharing,
+/// no update, no models list fetched, no LSP download.
+pub struct OpenCode {
+    pub bin: PathBuf,
+    pub home: PathBuf,
+    pub workspace: PathBuf,
+    /// More environment for the run (and so for its plugins).
+    pub env: Vec<(String, String)>,
+    /// More arguments of `opencode run`, before the prompt (`--continue`).
+    pub run_args: Vec<String>,
+}
+
+impl OpenCode {
+    pub fn new(dir: &Path, model: &FakeModel, home: &Path, workspace: &Path) -> OpenCode {
+        std::fs::create_dir_all(home).unwrap_or_else(|e| panic!("make {}: {e}", home.display()));
+        let config = json!({
+            "$schema": "https://opencode.ai/config.json",
+            "provider": {"fake": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Fake",
+                "options": {"baseURL": format!("{}/v1", model.url()), "apiKey": "fake-opencode-key"},
+                "models": {"fake-model": {"name": "Fake model", "tool_call": true}},
+            }},
+            "model": OPENCODE_MODEL,
+            "small_model": OPENCODE_MODEL,
+            "autoupdate": false,
+            "share": "disabled",
+            "permission": {"edit": "allow", "bash": "allow", "webfetch": "deny"},
+        });
+        let path = workspace.join("opencode.json");
+        std::fs::write(
+            &path,
+            serde_json::to_string_pretty(&config).unwrap_or_default(),
+        )
+        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        OpenCode {
+            bin: dir.join("node_modules/opencode-linux-x64/bin/opencode"),
+            home: home.to_path_buf(),
+            workspace: workspace.to_path_buf(),
+            env: Vec::new(),
+            run_args: Vec::new(),
+        }
+    }
+
+    /// Where OpenCode keeps its data (`XDG_DATA_HOME/opencode`): `opencode.db`.
+    pub fn data_dir(&self) -> PathBuf {
+        self.home.join(".local/share/opencode")
+    }
+
+    /// `opencode run PROMPT`, started.
+    pub fn spawn(&self, prompt: &str) -> Running {
+        let mut cmd = base_command(&self.bin, &self.home, &self.workspace);
+        cmd.env("XDG_DATA_HOME", self.home.join(".local/share"))
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
+            .env("XDG_CACHE_HOME", self.home.join(".cache"))
+            .env("XDG_STATE_HOME", self.home.join(".local/state"))
+            .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+            .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+            .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "1")
+            .env("OPENCODE_DISABLE_SHARE", "1")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .args(["run", "--model", OPENCODE_MODEL])
+            .args(&self.run_args)
+            .arg(prompt);
+        spawn(cmd, "opencode run")
+    }
+
+    /// `opencode run PROMPT` to its end; fails on a non-zero exit, with stderr.
+    pub fn run(&self, prompt: &str, model: &FakeModel) -> Output {
+        let out = self.spawn(prompt).wait();
+        assert!(
+            out.status.success(),
+            "opencode run failed ({}):\nstdout:\n{}\nstderr:\n{}\nmodel:\n{}",
             out.status,
             out.stdout,
             out.stderr,

@@ -1,5 +1,5 @@
 //! `cairn hook`: the hooks of the agents people already use (Claude Code, Codex,
-//! Gemini CLI), and
+//! Gemini CLI, OpenCode), and
 //! their installation into the agent's settings. The hook itself usually runs before
 //! clap (`hookcmd::fast_args`); what clap parses to a hook runs the same.
 
@@ -40,9 +40,18 @@ enum Action {
         #[arg(long, default_value = "ask")]
         approve: Approve,
     },
+    /// OpenCode's hook, run by the plugin `install` writes (tool.execute.before,
+    /// tool.execute.after, and session.exit when OpenCode exits): the same recording,
+    /// one cairn session per OpenCode session; the plugin throws on a call cairn
+    /// denies or asks about (a plugin cannot ask the person), so that it does not run.
+    #[command(name = "opencode")]
+    OpenCode {
+        #[arg(long, default_value = "ask")]
+        approve: Approve,
+    },
     /// Write cairn's hooks into the agent's settings (Claude Code: .claude/settings.json;
-    /// Codex: .codex/config.toml; Gemini CLI: .gemini/settings.json), showing the diff
-    /// first and asking.
+    /// Codex: .codex/config.toml; Gemini CLI: .gemini/settings.json; OpenCode: the
+    /// plugin .opencode/plugin/cairn.js), showing the diff first and asking.
     Install {
         agent: AgentName,
         /// Written into the hook's command: who answers what the project's allow list
@@ -92,6 +101,7 @@ impl Args {
             Action::Claude { approve } => Some((AgentName::Claude, approve)),
             Action::Codex { approve } => Some((AgentName::Codex, approve)),
             Action::Gemini { approve } => Some((AgentName::Gemini, approve)),
+            Action::OpenCode { approve } => Some((AgentName::OpenCode, approve)),
             Action::Install { .. } | Action::Uninstall { .. } => None,
         }
     }
@@ -101,6 +111,7 @@ impl Args {
             Action::Claude { approve } => Ok(hookcmd::run(AgentName::Claude, approve)),
             Action::Codex { approve } => Ok(hookcmd::run(AgentName::Codex, approve)),
             Action::Gemini { approve } => Ok(hookcmd::run(AgentName::Gemini, approve)),
+            Action::OpenCode { approve } => Ok(hookcmd::run(AgentName::OpenCode, approve)),
             Action::Install {
                 agent,
                 approve,

@@ -31,6 +31,12 @@ pub(crate) struct Args {
     /// `$GEMINI_CLI_HOME/.gemini/tmp`, else `~/.gemini/tmp`.
     #[arg(long)]
     gemini: bool,
+    /// Also import OpenCode's sessions: its database `$XDG_DATA_HOME/opencode/opencode.db`,
+    /// else `~/.local/share/opencode/opencode.db` (an `opencode.db` can also be given as
+    /// a path). Each session is first written out as a JSON-lines file under cairn's
+    /// home (`imports/opencode/`), which is what the session says it came from.
+    #[arg(long)]
+    opencode: bool,
     /// Only files modified at or after DATE (`2026-11-01`, or an RFC 3339 time).
     #[arg(long, value_name = "DATE")]
     since: Option<String>,
@@ -63,7 +69,7 @@ fn home_dir() -> Result<PathBuf> {
     match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
         Some(h) => Ok(PathBuf::from(h)),
         None => bail!(
-            "HOME is not set: give the folder to import instead of --codex, --claude or --gemini"
+            "HOME is not set: give the folder to import instead of --codex, --claude, --gemini or --opencode"
         ),
     }
 }
@@ -98,14 +104,38 @@ fn default_locations(args: &Args) -> Result<Vec<PathBuf>> {
         chats.sort();
         paths.extend(chats);
     }
+    if args.opencode {
+        let data = match std::env::var_os("XDG_DATA_HOME").filter(|h| !h.is_empty()) {
+            Some(d) => PathBuf::from(d),
+            None => home_dir()?.join(".local").join("share"),
+        };
+        paths.push(data.join("opencode").join("opencode.db"));
+    }
     Ok(paths)
+}
+
+/// Each OpenCode database among `paths` (a file named `opencode.db`) replaced by the
+/// files of its sessions, written out under cairn's home.
+fn opencode_sessions(home: &Home, paths: Vec<PathBuf>) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_file() && p.file_name().is_some_and(|n| n == "opencode.db") {
+            let dir = home.root.join("imports").join("opencode");
+            out.extend(cairn_import::opencode::materialize(&p, &dir)?);
+        } else {
+            out.push(p);
+        }
+    }
+    Ok(out)
 }
 
 fn import(args: Args) -> Result<ExitCode> {
     let mut paths = args.paths.clone();
     paths.extend(default_locations(&args)?);
     if paths.is_empty() {
-        bail!("nothing to import: give files or folders, or --codex, --claude or --gemini");
+        bail!(
+            "nothing to import: give files or folders, or --codex, --claude, --gemini or --opencode"
+        );
     }
     for p in &paths {
         if !p.exists() {
@@ -118,6 +148,7 @@ fn import(args: Args) -> Result<ExitCode> {
         ..cairn_import::Options::default()
     };
     let home = Home::from_env()?;
+    let paths = opencode_sessions(&home, paths)?;
     let files = cairn_import::source_files(&paths);
     let total: u64 = files
         .iter()

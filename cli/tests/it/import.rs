@@ -209,6 +209,61 @@ fn import_bad_arguments_exit_2_and_since_skips_older_files() {
     );
 }
 
+/// An `opencode.db` that is not OpenCode's session storage (text, a SQLite database
+/// of other tables, a real one cut short) is a clear `cairn:` error, and nothing is
+/// written: no session, no copy of a session.
+#[test]
+fn import_of_a_malformed_or_foreign_opencode_db_fails_clearly_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, user) = (tmp.path().join("home"), tmp.path().join("user"));
+    let dir = tmp.path().join("data");
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("opencode.db");
+    let shaped = tmp.path().join("shaped.db");
+    {
+        let c = rusqlite::Connection::open(&shaped).unwrap();
+        c.execute_batch(
+            "create table session (id text primary key, directory text, version text, title text, time_created integer, parent_id text);
+             create table message (id text, session_id text, time_created integer, data text);
+             create table part (id text, message_id text, session_id text, data text);",
+        )
+        .unwrap();
+        for i in 0..200 {
+            c.execute(
+                "insert into session values (?1, '/tmp', '1.18.33', 'a title long enough to fill pages', 1, null)",
+                [format!("ses_{i}")],
+            )
+            .unwrap();
+        }
+    }
+    let whole = std::fs::read(&shaped).unwrap();
+    assert!(whole.len() > 8192, "{}", whole.len());
+    let foreign = tmp.path().join("foreign.db");
+    rusqlite::Connection::open(&foreign)
+        .unwrap()
+        .execute_batch("create table notes (text text); insert into notes values ('hi');")
+        .unwrap();
+    let cases: [(&str, Vec<u8>); 4] = [
+        ("text", b"not a database\n".to_vec()),
+        ("empty", Vec::new()),
+        ("foreign", std::fs::read(&foreign).unwrap()),
+        ("cut short", whole[..whole.len() / 2].to_vec()),
+    ];
+    for (what, bytes) in cases {
+        std::fs::write(&db, &bytes).unwrap();
+        let out = cairn(&home, &user, &["import", db.to_str().unwrap()]);
+        let err = text(&out.stderr);
+        assert!(!out.status.success(), "{what}: {err}");
+        assert!(
+            err.starts_with("cairn: ") && err.contains("not OpenCode's session storage"),
+            "{what}: {err}"
+        );
+        assert!(!home.join("imports").exists(), "{what}: a copy was written");
+        let listed = cairn(&home, &user, &["sessions", "--json"]);
+        assert_eq!(text(&listed.stdout).trim(), "[]", "{what}");
+    }
+}
+
 /// `cairn` with `CAIRN_SEARCH_INDEX` as given (unset when `None`, whatever the tests'
 /// own environment says).
 fn cairn_index(home: &Path, user_home: &Path, index: Option<&str>, args: &[&str]) -> Output {

@@ -17,12 +17,12 @@
 use std::path::{Path, PathBuf};
 
 use cairn_tests::agents::{
-    Claude, Codex, FakeModel, Gemini, McpServer, Script, Turn, call, tool_results,
+    Claude, Codex, FakeModel, Gemini, McpServer, OpenCode, Script, Turn, call, tool_results,
 };
 use serde_json::{Value, json};
 
 use crate::real_agents::{Env, env, kill_all};
-use crate::signals::wait_until;
+use crate::signals::{setup, wait_until};
 
 const EVERYTHING: &str = "node_modules/@modelcontextprotocol/server-everything/dist/index.js";
 
@@ -983,6 +983,265 @@ fn its_chat_imports_alike(e: &Env, events: &[Value], want: &[(&str, &str)]) {
             .output()
             .unwrap();
     let summary: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(
+        (&summary["unchanged"], &summary["sessions"]),
+        (&json!(1), &json!(0)),
+        "{summary}"
+    );
+}
+
+/// OpenCode 1.18's plugin (`tool.execute.before`, `tool.execute.after`, and its exit,
+/// installed by `cairn hook install opencode --user`) around its own `bash`, `read`,
+/// `edit` and `write`: each call recorded with its effect (the commands with their exit
+/// codes, the edit and the write with the content before and after), the command cairn
+/// refuses never run and the model told why, the session ended when OpenCode exits,
+/// and clean. Its saved session (its database), imported with `cairn import
+/// --opencode`, holds the same calls; grown by one more prompt, it is continued, the
+/// secret in that prompt redacted. Uninstalled, the plugin file is gone.
+#[test]
+fn real_opencode_tools_through_cairn_plugin_are_recorded_gated_and_its_sessions_import_alike() {
+    let Some(agents) = cairn_tests::agents::opencode_dir() else {
+        return;
+    };
+    let s = setup();
+    std::fs::write(s.ws.join("notes.txt"), "hello\nsecond line\n").unwrap();
+    let agent_home = s.home.parent().unwrap().join("agent-home");
+    let e = Env {
+        s,
+        agents,
+        agent_home,
+    };
+    grant_files_and_commands(&e);
+    let ws = e.s.ws.canonicalize().unwrap();
+    let notes = ws.join("notes.txt").to_string_lossy().into_owned();
+    let new = ws.join("new.txt").to_string_lossy().into_owned();
+    let model = FakeModel::start(Script::new(vec![
+        Turn::calls(vec![call(
+            "bash",
+            json!({"command": "cat notes.txt", "description": "read the notes"}),
+        )]),
+        Turn::calls(vec![call("read", json!({"filePath": notes}))]),
+        Turn::calls(vec![call(
+            "edit",
+            json!({"filePath": notes, "oldString": "hello\n", "newString": "hello, world\n"}),
+        )]),
+        Turn::calls(vec![call(
+            "write",
+            json!({"filePath": new, "content": "created\n"}),
+        )]),
+        Turn::calls(vec![call(
+            "bash",
+            json!({"command": "ls does-not-exist", "description": "list"}),
+        )]),
+        Turn::calls(vec![call(
+            "bash",
+            json!({"command": "touch forbidden.txt", "description": "touch"}),
+        )]),
+        Turn::text("all done"),
+    ]));
+    let mut opencode = OpenCode::new(&e.agents, &model, &e.agent_home, &e.s.ws);
+    opencode
+        .env
+        .push(("CAIRN_HOME".into(), e.s.home.to_string_lossy().into_owned()));
+    let plugin = e.agent_home.join(".config/opencode/plugin/cairn.js");
+    let hook = |args: &[&str]| {
+        let out =
+            e.s.cairn(args)
+                .env("HOME", &e.agent_home)
+                .env_remove("XDG_CONFIG_HOME")
+                .output()
+                .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    hook(&[
+        "hook",
+        "install",
+        "opencode",
+        "--user",
+        "--approve",
+        "never",
+        "--yes",
+    ]);
+    assert!(plugin.is_file(), "{}", plugin.display());
+    opencode.run("tidy the notes", &model);
+    let (dir, events) = ended_hook_session(&e);
+    check_opencode_session(&e, &model, &dir, &events);
+    its_sessions_import_alike(&e, &events);
+    hook(&["hook", "uninstall", "opencode", "--user", "--yes"]);
+    assert!(!plugin.exists(), "uninstall left {}", plugin.display());
+
+    // The session grown by one more prompt (a secret in it): imported again, it is
+    // continued, the secret redacted.
+    opencode.run_args = vec!["--continue".into()];
+    let secret = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
+    opencode.run(&format!("one more thing, token {secret}"), &model);
+    let out =
+        e.s.cairn(&["import", "--opencode", "--json"])
+            .env("HOME", &e.agent_home)
+            .env_remove("XDG_DATA_HOME")
+            .output()
+            .unwrap();
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&summary["sessions"], &summary["continued"]),
+        (&json!(1), &json!(1)),
+        "{summary}"
+    );
+    assert_eq!(summary["secrets"]["github_token"], 1, "{summary}");
+    let imported = sessions(&e)
+        .into_iter()
+        .map(|(_, d)| d)
+        .find(|d| events_of(d)[0]["imported"]["agent"] == "opencode")
+        .unwrap();
+    let text = std::fs::read_to_string(imported.join("events.jsonl")).unwrap_or_default();
+    let all = serde_json::to_string(&events_of(&imported)).unwrap();
+    assert!(all.contains("one more thing"), "{all}");
+    assert!(!all.contains(secret) && !text.contains(secret), "{all}");
+    let (code, out) = verify(&e, &imported);
+    assert_eq!(code, Some(0), "{out}");
+}
+
+/// What the OpenCode run left: the workspace and the session.
+fn check_opencode_session(e: &Env, model: &FakeModel, dir: &Path, events: &[Value]) {
+    assert_eq!(
+        std::fs::read_to_string(e.s.ws.join("notes.txt")).unwrap(),
+        "hello, world\nsecond line\n",
+        "{}",
+        model.describe()
+    );
+    assert_eq!(
+        std::fs::read_to_string(e.s.ws.join("new.txt")).unwrap(),
+        "created\n"
+    );
+    assert!(!e.s.ws.join("forbidden.txt").exists());
+    let told = model
+        .seen()
+        .iter()
+        .flat_map(|r| tool_results(&r.json()))
+        .any(|(_, text)| text.contains("cairn refuses this call") && text.contains("shell:touch"));
+    assert!(told, "{}", model.describe());
+
+    assert_eq!(events[0]["agent"]["name"], "opencode");
+    assert_eq!(events[0]["agent"]["version"], "1.18.33");
+    let want = [
+        ("bash", "ok"),
+        ("read", "ok"),
+        ("edit", "ok"),
+        ("write", "ok"),
+        ("bash", "error"),
+        ("bash", "denied"),
+    ];
+    assert_eq!(
+        calls_of(events),
+        want.map(|(t, s)| (t.to_string(), s.to_string())),
+        "{events:#?}\n{}",
+        model.describe()
+    );
+    assert_eq!(exit_codes_of(events), [json!(0), json!(2)], "{events:#?}");
+    let writes: Vec<(String, String, bool, bool)> = events
+        .iter()
+        .filter(|ev| ev["type"] == "file_write")
+        .map(|ev| {
+            (
+                ev["path"].as_str().unwrap().to_string(),
+                ev["op"].as_str().unwrap_or("").to_string(),
+                ev["before"].is_object(),
+                ev["after"].is_object(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        writes,
+        [
+            ("notes.txt".into(), "edit".into(), true, true),
+            ("new.txt".into(), "create".into(), false, true),
+        ],
+        "{events:#?}"
+    );
+    assert!(
+        events.iter().any(|ev| ev["type"] == "permission_decided"
+            && ev["key"] == "shell:touch"
+            && ev["answer"] == "deny"),
+        "{events:#?}"
+    );
+    assert_eq!(
+        events.last().unwrap()["reason"],
+        "opencode session ended (exit)"
+    );
+    assert_eq!(state(e, dir), "finished");
+    let (code, out) = verify(e, dir);
+    assert_eq!(code, Some(0), "{out}");
+    let listed = cairn_ok(e, &["sessions"]);
+    assert!(listed.contains("opencode 1.18.33"), "{listed}");
+    let shown = cairn_ok(e, &["show", dir.to_str().unwrap()]);
+    assert!(
+        shown.contains("recorded from OpenCode 1.18.33 through its hooks"),
+        "{shown}"
+    );
+}
+
+/// OpenCode's own saved session (its database), imported from its default place with
+/// `cairn import --opencode`: the same calls with the same inputs (the refused one as
+/// the error OpenCode made of it), the same exit codes, clean, labelled, and imported
+/// once.
+fn its_sessions_import_alike(e: &Env, events: &[Value]) {
+    let import = |json: bool| {
+        let mut args = vec!["import", "--opencode"];
+        if json {
+            args.push("--json");
+        }
+        let out =
+            e.s.cairn(&args)
+                .env("HOME", &e.agent_home)
+                .env_remove("XDG_DATA_HOME")
+                .output()
+                .unwrap();
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let said = import(false);
+    let imported: Vec<PathBuf> = sessions(e)
+        .into_iter()
+        .map(|(_, d)| d)
+        .filter(|d| events_of(d)[0]["imported"]["agent"] == "opencode")
+        .collect();
+    assert_eq!(imported.len(), 1, "{said}");
+    let saved = events_of(&imported[0]);
+    assert_eq!(
+        saved[0]["imported"]["agent_version"], "1.18.33",
+        "{:#}",
+        saved[0]
+    );
+    assert_eq!(inputs_of(&saved), inputs_of(events), "{saved:#?}");
+    assert_eq!(
+        calls_of(&saved),
+        [
+            ("bash", "ok"),
+            ("read", "ok"),
+            ("edit", "ok"),
+            ("write", "ok"),
+            ("bash", "error"),
+            ("bash", "error"),
+        ]
+        .map(|(t, s)| (t.to_string(), s.to_string())),
+        "{saved:#?}"
+    );
+    assert_eq!(exit_codes_of(&saved), [json!(0), json!(2)], "{saved:#?}");
+    let (code, out) = verify(e, &imported[0]);
+    assert_eq!(code, Some(0), "{out}");
+    let shown = cairn_ok(e, &["show", imported[0].to_str().unwrap()]);
+    assert!(shown.contains("imported from OpenCode 1.18.33"), "{shown}");
+    // Imported again: nothing new.
+    let summary: Value = serde_json::from_str(&import(true)).unwrap();
     assert_eq!(
         (&summary["unchanged"], &summary["sessions"]),
         (&json!(1), &json!(0)),

@@ -1,0 +1,447 @@
+//! OpenCode: what its plugin hands cairn's hook, and a finished tool call in cairn's
+//! steps.
+//!
+//! OpenCode has no command hooks: a plugin (`.opencode/plugin/cairn.js`, written by
+//! `cairn hook install opencode`) runs `cairn hook opencode` with one JSON object on
+//! stdin for each of its `tool.execute.before` and `tool.execute.after` events, and
+//! once per session seen when the process exits:
+//! `{hook_event_name, session_id, cwd, version, call_id, tool, args, result}`, the
+//! result being the tool's `{title, output, metadata}` (a command's `metadata.exit`).
+
+use cairn_core::event::Status;
+use serde_json::{Value, json};
+
+use crate::step::{Shell, Step, Write, WriteKind};
+
+/// An OpenCode plugin event in the words Claude Code's hooks use:
+/// `tool.execute.before` is a `PreToolUse`, `tool.execute.after` a `PostToolUse`,
+/// `session.idle` a `Stop`, `session.exit` (the plugin's, when OpenCode exits) a
+/// `SessionEnd` with the reason `exit`. `None` for any other event name, which the
+/// hook then refuses as one it does not know.
+pub(crate) fn hook_input(input: &Value) -> Value {
+    let mut v = input.clone();
+    let name = match input.get("hook_event_name").and_then(Value::as_str) {
+        Some("tool.execute.before") => "PreToolUse",
+        Some("tool.execute.after") => "PostToolUse",
+        Some("session.idle") => "Stop",
+        Some("session.exit") => {
+            v["reason"] = json!("exit");
+            "SessionEnd"
+        }
+        _ => return v,
+    };
+    v["hook_event_name"] = json!(name);
+    for (from, to) in [
+        ("tool", "tool_name"),
+        ("args", "tool_input"),
+        ("call_id", "tool_use_id"),
+        ("result", "tool_response"),
+    ] {
+        if let Some(x) = input.get(from) {
+            v[to] = x.clone();
+        }
+    }
+    v
+}
+
+fn str_at(v: &Value, k: &str) -> Option<String> {
+    v.get(k).and_then(Value::as_str).map(str::to_string)
+}
+
+/// The steps of a finished call of OpenCode's `tool` (`result`: its `{title, output,
+/// metadata}`; `error`: the message of a call that failed): a command as its shell
+/// step (exit code from `metadata.exit`), a write or an edit as its write (the diff
+/// from `metadata.diff`), then the call's end.
+pub(crate) fn result_steps(
+    id: &str,
+    tool: &str,
+    input: &Value,
+    result: &Value,
+    error: Option<String>,
+    cwd: Option<String>,
+    out: &mut Vec<Step>,
+) {
+    let output = str_at(result, "output").unwrap_or_default();
+    let meta = result.get("metadata").unwrap_or(&Value::Null);
+    let mut status = if error.is_some() {
+        Status::Error
+    } else {
+        Status::Ok
+    };
+    match tool {
+        // Refused or failed before it ran: no command.
+        "bash" if error.is_some() => {}
+        "bash" => {
+            let exit_code = meta
+                .get("exit")
+                .and_then(Value::as_i64)
+                .and_then(|c| i32::try_from(c).ok());
+            if exit_code != Some(0) {
+                status = Status::Error;
+            }
+            out.push(Step::Shell(Shell {
+                id: id.to_string(),
+                argv: vec![str_at(input, "command").unwrap_or_default()],
+                cwd: str_at(input, "workdir").or(cwd),
+                exit_code,
+                interrupted: false,
+                stdout: str_at(meta, "output").unwrap_or_else(|| output.clone()),
+                stderr: String::new(),
+                elapsed_us: None,
+            }));
+        }
+        "write" | "edit" => {
+            let existed = meta.get("exists").and_then(Value::as_bool);
+            let kind = match (tool, existed) {
+                ("write", Some(false)) => WriteKind::Create,
+                ("write", _) => WriteKind::Replace,
+                _ => WriteKind::Edit,
+            };
+            out.push(Step::Write(Write {
+                id: id.to_string(),
+                path: str_at(input, "filePath").unwrap_or_default(),
+                kind,
+                before: None,
+                after: if error.is_some() || tool != "write" {
+                    None
+                } else {
+                    str_at(input, "content")
+                },
+                diff: str_at(meta, "diff"),
+                ok: error.is_none(),
+            }));
+        }
+        _ => {}
+    }
+    out.push(Step::End {
+        id: id.to_string(),
+        status,
+        output: error.unwrap_or(output),
+    });
+}
+
+/// OpenCode's session storage (1.18: the SQLite database
+/// `$XDG_DATA_HOME/opencode/opencode.db`, tables `session`, `message` and `part`,
+/// each row's `data` JSON) written out as one JSON-lines file per session under
+/// `out_dir` (`<session id>.jsonl`), which the importer then reads as it reads the
+/// other agents' files: a first line `{"opencode_session": {id, directory, version,
+/// title, time_created, parent_id}}`, then one line per message in order,
+/// `{"opencode_message": {id, time_created, data, parts: [part data…]}}`. An assistant
+/// message not completed yet ends the file, so that what is written does not change
+/// but grows: importing again continues the session. A file is rewritten only when
+/// its content changed. Returns the files, in the order of the sessions' start.
+pub fn materialize(
+    db: &std::path::Path,
+    out_dir: &std::path::Path,
+) -> crate::Result<Vec<std::path::PathBuf>> {
+    use rusqlite::{Connection, OpenFlags};
+    let bad = |e: rusqlite::Error| crate::ImportError::OpenCodeStore {
+        path: db.to_path_buf(),
+        what: e.to_string(),
+    };
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(bad)?;
+    let mut sessions = conn
+        .prepare(
+            "select id, directory, version, title, time_created, parent_id from session order by time_created, id",
+        )
+        .map_err(bad)?;
+    let rows: Vec<(String, Value)> = sessions
+        .query_map([], |r| {
+            let id: String = r.get(0)?;
+            Ok((
+                id.clone(),
+                json!({"id": id, "directory": r.get::<_, String>(1)?,
+                    "version": r.get::<_, String>(2)?, "title": r.get::<_, String>(3)?,
+                    "time_created": r.get::<_, i64>(4)?, "parent_id": r.get::<_, Option<String>>(5)?}),
+            ))
+        })
+        .map_err(bad)?
+        .collect::<Result<_, _>>()
+        .map_err(bad)?;
+    let mut messages = conn
+        .prepare("select id, time_created, data from message where session_id = ?1 order by time_created, id")
+        .map_err(bad)?;
+    let mut parts = conn
+        .prepare("select data from part where message_id = ?1 order by id")
+        .map_err(bad)?;
+    let json_of =
+        |text: String| serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
+    // Every session read before anything is written: a database that cannot be read
+    // whole writes nothing.
+    let mut texts = Vec::new();
+    for (id, session) in rows {
+        if id.is_empty()
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            continue;
+        }
+        let mut text = format!("{}\n", json!({"opencode_session": session}));
+        let ms: Vec<(String, i64, String)> = messages
+            .query_map([&id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(bad)?
+            .collect::<Result<_, _>>()
+            .map_err(bad)?;
+        for (mid, at, data) in ms {
+            let data = json_of(data);
+            if data.get("role").and_then(Value::as_str) == Some("assistant")
+                && data.pointer("/time/completed").is_none()
+            {
+                break;
+            }
+            let ps: Vec<Value> = parts
+                .query_map([&mid], |r| r.get::<_, String>(0))
+                .map_err(bad)?
+                .map(|p| p.map(json_of))
+                .collect::<Result<_, _>>()
+                .map_err(bad)?;
+            text.push_str(&format!(
+                "{}\n",
+                json!({"opencode_message": {"id": mid, "time_created": at, "data": data, "parts": ps}})
+            ));
+        }
+        texts.push((out_dir.join(format!("{id}.jsonl")), text));
+    }
+    // Private, as the database is: these files hold the sessions as OpenCode saved
+    // them, secrets and all (what cairn records of them is redacted).
+    cairn_store::private::create_dir_all(out_dir).map_err(crate::ImportError::io(out_dir))?;
+    let mut files = Vec::new();
+    for (path, text) in texts {
+        if std::fs::read(&path).ok().as_deref() != Some(text.as_bytes()) {
+            let tmp = path.with_extension("jsonl.tmp");
+            let _ = std::fs::remove_file(&tmp);
+            cairn_store::private::create_new(&tmp)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+                .and_then(|()| std::fs::rename(&tmp, &path))
+                .map_err(crate::ImportError::io(&path))?;
+        }
+        files.push(path);
+    }
+    Ok(files)
+}
+
+/// True for a line only the OpenCode files of [`materialize`] hold.
+pub fn is_opencode(v: &Value) -> bool {
+    v.get("opencode_session").is_some_and(Value::is_object)
+}
+
+/// A time in milliseconds since the epoch as RFC 3339.
+fn rfc3339(ms: Option<i64>) -> Option<String> {
+    jiff::Timestamp::from_millisecond(ms?)
+        .ok()
+        .map(|t| t.to_string())
+}
+
+/// What a session's first line says of it.
+pub struct Meta {
+    pub id: String,
+    pub cwd: Option<String>,
+    pub version: Option<String>,
+    pub started_at: Option<String>,
+}
+
+/// The session of its first line.
+pub fn meta(v: &Value) -> Option<Meta> {
+    let s = v.get("opencode_session")?;
+    Some(Meta {
+        id: str_at(s, "id")?,
+        cwd: str_at(s, "directory"),
+        version: str_at(s, "version"),
+        started_at: rfc3339(s.get("time_created").and_then(Value::as_i64)),
+    })
+}
+
+/// One line of a materialized session in cairn's steps: a user message's text, an
+/// assistant message's text and calls, and each call with its result.
+pub fn line(v: &Value, raw: &[u8], cwd: Option<&str>, out: &mut Vec<Step>) {
+    if v.get("opencode_session").is_some() {
+        return;
+    }
+    let Some(m) = v.get("opencode_message") else {
+        out.push(Step::Item {
+            kind: "line".into(),
+            unknown: true,
+            raw: raw.to_vec(),
+        });
+        return;
+    };
+    let data = m.get("data").unwrap_or(&Value::Null);
+    let parts: &[Value] = m.get("parts").and_then(Value::as_array).map_or(&[], |p| p);
+    let at = rfc3339(m.get("time_created").and_then(Value::as_i64));
+    out.push(Step::At(at));
+    let text: String = parts
+        .iter()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+        .filter(|p| p.get("synthetic").and_then(Value::as_bool) != Some(true))
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let tools: Vec<&Value> = parts
+        .iter()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("tool"))
+        .collect();
+    match data.get("role").and_then(Value::as_str) {
+        Some("user") => {
+            if !text.is_empty() {
+                out.push(Step::User { text });
+            }
+        }
+        Some("assistant") => {
+            let t = data.get("tokens").unwrap_or(&Value::Null);
+            let n = |p: &str| t.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+            out.push(Step::Model {
+                model: str_at(data, "modelID").unwrap_or_else(|| "opencode".into()),
+                text,
+                calls: tools
+                    .iter()
+                    .map(|p| crate::step::ModelCall {
+                        id: str_at(p, "callID").unwrap_or_default(),
+                        name: str_at(p, "tool").unwrap_or_default(),
+                        input: p.pointer("/state/input").cloned().unwrap_or(Value::Null),
+                    })
+                    .collect(),
+                usage: data.get("tokens").map(|t| {
+                    let mut u = crate::writer::usage_of(
+                        "unknown",
+                        json!({"input_tokens": n("/input"), "output_tokens": n("/output"),
+                            "cached_input_tokens": n("/cache/read")}),
+                    );
+                    u["source"] = t.clone();
+                    u
+                }),
+            });
+            let cwd = data.pointer("/path/cwd").and_then(Value::as_str).or(cwd);
+            for p in tools {
+                call(p, cwd, out);
+            }
+        }
+        _ => out.push(Step::Item {
+            kind: "message".into(),
+            unknown: true,
+            raw: raw.to_vec(),
+        }),
+    }
+}
+
+/// A tool part, once it has finished (`completed` or `error`).
+fn call(p: &Value, cwd: Option<&str>, out: &mut Vec<Step>) {
+    let state = p.get("state").unwrap_or(&Value::Null);
+    let status = state.get("status").and_then(Value::as_str).unwrap_or("");
+    if !matches!(status, "completed" | "error") {
+        return;
+    }
+    let Some(id) = str_at(p, "callID") else {
+        return;
+    };
+    let tool = str_at(p, "tool").unwrap_or_default();
+    let input = state.get("input").cloned().unwrap_or(Value::Null);
+    let time = |k: &str| rfc3339(state.pointer(&format!("/time/{k}")).and_then(Value::as_i64));
+    if let Some(start) = time("start") {
+        out.push(Step::At(Some(start)));
+    }
+    out.push(Step::Call {
+        id: id.clone(),
+        tool: tool.clone(),
+        input: input.clone(),
+        mcp: None,
+    });
+    if let Some(end) = time("end") {
+        out.push(Step::At(Some(end)));
+    }
+    let error = (status == "error").then(|| str_at(state, "error").unwrap_or_default());
+    result_steps(
+        &id,
+        &tool,
+        &input,
+        state,
+        error,
+        cwd.map(str::to_string),
+        out,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plugin_event_reads_as_the_hook_event_claude_code_would_send() {
+        let before = json!({"hook_event_name": "tool.execute.before", "session_id": "ses_1",
+            "cwd": "/w", "call_id": "call_1", "tool": "bash", "args": {"command": "ls"}});
+        let v = hook_input(&before);
+        assert_eq!(
+            (
+                &v["hook_event_name"],
+                &v["tool_name"],
+                &v["tool_input"],
+                &v["tool_use_id"]
+            ),
+            (
+                &json!("PreToolUse"),
+                &json!("bash"),
+                &json!({"command": "ls"}),
+                &json!("call_1")
+            )
+        );
+        let after = json!({"hook_event_name": "tool.execute.after", "session_id": "ses_1",
+            "tool": "bash", "result": {"output": "x", "metadata": {"exit": 3}}});
+        let v = hook_input(&after);
+        assert_eq!(v["hook_event_name"], "PostToolUse");
+        assert_eq!(v["tool_response"]["metadata"]["exit"], 3);
+        let exit = hook_input(&json!({"hook_event_name": "session.exit", "session_id": "ses_1"}));
+        assert_eq!(
+            (&exit["hook_event_name"], &exit["reason"]),
+            (&json!("SessionEnd"), &json!("exit"))
+        );
+        // Another name stays as it is, for the hook to refuse.
+        let other = json!({"hook_event_name": "tool.definition"});
+        assert_eq!(hook_input(&other), other);
+    }
+
+    #[test]
+    fn a_command_takes_its_exit_code_from_the_metadata_and_fails_when_not_zero() {
+        let mut out = Vec::new();
+        let input = json!({"command": "ls nope"});
+        let result =
+            json!({"output": "no such file", "metadata": {"exit": 2, "output": "no such file"}});
+        result_steps(
+            "c1",
+            "bash",
+            &input,
+            &result,
+            None,
+            Some("/w".into()),
+            &mut out,
+        );
+        let Step::Shell(sh) = &out[0] else {
+            panic!("{out:?}")
+        };
+        assert_eq!((sh.exit_code, sh.cwd.as_deref()), (Some(2), Some("/w")));
+        assert!(
+            matches!(
+                &out[1],
+                Step::End {
+                    status: Status::Error,
+                    ..
+                }
+            ),
+            "{out:?}"
+        );
+        // Refused before it ran: no command, the call an error with the reason.
+        let mut out = Vec::new();
+        result_steps(
+            "c2",
+            "bash",
+            &input,
+            &Value::Null,
+            Some("cairn refuses this call".into()),
+            None,
+            &mut out,
+        );
+        assert!(
+            matches!(&out[..], [Step::End { status: Status::Error, output, .. }] if output == "cairn refuses this call"),
+            "{out:?}"
+        );
+    }
+}
