@@ -224,6 +224,7 @@ pub fn outcome_of_what_if(r: &crate::WhatIfReport) -> Outcome {
 }
 
 /// The time a session's finished calls took, in microseconds.
+#[cfg(feature = "run")]
 fn calls_us(s: &crate::Session) -> u64 {
     s.calls()
         .iter()

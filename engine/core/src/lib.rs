@@ -16,6 +16,7 @@
 //! let event = Event::UserMessage {
 //!     text: "hello".into(),
 //!     text_hash: None,
+//!     at: None,
 //! };
 //! let hash = cairn_store::Hash([0; 32]);
 //! state.apply(&Record { seq: 0, ts: "2026-01-01T00:00:00Z".into(), hash, event });
