@@ -2,7 +2,7 @@
 //! over OTLP; `atif`: Harbor's trajectory files), and the live OpenTelemetry export the commands that write sessions
 //! give their home ([`with_live_export`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -173,37 +173,23 @@ impl AtifArgs {
     fn run(self) -> Result<ExitCode> {
         let home = Home::from_env()?;
         let dirs = sessions(&home, self.session.as_deref())?;
-        let mut failed = 0;
-        for dir in &dirs {
-            let written = (|| -> Result<(PathBuf, usize)> {
-                let prices = crate::sessioncmd::prices_for(dir, None)?;
-                let cost = |model: &str, t: &cairn_export::atif::Tokens| {
-                    let (_, p) = prices.as_ref()?;
-                    let price = p.get(model)?;
-                    Some(price.cost(&cairn_replay::audit::TokenUse {
-                        input: t.input,
-                        output: t.output,
-                        cached: t.cached,
-                        ..Default::default()
-                    }))
-                };
-                let t = cairn_export::atif::trajectory_of(dir, &cost)?;
-                let steps = t.steps.len();
-                Ok((cairn_export::atif::write_to(&t, &self.out)?, steps))
-            })();
-            match written {
-                Ok((path, steps)) => println!("{}: {steps} steps", path.display()),
-                Err(e) => {
-                    failed += 1;
-                    out::note(&format!("cairn: {}: {e}", dir.display()));
-                }
-            }
-        }
-        Ok(if failed == 0 {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        })
+        Ok(each_session(&dirs, |dir| {
+            let prices = crate::sessioncmd::prices_for(dir, None)?;
+            let cost = |model: &str, t: &cairn_export::atif::Tokens| {
+                let (_, p) = prices.as_ref()?;
+                let price = p.get(model)?;
+                Some(price.cost(&cairn_replay::audit::TokenUse {
+                    input: t.input,
+                    output: t.output,
+                    cached: t.cached,
+                    ..Default::default()
+                }))
+            };
+            let t = cairn_export::atif::trajectory_of(dir, &cost)?;
+            let steps = t.steps.len();
+            let path = cairn_export::atif::write_to(&t, &self.out)?;
+            Ok(format!("{}: {steps} steps", path.display()))
+        }))
     }
 }
 
@@ -219,27 +205,34 @@ impl OtelArgs {
         };
         let dirs = sessions(&home, self.session.as_deref())?;
         let sender = Sender::new(&config)?;
-        let mut failed = 0;
-        for dir in &dirs {
-            let sent = cairn_export::otel::spans_of(dir, config.capture_content).and_then(|s| {
-                let n = s.spans.len();
-                sender.send(s.spans).map(|()| (s.session, n, s.records))
-            });
-            match sent {
-                Ok((session, spans, records)) => println!(
-                    "{session}: {spans} spans ({records} records) sent to {}",
-                    sender.url()
-                ),
-                Err(e) => {
-                    failed += 1;
-                    out::note(&format!("cairn: {}: {e}", dir.display()));
-                }
+        Ok(each_session(&dirs, |dir| {
+            let s = cairn_export::otel::spans_of(dir, config.capture_content)?;
+            let (session, spans, records) = (s.session, s.spans.len(), s.records);
+            sender.send(s.spans)?;
+            Ok(format!(
+                "{session}: {spans} spans ({records} records) sent to {}",
+                sender.url()
+            ))
+        }))
+    }
+}
+
+/// Exports each session folder of `dirs` with `export`: the line it gives printed, or
+/// its error noted and the next one taken; exit status 1 when any failed.
+fn each_session(dirs: &[PathBuf], mut export: impl FnMut(&Path) -> Result<String>) -> ExitCode {
+    let mut failed = 0;
+    for dir in dirs {
+        match export(dir) {
+            Ok(line) => println!("{line}"),
+            Err(e) => {
+                failed += 1;
+                out::note(&format!("cairn: {}: {e}", dir.display()));
             }
         }
-        Ok(if failed == 0 {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        })
+    }
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }

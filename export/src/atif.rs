@@ -15,11 +15,12 @@ use std::path::Path;
 
 use cairn_core::Record;
 use cairn_core::event::{Event, SessionStarted, ToolFinished};
-use cairn_store::{BlobStore, LogReader};
+use cairn_store::BlobStore;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
+use crate::session::SessionLog;
 
 /// The ATIF version written: the newest the `harbor` package's models know
 /// (`harbor.models.trajectories.Trajectory.schema_version`, harbor 0.26.0).
@@ -163,29 +164,9 @@ pub type Pricer<'a> = &'a dyn Fn(&str, &Tokens) -> Option<f64>;
 /// record checked (own hash, chain, seq) as it is read; `cost` prices each model turn.
 /// A record of a type this version does not know is skipped.
 pub fn trajectory_of(dir: &Path, cost: Pricer<'_>) -> Result<Trajectory> {
-    let store = |source| Error::Store {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let session = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    // Spilled fields, whole outputs and kept items are read from the project's blobs.
-    let blobs = dir
-        .parent()
-        .and_then(Path::parent)
-        .map(|p| p.join("blobs"))
-        .filter(|b| b.is_dir())
-        .and_then(|b| BlobStore::open(&b).ok());
-    let reader = LogReader::open(dir).map_err(store)?;
-    let mut mapper = Mapper::new(&session, blobs.as_ref(), cost);
-    for r in reader.records().map_err(store)? {
-        let r = r.map_err(store)?;
-        if let Ok(rec) = cairn_tools::fold::parse_maybe_in(&r, blobs.as_ref()) {
-            mapper.push(&rec);
-        }
-    }
+    let log = SessionLog::open(dir)?;
+    let mut mapper = Mapper::new(&log.session, log.blobs.as_ref(), cost);
+    log.each(|rec| mapper.push(rec))?;
     mapper.finish().ok_or(Error::Empty {
         path: dir.to_path_buf(),
     })

@@ -20,5 +20,6 @@
 pub mod atif;
 mod error;
 pub mod otel;
+mod session;
 
 pub use error::{Error, Result};

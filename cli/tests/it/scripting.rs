@@ -969,3 +969,58 @@ fn plain_run_prints_a_long_unended_line_before_the_command_ends() {
         "{long:?} {done:?}"
     );
 }
+
+/// `cairn export atif --all`: one trajectory per session, a line for each; a session
+/// whose log cannot be read is named on stderr, the others are still written, and the
+/// exit status is 1. `cairn export otel` with no collector anywhere says how to name
+/// one. Guards the command's per-session loop, which no other test runs.
+#[test]
+fn export_writes_every_session_it_can_and_fails_on_the_one_it_cannot() {
+    let s = setup();
+    let good = s.run_script(&[read_step()]);
+    let bad = s.run_script(&[read_step()]);
+    let project = std::fs::read_dir(s.home.join("projects"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let bad_dir = project.join("sessions").join(&bad);
+    std::fs::write(bad_dir.join("events.jsonl"), "not a record\n").unwrap();
+    let out_dir = s.home.parent().unwrap().join("atif");
+    let out = s.run(&[
+        "export",
+        "atif",
+        "--all",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let written = out_dir.join(format!("{good}.atif.json"));
+    assert!(
+        text(&out.stdout).contains(&format!("{}: ", written.display())),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(written.is_file());
+    assert!(!out_dir.join(format!("{bad}.atif.json")).exists());
+    let err = text(&out.stderr);
+    assert!(err.starts_with("cairn: ") && err.contains(&bad), "{err}");
+
+    let out = s
+        .cmd(&["export", "otel", &good])
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a usage error, before any session"
+    );
+    assert!(
+        text(&out.stderr).contains("no OpenTelemetry collector is configured: give --endpoint URL"),
+        "{}",
+        text(&out.stderr)
+    );
+}

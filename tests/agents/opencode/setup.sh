@@ -15,19 +15,10 @@ cd "$(dirname "$0")"
 
 stamp() { sha256sum package-lock.json; }
 
-if [ "${1-}" = "--check" ]; then
-  if [ -f .ready ] && [ "$(head -n 1 .ready)" = "$(stamp)" ]; then exit 0; else exit 1; fi
-fi
-
-if [ -z "${CAIRN_PEERS_LOCKED-}" ] && command -v flock >/dev/null; then
-  exec 9>.setup.lock
-  flock 9
-fi
-rm -f .ready
-
-for tool in node npm sha256sum; do
-  command -v "$tool" >/dev/null || { echo "setup.sh: $tool is missing (it needs node, npm and sha256sum)" >&2; exit 2; }
-done
+needs="node npm sha256sum"
+# shellcheck source=../../setup-common.sh
+. ../../setup-common.sh
+setup_begin "$@"
 
 npm ci --no-audit --no-fund --loglevel=error
 
