@@ -384,8 +384,8 @@ impl ScanCache {
     }
 
     /// Saves `last` for the next session's start (or removes the file when there is
-    /// nothing to save).
-    fn save_last(&mut self) -> Result<()> {
+    /// nothing to save); whether it saved them.
+    fn save_last(&mut self) -> Result<bool> {
         let file = self.stamps_file();
         let settings = Hash::of(&self.settings());
         let bytes = match (&self.last, &self.listing_digest) {
@@ -404,7 +404,42 @@ impl ScanCache {
                 None
             }
         };
-        Ok(())
+        Ok(self.last_digest.is_some())
+    }
+
+    /// The cache's entries when none are in memory: the cache file's, and the last
+    /// scan's by path (what a cache file written with it would hold: a scan that
+    /// saves its stamps writes no cache file).
+    fn entries_with(&self, last: Option<&Last>) -> HashMap<String, CacheEntry> {
+        let mut cache = read_cache(&self.file);
+        if let (Some(listing), Some(last)) = (&self.listing, last) {
+            cache.reserve(last.manifest.len());
+            for (rank, path, special) in listing.files_by_rank() {
+                let r = rank as usize;
+                let (Some(m), Some(st)) = (last.manifest.get(r), last.stamps.get(r)) else {
+                    continue;
+                };
+                if special.is_some() || m.path != path {
+                    continue;
+                }
+                cache.insert(
+                    m.path.clone(),
+                    CacheEntry {
+                        path: m.path.clone(),
+                        size: st.size,
+                        // A racy file's stamp is smudged as its cache entry would be.
+                        mtime_ns: st.mtime_ns,
+                        ctime_ns: st.ctime_ns,
+                        mode: st.mode,
+                        hash: m.hash,
+                        withheld: m.withheld,
+                        git: m.git.clone(),
+                        not_kept: m.not_kept,
+                    },
+                );
+            }
+        }
+        cache
     }
 }
 
@@ -419,12 +454,14 @@ impl ScanCache {
         if !self.unsaved {
             return Ok(());
         }
-        if let Some(entries) = &self.entries {
+        // With the stamps saved, the cache is theirs (`entries_with`): no file.
+        if self.save_last()? {
+            remove_if_there(&self.file)?;
+        } else if let Some(entries) = &self.entries {
             let mut sorted: Vec<&CacheEntry> = entries.values().collect();
             sorted.sort_unstable_by(|a, b| a.path.cmp(&b.path));
             write_cache(&self.file, sorted.into_iter())?;
         }
-        self.save_last()?;
         self.unsaved = false;
         Ok(())
     }
@@ -726,7 +763,6 @@ fn scan_with(
         .map_or(i64::MAX, |d| {
             i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
         });
-    let cache_file = cache_state.file.clone();
     cache_state.unmoved = false;
     cache_state.stamps_loaded = false;
     // A session's first scan starts from the listing the session before saved: a warm
@@ -739,6 +775,9 @@ fn scan_with(
         (Some(last), Some(listing)) => crate::walk::moved(root, listing, &last.stamps),
         _ => None,
     };
+    // The cache a look-up starts from, when none is in memory: read before the walk
+    // replaces the listing the last scan's stamps are ranked by.
+    let mut read = None;
     let (seen, reused) = match (moved, last) {
         // Every file's stamp holds: the manifest is the last scan's.
         (Some(moved), Some(last)) if moved.is_empty() => {
@@ -757,13 +796,22 @@ fn scan_with(
         }
         // Only the files that moved are looked at as a walk's would be; the others
         // are what the last scan saw.
-        (Some(moved), Some(last)) => (since(last, moved), true),
-        _ => crate::walk::walk(root, &mut cache_state.listing, started_ns),
+        (Some(moved), Some(last)) => {
+            if cache_state.entries.is_none() {
+                read = Some(cache_state.entries_with(Some(&last)));
+            }
+            (since(last, moved), true)
+        }
+        (_, last) => {
+            if cache_state.entries.is_none() {
+                read = Some(cache_state.entries_with(last.as_ref()));
+            }
+            crate::walk::walk(root, &mut cache_state.listing, started_ns)
+        }
     };
-    // Read once a file is to be looked up in it.
     let cache = match cache_state.entries.take() {
         Some(c) => c,
-        None => read_cache(&cache_file),
+        None => read.unwrap_or_default(),
     };
     cache_state.listing_reused = reused;
     if !reused {
@@ -772,10 +820,7 @@ fn scan_with(
     // A reused listing has the paths of the walk before, in its order: so has the
     // answer of the credential-file patterns (a few hundred nanoseconds a path).
     if !reused || cache_state.withheld_of_listing.len() != seen.len() {
-        cache_state.withheld_of_listing = seen
-            .iter()
-            .map(|s| cache_state.withheld.matches(&s.path))
-            .collect();
+        cache_state.withheld_of_listing = withheld_of(&seen, &cache_state.withheld);
     }
     let withheld = &cache_state.withheld_of_listing;
     let (capture, file_bytes_max) = (cache_state.capture, cache_state.file_bytes_max);
@@ -799,19 +844,66 @@ fn scan_with(
     // A session's start writes what it found at once (the start is what the next one
     // reuses); a rescan leaves it to `save`.
     let defer = !git_lookup;
-    if defer {
+    // With its stamps saved, a start's cache is theirs (`entries_with`): no file.
+    let stamps_saved = if defer {
         cache_state.unsaved = true;
         // `last` is no longer what the saved file holds.
         cache_state.last_digest = None;
+        false
     } else {
-        cache_state.save_last()?;
-    }
+        cache_state.save_last()?
+    };
     if todo.is_empty() && cache.len() == cached && !seen.iter().any(|s| s.racy(started_ns)) {
         // Nothing moved: the cache is already right.
         cache_state.entries = Some(cache);
         cache_state.unmoved = reused;
         return Ok(manifest);
     }
+    if stamps_saved {
+        remove_if_there(&cache_state.file)?;
+        cache_state.entries = None;
+    } else {
+        fresh_cache(cache_state, &seen, &manifest, started_ns, !defer)?;
+    }
+    Ok(manifest)
+}
+
+/// Whether each file of `seen` is one of the session's credential files, the files
+/// shared between the cores past a few thousand.
+fn withheld_of(seen: &[crate::walk::Seen], withheld: &CredentialFiles) -> Vec<bool> {
+    const SHARED_FROM: usize = 4096;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if seen.len() < SHARED_FROM || threads < 2 {
+        return seen.iter().map(|s| withheld.matches(&s.path)).collect();
+    }
+    let part = seen.len().div_ceil(threads.min(8));
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = seen
+            .chunks(part)
+            .map(|c| {
+                let h = scope.spawn(move || c.iter().map(|s| withheld.matches(&s.path)).collect());
+                (c.len(), h)
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|(n, h)| {
+                // A thread that panicked answered nothing: its files count as
+                // credential files (withheld, never stored), not as ordinary ones.
+                h.join().unwrap_or_else(|_| vec![true; n])
+            })
+            .collect::<Vec<bool>>()
+    })
+}
+
+/// Makes the cache anew from a scan's manifest (and writes it, with `write`).
+fn fresh_cache(
+    cache_state: &mut ScanCache,
+    seen: &[crate::walk::Seen],
+    manifest: &[ManifestEntry],
+    started_ns: i64,
+    write: bool,
+) -> Result<()> {
     let by_path: HashMap<&str, &crate::walk::Seen> =
         seen.iter().map(|s| (s.path.as_str(), s)).collect();
     let fresh: Vec<CacheEntry> = manifest
@@ -823,11 +915,11 @@ fn scan_with(
                 .map(|s| cache_entry(m, s, started_ns))
         })
         .collect();
-    if !defer {
-        write_cache(&cache_file, fresh.iter())?;
+    if write {
+        write_cache(&cache_state.file, fresh.iter())?;
     }
     cache_state.entries = Some(fresh.into_iter().map(|e| (e.path.clone(), e)).collect());
-    Ok(manifest)
+    Ok(())
 }
 
 /// The manifest entry the cache's entry `c` vouches for, for the file `s` seen now
@@ -1006,10 +1098,13 @@ fn patch(
 ) -> Result<Vec<ManifestEntry>> {
     cache_state.listing_reused = true;
     cache_state.unmoved = false;
-    let cache_file = cache_state.file.clone();
+    let read = cache_state
+        .entries
+        .is_none()
+        .then(|| cache_state.entries_with(Some(&last)));
     let cache = cache_state
         .entries
-        .get_or_insert_with(|| read_cache(&cache_file));
+        .get_or_insert_with(|| read.unwrap_or_default());
     if cache_state.withheld_of_listing.len() != last.manifest.len() {
         cache_state.withheld_of_listing = last
             .manifest
@@ -1171,6 +1266,43 @@ mod tests {
             std::fs::write(ws.path().join(p), body).unwrap();
         }
         ws
+    }
+
+    // Guards the split of the credential-file patterns between threads: past the
+    // size it is shared from, every file keeps its own answer, in order.
+    #[test]
+    fn credential_files_are_told_apart_in_order_when_the_match_is_shared() {
+        let withheld = CredentialFiles::defaults();
+        for n in [4095, 4096, 4097, 10_001] {
+            let seen: Vec<crate::walk::Seen> = (0..n)
+                .map(|i| {
+                    let path = match i % 7 {
+                        0 => format!("d{i}/.env"),
+                        3 => format!("d{i}/id_rsa"),
+                        _ => format!("d{i}/f.rs"),
+                    };
+                    crate::walk::Seen::of(
+                        path,
+                        crate::walk::FileStamp {
+                            size: 1,
+                            mtime_ns: 1,
+                            ctime_ns: 1,
+                            mode: 0o644,
+                            ino: 1,
+                        },
+                        None,
+                    )
+                })
+                .collect();
+            let serial: Vec<bool> = seen.iter().map(|s| withheld.matches(&s.path)).collect();
+            assert_eq!(withheld_of(&seen, &withheld), serial, "{n} files");
+            let credentials = (0..n).filter(|i| i % 7 == 0 || i % 7 == 3).count();
+            assert_eq!(
+                serial.iter().filter(|w| **w).count(),
+                credentials,
+                "{n} files"
+            );
+        }
     }
 
     #[test]

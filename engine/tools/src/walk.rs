@@ -17,7 +17,6 @@
 //! trusted: a change in the same clock tick as the listing would leave it unchanged
 //! (git's "racily clean" rule, applied to directories).
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -460,58 +459,36 @@ fn rescan_dir(
     }
     for f in &dir.files {
         let special = &f.special;
-        let st = stat_at(&fd, &f.path[f.name_at..])?;
-        let kind = match FileType::from_raw_mode(st.st_mode) {
-            FileType::RegularFile => None,
-            FileType::Fifo => Some(crate::manifest::Special::Fifo),
-            FileType::Socket => Some(crate::manifest::Special::Socket),
-            FileType::CharacterDevice => Some(crate::manifest::Special::CharDevice),
-            FileType::BlockDevice => Some(crate::manifest::Special::BlockDevice),
-            _ => return None,
-        };
-        if kind != *special {
-            return None;
-        }
-        let stamp = FileStamp {
-            size: u64::try_from(st.st_size).unwrap_or(0),
-            mtime_ns: ns(st.st_mtime, st.st_mtime_nsec),
-            ctime_ns: ns(st.st_ctime, st.st_ctime_nsec),
-            mode: st.st_mode & 0o7777,
-            ino: st.st_ino,
-        };
+        let stamp = file_stamp(&fd, &f.path[f.name_at..], *special)?;
         if before.is_some_and(|b| b[f.rank as usize] == stamp) {
             continue;
         }
-        out.push((
-            f.rank,
-            Seen {
-                path: f.path.clone(),
-                size: stamp.size,
-                mtime_ns: stamp.mtime_ns,
-                ctime_ns: stamp.ctime_ns,
-                mode: stamp.mode,
-                ino: stamp.ino,
-                special: *special,
-            },
-        ));
+        out.push((f.rank, Seen::of(f.path.clone(), stamp, *special)));
     }
     Some(())
 }
 
 /// The `ignore` crate's walk, and the listing it makes (`None` when a stamp could not
 /// be taken or is too recent to be trusted).
+///
+/// The walker only lists: the names its rules admit and their kinds, from the
+/// directories' entries. Every stamp (each directory's, its rule files', each file's)
+/// is then taken beneath the directory's descriptor, the directories shared between
+/// the cores: one path component a lookup instead of a whole path, and no second pass
+/// over the directories. A stamp taken after the walker read its directory is as good
+/// as one taken at once: a change in between is recent, and a recent stamp is not
+/// trusted.
 fn full_walk(root: &Path, started_ns: i64) -> (Vec<Seen>, Option<Listing>) {
     struct Found {
-        seen: Vec<Seen>,
-        dirs: Vec<(String, Stamp)>,
+        files: Vec<(String, Option<crate::manifest::Special>)>,
+        dirs: Vec<String>,
         trusted: bool,
     }
     let found = Mutex::new(Found {
-        seen: Vec::new(),
+        files: Vec::new(),
         dirs: Vec::new(),
         trusted: true,
     });
-    let recent = |s: &Stamp| s.mtime_ns.max(s.ctime_ns) >= started_ns.saturating_sub(RACY_NS);
     ignore::WalkBuilder::new(root)
         .hidden(false)
         .git_ignore(true)
@@ -539,35 +516,15 @@ fn full_walk(root: &Path, started_ns: i64) -> (Vec<Seen>, Option<Listing>) {
                     return ignore::WalkState::Continue;
                 };
                 let rel = rel.to_string_lossy().replace('\\', "/");
+                let special = crate::manifest::Special::of(ft);
                 if ft.is_dir() {
-                    // Stat'ed after the walker read it: a change in between leaves the
-                    // stamp recent, and a recent stamp is not trusted.
-                    let stamp = std::fs::symlink_metadata(entry.path()).ok().map(|m| Stamp {
-                        ino: m.ino(),
-                        mtime_ns: ns(m.mtime(), m.mtime_nsec()),
-                        ctime_ns: ns(m.ctime(), m.ctime_nsec()),
-                    });
                     if let Ok(mut f) = found.lock() {
-                        match stamp {
-                            Some(s) if !recent(&s) => f.dirs.push((rel, s)),
-                            _ => f.trusted = false,
-                        }
+                        f.dirs.push(rel);
                     }
-                } else if (ft.is_file() || crate::manifest::Special::of(ft).is_some())
-                    && let Ok(meta) = entry.metadata()
+                } else if (ft.is_file() || special.is_some())
+                    && let Ok(mut f) = found.lock()
                 {
-                    let item = Seen {
-                        path: rel,
-                        size: meta.len(),
-                        mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
-                        ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
-                        mode: meta.mode() & 0o7777,
-                        ino: meta.ino(),
-                        special: crate::manifest::Special::of(ft),
-                    };
-                    if let Ok(mut f) = found.lock() {
-                        f.seen.push(item);
-                    }
+                    f.files.push((rel, special));
                 }
                 ignore::WalkState::Continue
             })
@@ -575,79 +532,177 @@ fn full_walk(root: &Path, started_ns: i64) -> (Vec<Seen>, Option<Listing>) {
     let Ok(mut found) = found.into_inner() else {
         return (Vec::new(), None);
     };
-    found.seen.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-    let listing = if found.trusted {
-        listing_of(root, &found.seen, found.dirs, started_ns)
-    } else {
-        None
-    };
-    (found.seen, listing)
-}
-
-/// Groups the files under the directories they lie in, with the stamps of the rule
-/// files; `None` when a file's directory was not recorded or a stamp is missing.
-fn listing_of(
-    root: &Path,
-    seen: &[Seen],
-    mut dirs: Vec<(String, Stamp)>,
-    started_ns: i64,
-) -> Option<Listing> {
-    let recent = |s: &Option<Stamp>| {
-        s.is_some_and(|s| s.mtime_ns.max(s.ctime_ns) >= started_ns.saturating_sub(RACY_NS))
-    };
-    dirs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let index: std::collections::HashMap<&str, usize> = dirs
-        .iter()
-        .enumerate()
-        .map(|(i, (rel, _))| (rel.as_str(), i))
-        .collect();
-    let mut files: Vec<Vec<Listed>> = Vec::with_capacity(dirs.len());
-    files.resize_with(dirs.len(), Vec::new);
-    for (rank, s) in seen.iter().enumerate() {
-        let (dir, name_at) = match s.path.rfind('/') {
-            Some(i) => (&s.path[..i], i + 1),
-            None => ("", 0),
-        };
-        files[*index.get(dir)?].push(Listed {
-            path: s.path.clone(),
-            name_at,
-            rank: u32::try_from(rank).ok()?,
-            special: s.special,
-        });
-    }
-    let root_fd = rustix::fs::open(
+    found.files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let Some(root_fd) = rustix::fs::open(
         root,
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .ok()?;
+    .ok() else {
+        return (Vec::new(), None);
+    };
+    let recent = |s: &Stamp| s.mtime_ns.max(s.ctime_ns) >= started_ns.saturating_sub(RACY_NS);
     let exclude = stat_at(&root_fd, ".git/info/exclude").map(|s| Stamp::of(&s));
-    if recent(&exclude) {
-        return None;
-    }
-    let mut out = Vec::with_capacity(dirs.len());
-    for ((rel, stamp), files) in dirs.into_iter().zip(files) {
-        let fd = open_dir(&root_fd, &rel)?;
-        // The directory must still be the one the walker listed.
-        if Stamp::of(&rustix::fs::fstat(&fd).ok()?) != stamp {
-            return None;
-        }
-        let rules = RULE_FILES.map(|name| stat_at(&fd, name).map(|s| Stamp::of(&s)));
-        // Rules read by the walker just before they changed would look unchanged.
-        if rules.iter().any(recent) {
-            return None;
-        }
-        out.push(Dir {
-            rel,
-            stamp,
-            rules,
-            files,
-        });
-    }
-    Some(Listing {
-        dirs: out,
+    let (mut dirs, orphans) = unstamped(found.dirs, &found.files);
+    let (seen, stamped) = stamp_all(&root_fd, &mut dirs, found.files.len(), &recent);
+    let trusted = found.trusted && orphans == 0 && stamped && !exclude.as_ref().is_some_and(recent);
+    let listing = trusted.then_some(Listing {
+        dirs,
         files: seen.len(),
         exclude,
+    });
+    (seen, listing)
+}
+
+/// The directories of a walk with the files it admitted under each, ranked by path
+/// (`files` is sorted), their stamps not yet taken; and how many files lie in no
+/// listed directory (none, from a walker that lists each directory it enters).
+fn unstamped(
+    mut rels: Vec<String>,
+    files: &[(String, Option<crate::manifest::Special>)],
+) -> (Vec<Dir>, usize) {
+    rels.sort_unstable();
+    let index: std::collections::HashMap<&str, usize> = rels
+        .iter()
+        .enumerate()
+        .map(|(i, rel)| (rel.as_str(), i))
+        .collect();
+    let mut listed: Vec<Vec<Listed>> = Vec::with_capacity(rels.len());
+    listed.resize_with(rels.len(), Vec::new);
+    let mut orphans = 0;
+    for (rank, (path, special)) in files.iter().enumerate() {
+        let (dir, name_at) = match path.rfind('/') {
+            Some(i) => (&path[..i], i + 1),
+            None => ("", 0),
+        };
+        match (index.get(dir), u32::try_from(rank)) {
+            (Some(&d), Ok(rank)) => listed[d].push(Listed {
+                path: path.clone(),
+                name_at,
+                rank,
+                special: *special,
+            }),
+            _ => orphans += 1,
+        }
+    }
+    let unknown = Stamp {
+        ino: 0,
+        mtime_ns: i64::MIN,
+        ctime_ns: i64::MIN,
+    };
+    let dirs = rels
+        .into_iter()
+        .zip(listed)
+        .map(|(rel, files)| Dir {
+            rel,
+            stamp: unknown,
+            rules: [None, None],
+            files,
+        })
+        .collect();
+    (dirs, orphans)
+}
+
+/// Takes the stamps of `dirs` (each directory's, its rule files', its files'), the
+/// directories shared between the cores: the files seen, in rank order, and whether
+/// every stamp was taken and none is `recent` (else the listing is not to be trusted;
+/// a file that vanished or changed kind since the walk is left out).
+fn stamp_all(
+    root_fd: &OwnedFd,
+    dirs: &mut [Dir],
+    files: usize,
+    recent: &(dyn Fn(&Stamp) -> bool + Sync),
+) -> (Vec<Seen>, bool) {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    // Directories are taken a few at a time by whichever thread is free.
+    const STEP: usize = 16;
+    let chunks = Mutex::new(dirs.chunks_mut(STEP));
+    let work = || {
+        let (mut mine, mut held) = (Vec::new(), true);
+        loop {
+            let chunk = match chunks.lock() {
+                Ok(mut c) => c.next(),
+                Err(_) => None,
+            };
+            let Some(chunk) = chunk else { break };
+            for dir in chunk {
+                held &= stamp_dir(root_fd, dir, recent, &mut mine);
+            }
+        }
+        (mine, held)
+    };
+    let parts: Vec<(Vec<(u32, Seen)>, bool)> = std::thread::scope(|s| {
+        // The calling thread takes a share too: one thread fewer to start.
+        let handles: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        let mut parts = vec![work()];
+        parts.extend(handles.into_iter().map(|h| h.join().unwrap_or_default()));
+        parts
+    });
+    let mut held = true;
+    let mut slots: Vec<Option<Seen>> = Vec::with_capacity(files);
+    slots.resize_with(files, || None);
+    for (part, h) in parts {
+        held &= h;
+        for (rank, s) in part {
+            slots[rank as usize] = Some(s);
+        }
+    }
+    let seen: Vec<Seen> = slots.into_iter().flatten().collect();
+    let all = seen.len() == files;
+    (seen, held && all)
+}
+
+/// Takes the stamps of `dir`, its rule files and its files beneath its descriptor,
+/// pushing each file still of its kind with its rank; whether all were taken and
+/// none is `recent`.
+fn stamp_dir(
+    root_fd: &OwnedFd,
+    dir: &mut Dir,
+    recent: &(dyn Fn(&Stamp) -> bool + Sync),
+    out: &mut Vec<(u32, Seen)>,
+) -> bool {
+    let Some(fd) = open_dir(root_fd, &dir.rel) else {
+        return false;
+    };
+    let Ok(st) = rustix::fs::fstat(&fd) else {
+        return false;
+    };
+    dir.stamp = Stamp::of(&st);
+    dir.rules = RULE_FILES.map(|name| stat_at(&fd, name).map(|s| Stamp::of(&s)));
+    let mut held = !recent(&dir.stamp) && !dir.rules.iter().flatten().any(recent);
+    for f in &dir.files {
+        match file_stamp(&fd, &f.path[f.name_at..], f.special) {
+            Some(stamp) => out.push((f.rank, Seen::of(f.path.clone(), stamp, f.special))),
+            None => held = false,
+        }
+    }
+    held
+}
+
+/// The stamp of the file `name` beneath `fd`, if it is still of the kind `special`
+/// says (a regular file for `None`).
+fn file_stamp(
+    fd: &OwnedFd,
+    name: &str,
+    special: Option<crate::manifest::Special>,
+) -> Option<FileStamp> {
+    let st = stat_at(fd, name)?;
+    let kind = match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => None,
+        FileType::Fifo => Some(crate::manifest::Special::Fifo),
+        FileType::Socket => Some(crate::manifest::Special::Socket),
+        FileType::CharacterDevice => Some(crate::manifest::Special::CharDevice),
+        FileType::BlockDevice => Some(crate::manifest::Special::BlockDevice),
+        _ => return None,
+    };
+    (kind == special).then(|| FileStamp {
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        mtime_ns: ns(st.st_mtime, st.st_mtime_nsec),
+        ctime_ns: ns(st.st_ctime, st.st_ctime_nsec),
+        mode: st.st_mode & 0o7777,
+        ino: st.st_ino,
     })
 }
 
@@ -977,8 +1032,8 @@ mod tests {
         f.reopen();
         let (files, first) = f.start();
         let blobs = blob_files(f.blobs.root());
-        // The cache's JSON is not needed: the saved stamps vouch for every file.
-        std::fs::remove_file(f.home.path().join("cache")).unwrap();
+        // No cache file is written: the saved stamps vouch for every file.
+        assert!(!f.home.path().join("cache").exists());
         f.reopen();
         let (again, second) = f.start();
         assert!(f.cache.stamps_loaded());
@@ -1051,9 +1106,10 @@ mod tests {
 
     // Regression guard: a rescan after a command that changed files writes neither the
     // cache nor the stamps (~15 MB at 50,000 files, off the command's path); the
-    // session's end (its cache dropped) writes both, and the next start takes them. A
-    // session that dies before its end leaves the files of its start, and the next
-    // start still sees every change.
+    // session's end (its cache dropped) writes the stamps, and the next start takes
+    // them. A session that dies before its end leaves the files of its start, and the
+    // next start still sees every change. With the stamps saved, no cache file is
+    // written (the stamps and their manifest are the cache).
     #[test]
     fn a_rescan_leaves_its_writes_to_the_sessions_end_and_a_dead_session_loses_no_change() {
         let mut f = Fixture::new();
@@ -1062,12 +1118,14 @@ mod tests {
         f.settle();
         f.reopen();
         f.start();
-        let read = |p: &Path| std::fs::read(p).unwrap();
+        let read = |p: &Path| std::fs::read(p).ok();
         let (cache, stamps) = (
             f.home.path().join("cache"),
             f.home.path().join("cache.stamps"),
         );
         let at_start = (read(&cache), read(&stamps));
+        assert_eq!(at_start.0, None, "no cache file beside the stamps");
+        assert!(at_start.1.is_some(), "the start saved its stamps");
         f.write("d/a.txt", "changed");
         f.write("d/c.txt", "new");
         let rescanned = f.scan();
@@ -1099,7 +1157,8 @@ mod tests {
         assert_eq!((read(&cache), read(&stamps)), at_second_start);
         f.reopen();
         let at_end = (read(&cache), read(&stamps));
-        assert_ne!(at_end.0, at_second_start.0, "the end wrote the cache");
+        assert_eq!(at_end.0, None, "no cache file beside the stamps");
+        assert!(at_end.1.is_some());
         assert_ne!(at_end.1, at_second_start.1, "the end wrote the stamps");
         let (next, _) = f.start();
         assert!(
