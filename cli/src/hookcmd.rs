@@ -57,7 +57,8 @@ pub fn fast_args(args: &[std::ffi::OsString]) -> Option<(AgentName, crate::sessi
     Some((agent, approve))
 }
 
-pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> ExitCode {
+/// The process's exit code: 0, or 2 for a refused `PreToolUse` (1 for another event).
+pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> u8 {
     let mut bytes = Vec::new();
     let read = std::io::stdin()
         .lock()
@@ -81,7 +82,7 @@ pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> ExitCode {
             agent.name(),
             agent.name()
         ));
-        ExitCode::from(if pre { 2 } else { 1 })
+        if pre { 2 } else { 1 }
     };
     if let Err(e) = read {
         return fail(format!("reading standard input: {e}"), pre);
@@ -126,10 +127,10 @@ pub fn run(agent: AgentName, approve: crate::sessioncmd::Approve) -> ExitCode {
                     .and_then(|()| stdout.flush())
                     .is_err()
                 {
-                    return ExitCode::from(if pre { 2 } else { 1 });
+                    return if pre { 2 } else { 1 };
                 }
             }
-            ExitCode::SUCCESS
+            0
         }
         Err(e) => fail(cairn_cli::hint::text(&e), pre),
     }

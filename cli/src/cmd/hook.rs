@@ -108,10 +108,10 @@ impl Args {
 
     pub fn run(self) -> anyhow::Result<ExitCode> {
         match self.action {
-            Action::Claude { approve } => Ok(hookcmd::run(AgentName::Claude, approve)),
-            Action::Codex { approve } => Ok(hookcmd::run(AgentName::Codex, approve)),
-            Action::Gemini { approve } => Ok(hookcmd::run(AgentName::Gemini, approve)),
-            Action::OpenCode { approve } => Ok(hookcmd::run(AgentName::OpenCode, approve)),
+            Action::Claude { approve } => Ok(hookcmd::run(AgentName::Claude, approve).into()),
+            Action::Codex { approve } => Ok(hookcmd::run(AgentName::Codex, approve).into()),
+            Action::Gemini { approve } => Ok(hookcmd::run(AgentName::Gemini, approve).into()),
+            Action::OpenCode { approve } => Ok(hookcmd::run(AgentName::OpenCode, approve).into()),
             Action::Install {
                 agent,
                 approve,
