@@ -524,7 +524,12 @@ impl Pass<'_> {
             Format::Codex => self.codex.line(v, raw, &mut steps),
             Format::Claude => self.claude.line(v, raw, &mut steps),
             Format::Gemini => self.gemini.line(v, raw, &mut steps),
-            Format::OpenCode => opencode::line(v, raw, self.cwd.as_deref(), &mut steps),
+            Format::OpenCode => {
+                // Its file was redacted as it was written: the secrets it held are
+                // the ones its lines name.
+                opencode::add_redacted(v, &mut self.secrets);
+                opencode::line(v, raw, self.cwd.as_deref(), &mut steps);
+            }
         }
         self.record(steps)
     }

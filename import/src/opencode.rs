@@ -9,6 +9,7 @@
 //! result being the tool's `{title, output, metadata}` (a command's `metadata.exit`).
 
 use cairn_core::event::Status;
+use cairn_core::redact::{Counts, Redactor};
 use serde_json::{Value, json};
 
 use crate::step::{Shell, Step, Write, WriteKind};
@@ -130,6 +131,14 @@ pub(crate) fn result_steps(
 /// message not completed yet ends the file, so that what is written does not change
 /// but grows: importing again continues the session. A file is rewritten only when
 /// its content changed. Returns the files, in the order of the sessions' start.
+///
+/// What is written is redacted as every record cairn writes is (the redactor of the
+/// import: its patterns and the secret-looking variables of the environment), so no
+/// secret of a session is on disk under cairn's home; a line that held some names how
+/// many of each kind (`"redacted": {kind: n}`), which the import counts as the secrets
+/// the source held. A line written before is kept as it is while it is the same
+/// session or message and holds no secret: a change of the environment does not
+/// change what an earlier import read.
 pub fn materialize(
     db: &std::path::Path,
     out_dir: &std::path::Path,
@@ -166,6 +175,7 @@ pub fn materialize(
         .map_err(bad)?;
     let json_of =
         |text: String| serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
+    let redactor = Redactor::with_env(std::env::vars());
     // Every session read before anything is written: a database that cannot be read
     // whole writes nothing.
     let mut texts = Vec::new();
@@ -177,7 +187,7 @@ pub fn materialize(
         {
             continue;
         }
-        let mut text = format!("{}\n", json!({"opencode_session": session}));
+        let mut lines = vec![redacted_line(&redactor, "opencode_session", session)];
         let ms: Vec<(String, i64, String)> = messages
             .query_map([&id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .map_err(bad)?
@@ -196,18 +206,19 @@ pub fn materialize(
                 .map(|p| p.map(json_of))
                 .collect::<Result<_, _>>()
                 .map_err(bad)?;
-            text.push_str(&format!(
-                "{}\n",
-                json!({"opencode_message": {"id": mid, "time_created": at, "data": data, "parts": ps}})
+            lines.push(redacted_line(
+                &redactor,
+                "opencode_message",
+                json!({"id": mid, "time_created": at, "data": data, "parts": ps}),
             ));
         }
-        texts.push((out_dir.join(format!("{id}.jsonl")), text));
+        texts.push((out_dir.join(format!("{id}.jsonl")), lines));
     }
-    // Private, as the database is: these files hold the sessions as OpenCode saved
-    // them, secrets and all (what cairn records of them is redacted).
+    // Private, as the database is (redacted, they still hold the whole sessions).
     cairn_store::private::create_dir_all(out_dir).map_err(crate::ImportError::io(out_dir))?;
     let mut files = Vec::new();
-    for (path, text) in texts {
+    for (path, lines) in texts {
+        let text = kept_lines(&redactor, &path, lines);
         if std::fs::read(&path).ok().as_deref() != Some(text.as_bytes()) {
             let tmp = path.with_extension("jsonl.tmp");
             let _ = std::fs::remove_file(&tmp);
@@ -219,6 +230,71 @@ pub fn materialize(
         files.push(path);
     }
     Ok(files)
+}
+
+/// A line of a materialized session: `{<key>: value}` redacted, with the counts of
+/// what was redacted (`redacted`) when there was any.
+fn redacted_line(redactor: &Redactor, key: &str, value: Value) -> String {
+    let mut counts = Counts::new();
+    let value = redactor.redact_json(&value, &mut counts);
+    let mut line = serde_json::Map::new();
+    line.insert(key.to_string(), value);
+    if !counts.is_empty() {
+        line.insert("redacted".into(), json!(counts));
+    }
+    format!("{}\n", Value::Object(line))
+}
+
+/// Adds the secrets a line of a materialized session held (its `redacted` counts) to
+/// `counts`.
+pub(crate) fn add_redacted(v: &Value, counts: &mut Counts) {
+    for (kind, n) in v
+        .get("redacted")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let n = n.as_u64().and_then(|n| u32::try_from(n).ok()).unwrap_or(0);
+        *counts.entry(kind.clone()).or_insert(0) += n;
+    }
+}
+
+/// What a line of a materialized session is of: its session's or its message's id.
+fn line_key(line: &str) -> Option<(bool, String)> {
+    let v: Value = serde_json::from_str(line).ok()?;
+    if let Some(s) = v.get("opencode_session") {
+        return Some((true, str_at(s, "id")?));
+    }
+    Some((false, str_at(v.get("opencode_message")?, "id")?))
+}
+
+/// The text of a materialized session: the lines the file at `path` already has,
+/// while each is of the same session or message as the new line in its place and holds
+/// no secret, then the new lines. An earlier import read the lines kept: a secret
+/// variable set since (which redacts a line differently) must not change them.
+fn kept_lines(redactor: &Redactor, path: &std::path::Path, lines: Vec<String>) -> String {
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    let mut old_lines = old.split_inclusive('\n');
+    let mut text = String::new();
+    let mut keeping = true;
+    for line in lines {
+        if keeping {
+            match old_lines.next() {
+                Some(o)
+                    if o.ends_with('\n')
+                        && line_key(o).is_some()
+                        && line_key(o) == line_key(&line)
+                        && !redactor.holds_secret(o) =>
+                {
+                    text.push_str(o);
+                    continue;
+                }
+                _ => keeping = false,
+            }
+        }
+        text.push_str(&line);
+    }
+    text
 }
 
 /// True for a line only the OpenCode files of [`materialize`] hold.
