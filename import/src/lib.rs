@@ -701,7 +701,15 @@ fn import_file(
     if atif::is_atif_path(path) {
         return atif::import(home, path, options, index, summary).map(|()| false);
     }
-    let s = scan(path, options)?;
+    let mut s = scan(path, options)?;
+    // Gemini CLI's chats name no version: the one its hook saw, if it recorded the
+    // same session live.
+    if s.format == Format::Gemini
+        && s.version.is_none()
+        && let Some(cwd) = &s.cwd
+    {
+        s.version = hook::live_version(home, &root_of(cwd), "gemini", &s.source_id);
+    }
     let redactor = Redactor::with_env(std::env::vars());
     // Imported before: nothing new, a continuation, or a file changed otherwise.
     if let Some(entry) = index.get(path).cloned() {
