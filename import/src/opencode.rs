@@ -5,8 +5,10 @@
 //! `cairn hook install opencode`) runs `cairn hook opencode` with one JSON object on
 //! stdin for each of its `tool.execute.before` and `tool.execute.after` events, and
 //! once per session seen when the process exits:
-//! `{hook_event_name, session_id, cwd, version, call_id, tool, args, result}`, the
-//! result being the tool's `{title, output, metadata}` (a command's `metadata.exit`).
+//! `{hook_event_name, session_id, cwd, version, call_id, tool, args, result,
+//! mcp_servers}`, the result being the tool's `{title, output, metadata}` (a command's
+//! `metadata.exit`), `mcp_servers` the MCP servers of OpenCode's config (which name its
+//! tools `<server>_<tool>`).
 
 use cairn_core::event::Status;
 use cairn_core::redact::{Counts, Redactor};
@@ -42,7 +44,105 @@ pub(crate) fn hook_input(input: &Value) -> Value {
             v[to] = x.clone();
         }
     }
+    let servers: Vec<&str> = input
+        .get("mcp_servers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if let Some(tool) = input.get("tool").and_then(Value::as_str)
+        && let Some((server, name)) = mcp_tool(tool, &servers)
+    {
+        v["tool_name"] = json!(format!("mcp__{server}__{name}"));
+    }
     v
+}
+
+/// A name as OpenCode puts it in a tool's name: each character but letters, digits,
+/// `_` and `-` made `_`.
+fn sanitized(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The MCP servers OpenCode's config gives a session in `dir` (the names under `mcp`
+/// not `enabled: false`): its user config (`$XDG_CONFIG_HOME/opencode`, else
+/// `~/.config/opencode`: `opencode.json`, `opencode.jsonc`, `config.json`), then the
+/// project's (`opencode.json`, `opencode.jsonc`, `.opencode/opencode.json` in `dir` and
+/// each folder above it), a later one overriding. The saved session does not name the
+/// server of a call: the config as it is at import time does.
+fn mcp_servers(dir: &std::path::Path) -> Vec<String> {
+    let mut files = Vec::new();
+    let config = match std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
+        Some(d) => Some(std::path::PathBuf::from(d)),
+        None => std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|h| std::path::PathBuf::from(h).join(".config")),
+    };
+    if let Some(c) = config {
+        for name in ["config.json", "opencode.json", "opencode.jsonc"] {
+            files.push(c.join("opencode").join(name));
+        }
+    }
+    let mut ancestors: Vec<&std::path::Path> = dir.ancestors().collect();
+    ancestors.reverse();
+    for d in ancestors {
+        for name in ["opencode.json", "opencode.jsonc", ".opencode/opencode.json"] {
+            files.push(d.join(name));
+        }
+    }
+    let mut servers: std::collections::BTreeMap<String, bool> = std::collections::BTreeMap::new();
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        let v = serde_json::from_str::<Value>(&text).ok().or_else(|| {
+            // JSONC: whole-line comments.
+            let plain: String = text
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            serde_json::from_str::<Value>(&plain).ok()
+        });
+        for (name, server) in v
+            .as_ref()
+            .and_then(|v| v.get("mcp"))
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let enabled = server.get("enabled").and_then(Value::as_bool) != Some(false);
+            servers.insert(name.clone(), enabled);
+        }
+    }
+    servers
+        .into_iter()
+        .filter(|(_, enabled)| *enabled)
+        .map(|(name, _)| name)
+        .collect()
+}
+
+/// The MCP server and tool of OpenCode's tool `tool`, among the MCP `servers` of its
+/// config: OpenCode names a server's tool `<server>_<tool>` (both [`sanitized`]). The
+/// longest server name that fits wins (`a_b_x` is `x` of `a_b` rather than `b_x` of
+/// `a` when both are servers). `None` for a tool of no server.
+pub(crate) fn mcp_tool(tool: &str, servers: &[&str]) -> Option<(String, String)> {
+    servers
+        .iter()
+        .filter_map(|s| {
+            let rest = tool.strip_prefix(&sanitized(s))?.strip_prefix('_')?;
+            (!rest.is_empty()).then(|| (s.to_string(), rest.to_string()))
+        })
+        .max_by_key(|(s, _)| s.len())
 }
 
 fn str_at(v: &Value, k: &str) -> Option<String> {
@@ -127,7 +227,9 @@ pub(crate) fn result_steps(
 /// `out_dir` (`<session id>.jsonl`), which the importer then reads as it reads the
 /// other agents' files: a first line `{"opencode_session": {id, directory, version,
 /// title, time_created, parent_id}}`, then one line per message in order,
-/// `{"opencode_message": {id, time_created, data, parts: [part data…]}}`. An assistant
+/// `{"opencode_message": {id, time_created, data, parts: [part data…]}}`, a tool
+/// part of an MCP server's tool (as the config names the servers: [`mcp_servers`])
+/// marked with its server and tool (`cairn_mcp: {server, tool}`). An assistant
 /// message not completed yet ends the file, so that what is written does not change
 /// but grows: importing again continues the session. A file is rewritten only when
 /// its content changed. Returns the files, in the order of the sessions' start.
@@ -187,6 +289,10 @@ pub fn materialize(
         {
             continue;
         }
+        let servers = match session.get("directory").and_then(Value::as_str) {
+            Some(d) => mcp_servers(std::path::Path::new(d)),
+            None => Vec::new(),
+        };
         let mut lines = vec![redacted_line(&redactor, "opencode_session", session)];
         let ms: Vec<(String, i64, String)> = messages
             .query_map([&id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -200,12 +306,23 @@ pub fn materialize(
             {
                 break;
             }
-            let ps: Vec<Value> = parts
+            let mut ps: Vec<Value> = parts
                 .query_map([&mid], |r| r.get::<_, String>(0))
                 .map_err(bad)?
                 .map(|p| p.map(json_of))
                 .collect::<Result<_, _>>()
                 .map_err(bad)?;
+            for p in &mut ps {
+                let names: Vec<&str> = servers.iter().map(String::as_str).collect();
+                if p.get("type").and_then(Value::as_str) == Some("tool")
+                    && let Some((server, tool)) = p
+                        .get("tool")
+                        .and_then(Value::as_str)
+                        .and_then(|t| mcp_tool(t, &names))
+                {
+                    p["cairn_mcp"] = json!({"server": server, "tool": tool});
+                }
+            }
             lines.push(redacted_line(
                 &redactor,
                 "opencode_message",
@@ -410,7 +527,17 @@ fn call(p: &Value, cwd: Option<&str>, out: &mut Vec<Step>) {
     let Some(id) = str_at(p, "callID") else {
         return;
     };
-    let tool = str_at(p, "tool").unwrap_or_default();
+    // An MCP server's tool, named as cairn's hook names it (`mcp__<server>__<tool>`).
+    let mcp = p.get("cairn_mcp").and_then(|m| {
+        Some(cairn_core::event::McpRef {
+            server: str_at(m, "server")?,
+            tool: str_at(m, "tool")?,
+        })
+    });
+    let tool = match &mcp {
+        Some(m) => format!("mcp__{}__{}", m.server, m.tool),
+        None => str_at(p, "tool").unwrap_or_default(),
+    };
     let input = state.get("input").cloned().unwrap_or(Value::Null);
     let time = |k: &str| rfc3339(state.pointer(&format!("/time/{k}")).and_then(Value::as_i64));
     if let Some(start) = time("start") {
@@ -420,7 +547,7 @@ fn call(p: &Value, cwd: Option<&str>, out: &mut Vec<Step>) {
         id: id.clone(),
         tool: tool.clone(),
         input: input.clone(),
-        mcp: None,
+        mcp,
     });
     if let Some(end) = time("end") {
         out.push(Step::At(Some(end)));
@@ -473,6 +600,34 @@ mod tests {
         // Another name stays as it is, for the hook to refuse.
         let other = json!({"hook_event_name": "tool.definition"});
         assert_eq!(hook_input(&other), other);
+    }
+
+    #[test]
+    fn an_mcp_servers_tool_reads_as_claude_code_names_it() {
+        let servers = ["everything", "my.docs", "a", "a_b"];
+        assert_eq!(
+            mcp_tool("everything_echo", &servers),
+            Some(("everything".into(), "echo".into()))
+        );
+        // The server's name as OpenCode puts it in the tool's name.
+        assert_eq!(
+            mcp_tool("my_docs_search_all", &servers),
+            Some(("my.docs".into(), "search_all".into()))
+        );
+        // The longest server that fits.
+        assert_eq!(
+            mcp_tool("a_b_x", &servers),
+            Some(("a_b".into(), "x".into()))
+        );
+        for builtin in ["bash", "everything", "everything_", "todowrite"] {
+            assert_eq!(mcp_tool(builtin, &servers), None, "{builtin}");
+        }
+        let before = json!({"hook_event_name": "tool.execute.before", "session_id": "ses_1",
+            "tool": "everything_echo", "args": {"message": "hi"}, "mcp_servers": ["everything"]});
+        assert_eq!(hook_input(&before)["tool_name"], "mcp__everything__echo");
+        let none = json!({"hook_event_name": "tool.execute.before", "session_id": "ses_1",
+            "tool": "everything_echo", "args": {}});
+        assert_eq!(hook_input(&none)["tool_name"], "everything_echo");
     }
 
     #[test]
