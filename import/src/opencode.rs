@@ -602,6 +602,49 @@ mod tests {
         assert_eq!(hook_input(&other), other);
     }
 
+    /// A line written before stays as it is while it is of the same session or
+    /// message (a secret variable set since would redact it differently, and the
+    /// import read it); one that holds a secret (a copy an older cairn wrote raw) is
+    /// written again, and so is everything after it.
+    #[test]
+    fn a_session_written_out_again_keeps_its_lines_unless_they_hold_a_secret() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("ses_1.jsonl");
+        let redactor = Redactor::default();
+        let line = |key: &str, id: &str, text: &str| {
+            redacted_line(&redactor, key, json!({"id": id, "text": text}))
+        };
+        let token = format!("ghp_{}", "a1".repeat(18));
+        let old = [
+            line("opencode_session", "ses_1", "title"),
+            line("opencode_message", "msg_1", "as it was"),
+        ]
+        .concat();
+        std::fs::write(&path, &old).unwrap();
+        let new = vec![
+            line("opencode_session", "ses_1", "title changed"),
+            line("opencode_message", "msg_1", "redacted otherwise"),
+            line("opencode_message", "msg_2", "new"),
+        ];
+        assert_eq!(
+            kept_lines(&redactor, &path, new.clone()),
+            old.clone() + &new[2]
+        );
+        // An older copy holding a secret raw: rewritten from that line on.
+        let raw = format!(
+            "{}\n",
+            json!({"opencode_message": {"id": "msg_1", "text": token}})
+        );
+        std::fs::write(&path, line("opencode_session", "ses_1", "title") + &raw).unwrap();
+        let text = kept_lines(&redactor, &path, new.clone());
+        assert_eq!(
+            text,
+            new[0].replace("title changed", "title") + &new[1] + &new[2]
+        );
+        assert!(!text.contains(&token), "{text}");
+        assert!(line("m", "x", &token).contains("\"redacted\":{\"github_token\":1}"));
+    }
+
     #[test]
     fn an_mcp_servers_tool_reads_as_claude_code_names_it() {
         let servers = ["everything", "my.docs", "a", "a_b"];
