@@ -3,7 +3,8 @@
 //! calls: for each, the hook is spawned with its `PreToolUse` (`BeforeTool`) payload,
 //! then with its `PostToolUse` (`AfterTool`) payload, as the agent runs it (a process
 //! per event, JSON on stdin); the time from spawn to exit of both is the call's added
-//! latency. Spawning `true` the same way is the floor any hook pays.
+//! latency. Spawning `true` the same way is the floor any hook pays. `--opencode-calls`
+//! does the same for `cairn hook opencode` as OpenCode's plugin runs it (`/bin/sh -c`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -28,6 +29,12 @@ pub struct HookArgs {
     /// of this many shell calls, with and without cairn's hooks, `--runs` times each.
     #[arg(long)]
     pub gemini_calls: Option<u64>,
+    /// Also time `cairn hook opencode` as OpenCode's plugin (`cairn hook install
+    /// opencode`) runs it: this many calls, each a `/bin/sh -c` of the hook command for
+    /// `tool.execute.before` and one for `tool.execute.after`, side by side with the
+    /// same shell running a command that does nothing.
+    #[arg(long)]
+    pub opencode_calls: Option<u64>,
     /// Runs of each real agent's session.
     #[arg(long, default_value_t = 3)]
     pub runs: u64,
@@ -91,8 +98,95 @@ pub fn run(args: &HookArgs) -> Result<()> {
     if let Some(calls) = args.gemini_calls {
         real_agent(Agent::Gemini, &cairn, calls, args.runs)?;
     }
+    if let Some(calls) = args.opencode_calls {
+        opencode_processes(&cairn, calls)?;
+    }
     processes(&cairn, Agent::Claude, args.calls)?;
     processes(&cairn, Agent::Gemini, args.calls)
+}
+
+/// `/bin/sh -c command` with `input` on its stdin, in `cwd`, `home` the cairn home, as
+/// OpenCode's plugin spawns its hook (`spawnSync`): milliseconds.
+fn spawn_sh(command: &str, cwd: &Path, home: &Path, input: &[u8]) -> Result<f64> {
+    let start = Instant::now();
+    let mut child = Command::new("/bin/sh")
+        .args(["-c", command])
+        .current_dir(cwd)
+        .env("CAIRN_HOME", home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .context("starting /bin/sh")?;
+    child.stdin.take().context("stdin")?.write_all(input)?;
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("/bin/sh -c {command:?} exited {status}");
+    }
+    Ok(start.elapsed().as_secs_f64() * 1000.0)
+}
+
+/// `calls` calls of one OpenCode session through cairn's plugin: for each, the hook
+/// command run by `/bin/sh -c` with the plugin's `tool.execute.before` JSON, then with
+/// its `tool.execute.after` JSON (a `bash` call and its result); the floor is the same
+/// shell running `cat >/dev/null` on the same input (what any plugin command pays).
+fn opencode_processes(cairn: &Path, calls: u64) -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let ws = tmp.path().join("ws");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&ws)?;
+    let ws_text = ws.to_string_lossy().into_owned();
+    let quoted = format!("'{}'", cairn.to_string_lossy().replace('\'', r"'\''"));
+    let command = format!("{quoted} hook opencode --approve always");
+    let event = |name: &str, i: u64, after: bool| -> Vec<u8> {
+        let mut v = serde_json::json!({
+            "hook_event_name": name, "cwd": ws_text, "session_id": "ses_bench",
+            "version": "1.18.33", "call_id": format!("call_{i}"), "tool": "bash",
+            "args": {"command": format!("ls -l src/{i}"), "description": "list"},
+        });
+        if after {
+            let out = "total 0\n".repeat(20);
+            v["result"] = serde_json::json!({"title": "list", "output": out,
+                "metadata": {"exit": 0, "output": out, "description": "list"}});
+        }
+        serde_json::to_vec(&v).unwrap_or_default()
+    };
+    let mut per_call = Vec::new();
+    let mut floor = Vec::new();
+    for i in 0..calls {
+        let (pre, post) = (
+            event("tool.execute.before", i, false),
+            event("tool.execute.after", i, true),
+        );
+        per_call
+            .push(spawn_sh(&command, &ws, &home, &pre)? + spawn_sh(&command, &ws, &home, &post)?);
+        floor.push(
+            spawn_sh("cat >/dev/null", &ws, &home, &pre)?
+                + spawn_sh("cat >/dev/null", &ws, &home, &post)?,
+        );
+    }
+    let exit = serde_json::json!({"hook_event_name": "session.exit", "cwd": ws_text,
+        "session_id": "ses_bench", "version": "1.18.33"});
+    spawn_sh(&command, &ws, &home, &serde_json::to_vec(&exit)?)?;
+    let log = hook_logs(&home);
+    let finished = log.matches("\"type\":\"tool_finished\"").count() as u64;
+    if finished != calls {
+        bail!("the hook session has {finished} finished calls, not {calls}");
+    }
+    per_call.sort_by(f64::total_cmp);
+    floor.sort_by(f64::total_cmp);
+    println!(
+        "hook opencode, {calls} bash calls (tool.execute.before + tool.execute.after, a /bin/sh -c each, as its plugin runs them): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; load average {}",
+        pct(&per_call, 0.5),
+        pct(&per_call, 0.99),
+        per_call[per_call.len() - 1],
+        load_average(),
+    );
+    println!(
+        "floor (the same /bin/sh -c running `cat >/dev/null`, twice): p50 {:.2} ms, p99 {:.2} ms",
+        pct(&floor, 0.5),
+        pct(&floor, 0.99)
+    );
+    Ok(())
 }
 
 /// `calls` calls of a hook session, each a process for its pre event and one for its

@@ -51,7 +51,8 @@ type Identity = (
 
 impl Meta {
     /// The session's id, its workspace (the project's `.project_root`, else its
-    /// session context's), no version (the file records none), its start.
+    /// session context's), no version (the file records none: the import takes the
+    /// one cairn's hook saw, when it recorded the session live), its start.
     pub fn identity(&self, path: &Path) -> Identity {
         (
             self.id.clone(),

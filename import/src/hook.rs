@@ -351,6 +351,36 @@ pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answe
     })
 }
 
+/// The version of `agent` that the session recorded live through its hook for the
+/// agent's session `source_id` in the workspace `root` was labelled with: what an
+/// import of the agent's own saved session labels it with when the file names no
+/// version (Gemini CLI's chats). `None` when no hook saw that session.
+pub(crate) fn live_version(
+    home: &Home,
+    root: &Path,
+    agent: &str,
+    source_id: &str,
+) -> Option<String> {
+    if source_id.is_empty()
+        || !source_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return None;
+    }
+    let project = home.project(root);
+    let side_path = project
+        .dir
+        .join("hooks")
+        .join(format!("{agent}-{source_id}.json"));
+    let side = read_sidecar(&side_path).ok()??;
+    let started = crate::writer::first_started(&project.session_dir(&side.session)).ok()?;
+    started
+        .agent
+        .filter(|a| a.name == agent)
+        .and_then(|a| a.version)
+}
+
 /// The agent session's lock, taken: parallel calls of one agent session append one
 /// after the other.
 fn lock_session(lock_path: &Path) -> Result<std::fs::File> {

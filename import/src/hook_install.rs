@@ -173,6 +173,8 @@ const COMMAND = __COMMAND__;
 export const CairnHook = async ({ directory }) => {
   const versions = new Map();
   const seen = new Set();
+  // The MCP servers of the config: their tools are named `<server>_<tool>`.
+  const servers = [];
   const hook = (event, fields) =>
     spawnSync("/bin/sh", ["-c", COMMAND], {
       cwd: directory,
@@ -184,6 +186,11 @@ export const CairnHook = async ({ directory }) => {
     for (const id of seen) hook("session.exit", { session_id: id, version: versions.get(id) });
   });
   return {
+    config: async (config) => {
+      for (const [name, server] of Object.entries((config && config.mcp) || {})) {
+        if (server && server.enabled !== false) servers.push(name);
+      }
+    },
     event: async ({ event }) => {
       const info = event.properties && event.properties.info;
       if ((event.type === "session.created" || event.type === "session.updated") && info && info.id && info.version) {
@@ -194,7 +201,7 @@ export const CairnHook = async ({ directory }) => {
       seen.add(input.sessionID);
       const r = hook("tool.execute.before", {
         session_id: input.sessionID, version: versions.get(input.sessionID),
-        call_id: input.callID, tool: input.tool, args: output.args,
+        call_id: input.callID, tool: input.tool, args: output.args, mcp_servers: servers,
       });
       if (r.status !== 0) {
         throw new Error(`cairn refuses this call: ${(r.stderr || "").trim() || "its hook failed"}`);
@@ -206,7 +213,7 @@ export const CairnHook = async ({ directory }) => {
     "tool.execute.after": async (input, output) => {
       hook("tool.execute.after", {
         session_id: input.sessionID, version: versions.get(input.sessionID),
-        call_id: input.callID, tool: input.tool, args: input.args,
+        call_id: input.callID, tool: input.tool, args: input.args, mcp_servers: servers,
         result: { title: output.title, output: output.output, metadata: output.metadata },
       });
     },

@@ -524,7 +524,12 @@ impl Pass<'_> {
             Format::Codex => self.codex.line(v, raw, &mut steps),
             Format::Claude => self.claude.line(v, raw, &mut steps),
             Format::Gemini => self.gemini.line(v, raw, &mut steps),
-            Format::OpenCode => opencode::line(v, raw, self.cwd.as_deref(), &mut steps),
+            Format::OpenCode => {
+                // Its file was redacted as it was written: the secrets it held are
+                // the ones its lines name.
+                opencode::add_redacted(v, &mut self.secrets);
+                opencode::line(v, raw, self.cwd.as_deref(), &mut steps);
+            }
         }
         self.record(steps)
     }
@@ -696,7 +701,15 @@ fn import_file(
     if atif::is_atif_path(path) {
         return atif::import(home, path, options, index, summary).map(|()| false);
     }
-    let s = scan(path, options)?;
+    let mut s = scan(path, options)?;
+    // Gemini CLI's chats name no version: the one its hook saw, if it recorded the
+    // same session live.
+    if s.format == Format::Gemini
+        && s.version.is_none()
+        && let Some(cwd) = &s.cwd
+    {
+        s.version = hook::live_version(home, &root_of(cwd), "gemini", &s.source_id);
+    }
     let redactor = Redactor::with_env(std::env::vars());
     // Imported before: nothing new, a continuation, or a file changed otherwise.
     if let Some(entry) = index.get(path).cloned() {

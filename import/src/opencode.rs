@@ -5,10 +5,13 @@
 //! `cairn hook install opencode`) runs `cairn hook opencode` with one JSON object on
 //! stdin for each of its `tool.execute.before` and `tool.execute.after` events, and
 //! once per session seen when the process exits:
-//! `{hook_event_name, session_id, cwd, version, call_id, tool, args, result}`, the
-//! result being the tool's `{title, output, metadata}` (a command's `metadata.exit`).
+//! `{hook_event_name, session_id, cwd, version, call_id, tool, args, result,
+//! mcp_servers}`, the result being the tool's `{title, output, metadata}` (a command's
+//! `metadata.exit`), `mcp_servers` the MCP servers of OpenCode's config (which name its
+//! tools `<server>_<tool>`).
 
 use cairn_core::event::Status;
+use cairn_core::redact::{Counts, Redactor};
 use serde_json::{Value, json};
 
 use crate::step::{Shell, Step, Write, WriteKind};
@@ -41,7 +44,105 @@ pub(crate) fn hook_input(input: &Value) -> Value {
             v[to] = x.clone();
         }
     }
+    let servers: Vec<&str> = input
+        .get("mcp_servers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if let Some(tool) = input.get("tool").and_then(Value::as_str)
+        && let Some((server, name)) = mcp_tool(tool, &servers)
+    {
+        v["tool_name"] = json!(format!("mcp__{server}__{name}"));
+    }
     v
+}
+
+/// A name as OpenCode puts it in a tool's name: each character but letters, digits,
+/// `_` and `-` made `_`.
+fn sanitized(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The MCP servers OpenCode's config gives a session in `dir` (the names under `mcp`
+/// not `enabled: false`): its user config (`$XDG_CONFIG_HOME/opencode`, else
+/// `~/.config/opencode`: `opencode.json`, `opencode.jsonc`, `config.json`), then the
+/// project's (`opencode.json`, `opencode.jsonc`, `.opencode/opencode.json` in `dir` and
+/// each folder above it), a later one overriding. The saved session does not name the
+/// server of a call: the config as it is at import time does.
+fn mcp_servers(dir: &std::path::Path) -> Vec<String> {
+    let mut files = Vec::new();
+    let config = match std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
+        Some(d) => Some(std::path::PathBuf::from(d)),
+        None => std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|h| std::path::PathBuf::from(h).join(".config")),
+    };
+    if let Some(c) = config {
+        for name in ["config.json", "opencode.json", "opencode.jsonc"] {
+            files.push(c.join("opencode").join(name));
+        }
+    }
+    let mut ancestors: Vec<&std::path::Path> = dir.ancestors().collect();
+    ancestors.reverse();
+    for d in ancestors {
+        for name in ["opencode.json", "opencode.jsonc", ".opencode/opencode.json"] {
+            files.push(d.join(name));
+        }
+    }
+    let mut servers: std::collections::BTreeMap<String, bool> = std::collections::BTreeMap::new();
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        let v = serde_json::from_str::<Value>(&text).ok().or_else(|| {
+            // JSONC: whole-line comments.
+            let plain: String = text
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            serde_json::from_str::<Value>(&plain).ok()
+        });
+        for (name, server) in v
+            .as_ref()
+            .and_then(|v| v.get("mcp"))
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let enabled = server.get("enabled").and_then(Value::as_bool) != Some(false);
+            servers.insert(name.clone(), enabled);
+        }
+    }
+    servers
+        .into_iter()
+        .filter(|(_, enabled)| *enabled)
+        .map(|(name, _)| name)
+        .collect()
+}
+
+/// The MCP server and tool of OpenCode's tool `tool`, among the MCP `servers` of its
+/// config: OpenCode names a server's tool `<server>_<tool>` (both [`sanitized`]). The
+/// longest server name that fits wins (`a_b_x` is `x` of `a_b` rather than `b_x` of
+/// `a` when both are servers). `None` for a tool of no server.
+pub(crate) fn mcp_tool(tool: &str, servers: &[&str]) -> Option<(String, String)> {
+    servers
+        .iter()
+        .filter_map(|s| {
+            let rest = tool.strip_prefix(&sanitized(s))?.strip_prefix('_')?;
+            (!rest.is_empty()).then(|| (s.to_string(), rest.to_string()))
+        })
+        .max_by_key(|(s, _)| s.len())
 }
 
 fn str_at(v: &Value, k: &str) -> Option<String> {
@@ -126,10 +227,20 @@ pub(crate) fn result_steps(
 /// `out_dir` (`<session id>.jsonl`), which the importer then reads as it reads the
 /// other agents' files: a first line `{"opencode_session": {id, directory, version,
 /// title, time_created, parent_id}}`, then one line per message in order,
-/// `{"opencode_message": {id, time_created, data, parts: [part data…]}}`. An assistant
+/// `{"opencode_message": {id, time_created, data, parts: [part data…]}}`, a tool
+/// part of an MCP server's tool (as the config names the servers: [`mcp_servers`])
+/// marked with its server and tool (`cairn_mcp: {server, tool}`). An assistant
 /// message not completed yet ends the file, so that what is written does not change
 /// but grows: importing again continues the session. A file is rewritten only when
 /// its content changed. Returns the files, in the order of the sessions' start.
+///
+/// What is written is redacted as every record cairn writes is (the redactor of the
+/// import: its patterns and the secret-looking variables of the environment), so no
+/// secret of a session is on disk under cairn's home; a line that held some names how
+/// many of each kind (`"redacted": {kind: n}`), which the import counts as the secrets
+/// the source held. A line written before is kept as it is while it is the same
+/// session or message and holds no secret: a change of the environment does not
+/// change what an earlier import read.
 pub fn materialize(
     db: &std::path::Path,
     out_dir: &std::path::Path,
@@ -166,6 +277,7 @@ pub fn materialize(
         .map_err(bad)?;
     let json_of =
         |text: String| serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
+    let redactor = Redactor::with_env(std::env::vars());
     // Every session read before anything is written: a database that cannot be read
     // whole writes nothing.
     let mut texts = Vec::new();
@@ -177,7 +289,11 @@ pub fn materialize(
         {
             continue;
         }
-        let mut text = format!("{}\n", json!({"opencode_session": session}));
+        let servers = match session.get("directory").and_then(Value::as_str) {
+            Some(d) => mcp_servers(std::path::Path::new(d)),
+            None => Vec::new(),
+        };
+        let mut lines = vec![redacted_line(&redactor, "opencode_session", session)];
         let ms: Vec<(String, i64, String)> = messages
             .query_map([&id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .map_err(bad)?
@@ -190,24 +306,36 @@ pub fn materialize(
             {
                 break;
             }
-            let ps: Vec<Value> = parts
+            let mut ps: Vec<Value> = parts
                 .query_map([&mid], |r| r.get::<_, String>(0))
                 .map_err(bad)?
                 .map(|p| p.map(json_of))
                 .collect::<Result<_, _>>()
                 .map_err(bad)?;
-            text.push_str(&format!(
-                "{}\n",
-                json!({"opencode_message": {"id": mid, "time_created": at, "data": data, "parts": ps}})
+            for p in &mut ps {
+                let names: Vec<&str> = servers.iter().map(String::as_str).collect();
+                if p.get("type").and_then(Value::as_str) == Some("tool")
+                    && let Some((server, tool)) = p
+                        .get("tool")
+                        .and_then(Value::as_str)
+                        .and_then(|t| mcp_tool(t, &names))
+                {
+                    p["cairn_mcp"] = json!({"server": server, "tool": tool});
+                }
+            }
+            lines.push(redacted_line(
+                &redactor,
+                "opencode_message",
+                json!({"id": mid, "time_created": at, "data": data, "parts": ps}),
             ));
         }
-        texts.push((out_dir.join(format!("{id}.jsonl")), text));
+        texts.push((out_dir.join(format!("{id}.jsonl")), lines));
     }
-    // Private, as the database is: these files hold the sessions as OpenCode saved
-    // them, secrets and all (what cairn records of them is redacted).
+    // Private, as the database is (redacted, they still hold the whole sessions).
     cairn_store::private::create_dir_all(out_dir).map_err(crate::ImportError::io(out_dir))?;
     let mut files = Vec::new();
-    for (path, text) in texts {
+    for (path, lines) in texts {
+        let text = kept_lines(&redactor, &path, lines);
         if std::fs::read(&path).ok().as_deref() != Some(text.as_bytes()) {
             let tmp = path.with_extension("jsonl.tmp");
             let _ = std::fs::remove_file(&tmp);
@@ -219,6 +347,71 @@ pub fn materialize(
         files.push(path);
     }
     Ok(files)
+}
+
+/// A line of a materialized session: `{<key>: value}` redacted, with the counts of
+/// what was redacted (`redacted`) when there was any.
+fn redacted_line(redactor: &Redactor, key: &str, value: Value) -> String {
+    let mut counts = Counts::new();
+    let value = redactor.redact_json(&value, &mut counts);
+    let mut line = serde_json::Map::new();
+    line.insert(key.to_string(), value);
+    if !counts.is_empty() {
+        line.insert("redacted".into(), json!(counts));
+    }
+    format!("{}\n", Value::Object(line))
+}
+
+/// Adds the secrets a line of a materialized session held (its `redacted` counts) to
+/// `counts`.
+pub(crate) fn add_redacted(v: &Value, counts: &mut Counts) {
+    for (kind, n) in v
+        .get("redacted")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let n = n.as_u64().and_then(|n| u32::try_from(n).ok()).unwrap_or(0);
+        *counts.entry(kind.clone()).or_insert(0) += n;
+    }
+}
+
+/// What a line of a materialized session is of: its session's or its message's id.
+fn line_key(line: &str) -> Option<(bool, String)> {
+    let v: Value = serde_json::from_str(line).ok()?;
+    if let Some(s) = v.get("opencode_session") {
+        return Some((true, str_at(s, "id")?));
+    }
+    Some((false, str_at(v.get("opencode_message")?, "id")?))
+}
+
+/// The text of a materialized session: the lines the file at `path` already has,
+/// while each is of the same session or message as the new line in its place and holds
+/// no secret, then the new lines. An earlier import read the lines kept: a secret
+/// variable set since (which redacts a line differently) must not change them.
+fn kept_lines(redactor: &Redactor, path: &std::path::Path, lines: Vec<String>) -> String {
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    let mut old_lines = old.split_inclusive('\n');
+    let mut text = String::new();
+    let mut keeping = true;
+    for line in lines {
+        if keeping {
+            match old_lines.next() {
+                Some(o)
+                    if o.ends_with('\n')
+                        && line_key(o).is_some()
+                        && line_key(o) == line_key(&line)
+                        && !redactor.holds_secret(o) =>
+                {
+                    text.push_str(o);
+                    continue;
+                }
+                _ => keeping = false,
+            }
+        }
+        text.push_str(&line);
+    }
+    text
 }
 
 /// True for a line only the OpenCode files of [`materialize`] hold.
@@ -334,7 +527,17 @@ fn call(p: &Value, cwd: Option<&str>, out: &mut Vec<Step>) {
     let Some(id) = str_at(p, "callID") else {
         return;
     };
-    let tool = str_at(p, "tool").unwrap_or_default();
+    // An MCP server's tool, named as cairn's hook names it (`mcp__<server>__<tool>`).
+    let mcp = p.get("cairn_mcp").and_then(|m| {
+        Some(cairn_core::event::McpRef {
+            server: str_at(m, "server")?,
+            tool: str_at(m, "tool")?,
+        })
+    });
+    let tool = match &mcp {
+        Some(m) => format!("mcp__{}__{}", m.server, m.tool),
+        None => str_at(p, "tool").unwrap_or_default(),
+    };
     let input = state.get("input").cloned().unwrap_or(Value::Null);
     let time = |k: &str| rfc3339(state.pointer(&format!("/time/{k}")).and_then(Value::as_i64));
     if let Some(start) = time("start") {
@@ -344,7 +547,7 @@ fn call(p: &Value, cwd: Option<&str>, out: &mut Vec<Step>) {
         id: id.clone(),
         tool: tool.clone(),
         input: input.clone(),
-        mcp: None,
+        mcp,
     });
     if let Some(end) = time("end") {
         out.push(Step::At(Some(end)));
@@ -397,6 +600,77 @@ mod tests {
         // Another name stays as it is, for the hook to refuse.
         let other = json!({"hook_event_name": "tool.definition"});
         assert_eq!(hook_input(&other), other);
+    }
+
+    /// A line written before stays as it is while it is of the same session or
+    /// message (a secret variable set since would redact it differently, and the
+    /// import read it); one that holds a secret (a copy an older cairn wrote raw) is
+    /// written again, and so is everything after it.
+    #[test]
+    fn a_session_written_out_again_keeps_its_lines_unless_they_hold_a_secret() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("ses_1.jsonl");
+        let redactor = Redactor::default();
+        let line = |key: &str, id: &str, text: &str| {
+            redacted_line(&redactor, key, json!({"id": id, "text": text}))
+        };
+        let token = format!("ghp_{}", "a1".repeat(18));
+        let old = [
+            line("opencode_session", "ses_1", "title"),
+            line("opencode_message", "msg_1", "as it was"),
+        ]
+        .concat();
+        std::fs::write(&path, &old).unwrap();
+        let new = vec![
+            line("opencode_session", "ses_1", "title changed"),
+            line("opencode_message", "msg_1", "redacted otherwise"),
+            line("opencode_message", "msg_2", "new"),
+        ];
+        assert_eq!(
+            kept_lines(&redactor, &path, new.clone()),
+            old.clone() + &new[2]
+        );
+        // An older copy holding a secret raw: rewritten from that line on.
+        let raw = format!(
+            "{}\n",
+            json!({"opencode_message": {"id": "msg_1", "text": token}})
+        );
+        std::fs::write(&path, line("opencode_session", "ses_1", "title") + &raw).unwrap();
+        let text = kept_lines(&redactor, &path, new.clone());
+        assert_eq!(
+            text,
+            new[0].replace("title changed", "title") + &new[1] + &new[2]
+        );
+        assert!(!text.contains(&token), "{text}");
+        assert!(line("m", "x", &token).contains("\"redacted\":{\"github_token\":1}"));
+    }
+
+    #[test]
+    fn an_mcp_servers_tool_reads_as_claude_code_names_it() {
+        let servers = ["everything", "my.docs", "a", "a_b"];
+        assert_eq!(
+            mcp_tool("everything_echo", &servers),
+            Some(("everything".into(), "echo".into()))
+        );
+        // The server's name as OpenCode puts it in the tool's name.
+        assert_eq!(
+            mcp_tool("my_docs_search_all", &servers),
+            Some(("my.docs".into(), "search_all".into()))
+        );
+        // The longest server that fits.
+        assert_eq!(
+            mcp_tool("a_b_x", &servers),
+            Some(("a_b".into(), "x".into()))
+        );
+        for builtin in ["bash", "everything", "everything_", "todowrite"] {
+            assert_eq!(mcp_tool(builtin, &servers), None, "{builtin}");
+        }
+        let before = json!({"hook_event_name": "tool.execute.before", "session_id": "ses_1",
+            "tool": "everything_echo", "args": {"message": "hi"}, "mcp_servers": ["everything"]});
+        assert_eq!(hook_input(&before)["tool_name"], "mcp__everything__echo");
+        let none = json!({"hook_event_name": "tool.execute.before", "session_id": "ses_1",
+            "tool": "everything_echo", "args": {}});
+        assert_eq!(hook_input(&none)["tool_name"], "everything_echo");
     }
 
     #[test]

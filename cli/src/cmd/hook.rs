@@ -44,6 +44,8 @@ enum Action {
     /// tool.execute.after, and session.exit when OpenCode exits): the same recording,
     /// one cairn session per OpenCode session; the plugin throws on a call cairn
     /// denies or asks about (a plugin cannot ask the person), so that it does not run.
+    /// A tool of an MCP server of OpenCode's config (`<server>_<tool>`) is recorded as
+    /// that server's (`mcp:<server>:<tool>`).
     #[command(name = "opencode")]
     OpenCode {
         #[arg(long, default_value = "ask")]

@@ -33,8 +33,9 @@ pub(crate) struct Args {
     gemini: bool,
     /// Also import OpenCode's sessions: its database `$XDG_DATA_HOME/opencode/opencode.db`,
     /// else `~/.local/share/opencode/opencode.db` (an `opencode.db` can also be given as
-    /// a path). Each session is first written out as a JSON-lines file under cairn's
-    /// home (`imports/opencode/`), which is what the session says it came from.
+    /// a path). Each session is first written out, redacted, as a JSON-lines file
+    /// under cairn's home (`imports/opencode/`), which is what the session says it
+    /// came from.
     #[arg(long)]
     opencode: bool,
     /// Only files modified at or after DATE (`2026-11-01`, or an RFC 3339 time).

@@ -442,3 +442,80 @@ fn import_codex_finds_its_default_folder_and_browse_shows_the_import() {
         .collect();
     assert!(screen.contains("apply_patch"), "{screen}");
 }
+
+/// A Gemini CLI chat names no version: imported, it is labelled with the version
+/// cairn's hook saw when it recorded the same session live (the hook run, as Gemini
+/// CLI runs it, by a program inside a package named `@google/gemini-cli`), and with
+/// none when no hook saw it.
+#[test]
+fn an_imported_gemini_chat_takes_the_version_its_live_hook_saw() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let (home, user) = (base.join("home"), base.join("user"));
+    let ws = base.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    // What runs the hook: a script in Gemini CLI's package, as its bundle would.
+    let package = base.join("lib/@google/gemini-cli");
+    std::fs::create_dir_all(package.join("bundle")).unwrap();
+    std::fs::write(
+        package.join("package.json"),
+        r#"{"name": "@google/gemini-cli", "version": "0.61.7"}"#,
+    )
+    .unwrap();
+    let runner = package.join("bundle/gemini.sh");
+    std::fs::write(&runner, "\"$CAIRN_BIN\" hook gemini\n").unwrap();
+    let live = "6a1b2c3d-0000-4000-8000-00000000a001";
+    let input = serde_json::json!({"hook_event_name": "SessionStart", "session_id": live,
+        "cwd": ws, "source": "startup", "timestamp": "2026-01-01T00:00:00.000Z"});
+    let mut child = Command::new("bash")
+        .arg(&runner)
+        .env("CAIRN_BIN", env!("CARGO_BIN_EXE_cairn"))
+        .env("CAIRN_HOME", &home)
+        .env("HOME", &user)
+        .current_dir(&ws)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        &mut child.stdin.take().unwrap(),
+        input.to_string().as_bytes(),
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Its chat, and one of a session no hook saw.
+    let project = user.join(".gemini/tmp/ws");
+    std::fs::create_dir_all(project.join("chats")).unwrap();
+    std::fs::write(
+        project.join(".project_root"),
+        ws.to_string_lossy().as_bytes(),
+    )
+    .unwrap();
+    for id in [live, "6a1b2c3d-0000-4000-8000-00000000a002"] {
+        let lines = [
+            serde_json::json!({"sessionId": id, "projectHash": "ab12", "startTime": "2026-01-01T00:00:00.000Z", "kind": "main"}),
+            serde_json::json!({"id": "u1", "timestamp": "2026-01-01T00:00:01.000Z", "type": "user", "content": [{"text": "hello"}]}),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(project.join(format!("chats/session-{id}.jsonl")), text).unwrap();
+    }
+    let out = cairn(&home, &user, &["import", "--gemini", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["sessions"], 2, "{summary}");
+    let listed = text(&cairn(&home, &user, &["sessions", "--json"]).stdout);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&listed).unwrap();
+    let mut labels: Vec<String> = rows
+        .iter()
+        .map(|r| r["catalog"].as_str().unwrap_or("").to_string())
+        .collect();
+    labels.sort();
+    // The live session, its import, and the import no hook saw.
+    assert_eq!(
+        labels,
+        ["gemini-cli", "gemini-cli 0.61.7", "gemini-cli 0.61.7"],
+        "{listed}"
+    );
+}

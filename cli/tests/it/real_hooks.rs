@@ -931,8 +931,8 @@ fn real_gemini_tools_through_cairn_hooks_are_recorded_gated_and_its_chat_imports
 
 /// Gemini CLI's own saved chat of the session, imported from its default place with
 /// `cairn import --gemini`: the same calls with the same inputs (the refused one as
-/// the error Gemini CLI made of it), the same exit codes, clean, labelled, and imported
-/// once.
+/// the error Gemini CLI made of it), the same exit codes, clean, labelled with the
+/// version the hook saw (the chat names none), and imported once.
 fn its_chat_imports_alike(e: &Env, events: &[Value], want: &[(&str, &str)]) {
     // Its own saved chat, imported from its default place, has the same calls.
     let out =
@@ -973,8 +973,16 @@ fn its_chat_imports_alike(e: &Env, events: &[Value], want: &[(&str, &str)]) {
     assert_eq!(exit_codes_of(&chat), [json!(0), json!(2)], "{chat:#?}");
     let (code, out) = verify(e, &imported[0]);
     assert_eq!(code, Some(0), "{out}");
+    // The chat names no version: the one the hook saw labels it.
+    assert_eq!(
+        chat[0]["imported"]["agent_version"], "0.61.0",
+        "{:#}",
+        chat[0]
+    );
     let shown = cairn_ok(e, &["show", imported[0].to_str().unwrap()]);
-    assert!(shown.contains("imported from Gemini CLI"), "{shown}");
+    assert!(shown.contains("imported from Gemini CLI 0.61.0"), "{shown}");
+    let listed = cairn_ok(e, &["sessions"]);
+    assert_eq!(listed.matches("gemini-cli 0.61.0").count(), 2, "{listed}");
     // Imported again: nothing new.
     let again =
         e.s.cairn(&["import", "--gemini", "--json"])
@@ -1103,6 +1111,191 @@ fn real_opencode_tools_through_cairn_plugin_are_recorded_gated_and_its_sessions_
     assert!(!all.contains(secret) && !text.contains(secret), "{all}");
     let (code, out) = verify(&e, &imported);
     assert_eq!(code, Some(0), "{out}");
+}
+
+/// OpenCode 1.18 names an MCP server's tool `<server>_<tool>` (its plugin events and
+/// its saved session alike); cairn's plugin learns the servers from OpenCode's config,
+/// so that the hook records `everything_echo` of the npm reference server as
+/// `mcp__everything__echo`, the call of that server's tool `echo` (asked as
+/// `mcp:everything:echo`), as Claude Code's hook does; `audit` lists it so.
+#[test]
+fn real_opencode_mcp_tools_are_recorded_as_their_servers_tools() {
+    let Some(agents) = cairn_tests::agents::opencode_dir() else {
+        return;
+    };
+    let Some(peers) = cairn_tests::mcp_peers(&[EVERYTHING]) else {
+        return;
+    };
+    let s = setup();
+    let agent_home = s.home.parent().unwrap().join("agent-home");
+    let e = Env {
+        s,
+        agents,
+        agent_home,
+    };
+    let model = FakeModel::start(Script::new(vec![
+        Turn::calls(vec![call(
+            "everything_echo",
+            json!({"message": "hi from opencode"}),
+        )]),
+        Turn::text("all done"),
+    ]));
+    let mut opencode = OpenCode::new(&e.agents, &model, &e.agent_home, &e.s.ws);
+    opencode
+        .env
+        .push(("CAIRN_HOME".into(), e.s.home.to_string_lossy().into_owned()));
+    let config_path = e.s.ws.join("opencode.json");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+    config["mcp"] = json!({"everything": {"type": "local", "command": [
+        "node", peers.join(EVERYTHING).to_string_lossy(), "stdio"]}});
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let out =
+        e.s.cairn(&[
+            "hook",
+            "install",
+            "opencode",
+            "--user",
+            "--approve",
+            "always",
+            "--yes",
+        ])
+        .env("HOME", &e.agent_home)
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    opencode.run("say hi", &model);
+    let (dir, events) = ended_hook_session(&e);
+    let started: Vec<&Value> = events
+        .iter()
+        .filter(|ev| ev["type"] == "tool_started")
+        .collect();
+    assert_eq!(
+        calls_of(&events),
+        [("mcp__everything__echo".to_string(), "ok".to_string())],
+        "{events:#?}\n{}",
+        model.describe()
+    );
+    assert_eq!(
+        started[0]["mcp"],
+        json!({"server": "everything", "tool": "echo"}),
+        "{events:#?}"
+    );
+    let told = model
+        .seen()
+        .iter()
+        .flat_map(|r| tool_results(&r.json()))
+        .any(|(_, text)| text.contains("hi from opencode"));
+    assert!(told, "{}", model.describe());
+    let (code, out) = verify(&e, &dir);
+    assert_eq!(code, Some(0), "{out}");
+    let audit = cairn_ok(&e, &["audit", dir.to_str().unwrap(), "--json"]);
+    assert!(audit.contains("mcp:everything:echo"), "{audit}");
+    // Its saved session, imported, holds the same call.
+    let out =
+        e.s.cairn(&["import", "--opencode", "--json"])
+            .env("HOME", &e.agent_home)
+            .env_remove("XDG_DATA_HOME")
+            .output()
+            .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let imported = sessions(&e)
+        .into_iter()
+        .map(|(_, d)| d)
+        .find(|d| events_of(d)[0]["imported"]["agent"] == "opencode")
+        .unwrap();
+    let saved = events_of(&imported);
+    assert_eq!(calls_of(&saved), calls_of(&events), "{saved:#?}");
+    let saved_started = saved
+        .iter()
+        .find(|ev| ev["type"] == "tool_started")
+        .unwrap();
+    assert_eq!(saved_started["mcp"], started[0]["mcp"], "{saved:#?}");
+}
+
+/// OpenCode killed with SIGKILL after its plugin's `tool.execute.before` of a command
+/// and before its `tool.execute.after` (and before the plugin's exit event, which a
+/// SIGKILL never runs): as with Claude Code, the hook session holds the call
+/// unfinished, verifies clean, and is listed interrupted.
+#[test]
+fn real_opencode_killed_mid_command_leaves_the_hook_call_interrupted() {
+    let Some(agents) = cairn_tests::agents::opencode_dir() else {
+        return;
+    };
+    let s = setup();
+    let agent_home = s.home.parent().unwrap().join("agent-home");
+    let e = Env {
+        s,
+        agents,
+        agent_home,
+    };
+    let model = FakeModel::start(Script::new(vec![Turn::calls(vec![call(
+        "bash",
+        json!({"command": "python3 -c 'import time; time.sleep(30.523)'", "description": "wait"}),
+    )])]));
+    let mut opencode = OpenCode::new(&e.agents, &model, &e.agent_home, &e.s.ws);
+    opencode
+        .env
+        .push(("CAIRN_HOME".into(), e.s.home.to_string_lossy().into_owned()));
+    let out =
+        e.s.cairn(&[
+            "hook",
+            "install",
+            "opencode",
+            "--user",
+            "--approve",
+            "always",
+            "--yes",
+        ])
+        .env("HOME", &e.agent_home)
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = opencode.spawn("wait a while");
+    wait_until("the hook recorded the command", || {
+        hook_session(&e).is_some_and(|d| {
+            events_of(&d).iter().any(|ev| {
+                ev["type"] == "tool_started" && ev["input"].to_string().contains("30.523")
+            })
+        })
+    });
+    wait_until("the command runs", || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+            std::fs::read(p.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("30.523"))
+        })
+    });
+    kill_all(run, &e.s.ws, "30.523");
+    let dir = hook_session(&e).unwrap();
+    let events = events_of(&dir);
+    assert_eq!(
+        calls_of(&events),
+        [("bash".to_string(), "unfinished".to_string())],
+        "{events:#?}"
+    );
+    assert_ne!(
+        events.last().unwrap()["type"],
+        "session_ended",
+        "{events:#?}"
+    );
+    let (code, out) = verify(&e, &dir);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("interrupted"), "{out}");
+    assert_eq!(state(&e, &dir), "interrupted");
 }
 
 /// What the OpenCode run left: the workspace and the session.

@@ -317,3 +317,141 @@ fn import_warnings_quote_no_source_field_raw() {
     nowhere(&token, &s.home, &outputs);
     nowhere(&token, &s.base.join("home2"), &outputs);
 }
+
+/// An AWS access key id made at run time.
+fn aws_key() -> String {
+    format!("AKIA{}", random_alnum(16).to_ascii_uppercase())
+}
+
+/// An `opencode.db` shaped as OpenCode 1.18's: one session whose user message and
+/// whose command's output hold `secrets`.
+fn opencode_db(path: &Path, ws: &Path, secrets: &[String]) {
+    let c = rusqlite::Connection::open(path).unwrap();
+    c.execute_batch(
+        "create table session (id text primary key, directory text, version text, title text, time_created integer, parent_id text);
+         create table message (id text, session_id text, time_created integer, data text);
+         create table part (id text, message_id text, session_id text, data text);",
+    )
+    .unwrap();
+    let ws = ws.to_string_lossy();
+    c.execute(
+        "insert into session values ('ses_1', ?1, '1.18.33', 'keys', 1767225600000, null)",
+        [&ws],
+    )
+    .unwrap();
+    let said = format!("my keys are {} and {}", secrets[0], secrets[1]);
+    let rows = [
+        (
+            "msg_1",
+            1767225601000_i64,
+            json!({"role": "user"}),
+            json!({"type": "text", "text": said}),
+        ),
+        (
+            "msg_2",
+            1767225602000,
+            json!({"role": "assistant", "modelID": "m", "time": {"completed": 1767225603000_i64}, "path": {"cwd": ws}}),
+            json!({"type": "tool", "callID": "call_1", "tool": "bash", "state": {
+                "status": "completed", "input": {"command": "cat creds"},
+                "output": said, "metadata": {"exit": 0, "output": said},
+                "time": {"start": 1767225602100_i64, "end": 1767225602200_i64}}}),
+        ),
+    ];
+    for (id, at, data, part) in rows {
+        c.execute(
+            "insert into message values (?1, 'ses_1', ?2, ?3)",
+            rusqlite::params![id, at, data.to_string()],
+        )
+        .unwrap();
+        c.execute(
+            "insert into part values (?1, ?2, 'ses_1', ?3)",
+            rusqlite::params![format!("prt_{id}"), id, part.to_string()],
+        )
+        .unwrap();
+    }
+}
+
+/// A Gemini CLI chat (`<project>/chats/session-….jsonl`, the project's `.project_root`
+/// naming `ws`) whose user message and command's result hold `secrets`.
+fn gemini_chat(project: &Path, ws: &Path, secrets: &[String]) -> PathBuf {
+    let said = format!("my keys are {} and {}", secrets[0], secrets[1]);
+    std::fs::create_dir_all(project.join("chats")).unwrap();
+    std::fs::write(
+        project.join(".project_root"),
+        ws.to_string_lossy().as_bytes(),
+    )
+    .unwrap();
+    let lines = [
+        json!({"sessionId": "6a1b2c3d-0000-4000-8000-000000000001", "projectHash": "ab12", "startTime": "2026-01-01T00:00:00.000Z", "lastUpdated": "2026-01-01T00:00:00.000Z", "kind": "main"}),
+        json!({"id": "u1", "timestamp": "2026-01-01T00:00:01.000Z", "type": "user", "content": [{"text": said}]}),
+        json!({"id": "g1", "timestamp": "2026-01-01T00:00:02.000Z", "type": "gemini", "content": "", "model": "gemini-2.5-pro",
+            "toolCalls": [{"id": "c1", "name": "run_shell_command", "args": {"command": "cat creds"}, "status": "success",
+                "timestamp": "2026-01-01T00:00:03.000Z",
+                "result": [{"functionResponse": {"id": "c1", "name": "run_shell_command", "response": {"output": format!("Output: {said}\nProcess Group PGID: 7")}}}]}]}),
+    ];
+    let file = project.join("chats/session-2026-01-01T00-00-6a1b2c3d.jsonl");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// Regression: `cairn import` of OpenCode's database wrote each session out under the
+/// home (`imports/opencode/`) as OpenCode saved it, its secrets raw. Now no file under
+/// the home holds them, the import still counts them, and a second import changes
+/// nothing. Gemini CLI's chats, read where they are, are checked the same way.
+#[test]
+fn an_imported_opencode_or_gemini_session_leaves_no_secret_under_the_home() {
+    let s = setup();
+    let secrets = [github_token(), aws_key()];
+    let data = s.base.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let db = data.join("opencode.db");
+    opencode_db(&db, &s.ws, &secrets);
+    let chat = gemini_chat(&s.base.join("gemini/tmp/ws"), &s.ws, &secrets);
+    let import = || {
+        let out = s.run(&[
+            "import",
+            db.to_str().unwrap(),
+            chat.to_str().unwrap(),
+            "--json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out, summary)
+    };
+    let (first, summary) = import();
+    assert_eq!(
+        (&summary["sessions"], &summary["calls"], &summary["errors"]),
+        (&json!(2), &json!(2), &json!([])),
+        "{summary}"
+    );
+    // Each secret twice in each session (the message, the output; OpenCode's command
+    // output twice more, in its metadata).
+    assert_eq!(
+        (
+            &summary["secrets"]["github_token"],
+            &summary["secrets"]["aws_access_key"]
+        ),
+        (&json!(2 + 3), &json!(2 + 3)),
+        "{summary}"
+    );
+    assert!(
+        s.home.join("imports/opencode/ses_1.jsonl").is_file(),
+        "the OpenCode session is not written out where it was"
+    );
+    let (again, summary) = import();
+    assert_eq!(
+        (&summary["sessions"], &summary["unchanged"]),
+        (&json!(0), &json!(2)),
+        "{summary}"
+    );
+    let outputs: [(&str, &[u8]); 4] = [
+        ("stdout", &first.stdout),
+        ("stderr", &first.stderr),
+        ("stdout again", &again.stdout),
+        ("stderr again", &again.stderr),
+    ];
+    for secret in &secrets {
+        nowhere(secret, &s.home, &outputs);
+    }
+}
