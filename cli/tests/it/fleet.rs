@@ -551,6 +551,76 @@ fn rerun_with_another_model_answer_reports_the_call_it_changed_locally_and_as_a_
     assert_eq!(r["outcomes"], json!({"identical": 1}), "{r}");
 }
 
+/// `cairn rerun` with no model flags, and no CAIRN_MODEL or CAIRN_BASE_URL.
+fn rerun_by_config(home: &Path, args: &[&str]) -> Output {
+    Command::new(CAIRN)
+        .env("CAIRN_HOME", home)
+        .env_remove("CAIRN_ARCHIVE_URL")
+        .env_remove("CAIRN_MODEL")
+        .env_remove("CAIRN_BASE_URL")
+        .env_remove("CAIRN_PROVIDER")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+// Regression: `rerun` declared its own model flags and never read config.toml, so a
+// model and base URL configured for `run` and `resume` were not used.
+#[test]
+fn rerun_takes_its_model_from_config_toml_and_a_flag_overrides_it() {
+    use cairn_tests::http::{Server, openai_stream};
+    let tmp = tempfile::tempdir().unwrap();
+    let home = Home::at(&tmp.path().join("home"));
+    let ws = tmp.path().join("ws");
+    let id = scripted_session(&home, &ws);
+    let h = &home.root;
+    let server = Server::start(|_, _| openai_stream("Done.", &[], None));
+    // The model in the user's file, the base URL in the session's project's.
+    std::fs::write(h.join("config.toml"), "model = \"m-config\"\n").unwrap();
+    let project = home.project(&ws.canonicalize().unwrap());
+    std::fs::write(
+        project.dir.join("config.toml"),
+        format!("base_url = \"{}/v1\"\n", server.url),
+    )
+    .unwrap();
+    let models = |server: &Server| -> Vec<String> {
+        server
+            .seen()
+            .iter()
+            .map(|r| r.json()["model"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+
+    let o = rerun_by_config(h, &["rerun", &id, "--at", "c1", "--json"]);
+    // The model answers at once where the original edited: a divergence, exit 1.
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(
+        (&r["provider"], &r["model"]),
+        (&json!("openai"), &json!("m-config"))
+    );
+    assert_eq!(models(&server), ["m-config"]);
+
+    let o = rerun_by_config(
+        h,
+        &["rerun", &id, "--at", "c1", "--json", "--model", "m-flag"],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(r["model"], json!("m-flag"));
+    assert_eq!(models(&server), ["m-config", "m-flag"]);
+}
+
 // Regression: a job given up when the database went away kept its lease renewed by a
 // thread that outlived it, so no worker ever took it again and the run never ended.
 #[test]
