@@ -318,6 +318,7 @@ pub fn work(a: &WorkArgs) -> Result<ExitCode> {
         total.jobs += s.jobs;
         total.abandoned += s.abandoned;
         total.reconnects += s.reconnects;
+        total.phases.add(&s.phases);
     }
     if a.json {
         out::line(&serde_json::to_string(&total)?)?;

@@ -434,6 +434,74 @@ fn a_job_that_outlives_its_lease_too_often_fails_and_a_lost_lease_writes_nothing
     );
 }
 
+// Regression: a worker's temporary homes, now removed by a thread of their own, must
+// all be gone when it exits; and `--json` says where its jobs' time went.
+#[test]
+fn a_worker_removes_every_temporary_home_and_reports_its_time_by_phase() {
+    let cluster = Cluster::start();
+    let url = cluster.create_db("phases");
+    let tmp = tempfile::tempdir().unwrap();
+    let home = Home::at(&tmp.path().join("home"));
+    let diverging = sessions(tmp.path(), &home, 5);
+    let h = home.root.clone();
+    ok(&cairn(&h, &["archive", "push", "--all", "--to", &url]));
+    let run = run_id(&cairn(
+        &h,
+        &["--archive", &url, "archive", "run", "replay", "--all"],
+    ));
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let o = Command::new(CAIRN)
+        .env("CAIRN_HOME", &h)
+        .env("TMPDIR", &work)
+        .env_remove("CAIRN_ARCHIVE_URL")
+        .args([
+            "--archive",
+            &url,
+            "worker",
+            "--exit-when-idle",
+            "--poll-ms",
+            "50",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let stats: Value = serde_json::from_str(ok(&o).trim()).unwrap();
+    assert_eq!(
+        (&stats["jobs"], &stats["abandoned"]),
+        (&json!(5), &json!(0)),
+        "{stats}"
+    );
+    for phase in [
+        "take_us",
+        "lease_us",
+        "home_us",
+        "pull_us",
+        "run_us",
+        "finish_us",
+        "clean_us",
+    ] {
+        assert!(stats["phases"][phase].is_u64(), "{phase}: {stats}");
+    }
+    // A replay runs longer than the statements that take a job.
+    assert!(
+        stats["phases"]["run_us"].as_u64() > stats["phases"]["take_us"].as_u64(),
+        "{stats}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    // The pulls, unsynced, were still whole: every replay ran, one diverged.
+    let r = report(&h, &url, run);
+    assert_eq!(
+        r["outcomes"],
+        json!({"identical": 5 - diverging.len(), "diverged": diverging.len()}),
+        "{r}"
+    );
+}
+
 /// Records a task with a scripted model: read a.txt, edit it, answer.
 fn scripted_session(home: &Home, ws: &Path) -> String {
     use cairn_tests::http::{Server, openai_stream};
