@@ -164,16 +164,19 @@ pub fn work(
     }
 }
 
+/// What a worker's caller gives each job: the runner, and the log.
+type Hooks<'a> = (
+    &'a mut dyn FnMut(&Job, &Path) -> JobOutput,
+    &'a mut dyn FnMut(&str),
+);
+
 /// Runs one job under a renewed lease; true when its result was written.
 fn one_job(
     url: &str,
     archive: &mut Archive,
     job: &Job,
     opts: &WorkerOptions,
-    (run, log): (
-        &mut dyn FnMut(&Job, &Path) -> JobOutput,
-        &mut dyn FnMut(&str),
-    ),
+    (run, log): Hooks<'_>,
     cleaner: &Cleaner,
     phases: &mut Phases,
 ) -> Result<bool, ArchiveError> {
