@@ -350,3 +350,36 @@ impl Drop for Cleaner {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Regression guard: the homes handed to the cleaner are removed off the job's path,
+    // and must all be gone once it is dropped (when the worker returns), not left to a
+    // thread the process may end before it is done.
+    #[test]
+    fn every_home_handed_to_the_cleaner_is_gone_when_it_is_dropped() {
+        let base = tempfile::tempdir().unwrap();
+        let cleaner = Cleaner::start();
+        let mut paths = Vec::new();
+        // More than wait at once, so that handing one over also waits for room.
+        for i in 0..CLEANUP_HOMES_MAX + 4 {
+            let home = tempfile::Builder::new()
+                .prefix("home-")
+                .tempdir_in(base.path())
+                .unwrap();
+            for f in 0..20 {
+                let dir = home.path().join(format!("d{}", f % 4));
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(dir.join(format!("{i}-{f}")), b"x").unwrap();
+            }
+            paths.push(home.path().to_path_buf());
+            cleaner.remove(home);
+        }
+        drop(cleaner);
+        let left: Vec<_> = paths.iter().filter(|p| p.exists()).collect();
+        assert!(left.is_empty(), "left: {left:?}");
+        assert_eq!(std::fs::read_dir(base.path()).unwrap().count(), 0);
+    }
+}

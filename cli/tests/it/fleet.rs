@@ -434,8 +434,9 @@ fn a_job_that_outlives_its_lease_too_often_fails_and_a_lost_lease_writes_nothing
     );
 }
 
-// Regression: a worker's temporary homes, now removed by a thread of their own, must
-// all be gone when it exits; and `--json` says where its jobs' time went.
+/// A worker's `--json` says where its jobs' time went, by phase, and it leaves no
+/// temporary home behind though a thread of its own removes them (the cleaner's own
+/// test, in `archive/src/worker.rs`, guards the wait for that thread).
 #[test]
 fn a_worker_removes_every_temporary_home_and_reports_its_time_by_phase() {
     let cluster = Cluster::start();
