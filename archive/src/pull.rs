@@ -29,8 +29,19 @@ pub struct Pulled {
 
 impl Archive {
     /// Pulls session `id` into `home` (`projects/<project>/sessions/<id>`, the
-    /// project's `blobs/`).
+    /// project's `blobs/`), durably: every file and folder synced.
     pub fn pull(&mut self, id: &str, home: &Path) -> Result<Pulled, ArchiveError> {
+        self.pull_synced(id, home, true)
+    }
+
+    /// [`Archive::pull`] into a scratch home that does not outlive its process (a
+    /// worker's): checked as a pull always is, but nothing synced, since a crash throws
+    /// the home away anyway.
+    pub fn pull_scratch(&mut self, id: &str, home: &Path) -> Result<Pulled, ArchiveError> {
+        self.pull_synced(id, home, false)
+    }
+
+    fn pull_synced(&mut self, id: &str, home: &Path, sync: bool) -> Result<Pulled, ArchiveError> {
         let row = self
             .client
             .query_opt("select project from sessions where id = $1", &[&id])?
@@ -56,16 +67,18 @@ impl Archive {
         };
 
         // Blobs first, as a recorder writes them: a log never names a missing blob.
-        self.pull_blobs(id, &project_dir, &mut pulled)?;
-        self.pull_log(id, &dir, &target, &mut pulled)?;
-        cairn_store::written::mark(&target, true)?;
+        self.pull_blobs(id, &project_dir, sync, &mut pulled)?;
+        self.pull_log(id, &dir, &target, sync, &mut pulled)?;
+        cairn_store::written::mark(&target, sync)?;
         self.pull_checkpoints(id, &dir, &mut pulled)?;
         if fresh {
             std::fs::rename(&dir, &target).map_err(io_at(&target))?;
-            std::fs::File::open(&sessions)
-                .and_then(|d| d.sync_all())
-                .map_err(io_at(&sessions))?;
-            cairn_store::written::mark(&target, true)?;
+            if sync {
+                std::fs::File::open(&sessions)
+                    .and_then(|d| d.sync_all())
+                    .map_err(io_at(&sessions))?;
+            }
+            cairn_store::written::mark(&target, sync)?;
         }
         Ok(pulled)
     }
@@ -75,9 +88,11 @@ impl Archive {
         &mut self,
         id: &str,
         project_dir: &Path,
+        sync: bool,
         pulled: &mut Pulled,
     ) -> Result<(), ArchiveError> {
         let store = BlobStore::open(&project_dir.join("blobs"))?;
+        let store = if sync { store } else { store.without_sync() };
         let mut rows = self.client.query_raw(
             "select b.hash, b.content from session_blobs s join blobs b using (hash)
              where s.session = $1 order by b.hash",
@@ -116,12 +131,13 @@ impl Archive {
         id: &str,
         dir: &Path,
         target: &Path,
+        sync: bool,
         pulled: &mut Pulled,
     ) -> Result<(), ArchiveError> {
         let log = cairn_store::log_path(dir);
         // The log is replaced without the writer lock: marked before (a pull that dies
         // half-way) and after (a catch-up that cleared the mark meanwhile).
-        cairn_store::written::mark(target, true)?;
+        cairn_store::written::mark(target, sync)?;
         let mut tmp = tempfile::Builder::new()
             .prefix(".pull-")
             .tempfile_in(dir)
@@ -158,7 +174,9 @@ impl Archive {
             }
             out.flush().map_err(io_at(&log))?;
         }
-        tmp.as_file().sync_all().map_err(io_at(&log))?;
+        if sync {
+            tmp.as_file().sync_all().map_err(io_at(&log))?;
+        }
         let fresh_len = tmp.as_file().metadata().map_err(io_at(&log))?.len();
         match std::fs::read(&log) {
             Ok(old) => {

@@ -6,7 +6,8 @@
 //!   one in-process worker that does no work (take, lease, result, one transaction
 //!   each), ms per job;
 //! - a replay run done by 1 worker process, then by 2 (`cairn worker --exit-when-idle`):
-//!   jobs/s from the first worker's start to the last one's exit, and the ratio;
+//!   jobs/s from the first worker's start to the last one's exit, and the ratio; and
+//!   where the single worker's time went, by phase (`cairn worker --json`), per job;
 //! - `cairn replay --all --jobs 1` and `--jobs 2` on the home: sessions/s and the ratio;
 //! - with `--many N`, a verify run done by N worker processes at once: jobs/s, and the
 //!   most connections the server had open (each worker holds two while a job runs).
@@ -118,8 +119,9 @@ fn workers(cairn: &Path, url: &str, home: &Home, work: &Path, n: usize) -> Resul
                     "--exit-when-idle",
                     "--poll-ms",
                     "20",
+                    "--json",
                 ])
-                .stdout(Stdio::null())
+                .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
                 .spawn()
                 .context("start a worker")
@@ -127,8 +129,26 @@ fn workers(cairn: &Path, url: &str, home: &Home, work: &Path, n: usize) -> Resul
         .collect()
 }
 
-/// A run of `kind` over every archived session, done by `n` worker processes: jobs/s
-/// and the most connections seen.
+/// What a run measured: jobs/s, the most connections seen, and the workers' time by
+/// phase, summed (`cairn worker --json`), per job.
+struct Measured {
+    jobs_per_s: f64,
+    peak: i64,
+    phases: Vec<(&'static str, f64)>,
+}
+
+/// The phases `cairn worker --json` reports, ms per job.
+const PHASES: [(&str, &str); 7] = [
+    ("take_us", "take"),
+    ("lease_us", "lease (start, stop)"),
+    ("home_us", "temporary home"),
+    ("pull_us", "pull"),
+    ("run_us", "run (open, replay)"),
+    ("finish_us", "result"),
+    ("clean_us", "clean up"),
+];
+
+/// A run of `kind` over every archived session, done by `n` worker processes.
 fn run_with(
     cairn: &Path,
     url: &str,
@@ -136,7 +156,7 @@ fn run_with(
     work: &Path,
     kind: &str,
     n: usize,
-) -> Result<(f64, i64)> {
+) -> Result<Measured> {
     let mut archive = Archive::connect(url)?;
     let ids = archive.session_ids()?;
     let run = archive.create_run(
@@ -169,16 +189,36 @@ fn run_with(
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let secs = t.elapsed().as_secs_f64();
-    for c in &mut children {
-        if !c.wait()?.success() {
+    let mut sums = [0u64; PHASES.len()];
+    for c in children {
+        let out = c.wait_with_output()?;
+        if !out.status.success() {
             bail!("a worker failed");
+        }
+        let stats: serde_json::Value = serde_json::from_slice(&out.stdout).with_context(|| {
+            format!(
+                "a worker's --json: {:?}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })?;
+        for (sum, (key, _)) in sums.iter_mut().zip(PHASES) {
+            *sum += stats["phases"][key].as_u64().unwrap_or(0);
         }
     }
     let report = archive.report(run)?;
     if report.run.done != ids.len() as u64 {
         bail!("run {run}: {} of {} jobs done", report.run.done, ids.len());
     }
-    Ok((ids.len() as f64 / secs, peak))
+    let per_job = |us: u64| us as f64 / 1000.0 / ids.len().max(1) as f64;
+    Ok(Measured {
+        jobs_per_s: ids.len() as f64 / secs,
+        peak,
+        phases: PHASES
+            .iter()
+            .zip(sums)
+            .map(|((_, name), us)| (*name, per_job(us)))
+            .collect(),
+    })
 }
 
 /// The queue alone: every job of a run taken and finished with an empty result; ms
@@ -258,10 +298,18 @@ fn measure(
         Unit::PerSec,
     );
     let mut conns = Row::new("— most connections open", Unit::PerSec);
+    let mut phases: Vec<Row> = PHASES
+        .iter()
+        .map(|(_, name)| Row::new(format!("— 1 worker's {name}"), Unit::Millis).note("ms per job"))
+        .collect();
     for r in 0..a.runs {
         queue_ms.push(queue_cost(url)?);
-        let (w1, _) = run_with(cairn, url, home, &work, "replay", 1)?;
-        let (w2, _) = run_with(cairn, url, home, &work, "replay", 2)?;
+        let m1 = run_with(cairn, url, home, &work, "replay", 1)?;
+        for (row, (_, ms)) in phases.iter_mut().zip(&m1.phases) {
+            row.push(*ms);
+        }
+        let w1 = m1.jobs_per_s;
+        let w2 = run_with(cairn, url, home, &work, "replay", 2)?.jobs_per_s;
         one.push(w1);
         two.push(w2);
         ratio.push(w2 / w1);
@@ -271,16 +319,18 @@ fn measure(
         j2.push(s2);
         jratio.push(s2 / s1);
         if a.many > 0 {
-            let (m, peak) = run_with(cairn, url, home, &work, "verify", a.many)?;
-            many.push(m);
-            conns.push(peak as f64);
+            let m = run_with(cairn, url, home, &work, "verify", a.many)?;
+            many.push(m.jobs_per_s);
+            conns.push(m.peak as f64);
         }
         progress(&format!(
             "run {}: 1 worker {w1:.1} jobs/s, 2 workers {w2:.1}; replay --all {s1:.1} / {s2:.1} sessions/s",
             r + 1
         ));
     }
-    let mut rows = vec![queue_ms, one, two, ratio, j1, j2, jratio];
+    let mut rows = vec![queue_ms, one];
+    rows.extend(phases);
+    rows.extend([two, ratio, j1, j2, jratio]);
     if a.many > 0 {
         rows.push(many);
         rows.push(conns);

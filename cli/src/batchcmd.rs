@@ -78,10 +78,17 @@ pub fn replay_all(sel: &Selection<'_>, shell: ShellMode, json: bool) -> Result<E
     report(&outcomes, json)
 }
 
-/// `cairn verify --all`.
-pub fn verify_all(sel: &Selection<'_>, json: bool) -> Result<ExitCode> {
+/// `cairn verify --all`, each session checked with `checks` as `cairn verify SESSION`
+/// checks one with the same `--key` and `--policy`.
+pub fn verify_all(
+    sel: &Selection<'_>,
+    checks: &batch::VerifyChecks<'_>,
+    json: bool,
+) -> Result<ExitCode> {
     let dirs = sel.sessions(false)?;
-    let outcomes = run(&dirs, sel.jobs(), "verifying", batch::verify_outcome);
+    let outcomes = run(&dirs, sel.jobs(), "verifying", |d| {
+        batch::verify_outcome_with(d, checks)
+    });
     report(&outcomes, json)
 }
 

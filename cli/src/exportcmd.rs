@@ -29,16 +29,18 @@ pub enum Format {
     /// else `endpoint` of [otel] in config.toml. Ids derive from the session id and
     /// seq: exporting again (or after a live export) gives the same ids. Messages and
     /// tool content only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true
-    /// (or `capture_content` of [otel]), as the log holds them: redacted. Exit 0 when
-    /// every session was sent, 1 when some were not, 2 could not run.
+    /// (or `capture_content` of [otel]), as the log holds them: redacted. With --all, a
+    /// session that never started (an empty log) is named on stderr and skipped. Exit 0
+    /// when every other session was sent, 1 when some were not, 2 could not run.
     Otel(OtelArgs),
     /// Write sessions as ATIF trajectories (Harbor's Agent Trajectory Interchange
     /// Format, ATIF-v1.8): one `<session>.atif.json` per session in --out (the current
     /// folder by default). Steps: user messages, model turns with the calls they asked
     /// for and their outputs, tokens and cost per turn (cost where the [prices] of
     /// config.toml know the model); cairn's ids and hashes under `extra.cairn`
-    /// (docs/EXPORT.md). `cairn import` reads the files back. Exit 0 when every
-    /// session was written, 1 when some were not, 2 could not run.
+    /// (docs/EXPORT.md). `cairn import` reads the files back. With --all, a session
+    /// that never started (an empty log) is named on stderr and skipped. Exit 0 when
+    /// every other session was written, 1 when some were not, 2 could not run.
     Atif(AtifArgs),
 }
 
@@ -152,28 +154,73 @@ pub fn hook_home(home: Home) -> Home {
     }
 }
 
-/// The session `spec` names, or every session of the home.
-fn sessions(home: &Home, spec: Option<&str>) -> Result<Vec<PathBuf>> {
+/// A session folder `--all` found: one to export, or one it cannot.
+enum Found {
+    Session(PathBuf),
+    /// A session that never started (an empty log): nothing to export, and nothing
+    /// wrong with the home.
+    Empty(PathBuf),
+    /// A session folder with no log that can be read: a failure, as an export's is.
+    Unreadable(PathBuf, String),
+}
+
+/// The session `spec` names, or every session folder of the home (each project's,
+/// oldest first), those that cannot be exported among them.
+fn sessions(home: &Home, spec: Option<&str>) -> Result<Vec<Found>> {
     Ok(match spec {
-        Some(spec) => vec![crate::locate::session_dir(spec)?],
+        Some(spec) => vec![Found::Session(crate::locate::session_dir(spec)?)],
         None => home
             .projects()
             .iter()
-            .flat_map(|p| {
-                p.sessions()
-                    .into_iter()
-                    .map(|id| p.sessions_dir().join(id))
-                    .collect::<Vec<_>>()
-            })
+            .flat_map(|p| session_folders(&p.sessions_dir()))
             .collect(),
     })
+}
+
+/// Every session folder in `sessions_dir` but those being made (unborn), by name.
+fn session_folders(sessions_dir: &Path) -> Vec<Found> {
+    let entries = match std::fs::read_dir(sessions_dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => {
+            return vec![Found::Unreadable(
+                sessions_dir.to_path_buf(),
+                format!("cannot list its sessions: {e}"),
+            )];
+        }
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| !cairn_store::is_unborn(&e.file_name()))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    dirs.into_iter()
+        .map(|dir| {
+            let log = cairn_store::log_path(&dir);
+            match std::fs::metadata(&log) {
+                Ok(m) if m.is_file() && m.len() > 0 => Found::Session(dir),
+                Ok(m) if m.is_file() => Found::Empty(dir),
+                Ok(_) => Found::Unreadable(dir, format!("{} is not a file", log.display())),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Found::Unreadable(
+                    dir,
+                    format!(
+                        "no log ({} is missing): the folder is not a session's, or its log was removed",
+                        cairn_store::LOG_FILE
+                    ),
+                ),
+                Err(e) => Found::Unreadable(dir, format!("cannot read {}: {e}", log.display())),
+            }
+        })
+        .collect()
 }
 
 impl AtifArgs {
     fn run(self) -> Result<ExitCode> {
         let home = Home::from_env()?;
         let dirs = sessions(&home, self.session.as_deref())?;
-        Ok(each_session(&dirs, |dir| {
+        Ok(each_session(&dirs, self.all, "written", |dir| {
             let prices = crate::sessioncmd::prices_for(dir, None)?;
             let cost = |model: &str, t: &cairn_export::atif::Tokens| {
                 let (_, p) = prices.as_ref()?;
@@ -205,7 +252,7 @@ impl OtelArgs {
         };
         let dirs = sessions(&home, self.session.as_deref())?;
         let sender = Sender::new(&config)?;
-        Ok(each_session(&dirs, |dir| {
+        Ok(each_session(&dirs, self.all, "sent", |dir| {
             let s = cairn_export::otel::spans_of(dir, config.capture_content)?;
             let (session, spans, records) = (s.session, s.spans.len(), s.records);
             sender.send(s.spans)?;
@@ -217,22 +264,65 @@ impl OtelArgs {
     }
 }
 
-/// Exports each session folder of `dirs` with `export`: the line it gives printed, or
-/// its error noted and the next one taken; exit status 1 when any failed.
-fn each_session(dirs: &[PathBuf], mut export: impl FnMut(&Path) -> Result<String>) -> ExitCode {
-    let mut failed = 0;
-    for dir in dirs {
-        match export(dir) {
-            Ok(line) => println!("{line}"),
-            Err(e) => {
+/// Exports each session folder found with `export`: the line it gives printed, or its
+/// error noted and the next one taken. A session that never started is named on stderr
+/// as skipped; one that cannot be read is noted as a failure. With `--all` (`all`), a
+/// summary on stderr counts them. Exit status 1 when any failed; a skipped session is
+/// not a failure.
+fn each_session(
+    found: &[Found],
+    all: bool,
+    done: &str,
+    mut export: impl FnMut(&Path) -> Result<String>,
+) -> ExitCode {
+    let (mut exported, mut skipped, mut failed) = (0u64, 0u64, 0u64);
+    for f in found {
+        match f {
+            Found::Session(dir) => match export(dir) {
+                Ok(line) => {
+                    exported += 1;
+                    println!("{line}");
+                }
+                Err(e) => {
+                    failed += 1;
+                    out::note(&format!("cairn: {}: {e}", dir.display()));
+                }
+            },
+            Found::Empty(dir) => {
+                skipped += 1;
+                out::note(&format!(
+                    "cairn: {}: skipped: its log is empty (the session never started; nothing to export)",
+                    dir.display()
+                ));
+            }
+            Found::Unreadable(dir, why) => {
                 failed += 1;
-                out::note(&format!("cairn: {}: {e}", dir.display()));
+                out::note(&format!("cairn: {}: {why}", dir.display()));
             }
         }
+    }
+    if all {
+        out::note(&export_summary(exported, done, skipped, failed));
     }
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     }
+}
+
+/// `3 sessions: 1 written, 1 skipped (never started), 1 failed`.
+fn export_summary(exported: u64, done: &str, skipped: u64, failed: u64) -> String {
+    let mut parts = vec![format!("{exported} {done}")];
+    if skipped > 0 {
+        parts.push(format!("{skipped} skipped (never started)"));
+    }
+    if failed > 0 {
+        parts.push(format!("{failed} failed"));
+    }
+    format!(
+        "{}: {}",
+        cairn_cli::summary::count(exported + skipped + failed, "session"),
+        parts.join(", ")
+    )
 }

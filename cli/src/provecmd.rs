@@ -30,6 +30,11 @@ pub(crate) fn keys(vkeys: &[String]) -> Result<Vec<Verifier>> {
         .collect()
 }
 
+/// The witness policy in the file at `path`.
+pub(crate) fn policy(path: &Path) -> Result<Policy> {
+    Policy::parse(&read(path)?).with_context(|| format!("--policy {}", path.display()))
+}
+
 /// The log of a session, or the project allow log of a workspace.
 fn log_dir(session: &str, allow: bool) -> Result<PathBuf> {
     if allow {

@@ -214,20 +214,27 @@ pub struct WorkArgs {
     pub json: bool,
 }
 
-/// The job's work on the pulled session at `dir`.
-fn run_job(job: &Job, dir: &Path, shell: ShellMode) -> JobOutput {
+/// The job's work on the pulled session at `dir`; a rerun's model comes from
+/// `settings`, the worker's settings in force, unless the run names one.
+fn run_job(
+    job: &Job,
+    dir: &Path,
+    shell: ShellMode,
+    settings: &cairn_engine::settings::Settings,
+) -> JobOutput {
     let o = match job.kind.as_str() {
         "replay" => batch::replay_outcome(dir, shell),
         "verify" => batch::verify_outcome(dir),
         "rerun" => {
             let start = std::time::Instant::now();
-            let choice = crate::reruncmd::ModelChoice {
-                model: job.model.clone(),
-                ..Default::default()
+            // The run's model over the worker's settings (environment, configuration).
+            let settings = cairn_engine::settings::Settings {
+                model: job.model.clone().or_else(|| settings.model.clone()),
+                ..settings.clone()
             };
             batch::SessionOutcome {
                 session: job.session.clone(),
-                outcome: match crate::reruncmd::what_if(dir, None, &choice, None) {
+                outcome: match crate::reruncmd::what_if(dir, None, &settings) {
                     Ok(r) => batch::outcome_of_what_if(&r),
                     Err(e) => batch::Outcome::CouldNotRun {
                         error: format!("{e:#}"),
@@ -263,6 +270,8 @@ fn host() -> String {
 /// `cairn worker`: `jobs` workers in this process, each on connections of its own.
 pub fn work(a: &WorkArgs) -> Result<ExitCode> {
     let url = crate::archivecmd::url(None)?;
+    let settings =
+        crate::sessioncmd::effective(&cairn_engine::Home::from_env()?, None, &Default::default())?;
     let base = format!("{}:{}", host(), std::process::id());
     let results: Vec<Result<WorkerStats, cairn_archive::ArchiveError>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..a.jobs.max(1))
@@ -281,11 +290,12 @@ pub fn work(a: &WorkArgs) -> Result<ExitCode> {
                 };
                 let url = &url;
                 let shell = a.shell;
+                let settings = &settings;
                 s.spawn(move || {
                     cairn_archive::worker::work(
                         url,
                         &opts,
-                        &mut |job, dir| run_job(job, dir, shell),
+                        &mut |job, dir| run_job(job, dir, shell, settings),
                         &mut |m| out::note(&format!("worker {}: {m}", opts.name)),
                     )
                 })
@@ -308,6 +318,7 @@ pub fn work(a: &WorkArgs) -> Result<ExitCode> {
         total.jobs += s.jobs;
         total.abandoned += s.abandoned;
         total.reconnects += s.reconnects;
+        total.phases.add(&s.phases);
     }
     if a.json {
         out::line(&serde_json::to_string(&total)?)?;

@@ -1,5 +1,6 @@
 //! `cairn rerun` and the worker's rerun jobs: a what-if run of a recorded task
-//! (`cairn_replay::what_if`) with a model built from the flags and the environment.
+//! (`cairn_replay::what_if`) with a model from the flags, the environment and the
+//! configuration, as `resume` takes it.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -7,25 +8,17 @@ use std::process::ExitCode;
 use anyhow::Result;
 use cairn_cli::paint::Paint;
 use cairn_cli::summary::count;
+use cairn_engine::settings::Settings;
 use cairn_replay::{WhatIfOptions, WhatIfReport};
 
 use crate::out;
 use crate::sessioncmd::Model;
 
-/// Which model reruns: each unset one from the environment, as `cairn run` takes it.
-#[derive(Debug, Clone, Default)]
-pub struct ModelChoice {
-    pub provider: Option<cairn_engine::provider::Kind>,
-    pub model: Option<String>,
-    pub base_url: Option<String>,
-    pub api_key_env: Option<String>,
-}
-
 pub struct RerunArgs<'a> {
     pub session: &'a str,
     pub at: Option<&'a str>,
-    pub model: ModelChoice,
-    pub turns_max: Option<u32>,
+    /// The model's flags; the environment and the configuration give the rest.
+    pub flags: Settings,
     pub json: bool,
 }
 
@@ -42,25 +35,11 @@ fn at_seq(dir: &Path, at: Option<&str>) -> Result<u64> {
     }
 }
 
-/// Runs the what-if of the session at `dir`.
-pub fn what_if(
-    dir: &Path,
-    at: Option<&str>,
-    choice: &ModelChoice,
-    turns_max: Option<u32>,
-) -> Result<WhatIfReport> {
+/// Runs the what-if of the session at `dir` with the model of `settings` (settings in
+/// force: flags, environment and configuration resolved).
+pub fn what_if(dir: &Path, at: Option<&str>, settings: &Settings) -> Result<WhatIfReport> {
     let at_seq = at_seq(dir, at)?;
-    let model = Model::build(
-        choice
-            .provider
-            .unwrap_or(cairn_engine::provider::Kind::Openai),
-        &cairn_engine::provider::Overrides {
-            base_url: choice.base_url.clone(),
-            model: choice.model.clone(),
-            api_key_env: choice.api_key_env.clone(),
-            stream: None,
-        },
-    )?;
+    let model = Model::from_settings(settings, false)?;
     let secrets = model
         .key
         .expose()
@@ -73,7 +52,7 @@ pub fn what_if(
         provider.as_mut(),
         WhatIfOptions {
             at_seq,
-            turns_max,
+            turns_max: settings.turns_max,
             secrets,
             ..Default::default()
         },
@@ -84,7 +63,9 @@ pub fn what_if(
 /// `cairn rerun`. Exit 0 when the run did what the original did, 1 when it differs.
 pub fn rerun(a: &RerunArgs<'_>) -> Result<ExitCode> {
     let dir = crate::locate::session_dir(a.session)?;
-    let r = what_if(&dir, a.at, &a.model, a.turns_max)?;
+    let home = cairn_engine::Home::from_env()?;
+    let settings = crate::resumecmd::session_settings(&home, &dir, &a.flags)?;
+    let r = what_if(&dir, a.at, &settings)?;
     if a.json {
         out::line(&serde_json::to_string(&r)?)?;
     } else {

@@ -226,13 +226,6 @@ fn settings_for(
     model: Option<&WithModel>,
     sandbox: &crate::sessioncmd::SandboxArgs,
 ) -> Result<cairn_engine::settings::Settings> {
-    let project = cairn_engine::Project {
-        dir: dir
-            .parent()
-            .and_then(Path::parent)
-            .unwrap_or(dir)
-            .to_path_buf(),
-    };
     let mut flags = sandbox.settings();
     if let Some(m) = model {
         flags = cairn_engine::settings::Settings {
@@ -241,7 +234,24 @@ fn settings_for(
             ..m.flags.clone()
         };
     }
-    crate::sessioncmd::effective(home, Some(&project), &flags)
+    session_settings(home, dir, &flags)
+}
+
+/// The settings in force for the session at `dir`: `flags` over the environment, its
+/// project's configuration and the user's (what `resume` and `rerun` go on with).
+pub(crate) fn session_settings(
+    home: &Home,
+    dir: &Path,
+    flags: &cairn_engine::settings::Settings,
+) -> Result<cairn_engine::settings::Settings> {
+    let project = cairn_engine::Project {
+        dir: dir
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(dir)
+            .to_path_buf(),
+    };
+    crate::sessioncmd::effective(home, Some(&project), flags)
 }
 
 /// A script's steps, each with its line.

@@ -234,16 +234,63 @@ fn calls_us(s: &crate::Session) -> u64 {
 
 /// Verifies the session at `dir` deeply into an outcome.
 pub fn verify_outcome(dir: &Path) -> SessionOutcome {
+    verify_outcome_with(dir, &VerifyChecks::default())
+}
+
+/// What a verify of many sessions checks of each besides the deep verify, as a
+/// single session's verify does with the same keys and policy.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct VerifyChecks<'a> {
+    /// The log's verifier keys: every checkpoint's signature is checked with them, and
+    /// a finished session must have one (`crate::verify_with_keys`).
+    pub keys: &'a [cairn_tlog::Verifier],
+    /// A witness policy the newest checkpoint of each session must meet, that
+    /// checkpoint being of the session's own history.
+    pub policy: Option<&'a cairn_tlog::Policy>,
+}
+
+/// [`verify_outcome`] with `checks`: a policy not met is one more problem.
+pub fn verify_outcome_with(dir: &Path, checks: &VerifyChecks<'_>) -> SessionOutcome {
     let start = Instant::now();
-    let outcome = match crate::verify(dir) {
-        Ok((report, _)) if report.problems == 0 => Outcome::Clean,
-        Ok((report, problems)) => Outcome::Problems {
-            problems: report.problems,
-            first: problems.first().map_or_else(String::new, |p| {
-                let seq = p.seq.map_or("-".to_string(), |s| s.to_string());
-                format!("seq {seq} line {}: {}", p.line, p.what)
-            }),
-        },
+    let outcome = match crate::verify_with_keys(dir, &crate::VerifyOptions::default(), checks.keys)
+    {
+        Ok((report, problems)) => {
+            let mut firsts: Vec<String> = problems
+                .first()
+                .map(|p| {
+                    let seq = p.seq.map_or("-".to_string(), |s| s.to_string());
+                    format!("seq {seq} line {}: {}", p.line, p.what)
+                })
+                .into_iter()
+                .collect();
+            let mut count = report.problems;
+            if let Some(policy) = checks.policy {
+                match policy_problem(dir, policy) {
+                    Ok(None) => {}
+                    Ok(Some(p)) => {
+                        count += 1;
+                        firsts.push(p);
+                    }
+                    Err(e) => {
+                        return SessionOutcome {
+                            session: session_id(dir),
+                            outcome: Outcome::CouldNotRun {
+                                error: e.to_string(),
+                            },
+                            elapsed_ms: start.elapsed().as_millis() as u64,
+                            calls_us: None,
+                        };
+                    }
+                }
+            }
+            match firsts.into_iter().next() {
+                Some(first) if count > 0 => Outcome::Problems {
+                    problems: count,
+                    first,
+                },
+                _ => Outcome::Clean,
+            }
+        }
         Err(e) => Outcome::CouldNotRun {
             error: e.to_string(),
         },
@@ -253,6 +300,31 @@ pub fn verify_outcome(dir: &Path) -> SessionOutcome {
         outcome,
         elapsed_ms: start.elapsed().as_millis() as u64,
         calls_us: None,
+    }
+}
+
+/// Why the session at `dir` does not meet `policy`, if it does not: its newest
+/// checkpoint must be cosigned as the policy says and of this log's history. An error
+/// when the checkpoints cannot be read.
+fn policy_problem(
+    dir: &Path,
+    policy: &cairn_tlog::Policy,
+) -> std::result::Result<Option<String>, cairn_tlog::TlogError> {
+    use cairn_tlog::TlogError;
+    let Some((size, _, note)) = cairn_tlog::log::latest_checkpoint(dir)? else {
+        return Ok(Some("policy: the session has no signed checkpoint".into()));
+    };
+    if let Err(e) = policy.check(&note) {
+        return Ok(Some(format!(
+            "policy: the checkpoint of {size} records: {e}"
+        )));
+    }
+    match cairn_tlog::log::verify_since(dir, &note, &policy.logs) {
+        Ok(_) => Ok(None),
+        Err(e @ (TlogError::Io { .. } | TlogError::Store(_))) => Err(e),
+        Err(e) => Ok(Some(format!(
+            "policy: the checkpoint of {size} records: {e}"
+        ))),
     }
 }
 

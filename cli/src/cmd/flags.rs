@@ -109,6 +109,20 @@ impl ModelArgs {
 pub(crate) struct ProviderArgs {
     #[command(flatten)]
     pub sandbox: SandboxArgs,
+    #[command(flatten)]
+    pub model: ModelChoiceArgs,
+}
+
+impl ProviderArgs {
+    pub fn settings(&self) -> cairn_engine::settings::Settings {
+        self.model.settings(self.sandbox.settings())
+    }
+}
+
+/// Which model runs, without the sandbox's flags: what `rerun` takes, whose runs are
+/// always in the strict sandbox.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ModelChoiceArgs {
     /// The model API: openai (any OpenAI-compatible server; the default) or anthropic.
     #[arg(long)]
     provider: Option<cairn_engine::provider::Kind>,
@@ -129,15 +143,19 @@ pub(crate) struct ProviderArgs {
     turns_max: Option<u32>,
 }
 
-impl ProviderArgs {
-    pub fn settings(&self) -> cairn_engine::settings::Settings {
+impl ModelChoiceArgs {
+    /// The flags' settings over `rest`.
+    pub fn settings(
+        &self,
+        rest: cairn_engine::settings::Settings,
+    ) -> cairn_engine::settings::Settings {
         cairn_engine::settings::Settings {
             provider: self.provider,
             model: self.model.clone(),
             base_url: self.base_url.clone(),
             api_key_env: self.api_key_env.clone(),
             turns_max: self.turns_max,
-            ..self.sandbox.settings()
+            ..rest
         }
     }
 }

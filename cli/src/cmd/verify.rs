@@ -24,10 +24,12 @@ pub(crate) struct Args {
     /// date instead: only sessions started on or after it (2026-11-30).
     #[arg(long)]
     since: Option<PathBuf>,
-    /// A witness policy (tlog-policy: log, witness, group, quorum lines).
+    /// A witness policy (tlog-policy: log, witness, group, quorum lines). With --all,
+    /// every session's newest checkpoint must meet it.
     #[arg(long)]
     policy: Option<PathBuf>,
-    /// A log's verifier key (`cairn key show`), or a file holding it; repeatable.
+    /// A log's verifier key (`cairn key show`), or a file holding it; repeatable. With
+    /// --all, every session's checkpoints are checked with them.
     #[arg(long = "key")]
     keys: Vec<String>,
 }
@@ -43,7 +45,16 @@ impl Args {
         };
         if self.batch.all {
             let since = self.since.as_deref().map(|s| s.to_string_lossy());
-            return batchcmd::verify_all(&self.batch.selection(since.as_deref()), json);
+            let keys = provecmd::keys(&self.keys)?;
+            let policy = self.policy.as_deref().map(provecmd::policy).transpose()?;
+            return batchcmd::verify_all(
+                &self.batch.selection(since.as_deref()),
+                &cairn_replay::batch::VerifyChecks {
+                    keys: &keys,
+                    policy: policy.as_ref(),
+                },
+                json,
+            );
         }
         match (&self.path, &self.proof) {
             (_, Some(p)) => provecmd::verify_proof(&checks, p),

@@ -434,6 +434,75 @@ fn a_job_that_outlives_its_lease_too_often_fails_and_a_lost_lease_writes_nothing
     );
 }
 
+/// A worker's `--json` says where its jobs' time went, by phase, and it leaves no
+/// temporary home behind though a thread of its own removes them (the cleaner's own
+/// test, in `archive/src/worker.rs`, guards the wait for that thread).
+#[test]
+fn a_worker_removes_every_temporary_home_and_reports_its_time_by_phase() {
+    let cluster = Cluster::start();
+    let url = cluster.create_db("phases");
+    let tmp = tempfile::tempdir().unwrap();
+    let home = Home::at(&tmp.path().join("home"));
+    let diverging = sessions(tmp.path(), &home, 5);
+    let h = home.root.clone();
+    ok(&cairn(&h, &["archive", "push", "--all", "--to", &url]));
+    let run = run_id(&cairn(
+        &h,
+        &["--archive", &url, "archive", "run", "replay", "--all"],
+    ));
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let o = Command::new(CAIRN)
+        .env("CAIRN_HOME", &h)
+        .env("TMPDIR", &work)
+        .env_remove("CAIRN_ARCHIVE_URL")
+        .args([
+            "--archive",
+            &url,
+            "worker",
+            "--exit-when-idle",
+            "--poll-ms",
+            "50",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let stats: Value = serde_json::from_str(ok(&o).trim()).unwrap();
+    assert_eq!(
+        (&stats["jobs"], &stats["abandoned"]),
+        (&json!(5), &json!(0)),
+        "{stats}"
+    );
+    for phase in [
+        "take_us",
+        "lease_us",
+        "home_us",
+        "pull_us",
+        "run_us",
+        "finish_us",
+        "clean_us",
+    ] {
+        assert!(stats["phases"][phase].is_u64(), "{phase}: {stats}");
+    }
+    // A replay runs longer than the statements that take a job.
+    assert!(
+        stats["phases"]["run_us"].as_u64() > stats["phases"]["take_us"].as_u64(),
+        "{stats}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    // The pulls, unsynced, were still whole: every replay ran, one diverged.
+    let r = report(&h, &url, run);
+    assert_eq!(
+        r["outcomes"],
+        json!({"identical": 5 - diverging.len(), "diverged": diverging.len()}),
+        "{r}"
+    );
+}
+
 /// Records a task with a scripted model: read a.txt, edit it, answer.
 fn scripted_session(home: &Home, ws: &Path) -> String {
     use cairn_tests::http::{Server, openai_stream};
@@ -549,6 +618,76 @@ fn rerun_with_another_model_answer_reports_the_call_it_changed_locally_and_as_a_
     ));
     let r = report(h, &url, run);
     assert_eq!(r["outcomes"], json!({"identical": 1}), "{r}");
+}
+
+/// `cairn rerun` with no model flags, and no CAIRN_MODEL or CAIRN_BASE_URL.
+fn rerun_by_config(home: &Path, args: &[&str]) -> Output {
+    Command::new(CAIRN)
+        .env("CAIRN_HOME", home)
+        .env_remove("CAIRN_ARCHIVE_URL")
+        .env_remove("CAIRN_MODEL")
+        .env_remove("CAIRN_BASE_URL")
+        .env_remove("CAIRN_PROVIDER")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+// Regression: `rerun` declared its own model flags and never read config.toml, so a
+// model and base URL configured for `run` and `resume` were not used.
+#[test]
+fn rerun_takes_its_model_from_config_toml_and_a_flag_overrides_it() {
+    use cairn_tests::http::{Server, openai_stream};
+    let tmp = tempfile::tempdir().unwrap();
+    let home = Home::at(&tmp.path().join("home"));
+    let ws = tmp.path().join("ws");
+    let id = scripted_session(&home, &ws);
+    let h = &home.root;
+    let server = Server::start(|_, _| openai_stream("Done.", &[], None));
+    // The model in the user's file, the base URL in the session's project's.
+    std::fs::write(h.join("config.toml"), "model = \"m-config\"\n").unwrap();
+    let project = home.project(&ws.canonicalize().unwrap());
+    std::fs::write(
+        project.dir.join("config.toml"),
+        format!("base_url = \"{}/v1\"\n", server.url),
+    )
+    .unwrap();
+    let models = |server: &Server| -> Vec<String> {
+        server
+            .seen()
+            .iter()
+            .map(|r| r.json()["model"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+
+    let o = rerun_by_config(h, &["rerun", &id, "--at", "c1", "--json"]);
+    // The model answers at once where the original edited: a divergence, exit 1.
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(
+        (&r["provider"], &r["model"]),
+        (&json!("openai"), &json!("m-config"))
+    );
+    assert_eq!(models(&server), ["m-config"]);
+
+    let o = rerun_by_config(
+        h,
+        &["rerun", &id, "--at", "c1", "--json", "--model", "m-flag"],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(r["model"], json!("m-flag"));
+    assert_eq!(models(&server), ["m-config", "m-flag"]);
 }
 
 // Regression: a job given up when the database went away kept its lease renewed by a

@@ -288,3 +288,95 @@ fn checkpoint_push_to_a_witness_process_meets_the_policy_of_one_not_of_two() {
         "same size, same root: cosigned again"
     );
 }
+
+/// A second session in the home of `session()`, recorded with the same key.
+fn second_session(home: &Path, base: &Path) {
+    ok(&cairn(
+        home,
+        &[
+            "run",
+            "--script",
+            base.join("s.jsonl").to_str().unwrap(),
+            "--workspace",
+            base.join("ws").to_str().unwrap(),
+        ],
+    ));
+}
+
+/// A verifier key of another home: `cairn key show`, or with `--cosigner`.
+fn other_key(base: &Path, name: &str, cosigner: bool) -> String {
+    let other = base.join(name);
+    ok(&cairn(&other, &["key", "generate", "--name", name]));
+    let mut args = vec!["key", "show"];
+    if cosigner {
+        args.push("--cosigner");
+    }
+    ok(&cairn(&other, &args)).trim().to_string()
+}
+
+// Regression: `verify --all` took --key and ignored it, so sessions whose checkpoints
+// another key signed came out clean.
+#[test]
+fn verify_all_checks_every_sessions_checkpoints_with_the_key() {
+    let (_tmp, home, base, vkey) = session();
+    second_session(&home, &base);
+    let out = ok(&cairn(&home, &["verify", "--all", "--key", &vkey]));
+    assert_eq!(out, "2 sessions: 2 clean\n");
+    let wrong = other_key(&base, "wrong.test", false);
+    let out = cairn(&home, &["verify", "--all", "--key", &wrong, "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["problems"], 2, "{v}");
+    for s in v["sessions"].as_array().unwrap() {
+        assert_eq!(s["outcome"], "problems", "{s}");
+        assert!(s["first"].as_str().unwrap().contains("checkpoint"), "{s}");
+    }
+}
+
+// Regression: `verify --all` took --policy and ignored it, so sessions no witness had
+// cosigned met a quorum of one witness.
+#[test]
+fn verify_all_holds_every_session_to_the_policy() {
+    let (_tmp, home, base, vkey) = session();
+    second_session(&home, &base);
+    let none = base.join("none.policy");
+    std::fs::write(&none, format!("log {vkey}\nquorum none\n")).unwrap();
+    let out = ok(&cairn(
+        &home,
+        &["verify", "--all", "--policy", none.to_str().unwrap()],
+    ));
+    assert_eq!(out, "2 sessions: 2 clean\n");
+
+    let witness = other_key(&base, "witness.test", true);
+    let one = base.join("one.policy");
+    std::fs::write(
+        &one,
+        format!("log {vkey}\nwitness W1 {witness}\nquorum W1\n"),
+    )
+    .unwrap();
+    let out = cairn(
+        &home,
+        &["verify", "--all", "--policy", one.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let lines: Vec<String> = text(&out.stdout).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    for l in &lines[..2] {
+        assert!(
+            l.contains(": 1 problem, first: policy: the checkpoint of "),
+            "{l}"
+        );
+        assert!(l.contains("quorum W1 not met"), "{l}");
+    }
+    assert_eq!(lines[2], "2 sessions: 2 with problems");
+
+    // A policy for another log: the checkpoints are not its.
+    let stranger = other_key(&base, "stranger.test", false);
+    let theirs = base.join("theirs.policy");
+    std::fs::write(&theirs, format!("log {stranger}\nquorum none\n")).unwrap();
+    let out = cairn(
+        &home,
+        &["verify", "--all", "--policy", theirs.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+}

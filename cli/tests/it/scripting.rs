@@ -970,6 +970,72 @@ fn plain_run_prints_a_long_unended_line_before_the_command_ends() {
     );
 }
 
+// Regression: `export --all` left out, without a word, a session whose log was empty
+// or missing, and exited 0 as if every session had been exported.
+#[test]
+fn export_all_names_the_sessions_it_skips_and_fails_on_a_missing_log() {
+    let s = setup();
+    let good = s.run_script(&[read_step()]);
+    let empty = s.run_script(&[read_step()]);
+    let gone = s.run_script(&[read_step()]);
+    let sessions = std::fs::read_dir(s.home.join("projects"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("sessions");
+    std::fs::write(sessions.join(&empty).join("events.jsonl"), "").unwrap();
+    std::fs::remove_file(sessions.join(&gone).join("events.jsonl")).unwrap();
+    let out_dir = s.home.parent().unwrap().join("atif");
+    let export = || {
+        s.run(&[
+            "export",
+            "atif",
+            "--all",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ])
+    };
+    let skipped = format!(
+        "cairn: {}: skipped: its log is empty (the session never started; nothing to export)",
+        sessions.join(&empty).display()
+    );
+
+    let out = export();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout).lines().count(),
+        1,
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(out_dir.join(format!("{good}.atif.json")).is_file());
+    assert_eq!(
+        text(&out.stderr).lines().collect::<Vec<_>>(),
+        [
+            skipped.as_str(),
+            &format!(
+                "cairn: {}: no log (events.jsonl is missing): the folder is not a session's, or its log was removed",
+                sessions.join(&gone).display()
+            ),
+            "3 sessions: 1 written, 1 skipped (never started), 1 failed",
+        ]
+    );
+
+    // Skipping a session that never started is no failure.
+    std::fs::remove_dir_all(sessions.join(&gone)).unwrap();
+    let out = export();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr).lines().collect::<Vec<_>>(),
+        [
+            skipped.as_str(),
+            "2 sessions: 1 written, 1 skipped (never started)"
+        ]
+    );
+}
+
 /// `cairn export atif --all`: one trajectory per session, a line for each; a session
 /// whose log cannot be read is named on stderr, the others are still written, and the
 /// exit status is 1. `cairn export otel` with no collector anywhere says how to name
