@@ -62,7 +62,14 @@ impl Selection<'_> {
         let mut dirs = batch::keep_since(dirs, since.as_deref());
         if originals {
             // A replay of a replay tells nothing new, and each run would add more.
-            dirs.retain(|d| cairn_replay::summarise(d).map_or(true, |r| !r.replay));
+            // Told `--jobs` at a time: each run adds as many replays as it made.
+            let replay =
+                batch::run_parallel(&dirs, self.jobs(), |d| cairn_replay::is_replay(d), |_| {});
+            dirs = dirs
+                .into_iter()
+                .zip(replay)
+                .filter_map(|(d, replay)| (!replay).then_some(d))
+                .collect();
         }
         dirs.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
         Ok(dirs)

@@ -48,7 +48,7 @@ pub use error::{ReplayError, Result};
 #[cfg(feature = "run")]
 pub use fork::{Finding, ForkReport, ResumeOptions, ResumeReport, fork, resume};
 pub use listing::{
-    FIRST_MESSAGE_CHARS_MAX, SessionRow, TASK_CHARS_MAX, first_message, label, summarise,
+    FIRST_MESSAGE_CHARS_MAX, SessionRow, TASK_CHARS_MAX, first_message, is_replay, label, summarise,
 };
 #[cfg(feature = "run")]
 pub use rerun::{Divergence, ReplayOptions, ReplayReport, ShellMode, replay};

@@ -65,6 +65,24 @@ pub fn label(st: &cairn_core::event::SessionStarted) -> String {
     }
 }
 
+/// Whether the session in `dir` is a replay of another (`SessionRow::replay`): one
+/// with no parent is told from its first record, without reading the rest; a log that
+/// cannot be read is not one.
+pub fn is_replay(dir: &Path) -> bool {
+    let parent = || {
+        let reader = cairn_store::LogReader::open(dir).ok()?;
+        let first = reader.records().ok()?.next()?.ok()?;
+        match fold::parse_maybe_in(&first, fold::project_blobs(dir).as_ref())
+            .ok()?
+            .event
+        {
+            Event::SessionStarted(st) => Some(st.parent.is_some()),
+            _ => None,
+        }
+    };
+    parent() != Some(false) && summarise(dir).is_ok_and(|r| r.replay)
+}
+
 /// Reads a session's log once, start to end, into its row.
 pub fn summarise(dir: &Path) -> cairn_store::Result<SessionRow> {
     let reader = cairn_store::LogReader::open(dir)?;
