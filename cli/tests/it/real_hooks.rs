@@ -17,7 +17,8 @@
 use std::path::{Path, PathBuf};
 
 use cairn_tests::agents::{
-    Claude, Codex, FakeModel, Gemini, McpServer, OpenCode, Script, Turn, call, tool_results,
+    Claude, Codex, FakeModel, Gemini, McpServer, OpenCode, Running, Script, Turn, call,
+    tool_results,
 };
 use serde_json::{Value, json};
 
@@ -501,30 +502,43 @@ fn real_claude_killed_mid_command_leaves_the_hook_call_interrupted() {
         .env
         .push(("CAIRN_HOME".into(), e.s.home.to_string_lossy().into_owned()));
     let run = claude.spawn("wait a while");
-    // The hook recorded the call; then its command started.
+    killed_mid_command(&e, run, "30.522", "Bash");
+}
+
+/// Waits until the hook recorded the command whose line holds `marker` and the command
+/// runs, kills the agent and its command, and checks what is left: the call (`tool`)
+/// unfinished, the session not ended, verifying clean and listed as interrupted.
+fn killed_mid_command(e: &Env, run: Running, marker: &str, tool: &str) {
     wait_until("the hook recorded the command", || {
-        hook_session(&e).is_some_and(|d| {
-            events_of(&d).iter().any(|ev| {
-                ev["type"] == "tool_started" && ev["input"].to_string().contains("30.522")
-            })
+        hook_session(e).is_some_and(|d| {
+            events_of(&d)
+                .iter()
+                .any(|ev| ev["type"] == "tool_started" && ev["input"].to_string().contains(marker))
         })
     });
     wait_until("the command runs", || {
         std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
             std::fs::read(p.path().join("cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("30.522"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
         })
     });
-    kill_all(run, &e.s.ws, "30.522");
-    let dir = hook_session(&e).unwrap();
+    kill_all(run, &e.s.ws, marker);
+    let dir = hook_session(e).unwrap();
+    let events = events_of(&dir);
     assert_eq!(
-        calls_of(&events_of(&dir)),
-        [("Bash".to_string(), "unfinished".to_string())]
+        calls_of(&events),
+        [(tool.to_string(), "unfinished".to_string())],
+        "{events:#?}"
     );
-    let (code, out) = verify(&e, &dir);
+    assert_ne!(
+        events.last().unwrap()["type"],
+        "session_ended",
+        "{events:#?}"
+    );
+    let (code, out) = verify(e, &dir);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("interrupted"), "{out}");
-    assert_eq!(state(&e, &dir), "interrupted");
+    assert_eq!(state(e, &dir), "interrupted");
 }
 
 /// Codex 0.171's hooks: `PreToolUse` and `PostToolUse` for its shell, `apply_patch` and
@@ -1266,36 +1280,7 @@ fn real_opencode_killed_mid_command_leaves_the_hook_call_interrupted() {
         String::from_utf8_lossy(&out.stderr)
     );
     let run = opencode.spawn("wait a while");
-    wait_until("the hook recorded the command", || {
-        hook_session(&e).is_some_and(|d| {
-            events_of(&d).iter().any(|ev| {
-                ev["type"] == "tool_started" && ev["input"].to_string().contains("30.523")
-            })
-        })
-    });
-    wait_until("the command runs", || {
-        std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
-            std::fs::read(p.path().join("cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("30.523"))
-        })
-    });
-    kill_all(run, &e.s.ws, "30.523");
-    let dir = hook_session(&e).unwrap();
-    let events = events_of(&dir);
-    assert_eq!(
-        calls_of(&events),
-        [("bash".to_string(), "unfinished".to_string())],
-        "{events:#?}"
-    );
-    assert_ne!(
-        events.last().unwrap()["type"],
-        "session_ended",
-        "{events:#?}"
-    );
-    let (code, out) = verify(&e, &dir);
-    assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("interrupted"), "{out}");
-    assert_eq!(state(&e, &dir), "interrupted");
+    killed_mid_command(&e, run, "30.523", "bash");
 }
 
 /// What the OpenCode run left: the workspace and the session.
