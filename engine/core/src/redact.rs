@@ -784,6 +784,9 @@ pub struct Piece {
     /// The text holds a byte that starts an escape: a secret decoded from it may run
     /// over an edge that is a cut of the text as it is.
     encoded: bool,
+    /// Its last line end may lie inside a secret that goes on in the next piece
+    /// ([`LineEnds`]: after a backslash, in the text or in a view of it).
+    held_end: bool,
 }
 
 impl Piece {
@@ -966,12 +969,15 @@ impl Redactor {
         };
         let (redacted, open) = self.redacted_at(&text, &spans, &mut counts);
         let encoded = decode::may_be_encoded(text.as_bytes());
+        let held_end = text.ends_with('\n')
+            && LineEnds::new(self, text.as_bytes()).inside_secret(text.len() - 1);
         Piece {
             text,
             redacted,
             counts,
             open,
             encoded,
+            held_end,
         }
     }
 
@@ -982,7 +988,9 @@ impl Redactor {
     ///
     /// A secret can cross from one piece into the next only at an edge that is no cut
     /// ([`segment_cut`]: the piece before ends with a line end no match can hold), or
-    /// when it runs to the end of its piece (a private key with no end line there, in
+    /// after a line end a secret may hold when the piece before is read in its views
+    /// ([`LineEnds`]: after a `%255C` or an `&amp;bsol;`, a backslash two readings
+    /// deep), or when it runs to the end of its piece (a private key with no end line there, in
     /// a longer text redacted to the next end line or to the end of the text), or when
     /// an environment secret holds a line end. The pieces between such edges are
     /// redacted again as one text, from the piece that ends open to the last; with an
@@ -1006,13 +1014,16 @@ impl Redactor {
             first_solid[k] = solid.or(first_solid.get(k + 1).copied().flatten());
         }
         // Whether the last bytes that are no whitespace up to each piece's end are an
-        // escape's, across pieces of whitespace only.
+        // escape's, or its last line end may lie inside a secret, across pieces of
+        // whitespace only.
         let mut escape_last: Vec<bool> = Vec::with_capacity(pieces.len());
         for p in &pieces {
             let solid = p.text.bytes().rposition(|b| !maybe_space(b));
             let ends = match solid {
-                Some(at) => p.encoded && ends_with_escape(&p.text.as_bytes()[..=at]),
-                None => escape_last.last().copied().unwrap_or(false),
+                Some(at) => {
+                    p.held_end || (p.encoded && ends_with_escape(&p.text.as_bytes()[..=at]))
+                }
+                None => p.held_end || escape_last.last().copied().unwrap_or(false),
             };
             escape_last.push(ends);
         }
@@ -3114,6 +3125,17 @@ mod stream_tests {
             (
                 vec!["secret=abc\\\n", "defgh\n"],
                 "secret=[REDACTED:assignment]\n".to_string(),
+            ),
+            // Regression: a backslash two readings deep before the line end was not
+            // seen (`&amp;bsol;`: the value in the first view ends at `&`), the edge
+            // was taken for a cut, and `ab` then `cd` were left in clear.
+            (
+                vec!["pwd=ab&amp;bsol;\n", "cd\n"],
+                "pwd=[REDACTED:assignment]\n".to_string(),
+            ),
+            (
+                vec!["pwd=ab%255C\n", "cd\n"],
+                "pwd=[REDACTED:assignment]\n".to_string(),
             ),
             // A key whose end line is two pieces on; one with no end line at all.
             (
