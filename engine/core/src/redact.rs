@@ -784,6 +784,9 @@ pub struct Piece {
     /// The text holds a byte that starts an escape: a secret decoded from it may run
     /// over an edge that is a cut of the text as it is.
     encoded: bool,
+    /// Its last line end may lie inside a secret that goes on in the next piece
+    /// ([`LineEnds`]: after a backslash, in the text or in a view of it).
+    held_end: bool,
 }
 
 impl Piece {
@@ -966,12 +969,15 @@ impl Redactor {
         };
         let (redacted, open) = self.redacted_at(&text, &spans, &mut counts);
         let encoded = decode::may_be_encoded(text.as_bytes());
+        let held_end = text.ends_with('\n')
+            && LineEnds::new(self, text.as_bytes()).inside_secret(text.len() - 1);
         Piece {
             text,
             redacted,
             counts,
             open,
             encoded,
+            held_end,
         }
     }
 
@@ -982,7 +988,9 @@ impl Redactor {
     ///
     /// A secret can cross from one piece into the next only at an edge that is no cut
     /// ([`segment_cut`]: the piece before ends with a line end no match can hold), or
-    /// when it runs to the end of its piece (a private key with no end line there, in
+    /// after a line end a secret may hold when the piece before is read in its views
+    /// ([`LineEnds`]: after a `%255C` or an `&amp;bsol;`, a backslash two readings
+    /// deep), or when it runs to the end of its piece (a private key with no end line there, in
     /// a longer text redacted to the next end line or to the end of the text), or when
     /// an environment secret holds a line end. The pieces between such edges are
     /// redacted again as one text, from the piece that ends open to the last; with an
@@ -1006,13 +1014,16 @@ impl Redactor {
             first_solid[k] = solid.or(first_solid.get(k + 1).copied().flatten());
         }
         // Whether the last bytes that are no whitespace up to each piece's end are an
-        // escape's, across pieces of whitespace only.
+        // escape's, or its last line end may lie inside a secret, across pieces of
+        // whitespace only.
         let mut escape_last: Vec<bool> = Vec::with_capacity(pieces.len());
         for p in &pieces {
             let solid = p.text.bytes().rposition(|b| !maybe_space(b));
             let ends = match solid {
-                Some(at) => p.encoded && ends_with_escape(&p.text.as_bytes()[..=at]),
-                None => escape_last.last().copied().unwrap_or(false),
+                Some(at) => {
+                    p.held_end || (p.encoded && ends_with_escape(&p.text.as_bytes()[..=at]))
+                }
+                None => p.held_end || escape_last.last().copied().unwrap_or(false),
             };
             escape_last.push(ends);
         }
@@ -1368,6 +1379,21 @@ impl Redactor {
         }
     }
 
+    /// True when the line end at `n` of `text` (`text[n]` is `\n`) may lie inside a
+    /// secret of `text` as it is, with what may follow it: after a backslash (a `\r`
+    /// between or not), or inside an environment value that holds a line end before
+    /// its last byte (see [`LineEnds`]).
+    fn holds_line_end(&self, text: &[u8], n: usize) -> bool {
+        let before = &text[..n];
+        let before = before.strip_suffix(b"\r").unwrap_or(before);
+        before.ends_with(b"\\")
+            || self.env_values.iter().any(|(_, v)| {
+                let v = v.as_bytes();
+                memchr::memchr_iter(b'\n', &v[..v.len().saturating_sub(1)])
+                    .any(|j| text[..=n].ends_with(&v[..=j]))
+            })
+    }
+
     /// Writes the marker of `secret` and counts it.
     fn marker(&self, secret: Secret, out: &mut Vec<u8>, counts: &mut Counts) {
         let kind = match secret {
@@ -1397,6 +1423,74 @@ fn continues_run(b: u8) -> bool {
     )
 }
 
+/// Which line ends of a text may lie inside a secret that goes on past them, where the
+/// rest of the text has not come yet: a stream may pass a line on only at a line end
+/// that is none of them ([`Cut::Lines`]). A secret holds a line end in three ways:
+/// `\` then the line end is a character of an `assignment` value (`pwd=\` then a line
+/// end holds no value yet: the four characters it needs come after it); the shell
+/// reading joins the lines at `\` then a line end (`\r\n` too); and an environment
+/// value may hold one. Each holds in the text as it is or in any view of it: after a
+/// `%5C`, `&bsol;` or `\\` a view has the backslash. (A private key is found from its
+/// first line on, held or passed whole; every other pattern's secret holds no line
+/// end.)
+struct LineEnds<'a> {
+    redactor: &'a Redactor,
+    hay: &'a [u8],
+    /// Each reading's views of `hay`, round after round, as the redactor searches
+    /// them: decoded when a line end asks first.
+    views: Option<Vec<Vec<decode::View>>>,
+}
+
+impl<'a> LineEnds<'a> {
+    fn new(redactor: &'a Redactor, hay: &'a [u8]) -> LineEnds<'a> {
+        LineEnds {
+            redactor,
+            hay,
+            views: None,
+        }
+    }
+
+    /// True when the line end at `n` (`hay[n]` is `\n`) may lie inside a secret.
+    fn inside_secret(&mut self, n: usize) -> bool {
+        let (redactor, hay) = (self.redactor, self.hay);
+        if redactor.holds_line_end(hay, n) {
+            return true;
+        }
+        // Before `n`, a text holding no byte that starts an escape reads as it is. (Not
+        // its line alone: a line end joined in a view brings the line before into it.)
+        if !decode::may_be_encoded(&hay[..n]) {
+            return false;
+        }
+        let views = self.views.get_or_insert_with(|| {
+            decode::READINGS
+                .iter()
+                .map(|&reading| {
+                    let mut views: Vec<decode::View> = Vec::new();
+                    while views.len() < DECODE_ROUNDS_MAX {
+                        let text = views.last().map_or(hay, |v| &v.text[..]);
+                        match decode::decode(reading, text) {
+                            Some(view) => views.push(view),
+                            None => break,
+                        }
+                    }
+                    views
+                })
+                .collect()
+        });
+        views.iter().any(|rounds| {
+            let mut at = n;
+            rounds.iter().any(|view| match view.view_at(at) {
+                Some(v) => {
+                    at = v;
+                    redactor.holds_line_end(&view.text, v)
+                }
+                // The line end is part of an escape: joined to the next line.
+                None => true,
+            })
+        })
+    }
+}
+
 /// Where a stream is between two passes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Inside {
@@ -1415,7 +1509,7 @@ enum Inside {
 enum Cut {
     /// Up to the last window (then past any secret that crosses it).
     Window,
-    /// Up to the end of the last whole line.
+    /// Up to the end of the last whole line whose line end no secret may hold.
     Lines,
     /// To the end: the stream ended.
     End,
@@ -1489,10 +1583,10 @@ impl StreamRedactor {
         out
     }
 
-    /// Passes on every whole line held, for a reader waiting on a quiet stream (a log).
-    /// A secret inside a line is caught as before; one whose match runs over a line
-    /// end (an environment value holding a newline) and whose writer paused right there
-    /// may be cut.
+    /// Passes on every whole line held, for a reader waiting on a quiet stream (a log),
+    /// as far as the last line end no secret may hold ([`LineEnds`]: one after a
+    /// backslash, as `pwd=\` then a line end, waits for the next line), so that
+    /// the output is still the whole stream's redaction.
     pub fn flush_lines(&mut self) -> Vec<u8> {
         let mut out = Vec::new();
         self.pass(Cut::Lines, &mut out);
@@ -1583,10 +1677,18 @@ impl StreamRedactor {
         let mut to = match cut {
             Cut::End => hay.len(),
             Cut::Window => hay.len() - self.window_bytes,
-            Cut::Lines => match memchr::memrchr(b'\n', &hay[from..]) {
-                Some(i) => from + i + 1,
-                None => return false,
-            },
+            // The last line end no secret may hold with what is still to come.
+            Cut::Lines => {
+                let mut ends = LineEnds::new(&self.redactor, hay);
+                let mut end = hay.len();
+                loop {
+                    match memchr::memrchr(b'\n', &hay[from..end]) {
+                        Some(i) if ends.inside_secret(from + i) => end = from + i,
+                        Some(i) => break from + i + 1,
+                        None => return false,
+                    }
+                }
+            }
         };
         let spans: Vec<Span> = self
             .redactor
@@ -3024,6 +3126,17 @@ mod stream_tests {
                 vec!["secret=abc\\\n", "defgh\n"],
                 "secret=[REDACTED:assignment]\n".to_string(),
             ),
+            // Regression: a backslash two readings deep before the line end was not
+            // seen (`&amp;bsol;`: the value in the first view ends at `&`), the edge
+            // was taken for a cut, and `ab` then `cd` were left in clear.
+            (
+                vec!["pwd=ab&amp;bsol;\n", "cd\n"],
+                "pwd=[REDACTED:assignment]\n".to_string(),
+            ),
+            (
+                vec!["pwd=ab%255C\n", "cd\n"],
+                "pwd=[REDACTED:assignment]\n".to_string(),
+            ),
             // A key whose end line is two pieces on; one with no end line at all.
             (
                 vec![
@@ -3078,6 +3191,95 @@ mod stream_tests {
         assert_eq!(out, whole(&r, format!("{head}{rest}").as_bytes()).0);
         assert_eq!(out, b"x\n[REDACTED:private_key]\nafter\n");
         assert_eq!(counts, Counts::from([("private_key".into(), 1)]));
+    }
+
+    /// Regression: a line flush passed on a line end that a secret's value held, before
+    /// the value was long enough to match (`pwd=ab\` then a line end: 3 of the 4
+    /// characters a value needs), so `ab` went out in clear and the marker came after.
+    #[test]
+    fn a_line_flush_does_not_pass_a_line_end_inside_a_value() {
+        let r = Redactor::default();
+        let text = b"pwd=ab\\\ncd\n";
+        let mut s = StreamRedactor::new(&r);
+        let mut out = s.feed(&text[..8]);
+        out.extend(s.flush_lines());
+        assert_eq!(out, b"", "the line end may be inside the value");
+        out.extend(s.feed(&text[8..]));
+        out.extend(s.flush_lines());
+        assert_eq!(out, b"pwd=[REDACTED:assignment]\n");
+        let (rest, counts) = s.finish();
+        assert_eq!(rest, b"");
+        assert_eq!((out, counts), whole(&r, text));
+    }
+
+    /// Every way a secret holds a line end, in the text as it is or as a reader decodes
+    /// it: a stream fed a byte at a time and flushed after each gives the whole text's
+    /// redaction; a line end no secret holds is passed on at once.
+    #[test]
+    fn a_line_flush_waits_at_every_line_end_a_secret_may_hold() {
+        let mut r = Redactor::default();
+        r.add_value("MULTI_SECRET", "line-one\nline-two");
+        let token = format!("{}_{}", "ghp", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8");
+        let (head, tail) = token.split_at(20);
+        for (text, expected) in [
+            (
+                "pwd=ab\\\r\ncd\n",
+                "pwd=[REDACTED:assignment]\n".to_string(),
+            ),
+            // A backslash decoded from an escape, one round deep or two.
+            ("pwd=ab%5C\ncd\n", "pwd=[REDACTED:assignment]\n".to_string()),
+            (
+                "pwd=ab%255C\ncd\n",
+                "pwd=[REDACTED:assignment]\n".to_string(),
+            ),
+            (
+                "secret: \"ab&bsol;\ncd\"\n",
+                "secret: \"[REDACTED:assignment]\"\n".to_string(),
+            ),
+            (
+                "pwd=ab\\\\\ncd\n",
+                "pwd=[REDACTED:assignment]\n".to_string(),
+            ),
+            // A backslash joined to an empty line, then the line end (shell reading).
+            (
+                "pwd=ab%5C\\\n\ncd\n",
+                "pwd=[REDACTED:assignment]\n".to_string(),
+            ),
+            // Lines joined by the shell reading inside a token.
+            (
+                &format!("t {head}\\\n{tail} x\n"),
+                "t [REDACTED:github_token] x\n".to_string(),
+            ),
+            // An environment value holding a line end.
+            (
+                "x line-one\nline-two y\n",
+                "x [REDACTED:env:MULTI_SECRET] y\n".to_string(),
+            ),
+            // The password of the regression's case, in a JSON view after `\"`.
+            (
+                "password: \\u0020\\\"\\\nhttps://deploy:zEHnh3Qa0xT3@git.example.com/r.git\t",
+                "password: [REDACTED:assignment]\\\"[REDACTED:assignment]\t".to_string(),
+            ),
+        ] {
+            let text = text.as_bytes();
+            let cuts: Vec<usize> = (1..text.len()).collect();
+            let got = streamed(&r, text, 256, &cuts, &cuts);
+            assert_eq!(got, whole(&r, text), "{:?}", String::from_utf8_lossy(text));
+            assert_eq!(
+                got.0,
+                expected.as_bytes(),
+                "{:?}",
+                String::from_utf8_lossy(text)
+            );
+        }
+        // A line end no secret may hold goes out with its line.
+        let mut s = StreamRedactor::new(&r);
+        let mut out = s.feed(b"pwd=abcd\nC:\\dir %5C x\nline-one\nline-twx\n");
+        out.extend(s.flush_lines());
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "pwd=[REDACTED:assignment]\nC:\\dir %5C x\nline-one\nline-twx\n"
+        );
     }
 
     /// Feeds `text` a byte at a time.

@@ -94,6 +94,19 @@ impl View {
         self.byte_source(view.start).start..self.byte_source(view.end - 1).end
     }
 
+    /// Where the text's own byte at `at` stands in the view; `None` when the byte is
+    /// part of an escape.
+    pub(crate) fn view_at(&self, at: usize) -> Option<usize> {
+        let k = self.escapes.partition_point(|e| e.enc + e.enc_len <= at);
+        if self.escapes.get(k).is_some_and(|e| e.enc <= at) {
+            return None;
+        }
+        Some(match k.checked_sub(1).map(|k| self.escapes[k]) {
+            None => at,
+            Some(e) => e.dec + e.dec_len + (at - e.enc - e.enc_len),
+        })
+    }
+
     /// Where the view's byte at `at` came from: its escape, or the text's own byte.
     fn byte_source(&self, at: usize) -> Range<usize> {
         let k = self.escapes.partition_point(|e| e.dec <= at);
@@ -508,6 +521,15 @@ mod tests {
         assert_eq!(src(5..6), "&amp;");
         assert_eq!(src(6..9), "e\\u0041f");
         assert_eq!(src(0..9), text);
+        // And back: the text's own bytes to where they stand in the view, none inside
+        // an escape.
+        let at: Vec<Option<usize>> = (0..text.len()).map(|i| v.view_at(i)).collect();
+        assert_eq!(&at[..4], [Some(0), Some(1), None, None]);
+        assert_eq!(&at[5..8], [Some(3), Some(4), None]);
+        assert_eq!(
+            at[12..],
+            [Some(6), None, None, None, None, None, None, Some(8)]
+        );
         // An escape that decodes to nothing: the bytes after it map past it.
         let text = "$'\\x41'B";
         let v = decode(Reading::Shell, text.as_bytes()).expect("decodes");
