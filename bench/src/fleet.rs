@@ -249,8 +249,16 @@ fn queue_cost(url: &str) -> Result<f64> {
     Ok(t.elapsed().as_secs_f64() * 1000.0 / n.max(1) as f64)
 }
 
-/// `cairn replay --all --jobs N` on the home: sessions/s.
+/// `cairn replay --all --jobs N` on the home: sessions/s. The replays it made (each in
+/// a project of its own, its materialised workspace's) are removed after, so that each
+/// measure starts from the same home.
 fn replay_all(cairn: &Path, home: &Home, jobs: usize, sessions: usize) -> Result<f64> {
+    let projects = || -> Result<std::collections::BTreeSet<PathBuf>> {
+        Ok(std::fs::read_dir(home.root.join("projects"))?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<std::io::Result<_>>()?)
+    };
+    let before = projects()?;
     let t = Instant::now();
     let out = Command::new(cairn)
         .env("CAIRN_HOME", &home.root)
@@ -262,6 +270,9 @@ fn replay_all(cairn: &Path, home: &Home, jobs: usize, sessions: usize) -> Result
     let want = format!("{sessions} sessions: {sessions} identical");
     if !text.contains(&want) {
         bail!("replay --all: {text}");
+    }
+    for made in projects()?.difference(&before) {
+        std::fs::remove_dir_all(made)?;
     }
     Ok(sessions as f64 / secs)
 }

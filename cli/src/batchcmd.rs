@@ -82,6 +82,11 @@ pub fn replay_all(sel: &Selection<'_>, shell: ShellMode, json: bool) -> Result<E
     let outcomes = run(&dirs, sel.jobs(), "replaying", |d| {
         batch::replay_outcome(d, shell)
     });
+    // The replays were written without a flush each: one sync makes them all durable.
+    if let Some(home) = replays_home(&dirs, sel.in_archive) {
+        cairn_store::sync_file_system(&home)
+            .map_err(|e| anyhow!("syncing the replays under {}: {e}", home.display()))?;
+    }
     report(&outcomes, json)
 }
 
@@ -97,6 +102,15 @@ pub fn verify_all(
         batch::verify_outcome_with(d, checks)
     });
     report(&outcomes, json)
+}
+
+/// Where the replays of `dirs` were written: the home their sessions are in (the
+/// archive's cache is a home too).
+fn replays_home(dirs: &[PathBuf], _in_archive: bool) -> Option<PathBuf> {
+    dirs.first()?
+        .ancestors()
+        .nth(4)
+        .map(std::path::Path::to_path_buf)
 }
 
 fn run(

@@ -118,13 +118,18 @@ fn session_id(dir: &Path) -> String {
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }
 
-/// Replays the session at `dir` (its shell calls in `shell` mode) into an outcome.
+/// Replays the session at `dir` (its shell calls in `shell` mode) into an outcome, the
+/// replay written with durability `none`: the caller of many makes them durable at once
+/// (`cairn_store::sync_file_system`).
 #[cfg(feature = "run")]
 pub fn replay_outcome(dir: &Path, shell: crate::ShellMode) -> SessionOutcome {
     replay_outcome_with(
         dir,
         crate::ReplayOptions {
             shell,
+            // One of many: the caller syncs once at the end (`sync_file_system`), or
+            // its home does not outlive it (a worker's).
+            durability: Some(cairn_store::Durability::None),
             ..Default::default()
         },
     )

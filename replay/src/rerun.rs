@@ -89,6 +89,10 @@ pub struct ReplayOptions {
     /// Materialise the workspace here (must be new or empty) and keep it, instead of in
     /// a temporary folder removed at the end.
     pub keep_workspace: Option<PathBuf>,
+    /// Record the replay with this durability instead of the recorded session's: many
+    /// replays at once (`replay --all`, a worker's scratch home) write theirs with
+    /// `none` and sync once at the end, not one flush per file of each.
+    pub durability: Option<cairn_store::Durability>,
 }
 
 /// One difference between a recorded call and its replay.
@@ -183,6 +187,9 @@ pub fn replay(dir: &Path, options: ReplayOptions) -> Result<ReplayReport> {
         _ => SandboxMode::Strict,
     };
     config.sandbox_write_roots = Vec::new();
+    if let Some(d) = options.durability {
+        config.durability = d;
+    }
     let home = match options.home {
         Some(h) => h,
         None => home_of(&original.dir)?,
