@@ -47,10 +47,6 @@ pub const OTEL_LIVE_BATCH_MS: u64 = 1_000;
 /// process: `cairn export otel` sends the session again from its log).
 pub const OTEL_DRAIN_MS: u64 = 5_000;
 
-/// The export thread's nice value: the lowest priority, below every thread of the
-/// session it exports.
-pub const OTEL_THREAD_NICE: i32 = 19;
-
 /// Records handed between two wakes of the thread (it also wakes every batch interval).
 const WAKE_RECORDS: u64 = 256;
 
@@ -140,11 +136,6 @@ impl LiveExporter {
         let spawned = std::thread::Builder::new()
             .name("cairn-otel".into())
             .spawn(move || {
-                // The thread yields to the session's own: on Linux a nice value is a
-                // thread's, and mapping, encoding and sending can always wait (a thread
-                // at nice 0 beside the caller's on two cores showed in its p99). Where it
-                // cannot be lowered it runs as it is.
-                let _ = rustix::process::setpriority_process(None, OTEL_THREAD_NICE);
                 // The writer may have given up waiting: nobody to tell then.
                 let _ = done_tx.send(run(&dir, &config, &rx, limits, &d, &note));
             });

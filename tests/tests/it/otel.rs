@@ -589,44 +589,6 @@ fn the_live_queue_takes_its_limit_and_drops_past_it_counted_once() {
     );
 }
 
-/// The nice value of this process's thread named `name`, if it runs.
-fn thread_nice(name: &str) -> Option<i64> {
-    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        let dir = task.path();
-        if std::fs::read_to_string(dir.join("comm")).ok()?.trim() != name {
-            continue;
-        }
-        let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
-        // Fields after the command's closing parenthesis: state is the 3rd field of
-        // stat, nice the 19th.
-        let rest = &stat[stat.rfind(')')? + 2..];
-        return rest.split(' ').nth(19 - 3)?.parse().ok();
-    }
-    None
-}
-
-// Guards against the export thread competing with the session's own threads (its
-// work showed in a trivial call's p99 on two cores): it runs at the lowest priority.
-#[test]
-fn the_live_export_thread_runs_at_the_lowest_priority() {
-    let rx = Receiver::start(Mode::Ok);
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("s1");
-    std::fs::create_dir_all(&dir).unwrap();
-    let (note, _said) = notes();
-    let mut live = LiveExporter::start(&dir, config(&rx.url, 1_000), live_limits(), note);
-    let t = Instant::now();
-    let nice = loop {
-        match thread_nice("cairn-otel") {
-            Some(n) if n != 0 || t.elapsed() > Duration::from_secs(5) => break n,
-            _ => std::thread::sleep(Duration::from_millis(2)),
-        }
-    };
-    live.finish();
-    assert_eq!(nice, i64::from(cairn_export::otel::OTEL_THREAD_NICE));
-    assert_eq!(nice, 19);
-}
-
 // Guards against content reaching a collector unasked, or a secret reaching it at all:
 // content only with `capture_content`, and as the log holds it, redacted.
 #[test]
