@@ -36,7 +36,12 @@ use super::send::{OTEL_BATCH_SPANS_MAX, OtelConfig, Sender};
 
 /// The most records waiting in a session's queue; one more is dropped, and the rest
 /// of the session is sent from its log when the writer is done.
-pub const OTEL_QUEUE_RECORDS_MAX: usize = 4096;
+pub const OTEL_QUEUE_RECORDS_MAX: usize = 16_384;
+
+/// How long, in milliseconds, the writer must hand nothing for the thread to take what
+/// waits: it works while the session is quiet (a model's turn, a user's message), not
+/// beside a burst of calls, whose CPU it would share on a small machine.
+pub const OTEL_QUIET_MS: u64 = 20;
 
 /// How long, in milliseconds, a span waits before it is sent at most (when fewer than
 /// [`super::OTEL_BATCH_SPANS_MAX`] come).
@@ -47,8 +52,24 @@ pub const OTEL_LIVE_BATCH_MS: u64 = 1_000;
 /// process: `cairn export otel` sends the session again from its log).
 pub const OTEL_DRAIN_MS: u64 = 5_000;
 
-/// Records handed between two wakes of the thread (it also wakes every batch interval).
-const WAKE_RECORDS: u64 = 256;
+/// Records handed between two wakes of the thread by the writer: half the queue, so
+/// that a writer that is never quiet does not fill it. Otherwise the thread takes what
+/// waits once the writer has been quiet for [`OTEL_QUIET_MS`], or a batch interval
+/// after it last did: woken every 256 records, its work (mapping, encoding, sending)
+/// took the CPU the engine's next call wanted once in ~85 trivial calls on two cores,
+/// which showed in their p99.
+fn wake_records(queue_records_max: usize) -> u64 {
+    (queue_records_max as u64 / 2).max(1)
+}
+
+/// What the writer tells the thread besides the records.
+#[derive(Default)]
+struct Signals {
+    /// Records handed so far: unchanged over a quiet interval, the writer is quiet.
+    handed: std::sync::atomic::AtomicU64,
+    /// Take what waits at once: the queue is half full, or the writer is done.
+    urgent: std::sync::atomic::AtomicBool,
+}
 
 /// The live exporter's limits (the constants above by default; tests make them tiny).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +77,8 @@ pub struct LiveLimits {
     pub queue_records_max: usize,
     pub batch_ms: u64,
     pub drain_ms: u64,
+    /// [`OTEL_QUIET_MS`].
+    pub quiet_ms: u64,
 }
 
 impl Default for LiveLimits {
@@ -64,6 +87,7 @@ impl Default for LiveLimits {
             queue_records_max: OTEL_QUEUE_RECORDS_MAX,
             batch_ms: OTEL_LIVE_BATCH_MS,
             drain_ms: OTEL_DRAIN_MS,
+            quiet_ms: OTEL_QUIET_MS,
         }
     }
 }
@@ -116,13 +140,14 @@ fn mapped(event: &Event) -> bool {
 /// The live exporter of one session's writer.
 pub struct LiveExporter {
     tx: Option<SyncSender<Msg>>,
-    /// The thread, woken every [`WAKE_RECORDS`] records and when the writer is done
+    /// The thread, woken every [`wake_records`] records and when the writer is done
     /// (a wake per record cost a futex call on the call path).
     thread: Option<std::thread::Thread>,
     sent: u64,
     done: Receiver<LiveReport>,
     limits: LiveLimits,
     dropped: Arc<std::sync::atomic::AtomicU64>,
+    signals: Arc<Signals>,
     report: Option<LiveReport>,
 }
 
@@ -132,12 +157,13 @@ impl LiveExporter {
         let (tx, rx) = std::sync::mpsc::sync_channel(limits.queue_records_max);
         let (done_tx, done) = std::sync::mpsc::channel();
         let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let (dir, d) = (dir.to_path_buf(), dropped.clone());
+        let signals = Arc::new(Signals::default());
+        let (dir, d, s) = (dir.to_path_buf(), dropped.clone(), signals.clone());
         let spawned = std::thread::Builder::new()
             .name("cairn-otel".into())
             .spawn(move || {
                 // The writer may have given up waiting: nobody to tell then.
-                let _ = done_tx.send(run(&dir, &config, &rx, limits, &d, &note));
+                let _ = done_tx.send(run(&dir, &config, &rx, limits, (&d, &s), &note));
             });
         let thread = spawned.as_ref().ok().map(|h| h.thread().clone());
         LiveExporter {
@@ -148,6 +174,7 @@ impl LiveExporter {
             done,
             limits,
             dropped,
+            signals,
             report: None,
         }
     }
@@ -182,9 +209,13 @@ impl LiveExporter {
         match tx.try_send(msg()) {
             Ok(()) => {
                 self.sent += 1;
-                if self.sent.is_multiple_of(WAKE_RECORDS)
+                self.signals.handed.store(self.sent, Ordering::Relaxed);
+                if self
+                    .sent
+                    .is_multiple_of(wake_records(self.limits.queue_records_max))
                     && let Some(t) = &self.thread
                 {
+                    self.signals.urgent.store(true, Ordering::Release);
                     t.unpark();
                 }
             }
@@ -227,6 +258,9 @@ impl cairn_tools::RecordSink for LiveExporter {
         // The thread sends what waits and stops once the sender is gone.
         drop(tx);
         if let Some(t) = &self.thread {
+            self.signals
+                .urgent
+                .store(true, std::sync::atomic::Ordering::Release);
             t.unpark();
         }
         self.report = self
@@ -403,9 +437,10 @@ fn run(
     config: &OtelConfig,
     rx: &Receiver<Msg>,
     limits: LiveLimits,
-    dropped: &std::sync::atomic::AtomicU64,
+    (dropped, signals): (&std::sync::atomic::AtomicU64, &Signals),
     note: &Note,
 ) -> LiveReport {
+    use std::sync::atomic::Ordering;
     let sender = match Sender::new(config) {
         Ok(s) => Some(s),
         Err(e) => {
@@ -426,25 +461,42 @@ fn run(
         ended: false,
     };
     let batch = Duration::from_millis(limits.batch_ms);
-    // The thread drains the queue when woken (every `WAKE_RECORDS` records, at the
-    // writer's end) or every batch interval, so the call path never wakes it itself.
+    // The thread takes what waits when the writer is quiet, when told to (the queue
+    // half full, the writer done), or a batch interval after it last took: the call
+    // path never wakes it otherwise, and it does not work beside a burst of calls.
     let tick = batch.max(Duration::from_millis(1));
+    let quiet = Duration::from_millis(limits.quiet_ms).min(tick);
+    let (mut taken, mut looked, mut last_take) = (0u64, 0u64, Instant::now());
     'run: loop {
-        loop {
-            match rx.try_recv() {
-                Ok(msg) => w.push(msg),
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => break 'run,
+        let handed = signals.handed.load(Ordering::Relaxed);
+        let urgent = signals.urgent.swap(false, Ordering::Acquire);
+        if urgent || handed == looked || last_take.elapsed() >= batch {
+            loop {
+                match rx.try_recv() {
+                    Ok(msg) => {
+                        taken += 1;
+                        w.push(msg);
+                    }
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => break 'run,
+                }
             }
+            last_take = Instant::now();
         }
+        looked = handed;
         if w.since.is_some_and(|t| t.elapsed() >= batch) {
             w.flush();
         }
-        let wait = match w.since {
-            Some(t) => batch
-                .saturating_sub(t.elapsed())
-                .max(Duration::from_millis(1)),
-            None => tick,
+        // Records wait: look again once the writer may have gone quiet.
+        let wait = if signals.handed.load(Ordering::Relaxed) > taken {
+            quiet
+        } else {
+            match w.since {
+                Some(t) => batch
+                    .saturating_sub(t.elapsed())
+                    .max(Duration::from_millis(1)),
+                None => tick,
+            }
         };
         std::thread::park_timeout(wait);
     }

@@ -435,6 +435,7 @@ fn live_limits() -> LiveLimits {
         queue_records_max: 4096,
         batch_ms: 10,
         drain_ms: 5_000,
+        quiet_ms: 10,
     }
 }
 
@@ -546,6 +547,7 @@ fn the_live_queue_takes_its_limit_and_drops_past_it_counted_once() {
         queue_records_max: 8,
         batch_ms: 0,
         drain_ms: 3_000,
+        quiet_ms: 0,
     };
     let mut live = LiveExporter::start(&dir, config(&rx.url, 1_000), limits, note);
     let memory = |seq| record(seq, json!({"type": "memory_written", "text": "x"}));
@@ -587,6 +589,56 @@ fn the_live_queue_takes_its_limit_and_drops_past_it_counted_once() {
         1,
         "{said:?}"
     );
+}
+
+// Guards against the export thread working beside a burst of calls (its CPU showed in
+// a trivial call's p99 on two cores): while the writer keeps handing records it takes
+// none, so nothing reaches the collector; once the writer is quiet, they are sent.
+#[test]
+fn the_live_export_takes_nothing_while_the_writer_is_busy_and_all_once_quiet() {
+    let rx = Receiver::start(Mode::Ok);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s1");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (note, _said) = notes();
+    let limits = LiveLimits {
+        queue_records_max: 4096,
+        // No batch sent for its age: only a full one (512 spans) or the end's.
+        batch_ms: 60_000,
+        drain_ms: 5_000,
+        quiet_ms: 1_000,
+    };
+    let mut live = LiveExporter::start(&dir, config(&rx.url, 1_000), limits, note);
+    live.record_owned(record(0, json!({"type": "user_message", "text": "go"})), 0);
+    let mut seq = 1;
+    // 600 calls, a record every millisecond: the writer is never quiet for 1 s.
+    for i in 0..600 {
+        let call = format!("c{i}");
+        for event in [
+            json!({"type": "tool_started", "call": call, "tool": "read_file", "input": {"path": "a"}}),
+            json!({"type": "tool_finished", "call": call, "status": "ok", "output": "x", "elapsed_us": 5}),
+        ] {
+            live.record_owned(record(seq, event), 0);
+            seq += 1;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    assert_eq!(
+        rx.requests(),
+        0,
+        "the thread took records while the writer was busy"
+    );
+    // Quiet now: the thread takes the 1,201 records and sends a full batch.
+    let t = Instant::now();
+    while rx.requests() == 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "nothing sent once quiet"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    live.finish();
+    assert_eq!(live.report().unwrap().dropped_records, 0);
 }
 
 // Guards against content reaching a collector unasked, or a secret reaching it at all:
