@@ -146,6 +146,35 @@ impl Verifier {
         }
     }
 
+    /// `need` widened to a `tool@folder` question when a path the call names lies outside
+    /// the workspace by its text (`..`, an absolute path), as the engine's permission
+    /// step widens it; a path that leaves through a link the log cannot show, and one
+    /// in the cairn home (never reachable) is not widened.
+    fn outside_by_text(
+        &self,
+        root: &str,
+        tool: &str,
+        need: Need,
+        input: &serde_json::Value,
+    ) -> Need {
+        let root = Path::new(root);
+        let home = self.blobs.root().ancestors().nth(3);
+        for raw in cairn_tools::written_paths(input) {
+            if let Some(target) = cairn_tools::target(root, raw)
+                && !target.starts_with(root)
+                && !home.is_some_and(|h| target.starts_with(h))
+            {
+                let dir = target
+                    .parent()
+                    .unwrap_or(&target)
+                    .to_string_lossy()
+                    .into_owned();
+                return cairn_core::permission::outside_need(tool, &dir, need, input);
+            }
+        }
+        need
+    }
+
     /// What the permission step of call `p` gave: what its records say, or when it
     /// records none, what the engine's permission step gives for it on the fold (whose
     /// allow list only a recorded answer changes). Nothing when the table does not
@@ -171,7 +200,7 @@ impl Verifier {
             ),
             (None, Some(t)) => {
                 let root = self.state.workspace.as_deref().unwrap_or("/");
-                t.permission(
+                let need = t.permission(
                     &p.input,
                     &cairn_tools::Asking {
                         root: Path::new(root),
@@ -179,7 +208,8 @@ impl Verifier {
                         // No question was recorded, so no write through a link was found.
                         links: cairn_tools::links::Links::Recorded(&[]),
                     },
-                )
+                );
+                self.outside_by_text(root, &p.tool, need, &p.input)
             }
             (None, None) => return Asks::Nothing,
         };

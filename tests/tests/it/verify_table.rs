@@ -805,6 +805,29 @@ proptest! {
     }
 }
 
+// Regression guard (a seed the random sessions drew): a read outside the workspace that
+// an earlier answer's grant covers is answered from the allow list; with that record
+// deleted, the call's need was taken without the outside-the-workspace question, so
+// nothing was missed. The need is now widened as the engine widens it.
+#[test]
+fn a_deleted_allow_list_answer_to_a_read_outside_the_workspace_is_reported() {
+    for catalog in [Catalog::Thndrs, Catalog::Thoth] {
+        let plan = Plan {
+            catalog,
+            deny_all: false,
+            check: Check::None,
+            steps: vec![
+                (Step::ReadOutside, Some(Answer::Always)),
+                (Step::Again, Some(Answer::Always)),
+            ],
+            seed: 4_585_384_461_850_394_105,
+        };
+        if let Err(e) = check(&plan, 2) {
+            panic!("{catalog:?}: {e}");
+        }
+    }
+}
+
 /// Fixed sessions that call every tool of both catalogs and end every way a call can,
 /// so that each kind of forgery is made on every run, whatever the random sessions draw.
 /// Short sessions: every forgery verifies the whole log again.
