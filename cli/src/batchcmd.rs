@@ -83,7 +83,7 @@ pub fn replay_all(sel: &Selection<'_>, shell: ShellMode, json: bool) -> Result<E
         batch::replay_outcome(d, shell)
     });
     // The replays were written without a flush each: one sync makes them all durable.
-    if let Some(home) = replays_home(&dirs, sel.in_archive) {
+    if let Some(home) = replays_home(&dirs) {
         cairn_store::sync_file_system(&home)
             .map_err(|e| anyhow!("syncing the replays under {}: {e}", home.display()))?;
     }
@@ -106,7 +106,7 @@ pub fn verify_all(
 
 /// Where the replays of `dirs` were written: the home their sessions are in (the
 /// archive's cache is a home too).
-fn replays_home(dirs: &[PathBuf], _in_archive: bool) -> Option<PathBuf> {
+fn replays_home(dirs: &[PathBuf]) -> Option<PathBuf> {
     dirs.first()?
         .ancestors()
         .nth(4)

@@ -812,12 +812,7 @@ impl Engine {
                 && let Some(target) = cairn_tools::target(&self.root, raw)
                 && !target.starts_with(&self.home)
             {
-                let dir = target
-                    .parent()
-                    .unwrap_or(&target)
-                    .to_string_lossy()
-                    .into_owned();
-                return cairn_core::permission::outside_need(tool, &dir, need, input);
+                return cairn_core::permission::outside_need_of(tool, &target, need, input);
             }
         }
         need

@@ -1012,6 +1012,34 @@ fn its_chat_imports_alike(e: &Env, events: &[Value], want: &[(&str, &str)]) {
     );
 }
 
+/// A real OpenCode test's setting (OpenCode's home beside cairn's); `None` when
+/// OpenCode is not installed.
+fn opencode_env() -> Option<Env> {
+    let agents = cairn_tests::agents::opencode_dir()?;
+    let s = setup();
+    let agent_home = s.home.parent().unwrap().join("agent-home");
+    Some(Env {
+        s,
+        agents,
+        agent_home,
+    })
+}
+
+/// `cairn ARGS` run as the user whose home holds OpenCode's config; it must succeed.
+fn opencode_cairn(e: &Env, args: &[&str]) {
+    let out =
+        e.s.cairn(args)
+            .env("HOME", &e.agent_home)
+            .env_remove("XDG_CONFIG_HOME")
+            .output()
+            .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// OpenCode 1.18's plugin (`tool.execute.before`, `tool.execute.after`, and its exit,
 /// installed by `cairn hook install opencode --user`) around its own `bash`, `read`,
 /// `edit` and `write`: each call recorded with its effect (the commands with their exit
@@ -1022,17 +1050,8 @@ fn its_chat_imports_alike(e: &Env, events: &[Value], want: &[(&str, &str)]) {
 /// secret in that prompt redacted. Uninstalled, the plugin file is gone.
 #[test]
 fn real_opencode_tools_through_cairn_plugin_are_recorded_gated_and_its_sessions_import_alike() {
-    let Some(agents) = cairn_tests::agents::opencode_dir() else {
-        return;
-    };
-    let s = setup();
-    std::fs::write(s.ws.join("notes.txt"), "hello\nsecond line\n").unwrap();
-    let agent_home = s.home.parent().unwrap().join("agent-home");
-    let e = Env {
-        s,
-        agents,
-        agent_home,
-    };
+    let Some(e) = opencode_env() else { return };
+    std::fs::write(e.s.ws.join("notes.txt"), "hello\nsecond line\n").unwrap();
     grant_files_and_commands(&e);
     let ws = e.s.ws.canonicalize().unwrap();
     let notes = ws.join("notes.txt").to_string_lossy().into_owned();
@@ -1066,19 +1085,7 @@ fn real_opencode_tools_through_cairn_plugin_are_recorded_gated_and_its_sessions_
         .env
         .push(("CAIRN_HOME".into(), e.s.home.to_string_lossy().into_owned()));
     let plugin = e.agent_home.join(".config/opencode/plugin/cairn.js");
-    let hook = |args: &[&str]| {
-        let out =
-            e.s.cairn(args)
-                .env("HOME", &e.agent_home)
-                .env_remove("XDG_CONFIG_HOME")
-                .output()
-                .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let hook = |args: &[&str]| opencode_cairn(&e, args);
     hook(&[
         "hook",
         "install",
@@ -1134,18 +1141,9 @@ fn real_opencode_tools_through_cairn_plugin_are_recorded_gated_and_its_sessions_
 /// `mcp:everything:echo`), as Claude Code's hook does; `audit` lists it so.
 #[test]
 fn real_opencode_mcp_tools_are_recorded_as_their_servers_tools() {
-    let Some(agents) = cairn_tests::agents::opencode_dir() else {
-        return;
-    };
+    let Some(e) = opencode_env() else { return };
     let Some(peers) = cairn_tests::mcp_peers(&[EVERYTHING]) else {
         return;
-    };
-    let s = setup();
-    let agent_home = s.home.parent().unwrap().join("agent-home");
-    let e = Env {
-        s,
-        agents,
-        agent_home,
     };
     let model = FakeModel::start(Script::new(vec![
         Turn::calls(vec![call(
@@ -1164,8 +1162,9 @@ fn real_opencode_mcp_tools_are_recorded_as_their_servers_tools() {
     config["mcp"] = json!({"everything": {"type": "local", "command": [
         "node", peers.join(EVERYTHING).to_string_lossy(), "stdio"]}});
     std::fs::write(&config_path, config.to_string()).unwrap();
-    let out =
-        e.s.cairn(&[
+    opencode_cairn(
+        &e,
+        &[
             "hook",
             "install",
             "opencode",
@@ -1173,15 +1172,7 @@ fn real_opencode_mcp_tools_are_recorded_as_their_servers_tools() {
             "--approve",
             "always",
             "--yes",
-        ])
-        .env("HOME", &e.agent_home)
-        .env_remove("XDG_CONFIG_HOME")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
     opencode.run("say hi", &model);
     let (dir, events) = ended_hook_session(&e);
@@ -1242,16 +1233,7 @@ fn real_opencode_mcp_tools_are_recorded_as_their_servers_tools() {
 /// unfinished, verifies clean, and is listed interrupted.
 #[test]
 fn real_opencode_killed_mid_command_leaves_the_hook_call_interrupted() {
-    let Some(agents) = cairn_tests::agents::opencode_dir() else {
-        return;
-    };
-    let s = setup();
-    let agent_home = s.home.parent().unwrap().join("agent-home");
-    let e = Env {
-        s,
-        agents,
-        agent_home,
-    };
+    let Some(e) = opencode_env() else { return };
     let model = FakeModel::start(Script::new(vec![Turn::calls(vec![call(
         "bash",
         json!({"command": "python3 -c 'import time; time.sleep(30.523)'", "description": "wait"}),
@@ -1260,8 +1242,9 @@ fn real_opencode_killed_mid_command_leaves_the_hook_call_interrupted() {
     opencode
         .env
         .push(("CAIRN_HOME".into(), e.s.home.to_string_lossy().into_owned()));
-    let out =
-        e.s.cairn(&[
+    opencode_cairn(
+        &e,
+        &[
             "hook",
             "install",
             "opencode",
@@ -1269,15 +1252,7 @@ fn real_opencode_killed_mid_command_leaves_the_hook_call_interrupted() {
             "--approve",
             "always",
             "--yes",
-        ])
-        .env("HOME", &e.agent_home)
-        .env_remove("XDG_CONFIG_HOME")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
     let run = opencode.spawn("wait a while");
     killed_mid_command(&e, run, "30.523", "bash");

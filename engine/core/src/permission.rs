@@ -73,6 +73,18 @@ pub const GIT_WRITE_WHY: &str = git_write_why!();
 /// The last line of such a question (the question is guarded).
 pub const GIT_WRITE_NOTE: &str = concat!("(asked every time: ", git_write_why!(), ")");
 
+/// [`outside_need`] for the path `target` outside the workspace: the question is for
+/// the folder that holds it (the engine's permission step and `verify` alike).
+pub fn outside_need_of(
+    tool: &str,
+    target: &std::path::Path,
+    inner: Need,
+    input: &serde_json::Value,
+) -> Need {
+    let dir = target.parent().unwrap_or(target).to_string_lossy();
+    outside_need(tool, &dir, inner, input)
+}
+
 /// What a call of `tool` needs when a path it names lies outside the workspace, in
 /// folder `dir`: a question for `<tool>@<dir>` showing what the call would do there
 /// (`inner`, the call's own need, or its input). A credential file outside asks every

@@ -164,12 +164,7 @@ impl Verifier {
                 && !target.starts_with(root)
                 && !home.is_some_and(|h| target.starts_with(h))
             {
-                let dir = target
-                    .parent()
-                    .unwrap_or(&target)
-                    .to_string_lossy()
-                    .into_owned();
-                return cairn_core::permission::outside_need(tool, &dir, need, input);
+                return cairn_core::permission::outside_need_of(tool, &target, need, input);
             }
         }
         need
