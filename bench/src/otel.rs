@@ -1,9 +1,10 @@
 //! `cairn-bench otel`: what the OpenTelemetry export costs.
 //!
 //! Live: a trivial call (`read_file` of a two-line file, durability `batch`) recorded
-//! `calls` times per session, in sessions alternately without and with the live
-//! export to an OTLP/HTTP receiver on loopback that answers 200 to every request;
-//! `repeat` rounds; p50 and p99 of the wall time inside `Engine::call`. Batch: one
+//! `calls` times per session, in sessions without the live export, with it (to an
+//! OTLP/HTTP receiver on loopback that answers 200 to every request), and without it
+//! again (the noise), their order turned each round; `repeat` rounds; p50 and p99 of
+//! the wall time inside `Engine::call`. Batch: one
 //! session of `batch-calls` calls (a model turn with usage before each), read from its
 //! log, mapped and sent (`spans_of` + `Sender::send`), timed whole, `repeat` times;
 //! then the same session as an ATIF trajectory (`atif::trajectory_of` + `write_to`).
@@ -281,28 +282,40 @@ pub fn run(a: &OtelArgs) -> Result<()> {
         LiveLimits::default(),
         note,
     ));
-    let (mut off, mut on) = (Vec::new(), Vec::new());
-    for _ in 0..a.repeat {
-        off.extend(trivial(&plain, &ws, a.calls)?);
-        on.extend(trivial(&live, &ws, a.calls)?);
+    // Three arms, the export off twice: off against off again is the noise that on
+    // against off is held to. Their order turns each round, so that no arm always
+    // follows another (and the disk's write-back of the one before).
+    let mut arms: [Vec<f64>; 3] = Default::default();
+    for round in 0..a.repeat as usize {
+        for k in 0..3 {
+            let arm = (round + k) % 3;
+            let home = if arm == 1 { &live } else { &plain };
+            arms[arm].extend(trivial(home, &ws, a.calls)?);
+        }
     }
-    off.sort_by(f64::total_cmp);
-    on.sort_by(f64::total_cmp);
+    for arm in &mut arms {
+        arm.sort_by(f64::total_cmp);
+    }
+    let [off, on, again] = &arms;
     println!(
-        "| trivial call ({} calls x {} rounds) | p50 µs | p99 µs |",
+        "| trivial call ({} calls x {} rounds) | p50 µs | p99 µs | p50 vs off | p99 vs off |",
         a.calls, a.repeat
     );
-    println!("|---|---|---|");
-    println!(
-        "| live export off | {:.1} | {:.1} |",
-        pct(&off, 0.5),
-        pct(&off, 0.99)
-    );
-    println!(
-        "| live export on | {:.1} | {:.1} |",
-        pct(&on, 0.5),
-        pct(&on, 0.99)
-    );
+    println!("|---|---|---|---|---|");
+    let diff = |x: &[f64], p: f64| (pct(x, p) / pct(off, p) - 1.0) * 100.0;
+    for (name, arm) in [
+        ("live export off", off),
+        ("live export on", on),
+        ("live export off, again (the noise)", again),
+    ] {
+        println!(
+            "| {name} | {:.1} | {:.1} | {:+.1} % | {:+.1} % |",
+            pct(arm, 0.5),
+            pct(arm, 0.99),
+            diff(arm, 0.5),
+            diff(arm, 0.99)
+        );
+    }
 
     // A session of `batch_calls` calls, each after a model turn.
     let mut config_ = EngineConfig::new(Catalog::Thoth);

@@ -13,8 +13,8 @@
 //! assert_ne!(span_id("s1", 0), span_id("s1", 1));
 //! ```
 //!
-//! Must never: write a session, block or fail the call path (the live exporter drops
-//! what its queue cannot take), decide what a session holds (it reads logs with the
+//! Must never: write a session, block or fail the call path (the live exporter is
+//! told only the log's length, and reads the records from the log), decide what a session holds (it reads logs with the
 //! engine's parser).
 
 pub mod atif;

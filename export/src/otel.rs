@@ -9,8 +9,7 @@ mod send;
 
 pub use batch::{SessionSpans, spans_of};
 pub use live::{
-    LiveExporter, LiveLimits, LiveReport, Note, OTEL_DRAIN_MS, OTEL_LIVE_BATCH_MS,
-    OTEL_QUEUE_RECORDS_MAX, OTEL_QUIET_MS,
+    LiveExporter, LiveLimits, LiveReport, Note, OTEL_DRAIN_MS, OTEL_LIVE_BATCH_MS, OTEL_QUIET_MS,
 };
 pub use map::{Mapper, SCOPE_NAME, span_id, time_of, trace_id};
 pub use send::{

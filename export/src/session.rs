@@ -32,14 +32,26 @@ impl SessionLog {
         })
     }
 
+    /// The log's records from the first, checked as they are read: a reader that
+    /// follows the log as it grows reads on from [`cairn_store::Records::offset`] only
+    /// up to a length the writer has reached.
+    pub fn records(&self) -> Result<cairn_store::Records> {
+        self.reader.records().map_err(|e| store(&self.dir, e))
+    }
+
+    /// `r` as an event this version knows, its spilled fields read from the blobs.
+    pub fn parse(&self, r: &cairn_store::Record) -> Option<Record> {
+        cairn_tools::fold::parse_maybe_in(r, self.blobs.as_ref()).ok()
+    }
+
     /// Gives `each` every record this version can parse, in order (a record of a type
     /// it does not know is skipped); returns how many records the log holds.
     pub fn each(&self, mut each: impl FnMut(&Record)) -> Result<u64> {
         let mut records = 0;
-        for r in self.reader.records().map_err(|e| store(&self.dir, e))? {
+        for r in self.records()? {
             let r = r.map_err(|e| store(&self.dir, e))?;
             records += 1;
-            if let Ok(rec) = cairn_tools::fold::parse_maybe_in(&r, self.blobs.as_ref()) {
+            if let Some(rec) = self.parse(&r) {
                 each(&rec);
             }
         }
@@ -47,7 +59,7 @@ impl SessionLog {
     }
 }
 
-fn store(dir: &Path, source: cairn_store::Error) -> Error {
+pub(crate) fn store(dir: &Path, source: cairn_store::Error) -> Error {
     Error::Store {
         path: dir.to_path_buf(),
         source,

@@ -363,6 +363,12 @@ pub struct Records {
 }
 
 impl Records {
+    /// The byte offset of the next line: where a reader that stops at a length the
+    /// writer has reached (a live tail of the log) goes on from once the log grows.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
     fn fail(&mut self, what: String, seq: Option<u64>) -> Option<Result<Record>> {
         self.done = true;
         Some(Err(Error::Corruption {

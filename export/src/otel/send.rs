@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 
 /// How long, in milliseconds, one export request may take before it is given up (the
 /// `OTEL_EXPORTER_OTLP_TIMEOUT` default of OpenTelemetry is 10 s; a session's live
-/// export waits for no request, so this only bounds how stale its queue gets).
+/// export waits for no request, so this only bounds how far behind the log its thread gets).
 pub const OTEL_EXPORT_TIMEOUT_MS: u64 = 10_000;
 
 /// The most spans one export request carries.

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use cairn_engine::permission::Policy;
 use cairn_engine::provider::{ToolCall, Turn, Usage};
-use cairn_engine::{Catalog, Engine, EngineConfig, Home, RecordSink};
+use cairn_engine::{Catalog, Engine, EngineConfig, Home};
 use cairn_export::otel::{
     LiveExporter, LiveLimits, Note, OTLP_GRPC, OTLP_PROTOCOL, OtelConfig, OtelTable, Sender,
     spans_of,
@@ -432,7 +432,6 @@ fn exporter_to(url: &str) -> (cairn_tools::SinkStart, Arc<Mutex<Vec<String>>>) {
 
 fn live_limits() -> LiveLimits {
     LiveLimits {
-        queue_records_max: 4096,
         batch_ms: 10,
         drain_ms: 5_000,
         quiet_ms: 10,
@@ -524,121 +523,68 @@ fn a_collector_that_closes_the_connection_never_changes_a_session() {
     outcome_unchanged_with(Mode::Closes);
 }
 
-fn record(seq: u64, event: serde_json::Value) -> cairn_engine::Record {
-    let event: cairn_engine::event::Event = serde_json::from_value(event).unwrap();
-    cairn_engine::Record {
-        seq,
-        ts: format!("2026-12-01T00:00:{:02}.000000Z", seq % 60),
-        hash: cairn_store::Hash::ZERO,
-        event,
-    }
-}
-
+// Guards against the export thread working beside a burst of calls (its CPU showed in
+// a trivial call's p99 on two cores), and against a thread that falls behind losing
+// records: while the writer keeps writing the thread reads nothing, so nothing reaches
+// the collector; once the writer is quiet it reads it all from the log, in full
+// batches, and sends the spans a batch export of the log sends.
 #[test]
-fn the_live_queue_takes_its_limit_and_drops_past_it_counted_once() {
-    // The thread is held in a request to a collector that hangs; the queue then takes
-    // exactly `queue_records_max` records.
-    let rx = Receiver::start(Mode::Hangs);
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("s1");
-    std::fs::create_dir_all(&dir).unwrap();
+fn the_live_export_reads_nothing_while_the_writer_is_busy_and_all_once_quiet() {
+    let (_tmp, home, ws) = cairn_tests::home_and_workspace();
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    std::fs::write(ws.join("b.txt"), "two\n").unwrap();
+    let live = Receiver::start(Mode::Ok);
     let (note, said) = notes();
     let limits = LiveLimits {
-        queue_records_max: 8,
-        batch_ms: 0,
-        drain_ms: 3_000,
-        quiet_ms: 0,
-    };
-    let mut live = LiveExporter::start(&dir, config(&rx.url, 1_000), limits, note);
-    let memory = |seq| record(seq, json!({"type": "memory_written", "text": "x"}));
-    live.record_owned(record(0, json!({"type": "user_message", "text": "hi"})), 0);
-    live.record_owned(
-        record(
-            1,
-            json!({"type": "model_turn", "provider": "openai", "model": "m", "text": "t"}),
-        ),
-        0,
-    );
-    let t = Instant::now();
-    while rx.requests() == 0 {
-        assert!(t.elapsed() < Duration::from_secs(5), "no request came");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    for seq in 2..10 {
-        live.record_owned(memory(seq), 0);
-    }
-    assert!(said.lock().unwrap().is_empty());
-    live.record_owned(memory(10), 0);
-    live.record_owned(memory(11), 0);
-    live.finish();
-    let report = live.report().cloned().unwrap();
-    assert_eq!(report.dropped_records, 2);
-    let said = said.lock().unwrap().clone();
-    // The hung request is one note, the drop another: each once.
-    assert_eq!(
-        said.iter()
-            .filter(|s| s.contains("dropped 2 records"))
-            .count(),
-        1,
-        "{said:?}"
-    );
-    assert_eq!(
-        said.iter()
-            .filter(|s| s.contains("not exported live"))
-            .count(),
-        1,
-        "{said:?}"
-    );
-}
-
-// Guards against the export thread working beside a burst of calls (its CPU showed in
-// a trivial call's p99 on two cores): while the writer keeps handing records it takes
-// none, so nothing reaches the collector; once the writer is quiet, they are sent.
-#[test]
-fn the_live_export_takes_nothing_while_the_writer_is_busy_and_all_once_quiet() {
-    let rx = Receiver::start(Mode::Ok);
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("s1");
-    std::fs::create_dir_all(&dir).unwrap();
-    let (note, _said) = notes();
-    let limits = LiveLimits {
-        queue_records_max: 4096,
-        // No batch sent for its age: only a full one (512 spans) or the end's.
+        // No batch sent for its age: only a full one or the end's.
         batch_ms: 60_000,
-        drain_ms: 5_000,
+        drain_ms: 10_000,
         quiet_ms: 1_000,
     };
-    let mut live = LiveExporter::start(&dir, config(&rx.url, 1_000), limits, note);
-    live.record_owned(record(0, json!({"type": "user_message", "text": "go"})), 0);
-    let mut seq = 1;
-    // 600 calls, a record every millisecond: the writer is never quiet for 1 s.
-    for i in 0..600 {
-        let call = format!("c{i}");
-        for event in [
-            json!({"type": "tool_started", "call": call, "tool": "read_file", "input": {"path": "a"}}),
-            json!({"type": "tool_finished", "call": call, "status": "ok", "output": "x", "elapsed_us": 5}),
-        ] {
-            live.record_owned(record(seq, event), 0);
-            seq += 1;
-            std::thread::sleep(Duration::from_millis(1));
-        }
+    let home = home.with_export(LiveExporter::start_for(
+        config(&live.url, 2_000),
+        limits,
+        note,
+    ));
+    let mut e = Engine::start(&home, &ws, engine_config()).unwrap();
+    e.set_approver(Box::new(Policy::AllowAll));
+    e.user_message("go").unwrap();
+    // More spans than a batch carries, a call every few milliseconds for at least two
+    // of the thread's quiet intervals: the writer is never quiet for a second.
+    let calls = cairn_export::otel::OTEL_BATCH_SPANS_MAX + 88;
+    let started = Instant::now();
+    for i in 0..calls {
+        let path = if i % 2 == 0 { "a.txt" } else { "b.txt" };
+        e.call("read_file", json!({ "path": path })).unwrap();
+        std::thread::sleep(Duration::from_millis(4));
     }
-    assert_eq!(
-        rx.requests(),
-        0,
-        "the thread took records while the writer was busy"
+    assert!(
+        started.elapsed() < Duration::from_secs(50),
+        "the calls took {:?}: too slow for the 60 s batch interval this test relies on",
+        started.elapsed()
     );
-    // Quiet now: the thread takes the 1,201 records and sends a full batch.
+    assert_eq!(
+        live.requests(),
+        0,
+        "the thread read records while the writer was busy"
+    );
+    // Quiet now: the thread reads them all, and a full batch is sent.
     let t = Instant::now();
-    while rx.requests() == 0 {
+    while live.requests() == 0 {
         assert!(
             t.elapsed() < Duration::from_secs(10),
             "nothing sent once quiet"
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    live.finish();
-    assert_eq!(live.report().unwrap().dropped_records, 0);
+    let dir = e.dir().to_path_buf();
+    e.end("done").unwrap();
+    assert!(live.requests() >= 2, "a full batch, then the rest");
+    let batch = Receiver::start(Mode::Ok);
+    send(&batch.url, &dir).unwrap();
+    assert_eq!(live.spans().len(), calls + 1, "{:?}", said.lock().unwrap());
+    assert_eq!(shape(&live.spans()), shape(&batch.spans()));
+    assert!(said.lock().unwrap().is_empty());
 }
 
 // Guards against content reaching a collector unasked, or a secret reaching it at all:
