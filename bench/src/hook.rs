@@ -3,8 +3,9 @@
 //! calls: for each, the hook is spawned with its `PreToolUse` (`BeforeTool`) payload,
 //! then with its `PostToolUse` (`AfterTool`) payload, as the agent runs it (a process
 //! per event, JSON on stdin); the time from spawn to exit of both is the call's added
-//! latency. Spawning `true` the same way is the floor any hook pays. `--opencode-calls`
-//! does the same for `cairn hook opencode` as OpenCode's plugin runs it (`/bin/sh -c`).
+//! latency (with no hook the agent spawns nothing: all of it is added). Spawning `true`
+//! the same way is the floor any hook pays. `--opencode-calls` does the same for `cairn
+//! hook opencode` as OpenCode's plugin spawns it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -30,9 +31,8 @@ pub struct HookArgs {
     #[arg(long)]
     pub gemini_calls: Option<u64>,
     /// Also time `cairn hook opencode` as OpenCode's plugin (`cairn hook install
-    /// opencode`) runs it: this many calls, each a `/bin/sh -c` of the hook command for
-    /// `tool.execute.before` and one for `tool.execute.after`, side by side with the
-    /// same shell running a command that does nothing.
+    /// opencode`) spawns it: this many calls, each a process for `tool.execute.before`
+    /// and one for `tool.execute.after`, side by side with spawning `cat`.
     #[arg(long)]
     pub opencode_calls: Option<u64>,
     /// Runs of each real agent's session.
@@ -105,38 +105,39 @@ pub fn run(args: &HookArgs) -> Result<()> {
     processes(&cairn, Agent::Gemini, args.calls)
 }
 
-/// `/bin/sh -c command` with `input` on its stdin, in `cwd`, `home` the cairn home, as
-/// OpenCode's plugin spawns its hook (`spawnSync`): milliseconds.
-fn spawn_sh(command: &str, cwd: &Path, home: &Path, input: &[u8]) -> Result<f64> {
+/// `program args` with `input` on its stdin, in `cwd`, `home` the cairn home, as
+/// OpenCode's plugin spawns its hook (`spawnSync` of the program itself): milliseconds.
+fn spawn_in(program: &Path, args: &[&str], cwd: &Path, home: &Path, input: &[u8]) -> Result<f64> {
     let start = Instant::now();
-    let mut child = Command::new("/bin/sh")
-        .args(["-c", command])
+    let mut child = Command::new(program)
+        .args(args)
         .current_dir(cwd)
         .env("CAIRN_HOME", home)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
-        .context("starting /bin/sh")?;
+        .with_context(|| format!("starting {}", program.display()))?;
     child.stdin.take().context("stdin")?.write_all(input)?;
     let status = child.wait()?;
     if !status.success() {
-        bail!("/bin/sh -c {command:?} exited {status}");
+        bail!("{} {args:?} exited {status}", program.display());
     }
     Ok(start.elapsed().as_secs_f64() * 1000.0)
 }
 
-/// `calls` calls of one OpenCode session through cairn's plugin: for each, the hook
-/// command run by `/bin/sh -c` with the plugin's `tool.execute.before` JSON, then with
-/// its `tool.execute.after` JSON (a `bash` call and its result); the floor is the same
-/// shell running `cat >/dev/null` on the same input (what any plugin command pays).
+/// `calls` calls of one OpenCode session through cairn's plugin: for each, `cairn hook
+/// opencode` spawned with the plugin's `tool.execute.before` JSON, then with its
+/// `tool.execute.after` JSON (a `bash` call and its result). With no plugin OpenCode
+/// spawns nothing, so all of it is what the hook adds; the floor (`cat >/dev/null` on
+/// the same input, spawned the same way) is what any plugin that spawns pays.
 fn opencode_processes(cairn: &Path, calls: u64) -> Result<()> {
     let tmp = tempfile::tempdir()?;
     let ws = tmp.path().join("ws");
     let home = tmp.path().join("home");
     std::fs::create_dir_all(&ws)?;
     let ws_text = ws.to_string_lossy().into_owned();
-    let quoted = format!("'{}'", cairn.to_string_lossy().replace('\'', r"'\''"));
-    let command = format!("{quoted} hook opencode --approve always");
+    let args = ["hook", "opencode", "--approve", "always"];
+    let cat = Path::new("/bin/cat");
     let event = |name: &str, i: u64, after: bool| -> Vec<u8> {
         let mut v = serde_json::json!({
             "hook_event_name": name, "cwd": ws_text, "session_id": "ses_bench",
@@ -157,16 +158,14 @@ fn opencode_processes(cairn: &Path, calls: u64) -> Result<()> {
             event("tool.execute.before", i, false),
             event("tool.execute.after", i, true),
         );
-        per_call
-            .push(spawn_sh(&command, &ws, &home, &pre)? + spawn_sh(&command, &ws, &home, &post)?);
-        floor.push(
-            spawn_sh("cat >/dev/null", &ws, &home, &pre)?
-                + spawn_sh("cat >/dev/null", &ws, &home, &post)?,
+        per_call.push(
+            spawn_in(cairn, &args, &ws, &home, &pre)? + spawn_in(cairn, &args, &ws, &home, &post)?,
         );
+        floor.push(spawn_in(cat, &[], &ws, &home, &pre)? + spawn_in(cat, &[], &ws, &home, &post)?);
     }
     let exit = serde_json::json!({"hook_event_name": "session.exit", "cwd": ws_text,
         "session_id": "ses_bench", "version": "1.18.33"});
-    spawn_sh(&command, &ws, &home, &serde_json::to_vec(&exit)?)?;
+    spawn_in(cairn, &args, &ws, &home, &serde_json::to_vec(&exit)?)?;
     let log = hook_logs(&home);
     let finished = log.matches("\"type\":\"tool_finished\"").count() as u64;
     if finished != calls {
@@ -175,14 +174,14 @@ fn opencode_processes(cairn: &Path, calls: u64) -> Result<()> {
     per_call.sort_by(f64::total_cmp);
     floor.sort_by(f64::total_cmp);
     println!(
-        "hook opencode, {calls} bash calls (tool.execute.before + tool.execute.after, a /bin/sh -c each, as its plugin runs them): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; load average {}",
+        "hook opencode, {calls} bash calls (tool.execute.before + tool.execute.after, a process each, as its plugin spawns them), all added to a call (no plugin spawns nothing): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; load average {}",
         pct(&per_call, 0.5),
         pct(&per_call, 0.99),
         per_call[per_call.len() - 1],
         load_average(),
     );
     println!(
-        "floor (the same /bin/sh -c running `cat >/dev/null`, twice): p50 {:.2} ms, p99 {:.2} ms",
+        "floor (spawning `cat` the same way, twice): p50 {:.2} ms, p99 {:.2} ms",
         pct(&floor, 0.5),
         pct(&floor, 0.99)
     );

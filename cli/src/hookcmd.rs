@@ -202,7 +202,10 @@ pub fn install(
         (AgentName::Codex, true) => hook_install::codex_uninstall(&old),
         (AgentName::Gemini, false) => hook_install::gemini_install(&old, &command),
         (AgentName::Gemini, true) => hook_install::gemini_uninstall(&old),
-        (AgentName::OpenCode, false) => hook_install::opencode_install(&old, &command),
+        (AgentName::OpenCode, false) => hook_install::opencode_install(
+            &old,
+            &hook_install::argv(&program, agent.name(), approve),
+        ),
         (AgentName::OpenCode, true) => hook_install::opencode_uninstall(&old),
     }
     .with_context(|| format!("{}", path.display()))?;

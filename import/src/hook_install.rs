@@ -89,13 +89,22 @@ pub fn is_empty_settings(text: &str) -> bool {
     t.is_empty() || serde_json::from_str::<Value>(t).is_ok_and(|v| v == json!({}))
 }
 
-/// The command line of the hook: `program hook <agent>`, quoted for a shell, with
-/// `--approve <answer>` when `approve` is given (one of [`APPROVE_ANSWERS`]).
-pub fn command(program: &str, agent: &str, approve: Option<&str>) -> String {
+/// The hook's arguments: `program hook <agent>`, with `--approve <answer>` when
+/// `approve` is given (one of [`APPROVE_ANSWERS`]).
+pub fn argv(program: &str, agent: &str, approve: Option<&str>) -> Vec<String> {
     assert!(
         approve.is_none_or(|a| APPROVE_ANSWERS.contains(&a)),
         "--approve takes {APPROVE_ANSWERS:?}"
     );
+    let mut argv = vec![program.to_string(), "hook".into(), agent.to_string()];
+    if let Some(a) = approve {
+        argv.extend(["--approve".into(), a.to_string()]);
+    }
+    argv
+}
+
+/// The command line of the hook ([`argv`]) for a shell: the program quoted.
+pub fn command(program: &str, agent: &str, approve: Option<&str>) -> String {
     let quoted = if program
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
@@ -104,10 +113,9 @@ pub fn command(program: &str, agent: &str, approve: Option<&str>) -> String {
     } else {
         format!("'{}'", program.replace('\'', "'\\''"))
     };
-    match approve {
-        Some(a) => format!("{quoted} hook {agent} --approve {a}"),
-        None => format!("{quoted} hook {agent}"),
-    }
+    let mut words = argv(program, agent, approve);
+    words[0] = quoted;
+    words.join(" ")
 }
 
 /// Claude Code's settings with cairn's hooks added for every event of
@@ -137,22 +145,24 @@ pub fn gemini_uninstall(text: &str) -> Result<String, InstallError> {
 pub const OPENCODE_PLUGIN_MARK: &str =
     "// cairn: records OpenCode's tool calls (`cairn hook install opencode`";
 
-/// OpenCode's plugin that runs `command` (the shell command of cairn's hook) for each
+/// OpenCode's plugin that runs `argv` (cairn's hook, [`argv`]) for each
 /// `tool.execute.before` and `tool.execute.after`, and once per session seen when
 /// OpenCode exits, with the event as JSON on stdin: a call the hook refuses (its
-/// answer a `deny`, or the hook failing) throws, so that it does not run. `text` is
-/// the file there: none, or cairn's; another plugin of that name is not replaced.
-pub fn opencode_install(text: &str, command: &str) -> Result<String, InstallError> {
+/// answer a `deny`, or the hook failing) throws, so that it does not run. The program
+/// is spawned itself, with no shell between (a `/bin/sh -c` cost each call another
+/// process). `text` is the file there: none, or cairn's; another plugin of that name is
+/// not replaced.
+pub fn opencode_install(text: &str, argv: &[String]) -> Result<String, InstallError> {
     if !text.trim().is_empty() && !text.starts_with(OPENCODE_PLUGIN_MARK) {
         return Err(InstallError::Shape(
             "the file".into(),
             "cairn's plugin (move it away, then install again)",
         ));
     }
-    let command = serde_json::to_string(command).map_err(|e| InstallError::Json(e.to_string()))?;
+    let argv = serde_json::to_string(argv).map_err(|e| InstallError::Json(e.to_string()))?;
     Ok(OPENCODE_PLUGIN
         .replace("__MARK__", OPENCODE_PLUGIN_MARK)
-        .replace("__COMMAND__", &command))
+        .replace("__ARGV__", &argv))
 }
 
 /// OpenCode's plugin file without cairn's plugin: empty when it was cairn's (then
@@ -168,7 +178,7 @@ pub fn opencode_uninstall(text: &str) -> Result<String, InstallError> {
 const OPENCODE_PLUGIN: &str = r#"__MARK__; `cairn hook uninstall opencode` removes this file)
 import { spawnSync } from "node:child_process";
 
-const COMMAND = __COMMAND__;
+const ARGV = __ARGV__;
 
 export const CairnHook = async ({ directory }) => {
   const versions = new Map();
@@ -176,7 +186,7 @@ export const CairnHook = async ({ directory }) => {
   // The MCP servers of the config: their tools are named `<server>_<tool>`.
   const servers = [];
   const hook = (event, fields) =>
-    spawnSync("/bin/sh", ["-c", COMMAND], {
+    spawnSync(ARGV[0], ARGV.slice(1), {
       cwd: directory,
       input: JSON.stringify({ hook_event_name: event, cwd: directory, ...fields }),
       encoding: "utf8",
@@ -485,16 +495,21 @@ mod tests {
 
     #[test]
     fn opencode_install_writes_cairns_plugin_and_uninstall_takes_only_it() {
-        let cmd = command("/opt/my cairn/cairn", "opencode", Some("never"));
+        let cmd = argv("/opt/my cairn/cairn", "opencode", Some("never"));
         let plugin = opencode_install("", &cmd).unwrap();
         assert!(plugin.starts_with(OPENCODE_PLUGIN_MARK), "{plugin}");
-        // The command as a JS string, quotes and all.
+        // The arguments as a JS array, the program spawned with no shell between.
         assert!(
             plugin.contains(
-                r#"const COMMAND = "'/opt/my cairn/cairn' hook opencode --approve never";"#
+                r#"const ARGV = ["/opt/my cairn/cairn","hook","opencode","--approve","never"];"#
             ),
             "{plugin}"
         );
+        assert!(
+            plugin.contains("spawnSync(ARGV[0], ARGV.slice(1)"),
+            "{plugin}"
+        );
+        assert!(!plugin.contains("/bin/sh"), "{plugin}");
         for hook in [
             "\"tool.execute.before\"",
             "\"tool.execute.after\"",
@@ -503,9 +518,9 @@ mod tests {
             assert!(plugin.contains(hook), "{hook} missing: {plugin}");
         }
         // Installed again, with another answer: replaced whole.
-        let again = opencode_install(&plugin, &command("cairn", "opencode", None)).unwrap();
+        let again = opencode_install(&plugin, &argv("cairn", "opencode", None)).unwrap();
         assert!(
-            again.contains(r#"const COMMAND = "cairn hook opencode";"#),
+            again.contains(r#"const ARGV = ["cairn","hook","opencode"];"#),
             "{again}"
         );
         assert_eq!(opencode_uninstall(&again).unwrap(), "");
