@@ -41,6 +41,10 @@ pub struct FleetArgs {
     /// The cairn binary (default: `cairn` beside this one).
     #[arg(long)]
     pub cairn: Option<PathBuf>,
+    /// Only `replay --all --jobs 1` and `--jobs 2`, of `--cairn` and of this other
+    /// binary in turn (no archive, no workers): an A/B of the local replay's speed-up.
+    #[arg(long)]
+    pub replay_against: Option<PathBuf>,
 }
 
 fn cairn_bin(a: &FleetArgs) -> Result<PathBuf> {
@@ -94,6 +98,9 @@ pub fn run(a: &FleetArgs) -> Result<()> {
     let home = Home::at(&tmp.path().join("home"));
     progress(&format!("recording {} sessions", a.sessions));
     let dirs = generate(tmp.path(), &home, a.sessions);
+    if let Some(other) = &a.replay_against {
+        return replay_ab(a, &cairn, other, &home, dirs.len());
+    }
     let pg_dir = tempfile::Builder::new()
         .prefix("cairn-bench-pg-")
         .tempdir()
@@ -275,6 +282,49 @@ fn replay_all(cairn: &Path, home: &Home, jobs: usize, sessions: usize) -> Result
         std::fs::remove_dir_all(made)?;
     }
     Ok(sessions as f64 / secs)
+}
+
+/// `replay --all --jobs 1` and `--jobs 2` of binaries `a_bin` and `b_bin`, in turn
+/// (which goes first swapped each run): sessions/s and the ratio of each.
+fn replay_ab(a: &FleetArgs, a_bin: &Path, b_bin: &Path, home: &Home, n: usize) -> Result<()> {
+    let mut rows = Vec::new();
+    for bin in [a_bin, b_bin] {
+        let name = bin.display().to_string();
+        rows.push([
+            Row::new(format!("{name}: replay --all --jobs 1"), Unit::PerSec).note("sessions/s"),
+            Row::new(format!("{name}: replay --all --jobs 2"), Unit::PerSec).note("sessions/s"),
+            Row::new(format!("{name}: --jobs 2 ÷ --jobs 1"), Unit::Ratio)
+                .target(Target::AtLeast(1.7)),
+        ]);
+    }
+    let load_before = loadavg();
+    for r in 0..a.runs {
+        let order = if r % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            let bin = [a_bin, b_bin][i];
+            let s1 = replay_all(bin, home, 1, n)?;
+            let s2 = replay_all(bin, home, 2, n)?;
+            rows[i][0].push(s1);
+            rows[i][1].push(s2);
+            rows[i][2].push(s2 / s1);
+            progress(&format!(
+                "run {}: {}: {s1:.1} / {s2:.1} sessions/s",
+                r + 1,
+                bin.display()
+            ));
+        }
+    }
+    println!(
+        "{}",
+        table(&[Section {
+            title: format!(
+                "replay --all, {n} sessions of 4 calls (load before: {load_before}, after: {})",
+                loadavg()
+            ),
+            rows: rows.into_iter().flatten().collect(),
+        }])
+    );
+    Ok(())
 }
 
 fn measure(
