@@ -76,38 +76,14 @@ impl Selection<'_> {
     }
 }
 
-/// How often, in milliseconds, `replay --all` asks the file system to write what its
-/// replays wrote so far while they run: the write-back then overlaps the replays, and
-/// the sync at the end, which makes them durable, has little left (a serial tail that
-/// held `--jobs 2` to 1.69 × `--jobs 1`).
-pub const REPLAY_SYNC_EVERY_MS: u64 = 1_000;
-
 /// `cairn replay --all`.
 pub fn replay_all(sel: &Selection<'_>, shell: ShellMode, json: bool) -> Result<ExitCode> {
     let dirs = sel.sessions(true)?;
-    let home = replays_home(&dirs);
-    let outcomes = std::thread::scope(|s| {
-        let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        if let Some(home) = &home {
-            let every = std::time::Duration::from_millis(REPLAY_SYNC_EVERY_MS);
-            s.spawn(move || {
-                while matches!(
-                    stopped.recv_timeout(every),
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout)
-                ) {
-                    // Only a head start: the sync at the end says what failed.
-                    let _ = cairn_store::sync_file_system(home);
-                }
-            });
-        }
-        let outcomes = run(&dirs, sel.jobs(), "replaying", |d| {
-            batch::replay_outcome(d, shell)
-        });
-        drop(stop);
-        outcomes
+    let outcomes = run(&dirs, sel.jobs(), "replaying", |d| {
+        batch::replay_outcome(d, shell)
     });
     // The replays were written without a flush each: one sync makes them all durable.
-    if let Some(home) = home {
+    if let Some(home) = replays_home(&dirs) {
         cairn_store::sync_file_system(&home)
             .map_err(|e| anyhow!("syncing the replays under {}: {e}", home.display()))?;
     }
