@@ -949,8 +949,7 @@ fn normalise(path: &Path) -> PathBuf {
 pub fn first_started(dir: &Path) -> Result<SessionStarted> {
     let reader = cairn_store::LogReader::open(dir)?;
     let blobs = cairn_tools::fold::project_blobs(dir);
-    if let Some(raw) = reader.records()?.next() {
-        let raw = raw?;
+    if let Some(raw) = reader.first()? {
         let rec = cairn_tools::fold::parse_maybe_in(&raw, blobs.as_ref());
         if let Ok(r) = rec
             && let Event::SessionStarted(s) = r.event

@@ -20,6 +20,12 @@ pub const INDEX_FILE: &str = "events.idx";
 /// Bytes read at a time when a record near the end is found by reading backwards.
 const BACK_READ_BYTES: usize = 64 * 1024;
 const INDEX_MAGIC: &[u8; 8] = b"CAIRNIX1";
+/// The bytes read at a time by a reader of many records.
+const STREAM_READ_BYTES: usize = 256 * 1024;
+/// The bytes read at a time by a reader of one record (a longer one takes more reads):
+/// a stream's buffer, allocated and filled, cost a hook's process page faults and a
+/// copy of 256 KiB of a long log for one line.
+const ONE_READ_BYTES: usize = 16 * 1024;
 
 /// One record, checked and parsed.
 #[derive(Debug, Clone)]
@@ -106,7 +112,15 @@ impl LogReader {
     /// Every record from the first, checked (own hash, chain, seq) as it is read.
     /// Stops after the first error, which it yields.
     pub fn records(&self) -> Result<Records> {
-        self.records_at(0, 0, 1, Some(Hash::ZERO))
+        self.records_at(0, 0, 1, Some(Hash::ZERO), STREAM_READ_BYTES)
+    }
+
+    /// The first record, if the log has one: read with a buffer of its size, not a
+    /// stream's (a hook's process reads the `session_started` of a long session).
+    pub fn first(&self) -> Result<Option<Record>> {
+        self.records_at(0, 0, 1, Some(Hash::ZERO), ONE_READ_BYTES)?
+            .next()
+            .transpose()
     }
 
     /// Every record from `seq` on, found through the index.
@@ -115,7 +129,7 @@ impl LogReader {
             return self.records();
         }
         match self.offset_of(seq)? {
-            Some(offset) => self.records_at(offset, seq, seq + 1, None),
+            Some(offset) => self.records_at(offset, seq, seq + 1, None, STREAM_READ_BYTES),
             None => Err(Error::Format {
                 path: self.path.clone(),
                 what: format!("the log has no record with seq {seq}"),
@@ -127,18 +141,25 @@ impl LogReader {
     pub fn get(&self, seq: u64) -> Result<Option<Record>> {
         match self.offset_of(seq)? {
             Some(offset) => self
-                .records_at(offset, seq, seq + 1, None)?
+                .records_at(offset, seq, seq + 1, None, ONE_READ_BYTES)?
                 .next()
                 .transpose(),
             None => Ok(None),
         }
     }
 
-    fn records_at(&self, offset: u64, seq: u64, line: u64, prev: Option<Hash>) -> Result<Records> {
+    fn records_at(
+        &self,
+        offset: u64,
+        seq: u64,
+        line: u64,
+        prev: Option<Hash>,
+        read_bytes: usize,
+    ) -> Result<Records> {
         let mut file = File::open(&self.path).at(&self.path)?;
         file.seek(SeekFrom::Start(offset)).at(&self.path)?;
         Ok(Records {
-            reader: BufReader::with_capacity(256 * 1024, file),
+            reader: BufReader::with_capacity(read_bytes, file),
             path: self.path.clone(),
             buf: Vec::with_capacity(4096),
             offset,
@@ -191,7 +212,13 @@ impl LogReader {
             } else {
                 None
             };
-            let mut records = self.records_at(start_offset, start_seq, start_seq + 1, prev)?;
+            let mut records = self.records_at(
+                start_offset,
+                start_seq,
+                start_seq + 1,
+                prev,
+                STREAM_READ_BYTES,
+            )?;
             for r in records.by_ref() {
                 let r = r?;
                 appended.extend_from_slice(&r.offset.to_le_bytes());
@@ -500,6 +527,41 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::{Durability, LogWriter, Options};
+
+    // Guards against the one-record read cutting a record longer than its buffer: a
+    // first record of twice its size comes back whole, as does one got by seq; an empty
+    // log has no first record.
+    #[test]
+    fn one_record_reads_take_a_record_longer_than_their_buffer_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("s");
+        std::fs::create_dir(&dir).unwrap();
+        let mut w = LogWriter::create(
+            &dir,
+            Options {
+                durability: Durability::None,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        let pad = "y".repeat(ONE_READ_BYTES * 2 + 123);
+        w.append(&serde_json::json!({"type": "note", "pad": pad}))
+            .unwrap();
+        w.append(&serde_json::json!({"type": "note", "pad": pad, "i": 1}))
+            .unwrap();
+        w.close().unwrap();
+        let reader = LogReader::open(&dir).unwrap();
+        for (seq, r) in [(0, reader.first()), (1, reader.get(1))] {
+            let r = r.unwrap().unwrap();
+            assert_eq!(r.seq, seq);
+            let v: serde_json::Value = serde_json::from_str(r.event.get()).unwrap();
+            assert_eq!(v["pad"].as_str().unwrap().len(), pad.len());
+        }
+        let empty = tmp.path().join("e");
+        std::fs::create_dir(&empty).unwrap();
+        std::fs::write(empty.join(crate::log::LOG_FILE), "").unwrap();
+        assert!(LogReader::open(&empty).unwrap().first().unwrap().is_none());
+    }
 
     fn log_of(dir: &Path, records: u64) {
         let mut w = LogWriter::create(
