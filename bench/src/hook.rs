@@ -58,20 +58,7 @@ impl Agent {
 
 /// Runs `program` with `input` on its stdin and `home` as the cairn home: milliseconds.
 pub(crate) fn spawn(program: &Path, args: &[&str], home: &Path, input: &[u8]) -> Result<f64> {
-    let start = Instant::now();
-    let mut child = Command::new(program)
-        .args(args)
-        .env("CAIRN_HOME", home)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .with_context(|| format!("starting {}", program.display()))?;
-    child.stdin.take().context("stdin")?.write_all(input)?;
-    let status = child.wait()?;
-    if !status.success() {
-        bail!("{} {args:?} exited {status}", program.display());
-    }
-    Ok(start.elapsed().as_secs_f64() * 1000.0)
+    spawn_in(program, args, Path::new("."), home, input)
 }
 
 /// The `cairn` binary built beside this one.

@@ -107,10 +107,7 @@ pub fn verify_all(
 /// Where the replays of `dirs` were written: the home their sessions are in (the
 /// archive's cache is a home too).
 fn replays_home(dirs: &[PathBuf]) -> Option<PathBuf> {
-    dirs.first()?
-        .ancestors()
-        .nth(4)
-        .map(std::path::Path::to_path_buf)
+    cairn_replay::home_of(dirs.first()?).ok().map(|h| h.root)
 }
 
 fn run(

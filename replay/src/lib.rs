@@ -51,7 +51,7 @@ pub use listing::{
     FIRST_MESSAGE_CHARS_MAX, SessionRow, TASK_CHARS_MAX, first_message, is_replay, label, summarise,
 };
 #[cfg(feature = "run")]
-pub use rerun::{Divergence, ReplayOptions, ReplayReport, ShellMode, replay};
+pub use rerun::{Divergence, ReplayOptions, ReplayReport, ShellMode, home_of, replay};
 pub use session::{Call, FileAt, Session, apply_write, blob_store_of, calls};
 pub use verify::{
     Interrupted, Problem, ProblemKind, Report, VerifyOptions, role_of, verify, verify_with,

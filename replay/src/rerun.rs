@@ -162,7 +162,7 @@ fn materialise(session: &Session, dir: &Path) -> Result<Vec<WithheldFile>> {
 }
 
 /// The cairn home a session folder lives in (`<home>/projects/<key>/sessions/<id>`).
-fn home_of(dir: &Path) -> Result<Home> {
+pub fn home_of(dir: &Path) -> Result<Home> {
     let home = dir.ancestors().nth(4).ok_or_else(|| ReplayError::Session {
         path: dir.to_path_buf(),
         what: "not inside a cairn home (<home>/projects/<key>/sessions/<id>)".into(),

@@ -86,10 +86,7 @@ pub fn what_if(
     config.sandbox_write_roots = Vec::new();
     let home = match options.home {
         Some(h) => h,
-        None => Home::at(dir.ancestors().nth(4).ok_or_else(|| ReplayError::Session {
-            path: dir.to_path_buf(),
-            what: "not inside a cairn home (<home>/projects/<key>/sessions/<id>)".into(),
-        })?),
+        None => crate::home_of(dir)?,
     };
     let tmp = tempfile::Builder::new()
         .prefix("cairn-rerun-")

@@ -44,15 +44,6 @@ pub use hash::{
 };
 pub use lanes::{LANE_MESSAGE_BYTES_MAX, record_hashes};
 pub use lock::writer_pid;
-
-/// Makes everything written to the file system that holds `dir` durable (`syncfs`):
-/// the end of a bulk write made with durability `none`, such as `replay --all`'s
-/// replays, in one call instead of one `fsync` per file.
-pub fn sync_file_system(dir: &std::path::Path) -> std::io::Result<()> {
-    let f = std::fs::File::open(dir)?;
-    rustix::fs::syncfs(&f)?;
-    Ok(())
-}
 pub use log::{
     Appended, COMMIT_WINDOW_MS_DEFAULT, Durability, Head, LOCK_FILE, LOG_FILE, LogWriter, Options,
     QUARANTINE_DIR, Recovery, UNBORN_PREFIX, is_unborn, log_path, now_ts, remove_unborn,
@@ -64,3 +55,12 @@ pub use record::{
 };
 pub use snapshot::{SNAPSHOT_DIR, Snapshot, SnapshotMeta, SnapshotStore, SnapshotWarning};
 pub use verify::{Problem, ProblemKind, VerifyOptions, VerifyReport, verify_bytes, verify_path};
+
+/// Makes everything written to the file system that holds `dir` durable (`syncfs`):
+/// the end of a bulk write made with durability `none`, such as `replay --all`'s
+/// replays, in one call instead of one `fsync` per file.
+pub fn sync_file_system(dir: &std::path::Path) -> std::io::Result<()> {
+    let f = std::fs::File::open(dir)?;
+    rustix::fs::syncfs(&f)?;
+    Ok(())
+}

@@ -1025,14 +1025,19 @@ fn opencode_env() -> Option<Env> {
     })
 }
 
-/// `cairn ARGS` run as the user whose home holds OpenCode's config; it must succeed.
+/// `cairn ARGS` run as the user whose home holds OpenCode's config and data.
+fn opencode_run(e: &Env, args: &[&str]) -> std::process::Output {
+    e.s.cairn(args)
+        .env("HOME", &e.agent_home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .output()
+        .unwrap()
+}
+
+/// [`opencode_run`], which must succeed.
 fn opencode_cairn(e: &Env, args: &[&str]) {
-    let out =
-        e.s.cairn(args)
-            .env("HOME", &e.agent_home)
-            .env_remove("XDG_CONFIG_HOME")
-            .output()
-            .unwrap();
+    let out = opencode_run(e, args);
     assert!(
         out.status.success(),
         "{}",
@@ -1108,12 +1113,7 @@ fn real_opencode_tools_through_cairn_plugin_are_recorded_gated_and_its_sessions_
     opencode.run_args = vec!["--continue".into()];
     let secret = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
     opencode.run(&format!("one more thing, token {secret}"), &model);
-    let out =
-        e.s.cairn(&["import", "--opencode", "--json"])
-            .env("HOME", &e.agent_home)
-            .env_remove("XDG_DATA_HOME")
-            .output()
-            .unwrap();
+    let out = opencode_run(&e, &["import", "--opencode", "--json"]);
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         (&summary["sessions"], &summary["continued"]),
@@ -1202,17 +1202,7 @@ fn real_opencode_mcp_tools_are_recorded_as_their_servers_tools() {
     let audit = cairn_ok(&e, &["audit", dir.to_str().unwrap(), "--json"]);
     assert!(audit.contains("mcp:everything:echo"), "{audit}");
     // Its saved session, imported, holds the same call.
-    let out =
-        e.s.cairn(&["import", "--opencode", "--json"])
-            .env("HOME", &e.agent_home)
-            .env_remove("XDG_DATA_HOME")
-            .output()
-            .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    opencode_cairn(&e, &["import", "--opencode", "--json"]);
     let imported = sessions(&e)
         .into_iter()
         .map(|(_, d)| d)
@@ -1347,12 +1337,7 @@ fn its_sessions_import_alike(e: &Env, events: &[Value]) {
         if json {
             args.push("--json");
         }
-        let out =
-            e.s.cairn(&args)
-                .env("HOME", &e.agent_home)
-                .env_remove("XDG_DATA_HOME")
-                .output()
-                .unwrap();
+        let out = opencode_run(e, &args);
         assert!(
             out.status.success(),
             "{}\n{}",

@@ -95,8 +95,6 @@ pub struct LiveReport {
     pub spans_sent: u64,
     /// Requests made.
     pub requests: u64,
-    /// Records read from the log (those before the first handed included).
-    pub records_read: u64,
     /// Why the session's live export stopped, if it did.
     pub failed: Option<String>,
 }
@@ -110,8 +108,6 @@ pub struct LiveExporter {
     /// The thread, woken only when the writer is done (a wake per record cost a futex
     /// call on the call path); otherwise it looks on its own.
     thread: Option<std::thread::Thread>,
-    /// Whether a record was handed: the first seq is stored once.
-    handed: bool,
     done: Receiver<LiveReport>,
     limits: LiveLimits,
     signals: Arc<Signals>,
@@ -138,7 +134,6 @@ impl LiveExporter {
         LiveExporter {
             // A thread that could not start sends nothing: `cairn export otel` will.
             thread: spawned.as_ref().ok().map(|h| h.thread().clone()),
-            handed: false,
             done,
             limits,
             signals,
@@ -167,8 +162,8 @@ impl LiveExporter {
 
     /// The writer wrote record `seq`, and its log is `log_bytes` long after it.
     fn wrote(&mut self, seq: u64, log_bytes: u64) {
-        if !self.handed {
-            self.handed = true;
+        // Only this writer stores it: stored once, at the first record.
+        if self.signals.first_seq.load(Ordering::Relaxed) == NO_SEQ {
             self.signals.first_seq.store(seq, Ordering::Relaxed);
         }
         // Release: the thread that sees this length sees the first seq too.
@@ -308,7 +303,6 @@ impl Worker<'_> {
                     }
                     None => break,
                 };
-                self.report.records_read += 1;
                 let kind = raw.event_type().unwrap_or_default();
                 if !Event::KINDS.contains(&kind.as_str()) {
                     // A type this version does not know: skipped, as the batch export
