@@ -162,12 +162,18 @@ impl LiveExporter {
 
     /// The writer wrote record `seq`, and its log is `log_bytes` long after it.
     fn wrote(&mut self, seq: u64, log_bytes: u64) {
-        // Only this writer stores it: stored once, at the first record.
-        if self.signals.first_seq.load(Ordering::Relaxed) == NO_SEQ {
+        // Release: the thread that sees this length sees the first seq too.
+        let first = self.signals.first_seq.load(Ordering::Relaxed) == NO_SEQ;
+        if first {
+            // Only this writer stores it: stored once, at the first record.
             self.signals.first_seq.store(seq, Ordering::Relaxed);
         }
-        // Release: the thread that sees this length sees the first seq too.
         self.signals.written.store(log_bytes, Ordering::Release);
+        if first && let Some(t) = &self.thread {
+            // The thread, idle until now, may be parked for a whole batch interval:
+            // woken once, it then looks every quiet interval while records come.
+            t.unpark();
+        }
     }
 }
 

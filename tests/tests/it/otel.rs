@@ -1279,3 +1279,53 @@ fn a_grpc_collector_that_is_down_never_changes_a_session() {
         .to_string();
     assert!(e.contains("is the collector running?"), "{e}");
 }
+
+// Guards against a thread that parked before the writer's first record sleeping a whole
+// batch interval (60 s here) before it looks: the first record wakes it, so a session
+// quiet after its records has them sent after a quiet interval.
+#[test]
+fn the_first_record_wakes_a_thread_parked_for_a_batch_interval() {
+    use cairn_engine::RecordSink;
+    let rx = Receiver::start(Mode::Ok);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s1");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (note, said) = notes();
+    let limits = LiveLimits {
+        batch_ms: 60_000,
+        drain_ms: 5_000,
+        quiet_ms: 20,
+    };
+    let mut live = LiveExporter::start(&dir, config(&rx.url, 2_000), limits, note);
+    // The thread has looked, found nothing, and parked for the batch interval.
+    std::thread::sleep(Duration::from_millis(200));
+    let mut w = cairn_store::LogWriter::create(&dir, Default::default()).unwrap();
+    let mut events = vec![json!({"type": "user_message", "text": "go"})];
+    for i in 0..cairn_export::otel::OTEL_BATCH_SPANS_MAX {
+        let call = format!("c{i}");
+        events.push(json!({"type": "tool_started", "call": call, "tool": "read_file", "input": {"path": "a"}}));
+        events.push(json!({"type": "tool_finished", "call": call, "status": "ok", "output": "x", "elapsed_us": 5}));
+    }
+    for event in &events {
+        let a = w.append(event).unwrap();
+        w.commit().unwrap();
+        let rec = cairn_engine::Record {
+            seq: a.seq,
+            ts: String::new(),
+            hash: a.hash,
+            event: serde_json::from_value(event.clone()).unwrap(),
+        };
+        live.record(&rec, w.len_bytes());
+    }
+    let t = Instant::now();
+    while rx.requests() == 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "nothing sent: {:?}",
+            said.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    live.finish();
+    assert_eq!(rx.spans().len(), cairn_export::otel::OTEL_BATCH_SPANS_MAX);
+}
