@@ -4,8 +4,9 @@
 //! sends them in batches.
 //!
 //! Exporting never slows or fails a session. The call path only stores the log's length
-//! and, once, the first seq handed, in two atomics: no record is copied, no memory
-//! taken, no thread woken, so nothing is dropped however far the thread falls behind
+//! and, once, the first seq handed, in two atomics, and wakes the thread only at the
+//! first record after it went idle (it had read all there was): no record is copied, no
+//! memory taken, so nothing is dropped however far the thread falls behind
 //! (the log holds what it has not read, and it reads only up to a length the writer has
 //! reached, so never a line half written). The live spans are those of the records the
 //! log holds, read as `cairn export otel` reads them: the same spans, with the same ids.
@@ -65,6 +66,9 @@ struct Signals {
     first_seq: AtomicU64,
     /// The writer is done: read to the end, send, stop.
     done: AtomicBool,
+    /// The thread had read all the writer wrote when it last parked, perhaps for a whole
+    /// batch interval: the writer's next record wakes it (and clears this).
+    idle: AtomicBool,
 }
 
 /// The live exporter's limits (the constants above by default; tests make them tiny).
@@ -105,8 +109,9 @@ pub type Note = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// The live exporter of one session's writer.
 pub struct LiveExporter {
-    /// The thread, woken only when the writer is done (a wake per record cost a futex
-    /// call on the call path); otherwise it looks on its own.
+    /// The thread, woken when it is idle and a record comes, and when the writer is
+    /// done (a wake per record cost a futex call on the call path); otherwise it looks
+    /// on its own.
     thread: Option<std::thread::Thread>,
     done: Receiver<LiveReport>,
     limits: LiveLimits,
@@ -123,6 +128,8 @@ impl LiveExporter {
             written: AtomicU64::new(0),
             first_seq: AtomicU64::new(NO_SEQ),
             done: AtomicBool::new(false),
+            // It has read nothing, and there is nothing yet.
+            idle: AtomicBool::new(true),
         });
         let (dir, s) = (dir.to_path_buf(), signals.clone());
         let spawned = std::thread::Builder::new()
@@ -162,16 +169,21 @@ impl LiveExporter {
 
     /// The writer wrote record `seq`, and its log is `log_bytes` long after it.
     fn wrote(&mut self, seq: u64, log_bytes: u64) {
-        // Release: the thread that sees this length sees the first seq too.
-        let first = self.signals.first_seq.load(Ordering::Relaxed) == NO_SEQ;
-        if first {
-            // Only this writer stores it: stored once, at the first record.
+        if self.signals.first_seq.load(Ordering::Relaxed) == NO_SEQ {
+            // Only this writer stores it: stored once, at the first record (the thread
+            // that sees the length stored after it sees it too).
             self.signals.first_seq.store(seq, Ordering::Relaxed);
         }
-        self.signals.written.store(log_bytes, Ordering::Release);
-        if first && let Some(t) = &self.thread {
-            // The thread, idle until now, may be parked for a whole batch interval:
-            // woken once, it then looks every quiet interval while records come.
+        // SeqCst, as the thread's store of `idle` and load of `written` before it
+        // parks: either this sees it idle, or it sees this length and does not park
+        // for long.
+        self.signals.written.store(log_bytes, Ordering::SeqCst);
+        if self.signals.idle.load(Ordering::SeqCst)
+            && self.signals.idle.swap(false, Ordering::SeqCst)
+            && let Some(t) = &self.thread
+        {
+            // The thread may be parked for a whole batch interval: woken, it looks
+            // every quiet interval while records come.
             t.unpark();
         }
     }
@@ -399,6 +411,8 @@ fn run(
     let quiet = Duration::from_millis(limits.quiet_ms).min(tick);
     let (mut read, mut looked, mut last_read) = (0u64, 0u64, Instant::now());
     loop {
+        // Awake: the writer need not wake it.
+        signals.idle.store(false, Ordering::Relaxed);
         // Done first: a writer that is done has stored its last length before.
         let done = signals.done.load(Ordering::Acquire);
         let written = signals.written.load(Ordering::Acquire);
@@ -425,15 +439,23 @@ fn run(
         if w.since.is_some_and(|t| t.elapsed() >= batch) {
             w.flush();
         }
-        // Records wait: look again once the writer may have gone quiet.
-        let wait = if signals.written.load(Ordering::Relaxed) > read {
+        // Records wait: look again once the writer may have gone quiet. None: idle
+        // until the next batch is due, unless the writer's next record wakes it.
+        let unread = || signals.written.load(Ordering::SeqCst) > read;
+        let wait = if unread() {
             quiet
         } else {
-            match w.since {
-                Some(t) => batch
-                    .saturating_sub(t.elapsed())
-                    .max(Duration::from_millis(1)),
-                None => tick,
+            signals.idle.store(true, Ordering::SeqCst);
+            if unread() {
+                // A record came meanwhile: its writer may not have seen the thread idle.
+                quiet
+            } else {
+                match w.since {
+                    Some(t) => batch
+                        .saturating_sub(t.elapsed())
+                        .max(Duration::from_millis(1)),
+                    None => tick,
+                }
             }
         };
         std::thread::park_timeout(wait);
