@@ -1,5 +1,7 @@
 //! CPU time beside wall time: on a loaded machine it shows what waiting hides.
 
+use std::time::Instant;
+
 /// CPU seconds (user + system) this process has used, all its threads.
 pub fn process_secs() -> f64 {
     rusage_secs(libc::RUSAGE_SELF)
@@ -85,6 +87,35 @@ fn rusage_secs(who: libc::c_int) -> f64 {
     assert_eq!(r, 0, "getrusage failed");
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// Rounds of [`spin`] that take a core about half a second on this machine.
+const CEILING_SPIN_ROUNDS: u64 = 600_000_000;
+
+/// A fixed amount of integer work, the same every call, that the compiler cannot skip.
+fn spin(rounds: u64) -> u64 {
+    let mut x = std::hint::black_box(1u64);
+    for i in 0..rounds {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
+    }
+    std::hint::black_box(x)
+}
+
+/// What two cores give this machine over one for pure CPU work: the same work done by
+/// one thread, then by two at once, as 2 × the first time ÷ the second. The ceiling of
+/// any 2 ÷ 1 speed-up measured beside it (2.0 on two whole cores; less where the two
+/// are hyperthreads of one core, or the host shares them).
+pub fn two_core_ceiling() -> f64 {
+    let t = Instant::now();
+    spin(CEILING_SPIN_ROUNDS);
+    let one = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        let a = s.spawn(|| spin(CEILING_SPIN_ROUNDS));
+        spin(CEILING_SPIN_ROUNDS);
+        let _ = a.join();
+    });
+    2.0 * one / t.elapsed().as_secs_f64()
 }
 
 #[cfg(test)]

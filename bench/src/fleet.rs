@@ -5,15 +5,19 @@
 //! - the queue's own cost per job: a run of `--sessions` jobs taken and finished by
 //!   one in-process worker that does no work (take, lease, result, one transaction
 //!   each), ms per job;
-//! - a replay run done by 1 worker process, then by 2 (`cairn worker --exit-when-idle`):
+//! - a replay run done by 1 worker process and one by 2 (`cairn worker --exit-when-idle`;
+//!   which goes first swaps each run, as for `replay --all` below):
 //!   jobs/s from the first worker's start to the last one's exit, and the ratio; and
 //!   where the single worker's time went, by phase (`cairn worker --json`), per job;
 //! - `cairn replay --all --jobs 1` and `--jobs 2` on the home: sessions/s and the ratio;
+//! - the machine's own ceiling for those ratios, measured beside them: pure CPU work
+//!   done by one thread, then by two at once ([`crate::cpu::two_core_ceiling`]);
 //! - with `--many N`, a verify run done by N worker processes at once: jobs/s, and the
 //!   most connections the server had open (each worker holds two while a job runs).
 //!
 //! Workers are the `cairn` binary beside this one (`cargo build -p cairn-cli`), or
-//! `--cairn`.
+//! `--cairn`. Everything (the cluster, the home, the workers' temporary homes) is in the
+//! temporary folder: `TMPDIR=/dev/shm` measures it off the disk.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -297,8 +301,10 @@ fn replay_ab(a: &FleetArgs, a_bin: &Path, b_bin: &Path, home: &Home, n: usize) -
                 .target(Target::AtLeast(1.7)),
         ]);
     }
+    let mut ceiling = ceiling_row();
     let load_before = loadavg();
     for r in 0..a.runs {
+        ceiling.push(crate::cpu::two_core_ceiling());
         let order = if r % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
             let bin = [a_bin, b_bin][i];
@@ -321,10 +327,16 @@ fn replay_ab(a: &FleetArgs, a_bin: &Path, b_bin: &Path, home: &Home, n: usize) -
                 "replay --all, {n} sessions of 4 calls (load before: {load_before}, after: {})",
                 loadavg()
             ),
-            rows: rows.into_iter().flatten().collect(),
+            rows: rows.into_iter().flatten().chain([ceiling]).collect(),
         }])
     );
     Ok(())
+}
+
+/// The row of the machine's own 2 ÷ 1 for pure CPU work, each run's beside its ratios.
+fn ceiling_row() -> Row {
+    Row::new("the machine's own 2 ÷ 1, pure CPU work", Unit::Ratio)
+        .note("one thread, then two at once: the ceiling of the ratios above")
 }
 
 fn measure(
@@ -354,6 +366,7 @@ fn measure(
     let mut j1 = Row::new("replay --all --jobs 1", Unit::PerSec).note("sessions/s");
     let mut j2 = Row::new("replay --all --jobs 2", Unit::PerSec).note("sessions/s");
     let mut jratio = Row::new("--jobs 2 ÷ --jobs 1", Unit::Ratio).target(Target::AtLeast(1.7));
+    let mut ceiling = ceiling_row();
     let mut many = Row::new(
         format!("verify run, {} worker processes", a.many),
         Unit::PerSec,
@@ -365,20 +378,37 @@ fn measure(
         .collect();
     for r in 0..a.runs {
         queue_ms.push(queue_cost(url)?);
-        let m1 = run_with(cairn, url, home, &work, "replay", 1)?;
+        // Which goes first swaps each run: a file system may make the second pay for
+        // the first (ext4 without a journal skips inodes deleted in the last minutes
+        // when it allocates one, so a run's temporary homes slow the next one's).
+        let (m1, w2) = if r % 2 == 0 {
+            let m1 = run_with(cairn, url, home, &work, "replay", 1)?;
+            (
+                m1,
+                run_with(cairn, url, home, &work, "replay", 2)?.jobs_per_s,
+            )
+        } else {
+            let w2 = run_with(cairn, url, home, &work, "replay", 2)?.jobs_per_s;
+            (run_with(cairn, url, home, &work, "replay", 1)?, w2)
+        };
         for (row, (_, ms)) in phases.iter_mut().zip(&m1.phases) {
             row.push(*ms);
         }
         let w1 = m1.jobs_per_s;
-        let w2 = run_with(cairn, url, home, &work, "replay", 2)?.jobs_per_s;
         one.push(w1);
         two.push(w2);
         ratio.push(w2 / w1);
-        let s1 = replay_all(cairn, home, 1, dirs.len())?;
-        let s2 = replay_all(cairn, home, 2, dirs.len())?;
+        let (s1, s2) = if r % 2 == 0 {
+            let s1 = replay_all(cairn, home, 1, dirs.len())?;
+            (s1, replay_all(cairn, home, 2, dirs.len())?)
+        } else {
+            let s2 = replay_all(cairn, home, 2, dirs.len())?;
+            (replay_all(cairn, home, 1, dirs.len())?, s2)
+        };
         j1.push(s1);
         j2.push(s2);
         jratio.push(s2 / s1);
+        ceiling.push(crate::cpu::two_core_ceiling());
         if a.many > 0 {
             let m = run_with(cairn, url, home, &work, "verify", a.many)?;
             many.push(m.jobs_per_s);
@@ -391,7 +421,7 @@ fn measure(
     }
     let mut rows = vec![queue_ms, one];
     rows.extend(phases);
-    rows.extend([two, ratio, j1, j2, jratio]);
+    rows.extend([two, ratio, j1, j2, jratio, ceiling]);
     if a.many > 0 {
         rows.push(many);
         rows.push(conns);

@@ -50,6 +50,7 @@
 
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -451,6 +452,14 @@ fn guard_home(
     Ok((Some(Arc::new(mount)), guard))
 }
 
+/// The file system, remount flags kept and capabilities dropped of a home mount.
+type HomeWayKey = (u64, libc::c_ulong, bool);
+
+/// The ways found, by [`HomeMount::choose`]'s probe, to mount a home read-only: for
+/// each [`HomeWayKey`], whether a user namespace is needed. Few entries (one per file
+/// system a home is on).
+static HOME_WAYS: std::sync::Mutex<Vec<(HomeWayKey, bool)>> = std::sync::Mutex::new(Vec::new());
+
 /// The cairn home made read-only for one command: built in the engine, applied in the
 /// child between `fork` and `exec` ([`HomeMount::enter`]), where only system calls on
 /// what the parent prepared are sound (no allocation).
@@ -464,6 +473,11 @@ pub struct HomeMount {
     keep: libc::c_ulong,
     /// A new user namespace too (the engine may not make a mount namespace alone).
     user_ns: bool,
+    /// The device of the file system holding the home: the way found to mount it
+    /// read-only is remembered by it ([`HomeMount::choose`]).
+    dev: u64,
+    /// [`HomeMount::choose`] made its probe for this one (the tests' witness).
+    probed: bool,
     /// Drop `CAP_SYS_ADMIN` and `CAP_DAC_READ_SEARCH` from the bounding set.
     drop_caps: bool,
 }
@@ -524,6 +538,12 @@ impl HomeMount {
                 why: std::io::Error::last_os_error().to_string(),
             });
         }
+        let dev = std::fs::metadata(home)
+            .map_err(|e| SandboxError::HomePath {
+                home: home.to_path_buf(),
+                why: e.to_string(),
+            })?
+            .dev();
         let f = st.f_flag;
         let mut keep = 0;
         for (st_flag, ms_flag) in [
@@ -546,6 +566,8 @@ impl HomeMount {
             keep,
             user_ns: false,
             drop_caps,
+            dev,
+            probed: false,
         })
     }
 
@@ -557,7 +579,44 @@ impl HomeMount {
 
     /// Finds how the mount can be made here — a mount namespace alone, else one in a
     /// new user namespace — by making it in a throwaway child; says why neither works.
+    ///
+    /// The way found is remembered for the process, by the home's file system, the
+    /// flags its remount keeps and the capabilities dropped: it is the system's answer,
+    /// not the path's, and each probe forks the whole process (an engine a replayed
+    /// session or a worker's job starts, its home in the temporary folder, would fork
+    /// once each, copying the page tables of a process other threads are using). A way
+    /// remembered that did not work for some path would fail the command's child, which
+    /// makes the mount before it runs anything: it fails closed either way.
     fn choose(&mut self) -> Result<HomeGuard, String> {
+        let key = (self.dev, self.keep, self.drop_caps);
+        let known = HOME_WAYS
+            .lock()
+            .ok()
+            .and_then(|ways| ways.iter().find(|(k, _)| *k == key).map(|(_, u)| *u));
+        if let Some(user_ns) = known {
+            self.user_ns = user_ns;
+            return Ok(HomeMount::guard_of(user_ns));
+        }
+        let chosen = self.probe();
+        if chosen.is_ok()
+            && let Ok(mut ways) = HOME_WAYS.lock()
+        {
+            ways.push((key, self.user_ns));
+        }
+        chosen
+    }
+
+    fn guard_of(user_ns: bool) -> HomeGuard {
+        if user_ns {
+            HomeGuard::UserNamespace
+        } else {
+            HomeGuard::MountNamespace
+        }
+    }
+
+    /// [`HomeMount::choose`]'s probe: a mount namespace alone, else a user namespace too.
+    fn probe(&mut self) -> Result<HomeGuard, String> {
+        self.probed = true;
         let alone = match self.try_in_child() {
             Ok(()) => return Ok(HomeGuard::MountNamespace),
             Err(e) => e,
@@ -977,6 +1036,39 @@ mod tests {
         assert_ne!(code, 0);
         assert!(err.contains("Read-only file system"), "{err}");
         assert!(!home.join("f").exists());
+    }
+
+    // Guards against a fork of the whole process for each engine whose home is in a
+    // writable place (each session `replay --all` replays, each job of a worker): the
+    // way a home's file system can be mounted read-only is found once, and a second
+    // home there gets it without a probe, as the first did.
+    #[test]
+    fn the_way_to_mount_a_home_is_found_once_per_file_system() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let (a, b) = (root.join("a"), root.join("b"));
+        for h in [&a, &b] {
+            std::fs::create_dir(h).unwrap();
+        }
+        let mut first = HomeMount::new(&a, false).unwrap();
+        let found = first.choose();
+        let Ok(way) = found else {
+            eprintln!("no mount namespace here ({found:?}): nothing is remembered");
+            return;
+        };
+        let mut second = HomeMount::new(&b, false).unwrap();
+        assert_eq!(second.choose(), Ok(way));
+        assert_eq!(second.user_ns, first.user_ns);
+        assert!(!second.probed, "the second home was probed again");
+        // The way remembered works: a child of the second home cannot write in it,
+        // where one without the mount can (the test can fail).
+        let write = format!("echo x > {}/f", b.display());
+        let (code, _, err) = run_as(0, None, &write);
+        assert_eq!(code, 0, "{err}");
+        std::fs::remove_file(b.join("f")).unwrap();
+        let (code, _, err) = run_as(0, Some(second), &write);
+        assert_ne!(code, 0, "{err}");
+        assert!(!b.join("f").exists());
     }
 
     #[test]
