@@ -1190,6 +1190,9 @@ impl Redactor {
         }
         let mut chosen = Chosen(plain);
         for reading in decode::READINGS {
+            if !reading.starts_on(hay) {
+                continue;
+            }
             // Each round's view, decoded from the one before.
             let mut views: Vec<decode::View> = Vec::new();
             while views.len() < DECODE_ROUNDS_MAX {
@@ -1466,7 +1469,7 @@ impl<'a> LineEnds<'a> {
                 .iter()
                 .map(|&reading| {
                     let mut views: Vec<decode::View> = Vec::new();
-                    while views.len() < DECODE_ROUNDS_MAX {
+                    while reading.starts_on(hay) && views.len() < DECODE_ROUNDS_MAX {
                         let text = views.last().map_or(hay, |v| &v.text[..]);
                         match decode::decode(reading, text) {
                             Some(view) => views.push(view),
@@ -2271,6 +2274,31 @@ mod tests {
             "xghp_abcdefghijklmnopqrstuvwxyz0123456789 \\qAKIAIOSFODNN7EXAMPLE",
             "xghp_abcdefghijklmnopqrstuvwxyz0123456789 \\qAKIAIOSFODNN7EXAMPLE",
             &[],
+        );
+    }
+
+    // Guards against a secret read through two readings in turn going unfound: a shell
+    // word's escapes (`\:`, `\ `), then a URL's percent-encoding of what they left (a
+    // fetch's URL normalised: `\%20`). The shell reading's first round leaves no
+    // backslash, and its second must still read the `%20`.
+    #[test]
+    fn a_shell_escaped_secret_percent_encoded_in_a_url_is_redacted() {
+        let b64 = "ZGVwbG95Ono4TUtJU29WMkEzc1hUZTZ3RWlG";
+        check(
+            &format!(r"fetch https://example.invalid/?h=Authorization\:\%20Basic\%20{b64}"),
+            r"fetch https://example.invalid/?h=Authorization\:\%20Basic\%20[REDACTED:basic_auth]",
+            &[("basic_auth", 1)],
+        );
+        check(
+            r"?h=Authorization\:\%20Bearer\%20abcdefghijklmnopqrstuvwxyz012345",
+            r"?h=Authorization\:\%20Bearer\%20[REDACTED:bearer_token]",
+            &[("bearer_token", 1)],
+        );
+        // Two rounds of the shell reading after it: `\%2520`.
+        check(
+            &format!(r"Authorization\:\%2520Basic\%2520{b64}"),
+            r"Authorization\:\%2520Basic\%2520[REDACTED:basic_auth]",
+            &[("basic_auth", 1)],
         );
     }
 

@@ -455,10 +455,13 @@ fn guard_home(
 /// The file system, remount flags kept and capabilities dropped of a home mount.
 type HomeWayKey = (u64, libc::c_ulong, bool);
 
-/// The ways found, by [`HomeMount::choose`]'s probe, to mount a home read-only: for
-/// each [`HomeWayKey`], whether a user namespace is needed. Few entries (one per file
-/// system a home is on).
-static HOME_WAYS: std::sync::Mutex<Vec<(HomeWayKey, bool)>> = std::sync::Mutex::new(Vec::new());
+thread_local! {
+    /// The ways this thread found, by [`HomeMount::choose`]'s probe, to mount a home
+    /// read-only: for each [`HomeWayKey`], whether a user namespace is needed. Few
+    /// entries (one per file system a home is on).
+    static HOME_WAYS: std::cell::RefCell<Vec<(HomeWayKey, bool)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// The cairn home made read-only for one command: built in the engine, applied in the
 /// child between `fork` and `exec` ([`HomeMount::enter`]), where only system calls on
@@ -580,28 +583,26 @@ impl HomeMount {
     /// Finds how the mount can be made here — a mount namespace alone, else one in a
     /// new user namespace — by making it in a throwaway child; says why neither works.
     ///
-    /// The way found is remembered for the process, by the home's file system, the
+    /// The way found is remembered by the thread, by the home's file system, the
     /// flags its remount keeps and the capabilities dropped: it is the system's answer,
     /// not the path's, and each probe forks the whole process (an engine a replayed
     /// session or a worker's job starts, its home in the temporary folder, would fork
-    /// once each, copying the page tables of a process other threads are using). A way
-    /// remembered that did not work for some path would fail the command's child, which
-    /// makes the mount before it runs anything: it fails closed either way.
+    /// once each, copying the page tables of a process other threads are using). By the
+    /// thread, because what a child may unshare is its thread's (seccomp filters and
+    /// capabilities are per thread, and the child inherits them). A way remembered that
+    /// did not work for some path would fail the command's child, which makes the mount
+    /// before it runs anything: it fails closed either way.
     fn choose(&mut self) -> Result<HomeGuard, String> {
         let key = (self.dev, self.keep, self.drop_caps);
-        let known = HOME_WAYS
-            .lock()
-            .ok()
-            .and_then(|ways| ways.iter().find(|(k, _)| *k == key).map(|(_, u)| *u));
+        let known =
+            HOME_WAYS.with_borrow(|ways| ways.iter().find(|(k, _)| *k == key).map(|(_, u)| *u));
         if let Some(user_ns) = known {
             self.user_ns = user_ns;
             return Ok(HomeMount::guard_of(user_ns));
         }
         let chosen = self.probe();
-        if chosen.is_ok()
-            && let Ok(mut ways) = HOME_WAYS.lock()
-        {
-            ways.push((key, self.user_ns));
+        if chosen.is_ok() {
+            HOME_WAYS.with_borrow_mut(|ways| ways.push((key, self.user_ns)));
         }
         chosen
     }
@@ -1040,8 +1041,8 @@ mod tests {
 
     // Guards against a fork of the whole process for each engine whose home is in a
     // writable place (each session `replay --all` replays, each job of a worker): the
-    // way a home's file system can be mounted read-only is found once, and a second
-    // home there gets it without a probe, as the first did.
+    // way a home's file system can be mounted read-only is found once by a thread, and
+    // a second home there gets it without a probe, as the first did.
     #[test]
     fn the_way_to_mount_a_home_is_found_once_per_file_system() {
         let tmp = tempfile::tempdir().unwrap();

@@ -42,7 +42,17 @@ impl Reading {
                 memchr::memchr3(b'%', b'&', b'\\', text).is_some()
                     || memchr::memchr(b'+', text).is_some()
             }
-            // Without a backslash, the shell reading decodes what the web one does.
+            Reading::Shell => memchr::memchr3(b'%', b'&', b'\\', text).is_some(),
+        }
+    }
+
+    /// Whether a chain of this reading's rounds starts on `text`: the shell reading
+    /// only on a text with a backslash, since without one it decodes what the web
+    /// reading does (a later round, on a view the shell reading made, has none left and
+    /// still decodes its `%20`: a shell word in a URL, `\%20`).
+    pub(crate) fn starts_on(self, text: &[u8]) -> bool {
+        match self {
+            Reading::Web => self.may_hold_escape(text),
             Reading::Shell => memchr::memchr(b'\\', text).is_some(),
         }
     }
@@ -494,7 +504,12 @@ mod tests {
     #[test]
     fn each_escape_of_the_shell_reading() {
         use Reading::Shell;
-        check(Shell, "no escape %20", None);
+        // Without a backslash it reads as the web reading does, but a chain of its
+        // rounds does not start there (the web reading's does).
+        check(Shell, "no backslash %20", Some("no backslash  "));
+        assert!(!Shell.starts_on(b"no backslash %20"));
+        assert!(Shell.starts_on(br"a\:b"));
+        check(Shell, "nothing at all", None);
         check(Shell, r"a\ b\:c\\d\é\n\1", Some("a b:c\\d\\é\\n\\1"));
         check(Shell, "joined\\\nline", Some("joinedline"));
         // A `$'…'` string is read within its line.
