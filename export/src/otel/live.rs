@@ -458,6 +458,11 @@ fn run(
                 }
             }
         };
+        // The writer's wake at its end may have been taken by a request's own wait (the
+        // HTTP client parks this thread too): done is looked at again before parking.
+        if signals.done.load(Ordering::Acquire) {
+            continue;
+        }
         std::thread::park_timeout(wait);
     }
     w.end();

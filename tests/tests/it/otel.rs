@@ -36,6 +36,8 @@ enum Mode {
     Hangs,
     /// Reads the request and closes the connection without a word.
     Closes,
+    /// As `Ok`, a second after the request arrived.
+    Slow,
 }
 
 /// A span as the receiver decoded it, with its resource's `service.name`.
@@ -137,8 +139,11 @@ fn serve(stream: TcpStream, mode: Mode, spans: &Mutex<Vec<Got>>, requests: &Mute
     let mut r = BufReader::new(stream);
     while let Some(body) = read_request(&mut r) {
         *requests.lock().unwrap() += 1;
+        if mode == Mode::Slow {
+            std::thread::sleep(Duration::from_secs(1));
+        }
         match mode {
-            Mode::Ok => {
+            Mode::Ok | Mode::Slow => {
                 let req = ExportTraceServiceRequest::decode(body.as_slice()).unwrap();
                 for rs in req.resource_spans {
                     let service = rs
@@ -1322,6 +1327,47 @@ fn the_first_record_wakes_a_thread_parked_for_a_batch_interval() {
         failed: None,
     };
     assert_eq!(live.report(), Some(&report));
+}
+
+// Guards against a writer's end that the thread sleeps through: the wake `finish`
+// gives it lands while it waits for a slow collector's answer, where the HTTP client
+// parks the thread too and takes the wake; the thread must still see the end, send
+// what is left and report, not park for its batch interval (60 s here).
+#[test]
+fn a_writer_that_ends_while_a_request_waits_gets_its_report() {
+    let rx = Receiver::start(Mode::Slow);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s1");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (note, said) = notes();
+    let limits = LiveLimits {
+        batch_ms: 60_000,
+        drain_ms: 10_000,
+        quiet_ms: 20,
+    };
+    let mut live = LiveExporter::start(&dir, config(&rx.url, 5_000), limits, note);
+    let calls = cairn_export::otel::OTEL_BATCH_SPANS_MAX + 1;
+    write_calls(&dir, &mut live, calls);
+    // The full batch's request has arrived: its answer comes in a second.
+    let t = Instant::now();
+    while rx.requests() == 0 {
+        assert!(t.elapsed() < Duration::from_secs(10), "nothing sent");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let t = Instant::now();
+    cairn_engine::RecordSink::finish(&mut live);
+    let report = live.report().cloned();
+    assert_eq!(
+        report,
+        Some(LiveReport {
+            spans_sent: calls as u64,
+            requests: 2,
+            failed: None,
+        }),
+        "after {:?}: {:?}",
+        t.elapsed(),
+        said.lock().unwrap()
+    );
 }
 
 /// Writes a log in `dir` of a user message and `calls` calls (each started and
