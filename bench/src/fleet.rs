@@ -333,6 +333,21 @@ fn replay_ab(a: &FleetArgs, a_bin: &Path, b_bin: &Path, home: &Home, n: usize) -
     Ok(())
 }
 
+/// `a` and `b`, `a` first when `a_first`, else `b`: what each gave.
+fn in_turn<A, B>(
+    a_first: bool,
+    a: impl FnOnce() -> Result<A>,
+    b: impl FnOnce() -> Result<B>,
+) -> Result<(A, B)> {
+    if a_first {
+        let a = a()?;
+        Ok((a, b()?))
+    } else {
+        let b = b()?;
+        Ok((a()?, b))
+    }
+}
+
 /// The row of the machine's own 2 ÷ 1 for pure CPU work, each run's beside its ratios.
 fn ceiling_row() -> Row {
     Row::new("the machine's own 2 ÷ 1, pure CPU work", Unit::Ratio)
@@ -381,16 +396,11 @@ fn measure(
         // Which goes first swaps each run: a file system may make the second pay for
         // the first (ext4 without a journal skips inodes deleted in the last minutes
         // when it allocates one, so a run's temporary homes slow the next one's).
-        let (m1, w2) = if r % 2 == 0 {
-            let m1 = run_with(cairn, url, home, &work, "replay", 1)?;
-            (
-                m1,
-                run_with(cairn, url, home, &work, "replay", 2)?.jobs_per_s,
-            )
-        } else {
-            let w2 = run_with(cairn, url, home, &work, "replay", 2)?.jobs_per_s;
-            (run_with(cairn, url, home, &work, "replay", 1)?, w2)
-        };
+        let (m1, w2) = in_turn(
+            r % 2 == 0,
+            || run_with(cairn, url, home, &work, "replay", 1),
+            || Ok(run_with(cairn, url, home, &work, "replay", 2)?.jobs_per_s),
+        )?;
         for (row, (_, ms)) in phases.iter_mut().zip(&m1.phases) {
             row.push(*ms);
         }
@@ -398,13 +408,11 @@ fn measure(
         one.push(w1);
         two.push(w2);
         ratio.push(w2 / w1);
-        let (s1, s2) = if r % 2 == 0 {
-            let s1 = replay_all(cairn, home, 1, dirs.len())?;
-            (s1, replay_all(cairn, home, 2, dirs.len())?)
-        } else {
-            let s2 = replay_all(cairn, home, 2, dirs.len())?;
-            (replay_all(cairn, home, 1, dirs.len())?, s2)
-        };
+        let (s1, s2) = in_turn(
+            r % 2 == 0,
+            || replay_all(cairn, home, 1, dirs.len()),
+            || replay_all(cairn, home, 2, dirs.len()),
+        )?;
         j1.push(s1);
         j2.push(s2);
         jratio.push(s2 / s1);

@@ -1469,7 +1469,10 @@ impl<'a> LineEnds<'a> {
                 .iter()
                 .map(|&reading| {
                     let mut views: Vec<decode::View> = Vec::new();
-                    while reading.starts_on(hay) && views.len() < DECODE_ROUNDS_MAX {
+                    if !reading.starts_on(hay) {
+                        return views;
+                    }
+                    while views.len() < DECODE_ROUNDS_MAX {
                         let text = views.last().map_or(hay, |v| &v.text[..]);
                         match decode::decode(reading, text) {
                             Some(view) => views.push(view),

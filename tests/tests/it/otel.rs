@@ -1298,27 +1298,11 @@ fn the_first_record_wakes_a_thread_parked_for_a_batch_interval() {
     use cairn_engine::RecordSink;
     let rx = Receiver::start(Mode::Ok);
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("s1");
-    std::fs::create_dir_all(&dir).unwrap();
-    let (note, said) = notes();
-    let limits = LiveLimits {
-        batch_ms: 60_000,
-        drain_ms: 5_000,
-        quiet_ms: 20,
-    };
-    let mut live = LiveExporter::start(&dir, config(&rx.url, 2_000), limits, note);
+    let (dir, mut live, said) = bare_exporter(tmp.path(), &rx, 2_000, 5_000);
     // The thread has looked, found nothing, and parked for the batch interval.
     std::thread::sleep(Duration::from_millis(200));
     write_calls(&dir, &mut live, cairn_export::otel::OTEL_BATCH_SPANS_MAX);
-    let t = Instant::now();
-    while rx.requests() == 0 {
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "nothing sent: {:?}",
-            said.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_a_request(&rx, &said);
     live.finish();
     assert_eq!(rx.spans().len(), cairn_export::otel::OTEL_BATCH_SPANS_MAX);
     let report = LiveReport {
@@ -1337,23 +1321,11 @@ fn the_first_record_wakes_a_thread_parked_for_a_batch_interval() {
 fn a_writer_that_ends_while_a_request_waits_gets_its_report() {
     let rx = Receiver::start(Mode::Slow);
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("s1");
-    std::fs::create_dir_all(&dir).unwrap();
-    let (note, said) = notes();
-    let limits = LiveLimits {
-        batch_ms: 60_000,
-        drain_ms: 10_000,
-        quiet_ms: 20,
-    };
-    let mut live = LiveExporter::start(&dir, config(&rx.url, 5_000), limits, note);
+    let (dir, mut live, said) = bare_exporter(tmp.path(), &rx, 5_000, 10_000);
     let calls = cairn_export::otel::OTEL_BATCH_SPANS_MAX + 1;
     write_calls(&dir, &mut live, calls);
     // The full batch's request has arrived: its answer comes in a second.
-    let t = Instant::now();
-    while rx.requests() == 0 {
-        assert!(t.elapsed() < Duration::from_secs(10), "nothing sent");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_a_request(&rx, &said);
     let t = Instant::now();
     cairn_engine::RecordSink::finish(&mut live);
     let report = live.report().cloned();
@@ -1368,6 +1340,40 @@ fn a_writer_that_ends_while_a_request_waits_gets_its_report() {
         t.elapsed(),
         said.lock().unwrap()
     );
+}
+
+/// A live exporter of a session folder made in `base`, to `rx` with a request timeout
+/// of `timeout_ms` and a drain bound of `drain_ms`, that sends a batch only when full
+/// or at the end (its batch interval is 60 s); the folder and the notes it gives.
+fn bare_exporter(
+    base: &Path,
+    rx: &Receiver,
+    timeout_ms: u64,
+    drain_ms: u64,
+) -> (PathBuf, LiveExporter, Arc<Mutex<Vec<String>>>) {
+    let dir = base.join("s1");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (note, said) = notes();
+    let limits = LiveLimits {
+        batch_ms: 60_000,
+        drain_ms,
+        quiet_ms: 20,
+    };
+    let live = LiveExporter::start(&dir, config(&rx.url, timeout_ms), limits, note);
+    (dir, live, said)
+}
+
+/// Waits (10 s at most) for a request to reach `rx`.
+fn wait_for_a_request(rx: &Receiver, said: &Mutex<Vec<String>>) {
+    let t = Instant::now();
+    while rx.requests() == 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "nothing sent: {:?}",
+            said.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// Writes a log in `dir` of a user message and `calls` calls (each started and
@@ -1400,11 +1406,6 @@ fn write_calls(dir: &Path, live: &mut LiveExporter, calls: usize) {
 #[test]
 fn the_live_report_says_what_was_sent_and_why_it_stopped() {
     use cairn_engine::RecordSink;
-    let limits = LiveLimits {
-        batch_ms: 60_000,
-        drain_ms: 5_000,
-        quiet_ms: 20,
-    };
     let calls = cairn_export::otel::OTEL_BATCH_SPANS_MAX + 3;
     let tmp = tempfile::tempdir().unwrap();
     for (mode, report) in [
@@ -1426,10 +1427,8 @@ fn the_live_report_says_what_was_sent_and_why_it_stopped() {
         ),
     ] {
         let rx = Receiver::start(mode);
-        let dir = tmp.path().join(format!("{mode:?}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let (note, said) = notes();
-        let mut live = LiveExporter::start(&dir, config(&rx.url, 2_000), limits, note);
+        let (dir, mut live, said) =
+            bare_exporter(&tmp.path().join(format!("{mode:?}")), &rx, 2_000, 5_000);
         assert_eq!(live.report(), None, "{mode:?}: a report before the end");
         write_calls(&dir, &mut live, calls);
         live.finish();
