@@ -1,11 +1,13 @@
-//! `cairn-bench hook`: what `cairn hook claude` adds to each tool call of Claude Code,
-//! and `cairn hook gemini` to each of Gemini CLI. One agent session of `--calls` shell
-//! calls: for each, the hook is spawned with its `PreToolUse` (`BeforeTool`) payload,
-//! then with its `PostToolUse` (`AfterTool`) payload, as the agent runs it (a process
-//! per event, JSON on stdin); the time from spawn to exit of both is the call's added
-//! latency (with no hook the agent spawns nothing: all of it is added). Spawning `true`
-//! the same way is the floor any hook pays. `--opencode-calls` does the same for `cairn
-//! hook opencode` as OpenCode's plugin spawns it.
+//! `cairn-bench hook`: what cairn's hook adds to each tool call of Claude Code, and to
+//! each of Gemini CLI. One agent session of `--calls` shell calls: for each, the hook
+//! is spawned with its `PreToolUse` (`BeforeTool`) payload, then with its
+//! `PostToolUse` (`AfterTool`) payload, as the agent runs it (a process per event,
+//! JSON on stdin); the time from spawn to exit of both is the call's added latency
+//! (with no hook the agent spawns nothing: all of it is added). Each call is run by
+//! `cairn-hook <agent>` (what `cairn hook install` writes) and by `cairn hook <agent>`
+//! in turn, a session each, so that the two are compared under the same load.
+//! Spawning `true` the same way is the floor any hook pays. `--opencode-calls` does the
+//! same for the OpenCode hook as OpenCode's plugin spawns it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -38,6 +40,46 @@ pub struct HookArgs {
     /// Runs of each real agent's session.
     #[arg(long, default_value_t = 3)]
     pub runs: u64,
+}
+
+/// A way to run the hook: `cairn-hook <agent>` (what `cairn hook install` writes) or
+/// `cairn hook <agent>`; the bench times each side by side, call by call.
+struct Program {
+    /// As the report names it.
+    label: &'static str,
+    path: PathBuf,
+    /// The words before the agent's name.
+    prefix: &'static [&'static str],
+}
+
+impl Program {
+    fn args<'a>(&self, rest: &[&'a str]) -> Vec<&'a str> {
+        self.prefix
+            .iter()
+            .copied()
+            .chain(rest.iter().copied())
+            .collect()
+    }
+}
+
+/// The programs timed: `cairn-hook` beside `cairn` (when there is one: a `cairn` of
+/// before it has none) and `cairn` itself.
+fn programs(cairn: &Path) -> Vec<Program> {
+    let hook = cairn.with_file_name("cairn-hook");
+    let mut programs = Vec::new();
+    if hook.is_file() {
+        programs.push(Program {
+            label: "cairn-hook",
+            path: hook,
+            prefix: &[],
+        });
+    }
+    programs.push(Program {
+        label: "cairn hook",
+        path: cairn.to_path_buf(),
+        prefix: &["hook"],
+    });
+    programs
 }
 
 /// A real agent the bench runs.
@@ -85,11 +127,12 @@ pub fn run(args: &HookArgs) -> Result<()> {
     if let Some(calls) = args.gemini_calls {
         real_agent(Agent::Gemini, &cairn, calls, args.runs)?;
     }
+    let programs = programs(&cairn);
     if let Some(calls) = args.opencode_calls {
-        opencode_processes(&cairn, calls)?;
+        opencode_processes(&programs, calls)?;
     }
-    processes(&cairn, Agent::Claude, args.calls)?;
-    processes(&cairn, Agent::Gemini, args.calls)
+    processes(&programs, Agent::Claude, args.calls)?;
+    processes(&programs, Agent::Gemini, args.calls)
 }
 
 /// `program args` with `input` on its stdin, in `cwd`, `home` the cairn home, as
@@ -112,18 +155,21 @@ fn spawn_in(program: &Path, args: &[&str], cwd: &Path, home: &Path, input: &[u8]
     Ok(start.elapsed().as_secs_f64() * 1000.0)
 }
 
-/// `calls` calls of one OpenCode session through cairn's plugin: for each, `cairn hook
-/// opencode` spawned with the plugin's `tool.execute.before` JSON, then with its
-/// `tool.execute.after` JSON (a `bash` call and its result). With no plugin OpenCode
-/// spawns nothing, so all of it is what the hook adds; the floor (`cat >/dev/null` on
-/// the same input, spawned the same way) is what any plugin that spawns pays.
-fn opencode_processes(cairn: &Path, calls: u64) -> Result<()> {
+/// `calls` calls of one OpenCode session through cairn's plugin: for each, the hook
+/// spawned with the plugin's `tool.execute.before` JSON, then with its
+/// `tool.execute.after` JSON (a `bash` call and its result), by each of `programs`
+/// in turn (a session each). With no plugin OpenCode spawns nothing, so all of it is
+/// what the hook adds; the floor (`cat >/dev/null` on the same input, spawned the same
+/// way) is what any plugin that spawns pays.
+fn opencode_processes(programs: &[Program], calls: u64) -> Result<()> {
     let tmp = tempfile::tempdir()?;
     let ws = tmp.path().join("ws");
-    let home = tmp.path().join("home");
     std::fs::create_dir_all(&ws)?;
+    let homes: Vec<PathBuf> = (0..programs.len())
+        .map(|i| tmp.path().join(format!("home{i}")))
+        .collect();
     let ws_text = ws.to_string_lossy().into_owned();
-    let args = ["hook", "opencode", "--approve", "always"];
+    let hook_args = ["opencode", "--approve", "always"];
     let cat = Path::new("/bin/cat");
     let event = |name: &str, i: u64, after: bool| -> Vec<u8> {
         let mut v = serde_json::json!({
@@ -138,35 +184,52 @@ fn opencode_processes(cairn: &Path, calls: u64) -> Result<()> {
         }
         serde_json::to_vec(&v).unwrap_or_default()
     };
-    let mut per_call = Vec::new();
+    let mut per_call = vec![Vec::new(); programs.len()];
     let mut floor = Vec::new();
     for i in 0..calls {
         let (pre, post) = (
             event("tool.execute.before", i, false),
             event("tool.execute.after", i, true),
         );
-        per_call.push(
-            spawn_in(cairn, &args, &ws, &home, &pre)? + spawn_in(cairn, &args, &ws, &home, &post)?,
-        );
-        floor.push(spawn_in(cat, &[], &ws, &home, &pre)? + spawn_in(cat, &[], &ws, &home, &post)?);
+        for ((p, home), times) in programs.iter().zip(&homes).zip(&mut per_call) {
+            let args = p.args(&hook_args);
+            times.push(
+                spawn_in(&p.path, &args, &ws, home, &pre)?
+                    + spawn_in(&p.path, &args, &ws, home, &post)?,
+            );
+        }
+        let home = &homes[0];
+        floor.push(spawn_in(cat, &[], &ws, home, &pre)? + spawn_in(cat, &[], &ws, home, &post)?);
     }
     let exit = serde_json::json!({"hook_event_name": "session.exit", "cwd": ws_text,
         "session_id": "ses_bench", "version": "1.18.33"});
-    spawn_in(cairn, &args, &ws, &home, &serde_json::to_vec(&exit)?)?;
-    let log = hook_logs(&home);
-    let finished = log.matches("\"type\":\"tool_finished\"").count() as u64;
-    if finished != calls {
-        bail!("the hook session has {finished} finished calls, not {calls}");
+    for ((p, home), times) in programs.iter().zip(&homes).zip(&mut per_call) {
+        spawn_in(
+            &p.path,
+            &p.args(&hook_args),
+            &ws,
+            home,
+            &serde_json::to_vec(&exit)?,
+        )?;
+        let log = hook_logs(home);
+        let finished = log.matches("\"type\":\"tool_finished\"").count() as u64;
+        if finished != calls {
+            bail!(
+                "the session of {} has {finished} finished calls, not {calls}",
+                p.label
+            );
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "{} opencode, {calls} bash calls (tool.execute.before + tool.execute.after, a process each, as its plugin spawns them), all added to a call (no plugin spawns nothing): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; load average {}",
+            p.label,
+            pct(times, 0.5),
+            pct(times, 0.99),
+            times[times.len() - 1],
+            load_average(),
+        );
     }
-    per_call.sort_by(f64::total_cmp);
     floor.sort_by(f64::total_cmp);
-    println!(
-        "hook opencode, {calls} bash calls (tool.execute.before + tool.execute.after, a process each, as its plugin spawns them), all added to a call (no plugin spawns nothing): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; load average {}",
-        pct(&per_call, 0.5),
-        pct(&per_call, 0.99),
-        per_call[per_call.len() - 1],
-        load_average(),
-    );
     println!(
         "floor (spawning `cat` the same way, twice): p50 {:.2} ms, p99 {:.2} ms",
         pct(&floor, 0.5),
@@ -176,15 +239,18 @@ fn opencode_processes(cairn: &Path, calls: u64) -> Result<()> {
 }
 
 /// `calls` calls of a hook session, each a process for its pre event and one for its
-/// post event, as `agent` runs them: their times, the CPU of one, the floor.
-fn processes(cairn: &Path, agent: Agent, calls: u64) -> Result<()> {
+/// post event, as `agent` runs them, by each of `programs` in turn (a session each):
+/// their times, the CPU of one, the floor.
+fn processes(programs: &[Program], agent: Agent, calls: u64) -> Result<()> {
     let (hook, pre_event, post_event, tool) = match agent {
         Agent::Claude => ("claude", "PreToolUse", "PostToolUse", "Bash"),
         Agent::Gemini => ("gemini", "BeforeTool", "AfterTool", "run_shell_command"),
     };
     let tmp = tempfile::tempdir()?;
     let ws = tmp.path().join("ws");
-    let home = tmp.path().join("home");
+    let homes: Vec<PathBuf> = (0..programs.len())
+        .map(|i| tmp.path().join(format!("home{i}")))
+        .collect();
     std::fs::create_dir_all(&ws)?;
     let ws_text = ws.to_string_lossy().into_owned();
     let event = |name: &str, i: u64, extra: serde_json::Value| -> Vec<u8> {
@@ -202,15 +268,13 @@ fn processes(cairn: &Path, agent: Agent, calls: u64) -> Result<()> {
         }
         serde_json::to_vec(&v).unwrap_or_default()
     };
-    spawn(
-        cairn,
-        &["hook", hook],
-        &home,
-        &serde_json::to_vec(&serde_json::json!({
-        "session_id": "bench-session", "cwd": ws_text, "hook_event_name": "SessionStart"}))?,
-    )?;
-    let mut per_call = Vec::new();
-    let mut cpu_per_process = Vec::new();
+    let start = serde_json::to_vec(&serde_json::json!({
+        "session_id": "bench-session", "cwd": ws_text, "hook_event_name": "SessionStart"}))?;
+    for (p, home) in programs.iter().zip(&homes) {
+        spawn(&p.path, &p.args(&[hook]), home, &start)?;
+    }
+    let mut per_call = vec![Vec::new(); programs.len()];
+    let mut cpu_per_process = vec![Vec::new(); programs.len()];
     let mut floor = Vec::new();
     let response = match agent {
         Agent::Claude => serde_json::json!({
@@ -220,45 +284,52 @@ fn processes(cairn: &Path, agent: Agent, calls: u64) -> Result<()> {
                 "returnDisplay": "total 0\n".repeat(20)}}),
     };
     for i in 0..calls {
-        let cpu_before = crate::cpu::children_secs() * 1e3;
-        let pre = spawn(
-            cairn,
-            &["hook", hook],
-            &home,
-            &event(pre_event, i, serde_json::json!({})),
-        )?;
-        let post = spawn(
-            cairn,
-            &["hook", hook],
-            &home,
-            &event(post_event, i, response.clone()),
-        )?;
-        per_call.push(pre + post);
-        cpu_per_process.push(((crate::cpu::children_secs() * 1e3) - cpu_before) / 2.0);
+        for (k, (p, home)) in programs.iter().zip(&homes).enumerate() {
+            let args = p.args(&[hook]);
+            let cpu_before = crate::cpu::children_secs() * 1e3;
+            let pre = spawn(
+                &p.path,
+                &args,
+                home,
+                &event(pre_event, i, serde_json::json!({})),
+            )?;
+            let post = spawn(
+                &p.path,
+                &args,
+                home,
+                &event(post_event, i, response.clone()),
+            )?;
+            per_call[k].push(pre + post);
+            cpu_per_process[k].push(((crate::cpu::children_secs() * 1e3) - cpu_before) / 2.0);
+        }
+        let home = &homes[0];
         floor.push(
-            spawn(Path::new("true"), &[], &home, b"")? + spawn(Path::new("true"), &[], &home, b"")?,
+            spawn(Path::new("true"), &[], home, b"")? + spawn(Path::new("true"), &[], home, b"")?,
         );
     }
-    let last_tenth: Vec<f64> = per_call[per_call.len() * 9 / 10..].to_vec();
-    per_call.sort_by(f64::total_cmp);
+    for ((p, times), cpu) in programs.iter().zip(&mut per_call).zip(&mut cpu_per_process) {
+        let mut last_tenth: Vec<f64> = times[times.len() * 9 / 10..].to_vec();
+        times.sort_by(f64::total_cmp);
+        cpu.sort_by(f64::total_cmp);
+        last_tenth.sort_by(f64::total_cmp);
+        println!(
+            "{} {hook}, {calls} {tool} calls ({pre_event} + {post_event}, a process each): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; last tenth p50 {:.2} ms",
+            p.label,
+            pct(times, 0.5),
+            pct(times, 0.99),
+            times[times.len() - 1],
+            pct(&last_tenth, 0.5),
+        );
+        println!(
+            "CPU of one {} process (user + system, getrusage of the children): p50 {:.2} ms, p99 {:.2} ms, mean {:.2} ms; load average {}",
+            p.label,
+            pct(cpu, 0.5),
+            pct(cpu, 0.99),
+            cpu.iter().sum::<f64>() / cpu.len() as f64,
+            load_average(),
+        );
+    }
     floor.sort_by(f64::total_cmp);
-    cpu_per_process.sort_by(f64::total_cmp);
-    let mut last_sorted = last_tenth;
-    last_sorted.sort_by(f64::total_cmp);
-    println!(
-        "hook {hook}, {calls} {tool} calls ({pre_event} + {post_event}, a process each): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; last tenth p50 {:.2} ms",
-        pct(&per_call, 0.5),
-        pct(&per_call, 0.99),
-        per_call[per_call.len() - 1],
-        pct(&last_sorted, 0.5),
-    );
-    println!(
-        "CPU of one hook process (user + system, getrusage of the children): p50 {:.2} ms, p99 {:.2} ms, mean {:.2} ms; load average {}",
-        pct(&cpu_per_process, 0.5),
-        pct(&cpu_per_process, 0.99),
-        cpu_per_process.iter().sum::<f64>() / cpu_per_process.len() as f64,
-        load_average(),
-    );
     println!(
         "floor (spawning `true` twice): p50 {:.2} ms, p99 {:.2} ms",
         pct(&floor, 0.5),

@@ -48,6 +48,19 @@ pub fn redacted(text: String) -> String {
     REDACTOR.redact_string(text, &mut cairn_engine::redact::Counts::new())
 }
 
+/// Writes one line to standard error, redacted ([`redacted`]: what goes to the
+/// terminal holds no secret, as the log holds none), where a failed write is dropped:
+/// after SIGHUP the terminal is gone, and `eprintln!` would panic before the session
+/// ends.
+pub fn note(text: &str) {
+    use std::io::Write;
+    let text = redacted(text.to_string());
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr
+        .write_all(text.as_bytes())
+        .and_then(|()| stderr.write_all(b"\n"));
+}
+
 /// The hint of `e` itself, looking through the wrappers that show an inner error as
 /// their own (`#[error(transparent)]`, whose inner error is not in the chain).
 fn own(e: &(dyn Error + 'static)) -> Option<String> {

@@ -7,6 +7,8 @@
 pub mod browse;
 pub mod chat;
 pub mod hint;
+pub mod hook;
+pub mod live_export;
 pub mod paint;
 pub mod report;
 pub mod summary;

@@ -121,26 +121,10 @@ fn usage_error(rendered: &str) -> String {
     format!("cairn: {}", text.strip_prefix("error: ").unwrap_or(text))
 }
 
-/// Ends a hook's process at once with `code`: the agent waits for it, and the
-/// allocator's clean-up at exit (every page handed back to the system: 3 % of the CPU
-/// of a session's first hook call on a 23 k-file checkout) frees nothing that
-/// outlives the process.
-fn exit_at_once(code: u8) -> ! {
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().flush();
-    // SAFETY: `_exit` ends the process without running its exit handlers. All that
-    // was to be written is: the session's writer was dropped (its log synced as its
-    // durability says), its sinks finished, and stdout flushed above; Rust runs no
-    // destructor at exit, and no library this process links registers a handler with
-    // anything left to write.
-    unsafe { libc::_exit(i32::from(code)) }
-}
-
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if let Some((agent, approve)) = hookcmd::fast_args(&args) {
-        exit_at_once(hookcmd::run(agent, approve));
+        cairn_cli::hook::exit_at_once(hookcmd::run(agent, approve));
     }
     // Hidden, and outside clap (the Command enum stays as it is): docs/CLI.md.
     if args.len() == 1 && args[0] == "help-markdown" {

@@ -10,17 +10,7 @@ pub fn line(text: &str) -> std::io::Result<()> {
     stdout.write_all(b"\n")
 }
 
-/// Writes one line to standard error, redacted (`cairn_cli::hint::redacted`: what
-/// goes to the terminal holds no secret, as the log holds none), where a failed write
-/// is dropped: after SIGHUP the terminal is gone, and `eprintln!` would panic before
-/// the session ends.
-pub fn note(text: &str) {
-    let text = cairn_cli::hint::redacted(text.to_string());
-    let mut stderr = std::io::stderr().lock();
-    let _ = stderr
-        .write_all(text.as_bytes())
-        .and_then(|()| stderr.write_all(b"\n"));
-}
+pub use cairn_cli::hint::note;
 
 /// True when `e` comes from writing to a closed pipe.
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -185,22 +185,7 @@ impl SandboxArgs {
     }
 }
 
-/// The project of a workspace, if the workspace exists.
-pub(crate) fn project_for(home: &Home, workspace: &Path) -> Option<cairn_engine::Project> {
-    workspace.canonicalize().ok().map(|w| home.project(&w))
-}
-
-/// The settings in force: `flags` over the environment over the project's
-/// configuration file over the user's over the defaults.
-pub(crate) fn effective(
-    home: &Home,
-    project: Option<&cairn_engine::Project>,
-    flags: &Settings,
-) -> Result<Settings> {
-    let files = settings::Files::load(home, project)?;
-    let (s, _) = settings::resolve(flags, &files, |k| std::env::var(k).ok())?;
-    Ok(s)
-}
+pub(crate) use cairn_cli::live_export::{effective, project_for};
 
 /// A session's configuration from the settings in force.
 pub(crate) fn engine_config(s: &Settings) -> Result<EngineConfig> {
@@ -250,13 +235,7 @@ pub fn note_sandbox(s: &Sandboxed) {
     }
 }
 
-/// `--approve`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Approve {
-    Ask,
-    Always,
-    Never,
-}
+pub use cairn_cli::hook::Approve;
 
 /// Asks on the terminal, showing exactly what is being allowed; denies when there is
 /// no terminal (or the output is the `--json` stream, which a prompt must not

@@ -182,6 +182,7 @@ fn incoming<'a>(home: &Home, options: &HookOptions, input: &'a Value) -> Result<
     let cwd = string("cwd")?;
     let folder = match (&options.project_dir, cwd) {
         (Some(p), _) => p.clone(),
+        (None, Some("")) => return Err(bad("cwd is empty: the agent names no folder")),
         (None, Some(c)) => PathBuf::from(c),
         (None, None) => return Err(bad("no cwd")),
     };

@@ -6,7 +6,7 @@
 //! out: the caller reads, shows the diff, asks and writes.
 //!
 //! What is cairn's is told by its command: a program named `cairn` run with
-//! `hook <agent>`. Installing twice adds nothing; uninstalling removes exactly those
+//! `hook <agent>`, or one named `cairn-hook` run with `<agent>`. Installing twice adds nothing; uninstalling removes exactly those
 //! entries, and an event list or `hooks` table left empty by that. The rest of the
 //! file is kept: a TOML file byte for byte (comments too), a JSON file as its values
 //! in their order, printed with two spaces of indent as Claude Code prints it.
@@ -66,8 +66,18 @@ pub enum InstallError {
 /// The answers `cairn hook <agent> --approve` takes.
 pub const APPROVE_ANSWERS: &[&str] = &["ask", "never", "always"];
 
-/// True when `command` runs cairn's hook for `agent` (with `--approve <answer>` or
-/// without).
+/// The hook's own program, `cairn-hook <agent>`: the small binary beside `cairn` that
+/// runs only the hook (`cairn hook <agent>` runs the same).
+pub const HOOK_PROGRAM: &str = "cairn-hook";
+
+/// True when `program` (a name or a path) is the program `name`.
+fn program_is(program: &str, name: &str) -> bool {
+    program == name || program.ends_with(&format!("/{name}"))
+}
+
+/// True when `command` runs cairn's hook for `agent`: `cairn hook <agent>` or
+/// `cairn-hook <agent>` (either program by name or by path, quoted or not), with
+/// `--approve <answer>` or without.
 pub fn is_ours(command: &str, agent: &str) -> bool {
     let mut command = command.trim_end();
     if let Some((head, answer)) = command.rsplit_once(" --approve ")
@@ -75,11 +85,15 @@ pub fn is_ours(command: &str, agent: &str) -> bool {
     {
         command = head.trim_end();
     }
-    let Some(rest) = command.strip_suffix(&format!(" hook {agent}")) else {
+    let Some(rest) = command.strip_suffix(&format!(" {agent}")) else {
         return false;
     };
+    let (rest, name) = match rest.trim_end().strip_suffix(" hook") {
+        Some(rest) => (rest, "cairn"),
+        None => (rest, HOOK_PROGRAM),
+    };
     let program = rest.trim().trim_matches(|c| c == '\'' || c == '"');
-    program == "cairn" || program.ends_with("/cairn")
+    program_is(program, name)
 }
 
 /// True when a settings file's text holds nothing: blank, an empty JSON object, or TOML
@@ -89,14 +103,19 @@ pub fn is_empty_settings(text: &str) -> bool {
     t.is_empty() || serde_json::from_str::<Value>(t).is_ok_and(|v| v == json!({}))
 }
 
-/// The hook's arguments: `program hook <agent>`, with `--approve <answer>` when
-/// `approve` is given (one of [`APPROVE_ANSWERS`]).
+/// The hook's arguments: `program <agent>` when `program` is [`HOOK_PROGRAM`], else
+/// `program hook <agent>` (`cairn`'s), with `--approve <answer>` when `approve` is
+/// given (one of [`APPROVE_ANSWERS`]).
 pub fn argv(program: &str, agent: &str, approve: Option<&str>) -> Vec<String> {
     assert!(
         approve.is_none_or(|a| APPROVE_ANSWERS.contains(&a)),
         "--approve takes {APPROVE_ANSWERS:?}"
     );
-    let mut argv = vec![program.to_string(), "hook".into(), agent.to_string()];
+    let mut argv = vec![program.to_string()];
+    if !program_is(program, HOOK_PROGRAM) {
+        argv.push("hook".into());
+    }
+    argv.push(agent.to_string());
     if let Some(a) = approve {
         argv.extend(["--approve".into(), a.to_string()]);
     }
@@ -600,6 +619,39 @@ mod tests {
             command("/usr/bin/cairn", "codex", Some("never")),
             "/usr/bin/cairn hook codex --approve never"
         );
+        // The hook's own program takes the agent with no `hook` before it.
+        assert!(is_ours("cairn-hook claude", "claude"));
+        assert!(is_ours(
+            "'/opt/my tools/cairn-hook' gemini --approve always",
+            "gemini"
+        ));
+        assert!(is_ours("/usr/bin/cairn-hook codex", "codex"));
+        assert!(!is_ours("cairn-hook codex", "claude"));
+        assert!(!is_ours("cairn-hook hook claude", "claude"));
+        assert!(!is_ours("cairn claude", "claude"));
+        assert!(!is_ours("my-cairn-hook claude", "claude"));
+        assert!(!is_ours("cairn-hooks claude", "claude"));
+        assert!(!is_ours("cairn-hook claude extra", "claude"));
+        assert_eq!(
+            command("/opt/my tools/cairn-hook", "claude", None),
+            "'/opt/my tools/cairn-hook' claude"
+        );
+        assert_eq!(
+            argv("cairn-hook", "opencode", Some("never")),
+            ["cairn-hook", "opencode", "--approve", "never"]
+        );
+        for program in [
+            "cairn",
+            "/usr/bin/cairn",
+            "cairn-hook",
+            "/opt/x y/cairn-hook",
+        ] {
+            for approve in [None, Some("ask"), Some("never")] {
+                let c = command(program, "claude", approve);
+                assert!(is_ours(&c, "claude"), "{c}");
+                assert!(!is_ours(&c, "codex"), "{c}");
+            }
+        }
     }
 
     #[test]

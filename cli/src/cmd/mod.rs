@@ -165,9 +165,11 @@ pub(crate) enum Command {
     /// (`cat`, `ls`, `grep`, `head`, … alone, writing nothing) gets no answer: Claude
     /// Code decides as it would without cairn, so recording adds no prompt; the question
     /// is recorded as before, answered when the call runs. `install` writes the
-    /// command `cairn hook claude` (found on PATH when the agent runs it; this binary's
-    /// path when no `cairn` is on PATH), so a project's shared settings work for
-    /// everyone; `uninstall` removes exactly what it added, the file too when install
+    /// command `cairn-hook claude`: the same hook in a small binary of its own beside
+    /// `cairn`, which an agent starts and ends in about two thirds of `cairn`'s time
+    /// (`cairn hook claude` when only `cairn` is on PATH). It is named as found on
+    /// PATH when the agent runs it (its path beside this binary when neither is on
+    /// PATH), so a project's shared settings work for everyone; `uninstall` removes exactly what it added, the file too when install
     /// made it. Codex 0.171 takes a denial only (with `--approve never`;
     /// otherwise its own approval policy decides), gives a hook no failure event and no
     /// command's exit code (recorded as `lost`), runs a new hook only once you trust it

@@ -846,6 +846,11 @@ fn unreadable_events(s: &Setup, prompt: &Value) -> Vec<(Vec<u8>, i32, &'static s
             "no cwd",
         ),
         (
+            serde_json::to_vec(&with(ok(&write), "cwd", json!(""))).unwrap(),
+            2,
+            "cwd is empty",
+        ),
+        (
             serde_json::to_vec(&with(ok(&write), "cwd", json!(s.ws.join("gone")))).unwrap(),
             2,
             "No such file or directory",
@@ -899,12 +904,20 @@ fn unreadable_events(s: &Setup, prompt: &Value) -> Vec<(Vec<u8>, i32, &'static s
 }
 
 /// Each event of `cases` (stdin, exit code, what stderr says) given to `cairn hook
-/// claude` is refused with its exit code and reason, and leaves the home as it was.
+/// claude`, and to `cairn-hook claude`, is refused with its exit code and reason, and
+/// leaves the home as it was.
 fn each_is_refused_and_writes_nothing(s: &Setup, cases: &[(Vec<u8>, i32, &str)]) {
     let before = listing(&s.home);
-    for (stdin, code, says) in cases {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .args(["hook", "claude"])
+    let programs: [(&str, &[&str]); 2] = [
+        (env!("CARGO_BIN_EXE_cairn"), &["hook", "claude"]),
+        (env!("CARGO_BIN_EXE_cairn-hook"), &["claude"]),
+    ];
+    for ((program, args), (stdin, code, says)) in programs
+        .iter()
+        .flat_map(|p| cases.iter().map(move |c| (p, c)))
+    {
+        let mut child = Command::new(program)
+            .args(*args)
             .env("CAIRN_HOME", &s.home)
             .env_remove("CLAUDE_PROJECT_DIR")
             .current_dir(&s.ws)
@@ -916,7 +929,7 @@ fn each_is_refused_and_writes_nothing(s: &Setup, cases: &[(Vec<u8>, i32, &str)])
         child.stdin.take().unwrap().write_all(stdin).unwrap();
         let out = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        let shown = String::from_utf8_lossy(stdin);
+        let shown = format!("{program}: {}", String::from_utf8_lossy(stdin));
         assert_eq!(out.status.code(), Some(*code), "{shown}: {err}");
         assert!(
             // Regression: errors began `cairn: hook claude:`, read as a command line.
@@ -976,10 +989,12 @@ fn run_as_claude(s: &Setup, command: &str, path: &std::ffi::OsStr, input: &Value
 fn install_writes_a_portable_hook_that_asks_nothing_read_only_and_uninstall_leaves_nothing() {
     let s = setup();
     std::fs::write(s.ws.join("a.txt"), "one\n").unwrap();
-    // `cairn` on PATH, as after an install: a folder with a link to the binary.
+    // `cairn` and `cairn-hook` on PATH, as after an install: a folder with links to
+    // the binaries.
     let bin = s.ws.parent().unwrap().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_cairn"), bin.join("cairn")).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_cairn-hook"), bin.join("cairn-hook")).unwrap();
     let path =
         std::env::join_paths([bin.as_path(), Path::new("/usr/bin"), Path::new("/bin")]).unwrap();
     let cairn = |args: &[&str], path: &std::ffi::OsStr| {
@@ -1011,7 +1026,7 @@ fn install_writes_a_portable_hook_that_asks_nothing_read_only_and_uninstall_leav
         .collect();
     assert_eq!(commands.len(), 6, "{v}");
     assert!(
-        commands.iter().all(|c| c == "cairn hook claude"),
+        commands.iter().all(|c| c == "cairn-hook claude"),
         "{commands:?}"
     );
 
@@ -1080,8 +1095,48 @@ fn install_writes_a_portable_hook_that_asks_nothing_read_only_and_uninstall_leav
     std::fs::create_dir_all(s.ws.join(".claude")).unwrap();
     let mine = "{\n  \"model\": \"opus\"\n}\n";
     std::fs::write(&settings, mine).unwrap();
-    // No `cairn` on PATH: the settings name this binary (a hook that never runs would
-    // leave the agent unrecorded and unguarded), and the person is told.
+    // Only `cairn` on PATH: the hook runs as `cairn hook claude`, and the person is
+    // told that `cairn-hook` beside it is faster.
+    let only_cairn = s.ws.parent().unwrap().join("only-cairn");
+    std::fs::create_dir_all(&only_cairn).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_cairn"), only_cairn.join("cairn")).unwrap();
+    let only_cairn_path = std::env::join_paths([
+        only_cairn.as_path(),
+        Path::new("/usr/bin"),
+        Path::new("/bin"),
+    ])
+    .unwrap();
+    let out = cairn(
+        &["hook", "install", "claude", "--project", "--yes"],
+        &only_cairn_path,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cairn-hook is not on PATH"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = std::fs::read_to_string(&settings).unwrap();
+    assert_eq!(
+        written.matches("\"cairn hook claude\"").count(),
+        6,
+        "{written}"
+    );
+    // Installed again with `cairn-hook` on PATH: cairn's six commands are replaced,
+    // not added to.
+    let out = cairn(&["hook", "install", "claude", "--project", "--yes"], &path);
+    assert_eq!(out.status.code(), Some(0));
+    let written = std::fs::read_to_string(&settings).unwrap();
+    assert_eq!(
+        written.matches("\"cairn-hook claude\"").count(),
+        6,
+        "{written}"
+    );
+    assert!(!written.contains("cairn hook claude"), "{written}");
+
+    // Neither on PATH: the settings name the `cairn-hook` beside this binary (a hook
+    // that never runs would leave the agent unrecorded and unguarded), and the person
+    // is told.
     let bare = std::ffi::OsString::from("/usr/bin:/bin");
     let out = cairn(&["hook", "install", "claude", "--project", "--yes"], &bare);
     assert_eq!(
@@ -1090,11 +1145,13 @@ fn install_writes_a_portable_hook_that_asks_nothing_read_only_and_uninstall_leav
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no `cairn` on PATH"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("neither cairn-hook nor cairn is on PATH")
+    );
     assert!(
         std::fs::read_to_string(&settings)
             .unwrap()
-            .contains(&format!("\"{} hook claude\"", env!("CARGO_BIN_EXE_cairn")))
+            .contains(&format!("\"{} claude\"", env!("CARGO_BIN_EXE_cairn-hook")))
     );
     let out = cairn(
         &["hook", "uninstall", "claude", "--project", "--yes"],

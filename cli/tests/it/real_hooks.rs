@@ -265,7 +265,7 @@ fn grant_write_patch(e: &Env) {
 }
 
 /// `cairn hook install AGENT --approve APPROVE --yes` in the workspace: the diff it
-/// shows adds the hook's command.
+/// shows adds the hook's command, which runs the hook's own binary.
 fn install(e: &Env, agent: &str, approve: &str) {
     let ws = e.s.ws.to_string_lossy().into_owned();
     let shown = cairn_ok(
@@ -281,7 +281,7 @@ fn install(e: &Env, agent: &str, approve: &str) {
             &ws,
         ],
     );
-    let added = format!("hook {agent} --approve {approve}\"");
+    let added = format!("cairn-hook {agent} --approve {approve}\"");
     assert!(
         shown
             .lines()
