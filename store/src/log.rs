@@ -791,7 +791,31 @@ pub(crate) struct Tail {
     pub head: Option<Head>,
 }
 
+/// The largest block a log is read backwards in.
 const BACK_BLOCK: u64 = 64 * 1024;
+
+/// The first block a log is read backwards in: a record is a few hundred bytes, so what
+/// a reader looks for at a log's end (its last two records, or the few after a
+/// snapshot) is nearly always in it. Each next block is twice the last, up to
+/// [`BACK_BLOCK`]: a hook's process reads its log's end a few times, and 64 KiB each
+/// time was most of the bytes it copied.
+const FIRST_BACK_BLOCK: u64 = 4 * 1024;
+
+/// The windows `[start, end)` that read the first `end` bytes of a file backwards, the
+/// first [`FIRST_BACK_BLOCK`] bytes long and each next twice the last, up to
+/// [`BACK_BLOCK`].
+pub(crate) fn back_windows(end: u64) -> impl Iterator<Item = (u64, u64)> {
+    let mut end = end;
+    let mut size = FIRST_BACK_BLOCK;
+    std::iter::from_fn(move || {
+        (end > 0).then(|| {
+            let window = (end.saturating_sub(size), end);
+            end = window.0;
+            size = (size * 2).min(BACK_BLOCK);
+            window
+        })
+    })
+}
 
 /// Finds the last good record of the first `len` bytes of `file` by reading backwards.
 pub(crate) fn scan_tail(
@@ -801,18 +825,14 @@ pub(crate) fn scan_tail(
     record_bytes_max: usize,
 ) -> Result<Tail> {
     // Zero-filled space after a crash: skip it first.
-    let mut end = len;
+    let mut end = 0;
     let mut buf = Vec::new();
-    while end > 0 {
-        let n = end.min(BACK_BLOCK);
-        buf.resize(n as usize, 0);
-        file.read_exact_at(&mut buf, end - n).at(path)?;
-        match buf.iter().rposition(|&b| b != 0) {
-            Some(i) => {
-                end = end - n + i as u64 + 1;
-                break;
-            }
-            None => end -= n,
+    for (start, window_end) in back_windows(len) {
+        buf.resize((window_end - start) as usize, 0);
+        file.read_exact_at(&mut buf, start).at(path)?;
+        if let Some(i) = buf.iter().rposition(|&b| b != 0) {
+            end = start + i as u64 + 1;
+            break;
         }
     }
     if end == 0 {
@@ -880,24 +900,18 @@ pub(crate) fn scan_tail(
 /// The line whose bytes end at `end` (exclusive, newline not included): its start and
 /// its bytes. Fails when no line start is found within `max` bytes.
 fn line_ending_at(file: &File, path: &Path, end: u64, max: u64) -> Result<(u64, Vec<u8>)> {
-    let mut start = end;
     let mut bytes: Vec<u8> = Vec::new();
-    loop {
-        if start == 0 {
-            return Ok((0, bytes));
-        }
-        let n = start.min(BACK_BLOCK);
-        let mut block = vec![0u8; n as usize];
-        file.read_exact_at(&mut block, start - n).at(path)?;
-        if let Some(i) = block.iter().rposition(|&b| b == b'\n') {
-            let line_start = start - n + i as u64 + 1;
+    for (start, window_end) in back_windows(end) {
+        let mut block = vec![0u8; (window_end - start) as usize];
+        file.read_exact_at(&mut block, start).at(path)?;
+        if let Some(i) = memchr::memrchr(b'\n', &block) {
+            let line_start = start + i as u64 + 1;
             block.drain(..=i);
             block.extend_from_slice(&bytes);
             return Ok((line_start, block));
         }
         block.extend_from_slice(&bytes);
         bytes = block;
-        start -= n;
         if end - start > max {
             return Err(corruption(
                 file,
@@ -908,6 +922,7 @@ fn line_ending_at(file: &File, path: &Path, end: u64, max: u64) -> Result<(u64, 
             ));
         }
     }
+    Ok((0, bytes))
 }
 
 /// A corruption error at byte `offset`, with its line number (counted: an error path).
@@ -1157,6 +1172,62 @@ mod tests {
                 ));
             }
             (got, want) => panic!("got {got:?}, expected {want:?}"),
+        }
+    }
+
+    /// The windows a log is read backwards in cover its bytes once each, end first,
+    /// growing from 4 KiB to 64 KiB.
+    #[test]
+    fn a_log_is_read_backwards_in_growing_windows() {
+        for end in [0, 1, 4095, 4096, 4097, 12_288, 12_289, 200_000, 1 << 20] {
+            let windows: Vec<(u64, u64)> = back_windows(end).collect();
+            let mut at = end;
+            for (i, &(start, window_end)) in windows.iter().enumerate() {
+                assert_eq!(window_end, at, "{end}: {windows:?}");
+                let size = (FIRST_BACK_BLOCK << i.min(4)).min(BACK_BLOCK);
+                assert!(
+                    window_end - start == size || start == 0,
+                    "{end}: {windows:?}"
+                );
+                assert!(start < window_end);
+                at = start;
+            }
+            assert_eq!(at, 0, "{end}: {windows:?}");
+        }
+        assert_eq!(back_windows(0).count(), 0);
+    }
+
+    /// Records longer than the first window, followed by zeros longer than several
+    /// windows (space a crash left): the log opens at its last good record, the zeros
+    /// moved aside, and the record of a snapshot is found counted back from the end.
+    #[test]
+    fn records_and_zeros_longer_than_a_window_are_read_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("s");
+        let mut w = LogWriter::create(&dir, durability_none()).unwrap();
+        for i in 0..6 {
+            let text = "x".repeat(3000 * (i + 1));
+            w.append_at(
+                "2026-11-29T12:00:00.000000Z",
+                &serde_json::json!({"i": i, "text": text}),
+            )
+            .unwrap();
+        }
+        let good = w.len_bytes();
+        let head = w.head();
+        drop(w);
+        let mut bytes = fs::read(log_path(&dir)).unwrap();
+        bytes.extend(std::iter::repeat_n(0u8, 150_000));
+        fs::write(log_path(&dir), &bytes).unwrap();
+        let (w, recovery) = LogWriter::open(&dir, durability_none()).unwrap();
+        assert_eq!(recovery.quarantined_bytes, 150_000);
+        assert_eq!(w.len_bytes(), good);
+        assert_eq!(w.head(), head);
+        drop(w);
+        let reader = crate::LogReader::open(&dir).unwrap();
+        for seq in 0..6 {
+            let r = reader.records_from(seq).unwrap().next().unwrap().unwrap();
+            assert_eq!(r.seq, seq);
         }
     }
 

@@ -11,14 +11,12 @@ use serde_json::value::RawValue;
 
 use crate::error::{Error, IoContext, Result};
 use crate::hash::Hash;
-use crate::log::{Head, check_is_log_file, log_path, scan_tail};
+use crate::log::{Head, back_windows, check_is_log_file, log_path, scan_tail};
 use crate::record::{self, RECORD_BYTES_MAX};
 
 /// The index file inside a session directory.
 pub const INDEX_FILE: &str = "events.idx";
 
-/// Bytes read at a time when a record near the end is found by reading backwards.
-const BACK_READ_BYTES: usize = 64 * 1024;
 const INDEX_MAGIC: &[u8; 8] = b"CAIRNIX1";
 /// The bytes read at a time by a reader of many records.
 const STREAM_READ_BYTES: usize = 256 * 1024;
@@ -266,20 +264,17 @@ impl LogReader {
         // The line of `seq` starts after the newline that ends the line before it: the
         // (head.seq - seq + 1)-th newline before the head's own, or at 0 for seq 0.
         let mut wanted = head.seq - seq + 1;
-        let mut end = tail.good_len.saturating_sub(1);
-        let mut buf = vec![0u8; BACK_READ_BYTES];
-        while end > 0 {
-            let start = end.saturating_sub(BACK_READ_BYTES as u64);
-            let block = &mut buf[..(end - start) as usize];
-            log.read_exact_at(block, start).at(&self.path)?;
-            for i in memchr::memrchr_iter(b'\n', block) {
+        let mut buf = Vec::new();
+        for (start, end) in back_windows(tail.good_len.saturating_sub(1)) {
+            buf.resize((end - start) as usize, 0);
+            log.read_exact_at(&mut buf, start).at(&self.path)?;
+            for i in memchr::memrchr_iter(b'\n', &buf) {
                 wanted -= 1;
                 if wanted == 0 {
                     let offset = start + i as u64 + 1;
                     return Ok(is_line_of(log, offset, seq).then_some(offset));
                 }
             }
-            end = start;
         }
         Ok((wanted == 1 && is_line_of(log, 0, seq)).then_some(0))
     }
