@@ -225,7 +225,8 @@ fn checkout(args: &CaptureArgs, tmp: &Path) -> Result<()> {
 }
 
 /// The first hook call of a Claude Code session on the checkout, as Claude Code makes
-/// it: a `cairn hook claude` process for `SessionStart`, then one for the first
+/// it: a `cairn-hook claude` process (what `cairn hook install` writes; `cairn hook
+/// claude` beside a `cairn` of before it) for `SessionStart`, then one for the first
 /// `PreToolUse`, each with a fresh home (the session's start captures the tree).
 fn first_hook_call(args: &CaptureArgs, tmp: &Path, ws: &Path, status_ms: f64) -> Result<()> {
     let cairn = crate::hook::beside_bench()?;
@@ -236,6 +237,12 @@ fn first_hook_call(args: &CaptureArgs, tmp: &Path, ws: &Path, status_ms: f64) ->
         );
         return Ok(());
     }
+    let own = cairn.with_file_name("cairn-hook");
+    let (program, hook, label): (&Path, &[&str], &str) = if own.is_file() {
+        (&own, &["claude"], "cairn-hook claude")
+    } else {
+        (&cairn, &["hook", "claude"], "cairn hook claude")
+    };
     let cwd = ws.to_string_lossy();
     let (mut start, mut first) = (Vec::new(), Vec::new());
     for i in 0..args.runs {
@@ -248,16 +255,15 @@ fn first_hook_call(args: &CaptureArgs, tmp: &Path, ws: &Path, status_ms: f64) ->
                 "tool_input": {"command": "ls"},
             }))
         };
-        let hook = ["hook", "claude"];
         start.push(crate::hook::spawn(
-            &cairn,
-            &hook,
+            &program,
+            hook,
             &home,
             &event("SessionStart")?,
         )?);
         first.push(crate::hook::spawn(
-            &cairn,
-            &hook,
+            &program,
+            hook,
             &home,
             &event("PreToolUse")?,
         )?);
@@ -265,7 +271,7 @@ fn first_hook_call(args: &CaptureArgs, tmp: &Path, ws: &Path, status_ms: f64) ->
     }
     let (start, first) = (median(start), median(first));
     println!(
-        "first hook call (cairn hook claude, fresh home): SessionStart {start:.0} ms = {:.2} × git status, first PreToolUse {first:.0} ms = {:.2} × git status (target <= 2; {} runs)",
+        "first hook call ({label}, fresh home): SessionStart {start:.0} ms = {:.2} × git status, first PreToolUse {first:.0} ms = {:.2} × git status (target <= 2; {} runs)",
         start / status_ms,
         first / status_ms,
         args.runs

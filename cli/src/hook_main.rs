@@ -5,7 +5,7 @@
 //! (no command tree, terminal UI, archive or search), so it has half the relocations
 //! and pages to set up and tear down. It keeps glibc's allocator: mimalloc's arena
 //! and bitmaps, set up at each start, cost a short process more than its faster
-//! allocations save (docs/HOOKS.md, bench/HISTORY.md).
+//! allocations save (bench/HISTORY.md).
 
 use std::process::ExitCode;
 
