@@ -256,13 +256,13 @@ fn first_hook_call(args: &CaptureArgs, tmp: &Path, ws: &Path, status_ms: f64) ->
             }))
         };
         start.push(crate::hook::spawn(
-            &program,
+            program,
             hook,
             &home,
             &event("SessionStart")?,
         )?);
         first.push(crate::hook::spawn(
-            &program,
+            program,
             hook,
             &home,
             &event("PreToolUse")?,
