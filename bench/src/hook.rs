@@ -37,6 +37,10 @@ pub struct HookArgs {
     /// and one for `tool.execute.after`, side by side with spawning `cat`.
     #[arg(long)]
     pub opencode_calls: Option<u64>,
+    /// Another build's `cairn-hook` (a binary from before a change), timed call by call
+    /// beside this one's: an A/B under the same load.
+    #[arg(long, value_name = "PATH")]
+    pub base_hook: Option<PathBuf>,
     /// Runs of each real agent's session.
     #[arg(long, default_value_t = 3)]
     pub runs: u64,
@@ -127,7 +131,14 @@ pub fn run(args: &HookArgs) -> Result<()> {
     if let Some(calls) = args.gemini_calls {
         real_agent(Agent::Gemini, &cairn, calls, args.runs)?;
     }
-    let programs = programs(&cairn);
+    let mut programs = programs(&cairn);
+    if let Some(base) = &args.base_hook {
+        programs.push(Program {
+            label: "base cairn-hook",
+            path: base.clone(),
+            prefix: &[],
+        });
+    }
     if let Some(calls) = args.opencode_calls {
         opencode_processes(&programs, calls)?;
     }

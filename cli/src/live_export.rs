@@ -27,8 +27,8 @@ pub fn effective(
 }
 
 /// The `[otel]` table of the settings in force, as the exporter takes it.
-fn table_of(s: &Settings) -> OtelTable {
-    let t = s.otel.clone().unwrap_or_default();
+fn table_of(otel: Option<settings::OtelSettings>) -> OtelTable {
+    let t = otel.unwrap_or_default();
     OtelTable {
         endpoint: t.endpoint,
         protocol: t.protocol,
@@ -48,12 +48,13 @@ pub fn config_in_force(
 ) -> Result<Option<OtelConfig>> {
     let cwd = std::env::current_dir()?;
     let project = project_for(home, &cwd);
-    let s = effective(home, project.as_ref(), &Settings::default())?;
+    let files = settings::Files::load(home, project.as_ref())?;
+    let otel = settings::otel_in_force(&Settings::default(), &files, |k| std::env::var(k).ok())?;
     Ok(OtelConfig::resolve_with(
         given,
         protocol,
         |k| std::env::var(k).ok(),
-        &table_of(&s),
+        &table_of(otel),
     ))
 }
 
