@@ -305,7 +305,7 @@ pub fn handle(home: &Home, options: &HookOptions, input: &Value) -> Result<Answe
     let side_path = hooks_dir.join(format!("{stem}.json"));
     let mut side = read_sidecar(&side_path)?;
     let mut writer = match &mut side {
-        Some(sc) => reopen_writer(home, &project, sc)?,
+        Some(sc) => reopen_writer(home, &project, sc, &options.agent)?,
         None => {
             let w = create_writer(home, options, &project, root, source_id, input)?;
             side = Some(Sidecar {
@@ -412,8 +412,13 @@ fn read_sidecar(side_path: &Path) -> Result<Option<Sidecar>> {
 
 /// The cairn session of a known agent session, reopened: resumed if it had ended,
 /// with the calls it left open adopted.
-fn reopen_writer(home: &Home, project: &cairn_engine::Project, sc: &mut Sidecar) -> Result<Writer> {
-    let mut w = Writer::reopen(home, &project.session_dir(&sc.session))?;
+fn reopen_writer(
+    home: &Home,
+    project: &cairn_engine::Project,
+    sc: &mut Sidecar,
+    agent: &str,
+) -> Result<Writer> {
+    let mut w = Writer::reopen(home, &project.session_dir(&sc.session), agent)?;
     if sc.ended {
         let head = w.head();
         w.record(&Event::SessionResumed {

@@ -231,7 +231,7 @@ impl Writer {
         // One snapshot, at the end of the pass: a snapshot every 1000 records archived
         // the whole growing conversation each time, and made the home 14 times the size
         // of the sources (1 GB of rollouts: 14 GB).
-        let (mut w, previous_head) = Writer::open_existing(home, dir, import_options())?;
+        let (mut w, previous_head) = Writer::open_existing(home, dir, import_options(), None)?;
         w.rec.append(&Event::SessionResumed {
             previous_head,
             findings: Vec::new(),
@@ -243,22 +243,38 @@ impl Writer {
         Ok(w)
     }
 
-    /// Opens a live session to append to it, as it is: nothing is recorded by
-    /// opening (a hook opens its session once per call). The log's torn tail, if any,
-    /// is repaired; the state is folded from the latest snapshot.
-    pub fn reopen(home: &Home, dir: &Path) -> Result<Writer> {
+    /// Opens a live session that `agent`'s hook started, to append to it as it is:
+    /// nothing is recorded by opening (a hook opens its session once per call). The
+    /// log's torn tail, if any, is repaired; the state is folded from the latest
+    /// snapshot.
+    pub fn reopen(home: &Home, dir: &Path, agent: &str) -> Result<Writer> {
         // No snapshot on the way: the session's end takes one.
-        Ok(Writer::open_existing(home, dir, durable_options())?.0)
+        Ok(Writer::open_existing(home, dir, durable_options(), Some(agent))?.0)
     }
 
     /// A writer appending to the session in `dir` (torn tail repaired, state folded
     /// from the latest snapshot, no snapshot taken on the way) with the log's
-    /// `options`, and the hash of the head it found.
-    fn open_existing(home: &Home, dir: &Path, options: Options) -> Result<(Writer, Hash)> {
+    /// `options`, and the hash of the head it found. `live_agent` names the agent
+    /// whose hook started the session: then its id and workspace are the fold's, and
+    /// the first record is not read again (a tenth of a hook process's work).
+    fn open_existing(
+        home: &Home,
+        dir: &Path,
+        options: Options,
+        live_agent: Option<&str>,
+    ) -> Result<(Writer, Hash)> {
         let durability = options.durability;
         let (log, recovery) = LogWriter::open(dir, options)?;
         let folded = cairn_tools::fold::fold_with_snapshot(dir)?;
-        let started = first_started(dir)?;
+        let started = match (live_agent, &folded.state.session, &folded.state.workspace) {
+            (Some(agent), Some(id), Some(workspace)) => Origin {
+                id: id.clone(),
+                workspace: workspace.clone(),
+                agent: Some(agent.to_string()),
+                live: true,
+            },
+            _ => Origin::of(first_started(dir)?),
+        };
         let root = PathBuf::from(&started.workspace);
         let project = home.project(&root);
         let blobs = BlobStore::open(&project.blobs_dir())?.without_sync();
@@ -273,16 +289,12 @@ impl Writer {
             0,
             config.checkpoint_every,
         );
-        if started.agent.is_some() {
+        if started.live {
             rec.set_sink(home.start_sink(dir, false));
         }
         let redactor = Redactor::with_env(std::env::vars());
         rec.set_redaction(redactor.clone(), Some(project.secret_key()?));
-        let agent = started
-            .agent
-            .map(|a| a.name)
-            .or(started.imported.map(|i| i.agent))
-            .unwrap_or_default();
+        let agent = started.agent.unwrap_or_default();
         let writer = Writer {
             rec,
             id: started.id,
@@ -943,6 +955,30 @@ fn normalise(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// What a writer reopened needs of a session's `session_started`.
+struct Origin {
+    id: String,
+    workspace: String,
+    /// The agent that made it: live (`agent.name`) or imported (`imported.agent`).
+    agent: Option<String>,
+    /// Recorded live, by an agent's hook: its records go to the home's sink too.
+    live: bool,
+}
+
+impl Origin {
+    fn of(started: SessionStarted) -> Origin {
+        Origin {
+            live: started.agent.is_some(),
+            agent: started
+                .agent
+                .map(|a| a.name)
+                .or(started.imported.map(|i| i.agent)),
+            id: started.id,
+            workspace: started.workspace,
+        }
+    }
 }
 
 /// The `session_started` of the session at `dir`.
