@@ -38,7 +38,8 @@ pub struct HookArgs {
     #[arg(long)]
     pub opencode_calls: Option<u64>,
     /// Another build's `cairn-hook` (a binary from before a change), timed call by call
-    /// beside this one's: an A/B under the same load.
+    /// beside this one's: an A/B under the same load. A binary named `cairn` is run as
+    /// `cairn hook <agent>` (a build from before `cairn-hook`).
     #[arg(long, value_name = "PATH")]
     pub base_hook: Option<PathBuf>,
     /// Runs of each real agent's session.
@@ -64,6 +65,15 @@ impl Program {
             .chain(rest.iter().copied())
             .collect()
     }
+}
+
+/// The order the `n` programs run call `i` in: each first in turn. A process runs
+/// measurably faster in some places of the order than in others (the same binary,
+/// third after two others, took 0.7 ms less CPU than second), so a fixed order
+/// favoured one program.
+fn in_turn(i: u64, n: usize) -> impl Iterator<Item = usize> {
+    let first = (i % n as u64) as usize;
+    (0..n).map(move |k| (first + k) % n)
 }
 
 /// The programs timed: `cairn-hook` beside `cairn` (when there is one: a `cairn` of
@@ -133,10 +143,15 @@ pub fn run(args: &HookArgs) -> Result<()> {
     }
     let mut programs = programs(&cairn);
     if let Some(base) = &args.base_hook {
+        let cairn = base.file_name().is_some_and(|n| n == "cairn");
         programs.push(Program {
-            label: "base cairn-hook",
+            label: if cairn {
+                "base cairn hook"
+            } else {
+                "base cairn-hook"
+            },
             path: base.clone(),
-            prefix: &[],
+            prefix: if cairn { &["hook"] } else { &[] },
         });
     }
     if let Some(calls) = args.opencode_calls {
@@ -202,9 +217,10 @@ fn opencode_processes(programs: &[Program], calls: u64) -> Result<()> {
             event("tool.execute.before", i, false),
             event("tool.execute.after", i, true),
         );
-        for ((p, home), times) in programs.iter().zip(&homes).zip(&mut per_call) {
+        for k in in_turn(i, programs.len()) {
+            let (p, home) = (&programs[k], &homes[k]);
             let args = p.args(&hook_args);
-            times.push(
+            per_call[k].push(
                 spawn_in(&p.path, &args, &ws, home, &pre)?
                     + spawn_in(&p.path, &args, &ws, home, &post)?,
             );
@@ -295,7 +311,8 @@ fn processes(programs: &[Program], agent: Agent, calls: u64) -> Result<()> {
                 "returnDisplay": "total 0\n".repeat(20)}}),
     };
     for i in 0..calls {
-        for (k, (p, home)) in programs.iter().zip(&homes).enumerate() {
+        for k in in_turn(i, programs.len()) {
+            let (p, home) = (&programs[k], &homes[k]);
             let args = p.args(&[hook]);
             let cpu_before = crate::cpu::children_secs() * 1e3;
             let pre = spawn(
