@@ -9,19 +9,31 @@
 
 use std::process::ExitCode;
 
+const USAGE: &str = "usage: cairn-hook claude|codex|gemini|opencode [--approve ask|always|never]";
+
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    match cairn_cli::hook::agent_args(&args) {
-        Some((agent, approve)) => {
-            cairn_cli::hook::exit_at_once(cairn_cli::hook::run(agent, approve))
+    if let Some((agent, approve)) = cairn_cli::hook::agent_args(&args) {
+        cairn_cli::hook::exit_at_once(cairn_cli::hook::run(agent, approve));
+    }
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    match words.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["--help" | "-h"] => {
+            println!(
+                "{USAGE}\n\nThe hook `cairn hook install` writes into an agent's settings: one event as JSON on stdin, cairn's answer on stdout, as `cairn hook <agent>` (see `cairn hook --help`)."
+            );
+            ExitCode::SUCCESS
         }
-        None => {
-            let words: Vec<String> = args
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect();
+        ["--version" | "-V"] => {
+            println!("cairn-hook {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        _ => {
             eprintln!(
-                "cairn-hook: usage: cairn-hook claude|codex|gemini|opencode [--approve ask|always|never] (got `{}`); it is the hook `cairn hook install` writes into an agent's settings, and runs as `cairn hook <agent>` does (`cairn hook --help`)",
+                "cairn-hook: {USAGE} (got `{}`); it is the hook `cairn hook install` writes into an agent's settings, and runs as `cairn hook <agent>` does (`cairn hook --help`)",
                 words.join(" ")
             );
             ExitCode::from(2)

@@ -944,6 +944,47 @@ fn each_is_refused_and_writes_nothing(s: &Setup, cases: &[(Vec<u8>, i32, &str)])
     }
 }
 
+/// `cairn-hook` says how it is run when asked, and refuses any other arguments with
+/// its usage, reading nothing.
+#[test]
+fn cairn_hook_says_its_usage_and_refuses_other_arguments() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_cairn-hook"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let help = run(&["--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&help.stdout)
+            .starts_with("usage: cairn-hook claude|codex|gemini|opencode")
+    );
+    let version = run(&["--version"]);
+    assert_eq!(version.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("cairn-hook "));
+    for args in [
+        &[][..],
+        &["hook", "claude"],
+        &["claude", "--approve", "maybe"],
+        &["claude", "--json"],
+    ] {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("cairn-hook: usage: cairn-hook "),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains(&format!("(got `{}`)", args.join(" "))),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+}
+
 /// The event without its field `k`.
 fn without(mut e: Value, k: &str) -> Value {
     e.as_object_mut().unwrap().remove(k);
