@@ -38,16 +38,6 @@ impl AgentName {
             AgentName::OpenCode => agent_settings::Agent::OpenCode,
         }
     }
-
-    fn from_name(name: &str) -> Option<AgentName> {
-        Some(match name {
-            "claude" => AgentName::Claude,
-            "codex" => AgentName::Codex,
-            "gemini" => AgentName::Gemini,
-            "opencode" => AgentName::OpenCode,
-            _ => return None,
-        })
-    }
 }
 
 /// `--approve`: who answers what the project's allow list does not cover.
@@ -58,17 +48,6 @@ pub enum Approve {
     Never,
 }
 
-impl Approve {
-    fn from_name(name: &str) -> Option<Approve> {
-        Some(match name {
-            "ask" => Approve::Ask,
-            "always" => Approve::Always,
-            "never" => Approve::Never,
-            _ => return None,
-        })
-    }
-}
-
 /// The agent and `--approve` of a hook's arguments after the program (and after
 /// `hook`, for `cairn`): exactly `<agent>`, with `--approve ask|always|never` (or
 /// `--approve=…`) or without. Anything else, `--help` and every mistake included, is
@@ -76,14 +55,18 @@ impl Approve {
 pub fn agent_args(args: &[OsString]) -> Option<(AgentName, Approve)> {
     let args: Vec<&str> = args.iter().map(|a| a.to_str()).collect::<Option<_>>()?;
     let (agent, rest) = args.split_first()?;
-    let agent = AgentName::from_name(agent)?;
+    // Both parsed by the `ValueEnum`s clap uses, without building a command tree.
+    let agent = <AgentName as clap::ValueEnum>::from_str(agent, false).ok()?;
     let approve = match rest {
         [] => "ask",
         ["--approve", a] => a,
         [flag] => flag.strip_prefix("--approve=")?,
         _ => return None,
     };
-    Some((agent, Approve::from_name(approve)?))
+    Some((
+        agent,
+        <Approve as clap::ValueEnum>::from_str(approve, false).ok()?,
+    ))
 }
 
 /// Ends a hook's process at once with `code`: the agent waits for it, and the

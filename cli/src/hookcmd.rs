@@ -24,15 +24,11 @@ pub fn fast_args(args: &[std::ffi::OsString]) -> Option<(AgentName, crate::sessi
 
 pub use cairn_import::agent_settings::Scope;
 
-/// True when an executable file `name` is in one of `PATH`'s folders.
+/// True when `execvp` finds `name` on `PATH` from the current folder
+/// ([`cairn_engine::hook::executable`]), as the agent's shell will.
 fn on_path(name: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| is_executable(&d.join(name))))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    let cwd = std::env::current_dir().unwrap_or_default();
+    cairn_engine::hook::executable(name, &cwd, std::env::var_os("PATH").as_deref()).is_some()
 }
 
 /// The program the hook's command names. `cairn-hook`, the hook's own small binary
@@ -51,7 +47,7 @@ fn hook_program(scope: Scope) -> Result<String> {
     let exe = std::env::current_exe().context("the path of this cairn")?;
     let beside = exe.with_file_name(hook);
     if on_path("cairn") {
-        if is_executable(&beside) {
+        if cairn_engine::hook::is_executable_file(&beside) {
             crate::out::note(&format!(
                 "cairn: note: {hook} is not on PATH, so the hook runs `cairn hook`, which takes about twice its time: put {} on PATH and install again",
                 beside.display()
@@ -59,7 +55,11 @@ fn hook_program(scope: Scope) -> Result<String> {
         }
         return Ok("cairn".into());
     }
-    let program = if is_executable(&beside) { beside } else { exe };
+    let program = if cairn_engine::hook::is_executable_file(&beside) {
+        beside
+    } else {
+        exe
+    };
     if scope == Scope::Project {
         crate::out::note(&format!(
             "cairn: note: neither {hook} nor cairn is on PATH, so the hook names {}, which only this machine has: put its folder on PATH and install again to write the portable `{hook} …`",

@@ -703,7 +703,7 @@ fn shell_flag(flag: &str) -> bool {
 /// The file `execvp` runs for `name` from folder `cwd`: a name with a `/` as it is, any
 /// other looked up on `exec_path` (`/bin:/usr/bin` when unset, as glibc does; an empty
 /// or relative entry from `cwd`), the first executable regular file.
-fn executable(name: &str, cwd: &Path, exec_path: Option<&OsStr>) -> Option<PathBuf> {
+pub fn executable(name: &str, cwd: &Path, exec_path: Option<&OsStr>) -> Option<PathBuf> {
     if name.is_empty() {
         return None;
     }
@@ -713,10 +713,12 @@ fn executable(name: &str, cwd: &Path, exec_path: Option<&OsStr>) -> Option<PathB
     let exec_path = exec_path.unwrap_or(OsStr::new("/bin:/usr/bin"));
     std::env::split_paths(exec_path)
         .map(|dir| cwd.join(dir).join(name))
-        .find(|candidate| {
-            std::fs::metadata(candidate)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+        .find(|candidate| is_executable_file(candidate))
+}
+
+/// True when `path` is a regular file someone may execute (what `execvp` looks for).
+pub fn is_executable_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// The file names of the shells whose `-c` line cairn's parser reads as they do.
