@@ -14,18 +14,6 @@ pub fn project_for(home: &Home, workspace: &Path) -> Option<cairn_engine::Projec
     workspace.canonicalize().ok().map(|w| home.project(&w))
 }
 
-/// The settings in force: `flags` over the environment over the project's
-/// configuration file over the user's over the defaults.
-pub fn effective(
-    home: &Home,
-    project: Option<&cairn_engine::Project>,
-    flags: &Settings,
-) -> Result<Settings> {
-    let files = settings::Files::load(home, project)?;
-    let (s, _) = settings::resolve(flags, &files, |k| std::env::var(k).ok())?;
-    Ok(s)
-}
-
 /// The `[otel]` table of the settings in force, as the exporter takes it.
 fn table_of(otel: Option<settings::OtelSettings>) -> OtelTable {
     let t = otel.unwrap_or_default();

@@ -185,7 +185,19 @@ impl SandboxArgs {
     }
 }
 
-pub(crate) use cairn_cli::live_export::{effective, project_for};
+pub(crate) use cairn_cli::live_export::project_for;
+
+/// The settings in force: `flags` over the environment over the project's
+/// configuration file over the user's over the defaults.
+pub(crate) fn effective(
+    home: &Home,
+    project: Option<&cairn_engine::Project>,
+    flags: &Settings,
+) -> Result<Settings> {
+    let files = settings::Files::load(home, project)?;
+    let (s, _) = settings::resolve(flags, &files, |k| std::env::var(k).ok())?;
+    Ok(s)
+}
 
 /// A session's configuration from the settings in force.
 pub(crate) fn engine_config(s: &Settings) -> Result<EngineConfig> {
